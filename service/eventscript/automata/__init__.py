@@ -1,0 +1,1 @@
+"""From the intermediate form to automata: Thompson NFA, epsilon elimination, DFA, lazy DFA."""

@@ -1,0 +1,167 @@
+"""The compiler's front door: source text to :class:`CompiledProgram`, with every diagnostic.
+
+Stages, each in its own module: parse (language.parser) → check and infer types
+(language.checker) → lower to the intermediate form (language.lower) → Thompson NFA with
+actions (nfa, product) → epsilon elimination (epsilon) → subset construction (subset), or, past
+the state limit, a lazy DFA over the same epsilon-free NFA (machine) → analyses (analysis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..language import ir
+from ..language.checker import CheckedProgram, check
+from ..language.diagnostics import CompileError, Diagnostics
+from ..language.lower import lower
+from ..language.parser import parse
+from ..language.source import SourceFile
+from . import analysis
+from .actions import OccurrenceTable
+from .compiled import CompiledProgram, sha256
+from .epsilon import eliminate
+from .machine import DFAMachine, LazyDFA
+from .nfa import AutomatonTooLarge, Builder
+from .subset import StateLimitExceeded, determinize
+
+DEFAULT_STATE_LIMIT = 40_000
+#: How many lazy-DFA states the compile-time analyses look at when the DFA is too large.
+ANALYSIS_BUDGET = 2_000
+
+
+@dataclass
+class Compilation:
+    diagnostics: Diagnostics
+    program: CompiledProgram | None = None
+    checked: CheckedProgram | None = None
+    #: Number of DFA states, or None when the program runs on the lazy DFA.
+    dfa_states: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.program is not None and not self.diagnostics.has_errors
+
+    def require(self) -> CompiledProgram:
+        if self.program is None or self.diagnostics.has_errors:
+            raise CompileError(self.diagnostics)
+        return self.program
+
+
+def compile_source(source: SourceFile | str, *, name: str | None = None,
+                   state_limit: int = DEFAULT_STATE_LIMIT, resolve_externals: bool = True,
+                   force_lazy: bool = False) -> Compilation:
+    if isinstance(source, str):
+        source = SourceFile(name=name or "<program>", text=source)
+    if name is None:
+        name = Path(source.name).stem if source.name and not source.name.startswith("<") else "program"
+    d = Diagnostics()
+    tree = parse(source, d)
+    if d.has_errors:
+        return Compilation(d)
+    checked = check(tree, d, resolve_externals=resolve_externals)
+    if d.has_errors:
+        return Compilation(d, checked=checked)
+    program_ir, positions = lower(checked, name)
+    comp = Compilation(d, checked=checked)
+
+    occ = OccurrenceTable()
+    builder = Builder(program_ir, occ, state_limit)
+    assert positions.regex is not None
+    try:
+        nfa = builder.build(program_ir.regex)
+        if builder.cyclic:
+            for unit in sorted({occ.items[o].unit for o in builder.cyclic}):
+                d.error(positions.units[unit],
+                        "this action is on a cyclic path with no event marker, so it would run forever",
+                        "put an event marker on every loop that contains actions, e.g. (A() {...})* "
+                        "instead of (A()* {...})*")
+            return comp
+        efa = eliminate(nfa)
+    except AutomatonTooLarge as exc:
+        d.error(positions.regex, str(exc))
+        return comp
+
+    maybe_unset = analysis.definite_assignment(nfa, program_ir, occ)
+    analysis.warn_reads(program_ir, maybe_unset, positions, d)
+
+    machine: DFAMachine | LazyDFA
+    try:
+        if force_lazy:
+            raise StateLimitExceeded(state_limit)
+        dfa = determinize(efa, occ, state_limit)
+        machine = DFAMachine.from_dfa(dfa, occ)
+        comp.dfa_states = len(dfa.states)
+        state_sets = [s.nfa for s in dfa.states]
+        timer_sets = [[sym for sym in s.trans if sym in program_ir.time_symbols] for s in dfa.states]
+        terminal = [s.terminal for s in dfa.states]
+        succ = [[t for t, _ in s.trans.values()] for s in dfa.states]
+        complete = True
+    except StateLimitExceeded:
+        machine = LazyDFA(efa, occ)
+        comp.notes.append(f"the DFA would exceed {state_limit} states; the program runs on a lazy DFA "
+                          f"that builds states on demand")
+        state_sets, timer_sets, terminal, succ, complete = _explore_lazy(machine, program_ir)
+
+    analysis.mark_read_checks(program_ir, None if (occ.cycle_broken or not complete) else maybe_unset)
+    analysis.warn_ambiguity(analysis.ambiguous_pairs(efa, state_sets), program_ir, positions, d)
+    analysis.warn_simultaneous_timers((t for t in timer_sets if len(t) > 1), program_ir, positions, d)
+    if state_sets and not state_sets[0]:
+        d.warning(positions.regex, "the regular expression matches no sequence of events",
+                  "every event will be reported as unexpected ($error 2)")
+    elif program_ir.grouped and complete:
+        can_end = _can_reach(terminal, succ)
+        analysis.warn_nontermination(can_end[0], all(can_end), positions, d)
+
+    comp.program = CompiledProgram(program_ir, machine, source.name, sha256(source.text))
+    return comp
+
+
+def _can_reach(targets: list[bool], succ: list[list[int]]) -> list[bool]:
+    pred: list[list[int]] = [[] for _ in targets]
+    for a, ts in enumerate(succ):
+        for b in ts:
+            pred[b].append(a)
+    ok = list(targets)
+    stack = [i for i, t in enumerate(targets) if t]
+    while stack:
+        b = stack.pop()
+        for a in pred[b]:
+            if not ok[a]:
+                ok[a] = True
+                stack.append(a)
+    return ok
+
+
+def _explore_lazy(machine: LazyDFA, program: ir.ProgramIR):  # type: ignore[no-untyped-def]
+    start, _ = machine.start()
+    index = {start: 0}
+    order = [start]
+    timer_sets: list[list[int]] = []
+    terminal: list[bool] = []
+    succ: list[list[int]] = []
+    i = 0
+    complete = True
+    while i < len(order):
+        key = order[i]
+        i += 1
+        row = machine.transitions(key)
+        timer_sets.append([s for s in row if s in program.time_symbols])
+        terminal.append(machine.accepting(key) and not row)
+        targets = []
+        for t, _ in row.values():
+            if t not in index:
+                if len(order) >= ANALYSIS_BUDGET:
+                    complete = False
+                    continue
+                index[t] = len(order)
+                order.append(t)
+            targets.append(index[t])
+        succ.append(targets)
+    machine.clear_cache()
+    return order, timer_sets, terminal, succ, complete
+
+
+def compile_file(path: str | Path, **kwargs) -> Compilation:  # type: ignore[no-untyped-def]
+    return compile_source(SourceFile.read(path), **kwargs)

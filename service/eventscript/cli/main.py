@@ -1,0 +1,37 @@
+"""``eventscript``: the command line. Each subcommand is a thin wrapper over a host or stage."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from . import commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="eventscript", description="EventScript: regular expressions with actions, "
+                                "run as event processors.")
+    p.add_argument("--version", action="version", version="eventscript 0.1.0")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (help_, setup, _) in commands.COMMANDS.items():
+        sp = sub.add_parser(name, help=help_, description=help_)
+        setup(sp)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = commands.COMMANDS[args.command][2]
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

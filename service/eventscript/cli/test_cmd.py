@@ -1,0 +1,72 @@
+"""``eventscript test --trace FILE PROGRAM...``: the tester (language document §6.5)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..automata.compile import DEFAULT_STATE_LIMIT
+from ..tester.expect import compare, read_expected
+from ..tester.runner import OutputLine, run_trace
+from ..tester.trace import TraceError, read_trace
+from .program_cmds import compile_or_report
+
+
+def setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trace", required=True, metavar="FILE", help="the timed event trace")
+    p.add_argument("programs", nargs="+", metavar="PROGRAM",
+                   help="one program, or the stages of a pipeline in order")
+    p.add_argument("--expect", metavar="FILE", help="expected JSON lines: compare and show differences")
+    p.add_argument("-W", "--warnings", action="store_true", help="also print compiler warnings")
+    p.add_argument("--state-limit", type=int, default=DEFAULT_STATE_LIMIT, metavar="N")
+
+
+def run(args: argparse.Namespace) -> int:
+    compiled = []
+    for path in args.programs:
+        comp = compile_or_report(path, args.state_limit, warnings=args.warnings)
+        if comp is None or comp.program is None:
+            return 2
+        compiled.append(comp.program)
+    try:
+        items = read_trace(args.trace)
+    except OSError as exc:
+        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except TraceError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    names = [Path(p).stem for p in args.programs]
+    lines: list[dict] = []  # type: ignore[type-arg]
+    out = sys.stdout
+    expecting = args.expect is not None
+
+    def sink(line: OutputLine) -> None:
+        obj = line.to_json()
+        if expecting:
+            lines.append(obj)
+        else:
+            out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+    try:
+        run_trace(compiled, items, sink, names)
+    except TraceError as exc:
+        out.flush()
+        print(str(exc), file=sys.stderr)
+        return 2
+    if not expecting:
+        return 0
+    try:
+        expected = read_expected(Path(args.expect).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"{args.expect}: error: cannot read expected output: {exc}", file=sys.stderr)
+        return 2
+    problems = compare(expected, lines)
+    if problems:
+        for p in problems:
+            print(p)
+        return 1
+    print(f"ok: {len(lines)} events as expected")
+    return 0

@@ -1,0 +1,238 @@
+"""Implementations of the standard library (signatures and docs: language/stdlib.py).
+
+Each overload id of ``language.stdlib`` maps to a Python function here. Functions that can fail
+take the error reporter first (``FAILING``): they report an ``$error`` and return their result
+type's default, so evaluation of the enclosing expression goes on, as the language requires.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import UTC
+from typing import Any
+
+from .timeutil import TimeRangeError, format_time, parse_time, to_datetime
+from .values import LONG_MAX, LONG_MIN, double_to_long, wrap
+
+#: err(ctx, code, message): reports an $error for the instance ctx (see engine.Engine._error).
+Report = Callable[[Any, int, str], None]
+
+US = {"microseconds": 1, "milliseconds": 1_000, "seconds": 1_000_000, "minutes": 60_000_000,
+      "hours": 3_600_000_000, "days": 86_400_000_000}
+
+
+def _after(unit_us: int) -> Callable[[int, int], int]:
+    def after(n: int, t: int) -> int:
+        return wrap(t + n * unit_us)
+
+    return after
+
+
+def _between(unit_us: int) -> Callable[[int, int], int]:
+    def between(a: int, b: int) -> int:
+        d = b - a
+        q = abs(d) // unit_us
+        return -q if d < 0 else q
+
+    return between
+
+
+def _field(attr: str) -> Callable[[Report, Any, int], int]:
+    def get(err: Report, ctx: Any, t: int) -> int:
+        try:
+            dt = to_datetime(t, UTC)
+        except TimeRangeError as exc:
+            err(ctx, 8, str(exc))
+            return 0
+        if attr == "dayOfWeek":
+            return dt.isoweekday()
+        if attr == "dayOfYear":
+            return dt.timetuple().tm_yday
+        if attr == "millisecond":
+            return dt.microsecond // 1000
+        return int(getattr(dt, attr))
+
+    return get
+
+
+def format_double(x: float) -> str:
+    """Doubles as text: always with a fraction or exponent, like Java's Double.toString."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    r = repr(x)
+    if "e" in r or "E" in r:
+        mant, _, exp = r.partition("e")
+        if "." not in mant:
+            mant += ".0"
+        return f"{mant}E{int(exp)}"
+    return r
+
+
+def to_string(x: Any) -> str:
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, float):
+        return format_double(x)
+    return str(x)
+
+
+def string_any(x: Any) -> str:  # pragma: no cover - replaced per type by the code generator
+    return to_string(x)
+
+
+def long_string(err: Report, ctx: Any, s: str) -> int:
+    try:
+        v = int(s.strip())
+    except ValueError:
+        err(ctx, 8, f"cannot convert {s!r} to long")
+        return 0
+    if not LONG_MIN <= v <= LONG_MAX:
+        err(ctx, 8, f"{s!r} is out of the range of long")
+        return 0
+    return v
+
+
+def double_string(err: Report, ctx: Any, s: str) -> float:
+    try:
+        return float(s.strip())
+    except ValueError:
+        err(ctx, 8, f"cannot convert {s!r} to double")
+        return 0.0
+
+
+def time_string(err: Report, ctx: Any, s: str) -> int:
+    try:
+        return parse_time(s)
+    except (ValueError, TimeRangeError) as exc:
+        err(ctx, 8, str(exc))
+        return 0
+
+
+def substring(err: Report, ctx: Any, s: str, begin: int, end: int) -> str:
+    if not 0 <= begin <= end <= len(s):
+        err(ctx, 5, f"substring({begin}, {end}) is outside a string of length {len(s)}")
+        return ""
+    return s[begin:end]
+
+
+def java_round(x: float) -> int:
+    if math.isnan(x):
+        return 0
+    return double_to_long(math.floor(x + 0.5))
+
+
+def _sqrt(x: float) -> float:
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+def _log(x: float) -> float:
+    if x > 0:
+        return math.log(x)
+    if x == 0:
+        return -math.inf
+    return math.nan
+
+
+def _pow(x: float, y: float) -> float:
+    try:
+        r = math.pow(x, y)
+    except OverflowError:
+        return math.inf
+    except ValueError:
+        return math.nan
+    return r
+
+
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _floor(x: float) -> float:
+    return float(math.floor(x)) if math.isfinite(x) else x
+
+
+def _ceil(x: float) -> float:
+    return float(math.ceil(x)) if math.isfinite(x) else x
+
+
+def _min_double(a: float, b: float) -> float:
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return min(a, b)
+
+
+def _max_double(a: float, b: float) -> float:
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return max(a, b)
+
+
+IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
+    "microsecondsAfter": _after(US["microseconds"]),
+    "millisecondsAfter": _after(US["milliseconds"]),
+    "secondsAfter": _after(US["seconds"]),
+    "minutesAfter": _after(US["minutes"]),
+    "hoursAfter": _after(US["hours"]),
+    "daysAfter": _after(US["days"]),
+    "microsecondsBetween": _between(US["microseconds"]),
+    "millisecondsBetween": _between(US["milliseconds"]),
+    "secondsBetween": _between(US["seconds"]),
+    "minutesBetween": _between(US["minutes"]),
+    "hoursBetween": _between(US["hours"]),
+    "daysBetween": _between(US["days"]),
+    **{name: _field(name) for name in ("year", "month", "day", "hour", "minute", "second", "millisecond",
+                                       "microsecond", "dayOfWeek", "dayOfYear")},
+    "epochMillis": lambda t: t // 1000,
+    "epochMicros": lambda t: t,
+    "timeOfEpochMillis": lambda n: wrap(n * 1000),
+    "timeOfEpochMicros": lambda n: n,
+    "time_string": time_string,
+    "long_long": lambda x: x,
+    "long_double": double_to_long,
+    "long_string": long_string,
+    "double_double": lambda x: x,
+    "double_long": float,
+    "double_string": double_string,
+    "string_any": to_string,
+    "length_string": len,
+    "length_array": len,
+    "substring": substring,
+    "indexOf": lambda s, sub: s.find(sub),
+    "contains": lambda s, sub: sub in s,
+    "startsWith": lambda s, p: s.startswith(p),
+    "endsWith": lambda s, p: s.endswith(p),
+    "toUpperCase": lambda s: s.upper(),
+    "toLowerCase": lambda s: s.lower(),
+    "trim": lambda s: s.strip(),
+    "abs_long": lambda x: wrap(abs(x)),
+    "abs_double": abs,
+    "min_long": min,
+    "min_double": _min_double,
+    "max_long": max,
+    "max_double": _max_double,
+    "sqrt": _sqrt,
+    "floor": _floor,
+    "ceil": _ceil,
+    "round": java_round,
+    "pow": _pow,
+    "exp": _exp,
+    "log": _log,
+    "isNaN": math.isnan,
+}
+
+#: Overloads whose implementation takes the error reporter as first argument.
+FAILING = frozenset({
+    "time_string", "long_string", "double_string", "substring",
+    "year", "month", "day", "hour", "minute", "second", "millisecond", "microsecond", "dayOfWeek", "dayOfYear",
+})
+
+#: Overloads that need the engine's clock rather than an implementation here.
+CLOCK = frozenset({"now"})
+
+__all__ = ["CLOCK", "FAILING", "IMPLEMENTATIONS", "format_double", "format_time", "to_string"]

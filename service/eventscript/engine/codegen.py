@@ -1,0 +1,291 @@
+"""Actions, expressions, classifiers, group keys and timer starts compiled to Python source.
+
+The hot path of the engine must not walk trees: every distinct action sequence of the machine
+becomes one generated Python function, compiled once per program. Only program text ever reaches
+``compile``: event values are parameters of the generated functions, never source.
+
+Conventions of the generated code (names bound in the namespace the engine supplies):
+
+- ``ctx`` the instance context, ``v`` its variable list, ``ev`` the event value;
+- ``UNSET`` marks unset variables; reads the analysis could not prove set are checked;
+- ``_err(ctx, code, message)`` emits an ``$error`` and the failing operation yields its type's
+  default, so evaluation goes on (conformance README);
+- ``_emit(ctx, output, value)``, ``_now()``, ``_arm(ctx, symbol, deadline)``, ``_disarm(ctx)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..language import ir
+from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType, Type
+from . import builtins
+from .values import MASK_64, TWO_63, needs_copy
+
+
+def default_expr(t: Type) -> str:
+    """A Python expression that builds a fresh default value of type t."""
+    if t in (LONG, TIME):
+        return "0"
+    if t == DOUBLE:
+        return "0.0"
+    if t == BOOLEAN:
+        return "False"
+    if t == STRING:
+        return "''"
+    if t == OBJECT:
+        return "None"
+    if isinstance(t, ArrayType):
+        return "[]"
+    if isinstance(t, StructType):
+        return "[" + ", ".join(default_expr(ft) for _, ft in t.fields) + "]"
+    return "None"
+
+
+def _const(value: Any, t: Type) -> str:
+    if t == DOUBLE:
+        v = float(value)
+        if math.isnan(v):
+            return "_NAN"
+        if math.isinf(v):
+            return "_INF" if v > 0 else "(-_INF)"
+        return repr(v)
+    if t == BOOLEAN:
+        return "True" if value else "False"
+    return repr(value)
+
+
+_CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+@dataclass
+class Source:
+    """Generated functions: name → source text."""
+
+    functions: dict[str, str] = field(default_factory=dict)
+
+    def text(self) -> str:
+        return "\n\n".join(self.functions.values()) + "\n"
+
+
+class CodeGen:
+    def __init__(self, program: ir.ProgramIR) -> None:
+        self.p = program
+        self._units: dict[int, list[str]] = {}
+
+    # -- expressions ---------------------------------------------------------------------
+
+    def expr(self, e: ir.Node) -> str:
+        if isinstance(e, ir.Const):
+            return _const(e.value, e.ty)
+        if isinstance(e, ir.Var):
+            if e.checked:
+                return (f"(_u if (_u := v[{e.slot}]) is not UNSET else "
+                        f"_unset(ctx, {e.name!r}, {default_expr(e.ty)}))")
+            return f"v[{e.slot}]"
+        if isinstance(e, ir.Loop):
+            return f"_l{e.slot}"
+        if isinstance(e, ir.EventVal):
+            return "ev"
+        if isinstance(e, ir.Key):
+            return f"ctx.key[{e.n}]"
+        if isinstance(e, ir.Unary):
+            x = self.expr(e.x)
+            if e.op == "!":
+                return f"(not {x})"
+            if e.ty == LONG:
+                return f"((-{x} + {TWO_63} & {MASK_64}) - {TWO_63})"
+            return f"(-{x})"
+        if isinstance(e, ir.ToDouble):
+            return f"float({self.expr(e.x)})"
+        if isinstance(e, ir.Binary):
+            return self._binary(e)
+        if isinstance(e, ir.Cond):
+            return f"({self.expr(e.then)} if {self.expr(e.cond)} else {self.expr(e.otherwise)})"
+        if isinstance(e, ir.Call):
+            return self._call(e)
+        if isinstance(e, ir.Extern):
+            args = "".join(", " + self.expr(a) for a in e.args)
+            return f"_x{e.fn}(ctx{args})"
+        if isinstance(e, ir.Index):
+            return f"_idx(ctx, {self.expr(e.obj)}, {self.expr(e.index)}, {default_expr(e.ty)})"
+        if isinstance(e, ir.Field):
+            return f"{self.expr(e.obj)}[{e.k}]"
+        if isinstance(e, ir.Build):
+            return "[" + ", ".join(self.expr(x) for x in e.values) + "]"
+        if isinstance(e, ir.New):
+            assert isinstance(e.ty, ArrayType)
+            return f"_new(ctx, {self.expr(e.size)}, lambda: {default_expr(e.ty.element)})"
+        raise AssertionError(f"unknown expression {e!r}")
+
+    def _binary(self, e: ir.Binary) -> str:
+        l, r = self.expr(e.left), self.expr(e.right)
+        op = e.op
+        if op == "&&":
+            return f"({l} and {r})"
+        if op == "||":
+            return f"({l} or {r})"
+        if op in _CMP:
+            return f"({l} {_CMP[op]} {r})"
+        if e.opty == LONG:
+            if op in ("+", "-", "*"):
+                return f"((({l} {op} {r}) + {TWO_63} & {MASK_64}) - {TWO_63})"
+            if op == "/":
+                return f"_ldiv(ctx, {l}, {r})"
+            if op == "%":
+                return f"_lrem(ctx, {l}, {r})"
+        if e.opty == DOUBLE:
+            if op in ("+", "-", "*"):
+                return f"({l} {op} {r})"
+            if op == "/":
+                return f"_fdiv({l}, {r})"
+            if op == "%":
+                return f"_fmod({l}, {r})"
+        if e.opty == STRING and op == "+":
+            return f"({l} + {r})"
+        raise AssertionError(f"unsupported operator {op} on {e.opty}")
+
+    def _call(self, e: ir.Call) -> str:
+        args = [self.expr(a) for a in e.args]
+        if e.fn == "now":
+            return "_now()"
+        if e.fn == "string_any":
+            t = e.args[0].ty
+            x = args[0]
+            if t == DOUBLE:
+                return f"_fmtd({x})"
+            if t == BOOLEAN:
+                return f"('true' if {x} else 'false')"
+            if t == TIME:
+                return f"_fmtt({x})"
+            if t == STRING:
+                return x
+            return f"str({x})"
+        if e.fn in builtins.FAILING:
+            return f"_b_{e.fn}(_err, ctx, {', '.join(args)})"
+        return f"_b_{e.fn}({', '.join(args)})"
+
+    # -- actions -------------------------------------------------------------------------
+
+    def actions(self, actions: list[ir.Node], ind: str, out: list[str]) -> None:
+        for a in actions:
+            self.action(a, ind, out)
+
+    def action(self, a: ir.Node, ind: str, out: list[str]) -> None:
+        if isinstance(a, ir.SetVar):
+            out.append(f"{ind}v[{a.slot}] = {self.expr(a.value)}")
+        elif isinstance(a, ir.Store):
+            out.append(f"{ind}v[{a.slot}] = ev")
+        elif isinstance(a, ir.SetIndex):
+            out.append(f"{ind}_setidx(ctx, {self.expr(a.obj)}, {self.expr(a.index)}, {self.expr(a.value)})")
+        elif isinstance(a, ir.SetField):
+            out.append(f"{ind}_o = {self.expr(a.obj)}")
+            out.append(f"{ind}_o[{a.k}] = {self.expr(a.value)}")
+        elif isinstance(a, ir.Emit):
+            t = self.p.outputs[a.output].ty
+            value = self.expr(a.value)
+            if needs_copy(t):
+                value = f"_copy({value})"
+            out.append(f"{ind}_emit(ctx, {a.output}, {value})")
+        elif isinstance(a, ir.If):
+            out.append(f"{ind}if {self.expr(a.cond)}:")
+            self._body(a.then, ind + "    ", out)
+            if a.otherwise:
+                out.append(f"{ind}else:")
+                self._body(a.otherwise, ind + "    ", out)
+        elif isinstance(a, ir.For):
+            out.append(f"{ind}_lo = {self.expr(a.low)}")
+            out.append(f"{ind}_hi = {self.expr(a.high)}")
+            out.append(f"{ind}for _l{a.slot} in range(_lo, _hi + 1):")
+            self._body(a.body, ind + "    ", out)
+        else:
+            raise AssertionError(f"unknown action {a!r}")
+
+    def _body(self, actions: list[ir.Node], ind: str, out: list[str]) -> None:
+        n = len(out)
+        self.actions(actions, ind, out)
+        if len(out) == n:
+            out.append(f"{ind}pass")
+
+    def unit_lines(self, unit: int) -> list[str]:
+        lines = self._units.get(unit)
+        if lines is None:
+            lines = []
+            self.actions(self.p.units[unit].actions, "    ", lines)
+            self._units[unit] = lines
+        return lines
+
+    # -- timers ---------------------------------------------------------------------------
+
+    def timer_start(self, name: str, symbols: list[int]) -> str:
+        """A function that evaluates the state's time markers and arms the earliest (choice 5)."""
+        out = [f"def {name}(ctx):", "    v = ctx.vars", "    now = _now()", "    best = None", "    bsym = -1"]
+        for sym in sorted(symbols):  # time symbols are numbered in program-text order
+            spec = self.p.timer_of(sym)
+            out.append(f"    # {self.p.symbols[sym].name}")
+            if isinstance(spec, ir.ElapseSpec):
+                amount = self.expr(spec.amount)
+                if spec.amount.ty == DOUBLE:
+                    out.append(f"    d = _elapse_d(ctx, now, {amount}, {spec.unit_us})")
+                else:
+                    out.append(f"    d = now + max(0, {amount}) * {spec.unit_us}")
+            else:
+                assert isinstance(spec, ir.ArriveSpec)
+                if spec.time is not None:
+                    out.append(f"    d = {self.expr(spec.time)}")
+                    out.append("    if d < now:")
+                    out.append("        d = now")
+                else:
+                    comps = spec.components or []
+                    parts = ["None" if c is None else self.expr(c) for c in comps]
+                    out.append(f"    d = _pattern(ctx, now, ({', '.join(parts)},))")
+            out.append("    if d is not None and (best is None or d < best):")
+            out.append("        best = d")
+            out.append(f"        bsym = {sym}")
+        out.append("    if best is None:")
+        out.append("        _disarm(ctx)")
+        out.append("    else:")
+        out.append("        _arm(ctx, bsym, best)")
+        return "\n".join(out)
+
+    # -- transitions ----------------------------------------------------------------------
+
+    def transition(self, name: str, units: tuple[int, ...], timer_call: str | None, disarm: bool) -> str | None:
+        """A function running the units in order, then starting or stopping the timer.
+
+        Returns None when there is nothing to do (no actions, no timer change).
+        """
+        body: list[str] = []
+        for u in units:
+            body.extend(self.unit_lines(u))
+        if timer_call is not None:
+            body.append(f"    {timer_call}(ctx)")
+        elif disarm:
+            body.append("    _disarm(ctx)")
+        if not body:
+            return None
+        return "\n".join([f"def {name}(ctx, ev):", "    v = ctx.vars", *body])
+
+    # -- classification and group keys ---------------------------------------------------
+
+    def classifier(self, name: str, node: ir.Node) -> tuple[str | None, int | None]:
+        """(source, None) for a case clause, or (None, symbol) for an unclassified input."""
+        if isinstance(node, ir.CaseSymbol):
+            return None, node.symbol
+
+        def walk(n: ir.Node) -> str:
+            if isinstance(n, ir.CaseSymbol):
+                return str(n.symbol)
+            assert isinstance(n, ir.CaseArm)
+            return f"({walk(n.then)} if {self.expr(n.cond)} else {walk(n.otherwise)})"
+
+        return f"def {name}(ctx, ev):\n    return {walk(node)}", None
+
+    def group_key(self, name: str, exprs: list[ir.Node]) -> str:
+        parts = ", ".join(self.expr(e) for e in exprs)
+        return f"def {name}(ctx, ev):\n    return ({parts},)"
+
+
+__all__ = ["CodeGen", "Source", "default_expr"]

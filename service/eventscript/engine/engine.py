@@ -1,0 +1,476 @@
+"""The engine: runs a compiled program over a stream of events (language document §6.1).
+
+For each arriving event: find the instance context of its group key (creating it, and running
+the initial actions in it, on the key's first event), classify the event by its case clause,
+look up the transition of the current state on that symbol, run its compiled actions (which
+also start or stop the instance's timer) and move to the target state. An accepting state with
+no way out ends the instance. Errors become ``$error`` events and never stop the engine.
+
+The engine knows nothing of Kafka, Spark or files: hosts give it a consumer for what it emits
+and a :class:`TimeProvider`, and feed it ``(name, value)`` pairs with values already in their
+run-time form (``engine.encoding`` converts from JSON).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, tzinfo
+from pathlib import Path
+from typing import Any
+
+from ..automata.compiled import CompiledProgram
+from ..automata.machine import DFAMachine, LazyDFA
+from ..language import ir
+from ..language.checker import resolve_external
+from ..language.types import Type
+from . import builtins, context
+from .codegen import CodeGen
+from .context import InstanceContext
+from .events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode, EventConsumer
+from .externals import make_external
+from .time_provider import SimulatedTimeProvider, TimeProvider
+from .timeutil import TimeRangeError, format_time, next_match
+from .values import UNSET, deep_copy, double_div, double_rem, java_div, java_rem
+
+#: Largest array ``new T[n]`` may allocate.
+MAX_ARRAY = 50_000_000
+#: Lazy-DFA states kept before the cache is flushed.
+DEFAULT_LAZY_CACHE = 10_000
+
+
+class EngineError(Exception):
+    """A compiled program that cannot be run (e.g. an external function that cannot be loaded)."""
+
+
+class RState:
+    """A machine state at run time: its transition row (indexed by symbol) and timer behaviour."""
+
+    __slots__ = ("accepting", "key", "row", "terminal", "timed", "timer_fn")
+
+    def __init__(self, key: Hashable, accepting: bool, nsym: int) -> None:
+        self.key = key
+        self.accepting = accepting
+        self.row: list[RTrans | None] = [None] * nsym
+        self.terminal = False
+        self.timed = False
+        self.timer_fn: Callable[[InstanceContext], None] | None = None
+
+    def __repr__(self) -> str:
+        return f"RState({self.key!r})"
+
+
+class RTrans:
+    __slots__ = ("fn", "target", "target_key", "units")
+
+    def __init__(self, target_key: Hashable, units: tuple[int, ...]) -> None:
+        self.target_key = target_key
+        self.target: RState | None = None
+        self.units = units
+        self.fn: Callable[[InstanceContext, Any], None] | None = None
+
+
+@dataclass(slots=True)
+class InputRT:
+    name: str
+    index: int
+    ty: Type
+    symbol: int  # the symbol, when the input has no case clause (else -1)
+    classify: Callable[[Any, Any], int] | None
+    key: Callable[[Any, Any], tuple[Any, ...]] | None
+
+
+class Engine:
+    """Runs one compiled program. Not thread-safe: one engine per task/partition."""
+
+    def __init__(self, compiled: CompiledProgram, consumer: EventConsumer | None = None,
+                 time: TimeProvider | None = None, *, name: str | None = None, tz: tzinfo = UTC,
+                 search_dirs: Iterable[Path] = (), lazy_cache_states: int = DEFAULT_LAZY_CACHE,
+                 track_dirty: bool = False) -> None:
+        self.compiled = compiled
+        self.program: ir.ProgramIR = compiled.program
+        self.machine: DFAMachine | LazyDFA = compiled.machine
+        self.name = name or self.program.name
+        self.consumer: EventConsumer = consumer or (lambda e: None)
+        self.time: TimeProvider = time or SimulatedTimeProvider()
+        self.tz = tz
+        self.grouped = self.program.grouped
+        self.nsym = len(self.program.symbols)
+        self.nvars = len(self.program.variables)
+        self.output_types = [o.ty for o in self.program.outputs]
+        self.output_names = [o.name for o in self.program.outputs]
+        self.contexts: dict[tuple[Any, ...], InstanceContext] = {}
+        self.single: InstanceContext | None = None
+        self.lazy_cache_states = lazy_cache_states
+        #: Contexts changed since the host last drained them (None: not tracked).
+        self.dirty: dict[int, InstanceContext] | None = {} if track_dirty else None
+        self._gen = CodeGen(self.program)
+        self._ns = self._namespace(search_dirs)
+        self._fns: dict[tuple[Any, ...], Callable[..., Any] | None] = {}
+        self._timer_fns: dict[tuple[int, ...], Callable[[InstanceContext], None]] = {}
+        self._states: dict[Hashable, RState] = {}
+        self._inputs: dict[str, InputRT] = {}
+        for inp in self.program.inputs:
+            self._inputs[inp.name] = self._input_rt(inp)
+        start_key, init_units = self.machine.start()
+        self._start = self._state(start_key)
+        self._init_fn = self._function(init_units, self._start, None) or (lambda ctx, ev: None)
+        if isinstance(self.machine, DFAMachine):
+            self._materialize()
+
+    # -- code generation -------------------------------------------------------------------
+
+    def _namespace(self, search_dirs: Iterable[Path]) -> dict[str, Any]:
+        ns: dict[str, Any] = {
+            "UNSET": UNSET,
+            "_NAN": math.nan,
+            "_INF": math.inf,
+            "_err": self._error,
+            "_unset": self._unset,
+            "_ldiv": self._ldiv,
+            "_lrem": self._lrem,
+            "_fdiv": double_div,
+            "_fmod": double_rem,
+            "_idx": self._idx,
+            "_setidx": self._setidx,
+            "_new": self._new,
+            "_copy": deep_copy,
+            "_emit": self._emit,
+            "_now": self.time.now,
+            "_arm": self._arm,
+            "_disarm": self.time.cancel_timer,
+            "_elapse_d": self._elapse_d,
+            "_pattern": self._pattern,
+            "_fmtd": builtins.format_double,
+            "_fmtt": format_time,
+        }
+        for fid, fn in builtins.IMPLEMENTATIONS.items():
+            ns[f"_b_{fid}"] = fn
+        dirs = list(search_dirs)
+        if self.compiled.source_name:
+            dirs.append(Path(self.compiled.source_name).resolve().parent)
+        for ext in self.program.externals:
+            fn, problem = resolve_external(ext.impl, dirs)
+            if fn is None:
+                raise EngineError(f"external function {ext.name}: {problem}")
+            ns[f"_x{ext.index}"] = make_external(ext, fn, self._error)
+        return ns
+
+    def _define(self, name: str, source: str) -> Callable[..., Any]:
+        code = compile(source, f"<eventscript {self.name}:{name}>", "exec")
+        exec(code, self._ns)
+        return self._ns[name]
+
+    def _timer_name(self, st: RState) -> str | None:
+        return None if st.timer_fn is None else st.timer_fn.__name__
+
+    def _function(self, units: tuple[int, ...], target: RState,
+                  source: RState | None) -> Callable[..., Any] | None:
+        """The compiled function of a transition: its units, then the target's timer start, or a
+        timer stop when leaving a timed state for an untimed one. Shared between transitions."""
+        fn_key = (units, self._timer_name(target), bool(source is not None and source.timed and not target.timed))
+        if fn_key in self._fns:
+            return self._fns[fn_key]
+        name = f"_t{len(self._fns)}"
+        src = self._gen.transition(name, units, fn_key[1], fn_key[2])
+        fn = None if src is None else self._define(name, src)
+        self._fns[fn_key] = fn
+        return fn
+
+    def _state(self, key: Hashable) -> RState:
+        st = self._states.get(key)
+        if st is not None:
+            return st
+        if isinstance(self.machine, LazyDFA) and len(self._states) >= self.lazy_cache_states:
+            self._flush_lazy_cache()
+        st = RState(key, self.machine.accepting(key), self.nsym)
+        trans = self.machine.transitions(key)
+        for sym, (tkey, units) in trans.items():
+            st.row[sym] = RTrans(tkey, units)
+        st.terminal = st.accepting and not trans
+        timers = tuple(sorted(s for s in trans if s in self.program.time_symbols))
+        if timers:
+            st.timed = True
+            fn = self._timer_fns.get(timers)
+            if fn is None:
+                name = f"_s{len(self._timer_fns)}"
+                fn = self._timer_fns[timers] = self._define(name, self._gen.timer_start(name, list(timers)))
+            st.timer_fn = fn
+        self._states[key] = st
+        return st
+
+    def _resolve(self, st: RState, tr: RTrans) -> RState:
+        target = self._state(tr.target_key)
+        tr.fn = self._function(tr.units, target, st)
+        tr.target = target
+        return target
+
+    def _materialize(self) -> None:
+        assert isinstance(self.machine, DFAMachine)
+        for k in range(self.machine.size):
+            self._state(k)
+        for st in list(self._states.values()):
+            for tr in st.row:
+                if tr is not None:
+                    self._resolve(st, tr)
+
+    def _flush_lazy_cache(self) -> None:
+        """Bound the lazy DFA's memory: forget built states (contexts keep working; their
+        transitions are rebuilt on demand)."""
+        for st in self._states.values():
+            for tr in st.row:
+                if tr is not None:
+                    tr.target = None
+        self._states.clear()
+        self.machine.clear_cache()
+
+    def _input_rt(self, inp: ir.Input) -> InputRT:
+        src, sym = self._gen.classifier(f"_c{inp.index}", inp.classify)
+        classify = self._define(f"_c{inp.index}", src) if src is not None else None
+        key = None
+        if inp.group is not None:
+            key = self._define(f"_k{inp.index}", self._gen.group_key(f"_k{inp.index}", inp.group))
+        return InputRT(inp.name, inp.index, inp.ty, -1 if sym is None else sym, classify, key)
+
+    # -- helpers called by generated code --------------------------------------------------
+
+    def _error(self, ctx: InstanceContext | None, code: int, message: str) -> None:
+        key = ctx.key if ctx is not None else None
+        self.consumer(Emitted(self.name, ERROR_EVENT, [code, message], ERROR_TYPE, self.time.now(), key))
+
+    def _emit(self, ctx: InstanceContext, output: int, value: Any) -> None:
+        self.consumer(Emitted(self.name, self.output_names[output], value, self.output_types[output],
+                              self.time.now(), ctx.key))
+
+    def _unset(self, ctx: InstanceContext, name: str, default: Any) -> Any:
+        self._error(ctx, ErrorCode.UNSET_VARIABLE, f"variable {name} has not been set")
+        return default
+
+    def _ldiv(self, ctx: InstanceContext, a: int, b: int) -> int:
+        if b == 0:
+            self._error(ctx, ErrorCode.DIVISION_BY_ZERO, f"long division by zero ({a} / 0)")
+            return 0
+        return java_div(a, b)
+
+    def _lrem(self, ctx: InstanceContext, a: int, b: int) -> int:
+        if b == 0:
+            self._error(ctx, ErrorCode.DIVISION_BY_ZERO, f"long remainder by zero ({a} % 0)")
+            return 0
+        return java_rem(a, b)
+
+    def _idx(self, ctx: InstanceContext, a: list[Any], i: int, default: Any) -> Any:
+        if 0 <= i < len(a):
+            return a[i]
+        self._error(ctx, ErrorCode.SUBSCRIPT_OUT_OF_BOUNDS, f"subscript {i} is out of bounds for length {len(a)}")
+        return default
+
+    def _setidx(self, ctx: InstanceContext, a: list[Any], i: int, value: Any) -> None:
+        if 0 <= i < len(a):
+            a[i] = value
+        else:
+            self._error(ctx, ErrorCode.SUBSCRIPT_OUT_OF_BOUNDS,
+                        f"subscript {i} is out of bounds for length {len(a)}")
+
+    def _new(self, ctx: InstanceContext, n: int, factory: Callable[[], Any]) -> list[Any]:
+        if n < 0 or n > MAX_ARRAY:
+            self._error(ctx, ErrorCode.INVALID_OPERATION,
+                        f"array size {n} is {'negative' if n < 0 else 'too large'}")
+            return []
+        d = factory()
+        if isinstance(d, list):
+            return [factory() for _ in range(n)]
+        return [d] * n
+
+    def _arm(self, ctx: InstanceContext, sym: int, deadline: int) -> None:
+        ctx.tsym = sym
+        self.time.set_timer(self, ctx, deadline)
+
+    def _elapse_d(self, ctx: InstanceContext, now: int, amount: float, unit_us: int) -> int | None:
+        if not math.isfinite(amount):
+            self._error(ctx, ErrorCode.INVALID_OPERATION, f"elapse amount {amount} is not a finite number")
+            return None
+        return now + max(0, round(amount * unit_us))
+
+    def _pattern(self, ctx: InstanceContext, now: int, comps: tuple[Any, ...]) -> int | None:
+        second = comps[5]
+        micro = 0
+        if isinstance(second, float):
+            if not math.isfinite(second):
+                self._error(ctx, ErrorCode.INVALID_OPERATION, f"second {second} is not a finite number")
+                return None
+            whole = math.floor(second)
+            micro = round((second - whole) * 1_000_000)
+            second = int(whole)
+        try:
+            return next_match(now, (*comps[:5], second), micro, self.tz)
+        except TimeRangeError as exc:
+            self._error(ctx, ErrorCode.INVALID_OPERATION, f"arrive pattern: {exc}")
+            return None
+
+    # -- the public interface ------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start an ungrouped program: create its one instance and run the initial actions.
+
+        Grouped programs create instances on demand; for them this does nothing.
+        """
+        if self.grouped or self.single is not None:
+            return
+        ctx = InstanceContext(None, self._start, self.nvars)
+        self.single = ctx
+        self._init_fn(ctx, None)
+        if self._start.terminal:
+            ctx.terminated = True
+        self._touch(ctx)
+
+    def _create(self, key: tuple[Any, ...]) -> InstanceContext:
+        ctx = InstanceContext(key, self._start, self.nvars)
+        self.contexts[key] = ctx
+        self._init_fn(ctx, None)
+        return ctx
+
+    def _touch(self, ctx: InstanceContext) -> None:
+        if self.dirty is not None:
+            self.dirty[id(ctx)] = ctx
+
+    def feed(self, name: str, value: Any) -> InstanceContext | None:
+        """Process one named event. ``value`` must already conform to the declared type."""
+        inp = self._inputs.get(name)
+        if inp is None:
+            self._error(None, ErrorCode.UNDECLARED_EVENT, f"undeclared input event {name}")
+            return None
+        if inp.key is not None:
+            key = inp.key(None, value)
+            ctx = self.contexts.get(key)
+            if ctx is None:
+                ctx = self._create(key)
+        else:
+            ctx = self.single
+            if ctx is None:
+                self.start()
+                ctx = self.single
+                assert ctx is not None
+            if ctx.terminated:
+                self._error(ctx, ErrorCode.UNEXPECTED_EVENT, "program has terminated")
+                return ctx
+        sym = inp.symbol if inp.classify is None else inp.classify(ctx, value)
+        st = ctx.state
+        tr = st.row[sym]
+        if tr is None:
+            self._error(ctx, ErrorCode.UNEXPECTED_EVENT,
+                        f"unexpected event {name}" if inp.classify is None
+                        else f"unexpected event {name} ({self.program.symbols[sym].name})")
+            if st.terminal:
+                self._terminate(ctx)
+            elif self.dirty is not None:
+                self.dirty[id(ctx)] = ctx
+            return ctx
+        target = tr.target
+        if target is None:
+            target = self._resolve(st, tr)
+        ctx.state = target
+        fn = tr.fn
+        if fn is not None:
+            fn(ctx, value)
+        if target.terminal:
+            self._terminate(ctx)
+        elif self.dirty is not None:
+            self.dirty[id(ctx)] = ctx
+        return ctx
+
+    def fire_timer(self, ctx: InstanceContext, deadline: int) -> None:
+        """Deliver the time event of ctx's pending timer (called by the time provider)."""
+        if ctx.terminated:
+            return
+        st = ctx.state
+        tr = st.row[ctx.tsym]
+        if tr is None:  # cannot happen: timers are only set for symbols with a transition
+            return
+        target = tr.target
+        if target is None:
+            target = self._resolve(st, tr)
+        ctx.state = target
+        fn = tr.fn
+        if fn is not None:
+            fn(ctx, deadline)
+        if target.terminal:
+            self._terminate(ctx)
+        else:
+            self._touch(ctx)
+
+    def _terminate(self, ctx: InstanceContext) -> None:
+        self.time.cancel_timer(ctx)
+        ctx.terminated = True
+        if ctx.key is not None and self.contexts.get(ctx.key) is ctx:
+            del self.contexts[ctx.key]
+        self._touch(ctx)
+
+    def drain_dirty(self) -> list[InstanceContext]:
+        """Contexts changed (or terminated) since the last call; for hosts that persist them."""
+        if self.dirty is None:
+            return []
+        out = list(self.dirty.values())
+        self.dirty.clear()
+        return out
+
+    @property
+    def instance_count(self) -> int:
+        if self.grouped:
+            return len(self.contexts)
+        return 0 if self.single is None or self.single.terminated else 1
+
+    # -- snapshots --------------------------------------------------------------------------
+
+    def snapshot(self, ctx: InstanceContext) -> bytes:
+        """Compact bytes for one instance: state, variables, key, pending timer."""
+        timer = None
+        if ctx.timer is not None and ctx.timer.alive:
+            timer = (ctx.timer.deadline, ctx.tsym, ctx.timer.seq)
+        state = self.machine.state_to_json(ctx.state.key)
+        return context.encode(state, ctx.vars, ctx.key, timer)
+
+    def restore(self, data: bytes) -> InstanceContext:
+        """Resume an instance from :meth:`snapshot` bytes (its pending timer is re-armed)."""
+        state_json, variables, key, timer = context.decode(data)
+        if len(variables) != self.nvars:
+            raise ValueError(f"snapshot has {len(variables)} variables, the program has {self.nvars}")
+        st = self._state(self.machine.state_from_json(state_json))
+        ctx = InstanceContext(key, st, self.nvars)
+        ctx.vars = variables
+        if self.grouped:
+            if key is None:
+                raise ValueError("snapshot of an ungrouped instance given to a grouped program")
+            old = self.contexts.get(key)
+            if old is not None:
+                self.time.cancel_timer(old)
+            self.contexts[key] = ctx
+        else:
+            if self.single is not None:
+                self.time.cancel_timer(self.single)
+            self.single = ctx
+        if timer is not None:
+            deadline, tsym, seq = timer
+            ctx.tsym = tsym
+            self.time.timers.set(self, ctx, deadline, seq)
+        return ctx
+
+    def forget(self, key: tuple[Any, ...]) -> None:
+        """Drop an instance without running anything (e.g. its partition was revoked)."""
+        ctx = self.contexts.pop(key, None)
+        if ctx is not None:
+            self.time.cancel_timer(ctx)
+
+    def clear(self) -> None:
+        for ctx in list(self.contexts.values()):
+            self.time.cancel_timer(ctx)
+        self.contexts.clear()
+        if self.single is not None:
+            self.time.cancel_timer(self.single)
+        self.single = None
+
+    def encode_key(self, key: tuple[Any, ...]) -> str:
+        return repr(key)
+
+    def time_text(self) -> str:
+        return format_time(self.time.now())

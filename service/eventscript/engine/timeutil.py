@@ -1,0 +1,140 @@
+"""Time values: conversions, ISO-8601 text, and the next instant matching an arrive pattern.
+
+A ``time`` is an int of microseconds since the epoch (UTC). Patterns are matched on the
+wall-clock fields of a time zone (UTC unless the host configures another); a pattern fires at
+the next matching instant strictly after the moment its timer is set (conformance choice 2).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta, tzinfo
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MIN_TIME = int((datetime(1, 1, 1, tzinfo=UTC) - EPOCH) / timedelta(microseconds=1))
+MAX_TIME = int((datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - EPOCH) / timedelta(microseconds=1))
+
+#: How far ahead a pattern with a wildcard year is searched (covers every Feb 29).
+YEARS_AHEAD = 400
+
+
+class TimeRangeError(ValueError):
+    """A time or pattern component outside the representable range."""
+
+
+def to_datetime(t: int, tz: tzinfo = UTC) -> datetime:
+    if not MIN_TIME <= t <= MAX_TIME:
+        raise TimeRangeError(f"time {t} µs is outside years 1 to 9999")
+    return (EPOCH + timedelta(microseconds=t)).astimezone(tz)
+
+
+def from_datetime(dt: datetime) -> int:
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return (dt - EPOCH) // timedelta(microseconds=1)
+
+
+def format_time(t: int) -> str:
+    """ISO-8601 UTC with exactly six fractional digits and Z (the conformance encoding)."""
+    try:
+        dt = to_datetime(t)
+    except TimeRangeError:
+        return str(t)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond:06d}Z"
+
+
+_ISO = re.compile(
+    r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?"
+    r"\s*(Z|[+-]\d{2}(?::?\d{2})?)?\s*$",
+    re.IGNORECASE,
+)
+
+
+def parse_time(text: str) -> int:
+    """Parse ISO-8601 (date, or date and time; UTC when no offset is given) to microseconds."""
+    m = _ISO.match(text)
+    if not m:
+        raise ValueError(f"not an ISO-8601 date-time: {text!r}")
+    y, mo, d, h, mi, s, frac, off = m.groups()
+    micro = int((frac or "0")[:6].ljust(6, "0"))
+    tz: tzinfo = UTC
+    if off and off.upper() != "Z":
+        sign = 1 if off[0] == "+" else -1
+        digits = off[1:].replace(":", "")
+        hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+        from datetime import timezone
+
+        tz = timezone(sign * timedelta(hours=hours, minutes=minutes))
+    dt = datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0), micro, tzinfo=tz)
+    return from_datetime(dt)
+
+
+def epoch_millis_to_time(ms: int) -> int:
+    return ms * 1000
+
+
+# ---------------------------------------------------------------------------------------
+# arrive patterns
+
+_LIMITS = ((1, 9999), (1, 12), (1, 31), (0, 23), (0, 59), (0, 59))
+_NAMES = ("year", "month", "day", "hour", "minute", "second")
+
+
+def check_components(components: Sequence[int | None]) -> None:
+    for name, (lo, hi), v in zip(_NAMES, _LIMITS, components):
+        if v is not None and not lo <= v <= hi:
+            raise TimeRangeError(f"{name} {v} is out of range {lo}..{hi}")
+
+
+def _candidates(fixed: int | None, lo: int, hi: int) -> range:
+    if fixed is None:
+        return range(lo, hi + 1)
+    return range(fixed, fixed + 1) if lo <= fixed <= hi else range(0)
+
+
+def _walk(components: Sequence[int | None], lower: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """Field tuples (y, mo, d, h, mi, s) matching the components, >= lower, in increasing order."""
+    y0 = lower[0]
+
+    def rec(i: int, prefix: tuple[int, ...], tight: bool) -> Iterator[tuple[int, ...]]:
+        if i == 6:
+            yield prefix
+            return
+        lo, hi = _LIMITS[i]
+        if i == 0:
+            hi = min(9999, y0 + YEARS_AHEAD) if components[0] is None else 9999
+        if i == 2:
+            hi = calendar.monthrange(prefix[0], prefix[1])[1]
+        start = lower[i] if tight else lo
+        for v in _candidates(components[i], lo, hi):
+            if v < start:
+                continue
+            yield from rec(i + 1, (*prefix, v), tight and v == lower[i])
+
+    yield from rec(0, (), True)
+
+
+def next_match(after: int, components: Sequence[int | None], micro: int = 0, tz: tzinfo = UTC) -> int | None:
+    """The first instant strictly after ``after`` whose wall-clock fields in ``tz`` match.
+
+    ``components`` are (year, month, day, hour, minute, second), None meaning any value;
+    ``micro`` is the fraction of the second (the pattern's seconds may carry one).
+    Returns None when no instant matches (e.g. a fixed date in the past).
+    """
+    check_components(components)
+    local = to_datetime(after, tz)
+    lower = (local.year, local.month, local.day, local.hour, local.minute, local.second)
+    for fields in _walk(components, lower):
+        try:
+            cand = datetime(*fields, micro, tzinfo=tz)
+        except ValueError:
+            continue
+        t = from_datetime(cand)
+        if t > after:
+            # Skip wall-clock times that do not exist in tz (a DST gap shifts them).
+            if tz is not UTC and cand.astimezone(UTC).astimezone(tz).replace(tzinfo=None) != cand.replace(tzinfo=None):
+                continue
+            return t
+    return None

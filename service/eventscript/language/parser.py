@@ -1,0 +1,653 @@
+"""A recursive-descent parser for EventScript.
+
+Grammar, loosest binding first::
+
+    program     := decl* regex EOF
+    decl        := 'in' input (',' input)* | 'out' type NAME (',' type NAME)*
+                 | 'type' NAME '=' type | 'function' type NAME '(' types ')' ':' STRING
+    input       := type NAME ('group' '(' exprs ')' | 'case' '{' expr '}')*
+    regex       := inter ('|' inter)*                   alternatives
+    inter       := seq (('&' | '-') seq)*               intersection, difference
+    seq         := postfix+                             sequence
+    postfix     := atom ('*' | '+' | '?' | '{' i '}' | '{' i ',' j? '}')*
+    atom        := '(' regex ')' | block | NAME '(' NAME? ')' | '.'
+                 | ('elapse' | 'elapsed') '[' expr UNIT ']' '(' NAME? ')'
+                 | 'arrive' '[' pattern ']' '(' NAME? ')'
+    action      := block | '!>' NAME '(' expr? ')' ';' | 'for' '(' NAME ':' expr ',' expr ')' action
+                 | or-expr '=' expr ';' | or-expr '?' action (':' action)?
+
+Expressions are Java-like: ``?:``, ``||``, ``&&``, equality, relational, additive,
+multiplicative, unary ``!``/``-``, then postfix subscripts, field access and calls.
+A ``{`` after a regular-expression element starts a multiplier when an integer and ``}`` or
+``,`` follow it, and an action block otherwise.
+"""
+
+from __future__ import annotations
+
+from . import ast
+from .diagnostics import Diagnostics
+from .lexer import Token, tokenize
+from .source import Pos, SourceFile
+
+MAX_NESTING = 200
+
+TIME_UNITS: dict[str, str] = {
+    "day": "day", "days": "day",
+    "hour": "hour", "hours": "hour",
+    "minute": "minute", "minutes": "minute", "min": "minute", "mins": "minute",
+    "second": "second", "seconds": "second", "sec": "second", "secs": "second",
+    "millisecond": "millisecond", "milliseconds": "millisecond", "msec": "millisecond", "msecs": "millisecond",
+    "microsecond": "microsecond", "microseconds": "microsecond", "usec": "microsecond", "usecs": "microsecond",
+}
+
+DECL_KEYWORDS = ("in", "out", "type", "function")
+_ATOM_START = ("(", "{", "IDENT", ".", "arrive", "elapse", "elapsed")
+
+
+class ParseError(Exception):
+    def __init__(self, pos: Pos, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.pos = pos
+        self.message = message
+        self.hint = hint
+
+
+def _describe(tok: Token) -> str:
+    if tok.kind == "EOF":
+        return "the end of the file"
+    if tok.kind in ("IDENT", "INT", "FLOAT", "STRING"):
+        return f"{tok.text!r}"
+    return f"'{tok.text}'"
+
+
+class Parser:
+    def __init__(self, tokens: list[Token], diagnostics: Diagnostics) -> None:
+        self.toks = tokens
+        self.i = 0
+        self.diagnostics = diagnostics
+        self.depth = 0
+
+    # -- token helpers ----------------------------------------------------------------
+
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.i]
+
+    def peek(self, k: int = 1) -> Token:
+        j = min(self.i + k, len(self.toks) - 1)
+        return self.toks[j]
+
+    def at(self, *kinds: str) -> bool:
+        return self.tok.kind in kinds
+
+    def advance(self) -> Token:
+        t = self.toks[self.i]
+        if t.kind != "EOF":
+            self.i += 1
+        return t
+
+    def accept(self, kind: str) -> Token | None:
+        if self.tok.kind == kind:
+            return self.advance()
+        return None
+
+    def expect(self, kind: str, what: str | None = None, hint: str | None = None) -> Token:
+        if self.tok.kind == kind:
+            return self.advance()
+        wanted = what or (f"'{kind}'" if kind not in ("IDENT", "INT", "STRING") else kind.lower())
+        raise ParseError(self.tok.pos, f"expected {wanted}, found {_describe(self.tok)}", hint)
+
+    def _enter(self, pos: Pos) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise ParseError(pos, "nesting is too deep", f"at most {MAX_NESTING} levels of nesting are allowed")
+
+    def _leave(self) -> None:
+        self.depth -= 1
+
+    # -- program ----------------------------------------------------------------------
+
+    def parse_program(self) -> ast.Program:
+        start = self.tok.pos
+        decls: list[ast.Decl] = []
+        while self.at(*DECL_KEYWORDS):
+            try:
+                decls.append(self.parse_decl())
+            except ParseError as e:
+                self.diagnostics.error(e.pos, e.message, e.hint)
+                self._skip_to_decl()
+        regex: ast.Regex | None = None
+        if self.at("EOF"):
+            self.diagnostics.error(self.tok.pos, "the program has no regular expression",
+                                   "after the declarations, write the regular expression of events to match")
+            return ast.Program(decls, None, start)
+        try:
+            self.depth = 0
+            regex = self.parse_regex()
+            if self.at(*DECL_KEYWORDS):
+                raise ParseError(self.tok.pos, "declarations must come before the regular expression")
+            if not self.at("EOF"):
+                raise ParseError(self.tok.pos, f"unexpected {_describe(self.tok)} in the regular expression",
+                                 self._regex_hint())
+        except ParseError as e:
+            self.diagnostics.error(e.pos, e.message, e.hint)
+        return ast.Program(decls, regex, start)
+
+    def _regex_hint(self) -> str | None:
+        t = self.tok
+        if t.kind == ")":
+            return "this parenthesis has no matching '('"
+        if t.kind == "}":
+            return "this brace has no matching '{'"
+        return None
+
+    def _skip_to_decl(self) -> None:
+        self.advance()
+        while not self.at("EOF", *DECL_KEYWORDS):
+            self.advance()
+
+    # -- declarations -----------------------------------------------------------------
+
+    def parse_decl(self) -> ast.Decl:
+        t = self.advance()
+        if t.kind == "in":
+            entries = [self.parse_input_entry()]
+            while self.accept(","):
+                entries.append(self.parse_input_entry())
+            return ast.InputDecl(entries, t.pos)
+        if t.kind == "out":
+            entries_out = [self.parse_output_entry()]
+            while self.accept(","):
+                entries_out.append(self.parse_output_entry())
+            return ast.OutputDecl(entries_out, t.pos)
+        if t.kind == "type":
+            name = self.expect("IDENT", "a type name")
+            self.expect("=", hint="write: type Name = { ... }")
+            ty = self.parse_type()
+            return ast.TypeDecl(name.text, ty, name.pos)
+        # function
+        result = self.parse_type()
+        name = self.expect("IDENT", "a function name")
+        self.expect("(")
+        params: list[ast.TypeExpr] = []
+        if not self.at(")"):
+            params.append(self.parse_param())
+            while self.accept(","):
+                params.append(self.parse_param())
+        self.expect(")")
+        self.expect(":", hint='write: function string f(string): "package.module:attribute"')
+        impl = self.expect("STRING", "a string naming the implementation",
+                           'write the Python callable as "package.module:attribute"')
+        return ast.FunctionDecl(result, name.text, params, str(impl.value), impl.pos, name.pos)
+
+    def parse_param(self) -> ast.TypeExpr:
+        ty = self.parse_type()
+        if self.at("IDENT") and self.peek().kind in (",", ")"):
+            self.advance()  # an optional parameter name, for documentation only
+        return ty
+
+    def parse_input_entry(self) -> ast.InputEntry:
+        ty = self.parse_type()
+        name = self.expect("IDENT", "an input event name")
+        entry = ast.InputEntry(ty, name.text, name.pos)
+        while self.at("group", "case"):
+            t = self.advance()
+            if t.kind == "group":
+                if entry.group is not None:
+                    raise ParseError(t.pos, f"{name.text} has two group clauses")
+                self.expect("(", hint=f"write: group({name.text}.field)")
+                exprs = [self.parse_expr()]
+                while self.accept(","):
+                    exprs.append(self.parse_expr())
+                self.expect(")")
+                entry.group, entry.group_pos = exprs, t.pos
+            else:
+                if entry.case is not None:
+                    raise ParseError(t.pos, f"{name.text} has two case clauses")
+                self.expect("{", hint=f"write: case {{ {name.text} > 0 ? Positive : Other }}")
+                e = self.parse_expr()
+                self.expect("}")
+                entry.case, entry.case_pos = self._case_node(e), t.pos
+        return entry
+
+    def _case_node(self, e: ast.Expr) -> ast.CaseNode:
+        if isinstance(e, ast.Name):
+            return ast.CaseName(e.name, e.pos)
+        if isinstance(e, ast.CondExpr):
+            return ast.CaseArm(e.cond, self._case_node(e.then), self._case_node(e.otherwise), e.pos)
+        raise ParseError(e.pos, "an event-case arm must be an event name or another 'condition ? Name : ...'",
+                         "write: case { X > 0 ? Positive : Other }")
+
+    def parse_output_entry(self) -> ast.OutputEntry:
+        ty = self.parse_type()
+        name = self.expect("IDENT", "an output event name")
+        return ast.OutputEntry(ty, name.text, name.pos)
+
+    # -- types ------------------------------------------------------------------------
+
+    def parse_type(self) -> ast.TypeExpr:
+        ty = self.parse_base_type()
+        while self.at("[") and self.peek().kind == "]":
+            pos = self.advance().pos
+            self.advance()
+            ty = ast.ArrayTypeExpr(ty, pos)
+        return ty
+
+    def parse_base_type(self) -> ast.TypeExpr:
+        t = self.tok
+        if t.kind == "IDENT":
+            self.advance()
+            return ast.TypeName(t.text, t.pos)
+        if t.kind == "{":
+            self.advance()
+            fields: list[ast.StructField] = []
+            while not self.at("}"):
+                fty = self.parse_type()
+                fname = self.expect("IDENT", "a field name")
+                fields.append(ast.StructField(fty, fname.text, fname.pos))
+                if not self.accept(";") and not self.at("}"):
+                    raise ParseError(self.tok.pos, f"expected ';' after field {fname.text}",
+                                     "structure fields are written { string name; double value; }")
+            self.expect("}")
+            return ast.StructTypeExpr(fields, t.pos)
+        raise ParseError(t.pos, f"expected a type, found {_describe(t)}",
+                         "types are boolean, double, long, string, time, object, T[], { T name; ... } "
+                         "or a name defined with 'type'")
+
+    # -- regular expressions ----------------------------------------------------------
+
+    def parse_regex(self) -> ast.Regex:
+        self._enter(self.tok.pos)
+        first = self.parse_inter()
+        items = [first]
+        while self.accept("|"):
+            items.append(self.parse_inter())
+        self._leave()
+        return first if len(items) == 1 else ast.RAlt(first.pos, items)
+
+    def parse_inter(self) -> ast.Regex:
+        left = self.parse_seq()
+        while self.at("&", "-"):
+            op = self.advance()
+            right = self.parse_seq()
+            left = ast.RInter(op.pos, left, right) if op.kind == "&" else ast.RDiff(op.pos, left, right)
+        return left
+
+    def parse_seq(self) -> ast.Regex:
+        if not self.at(*_ATOM_START):
+            raise ParseError(self.tok.pos, f"expected an event marker, '(' or an action block, found {_describe(self.tok)}",
+                             "event markers are written Name() or Name(variable)")
+        items = [self.parse_postfix()]
+        while self.at(*_ATOM_START):
+            items.append(self.parse_postfix())
+        return items[0] if len(items) == 1 else ast.RSeq(items[0].pos, items)
+
+    def _at_multiplier(self) -> bool:
+        return self.at("{") and self.peek().kind == "INT" and self.peek(2).kind in ("}", ",")
+
+    def parse_postfix(self) -> ast.Regex:
+        item = self.parse_atom()
+        while True:
+            if self.at("*", "+", "?"):
+                op = self.advance()
+                low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[op.kind]
+                item = ast.RRepeat(item.pos, item, low, high, op.pos)
+            elif self._at_multiplier():
+                op = self.advance()
+                low = int(self.advance().value)  # type: ignore[arg-type]
+                high: int | None = low
+                if self.accept(","):
+                    high = None
+                    if self.at("INT"):
+                        high = int(self.advance().value)  # type: ignore[arg-type]
+                self.expect("}", hint="multipliers are written {i}, {i,j} or {i,}")
+                if high is not None and high < low:
+                    raise ParseError(op.pos, f"in {{{low},{high}}} the upper bound is below the lower bound")
+                item = ast.RRepeat(item.pos, item, low, high, op.pos)
+            else:
+                return item
+
+    def parse_atom(self) -> ast.Regex:
+        t = self.tok
+        if t.kind == "(":
+            self.advance()
+            if self.at(")"):
+                raise ParseError(self.tok.pos, "empty parentheses in the regular expression",
+                                 "an event marker needs its name: Name()")
+            inner = self.parse_regex()
+            self.expect(")", hint="this '(' is not closed")
+            return inner
+        if t.kind == "{":
+            block = self.parse_block()
+            return ast.RActions(t.pos, block, order=t.index)
+        if t.kind == ".":
+            self.advance()
+            if self.at("(") and self.peek().kind == ")":
+                raise ParseError(t.pos, "the wildcard '.' takes no parentheses",
+                                 "write '.' alone: its value has no single type")
+            return ast.RWildcard(t.pos)
+        if t.kind in ("elapse", "elapsed"):
+            self.advance()
+            self.expect("[", hint="write elapse[10 seconds]()")
+            amount = self.parse_expr()
+            unit = self.expect("IDENT", "a time unit (days, hours, minutes, seconds, msec, usec)")
+            if unit.text not in TIME_UNITS:
+                raise ParseError(unit.pos, f"unknown time unit {unit.text!r}",
+                                 "use day(s), hour(s), minute(s), second(s)/sec, millisecond(s)/msec "
+                                 "or microsecond(s)/usec")
+            self.expect("]")
+            target, tpos = self.parse_marker_target(t.text)
+            return ast.RElapse(t.pos, amount, TIME_UNITS[unit.text], unit.pos, target, tpos, order=t.index)
+        if t.kind == "arrive":
+            self.advance()
+            self.expect("[", hint="write arrive[9:00]() or arrive[(deadline)]()")
+            pattern = self.parse_arrive_pattern()
+            self.expect("]")
+            target, tpos = self.parse_marker_target("arrive")
+            return ast.RArrive(t.pos, pattern, target, tpos, order=t.index)
+        if t.kind == "IDENT":
+            self.advance()
+            if not self.at("("):
+                raise ParseError(self.tok.pos, f"expected '(' after event name {t.text}",
+                                 f"write {t.text}() to match the event, or {t.text}(x) to keep its value in x")
+            target, tpos = self.parse_marker_target(t.text)
+            return ast.RMarker(t.pos, t.text, target, tpos, order=t.index)
+        raise ParseError(t.pos, f"expected an event marker, found {_describe(t)}")
+
+    def parse_marker_target(self, what: str) -> tuple[str | None, Pos | None]:
+        self.expect("(", hint=f"write {what}() or {what}(variable)")
+        if self.at("IDENT"):
+            v = self.advance()
+            self.expect(")", hint="an event marker holds at most one variable name")
+            return v.text, v.pos
+        self.expect(")", "')' or a variable name")
+        return None, None
+
+    def parse_arrive_pattern(self) -> ast.ArrivePattern:
+        start = self.tok.pos
+        # A whole-pattern time expression: arrive[t] or arrive[(expr)].
+        if self.at("IDENT") and self.peek().kind == "]":
+            t = self.advance()
+            return ast.ArrivePattern(start, time_expr=ast.Name(t.pos, t.text))
+        first = self.parse_pattern_component()
+        if isinstance(first, ast.Expr) and self.at("]") and not isinstance(first, (ast.IntLit, ast.FloatLit)):
+            return ast.ArrivePattern(start, time_expr=first)
+        date: list[ast.PatternComponent] | None = None
+        if self.at("-"):
+            self.advance()
+            month = self.parse_pattern_component()
+            self.expect("-", hint="dates are written YYYY-MM-DD")
+            day = self.parse_pattern_component()
+            date = [first, month, day]
+            if self.at("]"):
+                return ast.ArrivePattern(start, date=date, time=None)
+            first = self.parse_pattern_component()
+        times = [first]
+        while self.accept(":"):
+            times.append(self.parse_pattern_component())
+        if len(times) < 2 or len(times) > 3:
+            raise ParseError(start, "a time pattern has two (H:MM) or three (H:MM:SS) components",
+                             "write arrive[9:00](), arrive[.:00:00]() or arrive[(someTime)]()")
+        if not self.at("]"):
+            raise ParseError(self.tok.pos, f"unexpected {_describe(self.tok)} in the arrive pattern")
+        return ast.ArrivePattern(start, date=date, time=times)
+
+    def parse_pattern_component(self) -> ast.PatternComponent:
+        t = self.tok
+        if t.kind == ".":
+            self.advance()
+            return ast.Wild(t.pos)
+        if t.kind == "INT":
+            self.advance()
+            return ast.IntLit(t.pos, int(t.value))  # type: ignore[arg-type]
+        if t.kind == "FLOAT":
+            self.advance()
+            return ast.FloatLit(t.pos, float(t.value))  # type: ignore[arg-type]
+        if t.kind == "(":
+            self.advance()
+            e = self.parse_expr()
+            self.expect(")")
+            return e
+        raise ParseError(t.pos, f"expected a number, '.' or a parenthesized expression in the arrive pattern, "
+                                f"found {_describe(t)}")
+
+    # -- actions ----------------------------------------------------------------------
+
+    def parse_block(self) -> ast.Block:
+        open_ = self.expect("{")
+        self._enter(open_.pos)
+        actions: list[ast.Action] = []
+        while not self.at("}"):
+            if self.at("EOF"):
+                raise ParseError(open_.pos, "this action block is not closed", "add '}'")
+            try:
+                a = self.parse_action()
+                if a is not None:
+                    actions.append(a)
+            except ParseError as e:
+                self.diagnostics.error(e.pos, e.message, e.hint)
+                self._recover_in_block()
+        self.expect("}")
+        self._leave()
+        return ast.Block(open_.pos, actions)
+
+    def _recover_in_block(self) -> None:
+        depth = 0
+        while not self.at("EOF"):
+            k = self.tok.kind
+            if k in ("{", "(", "["):
+                depth += 1
+            elif k in (")", "]"):
+                depth = max(0, depth - 1)
+            elif k == "}":
+                if depth == 0:
+                    return
+                depth -= 1
+            elif k == ";" and depth == 0:
+                self.advance()
+                return
+            self.advance()
+
+    def parse_action(self) -> ast.Action | None:
+        t = self.tok
+        if t.kind == ";":
+            self.advance()
+            return None
+        if t.kind == "{":
+            return self.parse_block()
+        if t.kind == "!>":
+            self.advance()
+            name = self.expect("IDENT", "an output event name after '!>'")
+            self.expect("(", hint=f"write !>{name.text}(value);")
+            value = None if self.at(")") else self.parse_expr()
+            self.expect(")")
+            self.expect(";", hint="every emit action ends with ';'")
+            return ast.Emit(t.pos, name.text, name.pos, value)
+        if t.kind == "for":
+            self.advance()
+            self.expect("(", hint="write for (i: 0, n-1) action")
+            var = self.expect("IDENT", "a loop variable")
+            self.expect(":", hint="write for (i: 0, n-1) action")
+            low = self.parse_expr()
+            self.expect(",", hint="write for (i: 0, n-1) action")
+            high = self.parse_expr()
+            self.expect(")")
+            self._enter(t.pos)
+            body = self.parse_action()
+            self._leave()
+            if body is None:
+                body = ast.Block(t.pos, [])
+            return ast.ForAction(t.pos, var.text, var.pos, low, high, body)
+        self._enter(t.pos)
+        try:
+            e = self.parse_or()
+            if self.at("="):
+                eq = self.advance()
+                if not isinstance(e, (ast.Name, ast.Index, ast.FieldAccess)):
+                    raise ParseError(e.pos, "cannot assign to this expression",
+                                     "the left side of '=' must be a variable, a[i] or s.f")
+                value = self.parse_expr()
+                self.expect(";", hint="every assignment ends with ';'")
+                return ast.Assign(eq.pos, e, value)
+            if self.at("?"):
+                q = self.advance()
+                then = self.parse_action() or ast.Block(q.pos, [])
+                otherwise = None
+                if self.accept(":"):
+                    otherwise = self.parse_action() or ast.Block(q.pos, [])
+                return ast.IfAction(e.pos, e, then, otherwise)
+            if self.at("=="):
+                raise ParseError(self.tok.pos, "expected '=' or '?' after the expression")
+            raise ParseError(self.tok.pos, f"expected '=' or '?' after the expression, found {_describe(self.tok)}",
+                             "an action is an assignment x = e;, an emit !>Name(e);, a conditional c ? action "
+                             "or a for loop")
+        finally:
+            self._leave()
+
+    # -- expressions ------------------------------------------------------------------
+
+    def parse_expr(self) -> ast.Expr:
+        self._enter(self.tok.pos)
+        try:
+            cond = self.parse_or()
+            if self.at("?"):
+                self.advance()
+                then = self.parse_expr()
+                self.expect(":", hint="a conditional expression is written c ? a : b")
+                otherwise = self.parse_expr()
+                return ast.CondExpr(cond.pos, cond, then, otherwise)
+            return cond
+        finally:
+            self._leave()
+
+    def _binary(self, ops: tuple[str, ...], sub) -> ast.Expr:  # type: ignore[no-untyped-def]
+        left = sub()
+        while self.at(*ops):
+            op = self.advance()
+            right = sub()
+            left = ast.Binary(op.pos, op.kind, left, right)
+        return left
+
+    def parse_or(self) -> ast.Expr:
+        return self._binary(("||",), self.parse_and)
+
+    def parse_and(self) -> ast.Expr:
+        return self._binary(("&&",), self.parse_eq)
+
+    def parse_eq(self) -> ast.Expr:
+        return self._binary(("==", "!="), self.parse_rel)
+
+    def parse_rel(self) -> ast.Expr:
+        return self._binary(("<", "<=", ">", ">="), self.parse_add)
+
+    def parse_add(self) -> ast.Expr:
+        return self._binary(("+", "-"), self.parse_mul)
+
+    def parse_mul(self) -> ast.Expr:
+        return self._binary(("*", "/", "%"), self.parse_unary)
+
+    def parse_unary(self) -> ast.Expr:
+        if self.at("!", "-"):
+            op = self.advance()
+            self._enter(op.pos)
+            try:
+                operand = self.parse_unary()
+            finally:
+                self._leave()
+            if op.kind == "-" and isinstance(operand, ast.IntLit) and operand.value >= 0 and not getattr(
+                    operand, "_negated", False):
+                lit = ast.IntLit(op.pos, -operand.value)
+                lit._negated = True  # type: ignore[attr-defined]
+                return lit
+            if op.kind == "-" and isinstance(operand, ast.FloatLit):
+                return ast.FloatLit(op.pos, -operand.value)
+            return ast.Unary(op.pos, op.kind, operand)
+        return self.parse_postfix_expr()
+
+    def parse_postfix_expr(self) -> ast.Expr:
+        e = self.parse_primary()
+        while True:
+            if self.at("["):
+                b = self.advance()
+                idx = self.parse_expr()
+                self.expect("]")
+                e = ast.Index(b.pos, e, idx)
+            elif self.at(".") and self.peek().kind == "IDENT":
+                self.advance()
+                name = self.advance()
+                e = ast.FieldAccess(name.pos, e, name.text, name.pos)
+            else:
+                return e
+
+    def parse_primary(self) -> ast.Expr:
+        t = self.tok
+        k = t.kind
+        if k == "INT":
+            self.advance()
+            return ast.IntLit(t.pos, int(t.value))  # type: ignore[arg-type]
+        if k == "FLOAT":
+            self.advance()
+            return ast.FloatLit(t.pos, float(t.value))  # type: ignore[arg-type]
+        if k == "STRING":
+            self.advance()
+            return ast.StrLit(t.pos, str(t.value))
+        if k in ("true", "false"):
+            self.advance()
+            return ast.BoolLit(t.pos, k == "true")
+        if k == "IDENT":
+            self.advance()
+            if self.at("("):
+                self.advance()
+                args: list[ast.Expr] = []
+                if not self.at(")"):
+                    args.append(self.parse_expr())
+                    while self.accept(","):
+                        args.append(self.parse_expr())
+                self.expect(")", hint=f"close the argument list of {t.text}(...)")
+                return ast.Call(t.pos, t.text, args)
+            return ast.Name(t.pos, t.text)
+        if k == "group":
+            self.advance()
+            self.expect("[", hint="the group key is read as group[0], group[1], ...")
+            idx = self.parse_expr()
+            self.expect("]")
+            return ast.GroupRef(t.pos, idx)
+        if k == "(":
+            self.advance()
+            e = self.parse_expr()
+            self.expect(")", hint="this '(' is not closed")
+            return e
+        if k == "{":
+            self.advance()
+            fields: list[ast.FieldInit] = []
+            if not self.at("}"):
+                fields.append(self.parse_field_init())
+                while self.accept(","):
+                    fields.append(self.parse_field_init())
+            self.expect("}", hint="a structure is written {name: value, ...}")
+            return ast.StructBuild(t.pos, fields)
+        if k == "new":
+            self.advance()
+            elem = self.parse_base_type()
+            self.expect("[", hint="write new double[n]")
+            size = self.parse_expr()
+            self.expect("]")
+            while self.at("[") and self.peek().kind == "]":
+                pos = self.advance().pos
+                self.advance()
+                elem = ast.ArrayTypeExpr(elem, pos)
+            return ast.NewArray(t.pos, elem, size)
+        if k == "!>":
+            raise ParseError(t.pos, "an emit action cannot be used as a value")
+        raise ParseError(t.pos, f"expected an expression, found {_describe(t)}")
+
+    def parse_field_init(self) -> ast.FieldInit:
+        name = self.expect("IDENT", "a field name")
+        self.expect(":", hint="a structure is written {name: value, ...}")
+        return ast.FieldInit(name.text, self.parse_expr(), name.pos)
+
+
+def parse(source: SourceFile, diagnostics: Diagnostics) -> ast.Program:
+    """Parse a program (resolving includes); syntax errors go to ``diagnostics``."""
+    tokens = tokenize(source, diagnostics)
+    return Parser(tokens, diagnostics).parse_program()

@@ -1,0 +1,69 @@
+"""Source files and positions.
+
+Every token and syntax-tree node carries a :class:`Pos` so that any diagnostic, at any stage of
+the compiler, can say ``file:line:col`` and show the offending line. Included files keep their
+own :class:`SourceFile`, so positions inside an ``#include``d file point into that file.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(eq=False)
+class SourceFile:
+    """The text of one program or included file, with a line index for position lookups."""
+
+    name: str
+    text: str
+    path: Path | None = None
+    _line_starts: list[int] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        starts = [0]
+        for i, ch in enumerate(self.text):
+            if ch == "\n":
+                starts.append(i + 1)
+        self._line_starts = starts
+
+    @classmethod
+    def read(cls, path: str | Path) -> SourceFile:
+        p = Path(path)
+        return cls(name=str(path), text=p.read_text(encoding="utf-8"), path=p)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of a character offset."""
+        line = bisect.bisect_right(self._line_starts, offset) - 1
+        return line + 1, offset - self._line_starts[line] + 1
+
+    def line_text(self, line: int) -> str:
+        """The text of a 1-based line, without its newline."""
+        if line < 1 or line > len(self._line_starts):
+            return ""
+        start = self._line_starts[line - 1]
+        end = self.text.find("\n", start)
+        return self.text[start:] if end < 0 else self.text[start:end]
+
+    def pos(self, offset: int) -> Pos:
+        line, col = self.line_col(offset)
+        return Pos(self, offset, line, col)
+
+
+@dataclass(frozen=True, eq=False)
+class Pos:
+    """A point in a source file. ``order`` makes positions comparable across included files."""
+
+    source: SourceFile
+    offset: int
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.source.name}:{self.line}:{self.col}"
+
+
+#: A position for things that have no place in a file (built-ins, synthesized nodes).
+BUILTIN_SOURCE = SourceFile(name="<builtin>", text="")
+NOWHERE = Pos(BUILTIN_SOURCE, 0, 1, 1)

@@ -1,0 +1,1 @@
+"""The tester: timed event traces in simulated time, JSON-lines output, expected-output diffs."""

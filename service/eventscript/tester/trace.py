@@ -1,0 +1,211 @@
+"""Timed event traces (language document §6.5; format in the conformance README).
+
+A trace is a sequence of timestamps ``[2026-01-01 09:00:00]`` (the date may be left out to keep
+the previous one; milliseconds may follow a dot or a colon) and events ``Name(value)``, several
+per line allowed, ``//`` comments. Values are EventScript literals: numbers, strings, booleans,
+structure builders ``{f: v}``, arrays ``[v, ...]``, or several positional arguments for a
+structure type. Values stay untyped here; the runner converts them to the declared types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..engine.timeutil import from_datetime
+from ..language.diagnostics import Diagnostics
+from ..language.lexer import Token, tokenize
+from ..language.source import Pos, SourceFile
+
+
+class TraceError(Exception):
+    def __init__(self, pos: Pos, message: str) -> None:
+        super().__init__(f"{pos}: error: {message}")
+        self.pos = pos
+        self.message = message
+
+
+@dataclass
+class Timestamp:
+    time: int  # microseconds since the epoch
+    pos: Pos
+
+
+@dataclass
+class TraceEvent:
+    name: str
+    args: list[Any]  # parsed literal arguments (0, 1 or several)
+    pos: Pos
+
+
+TraceItem = Timestamp | TraceEvent
+
+
+class _Positional(list):  # type: ignore[type-arg]
+    """Several arguments: a structure written positionally."""
+
+
+class TraceParser:
+    def __init__(self, tokens: list[Token]) -> None:
+        self.toks = tokens
+        self.i = 0
+        self.date: tuple[int, int, int] | None = None
+
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.i]
+
+    def advance(self) -> Token:
+        t = self.toks[self.i]
+        if t.kind != "EOF":
+            self.i += 1
+        return t
+
+    def expect(self, kind: str, what: str) -> Token:
+        if self.tok.kind != kind:
+            raise TraceError(self.tok.pos, f"expected {what}, found {self.tok.text or 'the end of the trace'!r}")
+        return self.advance()
+
+    def parse(self) -> list[TraceItem]:
+        items: list[TraceItem] = []
+        while self.tok.kind != "EOF":
+            if self.tok.kind == "[":
+                items.append(self.timestamp())
+            elif self.tok.kind == "IDENT":
+                items.append(self.event())
+            else:
+                raise TraceError(self.tok.pos, f"expected a [timestamp] or an event Name(value), found {self.tok.text!r}")
+        return items
+
+    def _int(self, what: str) -> int:
+        t = self.expect("INT", what)
+        return int(t.value)  # type: ignore[arg-type]
+
+    def timestamp(self) -> Timestamp:
+        open_ = self.advance()
+        first = self._int("a date or a time")
+        if self.tok.kind == "-":
+            self.advance()
+            month = self._int("a month")
+            self.expect("-", "'-'")
+            day = self._int("a day")
+            self.date = (first, month, day)
+            if self.tok.kind == "]":
+                self.advance()
+                return Timestamp(self._make(open_.pos, 0, 0, 0, 0), open_.pos)
+            hour = self._int("an hour")
+        else:
+            hour = first
+        if self.date is None:
+            raise TraceError(open_.pos, "the first timestamp needs a date, e.g. [2026-01-01 09:00:00]")
+        self.expect(":", "':'")
+        minute = self._int("minutes")
+        second, micro = 0, 0
+        if self.tok.kind == ":":
+            self.advance()
+            t = self.tok
+            if t.kind == "FLOAT":
+                self.advance()
+                whole, _, frac = t.text.partition(".")
+                second, micro = int(whole), int(frac[:6].ljust(6, "0"))
+            else:
+                second = self._int("seconds")
+                if self.tok.kind == ":":  # milliseconds after a colon, as in the document
+                    self.advance()
+                    ms = self.expect("INT", "milliseconds")
+                    if int(ms.value) > 999:  # type: ignore[arg-type]
+                        raise TraceError(ms.pos, "milliseconds after a colon must be 0 to 999")
+                    micro = int(ms.value) * 1000  # type: ignore[arg-type]
+        self.expect("]", "']'")
+        return Timestamp(self._make(open_.pos, hour, minute, second, micro), open_.pos)
+
+    def _make(self, pos: Pos, hour: int, minute: int, second: int, micro: int) -> int:
+        assert self.date is not None
+        try:
+            dt = datetime(*self.date, hour, minute, second, micro, tzinfo=UTC)
+        except ValueError as exc:
+            raise TraceError(pos, f"invalid timestamp: {exc}") from None
+        return from_datetime(dt)
+
+    def event(self) -> TraceEvent:
+        name = self.advance()
+        self.expect("(", f"'(' after the event name {name.text}")
+        args: list[Any] = []
+        if self.tok.kind != ")":
+            args.append(self.value())
+            while self.tok.kind == ",":
+                self.advance()
+                args.append(self.value())
+        self.expect(")", "')'")
+        return TraceEvent(name.text, args, name.pos)
+
+    def value(self) -> Any:
+        t = self.tok
+        if t.kind == "-":
+            self.advance()
+            n = self.tok
+            if n.kind in ("INT", "FLOAT"):
+                self.advance()
+                return -n.value  # type: ignore[operator]
+            raise TraceError(n.pos, "expected a number after '-'")
+        if t.kind in ("INT", "FLOAT", "STRING"):
+            self.advance()
+            return t.value
+        if t.kind in ("true", "false"):
+            self.advance()
+            return t.kind == "true"
+        if t.kind == "{":
+            self.advance()
+            obj: dict[str, Any] = {}
+            if self.tok.kind != "}":
+                while True:
+                    key = self.tok
+                    if key.kind not in ("IDENT", "STRING") and key.kind.isalpha() is False:
+                        raise TraceError(key.pos, "expected a field name")
+                    self.advance()
+                    self.expect(":", "':' after the field name")
+                    obj[str(key.value if key.kind == "STRING" else key.text)] = self.value()
+                    if self.tok.kind != ",":
+                        break
+                    self.advance()
+            self.expect("}", "'}'")
+            return obj
+        if t.kind == "[":
+            self.advance()
+            items: list[Any] = []
+            if self.tok.kind != "]":
+                items.append(self.value())
+                while self.tok.kind == ",":
+                    self.advance()
+                    items.append(self.value())
+            self.expect("]", "']'")
+            return items
+        raise TraceError(t.pos, f"expected a value, found {t.text or 'the end of the trace'!r}")
+
+
+def parse_trace(source: SourceFile) -> list[TraceItem]:
+    d = Diagnostics()
+    tokens = tokenize(source, d, allow_include=False)
+    if d.has_errors:
+        first = d.errors[0]
+        raise TraceError(first.pos, first.message)
+    items = TraceParser(tokens).parse()
+    if items and not isinstance(items[0], Timestamp):
+        raise TraceError(items[0].pos, "a trace must start with a [timestamp]")
+    return items
+
+
+def read_trace(path: str | Path) -> list[TraceItem]:
+    return parse_trace(SourceFile.read(path))
+
+
+def event_argument(event: TraceEvent) -> Any:
+    """The event's value as one untyped object: nothing → {}, one argument → itself,
+    several → a positional structure."""
+    if not event.args:
+        return {}
+    if len(event.args) == 1:
+        return event.args[0]
+    return list(event.args)
