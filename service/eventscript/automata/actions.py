@@ -12,6 +12,7 @@ program text.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -60,7 +61,7 @@ def merge(paths: Iterable[Path], table: OccurrenceTable) -> Path:
         for a in p:
             succ.setdefault(a, set())
             indeg.setdefault(a, 0)
-        for a, b in zip(p, p[1:]):
+        for a, b in itertools.pairwise(p):
             if b not in succ[a]:
                 succ[a].add(b)
                 indeg[b] += 1

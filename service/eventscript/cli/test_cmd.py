@@ -38,6 +38,9 @@ def run(args: argparse.Namespace) -> int:
     except TraceError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    from ..engine.tuning import configure_gc
+
+    configure_gc()
     names = [Path(p).stem for p in args.programs]
     lines: list[dict] = []  # type: ignore[type-arg]
     out = sys.stdout

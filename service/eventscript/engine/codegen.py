@@ -10,7 +10,8 @@ Conventions of the generated code (names bound in the namespace the engine suppl
 - ``UNSET`` marks unset variables; reads the analysis could not prove set are checked;
 - ``_err(ctx, code, message)`` emits an ``$error`` and the failing operation yields its type's
   default, so evaluation goes on (conformance README);
-- ``_emit(ctx, output, value)``, ``_now()``, ``_arm(ctx, symbol, deadline)``, ``_disarm(ctx)``.
+- ``_e<k>(ctx, value)`` emits output k; ``_now()``; ``_settimer(ctx, deadline)`` after setting
+  ``ctx.tsym``; ``_disarm(ctx)``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ def _const(value: Any, t: Type) -> str:
     return repr(value)
 
 
+_AFTER_US = {"microsecondsAfter": 1, "millisecondsAfter": 1_000, "secondsAfter": 1_000_000,
+             "minutesAfter": 60_000_000, "hoursAfter": 3_600_000_000, "daysAfter": 86_400_000_000}
+
 _CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
@@ -68,6 +72,26 @@ class Source:
 
     def text(self) -> str:
         return "\n\n".join(self.functions.values()) + "\n"
+
+
+def _flat(t: Type) -> bool:
+    """An array or structure whose elements hold no arrays or structures: a shallow copy is a snapshot."""
+    if isinstance(t, ArrayType):
+        return not needs_copy(t.element)
+    if isinstance(t, StructType):
+        return not any(needs_copy(ft) for _, ft in t.fields)
+    return True
+
+
+def _fresh(e: ir.Node) -> bool:
+    """A value built by this very expression, shared with nothing, needs no snapshot."""
+    if isinstance(e, ir.Build):
+        return all(_fresh(x) or not needs_copy(x.ty) for x in e.values)
+    if isinstance(e, ir.New):
+        return True
+    if isinstance(e, ir.Cond):
+        return _fresh(e.then) and _fresh(e.otherwise)
+    return False
 
 
 class CodeGen:
@@ -121,30 +145,32 @@ class CodeGen:
         raise AssertionError(f"unknown expression {e!r}")
 
     def _binary(self, e: ir.Binary) -> str:
-        l, r = self.expr(e.left), self.expr(e.right)
+        lhs, r = self.expr(e.left), self.expr(e.right)
         op = e.op
         if op == "&&":
-            return f"({l} and {r})"
+            return f"({lhs} and {r})"
         if op == "||":
-            return f"({l} or {r})"
+            return f"({lhs} or {r})"
         if op in _CMP:
-            return f"({l} {_CMP[op]} {r})"
+            return f"({lhs} {_CMP[op]} {r})"
         if e.opty == LONG:
             if op in ("+", "-", "*"):
-                return f"((({l} {op} {r}) + {TWO_63} & {MASK_64}) - {TWO_63})"
+                return f"((({lhs} {op} {r}) + {TWO_63} & {MASK_64}) - {TWO_63})"
             if op == "/":
-                return f"_ldiv(ctx, {l}, {r})"
+                return f"_ldiv(ctx, {lhs}, {r})"
             if op == "%":
-                return f"_lrem(ctx, {l}, {r})"
+                return f"_lrem(ctx, {lhs}, {r})"
         if e.opty == DOUBLE:
             if op in ("+", "-", "*"):
-                return f"({l} {op} {r})"
+                return f"({lhs} {op} {r})"
             if op == "/":
-                return f"_fdiv({l}, {r})"
+                if isinstance(e.right, ir.Const) and float(e.right.value) != 0.0:
+                    return f"({lhs} / {r})"
+                return f"_fdiv({lhs}, {r})"
             if op == "%":
-                return f"_fmod({l}, {r})"
+                return f"_fmod({lhs}, {r})"
         if e.opty == STRING and op == "+":
-            return f"({l} + {r})"
+            return f"({lhs} + {r})"
         raise AssertionError(f"unsupported operator {op} on {e.opty}")
 
     def _call(self, e: ir.Call) -> str:
@@ -163,6 +189,8 @@ class CodeGen:
             if t == STRING:
                 return x
             return f"str({x})"
+        if e.fn in _AFTER_US:
+            return f"((({args[1]} + {args[0]} * {_AFTER_US[e.fn]}) + {TWO_63} & {MASK_64}) - {TWO_63})"
         if e.fn in builtins.FAILING:
             return f"_b_{e.fn}(_err, ctx, {', '.join(args)})"
         return f"_b_{e.fn}({', '.join(args)})"
@@ -186,9 +214,9 @@ class CodeGen:
         elif isinstance(a, ir.Emit):
             t = self.p.outputs[a.output].ty
             value = self.expr(a.value)
-            if needs_copy(t):
-                value = f"_copy({value})"
-            out.append(f"{ind}_emit(ctx, {a.output}, {value})")
+            if needs_copy(t) and not _fresh(a.value):
+                value = f"[*{value}]" if _flat(t) else f"_copy({value})"
+            out.append(f"{ind}_e{a.output}(ctx, {value})")
         elif isinstance(a, ir.If):
             out.append(f"{ind}if {self.expr(a.cond)}:")
             self._body(a.then, ind + "    ", out)
@@ -221,47 +249,67 @@ class CodeGen:
 
     def timer_start(self, name: str, symbols: list[int]) -> str:
         """A function that evaluates the state's time markers and arms the earliest (choice 5)."""
-        out = [f"def {name}(ctx):", "    v = ctx.vars", "    now = _now()", "    best = None", "    bsym = -1"]
+        return "\n".join([f"def {name}(ctx):", "    v = ctx.vars", *self.timer_start_lines(symbols)])
+
+    def timer_start_lines(self, symbols: list[int]) -> list[str]:
+        out = ["    now = _now()"]
+        if len(symbols) == 1:
+            sym = symbols[0]
+            self._deadline(sym, out)
+            out.append("    if d is None:")
+            out.append("        _disarm(ctx)")
+            out.append("    else:")
+            out.append(f"        ctx.tsym = {sym}")
+            out.append("        _settimer(ctx, d)")
+            return out
+        out += ["    best = None", "    bsym = -1"]
         for sym in sorted(symbols):  # time symbols are numbered in program-text order
-            spec = self.p.timer_of(sym)
-            out.append(f"    # {self.p.symbols[sym].name}")
-            if isinstance(spec, ir.ElapseSpec):
-                amount = self.expr(spec.amount)
-                if spec.amount.ty == DOUBLE:
-                    out.append(f"    d = _elapse_d(ctx, now, {amount}, {spec.unit_us})")
-                else:
-                    out.append(f"    d = now + max(0, {amount}) * {spec.unit_us}")
-            else:
-                assert isinstance(spec, ir.ArriveSpec)
-                if spec.time is not None:
-                    out.append(f"    d = {self.expr(spec.time)}")
-                    out.append("    if d < now:")
-                    out.append("        d = now")
-                else:
-                    comps = spec.components or []
-                    parts = ["None" if c is None else self.expr(c) for c in comps]
-                    out.append(f"    d = _pattern(ctx, now, ({', '.join(parts)},))")
+            self._deadline(sym, out)
             out.append("    if d is not None and (best is None or d < best):")
             out.append("        best = d")
             out.append(f"        bsym = {sym}")
         out.append("    if best is None:")
         out.append("        _disarm(ctx)")
         out.append("    else:")
-        out.append("        _arm(ctx, bsym, best)")
-        return "\n".join(out)
+        out.append("        ctx.tsym = bsym")
+        out.append("        _settimer(ctx, best)")
+        return out
+
+    def _deadline(self, sym: int, out: list[str]) -> None:
+        """Lines computing ``d``: the deadline of one time marker, or None if it cannot fire."""
+        spec = self.p.timer_of(sym)
+        out.append(f"    # {self.p.symbols[sym].name}")
+        if isinstance(spec, ir.ElapseSpec):
+            amount = self.expr(spec.amount)
+            if spec.amount.ty == DOUBLE:
+                out.append(f"    d = _elapse_d(ctx, now, {amount}, {spec.unit_us})")
+            else:
+                out.append(f"    d = now + max(0, {amount}) * {spec.unit_us}")
+        else:
+            assert isinstance(spec, ir.ArriveSpec)
+            if spec.time is not None:
+                out.append(f"    d = {self.expr(spec.time)}")
+                out.append("    if d < now:")
+                out.append("        d = now")
+            else:
+                comps = spec.components or []
+                parts = ["None" if c is None else self.expr(c) for c in comps]
+                out.append(f"    d = _pattern(ctx, now, ({', '.join(parts)},))")
 
     # -- transitions ----------------------------------------------------------------------
 
-    def transition(self, name: str, units: tuple[int, ...], timer_call: str | None, disarm: bool) -> str | None:
-        """A function running the units in order, then starting or stopping the timer.
+    def transition(self, name: str, units: tuple[int, ...], timers: tuple[int, ...] | None,
+                   disarm: bool) -> str | None:
+        """A function running the units in order, then starting the target state's timer (its time
+        symbols ``timers``), or stopping the timer when leaving a timed state for an untimed one.
 
         Returns None when there is nothing to do (no actions, no timer change).
         """
         body: list[str] = []
         for u in units:
             body.extend(self.unit_lines(u))
-        if timer_call is not None:
-            body.append(f"    {timer_call}(ctx)")
+        if timers:
+            body.extend(self.timer_start_lines(list(timers)))
         elif disarm:
             body.append("    _disarm(ctx)")
         if not body:
@@ -286,6 +334,56 @@ class CodeGen:
     def group_key(self, name: str, exprs: list[ir.Node]) -> str:
         parts = ", ".join(self.expr(e) for e in exprs)
         return f"def {name}(ctx, ev):\n    return ({parts},)"
+
+
+    def feed(self, grouped: bool) -> str:
+        """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
+        instance lookup, classification, transition and termination. This is the hot path."""
+        out = ["def feed(name, ev):", "    ctx = None"]
+        for k, inp in enumerate(self.p.inputs):
+            out.append(f"    {'if' if k == 0 else 'elif'} name == {inp.name!r}:")
+            ind = "        "
+            if grouped:
+                assert inp.group is not None
+                parts = ", ".join(self.expr(e) for e in inp.group)
+                out += [f"{ind}key = ({parts},)",
+                        f"{ind}ctx = _contexts.get(key)",
+                        f"{ind}if ctx is None:",
+                        f"{ind}    ctx = _create(key)"]
+            else:
+                out += [f"{ind}ctx = _single()",
+                        f"{ind}if ctx.terminated:",
+                        f"{ind}    _err(ctx, 2, 'program has terminated')",
+                        f"{ind}    return ctx"]
+            node = inp.classify
+            if isinstance(node, ir.CaseSymbol):
+                out.append(f"{ind}sym = {node.symbol}")
+            else:
+                def walk(n: ir.Node) -> str:
+                    if isinstance(n, ir.CaseSymbol):
+                        return str(n.symbol)
+                    assert isinstance(n, ir.CaseArm)
+                    return f"({walk(n.then)} if {self.expr(n.cond)} else {walk(n.otherwise)})"
+
+                out.append(f"{ind}sym = {walk(node)}")
+            out += [f"{ind}st = ctx.state",
+                    f"{ind}tr = st.row[sym]",
+                    f"{ind}if tr is None:",
+                    f"{ind}    return _unexpected(ctx, name, sym)",
+                    f"{ind}target = tr.target",
+                    f"{ind}if target is None:",
+                    f"{ind}    target = _resolve(st, tr)",
+                    f"{ind}ctx.state = target",
+                    f"{ind}fn = tr.fn",
+                    f"{ind}if fn is not None:",
+                    f"{ind}    fn(ctx, ev)",
+                    f"{ind}if target.terminal:",
+                    f"{ind}    _terminate(ctx)",
+                    f"{ind}elif _dirty is not None:",
+                    f"{ind}    _dirty[id(ctx)] = ctx",
+                    f"{ind}return ctx"]
+        out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
+        return "\n".join(out)
 
 
 __all__ = ["CodeGen", "Source", "default_expr"]

@@ -13,6 +13,7 @@ run-time form (``engine.encoding`` converts from JSON).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from .codegen import CodeGen
 from .context import InstanceContext
 from .events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode, EventConsumer
 from .externals import make_external
-from .time_provider import SimulatedTimeProvider, TimeProvider
+from .time_provider import SimulatedTimeProvider, TimeProvider, timer_info
 from .timeutil import TimeRangeError, format_time, next_match
 from .values import UNSET, deep_copy, double_div, double_rem, java_div, java_rem
 
@@ -47,7 +48,7 @@ class EngineError(Exception):
 class RState:
     """A machine state at run time: its transition row (indexed by symbol) and timer behaviour."""
 
-    __slots__ = ("accepting", "key", "row", "terminal", "timed", "timer_fn")
+    __slots__ = ("accepting", "key", "row", "terminal", "timed", "timer_fn", "timers")
 
     def __init__(self, key: Hashable, accepting: bool, nsym: int) -> None:
         self.key = key
@@ -55,6 +56,7 @@ class RState:
         self.row: list[RTrans | None] = [None] * nsym
         self.terminal = False
         self.timed = False
+        self.timers: tuple[int, ...] = ()  # time symbols with a transition, in program-text order
         self.timer_fn: Callable[[InstanceContext], None] | None = None
 
     def __repr__(self) -> str:
@@ -92,7 +94,7 @@ class Engine:
         self.program: ir.ProgramIR = compiled.program
         self.machine: DFAMachine | LazyDFA = compiled.machine
         self.name = name or self.program.name
-        self.consumer: EventConsumer = consumer or (lambda e: None)
+        self._consumer: EventConsumer = consumer or (lambda e: None)
         self.time: TimeProvider = time or SimulatedTimeProvider()
         self.tz = tz
         self.grouped = self.program.grouped
@@ -107,6 +109,7 @@ class Engine:
         self.dirty: dict[int, InstanceContext] | None = {} if track_dirty else None
         self._gen = CodeGen(self.program)
         self._ns = self._namespace(search_dirs)
+        self._bind_emitters()
         self._fns: dict[tuple[Any, ...], Callable[..., Any] | None] = {}
         self._timer_fns: dict[tuple[int, ...], Callable[[InstanceContext], None]] = {}
         self._states: dict[Hashable, RState] = {}
@@ -118,6 +121,7 @@ class Engine:
         self._init_fn = self._function(init_units, self._start, None) or (lambda ctx, ev: None)
         if isinstance(self.machine, DFAMachine):
             self._materialize()
+        self.feed = self._define("feed", self._gen.feed(self.grouped))
 
     # -- code generation -------------------------------------------------------------------
 
@@ -136,10 +140,16 @@ class Engine:
             "_setidx": self._setidx,
             "_new": self._new,
             "_copy": deep_copy,
-            "_emit": self._emit,
             "_now": self.time.now,
-            "_arm": self._arm,
+            "_settimer": self._timer_setter(),
             "_disarm": self.time.cancel_timer,
+            "_contexts": self.contexts,
+            "_create": self._create,
+            "_single": self._single,
+            "_unexpected": self._unexpected,
+            "_resolve": self._resolve,
+            "_terminate": self._terminate,
+            "_dirty": self.dirty,
             "_elapse_d": self._elapse_d,
             "_pattern": self._pattern,
             "_fmtd": builtins.format_double,
@@ -162,14 +172,11 @@ class Engine:
         exec(code, self._ns)
         return self._ns[name]
 
-    def _timer_name(self, st: RState) -> str | None:
-        return None if st.timer_fn is None else st.timer_fn.__name__
-
     def _function(self, units: tuple[int, ...], target: RState,
                   source: RState | None) -> Callable[..., Any] | None:
         """The compiled function of a transition: its units, then the target's timer start, or a
         timer stop when leaving a timed state for an untimed one. Shared between transitions."""
-        fn_key = (units, self._timer_name(target), bool(source is not None and source.timed and not target.timed))
+        fn_key = (units, target.timers, bool(source is not None and source.timed and not target.timed))
         if fn_key in self._fns:
             return self._fns[fn_key]
         name = f"_t{len(self._fns)}"
@@ -192,6 +199,7 @@ class Engine:
         timers = tuple(sorted(s for s in trans if s in self.program.time_symbols))
         if timers:
             st.timed = True
+            st.timers = timers
             fn = self._timer_fns.get(timers)
             if fn is None:
                 name = f"_s{len(self._timer_fns)}"
@@ -239,9 +247,24 @@ class Engine:
         key = ctx.key if ctx is not None else None
         self.consumer(Emitted(self.name, ERROR_EVENT, [code, message], ERROR_TYPE, self.time.now(), key))
 
-    def _emit(self, ctx: InstanceContext, output: int, value: Any) -> None:
-        self.consumer(Emitted(self.name, self.output_names[output], value, self.output_types[output],
-                              self.time.now(), ctx.key))
+    @property
+    def consumer(self) -> EventConsumer:
+        return self._consumer
+
+    @consumer.setter
+    def consumer(self, consumer: EventConsumer) -> None:
+        """Set where emitted events go (rebinds the emit functions of the generated code)."""
+        self._consumer = consumer
+        if hasattr(self, "_ns"):
+            self._bind_emitters()
+
+    def _bind_emitters(self) -> None:
+        consumer, name, now = self._consumer, self.name, self.time.now
+        for k, (out_name, ty) in enumerate(zip(self.output_names, self.output_types)):
+            def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
+                consumer(Emitted(name, _n, value, _t, now(), ctx.key))
+
+            self._ns[f"_e{k}"] = emit
 
     def _unset(self, ctx: InstanceContext, name: str, default: Any) -> Any:
         self._error(ctx, ErrorCode.UNSET_VARIABLE, f"variable {name} has not been set")
@@ -282,9 +305,12 @@ class Engine:
             return [factory() for _ in range(n)]
         return [d] * n
 
-    def _arm(self, ctx: InstanceContext, sym: int, deadline: int) -> None:
-        ctx.tsym = sym
-        self.time.set_timer(self, ctx, deadline)
+    def _timer_setter(self) -> Callable[[InstanceContext, int], Any]:
+        """``_settimer(ctx, deadline)`` for generated code: straight to the provider's queue when
+        the provider does not override set_timer (one call fewer on every timed transition)."""
+        if type(self.time).set_timer is TimeProvider.set_timer:
+            return functools.partial(self.time.timers.set, self)
+        return functools.partial(self.time.set_timer, self)
 
     def _elapse_d(self, ctx: InstanceContext, now: int, amount: float, unit_us: int) -> int | None:
         if not math.isfinite(amount):
@@ -334,49 +360,32 @@ class Engine:
         if self.dirty is not None:
             self.dirty[id(ctx)] = ctx
 
-    def feed(self, name: str, value: Any) -> InstanceContext | None:
-        """Process one named event. ``value`` must already conform to the declared type."""
-        inp = self._inputs.get(name)
-        if inp is None:
-            self._error(None, ErrorCode.UNDECLARED_EVENT, f"undeclared input event {name}")
-            return None
-        if inp.key is not None:
-            key = inp.key(None, value)
-            ctx = self.contexts.get(key)
-            if ctx is None:
-                ctx = self._create(key)
-        else:
+    def feed(self, name: str, value: Any) -> InstanceContext | None:  # replaced per engine
+        """Process one named event; ``value`` must already conform to the declared type.
+
+        Returns the instance context the event went to (None for an undeclared name). The
+        engine replaces this method with code generated for the program (codegen.feed), which
+        does the same with the group key and classification inlined.
+        """
+        raise AssertionError("replaced in __init__")
+
+    def _single(self) -> InstanceContext:
+        ctx = self.single
+        if ctx is None:
+            self.start()
             ctx = self.single
-            if ctx is None:
-                self.start()
-                ctx = self.single
-                assert ctx is not None
-            if ctx.terminated:
-                self._error(ctx, ErrorCode.UNEXPECTED_EVENT, "program has terminated")
-                return ctx
-        sym = inp.symbol if inp.classify is None else inp.classify(ctx, value)
-        st = ctx.state
-        tr = st.row[sym]
-        if tr is None:
-            self._error(ctx, ErrorCode.UNEXPECTED_EVENT,
-                        f"unexpected event {name}" if inp.classify is None
-                        else f"unexpected event {name} ({self.program.symbols[sym].name})")
-            if st.terminal:
-                self._terminate(ctx)
-            elif self.dirty is not None:
-                self.dirty[id(ctx)] = ctx
-            return ctx
-        target = tr.target
-        if target is None:
-            target = self._resolve(st, tr)
-        ctx.state = target
-        fn = tr.fn
-        if fn is not None:
-            fn(ctx, value)
-        if target.terminal:
+            assert ctx is not None
+        return ctx
+
+    def _unexpected(self, ctx: InstanceContext, name: str, sym: int) -> InstanceContext:
+        inp = self._inputs[name]
+        self._error(ctx, ErrorCode.UNEXPECTED_EVENT,
+                    f"unexpected event {name}" if inp.classify is None
+                    else f"unexpected event {name} ({self.program.symbols[sym].name})")
+        if ctx.state.terminal:
             self._terminate(ctx)
-        elif self.dirty is not None:
-            self.dirty[id(ctx)] = ctx
+        else:
+            self._touch(ctx)
         return ctx
 
     def fire_timer(self, ctx: InstanceContext, deadline: int) -> None:
@@ -425,8 +434,9 @@ class Engine:
     def snapshot(self, ctx: InstanceContext) -> bytes:
         """Compact bytes for one instance: state, variables, key, pending timer."""
         timer = None
-        if ctx.timer is not None and ctx.timer.alive:
-            timer = (ctx.timer.deadline, ctx.tsym, ctx.timer.seq)
+        info = timer_info(ctx)
+        if info is not None:
+            timer = (info[0], ctx.tsym, info[1])
         state = self.machine.state_to_json(ctx.state.key)
         return context.encode(state, ctx.vars, ctx.key, timer)
 

@@ -3,19 +3,19 @@
 Each instance context has at most one pending timer. All pending timers of all instances (and,
 in a pipeline, of all engines sharing the provider) sit in one priority queue ordered by
 deadline, then by the order in which they were set, so ties fire in set order. Cancelling is
-lazy: a cancelled entry stays in the heap, marked dead, and is skipped when it surfaces.
+lazy: a cancelled entry stays in the heap, marked dead, and is skipped when it surfaces; the
+heap is rebuilt when dead entries dominate.
 
 Three providers plug into the same engine:
 
 - :class:`SimulatedTimeProvider` — the tester's clock, and ``clock: record`` in the Kafka worker
   (time is what the trace or the record timestamps say; timers fire as that time passes them);
-- :class:`WallClockTimeProvider` — the worker's real clock; the host polls it for due timers.
+- :class:`WallClockTimeProvider` — the worker's real clock; the host calls ``run_due`` often.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 import time
 from typing import Any, Protocol
 
@@ -26,91 +26,113 @@ class TimerTarget(Protocol):
     def fire_timer(self, ctx: Any, deadline: int) -> None: ...
 
 
-class TimerEntry:
-    __slots__ = ("alive", "ctx", "deadline", "seq", "target")
-
-    def __init__(self, deadline: int, seq: int, target: TimerTarget, ctx: Any) -> None:
-        self.deadline = deadline
-        self.seq = seq
-        self.target = target
-        self.ctx = ctx
-        self.alive = True
-
-    def __lt__(self, other: TimerEntry) -> bool:
-        return (self.deadline, self.seq) < (other.deadline, other.seq)
+# A timer entry is a list [deadline, seq, ctx, target]. Lists compare element-wise in C and seq
+# is unique, so heap operations never look past it. target None marks a dead entry.
+DEADLINE, SEQ, CTX, TARGET = 0, 1, 2, 3
 
 
 class TimerQueue:
-    """Pending timers of many instances: one entry per instance context (``ctx.timer``)."""
+    """Pending timers of many instances; ``ctx.timer`` is each context's live entry (or None)."""
 
     def __init__(self) -> None:
-        self._heap: list[TimerEntry] = []
-        self._seq = itertools.count()
+        self._heap: list[list[Any]] = []
+        self._next_seq = 0
         self.pending = 0
+        self._dead = 0
 
-    def set(self, target: TimerTarget, ctx: Any, deadline: int, seq: int | None = None) -> TimerEntry:
+    def set(self, target: TimerTarget, ctx: Any, deadline: int, seq: int | None = None) -> list[Any]:
+        """(Re)start ctx's timer. A new timer sorts after every timer set before it."""
         old = ctx.timer
-        if old is not None and old.alive:
-            old.alive = False
-            self.pending -= 1
-        entry = TimerEntry(deadline, next(self._seq) if seq is None else seq, target, ctx)
-        if seq is not None:
-            self.bump(seq)
+        if old is None or old[3] is None:
+            self.pending += 1
+        else:
+            old[3] = None
+            self._dead += 1
+        if seq is None:
+            seq = self._next_seq
+            self._next_seq = seq + 1
+        elif seq >= self._next_seq:
+            self._next_seq = seq + 1
+        entry = [deadline, seq, ctx, target]
         heapq.heappush(self._heap, entry)
         ctx.timer = entry
-        self.pending += 1
+        if self._dead > 4096 and self._dead > 2 * self.pending:
+            self._heap = [e for e in self._heap if e[3] is not None]
+            heapq.heapify(self._heap)
+            self._dead = 0
         return entry
-
-    def bump(self, seq: int) -> None:
-        """Make later timers sort after ``seq`` (used when restoring saved timers)."""
-        nxt = next(self._seq)
-        if nxt <= seq:
-            self._seq = itertools.count(seq + 1)
-        else:
-            self._seq = itertools.count(nxt)
 
     def cancel(self, ctx: Any) -> None:
         old = ctx.timer
         if old is not None:
-            if old.alive:
-                old.alive = False
+            if old[3] is not None:
+                old[3] = None
                 self.pending -= 1
+                self._dead += 1
             ctx.timer = None
 
-    def peek(self) -> TimerEntry | None:
+    def peek(self) -> list[Any] | None:
         heap = self._heap
-        while heap and not heap[0].alive:
+        while heap and heap[0][3] is None:
             heapq.heappop(heap)
+            self._dead -= 1
         return heap[0] if heap else None
 
-    def pop_due(self, now: int) -> TimerEntry | None:
-        """The earliest live timer with deadline <= now, removed from the queue, or None."""
-        e = self.peek()
-        if e is None or e.deadline > now:
-            return None
-        heapq.heappop(self._heap)
-        e.alive = False
-        self.pending -= 1
-        if e.ctx.timer is e:
-            e.ctx.timer = None
-        return e
+    def due(self, now: int) -> bool:
+        """A cheap pre-check: is any entry (perhaps a dead one) at or before ``now``?"""
+        heap = self._heap
+        return bool(heap) and heap[0][0] <= now
+
+    def pop_due(self, now: int) -> tuple[int, Any, TimerTarget] | None:
+        """(deadline, ctx, target) of the earliest live timer due at ``now``, removed; or None."""
+        heap = self._heap
+        while heap:
+            e = heap[0]
+            target = e[3]
+            if target is None:
+                heapq.heappop(heap)
+                self._dead -= 1
+                continue
+            if e[0] > now:
+                return None
+            heapq.heappop(heap)
+            e[3] = None
+            self.pending -= 1
+            ctx = e[2]
+            if ctx.timer is e:
+                ctx.timer = None
+            return e[0], ctx, target
+        return None
 
     def next_deadline(self) -> int | None:
         e = self.peek()
-        return None if e is None else e.deadline
+        return None if e is None else e[0]
+
+    @property
+    def next_seq(self) -> int:
+        return self._next_seq
 
     def clear(self) -> None:
         for e in self._heap:
-            if e.alive:
-                e.alive = False
-                if e.ctx.timer is e:
-                    e.ctx.timer = None
+            if e[3] is not None:
+                e[3] = None
+                if e[2].timer is e:
+                    e[2].timer = None
         self._heap.clear()
         self.pending = 0
+        self._dead = 0
+
+
+def timer_info(ctx: Any) -> tuple[int, int] | None:
+    """(deadline, seq) of ctx's live timer, if any."""
+    e = ctx.timer
+    if e is None or e[3] is None:
+        return None
+    return e[0], e[1]
 
 
 class TimeProvider:
-    """The interface the engine uses: the current time, and one timer per instance."""
+    """The interface the engine uses: the current time, and one timer per instance context."""
 
     def __init__(self) -> None:
         self.timers = TimerQueue()
@@ -130,15 +152,16 @@ class TimeProvider:
     def run_due(self) -> int:
         """Fire every timer due at the current time (including ones set while firing)."""
         fired = 0
-        now = self.now()
-        while (e := self.timers.pop_due(now)) is not None:
-            e.target.fire_timer(e.ctx, e.deadline)
+        timers = self.timers
+        while timers.due(self.now()) and (item := timers.pop_due(self.now())) is not None:
+            deadline, ctx, target = item
+            target.fire_timer(ctx, deadline)
             fired += 1
         return fired
 
 
 class SimulatedTimeProvider(TimeProvider):
-    """Time moves only when the host says so (the tester, record-time replays)."""
+    """Time moves only when the host says so (the tester, record-time replays, backfills)."""
 
     def __init__(self, start: int = 0) -> None:
         super().__init__()
@@ -155,19 +178,23 @@ class SimulatedTimeProvider(TimeProvider):
 
         Timers set while firing are considered too. Time never moves backwards.
         """
+        timers = self.timers
         fired = 0
-        while (e := self.timers.pop_due(t)) is not None:
-            if e.deadline > self._now:
-                self._now = e.deadline
-            e.target.fire_timer(e.ctx, e.deadline)
-            fired += 1
+        heap = timers._heap
+        if heap and heap[0][0] <= t:
+            while (item := timers.pop_due(t)) is not None:
+                deadline, ctx, target = item
+                if deadline > self._now:
+                    self._now = deadline
+                target.fire_timer(ctx, deadline)
+                fired += 1
         if t > self._now:
             self._now = t
         return fired
 
 
 class WallClockTimeProvider(TimeProvider):
-    """The real clock, in microseconds since the epoch; the host calls ``run_due`` often."""
+    """The real clock, in microseconds since the epoch."""
 
     def __init__(self, clock: Any = None) -> None:
         super().__init__()
@@ -175,10 +202,3 @@ class WallClockTimeProvider(TimeProvider):
 
     def now(self) -> int:
         return self._clock() // 1000
-
-    def run_due(self) -> int:
-        fired = 0
-        while (e := self.timers.pop_due(self.now())) is not None:
-            e.target.fire_timer(e.ctx, e.deadline)
-            fired += 1
-        return fired

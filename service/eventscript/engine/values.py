@@ -106,7 +106,7 @@ def double_to_long(x: float) -> int:
 def default_value(t: Type) -> Any:
     """The value an operation yields after an error (conformance README): 0, 0.0, false, "",
     the epoch, an empty array, a structure of defaults."""
-    if t == LONG or t == TIME:
+    if t in (LONG, TIME):
         return 0
     if t == DOUBLE:
         return 0.0

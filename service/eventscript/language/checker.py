@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,10 +154,8 @@ def resolve_external(impl: str, search_dirs: list[Path]) -> tuple[Callable[..., 
         return None, f"cannot import module {module_name!r}: {exc}"
     finally:
         for d in added:
-            try:
+            with suppress(ValueError):
                 sys.path.remove(d)
-            except ValueError:
-                pass
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -704,9 +702,8 @@ class Checker:
                 k = t.field_index(f.name)
                 if k is not None:
                     self.expect(f.value, t.fields[k][1])
-        elif isinstance(e, ast.Index):
-            if self.synth(e.obj) is None:
-                self.expect(e.obj, ArrayType(t))
+        elif isinstance(e, ast.Index) and self.synth(e.obj) is None:
+            self.expect(e.obj, ArrayType(t))
         self.synth(e)
 
     def _guess(self, e: ast.Expr, t: Type) -> None:
@@ -957,11 +954,6 @@ def _children(e: ast.Expr) -> list[ast.Expr]:
     if isinstance(e, ast.GroupRef):
         return [e.index]
     return []
-
-
-@contextmanager
-def _noop() -> Any:
-    yield
 
 
 def check(program: ast.Program, diagnostics: Diagnostics, *, resolve_externals: bool = True) -> CheckedProgram:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from .diagnostics import Diagnostics
 from .source import Pos, SourceFile
@@ -146,7 +147,7 @@ class Lexer:
             out.append(Token("INT", lexeme, int(lexeme), src.pos(i)))
         return j
 
-    _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "'": "'", "0": "\0"}
+    _ESCAPES: ClassVar[dict[str, str]] = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "'": "'", "0": "\0"}
 
     def _string(self, src: SourceFile, i: int, out: list[Token]) -> int:
         text = src.text
