@@ -29,6 +29,7 @@ from ..language.types import Type
 from . import builtins, context
 from .codegen import CodeGen
 from .context import InstanceContext
+from .encoding import DecodeError, decode
 from .events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode, EventConsumer
 from .externals import make_external
 from .time_provider import SimulatedTimeProvider, TimeProvider, timer_info
@@ -368,6 +369,23 @@ class Engine:
         does the same with the group key and classification inlined.
         """
         raise AssertionError("replaced in __init__")
+
+    def feed_json(self, name: str, obj: Any) -> InstanceContext | None:
+        """Feed a JSON-shaped value (dicts for structures, ISO text or epoch ms for times, ...),
+        checked against the declared type; a value that does not fit becomes ``$error`` 6."""
+        inp = self._inputs.get(name)
+        if inp is None:
+            return self.feed(name, obj)
+        try:
+            value = decode(obj, inp.ty)
+        except DecodeError as exc:
+            self._error(None, ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}")
+            return None
+        return self.feed(name, value)
+
+    def input_type(self, name: str) -> Type | None:
+        inp = self._inputs.get(name)
+        return None if inp is None else inp.ty
 
     def _single(self) -> InstanceContext:
         ctx = self.single

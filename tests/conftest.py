@@ -1,0 +1,52 @@
+"""Shared test fixtures and helpers.
+
+``../shared`` (the language document and the conformance suite) sits beside the checkout, in
+CI as here; tests that need it read it from there rather than copying it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+CASES = SHARED / "conformance" / "cases"
+LANGUAGE_DOCUMENT = next((SHARED / "seeds").glob("000_*.txt"), None) if (SHARED / "seeds").exists() else None
+
+
+def run_program(source: str | list[str], trace: str, *, state_limit: int = 40_000,
+                force_lazy: bool = False) -> list[dict[str, Any]]:
+    """Compile program text (or a pipeline of them), run a trace, return the output JSON lines."""
+    from eventscript.automata.compile import compile_source
+    from eventscript.language.source import SourceFile
+    from eventscript.tester.runner import run_trace
+    from eventscript.tester.trace import parse_trace
+
+    sources = [source] if isinstance(source, str) else source
+    programs = [compile_source(s, name=f"stage{i + 1}", state_limit=state_limit, force_lazy=force_lazy).require()
+                for i, s in enumerate(sources)]
+    lines: list[dict[str, Any]] = []
+    run_trace(programs, parse_trace(SourceFile("<trace>", trace)), lambda line: lines.append(line.to_json()))
+    return lines
+
+
+def check_source(source: str):  # noqa: ANN201
+    """Compile program text and return its Compilation (diagnostics included)."""
+    from eventscript.automata.compile import compile_source
+
+    return compile_source(source, name="test")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def cases_dir() -> Path:
+    if not CASES.exists():
+        pytest.skip("../shared/conformance is not beside the checkout")
+    return CASES
