@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from . import program_cmds, test_cmd
+from . import kafka_cmds, program_cmds, test_cmd
 
 Setup = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
@@ -17,4 +17,10 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
     "compile": ("compile a program to its JSON state-machine file", program_cmds.setup_compile,
                 program_cmds.run_compile),
     "graph": ("draw a program's automaton (svg, png or dot)", program_cmds.setup_graph, program_cmds.run_graph),
+    "run": ("run a topology's programs on Kafka", kafka_cmds.setup_run, kafka_cmds.run_run),
+    "dev": ("start the embedded broker, create topics, optionally publish a trace, and run",
+            kafka_cmds.setup_dev, kafka_cmds.run_dev),
+    "produce": ("publish a timed trace to a program's input topics", kafka_cmds.setup_produce,
+                kafka_cmds.run_produce),
+    "tail": ("print a topic's records as JSON lines", kafka_cmds.setup_tail, kafka_cmds.run_tail),
 }

@@ -94,19 +94,21 @@ class _Decoder:
         return msgpack.ExtType(code, data)
 
 
-def encode(state: Any, variables: list[Any], key: tuple[Any, ...] | None, timer: tuple[int, int, int] | None) -> bytes:
-    """Serialize (state id, variables, key, (deadline, symbol, seq) of the pending timer)."""
+def encode(state: Any, variables: list[Any], key: tuple[Any, ...] | None, timer: tuple[int, int, int] | None,
+           terminated: bool = False) -> bytes:
+    """Serialize (state id, variables, key, (deadline, symbol, seq) of the pending timer, and
+    whether the instance has terminated — an ungrouped program stays terminated)."""
     e = _Encoder()
     payload = [FORMAT_VERSION, state, [e.enc(v) for v in variables], list(key) if key is not None else None,
-               list(timer) if timer is not None else None]
+               list(timer) if timer is not None else None, terminated]
     return msgpack.packb(payload, default=_Encoder._ext, use_bin_type=True)
 
 
-def decode(data: bytes) -> tuple[Any, list[Any], tuple[Any, ...] | None, tuple[int, int, int] | None]:
+def decode(data: bytes) -> tuple[Any, list[Any], tuple[Any, ...] | None, tuple[int, int, int] | None, bool]:
     d = _Decoder()
     payload = msgpack.unpackb(data, ext_hook=d.hook, strict_map_key=False, raw=False)
-    if not isinstance(payload, list) or len(payload) != 5 or payload[0] != FORMAT_VERSION:
+    if not isinstance(payload, list) or len(payload) != 6 or payload[0] != FORMAT_VERSION:
         raise ValueError("not an EventScript instance-context snapshot of a known version")
-    _, state, variables, key, timer = payload
+    _, state, variables, key, timer, terminated = payload
     return (state, variables, tuple(key) if key is not None else None,
-            (int(timer[0]), int(timer[1]), int(timer[2])) if timer is not None else None)
+            (int(timer[0]), int(timer[1]), int(timer[2])) if timer is not None else None, bool(terminated))

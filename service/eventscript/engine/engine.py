@@ -383,6 +383,14 @@ class Engine:
             return None
         return self.feed(name, value)
 
+    def group_key(self, name: str, value: Any) -> tuple[Any, ...] | None:
+        """The group key an event of this name and value goes to (None: ungrouped, or unknown name).
+        Hosts use it to route events to the task that owns the key."""
+        inp = self._inputs.get(name)
+        if inp is None or inp.key is None:
+            return None
+        return inp.key(None, value)
+
     def input_type(self, name: str) -> Type | None:
         inp = self._inputs.get(name)
         return None if inp is None else inp.ty
@@ -456,16 +464,17 @@ class Engine:
         if info is not None:
             timer = (info[0], ctx.tsym, info[1])
         state = self.machine.state_to_json(ctx.state.key)
-        return context.encode(state, ctx.vars, ctx.key, timer)
+        return context.encode(state, ctx.vars, ctx.key, timer, ctx.terminated)
 
     def restore(self, data: bytes) -> InstanceContext:
         """Resume an instance from :meth:`snapshot` bytes (its pending timer is re-armed)."""
-        state_json, variables, key, timer = context.decode(data)
+        state_json, variables, key, timer, terminated = context.decode(data)
         if len(variables) != self.nvars:
             raise ValueError(f"snapshot has {len(variables)} variables, the program has {self.nvars}")
         st = self._state(self.machine.state_from_json(state_json))
         ctx = InstanceContext(key, st, self.nvars)
         ctx.vars = variables
+        ctx.terminated = terminated
         if self.grouped:
             if key is None:
                 raise ValueError("snapshot of an ungrouped instance given to a grouped program")

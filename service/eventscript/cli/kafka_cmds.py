@@ -1,0 +1,179 @@
+"""``run``, ``dev``, ``produce`` and ``tail``: the Kafka worker's commands."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from ..kafka.config import load_topology
+
+    topo = load_topology(args.topology)
+    if getattr(args, "bootstrap_servers", None):
+        topo.kafka.bootstrap_servers = args.bootstrap_servers
+    return topo
+
+
+def _common(p: argparse.ArgumentParser, topology: bool = True) -> None:
+    if topology:
+        p.add_argument("topology", metavar="TOPOLOGY.yaml")
+    p.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="override the topology's Kafka address")
+    p.add_argument("-v", "--verbose", action="store_true", help="log what the worker does")
+
+
+def setup_run(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--program", action="append", metavar="NAME", help="run only this program (repeatable)")
+    p.add_argument("--health-port", type=int, metavar="PORT", help="serve /healthz, /readyz and /metrics")
+    p.add_argument("--until-idle", type=float, metavar="SECONDS",
+                   help="stop once all input has been processed and nothing new came for this long")
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from ..kafka.config import TopologyError
+    from ..kafka.runner import TopologyRunner
+
+    _logging(args.verbose)
+    try:
+        topo = _load(args)
+        runner = TopologyRunner(topo, args.program, args.health_port)
+        runner.prepare()
+    except TopologyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return runner.run(until_idle=args.until_idle)
+
+
+def setup_dev(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topology", metavar="TOPOLOGY.yaml")
+    p.add_argument("--trace", metavar="FILE", help="publish this timed trace to the (first) program's inputs")
+    p.add_argument("--program", metavar="NAME", help="the program the trace is for (default: the first)")
+    p.add_argument("--until-idle", type=float, metavar="SECONDS",
+                   help="stop once everything has been processed and nothing new came for this long")
+    p.add_argument("--show", action="store_true",
+                   help="at the end, print the records of the programs' output and error topics")
+    p.add_argument("--health-port", type=int, metavar="PORT")
+    p.add_argument("-v", "--verbose", action="store_true")
+
+
+def run_dev(args: argparse.Namespace) -> int:
+    from ..kafka.broker import BrokerError, EmbeddedBroker
+    from ..kafka.config import TopologyError
+    from ..kafka.runner import TopologyRunner
+    from ..kafka.tools import produce_trace, tail
+    from ..tester.trace import TraceError, read_trace
+
+    _logging(args.verbose)
+    try:
+        topo = _load(args)
+    except TopologyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        broker = EmbeddedBroker().start()
+    except BrokerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"embedded Kafka-compatible broker (Tansu) on {broker.bootstrap}", file=sys.stderr)
+    try:
+        topo.kafka.bootstrap_servers = broker.bootstrap
+        # Tansu makes a group's first join wait half the session timeout: keep it short here.
+        topo.kafka.consumer.setdefault("session.timeout.ms", 6000)
+        topo.kafka.consumer.setdefault("heartbeat.interval.ms", 1000)
+        try:
+            runner = TopologyRunner(topo, None, args.health_port)
+            runner.prepare()
+        except TopologyError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.trace:
+            cfg = topo.program(args.program) if args.program else topo.programs[0]
+            worker = next(w for w in runner.workers if w.cfg.name == cfg.name)
+            try:
+                items = read_trace(args.trace)
+            except TraceError as exc:
+                print(str(exc), file=sys.stderr)
+                return 2
+            n = produce_trace(topo.kafka, cfg, worker.program, items, worker.partitions)
+            print(f"published {n} events from {args.trace} to program {cfg.name}", file=sys.stderr)
+        status = runner.run(until_idle=args.until_idle)
+        if args.show:
+            topics: list[str] = []
+            for cfg in topo.programs:
+                for t in [*dict.fromkeys(cfg.outputs.values()), cfg.error_topic]:
+                    if t not in topics:
+                        topics.append(t)
+            for t in topics:
+                print(f"== {t}")
+                tail(topo.kafka, t, sys.stdout, idle=0.5, dedupe=True)
+        return status
+    finally:
+        broker.stop()
+
+
+def setup_produce(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--trace", required=True, metavar="FILE")
+    p.add_argument("--program", metavar="NAME", help="the program whose inputs receive the trace (default: the first)")
+
+
+def run_produce(args: argparse.Namespace) -> int:
+    from ..kafka.admin import Admin
+    from ..kafka.config import TopologyError
+    from ..kafka.runner import compile_programs
+    from ..kafka.tools import ProduceError, produce_trace
+    from ..tester.trace import TraceError, read_trace
+
+    _logging(args.verbose)
+    try:
+        topo = _load(args)
+        cfg = topo.program(args.program) if args.program else topo.programs[0]
+        program = compile_programs(topo, [cfg])[cfg.name]
+        partitions = Admin(topo).prepare([cfg])[cfg.name]
+        items = read_trace(args.trace)
+        n = produce_trace(topo.kafka, cfg, program, items, partitions)
+    except (TopologyError, TraceError, ProduceError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"published {n} events to program {cfg.name}'s inputs", file=sys.stderr)
+    return 0
+
+
+def setup_tail(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+                   help="Kafka address (default: $KAFKA_BOOTSTRAP_SERVERS, or --topology's)")
+    p.add_argument("--topology", metavar="TOPOLOGY.yaml", help="take the Kafka settings from a topology")
+    p.add_argument("--idle", type=float, default=2.0, metavar="SECONDS",
+                   help="stop when every partition is at its end and nothing came for this long (default 2)")
+    p.add_argument("--follow", action="store_true", help="keep printing new records until interrupted")
+    p.add_argument("--dedupe", action="store_true", help="skip records whose es-id was already printed")
+
+
+def run_tail(args: argparse.Namespace) -> int:
+    from ..kafka.config import KafkaConfig, load_topology
+    from ..kafka.tools import ProduceError, tail
+
+    kafka = load_topology(args.topology).kafka if args.topology else KafkaConfig()
+    bootstrap = args.bootstrap_servers or (None if args.topology else os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
+    if bootstrap:
+        kafka.bootstrap_servers = bootstrap
+    try:
+        tail(kafka, args.topic, sys.stdout, idle=float("inf") if args.follow else args.idle, dedupe=args.dedupe,
+             timeout=float("inf") if args.follow else 3600)
+    except ProduceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+__all__ = [name for name in dir() if name.startswith(("setup_", "run_"))] + ["Path"]

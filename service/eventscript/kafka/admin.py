@@ -1,0 +1,100 @@
+"""Topics: create what the topology needs, and check that each program's inputs are co-partitioned.
+
+Every program needs its input topics (they must exist or be listed under ``topics:``), its output
+and error topics, and two internal topics with its inputs' partition count: the repartition
+topic and the compacted changelog topic.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from . import clients
+from .config import ProgramConfig, TopicSpec, Topology, TopologyError
+
+log = logging.getLogger("eventscript.kafka.admin")
+
+
+class Admin:
+    def __init__(self, topo: Topology) -> None:
+        self.topo = topo
+        self.client = AdminClient(clients.admin_config(topo.kafka))
+
+    def partition_counts(self, timeout: float = 10.0) -> dict[str, int]:
+        try:
+            md = self.client.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            raise TopologyError(f"cannot reach Kafka at {self.topo.kafka.bootstrap_servers}: {exc}") from None
+        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+    def create(self, topics: dict[str, TopicSpec]) -> None:
+        existing = self.partition_counts()
+        missing = [NewTopic(name, spec.partitions, spec.replication, config=dict(spec.config))
+                   for name, spec in topics.items() if name not in existing]
+        if not missing:
+            return
+        futures = self.client.create_topics(missing, operation_timeout=30)
+        for name, fut in futures.items():
+            try:
+                fut.result()
+                log.info("created topic %s", name)
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.name() != "TOPIC_ALREADY_EXISTS":
+                    raise TopologyError(f"cannot create topic {name}: {err.str()}") from None
+        # Metadata can lag behind creation.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            counts = self.partition_counts()
+            if all(t.topic in counts for t in missing):
+                return
+            time.sleep(0.1)
+
+    def prepare(self, programs: list[ProgramConfig]) -> dict[str, int]:
+        """Create declared and internal topics; return each program's partition count."""
+        self.create(self.topo.topics)
+        counts = self.partition_counts()
+        result: dict[str, int] = {}
+        needed: dict[str, TopicSpec] = {}
+        for cfg in programs:
+            parts = self._input_partitions(cfg, counts)
+            result[cfg.name] = parts
+            for internal, config in ((self.topo.repartition_topic(cfg), {"cleanup.policy": "delete"}),
+                                     (self.topo.changelog_topic(cfg), {"cleanup.policy": "compact"})):
+                have = counts.get(internal)
+                if have is not None and have != parts:
+                    raise TopologyError(
+                        f"program {cfg.name}: internal topic {internal} has {have} partitions but the inputs have "
+                        f"{parts}; delete it (and the program's state) to start over with the new partition count")
+                needed[internal] = TopicSpec(partitions=parts, replication=self._replication(cfg), config=config)
+            for topic in {*cfg.outputs.values(), cfg.error_topic}:
+                if topic not in counts and topic not in self.topo.topics:
+                    needed[topic] = TopicSpec(partitions=parts, replication=self._replication(cfg))
+        self.create(needed)
+        return result
+
+    def _replication(self, cfg: ProgramConfig) -> int:
+        specs = [self.topo.topics[i.topic] for i in cfg.inputs if i.topic in self.topo.topics]
+        return max((s.replication for s in specs), default=1)
+
+    def _input_partitions(self, cfg: ProgramConfig, counts: dict[str, int]) -> int:
+        parts: dict[str, int] = {}
+        for i, inp in enumerate(cfg.inputs):
+            if inp.topic not in counts:
+                raise TopologyError(f"program {cfg.name}: input topic {inp.topic} (programs[{cfg.name}].inputs[{i}]) "
+                                    f"does not exist; create it or list it under 'topics:' with its partitions")
+            parts[inp.topic] = counts[inp.topic]
+        if len(set(parts.values())) > 1:
+            shown = ", ".join(f"{t}: {n}" for t, n in parts.items())
+            raise TopologyError(f"program {cfg.name}: input topics must be co-partitioned (same partition count), "
+                                f"but they have {shown}; give them the same number of partitions")
+        return next(iter(parts.values()))
+
+
+def describe(topo: Topology) -> dict[str, Any]:
+    return {"bootstrap": topo.kafka.bootstrap_servers, "topics": Admin(topo).partition_counts()}

@@ -1,0 +1,89 @@
+"""librdkafka settings for consumers, producers and admin clients, built from the topology.
+
+Choices that matter for correctness are made here once:
+
+- producers partition with ``murmur2_random`` (the Java client's partitioner), so a key lands on
+  the same partition whichever client produced it, and the worker's own routing
+  (``partitioner.partition_of``) agrees with where records are written;
+- producers are idempotent, so retries never reorder or duplicate records within a partition;
+- consumers commit nothing automatically, read only committed transactional data, report the end
+  of each partition (restores read to that signal rather than to a precomputed end offset, which
+  some brokers report wrongly), and use the cooperative-sticky assignor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import KafkaConfig
+
+MAX_MESSAGE_BYTES = 10_000_000
+
+
+def common(kafka: KafkaConfig) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "client.id": kafka.client_id,
+        "security.protocol": kafka.security.protocol,
+    }
+    sasl = kafka.security.sasl
+    if sasl is not None:
+        conf["sasl.mechanism"] = sasl.mechanism
+        if sasl.username is not None:
+            conf["sasl.username"] = sasl.username
+        if sasl.password is not None:
+            conf["sasl.password"] = sasl.password
+    ssl = kafka.security.ssl
+    if ssl is not None:
+        for key, value in (("ssl.ca.location", ssl.ca_location), ("ssl.certificate.location", ssl.certificate_location),
+                           ("ssl.key.location", ssl.key_location), ("ssl.key.password", ssl.key_password)):
+            if value is not None:
+                conf[key] = value
+        conf["ssl.endpoint.identification.algorithm"] = ssl.endpoint_identification
+    conf.update(kafka.extra)
+    return conf
+
+
+def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict[str, Any]:
+    conf = common(kafka)
+    conf.update({
+        "group.id": group_id,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+        "enable.partition.eof": True,
+        "partition.assignment.strategy": "cooperative-sticky",
+        "session.timeout.ms": 10_000,
+        "heartbeat.interval.ms": 2_000,
+        "max.poll.interval.ms": 300_000,
+        "fetch.max.bytes": 52_428_800,
+        "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
+    })
+    conf.update(kafka.consumer)
+    conf.update(overrides)
+    return conf
+
+
+def producer_config(kafka: KafkaConfig, transactional_id: str | None = None, **overrides: Any) -> dict[str, Any]:
+    conf = common(kafka)
+    conf.update({
+        "partitioner": "murmur2_random",
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 5,
+        "batch.num.messages": 10_000,
+        "queue.buffering.max.messages": 500_000,
+        "message.max.bytes": MAX_MESSAGE_BYTES,
+        "compression.type": "lz4",
+    })
+    if transactional_id is not None:
+        conf["transactional.id"] = transactional_id
+        conf["transaction.timeout.ms"] = 60_000
+    conf.update(kafka.producer)
+    conf.update(overrides)
+    return conf
+
+
+def admin_config(kafka: KafkaConfig) -> dict[str, Any]:
+    return common(kafka)

@@ -1,0 +1,56 @@
+"""HTTP endpoints for orchestrators: /healthz (the process is alive and its workers loop),
+/readyz (every worker joined its group and restored its tasks), /metrics (Prometheus)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from .metrics import Metrics
+
+
+class HealthServer:
+    def __init__(self, host: str, port: int, alive: Callable[[], bool], ready: Callable[[], bool],
+                 metrics: Metrics | None = None) -> None:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == "/healthz":
+                    self._answer(200 if outer.alive() else 503, b"ok\n" if outer.alive() else b"unhealthy\n")
+                elif path == "/readyz":
+                    ok = outer.ready()
+                    self._answer(200 if ok else 503, b"ready\n" if ok else b"not ready\n")
+                elif path == "/metrics" and outer.metrics is not None:
+                    self._answer(200, generate_latest(outer.metrics.registry), CONTENT_TYPE_LATEST)
+                else:
+                    self._answer(404, b"not found\n")
+
+            def _answer(self, code: int, body: bytes, ctype: str = "text/plain; charset=utf-8") -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # quiet
+                pass
+
+        self.alive = alive
+        self.ready = ready
+        self.metrics = metrics
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, name="health", daemon=True)
+
+    def start(self) -> HealthServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,35 @@
+"""Prometheus metrics of the worker (served on /metrics by the health server).
+
+``eventscript_records_total{program, kind}`` counts records and events by kind: consumed,
+processed, outputs, errors, repartitioned, commits. Histograms time commits and task restores;
+a gauge tracks the tasks each program owns.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.records = Counter("eventscript_records_total", "Records and events by kind", ["program", "kind"],
+                               registry=self.registry)
+        self.commit_seconds = Histogram("eventscript_commit_seconds", "Time to commit a batch", ["program"],
+                                        registry=self.registry,
+                                        buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+        self.restore_seconds = Histogram("eventscript_restore_seconds", "Time to restore a task", ["program"],
+                                         registry=self.registry, buckets=(0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300))
+        self.task_gauge = Gauge("eventscript_tasks", "Tasks owned", ["program"], registry=self.registry)
+
+    def count(self, program: str, kind: str, n: int = 1) -> None:
+        self.records.labels(program, kind).inc(n)
+
+    def observe_commit(self, program: str, seconds: float) -> None:
+        self.commit_seconds.labels(program).observe(seconds)
+
+    def observe_restore(self, program: str, seconds: float) -> None:
+        self.restore_seconds.labels(program).observe(seconds)
+
+    def tasks(self, program: str, n: int) -> None:
+        self.task_gauge.labels(program).set(n)

@@ -1,0 +1,203 @@
+"""``eventscript produce`` and ``eventscript tail``: traces into topics, topics into JSON lines.
+
+``produce`` publishes a timed trace to a program's input topics: each event becomes a record on
+the topic its name maps to, with the trace time as record timestamp, keyed by the canonical
+group key (so it lands on the partition of its instance), or on partition 0 for an ungrouped
+program. Each timestamp also becomes a *tick* — a record with an ``es-tick`` header on every
+partition of the program's first input topic — so that with ``clock: record`` time advances and
+timers fire exactly where the tester would fire them, also when no event follows.
+
+``tail`` prints records in the conformance JSON-lines encoding (``time``, ``event``, ``value``,
+``key``), using the headers the worker writes; ``$error`` records are printed with their code
+and message. ``--dedupe`` drops records whose ``es-id`` was already seen (outputs are idempotent
+by id; needed on brokers that expose aborted transactions).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+from ..automata.compiled import CompiledProgram
+from ..engine.encoding import DecodeError, decode, encode
+from ..engine.timeutil import format_time
+from ..tester.trace import Timestamp, TraceEvent, TraceItem, event_argument
+from . import clients, codec
+from .config import InputConfig, KafkaConfig, ProgramConfig
+from .partitioner import key_bytes, partition_of
+
+
+class ProduceError(Exception):
+    pass
+
+
+def _input_for(cfg: ProgramConfig, name: str) -> InputConfig | None:
+    for inp in cfg.inputs:
+        if inp.event == name:
+            return inp
+    for inp in cfg.inputs:
+        if inp.event is None:
+            return inp  # names from a header, a field or CloudEvents: any name fits
+    return None
+
+
+def _record_value(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, list[tuple[str, bytes]]]:
+    headers: list[tuple[str, bytes]] = []
+    if inp.format == "cloudevents":
+        doc = {"specversion": "1.0", "type": name, "source": "eventscript-produce", "id": "", "data": payload}
+        return orjson.dumps(doc), headers
+    if inp.event_from is not None and inp.event_from.header is not None:
+        headers.append((inp.event_from.header, name.encode()))
+        return orjson.dumps(payload), headers
+    if inp.event_from is not None and inp.event_from.field is not None:
+        if isinstance(payload, dict):
+            return orjson.dumps({**payload, inp.event_from.field: name}), headers
+        return orjson.dumps({inp.event_from.field: name, "value": payload}), headers
+    return orjson.dumps(payload), headers
+
+
+def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgram, items: list[TraceItem],
+                  partitions: int, warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> int:
+    """Publish a trace; returns the number of event records (ticks not counted)."""
+    producer = Producer(clients.producer_config(kafka))
+    types = {i.name: i.ty for i in program.program.inputs}
+    key_types = program.program.key_types
+    tick_topic = cfg.inputs[0].topic
+    sent = 0
+    now_ms = 0
+    from ..engine.engine import Engine
+
+    engine = Engine(program)  # only for group keys
+    errors: list[str] = []
+
+    def delivered(err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    for item in items:
+        if isinstance(item, Timestamp):
+            now_ms = item.time // 1000
+            for p in range(partitions):
+                producer.produce(tick_topic, value=b"{}", partition=p, timestamp=now_ms,
+                                 headers=[(codec.HEADER_TICK, b"1")], on_delivery=delivered)
+            continue
+        assert isinstance(item, TraceEvent)
+        inp = _input_for(cfg, item.name)
+        if inp is None:
+            warn(f"{item.pos}: {item.name} is not an input of program {cfg.name} and no input takes event "
+                 f"names from records; skipped")
+            continue
+        raw = event_argument(item)
+        ty = types.get(item.name)
+        payload: Any = raw
+        key: bytes | None = None
+        partition: int | None = None
+        if ty is not None:
+            try:
+                value = decode(raw, ty)
+                payload = encode(value, ty)
+                if key_types is not None:
+                    key = key_bytes(engine.group_key(item.name, value), key_types)
+                    partition = partition_of(key, partitions) if key is not None else None
+                else:
+                    partition = 0
+            except DecodeError:
+                payload = raw  # published as written: the worker reports it as $error 6
+        if partition is None:
+            partition = 0
+        value_bytes, headers = _record_value(inp, item.name, payload)
+        producer.produce(inp.topic, value=value_bytes, key=key, partition=partition, timestamp=now_ms,
+                         headers=headers, on_delivery=delivered)
+        sent += 1
+        producer.poll(0)
+    producer.flush(30)
+    if errors:
+        raise ProduceError(f"{len(errors)} record(s) could not be produced: {errors[0]}")
+    return sent
+
+
+# ---------------------------------------------------------------------------------------------
+# tail
+
+
+def record_to_json(msg: Any) -> dict[str, Any]:
+    """A record written by the worker, in the conformance JSON-lines encoding."""
+    headers = msg.headers() or []
+    event = codec.header(headers, codec.HEADER_EVENT)
+    when = codec.header(headers, codec.HEADER_TIME)
+    out: dict[str, Any] = {
+        "time": when.decode() if when is not None else format_time(msg.timestamp()[1] * 1000),
+        "event": event.decode() if event is not None else None,
+    }
+    value = msg.value()
+    try:
+        out["value"] = orjson.loads(value) if value is not None else None
+    except orjson.JSONDecodeError:
+        out["value"] = value.decode("utf-8", "replace") if value is not None else None
+    key = msg.key()
+    if key is not None:
+        try:
+            out["key"] = orjson.loads(key)
+        except orjson.JSONDecodeError:
+            out["key"] = key.decode("utf-8", "replace")
+    program = codec.header(headers, codec.HEADER_PROGRAM)
+    if program is not None and out["event"] == "$error":
+        out["program"] = program.decode()
+    return out
+
+
+def read_topic(kafka: KafkaConfig, topic: str, *, idle: float = 2.0, limit: int | None = None,
+               dedupe: bool = False, timeout: float = 120.0) -> Iterator[Any]:
+    """Records of every partition of a topic from the beginning, read_committed, until every
+    partition has reported its end and nothing new came for ``idle`` seconds."""
+    consumer = Consumer(clients.consumer_config(kafka, f"eventscript-tail-{time.time_ns()}"))
+    try:
+        md = consumer.list_topics(topic, timeout=10)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            raise ProduceError(f"topic {topic} does not exist")
+        parts = sorted(t.partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        at_end: set[int] = set()
+        seen: set[bytes] = set()
+        count = 0
+        last = time.monotonic()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msgs = consumer.consume(1000, 0.2)
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        at_end.add(m.partition())
+                    continue
+                at_end.discard(m.partition())
+                last = time.monotonic()
+                if dedupe:
+                    rid = codec.header(m.headers(), codec.HEADER_ID)
+                    if rid is not None:
+                        if rid in seen:
+                            continue
+                        seen.add(rid)
+                yield m
+                count += 1
+                if limit is not None and count >= limit:
+                    return
+            if len(at_end) == len(parts) and time.monotonic() - last >= idle:
+                return
+    finally:
+        consumer.close()
+
+
+def tail(kafka: KafkaConfig, topic: str, out: TextIO, **kwargs: Any) -> int:
+    n = 0
+    for m in read_topic(kafka, topic, **kwargs):
+        out.write(orjson.dumps(record_to_json(m)).decode() + "\n")
+        out.flush()
+        n += 1
+    return n

@@ -1,0 +1,510 @@
+"""The program worker: one consumer-group member running one program over its tasks.
+
+Assignment. The group's members share the program's *repartition* topic (cooperative-sticky
+assignor); owning its partition p means owning task p, so on assignment the member adds
+partition p of every input topic to its assignment itself. All input topics are therefore
+required to have the same partition count (checked at start).
+
+One batch, exactly-once (EOS v2): records are processed in each task (outputs, ``$error``
+records, re-published records and changelog writes queue up), then in one Kafka transaction the
+queued records are produced and the tasks' input positions are committed with
+``send_offsets_to_transaction`` and the consumer's group metadata, which fences zombie members.
+Only after the transaction commits are the changed instance snapshots written to the local
+stores. If the transaction must be aborted, every task is rebuilt from its store (the committed
+state) and its inputs are rewound to the committed offsets.
+
+At-least-once: outputs are produced and acknowledged first, then offsets are committed.
+
+On assignment a task is paused until its state is restored from its local store and the tail of
+its changelog; on revocation the batch is committed and the task closed; a lost assignment
+drops the tasks without committing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from ..automata.compiled import CompiledProgram
+from . import clients
+from .config import ProgramConfig, Topology
+from .state import HEADER_POSITION, Position, committed_covers, decode_position, tp_name
+from .task import OutRecord, Task
+
+log = logging.getLogger("eventscript.kafka.worker")
+
+BATCH = 2_000
+MAX_OUTBOX = 20_000
+TXN_TIMEOUT = 30.0
+
+
+class WorkerError(Exception):
+    pass
+
+
+class ProgramWorker:
+    def __init__(self, topo: Topology, cfg: ProgramConfig, program: CompiledProgram, partitions: int,
+                 instance_id: str, metrics: Any = None) -> None:
+        self.topo = topo
+        self.cfg = cfg
+        self.program = program
+        self.partitions = partitions
+        self.instance_id = instance_id
+        self.metrics = metrics
+        self.group_id = topo.group_id(cfg)
+        self.rep_topic = topo.repartition_topic(cfg)
+        self.changelog_topic = topo.changelog_topic(cfg)
+        self.eos = cfg.guarantee == "exactly_once"
+        self.state_root = topo.state_path(cfg)
+        self.tasks: dict[int, Task] = {}
+        self.restore_queue: list[int] = []
+        self.stopping = threading.Event()
+        self.assigned_once = False
+        self.last_loop = time.monotonic()
+        self.idle_since: float | None = None
+        self.failure: BaseException | None = None
+        self._txn_open = False
+        self._dirty_since_commit = False
+        self._pending_store: dict[int, dict[bytes, bytes | None]] = {}
+        self._changelog_end: dict[int, int] = {}
+        self._delivery_error: KafkaError | None = None
+        self._last_commit = time.monotonic()
+        self.consumer: Consumer | None = None
+        self.producer: Producer | None = None
+        self._restorer: Consumer | None = None
+
+    # -- status ----------------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Joined the group and every assigned task restored."""
+        return self.assigned_once and not self.restore_queue and all(t.restored for t in self.tasks.values())
+
+    @property
+    def alive(self) -> bool:
+        return self.failure is None and time.monotonic() - self.last_loop < 60
+
+    def _stat(self, name: str, n: int) -> None:
+        if self.metrics is not None:
+            self.metrics.count(self.cfg.name, name, n)
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def run(self, until_idle: float | None = None) -> None:
+        """Run until stop() (or, with ``until_idle``, until no input arrived for that many seconds
+        after every partition reached its end)."""
+        try:
+            self._open()
+            assert self.consumer is not None
+            self.consumer.subscribe([self.rep_topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                    on_lost=self._on_lost)
+            while not self.stopping.is_set():
+                self.last_loop = time.monotonic()
+                self._iterate()
+                if until_idle is not None and self._idle_for() >= until_idle:
+                    break
+        except BaseException as exc:
+            self.failure = exc
+            log.exception("%s: worker failed", self.cfg.name)
+            raise
+        finally:
+            self._close()
+
+    def _open(self) -> None:
+        kafka = self.topo.kafka
+        self.consumer = Consumer(clients.consumer_config(kafka, self.group_id), logger=log)
+        txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
+        self.producer = Producer(clients.producer_config(kafka, txid), logger=log)
+        if self.eos:
+            self.producer.init_transactions(TXN_TIMEOUT)
+        self._restorer = Consumer(clients.consumer_config(
+            kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}),
+            logger=log)
+
+    def _close(self) -> None:
+        try:
+            if self.failure is None and self.consumer is not None and self.producer is not None:
+                self._commit()
+        except Exception:
+            log.exception("%s: final commit failed", self.cfg.name)
+        if self.consumer is not None:
+            try:
+                self.consumer.close()  # leaves the group; the revoke callback commits (nothing left)
+            except Exception:
+                log.exception("%s: closing the consumer", self.cfg.name)
+        for task in self.tasks.values():
+            task.close()
+        self.tasks.clear()
+        if self._restorer is not None:
+            self._restorer.close()
+        if self.producer is not None:
+            if self._txn_open:
+                try:
+                    self.producer.abort_transaction(TXN_TIMEOUT)
+                except Exception:
+                    pass
+            self.producer.flush(10)
+
+    # -- the loop -------------------------------------------------------------------------------------
+
+    def _iterate(self) -> None:
+        assert self.consumer is not None and self.producer is not None
+        msgs = self.consumer.consume(num_messages=BATCH, timeout=self._poll_timeout())
+        got = 0
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    task = self.tasks.get(m.partition())
+                    if task is not None:
+                        task.mark_eof(m.topic(), m.partition())
+                    continue
+                if err.fatal():
+                    raise WorkerError(f"consumer: {err}")
+                log.warning("%s: consumer: %s", self.cfg.name, err)
+                continue
+            task = self.tasks.get(m.partition())
+            if task is not None:
+                task.add(m)
+                got += 1
+        if got:
+            self._stat("consumed", got)
+            self.idle_since = None
+        self._restore_pending()
+        worked = 0
+        for task in list(self.tasks.values()):
+            n = task.process(self.cfg.max_task_idle_ms)
+            worked += n
+            worked += task.fire_timers()
+        if worked:
+            self._dirty_since_commit = True
+            self._stat("processed", worked)
+        self._produce_outboxes()
+        self.producer.poll(0)
+        due = time.monotonic() - self._last_commit >= self.cfg.commit_interval_ms / 1000
+        if self._dirty_since_commit and (due or self._outbox_size() > MAX_OUTBOX):
+            self._commit()
+        if not got and not worked and self.idle_since is None and self._all_caught_up():
+            self.idle_since = time.monotonic()
+
+    def _poll_timeout(self) -> float:
+        timeout = min(0.1, self.cfg.commit_interval_ms / 1000)
+        if self.cfg.clock == "wall":
+            now_us = time.time_ns() // 1000
+            for task in self.tasks.values():
+                nxt = task.next_timer()
+                if nxt is not None:
+                    timeout = min(timeout, max(0.0, (nxt - now_us) / 1e6))
+        return timeout
+
+    def _all_caught_up(self) -> bool:
+        return self.ready and all(ip.eof and not ip.buffer for t in self.tasks.values() for ip in t.inputs)
+
+    def _idle_for(self) -> float:
+        if self.idle_since is None or self._dirty_since_commit or self._txn_open:
+            return 0.0
+        return time.monotonic() - self.idle_since
+
+    def _outbox_size(self) -> int:
+        return sum(len(t.outbox) for t in self.tasks.values())
+
+    # -- producing ------------------------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        if self.eos and not self._txn_open:
+            assert self.producer is not None
+            self.producer.begin_transaction()
+            self._txn_open = True
+
+    def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            self._delivery_error = err
+            return
+        if msg.topic() == self.changelog_topic:
+            p = msg.partition()
+            end = msg.offset() + 1
+            if end > self._changelog_end.get(p, 0):
+                self._changelog_end[p] = end
+
+    def _produce(self, r: OutRecord) -> None:
+        assert self.producer is not None
+        kwargs: dict[str, Any] = {"key": r.key, "value": r.value, "headers": r.headers, "timestamp": r.timestamp,
+                                  "on_delivery": self._on_delivery}
+        if r.partition is not None:
+            kwargs["partition"] = r.partition
+        while True:
+            try:
+                self.producer.produce(r.topic, **kwargs)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _produce_outboxes(self) -> None:
+        for task in self.tasks.values():
+            if task.outbox:
+                self._begin()
+                for r in task.outbox:
+                    self._produce(r)
+                task.outbox.clear()
+
+    # -- committing -----------------------------------------------------------------------------------
+
+    def _positions(self) -> list[TopicPartition]:
+        out = []
+        for task in self.tasks.values():
+            for name, off in task.position.items():
+                topic, _, part = name.rpartition(":")
+                out.append(TopicPartition(topic, int(part), off))
+        return out
+
+    def _commit(self) -> None:
+        """Commit the batch: changelog writes, outputs and input positions, atomically (EOS)."""
+        assert self.producer is not None and self.consumer is not None
+        for p, task in self.tasks.items():
+            changes = task.changelog_records()
+            if changes:
+                self._pending_store.setdefault(p, {}).update(changes)
+        self._produce_outboxes()
+        positions = self._positions()
+        if not positions and not self._txn_open:
+            self._dirty_since_commit = False
+            return
+        started = time.monotonic()
+        try:
+            if self.eos:
+                self._begin()
+                self.producer.flush(TXN_TIMEOUT)
+                if self._delivery_error is not None:
+                    raise KafkaException(self._delivery_error)
+                if positions:
+                    self.producer.send_offsets_to_transaction(positions, self.consumer.consumer_group_metadata(),
+                                                              TXN_TIMEOUT)
+                self.producer.commit_transaction(TXN_TIMEOUT)
+                self._txn_open = False
+            else:
+                remaining = self.producer.flush(TXN_TIMEOUT)
+                if remaining or self._delivery_error is not None:
+                    raise KafkaException(self._delivery_error or KafkaError(KafkaError._TIMED_OUT))
+                if positions:
+                    self.consumer.commit(offsets=positions, asynchronous=False)
+        except KafkaException as exc:
+            self._commit_failed(exc)
+            return
+        self._dirty_since_commit = False
+        self._last_commit = time.monotonic()
+        self._stat("commits", 1)
+        if self.metrics is not None:
+            self.metrics.observe_commit(self.cfg.name, time.monotonic() - started)
+        for p, changes in self._pending_store.items():
+            task = self.tasks.get(p)
+            if task is not None:
+                task.store.write(changes, self._changelog_end.get(p), dict(task.position))
+        self._pending_store.clear()
+        for p, task in self.tasks.items():
+            if p not in self._changelog_end and task.position:
+                task.store.write({}, None, dict(task.position))
+        self._changelog_end.clear()
+
+    def _commit_failed(self, exc: KafkaException) -> None:
+        err: KafkaError = exc.args[0]
+        log.warning("%s: commit failed: %s", self.cfg.name, err)
+        self._delivery_error = None
+        if self.eos:
+            if err.fatal() or (not err.txn_requires_abort() and not err.retriable()):
+                raise WorkerError(f"{self.cfg.name}: transaction failed fatally: {err}") from exc
+            assert self.producer is not None
+            try:
+                self.producer.abort_transaction(TXN_TIMEOUT)
+            except KafkaException as abort_exc:
+                raise WorkerError(f"{self.cfg.name}: cannot abort the transaction: {abort_exc}") from abort_exc
+            self._txn_open = False
+        self._rewind()
+
+    def _rewind(self) -> None:
+        """Back to the last commit: rebuild every task from its store, re-read from committed offsets."""
+        assert self.consumer is not None
+        self._pending_store.clear()
+        self._changelog_end.clear()
+        self._dirty_since_commit = False
+        tps = []
+        for task in self.tasks.values():
+            for ip in task.inputs:
+                ip.buffer.clear()
+                ip.eof = False
+                tps.append(TopicPartition(ip.topic, ip.partition))
+            task.outbox.clear()
+            task.position = {}
+            task.load_from_store()
+        if tps:
+            for tp in self.consumer.committed(tps, timeout=TXN_TIMEOUT):
+                tp.offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+                try:
+                    self.consumer.seek(tp)
+                except KafkaException as exc:
+                    log.warning("%s: seek %s:%d: %s", self.cfg.name, tp.topic, tp.partition, exc)
+
+    # -- rebalancing -----------------------------------------------------------------------------------
+
+    def _task_partitions(self, p: int) -> list[TopicPartition]:
+        tps = [TopicPartition(self.rep_topic, p)]
+        tps.extend(TopicPartition(i.topic, p) for i in self.cfg.inputs)
+        return tps
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.assigned_once = True
+        new: list[TopicPartition] = []
+        extra: list[TopicPartition] = []
+        for tp in partitions:
+            if tp.topic != self.rep_topic or tp.partition in self.tasks:
+                continue
+            p = tp.partition
+            self.tasks[p] = Task(p, self.program, self.cfg, self.cfg.inputs, self.rep_topic, self.changelog_topic,
+                                 self.partitions, self.state_root / f"task-{p}", stats=self._stat)
+            self.restore_queue.append(p)
+            new.append(tp)
+            extra.extend(TopicPartition(i.topic, p) for i in self.cfg.inputs)
+        consumer.incremental_assign(list(partitions) + extra)
+        if new or extra:
+            consumer.pause(new + extra)
+        log.info("%s: assigned tasks %s", self.cfg.name, sorted(tp.partition for tp in new))
+        if self.metrics is not None:
+            self.metrics.tasks(self.cfg.name, len(self.tasks))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        revoked = [tp.partition for tp in partitions if tp.topic == self.rep_topic and tp.partition in self.tasks]
+        if revoked:
+            try:
+                self._commit()  # finish and commit the batch before giving the tasks away
+            except Exception:
+                log.exception("%s: commit on revocation failed", self.cfg.name)
+        tps: list[TopicPartition] = []
+        for p in revoked:
+            task = self.tasks.pop(p)
+            task.close()
+            if p in self.restore_queue:
+                self.restore_queue.remove(p)
+            tps.extend(self._task_partitions(p))
+        other = [tp for tp in partitions if tp.topic != self.rep_topic or tp.partition not in revoked]
+        consumer.incremental_unassign(tps + other)
+        log.info("%s: revoked tasks %s", self.cfg.name, sorted(revoked))
+        if self.metrics is not None:
+            self.metrics.tasks(self.cfg.name, len(self.tasks))
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        log.warning("%s: assignment lost: %s", self.cfg.name, [tp.partition for tp in partitions])
+        if self._txn_open and self.producer is not None:
+            try:
+                self.producer.abort_transaction(TXN_TIMEOUT)
+            except KafkaException:
+                pass
+            self._txn_open = False
+        lost = [tp.partition for tp in partitions if tp.topic == self.rep_topic]
+        tps: list[TopicPartition] = []
+        for p in lost:
+            task = self.tasks.pop(p, None)
+            if task is not None:
+                task.close()
+            if p in self.restore_queue:
+                self.restore_queue.remove(p)
+            tps.extend(self._task_partitions(p))
+        self._rewind()
+        consumer.incremental_unassign(tps)
+
+    # -- restoring ------------------------------------------------------------------------------------
+
+    def _restore_pending(self) -> None:
+        assert self.consumer is not None
+        while self.restore_queue:
+            p = self.restore_queue.pop(0)
+            task = self.tasks.get(p)
+            if task is None:
+                continue
+            started = time.monotonic()
+            self._restore(task)
+            task.start_wall_clock()
+            self.consumer.resume(self._task_partitions(p))
+            if self.metrics is not None:
+                self.metrics.observe_restore(self.cfg.name, time.monotonic() - started)
+
+    def _committed(self, task: Task) -> Position:
+        assert self.consumer is not None
+        tps = [TopicPartition(ip.topic, ip.partition) for ip in task.inputs]
+        out: Position = {}
+        for tp in self.consumer.committed(tps, timeout=TXN_TIMEOUT):
+            out[tp_name(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else 0
+        return out
+
+    def _restore(self, task: Task) -> None:
+        committed = self._committed(task)
+        store = task.store
+        if store.position == committed:
+            task.load_from_store()  # the local store is exactly at the committed state
+            return
+        start = store.checkpoint
+        applied = skipped = 0
+        for key, value, pos, offset in self._read_changelog(task.partition, start):
+            if committed_covers(pos, committed):
+                store.write({key: value}, offset + 1, None)
+                applied += 1
+            else:
+                store.write({}, offset + 1, None)
+                skipped += 1
+        store.write({}, None, committed)
+        log.info("%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)",
+                 self.cfg.name, task.partition, start, applied, skipped)
+        task.load_from_store()
+
+    def _read_changelog(self, partition: int, start: int):  # type: ignore[no-untyped-def]
+        """Changelog records of one partition from ``start`` to its end (the end-of-partition
+        signal, not a watermark: some brokers report watermarks wrongly)."""
+        assert self._restorer is not None
+        restorer = self._restorer
+        restorer.assign([TopicPartition(self.changelog_topic, partition, start if start > 0 else OFFSET_BEGINNING)])
+        try:
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                msgs = restorer.consume(num_messages=BATCH, timeout=0.5)
+                done = False
+                for m in msgs:
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            done = True
+                            break
+                        if err.fatal():
+                            raise WorkerError(f"restore consumer: {err}")
+                        continue
+                    hdr = None
+                    for k, v in m.headers() or []:
+                        if k == HEADER_POSITION:
+                            hdr = v
+                    yield m.key(), m.value(), decode_position(hdr), m.offset()
+                if done:
+                    return
+            raise WorkerError(f"{self.cfg.name}: restoring task {partition} did not reach the end of the changelog")
+        finally:
+            restorer.unassign()
+
+
+def run_workers(workers: list[ProgramWorker], until_idle: float | None = None,
+                on_ready: Callable[[], None] | None = None) -> None:
+    """Run several workers in threads; return when all have stopped."""
+    threads = [threading.Thread(target=w.run, args=(until_idle,), name=f"worker-{w.cfg.name}", daemon=True)
+               for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def state_dir_of(topo: Topology, cfg: ProgramConfig) -> Path:
+    return topo.state_path(cfg)
