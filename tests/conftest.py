@@ -34,7 +34,7 @@ def run_program(source: str | list[str], trace: str, *, state_limit: int = 40_00
     return lines
 
 
-def check_source(source: str):  # noqa: ANN201
+def check_source(source: str):
     """Compile program text and return its Compilation (diagnostics included)."""
     from eventscript.automata.compile import compile_source
 
@@ -50,3 +50,14 @@ def cases_dir() -> Path:
     if not CASES.exists():
         pytest.skip("../shared/conformance is not beside the checkout")
     return CASES
+
+
+@pytest.fixture(scope="session")
+def broker():
+    """A real Kafka broker for the session (see tests/kafka/kafka_helpers.py for how it is chosen)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "kafka"))
+    from kafka_helpers import start_broker
+
+    yield from start_broker()

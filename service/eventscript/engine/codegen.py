@@ -23,6 +23,7 @@ from typing import Any
 from ..language import ir
 from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType, Type
 from . import builtins
+from .timeutil import MAX_TIME, MIN_TIME
 from .values import MASK_64, TWO_63, needs_copy
 
 
@@ -190,7 +191,9 @@ class CodeGen:
                 return x
             return f"str({x})"
         if e.fn in _AFTER_US:
-            return f"((({args[1]} + {args[0]} * {_AFTER_US[e.fn]}) + {TWO_63} & {MASK_64}) - {TWO_63})"
+            # Inline for speed; a result outside years 1..9999 is $error 8 (and the epoch).
+            t = f"({args[1]} + {args[0]} * {_AFTER_US[e.fn]})"
+            return f"(_t if {MIN_TIME} <= (_t := {t}) <= {MAX_TIME} else _trange(ctx, _t))"
         if e.fn in builtins.FAILING:
             return f"_b_{e.fn}(_err, ctx, {', '.join(args)})"
         return f"_b_{e.fn}({', '.join(args)})"
@@ -285,6 +288,8 @@ class CodeGen:
                 out.append(f"    d = _elapse_d(ctx, now, {amount}, {spec.unit_us})")
             else:
                 out.append(f"    d = now + max(0, {amount}) * {spec.unit_us}")
+                out.append(f"    if d > {MAX_TIME}:")
+                out.append("        d = _tfar(ctx, d)")
         else:
             assert isinstance(spec, ir.ArriveSpec)
             if spec.time is not None:
@@ -347,9 +352,7 @@ class CodeGen:
                 assert inp.group is not None
                 parts = ", ".join(self.expr(e) for e in inp.group)
                 out += [f"{ind}key = ({parts},)",
-                        f"{ind}ctx = _contexts.get(key)",
-                        f"{ind}if ctx is None:",
-                        f"{ind}    ctx = _create(key)"]
+                        f"{ind}ctx = _contexts.get(key)"]
             else:
                 out += [f"{ind}ctx = _single()",
                         f"{ind}if ctx.terminated:",
@@ -366,6 +369,13 @@ class CodeGen:
                     return f"({walk(n.then)} if {self.expr(n.cond)} else {walk(n.otherwise)})"
 
                 out.append(f"{ind}sym = {walk(node)}")
+            if grouped:
+                # A key's first event creates its instance only if the start state accepts it: a
+                # discarded event changes nothing (choice 12), not even by creating an instance.
+                out += [f"{ind}if ctx is None:",
+                        f"{ind}    if _start_row[sym] is None:",
+                        f"{ind}        return _unexpected(None, name, sym)",
+                        f"{ind}    ctx = _create(key)"]
             out += [f"{ind}st = ctx.state",
                     f"{ind}tr = st.row[sym]",
                     f"{ind}if tr is None:",

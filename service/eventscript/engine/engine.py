@@ -33,7 +33,7 @@ from .encoding import DecodeError, decode
 from .events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode, EventConsumer
 from .externals import make_external
 from .time_provider import SimulatedTimeProvider, TimeProvider, timer_info
-from .timeutil import TimeRangeError, format_time, next_match
+from .timeutil import MAX_TIME, TimeRangeError, format_time, next_match
 from .values import UNSET, deep_copy, double_div, double_rem, java_div, java_rem
 
 #: Largest array ``new T[n]`` may allocate.
@@ -119,6 +119,7 @@ class Engine:
             self._inputs[inp.name] = self._input_rt(inp)
         start_key, init_units = self.machine.start()
         self._start = self._state(start_key)
+        self._ns["_start_row"] = self._start.row
         self._init_fn = self._function(init_units, self._start, None) or (lambda ctx, ev: None)
         if isinstance(self.machine, DFAMachine):
             self._materialize()
@@ -151,6 +152,8 @@ class Engine:
             "_resolve": self._resolve,
             "_terminate": self._terminate,
             "_dirty": self.dirty,
+            "_trange": self._time_out_of_range,
+            "_tfar": self._deadline_out_of_range,
             "_elapse_d": self._elapse_d,
             "_pattern": self._pattern,
             "_fmtd": builtins.format_double,
@@ -314,10 +317,20 @@ class Engine:
         return functools.partial(self.time.set_timer, self)
 
     def _elapse_d(self, ctx: InstanceContext, now: int, amount: float, unit_us: int) -> int | None:
-        if not math.isfinite(amount):
-            self._error(ctx, ErrorCode.INVALID_OPERATION, f"elapse amount {amount} is not a finite number")
+        try:
+            d = now + max(0, round(amount * unit_us))
+        except (OverflowError, ValueError):  # infinite or NaN
+            self._error(ctx, ErrorCode.INVALID_OPERATION, f"elapse amount {amount} is not a usable duration")
             return None
-        return now + max(0, round(amount * unit_us))
+        return d if d <= MAX_TIME else self._deadline_out_of_range(ctx, d)
+
+    def _time_out_of_range(self, ctx: InstanceContext, t: int) -> int:
+        self._error(ctx, ErrorCode.INVALID_OPERATION, f"time out of range ({t} µs is outside years 1 to 9999)")
+        return 0
+
+    def _deadline_out_of_range(self, ctx: InstanceContext, d: int) -> None:
+        self._error(ctx, ErrorCode.INVALID_OPERATION, "elapse deadline beyond year 9999: the marker cannot fire")
+        return None
 
     def _pattern(self, ctx: InstanceContext, now: int, comps: tuple[Any, ...]) -> int | None:
         second = comps[5]
@@ -403,11 +416,13 @@ class Engine:
             assert ctx is not None
         return ctx
 
-    def _unexpected(self, ctx: InstanceContext, name: str, sym: int) -> InstanceContext:
+    def _unexpected(self, ctx: InstanceContext | None, name: str, sym: int) -> InstanceContext | None:
         inp = self._inputs[name]
         self._error(ctx, ErrorCode.UNEXPECTED_EVENT,
                     f"unexpected event {name}" if inp.classify is None
                     else f"unexpected event {name} ({self.program.symbols[sym].name})")
+        if ctx is None:
+            return None
         if ctx.state.terminal:
             self._terminate(ctx)
         else:

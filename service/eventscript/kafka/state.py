@@ -45,6 +45,13 @@ def position_header(pos: Position) -> bytes:
     return orjson.dumps(pos, option=orjson.OPT_SORT_KEYS)
 
 
+def same_position(a: Position | None, b: Position) -> bool:
+    """Equal positions, a partition never read counting as offset 0."""
+    if a is None:
+        return False
+    return all(a.get(tp, 0) == b.get(tp, 0) for tp in {*a, *b})
+
+
 def committed_covers(record_pos: Position | None, committed: Position) -> bool:
     """Whether a changelog record's batch is within the committed input position."""
     if record_pos is None:

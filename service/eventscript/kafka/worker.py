@@ -34,7 +34,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from ..automata.compiled import CompiledProgram
 from . import clients
 from .config import ProgramConfig, Topology
-from .state import HEADER_POSITION, Position, committed_covers, decode_position, tp_name
+from .state import HEADER_POSITION, Position, committed_covers, decode_position, same_position, tp_name
 from .task import OutRecord, Task
 
 log = logging.getLogger("eventscript.kafka.worker")
@@ -422,75 +422,82 @@ class ProgramWorker:
     # -- restoring ------------------------------------------------------------------------------------
 
     def _restore_pending(self) -> None:
+        """Restore every task waiting for it, reading their changelog partitions together."""
         assert self.consumer is not None
-        while self.restore_queue:
-            p = self.restore_queue.pop(0)
-            task = self.tasks.get(p)
-            if task is None:
-                continue
-            started = time.monotonic()
-            self._restore(task)
+        if not self.restore_queue:
+            return
+        started = time.monotonic()
+        tasks = [self.tasks[p] for p in self.restore_queue if p in self.tasks]
+        self.restore_queue.clear()
+        committed = self._committed(tasks)
+        replay: dict[int, Task] = {}
+        for task in tasks:
+            if same_position(task.store.position, committed[task.partition]):
+                task.load_from_store()  # the local store is exactly at the committed state
+            else:
+                replay[task.partition] = task
+        if replay:
+            counts = {p: [0, 0] for p in replay}
+            pending: dict[int, dict[bytes, bytes | None]] = {p: {} for p in replay}
+            last: dict[int, int] = {}
+            starts = {p: t.store.checkpoint for p, t in replay.items()}
+            for p, key, value, pos, offset in self._read_changelog(starts):
+                last[p] = offset + 1
+                if committed_covers(pos, committed[p]):
+                    pending[p][key] = value
+                    counts[p][0] += 1
+                else:
+                    counts[p][1] += 1
+                if len(pending[p]) >= 1000:
+                    replay[p].store.write(pending[p], last[p], None)
+                    pending[p] = {}
+            for p, task in replay.items():
+                task.store.write(pending[p], last.get(p), committed[p])
+                log.info("%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)",
+                         self.cfg.name, p, starts[p], counts[p][0], counts[p][1])
+                task.load_from_store()
+        for task in tasks:
             task.start_wall_clock()
-            self.consumer.resume(self._task_partitions(p))
-            if self.metrics is not None:
-                self.metrics.observe_restore(self.cfg.name, time.monotonic() - started)
+            self.consumer.resume(self._task_partitions(task.partition))
+        if self.metrics is not None:
+            self.metrics.observe_restore(self.cfg.name, time.monotonic() - started)
 
-    def _committed(self, task: Task) -> Position:
+    def _committed(self, tasks: list[Task]) -> dict[int, Position]:
         assert self.consumer is not None
-        tps = [TopicPartition(ip.topic, ip.partition) for ip in task.inputs]
-        out: Position = {}
+        tps = [TopicPartition(ip.topic, ip.partition) for t in tasks for ip in t.inputs]
+        out: dict[int, Position] = {t.partition: {} for t in tasks}
         for tp in self.consumer.committed(tps, timeout=TXN_TIMEOUT):
-            out[tp_name(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else 0
+            out[tp.partition][tp_name(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else 0
         return out
 
-    def _restore(self, task: Task) -> None:
-        committed = self._committed(task)
-        store = task.store
-        if store.position == committed:
-            task.load_from_store()  # the local store is exactly at the committed state
-            return
-        start = store.checkpoint
-        applied = skipped = 0
-        for key, value, pos, offset in self._read_changelog(task.partition, start):
-            if committed_covers(pos, committed):
-                store.write({key: value}, offset + 1, None)
-                applied += 1
-            else:
-                store.write({}, offset + 1, None)
-                skipped += 1
-        store.write({}, None, committed)
-        log.info("%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)",
-                 self.cfg.name, task.partition, start, applied, skipped)
-        task.load_from_store()
-
-    def _read_changelog(self, partition: int, start: int):  # type: ignore[no-untyped-def]
-        """Changelog records of one partition from ``start`` to its end (the end-of-partition
-        signal, not a watermark: some brokers report watermarks wrongly)."""
+    def _read_changelog(self, starts: dict[int, int]):  # type: ignore[no-untyped-def]
+        """(partition, key, value, position, offset) of the changelog records of several partitions
+        from their start offsets to their ends: to the end-of-partition signal, not to a
+        watermark (some brokers report watermarks wrongly)."""
         assert self._restorer is not None
         restorer = self._restorer
-        restorer.assign([TopicPartition(self.changelog_topic, partition, start if start > 0 else OFFSET_BEGINNING)])
+        restorer.assign([TopicPartition(self.changelog_topic, p, off if off > 0 else OFFSET_BEGINNING)
+                         for p, off in starts.items()])
+        remaining = set(starts)
         try:
             deadline = time.monotonic() + 600
-            while time.monotonic() < deadline:
-                msgs = restorer.consume(num_messages=BATCH, timeout=0.5)
-                done = False
-                for m in msgs:
+            while remaining and time.monotonic() < deadline:
+                for m in restorer.consume(num_messages=BATCH, timeout=0.5):
                     err = m.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
-                            done = True
-                            break
-                        if err.fatal():
+                            remaining.discard(m.partition())
+                        elif err.fatal():
                             raise WorkerError(f"restore consumer: {err}")
                         continue
                     hdr = None
                     for k, v in m.headers() or []:
                         if k == HEADER_POSITION:
                             hdr = v
-                    yield m.key(), m.value(), decode_position(hdr), m.offset()
-                if done:
-                    return
-            raise WorkerError(f"{self.cfg.name}: restoring task {partition} did not reach the end of the changelog")
+                    yield m.partition(), m.key(), m.value(), decode_position(hdr), m.offset()
+            if remaining:
+                raise WorkerError(f"{self.cfg.name}: restoring tasks {sorted(remaining)} did not reach the end of "
+                                  f"the changelog")
         finally:
             restorer.unassign()
 

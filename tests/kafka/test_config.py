@@ -1,0 +1,79 @@
+"""Topology files: validation errors name the file, the path inside it and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eventscript.kafka.config import TopologyError, load_topology, parse_topology
+
+GOOD = {
+    "kafka": {"bootstrap_servers": "${BROKERS:-localhost:9092}"},
+    "programs": [{
+        "name": "p",
+        "source": "p.es",
+        "inputs": [{"topic": "in", "event": "A"}, {"topic": "mixed", "event_from": {"header": "type"}}],
+        "outputs": {"default": "out"},
+    }],
+}
+
+
+def test_defaults_and_environment() -> None:
+    topo = parse_topology(GOOD, env={"BROKERS": "k1:9092,k2:9092"})
+    assert topo.kafka.bootstrap_servers == "k1:9092,k2:9092"
+    p = topo.programs[0]
+    assert p.guarantee == "exactly_once" and p.clock == "wall" and p.timezone == "UTC"
+    assert p.error_topic == "p-errors"
+    assert p.output_topic("Anything") == "out"
+    assert topo.group_id(p) == "eventscript.p"
+    assert topo.changelog_topic(p) == "eventscript.p-changelog"
+    assert parse_topology(GOOD, env={}).kafka.bootstrap_servers == "localhost:9092"
+
+
+def test_missing_environment_variable_is_named() -> None:
+    data = {**GOOD, "kafka": {"bootstrap_servers": "${NOPE}"}}
+    with pytest.raises(TopologyError, match=r"t.yaml: kafka.bootstrap_servers: environment variable NOPE is not set"):
+        parse_topology(data, "t.yaml", env={})
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d["programs"][0].update(clock="sundial"), r"programs\[0\]\.clock: Input should be 'wall' or 'record'"),
+    (lambda d: d["programs"][0]["inputs"][0].update(topik="x"), r"programs\[0\]\.inputs\[0\]\.topik: unknown setting"),
+    (lambda d: d["programs"][0]["inputs"][0].pop("event"), r"programs\[0\]\.inputs\[0\]: give the event name"),
+    (lambda d: d["programs"][0].update(timezone="Mars/Olympus"), r"programs\[0\]\.timezone: unknown time zone"),
+    (lambda d: d["programs"][0].update(name="bad name"), r"programs\[0\]\.name: use letters, digits"),
+    (lambda d: d["programs"][0].pop("source"), r"programs\[0\]\.source: required setting is missing"),
+    (lambda d: d.update(programs=[d["programs"][0], d["programs"][0]]), r"program names must be unique; repeated: p"),
+    (lambda d: d["kafka"].update(security={"protocol": "SASL_SSL"}), r"kafka.security: .*needs a 'sasl' section"),
+])
+def test_errors_name_the_path(change, message) -> None:  # type: ignore[no-untyped-def]
+    import copy
+
+    data = copy.deepcopy(GOOD)
+    change(data)
+    with pytest.raises(TopologyError) as info:
+        parse_topology(data, "topo.yaml")
+    text = str(info.value)
+    assert text.startswith("topo.yaml: invalid topology:")
+    import re
+
+    assert re.search(message, text), text
+
+
+def test_yaml_syntax_error_has_line_and_column(tmp_path: Path) -> None:
+    f = tmp_path / "t.yaml"
+    f.write_text("programs:\n  - name: p\n    source: [unclosed\n")
+    with pytest.raises(TopologyError, match=r"t.yaml:\d+:\d+: not valid YAML"):
+        load_topology(f)
+
+
+def test_relative_paths_are_relative_to_the_file(tmp_path: Path) -> None:
+    import yaml
+
+    f = tmp_path / "sub" / "t.yaml"
+    f.parent.mkdir()
+    f.write_text(yaml.safe_dump(GOOD))
+    topo = load_topology(f)
+    assert topo.source_path(topo.programs[0]) == tmp_path / "sub" / "p.es"
+    assert topo.state_path(topo.programs[0]) == tmp_path / "sub" / "state" / "p"
