@@ -134,7 +134,7 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
         while producer.is_alive() and kills < 4:
             # Kill only a worker that is processing: wait for new outputs since its start.
             before = _outputs(broker, f"{name}-out")
-            wait_for(lambda: _outputs(broker, f"{name}-out") > before + 20, 60, interval=0.3,
+            wait_for(lambda before=before: _outputs(broker, f"{name}-out") > before + 20, 60, interval=0.3,
                      what="the restarted worker to make progress")
             time.sleep(rnd.uniform(0.1, 1.0))
             worker.send_signal(signal.SIGKILL)

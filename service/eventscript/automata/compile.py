@@ -57,6 +57,17 @@ def compile_source(source: SourceFile | str, *, name: str | None = None,
     if name is None:
         name = Path(source.name).stem if source.name and not source.name.startswith("<") else "program"
     d = Diagnostics()
+    try:
+        return _compile(source, name, d, state_limit, resolve_externals, force_lazy)
+    except RecursionError:
+        # The parser bounds nesting, so this is a last resort: report, never raise.
+        d.error(source.pos(0), "the program is nested too deeply to compile",
+                "split deeply nested expressions or regular expressions into smaller parts")
+        return Compilation(d)
+
+
+def _compile(source: SourceFile, name: str, d: Diagnostics, state_limit: int, resolve_externals: bool,
+             force_lazy: bool) -> Compilation:
     tree = parse(source, d)
     if d.has_errors:
         return Compilation(d)

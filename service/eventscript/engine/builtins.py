@@ -83,8 +83,15 @@ def string_any(x: Any) -> str:  # pragma: no cover - replaced per type by the co
     return to_string(x)
 
 
+def _plain_number(s: str) -> bool:
+    """Python's int() and float() also take "1_000" and non-ASCII digits; the language does not."""
+    return s.isascii() and "_" not in s
+
+
 def long_string(err: Report, ctx: Any, s: str) -> int:
     try:
+        if not _plain_number(s):
+            raise ValueError(s)
         v = int(s.strip())
     except ValueError:
         err(ctx, 8, f"cannot convert {s!r} to long")
@@ -97,6 +104,8 @@ def long_string(err: Report, ctx: Any, s: str) -> int:
 
 def double_string(err: Report, ctx: Any, s: str) -> float:
     try:
+        if not _plain_number(s):
+            raise ValueError(s)
         return float(s.strip())
     except ValueError:
         err(ctx, 8, f"cannot convert {s!r} to double")
@@ -119,9 +128,17 @@ def substring(err: Report, ctx: Any, s: str, begin: int, end: int) -> str:
 
 
 def java_round(x: float) -> int:
+    """Java's Math.round: the nearest long, halves up; NaN gives 0, infinities saturate.
+
+    ``floor(x + 0.5)`` is wrong where the sum rounds (0.49999999999999994 + 0.5 == 1.0), so the
+    fraction is compared instead (``x - floor(x)`` is exact)."""
     if math.isnan(x):
         return 0
-    return double_to_long(math.floor(x + 0.5))
+    if math.isinf(x):
+        return LONG_MAX if x > 0 else LONG_MIN
+    f = math.floor(x)
+    r = f + 1 if x - f >= 0.5 else f
+    return max(LONG_MIN, min(LONG_MAX, r))
 
 
 def _sqrt(x: float) -> float:
@@ -137,11 +154,16 @@ def _log(x: float) -> float:
 
 
 def _pow(x: float, y: float) -> float:
+    # math.pow raises where IEEE 754 (and Java) give an infinity: keep its sign, which is the
+    # sign of x when y is an odd integer (pow(-0.0, -1.0) is -Infinity, pow(-10.0, 401.0) too).
+    odd = math.isfinite(y) and y.is_integer() and y % 2 == 1
     try:
         r = math.pow(x, y)
     except OverflowError:
-        return math.inf
+        return -math.inf if x < 0 and odd else math.inf
     except ValueError:
+        if x == 0.0 and y < 0:
+            return math.copysign(math.inf, x) if odd else math.inf
         return math.nan
     return r
 
@@ -154,11 +176,12 @@ def _exp(x: float) -> float:
 
 
 def _floor(x: float) -> float:
-    return float(math.floor(x)) if math.isfinite(x) else x
+    # copysign keeps the sign of a zero result, as Java: floor(-0.0) and ceil(-0.5) are -0.0.
+    return math.copysign(float(math.floor(x)), x) if math.isfinite(x) else x
 
 
 def _ceil(x: float) -> float:
-    return float(math.ceil(x)) if math.isfinite(x) else x
+    return math.copysign(float(math.ceil(x)), x) if math.isfinite(x) else x
 
 
 def _min_double(a: float, b: float) -> float:

@@ -57,7 +57,10 @@ def decode(obj: Any, t: Type, path: str = "") -> Any:
         if type(obj) is float:
             return obj
         if type(obj) is int:
-            return float(obj)
+            try:
+                return float(obj)
+            except OverflowError:
+                raise DecodeError(path, f"{_show(obj)} is too large for a double") from None
         if obj in ("NaN", "Infinity", "-Infinity"):
             return float(obj.replace("Infinity", "inf"))
         raise DecodeError(path, f"expected a double, got {_show(obj)}")

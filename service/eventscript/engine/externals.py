@@ -62,7 +62,7 @@ def make_external(ext: ir.External, fn: Callable[..., Any], err: Callable[[Any, 
             return default_value(result)
         try:
             return from_python(out, result)
-        except (TypeError, KeyError, ValueError) as exc:
+        except (TypeError, KeyError, ValueError, OverflowError) as exc:
             err(ctx, ErrorCode.EXTERNAL_FUNCTION, f"external function {name} returned a bad value: {exc}")
             return default_value(result)
 

@@ -13,11 +13,15 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MIN_TIME = int((datetime(1, 1, 1, tzinfo=UTC) - EPOCH) / timedelta(microseconds=1))
-MAX_TIME = int((datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - EPOCH) / timedelta(microseconds=1))
+# Integer division: timedelta / timedelta is a float, which rounds MAX_TIME one microsecond past
+# the last representable instant.
+MIN_TIME = (datetime(1, 1, 1, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
+MAX_TIME = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
 
 #: How far ahead a pattern with a wildcard year is searched (covers every Feb 29).
 YEARS_AHEAD = 400
+#: The largest backward clock shift (DST end) next_match allows for in a non-UTC zone.
+_MAX_SHIFT_US = 3 * 3_600_000_000
 
 
 class TimeRangeError(ValueError):
@@ -27,7 +31,10 @@ class TimeRangeError(ValueError):
 def to_datetime(t: int, tz: tzinfo = UTC) -> datetime:
     if not MIN_TIME <= t <= MAX_TIME:
         raise TimeRangeError(f"time {t} µs is outside years 1 to 9999")
-    return (EPOCH + timedelta(microseconds=t)).astimezone(tz)
+    try:
+        return (EPOCH + timedelta(microseconds=t)).astimezone(tz)
+    except OverflowError:  # in range in UTC, but not in tz
+        raise TimeRangeError(f"time {t} µs is outside years 1 to 9999 in {tz}") from None
 
 
 def from_datetime(dt: datetime) -> int:
@@ -42,7 +49,9 @@ def format_time(t: int) -> str:
         dt = to_datetime(t)
     except TimeRangeError:
         return str(t)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond:06d}Z"
+    # Not strftime: %Y does not pad years before 1000 to four digits on every platform.
+    return (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}."
+            f"{dt.microsecond:06d}Z")
 
 
 _ISO = re.compile(
@@ -68,7 +77,10 @@ def parse_time(text: str) -> int:
 
         tz = timezone(sign * timedelta(hours=hours, minutes=minutes))
     dt = datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0), micro, tzinfo=tz)
-    return from_datetime(dt)
+    t = from_datetime(dt)
+    if not MIN_TIME <= t <= MAX_TIME:
+        raise TimeRangeError(f"{text!r} is outside years 1 to 9999 (UTC)")
+    return t
 
 
 def epoch_millis_to_time(ms: int) -> int:
@@ -125,16 +137,37 @@ def next_match(after: int, components: Sequence[int | None], micro: int = 0, tz:
     """
     check_components(components)
     local = to_datetime(after, tz)
-    lower = (local.year, local.month, local.day, local.hour, local.minute, local.second)
+    start = local.replace(tzinfo=None)
+    if tz is not UTC:
+        # Around a backward shift of the clock (DST ends), instants later than ``after`` can
+        # show earlier wall-clock times (the repeated hour): start the walk that much earlier.
+        offsets = [to_datetime(min(MAX_TIME, max(MIN_TIME, after + d)), tz).utcoffset() or timedelta(0)
+                   for d in (-_MAX_SHIFT_US, 0, _MAX_SHIFT_US)]
+        shift = max(offsets) - min(offsets)
+        if shift > timedelta(0):
+            start = max(datetime.min, start - shift)
+    lower = (start.year, start.month, start.day, start.hour, start.minute, start.second)
+    best: int | None = None
     for fields in _walk(components, lower):
         try:
             cand = datetime(*fields, micro, tzinfo=tz)
         except ValueError:
             continue
+        if tz is UTC:
+            t = from_datetime(cand)
+            if t > after:
+                return t
+            continue
+        # Skip wall-clock times that do not exist in tz (a DST gap shifts them).
+        if cand.astimezone(UTC).astimezone(tz).replace(tzinfo=None) != cand.replace(tzinfo=None):
+            continue
+        # A wall-clock time in a repeated hour names two instants: fold 0 (the first) and fold 1.
+        # Each fold alone grows with the wall-clock time, so the answer is the earlier of the
+        # first fold-1 instant after ``after`` and the first fold-0 instant after it.
+        t1 = from_datetime(cand.replace(fold=1))
+        if t1 > after and (best is None or t1 < best):
+            best = t1
         t = from_datetime(cand)
         if t > after:
-            # Skip wall-clock times that do not exist in tz (a DST gap shifts them).
-            if tz is not UTC and cand.astimezone(UTC).astimezone(tz).replace(tzinfo=None) != cand.replace(tzinfo=None):
-                continue
-            return t
-    return None
+            return t if best is None else min(t, best)
+    return best

@@ -31,6 +31,11 @@ PUNCTUATION = (
 MAX_INCLUDE_DEPTH = 32
 
 
+def _digit(ch: str) -> bool:
+    """An ASCII digit. (str.isdigit also accepts superscripts and other scripts' digits.)"""
+    return "0" <= ch <= "9"
+
+
 @dataclass(frozen=True, slots=True)
 class Token:
     """A token. ``kind`` is the punctuation or keyword text itself, or IDENT/INT/FLOAT/STRING/EOF."""
@@ -56,7 +61,14 @@ class Lexer:
 
     def tokenize(self, source: SourceFile) -> list[Token]:
         tokens: list[Token] = []
-        self._lex_into(source, tokens)
+        if source.path is not None:
+            # The including file itself is on the stack, so that a.es -> b.es -> a.es is a cycle
+            # reported in b.es rather than a.es being spliced in a second time.
+            self._stack.append(source.path.resolve())
+        try:
+            self._lex_into(source, tokens)
+        finally:
+            self._stack.clear()
         end = len(source.text)
         tokens.append(Token("EOF", "", None, source.pos(end)))
         return [Token(t.kind, t.text, t.value, t.pos, i) for i, t in enumerate(tokens)]
@@ -101,7 +113,7 @@ class Lexer:
                 out.append(Token(kind, word, word, src.pos(i)))
                 i = j
                 continue
-            if ch.isdigit():
+            if _digit(ch):
                 i = self._number(src, i, out)
                 continue
             if ch == '"':
@@ -120,22 +132,22 @@ class Lexer:
         text = src.text
         n = len(text)
         j = i
-        while j < n and text[j].isdigit():
+        while j < n and _digit(text[j]):
             j += 1
         is_float = False
-        if j + 1 < n and text[j] == "." and text[j + 1].isdigit():
+        if j + 1 < n and text[j] == "." and _digit(text[j + 1]):
             is_float = True
             j += 1
-            while j < n and text[j].isdigit():
+            while j < n and _digit(text[j]):
                 j += 1
         if j < n and text[j] in "eE":
             k = j + 1
             if k < n and text[k] in "+-":
                 k += 1
-            if k < n and text[k].isdigit():
+            if k < n and _digit(text[k]):
                 is_float = True
                 j = k
-                while j < n and text[j].isdigit():
+                while j < n and _digit(text[j]):
                     j += 1
         lexeme = text[i:j]
         if j < n and (text[j].isalpha() or text[j] == "_") and text[j] not in "eE":
@@ -205,7 +217,11 @@ class Lexer:
             return end
         name = rest[1 : rest.find('"', 1)]
         base = src.path.parent if src.path is not None else Path.cwd()
-        target = (base / name).resolve()
+        try:
+            target = (base / name).resolve()
+        except (OSError, ValueError) as exc:  # ValueError: a NUL character in the name
+            self.diagnostics.error(pos, f"cannot read included file {name!r}: {exc}")
+            return end
         if target in self._stack or (src.path is not None and target == src.path.resolve()):
             self.diagnostics.error(pos, f"#include cycle: {name!r} is already being included")
             return end
@@ -221,6 +237,9 @@ class Lexer:
             return end
         except UnicodeDecodeError:
             self.diagnostics.error(pos, f"included file {name!r} is not UTF-8 text")
+            return end
+        except ValueError as exc:
+            self.diagnostics.error(pos, f"cannot read included file {name!r}: {exc}")
             return end
         self._stack.append(target)
         try:

@@ -29,7 +29,11 @@ from .diagnostics import Diagnostics
 from .lexer import Token, tokenize
 from .source import Pos, SourceFile
 
-MAX_NESTING = 200
+#: How deeply constructs may nest: parentheses, blocks, operators (``a+b+c`` is two levels: later
+#: stages walk the tree recursively), type constructors. Far beyond any real program; the limit
+#: keeps every stage of the compiler within Python's recursion limit.
+MAX_NESTING = 100
+NESTING_HINT = f"at most {MAX_NESTING} levels of nesting are allowed"
 
 TIME_UNITS: dict[str, str] = {
     "day": "day", "days": "day",
@@ -100,7 +104,7 @@ class Parser:
     def _enter(self, pos: Pos) -> None:
         self.depth += 1
         if self.depth > MAX_NESTING:
-            raise ParseError(pos, "nesting is too deep", f"at most {MAX_NESTING} levels of nesting are allowed")
+            raise ParseError(pos, "nesting is too deep", NESTING_HINT)
 
     def _leave(self) -> None:
         self.depth -= 1
@@ -110,7 +114,17 @@ class Parser:
     def parse_program(self) -> ast.Program:
         start = self.tok.pos
         decls: list[ast.Decl] = []
+        try:
+            return self._parse_program(start, decls)
+        except RecursionError:
+            # Deep parentheses in expressions cost many Python frames per level; report them as
+            # too deep rather than let the interpreter's limit escape as an exception.
+            self.diagnostics.error(self.tok.pos, "nesting is too deep", NESTING_HINT)
+            return ast.Program(decls, None, start)
+
+    def _parse_program(self, start: Pos, decls: list[ast.Decl]) -> ast.Program:
         while self.at(*DECL_KEYWORDS):
+            self.depth = 0
             try:
                 decls.append(self.parse_decl())
             except ParseError as e:
@@ -227,11 +241,16 @@ class Parser:
 
     def parse_type(self) -> ast.TypeExpr:
         ty = self.parse_base_type()
-        while self.at("[") and self.peek().kind == "]":
-            pos = self.advance().pos
-            self.advance()
-            ty = ast.ArrayTypeExpr(ty, pos)
-        return ty
+        depth = self.depth
+        try:
+            while self.at("[") and self.peek().kind == "]":
+                pos = self.advance().pos
+                self._enter(pos)  # each [] nests the type one level deeper
+                self.advance()
+                ty = ast.ArrayTypeExpr(ty, pos)
+            return ty
+        finally:
+            self.depth = depth
 
     def parse_base_type(self) -> ast.TypeExpr:
         t = self.tok
@@ -240,6 +259,7 @@ class Parser:
             return ast.TypeName(t.text, t.pos)
         if t.kind == "{":
             self.advance()
+            self._enter(t.pos)
             fields: list[ast.StructField] = []
             while not self.at("}"):
                 fty = self.parse_type()
@@ -249,6 +269,7 @@ class Parser:
                     raise ParseError(self.tok.pos, f"expected ';' after field {fname.text}",
                                      "structure fields are written { string name; double value; }")
             self.expect("}")
+            self._leave()
             return ast.StructTypeExpr(fields, t.pos)
         raise ParseError(t.pos, f"expected a type, found {_describe(t)}",
                          "types are boolean, double, long, string, time, object, T[], { T name; ... } "
@@ -287,13 +308,22 @@ class Parser:
 
     def parse_postfix(self) -> ast.Regex:
         item = self.parse_atom()
+        depth = self.depth
+        try:
+            return self._multipliers(item)
+        finally:
+            self.depth = depth  # each multiplier nests the item one level deeper
+
+    def _multipliers(self, item: ast.Regex) -> ast.Regex:
         while True:
             if self.at("*", "+", "?"):
                 op = self.advance()
+                self._enter(op.pos)
                 low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[op.kind]
                 item = ast.RRepeat(item.pos, item, low, high, op.pos)
             elif self._at_multiplier():
                 op = self.advance()
+                self._enter(op.pos)
                 low = int(self.advance().value)  # type: ignore[arg-type]
                 high: int | None = low
                 if self.accept(","):
@@ -415,20 +445,24 @@ class Parser:
 
     def parse_block(self) -> ast.Block:
         open_ = self.expect("{")
+        depth = self.depth
         self._enter(open_.pos)
         actions: list[ast.Action] = []
-        while not self.at("}"):
-            if self.at("EOF"):
-                raise ParseError(open_.pos, "this action block is not closed", "add '}'")
-            try:
-                a = self.parse_action()
-                if a is not None:
-                    actions.append(a)
-            except ParseError as e:
-                self.diagnostics.error(e.pos, e.message, e.hint)
-                self._recover_in_block()
-        self.expect("}")
-        self._leave()
+        try:
+            while not self.at("}"):
+                if self.at("EOF"):
+                    raise ParseError(open_.pos, "this action block is not closed", "add '}'")
+                try:
+                    a = self.parse_action()
+                    if a is not None:
+                        actions.append(a)
+                except ParseError as e:
+                    self.depth = depth + 1  # what the failed action entered is left
+                    self.diagnostics.error(e.pos, e.message, e.hint)
+                    self._recover_in_block()
+            self.expect("}")
+        finally:
+            self.depth = depth
         return ast.Block(open_.pos, actions)
 
     def _recover_in_block(self) -> None:
@@ -522,11 +556,16 @@ class Parser:
 
     def _binary(self, ops: tuple[str, ...], sub) -> ast.Expr:  # type: ignore[no-untyped-def]
         left = sub()
-        while self.at(*ops):
-            op = self.advance()
-            right = sub()
-            left = ast.Binary(op.pos, op.kind, left, right)
-        return left
+        depth = self.depth
+        try:
+            while self.at(*ops):
+                op = self.advance()
+                self._enter(op.pos)  # a+b+c is a tree of depth two
+                right = sub()
+                left = ast.Binary(op.pos, op.kind, left, right)
+            return left
+        finally:
+            self.depth = depth
 
     def parse_or(self) -> ast.Expr:
         return self._binary(("||",), self.parse_and)
@@ -566,18 +605,23 @@ class Parser:
 
     def parse_postfix_expr(self) -> ast.Expr:
         e = self.parse_primary()
-        while True:
-            if self.at("["):
-                b = self.advance()
-                idx = self.parse_expr()
-                self.expect("]")
-                e = ast.Index(b.pos, e, idx)
-            elif self.at(".") and self.peek().kind == "IDENT":
-                self.advance()
-                name = self.advance()
-                e = ast.FieldAccess(name.pos, e, name.text, name.pos)
-            else:
-                return e
+        depth = self.depth
+        try:
+            while True:
+                if self.at("["):
+                    b = self.advance()
+                    self._enter(b.pos)
+                    idx = self.parse_expr()
+                    self.expect("]")
+                    e = ast.Index(b.pos, e, idx)
+                elif self.at(".") and self.peek().kind == "IDENT":
+                    self._enter(self.advance().pos)
+                    name = self.advance()
+                    e = ast.FieldAccess(name.pos, e, name.text, name.pos)
+                else:
+                    return e
+        finally:
+            self.depth = depth
 
     def parse_primary(self) -> ast.Expr:
         t = self.tok
