@@ -62,6 +62,12 @@ def start_broker() -> Iterator[Broker]:
         yield Broker(b.bootstrap, "tansu")
 
 
+def free_port() -> int:
+    from eventscript.kafka.broker import free_port as _free
+
+    return _free()
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
@@ -71,17 +77,19 @@ FAST_GROUP = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 750}
 
 
 def topology(broker: Broker, tmp: Path, programs: list[dict[str, Any]], topics: dict[str, Any] | None = None,
+             *, file: str = "topology.yaml", application: str | None = None, state: str = "state",
              **extra: Any) -> Path:
-    """Write a topology file for ``programs`` (dicts as in YAML) and return its path."""
+    """Write a topology file for ``programs`` (dicts as in YAML) and return its path. Several
+    workers of one application get files with the same ``application`` and their own ``state``."""
     doc: dict[str, Any] = {
-        "application": unique("t"),
+        "application": application or unique("t"),
         "kafka": {"bootstrap_servers": broker.bootstrap, "consumer": dict(FAST_GROUP)},
         "programs": programs,
         "topics": topics or {},
-        "state_dir": str(tmp / "state"),
+        "state_dir": str(tmp / state),
         **extra,
     }
-    path = tmp / "topology.yaml"
+    path = tmp / file
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
 
@@ -114,9 +122,14 @@ def start_worker(topology_path: Path, *args: str, log: Path | None = None) -> su
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
-def read_many(broker: Broker, topics: list[str], idle: float = 0.5, dedupe: bool = True) -> dict[str, list[Any]]:
+def read_many(broker: Broker, topics: list[str], idle: float = 0.5, dedupe: bool = True,
+              snapshot: bool = False) -> dict[str, list[Any]]:
     """Records of several topics at once (one consumer: Tansu takes about a second to report
-    the end of an empty partition, so reading topics one by one is slow)."""
+    the end of an empty partition, so reading topics one by one is slow).
+
+    By default reads until every partition is at its end and nothing came for ``idle`` seconds;
+    with ``snapshot``, until every partition has reached its end once (for topics still being
+    written, where that quiet moment may never come)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
     from eventscript.kafka import clients, codec
@@ -140,7 +153,8 @@ def read_many(broker: Broker, topics: list[str], idle: float = 0.5, dedupe: bool
                     if err.code() == KafkaError._PARTITION_EOF:
                         at_end.add((m.topic(), m.partition()))
                     continue
-                at_end.discard((m.topic(), m.partition()))
+                if not snapshot:
+                    at_end.discard((m.topic(), m.partition()))
                 last = time.monotonic()
                 rid = codec.header(m.headers(), codec.HEADER_ID)
                 if dedupe and rid is not None:
@@ -148,7 +162,7 @@ def read_many(broker: Broker, topics: list[str], idle: float = 0.5, dedupe: bool
                         continue
                     seen.add(rid)
                 out[m.topic()].append(m)
-            if len(at_end) == len(tps) and time.monotonic() - last >= idle:
+            if len(at_end) == len(tps) and (snapshot or time.monotonic() - last >= idle):
                 return out
         raise AssertionError(f"could not read {topics} to their ends")
     finally:
@@ -178,3 +192,162 @@ def wait_for(predicate: Any, timeout: float = 60.0, interval: float = 0.2, what:
             return
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def uninterrupted(program_text: str, event: str, records: list[Any]) -> dict[int, list[tuple[str, Any, Any]]]:
+    """What an uninterrupted task emits for each partition's records (record clock): the oracle
+    of the crash and rebalance tests. Lines are (event, JSON value, key)."""
+    import orjson
+
+    from eventscript.automata.compile import compile_source
+    from eventscript.engine.encoding import encode
+    from eventscript.engine.engine import Engine
+    from eventscript.engine.time_provider import SimulatedTimeProvider
+
+    program = compile_source(program_text, name="oracle").require()
+    by_partition: dict[int, list[Any]] = {}
+    for m in records:
+        by_partition.setdefault(m.partition(), []).append(m)
+    out: dict[int, list[tuple[str, Any, Any]]] = {}
+    for p, msgs in by_partition.items():
+        lines: list[tuple[str, Any, Any]] = []
+        clock = SimulatedTimeProvider()
+
+        def sink(e: Any, lines: list[tuple[str, Any, Any]] = lines) -> None:
+            lines.append((e.name, encode(e.value, e.ty), list(e.key) if e.key is not None else None))
+
+        engine = Engine(program, sink, clock)
+        for m in sorted(msgs, key=lambda m: m.offset()):
+            t = m.timestamp()[1] * 1000
+            if t >= clock.now():
+                clock.advance_to(t)
+            engine.feed_json(event, orjson.loads(m.value()))
+            clock.run_due()
+        out[p] = lines
+    return out
+
+
+def outputs_by_partition(records: list[Any]) -> tuple[dict[int, list[tuple[str, Any, Any]]], int]:
+    """Output records per partition, each es-id once (a repeated id must be an exact copy: on a
+    broker that shows aborted transactions, that is what an aborted batch looks like); and how
+    many repeats were dropped."""
+    import orjson
+
+    from eventscript.kafka import codec
+
+    kept: dict[bytes, tuple[str, Any, Any]] = {}
+    got: dict[int, list[tuple[str, Any, Any]]] = {}
+    repeats = 0
+    for m in records:
+        rid = codec.header(m.headers(), codec.HEADER_ID)
+        assert rid is not None, "an output record without es-id"
+        event = codec.header(m.headers(), codec.HEADER_EVENT)
+        assert event is not None
+        line = (event.decode(), orjson.loads(m.value()), orjson.loads(m.key()) if m.key() is not None else None)
+        if rid in kept:
+            assert kept[rid] == line, f"record {rid!r} appeared twice with different contents"
+            repeats += 1
+            continue
+        kept[rid] = line
+        got.setdefault(m.partition(), []).append(line)
+    return got, repeats
+
+
+class KeyedProducer:
+    """Writes JSON records keyed by a one-string group key, on the partition the key belongs to,
+    with increasing record timestamps; ``run`` paces them at ``rate`` records per second."""
+
+    def __init__(self, broker: Broker, topic: str, partitions: int, field: str = "k") -> None:
+        from confluent_kafka import Producer
+
+        from eventscript.kafka import clients
+        from eventscript.kafka.config import KafkaConfig
+
+        self.producer = Producer(clients.producer_config(KafkaConfig(bootstrap_servers=broker.bootstrap)))
+        self.topic = topic
+        self.partitions = partitions
+        self.field = field
+        self.sent = 0
+        self.stop = threading.Event()
+
+    def send(self, key: str, value: dict[str, Any], timestamp: int) -> None:
+        import orjson
+
+        from eventscript.kafka.partitioner import key_bytes, partition_of
+        from eventscript.language.types import STRING
+
+        kb = key_bytes((key,), [STRING])
+        assert kb is not None
+        self.producer.produce(self.topic, key=kb, value=orjson.dumps(value),
+                              partition=partition_of(kb, self.partitions), timestamp=timestamp)
+        self.sent += 1
+
+    def run(self, count: int, keys: int, rate: float, t0: int = 1_767_225_600_000, step_ms: int = 250,
+            seed: int = 42) -> None:
+        import random
+
+        rnd = random.Random(seed)
+        start = time.monotonic()
+        for i in range(count):
+            if self.stop.is_set():
+                break
+            k = f"k{rnd.randrange(keys)}"
+            self.send(k, {self.field: k, "n": i}, t0 + i * step_ms)
+            if i % 20 == 0:
+                self.producer.poll(0)
+                behind = start + i / rate - time.monotonic()
+                if behind > 0:
+                    time.sleep(behind)
+        self.producer.flush(30)
+
+    def start(self, count: int, keys: int, rate: float) -> threading.Thread:
+        t = threading.Thread(target=self.run, args=(count, keys, rate), daemon=True)
+        t.start()
+        return t
+
+
+def distinct_outputs(broker: Broker, topic: str) -> int:
+    """How many distinct output records a topic has so far (it may still be written)."""
+    return len(read_many(broker, [topic], dedupe=True, snapshot=True)[topic])
+
+
+class TopicWatcher:
+    """A read_committed consumer of a topic, running in the background like a downstream
+    consumer would; ``distinct()`` counts the distinct es-ids seen so far."""
+
+    def __init__(self, broker: Broker, topic: str) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        from eventscript.kafka import clients
+        from eventscript.kafka.config import KafkaConfig
+
+        kafka = KafkaConfig(bootstrap_servers=broker.bootstrap)
+        self.consumer = Consumer(clients.consumer_config(kafka, unique("watch")))
+        md = self.consumer.list_topics(topic, timeout=10)
+        self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in md.topics[topic].partitions])
+        self.ids: set[bytes] = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        from eventscript.kafka import codec
+
+        while not self.stop.is_set():
+            for m in self.consumer.consume(500, 0.2):
+                if m.error() is None:
+                    rid = codec.header(m.headers(), codec.HEADER_ID)
+                    if rid is not None:
+                        self.ids.add(rid)
+        self.consumer.close()
+
+    def distinct(self) -> int:
+        return len(self.ids)
+
+    def wait_for_more(self, n: int, timeout: float = 90.0) -> None:
+        before = self.distinct()
+        wait_for(lambda: self.distinct() >= before + n, timeout, interval=0.1, what=f"{n} more outputs")
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)

@@ -1,0 +1,54 @@
+"""/healthz, /readyz and /metrics of a running worker."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from kafka_helpers import Broker, free_port, topology, unique, wait_for
+
+from eventscript.kafka.config import load_topology
+from eventscript.kafka.runner import TopologyRunner
+
+PROGRAM = "in {string k;} A group(A.k)\nout {string k;} B\n( A(a) { !>B(a); } )*\n"
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except urllib.error.URLError:
+        return 0, ""  # not listening (yet)
+
+
+@pytest.mark.kafka
+def test_health_readiness_and_metrics(broker: Broker, tmp_path: Path) -> None:
+    name = unique("health")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
+                                        "inputs": [{"topic": f"{name}-in", "event": "A"}],
+                                        "outputs": {"default": f"{name}-out"}}], {f"{name}-in": {"partitions": 2}})
+    port = free_port()
+    runner = TopologyRunner(load_topology(path), health_port=port)
+    runner.prepare()
+    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    t.start()
+    try:
+        wait_for(lambda: _get(port, "/healthz")[0] == 200, 20, what="/healthz")
+        wait_for(lambda: _get(port, "/readyz")[0] == 200, 60, what="/readyz")
+        code, text = _get(port, "/metrics")
+        assert code == 200 and "eventscript_tasks" in text and "eventscript_commit_seconds" in text
+        assert _get(port, "/nope")[0] == 404
+    finally:
+        runner.stop()
+        t.join(60)
+    assert not t.is_alive()
+    time.sleep(0.2)
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
