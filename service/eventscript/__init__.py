@@ -7,5 +7,5 @@ language (parse, check, lower) → automata (NFA, DFA, lazy DFA, compiled progra
 
 __version__ = "0.1.0"
 
-from .api import *  # noqa: E402, F403
-from .api import __all__  # noqa: E402, F401
+from .api import *  # noqa: F403
+from .api import __all__  # noqa: F401

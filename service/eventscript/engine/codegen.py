@@ -341,18 +341,22 @@ class CodeGen:
         return f"def {name}(ctx, ev):\n    return ({parts},)"
 
 
-    def feed(self, grouped: bool) -> str:
+    def feed(self, grouped: bool, keyed: bool = False) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
-        instance lookup, classification, transition and termination. This is the hot path."""
-        out = ["def feed(name, ev):", "    ctx = None"]
+        instance lookup, classification, transition and termination. This is the hot path.
+
+        ``keyed``: ``feed_keyed(name, ev, key)`` instead, for hosts that computed the group key
+        already (to route the event) and pass it in."""
+        out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):", "    ctx = None"]
         for k, inp in enumerate(self.p.inputs):
             out.append(f"    {'if' if k == 0 else 'elif'} name == {inp.name!r}:")
             ind = "        "
             if grouped:
                 assert inp.group is not None
-                parts = ", ".join(self.expr(e) for e in inp.group)
-                out += [f"{ind}key = ({parts},)",
-                        f"{ind}ctx = _contexts.get(key)"]
+                if not keyed:
+                    parts = ", ".join(self.expr(e) for e in inp.group)
+                    out.append(f"{ind}key = ({parts},)")
+                out.append(f"{ind}ctx = _contexts.get(key)")
             else:
                 out += [f"{ind}ctx = _single()",
                         f"{ind}if ctx.terminated:",

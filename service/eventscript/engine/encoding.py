@@ -110,3 +110,121 @@ def _show(obj: Any) -> str:
     kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
             dict: "object"}.get(type(obj), type(obj).__name__)
     return f"{kind} {text[:60]}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiled codecs: the same conversions as encode/decode, specialised once per type (adapters
+# call them for every record; comparing types on every value would cost more than the work).
+
+_ENCODERS: dict[Type, Any] = {}
+_DECODERS: dict[Type, Any] = {}
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def encoder_for(t: Type) -> Any:
+    """A function run-time value → JSON-compatible value, equivalent to ``encode(value, t)``."""
+    enc = _ENCODERS.get(t)
+    if enc is not None:
+        return enc
+    if t == DOUBLE:
+        enc = encode_double
+    elif t == TIME:
+        enc = format_time
+    elif isinstance(t, ArrayType):
+        inner = encoder_for(t.element)
+        enc = _identity if inner is _identity else (lambda v, _e=inner: [_e(x) for x in v])
+    elif isinstance(t, StructType):
+        enc = _struct_codec(t, encode=True)
+    else:
+        enc = _identity
+    _ENCODERS[t] = enc
+    return enc
+
+
+def decoder_for(t: Type) -> Any:
+    """A function JSON-compatible value → run-time value, equivalent to ``decode(obj, t)``: the
+    common, well-typed case is checked inline; anything else goes through ``decode``, which
+    converts what it can and raises DecodeError with the offending path otherwise."""
+    dec = _DECODERS.get(t)
+    if dec is not None:
+        return dec
+    if t == LONG:
+        def dec(obj: Any) -> Any:
+            if type(obj) is int and LONG_MIN <= obj <= LONG_MAX:
+                return obj
+            return decode(obj, LONG)
+    elif t == DOUBLE:
+        def dec(obj: Any) -> Any:
+            return obj if type(obj) is float else decode(obj, DOUBLE)
+    elif t == STRING:
+        def dec(obj: Any) -> Any:
+            return obj if type(obj) is str else decode(obj, STRING)
+    elif t == BOOLEAN:
+        def dec(obj: Any) -> Any:
+            return obj if type(obj) is bool else decode(obj, BOOLEAN)
+    elif t == OBJECT:
+        dec = _identity
+    elif isinstance(t, StructType):
+        dec = _struct_codec(t, encode=False)
+    elif isinstance(t, ArrayType):
+        inner = decoder_for(t.element)
+
+        def dec(obj: Any) -> Any:
+            if type(obj) is list:
+                try:
+                    return [inner(x) for x in obj]
+                except DecodeError:
+                    pass
+            return decode(obj, t)
+    else:
+        def dec(obj: Any) -> Any:
+            return decode(obj, t)
+    _DECODERS[t] = dec
+    return dec
+
+
+def _struct_codec(t: StructType, encode: bool) -> Any:
+    """Generated code for one structure type: one function, no per-field calls for primitive
+    fields (only program types reach here, never event data)."""
+    ns: dict[str, Any] = {"_fallback": lambda obj: decode(obj, t), "_MIN": LONG_MIN, "_MAX": LONG_MAX,
+                          "_ed": encode_double, "_isfinite": __import__("math").isfinite}
+    lines: list[str] = []
+    if encode:
+        parts = []
+        for i, (name, ft) in enumerate(t.fields):
+            if ft in (LONG, STRING, BOOLEAN, OBJECT):
+                parts.append(f"{name!r}: v[{i}]")
+            elif ft == DOUBLE:
+                parts.append(f"{name!r}: (v[{i}] if _isfinite(v[{i}]) else _ed(v[{i}]))")
+            else:
+                ns[f"_e{i}"] = encoder_for(ft)
+                parts.append(f"{name!r}: _e{i}(v[{i}])")
+        lines = ["def codec(v):", "    return {" + ", ".join(parts) + "}"]
+    else:
+        checks, values = [], []
+        lines = ["def codec(obj):", "    if type(obj) is dict:", "        try:", "            pass"]
+        for i, (name, ft) in enumerate(t.fields):
+            lines.append(f"            f{i} = obj[{name!r}]")
+            if ft == LONG:
+                checks.append(f"type(f{i}) is int and _MIN <= f{i} <= _MAX")
+            elif ft == DOUBLE:
+                checks.append(f"type(f{i}) is float")
+            elif ft == STRING:
+                checks.append(f"type(f{i}) is str")
+            elif ft == BOOLEAN:
+                checks.append(f"type(f{i}) is bool")
+            elif ft != OBJECT:
+                ns[f"_d{i}"] = decoder_for(ft)
+                lines.append(f"            f{i} = _d{i}(f{i})")
+            values.append(f"f{i}")
+        lines.append("        except (KeyError, DecodeError):")
+        lines.append("            return _fallback(obj)")
+        lines.append(f"        if {' and '.join(checks) or 'True'}:")
+        lines.append(f"            return [{', '.join(values)}]")
+        lines.append("    return _fallback(obj)")
+        ns["DecodeError"] = DecodeError
+    exec(compile("\n".join(lines), f"<codec {t}>", "exec"), ns)
+    return ns["codec"]

@@ -124,6 +124,8 @@ class Engine:
         if isinstance(self.machine, DFAMachine):
             self._materialize()
         self.feed = self._define("feed", self._gen.feed(self.grouped))
+        if self.grouped:
+            self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True))
 
     # -- code generation -------------------------------------------------------------------
 
@@ -264,11 +266,23 @@ class Engine:
 
     def _bind_emitters(self) -> None:
         consumer, name, now = self._consumer, self.name, self.time.now
+        handlers = getattr(self, "_output_handlers", {})
         for k, (out_name, ty) in enumerate(zip(self.output_names, self.output_types)):
             def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
                 consumer(Emitted(name, _n, value, _t, now(), ctx.key))
 
-            self._ns[f"_e{k}"] = emit
+            self._ns[f"_e{k}"] = handlers.get(out_name, emit)
+
+    def set_output_handler(self, output: str, handler: Callable[[InstanceContext, Any], None]) -> None:
+        """Deliver one output event's emissions to ``handler(ctx, value)`` instead of the consumer
+        (hosts use it to skip building an Emitted per event). ``value`` is already a snapshot; the
+        emission time is ``self.time.now()``, the key ``ctx.key``."""
+        if output not in self.output_names:
+            raise KeyError(f"no output event {output!r}")
+        if not hasattr(self, "_output_handlers"):
+            self._output_handlers: dict[str, Callable[[InstanceContext, Any], None]] = {}
+        self._output_handlers[output] = handler
+        self._bind_emitters()
 
     def _unset(self, ctx: InstanceContext, name: str, default: Any) -> Any:
         self._error(ctx, ErrorCode.UNSET_VARIABLE, f"variable {name} has not been set")
@@ -373,6 +387,11 @@ class Engine:
     def _touch(self, ctx: InstanceContext) -> None:
         if self.dirty is not None:
             self.dirty[id(ctx)] = ctx
+
+    def feed_keyed(self, name: str, value: Any, key: tuple[Any, ...]) -> InstanceContext | None:  # replaced
+        """``feed`` for a grouped program when the host already computed the event's group key
+        (with :meth:`group_key`, to route it); saves computing it twice."""
+        raise AssertionError("replaced in __init__ for grouped programs")
 
     def feed(self, name: str, value: Any) -> InstanceContext | None:  # replaced per engine
         """Process one named event; ``value`` must already conform to the declared type.

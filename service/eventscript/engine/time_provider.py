@@ -194,11 +194,32 @@ class SimulatedTimeProvider(TimeProvider):
 
 
 class WallClockTimeProvider(TimeProvider):
-    """The real clock, in microseconds since the epoch."""
+    """The real clock, in microseconds since the epoch.
+
+    Time holds still while one event is processed: every ``now()`` of one transition (actions,
+    the timer start, the emission times) must be the same instant. The host calls
+    :meth:`refresh` before each event; ``run_due`` refreshes before each timer it fires.
+    """
 
     def __init__(self, clock: Any = None) -> None:
         super().__init__()
         self._clock = clock or time.time_ns
+        self._now = self._clock() // 1000
+
+    def refresh(self) -> int:
+        t = self._clock() // 1000
+        if t > self._now:
+            self._now = t
+        return self._now
 
     def now(self) -> int:
-        return self._clock() // 1000
+        return self._now
+
+    def run_due(self) -> int:
+        fired = 0
+        timers = self.timers
+        while timers.due(self.refresh()) and (item := timers.pop_due(self._now)) is not None:
+            deadline, ctx, target = item
+            target.fire_timer(ctx, deadline)
+            fired += 1
+        return fired

@@ -58,6 +58,9 @@ def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict
         "heartbeat.interval.ms": 2_000,
         "max.poll.interval.ms": 300_000,
         "fetch.max.bytes": 52_428_800,
+        # A stream processor wants records soon; some brokers (Tansu) hold a fetch for the whole
+        # wait even when data arrives, so keep it short.
+        "fetch.wait.max.ms": 100,
         "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
     })
     conf.update(kafka.consumer)

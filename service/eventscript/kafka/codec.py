@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ..engine.encoding import DecodeError, decode, encode
+from ..engine.encoding import DecodeError, decoder_for, encoder_for
 from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
 from ..engine.timeutil import format_time
 from ..language.types import StructType, Type
@@ -86,7 +86,7 @@ def header(headers: Headers | None, name: str) -> bytes | None:
 
 
 def decode_record(cfg: InputConfig, value: bytes | None, headers: Headers | None,
-                  input_types: dict[str, Type]) -> tuple[str, Any]:
+                  input_types: dict[str, Type], decoders: dict[str, Any] | None = None) -> tuple[str, Any]:
     """(event name, run-time value) of an input record, or BadRecord(code, message)."""
     if value is None:
         raise BadRecord(ErrorCode.BAD_INPUT_VALUE, "the record has no value")
@@ -118,22 +118,42 @@ def decode_record(cfg: InputConfig, value: bytes | None, headers: Headers | None
                 raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value has no string field {f!r} naming its event")
             name = obj[f]
             payload = obj if name in input_types and isinstance(input_types[name], StructType) else obj.get("value")
-    ty = input_types.get(name)
-    if ty is None:
-        raise BadRecord(ErrorCode.UNDECLARED_EVENT, f"undeclared input event {name}")
+    dec = decoders.get(name) if decoders is not None else None
+    if dec is None:
+        ty = input_types.get(name)
+        if ty is None:
+            raise BadRecord(ErrorCode.UNDECLARED_EVENT, f"undeclared input event {name}")
+        dec = decoder_for(ty)
     try:
-        return name, decode(payload, ty)
+        return name, dec(payload)
     except DecodeError as exc:
         raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}") from None
 
 
 def encode_value(e: Emitted) -> bytes:
-    return orjson.dumps(encode(e.value, e.ty))
+    return orjson.dumps(encoder_for(e.ty)(e.value))
+
+
+_STATIC: dict[tuple[str, str], tuple[tuple[str, bytes], tuple[str, bytes]]] = {}
 
 
 def output_headers(e: Emitted, program: str, event_id: str) -> Headers:
-    return [(HEADER_EVENT, e.name.encode()), (HEADER_PROGRAM, program.encode()),
-            (HEADER_TIME, format_time(e.time).encode()), (HEADER_ID, event_id.encode())]
+    """Headers of an output record. ``es-time`` is the emission time in microseconds since the
+    epoch (``tail`` shows it in ISO form)."""
+    static = _STATIC.get((e.name, program))
+    if static is None:
+        static = _STATIC[(e.name, program)] = ((HEADER_EVENT, e.name.encode()), (HEADER_PROGRAM, program.encode()))
+    return [static[0], static[1], (HEADER_TIME, str(e.time).encode()), (HEADER_ID, event_id.encode())]
+
+
+def header_time(raw: bytes | None) -> int | None:
+    """The emission time of an ``es-time`` header (microseconds), or None."""
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return None
 
 
 def error_value(program: str, code: int, message: str, time_us: int, source: RecordInfo | None,

@@ -132,7 +132,9 @@ class ProgramConfig(_Model):
     #: Topic for $error events (default: "<program>-errors").
     errors: str | None = None
     guarantee: Literal["exactly_once", "at_least_once"] = "exactly_once"
-    commit_interval_ms: int = Field(default=100, ge=1)
+    #: How often a batch is committed (default: 100 ms with exactly_once, as outputs become
+    #: visible only at commit; 1000 ms with at_least_once, where commits only bound re-processing).
+    commit_interval_ms: int | None = Field(default=None, ge=1)
     #: wall: time is the machine's clock and timers fire on it; record: time is the record
     #: timestamps, and timers fire as record time passes them (deterministic replays).
     clock: Literal["wall", "record"] = "wall"
@@ -159,6 +161,12 @@ class ProgramConfig(_Model):
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown time zone {v!r}; use an IANA name such as UTC or Europe/Paris") from None
         return v
+
+    @property
+    def commit_interval(self) -> int:
+        if self.commit_interval_ms is not None:
+            return self.commit_interval_ms
+        return 100 if self.guarantee == "exactly_once" else 1000
 
     @property
     def error_topic(self) -> str:

@@ -1,13 +1,17 @@
 """Prometheus metrics of the worker (served on /metrics by the health server).
 
 ``eventscript_records_total{program, kind}`` counts records and events by kind: consumed,
-processed, outputs, errors, repartitioned, commits. Histograms time commits and task restores;
+processed, produced (every record written: outputs, errors, changelog, repartitioned), errors,
+repartitioned, commits. Histograms time commits and task restores;
 a gauge tracks the tasks each program owns.
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+#: The ``kind`` label values of eventscript_records_total.
+KINDS = ("consumed", "processed", "produced", "errors", "repartitioned", "commits")
 
 
 class Metrics:

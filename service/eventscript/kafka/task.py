@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 import orjson
 
 from ..automata.compiled import CompiledProgram
-from ..engine.encoding import encode
+from ..engine.encoding import DecodeError, decoder_for, encode, encoder_for
 from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
 from ..engine.time_provider import SimulatedTimeProvider, TimeProvider, WallClockTimeProvider
@@ -58,16 +58,19 @@ class InputPartition:
     config: InputConfig | None  # None: the repartition topic
     buffer: collections.deque[Any] = field(default_factory=collections.deque)
     eof: bool = False
+    name: str = ""  # "topic:partition"
+    #: value, headers → (event name, value), for the topic's input configuration.
+    decode: Any = None
+    #: For a topic with one fixed event name: the group-key function of that event.
+    key_fn: Any = None
 
-    @property
-    def name(self) -> str:
-        return tp_name(self.topic, self.partition)
+    def __post_init__(self) -> None:
+        self.name = tp_name(self.topic, self.partition)
 
 
 class Task:
     def __init__(self, partition: int, program: CompiledProgram, cfg: ProgramConfig, inputs: list[InputConfig],
-                 repartition_topic: str, changelog_topic: str, partitions: int, store_path: Path,
-                 stats: Callable[[str, int], None] | None = None) -> None:
+                 repartition_topic: str, changelog_topic: str, partitions: int, store_path: Path) -> None:
         self.partition = partition
         self.cfg = cfg
         self.program = program
@@ -77,6 +80,7 @@ class Task:
         self.inputs = [InputPartition(c.topic, partition, i, c) for i, c in enumerate(inputs)]
         self.inputs.append(InputPartition(repartition_topic, partition, len(inputs), None))
         self.by_name = {ip.name: ip for ip in self.inputs}
+        self.by_topic = {ip.topic: ip for ip in self.inputs}
         self.by_topic_cfg = {c.topic: c for c in inputs}
         self.clock: TimeProvider = (SimulatedTimeProvider() if cfg.clock == "record" else WallClockTimeProvider())
         self.engine = Engine(program, self._consume, self.clock, name=cfg.name, tz=ZoneInfo(cfg.timezone),
@@ -84,19 +88,44 @@ class Task:
         self.grouped = program.grouped
         self.key_types = program.program.key_types
         self.input_types = {i.name: i.ty for i in program.program.inputs}
+        self.decoders = {i.name: decoder_for(i.ty) for i in program.program.inputs}
+        self.encoders = {o.name: encoder_for(o.ty) for o in program.program.outputs}
         self.store = TaskStore(store_path)
         self.position: Position = {}
         self.hwm: dict[str, int] = {}
         self.hwm_dirty = False
+        #: Where the task's records go: send(topic, partition or -1, key, value, headers, timestamp ms,
+        #: is_changelog). The worker produces them straight into its current transaction.
+        self.send: Callable[[str, int, bytes | None, bytes | None, Headers, int, bool], None] = self._queue
         self.outbox: list[OutRecord] = []
         self.restored = False
         self.started = False
         self.processed = 0
-        self._source: RecordInfo | None = None
-        self._src_id = ""
+        self._msg: Any = None  # the record being processed (for $error context), or None
+        self._src: str = ""  # what caused the current emissions: "topic:partition:offset", or a timer
         self._src_count = 0
+        self._id_base = None
         self._idle_since: float | None = None
-        self._stats = stats or (lambda name, n: None)
+        self._key_cache: dict[tuple[Any, ...], bytes] = {}
+        self._id_prefix = f"{cfg.name}/{partition}/"
+        self.record_clock = cfg.clock == "record"
+        #: Counts since the worker last collected them (consumed, processed, outputs, errors, ...).
+        self.counts: collections.Counter[str] = collections.Counter()
+        for out in program.program.outputs:
+            topic = cfg.output_topic(out.name)
+            if topic is not None:
+                self.engine.set_output_handler(out.name, self._output_handler(out.name, out.ty, topic))
+        self._decoders = {id(c): self._input_decoder(c) for c in inputs}
+        for ip in self.inputs:
+            if ip.config is not None:
+                ip.decode = self._decoders[id(ip.config)]
+                if ip.config.event is not None and self.grouped:
+                    ip.key_fn = self.engine._inputs[ip.config.event].key
+
+    def _queue(self, topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Headers,
+               ts: int, changelog: bool) -> None:
+        """The default ``send`` (a task not attached to a worker): keep the records."""
+        self.outbox.append(OutRecord(topic, None if partition < 0 else partition, key, value, headers, ts, changelog))
 
     # -- restore ------------------------------------------------------------------------------
 
@@ -118,51 +147,123 @@ class Task:
     def start_wall_clock(self) -> None:
         """An ungrouped program on the wall clock starts when its task does."""
         if not self.grouped and not self.started and self.partition == 0 and self.cfg.clock == "wall":
-            self._begin_source(None, f"start@{self.clock.now()}")
+            self._begin_source(None, f"start@{self.clock.refresh()}")  # type: ignore[attr-defined]
             self.engine.start()
             self.started = True
 
     # -- the engine's consumer -----------------------------------------------------------------
 
     def _next_id(self) -> str:
+        """A deterministic id for an emitted record: the program, the task, what caused it (an
+        input record's coordinates, or a timer) and its rank among that cause's emissions."""
         self._src_count += 1
-        return f"{self.cfg.name}/{self.partition}/{self._src_id}/{self._src_count}"
+        src = self._src
+        if not src and self._msg is not None:
+            m = self._msg
+            src = self._src = f"{m.topic()}:{m.partition()}:{m.offset()}"
+        return f"{self._id_prefix}{src}/{self._src_count}"  # same scheme as _next_id_bytes
 
-    def _begin_source(self, source: RecordInfo | None, src_id: str) -> None:
-        self._source = source
-        self._src_id = src_id
+    def _output_handler(self, name: str, ty: Any, topic: str) -> Callable[[Any, Any], None]:
+        """What the engine calls for each emission of one output event: encode and send."""
+        encode_value = encoder_for(ty)
+        dumps = orjson.dumps
+        ev_header = (codec.HEADER_EVENT, name.encode())
+        prog_header = (codec.HEADER_PROGRAM, self.cfg.name.encode())
+        now = self.clock.now
+        key_bytes_of = self._key_bytes
+        next_id = self._next_id_bytes
+
+        def handler(ctx: Any, value: Any) -> None:
+            t = now()
+            headers = [ev_header, prog_header, (codec.HEADER_ID, next_id())]
+            if t % 1000:
+                headers.append((codec.HEADER_TIME, str(t).encode()))  # sub-millisecond emission time
+            self.send(topic, -1, key_bytes_of(ctx.key), dumps(encode_value(value)), headers, t // 1000, False)
+
+        return handler
+
+    def _next_id_bytes(self) -> bytes:
+        """``_next_id`` as bytes, built once per cause and extended by the rank."""
+        n = self._src_count = self._src_count + 1
+        base = self._id_base
+        if base is None:
+            if not self._src and self._msg is not None:
+                m = self._msg
+                self._src = f"{m.topic()}:{m.partition()}:{m.offset()}"
+            base = self._id_base = f"{self._id_prefix}{self._src}/".encode()
+        return base + b"%d" % n
+
+    def _input_decoder(self, cfg: InputConfig) -> Callable[[bytes | None, Headers | None], tuple[str, Any]]:
+        """Record value and headers → (event name, value) for one input topic (or BadRecord)."""
+        if cfg.format == "json" and cfg.event is not None and cfg.event in self.decoders:
+            name = cfg.event
+            decode_value = self.decoders[name]
+            loads = orjson.loads
+
+            def fixed(value: bytes | None, headers: Headers | None) -> tuple[str, Any]:
+                if value is None:
+                    raise BadRecord(ErrorCode.BAD_INPUT_VALUE, "the record has no value")
+                try:
+                    return name, decode_value(loads(value))
+                except orjson.JSONDecodeError as exc:
+                    raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value is not JSON: {exc}") from None
+                except DecodeError as exc:
+                    raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}") from None
+
+            return fixed
+        input_types, decoders = self.input_types, self.decoders
+        return lambda value, headers: codec.decode_record(cfg, value, headers, input_types, decoders)
+
+    def _begin_source(self, msg: Any, src: str = "") -> None:
+        self._msg = msg
+        self._src = src
         self._src_count = 0
+        self._id_base = None
+
+    def _source_info(self) -> RecordInfo | None:
+        m = self._msg
+        if m is None:
+            return None
+        return RecordInfo(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), m.headers(), m.value())
+
+    def _key_bytes(self, key: tuple[Any, ...] | None) -> bytes | None:
+        if key is None:
+            return None
+        kb = self._key_cache.get(key)
+        if kb is None:
+            if len(self._key_cache) > 100_000:
+                self._key_cache.clear()
+            kb = self._key_cache[key] = key_bytes(key, self.key_types)  # type: ignore[assignment]
+        return kb
 
     def _consume(self, e: Emitted) -> None:
-        key = key_bytes(e.key, self.key_types)
+        key = self._key_bytes(e.key)
         ts = e.time // 1000
         if e.name == ERROR_EVENT:
             key_json = [encode(k, t) for k, t in zip(e.key, self.key_types or [])] if e.key is not None else None
-            value = codec.emitted_error_value(e, self._source, key_json)
-            self.outbox.append(OutRecord(self.cfg.error_topic, None, key, value,
-                                         codec.output_headers(e, self.cfg.name, self._next_id()), ts))
-            self._stats("errors", 1)
+            value = codec.emitted_error_value(e, self._source_info(), key_json)
+            self.send(self.cfg.error_topic, -1, key, value, codec.output_headers(e, self.cfg.name, self._next_id()),
+                      ts, False)
+            self.counts["errors"] += 1
             return
-        topic = self.cfg.output_topic(e.name)
-        if topic is None:
-            return  # an output with no topic configured is dropped (the worker warns at start)
-        self.outbox.append(OutRecord(topic, None, key, codec.encode_value(e),
-                                     codec.output_headers(e, self.cfg.name, self._next_id()), ts))
-        self._stats("outputs", 1)
+        # Outputs with a topic have their own handler (_output_handler); the others are dropped
+        # (the worker warns about them at start).
 
-    def _error_record(self, code: int, message: str, source: RecordInfo) -> None:
+    def _error_record(self, code: int, message: str) -> None:
+        """An $error record about the input record being processed (it could not be used)."""
+        source = self._source_info()
+        assert source is not None
         now = self.clock.now()
         value = codec.error_value(self.cfg.name, code, message, now, source)
         e = Emitted(self.cfg.name, ERROR_EVENT, [code, message], None, now, None)  # type: ignore[arg-type]
-        self.outbox.append(OutRecord(self.cfg.error_topic, None, source.key, value,
-                                     codec.output_headers(e, self.cfg.name, self._next_id()),
-                                     (source.timestamp or now // 1000)))
-        self._stats("errors", 1)
+        self.send(self.cfg.error_topic, -1, source.key, value, codec.output_headers(e, self.cfg.name, self._next_id()),
+                  source.timestamp or now // 1000, False)
+        self.counts["errors"] += 1
 
     # -- processing -------------------------------------------------------------------------------
 
     def add(self, msg: Any) -> None:
-        ip = self.by_name.get(tp_name(msg.topic(), msg.partition()))
+        ip = self.by_topic.get(msg.topic())  # all of a task's partitions have its partition number
         if ip is None:
             return
         ip.buffer.append(msg)
@@ -183,6 +284,23 @@ class Task:
         done = 0
         inputs = self.inputs
         while True:
+            nonempty = [ip for ip in inputs if ip.buffer]
+            if len(nonempty) == 1 and (max_idle_ms == 0 or all(ip.eof for ip in inputs if not ip.buffer)):
+                # One partition has records: nothing to merge, take them in offset order.
+                ip = nonempty[0]
+                buf = ip.buffer
+                n = len(buf)
+                process_one = self._process_one
+                msg = None
+                try:
+                    for _ in range(n):
+                        msg = buf.popleft()
+                        process_one(ip, msg)
+                finally:
+                    if msg is not None:
+                        self.position[ip.name] = msg.offset() + 1
+                done += n
+                continue
             best: InputPartition | None = None
             best_key: tuple[int, int] | None = None
             waiting = False
@@ -203,78 +321,101 @@ class Task:
                 if (now - self._idle_since) * 1000 < max_idle_ms:
                     break
             self._idle_since = None
-            self._process_one(best, best.buffer.popleft())
+            msg = best.buffer.popleft()
+            self._process_one(best, msg)
+            self.position[best.name] = msg.offset() + 1
             done += 1
         self.processed += done
+        self.counts["processed"] += done
         return done
 
     def _process_one(self, ip: InputPartition, msg: Any) -> None:
-        offset = msg.offset()
-        self.position[ip.name] = offset + 1
-        ts = msg.timestamp()[1]
+        """Process one record. The caller advances the task's position past it."""
         headers = msg.headers()
-        info = RecordInfo(msg.topic(), msg.partition(), offset, ts, msg.key(), headers, msg.value())
-        self._begin_source(info, f"{ip.name}:{offset}")
-        if codec.header(headers, codec.HEADER_TICK) is not None:
-            self._advance(ts)
+        self._msg = msg  # the record being processed (see _begin_source)
+        self._src = ""
+        self._src_count = 0
+        self._id_base: bytes | None = None
+        if headers and codec.header(headers, codec.HEADER_TICK) is not None:
+            self._advance(msg.timestamp()[1])
             return
         cfg = ip.config
-        if cfg is None:  # from the repartition topic
-            source = codec.header(headers, codec.HEADER_SOURCE)
-            origin = codec.header(headers, codec.HEADER_INPUT)
-            if source is not None:
-                src_tp, _, src_off = source.decode().rpartition(":")
-                if int(src_off) < self.hwm.get(src_tp, 0):
-                    return  # already processed (a re-sent copy)
-                self.hwm[src_tp] = int(src_off) + 1
-                self.hwm_dirty = True
-            cfg = self.by_topic_cfg.get(origin.decode()) if origin is not None else None
+        if cfg is None:
+            cfg = self._from_repartition(msg, headers)
             if cfg is None:
-                self._error_record(ErrorCode.BAD_INPUT_VALUE, "repartitioned record of an unknown input topic", info)
                 return
         try:
-            name, value = codec.decode_record(cfg, msg.value(), headers, self.input_types)
+            name, value = (ip.decode if ip.config is not None else self._decoders[id(cfg)])(msg.value(), headers)
         except BadRecord as exc:
-            self._error_record(exc.code, exc.message, info)
+            self._error_record(exc.code, exc.message)
             return
-        if ip.config is not None:
-            keyed = cfg.keyed if cfg.keyed is not None else self.grouped
-            if keyed and msg.key() is None:
+        engine = self.engine
+        if self.grouped:
+            if ip.config is not None and cfg.keyed is not False and msg.key() is None:
                 self._error_record(ErrorCode.BAD_INPUT_VALUE,
                                    "the record has no key; this input's records must be keyed "
-                                   "(set keyed: false in the topology to accept unkeyed records)", info)
+                                   "(set keyed: false in the topology to accept unkeyed records)")
                 return
-            target = self._target_partition(name, value)
-            if target != self.partition:
-                self._forward(msg, cfg, target, info)
+            key_fn = ip.key_fn
+            key = key_fn(None, value) if key_fn is not None else engine.group_key(name, value)
+            if key is None:  # an event name the program does not declare
+                engine.feed(name, value)
                 return
-        self._advance(ts)
-        if not self.grouped and not self.started:
-            self.engine.start()
-            self.started = True
-        self.engine.feed(name, value)
-        clock = self.clock
-        if clock.timers.due(clock.now()):
-            clock.run_due()  # timers set due now fire at once, as in the tester
+            kb = self._key_cache.get(key)
+            if kb is None:
+                kb = self._key_bytes(key)
+            if ip.config is not None and partition_of(kb, self.partitions) != self.partition:  # type: ignore[arg-type]
+                self._forward(msg, cfg, partition_of(kb, self.partitions), kb)  # type: ignore[arg-type]
+                return
+            if self.record_clock:
+                self._advance(msg.timestamp()[1])
+            else:
+                self.clock.refresh()  # type: ignore[attr-defined]
+            engine.feed_keyed(name, value, key)
+        else:
+            if ip.config is not None and cfg.keyed and msg.key() is None:
+                self._error_record(ErrorCode.BAD_INPUT_VALUE, "the record has no key; this input's records must "
+                                                              "be keyed")
+                return
+            if ip.config is not None and self.partition != 0:
+                self._forward(msg, cfg, 0, msg.key())
+                return
+            if self.record_clock:
+                self._advance(msg.timestamp()[1])
+            else:
+                self.clock.refresh()  # type: ignore[attr-defined]
+            if not self.started:
+                engine.start()
+                self.started = True
+            engine.feed(name, value)
+        if self.record_clock:
+            clock = self.clock
+            if clock.timers.due(clock.now()):
+                clock.run_due()  # timers set due now fire at once, as in the tester
 
-    def _target_partition(self, name: str, value: Any) -> int:
-        if not self.grouped:
-            return 0
-        key = self.engine.group_key(name, value)
-        kb = key_bytes(key, self.key_types)
-        assert kb is not None
-        return partition_of(kb, self.partitions)
+    def _from_repartition(self, msg: Any, headers: Headers | None) -> InputConfig | None:
+        """The input configuration of a re-published record, or None when it is a copy already
+        processed (deduplicated by its source coordinates) or cannot be used."""
+        source = codec.header(headers, codec.HEADER_SOURCE)
+        origin = codec.header(headers, codec.HEADER_INPUT)
+        if source is not None:
+            src_tp, _, src_off = source.decode().rpartition(":")
+            if int(src_off) < self.hwm.get(src_tp, 0):
+                return None  # already processed (a re-sent copy)
+            self.hwm[src_tp] = int(src_off) + 1
+            self.hwm_dirty = True
+        cfg = self.by_topic_cfg.get(origin.decode()) if origin is not None else None
+        if cfg is None:
+            self._error_record(ErrorCode.BAD_INPUT_VALUE, "repartitioned record of an unknown input topic")
+        return cfg
 
-    def _forward(self, msg: Any, cfg: InputConfig, target: int, info: RecordInfo) -> None:
+    def _forward(self, msg: Any, cfg: InputConfig, target: int, kb: bytes | None) -> None:
         """Re-publish a record whose group key belongs to another task, keyed by that key."""
-        name, value = codec.decode_record(cfg, msg.value(), msg.headers(), self.input_types)
-        kb = key_bytes(self.engine.group_key(name, value), self.key_types)
         headers = list(msg.headers() or [])
-        headers.append((codec.HEADER_SOURCE, f"{info.topic}:{info.partition}:{info.offset}".encode()))
+        headers.append((codec.HEADER_SOURCE, f"{msg.topic()}:{msg.partition()}:{msg.offset()}".encode()))
         headers.append((codec.HEADER_INPUT, cfg.topic.encode()))
-        self.outbox.append(OutRecord(self.repartition_topic, target, kb, msg.value(), headers,
-                                     msg.timestamp()[1]))
-        self._stats("repartitioned", 1)
+        self.send(self.repartition_topic, target, kb, msg.value(), headers, msg.timestamp()[1], False)
+        self.counts["repartitioned"] += 1
 
     def _advance(self, ts: int) -> None:
         if self.cfg.clock != "record":
@@ -296,7 +437,7 @@ class Task:
         if not self.restored or self.cfg.clock != "wall":
             return 0
         timers = self.clock.timers
-        now = self.clock.now()
+        now = self.clock.refresh()  # type: ignore[attr-defined]
         if not timers.due(now):
             return 0
         self._begin_source(None, f"timer@{now}")
@@ -312,7 +453,7 @@ class Task:
         changelog records to send for them."""
         changes: dict[bytes, bytes | None] = {}
         for ctx in self.engine.drain_dirty():
-            key = SINGLE_KEY if ctx.key is None else key_bytes(ctx.key, self.key_types)
+            key = SINGLE_KEY if ctx.key is None else self._key_bytes(ctx.key)
             assert key is not None
             if ctx.key is not None and self.engine.contexts.get(ctx.key) is not ctx:
                 changes[key] = None  # terminated and released: a tombstone
@@ -324,9 +465,10 @@ class Task:
         if changes:
             pos = position_header(self.position)
             now_ms = self.clock.now() // 1000
-            for k, v in changes.items():
-                self.outbox.append(OutRecord(self.changelog_topic, self.partition, k, v,
-                                             [("es-pos", pos)], now_ms, changelog=True))
+            last = len(changes) - 1
+            for i, (k, v) in enumerate(changes.items()):
+                # The last record's delivery report gives the changelog offset the store reaches.
+                self.send(self.changelog_topic, self.partition, k, v, [("es-pos", pos)], now_ms, i == last)
         return changes
 
     def close(self) -> None:

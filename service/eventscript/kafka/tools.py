@@ -26,7 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from ..automata.compiled import CompiledProgram
 from ..engine.encoding import DecodeError, decode, encode
 from ..engine.timeutil import format_time
-from ..tester.trace import Timestamp, TraceEvent, TraceItem, event_argument
+from ..tester.trace import Timestamp, TraceEvent, TraceItem, event_argument, typed_argument
 from . import clients, codec
 from .config import InputConfig, KafkaConfig, ProgramConfig
 from .partitioner import key_bytes, partition_of
@@ -99,6 +99,7 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
         partition: int | None = None
         if ty is not None:
             try:
+                raw = typed_argument(raw, ty)
                 value = decode(raw, ty)
                 payload = encode(value, ty)
                 if key_types is not None:
@@ -129,9 +130,9 @@ def record_to_json(msg: Any) -> dict[str, Any]:
     """A record written by the worker, in the conformance JSON-lines encoding."""
     headers = msg.headers() or []
     event = codec.header(headers, codec.HEADER_EVENT)
-    when = codec.header(headers, codec.HEADER_TIME)
+    when = codec.header_time(codec.header(headers, codec.HEADER_TIME))
     out: dict[str, Any] = {
-        "time": when.decode() if when is not None else format_time(msg.timestamp()[1] * 1000),
+        "time": format_time(when if when is not None else msg.timestamp()[1] * 1000),
         "event": event.decode() if event is not None else None,
     }
     value = msg.value()

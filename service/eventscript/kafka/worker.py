@@ -35,7 +35,7 @@ from ..automata.compiled import CompiledProgram
 from . import clients
 from .config import ProgramConfig, Topology
 from .state import HEADER_POSITION, Position, committed_covers, decode_position, same_position, tp_name
-from .task import OutRecord, Task
+from .task import Task
 
 log = logging.getLogger("eventscript.kafka.worker")
 
@@ -75,6 +75,9 @@ class ProgramWorker:
         self._changelog_end: dict[int, int] = {}
         self._delivery_error: KafkaError | None = None
         self._last_commit = time.monotonic()
+        self._since_commit = 0
+        self._produced = 0
+        self.commit_interval = cfg.commit_interval / 1000
         self.consumer: Consumer | None = None
         self.producer: Producer | None = None
         self._restorer: Consumer | None = None
@@ -123,7 +126,12 @@ class ProgramWorker:
         kafka = self.topo.kafka
         self.consumer = Consumer(clients.consumer_config(kafka, self.group_id), logger=log)
         txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
-        self.producer = Producer(clients.producer_config(kafka, txid), logger=log)
+        # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
+        # failed delivery fatal; it does not cover message timeouts, so records never time out
+        # (an undelivered record keeps the batch from committing instead).
+        extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
+        self.producer = Producer(clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra),
+                                 logger=log)
         if self.eos:
             self.producer.init_transactions(TXN_TIMEOUT)
         self._restorer = Consumer(clients.consumer_config(
@@ -160,11 +168,12 @@ class ProgramWorker:
         assert self.consumer is not None and self.producer is not None
         msgs = self.consumer.consume(num_messages=BATCH, timeout=self._poll_timeout())
         got = 0
+        tasks = self.tasks
         for m in msgs:
             err = m.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
-                    task = self.tasks.get(m.partition())
+                    task = tasks.get(m.partition())
                     if task is not None:
                         task.mark_eof(m.topic(), m.partition())
                     continue
@@ -172,32 +181,40 @@ class ProgramWorker:
                     raise WorkerError(f"consumer: {err}")
                 log.warning("%s: consumer: %s", self.cfg.name, err)
                 continue
-            task = self.tasks.get(m.partition())
+            task = tasks.get(m.partition())
             if task is not None:
-                task.add(m)
-                got += 1
+                ip = task.by_topic.get(m.topic())  # Task.add, inlined: this loop sees every record
+                if ip is not None:
+                    ip.buffer.append(m)
+                    ip.eof = False
+                    got += 1
         if got:
             self._stat("consumed", got)
             self.idle_since = None
         self._restore_pending()
         worked = 0
         for task in list(self.tasks.values()):
-            n = task.process(self.cfg.max_task_idle_ms)
-            worked += n
+            worked += task.process(self.cfg.max_task_idle_ms)
             worked += task.fire_timers()
+            if task.counts:
+                for kind, n in task.counts.items():
+                    self._stat(kind, n)
+                task.counts.clear()
+        if self._produced:
+            self._stat("produced", self._produced)
+            self._produced = 0
         if worked:
             self._dirty_since_commit = True
-            self._stat("processed", worked)
         self._produce_outboxes()
         self.producer.poll(0)
-        due = time.monotonic() - self._last_commit >= self.cfg.commit_interval_ms / 1000
-        if self._dirty_since_commit and (due or self._outbox_size() > MAX_OUTBOX):
+        due = time.monotonic() - self._last_commit >= self.commit_interval
+        if self._dirty_since_commit and (due or self._since_commit > MAX_OUTBOX):
             self._commit()
         if not got and not worked and self.idle_since is None and self._all_caught_up():
             self.idle_since = time.monotonic()
 
     def _poll_timeout(self) -> float:
-        timeout = min(0.1, self.cfg.commit_interval_ms / 1000)
+        timeout = min(0.1, self.commit_interval)
         if self.cfg.clock == "wall":
             now_us = time.time_ns() // 1000
             for task in self.tasks.values():
@@ -214,9 +231,6 @@ class ProgramWorker:
             return 0.0
         return time.monotonic() - self.idle_since
 
-    def _outbox_size(self) -> int:
-        return sum(len(t.outbox) for t in self.tasks.values())
-
     # -- producing ------------------------------------------------------------------------------------
 
     def _begin(self) -> None:
@@ -224,6 +238,13 @@ class ProgramWorker:
             assert self.producer is not None
             self.producer.begin_transaction()
             self._txn_open = True
+
+    def _on_producer_error(self, err: KafkaError) -> None:
+        if err.fatal():
+            log.error("%s: producer: %s", self.cfg.name, err)
+            self._delivery_error = err
+        else:
+            log.warning("%s: producer: %s", self.cfg.name, err)
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         if err is not None:
@@ -235,25 +256,37 @@ class ProgramWorker:
             if end > self._changelog_end.get(p, 0):
                 self._changelog_end[p] = end
 
-    def _produce(self, r: OutRecord) -> None:
-        assert self.producer is not None
-        kwargs: dict[str, Any] = {"key": r.key, "value": r.value, "headers": r.headers, "timestamp": r.timestamp,
-                                  "on_delivery": self._on_delivery}
-        if r.partition is not None:
-            kwargs["partition"] = r.partition
+    def _send(self, topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Any,
+              ts: int, changelog: bool) -> None:
+        """Produce one record into the current batch (its transaction, with exactly-once).
+
+        A delivery report is asked for only where it is needed: the last changelog record of a
+        task in a batch (its offset moves the store checkpoint). A failed delivery is caught
+        otherwise: with exactly-once the transaction then fails to commit, which rewinds the
+        batch; with at-least-once the idempotent producer's gapless guarantee turns it into a
+        fatal error (reported through error_cb) that stops the offsets from being committed.
+        """
+        if not self._txn_open and self.eos:
+            self._begin()
+        cb = self._on_delivery if changelog else None
+        producer = self.producer
+        assert producer is not None
         while True:
             try:
-                self.producer.produce(r.topic, **kwargs)
-                return
+                producer.produce(topic, value, key, partition, cb, None, ts, headers)
+                break
             except BufferError:
-                self.producer.poll(0.05)
+                producer.poll(0.05)
+        self._since_commit += 1
+        self._produced += 1
 
     def _produce_outboxes(self) -> None:
+        """Records a task queued while detached (none in normal operation)."""
         for task in self.tasks.values():
             if task.outbox:
-                self._begin()
                 for r in task.outbox:
-                    self._produce(r)
+                    self._send(r.topic, -1 if r.partition is None else r.partition, r.key, r.value, r.headers,
+                               r.timestamp, r.changelog)
                 task.outbox.clear()
 
     # -- committing -----------------------------------------------------------------------------------
@@ -292,6 +325,9 @@ class ProgramWorker:
                 self._txn_open = False
             else:
                 remaining = self.producer.flush(TXN_TIMEOUT)
+                if self._delivery_error is not None and self._delivery_error.fatal():
+                    raise WorkerError(f"{self.cfg.name}: producer failed: {self._delivery_error}; "
+                                      f"records since the last commit will be processed again after a restart")
                 if remaining or self._delivery_error is not None:
                     raise KafkaException(self._delivery_error or KafkaError(KafkaError._TIMED_OUT))
                 if positions:
@@ -301,6 +337,7 @@ class ProgramWorker:
             return
         self._dirty_since_commit = False
         self._last_commit = time.monotonic()
+        self._since_commit = 0
         self._stat("commits", 1)
         if self.metrics is not None:
             self.metrics.observe_commit(self.cfg.name, time.monotonic() - started)
@@ -367,8 +404,9 @@ class ProgramWorker:
             if tp.topic != self.rep_topic or tp.partition in self.tasks:
                 continue
             p = tp.partition
-            self.tasks[p] = Task(p, self.program, self.cfg, self.cfg.inputs, self.rep_topic, self.changelog_topic,
-                                 self.partitions, self.state_root / f"task-{p}", stats=self._stat)
+            task = self.tasks[p] = Task(p, self.program, self.cfg, self.cfg.inputs, self.rep_topic,
+                                        self.changelog_topic, self.partitions, self.state_root / f"task-{p}")
+            task.send = self._send
             self.restore_queue.append(p)
             new.append(tp)
             extra.extend(TopicPartition(i.topic, p) for i in self.cfg.inputs)

@@ -12,7 +12,15 @@ from typing import Any
 
 
 class Type:
-    """Base of all types."""
+    """Base of all types. Types are immutable; their hash is computed once (they are dictionary
+    keys on hot paths: codec caches, overload tables)."""
+
+    def __hash__(self) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((type(self).__name__, *(getattr(self, f) for f in self.__dataclass_fields__)))  # type: ignore[attr-defined]
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def to_json(self) -> Any:
         raise NotImplementedError
@@ -67,6 +75,10 @@ class StructType(Type):
     def names(self) -> tuple[str, ...]:
         return tuple(n for n, _ in self.fields)
 
+
+# Frozen dataclasses generate a __hash__ that rehashes every field on each call; use the cached one.
+for _cls in (PrimitiveType, ArrayType, StructType):
+    _cls.__hash__ = Type.__hash__  # type: ignore[method-assign]
 
 BOOLEAN = PrimitiveType("boolean")
 DOUBLE = PrimitiveType("double")

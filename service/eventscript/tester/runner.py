@@ -20,7 +20,7 @@ from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode
 from ..engine.time_provider import SimulatedTimeProvider
 from ..engine.timeutil import format_time
-from .trace import Timestamp, TraceError, TraceEvent, TraceItem, event_argument
+from .trace import Timestamp, TraceError, TraceEvent, TraceItem, event_argument, typed_argument
 
 
 @dataclass
@@ -96,7 +96,7 @@ class Pipeline:
             first.feed(name, raw)  # reported as $error 1 by the engine
         else:
             try:
-                value = decode(raw, declared.ty)
+                value = decode(typed_argument(raw, declared.ty), declared.ty)
             except DecodeError as exc:
                 self.sink(OutputLine(Emitted(first.name, ERROR_EVENT,
                                              [ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}"], ERROR_TYPE,

@@ -201,6 +201,16 @@ def read_trace(path: str | Path) -> list[TraceItem]:
     return parse_trace(SourceFile.read(path))
 
 
+def typed_argument(raw: Any, ty: Any) -> Any:
+    """A trace value shaped for its declared type: a structure with one field may be written
+    positionally, ``A("b")`` for ``{string k;} A`` (a mapping of its field names is taken as is)."""
+    from ..language.types import StructType
+
+    one_field = isinstance(ty, StructType) and len(ty.fields) == 1
+    as_written = isinstance(raw, list) or (isinstance(raw, dict) and one_field and set(raw) == set(ty.names))
+    return [raw] if one_field and not as_written else raw
+
+
 def event_argument(event: TraceEvent) -> Any:
     """The event's value as one untyped object: nothing → {}, one argument → itself,
     several → a positional structure."""

@@ -1,0 +1,227 @@
+"""End-to-end throughput and latency of one worker (issue: the Kafka worker).
+
+In one run, on one broker (the embedded Tansu broker, or $KAFKA_BOOTSTRAP_SERVERS):
+
+- ceiling: a plain confluent-kafka loop that consumes the input topic, parses each JSON value,
+  re-serializes it and produces it to an output topic, committing offsets as it goes — what any
+  Python consume→produce service costs, with no EventScript in it;
+- worker, at-least-once and exactly-once: ``eventscript run`` (in-process) on an echo program
+  grouped by key, over the same pre-loaded records;
+- latency: records produced at a steady rate with their send time in the value; a read_committed
+  reader measures send → output arrival (p50, p99), for both guarantees.
+
+Usage: python bench/worker.py [--records N] [--partitions P] [--rate R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "service"))
+
+import orjson  # noqa: E402
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from eventscript.kafka import clients  # noqa: E402
+from eventscript.kafka.config import KafkaConfig, parse_topology  # noqa: E402
+from eventscript.kafka.partitioner import key_bytes, partition_of  # noqa: E402
+from eventscript.kafka.runner import TopologyRunner  # noqa: E402
+from eventscript.language.types import STRING  # noqa: E402
+
+PROGRAM = """
+in {string k; double v; long sent;} Reading group(Reading.k)
+out {string k; double v; long sent;} Echo
+( Reading(r) { !>Echo(r); } )*
+"""
+KEYS = 1000
+EXTRA: dict = {}
+
+
+def create(bootstrap: str, topics: list[str], partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(t, partitions, 1) for t in topics]).values():
+        f.result()
+    time.sleep(0.5)
+
+
+def preload(kafka: KafkaConfig, topic: str, n: int, partitions: int) -> None:
+    p = Producer(clients.producer_config(kafka))
+    keys = [key_bytes((f"k{i}",), [STRING]) for i in range(KEYS)]
+    for i in range(n):
+        k = keys[i % KEYS]
+        assert k is not None
+        p.produce(topic, key=k, value=orjson.dumps({"k": f"k{i % KEYS}", "v": i * 0.5, "sent": 0}),
+                  partition=partition_of(k, partitions))
+        if i % 10_000 == 0:
+            p.poll(0)
+    p.flush(60)
+
+
+def ceiling(kafka: KafkaConfig, src: str, dst: str, n: int) -> float:
+    """A plain consume → parse → serialize → produce loop with offset commits: the reference."""
+    c = Consumer(clients.consumer_config(kafka, f"ceiling-{time.time_ns()}", **{"enable.auto.offset.store": True}))
+    p = Producer(clients.producer_config(kafka))
+    c.subscribe([src])
+    done = 0
+    start = None
+    while done < n:
+        msgs = c.consume(2000, 0.5)
+        for m in msgs:
+            if m.error() is not None:
+                continue
+            if start is None:
+                start = time.perf_counter()
+            obj = orjson.loads(m.value())
+            while True:
+                try:
+                    p.produce(dst, key=m.key(), value=orjson.dumps(obj), timestamp=m.timestamp()[1])
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            done += 1
+        p.poll(0)
+        if msgs:
+            c.commit(asynchronous=True)
+    p.flush(60)
+    try:
+        c.commit(asynchronous=False)
+    except KafkaException:  # nothing new since the last asynchronous commit
+        pass
+    c.close()
+    assert start is not None
+    return n / (time.perf_counter() - start)
+
+
+def topology_doc(kafka: KafkaConfig, name: str, src: str, dst: str, guarantee: str, state: str, source: Path) -> dict:
+    return {
+        "application": name,
+        "kafka": {"bootstrap_servers": kafka.bootstrap_servers,
+                  "consumer": {"session.timeout.ms": 3000, "heartbeat.interval.ms": 750, **EXTRA}},
+        "programs": [{"name": name, "source": str(source), "guarantee": guarantee, "clock": "wall",
+                      "inputs": [{"topic": src, "event": "Reading"}], "outputs": {"default": dst}}],
+        "state_dir": state,
+    }
+
+
+def worker_throughput(kafka: KafkaConfig, src: str, guarantee: str, n: int, source: Path, tmp: str) -> float:
+    name = f"bench-{guarantee}-{time.time_ns() % 10**8}"
+    topo = parse_topology(topology_doc(kafka, name, src, f"{name}-out", guarantee, f"{tmp}/{name}", source))
+    runner = TopologyRunner(topo)
+    runner.prepare()
+    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    t.start()
+    counter = runner.metrics.records
+    start = None
+    while True:
+        processed = counter.labels(name, "processed")._value.get()
+        if processed > 0 and start is None:
+            start = time.perf_counter()
+        if processed >= n:
+            break
+        time.sleep(0.01)
+    elapsed = time.perf_counter() - start if start else float("nan")
+    runner.stop()
+    t.join(60)
+    return n / elapsed
+
+
+def latency(kafka: KafkaConfig, partitions: int, guarantee: str, rate: float, seconds: float, source: Path,
+            tmp: str) -> tuple[float, float, int]:
+    name = f"lat-{guarantee}-{time.time_ns() % 10**8}"
+    src, dst = f"{name}-in", f"{name}-out"
+    create(kafka.bootstrap_servers, [src], partitions)
+    topo = parse_topology(topology_doc(kafka, name, src, dst, guarantee, f"{tmp}/{name}", source))
+    runner = TopologyRunner(topo)
+    runner.prepare()
+    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    t.start()
+    while not runner.ready():
+        time.sleep(0.05)
+    reader = Consumer(clients.consumer_config(kafka, f"reader-{name}", **{"fetch.wait.max.ms": 10}))
+    reader.assign([TopicPartition(dst, p, OFFSET_BEGINNING) for p in range(partitions)])
+    lat: list[float] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            for m in reader.consume(1000, 0.1):
+                if m.error() is None:
+                    lat.append(time.time() * 1000 - orjson.loads(m.value())["sent"])
+
+    rt = threading.Thread(target=read, daemon=True)
+    rt.start()
+    p = Producer(clients.producer_config(kafka, **{"linger.ms": 0}))
+    keys = [key_bytes((f"k{i}",), [STRING]) for i in range(KEYS)]
+    total = int(rate * seconds)
+    begin = time.perf_counter()
+    for i in range(total):
+        k = keys[i % KEYS]
+        assert k is not None
+        p.produce(src, key=k, value=orjson.dumps({"k": f"k{i % KEYS}", "v": 1.0, "sent": int(time.time() * 1000)}),
+                  partition=partition_of(k, partitions))
+        p.poll(0)
+        behind = begin + (i + 1) / rate - time.perf_counter()
+        if behind > 0:
+            time.sleep(behind)
+    p.flush(30)
+    deadline = time.monotonic() + 30
+    while len(lat) < total and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop.set()
+    rt.join(5)
+    reader.close()
+    runner.stop()
+    t.join(60)
+    lat.sort()
+    if not lat:
+        return float("nan"), float("nan"), 0
+    return statistics.median(lat), lat[min(len(lat) - 1, int(len(lat) * 0.99))], len(lat)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--rate", type=float, default=2000.0, help="records/s for the latency runs")
+    ap.add_argument("--latency-seconds", type=float, default=10.0)
+    args = ap.parse_args()
+    broker = None
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if not bootstrap:
+        from eventscript.kafka.broker import EmbeddedBroker
+
+        broker = EmbeddedBroker().start()
+        bootstrap = broker.bootstrap
+    try:
+        kafka = KafkaConfig(bootstrap_servers=bootstrap)
+        tmp = tempfile.mkdtemp(prefix="es-bench-")
+        source = Path(tmp) / "echo.es"
+        source.write_text(PROGRAM)
+        src = f"bench-in-{time.time_ns() % 10**8}"
+        create(bootstrap, [src, f"{src}-ceiling-out"], args.partitions)
+        preload(kafka, src, args.records, args.partitions)
+        print(f"{args.records:,} records preloaded on {args.partitions} partitions ({'Tansu' if broker else bootstrap})")
+        top = ceiling(kafka, src, f"{src}-ceiling-out", args.records)
+        print(f"plain consume→produce loop (ceiling): {top:10,.0f} records/s")
+        for g in ("at_least_once", "exactly_once"):
+            rate = worker_throughput(kafka, src, g, args.records, source, tmp)
+            print(f"worker, {g:14s}:               {rate:10,.0f} records/s ({rate / top:.0%} of the ceiling)")
+        for g in ("at_least_once", "exactly_once"):
+            p50, p99, n = latency(kafka, args.partitions, g, args.rate, args.latency_seconds, source, tmp)
+            print(f"latency {g:14s} at {args.rate:,.0f} records/s: p50 {p50:6.1f} ms, p99 {p99:6.1f} ms ({n:,} records)")
+    finally:
+        if broker is not None:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""The compiled codecs (engine.encoding.encoder_for / decoder_for) agree with encode / decode."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from eventscript.engine.encoding import DecodeError, decode, decoder_for, encode, encoder_for
+from eventscript.language.types import (
+    BOOLEAN,
+    DOUBLE,
+    EMPTY,
+    LONG,
+    OBJECT,
+    STRING,
+    TIME,
+    ArrayType,
+    StructType,
+)
+
+POINT = StructType((("x", DOUBLE), ("y", DOUBLE)))
+NESTED = StructType((("name", STRING), ("at", POINT), ("path", ArrayType(POINT)), ("when", TIME),
+                     ("n", LONG), ("ok", BOOLEAN), ("any", OBJECT), ("e", EMPTY)))
+
+GOOD = [
+    (EMPTY, {}),
+    (EMPTY, {"extra": 1}),
+    (POINT, {"x": 1, "y": 2.5}),
+    (NESTED, {"name": "a", "at": {"x": 1.0, "y": -2.0}, "path": [{"x": 0, "y": 0}], "when": "2026-01-01T00:00:00Z",
+              "n": 7, "ok": True, "any": {"k": [1]}, "e": {}}),
+    (ArrayType(LONG), [1, 2, 3]),
+    (ArrayType(DOUBLE), [1, 2.5, "NaN"]),
+]
+BAD = [
+    (POINT, {"x": 1.0}),
+    (POINT, {"x": "1", "y": 2.0}),
+    (NESTED, {"name": "a", "at": {"x": 1.0}, "path": [], "when": "x", "n": 1, "ok": True, "any": None, "e": {}}),
+    (ArrayType(LONG), [1, 2.5]),
+    (StructType((("n", LONG),)), {"n": 2**70}),
+]
+
+
+@pytest.mark.parametrize(("ty", "obj"), GOOD)
+def test_decoders_agree(ty, obj) -> None:  # type: ignore[no-untyped-def]
+    assert _same(decoder_for(ty)(obj), decode(obj, ty))
+
+
+@pytest.mark.parametrize(("ty", "obj"), BAD)
+def test_decoders_reject_what_decode_rejects(ty, obj) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(DecodeError) as fast:
+        decoder_for(ty)(obj)
+    with pytest.raises(DecodeError) as slow:
+        decode(obj, ty)
+    assert str(fast.value) == str(slow.value)
+
+
+@pytest.mark.parametrize(("ty", "obj"), GOOD)
+def test_encoders_agree(ty, obj) -> None:  # type: ignore[no-untyped-def]
+    value = decode(obj, ty)
+    assert encoder_for(ty)(value) == encode(value, ty)
+
+
+def test_special_doubles_are_encoded_as_strings() -> None:
+    value = [math.nan, math.inf]
+    assert encoder_for(POINT)(value) == {"x": "NaN", "y": "Infinity"}
+
+
+def _same(a, b) -> bool:  # type: ignore[no-untyped-def]
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
