@@ -72,3 +72,20 @@ def _same(a, b) -> bool:  # type: ignore[no-untyped-def]
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
+
+
+def test_java_double_text() -> None:
+    from eventscript.engine.builtins import format_double
+
+    assert [format_double(x) for x in (1.0, 0.001, 1e-4, 1234567.0, 1e7, 12345678.9, -2.5e20, -0.0)] == [
+        "1.0", "0.001", "1.0E-4", "1234567.0", "1.0E7", "1.23456789E7", "-2.5E20", "-0.0"]
+
+
+def test_a_timer_firing_forever_at_one_instant_is_stopped() -> None:
+    from conftest import run_program
+
+    out = run_program("in double X\nout {} Z\n{ d = 1.0; }\n( X(d) | elapse[d seconds]() { !>Z({}); } )*",
+                      "[2026-01-01 00:00:00] X(0.0) [00:00:05]")
+    zs = [o for o in out if o["event"] == "Z"]
+    errors = [o["value"]["code"] for o in out if o["event"] == "$error"]
+    assert len(zs) == 999 and errors == [8]  # stopped, with an $error 8, instead of hanging

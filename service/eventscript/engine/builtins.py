@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from decimal import Decimal
 from datetime import UTC
 from typing import Any
 
@@ -57,18 +58,31 @@ def _field(attr: str) -> Callable[[Report, Any, int], int]:
 
 
 def format_double(x: float) -> str:
-    """Doubles as text: always with a fraction or exponent, like Java's Double.toString."""
+    """Doubles as text, as Java's Double.toString: plain decimal with at least one fractional
+    digit for 10^-3 <= |x| < 10^7, else computerized scientific notation (1.0E7, 1.5E-4); the
+    digits are the shortest that read back as the same double."""
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"
-    r = repr(x)
-    if "e" in r or "E" in r:
-        mant, _, exp = r.partition("e")
-        if "." not in mant:
-            mant += ".0"
-        return f"{mant}E{int(exp)}"
-    return r
+    if x == 0.0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    a = abs(x)
+    if 1e-3 <= a < 1e7:
+        return repr(x)  # Python's repr is plain decimal in this range, with a fraction
+    sign = "-" if x < 0 else ""
+    digits, _, exp = f"{a!r}".partition("e")
+    if exp:  # repr already scientific: 1.5e-05
+        mantissa, exponent = digits, int(exp)
+    else:  # plain: 12345678.0 or 0.0001
+        d = Decimal(repr(a)).normalize()
+        t = d.as_tuple()
+        ds = "".join(map(str, t.digits))
+        exponent = len(ds) - 1 + t.exponent  # type: ignore[operator]
+        mantissa = ds[0] + ("." + ds[1:] if len(ds) > 1 else "")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return f"{sign}{mantissa}E{exponent}"
 
 
 def to_string(x: Any) -> str:

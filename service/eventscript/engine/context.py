@@ -27,7 +27,7 @@ _EXT_OBJECT = 3  # an opaque object value, as JSON
 
 
 class InstanceContext:
-    __slots__ = ("key", "state", "terminated", "timer", "tsym", "vars")
+    __slots__ = ("key", "last_fire", "repeats", "state", "terminated", "timer", "tsym", "vars")
 
     def __init__(self, key: tuple[Any, ...] | None, state: Any, nvars: int) -> None:
         self.key = key
@@ -38,6 +38,10 @@ class InstanceContext:
         #: The time symbol the pending timer will deliver.
         self.tsym = -1
         self.terminated = False
+        #: Deadline of the last timer event and how many times in a row it fired at that instant
+        #: (a guard against time markers that fire again and again without time passing).
+        self.last_fire = -1
+        self.repeats = 0
 
     def __repr__(self) -> str:
         return f"InstanceContext(key={self.key!r}, state={self.state!r})"

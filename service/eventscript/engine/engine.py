@@ -38,6 +38,8 @@ from .values import UNSET, deep_copy, double_div, double_rem, java_div, java_rem
 
 #: Largest array ``new T[n]`` may allocate.
 MAX_ARRAY = 50_000_000
+#: Consecutive timer events of one instance at one instant before its timer is stopped.
+MAX_FIRES_AT_ONE_INSTANT = 1000
 #: Lazy-DFA states kept before the cache is flushed.
 DEFAULT_LAZY_CACHE = 10_000
 
@@ -452,6 +454,20 @@ class Engine:
         """Deliver the time event of ctx's pending timer (called by the time provider)."""
         if ctx.terminated:
             return
+        if deadline == ctx.last_fire:
+            ctx.repeats += 1
+            if ctx.repeats >= MAX_FIRES_AT_ONE_INSTANT:
+                # e.g. ( A() | elapse[0 seconds]() )*: each firing re-arms the marker at the same
+                # instant, and time could never move on. Stop the timer and say why.
+                self.time.cancel_timer(ctx)
+                self._error(ctx, ErrorCode.INVALID_OPERATION,
+                            f"the time marker fired {MAX_FIRES_AT_ONE_INSTANT} times at one instant (an elapse "
+                            f"of zero or less in a loop?); its timer is stopped until the next event")
+                ctx.repeats = 0
+                return
+        else:
+            ctx.last_fire = deadline
+            ctx.repeats = 0
         st = ctx.state
         tr = st.row[ctx.tsym]
         if tr is None:  # cannot happen: timers are only set for symbols with a transition
