@@ -88,4 +88,4 @@ def test_a_timer_firing_forever_at_one_instant_is_stopped() -> None:
                       "[2026-01-01 00:00:00] X(0.0) [00:00:05]")
     zs = [o for o in out if o["event"] == "Z"]
     errors = [o["value"]["code"] for o in out if o["event"] == "$error"]
-    assert len(zs) == 999 and errors == [8]  # stopped, with an $error 8, instead of hanging
+    assert len(zs) == 1000 and errors == [8]  # stopped, with an $error 8, instead of hanging

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from decimal import Decimal
 from datetime import UTC
+from decimal import Decimal
 from typing import Any
 
 from .timeutil import TimeRangeError, format_time, parse_time, to_datetime
