@@ -13,6 +13,7 @@ operand is ``double``; assignments, emits and markers never convert.
 
 from __future__ import annotations
 
+import calendar
 import importlib
 import sys
 from collections.abc import Callable
@@ -60,6 +61,12 @@ class Variable:
     origin: Pos | None = None  # where the type was inferred
     assigned_at: Pos | None = None
     read_at: Pos | None = None
+    #: The type came from a structure builder, whose field order is arbitrary: a structure type
+    #: required elsewhere with the same fields in another order may still set the order.
+    loose: bool = False
+    #: Set by a marker of an event whose declaration has errors: its type is unknown for a reason
+    #: already reported.
+    broken: bool = False
 
 
 @dataclass(eq=False)
@@ -181,6 +188,8 @@ class Checker:
         self.externals: dict[str, ExternalFunction] = {}
         self.variables: dict[str, Variable] = {}
         self.key_types: list[Type] | None = None
+        #: Events declared with a type that has errors (reported there, not again at each use).
+        self.broken_events: set[str] = set()
         self.sites: list[Callable[[], None]] = []
         self.loop_slots = 0
         self.reporting = False
@@ -298,6 +307,8 @@ class Checker:
             return
         if t is not None:
             self.outputs[o.name] = OutputEvent(o.name, t, o.pos, len(self.outputs))
+        else:
+            self.broken_events.add(o.name)
 
     def _input(self, entry: ast.InputEntry) -> None:
         t = self.resolve_type(entry.type)
@@ -310,6 +321,7 @@ class Checker:
             self.err(entry.pos, f"{entry.name!r} is already an event class of a case clause")
             return
         if t is None:
+            self.broken_events.add(entry.name)
             return
         ev = InputEvent(entry.name, t, entry.pos, len(self.inputs), entry)
         self.inputs[entry.name] = ev
@@ -405,10 +417,12 @@ class Checker:
                              f"functions, not the program's variables")
             elif isinstance(e, ast.GroupRef):
                 self.err(e.pos, f"group[...] cannot be used in a {where}")
+            elif isinstance(e, ast.Call) and e.name not in self.externals and e.name not in stdlib.BUILTINS:
+                # Without this, the call reached the lowering unresolved and crashed it.
+                self.err(e.pos, f"unknown function {e.name!r}",
+                         "declare an external function with: function <type> name(<types>): \"module:attr\"")
             for child in _children(e):
                 visit(child)
-            if isinstance(e, ast.Call) and e.name == "now":
-                pass
 
         visit(expr)
 
@@ -465,7 +479,12 @@ class Checker:
     def _collect_marker(self, r: ast.RMarker) -> None:
         t = self.event_type(r.name)
         if t is None:
-            if r.name in self.outputs:
+            if r.name in self.broken_events:
+                if r.target is not None and r.target_pos is not None:
+                    v = self.variable(r.target, r.target_pos)
+                    v.assigned_at = v.assigned_at or r.target_pos
+                    v.broken = True
+            elif r.name in self.outputs:
                 self.err(r.pos, f"{r.name!r} is an output event; event markers match input events",
                          f"declare it with 'in' to receive it: in <type> {r.name}")
             else:
@@ -485,14 +504,39 @@ class Checker:
             if v.ty is None:
                 v.ty, v.origin = t, pos
                 self.changed = True
-            elif v.ty != t:
+            else:
+                self._settle_order(v, t)
+            if v.ty != t:
                 self.err(pos, f"{target!r} receives {describe(t)} here but is {describe(v.ty)} "
                               f"(from {v.origin})", "use a different variable for each type")
 
         self.sites.append(site)
 
+    def _check_constant_components(self, p: ast.ArrivePattern) -> None:
+        """Constant pattern components out of range can never match: say so now, not at run time."""
+        named: list[tuple[ast.PatternComponent, str, int, int]] = []
+        if p.date is not None:
+            named += zip(p.date, ("year", "month", "day"), (1, 1, 1), (9999, 12, 31))
+        if p.time is not None:
+            named += zip(p.time, ("hour", "minute", "second"), (0, 0, 0), (23, 59, 59))
+        ok = True
+        for c, what, lo, hi in named:
+            if isinstance(c, ast.IntLit) and not lo <= c.value <= hi:
+                self.err(c.pos, f"{what} {c.value} is out of range {lo}..{hi}")
+                ok = False
+            elif isinstance(c, ast.FloatLit) and what == "second" and not 0 <= c.value < 60:
+                self.err(c.pos, f"second {c.value} is out of range: seconds are from 0 to less than 60")
+        if ok and p.date is not None and all(isinstance(c, ast.IntLit) for c in p.date[1:]):
+            year, month, day = p.date
+            y = year.value if isinstance(year, ast.IntLit) else 2000  # a leap year: any year may match
+            days = calendar.monthrange(y, month.value)[1]  # type: ignore[union-attr]
+            if day.value > days:  # type: ignore[union-attr]
+                which = f"{y:04d}-{month.value:02d}" if isinstance(year, ast.IntLit) else f"month {month.value}"  # type: ignore[union-attr]
+                self.err(day.pos, f"day {day.value} never comes: {which} has {days} days")  # type: ignore[union-attr]
+
     def _collect_arrive(self, r: ast.RArrive) -> None:
         p = r.pattern
+        self._check_constant_components(p)
         if p.time_expr is not None:
             self._collect_expr(p.time_expr, {})
             te = p.time_expr
@@ -553,6 +597,8 @@ class Checker:
         if a.value is not None:
             self._collect_expr(a.value, scope)
         if out is None:
+            if a.name in self.broken_events:
+                return
             if a.name.startswith(RESERVED_PREFIX):
                 self.err(a.name_pos, f"{a.name} events are emitted by the engine, not by programs")
             else:
@@ -600,8 +646,10 @@ class Checker:
             lt = self.synth(target)
             rt = self.synth(value)
             if lt is None and rt is not None:
-                self.expect(target, rt)
-                lt = self.synth(target)
+                lt = self.expect(target, rt)
+                if isinstance(value, ast.StructBuild) and isinstance(target, ast.Name) \
+                        and isinstance(target.ref, Variable):
+                    target.ref.loose = True
             elif lt is not None and (rt is None or isinstance(value, (ast.StructBuild, ast.CondExpr))):
                 self.expect(value, lt)
                 rt = self.synth(value)
@@ -678,6 +726,8 @@ class Checker:
                             f"e.g. {v.name}(x) then x")
                 self.d.error(v.first_pos, f"{v.name!r} is never given a value", hint)
             elif v.ty is None:
+                if v.broken:
+                    continue
                 self.d.error(v.first_pos, f"cannot infer the type of {v.name!r}",
                              "assign it a value of known type, or use it where its type is required")
             elif v.read_at is None:
@@ -686,12 +736,16 @@ class Checker:
 
     # -- synthesis (bottom-up) and expectation (top-down) ----------------------------
 
-    def expect(self, e: ast.Expr, t: Type) -> None:
-        """Push an expected type into ``e``, giving unknown variables that type."""
+    def expect(self, e: ast.Expr, t: Type) -> Type | None:
+        """Push an expected type into ``e``, giving unknown variables that type; returns the type
+        ``e`` then has (so callers need not synthesize it a second time: doing that at every level
+        of nested operators made checking exponential in the nesting depth)."""
         if isinstance(e, ast.Name) and isinstance(e.ref, Variable):
             if e.ref.ty is None:
                 e.ref.ty, e.ref.origin = t, e.pos
                 self.changed = True
+            else:
+                self._settle_order(e.ref, t)
         elif isinstance(e, ast.CondExpr):
             self.expect(e.then, t)
             self.expect(e.otherwise, t)
@@ -704,7 +758,14 @@ class Checker:
                     self.expect(f.value, t.fields[k][1])
         elif isinstance(e, ast.Index) and self.synth(e.obj) is None:
             self.expect(e.obj, ArrayType(t))
-        self.synth(e)
+        return self.synth(e)
+
+    def _settle_order(self, v: Variable, t: Type) -> None:
+        """``p = {s: "a", x: 1}; !>O(p);`` with O carrying {long x; string s;}: p takes O's order."""
+        if (v.loose and isinstance(t, StructType) and isinstance(v.ty, StructType) and v.ty != t
+                and sorted(v.ty.fields, key=_field_name) == sorted(t.fields, key=_field_name)):
+            v.ty, v.loose = t, False
+            self.changed = True
 
     def _guess(self, e: ast.Expr, t: Type) -> None:
         if isinstance(e, ast.Name) and isinstance(e.ref, Variable) and e.ref.ty is None:
@@ -750,8 +811,7 @@ class Checker:
             return self._synth_call(e)
         if isinstance(e, ast.Index):
             ot = self.synth(e.obj)
-            self.expect(e.index, LONG)
-            it = self.synth(e.index)
+            it = self.expect(e.index, LONG)
             if it is not None and it != LONG:
                 self.err(e.index.pos, f"a subscript must be long, not {describe(it)}")
             if ot is None:
@@ -777,8 +837,7 @@ class Checker:
             return self._synth_struct(e)
         if isinstance(e, ast.NewArray):
             elem = self.resolve_type(e.element) if self.reporting else self._quiet_type(e.element)
-            self.expect(e.size, LONG)
-            st = self.synth(e.size)
+            st = self.expect(e.size, LONG)
             if st is not None and st != LONG:
                 self.err(e.size.pos, f"an array size must be long, not {describe(st)}")
             return None if elem is None else ArrayType(elem)
@@ -794,8 +853,7 @@ class Checker:
 
     def _synth_unary(self, e: ast.Unary) -> Type | None:
         if e.op == "!":
-            self.expect(e.operand, BOOLEAN)
-            t = self.synth(e.operand)
+            t = self.expect(e.operand, BOOLEAN)
             if t is not None and t != BOOLEAN:
                 self.err(e.pos, f"'!' needs a boolean operand, not {describe(t)}")
             return BOOLEAN
@@ -809,8 +867,7 @@ class Checker:
         op = e.op
         if op in ("&&", "||"):
             for side in (e.left, e.right):
-                self.expect(side, BOOLEAN)
-                t = self.synth(side)
+                t = self.expect(side, BOOLEAN)
                 if t is not None and t != BOOLEAN:
                     self.err(side.pos, f"'{op}' needs boolean operands, not {describe(t)}")
             return BOOLEAN
@@ -847,18 +904,15 @@ class Checker:
         return None
 
     def _synth_cond(self, e: ast.CondExpr) -> Type | None:
-        self.expect(e.cond, BOOLEAN)
-        ct = self.synth(e.cond)
+        ct = self.expect(e.cond, BOOLEAN)
         if ct is not None and ct != BOOLEAN:
             self.err(e.cond.pos, f"the condition of '?:' must be boolean, not {describe(ct)}")
         a = self.synth(e.then)
         b = self.synth(e.otherwise)
         if a is None and b is not None:
-            self.expect(e.then, b)
-            a = self.synth(e.then)
+            a = self.expect(e.then, b)
         elif b is None and a is not None:
-            self.expect(e.otherwise, a)
-            b = self.synth(e.otherwise)
+            b = self.expect(e.otherwise, a)
         if a is not None and b is not None:
             if a == b:
                 return a
@@ -877,8 +931,7 @@ class Checker:
                 self.err(e.pos, f"{e.name} takes {len(ext.params)} argument(s), not {len(e.args)}")
                 return ext.result
             for arg, p in zip(e.args, ext.params):
-                self.expect(arg, p)
-                at = self.synth(arg)
+                at = self.expect(arg, p)
                 if at is not None and at != p and not (p == DOUBLE and at == LONG):
                     self.err(arg.pos, f"argument of {e.name} must be {describe(p)}, not {describe(at)}")
             return ext.result
@@ -920,6 +973,10 @@ class Checker:
             if all(by_name.get(n) == t for n, t in expected.fields):
                 return expected
         return StructType(tuple(fields))
+
+
+def _field_name(f: tuple[str, Type]) -> str:
+    return f[0]
 
 
 def _conversion_hint(value: ast.Expr, got: Type, want: Type) -> str | None:

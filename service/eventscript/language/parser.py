@@ -125,11 +125,12 @@ class Parser:
     def _parse_program(self, start: Pos, decls: list[ast.Decl]) -> ast.Program:
         while self.at(*DECL_KEYWORDS):
             self.depth = 0
+            first = self.i
             try:
                 decls.append(self.parse_decl())
             except ParseError as e:
                 self.diagnostics.error(e.pos, e.message, e.hint)
-                self._skip_to_decl()
+                self._skip_to_decl(first)
         regex: ast.Regex | None = None
         if self.at("EOF"):
             self.diagnostics.error(self.tok.pos, "the program has no regular expression",
@@ -155,8 +156,10 @@ class Parser:
             return "this brace has no matching '{'"
         return None
 
-    def _skip_to_decl(self) -> None:
-        self.advance()
+    def _skip_to_decl(self, start: int) -> None:
+        if self.i == start:
+            self.advance()
+        # The failed declaration may have stopped at the next one's keyword: keep that one.
         while not self.at("EOF", *DECL_KEYWORDS):
             self.advance()
 
@@ -345,7 +348,7 @@ class Parser:
                 raise ParseError(self.tok.pos, "empty parentheses in the regular expression",
                                  "an event marker needs its name: Name()")
             inner = self.parse_regex()
-            self.expect(")", hint="this '(' is not closed")
+            self.expect(")", hint=f"the '(' at {t.pos.line}:{t.pos.col} is not closed")
             return inner
         if t.kind == "{":
             block = self.parse_block()
@@ -659,7 +662,7 @@ class Parser:
         if k == "(":
             self.advance()
             e = self.parse_expr()
-            self.expect(")", hint="this '(' is not closed")
+            self.expect(")", hint=f"the '(' at {t.pos.line}:{t.pos.col} is not closed")
             return e
         if k == "{":
             self.advance()
