@@ -89,3 +89,27 @@ def test_a_timer_firing_forever_at_one_instant_is_stopped() -> None:
     zs = [o for o in out if o["event"] == "Z"]
     errors = [o["value"]["code"] for o in out if o["event"] == "$error"]
     assert len(zs) == 1000 and errors == [8]  # stopped, with an $error 8, instead of hanging
+
+
+def test_long_expression_chains_compile_to_valid_python() -> None:
+    """Python's parser allows 200 nested parentheses; a 95-term sum must still run (the front
+    end allows nesting up to 100)."""
+    from conftest import run_program
+
+    terms = " + ".join(["x"] * 95)
+    out = run_program(f"in long X\nout long S\n( X(x) {{ !>S({terms}); }} )*", "[2026-01-01 00:00:00] X(2)")
+    assert [o["value"] for o in out] == [190]
+    dterms = " * ".join(["y"] * 95)
+    out = run_program(f"in double Y\nout double P\n( Y(y) {{ !>P({dterms}); }} )*", "[2026-01-01 00:00:00] Y(1.0)")
+    assert [o["value"] for o in out] == [1.0]
+
+
+def test_deep_expressions_keep_their_grouping() -> None:
+    from conftest import run_program
+
+    # 40 levels of right-nested subtraction, 1 - (1 - (1 - ...)): grouping decides the result.
+    nested = "1"
+    for _ in range(40):
+        nested = f"1 - ({nested})"
+    out = run_program(f"in {{}} Go\nout long R\nGo() {{ !>R({nested}); }}", "[2026-01-01 00:00:00] Go()")
+    assert [o["value"] for o in out] == [eval(nested)]  # noqa: S307 - our own constant expression

@@ -95,14 +95,33 @@ def _fresh(e: ir.Node) -> bool:
     return False
 
 
+#: Python's parser accepts at most 200 nested parentheses. Below this expression depth the
+#: generated code inlines the 64-bit wrap (two levels per operator); deeper, it calls _wrap (one).
+INLINE_DEPTH = 30
+
+
 class CodeGen:
     def __init__(self, program: ir.ProgramIR) -> None:
         self.p = program
         self._units: dict[int, list[str]] = {}
+        self._depth = 0
 
     # -- expressions ---------------------------------------------------------------------
 
     def expr(self, e: ir.Node) -> str:
+        self._depth += 1
+        try:
+            return self._expr(e)
+        finally:
+            self._depth -= 1
+
+    def _wrap(self, inner: str) -> str:
+        """The 64-bit two's-complement wrap of a long expression."""
+        if self._depth > INLINE_DEPTH:
+            return f"_wrap({inner})"
+        return f"(({inner} + {TWO_63} & {MASK_64}) - {TWO_63})"
+
+    def _expr(self, e: ir.Node) -> str:
         if isinstance(e, ir.Const):
             return _const(e.value, e.ty)
         if isinstance(e, ir.Var):
@@ -121,7 +140,7 @@ class CodeGen:
             if e.op == "!":
                 return f"(not {x})"
             if e.ty == LONG:
-                return f"((-{x} + {TWO_63} & {MASK_64}) - {TWO_63})"
+                return self._wrap(f"-{x}")
             return f"(-{x})"
         if isinstance(e, ir.ToDouble):
             return f"float({self.expr(e.x)})"
@@ -156,7 +175,7 @@ class CodeGen:
             return f"({lhs} {_CMP[op]} {r})"
         if e.opty == LONG:
             if op in ("+", "-", "*"):
-                return f"((({lhs} {op} {r}) + {TWO_63} & {MASK_64}) - {TWO_63})"
+                return self._wrap(f"{lhs} {op} {r}")
             if op == "/":
                 return f"_ldiv(ctx, {lhs}, {r})"
             if op == "%":

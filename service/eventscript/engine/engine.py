@@ -34,7 +34,7 @@ from .events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode, EventConsumer
 from .externals import make_external
 from .time_provider import SimulatedTimeProvider, TimeProvider, timer_info
 from .timeutil import MAX_TIME, TimeRangeError, format_time, next_match
-from .values import UNSET, deep_copy, double_div, double_rem, java_div, java_rem
+from .values import UNSET, deep_copy, double_div, double_rem, java_div, java_rem, wrap
 
 #: Largest array ``new T[n]`` may allocate.
 MAX_ARRAY = 50_000_000
@@ -157,6 +157,7 @@ class Engine:
             "_terminate": self._terminate,
             "_dirty": self.dirty,
             "_trange": self._time_out_of_range,
+            "_wrap": wrap,
             "_tfar": self._deadline_out_of_range,
             "_elapse_d": self._elapse_d,
             "_pattern": self._pattern,
