@@ -112,4 +112,4 @@ def test_deep_expressions_keep_their_grouping() -> None:
     for _ in range(40):
         nested = f"1 - ({nested})"
     out = run_program(f"in {{}} Go\nout long R\nGo() {{ !>R({nested}); }}", "[2026-01-01 00:00:00] Go()")
-    assert [o["value"] for o in out] == [eval(nested)]  # noqa: S307 - our own constant expression
+    assert [o["value"] for o in out] == [eval(nested)]
