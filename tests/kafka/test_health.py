@@ -44,6 +44,8 @@ def test_health_readiness_and_metrics(broker: Broker, tmp_path: Path) -> None:
         wait_for(lambda: _get(port, "/readyz")[0] == 200, 60, what="/readyz")
         code, text = _get(port, "/metrics")
         assert code == 200 and "eventscript_tasks" in text and "eventscript_commit_seconds" in text
+        assert f'eventscript_ready{{program="{name}"}} 1.0' in text
+        assert f'eventscript_records_total{{kind="consumed",program="{name}"}} 0.0' in text
         assert _get(port, "/nope")[0] == 404
     finally:
         runner.stop()

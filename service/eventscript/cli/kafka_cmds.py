@@ -34,6 +34,9 @@ def setup_run(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--program", action="append", metavar="NAME", help="run only this program (repeatable)")
     p.add_argument("--health-port", type=int, metavar="PORT", help="serve /healthz, /readyz and /metrics")
+    p.add_argument("--health-host", metavar="ADDRESS",
+                   help="address the health server listens on (default: the topology's, 127.0.0.1; "
+                        "0.0.0.0 in containers)")
     p.add_argument("--until-idle", type=float, metavar="SECONDS",
                    help="stop once all input has been processed and nothing new came for this long")
 
@@ -45,7 +48,7 @@ def run_run(args: argparse.Namespace) -> int:
     _logging(args.verbose)
     try:
         topo = _load(args)
-        runner = TopologyRunner(topo, args.program, args.health_port)
+        runner = TopologyRunner(topo, args.program, args.health_port, args.health_host)
         runner.prepare()
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -30,6 +30,9 @@ def compile_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warn
     for d in comp.diagnostics.sorted():
         if d.severity is Severity.ERROR or warnings:
             print(d.render(), file=out)
+    if warnings:
+        for note in comp.notes:
+            print(f"{path}: note: {note}", file=out)
     return comp if comp.ok else None
 
 

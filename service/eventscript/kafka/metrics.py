@@ -25,6 +25,27 @@ class Metrics:
         self.restore_seconds = Histogram("eventscript_restore_seconds", "Time to restore a task", ["program"],
                                          registry=self.registry, buckets=(0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300))
         self.task_gauge = Gauge("eventscript_tasks", "Tasks owned", ["program"], registry=self.registry)
+        self.instance_gauge = Gauge("eventscript_instances", "Live instance contexts (one per group key)",
+                                    ["program"], registry=self.registry)
+        self.lag_gauge = Gauge("eventscript_consumer_lag", "Input records fetched by the broker's account but not "
+                               "yet processed (high watermark minus position, summed over the program's tasks)",
+                               ["program"], registry=self.registry)
+        self.ready_gauge = Gauge("eventscript_ready", "1 when the program's worker has joined its group and "
+                                 "restored its tasks", ["program"], registry=self.registry)
+
+    def register(self, program: str) -> None:
+        """Create the program's series at start, so dashboards and alerts see them at zero."""
+        for kind in KINDS:
+            self.records.labels(program, kind)
+        self.task_gauge.labels(program).set(0)
+        self.instance_gauge.labels(program).set(0)
+        self.lag_gauge.labels(program).set(0)
+        self.ready_gauge.labels(program).set(0)
+
+    def status(self, program: str, instances: int, lag: int, ready: bool) -> None:
+        self.instance_gauge.labels(program).set(instances)
+        self.lag_gauge.labels(program).set(lag)
+        self.ready_gauge.labels(program).set(1 if ready else 0)
 
     def count(self, program: str, kind: str, n: int = 1) -> None:
         self.records.labels(program, kind).inc(n)

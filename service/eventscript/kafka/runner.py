@@ -79,10 +79,12 @@ def instance_id(topo: Topology) -> str:
 
 
 class TopologyRunner:
-    def __init__(self, topo: Topology, names: list[str] | None = None, health_port: int | None = None) -> None:
+    def __init__(self, topo: Topology, names: list[str] | None = None, health_port: int | None = None,
+                 health_host: str | None = None) -> None:
         self.topo = topo
         self.cfgs = [topo.program(n) for n in names] if names else list(topo.programs)
         self.health_port = topo.health.port if health_port is None else health_port
+        self.health_host = health_host or topo.health.host
         self.metrics = Metrics()
         self.workers: list[ProgramWorker] = []
         self.health: HealthServer | None = None
@@ -94,6 +96,8 @@ class TopologyRunner:
         ident = instance_id(self.topo)
         self.workers = [ProgramWorker(self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics)
                         for cfg in self.cfgs]
+        for cfg in self.cfgs:
+            self.metrics.register(cfg.name)
 
     def alive(self) -> bool:
         return all(w.alive for w in self.workers)
@@ -117,9 +121,9 @@ class TopologyRunner:
         if not self.workers:
             self.prepare()
         if self.health_port:
-            self.health = HealthServer(self.topo.health.host, self.health_port, self.alive, self.ready,
+            self.health = HealthServer(self.health_host, self.health_port, self.alive, self.ready,
                                        self.metrics).start()
-            log.info("health on http://%s:%d/healthz /readyz /metrics", self.topo.health.host, self.health.port)
+            log.info("health on http://%s:%d/healthz /readyz /metrics", self.health_host, self.health.port)
         if install_signals and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)

@@ -350,6 +350,25 @@ class ProgramWorker:
             if p not in self._changelog_end and task.position:
                 task.store.write({}, None, dict(task.position))
         self._changelog_end.clear()
+        if self.metrics is not None:
+            self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()),
+                                self._lag(), self.ready)
+
+    def _lag(self) -> int:
+        """Records behind the input high watermarks (from the consumer's cached fetch metadata)."""
+        assert self.consumer is not None
+        lag = 0
+        for task in self.tasks.values():
+            for ip in task.inputs:
+                try:
+                    _, high = self.consumer.get_watermark_offsets(TopicPartition(ip.topic, ip.partition),
+                                                                   cached=True)
+                except KafkaException:
+                    continue
+                pos = task.position.get(ip.name)
+                if high >= 0 and pos is not None:
+                    lag += max(0, high - pos)
+        return lag
 
     def _commit_failed(self, exc: KafkaException) -> None:
         err: KafkaError = exc.args[0]
@@ -499,6 +518,8 @@ class ProgramWorker:
             self.consumer.resume(self._task_partitions(task.partition))
         if self.metrics is not None:
             self.metrics.observe_restore(self.cfg.name, time.monotonic() - started)
+            self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()), 0,
+                                self.ready)
 
     def _committed(self, tasks: list[Task]) -> dict[int, Position]:
         assert self.consumer is not None

@@ -20,9 +20,54 @@ UNIT_MICROSECONDS = {
 }
 
 
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _balanced(text: str, i: int) -> int:
+    """Index just past the bracket group opening at text[i], skipping strings and comments."""
+    stack = [_PAIRS[text[i]]]
+    i += 1
+    n = len(text)
+    while i < n and stack:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 1
+        elif c in _PAIRS:
+            stack.append(_PAIRS[c])
+        elif stack and c == stack[-1]:
+            stack.pop()
+        i += 1
+    return i
+
+
 def _text(pos: Pos, limit: int = 60) -> str:
-    line = pos.source.line_text(pos.line)[pos.col - 1:].strip()
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    """The source text of the marker or action block at ``pos``, on one line, shortened."""
+    text = pos.source.text
+    i = pos.offset
+    n = len(text)
+    if i < n and text[i] == "{":
+        end = _balanced(text, i)
+    else:
+        end = i + 1
+        while end < n and (text[end].isalnum() or text[end] == "_"):
+            end += 1
+        for opener in "[(":
+            j = end
+            while j < n and text[j] in " \t\r\n":
+                j += 1
+            if j < n and text[j] == opener:
+                end = _balanced(text, j)
+    snippet = " ".join(text[i:end].split())
+    return snippet if len(snippet) <= limit else snippet[: limit - 1] + "…"
 
 
 @dataclass
