@@ -21,6 +21,7 @@ from . import analysis
 from .actions import OccurrenceTable
 from .compiled import CompiledProgram, sha256
 from .epsilon import eliminate
+from .graphs import can_reach
 from .machine import DFAMachine, LazyDFA
 from .nfa import AutomatonTooLarge, Builder
 from .subset import StateLimitExceeded, determinize
@@ -122,27 +123,11 @@ def _compile(source: SourceFile, name: str, d: Diagnostics, state_limit: int, re
         d.warning(positions.regex, "the regular expression matches no sequence of events",
                   "every event will be reported as unexpected ($error 2)")
     elif program_ir.grouped and complete:
-        can_end = _can_reach(terminal, succ)
+        can_end = can_reach(succ, terminal)
         analysis.warn_nontermination(can_end[0], all(can_end), positions, d)
 
     comp.program = CompiledProgram(program_ir, machine, source.name, sha256(source.text))
     return comp
-
-
-def _can_reach(targets: list[bool], succ: list[list[int]]) -> list[bool]:
-    pred: list[list[int]] = [[] for _ in targets]
-    for a, ts in enumerate(succ):
-        for b in ts:
-            pred[b].append(a)
-    ok = list(targets)
-    stack = [i for i, t in enumerate(targets) if t]
-    while stack:
-        b = stack.pop()
-        for a in pred[b]:
-            if not ok[a]:
-                ok[a] = True
-                stack.append(a)
-    return ok
 
 
 def _explore_lazy(machine: LazyDFA, program: ir.ProgramIR):  # type: ignore[no-untyped-def]

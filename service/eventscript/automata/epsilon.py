@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .actions import Path
+from .graphs import can_reach, reachable
 from .nfa import ENFA, AutomatonTooLarge
 
 MAX_CLOSURE = 50_000
@@ -112,35 +113,10 @@ def cyclic_action_occurrences(nfa: ENFA) -> list[int]:
 
 
 def _live_nodes(nfa: ENFA) -> list[bool]:
-    n = nfa.size
-    fwd = [False] * n
-    stack = [nfa.start]
-    fwd[nfa.start] = True
-    while stack:
-        v = stack.pop()
-        for t, _ in nfa.eps[v]:
-            if not fwd[t]:
-                fwd[t] = True
-                stack.append(t)
-        for e in nfa.sym[v]:
-            if not fwd[e.target]:
-                fwd[e.target] = True
-                stack.append(e.target)
-    pred: list[list[int]] = [[] for _ in range(n)]
-    for v in range(n):
-        for t, _ in nfa.eps[v]:
-            pred[t].append(v)
-        for e in nfa.sym[v]:
-            pred[e.target].append(v)
-    bwd = [False] * n
-    stack = [nfa.final]
-    bwd[nfa.final] = True
-    while stack:
-        v = stack.pop()
-        for p in pred[v]:
-            if not bwd[p]:
-                bwd[p] = True
-                stack.append(p)
+    """Nodes reachable from the start from which the final node can still be reached."""
+    succ = [[t for t, _ in nfa.eps[v]] + [e.target for e in nfa.sym[v]] for v in range(nfa.size)]
+    fwd = reachable(succ, [nfa.start])
+    bwd = can_reach(succ, [v == nfa.final for v in range(nfa.size)])
     return [f and b for f, b in zip(fwd, bwd)]
 
 

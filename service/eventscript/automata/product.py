@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..language import ir
 from .actions import merge
 from .epsilon import eliminate
+from .graphs import can_reach
 from .nfa import ENFA, AutomatonTooLarge
 from .subset import step, symbols_from
 
@@ -79,18 +80,7 @@ def embed_product(builder: Builder, nfa: ENFA, r: ir.RInter | ir.RDiff) -> tuple
         trans.append(row)
 
     # Trim: keep the pairs from which an accepting pair can be reached.
-    preds: list[list[int]] = [[] for _ in pairs]
-    for a, row in enumerate(trans):
-        for _, b, _ in row:
-            preds[b].append(a)
-    live = [accepting(p) for p in pairs]
-    stack = [k for k, ok in enumerate(live) if ok]
-    while stack:
-        b = stack.pop()
-        for a in preds[b]:
-            if not live[a]:
-                live[a] = True
-                stack.append(a)
+    live = can_reach([[b for _, b, _ in row] for row in trans], [accepting(p) for p in pairs])
 
     entry, exit_ = nfa.node(), nfa.node()
     if not live[0]:
