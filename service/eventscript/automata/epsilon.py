@@ -40,8 +40,6 @@ class EFA:
     edges: list[dict[int, list[EFAEdge]]]
     initial: list[tuple[int, Path]]
     final: int | None  # the state that is the final node, if it is live
-    #: ENFA node of each state (for analyses that map back to the epsilon NFA).
-    nodes: list[int] | None = None
 
     @property
     def size(self) -> int:
@@ -181,4 +179,4 @@ def eliminate(nfa: ENFA) -> EFA:
                 row.setdefault(e.symbol, []).append(EFAEdge(state(u), e.path + p, e.marker, e.ident))
         edges.append(row)
     final = number.get(nfa.final) if live[nfa.final] else None
-    return EFA(edges, initial, final, order)
+    return EFA(edges, initial, final)

@@ -93,9 +93,6 @@ def to_string(x: Any) -> str:
     return str(x)
 
 
-def string_any(x: Any) -> str:  # pragma: no cover - replaced per type by the code generator
-    return to_string(x)
-
 
 def _plain_number(s: str) -> bool:
     """Python's int() and float() also take "1_000" and non-ASCII digits; the language does not."""

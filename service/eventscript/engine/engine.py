@@ -543,11 +543,6 @@ class Engine:
             self.time.timers.set(self, ctx, deadline, seq)
         return ctx
 
-    def forget(self, key: tuple[Any, ...]) -> None:
-        """Drop an instance without running anything (e.g. its partition was revoked)."""
-        ctx = self.contexts.pop(key, None)
-        if ctx is not None:
-            self.time.cancel_timer(ctx)
 
     def clear(self) -> None:
         for ctx in list(self.contexts.values()):
@@ -556,9 +551,3 @@ class Engine:
         if self.single is not None:
             self.time.cancel_timer(self.single)
         self.single = None
-
-    def encode_key(self, key: tuple[Any, ...]) -> str:
-        return repr(key)
-
-    def time_text(self) -> str:
-        return format_time(self.time.now())

@@ -83,9 +83,6 @@ def parse_time(text: str) -> int:
     return t
 
 
-def epoch_millis_to_time(ms: int) -> int:
-    return ms * 1000
-
 
 # ---------------------------------------------------------------------------------------
 # arrive patterns

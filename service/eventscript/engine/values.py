@@ -52,7 +52,6 @@ TWO_63 = 1 << 63
 MASK_64 = (1 << 64) - 1
 LONG_MIN = -TWO_63
 LONG_MAX = TWO_63 - 1
-US_PER_SECOND = 1_000_000
 
 
 def wrap(x: int) -> int:

@@ -17,7 +17,6 @@ again, later in the changelog, by the batch that re-processes the same records.)
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,14 +103,6 @@ class TaskStore:
             self.db.close()
         except Exception:  # closing twice, or after a failure: nothing left to do
             pass
-
-    def wipe(self) -> None:
-        self.close()
-        try:
-            Rdict.destroy(str(self.path), Options(raw_mode=True))
-        except Exception:
-            shutil.rmtree(self.path, ignore_errors=True)
-        self.db = Rdict(str(self.path), options=Options(raw_mode=True))
 
 
 def decode_position(raw: bytes | None) -> Position | None:

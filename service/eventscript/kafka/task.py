@@ -89,7 +89,6 @@ class Task:
         self.key_types = program.program.key_types
         self.input_types = {i.name: i.ty for i in program.program.inputs}
         self.decoders = {i.name: decoder_for(i.ty) for i in program.program.inputs}
-        self.encoders = {o.name: encoder_for(o.ty) for o in program.program.outputs}
         self.store = TaskStore(store_path)
         self.position: Position = {}
         self.hwm: dict[str, int] = {}
@@ -100,7 +99,6 @@ class Task:
         self.outbox: list[OutRecord] = []
         self.restored = False
         self.started = False
-        self.processed = 0
         self._msg: Any = None  # the record being processed (for $error context), or None
         self._src: str = ""  # what caused the current emissions: "topic:partition:offset", or a timer
         self._src_count = 0
@@ -274,8 +272,6 @@ class Task:
         if ip is not None:
             ip.eof = True
 
-    def buffered(self) -> int:
-        return sum(len(ip.buffer) for ip in self.inputs)
 
     def process(self, max_idle_ms: int) -> int:
         """Process buffered records in timestamp order; returns how many were processed."""
@@ -325,7 +321,6 @@ class Task:
             self._process_one(best, msg)
             self.position[best.name] = msg.offset() + 1
             done += 1
-        self.processed += done
         self.counts["processed"] += done
         return done
 

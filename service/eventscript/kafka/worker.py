@@ -25,8 +25,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -559,18 +557,3 @@ class ProgramWorker:
                                   f"the changelog")
         finally:
             restorer.unassign()
-
-
-def run_workers(workers: list[ProgramWorker], until_idle: float | None = None,
-                on_ready: Callable[[], None] | None = None) -> None:
-    """Run several workers in threads; return when all have stopped."""
-    threads = [threading.Thread(target=w.run, args=(until_idle,), name=f"worker-{w.cfg.name}", daemon=True)
-               for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
-
-def state_dir_of(topo: Topology, cfg: ProgramConfig) -> Path:
-    return topo.state_path(cfg)
