@@ -51,6 +51,7 @@ def _exported() -> tuple[set[str], set[str], set[str]]:
     """The metric family names, sample names and label names of the worker's metrics, from its registry."""
     m = Metrics()
     # Labelled metrics export no samples until a child exists: make one of each.
+    m.register("p", lambda: True)
     m.count("p", "consumed")
     m.observe_commit("p", 0.01)
     m.observe_restore("p", 0.01)

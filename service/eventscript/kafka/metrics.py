@@ -8,6 +8,8 @@ a gauge tracks the tasks each program owns.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 #: The ``kind`` label values of eventscript_records_total.
@@ -33,19 +35,20 @@ class Metrics:
         self.ready_gauge = Gauge("eventscript_ready", "1 when the program's worker has joined its group and "
                                  "restored its tasks", ["program"], registry=self.registry)
 
-    def register(self, program: str) -> None:
-        """Create the program's series at start, so dashboards and alerts see them at zero."""
+    def register(self, program: str, ready: Callable[[], bool]) -> None:
+        """Create the program's series at start, so dashboards and alerts see them at zero.
+
+        Readiness is read from the worker when scraped, so /metrics and /readyz never disagree."""
         for kind in KINDS:
             self.records.labels(program, kind)
         self.task_gauge.labels(program).set(0)
         self.instance_gauge.labels(program).set(0)
         self.lag_gauge.labels(program).set(0)
-        self.ready_gauge.labels(program).set(0)
+        self.ready_gauge.labels(program).set_function(lambda: 1.0 if ready() else 0.0)
 
-    def status(self, program: str, instances: int, lag: int, ready: bool) -> None:
+    def status(self, program: str, instances: int, lag: int) -> None:
         self.instance_gauge.labels(program).set(instances)
         self.lag_gauge.labels(program).set(lag)
-        self.ready_gauge.labels(program).set(1 if ready else 0)
 
     def count(self, program: str, kind: str, n: int = 1) -> None:
         self.records.labels(program, kind).inc(n)

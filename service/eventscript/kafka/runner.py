@@ -96,8 +96,8 @@ class TopologyRunner:
         ident = instance_id(self.topo)
         self.workers = [ProgramWorker(self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics)
                         for cfg in self.cfgs]
-        for cfg in self.cfgs:
-            self.metrics.register(cfg.name)
+        for w in self.workers:
+            self.metrics.register(w.cfg.name, lambda w=w: w.ready)
 
     def alive(self) -> bool:
         return all(w.alive for w in self.workers)

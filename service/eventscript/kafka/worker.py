@@ -84,8 +84,9 @@ class ProgramWorker:
 
     @property
     def ready(self) -> bool:
-        """Joined the group and every assigned task restored."""
-        return self.assigned_once and not self.restore_queue and all(t.restored for t in self.tasks.values())
+        """Joined the group and every assigned task restored. Read by the health server's thread,
+        hence the copy of the task table."""
+        return self.assigned_once and not self.restore_queue and all(t.restored for t in list(self.tasks.values()))
 
     @property
     def alive(self) -> bool:
@@ -350,7 +351,7 @@ class ProgramWorker:
         self._changelog_end.clear()
         if self.metrics is not None:
             self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()),
-                                self._lag(), self.ready)
+                                self._lag())
 
     def _lag(self) -> int:
         """Records behind the input high watermarks (from the consumer's cached fetch metadata)."""
@@ -516,8 +517,7 @@ class ProgramWorker:
             self.consumer.resume(self._task_partitions(task.partition))
         if self.metrics is not None:
             self.metrics.observe_restore(self.cfg.name, time.monotonic() - started)
-            self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()), 0,
-                                self.ready)
+            self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()), 0)
 
     def _committed(self, tasks: list[Task]) -> dict[int, Position]:
         assert self.consumer is not None
