@@ -7,10 +7,19 @@ CI as here; tests that need it read it from there rather than copying it.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# Property tests check behaviour, never speed (benchmarks do), so no per-example deadline on a
+# busy two-core runner. In CI they are derandomized: a red build is a bug, reproducible from the
+# seed printed with it, never a roll of the dice; local runs keep exploring new examples.
+settings.register_profile("dev", deadline=None, print_blob=True)
+settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True, database=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
