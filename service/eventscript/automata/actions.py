@@ -1,12 +1,23 @@
 """Action occurrences and the rule that orders the actions of one transition.
 
 An *occurrence* is one place of an action unit in the automaton. A unit inside ``R{3}`` has
-three occurrences (one per copy of R), all with the unit's program-text order. On a transition
-every occurrence reached on any feasible path runs exactly once, in an order that keeps each
-path's own order and otherwise follows program text (conformance README, choice 8): a
-topological sort of the paths' precedence constraints, earliest program text first. A cycle of
-constraints (two paths meeting the same actions in opposite orders) is broken in favour of
-program text.
+three occurrences (one per copy of R), but they are still one textual action: the language
+document numbers actions in program text before it expands the expression (§6.3), and runs
+every action reached on a transition (§3.3.1), so a unit runs **at most once per transition**
+however many of its copies the feasible paths reach (conformance README, choice 8).
+
+The order of one transition's units (:func:`merge`):
+
+1. each feasible path is reduced to its units, each unit kept where the path *first* meets
+   one of its copies (a path that meets copy 1 of ``u``, then ``v``, then copy 2 of ``u``
+   runs ``u`` then ``v``);
+2. the reduced sequences are merged so that each keeps its own order, and otherwise program
+   text decides (earliest first): a topological sort of the paths' precedence constraints,
+   earliest program text first. A cycle of constraints (two paths meeting the same units in
+   opposite orders) is broken in favour of program text.
+
+The result lists one occurrence per unit (the unit's first occurrence), so equal unit
+sequences are equal tuples.
 """
 
 from __future__ import annotations
@@ -29,7 +40,8 @@ class Occurrence:
 class OccurrenceTable:
     def __init__(self) -> None:
         self.items: list[Occurrence] = []
-        self._copies: dict[int, int] = {}
+        self._first: dict[int, int] = {}  # unit -> its first occurrence
+        self._copies: dict[int, int] = {}  # unit -> how many occurrences it has
         #: Set when a merge had to break a cycle of constraints, so some path's order was not kept.
         self.cycle_broken = False
 
@@ -37,19 +49,46 @@ class OccurrenceTable:
         copy = self._copies.get(unit, 0)
         self._copies[unit] = copy + 1
         self.items.append(Occurrence(unit, order, copy))
-        return len(self.items) - 1
+        occ = len(self.items) - 1
+        self._first.setdefault(unit, occ)
+        return occ
 
-    def key(self, occ: int) -> tuple[int, int, int]:
+    def load(self, items: list[Occurrence]) -> None:
+        """Replace the table (a compiled program read back from JSON)."""
+        self.items = items
+        self._first = {}
+        self._copies = {}
+        for i, o in enumerate(items):
+            self._first.setdefault(o.unit, i)
+            self._copies[o.unit] = self._copies.get(o.unit, 0) + 1
+
+    def canonical(self, occ: int) -> int:
+        """The first occurrence of ``occ``'s unit: the one occurrence that stands for the unit."""
+        return self._first[self.items[occ].unit]
+
+    def key(self, occ: int) -> tuple[int, int]:
         o = self.items[occ]
-        return (o.order, o.copy, occ)
+        return (o.order, o.unit)
 
     def units(self, path: Path) -> tuple[int, ...]:
         return tuple(self.items[o].unit for o in path)
 
 
+def _first_meetings(path: Path, table: OccurrenceTable) -> Path:
+    """The path's units as canonical occurrences, each where the path first meets it."""
+    seen: set[int] = set()
+    out: list[int] = []
+    for o in path:
+        c = table.canonical(o)
+        if c not in seen:
+            seen.add(c)
+            out.append(c)
+    return tuple(out)
+
+
 def merge(paths: Iterable[Path], table: OccurrenceTable) -> Path:
     """Merge the action sequences of all feasible paths of one transition (choice 8)."""
-    distinct = {p for p in paths if p}
+    distinct = {_first_meetings(p, table) for p in set(paths) if p}
     if not distinct:
         return ()
     if len(distinct) == 1:

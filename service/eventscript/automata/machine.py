@@ -159,7 +159,7 @@ class LazyDFA:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LazyDFA:
         occ = OccurrenceTable()
-        occ.items = [Occurrence(u, order, copy) for u, order, copy in data["occurrences"]]
+        occ.load([Occurrence(u, order, copy) for u, order, copy in data["occurrences"]])
         edges = [
             {sym: [EFAEdge(t, tuple(p), -1, k) for k, (t, p) in enumerate(es)] for sym, es in row}
             for row in data["edges"]

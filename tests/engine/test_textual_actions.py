@@ -1,0 +1,142 @@
+"""One textual action is one action (issue 9).
+
+The language document numbers actions in program text before it expands the expression (§6.3)
+and runs every action reached on a transition once (§3.3.1; conformance README choice 8). So a
+multiplier's copies of an action block are the same action: it runs at most once per
+transition, however many copies the feasible paths reach. The same holds for a time marker,
+whose symbol is its textual occurrence (document footnote 17): its copies set one timer.
+
+Order: each path counts a unit where it first meets one of its copies; paths are merged keeping
+each path's order, otherwise program text. Every case runs on the eager and on the lazy DFA.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from conftest import run_program
+from eventscript.automata.compile import compile_source
+
+T = "[2026-01-01 00:00:00] "
+
+
+@pytest.fixture(params=[False, True], ids=["eager", "lazy"])
+def lazy(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+def vals(src: str, trace: str, lazy: bool) -> list[Any]:
+    lines = run_program(src, T + trace, force_lazy=lazy)
+    return [line["value"] if line["event"] != "$error" else f"$error {line['value']['code']}" for line in lines]
+
+
+def timeline(src: str, trace: str, lazy: bool) -> list[tuple[str, Any]]:
+    return [(line["time"][11:19], line["value"]) for line in run_program(src, T + trace, force_lazy=lazy)]
+
+
+COUNT = "in {} Up\nout long Count\n{ n = 0; }\n"
+ACTION = "( Up() { n = n + 1; !>Count(n); } )"
+
+
+def test_the_issue_example_plus_inside_star(lazy: bool) -> None:
+    # Up at 00:00 and 00:01: Count 1, then Count 2 (not 2 and 3: the second Up reaches the
+    # action in two copies of the +, but it is one action).
+    src = COUNT + f"( {ACTION}+ )*"
+    assert timeline(src, "Up() [00:00:01] Up()", lazy) == [("00:00:00", 1), ("00:00:01", 2)]
+
+
+@pytest.mark.parametrize("multiplier", ["+", "{1,}", "{1,2}", "{1,3}", "{2,}"])
+def test_each_multiplier_inside_a_star(lazy: bool, multiplier: str) -> None:
+    src = COUNT + f"( {ACTION}{multiplier} )*"
+    assert vals(src, "Up() Up() Up() Up()", lazy) == [1, 2, 3, 4]
+
+
+def test_fixed_repetition_of_an_optional_marker(lazy: bool) -> None:
+    # ( Up()? {...} ){2}: the initial path meets both copies of the action; it runs once.
+    src = "in {} Up, {} B\nout long L\n{ n = 0; } ( Up()? { n = n + 1; } ){2} B() { !>L(n); }"
+    assert vals(src, "B()", lazy) == [1]
+    assert vals(src, "Up() B()", lazy) == [2]
+    assert vals(src, "Up() Up() B()", lazy) == [3]
+
+
+def test_optional_copies(lazy: bool) -> None:
+    # The first Up can be matched by either copy of ( Up() {...} )?: one action, one run.
+    src = COUNT + f"( {ACTION}? ){{2}}"
+    assert vals(src, "Up() Up() Up()", lazy) == [1, 2, "$error 2"]
+
+
+def test_optional_inside_plus(lazy: bool) -> None:
+    src = COUNT + f"( {ACTION}? )+"
+    assert vals(src, "Up() Up() Up()", lazy) == [1, 2, 3]
+
+
+def test_initial_actions_reached_through_several_copies(lazy: bool) -> None:
+    src = 'in {} B, {} C\nout string S\n( { !>S("x"); } B()? ){3} C()'
+    # At start the path meets all three copies: x once. After the first B two later copies can
+    # still be reached: x once again. After the second B only the third copy remains (x once);
+    # after the third B the copy's action is behind it.
+    assert vals(src, "B() C()", lazy) == ["x", "x"]
+    assert vals(src, "B() B() B() B()", lazy) == ["x", "x", "x", "$error 2"]
+
+
+def test_a_path_runs_a_unit_where_it_first_meets_a_copy(lazy: bool) -> None:
+    # At start the path meets a b a b: it runs a, b. After the B of the first copy it meets
+    # b (end of copy 1), a (start of copy 2), b again: it runs b, then a.
+    src = 'in {} B, {} C\nout string S\n( { !>S("a"); } B()? { !>S("b"); } ){2} C()'
+    assert vals(src, "B() C()", lazy) == ["a", "b", "b", "a"]
+    assert vals(src, "C()", lazy) == ["a", "b"]
+
+
+def test_copies_of_a_time_marker_are_one_timer(lazy: bool) -> None:
+    # Every second the timer fires once and the action runs once (not 1, 2+3, 4+5+6, ...).
+    src = "in {} Up\nout long Count\n{ n = 0; }\n( ( elapse[1 second]() { n = n + 1; !>Count(n); } )+ )*"
+    assert timeline(src, "[00:00:03.500]", lazy) == [("00:00:01", 1), ("00:00:02", 2), ("00:00:03", 3)]
+
+
+def test_copies_of_a_time_marker_in_a_fixed_repetition(lazy: bool) -> None:
+    src = ("in {} Up\nout long Count\n{ n = 0; }\n"
+           "( ( elapse[1 second]() { n = n + 1; !>Count(n); } )? ){3} Up() { !>Count(-1); }")
+    assert timeline(src, "[00:00:05] Up()", lazy) == [
+        ("00:00:01", 1), ("00:00:02", 2), ("00:00:03", 3), ("00:00:05", -1)]
+
+
+def test_paths_through_a_reentered_product_follow_program_text(lazy: bool) -> None:
+    # On each B one path goes through the intersection (L 1), another through B() (L 3); no
+    # path meets both, so program text decides: 1 before 3. The left operand's path that
+    # matches nothing cannot match the intersection, so entering it runs nothing.
+    src = "in {} B  out long L  ( .* {!>L(1);} & . )* B() {!>L(3);}"
+    assert vals(src, "B()", lazy) == [1, 3]
+    assert vals(src, "B() B() B()", lazy) == [1, 3, 1, 3, 1, 3]
+
+
+def test_intersection_runs_only_actions_on_jointly_feasible_paths(lazy: bool) -> None:
+    # The left operand's path A() {x} matches "A", which the right operand never matches: that
+    # path is not feasible in the intersection, so x does not run.
+    src = 'in {} A, {} B\nout string S\n( A() { !>S("a"); } B() | A() { !>S("x"); } ) & A() B()'
+    assert vals(src, "A() B()", lazy) == ["a"]
+
+
+def _alternatives(n: int) -> str:
+    decls = ", ".join(f"{{}} A{i}, {{}} B{i}" for i in range(n))
+    alts = " | ".join(f"A{i}() B{i}()" for i in range(n))
+    return f"in {decls}\nout long O\n( {alts} ) *\n"
+
+
+def _compile_seconds(n: int) -> float:
+    src = _alternatives(n)
+    start = time.perf_counter()
+    comp = compile_source(src, name="wide")
+    elapsed = time.perf_counter() - start
+    assert comp.ok and comp.dfa_states is not None
+    return elapsed
+
+
+def test_compile_time_grows_about_linearly_with_alternatives() -> None:
+    # Quadratic behaviour (an edge from every B to every A) made 3,000 alternatives take ~50 s.
+    small = min(_compile_seconds(500) for _ in range(2))
+    large = min(_compile_seconds(2000) for _ in range(2))
+    assert large < 7 * small + 0.5, (small, large)  # 4x the input: linear is ~4x, quadratic ~16x
+    assert large < 5.0
