@@ -2,7 +2,7 @@
 
 Stages, each in its own module: parse (language.parser) → check and infer types
 (language.checker) → lower to the intermediate form (language.lower) → Thompson NFA with
-actions (nfa, product) → epsilon elimination (epsilon) → subset construction (subset), or, past
+actions (thompson, product) → epsilon elimination (epsilon) → subset construction (subset), or, past
 the state limit, a lazy DFA over the same epsilon-free NFA (machine) → analyses (analysis).
 """
 
@@ -23,8 +23,9 @@ from .compiled import CompiledProgram, sha256
 from .epsilon import eliminate
 from .graphs import can_reach
 from .machine import DFAMachine, LazyDFA
-from .nfa import AutomatonTooLarge, Builder
+from .nfa import AutomatonTooLarge
 from .subset import StateLimitExceeded, determinize
+from .thompson import Builder
 
 DEFAULT_STATE_LIMIT = 40_000
 #: How many lazy-DFA states the compile-time analyses look at when the DFA is too large.

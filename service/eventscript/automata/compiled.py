@@ -19,7 +19,8 @@ from ..language import ir
 from .machine import DFAMachine, LazyDFA, machine_from_json
 
 FORMAT = "eventscript-compiled"
-VERSION = 1
+#: 2: the lazy DFA's NFA shares follow sets between edges; a textual action runs once per transition.
+VERSION = 2
 
 
 @dataclass

@@ -1,9 +1,17 @@
 """Epsilon elimination, preserving the actions met along each epsilon path.
 
 Following language document §6.3: a node is *significant* if it has a symbol edge or is the
-final node. Each symbol edge s --x--> t becomes one edge s --x--> u for every epsilon path from
-t to a significant node u, carrying the edge's own actions followed by the actions met on that
-path; the start node's epsilon paths give the initial states and initial actions.
+final node. Each symbol edge s --x--> t becomes an edge from s on x to every significant node u
+at the end of an epsilon path from t, carrying the edge's own actions followed by the actions
+met on that path; the start node's epsilon paths give the initial states and initial actions.
+
+The (u, path) pairs reachable from t are t's *follow set*. Follow sets are shared, not copied:
+an edge points to one, and every edge whose target has the same epsilon closure points to the
+same one. In ``(A0() B0() | A1() B1() | ...)*`` each ``B`` edge leads back to the n starts of
+the alternatives; copying that set into each of the n edges made elimination (and then the
+subset construction, which unions the targets) quadratic. A state set reached through a single
+follow set is also the same ``frozenset`` object each time, so the subset construction finds it
+again without comparing its elements.
 
 Epsilon cycles carry no actions (a cyclic path with actions but no event marker is a compile
 error, detected here too), so the action sequences over all epsilon walks are exactly those over
@@ -24,26 +32,64 @@ from .nfa import ENFA, AutomatonTooLarge
 
 MAX_CLOSURE = 50_000
 
+Target = tuple[int, Path]  # a state, and the actions on the epsilon path to it
+
+
+@dataclass
+class Follow:
+    """The states an edge leads to, each with the actions on the way: shared between edges."""
+
+    targets: tuple[Target, ...]
+    states: frozenset[int]
+    #: The distinct non-empty action paths among ``targets`` (all a transition needs to merge).
+    paths: tuple[Path, ...]
+    #: Whether some target is reached with no actions.
+    bare: bool
+
+    @classmethod
+    def of(cls, targets: tuple[Target, ...]) -> Follow:
+        paths = tuple(sorted({p for _, p in targets if p}))
+        return cls(targets, frozenset(s for s, _ in targets), paths, any(not p for _, p in targets))
+
+    def paths_after(self, prefix: Path) -> list[Path]:
+        """The distinct action paths of an edge whose own actions are ``prefix``."""
+        if not prefix:
+            return list(self.paths)
+        out = [prefix + p for p in self.paths]
+        if self.bare:
+            out.append(prefix)
+        return out
+
 
 @dataclass
 class EFAEdge:
-    target: int
-    path: Path
+    follow: int  # index into EFA.follows
+    prefix: Path  # the edge's own actions (a marker's store), run before the follow set's
     marker: int
     origin: int  # the ENFA symbol edge it comes from (one position of the expression)
 
 
 @dataclass
 class EFA:
-    """An epsilon-free NFA: states 0..n-1, edges by symbol, initial (state, path) pairs."""
+    """An epsilon-free NFA: states 0..n-1, edges by symbol into shared follow sets."""
 
     edges: list[dict[int, list[EFAEdge]]]
-    initial: list[tuple[int, Path]]
+    follows: list[Follow]
+    initial: int  # the follow set of the start node: initial states and initial actions
     final: int | None  # the state that is the final node, if it is live
 
     @property
     def size(self) -> int:
         return len(self.edges)
+
+    @property
+    def start(self) -> Follow:
+        return self.follows[self.initial]
+
+    def targets(self, edge: EFAEdge) -> list[Target]:
+        """Every (state, path) an edge leads to, its own actions first."""
+        pre = edge.prefix
+        return [(u, pre + p) for u, p in self.follows[edge.follow].targets]
 
 
 def _tarjan(n: int, succ: list[list[int]]) -> list[list[int]]:
@@ -118,9 +164,13 @@ def _live_nodes(nfa: ENFA) -> list[bool]:
     return [f and b for f, b in zip(fwd, bwd)]
 
 
-def eliminate(nfa: ENFA) -> EFA:
+def _closures(nfa: ENFA, live: list[bool]) -> tuple[list[int], list[frozenset[Target]]]:
+    """Each node's epsilon closure as an index into a list of distinct closures.
+
+    A component that only forwards to one other component's closure (no significant node of its
+    own, no actions on the way) shares that closure instead of copying it.
+    """
     n = nfa.size
-    live = _live_nodes(nfa)
     eps = [[(t, p) for t, p in nfa.eps[v] if live[t]] if live[v] else [] for v in range(n)]
     succ = [[t for t, _ in eps[v]] for v in range(n)]
     significant = [live[v] and (v == nfa.final or any(live[e.target] for e in nfa.sym[v])) for v in range(n)]
@@ -130,37 +180,62 @@ def eliminate(nfa: ENFA) -> EFA:
     for ci, comp in enumerate(comps):
         for v in comp:
             comp_of[v] = ci
-    closure: list[frozenset[tuple[int, Path]]] = [frozenset()] * len(comps)
+    distinct: list[frozenset[Target]] = []
+    interned: dict[frozenset[Target], int] = {}
+    closure_of_comp = [0] * len(comps)
     for ci, comp in enumerate(comps):  # sinks first, so successors are done
-        items: set[tuple[int, Path]] = {(v, ()) for v in comp if significant[v]}
-        for v in comp:
-            for t, path in eps[v]:
-                tc = comp_of[t]
-                if tc == ci:
-                    continue  # inside a component: no actions (checked separately)
-                if path:
-                    items.update((u, path + p) for u, p in closure[tc])
-                else:
-                    items.update(closure[tc])
+        own = [(v, ()) for v in comp if significant[v]]
+        outs = {(closure_of_comp[comp_of[t]], path) for v in comp for t, path in eps[v] if comp_of[t] != ci}
+        if not own and len(outs) == 1 and not next(iter(outs))[1]:
+            closure_of_comp[ci] = next(iter(outs))[0]
+            continue
+        items: set[Target] = set(own)
+        for k, path in outs:
+            if path:
+                items.update((u, path + p) for u, p in distinct[k])
+            else:
+                items.update(distinct[k])
         if len(items) > MAX_CLOSURE:
             raise AutomatonTooLarge("too many distinct epsilon paths with actions; simplify nested "
                                     "alternatives of action blocks")
-        closure[ci] = frozenset(items)
+        closure = frozenset(items)
+        k = interned.get(closure)
+        if k is None:
+            k = interned[closure] = len(distinct)
+            distinct.append(closure)
+        closure_of_comp[ci] = k
+    return [closure_of_comp[comp_of[v]] for v in range(n)], distinct
 
-    # Number the significant live nodes in breadth-first order from the start.
+
+def eliminate(nfa: ENFA) -> EFA:
+    live = _live_nodes(nfa)
+    closure_of, closures = _closures(nfa, live)
+
+    # Number the significant live nodes in the order the follow sets meet them, from the start.
     number: dict[int, int] = {}
     order: list[int] = []
+    follows: list[Follow] = []
+    follow_of: dict[int, int] = {}  # closure index -> follow index
 
-    def state(v: int) -> int:
-        s = number.get(v)
-        if s is None:
-            s = number[v] = len(order)
-            order.append(v)
-        return s
+    def follow(k: int) -> int:
+        f = follow_of.get(k)
+        if f is None:
+            targets = []
+            for u, p in sorted(closures[k]):
+                s = number.get(u)
+                if s is None:
+                    s = number[u] = len(order)
+                    order.append(u)
+                targets.append((s, p))
+            f = follow_of[k] = len(follows)
+            follows.append(Follow.of(tuple(targets)))
+        return f
 
-    initial: list[tuple[int, Path]] = []
     if live[nfa.start]:
-        initial = sorted((state(u), p) for u, p in closure[comp_of[nfa.start]])
+        initial = follow(closure_of[nfa.start])
+    else:
+        initial = len(follows)
+        follows.append(Follow.of(()))
     edges: list[dict[int, list[EFAEdge]]] = []
     i = 0
     while i < len(order):
@@ -171,12 +246,12 @@ def eliminate(nfa: ENFA) -> EFA:
         for e in nfa.sym[v]:
             if not live[e.target]:
                 continue
-            for u, p in sorted(closure[comp_of[e.target]]):
-                key = (e.symbol, u, e.path + p)
-                if key in seen:
-                    continue
-                seen.add(key)
-                row.setdefault(e.symbol, []).append(EFAEdge(state(u), e.path + p, e.marker, e.ident))
+            f = follow(closure_of[e.target])
+            key = (e.symbol, f, e.path)
+            if key in seen:
+                continue
+            seen.add(key)
+            row.setdefault(e.symbol, []).append(EFAEdge(f, e.path, e.marker, e.ident))
         edges.append(row)
     final = number.get(nfa.final) if live[nfa.final] else None
-    return EFA(edges, initial, final)
+    return EFA(edges, follows, initial, final)

@@ -4,7 +4,7 @@ As in Rust's ``regex-automata``, the engine does not care which one it runs:
 
 - :class:`DFAMachine` holds the whole transition table, built at compile time.
 - :class:`LazyDFA` keeps the epsilon-free NFA (size linear in the program) and builds DFA states
-  on demand, with the same ``step`` and the same action merge as the eager construction, so it
+  on demand, with the same ``transitions`` and the same action merge as the eager construction, so it
   behaves identically. The engine bounds how many of its states it keeps (``clear_cache``).
 
 Both answer: the start state and initial actions; all transitions from a state (symbol →
@@ -18,8 +18,8 @@ from collections.abc import Hashable
 from typing import Any, Protocol
 
 from .actions import Occurrence, OccurrenceTable, merge
-from .epsilon import EFA, EFAEdge
-from .subset import DFA, step, symbols_from
+from .epsilon import EFA, EFAEdge, Follow
+from .subset import DFA, transitions
 
 Units = tuple[int, ...]
 
@@ -110,8 +110,7 @@ class LazyDFA:
         self.efa = efa
         self.occ = occ
         self._cache: dict[frozenset[int], dict[int, tuple[frozenset[int], Units]]] = {}
-        start = frozenset(s for s, _ in efa.initial)
-        self._start = (start, occ.units(merge((p for _, p in efa.initial), occ)))
+        self._start = (efa.start.states, occ.units(merge(efa.start.paths, occ)))
 
     def start(self) -> tuple[frozenset[int], Units]:
         return self._start
@@ -119,10 +118,8 @@ class LazyDFA:
     def transitions(self, key: frozenset[int]) -> dict[int, tuple[frozenset[int], Units]]:
         row = self._cache.get(key)
         if row is None:
-            row = {}
-            for sym in sorted(symbols_from(self.efa, key)):
-                target, paths = step(self.efa, key, sym)
-                row[sym] = (target, self.occ.units(merge(paths, self.occ)))
+            row = {sym: (target, self.occ.units(merge(paths, self.occ)))
+                   for sym, (target, paths) in transitions(self.efa, key).items()}
             self._cache[key] = row
         return row
 
@@ -147,10 +144,11 @@ class LazyDFA:
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": "lazy",
-            "initial": [[s, list(p)] for s, p in self.efa.initial],
+            "initial": self.efa.initial,
             "final": self.efa.final,
+            "follows": [[[s, list(p)] for s, p in f.targets] for f in self.efa.follows],
             "edges": [
-                [[sym, [[e.target, list(e.path)] for e in es]] for sym, es in sorted(row.items())]
+                [[sym, [[e.follow, list(e.prefix)] for e in es]] for sym, es in sorted(row.items())]
                 for row in self.efa.edges
             ],
             "occurrences": [[o.unit, o.order, o.copy] for o in self.occ.items],
@@ -160,11 +158,12 @@ class LazyDFA:
     def from_json(cls, data: dict[str, Any]) -> LazyDFA:
         occ = OccurrenceTable()
         occ.load([Occurrence(u, order, copy) for u, order, copy in data["occurrences"]])
+        follows = [Follow.of(tuple((s, tuple(p)) for s, p in f)) for f in data["follows"]]
         edges = [
-            {sym: [EFAEdge(t, tuple(p), -1, k) for k, (t, p) in enumerate(es)] for sym, es in row}
+            {sym: [EFAEdge(f, tuple(p), -1, k) for k, (f, p) in enumerate(es)] for sym, es in row}
             for row in data["edges"]
         ]
-        efa = EFA(edges, [(s, tuple(p)) for s, p in data["initial"]], data["final"])
+        efa = EFA(edges, follows, data["initial"], data["final"])
         return cls(efa, occ)
 
 

@@ -1,98 +1,138 @@
 """Intersection ``L & R`` and difference ``L - R`` by product construction.
 
-Both operands are compiled on their own to epsilon-free NFAs and explored together, each as a
-set of NFA states (the subset construction of each, side by side). A product state is a pair
-(SL, SR). On a symbol both sides step; the transition carries the actions of both sides' paths
-(language document §3.3.1: & and - follow all feasible paths through both operands, so actions
-in the right operand of ``-`` run when that operand is matched).
+Both operands are compiled on their own to epsilon-free NFAs and explored together; the product
+is embedded in the enclosing NFA as an ordinary fragment (one entry, one exit). A product edge
+carries the actions of both sides' paths, merged (each side keeps its order, program text
+decides between them): language document §3.3.1, & and - follow all feasible paths through both
+operands, so actions in the right operand of ``-`` run when that operand is matched.
 
-- ``L & R`` goes on while both sides have a path and accepts when both accept.
-- ``L - R`` goes on while the left side has a path (the right side may be empty: R can no
-  longer match) and accepts when the left accepts and the right does not.
+- ``L & R``: a product state is a *pair of NFA states* (l, r), one path through each operand.
+  It steps when both sides step on the symbol and accepts when both accept. Pairing single
+  states (not sets) keeps only the paths that are feasible *jointly*: in ``( .* {a} & . )`` the
+  left path that matches nothing reaches ``{a}`` at once, but no path of ``.`` matches nothing,
+  so ``{a}`` does not run when the intersection is entered.
+- ``L - R``: a product state is (l, SR): one left NFA state and the *set* of right NFA states
+  (the subset construction of R, which the complement needs). It goes on while the left side
+  has a path (SR may become empty: R can no longer match) and accepts when l accepts and SR
+  does not. Every path of R runs its actions, as before.
 
-The product is trimmed to the states from which acceptance is still reachable, so every state of
-the embedded fragment can still be extended to a match. The document builds the same automaton
-through De Morgan's laws and complemented DFAs; the direct product is equivalent and smaller.
+The product is trimmed to the states from which acceptance is still reachable, so every state
+of the embedded fragment can still be extended to a match. The document builds the same
+language through De Morgan's laws and complemented DFAs; the direct product is smaller.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Hashable
+from typing import Protocol
 
 from ..language import ir
-from .actions import merge
-from .epsilon import eliminate
+from .actions import OccurrenceTable, Path, merge
+from .epsilon import EFA, eliminate
 from .graphs import can_reach
 from .nfa import ENFA, AutomatonTooLarge
-from .subset import step, symbols_from
-
-if TYPE_CHECKING:
-    from .nfa import Builder
-
-Pair = tuple[frozenset[int], frozenset[int]]
+from .subset import Row, transitions
 
 
-def embed_product(builder: Builder, nfa: ENFA, r: ir.RInter | ir.RDiff) -> tuple[int, int]:
+class OperandBuilder(Protocol):
+    """What the product needs from the Thompson construction (``thompson.Builder``)."""
+
+    occ: OccurrenceTable
+    state_limit: int
+
+    def build(self, regex: ir.Node) -> ENFA: ...
+
+
+Edge = tuple[int, int, Path]  # symbol, target product state, actions
+
+
+class _Product:
+    """Product states numbered as found, with their edges and whether they accept."""
+
+    def __init__(self, kind: str, limit: int) -> None:
+        self.kind = kind
+        self.limit = limit
+        self.index: dict[Hashable, int] = {}
+        self.keys: list[Hashable] = []
+        self.rows: list[list[Edge]] = []
+
+    def state(self, key: Hashable) -> int:
+        i = self.index.get(key)
+        if i is None:
+            if len(self.keys) >= self.limit:
+                raise AutomatonTooLarge(f"the {self.kind} needs more than {self.limit} states; raise the state "
+                                        f"limit or simplify its operands")
+            i = self.index[key] = len(self.keys)
+            self.keys.append(key)
+        return i
+
+
+def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int
+                  ) -> tuple[_Product, list[tuple[int, Path]], list[bool]]:
+    prod = _Product("intersection", limit)
+    entries = list(dict.fromkeys(
+        (prod.state((ls, r)), merge([pl, pr], occ)) for ls, pl in left.start.targets for r, pr in right.start.targets))
+    i = 0
+    while i < len(prod.keys):
+        ls, r = prod.keys[i]  # type: ignore[misc]
+        i += 1
+        row: dict[Edge, None] = {}
+        lrow, rrow = left.edges[ls], right.edges[r]
+        for sym in sorted(lrow.keys() & rrow.keys()):
+            rends = [t for e in rrow[sym] for t in right.targets(e)]
+            for e in lrow[sym]:
+                for lt, pl in left.targets(e):
+                    for rt, pr in rends:
+                        row[(sym, prod.state((lt, rt)), merge([pl, pr], occ))] = None
+        prod.rows.append(list(row))
+    accepting = [ls == left.final and r == right.final for ls, r in prod.keys]  # type: ignore[misc]
+    return prod, entries, accepting
+
+
+def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int
+                ) -> tuple[_Product, list[tuple[int, Path]], list[bool]]:
+    prod = _Product("difference", limit)
+    right_rows: dict[frozenset[int], Row] = {}
+    start_r = right.start.states
+    entries = list(dict.fromkeys(
+        (prod.state((ls, start_r)), merge([pl, *right.start.paths], occ)) for ls, pl in left.start.targets))
+    i = 0
+    while i < len(prod.keys):
+        ls, sr = prod.keys[i]  # type: ignore[misc]
+        i += 1
+        rrow = right_rows.get(sr)
+        if rrow is None:
+            rrow = right_rows[sr] = transitions(right, sr)
+        row: dict[Edge, None] = {}
+        for sym, es in sorted(left.edges[ls].items()):
+            sr2, rpaths = rrow.get(sym, (frozenset(), []))
+            for e in es:
+                for lt, pl in left.targets(e):
+                    row[(sym, prod.state((lt, sr2)), merge([pl, *rpaths], occ))] = None
+        prod.rows.append(list(row))
+    accepting = [ls == left.final and right.final not in sr for ls, sr in prod.keys]  # type: ignore[misc]
+    return prod, entries, accepting
+
+
+def embed_product(builder: OperandBuilder, nfa: ENFA, r: ir.RInter | ir.RDiff) -> tuple[int, int]:
     left = eliminate(builder.build(r.left))
     right = eliminate(builder.build(r.right))
-    inter = isinstance(r, ir.RInter)
-    occ = builder.occ
+    build = _intersection if isinstance(r, ir.RInter) else _difference
+    prod, entries, accepting = build(left, right, builder.occ, builder.state_limit)
 
-    def accepting(p: Pair) -> bool:
-        sl, sr = p
-        if left.final is None or left.final not in sl:
-            return False
-        in_right = right.final is not None and right.final in sr
-        return in_right if inter else not in_right
-
-    start: Pair = (frozenset(s for s, _ in left.initial), frozenset(s for s, _ in right.initial))
-    init_paths = [p for _, p in left.initial] + [p for _, p in right.initial]
-    if not start[0] or (inter and not start[1]):
-        entry, exit_ = nfa.node(), nfa.node()
-        return entry, exit_  # the empty language: no way from entry to exit
-
-    index: dict[Pair, int] = {start: 0}
-    pairs: list[Pair] = [start]
-    trans: list[list[tuple[int, int, tuple[int, ...]]]] = []
-    i = 0
-    while i < len(pairs):
-        sl, sr = pairs[i]
-        i += 1
-        row: list[tuple[int, int, tuple[int, ...]]] = []
-        syms = symbols_from(left, sl)
-        if inter:
-            syms &= symbols_from(right, sr)
-        for sym in sorted(syms):
-            tl, pl = step(left, sl, sym)
-            tr, pr = step(right, sr, sym)
-            if not tl or (inter and not tr):
-                continue
-            target = (tl, tr)
-            t = index.get(target)
-            if t is None:
-                if len(pairs) >= builder.state_limit:
-                    raise AutomatonTooLarge(
-                        f"the {'intersection' if inter else 'difference'} needs more than "
-                        f"{builder.state_limit} states; raise the state limit or simplify its operands")
-                t = index[target] = len(pairs)
-                pairs.append(target)
-            row.append((sym, t, merge(pl + pr, occ)))
-        trans.append(row)
-
-    # Trim: keep the pairs from which an accepting pair can be reached.
-    live = can_reach([[b for _, b, _ in row] for row in trans], [accepting(p) for p in pairs])
-
+    # Trim: keep the product states from which an accepting state can be reached.
+    live = can_reach([[b for _, b, _ in row] for row in prod.rows], accepting)
     entry, exit_ = nfa.node(), nfa.node()
-    if not live[0]:
-        return entry, exit_
     node = {k: nfa.node() for k, ok in enumerate(live) if ok}
-    nfa.epsilon(entry, node[0], merge(init_paths, occ))
-    for a, row in enumerate(trans):
+    for k, path in entries:
+        if live[k]:
+            nfa.epsilon(entry, node[k], path)
+    for a, row in enumerate(prod.rows):
         if not live[a]:
             continue
         for sym, b, path in row:
             if live[b]:
                 nfa.edge(node[a], sym, node[b], path, -1)
-        if accepting(pairs[a]):
+        if accepting[a]:
             nfa.epsilon(node[a], exit_)
     return entry, exit_

@@ -5,7 +5,8 @@ paths at once, language document §3.3.1). The transition on a symbol goes to th
 states its edges reach, and carries the merged actions of all those edges (``actions.merge``).
 The empty set is the error: no path can continue.
 
-``step`` is shared by the eager construction here, the lazy DFA, and the products for ``&``/``-``.
+``transitions`` is shared by the eager construction here, the lazy DFA, and the difference
+product (``-``).
 """
 
 from __future__ import annotations
@@ -22,24 +23,37 @@ class StateLimitExceeded(Exception):
         self.limit = limit
 
 
-def step(efa: EFA, states: frozenset[int], symbol: int) -> tuple[frozenset[int], list[Path]]:
-    """The NFA states reached from ``states`` on ``symbol``, and the action paths taken."""
-    targets: set[int] = set()
-    paths: list[Path] = []
+Row = dict[int, tuple[frozenset[int], list[Path]]]  # symbol -> (target states, action paths)
+
+
+def transitions(efa: EFA, states: frozenset[int]) -> Row:
+    """Every transition from a set of NFA states: symbol -> (states reached, action paths taken).
+
+    One pass over the states' edges, grouped by symbol, so a state set with many symbols costs
+    the number of its edges, not symbols x states. The targets of a symbol reached through one
+    follow set are that follow set's own ``frozenset``.
+    """
+    ends: dict[int, dict[tuple[int, Path], None]] = {}
     edges = efa.edges
     for s in states:
-        for e in edges[s].get(symbol, ()):
-            targets.add(e.target)
-            if e.path:
-                paths.append(e.path)
-    return frozenset(targets), paths
-
-
-def symbols_from(efa: EFA, states: frozenset[int]) -> set[int]:
-    out: set[int] = set()
-    for s in states:
-        out.update(efa.edges[s])
-    return out
+        for sym, es in edges[s].items():
+            d = ends.setdefault(sym, {})
+            for e in es:
+                d[(e.follow, e.prefix)] = None
+    follows = efa.follows
+    row: Row = {}
+    for sym in sorted(ends):
+        pairs = ends[sym]
+        ids = {f for f, _ in pairs}
+        if len(ids) == 1:
+            targets = follows[next(iter(ids))].states
+        else:
+            targets = frozenset().union(*(follows[f].states for f in ids))
+        paths: list[Path] = []
+        for f, prefix in pairs:
+            paths.extend(follows[f].paths_after(prefix))
+        row[sym] = (targets, paths)
+    return row
 
 
 @dataclass
@@ -76,16 +90,15 @@ class SequenceTable:
 
 def determinize(efa: EFA, occ: OccurrenceTable, limit: int) -> DFA:
     seqs = SequenceTable()
-    start = frozenset(s for s, _ in efa.initial)
-    initial_seq = seqs.id(merge((p for _, p in efa.initial), occ))
+    start = efa.start.states
+    initial_seq = seqs.id(merge(efa.start.paths, occ))
     index: dict[frozenset[int], int] = {start: 0}
     states = [DFAState(start, efa.final in start)]
     i = 0
     while i < len(states):
         st = states[i]
         i += 1
-        for sym in sorted(symbols_from(efa, st.nfa)):
-            target, paths = step(efa, st.nfa, sym)
+        for sym, (target, paths) in transitions(efa, st.nfa).items():
             t = index.get(target)
             if t is None:
                 if len(states) >= limit:
