@@ -5,7 +5,10 @@
   fresh clock continues exactly like an uninterrupted run (grouped programs and pending timers
   included);
 - a compiled program round-tripped through JSON behaves identically;
-- a lazy DFA whose state cache is flushed all the time behaves identically.
+- a lazy DFA whose state cache is flushed all the time behaves identically;
+- with multipliers stacked over action blocks (``( A() {...} )+ )*``, ``( B()? {...} ){2}``), the
+  eager and lazy DFA still agree, and each textual action block runs at most once per transition
+  however many of its copies the feasible paths reach (issue 9).
 
 Programs: 2-3 ``long`` inputs (sometimes classified by a case clause, sometimes grouped by a key
 computed from the value), markers with variables, ``|``, sequence, ``*``, ``+``, ``?``,
@@ -48,10 +51,14 @@ class Spec:
     names: list[str]
     markers: list[str]
     grouped: bool
+    #: Action blocks are "{ @ }" placeholders, numbered afterwards; no time markers.
+    tagged: bool = False
 
 
 @st.composite
 def actions(draw: st.DrawFn, spec: Spec) -> str:
+    if spec.tagged:
+        return "{ @ }"
     choices = ["n = n + 1;", "n = n + v;", "!>O(n);", "!>O(n * 10 + v);", "n > 3 ? !>O(-n);",
                "n = n % 7;", "!>O(100 / v);", "n > 1 ? { !>O(n); n = 0; } : n = n + 2;",
                "arr[n % 3] = n;", "!>O(alias[0] * 10 + alias[1]);", "!>O(millisecondsBetween(t, now()));",
@@ -66,8 +73,12 @@ def actions(draw: st.DrawFn, spec: Spec) -> str:
 def atom(draw: st.DrawFn, spec: Spec, depth: int) -> tuple[str, bool]:
     """(text, nullable)"""
     kinds = ["marker"] * 6 + ["wild", "elapse", "elapse", "elapse", "action", "action"] + (["group"] * 3 if depth > 0 else [])
-    kinds.append("arrive")
+    kinds += ["arrive", "stacked", "stacked"]
+    if spec.tagged:
+        kinds = [k for k in kinds if k not in ("elapse", "arrive")]
     kind = draw(st.sampled_from(kinds))
+    if kind == "stacked":
+        return draw(stacked(spec))
     if kind == "marker":
         name = draw(st.sampled_from(spec.markers))
         target = draw(st.sampled_from(["v", "v", ""]))
@@ -84,6 +95,24 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int) -> tuple[str, bool]:
         return draw(actions(spec)), True
     text, nullable = draw(regex(spec, depth - 1))
     return f"( {text} )", nullable
+
+
+@st.composite
+def stacked(draw: st.DrawFn, spec: Spec) -> tuple[str, bool]:
+    """A multiplier over a multiplier over an action: copies of one action block that the
+    feasible paths reach together, e.g. ``( ( A(v) {...} )+ )*`` or ``( ( B()? {...} ){2} )?``."""
+    marker = draw(st.sampled_from([*spec.markers, "."]))
+    if marker != ".":
+        marker += "(" + draw(st.sampled_from(["v", ""])) + ")"
+    inner_op = draw(st.sampled_from(["+", "{1,2}", "{2}", "?", "{0,2}", ""]))
+    opt = draw(st.sampled_from(["", "?"]))
+    body = f"{marker}{opt} {draw(actions(spec))}" if opt else f"{marker} {draw(actions(spec))}"
+    nullable = bool(opt) or inner_op in ("?", "{0,2}")
+    outer_op = draw(st.sampled_from(["*", "+", "{2}", "{1,3}", "?"]))
+    if outer_op in ("*", "+") and nullable:
+        outer_op = "{0,2}"
+    nullable = nullable or outer_op in ("*", "?")
+    return f"( ( {body} ){inner_op} ){outer_op}", nullable
 
 
 @st.composite
@@ -301,6 +330,59 @@ def test_lazy_dfa_with_a_tiny_state_cache(data: st.DataObject) -> None:
     want = run_engine(compiled(src), trace)
     got = run_engine(prog, trace, make=lambda p, s, c: Engine(p, s, c, lazy_cache_states=1))
     assert got == want
+
+
+@st.composite
+def tagged_programs(draw: st.DrawFn) -> tuple[str, Spec]:
+    """Programs whose action blocks each emit their own number, without time markers."""
+    spec = Spec(["A", "B"], ["A", "B"], False, tagged=True)
+    body, nullable = draw(regex(spec, 2))
+    form = "{}" if nullable else draw(st.sampled_from(["( {} )*", "( {} )+", "{}"]))
+    text = form.format(body)
+    parts = text.split("@")
+    text = "".join(p + (f"!>O({k});" if k < len(parts) else "") for k, p in enumerate(parts, 1))
+    return f"in long A, long B\nout long O\n{text}\n", spec
+
+
+def outputs_per_transition(prog: CompiledProgram, events: list[tuple[str, int]]) -> list[list[Any]]:
+    """What the initial actions emit, then what each event emits (errors included)."""
+    out: list[Any] = []
+
+    def sink(e: Emitted) -> None:
+        out.append(OutputLine(e, 0, True, None).to_json()["value"])
+
+    clock = SimulatedTimeProvider()
+    clock.set_now(parse_trace(SourceFile("<t>", "[2026-01-01 00:00:00]"))[0].time)  # type: ignore[union-attr]
+    engine = Engine(prog, sink, clock)
+    engine.start()
+    groups = [list(out)]
+    for name, value in events:
+        out.clear()
+        engine.feed_json(name, value)
+        groups.append(list(out))
+    return groups
+
+
+@SETTINGS
+@given(data=st.data())
+def test_each_textual_action_runs_at_most_once_per_transition(data: st.DataObject) -> None:
+    src, _ = data.draw(tagged_programs())
+    events = data.draw(st.lists(st.tuples(st.sampled_from(["A", "B"]), st.integers(0, 5)), max_size=12))
+    lazy = data.draw(st.booleans())
+    groups = outputs_per_transition(compiled(src, lazy=lazy), events)
+    for i, emitted in enumerate(groups):
+        ids = [v for v in emitted if isinstance(v, int)]
+        assert len(ids) == len(set(ids)), f"{src}\ntransition {i} ({events[i - 1] if i else 'start'}): {emitted}"
+
+
+@SETTINGS
+@given(data=st.data())
+def test_eager_and_lazy_dfa_agree_with_multiplied_actions(data: st.DataObject) -> None:
+    src, _ = data.draw(tagged_programs())
+    compiled(src)
+    events = data.draw(st.lists(st.tuples(st.sampled_from(["A", "B"]), st.integers(0, 5)), max_size=12))
+    assert (outputs_per_transition(compiled(src), events)
+            == outputs_per_transition(compiled(src, lazy=True), events)), src
 
 
 def test_generated_programs_mostly_compile() -> None:
