@@ -16,14 +16,16 @@ from __future__ import annotations
 import calendar
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import ast, stdlib
+from . import ast, stdlib, time_checks
 from .diagnostics import Diagnostics
+from .hints import closest, listing
+from .lexer import LONG_RANGE_HINT
 from .source import Pos
 from .types import (
     BOOLEAN,
@@ -45,6 +47,13 @@ from .types import (
 )
 
 RESERVED_PREFIX = "$"
+#: Bounds of type inference: rounds of guesses, and passes of the firm rules in each round.
+#: Every round or pass that changes something types a variable, so these only guard the
+#: compiler against a bug.
+MAX_INFERENCE_ROUNDS = 1000
+MAX_INFERENCE_PASSES = 100
+PATTERN_RANGE_HINT = ("patterns are [YYYY-MM-DD] H:MM or H:MM:SS in UTC, hours 0..23, minutes and seconds 0..59; "
+                      "for midnight write 0:00; '.' matches any value")
 
 # ---------------------------------------------------------------------------------------
 # What names denote
@@ -194,6 +203,10 @@ class Checker:
         self.loop_slots = 0
         self.reporting = False
         self.changed = False
+        #: Whether contexts that convert long to double may type variables (see _infer).
+        self.guessing = True
+        #: While guesses are collected: the candidate types of each variable, with positions.
+        self.candidates: dict[Variable, list[tuple[Type, Pos]]] | None = None
 
     # -- reporting ------------------------------------------------------------------
 
@@ -224,6 +237,9 @@ class Checker:
             self._collect_regex(program.regex)
         self._infer()
         self._final_variable_checks()
+        if program.regex is not None:
+            time_checks.check_zero_elapse_loops(program.regex, self.d)
+            time_checks.check_ambiguous_patterns(program.regex, self.d)
         variables = sorted(self.variables.values(), key=lambda v: v.index)
         return CheckedProgram(program, self.inputs, self.outputs, self.classes, variables, self.externals,
                               self.key_types, self.loop_slots)
@@ -236,9 +252,10 @@ class Checker:
                 return PRIMITIVES[t.name]
             if t.name in self.typedefs:
                 return self.typedefs[t.name]
-            self.err(t.pos, f"unknown type {t.name!r}",
-                     "types are boolean, double, long, string, time, object, arrays, structures, "
-                     "or names defined earlier with 'type Name = ...'")
+            self.err(t.pos, f"unknown type {t.name!r}", _suggest(
+                t.name, [*PRIMITIVES, *self.typedefs],
+                "types are boolean, double, long, string, time, object, arrays, structures, "
+                "or names defined earlier with 'type Name = ...'"))
             return None
         if isinstance(t, ast.ArrayTypeExpr):
             e = self.resolve_type(t.element)
@@ -419,8 +436,7 @@ class Checker:
                 self.err(e.pos, f"group[...] cannot be used in a {where}")
             elif isinstance(e, ast.Call) and e.name not in self.externals and e.name not in stdlib.BUILTINS:
                 # Without this, the call reached the lowering unresolved and crashed it.
-                self.err(e.pos, f"unknown function {e.name!r}",
-                         "declare an external function with: function <type> name(<types>): \"module:attr\"")
+                self._unknown_function(e)
             for child in _children(e):
                 visit(child)
 
@@ -488,9 +504,9 @@ class Checker:
                 self.err(r.pos, f"{r.name!r} is an output event; event markers match input events",
                          f"declare it with 'in' to receive it: in <type> {r.name}")
             else:
-                known = ", ".join(sorted([*self.inputs, *self.classes])) or "none"
-                self.err(r.pos, f"undeclared input event {r.name!r}",
-                         f"declare it with 'in <type> {r.name}' (declared: {known})")
+                known = [*self.inputs, *self.classes]
+                self.err(r.pos, f"undeclared input event {r.name!r}", _suggest(
+                    r.name, known, f"declare it with 'in <type> {r.name}' (declared: {listing(known)})"))
             return
         self._marker_target(r.target, r.target_pos, t)
 
@@ -502,8 +518,7 @@ class Checker:
 
         def site() -> None:
             if v.ty is None:
-                v.ty, v.origin = t, pos
-                self.changed = True
+                self._give_type(v, t, pos)
             else:
                 self._settle_order(v, t)
             if v.ty != t:
@@ -522,10 +537,11 @@ class Checker:
         ok = True
         for c, what, lo, hi in named:
             if isinstance(c, ast.IntLit) and not lo <= c.value <= hi:
-                self.err(c.pos, f"{what} {c.value} is out of range {lo}..{hi}")
+                self.err(c.pos, f"{what} {c.value} is out of range {lo}..{hi}", PATTERN_RANGE_HINT)
                 ok = False
             elif isinstance(c, ast.FloatLit) and what == "second" and not 0 <= c.value < 60:
-                self.err(c.pos, f"second {c.value} is out of range: seconds are from 0 to less than 60")
+                self.err(c.pos, f"second {c.value} is out of range: seconds are from 0 to less than 60",
+                         PATTERN_RANGE_HINT)
         if ok and p.date is not None and all(isinstance(c, ast.IntLit) for c in p.date[1:]):
             year, month, day = p.date
             y = year.value if isinstance(year, ast.IntLit) else 2000  # a leap year: any year may match
@@ -553,11 +569,12 @@ class Checker:
                 self.sites.append(lambda c=c: self._typed_site(c, LONG, "an arrive pattern component"))  # type: ignore[misc]
         self._marker_target(r.target, r.target_pos, TIME)
 
-    def _typed_site(self, e: ast.Expr, t: Type, what: str) -> None:
+    def _typed_site(self, e: ast.Expr, t: Type, what: str,
+                    hint: Callable[[Type], str | None] | None = None) -> None:
         self.expect(e, t)
         got = self.synth(e)
         if got is not None and got != t:
-            self.err(e.pos, f"{what} must be {describe(t)}, not {describe(got)}")
+            self.err(e.pos, f"{what} must be {describe(t)}, not {describe(got)}", hint(got) if hint else None)
 
     def _number_site(self, e: ast.Expr, what: str) -> None:
         got = self.synth(e)
@@ -577,7 +594,7 @@ class Checker:
         elif isinstance(a, ast.IfAction):
             self._collect_expr(a.cond, scope)
             cond = a.cond
-            self.sites.append(lambda: self._typed_site(cond, BOOLEAN, "a condition"))
+            self.sites.append(lambda: self._typed_site(cond, BOOLEAN, "a condition", _condition_hint))
             self._collect_action(a.then, scope)
             if a.otherwise is not None:
                 self._collect_action(a.otherwise, scope)
@@ -602,9 +619,8 @@ class Checker:
             if a.name.startswith(RESERVED_PREFIX):
                 self.err(a.name_pos, f"{a.name} events are emitted by the engine, not by programs")
             else:
-                known = ", ".join(sorted(self.outputs)) or "none"
-                self.err(a.name_pos, f"undeclared output event {a.name!r}",
-                         f"declare it with 'out <type> {a.name}' (declared: {known})")
+                self.err(a.name_pos, f"undeclared output event {a.name!r}", _suggest(
+                    a.name, self.outputs, f"declare it with 'out <type> {a.name}' (declared: {listing(self.outputs)})"))
             return
         value = a.value
 
@@ -680,8 +696,7 @@ class Checker:
             for arg in e.args:
                 self._collect_expr(arg, scope)
             if e.name not in self.externals and e.name not in stdlib.BUILTINS:
-                self.err(e.pos, f"unknown function {e.name!r}",
-                         "declare an external function with: function <type> name(<types>): \"module:attr\"")
+                self._unknown_function(e)
             self.sites.append(lambda: self.synth(e))
             return
         for child in _children(e):
@@ -689,6 +704,11 @@ class Checker:
         if isinstance(e, (ast.IntLit, ast.FloatLit, ast.StrLit, ast.BoolLit)):
             return
         self.sites.append(lambda: self.synth(e))
+
+    def _unknown_function(self, e: ast.Call) -> None:
+        self.err(e.pos, f"unknown function {e.name!r}", _suggest(
+            e.name, [*stdlib.BUILTINS, *self.externals],
+            "declare an external function with: function <type> name(<types>): \"module:attr\""))
 
     def _group_ref_site(self, e: ast.GroupRef) -> None:
         if self.key_types is None:
@@ -706,16 +726,65 @@ class Checker:
     # -- inference ----------------------------------------------------------------------
 
     def _infer(self) -> None:
+        """Type every variable, then report.
+
+        Firm rules first: event markers, emits, assignments and the contexts that require one
+        type (conditions, subscripts, parameters other than double) never convert, so a type they
+        give is the only possible one. Only when they are exhausted does a context that promotes
+        long to double (an operand of an arithmetic operator or comparison, a ?: branch, a double
+        parameter) give an untyped variable the type it meets there: all such guesses of a round
+        at once, so that the result never depends on the order of the program text. Then the
+        firm rules again, and so on. (In one pass in text order, ``!>D(d * x)`` written before
+        the marker ``B(x)`` made x a double, and the long of B was then rejected.)
+        """
         self.reporting = False
-        for _ in range(100):
+        for _ in range(MAX_INFERENCE_ROUNDS):
+            self._propagate_firm_types()
+            guesses = self._collect_guesses()
+            if not guesses:
+                break
+            for v, candidates in guesses.items():
+                t, pos = _choose_guess(candidates)
+                v.ty, v.origin = t, pos
+        self.guessing = True
+        self.reporting = True
+        for site in self.sites:
+            site()
+
+    def _propagate_firm_types(self) -> None:
+        self.guessing = False
+        for _ in range(MAX_INFERENCE_PASSES):
             self.changed = False
             for site in self.sites:
                 site()
             if not self.changed:
                 break
-        self.reporting = True
-        for site in self.sites:
-            site()
+
+    def _collect_guesses(self) -> dict[Variable, list[tuple[Type, Pos]]]:
+        """One pass with guessing on that only notes the types untyped variables would get."""
+        self.guessing = True
+        self.candidates = {}
+        try:
+            for site in self.sites:
+                site()
+            return {v: c for v, c in self.candidates.items() if v.ty is None}
+        finally:
+            self.candidates = None
+            self.guessing = False
+
+    def _give_type(self, v: Variable, t: Type, pos: Pos) -> None:
+        if self.candidates is not None:
+            self.candidates.setdefault(v, []).append((t, pos))
+            return
+        v.ty, v.origin = t, pos
+        self.changed = True
+
+    def _soft_expect(self, e: ast.Expr, t: Type) -> Type | None:
+        """The expectation of a context that would accept a long where ``t`` is double: it only
+        types variables once the firm rules are exhausted (see _infer)."""
+        if t == DOUBLE and not self.guessing:
+            return self.synth(e)
+        return self.expect(e, t)
 
     def _final_variable_checks(self) -> None:
         for v in sorted(self.variables.values(), key=lambda v: v.index):
@@ -742,13 +811,14 @@ class Checker:
         of nested operators made checking exponential in the nesting depth)."""
         if isinstance(e, ast.Name) and isinstance(e.ref, Variable):
             if e.ref.ty is None:
-                e.ref.ty, e.ref.origin = t, e.pos
-                self.changed = True
+                self._give_type(e.ref, t, e.pos)
             else:
                 self._settle_order(e.ref, t)
         elif isinstance(e, ast.CondExpr):
-            self.expect(e.then, t)
-            self.expect(e.otherwise, t)
+            # A long branch is promoted when the other is double: a double expected here is a
+            # guess for each branch.
+            self._soft_expect(e.then, t)
+            self._soft_expect(e.otherwise, t)
         elif isinstance(e, ast.StructBuild) and isinstance(t, StructType):
             if sorted(f.name for f in e.fields) == sorted(t.names):
                 e._expected = t  # type: ignore[attr-defined]
@@ -768,7 +838,9 @@ class Checker:
             self.changed = True
 
     def _guess(self, e: ast.Expr, t: Type) -> None:
-        if isinstance(e, ast.Name) and isinstance(e.ref, Variable) and e.ref.ty is None:
+        """An operand of unknown type takes the other operand's type, but only as a guess: with
+        promotion, a long operand would fit a double one as well."""
+        if self.guessing and isinstance(e, ast.Name) and isinstance(e.ref, Variable) and e.ref.ty is None:
             self.expect(e, t)
 
     def synth(self, e: ast.Expr) -> Type | None:
@@ -779,7 +851,8 @@ class Checker:
     def _synth(self, e: ast.Expr) -> Type | None:
         if isinstance(e, ast.IntLit):
             if not LONG_MIN <= e.value <= LONG_MAX:
-                self.err(e.pos, f"integer literal {e.value} does not fit in a 64-bit long")
+                text = str(e.value) if len(str(e.value)) <= 40 else f"of {len(str(abs(e.value)))} digits"
+                self.err(e.pos, f"integer literal {text} does not fit in a 64-bit long", LONG_RANGE_HINT)
             return LONG
         if isinstance(e, ast.FloatLit):
             return DOUBLE
@@ -906,12 +979,12 @@ class Checker:
     def _synth_cond(self, e: ast.CondExpr) -> Type | None:
         ct = self.expect(e.cond, BOOLEAN)
         if ct is not None and ct != BOOLEAN:
-            self.err(e.cond.pos, f"the condition of '?:' must be boolean, not {describe(ct)}")
+            self.err(e.cond.pos, f"the condition of '?:' must be boolean, not {describe(ct)}", _condition_hint(ct))
         a = self.synth(e.then)
         b = self.synth(e.otherwise)
-        if a is None and b is not None:
+        if a is None and b is not None and self.guessing:
             a = self.expect(e.then, b)
-        elif b is None and a is not None:
+        elif b is None and a is not None and self.guessing:
             b = self.expect(e.otherwise, a)
         if a is not None and b is not None:
             if a == b:
@@ -931,7 +1004,7 @@ class Checker:
                 self.err(e.pos, f"{e.name} takes {len(ext.params)} argument(s), not {len(e.args)}")
                 return ext.result
             for arg, p in zip(e.args, ext.params):
-                at = self.expect(arg, p)
+                at = self._soft_expect(arg, p)
                 if at is not None and at != p and not (p == DOUBLE and at == LONG):
                     self.err(arg.pos, f"argument of {e.name} must be {describe(p)}, not {describe(at)}")
             return ext.result
@@ -948,7 +1021,7 @@ class Checker:
             return None
         for arg, p in zip(e.args, ov.params):
             if isinstance(p, Type) and arg.ty is None:
-                self.expect(arg, p)
+                self._soft_expect(arg, p)
         e.target = ov
         return ov.result
 
@@ -977,6 +1050,36 @@ class Checker:
 
 def _field_name(f: tuple[str, Type]) -> str:
     return f[0]
+
+
+def _suggest(name: str, candidates: Iterable[str], otherwise: str) -> str:
+    """``otherwise``, preceded by "did you mean 'X'?" when a candidate is close to ``name``."""
+    best = closest(name, candidates)
+    if best is None:
+        return otherwise
+    return f"did you mean {best!r}? Otherwise, {otherwise}"
+
+
+def _condition_hint(got: Type) -> str | None:
+    """How to turn a value of type ``got`` into the boolean a condition needs."""
+    if got.is_numeric:
+        return "EventScript has no truth values for numbers: write a comparison, e.g. n != 0 ? ..."
+    if got == STRING:
+        return 'write a comparison, e.g. s != "" ? ... or contains(s, "x") ? ...'
+    return "write a comparison or another boolean expression"
+
+
+def _choose_guess(candidates: list[tuple[Type, Pos]]) -> tuple[Type, Pos]:
+    """The type a variable takes from the guesses of one round, whatever their order: the one
+    type they agree on; double when they mix long and double (the long uses are promoted);
+    otherwise an arbitrary but fixed one (a conflict reported later anyway)."""
+    types = {t for t, _ in candidates}
+    if types == {LONG, DOUBLE}:
+        chosen: Type = DOUBLE
+    else:
+        chosen = min(types, key=lambda t: (describe(t), repr(t)))
+    pos = min((p for t, p in candidates if t == chosen), key=lambda p: (p.source.name, p.offset))
+    return chosen, pos
 
 
 def _conversion_hint(value: ast.Expr, got: Type, want: Type) -> str | None:

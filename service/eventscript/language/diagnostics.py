@@ -28,13 +28,17 @@ class Diagnostic:
     code: str = ""
 
     def render(self) -> str:
-        """``file:line:col: severity: message``, the source line, a caret, and the hint."""
+        """``file:line:col: severity: message``, the source line, a caret, and the hint.
+
+        A long line is shown as a window around the caret, so that a generated one-line program
+        with thousands of errors does not print its whole text thousands of times.
+        """
         lines = [f"{self.pos}: {self.severity.value}: {self.message}"]
         text = self.pos.source.line_text(self.pos.line)
         if text:
-            shown = text.expandtabs(1)
+            shown, caret = quote_window(text, self.pos.col - 1)
             lines.append("    " + shown)
-            lines.append("    " + " " * (self.pos.col - 1) + "^")
+            lines.append("    " + " " * caret + "^")
         if self.hint:
             lines.append(f"    hint: {self.hint}")
         return "\n".join(lines)
@@ -43,12 +47,62 @@ class Diagnostic:
         return f"{self.pos}: {self.severity.value}: {self.message}"
 
 
+#: At most this many characters of a source line are quoted under a message.
+QUOTE_WIDTH = 100
+ELLIPSIS = "..."
+#: At most this many errors (and as many warnings) are kept; the rest are only counted.
+MAX_MESSAGES = 50
+
+
+def quote_window(text: str, index: int, width: int = QUOTE_WIDTH) -> tuple[str, int]:
+    """The part of ``text`` to quote for a caret at ``index`` (0-based), and the caret's column
+    in it. Lines up to ``width`` characters are quoted whole; longer ones are cut to ``width``
+    characters around the caret, with "..." where text was left out. Tabs count as one column,
+    like the column numbers of positions."""
+    text = text.expandtabs(1)
+    index = max(0, min(index, len(text)))
+    if len(text) <= width:
+        return text, index
+    start = max(0, min(index - width // 2, len(text) - width))
+    end = start + width
+    prefix = ELLIPSIS if start > 0 else ""
+    suffix = ELLIPSIS if end < len(text) else ""
+    return prefix + text[start:end] + suffix, len(prefix) + index - start
+
+
+@dataclass(frozen=True)
+class Omitted:
+    """The summary line for messages beyond :data:`MAX_MESSAGES`: "... and N more errors"."""
+
+    severity: Severity
+    count: int
+    source_name: str
+
+    @property
+    def message(self) -> str:
+        noun = self.severity.value + ("s" if self.count != 1 else "")
+        return f"and {self.count} more {noun} (only the first {MAX_MESSAGES} are shown)"
+
+    def render(self) -> str:
+        return f"{self.source_name}: {self.severity.value}: {self.message}"
+
+    def __str__(self) -> str:
+        return self.render()
+
+
 class Diagnostics:
-    """An ordered collection of diagnostics, de-duplicated by position and message."""
+    """An ordered collection of diagnostics, de-duplicated by position and message.
+
+    Only the first :data:`MAX_MESSAGES` errors and warnings are kept (a generated program can
+    have tens of thousands); :meth:`sorted` ends with an :class:`Omitted` line per severity
+    that had more.
+    """
 
     def __init__(self) -> None:
         self._items: list[Diagnostic] = []
         self._seen: set[tuple[str, int, str]] = set()
+        self._kept: dict[Severity, int] = {Severity.ERROR: 0, Severity.WARNING: 0}
+        self._omitted: dict[Severity, Omitted] = {}
 
     def error(self, pos: Pos, message: str, hint: str | None = None, code: str = "") -> None:
         self._add(Diagnostic(Severity.ERROR, pos, message, hint, code))
@@ -61,11 +115,24 @@ class Diagnostics:
         if key in self._seen:
             return
         self._seen.add(key)
+        if self._kept[d.severity] >= MAX_MESSAGES:
+            before = self._omitted.get(d.severity)
+            self._omitted[d.severity] = Omitted(d.severity, (before.count if before else 0) + 1, d.pos.source.name)
+            return
+        self._kept[d.severity] += 1
         self._items.append(d)
 
     def extend(self, other: Diagnostics) -> None:
         for d in other:
             self._add(d)
+        for o in other.omitted:
+            before = self._omitted.get(o.severity)
+            self._omitted[o.severity] = Omitted(o.severity, (before.count if before else 0) + o.count, o.source_name)
+
+    @property
+    def omitted(self) -> list[Omitted]:
+        """Summaries of the messages left out beyond :data:`MAX_MESSAGES`, errors first."""
+        return [self._omitted[s] for s in (Severity.ERROR, Severity.WARNING) if s in self._omitted]
 
     @property
     def has_errors(self) -> bool:
@@ -79,8 +146,10 @@ class Diagnostics:
     def warnings(self) -> list[Diagnostic]:
         return [d for d in self._items if d.severity is Severity.WARNING]
 
-    def sorted(self) -> list[Diagnostic]:
-        return sorted(self._items, key=lambda d: (d.pos.source.name, d.pos.offset))
+    def sorted(self) -> list[Diagnostic | Omitted]:
+        """The kept diagnostics in file order, then a summary of any left out."""
+        kept: list[Diagnostic | Omitted] = sorted(self._items, key=lambda d: (d.pos.source.name, d.pos.offset))
+        return kept + self.omitted
 
     def __iter__(self) -> Iterator[Diagnostic]:
         return iter(self._items)

@@ -30,10 +30,49 @@ PUNCTUATION = (
 
 MAX_INCLUDE_DEPTH = 32
 
+#: Integer literals with more significant digits are rejected by the lexer: far beyond a long (19
+#: digits) and a double (309), and below Python's limit for converting text to int (4,300 digits)
+#: (a trace may still hold a long integer meant for a double: the runner reports that one).
+MAX_INT_DIGITS = 4000
+LONG_RANGE_HINT = ("a long holds -9223372036854775808 to 9223372036854775807; "
+                   "for larger numbers write a double, e.g. 1e20")
+
 
 def _digit(ch: str) -> bool:
     """An ASCII digit. (str.isdigit also accepts superscripts and other scripts' digits.)"""
     return "0" <= ch <= "9"
+
+
+ESCAPES_HINT = 'the escapes are \\n \\t \\r \\b \\f \\" \\\' \\\\ \\0 and \\uXXXX; write a backslash as \\\\'
+SURROGATE_HINT = ("\\uD800 to \\uDFFF are halves of a UTF-16 pair: write a high half \\uD800-\\uDBFF followed by "
+                  "a low half \\uDC00-\\uDFFF (\"\\uD83D\\uDE00\"), or the character itself")
+
+
+def _is_surrogate(ch: str) -> bool:
+    return "\ud800" <= ch <= "\udfff"
+
+
+def _hex4(text: str, start: int) -> int | None:
+    """The value of four hexadecimal digits at ``start``, or None."""
+    digits = text[start : start + 4]
+    if len(digits) == 4 and all(h in "0123456789abcdefABCDEF" for h in digits):
+        return int(digits, 16)
+    return None
+
+
+def _line_end(text: str, i: int) -> int:
+    j = text.find("\n", i)
+    return len(text) if j < 0 else j
+
+
+def _unexpected_hint(ch: str) -> str | None:
+    if ch == "'":
+        return 'strings are written in double quotes: "text"'
+    if ch in "`\u2018\u2019\u201c\u201d":
+        return 'strings are written in plain double quotes: "text"'
+    if _is_surrogate(ch):
+        return "the program text contains half of a UTF-16 surrogate pair: save it as UTF-8"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +158,19 @@ class Lexer:
             if ch == '"':
                 i = self._string(src, i, out)
                 continue
+            if ch == "'" and text.find("'", i + 1, _line_end(text, i)) > 0:
+                # 'text' as in other languages: say so once, then read it as a string so that
+                # the rest of the program is still checked.
+                self.diagnostics.error(src.pos(i), "unexpected character \"'\"", _unexpected_hint(ch))
+                i = self._string(src, i, out, quote="'")
+                continue
             for p in PUNCTUATION:
                 if text.startswith(p, i):
                     out.append(Token(p, p, None, src.pos(i)))
                     i += len(p)
                     break
             else:
-                self.diagnostics.error(src.pos(i), f"unexpected character {ch!r}")
+                self.diagnostics.error(src.pos(i), f"unexpected character {ch!r}", _unexpected_hint(ch))
                 i += 1
 
     def _number(self, src: SourceFile, i: int, out: list[Token]) -> int:
@@ -156,17 +201,26 @@ class Lexer:
         if is_float:
             out.append(Token("FLOAT", lexeme, float(lexeme), src.pos(i)))
         else:
-            out.append(Token("INT", lexeme, int(lexeme), src.pos(i)))
+            # Leading zeros count towards Python's conversion limit too: convert without them.
+            significant = lexeme.lstrip("0") or "0"
+            if len(significant) > MAX_INT_DIGITS:
+                # No type of the language could hold the number. The token keeps 0 so that
+                # nothing later trips over it.
+                self.diagnostics.error(src.pos(i), f"integer literal out of range: it has {len(significant)} digits",
+                                       LONG_RANGE_HINT)
+                out.append(Token("INT", lexeme, 0, src.pos(i)))
+            else:
+                out.append(Token("INT", lexeme, int(significant), src.pos(i)))
         return j
 
     _ESCAPES: ClassVar[dict[str, str]] = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "'": "'", "0": "\0"}
 
-    def _string(self, src: SourceFile, i: int, out: list[Token]) -> int:
+    def _string(self, src: SourceFile, i: int, out: list[Token], quote: str = '"') -> int:
         text = src.text
         n = len(text)
         j = i + 1
         chars: list[str] = []
-        while j < n and text[j] != '"':
+        while j < n and text[j] != quote:
             c = text[j]
             if c == "\n":
                 break
@@ -175,28 +229,48 @@ class Lexer:
                     break
                 e = text[j + 1]
                 if e == "u":
-                    hexdigits = text[j + 2 : j + 6]
-                    if len(hexdigits) == 4 and all(h in "0123456789abcdefABCDEF" for h in hexdigits):
-                        chars.append(chr(int(hexdigits, 16)))
-                        j += 6
-                        continue
-                    self.diagnostics.error(src.pos(j), "bad \\u escape: four hexadecimal digits must follow")
-                    j += 2
+                    j = self._unicode_escape(src, j, chars)
                     continue
                 if e in self._ESCAPES:
                     chars.append(self._ESCAPES[e])
                 else:
-                    self.diagnostics.error(src.pos(j), f"unknown escape sequence \\{e}")
+                    self.diagnostics.error(src.pos(j), f"unknown escape sequence \\{e}", ESCAPES_HINT)
                 j += 2
                 continue
-            chars.append(c)
+            if _is_surrogate(c):  # only from program text given as a Python string (files are UTF-8)
+                self.diagnostics.error(src.pos(j), f"lone surrogate character U+{ord(c):04X} in a string literal",
+                                       SURROGATE_HINT)
+            else:
+                chars.append(c)
             j += 1
-        if j >= n or text[j] != '"':
+        if j >= n or text[j] != quote:
             self.diagnostics.error(src.pos(i), "unterminated string literal", 'close it with " on the same line')
             out.append(Token("STRING", text[i:j], "".join(chars), src.pos(i)))
             return j
         out.append(Token("STRING", text[i : j + 1], "".join(chars), src.pos(i)))
         return j + 1
+
+    def _unicode_escape(self, src: SourceFile, j: int, chars: list[str]) -> int:
+        """``\\uXXXX`` at ``j``; a UTF-16 surrogate pair of two escapes is one character.
+
+        A surrogate on its own is not a character: such a string could not be written as UTF-8
+        (or JSON) later, so it is rejected here, where the program can say where it is.
+        """
+        code = _hex4(src.text, j + 2)
+        if code is None:
+            self.diagnostics.error(src.pos(j), "bad \\u escape: four hexadecimal digits must follow",
+                                   "write e.g. \\u00e9 for \u00e9")
+            return j + 2
+        if 0xD800 <= code <= 0xDBFF and src.text.startswith("\\u", j + 6):
+            low = _hex4(src.text, j + 8)
+            if low is not None and 0xDC00 <= low <= 0xDFFF:
+                chars.append(chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)))
+                return j + 12
+        if 0xD800 <= code <= 0xDFFF:
+            self.diagnostics.error(src.pos(j), f"lone surrogate \\u{code:04X} in a string literal", SURROGATE_HINT)
+            return j + 6
+        chars.append(chr(code))
+        return j + 6
 
     def _directive(self, src: SourceFile, i: int, out: list[Token]) -> int:
         text = src.text

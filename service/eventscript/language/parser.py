@@ -29,11 +29,19 @@ from .diagnostics import Diagnostics
 from .lexer import Token, tokenize
 from .source import Pos, SourceFile
 
-#: How deeply constructs may nest: parentheses, blocks, operators (``a+b+c`` is two levels: later
-#: stages walk the tree recursively), type constructors. Far beyond any real program; the limit
-#: keeps every stage of the compiler within Python's recursion limit.
+#: How deeply constructs may nest: parentheses, blocks, unary operators, subscripts, type
+#: constructors. Far beyond any real program; the limit keeps every stage of the compiler within
+#: Python's recursion limit. A chain of binary operators (``a + b + c``) is one level, however long.
 MAX_NESTING = 100
 NESTING_HINT = f"at most {MAX_NESTING} levels of nesting are allowed"
+#: How deep an expression's operator tree may be, counting every nesting level and every
+#: operator of a chain (``a + b + c`` is a tree of depth two: later stages, and the Python code
+#: generated from it, nest one level per operator, and Python compiles at most 200 nested
+#: parentheses).
+MAX_EXPRESSION_DEPTH = 150
+EXPRESSION_DEPTH_HINT = (f"an expression may have at most {MAX_EXPRESSION_DEPTH} operators in a chain, counting "
+                         "enclosing parentheses and operators; sum the parts in separate assignments: "
+                         "s = a + b + ...; s = s + ...;")
 
 TIME_UNITS: dict[str, str] = {
     "day": "day", "days": "day",
@@ -70,6 +78,8 @@ class Parser:
         self.i = 0
         self.diagnostics = diagnostics
         self.depth = 0
+        #: Binary operators enclosing the current point (see MAX_EXPRESSION_DEPTH).
+        self.operators = 0
 
     # -- token helpers ----------------------------------------------------------------
 
@@ -109,6 +119,12 @@ class Parser:
     def _leave(self) -> None:
         self.depth -= 1
 
+    def _operator(self, pos: Pos) -> None:
+        """One more binary operator in a chain: not a nesting level, but a level of the tree."""
+        self.operators += 1
+        if self.depth + self.operators > MAX_EXPRESSION_DEPTH:
+            raise ParseError(pos, "this expression is too deep", EXPRESSION_DEPTH_HINT)
+
     # -- program ----------------------------------------------------------------------
 
     def parse_program(self) -> ast.Program:
@@ -124,7 +140,7 @@ class Parser:
 
     def _parse_program(self, start: Pos, decls: list[ast.Decl]) -> ast.Program:
         while self.at(*DECL_KEYWORDS):
-            self.depth = 0
+            self.depth = self.operators = 0
             first = self.i
             try:
                 decls.append(self.parse_decl())
@@ -137,10 +153,11 @@ class Parser:
                                    "after the declarations, write the regular expression of events to match")
             return ast.Program(decls, None, start)
         try:
-            self.depth = 0
+            self.depth = self.operators = 0
             regex = self.parse_regex()
             if self.at(*DECL_KEYWORDS):
-                raise ParseError(self.tok.pos, "declarations must come before the regular expression")
+                raise ParseError(self.tok.pos, "declarations must come before the regular expression",
+                                 f"move this '{self.tok.text}' declaration above the regular expression")
             if not self.at("EOF"):
                 raise ParseError(self.tok.pos, f"unexpected {_describe(self.tok)} in the regular expression",
                                  self._regex_hint())
@@ -559,16 +576,16 @@ class Parser:
 
     def _binary(self, ops: tuple[str, ...], sub) -> ast.Expr:  # type: ignore[no-untyped-def]
         left = sub()
-        depth = self.depth
+        operators = self.operators
         try:
             while self.at(*ops):
                 op = self.advance()
-                self._enter(op.pos)  # a+b+c is a tree of depth two
+                self._operator(op.pos)  # a+b+c is a tree of depth two, at one level of nesting
                 right = sub()
                 left = ast.Binary(op.pos, op.kind, left, right)
             return left
         finally:
-            self.depth = depth
+            self.operators = operators
 
     def parse_or(self) -> ast.Expr:
         return self._binary(("||",), self.parse_and)

@@ -11,6 +11,8 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
+BYTE_ORDER_MARK = "\ufeff"
+
 
 @dataclass(eq=False)
 class SourceFile:
@@ -22,6 +24,10 @@ class SourceFile:
     _line_starts: list[int] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
+        # A UTF-8 byte-order mark (editors on Windows write one) is not part of the program: drop
+        # it so that it is neither an "unexpected character" nor shifts the columns of line 1.
+        if self.text.startswith(BYTE_ORDER_MARK):
+            self.text = self.text[len(BYTE_ORDER_MARK) :]
         starts = [0]
         for i, ch in enumerate(self.text):
             if ch == "\n":
