@@ -12,6 +12,7 @@ each path's order, otherwise program text. Every case runs on the eager and on t
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 
 from conftest import run_program
 from eventscript.automata.compile import compile_source
+from eventscript.automata.machine import LazyDFA
 
 T = "[2026-01-01 00:00:00] "
 
@@ -119,24 +121,47 @@ def test_intersection_runs_only_actions_on_jointly_feasible_paths(lazy: bool) ->
     assert vals(src, "A() B()", lazy) == ["a"]
 
 
-def _alternatives(n: int) -> str:
+def _alternatives(n: int, actions: bool) -> str:
     decls = ", ".join(f"{{}} A{i}, {{}} B{i}" for i in range(n))
-    alts = " | ".join(f"A{i}() B{i}()" for i in range(n))
+    if actions:
+        alts = " | ".join(f"A{i}() {{ x = {i}; }} B{i}() {{ !>O(x); }}" for i in range(n))
+    else:
+        alts = " | ".join(f"A{i}() B{i}()" for i in range(n))
     return f"in {decls}\nout long O\n( {alts} ) *\n"
 
 
-def _compile_seconds(n: int) -> float:
-    src = _alternatives(n)
-    start = time.perf_counter()
-    comp = compile_source(src, name="wide")
-    elapsed = time.perf_counter() - start
-    assert comp.ok and comp.dfa_states is not None
+def _compile_seconds(n: int, actions: bool) -> float:
+    src = _alternatives(n, actions)
+    gc.disable()  # measure the algorithm, not when the collector happens to run
+    try:
+        start = time.perf_counter()
+        comp = compile_source(src, name="wide")
+        elapsed = time.perf_counter() - start
+    finally:
+        gc.enable()
+    assert comp.ok and comp.dfa_states == n + 1
     return elapsed
 
 
-def test_compile_time_grows_about_linearly_with_alternatives() -> None:
-    # Quadratic behaviour (an edge from every B to every A) made 3,000 alternatives take ~50 s.
-    small = min(_compile_seconds(500) for _ in range(2))
-    large = min(_compile_seconds(2000) for _ in range(2))
-    assert large < 7 * small + 0.5, (small, large)  # 4x the input: linear is ~4x, quadratic ~16x
-    assert large < 5.0
+def _nfa_size(n: int, actions: bool) -> int:
+    """Edges plus follow-set entries of the epsilon-free NFA (what elimination builds)."""
+    machine = compile_source(_alternatives(n, actions), name="wide", force_lazy=True).require().machine
+    assert isinstance(machine, LazyDFA)
+    efa = machine.efa
+    return sum(len(f.targets) for f in efa.follows) + sum(len(es) for row in efa.edges for es in row.values())
+
+
+@pytest.mark.parametrize("actions", [False, True], ids=["markers", "with-actions"])
+def test_epsilon_free_nfa_grows_linearly_with_alternatives(actions: bool) -> None:
+    # Each B leads back to the n starts of the alternatives: copying that follow set into every
+    # B edge gave n^2 edges (3,000 alternatives took ~50 s to compile).
+    assert _nfa_size(800, actions) <= 4.2 * _nfa_size(200, actions)
+
+
+@pytest.mark.parametrize("actions", [False, True], ids=["markers", "with-actions"])
+def test_compile_time_grows_about_linearly_with_alternatives(actions: bool) -> None:
+    n = 400 if actions else 600
+    small = min(_compile_seconds(n, actions) for _ in range(2))
+    large = _compile_seconds(4 * n, actions)
+    assert large < 9 * small + 0.5, (small, large)  # 4x the input: linear ~4x, quadratic ~16x
+    assert large < 10.0

@@ -64,7 +64,9 @@ class Follow:
 @dataclass
 class EFAEdge:
     follow: int  # index into EFA.follows
-    prefix: Path  # the edge's own actions (a marker's store), run before the follow set's
+    #: Actions run before the follow set's: the marker's store, and the actions on the epsilon
+    #: path to the closure the follow set is shared from.
+    prefix: Path
     marker: int
     origin: int  # the ENFA symbol edge it comes from (one position of the expression)
 
@@ -164,11 +166,15 @@ def _live_nodes(nfa: ENFA) -> list[bool]:
     return [f and b for f, b in zip(fwd, bwd)]
 
 
-def _closures(nfa: ENFA, live: list[bool]) -> tuple[list[int], list[frozenset[Target]]]:
-    """Each node's epsilon closure as an index into a list of distinct closures.
+Shared = tuple[int, Path]  # a distinct closure, and actions run before each of its paths
 
-    A component that only forwards to one other component's closure (no significant node of its
-    own, no actions on the way) shares that closure instead of copying it.
+
+def _closures(nfa: ENFA, live: list[bool]) -> tuple[list[Shared], list[frozenset[Target]]]:
+    """Each node's epsilon closure as (index into a list of distinct closures, prefix).
+
+    A component with no significant node of its own and one way out shares the closure it
+    leads to, with the actions on the way as a prefix, instead of copying it: the ends of
+    ``A0() {x} | A1() {y} | ...`` inside a loop all lead back to the loop's one closure.
     """
     n = nfa.size
     eps = [[(t, p) for t, p in nfa.eps[v] if live[t]] if live[v] else [] for v in range(n)]
@@ -182,17 +188,22 @@ def _closures(nfa: ENFA, live: list[bool]) -> tuple[list[int], list[frozenset[Ta
             comp_of[v] = ci
     distinct: list[frozenset[Target]] = []
     interned: dict[frozenset[Target], int] = {}
-    closure_of_comp = [0] * len(comps)
+    shared: list[Shared] = [(0, ())] * len(comps)
     for ci, comp in enumerate(comps):  # sinks first, so successors are done
         own = [(v, ()) for v in comp if significant[v]]
-        outs = {(closure_of_comp[comp_of[t]], path) for v in comp for t, path in eps[v] if comp_of[t] != ci}
-        if not own and len(outs) == 1 and not next(iter(outs))[1]:
-            closure_of_comp[ci] = next(iter(outs))[0]
+        outs: set[Shared] = set()
+        for v in comp:
+            for t, path in eps[v]:
+                if comp_of[t] != ci:
+                    k, pre = shared[comp_of[t]]
+                    outs.add((k, path + pre))
+        if not own and len(outs) == 1:
+            shared[ci] = next(iter(outs))
             continue
         items: set[Target] = set(own)
-        for k, path in outs:
-            if path:
-                items.update((u, path + p) for u, p in distinct[k])
+        for k, pre in outs:
+            if pre:
+                items.update((u, pre + p) for u, p in distinct[k])
             else:
                 items.update(distinct[k])
         if len(items) > MAX_CLOSURE:
@@ -203,8 +214,8 @@ def _closures(nfa: ENFA, live: list[bool]) -> tuple[list[int], list[frozenset[Ta
         if k is None:
             k = interned[closure] = len(distinct)
             distinct.append(closure)
-        closure_of_comp[ci] = k
-    return [closure_of_comp[comp_of[v]] for v in range(n)], distinct
+        shared[ci] = (k, ())
+    return [shared[comp_of[v]] for v in range(n)], distinct
 
 
 def eliminate(nfa: ENFA) -> EFA:
@@ -217,24 +228,31 @@ def eliminate(nfa: ENFA) -> EFA:
     follows: list[Follow] = []
     follow_of: dict[int, int] = {}  # closure index -> follow index
 
+    def targets(items: frozenset[Target], prefix: Path = ()) -> tuple[Target, ...]:
+        out = []
+        for u, p in sorted(items):
+            s = number.get(u)
+            if s is None:
+                s = number[u] = len(order)
+                order.append(u)
+            out.append((s, prefix + p))
+        return tuple(out)
+
     def follow(k: int) -> int:
         f = follow_of.get(k)
         if f is None:
-            targets = []
-            for u, p in sorted(closures[k]):
-                s = number.get(u)
-                if s is None:
-                    s = number[u] = len(order)
-                    order.append(u)
-                targets.append((s, p))
             f = follow_of[k] = len(follows)
-            follows.append(Follow.of(tuple(targets)))
+            follows.append(Follow.of(targets(closures[k])))
         return f
 
+    initial = len(follows)
     if live[nfa.start]:
-        initial = follow(closure_of[nfa.start])
+        k, pre = closure_of[nfa.start]
+        if pre:
+            follows.append(Follow.of(targets(closures[k], pre)))
+        else:
+            initial = follow(k)
     else:
-        initial = len(follows)
         follows.append(Follow.of(()))
     edges: list[dict[int, list[EFAEdge]]] = []
     i = 0
@@ -246,12 +264,13 @@ def eliminate(nfa: ENFA) -> EFA:
         for e in nfa.sym[v]:
             if not live[e.target]:
                 continue
-            f = follow(closure_of[e.target])
-            key = (e.symbol, f, e.path)
+            k, pre = closure_of[e.target]
+            f = follow(k)
+            key = (e.symbol, f, e.path + pre)
             if key in seen:
                 continue
             seen.add(key)
-            row.setdefault(e.symbol, []).append(EFAEdge(f, e.path, e.marker, e.ident))
+            row.setdefault(e.symbol, []).append(EFAEdge(f, e.path + pre, e.marker, e.ident))
         edges.append(row)
     final = number.get(nfa.final) if live[nfa.final] else None
     return EFA(edges, follows, initial, final)
