@@ -165,3 +165,12 @@ def test_compile_time_grows_about_linearly_with_alternatives(actions: bool) -> N
     large = _compile_seconds(4 * n, actions)
     assert large < 9 * small + 0.5, (small, large)  # 4x the input: linear ~4x, quadratic ~16x
     assert large < 10.0
+
+
+def test_copies_of_one_marker_are_reported_as_such() -> None:
+    # The ambiguity warning names the marker's copies, not "this marker and the marker at" itself.
+    comp = compile_source(COUNT + f"( {ACTION}+ )*", name="t")
+    (w,) = comp.diagnostics.warnings
+    assert w.message == ("ambiguous regular expression: an event can match two copies of this marker "
+                         "made by a multiplier")
+    assert w.hint is not None and "run once per transition" in w.hint

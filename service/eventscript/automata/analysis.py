@@ -228,6 +228,13 @@ def warn_ambiguity(pairs: set[tuple[int, int]], program: ir.ProgramIR, pos: Posi
         if b < 0 or b in seen_second:
             continue
         seen_second.add(b)
+        if a == b:
+            # Two copies of one marker, made by a multiplier: e.g. ( ( Up() {...} )+ )*.
+            d.warning(pos.markers[b], "ambiguous regular expression: an event can match two copies of this "
+                                      "marker made by a multiplier",
+                      "the copies' actions are one action and run once per transition; if the nested "
+                      "repetition is not meant, write a single one (e.g. R* instead of (R+)*)")
+            continue
         ma = program.markers[a] if a >= 0 else None
         where = f"the marker at {ma.line}:{ma.col} ({ma.text})" if ma else "an intersection or difference"
         d.warning(pos.markers[b], f"ambiguous regular expression: an event can match this marker and {where}",
