@@ -24,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .automata.compile import DEFAULT_STATE_LIMIT, Compilation, compile_file, compile_source
+from .automata.compiled import FORMAT as COMPILED_FORMAT
 from .automata.compiled import CompiledProgram
 from .engine.encoding import DecodeError, decode, encode
 from .engine.engine import Engine, EngineError
@@ -38,11 +39,25 @@ def compile_program(source: str, *, name: str = "program", state_limit: int = DE
     return compile_source(source, name=name, state_limit=state_limit).require()
 
 
+def looks_compiled(path: str | Path, text: str) -> bool:
+    """Whether a program file is the JSON ``eventscript compile`` writes rather than source.
+
+    By extension (``.json``) or by content (a JSON object with the compiled format's marker), so
+    a compiled program renamed without its extension still loads. Source text never starts with
+    ``{"format"``: an initial action block opens with a statement, not a string.
+    """
+    if Path(path).suffix.lower() == ".json":
+        return True
+    head = text.lstrip()[:64]
+    return head.startswith("{") and f'"{COMPILED_FORMAT}"' in head
+
+
 def load_program(path: str | Path, *, state_limit: int = DEFAULT_STATE_LIMIT) -> CompiledProgram:
-    """A program from a ``.es`` source file or a compiled ``.json`` file."""
+    """A program from a source file or a compiled JSON file (see :func:`looks_compiled`)."""
     p = Path(path)
-    if p.suffix == ".json":
-        return CompiledProgram.load(p)
+    text = p.read_text(encoding="utf-8")
+    if looks_compiled(p, text):
+        return CompiledProgram.loads(text)
     return compile_file(p, state_limit=state_limit).require()
 
 
@@ -50,5 +65,5 @@ __all__ = [
     "ERROR_EVENT", "Compilation", "CompileError", "CompiledProgram", "DecodeError", "Diagnostic", "Diagnostics",
     "Emitted", "Engine", "EngineError", "ErrorCode", "SimulatedTimeProvider", "TimeProvider",
     "WallClockTimeProvider", "compile_file", "compile_program", "compile_source", "decode", "encode",
-    "format_time", "load_program", "parse_time",
+    "format_time", "load_program", "looks_compiled", "parse_time",
 ]

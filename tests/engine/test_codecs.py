@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from eventscript.engine.encoding import DecodeError, decode, decoder_for, encode, encoder_for
+from eventscript.engine.encoding import DecodeError, decode, decoder_for, encode, encoder_for, json_line
 from eventscript.language.types import (
     BOOLEAN,
     DOUBLE,
@@ -38,6 +38,10 @@ BAD = [
     (NESTED, {"name": "a", "at": {"x": 1.0}, "path": [], "when": "x", "n": 1, "ok": True, "any": None, "e": {}}),
     (ArrayType(LONG), [1, 2.5]),
     (StructType((("n", LONG),)), {"n": 2**70}),
+    # A lone UTF-16 surrogate is not text: no output could carry it (issue 9).
+    (STRING, "\ud800"),
+    (StructType((("s", STRING),)), {"s": "x\ud800"}),
+    (ArrayType(STRING), ["ok", "\udc00"]),
 ]
 
 
@@ -113,3 +117,15 @@ def test_deep_expressions_keep_their_grouping() -> None:
         nested = f"1 - ({nested})"
     out = run_program(f"in {{}} Go\nout long R\nGo() {{ !>R({nested}); }}", "[2026-01-01 00:00:00] Go()")
     assert [o["value"] for o in out] == [eval(nested)]
+
+
+def test_json_lines_escape_lone_surrogates_instead_of_failing() -> None:
+    """An object value or an external's error message can still hold one: writing the line to a
+    UTF-8 stream must not raise, and JSON readers get the code point back."""
+    import json
+
+    obj = {"value": "a\ud800b", "\udc00": ["é", "\U0001f600"]}
+    line = json_line(obj)
+    line.encode("utf-8")  # would raise UnicodeEncodeError with the surrogates left raw
+    assert "\\ud800" in line and "é" in line and "\U0001f600" in line
+    assert json.loads(line) == obj

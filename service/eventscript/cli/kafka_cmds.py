@@ -8,10 +8,21 @@ import os
 import sys
 from pathlib import Path
 
+from .arguments import port, seconds
+
 
 def _logging(verbose: bool) -> None:
+    """Log to stderr; librdkafka's own lines only with --verbose.
+
+    An unreachable broker makes librdkafka log a "Connect ... failed" line every few tens of
+    milliseconds, hundreds before a command gives up; the command then says "cannot reach Kafka"
+    once, which is all a user needs unless they ask for more.
+    """
+    from ..kafka.clients import LIBRDKAFKA_LOG
+
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    LIBRDKAFKA_LOG.setLevel(logging.NOTSET if verbose else logging.CRITICAL)
 
 
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -27,17 +38,18 @@ def _common(p: argparse.ArgumentParser, topology: bool = True) -> None:
     if topology:
         p.add_argument("topology", metavar="TOPOLOGY.yaml")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="override the topology's Kafka address")
-    p.add_argument("-v", "--verbose", action="store_true", help="log what the worker does")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="log what the worker does, and librdkafka's own lines")
 
 
 def setup_run(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--program", action="append", metavar="NAME", help="run only this program (repeatable)")
-    p.add_argument("--health-port", type=int, metavar="PORT", help="serve /healthz, /readyz and /metrics")
+    p.add_argument("--health-port", type=port, metavar="PORT", help="serve /healthz, /readyz and /metrics")
     p.add_argument("--health-host", metavar="ADDRESS",
                    help="address the health server listens on (default: the topology's, 127.0.0.1; "
                         "0.0.0.0 in containers)")
-    p.add_argument("--until-idle", type=float, metavar="SECONDS",
+    p.add_argument("--until-idle", type=seconds, metavar="SECONDS",
                    help="stop once all input has been processed and nothing new came for this long")
 
 
@@ -60,11 +72,11 @@ def setup_dev(p: argparse.ArgumentParser) -> None:
     p.add_argument("topology", metavar="TOPOLOGY.yaml")
     p.add_argument("--trace", metavar="FILE", help="publish this timed trace to the (first) program's inputs")
     p.add_argument("--program", metavar="NAME", help="the program the trace is for (default: the first)")
-    p.add_argument("--until-idle", type=float, metavar="SECONDS",
+    p.add_argument("--until-idle", type=seconds, metavar="SECONDS",
                    help="stop once everything has been processed and nothing new came for this long")
     p.add_argument("--show", action="store_true",
                    help="at the end, print the records of the programs' output and error topics")
-    p.add_argument("--health-port", type=int, metavar="PORT")
+    p.add_argument("--health-port", type=port, metavar="PORT")
     p.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -156,17 +168,25 @@ def setup_tail(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT",
                    help="Kafka address (default: $KAFKA_BOOTSTRAP_SERVERS, or --topology's)")
     p.add_argument("--topology", metavar="TOPOLOGY.yaml", help="take the Kafka settings from a topology")
-    p.add_argument("--idle", type=float, default=2.0, metavar="SECONDS",
+    p.add_argument("--idle", type=seconds, default=2.0, metavar="SECONDS",
                    help="stop when every partition is at its end and nothing came for this long (default 2)")
     p.add_argument("--follow", action="store_true", help="keep printing new records until interrupted")
     p.add_argument("--dedupe", action="store_true", help="skip records whose es-id was already printed")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print librdkafka's own log lines")
 
 
 def run_tail(args: argparse.Namespace) -> int:
-    from ..kafka.config import KafkaConfig, load_topology
+    from confluent_kafka import KafkaException
+
+    from ..kafka.config import KafkaConfig, TopologyError, load_topology
     from ..kafka.tools import ProduceError, tail
 
-    kafka = load_topology(args.topology).kafka if args.topology else KafkaConfig()
+    _logging(args.verbose)
+    try:
+        kafka = load_topology(args.topology).kafka if args.topology else KafkaConfig()
+    except TopologyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     bootstrap = args.bootstrap_servers or (None if args.topology else os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
     if bootstrap:
         kafka.bootstrap_servers = bootstrap
@@ -176,7 +196,18 @@ def run_tail(args: argparse.Namespace) -> int:
     except ProduceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KafkaException as exc:
+        print(f"error: cannot reach Kafka at {kafka.bootstrap_servers} ({_reason(exc)}); check the address "
+              f"(--bootstrap-servers) and that the broker is running", file=sys.stderr)
+        return 2
     return 0
+
+
+def _reason(exc: Exception) -> str:
+    """librdkafka's reason, without the KafkaError{code=...} wrapping."""
+    err = exc.args[0] if exc.args else None
+    text = err.str() if hasattr(err, "str") else str(exc)
+    return str(text)
 
 
 __all__ = [name for name in dir() if name.startswith(("setup_", "run_"))] + ["Path"]

@@ -6,13 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..api import looks_compiled
 from ..automata.compile import DEFAULT_STATE_LIMIT, Compilation, compile_file
+from ..automata.compiled import CompiledProgram
 from ..language.diagnostics import Severity
+from .arguments import positive_int
 
 
-def _add_limit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--state-limit", type=int, default=DEFAULT_STATE_LIMIT, metavar="N",
+def add_state_limit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--state-limit", type=positive_int, default=DEFAULT_STATE_LIMIT, metavar="N",
                    help=f"DFA states to build eagerly before switching to the lazy DFA (default {DEFAULT_STATE_LIMIT})")
+
 
 
 def compile_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warnings: bool = False,
@@ -36,10 +40,33 @@ def compile_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warn
     return comp if comp.ok else None
 
 
+def load_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warnings: bool = False,
+                   out=None) -> CompiledProgram | None:  # type: ignore[no-untyped-def]
+    """A program from source, or from the JSON file ``eventscript compile`` writes (told apart by
+    content, see :func:`looks_compiled`); errors are printed to ``out``; None on failure."""
+    out = out or sys.stderr
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = None  # compile_or_report says what is wrong
+    if text is None or not looks_compiled(path, text):
+        comp = compile_or_report(path, state_limit, warnings=warnings, out=out)
+        return None if comp is None else comp.program
+    try:
+        return CompiledProgram.loads(text)
+    except RecursionError:
+        problem = "it nests too deeply"
+    except Exception as exc:  # a damaged file can fail anywhere in the loader: say so, no traceback
+        problem = f"{type(exc).__name__}: {exc}"
+    print(f"{path}: error: not a valid compiled program ({problem}); recompile it with 'eventscript compile'",
+          file=out)
+    return None
+
+
 def setup_check(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="EventScript programs")
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only, not warnings")
-    _add_limit(p)
+    add_state_limit(p)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -54,7 +81,7 @@ def run_check(args: argparse.Namespace) -> int:
 def setup_compile(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", metavar="PROGRAM")
     p.add_argument("-o", "--output", metavar="FILE.json", help="where to write (default: PROGRAM with .json)")
-    _add_limit(p)
+    add_state_limit(p)
 
 
 def run_compile(args: argparse.Namespace) -> int:
@@ -62,7 +89,12 @@ def run_compile(args: argparse.Namespace) -> int:
     if comp is None or comp.program is None:
         return 1
     out = Path(args.output) if args.output else Path(args.program).with_suffix(".json")
-    comp.program.save(out)
+    try:
+        comp.program.save(out)
+    except OSError as exc:  # no such directory (not created: a typo should not make directories), ...
+        hint = "; create the directory first" if not out.parent.is_dir() else ""
+        print(f"{out}: error: cannot write the compiled program: {exc.strerror or exc}{hint}", file=sys.stderr)
+        return 1
     kind = f"{comp.dfa_states} DFA states" if comp.dfa_states is not None else "lazy DFA"
     print(f"{out}: {kind}, {len(comp.program.program.symbols)} symbols", file=sys.stderr)
     return 0
@@ -72,7 +104,7 @@ def setup_graph(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", metavar="PROGRAM")
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="FILE.svg, FILE.png (drawn with Graphviz) or FILE.dot")
-    _add_limit(p)
+    add_state_limit(p)
 
 
 def run_graph(args: argparse.Namespace) -> int:

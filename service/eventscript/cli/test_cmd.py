@@ -3,33 +3,33 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from ..automata.compile import DEFAULT_STATE_LIMIT
+from ..engine.encoding import json_line
 from ..tester.expect import compare, read_expected
 from ..tester.runner import OutputLine, run_trace
 from ..tester.trace import TraceError, read_trace
-from .program_cmds import compile_or_report
+from .program_cmds import add_state_limit, load_or_report
 
 
 def setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, metavar="FILE", help="the timed event trace")
     p.add_argument("programs", nargs="+", metavar="PROGRAM",
-                   help="one program, or the stages of a pipeline in order")
+                   help="one program, or the stages of a pipeline in order: source files, or the JSON files "
+                        "'eventscript compile' writes")
     p.add_argument("--expect", metavar="FILE", help="expected JSON lines: compare and show differences")
     p.add_argument("-W", "--warnings", action="store_true", help="also print compiler warnings")
-    p.add_argument("--state-limit", type=int, default=DEFAULT_STATE_LIMIT, metavar="N")
+    add_state_limit(p)
 
 
 def run(args: argparse.Namespace) -> int:
     compiled = []
     for path in args.programs:
-        comp = compile_or_report(path, args.state_limit, warnings=args.warnings)
-        if comp is None or comp.program is None:
+        program = load_or_report(path, args.state_limit, warnings=args.warnings)
+        if program is None:
             return 2
-        compiled.append(comp.program)
+        compiled.append(program)
     try:
         items = read_trace(args.trace)
     except OSError as exc:
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         if expecting:
             lines.append(obj)
         else:
-            out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            out.write(json_line(obj) + "\n")
 
     try:
         run_trace(compiled, items, sink, names)
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         expected = read_expected(Path(args.expect).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         print(f"{args.expect}: error: cannot read expected output: {exc}", file=sys.stderr)
         return 2
     problems = compare(expected, lines)

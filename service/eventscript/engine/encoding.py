@@ -9,18 +9,49 @@ not conform raises :class:`DecodeError` naming the offending path, and becomes `
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from typing import Any
 
 from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType, Type
 from .timeutil import MAX_TIME, MIN_TIME, TimeRangeError, format_time, parse_time
 from .values import LONG_MAX, LONG_MIN
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_at(text: str) -> int | None:
+    """Index of the first UTF-16 surrogate code point in ``text``, or None.
+
+    Python strings hold code points, so a surrogate in one is always a lone one (JSON readers
+    join ``\\ud83d\\ude00`` into one character): it is not a character, UTF-8 cannot carry it,
+    and so no output line or record could hold it. Input values with one are rejected.
+    """
+    if text.isascii():
+        return None
+    m = _SURROGATE.search(text)
+    return None if m is None else m.start()
+
 
 class DecodeError(ValueError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
+
+
+def json_line(obj: Any) -> str:
+    """One JSON-compatible value as one line of JSON text, UTF-8 characters kept as they are.
+
+    Never fails on a string holding a lone UTF-16 surrogate (an ``object`` value or an external
+    function's result can carry one past the input checks): it is written as its JSON escape
+    ``\\ud800``, which JSON readers accept, where writing the raw code point to a UTF-8 stream
+    would raise.
+    """
+    text = json.dumps(obj, ensure_ascii=False)
+    if text.isascii() or lone_surrogate_at(text) is None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def encode_double(x: float) -> Any:
@@ -70,7 +101,11 @@ def decode(obj: Any, t: Type, path: str = "") -> Any:
         raise DecodeError(path, f"expected a boolean, got {_show(obj)}")
     if t == STRING:
         if type(obj) is str:
-            return obj
+            at = lone_surrogate_at(obj)
+            if at is None:
+                return obj
+            raise DecodeError(path, f"the string holds a lone UTF-16 surrogate \\u{ord(obj[at]):04x} at index {at}, "
+                                    f"which is not a character")
         raise DecodeError(path, f"expected a string, got {_show(obj)}")
     if t == TIME:
         if type(obj) is str:
@@ -161,7 +196,7 @@ def decoder_for(t: Type) -> Any:
             return obj if type(obj) is float else decode(obj, DOUBLE)
     elif t == STRING:
         def dec(obj: Any) -> Any:
-            return obj if type(obj) is str else decode(obj, STRING)
+            return obj if type(obj) is str and obj.isascii() else decode(obj, STRING)
     elif t == BOOLEAN:
         def dec(obj: Any) -> Any:
             return obj if type(obj) is bool else decode(obj, BOOLEAN)
@@ -190,7 +225,8 @@ def _struct_codec(t: StructType, encode: bool) -> Any:
     """Generated code for one structure type: one function, no per-field calls for primitive
     fields (only program types reach here, never event data)."""
     ns: dict[str, Any] = {"_fallback": lambda obj: decode(obj, t), "_MIN": LONG_MIN, "_MAX": LONG_MAX,
-                          "_ed": encode_double, "_isfinite": __import__("math").isfinite}
+                          "_ed": encode_double, "_isfinite": __import__("math").isfinite,
+                          "_whole": lambda s: lone_surrogate_at(s) is None}
     lines: list[str] = []
     if encode:
         parts = []
@@ -213,7 +249,7 @@ def _struct_codec(t: StructType, encode: bool) -> Any:
             elif ft == DOUBLE:
                 checks.append(f"type(f{i}) is float")
             elif ft == STRING:
-                checks.append(f"type(f{i}) is str")
+                checks.append(f"type(f{i}) is str and (f{i}.isascii() or _whole(f{i}))")
             elif ft == BOOLEAN:
                 checks.append(f"type(f{i}) is bool")
             elif ft != OBJECT:

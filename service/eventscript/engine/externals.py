@@ -4,6 +4,10 @@ The callable receives plain Python values — int, float, bool, str, ``datetime`
 ``time``, lists for arrays, dicts for structures, anything for ``object`` — and returns one.
 The result is checked against the declared type; an exception or a wrong result is reported as
 ``$error`` 7 and the call yields the declared type's default.
+
+"An exception" is any ``BaseException`` except ``KeyboardInterrupt``: a function that calls
+``sys.exit()`` (SystemExit) must not silently end the tester or the worker with the rest of the
+input unread. A string result must be text (no lone UTF-16 surrogate), as input strings must.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from ..language import ir
 from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType, Type
+from .encoding import lone_surrogate_at
 from .events import ErrorCode
 from .timeutil import from_datetime, to_datetime
 from .values import LONG_MAX, LONG_MIN, default_value
@@ -37,6 +42,9 @@ def from_python(obj: Any, t: Type) -> Any:
     if t == BOOLEAN and type(obj) is bool:
         return obj
     if t == STRING and type(obj) is str:
+        at = lone_surrogate_at(obj)
+        if at is not None:
+            raise ValueError(f"the string holds a lone UTF-16 surrogate \\u{ord(obj[at]):04x} at index {at}")
         return obj
     if t == TIME and isinstance(obj, datetime):
         return from_datetime(obj)
@@ -49,6 +57,15 @@ def from_python(obj: Any, t: Type) -> Any:
     raise TypeError(f"expected {t}, got {type(obj).__name__} {obj!r:.60}")
 
 
+def _describe(exc: BaseException, with_type: bool = True) -> str:
+    """The exception as text, even when its own ``__str__`` raises."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "(its message cannot be shown)"
+    return f"{type(exc).__name__}: {text}" if with_type else text
+
+
 def make_external(ext: ir.External, fn: Callable[..., Any], err: Callable[[Any, int, str], None]) -> Callable[..., Any]:
     params = list(ext.params)
     result = ext.result
@@ -57,13 +74,15 @@ def make_external(ext: ir.External, fn: Callable[..., Any], err: Callable[[Any, 
     def call(ctx: Any, *args: Any) -> Any:
         try:
             out = fn(*[to_python(a, p) for a, p in zip(args, params)])
-        except Exception as exc:
-            err(ctx, ErrorCode.EXTERNAL_FUNCTION, f"external function {name} failed: {type(exc).__name__}: {exc}")
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit, GeneratorExit too: see the module docstring
+            err(ctx, ErrorCode.EXTERNAL_FUNCTION, f"external function {name} failed: {_describe(exc)}")
             return default_value(result)
         try:
             return from_python(out, result)
-        except (TypeError, KeyError, ValueError, OverflowError) as exc:
-            err(ctx, ErrorCode.EXTERNAL_FUNCTION, f"external function {name} returned a bad value: {exc}")
+        except Exception as exc:  # a result object's own methods may raise anything
+            err(ctx, ErrorCode.EXTERNAL_FUNCTION, f"external function {name} returned a bad value: {_describe(exc, False)}")
             return default_value(result)
 
     call.__name__ = f"external_{name}"

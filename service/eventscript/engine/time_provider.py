@@ -19,6 +19,8 @@ import heapq
 import time
 from typing import Any, Protocol
 
+from .timeutil import MAX_TIME, MIN_TIME, check_clock_time
+
 
 class TimerTarget(Protocol):
     """Who is told when a timer fires (the engine that owns the instance context)."""
@@ -176,8 +178,12 @@ class SimulatedTimeProvider(TimeProvider):
     def advance_to(self, t: int) -> int:
         """Fire due timers in deadline order, each at its own deadline, then move to ``t``.
 
-        Timers set while firing are considered too. Time never moves backwards.
+        Timers set while firing are considered too. Time never moves backwards: ``t`` before
+        the current time, outside years 1 to 9999 or not an integer raises ValueError (the
+        same rule as the tester's trace timestamps, :func:`check_clock_time`).
         """
+        if type(t) is not int or not (self._now <= t <= MAX_TIME and t >= MIN_TIME):  # the fast path: one test
+            t = check_clock_time(t, self._now)
         timers = self.timers
         fired = 0
         heap = timers._heap

@@ -8,6 +8,7 @@ the next matching instant strictly after the moment its timer is set (conformanc
 from __future__ import annotations
 
 import calendar
+import operator
 import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -35,6 +36,29 @@ def to_datetime(t: int, tz: tzinfo = UTC) -> datetime:
         return (EPOCH + timedelta(microseconds=t)).astimezone(tz)
     except OverflowError:  # in range in UTC, but not in tz
         raise TimeRangeError(f"time {t} µs is outside years 1 to 9999 in {tz}") from None
+
+
+def check_clock_time(t: object, now: int | None = None) -> int:
+    """``t`` as a time the clock may move to, or ValueError saying why not.
+
+    The one rule shared by the tester's trace reader and :meth:`SimulatedTimeProvider.advance_to`
+    (embedders): a time is an int of microseconds (an integral float is taken), within years 1 to
+    9999, and not before the clock's current time ``now``. Without it, NaN or a time in year
+    10**9 would either corrupt the clock or make a periodic timer fire for ever.
+    """
+    if type(t) is not int:
+        if isinstance(t, float) and t.is_integer():
+            t = int(t)
+        elif not isinstance(t, bool) and hasattr(type(t), "__index__"):  # numpy integers and the like
+            t = operator.index(t)  # type: ignore[arg-type]
+        else:
+            shown = f"{type(t).__name__} {t!r:.60}"
+            raise ValueError(f"a time must be an int of microseconds since the epoch, got {shown}")
+    if not MIN_TIME <= t <= MAX_TIME:
+        raise TimeRangeError(f"time {t} µs is outside years 1 to 9999 (UTC)")
+    if now is not None and t < now:
+        raise ValueError(f"time {format_time(t)} goes back in time: the clock is already at {format_time(now)}")
+    return t
 
 
 def from_datetime(dt: datetime) -> int:

@@ -8,14 +8,23 @@ Choices that matter for correctness are made here once:
 - producers are idempotent, so retries never reorder or duplicate records within a partition;
 - consumers commit nothing automatically, read only committed transactional data, report the end
   of each partition (restores read to that signal rather than to a precomputed end offset, which
-  some brokers report wrongly), and use the cooperative-sticky assignor.
+  some brokers report wrongly), and use the cooperative-sticky assignor;
+- every client logs through Python logging (:data:`LIBRDKAFKA_LOG`, unless the caller passes its
+  own ``logger=``) instead of librdkafka writing raw lines to stderr, so hosts decide what is
+  shown: the CLI keeps the hundreds of "Connect ... failed" lines of an unreachable broker for
+  ``--verbose`` and says "cannot reach Kafka" once. Lines reach the logger when the client is
+  polled (poll, consume, flush), as confluent-kafka serves them from the client's main queue.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from .config import KafkaConfig
+
+#: The logger of librdkafka's own lines (levels mapped from syslog's: 3 → ERROR, 4 → WARNING, ...).
+LIBRDKAFKA_LOG = logging.getLogger("eventscript.kafka.librdkafka")
 
 MAX_MESSAGE_BYTES = 10_000_000
 
@@ -25,6 +34,7 @@ def common(kafka: KafkaConfig) -> dict[str, Any]:
         "bootstrap.servers": kafka.bootstrap_servers,
         "client.id": kafka.client_id,
         "security.protocol": kafka.security.protocol,
+        "logger": LIBRDKAFKA_LOG,
     }
     sasl = kafka.security.sasl
     if sasl is not None:

@@ -12,6 +12,8 @@ import json
 import math
 from typing import Any
 
+from ..engine.encoding import json_line
+
 
 def same_value(want: Any, got: Any) -> bool:
     if isinstance(want, bool) or isinstance(got, bool):
@@ -34,7 +36,8 @@ def line_difference(want: dict[str, Any], got: dict[str, Any]) -> str | None:
         if want.get(f) != got.get(f):
             return f"{f}: expected {want.get(f)!r}, got {got.get(f)!r}"
     if want.get("event") == "$error":
-        wc = (want.get("value") or {}).get("code")
+        wv = want.get("value")
+        wc = wv.get("code") if isinstance(wv, dict) else None
         gv = got.get("value")
         gc = gv.get("code") if isinstance(gv, dict) else None
         if wc != gc:
@@ -57,7 +60,7 @@ def compare(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> lis
         problems.append(f"{len(expected)} events expected, {len(actual)} emitted")
     if problems:
         def show(lines: list[dict[str, Any]]) -> list[str]:
-            return [json.dumps(x, ensure_ascii=False) for x in lines]
+            return [json_line(x) for x in lines]
 
         ud = difflib.unified_diff(show(expected), show(actual), "expected", "actual", lineterm="", n=2)
         problems.append("\n".join(ud))
@@ -65,4 +68,16 @@ def compare(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> lis
 
 
 def read_expected(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    """The expected lines; ValueError naming the line when one is not a JSON object."""
+    lines: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"line {number}: not JSON: {exc}") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"line {number}: expected a JSON object like {{\"time\": ..., \"event\": ...}}")
+        lines.append(obj)
+    return lines

@@ -19,7 +19,7 @@ from ..engine.encoding import DecodeError, decode, encode
 from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode
 from ..engine.time_provider import SimulatedTimeProvider
-from ..engine.timeutil import format_time
+from ..engine.timeutil import check_clock_time, format_time
 from .trace import Timestamp, TraceError, TraceEvent, TraceItem, event_argument, typed_argument
 
 
@@ -115,10 +115,11 @@ def run_trace(programs: list[CompiledProgram], items: list[TraceItem], sink: Cal
             if not started:
                 pipe.start(item.time)
                 started = True
-            elif item.time < pipe.clock.now():
-                raise TraceError(item.pos, f"timestamp {format_time(item.time)} goes back in time "
-                                           f"(the clock is at {format_time(pipe.clock.now())})")
             else:
+                try:
+                    check_clock_time(item.time, pipe.clock.now())  # the rule advance_to applies
+                except ValueError as exc:
+                    raise TraceError(item.pos, f"{exc}; a timestamp may not be earlier than the one before it") from None
                 pipe.advance(item.time)
         else:
             assert isinstance(item, TraceEvent)

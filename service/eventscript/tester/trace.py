@@ -5,18 +5,26 @@ the previous one; milliseconds may follow a dot or a colon) and events ``Name(va
 per line allowed, ``//`` comments. Values are EventScript literals: numbers, strings, booleans,
 structure builders ``{f: v}``, arrays ``[v, ...]``, or several positional arguments for a
 structure type. Values stay untyped here; the runner converts them to the declared types.
+
+Whatever a trace file holds, reading it either succeeds or raises :class:`TraceError` with a
+position: timestamps are checked with the clock's own rule (``check_clock_time``), values may
+nest at most as deeply as program constructs, strings may not hold lone UTF-16 surrogates
+(no output encoding could carry them), and a file that is not UTF-8 names the bad byte.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.timeutil import from_datetime
+from ..engine.encoding import lone_surrogate_at
+from ..engine.timeutil import check_clock_time, check_components, from_datetime
 from ..language.diagnostics import Diagnostics
 from ..language.lexer import Token, tokenize
+from ..language.parser import MAX_NESTING
 from ..language.source import Pos, SourceFile
 
 
@@ -47,11 +55,28 @@ class _Positional(list):  # type: ignore[type-arg]
     """Several arguments: a structure written positionally."""
 
 
+#: Seconds written with a fraction: digits, a dot, digits (not ``1e3``, which the lexer also
+#: reads as a number).
+_SECONDS_WITH_FRACTION = re.compile(r"[0-9]+\.[0-9]+")
+
+
+def _join_surrogate_pairs(text: str) -> str | None:
+    """``text`` with each UTF-16 surrogate pair (``"\\ud83d\\ude00"``) made the one character it
+    stands for, or None if a surrogate is left alone (no output encoding could carry it)."""
+    if lone_surrogate_at(text) is None:
+        return text
+    try:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError:
+        return None
+
+
 class TraceParser:
     def __init__(self, tokens: list[Token]) -> None:
         self.toks = tokens
         self.i = 0
         self.date: tuple[int, int, int] | None = None
+        self.depth = 0
 
     @property
     def tok(self) -> Token:
@@ -107,6 +132,9 @@ class TraceParser:
             self.advance()
             t = self.tok
             if t.kind == "FLOAT":
+                if not _SECONDS_WITH_FRACTION.fullmatch(t.text):
+                    raise TraceError(t.pos, f"seconds must be digits with an optional fraction after a dot, "
+                                            f"e.g. 05 or 05.250, not {t.text!r}")
                 self.advance()
                 whole, _, frac = t.text.partition(".")
                 second, micro = int(whole), int(frac[:6].ljust(6, "0"))
@@ -124,10 +152,12 @@ class TraceParser:
     def _make(self, pos: Pos, hour: int, minute: int, second: int, micro: int) -> int:
         assert self.date is not None
         try:
+            check_components((*self.date, hour, minute, second))  # before datetime: 10**20 overflows it
             dt = datetime(*self.date, hour, minute, second, micro, tzinfo=UTC)
-        except ValueError as exc:
-            raise TraceError(pos, f"invalid timestamp: {exc}") from None
-        return from_datetime(dt)
+            return check_clock_time(from_datetime(dt))
+        except (ValueError, OverflowError) as exc:
+            raise TraceError(pos, f"invalid timestamp: {exc}; write a date of years 1 to 9999 and a time of "
+                                  f"day like 09:30:00") from None
 
     def event(self) -> TraceEvent:
         name = self.advance()
@@ -142,6 +172,30 @@ class TraceParser:
         return TraceEvent(name.text, args, name.pos)
 
     def value(self) -> Any:
+        """One literal; arrays and structure builders may nest MAX_NESTING levels, as in programs
+        (deeper input would exhaust Python's stack here and in every stage after the reader)."""
+        t = self.tok
+        if t.kind in ("[", "{"):
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise TraceError(t.pos, f"the value nests too deeply: at most {MAX_NESTING} levels of arrays and "
+                                        f"structures are allowed")
+            try:
+                return self._value()
+            finally:
+                self.depth -= 1
+        return self._value()
+
+    def _string(self, t: Token) -> str:
+        text = str(t.value)
+        joined = _join_surrogate_pairs(text)
+        if joined is None:
+            at = lone_surrogate_at(text) or 0
+            raise TraceError(t.pos, f"the string holds a lone UTF-16 surrogate \\u{ord(text[at]):04x}, which is "
+                                    f"not a character; write the character itself or a whole surrogate pair")
+        return joined
+
+    def _value(self) -> Any:
         t = self.tok
         if t.kind == "-":
             self.advance()
@@ -150,7 +204,10 @@ class TraceParser:
                 self.advance()
                 return -n.value  # type: ignore[operator]
             raise TraceError(n.pos, "expected a number after '-'")
-        if t.kind in ("INT", "FLOAT", "STRING"):
+        if t.kind == "STRING":
+            self.advance()
+            return self._string(t)
+        if t.kind in ("INT", "FLOAT"):
             self.advance()
             return t.value
         if t.kind in ("true", "false"):
@@ -166,7 +223,7 @@ class TraceParser:
                         raise TraceError(key.pos, "expected a field name")
                     self.advance()
                     self.expect(":", "':' after the field name")
-                    obj[str(key.value if key.kind == "STRING" else key.text)] = self.value()
+                    obj[self._string(key) if key.kind == "STRING" else key.text] = self.value()
                     if self.tok.kind != ",":
                         break
                     self.advance()
@@ -198,7 +255,22 @@ def parse_trace(source: SourceFile) -> list[TraceItem]:
 
 
 def read_trace(path: str | Path) -> list[TraceItem]:
-    return parse_trace(SourceFile.read(path))
+    """Read and parse a trace file; OSError if it cannot be read, TraceError for anything in it."""
+    try:
+        source = SourceFile.read(path)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+    return parse_trace(source)
+
+
+def _not_utf8(path: str | Path, exc: UnicodeDecodeError) -> TraceError:
+    """Where the first byte that is not UTF-8 is, as a position and a byte offset."""
+    data = exc.object if isinstance(exc.object, bytes) else Path(path).read_bytes()
+    good = data[: exc.start].decode("utf-8", errors="replace")
+    source = SourceFile(name=str(path), text=good, path=Path(path))
+    bad = data[exc.start : exc.start + 1].hex().upper()
+    return TraceError(source.pos(len(good)), f"the trace is not UTF-8 text: byte 0x{bad} at byte offset {exc.start} "
+                                             f"({exc.reason}); save the file as UTF-8")
 
 
 def typed_argument(raw: Any, ty: Any) -> Any:

@@ -1,0 +1,130 @@
+"""The command line answers bad arguments and unreachable services with one clear line and a
+non-zero status, never a traceback or pages of librdkafka noise (issue 9)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eventscript.cli.main import main
+
+ECHO = """in string S
+out string O
+( S(x) { !>O(x); } )*
+"""
+TRACE = '[2026-01-01 00:00:00]\nS("a")\n[00:01]\nS("b")\n'
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "echo.es").write_text(ECHO)
+    (tmp_path / "echo.trace").write_text(TRACE)
+    return tmp_path
+
+
+def test_compile_into_a_missing_directory_is_a_clean_error(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = files / "missing" / "dir" / "echo.json"
+    assert main(["compile", str(files / "echo.es"), "-o", str(target)]) == 1
+    err = capsys.readouterr().err
+    assert f"{target}: error: cannot write the compiled program" in err and "create the directory first" in err
+    assert not target.parent.exists()  # a typo in -o does not make directories
+
+
+@pytest.mark.parametrize("name", ["echo.json", "echo.compiled"])
+def test_test_runs_what_compile_writes(files: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = str(files / "echo.trace")
+    assert main(["test", "--trace", trace, str(files / "echo.es")]) == 0
+    from_source = capsys.readouterr().out
+    assert main(["compile", str(files / "echo.es"), "-o", str(files / name)]) == 0
+    capsys.readouterr()
+    assert main(["test", "--trace", trace, str(files / name)]) == 0  # by extension, or by content
+    assert capsys.readouterr().out == from_source
+    assert from_source.count('"event": "O"') == 2
+
+
+def test_a_damaged_compiled_program_is_a_clean_error(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compile", str(files / "echo.es"), "-o", str(files / "echo.json")]) == 0
+    text = (files / "echo.json").read_text()
+    (files / "cut.json").write_text(text.replace('"machine"', '"mashine"'))
+    (files / "junk.json").write_text("{not json")
+    for bad in ("cut.json", "junk.json"):
+        assert main(["test", "--trace", str(files / "echo.trace"), str(files / bad)]) == 2
+        err = capsys.readouterr().err
+        assert f"{files / bad}: error: not a valid compiled program" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["check", "compile", "graph", "test"])
+@pytest.mark.parametrize("limit", ["-5", "0", "many"])
+def test_state_limit_must_be_positive(files: Path, command: str, limit: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    args = {"check": [], "compile": [], "graph": ["-o", str(files / "g.dot")],
+            "test": ["--trace", str(files / "echo.trace")]}[command]
+    with pytest.raises(SystemExit) as info:
+        main([command, *args, "--state-limit", limit, str(files / "echo.es")])
+    assert info.value.code == 2
+    assert "argument --state-limit:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("option", "value"), [("--idle", "nan"), ("--idle", "-1")])
+def test_tail_refuses_endless_idle_times(option: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["tail", "some-topic", "--bootstrap-servers", "127.0.0.1:1", option, value])
+    assert f"argument {option}:" in capsys.readouterr().err
+
+
+def test_a_trace_that_is_not_utf8_is_a_clean_error(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (files / "latin1.trace").write_bytes(b'[2026-01-01 00:00:00]\nS("caf\xe9")\n')
+    assert main(["test", "--trace", str(files / "latin1.trace"), str(files / "echo.es")]) == 2
+    assert "not UTF-8 text: byte 0xE9 at byte offset 28" in capsys.readouterr().err
+
+
+def test_expected_lines_that_are_not_objects_are_a_clean_error(files: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (files / "expected.jsonl").write_text('{"time": "2026-01-01T00:00:00.000000Z", "event": "O", "value": "a"}\n7\n')
+    assert main(["test", "--trace", str(files / "echo.trace"), str(files / "echo.es"),
+                 "--expect", str(files / "expected.jsonl")]) == 2
+    assert "line 2: expected a JSON object" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# Kafka commands with no broker: port 1 on 127.0.0.1 refuses at once; the commands give up after
+# their metadata timeout (10 s), so the three run side by side.
+
+NO_BROKER = "127.0.0.1:1"
+TOPOLOGY = """kafka:
+  bootstrap_servers: {broker}
+programs:
+  - name: echo
+    source: echo.es
+    inputs:
+      - topic: strings
+        event: S
+    outputs:
+      O: echoed
+"""
+
+
+def test_kafka_commands_say_cannot_reach_kafka_once(files: Path) -> None:
+    (files / "topology.yaml").write_text(TOPOLOGY.format(broker=NO_BROKER))
+    cli = [sys.executable, "-m", "eventscript.cli.main"]
+    commands = {
+        "tail": [*cli, "tail", "echoed", "--bootstrap-servers", NO_BROKER],
+        "run": [*cli, "run", str(files / "topology.yaml")],
+        "produce": [*cli, "produce", str(files / "topology.yaml"), "--trace", str(files / "echo.trace")],
+    }
+    procs = {name: subprocess.Popen(cmd, cwd=files, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name, cmd in commands.items()}
+    for name, proc in procs.items():
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"{name} did not give up within 60 s")
+        lines = err.strip().splitlines()
+        assert proc.returncode == 2, (name, err)
+        assert len(lines) == 1, (name, err[:2000])  # no librdkafka lines, no traceback
+        assert lines[0].startswith(f"error: cannot reach Kafka at {NO_BROKER}"), (name, lines[0])
+        assert out == ""

@@ -1,0 +1,99 @@
+"""Whatever a trace holds, the tester ends in a TraceError with a position, never a traceback
+(issue 9): huge or malformed timestamps, deep values, lone surrogates, bytes that are not UTF-8."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eventscript.automata.compile import compile_source
+from eventscript.language.source import SourceFile
+from eventscript.tester.runner import run_trace
+from eventscript.tester.trace import TraceError, parse_trace, read_trace
+
+ECHO = """
+in string S
+out string O
+( S(x) { !>O(x); } )*
+"""
+
+
+def run(trace: str, program: str = ECHO) -> list[dict]:  # type: ignore[type-arg]
+    compiled = compile_source(program, name="echo").require()
+    lines: list[dict] = []  # type: ignore[type-arg]
+    run_trace([compiled], parse_trace(SourceFile("t.trace", trace)), lambda line: lines.append(line.to_json()))
+    return lines
+
+
+def error_of(trace: str) -> TraceError:
+    with pytest.raises(TraceError) as info:
+        run(trace)
+    return info.value
+
+
+@pytest.mark.parametrize(("trace", "says"), [
+    ("[2026-01-01 9223372036854775807:00:00]", "hour 9223372036854775807 is out of range 0..23"),
+    ("[99999999999-01-01 00:00:00]", "year 99999999999 is out of range 1..9999"),
+    ("[2026-01-01 00:00:00]\n[00:00:" + "9" * 30 + "]", "second"),
+    ("[2026-01-01 00:00:1e3]", "seconds must be digits"),
+    ("[2026-01-01 00:00:1.5e3]", "seconds must be digits"),
+    ("[2026-02-30]", "day is out of range for month"),
+    ("[0-01-01]", "year 0 is out of range"),
+])
+def test_impossible_timestamps_are_trace_errors(trace: str, says: str) -> None:
+    err = error_of(trace)
+    assert says in err.message
+    assert str(err).startswith("t.trace:")
+
+
+def test_a_timestamp_going_back_names_both_times() -> None:
+    err = error_of('[2026-01-01 00:01:00]\nS("a")\n[00:00:30]')
+    assert err.pos.line == 3
+    assert "2026-01-01T00:00:30.000000Z goes back in time" in err.message
+    assert "2026-01-01T00:01:00.000000Z" in err.message
+
+
+def test_fractional_seconds_still_read() -> None:
+    assert run('[2026-01-01 00:00:05.25]\nS("a")')[0]["time"] == "2026-01-01T00:00:05.250000Z"
+
+
+@pytest.mark.parametrize("opener", ["[", "{a: "])
+def test_deeply_nested_values_are_trace_errors(opener: str) -> None:
+    closer = "]" if opener == "[" else "}"
+    err = error_of(f"[2026-01-01 00:00:00]\nS({opener * 1000}1{closer * 1000})")
+    assert "nests too deeply" in err.message
+    assert err.pos.line == 2
+
+
+def test_nesting_up_to_the_limit_is_read() -> None:
+    # 100 levels parse; the value is then simply the wrong type for S ($error 6), not a trace error.
+    lines = run(f"[2026-01-01 00:00:00]\nS({'[' * 100}1{']' * 100})")
+    assert lines[0]["event"] == "$error" and lines[0]["value"]["code"] == 6
+
+
+@pytest.mark.parametrize("text", ['"\\ud800"', '"a\\udc00b"', '"\\ude00\\ud83d"'])
+def test_lone_surrogates_in_trace_strings_are_trace_errors(text: str) -> None:
+    err = error_of(f"[2026-01-01 00:00:00]\nS({text})")
+    assert "lone UTF-16 surrogate" in err.message
+    assert (err.pos.line, err.pos.col) == (2, 3)
+
+
+def test_lone_surrogates_in_field_names_are_trace_errors() -> None:
+    err = error_of('[2026-01-01 00:00:00]\nS({"\\ud800": "x"})')
+    assert "lone UTF-16 surrogate" in err.message
+
+
+def test_a_surrogate_pair_is_one_character() -> None:
+    assert run('[2026-01-01 00:00:00]\nS("\\ud83d\\ude00")')[0]["value"] == "\U0001f600"
+
+
+def test_a_trace_that_is_not_utf8_names_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "bad.trace"
+    path.write_bytes(b'[2026-01-01 00:00:00]\nS("caf\xe9")\n')
+    with pytest.raises(TraceError) as info:
+        read_trace(path)
+    err = info.value
+    assert "not UTF-8" in err.message and "0xE9" in err.message and "byte offset 28" in err.message
+    assert (err.pos.line, err.pos.col) == (2, 7)
+    assert str(err).startswith(f"{path}:2:7:")
