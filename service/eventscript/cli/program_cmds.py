@@ -80,7 +80,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 def setup_compile(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", metavar="PROGRAM")
-    p.add_argument("-o", "--output", metavar="FILE.json", help="where to write (default: PROGRAM with .json)")
+    p.add_argument("-o", "--output", metavar="FILE.json", help="where to write (default: PROGRAM with .json); its directory must exist")
     add_state_limit(p)
 
 
