@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: setup run test lint unit conformance bench clean
+.PHONY: setup run test lint unit conformance bench clean fuzz
 
 $(STAMP): pyproject.toml scripts/install-system-deps
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ conformance: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(SHARED)/conformance/run
 
 test: lint unit conformance
+
+# Long runs of the random-program and mutation fuzzers (make test runs a few examples of each).
+fuzz: $(STAMP)
+	REFERENCE_EXAMPLES=3000 MUTATION_EXAMPLES=3000 $(BIN)/pytest -q -p no:cacheprovider \
+		tests/reference tests/language/test_compiler_mutation_fuzz.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py

@@ -1,0 +1,28 @@
+"""Running the project's tester in-process, and putting its output in the reference's form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eventscript.automata.compile import compile_source
+from eventscript.language.source import SourceFile
+from eventscript.tester.runner import run_trace
+from eventscript.tester.trace import parse_trace
+
+
+def compiles(source: str) -> bool:
+    return compile_source(source, name="ref").ok
+
+
+def run_tester(source: str, trace_text: str, *, lazy: bool) -> list[dict[str, Any]]:
+    """What ``eventscript test`` prints, one dict per line; ``$error`` reduced to its code."""
+    program = compile_source(source, name="ref", force_lazy=lazy).require()
+    lines: list[dict[str, Any]] = []
+    run_trace([program], parse_trace(SourceFile("<trace>", trace_text)), lambda line: lines.append(line.to_json()))
+    return [comparable(line) for line in lines]
+
+
+def comparable(line: dict[str, Any]) -> dict[str, Any]:
+    if line["event"] == "$error":  # as the conformance runner: only the code of an error counts
+        return {"time": line["time"], "event": "$error", "value": line["value"]["code"]}
+    return {k: line[k] for k in ("time", "event", "value", "key") if k in line}

@@ -1,0 +1,156 @@
+"""Hypothesis strategies: well-typed random programs and timed traces for them.
+
+Programs have two or three ``long`` inputs (``A`` sometimes classified by a case clause into
+``Hi``/``Lo``, all of them sometimes grouped by a key computed from the value), markers with and
+without a variable, the wildcard, ``elapse`` time markers, ``|``, sequence, every multiplier,
+``&`` and ``-``, and action blocks that count, branch, loop and emit. Loops only go around items
+that cannot match the empty sequence (a cycle of actions with no marker is a compile error), and
+time markers stay out of the operands of ``&`` and ``-`` (a time event can never be matched by
+both operands, so such markers are dead code). A trace is kept as data for the reference and
+rendered as text for the tester.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from hypothesis import strategies as st
+
+from .interpreter import Trace, micros_of
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+STATEMENTS = [
+    "n = n + 1;", "n = n + v;", "!>O(n);", "!>O(n * 10 + v);", "n > 3 ? !>O(-n);", "n = n % 7;", "!>O(100 / v);",
+    "n > 1 ? { !>O(n); n = 0; } : n = n + 2;", "d = d + 0.5;", "!>P(d * 2.0 + n);", 's = s + "a";', "!>S(s + n);",
+    "!>O(millisecondsBetween(t, now()));", "t = now();", "for (i: 1, n % 3) !>O(i);", "v = v * 2;",
+]
+
+
+@dataclass
+class Spec:
+    """What the regular expression may refer to."""
+
+    names: list[str]
+    markers: list[str]
+    grouped: bool
+    tags: list[int] = field(default_factory=list)
+    #: Whether ``&`` and ``-`` may appear.
+    products: bool = True
+
+
+@dataclass
+class Part:
+    text: str
+    nullable: bool
+
+
+@st.composite
+def action_block(draw: st.DrawFn, spec: Spec) -> Part:
+    choices = list(STATEMENTS) + (["!>O(group[0] * 1000 + n);"] if spec.grouped else [])
+    statements = draw(st.lists(st.sampled_from(choices), min_size=0, max_size=3))
+    spec.tags.append(len(spec.tags) + 1)
+    statements.insert(draw(st.integers(0, len(statements))), f"!>T({spec.tags[-1]});")
+    return Part("{ " + " ".join(statements) + " }", True)
+
+
+@st.composite
+def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
+    kinds = ["marker"] * 6 + ["wild", "action", "action"] + ["group"] * 3 * (depth > 0) + ["elapse"] * 2 * timed
+    kind = draw(st.sampled_from(kinds))
+    if kind == "marker":
+        return Part(f"{draw(st.sampled_from(spec.markers))}({draw(st.sampled_from(['v', '']))})", False)
+    if kind == "wild":
+        return Part(".", False)
+    if kind == "elapse":
+        amount = draw(st.sampled_from(["1", "2", "3", "1.5", "(n % 3 + 3)"]))
+        return Part(f"elapse[{amount} seconds]({draw(st.sampled_from(['', 't']))})", False)
+    if kind == "action":
+        return draw(action_block(spec))
+    inner = draw(regex(spec, depth - 1, timed))
+    return Part(f"( {inner.text} )", inner.nullable)
+
+
+@st.composite
+def postfix(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
+    item = draw(atom(spec, depth, timed))
+    op = draw(st.sampled_from(["", "", "", "*", "+", "?", "{0,2}", "{1,2}", "{2}", "{1,}", "{2,3}"]))
+    if op in ("*", "+", "{1,}") and item.nullable:
+        op = "?"  # a loop around an item that can match nothing would be a cycle of actions
+    return Part(item.text + op, item.nullable or op in ("*", "?", "{0,2}"))
+
+
+@st.composite
+def sequence(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
+    items = draw(st.lists(postfix(spec, depth, timed), min_size=1, max_size=3))
+    return Part(" ".join(i.text for i in items), all(i.nullable for i in items))
+
+
+@st.composite
+def regex(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
+    first = draw(sequence(spec, depth, timed))
+    if spec.products and depth > 0 and draw(st.integers(0, 3)) == 0:
+        op = draw(st.sampled_from(["&", "-"]))
+        left = draw(sequence(spec, depth, False)) if timed else first
+        right = draw(sequence(spec, depth, False))
+        # Over-approximate nullability: a loop is then never put around an item that may be empty.
+        first = Part(f"{left.text} {op} {right.text}", left.nullable)
+    alternatives = [first]
+    for _ in range(draw(st.integers(0, 2))):
+        alternatives.append(draw(sequence(spec, depth, timed)))
+    return Part(" | ".join(a.text for a in alternatives), any(a.nullable for a in alternatives))
+
+
+@st.composite
+def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
+    names = ["A", "B", "C"][: draw(st.integers(2, 3))]
+    grouped = draw(st.integers(0, 3)) == 0
+    classify = draw(st.booleans())
+    spec = Spec(names, names + (["Hi", "Lo"] if classify else []), grouped, products=products)
+    decls = []
+    for name in names:
+        decl = f"long {name}" + (f" group({name} % 2)" if grouped else "")
+        if classify and name == "A":
+            decl += " case { A > 4 ? Hi : Lo }"
+        decls.append(decl)
+    body = draw(regex(spec, 2, timed=True))
+    forms = ["{}"] if body.nullable else ["( {} )*", "( {} )*", "{}", "( {} )+"]
+    if grouped:
+        forms += [". ( {} )*"] if not body.nullable else [". {}"]
+    init = '{ n = 0; d = 0.0; s = ""; t = now(); ' + ("v = 1; }" if draw(st.booleans()) else "}")
+    src = (f"in {', '.join(decls)}\nout long O, double P, string S, long T\n{init}\n"
+           f"{draw(st.sampled_from(forms)).format(body.text)}\n")
+    return src, spec
+
+
+@st.composite
+def traces(draw: st.DrawFn, spec: Spec) -> tuple[Trace, str]:
+    """A trace as data and as tester text; it ends a minute after its last event."""
+    start = micros_of(START)
+    ms = 0
+    items: list[tuple[Any, ...]] = [("time", start)]
+    for _ in range(draw(st.integers(1, 16))):
+        if draw(st.integers(0, 2)) == 0:
+            ms += draw(st.sampled_from([0, 400, 1000, 1000, 1500, 2000, 3000, 5000, 30_000]))
+            items.append(("time", start + ms * 1000))
+        else:
+            name = draw(st.sampled_from([*spec.names, *spec.names, "Z"]))
+            items.append(("event", name, draw(st.sampled_from([0, 1, 2, 3, 5, 6, 7, 9, -4, "x"]))))
+    items.append(("time", start + (ms + 65_000) * 1000))
+    return Trace(items), render(items, start)
+
+
+def render(items: list[tuple[Any, ...]], start: int) -> str:
+    parts = []
+    for item in items:
+        if item[0] == "time":
+            ms = (item[1] - start) // 1000
+            s, milli = divmod(ms, 1000)
+            m, s = divmod(s, 60)
+            h, m = divmod(m, 60)
+            parts.append(f"[2026-01-01 {h:02d}:{m:02d}:{s:02d}.{milli:03d}]")
+        else:
+            value = f'"{item[2]}"' if isinstance(item[2], str) else str(item[2])
+            parts.append(f"{item[1]}({value})")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,270 @@
+"""The reference interpreter: runs a program over a trace by simulating its syntax tree.
+
+Shares only the front end (parser and checker) with the project. The state of an instance is
+its set of feasible paths (:mod:`terms`); each transition runs the actions of every feasible
+path once, in the order of :mod:`order`; time markers, termination, grouping and errors follow
+the language document (2.4, 2.7, 3.1, 3.2) and the conformance README's choices 1-12.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from eventscript.language import ast
+from eventscript.language.checker import CheckedProgram, check
+from eventscript.language.diagnostics import Diagnostics
+from eventscript.language.parser import parse
+from eventscript.language.source import SourceFile
+from eventscript.language.types import DOUBLE, LONG, STRING
+
+from .evaluate import Scope, evaluate, execute
+from .order import action_order
+from .terms import EPS, Acts, Matcher, Symbol, Term, from_ast
+
+UNDECLARED, UNEXPECTED, BAD_VALUE = 1, 2, 6
+_UNIT_MICROS = {"day": 86_400_000_000, "hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
+                "millisecond": 1000, "microsecond": 1}
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def format_time(micros: int) -> str:
+    return (EPOCH + timedelta(microseconds=micros)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def micros_of(when: datetime) -> int:
+    return (when - EPOCH) // timedelta(microseconds=1)
+
+
+class ReferenceError_(Exception):
+    """The program uses something the reference does not model."""
+
+
+@dataclass
+class Instance:
+    key: tuple[Any, ...] | None
+    paths: frozenset[Term]
+    variables: dict[str, Any] = field(default_factory=dict)
+    timer: tuple[int, int, int] | None = None  # (deadline, order set, marker offset)
+
+
+@dataclass
+class Trace:
+    """A trace as data: ("time", microseconds) or ("event", name, value)."""
+
+    items: list[tuple[Any, ...]]
+
+
+class Reference:
+    def __init__(self, source: str) -> None:
+        d = Diagnostics()
+        tree = parse(SourceFile("<reference>", source), d)
+        if d.has_errors:
+            raise ReferenceError_(f"the program does not parse: {d}")
+        self.checked: CheckedProgram = check(tree, d)
+        if d.has_errors or tree.regex is None:
+            raise ReferenceError_(f"the program does not check: {d}")
+        self.markers: dict[int, Any] = {}
+        self.blocks: dict[int, ast.RActions] = {}
+        root = from_ast(tree.regex, self.markers, self.blocks)
+        self.inputs = {e.name: e for decl in tree.decls if isinstance(decl, ast.InputDecl) for e in decl.entries}
+        self.outputs = {o.name: o for o in self.checked.outputs.values()}
+        alphabet: list[Symbol] = []
+        for name, entry in self.inputs.items():
+            classes = sorted(_case_names(entry.case)) if entry.case is not None else [None]
+            alphabet += [("ev", name, c) for c in classes]
+        self.matcher = Matcher(root, self.markers, alphabet)
+        self.root = root
+        self.grouped = self.checked.grouped
+        self.out: list[dict[str, Any]] = []
+        self.now = 0
+        self.timer_order = 0
+        self.instances: dict[Any, Instance] = {}
+        self.single: Instance | None = None
+        self.terminated = False
+
+    # -- output ------------------------------------------------------------------------
+
+    def _error(self, code: int, message: str, key: tuple[Any, ...] | None = None) -> None:
+        line: dict[str, Any] = {"time": format_time(self.now), "event": "$error", "value": code}
+        self.out.append(line)
+
+    def _emit(self, name: str, value: Any, key: tuple[Any, ...] | None) -> None:
+        ty = self.outputs[name].ty
+        line: dict[str, Any] = {"time": format_time(self.now), "event": name,
+                                "value": float(value) if ty == DOUBLE else value}
+        if key is not None:
+            line["key"] = list(key)
+        self.out.append(line)
+
+    def _scope(self, inst: Instance) -> Scope:
+        return Scope(inst.variables, self.now, lambda c, m: self._error(c, m, inst.key),
+                     lambda n, v: self._emit(n, v, inst.key), key=inst.key)
+
+    # -- transitions -------------------------------------------------------------------
+
+    def _feasible(self, options: list[tuple[Acts, Term]]) -> tuple[frozenset[Term], list[tuple[int, ...]]]:
+        paths = [(acts, t) for acts, t in options if self.matcher.feasible(t)]
+        return frozenset(t for _, t in paths), [s for acts, _ in paths for s in acts]
+
+    def _advance(self, inst: Instance, symbol: Symbol) -> tuple[frozenset[Term], list[tuple[int, ...]]]:
+        return self._feasible([o for p in inst.paths for o in self.matcher.step(p, symbol)])
+
+    def _run(self, inst: Instance, strands: list[tuple[int, ...]], value: Any) -> None:
+        scope = self._scope(inst)
+        for offset in action_order(strands):
+            block = self.blocks.get(offset)
+            if block is not None:
+                execute(block.block, scope)
+            else:  # a marker's variable, stored at the marker's place
+                target = self.markers[offset].target
+                inst.variables[target] = value
+
+    def _enter(self, inst: Instance) -> None:
+        """Entering a state: stop the timer, set it for the earliest pending time marker."""
+        inst.timer = None
+        pending = sorted({m for p in inst.paths for m in self.matcher.time_markers(p)})
+        best: tuple[int, int] | None = None
+        scope = self._scope(inst)
+        for offset in pending:
+            node = self.markers[offset].node
+            if not isinstance(node, ast.RElapse):
+                raise ReferenceError_("arrive markers are not modelled")
+            amount = evaluate(node.amount, scope)
+            deadline = self.now + max(0, round(amount * _UNIT_MICROS[node.unit]))
+            if best is None or deadline < best[0]:
+                best = (deadline, offset)
+        if best is not None:
+            self.timer_order += 1
+            inst.timer = (best[0], self.timer_order, best[1])
+
+    def _done(self, inst: Instance) -> bool:
+        return inst.paths == frozenset({EPS})
+
+    # -- the trace ---------------------------------------------------------------------
+
+    def start(self, at: int) -> None:
+        self.now = at
+        if not self.grouped:
+            paths, strands = self._feasible(self.matcher.lead(self.root))
+            self.single = Instance(None, paths)
+            self._run(self.single, strands, None)
+            self._enter(self.single)
+            self.terminated = self._done(self.single) or not paths
+        self._fire_due(at)
+
+    def feed(self, name: str, value: Any) -> None:
+        entry = self.inputs.get(name)
+        if entry is None:
+            self._error(UNDECLARED, f"undeclared input event {name}")
+            return
+        ty = self.checked.inputs[name].ty
+        if not _fits(value, ty):
+            self._error(BAD_VALUE, f"{name}: bad value {value!r}")
+            return
+        value = float(value) if ty == DOUBLE else value
+        symbol = ("ev", name, self._classify(entry, value))
+        if self.grouped:
+            assert entry.group is not None
+            key = tuple(evaluate(g, Scope({}, self.now, self._error, event_value=value)) for g in entry.group)
+            inst = self.instances.get(key)
+            if inst is None:
+                paths, init = self._feasible(self.matcher.lead(self.root))
+                fresh = Instance(key, paths)
+                paths, strands = self._advance(fresh, symbol)
+                if not paths:
+                    self._error(UNEXPECTED, f"{name} cannot start an instance", key)
+                    return
+                self.instances[key] = fresh
+                self._run(fresh, init, None)
+                inst = fresh
+            else:
+                paths, strands = self._advance(inst, symbol)
+                if not paths:
+                    self._error(UNEXPECTED, f"{name} is not expected", key)
+                    return
+            self._take(inst, paths, strands, value)
+        else:
+            inst = self.single
+            assert inst is not None
+            paths, strands = self._advance(inst, symbol) if not self.terminated else (frozenset(), [])
+            if not paths:
+                self._error(UNEXPECTED, f"{name} is not expected")
+                return
+            self._take(inst, paths, strands, value)
+        self._fire_due(self.now)
+
+    def _take(self, inst: Instance, paths: frozenset[Term], strands: list[tuple[int, ...]], value: Any) -> None:
+        inst.paths = paths
+        self._run(inst, strands, value)
+        self._enter(inst)
+        if self._done(inst):
+            inst.timer = None
+            if self.grouped:
+                del self.instances[inst.key]
+            else:
+                self.terminated = True
+
+    def advance(self, to: int) -> None:
+        self._fire_due(to)
+        self.now = to
+
+    def _fire_due(self, to: int) -> None:
+        while True:
+            live = list(self.instances.values()) if self.grouped else ([self.single] if self.single else [])
+            due = [i for i in live if i.timer is not None and i.timer[0] <= to]
+            if not due:
+                return
+            inst = min(due, key=lambda i: i.timer[:2])  # type: ignore[index]
+            assert inst.timer is not None
+            deadline, _, offset = inst.timer
+            self.now = deadline
+            paths, strands = self._advance(inst, ("time", offset))
+            if not paths:
+                inst.timer = None
+                continue
+            self._take(inst, paths, strands, deadline)
+
+    def _classify(self, entry: ast.InputEntry, value: Any) -> str | None:
+        node = entry.case
+        if node is None:
+            return None
+        scope = Scope({}, self.now, self._error, event_value=value)
+        while isinstance(node, ast.CaseArm):
+            node = node.then if evaluate(node.cond, scope) else node.otherwise
+        return node.name
+
+
+def _case_names(node: ast.CaseNode | None) -> set[str]:
+    if node is None:
+        return set()
+    if isinstance(node, ast.CaseName):
+        return {node.name}
+    return _case_names(node.then) | _case_names(node.otherwise)
+
+
+def _fits(value: Any, ty: Any) -> bool:
+    if ty == LONG:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if ty == DOUBLE:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ty == STRING:
+        return isinstance(value, str)
+    return True
+
+
+def run_reference(source: str, trace: Trace) -> list[dict[str, Any]]:
+    """Run a program over a trace; output lines like the tester's, ``$error`` reduced to its code."""
+    ref = Reference(source)
+    started = False
+    for item in trace.items:
+        if item[0] == "time":
+            if not started:
+                ref.start(item[1])
+                started = True
+            else:
+                ref.advance(item[1])
+        else:
+            ref.feed(item[1], item[2])
+    return ref.out

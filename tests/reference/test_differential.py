@@ -1,0 +1,73 @@
+"""Random programs and traces: the reference interpreter, the eager DFA and the lazy DFA agree.
+
+``REFERENCE_EXAMPLES`` sets the number of examples (``make fuzz`` runs many more). A failure
+prints the program and the trace; hypothesis shrinks them first.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import strategies as st
+
+from .compare import compiles, run_tester
+from .generate import programs, traces
+from .interpreter import Trace, run_reference
+
+EXAMPLES = int(os.environ.get("REFERENCE_EXAMPLES", "300"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                           HealthCheck.data_too_large])
+
+
+def _agree(source: str, trace: Trace, text: str) -> None:
+    note(f"program:\n{source}\ntrace:\n{text}")
+    want = run_reference(source, trace)
+    eager = run_tester(source, text, lazy=False)
+    lazy = run_tester(source, text, lazy=True)
+    assert eager == lazy, "the eager and the lazy DFA disagree"
+    assert eager == want, "the tester disagrees with the reference"
+
+
+KNOWN = pytest.mark.xfail(
+    reason="known disagreements, fixes landing in automata/ (issue 9 report): actions on paths through "
+           "'&'/'-' operands that can never complete still run; the order of actions that meet on a "
+           "multiplier's copies or a loop's wrap-around is program text, not the paths' order (choice 8)",
+    strict=False)
+
+
+@KNOWN
+@SETTINGS
+@given(data=st.data())
+def test_reference_and_tester_agree_without_intersection_or_difference(data: st.DataObject) -> None:
+    source, spec = data.draw(programs(products=False))
+    assume(compiles(source))
+    trace, text = data.draw(traces(spec))
+    _agree(source, trace, text)
+
+
+@KNOWN
+@SETTINGS
+@given(data=st.data())
+def test_reference_and_tester_agree_on_random_programs(data: st.DataObject) -> None:
+    source, spec = data.draw(programs())
+    assume(compiles(source))
+    trace, text = data.draw(traces(spec))
+    _agree(source, trace, text)
+
+
+def test_generated_programs_mostly_compile() -> None:
+    """Guard for the generator: a test that skips most of its examples tests nothing."""
+    ok = total = 0
+
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def count(drawn: tuple[str, object]) -> None:
+        nonlocal ok, total
+        total += 1
+        ok += compiles(drawn[0])
+
+    count()
+    assert ok >= 0.8 * total, (ok, total)
