@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,14 @@ def test_kafka_commands_say_cannot_reach_kafka_once(files: Path) -> None:
         assert len(lines) == 1, (name, err[:2000])  # no librdkafka lines, no traceback
         assert lines[0].startswith(f"error: cannot reach Kafka at {NO_BROKER}"), (name, lines[0])
         assert out == ""
+
+
+def test_produce_reads_the_trace_before_contacting_kafka(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (files / "topology.yaml").write_text(TOPOLOGY.format(broker=NO_BROKER))
+    (files / "deep.trace").write_text("[2026-01-01 00:00:00]\nS(" + "[" * 500 + ")\n")
+    for trace, says in (("missing.trace", "cannot read the trace: No such file or directory"),
+                        ("deep.trace", "nests too deeply")):
+        started = time.monotonic()
+        assert main(["produce", str(files / "topology.yaml"), "--trace", str(files / trace)]) == 2
+        assert says in capsys.readouterr().err
+        assert time.monotonic() - started < 5  # no wait for the (absent) broker

@@ -115,6 +115,9 @@ def run_dev(args: argparse.Namespace) -> int:
             worker = next(w for w in runner.workers if w.cfg.name == cfg.name)
             try:
                 items = read_trace(args.trace)
+            except OSError as exc:
+                print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
+                return 2
             except TraceError as exc:
                 print(str(exc), file=sys.stderr)
                 return 2
@@ -150,13 +153,20 @@ def run_produce(args: argparse.Namespace) -> int:
 
     _logging(args.verbose)
     try:
+        items = read_trace(args.trace)  # before Kafka: a bad trace should not wait for a broker
+    except OSError as exc:
+        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except TraceError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    try:
         topo = _load(args)
         cfg = topo.program(args.program) if args.program else topo.programs[0]
         program = compile_programs(topo, [cfg])[cfg.name]
         partitions = Admin(topo).prepare([cfg])[cfg.name]
-        items = read_trace(args.trace)
         n = produce_trace(topo.kafka, cfg, program, items, partitions)
-    except (TopologyError, TraceError, ProduceError) as exc:
+    except (TopologyError, ProduceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"published {n} events to program {cfg.name}'s inputs", file=sys.stderr)
