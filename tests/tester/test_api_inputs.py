@@ -102,3 +102,19 @@ def test_an_external_function_returning_a_lone_surrogate_is_error_7() -> None:
     lines = run(program, "[2026-01-01 00:00:00]\nN(55296)\nN(233)")
     assert [(line["event"], line["value"].get("code") if line["event"] == "$error" else line["value"])
             for line in lines] == [("$error", 7), ("S", ""), ("S", "é")]
+
+
+def test_an_external_error_message_with_a_lone_surrogate_is_spelled_out(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """$error messages go to UTF-8 outputs (JSON lines, Kafka records): the surrogate is escaped."""
+    (tmp_path / "surrogate_externals.py").write_text('def boom(n):\n    raise ValueError("bad \\ud800 thing")\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    program = """
+    function long boom(long): "surrogate_externals:boom"
+    in long N
+    out long M
+    ( N(n) { !>M(boom(n)); } )*
+    """
+    lines = run(program, "[2026-01-01 00:00:00]\nN(1)")
+    message = lines[0]["value"]["message"]
+    message.encode("utf-8")
+    assert lines[0]["value"]["code"] == 7 and "ValueError: bad \\ud800 thing" in message

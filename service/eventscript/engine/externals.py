@@ -58,11 +58,14 @@ def from_python(obj: Any, t: Type) -> Any:
 
 
 def _describe(exc: BaseException, with_type: bool = True) -> str:
-    """The exception as text, even when its own ``__str__`` raises."""
+    """The exception as text for an ``$error`` message, even when its own ``__str__`` raises;
+    a lone surrogate in it is spelled ``\\ud800`` (the message goes to outputs that must be UTF-8)."""
     try:
         text = str(exc)
     except Exception:
         text = "(its message cannot be shown)"
+    if lone_surrogate_at(text) is not None:
+        text = "".join(f"\\u{ord(c):04x}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
     return f"{type(exc).__name__}: {text}" if with_type else text
 
 
