@@ -34,9 +34,12 @@ def _docker_answers() -> bool:
 
 
 class Broker:
-    def __init__(self, bootstrap: str, kind: str) -> None:
+    def __init__(self, bootstrap: str, kind: str, pid: int | None = None) -> None:
         self.bootstrap = bootstrap
         self.kind = kind
+        #: The broker's process, when the tests started it (the embedded broker): fault tests
+        #: stop it with SIGSTOP to make it unreachable.
+        self.pid = pid
 
     @property
     def hides_aborted(self) -> bool:
@@ -59,7 +62,7 @@ def start_broker() -> Iterator[Broker]:
     from eventscript.kafka.broker import EmbeddedBroker
 
     with EmbeddedBroker() as b:
-        yield Broker(b.bootstrap, "tansu")
+        yield Broker(b.bootstrap, "tansu", b.proc.pid if b.proc is not None else None)
 
 
 def free_port() -> int:
@@ -351,3 +354,96 @@ class TopicWatcher:
     def close(self) -> None:
         self.stop.set()
         self.thread.join(10)
+
+
+Line = tuple[str, Any, Any]  # (event, JSON value, key)
+
+
+class Oracle:
+    """An uninterrupted run of the worker's task logic per input partition, in one engine per
+    partition with the record clock (what the tester computes for the same records): outputs
+    per key, and the final instance contexts per key."""
+
+    def __init__(self, program_text: str, event: str, records: list[Any]) -> None:
+        import orjson
+
+        from eventscript.automata.compile import compile_source
+        from eventscript.engine.encoding import encode
+        from eventscript.engine.engine import Engine
+        from eventscript.engine.time_provider import SimulatedTimeProvider
+
+        program = compile_source(program_text, name="oracle").require()
+        self.outputs: dict[str, list[Line]] = {}
+        self.states: dict[str, tuple[Any, ...]] = {}
+        by_partition: dict[int, list[Any]] = {}
+        for m in records:
+            by_partition.setdefault(m.partition(), []).append(m)
+        for msgs in by_partition.values():
+            clock = SimulatedTimeProvider()
+
+            def sink(e: Any) -> None:
+                key = list(e.key) if e.key is not None else None
+                self.outputs.setdefault(orjson.dumps(key).decode(), []).append((e.name, encode(e.value, e.ty), key))
+
+            engine = Engine(program, sink, clock)
+            for m in sorted(msgs, key=lambda m: m.offset()):
+                t = m.timestamp()[1] * 1000
+                if t >= clock.now():
+                    clock.advance_to(t)
+                engine.feed_json(event, orjson.loads(m.value()))
+                clock.run_due()
+            for key, ctx in engine.contexts.items():
+                self.states[orjson.dumps(list(key)).decode()] = instance_state(engine.snapshot(ctx))
+
+
+def instance_state(snapshot: bytes) -> tuple[Any, ...]:
+    """What must agree between two runs of an instance: state, variables, key and the pending
+    timer's deadline and symbol (not its tie-breaking sequence number, nor the output-id origin)."""
+    from eventscript.engine.context import decode
+
+    state, variables, key, timer, terminated = decode(snapshot)[:5]
+    return (state, variables, key, timer[:2] if timer is not None else None, terminated)
+
+
+def outputs_by_key(records: list[Any]) -> tuple[dict[str, list[Line]], int]:
+    """Output records per key, each es-id once; a repeated id must be a byte-identical copy
+    (key, value, headers, timestamp). Returns the outputs and how many repeats were dropped."""
+    import orjson
+
+    from eventscript.kafka import codec
+
+    kept: dict[bytes, tuple[Any, ...]] = {}
+    got: dict[str, list[Line]] = {}
+    repeats = 0
+    for m in records:
+        rid = codec.header(m.headers(), codec.HEADER_ID)
+        assert rid is not None, "an output record without es-id"
+        raw = (m.key(), m.value(), tuple(m.headers() or ()), m.timestamp()[1])
+        if rid in kept:
+            assert kept[rid] == raw, f"record {rid!r} appeared twice with different bytes: {kept[rid]} != {raw}"
+            repeats += 1
+            continue
+        kept[rid] = raw
+        event = codec.header(m.headers(), codec.HEADER_EVENT)
+        assert event is not None
+        key = orjson.loads(m.key()) if m.key() is not None else None
+        got.setdefault(orjson.dumps(key).decode(), []).append((event.decode(), orjson.loads(m.value()), key))
+    return got, repeats
+
+
+def committed_states(state_dir: Path) -> dict[str, tuple[Any, ...]]:
+    """The instances in the local stores under a worker's state directory (its committed state)."""
+    from rocksdict import Options, Rdict
+
+    from eventscript.kafka.state import SINGLE_KEY
+
+    out: dict[str, tuple[Any, ...]] = {}
+    for db_path in sorted(state_dir.glob("**/task-*")):
+        db = Rdict(str(db_path), options=Options(raw_mode=True))
+        try:
+            for k, v in db.items():
+                if k[:1] == b"[" or k == SINGLE_KEY:
+                    out[k.decode(errors="replace")] = instance_state(v)
+        finally:
+            db.close()
+    return out

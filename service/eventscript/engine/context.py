@@ -11,14 +11,16 @@ variables that referred to one array still do after a restore.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 import orjson
 
 from .values import UNSET
 
-FORMAT_VERSION = 1
+#: Version 2 added the instance's origin and timer-firing count (output ids); version 1
+#: snapshots still restore, with neither.
+FORMAT_VERSION = 2
 
 _EXT_UNSET = 0
 _EXT_LIST = 1  # first occurrence of a list: [index, items]
@@ -27,7 +29,7 @@ _EXT_OBJECT = 3  # an opaque object value, as JSON
 
 
 class InstanceContext:
-    __slots__ = ("key", "last_fire", "repeats", "state", "terminated", "timer", "tsym", "vars")
+    __slots__ = ("fires", "key", "last_fire", "origin", "repeats", "state", "terminated", "timer", "tsym", "vars")
 
     def __init__(self, key: tuple[Any, ...] | None, state: Any, nvars: int) -> None:
         self.key = key
@@ -42,9 +44,21 @@ class InstanceContext:
         #: (a guard against time markers that fire again and again without time passing).
         self.last_fire = -1
         self.repeats = 0
+        #: What created the instance, as the host names it (for the Kafka worker and the
+        #: backfill: the coordinates of the record that started it), and how many time events it
+        #: has consumed. Together they name each timer firing by the key's own history, so
+        #: outputs of a timer get the same id wherever and however often the firing is replayed.
+        self.origin: str | None = None
+        self.fires = 0
 
     def __repr__(self) -> str:
         return f"InstanceContext(key={self.key!r}, state={self.state!r})"
+
+    def __lt__(self, other: InstanceContext) -> bool:
+        """Timer entries tie on (deadline, seq) only when contexts restored from different
+        sources carry equal sequence numbers (or a cancelled entry meets its replacement);
+        the group key then decides, so the order is still the same on every run."""
+        return (self.key or ()) < (other.key or ())
 
 
 class _Encoder:
@@ -98,21 +112,36 @@ class _Decoder:
         return msgpack.ExtType(code, data)
 
 
+class ContextSnapshot(NamedTuple):
+    """A decoded instance-context snapshot."""
+
+    state: Any
+    variables: list[Any]
+    key: tuple[Any, ...] | None
+    timer: tuple[int, int, int] | None  # (deadline, time symbol, seq) of the pending timer
+    terminated: bool
+    origin: str | None
+    fires: int
+
+
 def encode(state: Any, variables: list[Any], key: tuple[Any, ...] | None, timer: tuple[int, int, int] | None,
-           terminated: bool = False) -> bytes:
-    """Serialize (state id, variables, key, (deadline, symbol, seq) of the pending timer, and
-    whether the instance has terminated — an ungrouped program stays terminated)."""
+           terminated: bool = False, origin: str | None = None, fires: int = 0) -> bytes:
+    """Serialize (state id, variables, key, (deadline, symbol, seq) of the pending timer, whether
+    the instance has terminated — an ungrouped program stays terminated —, its origin and its
+    count of time events)."""
     e = _Encoder()
     payload = [FORMAT_VERSION, state, [e.enc(v) for v in variables], list(key) if key is not None else None,
-               list(timer) if timer is not None else None, terminated]
+               list(timer) if timer is not None else None, terminated, origin, fires]
     return msgpack.packb(payload, default=_Encoder._ext, use_bin_type=True)
 
 
-def decode(data: bytes) -> tuple[Any, list[Any], tuple[Any, ...] | None, tuple[int, int, int] | None, bool]:
+def decode(data: bytes) -> ContextSnapshot:
     d = _Decoder()
     payload = msgpack.unpackb(data, ext_hook=d.hook, strict_map_key=False, raw=False)
-    if not isinstance(payload, list) or len(payload) != 6 or payload[0] != FORMAT_VERSION:
+    if not isinstance(payload, list) or not payload or (payload[0], len(payload)) not in ((1, 6), (2, 8)):
         raise ValueError("not an EventScript instance-context snapshot of a known version")
-    _, state, variables, key, timer, terminated = payload
-    return (state, variables, tuple(key) if key is not None else None,
-            (int(timer[0]), int(timer[1]), int(timer[2])) if timer is not None else None, bool(terminated))
+    _, state, variables, key, timer, terminated, *rest = payload
+    origin, fires = rest if rest else (None, 0)
+    return ContextSnapshot(state, variables, tuple(key) if key is not None else None,
+                           (int(timer[0]), int(timer[1]), int(timer[2])) if timer is not None else None,
+                           bool(terminated), origin if isinstance(origin, str) else None, int(fires))

@@ -110,6 +110,10 @@ class Engine:
         self.lazy_cache_states = lazy_cache_states
         #: Contexts changed since the host last drained them (None: not tracked).
         self.dirty: dict[int, InstanceContext] | None = {} if track_dirty else None
+        #: Host hooks for output ids (see InstanceContext.origin): what names the cause of a new
+        #: instance, and who is told before an instance consumes a time event.
+        self.origin_of: Callable[[], str] | None = None
+        self.before_timer: Callable[[InstanceContext], None] | None = None
         self._gen = CodeGen(self.program)
         self._ns = self._namespace(search_dirs)
         self._bind_emitters()
@@ -375,6 +379,7 @@ class Engine:
         if self.grouped or self.single is not None:
             return
         ctx = InstanceContext(None, self._start, self.nvars)
+        ctx.origin = "start"
         self.single = ctx
         self._init_fn(ctx, None)
         if self._start.terminal:
@@ -383,6 +388,8 @@ class Engine:
 
     def _create(self, key: tuple[Any, ...]) -> InstanceContext:
         ctx = InstanceContext(key, self._start, self.nvars)
+        if self.origin_of is not None:
+            ctx.origin = self.origin_of()
         self.contexts[key] = ctx
         self._init_fn(ctx, None)
         return ctx
@@ -455,6 +462,9 @@ class Engine:
         """Deliver the time event of ctx's pending timer (called by the time provider)."""
         if ctx.terminated:
             return
+        ctx.fires += 1
+        if self.before_timer is not None:
+            self.before_timer(ctx)
         if deadline == ctx.last_fire:
             ctx.repeats += 1
             if ctx.repeats >= MAX_FIRES_AT_ONE_INSTANT:
@@ -515,17 +525,20 @@ class Engine:
         if info is not None:
             timer = (info[0], ctx.tsym, info[1])
         state = self.machine.state_to_json(ctx.state.key)
-        return context.encode(state, ctx.vars, ctx.key, timer, ctx.terminated)
+        return context.encode(state, ctx.vars, ctx.key, timer, ctx.terminated, ctx.origin, ctx.fires)
 
     def restore(self, data: bytes) -> InstanceContext:
         """Resume an instance from :meth:`snapshot` bytes (its pending timer is re-armed)."""
-        state_json, variables, key, timer, terminated = context.decode(data)
+        snap = context.decode(data)
+        variables, key, timer = snap.variables, snap.key, snap.timer
         if len(variables) != self.nvars:
             raise ValueError(f"snapshot has {len(variables)} variables, the program has {self.nvars}")
-        st = self._state(self.machine.state_from_json(state_json))
+        st = self._state(self.machine.state_from_json(snap.state))
         ctx = InstanceContext(key, st, self.nvars)
         ctx.vars = variables
-        ctx.terminated = terminated
+        ctx.terminated = snap.terminated
+        ctx.origin = snap.origin
+        ctx.fires = snap.fires
         if self.grouped:
             if key is None:
                 raise ValueError("snapshot of an ungrouped instance given to a grouped program")
@@ -545,6 +558,11 @@ class Engine:
 
 
     def clear(self) -> None:
+        """Drop every instance (a host about to reload them from its store). Changes not yet
+        drained are dropped too: they belong to the discarded instances, and draining them later
+        would persist stale contexts (or tombstones for keys that are alive again)."""
+        if self.dirty is not None:
+            self.dirty.clear()
         for ctx in list(self.contexts.values()):
             self.time.cancel_timer(ctx)
         self.contexts.clear()

@@ -222,10 +222,18 @@ class WallClockTimeProvider(TimeProvider):
         return self._now
 
     def run_due(self) -> int:
+        """Fire every timer due by now. As in the tester, a time event happens at its deadline:
+        the clock reads the deadline while the event is processed (also when the host fires it
+        late, after a pause or a restart), so what it emits, and any timer it starts, is the same
+        whenever the firing actually ran — and a firing replayed after a crash is an exact copy."""
         fired = 0
         timers = self.timers
-        while timers.due(self.refresh()) and (item := timers.pop_due(self._now)) is not None:
+        while timers.due(wall := self.refresh()) and (item := timers.pop_due(wall)) is not None:
             deadline, ctx, target = item
-            target.fire_timer(ctx, deadline)
+            self._now = deadline
+            try:
+                target.fire_timer(ctx, deadline)
+            finally:
+                self._now = wall
             fired += 1
         return fired

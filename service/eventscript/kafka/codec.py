@@ -37,6 +37,10 @@ HEADER_TICK = "es-tick"
 #: input topic whose configuration decodes it.
 HEADER_SOURCE = "es-source"
 HEADER_INPUT = "es-input"
+#: The original record's key, when re-publishing changed it (the copy is keyed by its group key).
+HEADER_SOURCE_KEY = "es-source-key"
+#: Headers the worker adds to a re-published copy (not part of the original record).
+REPUBLISH_HEADERS = frozenset((HEADER_SOURCE, HEADER_INPUT, HEADER_SOURCE_KEY))
 
 Headers = list[tuple[str, bytes | None]]
 

@@ -78,6 +78,10 @@ class KafkaConfig(_Model):
     #: Extra settings for consumers only / producers only.
     consumer: dict[str, Any] = Field(default_factory=dict)
     producer: dict[str, Any] = Field(default_factory=dict)
+    #: Static group membership (``group.instance.id`` = the worker's instance id): a worker back
+    #: within the session timeout keeps its tasks, with no rebalance. Turn off where instance ids
+    #: are not stable (then every restart rebalances).
+    static_membership: bool = True
 
 
 class NameFrom(_Model):

@@ -27,7 +27,11 @@ from rocksdict import Options, Rdict, WriteBatch
 #: Store keys of instances are canonical group keys (JSON arrays: they start with '[');
 #: the one instance of an ungrouped program, and metadata, use keys that cannot clash.
 SINGLE_KEY = b"\x01single"
+#: Task state that is not an instance, kept in the changelog beside the instances: the
+#: repartition high-water marks and the record clock (microseconds, decimal).
 HWM_KEY = b"\x02repartition-hwm"
+CLOCK_KEY = b"\x03record-clock"
+_TASK_KEYS_FIRST = (b"\x00", b"\x02", b"\x03")
 _META_CHECKPOINT = b"\x00checkpoint"
 _META_POSITION = b"\x00position"
 
@@ -78,7 +82,7 @@ class TaskStore:
 
     def instances(self) -> Iterator[tuple[bytes, bytes]]:
         for k, v in self.db.items():
-            if k[:1] not in (b"\x00", b"\x02"):
+            if k[:1] not in _TASK_KEYS_FIRST:
                 yield k, v
 
     def get(self, key: bytes) -> bytes | None:
@@ -113,6 +117,14 @@ def decode_position(raw: bytes | None) -> Position | None:
     except orjson.JSONDecodeError:
         return None
     return pos if isinstance(pos, dict) else None
+
+
+def decode_clock(raw: bytes | None) -> int:
+    """The persisted record clock (0, the epoch, before the first record)."""
+    try:
+        return int(raw) if raw is not None else 0
+    except ValueError:
+        return 0
 
 
 def decode_hwm(raw: bytes | None) -> dict[str, int]:

@@ -34,7 +34,17 @@ from . import codec
 from .codec import BadRecord, Headers, RecordInfo
 from .config import InputConfig, ProgramConfig
 from .partitioner import key_bytes, partition_of
-from .state import HWM_KEY, SINGLE_KEY, Position, TaskStore, decode_hwm, position_header, tp_name
+from .state import (
+    CLOCK_KEY,
+    HWM_KEY,
+    SINGLE_KEY,
+    Position,
+    TaskStore,
+    decode_clock,
+    decode_hwm,
+    position_header,
+    tp_name,
+)
 
 log = logging.getLogger("eventscript.kafka.task")
 
@@ -100,19 +110,25 @@ class Task:
         self.restored = False
         self.started = False
         self._msg: Any = None  # the record being processed (for $error context), or None
-        self._src: str = ""  # what caused the current emissions: "topic:partition:offset", or a timer
+        #: What caused the current emissions (see ``_next_id_bytes``): None for the record being
+        #: processed (named lazily, from ``_msg``), else a timer firing or the program's start.
+        self._cause: str | None = None
         self._src_count = 0
-        self._id_base = None
+        self._id_base: bytes | None = None
         self._idle_since: float | None = None
         self._key_cache: dict[tuple[Any, ...], bytes] = {}
-        self._id_prefix = f"{cfg.name}/{partition}/"
+        self._id_prefix = f"{cfg.name}/"
         self.record_clock = cfg.clock == "record"
+        #: The record clock as last persisted (it is task state: see changelog_records).
+        self._clock_saved = 0
         #: Counts since the worker last collected them (consumed, processed, outputs, errors, ...).
         self.counts: collections.Counter[str] = collections.Counter()
         for out in program.program.outputs:
             topic = cfg.output_topic(out.name)
             if topic is not None:
                 self.engine.set_output_handler(out.name, self._output_handler(out.name, out.ty, topic))
+        self.engine.origin_of = self._record_cause
+        self.engine.before_timer = self._begin_timer
         self._decoders = {id(c): self._input_decoder(c) for c in inputs}
         for ip in self.inputs:
             if ip.config is not None:
@@ -128,9 +144,17 @@ class Task:
     # -- restore ------------------------------------------------------------------------------
 
     def load_from_store(self) -> None:
-        """Rebuild the engine's instances from the local store (which holds committed state)."""
+        """Rebuild the task from the local store (which holds committed state): its instances,
+        the repartition high-water marks and the record clock, which moves back with the rest
+        (records read again must be processed at the times they had the first time)."""
         self.engine.clear()
+        self.clock.timers.clear()  # the task's own clock: drop the cancelled entries too
         self.hwm = decode_hwm(self.store.get(HWM_KEY))
+        if self.record_clock:
+            clock = self.clock
+            assert isinstance(clock, SimulatedTimeProvider)
+            self._clock_saved = decode_clock(self.store.get(CLOCK_KEY))
+            clock.set_now(self._clock_saved)
         count = 0
         for k, v in self.store.instances():
             ctx = self.engine.restore(v)
@@ -145,21 +169,15 @@ class Task:
     def start_wall_clock(self) -> None:
         """An ungrouped program on the wall clock starts when its task does."""
         if not self.grouped and not self.started and self.partition == 0 and self.cfg.clock == "wall":
-            self._begin_source(None, f"start@{self.clock.refresh()}")  # type: ignore[attr-defined]
+            self.clock.refresh()  # type: ignore[attr-defined]
+            self._begin_start()
             self.engine.start()
             self.started = True
 
     # -- the engine's consumer -----------------------------------------------------------------
 
     def _next_id(self) -> str:
-        """A deterministic id for an emitted record: the program, the task, what caused it (an
-        input record's coordinates, or a timer) and its rank among that cause's emissions."""
-        self._src_count += 1
-        src = self._src
-        if not src and self._msg is not None:
-            m = self._msg
-            src = self._src = f"{m.topic()}:{m.partition()}:{m.offset()}"
-        return f"{self._id_prefix}{src}/{self._src_count}"  # same scheme as _next_id_bytes
+        return self._next_id_bytes().decode()
 
     def _output_handler(self, name: str, ty: Any, topic: str) -> Callable[[Any, Any], None]:
         """What the engine calls for each emission of one output event: encode and send."""
@@ -181,14 +199,18 @@ class Task:
         return handler
 
     def _next_id_bytes(self) -> bytes:
-        """``_next_id`` as bytes, built once per cause and extended by the rank."""
+        """A deterministic id for an emitted record: the program, what caused it and its rank
+        among that cause's emissions. A cause is named by the key's own history only — an input
+        record by its original coordinates (also when it came through the repartition topic), a
+        timer firing by the instance's origin and its count of time events — so a rewound,
+        restarted or moved task, and the backfill in any mode, give an output the same id."""
         n = self._src_count = self._src_count + 1
         base = self._id_base
         if base is None:
-            if not self._src and self._msg is not None:
-                m = self._msg
-                self._src = f"{m.topic()}:{m.partition()}:{m.offset()}"
-            base = self._id_base = f"{self._id_prefix}{self._src}/".encode()
+            cause = self._cause
+            if cause is None:
+                cause = self._record_cause()
+            base = self._id_base = f"{self._id_prefix}{cause}/".encode()
         return base + b"%d" % n
 
     def _input_decoder(self, cfg: InputConfig) -> Callable[[bytes | None, Headers | None], tuple[str, Any]]:
@@ -212,17 +234,56 @@ class Task:
         input_types, decoders = self.input_types, self.decoders
         return lambda value, headers: codec.decode_record(cfg, value, headers, input_types, decoders)
 
-    def _begin_source(self, msg: Any, src: str = "") -> None:
+    def _begin_record(self, msg: Any) -> None:
+        """Emissions from here on are caused by the input record ``msg``."""
         self._msg = msg
-        self._src = src
+        self._cause = None
         self._src_count = 0
         self._id_base = None
 
+    def _begin_timer(self, ctx: Any) -> None:
+        """Emissions from here on are caused by ctx's time event (the engine calls this)."""
+        self._msg = None
+        self._cause = f"{ctx.origin}~{ctx.fires}"
+        self._src_count = 0
+        self._id_base = None
+
+    def _begin_start(self) -> None:
+        """Emissions from here on come from an ungrouped program's initial actions."""
+        self._msg = None
+        self._cause = "start"
+        self._src_count = 0
+        self._id_base = None
+
+    def _record_cause(self) -> str:
+        """The original coordinates of the record being processed, "topic:partition:offset"."""
+        m = self._msg
+        if m is None:
+            return self._cause or "start"
+        if m.topic() == self.repartition_topic:
+            source = codec.header(m.headers(), codec.HEADER_SOURCE)
+            if source is not None:
+                return source.decode()
+        return f"{m.topic()}:{m.partition()}:{m.offset()}"
+
     def _source_info(self) -> RecordInfo | None:
+        """The record an $error is about, as it was first written (a re-published copy is
+        described by its original's coordinates, key and headers)."""
         m = self._msg
         if m is None:
             return None
-        return RecordInfo(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), m.headers(), m.value())
+        headers = m.headers()
+        if m.topic() == self.repartition_topic and headers:
+            source = codec.header(headers, codec.HEADER_SOURCE)
+            if source is not None:
+                topic, part, off = source.decode().rsplit(":", 2)
+                key = m.key()
+                original = [(k, v) for k, v in headers if k not in codec.REPUBLISH_HEADERS]
+                for k, v in headers:
+                    if k == codec.HEADER_SOURCE_KEY:
+                        key = v
+                return RecordInfo(topic, int(part), int(off), m.timestamp()[1], key, original or None, m.value())
+        return RecordInfo(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), headers, m.value())
 
     def _key_bytes(self, key: tuple[Any, ...] | None) -> bytes | None:
         if key is None:
@@ -327,10 +388,10 @@ class Task:
     def _process_one(self, ip: InputPartition, msg: Any) -> None:
         """Process one record. The caller advances the task's position past it."""
         headers = msg.headers()
-        self._msg = msg  # the record being processed (see _begin_source)
-        self._src = ""
+        self._msg = msg  # the record being processed (_begin_record, inlined)
+        self._cause = None
         self._src_count = 0
-        self._id_base: bytes | None = None
+        self._id_base = None
         if headers and codec.header(headers, codec.HEADER_TICK) is not None:
             self._advance(msg.timestamp()[1])
             return
@@ -363,7 +424,8 @@ class Task:
                 self._forward(msg, cfg, partition_of(kb, self.partitions), kb)  # type: ignore[arg-type]
                 return
             if self.record_clock:
-                self._advance(msg.timestamp()[1])
+                if self._advance(msg.timestamp()[1]):
+                    self._begin_record(msg)  # timers fired first, each its own cause
             else:
                 self.clock.refresh()  # type: ignore[attr-defined]
             engine.feed_keyed(name, value, key)
@@ -376,17 +438,21 @@ class Task:
                 self._forward(msg, cfg, 0, msg.key())
                 return
             if self.record_clock:
-                self._advance(msg.timestamp()[1])
+                if self._advance(msg.timestamp()[1]):
+                    self._begin_record(msg)
             else:
                 self.clock.refresh()  # type: ignore[attr-defined]
             if not self.started:
+                self._begin_start()
                 engine.start()
                 self.started = True
+                self._begin_record(msg)
             engine.feed(name, value)
         if self.record_clock:
             clock = self.clock
             if clock.timers.due(clock.now()):
                 clock.run_due()  # timers set due now fire at once, as in the tester
+                self._begin_record(msg)
 
     def _from_repartition(self, msg: Any, headers: Headers | None) -> InputConfig | None:
         """The input configuration of a re-published record, or None when it is a copy already
@@ -409,23 +475,30 @@ class Task:
         headers = list(msg.headers() or [])
         headers.append((codec.HEADER_SOURCE, f"{msg.topic()}:{msg.partition()}:{msg.offset()}".encode()))
         headers.append((codec.HEADER_INPUT, cfg.topic.encode()))
+        if msg.key() != kb:
+            headers.append((codec.HEADER_SOURCE_KEY, msg.key()))
         self.send(self.repartition_topic, target, kb, msg.value(), headers, msg.timestamp()[1], False)
         self.counts["repartitioned"] += 1
 
-    def _advance(self, ts: int) -> None:
+    def _advance(self, ts: int) -> int:
+        """Record clock: move to a record's timestamp (ms), firing the timers due by then;
+        returns how many fired or started (the caller's emissions need their cause again)."""
         if self.cfg.clock != "record":
-            return
+            return 0
         clock = self.clock
         assert isinstance(clock, SimulatedTimeProvider)
         t = ts * 1000
         if not self.started and not self.grouped:
-            clock.set_now(t)
+            clock.set_now(max(t, clock.now()))
             if self.partition == 0:
+                self._begin_start()
                 self.engine.start()
                 self.started = True
-            return
+                return 1
+            return 0
         if t >= clock.now():
-            clock.advance_to(t)
+            return clock.advance_to(t)
+        return 0
 
     def fire_timers(self) -> int:
         """Wall clock: fire the timers due now (record clock: they fire as records advance time)."""
@@ -435,8 +508,7 @@ class Task:
         now = self.clock.refresh()  # type: ignore[attr-defined]
         if not timers.due(now):
             return 0
-        self._begin_source(None, f"timer@{now}")
-        return self.clock.run_due()
+        return self.clock.run_due()  # each firing names its cause (_begin_timer)
 
     def next_timer(self) -> int | None:
         return self.clock.next_deadline() if self.cfg.clock == "wall" else None
@@ -457,6 +529,9 @@ class Task:
         if self.hwm_dirty:
             changes[HWM_KEY] = orjson.dumps(self.hwm)
             self.hwm_dirty = False
+        if self.record_clock and self.clock.now() != self._clock_saved:
+            self._clock_saved = self.clock.now()
+            changes[CLOCK_KEY] = b"%d" % self._clock_saved
         if changes:
             pos = position_header(self.position)
             now_ms = self.clock.now() // 1000

@@ -18,6 +18,17 @@ At-least-once: outputs are produced and acknowledged first, then offsets are com
 On assignment a task is paused until its state is restored from its local store and the tail of
 its changelog; on revocation the batch is committed and the task closed; a lost assignment
 drops the tasks without committing.
+
+Recovery is exact: whenever a batch cannot commit (a failed commit, an aborted transaction, a lost
+assignment) every task goes back to its last commit — instances, repartition marks and record
+clock from the local store, inputs to the committed offsets — and the same records are processed
+again, at the same record times, giving the same outputs with the same ids (``Task._next_id_bytes``).
+Until that rewind is done the tasks stay paused; if the committed offsets cannot be read (the
+broker is away), the rewind is retried on the next turn of the loop.
+
+Readiness (``ready``): the worker holds an assignment that was not lost, every task of it is
+restored, and its last commit did not fail. Every failure recovered from is counted
+(``metrics.FAULTS``) and repeated warnings are rate-limited (``logs.RepeatFilter``).
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from ..automata.compiled import CompiledProgram
 from . import clients
 from .config import ProgramConfig, Topology
+from .logs import rate_limit
 from .state import HEADER_POSITION, Position, committed_covers, decode_position, same_position, tp_name
 from .task import Task
 
@@ -64,6 +76,12 @@ class ProgramWorker:
         self.restore_queue: list[int] = []
         self.stopping = threading.Event()
         self.assigned_once = False
+        #: The group took the assignment away (session timeout, broker gone) and has not given
+        #: one back yet; and whether the last commit failed.
+        self.assignment_lost = False
+        self.commit_failed = False
+        #: Tasks rewound but not yet moved back to the committed offsets (see _finish_rewind).
+        self._rewinding: set[int] = set()
         self.last_loop = time.monotonic()
         self.idle_since: float | None = None
         self.failure: BaseException | None = None
@@ -84,9 +102,11 @@ class ProgramWorker:
 
     @property
     def ready(self) -> bool:
-        """Joined the group and every assigned task restored. Read by the health server's thread,
-        hence the copy of the task table."""
-        return self.assigned_once and not self.restore_queue and all(t.restored for t in list(self.tasks.values()))
+        """Holds an assignment that was not lost, every task of it restored, and the last commit
+        succeeded. Read by the health server's thread, hence the copy of the task table."""
+        return (self.assigned_once and not self.assignment_lost and not self.commit_failed
+                and not self._rewinding and not self.restore_queue
+                and all(t.restored for t in list(self.tasks.values())))
 
     @property
     def alive(self) -> bool:
@@ -95,6 +115,15 @@ class ProgramWorker:
     def _stat(self, name: str, n: int) -> None:
         if self.metrics is not None:
             self.metrics.count(self.cfg.name, name, n)
+
+    def _fault(self, kind: str) -> None:
+        if self.metrics is not None:
+            self.metrics.fault(self.cfg.name, kind)
+
+    def _rebalanced(self, kind: str) -> None:
+        if self.metrics is not None:
+            self.metrics.rebalance(self.cfg.name, kind)
+            self.metrics.tasks(self.cfg.name, len(self.tasks))
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -123,7 +152,11 @@ class ProgramWorker:
 
     def _open(self) -> None:
         kafka = self.topo.kafka
-        self.consumer = Consumer(clients.consumer_config(kafka, self.group_id), logger=log)
+        rate_limit(log, logging.getLogger("eventscript.kafka.task"))
+        # Static membership: a worker restarted within the session timeout (a rolling deploy, a
+        # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
+        static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
+        self.consumer = Consumer(clients.consumer_config(kafka, self.group_id, **static), logger=log)
         txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
         # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
         # failed delivery fatal; it does not cover message timeouts, so records never time out
@@ -165,6 +198,8 @@ class ProgramWorker:
 
     def _iterate(self) -> None:
         assert self.consumer is not None and self.producer is not None
+        if self._rewinding:
+            self._finish_rewind()
         msgs = self.consumer.consume(num_messages=BATCH, timeout=self._poll_timeout())
         got = 0
         tasks = self.tasks
@@ -334,6 +369,7 @@ class ProgramWorker:
         except KafkaException as exc:
             self._commit_failed(exc)
             return
+        self.commit_failed = False
         self._dirty_since_commit = False
         self._last_commit = time.monotonic()
         self._since_commit = 0
@@ -371,7 +407,9 @@ class ProgramWorker:
 
     def _commit_failed(self, exc: KafkaException) -> None:
         err: KafkaError = exc.args[0]
-        log.warning("%s: commit failed: %s", self.cfg.name, err)
+        log.warning("%s: commit failed: %s; going back to the last commit", self.cfg.name, err)
+        self.commit_failed = True
+        self._fault("commit_failed")
         self._delivery_error = None
         if self.eos:
             if err.fatal() or (not err.txn_requires_abort() and not err.retriable()):
@@ -382,30 +420,55 @@ class ProgramWorker:
             except KafkaException as abort_exc:
                 raise WorkerError(f"{self.cfg.name}: cannot abort the transaction: {abort_exc}") from abort_exc
             self._txn_open = False
+            self._fault("transaction_aborted")
         self._rewind()
 
     def _rewind(self) -> None:
-        """Back to the last commit: rebuild every task from its store, re-read from committed offsets."""
+        """Back to the last commit: rebuild every task from its store (instances, repartition
+        marks, record clock) and read its inputs again from the committed offsets."""
         assert self.consumer is not None
         self._pending_store.clear()
         self._changelog_end.clear()
         self._dirty_since_commit = False
-        tps = []
-        for task in self.tasks.values():
+        self._fault("rewound")
+        for p, task in self.tasks.items():
+            if p in self.restore_queue:
+                continue  # not restored yet: nothing processed, its inputs are still at the commit
             for ip in task.inputs:
                 ip.buffer.clear()
                 ip.eof = False
-                tps.append(TopicPartition(ip.topic, ip.partition))
             task.outbox.clear()
             task.position = {}
             task.load_from_store()
+            task.restored = False  # nothing is processed until the inputs are back at the commit
+            self._rewinding.add(p)
+        self._finish_rewind()
+
+    def _finish_rewind(self) -> None:
+        """Move the rewound tasks' inputs to their committed offsets; if those cannot be read
+        now, keep the tasks paused and try again on the next turn of the loop."""
+        assert self.consumer is not None
+        tasks = [self.tasks[p] for p in self._rewinding if p in self.tasks]
+        tps = [TopicPartition(ip.topic, ip.partition) for task in tasks for ip in task.inputs]
         if tps:
-            for tp in self.consumer.committed(tps, timeout=TXN_TIMEOUT):
+            try:
+                self.consumer.pause(tps)
+                committed = self.consumer.committed(tps, timeout=min(TXN_TIMEOUT, 5.0))
+            except KafkaException as exc:
+                log.warning("%s: cannot read the committed offsets to rewind (%s); retrying", self.cfg.name, exc)
+                return
+            for tp in committed:
                 tp.offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
                 try:
                     self.consumer.seek(tp)
                 except KafkaException as exc:
                     log.warning("%s: seek %s:%d: %s", self.cfg.name, tp.topic, tp.partition, exc)
+            for task in tasks:
+                for ip in task.inputs:
+                    ip.buffer.clear()  # records fetched before the seek
+                task.restored = True
+            self.consumer.resume(tps)
+        self._rewinding.clear()
 
     # -- rebalancing -----------------------------------------------------------------------------------
 
@@ -416,6 +479,7 @@ class ProgramWorker:
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.assigned_once = True
+        self.assignment_lost = False
         new: list[TopicPartition] = []
         extra: list[TopicPartition] = []
         for tp in partitions:
@@ -432,8 +496,7 @@ class ProgramWorker:
         if new or extra:
             consumer.pause(new + extra)
         log.info("%s: assigned tasks %s", self.cfg.name, sorted(tp.partition for tp in new))
-        if self.metrics is not None:
-            self.metrics.tasks(self.cfg.name, len(self.tasks))
+        self._rebalanced("assigned")
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         revoked = [tp.partition for tp in partitions if tp.topic == self.rep_topic and tp.partition in self.tasks]
@@ -452,14 +515,17 @@ class ProgramWorker:
         other = [tp for tp in partitions if tp.topic != self.rep_topic or tp.partition not in revoked]
         consumer.incremental_unassign(tps + other)
         log.info("%s: revoked tasks %s", self.cfg.name, sorted(revoked))
-        if self.metrics is not None:
-            self.metrics.tasks(self.cfg.name, len(self.tasks))
+        self._rebalanced("revoked")
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        log.warning("%s: assignment lost: %s", self.cfg.name, [tp.partition for tp in partitions])
+        log.warning("%s: assignment lost: %s; its tasks are dropped, the others go back to the last commit",
+                    self.cfg.name, [tp.partition for tp in partitions])
+        self.assignment_lost = True
+        self._fault("assignment_lost")
         if self._txn_open and self.producer is not None:
             try:
                 self.producer.abort_transaction(TXN_TIMEOUT)
+                self._fault("transaction_aborted")
             except KafkaException:
                 pass
             self._txn_open = False
@@ -472,8 +538,9 @@ class ProgramWorker:
             if p in self.restore_queue:
                 self.restore_queue.remove(p)
             tps.extend(self._task_partitions(p))
-        self._rewind()
         consumer.incremental_unassign(tps)
+        self._rewind()
+        self._rebalanced("lost")
 
     # -- restoring ------------------------------------------------------------------------------------
 

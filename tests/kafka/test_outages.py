@@ -1,0 +1,253 @@
+"""Recovery under real faults (issue: recovery is exact): a worker killed right after its
+wall-clock timers fire, a worker stopped with SIGSTOP past its session timeout while another takes
+its tasks (a zombie) and then resumed, and the broker itself stopped and resumed while a worker
+runs (readiness, metrics and logs during the outage)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from kafka_helpers import (
+    Broker,
+    KeyedProducer,
+    Oracle,
+    TopicWatcher,
+    outputs_by_key,
+    read_many,
+    start_worker,
+    topology,
+    unique,
+    wait_for,
+)
+
+WALL_PROGRAM = """
+in {string k;} Arm group(Arm.k)
+out {string k; time armed; time fired;} Fired
+( Arm() { armed = now(); } elapse[2 seconds](t) { !>Fired({k: group[0], armed: armed, fired: t}); } )*
+"""
+
+
+class SeenAt(TopicWatcher):
+    """A TopicWatcher that also notes when (wall clock, seconds) each id was first seen."""
+
+    def __init__(self, broker: Broker, topic: str) -> None:
+        self.first_seen: dict[bytes, float] = {}
+        super().__init__(broker, topic)
+
+    def _run(self) -> None:
+        from eventscript.kafka import codec
+
+        while not self.stop.is_set():
+            for m in self.consumer.consume(500, 0.05):
+                if m.error() is None:
+                    rid = codec.header(m.headers(), codec.HEADER_ID)
+                    if rid is not None and rid not in self.ids:
+                        self.first_seen[rid] = time.time()
+                        self.ids.add(rid)
+        self.consumer.close()
+
+
+def _prepare(topo: Path) -> Any:
+    from eventscript.kafka.admin import Admin
+    from eventscript.kafka.config import load_topology
+
+    t = load_topology(topo)
+    Admin(t).prepare(t.programs)
+    return t
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+def test_killed_right_after_wall_clock_timers_fire(broker: Broker, tmp_path: Path, guarantee: str) -> None:
+    """Every timer output appears once after dropping repeated ids, and none fires early."""
+    name = unique("wallkill")
+    (tmp_path / "p.es").write_text(WALL_PROGRAM)
+    topo = topology(broker, tmp_path, [{
+        "name": name, "source": "p.es", "clock": "wall", "guarantee": guarantee, "commit_interval_ms": 500,
+        "inputs": [{"topic": f"{name}-in", "event": "Arm"}], "outputs": {"default": f"{name}-out"},
+    }], {f"{name}-in": {"partitions": 2}})
+    _prepare(topo)
+    keys = [f"w{i}" for i in range(30)]
+    producer = KeyedProducer(broker, f"{name}-in", 2)
+    log = tmp_path / "worker.log"
+    worker = start_worker(topo, "-v", log=log)
+    watcher = SeenAt(broker, f"{name}-out")
+    try:
+        wait_for(lambda: log.exists() and "assigned tasks" in log.read_text(), 60, what="assignment")
+        for k in keys:
+            producer.send(k, {"k": k}, int(time.time() * 1000))
+        producer.producer.flush(10)
+        # Kill the worker the moment its first timer outputs are out (they are produced, and
+        # with a 500 ms commit interval most of them are not committed yet).
+        wait_for(lambda: watcher.distinct() >= 1, 30, interval=0.01, what="the first timer output")
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        worker = start_worker(topo, "-v", log=log)
+        wait_for(lambda: watcher.distinct() >= len(keys), 60, what="every timer output")
+        time.sleep(2)
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(60) == 0, log.read_text()[-3000:]
+    finally:
+        watcher.close()
+        if worker.poll() is None:
+            worker.kill()
+    raw = read_many(broker, [f"{name}-out"], dedupe=False)[f"{name}-out"]
+    got, repeats = outputs_by_key(raw)
+    print(f"{len(raw)} timer records, {repeats} repeats dropped")
+    assert sorted(got) == sorted(orjson.dumps([k]).decode() for k in keys)
+    from eventscript.engine.timeutil import parse_time
+    from eventscript.kafka import codec
+
+    for lines in got.values():
+        assert len(lines) == 1, f"a timer output appeared twice after dropping repeats: {lines}"
+        value = lines[0][1]
+        assert parse_time(value["fired"]) == parse_time(value["armed"]) + 2_000_000
+    for m in raw:
+        rid = codec.header(m.headers(), codec.HEADER_ID)
+        assert rid is not None
+        fired = parse_time(orjson.loads(m.value())["fired"]) / 1e6
+        assert watcher.first_seen.get(rid, fired) >= fired, "a timer fired before its deadline"
+
+
+ZOMBIE_PROGRAM = """
+in {string k; long n;} Tick group(Tick.k)
+out {string k; long count; long last;} Count, {string k; long count;} Quiet
+
+{ count = 0; }
+( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
+elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
+"""
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+def test_zombie_worker_stopped_past_its_session_timeout(broker: Broker, tmp_path: Path, guarantee: str) -> None:
+    """Worker A is stopped (SIGSTOP) past its session timeout while B takes its tasks, then
+    resumed: whatever A does after that, per key the outputs equal an uninterrupted run."""
+    name = unique("zombie")
+    (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)
+    app = unique("app")
+    program = {"name": name, "source": "p.es", "clock": "record", "guarantee": guarantee, "commit_interval_ms": 50,
+               "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+               "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}
+    topics = {f"{name}-in": {"partitions": 3}}
+    topo_a = topology(broker, tmp_path, [program], topics, file="a.yaml", application=app, state="state-a")
+    topo_b = topology(broker, tmp_path, [program], topics, file="b.yaml", application=app, state="state-b")
+    _prepare(topo_a)
+    producer = KeyedProducer(broker, f"{name}-in", 3)
+    writing = producer.start(3000, 60, rate=150)
+    log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+    a = start_worker(topo_a, "-v", log=log_a)
+    b = None
+    watcher = TopicWatcher(broker, f"{name}-out")
+    try:
+        watcher.wait_for_more(50, 60)
+        b = start_worker(topo_b, "-v", log=log_b)
+        wait_for(lambda: log_b.exists() and "assigned tasks [" in log_b.read_text()
+                 and "assigned tasks []" not in log_b.read_text().splitlines()[-1], 60, what="B joining")
+        watcher.wait_for_more(50, 60)
+        a.send_signal(signal.SIGSTOP)
+        time.sleep(8)  # past A's 3 s session timeout: B takes over A's tasks
+        a.send_signal(signal.SIGCONT)
+        writing.join(60)
+        in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
+        oracle = Oracle(ZOMBIE_PROGRAM, "Tick", in_records)
+        total = sum(len(v) for v in oracle.outputs.values())
+        wait_for(lambda: watcher.distinct() >= total, 180, interval=0.5, what="all outputs")
+        time.sleep(1)
+    finally:
+        watcher.close()
+        producer.stop.set()
+        writing.join(30)
+        for w in (a, b):
+            if w is not None and w.poll() is None:
+                w.send_signal(signal.SIGCONT)
+                w.send_signal(signal.SIGTERM)
+                try:
+                    w.wait(60)
+                except Exception:
+                    w.kill()
+    raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)
+    assert raw[f"{name}-err"] == []
+    got, repeats = outputs_by_key(raw[f"{name}-out"])
+    print(f"outputs={sum(map(len, got.values()))} repeats={repeats}")
+    assert set(got) == set(oracle.outputs)
+    for key, lines in oracle.outputs.items():
+        assert got[key] == lines, f"key {key}: outputs differ from the uninterrupted run"
+
+
+def _sample(runner: Any, name: str, **labels: str) -> float:
+    total = 0.0
+    for fam in runner.metrics.registry.collect():
+        for s in fam.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                total += s.value
+    return total
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_broker_outage_drops_readiness_and_is_counted(broker: Broker, tmp_path: Path,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    if broker.pid is None:
+        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+    from eventscript.kafka.config import load_topology
+    from eventscript.kafka.runner import TopologyRunner
+
+    name = unique("outage")
+    (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)
+    topo = topology(broker, tmp_path, [{
+        "name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 50,
+        "inputs": [{"topic": f"{name}-in", "event": "Tick"}], "outputs": {"default": f"{name}-out"},
+    }], {f"{name}-in": {"partitions": 2}})
+    runner = TopologyRunner(load_topology(topo))
+    runner.prepare()
+    producer = KeyedProducer(broker, f"{name}-in", 2)
+    t = threading.Thread(target=lambda: runner.run(install_signals=False), daemon=True)
+    t.start()
+    stopped = False
+    try:
+        wait_for(runner.ready, 60, what="the worker to be ready")
+        for i in range(50):
+            producer.send(f"k{i % 5}", {"k": f"k{i % 5}", "n": i}, 1_767_225_600_000 + i * 1000)
+        producer.producer.flush(10)
+        wait_for(lambda: _sample(runner, "eventscript_records_total", kind="processed") >= 50, 30,
+                 what="records processed")
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            os.kill(broker.pid, signal.SIGSTOP)
+            stopped = True
+            wait_for(lambda: not runner.ready(), 60, what="readiness to drop while the broker is stopped")
+            time.sleep(15)
+            assert not runner.ready()
+            assert _sample(runner, "eventscript_ready") == 0.0
+            os.kill(broker.pid, signal.SIGCONT)
+            stopped = False
+            outage_lines = [r for r in caplog.records if r.name.startswith("eventscript")]
+        faults = {k: _sample(runner, "eventscript_faults_total", kind=k)
+                  for k in ("commit_failed", "assignment_lost", "rewound")}
+        print(f"outage: {len(outage_lines)} warning lines, faults {faults}")
+        assert faults["assignment_lost"] + faults["commit_failed"] >= 1, faults
+        assert len(outage_lines) < 60, [r.getMessage() for r in outage_lines][:60]
+        wait_for(runner.ready, 120, what="readiness after the broker is back")
+        assert _sample(runner, "eventscript_tasks") == 2.0
+        for i in range(50, 60):
+            producer.send(f"k{i % 5}", {"k": f"k{i % 5}", "n": i}, 1_767_225_600_000 + i * 1000)
+        producer.producer.flush(10)
+        wait_for(lambda: _sample(runner, "eventscript_records_total", kind="processed") >= 60, 60,
+                 what="processing after the outage")
+    finally:
+        if stopped:
+            os.kill(broker.pid, signal.SIGCONT)
+        runner.stop()
+        t.join(60)

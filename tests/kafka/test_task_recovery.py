@@ -1,0 +1,216 @@
+"""A task going back to its last commit, without a broker (issue: recovery is exact).
+
+The worker rewinds a task by reloading it from its local store (``Task.load_from_store``) and
+reading its inputs again from the committed offsets. These tests drive a real ``Task`` with real
+RocksDB stores, committing as the worker does (changelog records to the store, with the input
+position), and check what must hold whatever the broker does: the record clock goes back with
+the task, no stale change of a discarded instance is persisted, and every output — timer outputs
+included, on either clock — gets the same id and the same bytes when it is produced again.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from eventscript.automata.compile import compile_source
+from eventscript.kafka import codec
+from eventscript.kafka.config import InputConfig, ProgramConfig
+from eventscript.kafka.task import OutRecord, Task
+
+PROGRAM = """
+in {string k; long n;} Tick group(Tick.k)
+out {string k; long count; long last;} Count, {string k; long count;} Quiet
+
+{ count = 0; }
+( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
+elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
+"""
+
+T0 = 1_767_225_600_000  # ms
+
+
+class Record:
+    """An input record as the worker gets it from confluent-kafka (the accessors it calls)."""
+
+    def __init__(self, offset: int, ts_ms: int, key: str, n: int, topic: str = "in", partition: int = 0,
+                 headers: list[tuple[str, bytes | None]] | None = None) -> None:
+        self._offset, self._ts, self._topic, self._partition = offset, ts_ms, topic, partition
+        self._key = orjson.dumps([key])
+        self._value = orjson.dumps({"k": key, "n": n})
+        self._headers = headers
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._ts)
+
+    def key(self) -> bytes:
+        return self._key
+
+    def value(self) -> bytes:
+        return self._value
+
+    def headers(self) -> list[tuple[str, bytes | None]] | None:
+        return self._headers
+
+
+def _task(store: Path, clock: str = "record", program: str = PROGRAM, event: str = "Tick") -> Task:
+    cfg = ProgramConfig(name="p", source="p.es", clock=clock, inputs=[InputConfig(topic="in", event=event)],
+                        outputs={"default": "out"}, errors="err")
+    task = Task(0, compile_source(program, name="p").require(), cfg, cfg.inputs, "p-rep", "p-changelog", 1, store)
+    task.load_from_store()
+    return task
+
+
+def _feed(task: Task, records: list[Record]) -> list[OutRecord]:
+    for r in records:
+        task.add(r)
+    task.process(0)
+    out = [r for r in task.outbox if not r.changelog]
+    task.outbox = [r for r in task.outbox if r.changelog]
+    return out
+
+
+def _commit(task: Task) -> dict[bytes, bytes | None]:
+    """What the worker does when a batch commits: changelog records, then the local store."""
+    changes = task.changelog_records()
+    task.outbox.clear()
+    task.store.write(changes, None, dict(task.position))
+    return changes
+
+
+def _rewind(task: Task) -> None:
+    """What the worker does when a batch cannot commit (Worker._rewind)."""
+    for ip in task.inputs:
+        ip.buffer.clear()
+    task.outbox.clear()
+    task.position = {}
+    task.load_from_store()
+
+
+def _ids(records: list[OutRecord]) -> list[bytes]:
+    return [codec.header(r.headers, codec.HEADER_ID) or b"" for r in records]
+
+
+def _raw(records: list[OutRecord]) -> list[tuple[Any, ...]]:
+    return [(r.topic, r.key, r.value, tuple(r.headers), r.timestamp) for r in records]
+
+
+def _records(keys: list[str], start: int, count: int, step_ms: int = 4000) -> list[Record]:
+    return [Record(i, T0 + i * step_ms, keys[i % len(keys)], i) for i in range(start, start + count)]
+
+
+def test_the_record_clock_goes_back_with_the_task(tmp_path: Path) -> None:
+    task = _task(tmp_path / "t")
+    first = _records(["a", "b", "c"], 0, 10)
+    _feed(task, first)
+    _commit(task)
+    committed_clock = task.clock.now()
+    assert committed_clock == first[-1].timestamp()[1] * 1000
+    # b stays silent for more than 30 s: its timer fires within this batch, then the batch fails.
+    batch = _records(["a", "c"], 10, 12)
+    once = _feed(task, batch)
+    assert any(codec.header(r.headers, codec.HEADER_EVENT) == b"Quiet" for r in once)
+    _rewind(task)
+    assert task.clock.now() == committed_clock
+    again = _feed(task, batch)
+    assert _raw(again) == _raw(once)
+
+
+def test_a_restarted_task_resumes_its_record_clock(tmp_path: Path) -> None:
+    task = _task(tmp_path / "t")
+    _feed(task, _records(["a"], 0, 5))
+    _commit(task)
+    clock = task.clock.now()
+    task.close()
+    restarted = _task(tmp_path / "t")
+    assert restarted.clock.now() == clock > 0
+
+
+def test_a_rewind_leaves_no_stale_change_to_persist(tmp_path: Path) -> None:
+    """Changes of instances discarded by a rewind must not reach the changelog: they would
+    write tombstones (or old snapshots) for instances that are alive in the store."""
+    task = _task(tmp_path / "t")
+    _feed(task, _records(["a", "b", "c"], 0, 6))
+    _commit(task)
+    _feed(task, _records(["a", "b", "c"], 6, 3))
+    _rewind(task)
+    changes = task.changelog_records()
+    assert all(v is not None for v in changes.values()), "a tombstone for a live instance"
+    assert not [k for k in changes if k[:1] == b"["], "a change of a discarded instance"
+
+
+def test_timer_output_ids_depend_only_on_the_keys_history(tmp_path: Path) -> None:
+    """Key a's timer fires when another key's record moves the clock (one task holding a and b),
+    or when a's own next record does (a task, or a key-parallel backfill, holding only a): its
+    outputs get the same ids and bytes either way."""
+    a0, b1, b2, a3 = (Record(0, T0, "a", 0), Record(1, T0 + 10_000, "b", 1), Record(2, T0 + 50_000, "b", 2),
+                      Record(3, T0 + 60_000, "a", 3))
+    shared = _feed(_task(tmp_path / "shared"), [a0, b1, b2, a3])
+    alone = _feed(_task(tmp_path / "alone"), [a0, a3])
+    key_a = orjson.dumps(["a"])
+    assert _raw([r for r in shared if r.key == key_a]) == _raw(alone)
+    assert [codec.header(r.headers, codec.HEADER_EVENT) for r in alone] == [b"Count", b"Quiet", b"Count"]
+
+
+def test_ids_are_unique_across_instances_of_one_key(tmp_path: Path) -> None:
+    """A key whose instance ended and started again never repeats an id of the earlier one."""
+    task = _task(tmp_path / "t")
+    out = _feed(task, [Record(i, T0 + i * 40_000, "a", i) for i in range(6)])  # each instance times out
+    ids = _ids(out)
+    assert len(out) == 11 and len(set(ids)) == len(ids)
+
+
+def test_a_repartitioned_record_is_named_by_its_original(tmp_path: Path) -> None:
+    direct = _feed(_task(tmp_path / "direct"), [Record(7, T0, "a", 0)])
+    copy = Record(3, T0, "a", 0, topic="p-rep", headers=[(codec.HEADER_SOURCE, b"in:0:7"),
+                                                          (codec.HEADER_INPUT, b"in")])
+    via_rep = _feed(_task(tmp_path / "rep"), [copy])
+    assert _ids(via_rep) == _ids(direct) == [b"p/in:0:7/1"]
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_wall_clock_timer_fired_again_is_an_exact_copy(tmp_path: Path, restart: bool) -> None:
+    """Killed (or rewound) after its timer fired but before the commit, a worker fires it again
+    later: same id, same value, same emission time (the deadline), not a new output."""
+    program = """
+    in {string k;} Arm group(Arm.k)
+    out {string k; time armed;} Fired
+    ( Arm() { armed = now(); } elapse[2 seconds]() { !>Fired({k: group[0], armed: armed}); } )*
+    """
+    start_ms = time.time_ns() // 1_000_000 + 86_400_000  # tomorrow: the wall clock never goes back
+    now = [start_ms * 1000]
+    task = _task(tmp_path / "t", clock="wall", program=program, event="Arm")
+    task.clock._clock = lambda: now[0] * 1000  # type: ignore[attr-defined]
+    r = Record(0, start_ms, "a", 0)
+    r._value = orjson.dumps({"k": "a"})
+    _feed(task, [r])
+    _commit(task)
+    now[0] += 2_500_000
+    task.fire_timers()
+    fired = [x for x in task.outbox if not x.changelog]
+    assert len(fired) == 1
+    if restart:
+        task.close()
+        task = _task(tmp_path / "t", clock="wall", program=program, event="Arm")
+    else:
+        _rewind(task)
+    now[0] += 7_000_000  # much later
+    task.clock._clock = lambda: now[0] * 1000  # type: ignore[attr-defined]
+    task.restored = True
+    task.fire_timers()
+    again = [x for x in task.outbox if not x.changelog]
+    assert _raw(again) == _raw(fired)
+    assert fired[0].timestamp == start_ms + 2000
