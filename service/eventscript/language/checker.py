@@ -47,11 +47,9 @@ from .types import (
 )
 
 RESERVED_PREFIX = "$"
-#: Bounds of type inference: rounds of guesses, and passes of the firm rules in each round.
-#: Every round or pass that changes something types a variable, so these only guard the
-#: compiler against a bug.
-MAX_INFERENCE_ROUNDS = 1000
-MAX_INFERENCE_PASSES = 100
+#: A bound on the passes of type inference. Every pass but the last types a variable (or fixes
+#: the field order of one), so this only guards the compiler against a bug.
+MAX_INFERENCE_PASSES = 100_000
 PATTERN_RANGE_HINT = ("patterns are [YYYY-MM-DD] H:MM or H:MM:SS in UTC, hours 0..23, minutes and seconds 0..59; "
                       "for midnight write 0:00; '.' matches any value")
 
@@ -203,9 +201,10 @@ class Checker:
         self.loop_slots = 0
         self.reporting = False
         self.changed = False
-        #: Whether contexts that convert long to double may type variables (see _infer).
-        self.guessing = True
-        #: While guesses are collected: the candidate types of each variable, with positions.
+        #: Inside the expectation of a context that would also accept a long for a double (or
+        #: the reverse): a type given there is only a guess (see _infer).
+        self.guessing = False
+        #: During inference: the guessed types of untyped variables, with their positions.
         self.candidates: dict[Variable, list[tuple[Type, Pos]]] | None = None
 
     # -- reporting ------------------------------------------------------------------
@@ -738,53 +737,43 @@ class Checker:
         the marker ``B(x)`` made x a double, and the long of B was then rejected.)
         """
         self.reporting = False
-        for _ in range(MAX_INFERENCE_ROUNDS):
-            self._propagate_firm_types()
-            guesses = self._collect_guesses()
+        self.candidates = {}
+        for _ in range(MAX_INFERENCE_PASSES):
+            self.changed = False
+            self.candidates.clear()
+            for site in self.sites:
+                site()
+            if self.changed:
+                continue  # the firm rules made progress: guesses wait until they are exhausted
+            guesses = {v: c for v, c in self.candidates.items() if v.ty is None}
             if not guesses:
                 break
             for v, candidates in guesses.items():
-                t, pos = _choose_guess(candidates)
-                v.ty, v.origin = t, pos
-        self.guessing = True
+                v.ty, v.origin = _choose_guess(candidates)
+        self.candidates = None
         self.reporting = True
         for site in self.sites:
             site()
 
-    def _propagate_firm_types(self) -> None:
-        self.guessing = False
-        for _ in range(MAX_INFERENCE_PASSES):
-            self.changed = False
-            for site in self.sites:
-                site()
-            if not self.changed:
-                break
-
-    def _collect_guesses(self) -> dict[Variable, list[tuple[Type, Pos]]]:
-        """One pass with guessing on that only notes the types untyped variables would get."""
-        self.guessing = True
-        self.candidates = {}
-        try:
-            for site in self.sites:
-                site()
-            return {v: c for v, c in self.candidates.items() if v.ty is None}
-        finally:
-            self.candidates = None
-            self.guessing = False
-
     def _give_type(self, v: Variable, t: Type, pos: Pos) -> None:
-        if self.candidates is not None:
+        if self.guessing and self.candidates is not None:
             self.candidates.setdefault(v, []).append((t, pos))
             return
         v.ty, v.origin = t, pos
         self.changed = True
 
     def _soft_expect(self, e: ast.Expr, t: Type) -> Type | None:
-        """The expectation of a context that would accept a long where ``t`` is double: it only
-        types variables once the firm rules are exhausted (see _infer)."""
-        if t == DOUBLE and not self.guessing:
-            return self.synth(e)
-        return self.expect(e, t)
+        """The expectation of a context where promotion lets a long stand for a double, or a
+        double make a long operand's result double: a numeric ``t`` is only a guess there, kept
+        until the firm rules are exhausted (see _infer). Other types are required as they are."""
+        if not t.is_numeric:
+            return self.expect(e, t)
+        was = self.guessing
+        self.guessing = True
+        try:
+            return self.expect(e, t)
+        finally:
+            self.guessing = was
 
     def _final_variable_checks(self) -> None:
         for v in sorted(self.variables.values(), key=lambda v: v.index):
@@ -840,8 +829,8 @@ class Checker:
     def _guess(self, e: ast.Expr, t: Type) -> None:
         """An operand of unknown type takes the other operand's type, but only as a guess: with
         promotion, a long operand would fit a double one as well."""
-        if self.guessing and isinstance(e, ast.Name) and isinstance(e.ref, Variable) and e.ref.ty is None:
-            self.expect(e, t)
+        if isinstance(e, ast.Name) and isinstance(e.ref, Variable) and e.ref.ty is None:
+            self._soft_expect(e, t)
 
     def synth(self, e: ast.Expr) -> Type | None:
         t = self._synth(e)
@@ -982,10 +971,10 @@ class Checker:
             self.err(e.cond.pos, f"the condition of '?:' must be boolean, not {describe(ct)}", _condition_hint(ct))
         a = self.synth(e.then)
         b = self.synth(e.otherwise)
-        if a is None and b is not None and self.guessing:
-            a = self.expect(e.then, b)
-        elif b is None and a is not None and self.guessing:
-            b = self.expect(e.otherwise, a)
+        if a is None and b is not None:
+            a = self._soft_expect(e.then, b)
+        elif b is None and a is not None:
+            b = self._soft_expect(e.otherwise, a)
         if a is not None and b is not None:
             if a == b:
                 return a
@@ -1004,7 +993,7 @@ class Checker:
                 self.err(e.pos, f"{e.name} takes {len(ext.params)} argument(s), not {len(e.args)}")
                 return ext.result
             for arg, p in zip(e.args, ext.params):
-                at = self._soft_expect(arg, p)
+                at = self._soft_expect(arg, p) if p == DOUBLE else self.expect(arg, p)
                 if at is not None and at != p and not (p == DOUBLE and at == LONG):
                     self.err(arg.pos, f"argument of {e.name} must be {describe(p)}, not {describe(at)}")
             return ext.result
@@ -1021,7 +1010,10 @@ class Checker:
             return None
         for arg, p in zip(e.args, ov.params):
             if isinstance(p, Type) and arg.ty is None:
-                self._soft_expect(arg, p)
+                if p == DOUBLE:
+                    self._soft_expect(arg, p)
+                else:
+                    self.expect(arg, p)
         e.target = ov
         return ov.result
 
