@@ -240,6 +240,28 @@ class TestOperatorChains:
         text = f"in long A out {ty} L ( A(x) {{ y = {f' {op} '.join([term] * 140)}; !>L(y); }} )*"
         assert values(text, f"{T0} A(1)") == [expected]
 
+    @pytest.mark.parametrize(("op", "term", "ty"), [
+        ("+", "x", "long"), ("+", "1.5", "double"), ("+", '"a"', "string"), ("||", "false", "boolean"),
+        ("-", "x", "long"), ("%", "x", "long"),
+    ])
+    def test_the_longest_accepted_chain_compiles_to_python_and_runs(self, op: str, term: str, ty: str) -> None:
+        # The generated Python nests one level per operator, and Python compiles at most 200
+        # nested parentheses: whatever the front end accepts must get through.
+        def text(n: int) -> str:
+            return f"in long A out {ty} L ( A(x) {{ x > 0 ? {{ !>L({f' {op} '.join([term] * n)}); }} }} )*"
+
+        def parses(n: int) -> bool:
+            d = Diagnostics()
+            parse(SourceFile("p.es", text(n)), d)
+            return not d.errors
+
+        n = 100
+        while parses(n + 1):
+            n += 1
+        assert n >= 120
+        assert only_error(text(n + 1)).message == "this expression is too deep"
+        assert len(run_program(text(n), f"{T0} A(1)")) == 1
+
     def test_a_chain_beyond_the_expression_depth_is_a_diagnostic(self) -> None:
         e = only_error("in long A out long L ( A(x) { !>L(" + " + ".join(["1"] * 2000) + "); } )*")
         assert e.message == "this expression is too deep"
