@@ -60,17 +60,6 @@ class _Positional(list):  # type: ignore[type-arg]
 _SECONDS_WITH_FRACTION = re.compile(r"[0-9]+\.[0-9]+")
 
 
-def _join_surrogate_pairs(text: str) -> str | None:
-    """``text`` with each UTF-16 surrogate pair (``"\\ud83d\\ude00"``) made the one character it
-    stands for, or None if a surrogate is left alone (no output encoding could carry it)."""
-    if lone_surrogate_at(text) is None:
-        return text
-    try:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
-    except UnicodeDecodeError:
-        return None
-
-
 class TraceParser:
     def __init__(self, tokens: list[Token]) -> None:
         self.toks = tokens
@@ -187,13 +176,13 @@ class TraceParser:
         return self._value()
 
     def _string(self, t: Token) -> str:
+        """The lexer has refused lone surrogates and joined pairs; this is the reader's guard
+        should a string token ever carry one (no output could)."""
         text = str(t.value)
-        joined = _join_surrogate_pairs(text)
-        if joined is None:
-            at = lone_surrogate_at(text) or 0
-            raise TraceError(t.pos, f"the string holds a lone UTF-16 surrogate \\u{ord(text[at]):04x}, which is "
-                                    f"not a character; write the character itself or a whole surrogate pair")
-        return joined
+        at = lone_surrogate_at(text)
+        if at is not None:
+            raise TraceError(t.pos, f"lone surrogate \\u{ord(text[at]):04X} in a string: it is not a character")
+        return text
 
     def _value(self) -> Any:
         t = self.tok
