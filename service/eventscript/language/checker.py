@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ast, stdlib, time_checks
-from .diagnostics import Diagnostics
+from .diagnostics import Diagnostics, Severity
 from .hints import closest, listing
 from .lexer import LONG_RANGE_HINT
 from .source import Pos
@@ -209,8 +209,12 @@ class Checker:
 
     # -- reporting ------------------------------------------------------------------
 
-    def err(self, pos: Pos, msg: str, hint: str | None = None) -> None:
+    def err(self, pos: Pos, msg: str, hint: str | Callable[[], str] | None = None) -> None:
+        """Report an error (in the reporting pass). A hint that costs something to word (a
+        "did you mean" search) is given as a function, called only if the error will be shown."""
         if self.reporting:
+            if callable(hint):
+                hint = hint() if self.d.has_room(Severity.ERROR) else None
             self.d.error(pos, msg, hint)
 
     # -- entry point ----------------------------------------------------------------
@@ -251,7 +255,7 @@ class Checker:
                 return PRIMITIVES[t.name]
             if t.name in self.typedefs:
                 return self.typedefs[t.name]
-            self.err(t.pos, f"unknown type {t.name!r}", _suggest(
+            self.err(t.pos, f"unknown type {t.name!r}", lambda: _suggest(
                 t.name, [*PRIMITIVES, *self.typedefs],
                 "types are boolean, double, long, string, time, object, arrays, structures, "
                 "or names defined earlier with 'type Name = ...'"))
@@ -503,9 +507,11 @@ class Checker:
                 self.err(r.pos, f"{r.name!r} is an output event; event markers match input events",
                          f"declare it with 'in' to receive it: in <type> {r.name}")
             else:
-                known = [*self.inputs, *self.classes]
-                self.err(r.pos, f"undeclared input event {r.name!r}", _suggest(
-                    r.name, known, f"declare it with 'in <type> {r.name}' (declared: {listing(known)})"))
+                def hint() -> str:
+                    known = [*self.inputs, *self.classes]
+                    return _suggest(r.name, known, f"declare it with 'in <type> {r.name}' (declared: {listing(known)})")
+
+                self.err(r.pos, f"undeclared input event {r.name!r}", hint)
             return
         self._marker_target(r.target, r.target_pos, t)
 
@@ -618,7 +624,7 @@ class Checker:
             if a.name.startswith(RESERVED_PREFIX):
                 self.err(a.name_pos, f"{a.name} events are emitted by the engine, not by programs")
             else:
-                self.err(a.name_pos, f"undeclared output event {a.name!r}", _suggest(
+                self.err(a.name_pos, f"undeclared output event {a.name!r}", lambda: _suggest(
                     a.name, self.outputs, f"declare it with 'out <type> {a.name}' (declared: {listing(self.outputs)})"))
             return
         value = a.value
@@ -705,7 +711,7 @@ class Checker:
         self.sites.append(lambda: self.synth(e))
 
     def _unknown_function(self, e: ast.Call) -> None:
-        self.err(e.pos, f"unknown function {e.name!r}", _suggest(
+        self.err(e.pos, f"unknown function {e.name!r}", lambda: _suggest(
             e.name, [*stdlib.BUILTINS, *self.externals],
             "declare an external function with: function <type> name(<types>): \"module:attr\""))
 

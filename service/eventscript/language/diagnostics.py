@@ -134,6 +134,10 @@ class Diagnostics:
         """Summaries of the messages left out beyond :data:`MAX_MESSAGES`, errors first."""
         return [self._omitted[s] for s in (Severity.ERROR, Severity.WARNING) if s in self._omitted]
 
+    def has_room(self, severity: Severity) -> bool:
+        """Whether one more message of this severity would be kept (and so shown)."""
+        return self._kept[severity] < MAX_MESSAGES
+
     @property
     def has_errors(self) -> bool:
         return any(d.severity is Severity.ERROR for d in self._items)
