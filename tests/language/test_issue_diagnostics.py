@@ -217,7 +217,7 @@ class TestBoundedOutput:
             status = cli_main(["check", str(program)])
         assert status == 1
         text = out.getvalue()
-        assert len(text) < 20_000
+        assert len(text) < 40_000  # 50 messages of about 500 characters, not a gigabyte
         assert text.count(": error: undeclared input event") == MAX_MESSAGES
         assert text.rstrip().endswith(f"error: and {10_000 - MAX_MESSAGES} more errors (only the first "
                                       f"{MAX_MESSAGES} are shown)")
