@@ -26,7 +26,7 @@ from eventscript.language.source import SourceFile
 from eventscript.tester.runner import run_trace
 from eventscript.tester.trace import TraceError, parse_trace
 
-EXAMPLES = int(os.environ.get("MUTATION_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("MUTATION_EXAMPLES", "100"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TIME_LIMIT = 5.0
 

@@ -16,7 +16,7 @@ from .compare import compiles, run_tester
 from .generate import programs, traces
 from .interpreter import Trace, run_reference
 
-EXAMPLES = int(os.environ.get("REFERENCE_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("REFERENCE_EXAMPLES", "150"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large])

@@ -1,0 +1,63 @@
+"""The reference on the document's own examples, and the minimal disagreements found so far."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .compare import run_tester
+from .generate import START, render
+from .interpreter import Trace, micros_of, run_reference
+
+T0 = micros_of(START)
+
+
+def _items(events: list[tuple[str, Any]]) -> list[tuple[Any, ...]]:
+    return [("time", T0), *[("event", n, v) for n, v in events], ("time", T0 + 65_000_000)]
+
+
+def _values(source: str, events: list[tuple[str, Any]]) -> list[Any]:
+    return [line["value"] for line in run_reference(source, Trace(_items(events)))]
+
+
+def test_fig3_assignments_on_two_paths_run_in_text_order() -> None:
+    assert _values("in {} A\nout long B\n( A() {x=1;} | A() {x=2;} ) {!>B(x);}", [("A", {})]) == [2]
+
+
+def test_an_action_copied_by_a_multiplier_runs_once_per_transition() -> None:
+    src = "in long Up\nout long Count\n{ n = 0; }\n( ( Up() { n = n + 1; !>Count(n); } )+ )*"
+    assert _values(src, [("Up", 1), ("Up", 1)]) == [1, 2]
+
+
+def test_paths_through_an_intersection_merge_in_text_order() -> None:
+    src = "in {} B, {} X\nout long L\n( .* {!>L(1);} & . )* B() {!>L(3);}"
+    assert _values(src, [("B", {}), ("X", {}), ("B", {})]) == [1, 3, 1, 1, 3]
+
+
+def test_actions_of_a_difference_right_operand_react_to_its_match() -> None:
+    src = ("in {} Fail, {} Login, {} Logout\nout {} Suspicious\n"
+           ".* - ( .* Fail() Fail() Login() { !>Suspicious({}); } )")
+    events = [(n, {}) for n in ["Fail", "Login", "Fail", "Fail", "Login", "Logout", "Login"]]
+    assert _values(src, events) == [{}]
+
+
+def test_a_path_wrapping_round_a_loop_keeps_its_order() -> None:
+    src = "in long V\nout long PairSum\n( { s = 0; } ( V(x) { s = s + x; } ){2} { !>PairSum(s); } )*"
+    assert _values(src, [("V", 1), ("V", 2), ("V", 10), ("V", 20)]) == [3, 30]
+
+
+def test_termination_then_error_2() -> None:
+    src = ("in {} Open, long Item, {} Close\nout long Total\nOpen() { total = 0; }\n"
+           "( Item(x) { total = total + x; } )*\nClose() { !>Total(total); }")
+    events = [("Open", {}), ("Item", 5), ("Item", 7), ("Close", {}), ("Item", 1)]
+    assert _values(src, events) == [12, 2]
+
+
+@pytest.mark.parametrize(("source", "events"), [
+    ("in long A\nout long T\n( A() | ( A() & ( A() | { !>T(1); } ) ) )*", []),
+    ("in long A, long C\nout long T\n( . | { !>T(5); } ){0,2} & . A()", [("C", 9)]),
+])
+def test_infeasible_intersection_paths_run_no_actions(source: str, events: list[tuple[str, Any]]) -> None:
+    items = _items(events)
+    assert run_tester(source, render(items, T0), lazy=False) == run_reference(source, Trace(items))
