@@ -174,3 +174,11 @@ def test_copies_of_one_marker_are_reported_as_such() -> None:
     assert w.message == ("ambiguous regular expression: an event can match two copies of this marker "
                          "made by a multiplier")
     assert w.hint is not None and "run once per transition" in w.hint
+
+
+def test_paths_that_disagree_about_two_actions_leave_the_others_in_text_order(lazy: bool) -> None:
+    # At start one path meets 1 then 2 (copy one, copy two), another 2 then 1; a third meets 3.
+    # Text decides 1 before 2, and 3, written last and unordered by any path, runs last (it ran
+    # first when a contradiction was only broken after every unconstrained action had run).
+    src = "in long A\nout long T\nA(v) | ( A(v) | { !>T(1); } | { !>T(2); } ){0,2} | { !>T(3); }"
+    assert vals(src, "", lazy) == [1, 2, 3]

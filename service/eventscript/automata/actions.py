@@ -13,8 +13,9 @@ The order of one transition's units (:func:`merge`):
    runs ``u`` then ``v``);
 2. the reduced sequences are merged so that each keeps its own order, and otherwise program
    text decides (earliest first): a topological sort of the paths' precedence constraints,
-   earliest program text first. A cycle of constraints (two paths meeting the same units in
-   opposite orders) is broken in favour of program text.
+   earliest program text first. Where two paths meet the same two units in opposite orders,
+   program text decides that pair (and only that pair: an unrelated unit written later still
+   runs after both); a cycle through three or more paths is broken in favour of program text.
 
 The result lists one occurrence per unit (the unit's first occurrence), so equal unit
 sequences are equal tuples.
@@ -23,7 +24,6 @@ sequences are equal tuples.
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -88,30 +88,39 @@ def _first_meetings(path: Path, table: OccurrenceTable) -> Path:
 
 def merge(paths: Iterable[Path], table: OccurrenceTable) -> Path:
     """Merge the action sequences of all feasible paths of one transition (choice 8)."""
-    distinct = {_first_meetings(p, table) for p in set(paths) if p}
-    if not distinct:
+    strands = {_first_meetings(p, table) for p in set(paths) if p}
+    if not strands:
         return ()
-    if len(distinct) == 1:
-        return next(iter(distinct))
+    if len(strands) == 1:
+        return next(iter(strands))
     key = table.key
-    succ: dict[int, set[int]] = {}
-    indeg: dict[int, int] = {}
-    for p in distinct:
-        for a in p:
-            succ.setdefault(a, set())
-            indeg.setdefault(a, 0)
-        for a, b in itertools.pairwise(p):
-            if b not in succ[a]:
-                succ[a].add(b)
-                indeg[b] += 1
-    heap = [(key(n), n) for n, d in indeg.items() if d == 0]
+    # Every strand orders each pair of its units; where two strands disagree about a pair,
+    # program text decides that pair.
+    before: set[tuple[int, int]] = set()
+    for p in strands:
+        for i, a in enumerate(p):
+            for b in p[i + 1:]:
+                before.add((a, b))
+    preds: dict[int, set[int]] = {n: set() for p in strands for n in p}
+    for a, b in before:
+        if (b, a) in before:
+            table.cycle_broken = True
+            if key(a) > key(b):
+                continue
+        preds[b].add(a)
+    succ: dict[int, list[int]] = {n: [] for n in preds}
+    for b, ps in preds.items():
+        for a in ps:
+            succ[a].append(b)
+    waiting = {n: len(ps) for n, ps in preds.items()}
+    heap = [(key(n), n) for n, w in waiting.items() if w == 0]
     heapq.heapify(heap)
     out: list[int] = []
     done: set[int] = set()
-    while len(out) < len(indeg):
+    while len(out) < len(preds):
         if not heap:
-            # A cycle of constraints: break it by program text.
-            n = min((x for x in indeg if x not in done), key=key)
+            # A cycle through three or more strands: program text breaks it.
+            n = min((x for x in preds if x not in done), key=key)
             heap.append((key(n), n))
             table.cycle_broken = True
         _, n = heapq.heappop(heap)
@@ -120,7 +129,7 @@ def merge(paths: Iterable[Path], table: OccurrenceTable) -> Path:
         done.add(n)
         out.append(n)
         for m in succ[n]:
-            indeg[m] -= 1
-            if indeg[m] == 0 and m not in done:
+            waiting[m] -= 1
+            if waiting[m] == 0 and m not in done:
                 heapq.heappush(heap, (key(m), m))
     return tuple(out)
