@@ -280,6 +280,23 @@ class TestOperatorChains:
             "this expression is too deep"
 
 
+class TestForNesting:
+    @staticmethod
+    def nested_loops(n: int) -> str:
+        return "in {} A out {} Z\n( A() { " + "".join(f"for (i{k}: 0, 0) " for k in range(n)) + "!>Z({}); } )*"
+
+    def test_twenty_nested_loops_run(self) -> None:
+        assert len(run_program(self.nested_loops(20), f"{T0} A()")) == 1
+
+    def test_more_are_a_diagnostic(self) -> None:
+        # Regression: accepted, then the generated Python failed to compile ("too many
+        # statically nested blocks") with a traceback.
+        e = only_error(self.nested_loops(21))
+        col = len("( A() { ") + 1 + sum(len(f"for (i{k}: 0, 0) ") for k in range(20))
+        assert (e.message, e.pos.col) == ("for loops are nested too deeply", col)
+        assert e.hint == "at most 20 for loops may enclose one another"
+
+
 # ---------------------------------------------------------------------------------------
 # 7. Hints
 

@@ -52,6 +52,10 @@ TIME_UNITS: dict[str, str] = {
     "microsecond": "microsecond", "microseconds": "microsecond", "usec": "microsecond", "usecs": "microsecond",
 }
 
+#: How many for loops may enclose one another: each becomes a Python for statement, and Python
+#: compiles at most 20 statically nested blocks.
+MAX_FOR_NESTING = 20
+
 DECL_KEYWORDS = ("in", "out", "type", "function")
 _ATOM_START = ("(", "{", "IDENT", ".", "arrive", "elapse", "elapsed")
 
@@ -80,6 +84,8 @@ class Parser:
         self.depth = 0
         #: Binary operators enclosing the current point (see MAX_EXPRESSION_DEPTH).
         self.operators = 0
+        #: For loops enclosing the current point (see MAX_FOR_NESTING).
+        self.loops = 0
 
     # -- token helpers ----------------------------------------------------------------
 
@@ -526,8 +532,15 @@ class Parser:
             self.expect(",", hint="write for (i: 0, n-1) action")
             high = self.parse_expr()
             self.expect(")")
+            if self.loops >= MAX_FOR_NESTING:
+                raise ParseError(t.pos, "for loops are nested too deeply",
+                                 f"at most {MAX_FOR_NESTING} for loops may enclose one another")
             self._enter(t.pos)
-            body = self.parse_action()
+            self.loops += 1
+            try:
+                body = self.parse_action()
+            finally:
+                self.loops -= 1
             self._leave()
             if body is None:
                 body = ast.Block(t.pos, [])
