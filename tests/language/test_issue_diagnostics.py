@@ -296,6 +296,10 @@ class TestForNesting:
         assert (e.message, e.pos.col) == ("for loops are nested too deeply", col)
         assert e.hint == "at most 20 for loops may enclose one another"
 
+    def test_five_hundred_nested_loops_are_one_diagnostic(self) -> None:
+        e = only_error("in long A\nout long B\nA(x) { " + "for (i: 0, 1) " * 500 + "!>B(x); }")
+        assert e.message == "for loops are nested too deeply"
+
 
 # ---------------------------------------------------------------------------------------
 # 7. Hints

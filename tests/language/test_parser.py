@@ -722,7 +722,6 @@ class TestNesting:
         "A()" + "*" * 2000,
         "A() " + "{" * 500 + "}" * 500,
         "A(x) { " + "x > 1 ? " * 500 + "!>B(x); }",
-        "A(x) { " + "for (i: 0, 1) " * 500 + "!>B(x); }",
     ])
     def test_deep_nesting_is_a_diagnostic(self, body: str) -> None:
         # Regression: deep expressions, regular expressions, operator chains and postfix chains
