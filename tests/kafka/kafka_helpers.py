@@ -86,7 +86,10 @@ def topology(broker: Broker, tmp: Path, programs: list[dict[str, Any]], topics: 
     workers of one application get files with the same ``application`` and their own ``state``."""
     doc: dict[str, Any] = {
         "application": application or unique("t"),
-        "kafka": {"bootstrap_servers": broker.bootstrap, "consumer": dict(FAST_GROUP)},
+        # Tansu 0.6 mishandles static members: a member that joins gets no tasks while the
+        # others lose theirs (measured), so the tests run with it only on a real Kafka.
+        "kafka": {"bootstrap_servers": broker.bootstrap, "consumer": dict(FAST_GROUP),
+                  "static_membership": broker.kind != "tansu"},
         "programs": programs,
         "topics": topics or {},
         "state_dir": str(tmp / state),

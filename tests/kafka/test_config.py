@@ -77,3 +77,42 @@ def test_relative_paths_are_relative_to_the_file(tmp_path: Path) -> None:
     topo = load_topology(f)
     assert topo.source_path(topo.programs[0]) == tmp_path / "sub" / "p.es"
     assert topo.state_path(topo.programs[0]) == tmp_path / "sub" / "state" / "p"
+
+
+def test_static_membership_uses_the_worker_instance_id(tmp_path: Path) -> None:
+    """A restarted worker rejoins as the same static member (group.instance.id), so a restart
+    within the session timeout moves no task; it can be switched off."""
+    from eventscript.kafka.worker import ProgramWorker
+
+    seen: list[dict[str, object]] = []
+
+    class Recorder:
+        def __init__(self, conf: dict[str, object], **kwargs: object) -> None:
+            seen.append(conf)
+
+        def init_transactions(self, *args: object) -> None:
+            pass
+
+    for static in (True, False):
+        path = tmp_path / f"t{static}.yaml"
+        path.write_text(f"""
+application: app
+kafka: {{bootstrap_servers: "127.0.0.1:1", static_membership: {str(static).lower()}}}
+programs:
+  - name: p
+    source: p.es
+    inputs: [{{topic: in, event: A}}]
+""")
+        (tmp_path / "p.es").write_text("in {} A out {} B ( A() { !>B({}); } )*")
+        topo = load_topology(path)
+        seen.clear()
+        import eventscript.kafka.worker as worker_module
+
+        orig = (worker_module.Consumer, worker_module.Producer)
+        worker_module.Consumer, worker_module.Producer = Recorder, Recorder  # type: ignore[misc,assignment]
+        try:
+            ProgramWorker(topo, topo.programs[0], None, 1, "pod-7")._open()  # type: ignore[arg-type]
+        finally:
+            worker_module.Consumer, worker_module.Producer = orig  # type: ignore[misc]
+        group_consumer = seen[0]
+        assert group_consumer.get("group.instance.id") == ("pod-7" if static else None)

@@ -214,3 +214,29 @@ def test_a_wall_clock_timer_fired_again_is_an_exact_copy(tmp_path: Path, restart
     again = [x for x in task.outbox if not x.changelog]
     assert _raw(again) == _raw(fired)
     assert fired[0].timestamp == start_ms + 2000
+
+
+def test_a_record_timestamp_past_year_9999_is_an_error_record(tmp_path: Path) -> None:
+    task = _task(tmp_path / "t")
+    late = Record(0, 253_402_300_800_000, "a", 0)  # 10000-01-01
+    out = _feed(task, [late, Record(1, T0, "a", 1)])
+    assert [r.topic for r in out] == ["err", "out"]
+    error = orjson.loads(out[0].value or b"")
+    assert error["code"] == 6 and "year 9999" in error["message"] and error["source"]["offset"] == 0
+
+
+def test_an_object_value_with_a_lone_surrogate_is_still_written(tmp_path: Path) -> None:
+    program = """
+    in long N
+    out object O
+    function object chr(long): "builtins:chr"
+    ( N(n) { !>O(chr(n)); } )*
+    """
+    cfg = ProgramConfig(name="p", source="p.es", clock="record", inputs=[InputConfig(topic="in", event="N")],
+                        outputs={"default": "out"}, errors="err")
+    task = Task(0, compile_source(program, name="p").require(), cfg, cfg.inputs, "p-rep", "p-cl", 1, tmp_path / "t")
+    task.load_from_store()
+    r = Record(0, T0, "x", 0)
+    r._value = b"55296"
+    out = _feed(task, [r])
+    assert [x.value for x in out] == [b'"\\ud800"']

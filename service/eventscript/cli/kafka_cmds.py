@@ -104,6 +104,8 @@ def run_dev(args: argparse.Namespace) -> int:
         # Tansu makes a group's first join wait half the session timeout: keep it short here.
         topo.kafka.consumer.setdefault("session.timeout.ms", 6000)
         topo.kafka.consumer.setdefault("heartbeat.interval.ms", 1000)
+        # Tansu 0.6 mishandles static group members (a joining member gets no tasks).
+        topo.kafka.static_membership = False
         try:
             runner = TopologyRunner(topo, None, args.health_port)
             runner.prepare()

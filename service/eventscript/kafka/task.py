@@ -26,10 +26,11 @@ from zoneinfo import ZoneInfo
 import orjson
 
 from ..automata.compiled import CompiledProgram
-from ..engine.encoding import DecodeError, decoder_for, encode, encoder_for
+from ..engine.encoding import DecodeError, decoder_for, encode, encoder_for, json_line
 from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
 from ..engine.time_provider import SimulatedTimeProvider, TimeProvider, WallClockTimeProvider
+from ..engine.timeutil import MAX_TIME
 from . import codec
 from .codec import BadRecord, Headers, RecordInfo
 from .config import InputConfig, ProgramConfig
@@ -194,7 +195,11 @@ class Task:
             headers = [ev_header, prog_header, (codec.HEADER_ID, next_id())]
             if t % 1000:
                 headers.append((codec.HEADER_TIME, str(t).encode()))  # sub-millisecond emission time
-            self.send(topic, -1, key_bytes_of(ctx.key), dumps(encode_value(value)), headers, t // 1000, False)
+            try:
+                data = dumps(encode_value(value))
+            except TypeError:  # a lone surrogate in an object value (from an external function)
+                data = json_line(encode_value(value)).encode()
+            self.send(topic, -1, key_bytes_of(ctx.key), data, headers, t // 1000, False)
 
         return handler
 
@@ -392,6 +397,10 @@ class Task:
         self._cause = None
         self._src_count = 0
         self._id_base = None
+        if self.record_clock and msg.timestamp()[1] * 1000 > MAX_TIME:
+            self._error_record(ErrorCode.BAD_INPUT_VALUE, f"the record timestamp {msg.timestamp()[1]} ms is past "
+                                                          f"year 9999: record time cannot move there")
+            return
         if headers and codec.header(headers, codec.HEADER_TICK) is not None:
             self._advance(msg.timestamp()[1])
             return

@@ -152,23 +152,21 @@ class ProgramWorker:
 
     def _open(self) -> None:
         kafka = self.topo.kafka
-        rate_limit(log, logging.getLogger("eventscript.kafka.task"))
+        rate_limit(log, logging.getLogger("eventscript.kafka.task"), clients.LIBRDKAFKA_LOG)
         # Static membership: a worker restarted within the session timeout (a rolling deploy, a
         # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
         static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
-        self.consumer = Consumer(clients.consumer_config(kafka, self.group_id, **static), logger=log)
+        self.consumer = Consumer(clients.consumer_config(kafka, self.group_id, **static))
         txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
         # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
         # failed delivery fatal; it does not cover message timeouts, so records never time out
         # (an undelivered record keeps the batch from committing instead).
         extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
-        self.producer = Producer(clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra),
-                                 logger=log)
+        self.producer = Producer(clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra))
         if self.eos:
             self.producer.init_transactions(TXN_TIMEOUT)
         self._restorer = Consumer(clients.consumer_config(
-            kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}),
-            logger=log)
+            kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
 
     def _close(self) -> None:
         try:
