@@ -121,17 +121,22 @@ def test_intersection_runs_only_actions_on_jointly_feasible_paths(lazy: bool) ->
     assert vals(src, "A() B()", lazy) == ["a"]
 
 
-def _alternatives(n: int, actions: bool) -> str:
+SHAPES = ["markers", "with-actions", "intersection"]
+
+
+def _alternatives(n: int, shape: str) -> str:
     decls = ", ".join(f"{{}} A{i}, {{}} B{i}" for i in range(n))
-    if actions:
+    if shape == "with-actions":
         alts = " | ".join(f"A{i}() {{ x = {i}; }} B{i}() {{ !>O(x); }}" for i in range(n))
     else:
         alts = " | ".join(f"A{i}() B{i}()" for i in range(n))
+    if shape == "intersection":
+        return f"in {decls}\nout long O\n( ( {alts} ) * & ( . . )* )\n"
     return f"in {decls}\nout long O\n( {alts} ) *\n"
 
 
-def _compile_seconds(n: int, actions: bool) -> float:
-    src = _alternatives(n, actions)
+def _compile_seconds(n: int, shape: str) -> float:
+    src = _alternatives(n, shape)
     gc.disable()  # measure the algorithm, not when the collector happens to run
     try:
         start = time.perf_counter()
@@ -143,26 +148,27 @@ def _compile_seconds(n: int, actions: bool) -> float:
     return elapsed
 
 
-def _nfa_size(n: int, actions: bool) -> int:
+def _nfa_size(n: int, shape: str) -> int:
     """Edges plus follow-set entries of the epsilon-free NFA (what elimination builds)."""
-    machine = compile_source(_alternatives(n, actions), name="wide", force_lazy=True).require().machine
+    machine = compile_source(_alternatives(n, shape), name="wide", force_lazy=True).require().machine
     assert isinstance(machine, LazyDFA)
     efa = machine.efa
     return sum(len(f.targets) for f in efa.follows) + sum(len(es) for row in efa.edges for es in row.values())
 
 
-@pytest.mark.parametrize("actions", [False, True], ids=["markers", "with-actions"])
-def test_epsilon_free_nfa_grows_linearly_with_alternatives(actions: bool) -> None:
+@pytest.mark.parametrize("shape", SHAPES)
+def test_epsilon_free_nfa_grows_linearly_with_alternatives(shape: str) -> None:
     # Each B leads back to the n starts of the alternatives: copying that follow set into every
-    # B edge gave n^2 edges (3,000 alternatives took ~50 s to compile).
-    assert _nfa_size(800, actions) <= 4.2 * _nfa_size(200, actions)
+    # B edge gave n^2 edges (3,000 alternatives took ~50 s to compile); so did pairing every
+    # B's targets with the other operand's inside an intersection.
+    assert _nfa_size(800, shape) <= 4.2 * _nfa_size(200, shape)
 
 
-@pytest.mark.parametrize("actions", [False, True], ids=["markers", "with-actions"])
-def test_compile_time_grows_about_linearly_with_alternatives(actions: bool) -> None:
-    n = 400 if actions else 600
-    small = min(_compile_seconds(n, actions) for _ in range(2))
-    large = _compile_seconds(4 * n, actions)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_compile_time_grows_about_linearly_with_alternatives(shape: str) -> None:
+    n = 600 if shape == "markers" else 400
+    small = min(_compile_seconds(n, shape) for _ in range(2))
+    large = _compile_seconds(4 * n, shape)
     assert large < 9 * small + 0.5, (small, large)  # 4x the input: linear ~4x, quadratic ~16x
     assert large < 10.0
 

@@ -23,12 +23,12 @@ language through De Morgan's laws and complemented DFAs; the direct product is s
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol
 
 from ..language import ir
 from .actions import OccurrenceTable, Path, merge
-from .epsilon import EFA, eliminate
+from .epsilon import EFA, EFAEdge, eliminate
 from .graphs import can_reach
 from .nfa import ENFA, AutomatonTooLarge
 from .subset import Row, transitions
@@ -43,18 +43,23 @@ class OperandBuilder(Protocol):
     def build(self, regex: ir.Node) -> ENFA: ...
 
 
-Edge = tuple[int, int, Path]  # symbol, target product state, actions
+#: Where a product edge leads: product states, each with the actions on the way. Many edges
+#: share one (every edge that pairs the same two follow sets), so it is built and embedded once:
+#: in ``( A0() B0() | A1() B1() | ... )* & ( . . )*`` each B leads back to all n starts.
+Targets = list[tuple[int, Path]]
 
 
 class _Product:
-    """Product states numbered as found, with their edges and whether they accept."""
+    """Product states numbered as found, their edges (symbol, target set) and the target sets."""
 
     def __init__(self, kind: str, limit: int) -> None:
         self.kind = kind
         self.limit = limit
         self.index: dict[Hashable, int] = {}
         self.keys: list[Hashable] = []
-        self.rows: list[list[Edge]] = []
+        self.rows: list[list[tuple[int, int]]] = []  # per state: (symbol, target set)
+        self.target_sets: list[Targets] = []
+        self._target_set_of: dict[Hashable, int] = {}
 
     def state(self, key: Hashable) -> int:
         i = self.index.get(key)
@@ -66,9 +71,17 @@ class _Product:
             self.keys.append(key)
         return i
 
+    def target_set(self, key: Hashable, build: Callable[[], Iterable[tuple[Hashable, Path]]]) -> int:
+        """The target set for ``key``, built (product states found on the way) the first time."""
+        t = self._target_set_of.get(key)
+        if t is None:
+            targets = list(dict.fromkeys((self.state(k), path) for k, path in build()))
+            t = self._target_set_of[key] = len(self.target_sets)
+            self.target_sets.append(targets)
+        return t
 
-def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int
-                  ) -> tuple[_Product, list[tuple[int, Path]], list[bool]]:
+
+def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tuple[_Product, Targets, list[bool]]:
     prod = _Product("intersection", limit)
     entries = list(dict.fromkeys(
         (prod.state((ls, r)), merge([pl, pr], occ)) for ls, pl in left.start.targets for r, pr in right.start.targets))
@@ -76,21 +89,22 @@ def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int
     while i < len(prod.keys):
         ls, r = prod.keys[i]  # type: ignore[misc]
         i += 1
-        row: dict[Edge, None] = {}
+        row: dict[tuple[int, int], None] = {}
         lrow, rrow = left.edges[ls], right.edges[r]
         for sym in sorted(lrow.keys() & rrow.keys()):
-            rends = [t for e in rrow[sym] for t in right.targets(e)]
-            for e in lrow[sym]:
-                for lt, pl in left.targets(e):
-                    for rt, pr in rends:
-                        row[(sym, prod.state((lt, rt)), merge([pl, pr], occ))] = None
+            for el in lrow[sym]:
+                for er in rrow[sym]:
+                    def build(el: EFAEdge = el, er: EFAEdge = er) -> Iterable[tuple[Hashable, Path]]:
+                        return (((lt, rt), merge([pl, pr], occ))
+                                for lt, pl in left.targets(el) for rt, pr in right.targets(er))
+
+                    row[(sym, prod.target_set((el.follow, el.prefix, er.follow, er.prefix), build))] = None
         prod.rows.append(list(row))
     accepting = [ls == left.final and r == right.final for ls, r in prod.keys]  # type: ignore[misc]
     return prod, entries, accepting
 
 
-def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int
-                ) -> tuple[_Product, list[tuple[int, Path]], list[bool]]:
+def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tuple[_Product, Targets, list[bool]]:
     prod = _Product("difference", limit)
     right_rows: dict[frozenset[int], Row] = {}
     start_r = right.start.states
@@ -103,12 +117,16 @@ def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int
         rrow = right_rows.get(sr)
         if rrow is None:
             rrow = right_rows[sr] = transitions(right, sr)
-        row: dict[Edge, None] = {}
+        row: dict[tuple[int, int], None] = {}
         for sym, es in sorted(left.edges[ls].items()):
             sr2, rpaths = rrow.get(sym, (frozenset(), []))
-            for e in es:
-                for lt, pl in left.targets(e):
-                    row[(sym, prod.state((lt, sr2)), merge([pl, *rpaths], occ))] = None
+            for el in es:
+                def build(el: EFAEdge = el, sr2: frozenset[int] = sr2, rpaths: list[Path] = rpaths
+                          ) -> Iterable[tuple[Hashable, Path]]:
+                    return (((lt, sr2), merge([pl, *rpaths], occ)) for lt, pl in left.targets(el))
+
+                key = (el.follow, el.prefix, sr2, tuple(sorted(set(rpaths))))
+                row[(sym, prod.target_set(key, build))] = None
         prod.rows.append(list(row))
     accepting = [ls == left.final and right.final not in sr for ls, sr in prod.keys]  # type: ignore[misc]
     return prod, entries, accepting
@@ -120,19 +138,33 @@ def embed_product(builder: OperandBuilder, nfa: ENFA, r: ir.RInter | ir.RDiff) -
     build = _intersection if isinstance(r, ir.RInter) else _difference
     prod, entries, accepting = build(left, right, builder.occ, builder.state_limit)
 
-    # Trim: keep the product states from which an accepting state can be reached.
-    live = can_reach([[b for _, b, _ in row] for row in prod.rows], accepting)
+    # Trim: keep the product states from which an accepting state can be reached. The target
+    # sets are nodes of that graph too (after the states), so it stays as small as the product.
+    n = len(prod.keys)
+    succ = [[n + t for _, t in row] for row in prod.rows] + [[k for k, _ in ts] for ts in prod.target_sets]
+    live = can_reach(succ, accepting + [False] * len(prod.target_sets))
     entry, exit_ = nfa.node(), nfa.node()
-    node = {k: nfa.node() for k, ok in enumerate(live) if ok}
+    node = {k: nfa.node() for k in range(n) if live[k]}
+    hub: dict[int, int] = {}  # target set -> its node: one symbol edge in, an epsilon edge per live target
+
+    def hub_node(t: int) -> int:
+        h = hub.get(t)
+        if h is None:
+            h = hub[t] = nfa.node()
+            for k, path in prod.target_sets[t]:
+                if live[k]:
+                    nfa.epsilon(h, node[k], path)
+        return h
+
     for k, path in entries:
         if live[k]:
             nfa.epsilon(entry, node[k], path)
     for a, row in enumerate(prod.rows):
         if not live[a]:
             continue
-        for sym, b, path in row:
-            if live[b]:
-                nfa.edge(node[a], sym, node[b], path, -1)
+        for sym, t in row:
+            if live[n + t]:
+                nfa.edge(node[a], sym, hub_node(t), (), -1)
         if accepting[a]:
             nfa.epsilon(node[a], exit_)
     return entry, exit_
