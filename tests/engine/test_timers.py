@@ -8,7 +8,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import check_source, run_program
@@ -506,29 +506,64 @@ class TestNextMatch:
         assert nm("2026-10-25T00:30:00Z", (ANY, ANY, ANY, 2, 30, 0), tz=PARIS) == "2026-10-25T01:30:00.000000Z"
         assert nm("2026-10-25T01:30:00Z", (ANY, ANY, ANY, 2, 30, 0), tz=PARIS) == "2026-10-26T01:30:00.000000Z"
 
+    def test_day_1_at_month_boundaries_across_dst(self) -> None:
+        # Regression (found by the property test below): from 2026-03-28 20:59 CET the next 1st
+        # is 2026-04-01 00:00 CEST, 74 h of real time away because the clocks lost an hour.
+        assert nm("2026-03-28T19:59:00Z", (ANY, ANY, 1, ANY, ANY, 0), tz=PARIS) == "2026-03-31T22:00:00.000000Z"
+        assert nm("2026-03-31T21:59:59.999999Z", (ANY, ANY, 1, ANY, ANY, 0), tz=PARIS) == "2026-03-31T22:00:00.000000Z"
+        assert nm("2026-03-31T22:00:00Z", (ANY, ANY, 1, ANY, ANY, 0), tz=PARIS) == "2026-03-31T22:01:00.000000Z"
+        # After the clocks go back, the 1st starts at 00:00 CET (23:00Z the day before).
+        assert nm("2026-10-30T12:00:00Z", (ANY, ANY, 1, ANY, ANY, 0), tz=PARIS) == "2026-10-31T23:00:00.000000Z"
+        assert nm("2026-10-31T23:00:00Z", (ANY, ANY, 1, ANY, ANY, 0), tz=PARIS) == "2026-10-31T23:01:00.000000Z"
+        assert nm("2026-02-27T12:00:00Z", (ANY, ANY, 1, 0, 0, 0), tz=PARIS) == "2026-02-28T23:00:00.000000Z"
+
+    def test_dst_edges_strictly_after(self) -> None:
+        # Spring forward: the gap 02:00-02:59 on 29 March never happens, so the next 29th at 02:xx is in April.
+        assert nm("2026-03-29T00:30:00Z", (ANY, ANY, 29, 2, ANY, 0), tz=PARIS) == "2026-04-29T00:00:00.000000Z"
+        assert nm("2026-03-29T00:59:00Z", (ANY, ANY, ANY, ANY, ANY, 0), tz=PARIS) == "2026-03-29T01:00:00.000000Z"
+        assert nm("2026-03-29T01:00:00Z", (ANY, ANY, ANY, ANY, ANY, 0), tz=PARIS) == "2026-03-29T01:01:00.000000Z"
+        # Fall back: 02:00 on 25 October happens twice; set at the first, the timer fires at the second.
+        assert nm("2026-10-25T00:00:00Z", (ANY, ANY, 25, 2, 0, 0), tz=PARIS) == "2026-10-25T01:00:00.000000Z"
+        assert nm("2026-10-25T01:00:00Z", (ANY, ANY, 25, 2, 0, 0), tz=PARIS) == "2026-11-25T01:00:00.000000Z"
+        assert nm("2026-10-25T00:59:00Z", (ANY, ANY, ANY, 2, ANY, 0), tz=PARIS) == "2026-10-25T01:00:00.000000Z"
+        assert nm("2026-10-25T01:59:00Z", (ANY, ANY, ANY, 2, ANY, 0), tz=PARIS) == "2026-10-26T01:00:00.000000Z"
+
+    def test_minute_search_regression(self) -> None:
+        # The property test's failing example as a plain test: the match lies exactly at the end
+        # of the oracle's search window (which is exclusive), and must not be reported as wrong.
+        self._agrees_with_a_minute_by_minute_search("2026-03-29T00:00:00Z", -241, 0, 1, None, None)
+
     @settings(max_examples=150, deadline=None)
     @given(base=st.sampled_from(["2026-10-25T00:00:00Z", "2026-03-29T00:00:00Z", "2026-06-30T22:00:00Z"]),
            minutes=st.integers(-300, 300), sub=st.sampled_from([0, 1, 30_000_000, 59_999_999]),
            day=st.sampled_from([None, None, 25, 26, 29, 30, 1]), hour=st.sampled_from([None, None, 1, 2, 3, 4, 23]),
            minute=st.sampled_from([None, 0, 15, 30, 59]))
+    @example(base="2026-03-29T00:00:00Z", minutes=-241, sub=0, day=1, hour=None, minute=None)
     def test_agrees_with_a_minute_by_minute_search(self, base: str, minutes: int, sub: int, day: int | None,
                                                    hour: int | None, minute: int | None) -> None:
+        self._agrees_with_a_minute_by_minute_search(base, minutes, sub, day, hour, minute)
+
+    @staticmethod
+    def _agrees_with_a_minute_by_minute_search(base: str, minutes: int, sub: int, day: int | None,
+                                               hour: int | None, minute: int | None) -> None:
         after = parse_time(base) + minutes * 60_000_000 + sub
         comps = (None, None, day, hour, minute, 0)
-        step = 60_000_000
-        t = (after // step + 1) * step
-        want = None
-        for _ in range(3 * 24 * 60 + 120):
+
+        def matches(t: int) -> bool:
             d = to_datetime(t, PARIS)
-            if all(c is None or c == v for c, v in zip(comps, (d.year, d.month, d.day, d.hour, d.minute, 0))):
-                want = t
-                break
-            t += step
+            return all(c is None or c == v for c, v in zip(comps, (d.year, d.month, d.day, d.hour, d.minute, d.second)))
+
+        step = 60_000_000
+        start = (after // step + 1) * step  # the first whole minute strictly after ``after``
+        end = start + (3 * 24 * 60 + 120) * step  # the search covers [start, end): ``end`` itself is not tried
+        want = next((t for t in range(start, end, step) if matches(t)), None)
         got = next_match(after, comps, 0, PARIS)
         if want is not None:
             assert got == want, (format_time(after), comps, got and format_time(got), format_time(want))
         else:
-            assert got is None or got > t
+            # No match before ``end``: the answer, if any, is a match at ``end`` or later.
+            assert got is None or (got >= end and got % step == 0 and matches(got)), (
+                format_time(after), comps, got and format_time(got), format_time(end))
 
 
 class TestTimeText:
