@@ -17,6 +17,8 @@ exact copy); on a broker that hides aborted data there must be none.
 from __future__ import annotations
 
 import random
+import re
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -52,7 +54,10 @@ RECORDS = 4000
 
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path: Path) -> None:
+@pytest.mark.parametrize("local_state", [True, False], ids=["with-local-store", "without-local-store"])
+def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path: Path, local_state: bool) -> None:
+    """Without the local store (a pod rescheduled onto a new node) the restarted worker
+    restores every task from the changelog alone."""
     name = unique("crash")
     (tmp_path / "crash.es").write_text(PROGRAM)
     topo = topology(broker, tmp_path, [{
@@ -79,6 +84,8 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
             worker.send_signal(signal.SIGKILL)
             worker.wait()
             kills += 1
+            if not local_state:
+                shutil.rmtree(tmp_path / "state")
             worker = start_worker(topo, "-v", log=log)
         writing.join()
         in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
@@ -105,3 +112,6 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
     for p in range(PARTITIONS):
         assert got.get(p, []) == want.get(p, []), f"partition {p}: outputs differ from the uninterrupted run"
     assert any(line[0] == "Quiet" for lines in want.values() for line in lines), "no timer event was exercised"
+    if not local_state:
+        applied = [int(n) for n in re.findall(r"changelog from offset 0: (\d+) applied", log.read_text())]
+        assert any(n > 0 for n in applied), "no task was restored from the changelog alone"

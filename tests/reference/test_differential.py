@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
@@ -31,14 +30,6 @@ def _agree(source: str, trace: Trace, text: str) -> None:
     assert eager == want, "the tester disagrees with the reference"
 
 
-KNOWN = pytest.mark.xfail(
-    reason="known disagreements, fixes landing in automata/ (issue 9 report): actions on paths through "
-           "'&'/'-' operands that can never complete still run; the order of actions that meet on a "
-           "multiplier's copies or a loop's wrap-around is program text, not the paths' order (choice 8)",
-    strict=False)
-
-
-@KNOWN
 @SETTINGS
 @given(data=st.data())
 def test_reference_and_tester_agree_without_intersection_or_difference(data: st.DataObject) -> None:
@@ -48,7 +39,6 @@ def test_reference_and_tester_agree_without_intersection_or_difference(data: st.
     _agree(source, trace, text)
 
 
-@KNOWN
 @SETTINGS
 @given(data=st.data())
 def test_reference_and_tester_agree_on_random_programs(data: st.DataObject) -> None:
