@@ -103,3 +103,36 @@ def test_uncommitted_changelog_records_are_ignored(broker: Broker, tmp_path: Pat
     _send(kafka, f"{name}-in", ["a"], 2_000)
     assert run_in_thread(topo, until_idle=1.0) == 0
     assert _counts(broker, f"{name}-out") == {"a": [1, 2, 3, 4]}
+
+
+@pytest.mark.kafka
+def test_a_restart_with_its_local_store_replays_only_the_changelog_tail(
+        broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A store that is current is used as it is; one that is behind (a worker killed between the
+    commit and the store write, or a store restored from an older volume snapshot) replays the
+    changelog from its checkpoint, not from the start."""
+    import logging
+    import re
+
+    name, topo, kafka = _setup(broker, tmp_path)
+    t = load_topology(topo)
+    from eventscript.kafka.admin import Admin
+
+    Admin(t).prepare(t.programs)
+    _send(kafka, f"{name}-in", ["a", "b", "a", "c"], 1_000)
+    assert run_in_thread(topo, until_idle=1.0) == 0
+    old = tmp_path / "old-state"
+    shutil.copytree(tmp_path / "state" / name, old)  # the store as it was after the first run
+    _send(kafka, f"{name}-in", ["a", "b", "d"], 2_000)
+    with caplog.at_level(logging.INFO, logger="eventscript.kafka"):
+        assert run_in_thread(topo, until_idle=1.0) == 0
+    assert "changelog from offset" not in caplog.text, "a current store must not replay the changelog"
+    shutil.rmtree(tmp_path / "state" / name)
+    shutil.copytree(old, tmp_path / "state" / name)
+    caplog.clear()
+    _send(kafka, f"{name}-in", ["a", "e"], 3_000)
+    with caplog.at_level(logging.INFO, logger="eventscript.kafka"):
+        assert run_in_thread(topo, until_idle=1.0) == 0
+    starts = [int(n) for n in re.findall(r"changelog from offset (\d+)", caplog.text)]
+    assert starts and all(n > 0 for n in starts), caplog.text
+    assert _counts(broker, f"{name}-out") == {"a": [1, 2, 3, 4], "b": [1, 2], "c": [1], "d": [1], "e": [1]}
