@@ -1,0 +1,182 @@
+"""The Spark job, on the driver: plan (the cut), read, run the worker's tasks, write the outputs.
+
+Shape: the data source has one Spark partition per Kafka partition number p (all
+co-partitioned inputs of p together); ``mapInArrow`` streams each through one worker task
+(``runner.py``); the driver writes the outputs, task after task, to the sink. Records whose
+group key belongs to another partition (the worker would re-publish them through its
+repartition topic, in an order only the running worker knows) stop the backfill with an error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ..kafka.config import ProgramConfig, Topology
+from . import cut, export
+from .plan import OffsetRange, Plan, SourceSpec, program_spec
+from .records import OUTPUT_DDL, OutputRow
+from .runner import BackfillError, TaskSummary, run_partition
+
+DEFAULT_MASTER = "local[*]"
+
+
+@dataclass
+class Totals:
+    """What the tasks reported, summed as their summaries arrive."""
+
+    tasks: int = 0
+    records: int = 0
+    sent: int = 0
+    errors: int = 0
+    repartitioned: int = 0
+    keys: int = 0
+    summaries: list[TaskSummary] = field(default_factory=list)
+
+    def add(self, s: TaskSummary) -> None:
+        self.summaries.append(s)
+        self.tasks += 1
+        self.records += s.records
+        self.sent += s.sent
+        self.errors += s.errors
+        self.repartitioned += s.repartitioned
+        self.keys += s.keys
+
+
+# -- the session ------------------------------------------------------------------------------------
+
+
+def spark_session(master: str = DEFAULT_MASTER, ui: bool = True, conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession whose Python workers run this interpreter (so they import eventscript)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName("eventscript-backfill")
+               .config("spark.ui.enabled", "true" if ui else "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.python.worker.reuse", "true"))
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    register_source(spark)
+    return spark
+
+
+def register_source(spark: Any) -> None:
+    from .source import BackfillSource
+
+    spark.dataSource.register(BackfillSource)
+
+
+# -- plans ------------------------------------------------------------------------------------------------
+
+
+def export_plan(topo: Topology, cfg: ProgramConfig, paths: list[str], *, partitions: int | None = None,
+                start: str | None = None, stop: str | None = None, until_us: int | None = None,
+                batch_size: int = 10_000) -> Plan:
+    """The plan for a backfill over topic exports: the cut is what the export holds."""
+    for p in paths:
+        export.export_format(p)
+        if not Path(p).exists():
+            raise BackfillError(f"{p}: no such export file")
+    topics = [i.topic for i in cfg.inputs]
+    lo, hi = cut.Bound.parse(start, "--from"), cut.Bound.parse(stop, "--to")
+    by_time = any(b is not None and b.time_ms is not None for b in (lo, hi))
+    found = export.extents(paths, set(topics), with_times=by_time)
+    n = partitions or _declared_partitions(topo, cfg) or (max((p for _, p in found), default=0) + 1)
+    beyond = sorted(f"{t}:{p}" for t, p in found if p >= n)
+    if beyond:
+        raise BackfillError(f"the export has records of partitions {', '.join(beyond)}, but the inputs have {n} "
+                            f"partitions; give the right count with --partitions")
+    ranges: dict[tuple[str, int], OffsetRange] = {}
+    for (t, p), e in found.items():
+        assert e.first is not None and e.last is not None
+        ranges[(t, p)] = cut.bounded(t, p, e.first, e.last + 1, lo, hi, e.times)
+    return Plan(program=program_spec(topo, cfg, n), source=SourceSpec("export", paths=list(paths)),
+                slices=cut.slices(topics, n, ranges), until_us=until_us, batch_size=batch_size)
+
+
+def _declared_partitions(topo: Topology, cfg: ProgramConfig) -> int | None:
+    counts = {topo.topics[i.topic].partitions for i in cfg.inputs if i.topic in topo.topics}
+    if len(counts) > 1:
+        raise BackfillError(f"program {cfg.name}: its input topics are declared with different partition counts "
+                            f"({', '.join(map(str, sorted(counts)))}); inputs must be co-partitioned")
+    return next(iter(counts), None)
+
+
+# -- running --------------------------------------------------------------------------------------------------
+
+
+def _task_function(plan_json: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        from eventscript.backfill.plan import Plan
+        from eventscript.backfill.runner import run_partition as run_slice
+
+        ctx = TaskContext.get()
+        assert ctx is not None
+        yield from run_slice(Plan.from_json(plan_json), ctx.partitionId(), batches)
+
+    return run
+
+
+def output_frame(spark: Any, plan: Plan) -> Any:
+    """The DataFrame of every task's output rows (lazy: nothing runs until it is read)."""
+    plan_json = plan.to_json()
+    df = spark.read.format("eventscript_backfill").option("plan", plan_json).load()
+    return df.mapInArrow(_task_function(plan_json), OUTPUT_DDL)
+
+
+def _bytes(v: Any) -> bytes | None:
+    return None if v is None else bytes(v)
+
+
+def outputs(spark: Any, plan: Plan, totals: Totals,
+            on_summary: Callable[[TaskSummary], None] = lambda s: None) -> Iterator[OutputRow]:
+    """The output records in task order, each task's in the order it sent them; task summaries
+    go to ``totals`` (and ``on_summary``) as they arrive."""
+    repartition = plan.program.repartition_topic
+    for row in output_frame(spark, plan).toLocalIterator(prefetchPartitions=True):
+        if row.kind == "stats":
+            s = TaskSummary.from_json(bytes(row.value))
+            totals.add(s)
+            on_summary(s)
+            continue
+        if row.topic == repartition:
+            continue  # counted in the task's summary; the caller refuses the result
+        headers = [(h.key, _bytes(h.value)) for h in row.headers or []]
+        yield OutputRow(row.task, row.topic, row.partition, _bytes(row.key), _bytes(row.value), headers,
+                        row.timestamp)
+
+
+def run_locally(plan: Plan) -> Iterator[OutputRow]:
+    """The same tasks without Spark, one after the other (for tests and comparisons)."""
+    from .source import slice_batches
+
+    for i, piece in enumerate(plan.slices):
+        for batch in run_partition(plan, i, slice_batches(plan, piece)):
+            d = batch.to_pydict()
+            for j in range(batch.num_rows):
+                if d["kind"][j] != "out" or d["topic"][j] == plan.program.repartition_topic:
+                    continue
+                yield OutputRow(d["task"][j], d["topic"][j], d["partition"][j], d["key"][j], d["value"][j],
+                                [(h["key"], h["value"]) for h in d["headers"][j]], d["timestamp"][j])
+
+
+def check_totals(totals: Totals, plan: Plan) -> None:
+    if totals.repartitioned:
+        raise BackfillError(
+            f"{totals.repartitioned} record(s) are on a partition their group key does not hash to (the worker "
+            f"re-publishes such records through its repartition topic, in an order only a running worker decides); "
+            f"the backfill cannot reproduce that: publish records keyed by their group key (as 'eventscript produce' "
+            f"does)")
+    if totals.tasks != len(plan.slices):
+        raise BackfillError(f"only {totals.tasks} of {len(plan.slices)} tasks reported their end")

@@ -1,0 +1,98 @@
+"""What a backfill runs, fixed on the driver before any Spark task starts, and shipped to the tasks.
+
+A plan names the program (its source text travels with it, so executors need no copy of the
+topology's files), where the records come from, and *the cut*: for every Kafka partition p the
+offset range [start, end) of each input topic's partition p. One Spark partition (one worker
+task) per p; its reader stops exactly at each end. A plan is JSON, so it can be handed to the
+data source as an option and read back on any executor.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """Records ``start <= offset < end`` of one topic partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def empty(self) -> bool:
+        return self.end <= self.start
+
+
+@dataclass(frozen=True)
+class TaskSlice:
+    """Partition p of every input topic: what one worker task (one Spark partition) reads."""
+
+    partition: int
+    ranges: list[OffsetRange]
+
+
+@dataclass(frozen=True)
+class ProgramSpec:
+    name: str
+    source_path: str
+    source_text: str
+    state_limit: int
+    config_json: str  # ProgramConfig as JSON
+    repartition_topic: str
+    changelog_topic: str
+    partitions: int  # of the (co-partitioned) input topics: the group-key routing modulus
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """kind "kafka": ``kafka`` = librdkafka consumer settings; kind "export": ``paths`` are
+    Parquet or JSON-lines files of topic records (see ``export.py``)."""
+
+    kind: str
+    kafka: dict[str, Any] = field(default_factory=dict)
+    paths: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Plan:
+    program: ProgramSpec
+    source: SourceSpec
+    slices: list[TaskSlice]
+    #: Record time (µs) up to which pending timers fire after the last record; None: none do.
+    until_us: int | None = None
+    #: Input records per Arrow batch handed to a task.
+    batch_size: int = 10_000
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @staticmethod
+    def from_json(text: str) -> Plan:
+        d = json.loads(text)
+        return Plan(
+            program=ProgramSpec(**d["program"]),
+            source=SourceSpec(**d["source"]),
+            slices=[TaskSlice(s["partition"], [OffsetRange(**r) for r in s["ranges"]]) for s in d["slices"]],
+            until_us=d.get("until_us"),
+            batch_size=d.get("batch_size", 10_000),
+        )
+
+    @property
+    def records(self) -> int:
+        """How many offsets the cut covers (an upper bound on records: offsets may have gaps)."""
+        return sum(max(0, r.end - r.start) for s in self.slices for r in s.ranges)
+
+
+def program_spec(topo: Any, cfg: Any, partitions: int) -> ProgramSpec:
+    """The spec of a topology's program (reads its source file)."""
+    path: Path = topo.source_path(cfg)
+    return ProgramSpec(name=cfg.name, source_path=str(path), source_text=path.read_text(encoding="utf-8"),
+                       state_limit=cfg.state_limit, config_json=cfg.model_dump_json(),
+                       repartition_topic=topo.repartition_topic(cfg), changelog_topic=topo.changelog_topic(cfg),
+                       partitions=partitions)

@@ -1,0 +1,76 @@
+"""The backfill's PySpark Python Data Source (``pyspark.sql.datasource``): Kafka topics or topic exports.
+
+The Kafka connector jar is not in the pyspark wheel, so records are read in Python. The plan
+(``plan.py``, an option of the source) holds the cut: ``partitions()`` returns one input
+partition per task slice, in the plan's order, and each reader reads exactly its slice's offset
+ranges, as Arrow batches in :data:`~eventscript.backfill.records.INPUT_SCHEMA`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from .plan import Plan, TaskSlice
+from .records import INPUT_DDL, input_batch
+
+SOURCE_NAME = "eventscript_backfill"
+
+
+class SliceInput(InputPartition):  # type: ignore[misc]
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+def slice_rows(plan: Plan, piece: TaskSlice) -> Iterator[Any]:
+    """The records (and end markers) of one task slice, from the plan's source."""
+    if plan.source.kind == "export":
+        from .export import read_ranges
+
+        return read_ranges(plan.source.paths, piece.ranges)
+    if plan.source.kind == "kafka":
+        from .kafka_source import read_ranges as read_kafka
+
+        return read_kafka(plan.source.kafka, piece.ranges)
+    raise ValueError(f"unknown source kind {plan.source.kind!r}")
+
+
+def slice_batches(plan: Plan, piece: TaskSlice) -> Iterator[pa.RecordBatch]:
+    rows: list[Any] = []
+    size = plan.batch_size
+    for row in slice_rows(plan, piece):
+        rows.append(row)
+        if len(rows) >= size:
+            yield input_batch(rows)
+            rows = []
+    if rows:
+        yield input_batch(rows)
+
+
+class BackfillReader(DataSourceReader):  # type: ignore[misc]
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    def partitions(self) -> list[InputPartition]:
+        return [SliceInput(i) for i in range(len(self.plan.slices))]
+
+    def read(self, partition: SliceInput) -> Iterator[pa.RecordBatch]:
+        yield from slice_batches(self.plan, self.plan.slices[partition.index])
+
+
+class BackfillSource(DataSource):  # type: ignore[misc]
+    """``spark.read.format("eventscript_backfill").option("plan", plan.to_json()).load()``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return INPUT_DDL
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return BackfillReader(Plan.from_json(self.options["plan"]))
