@@ -185,6 +185,8 @@ def extents(paths: list[str], topics: set[str], with_times: bool = False) -> dic
         e = out.get((topic, partition))
         if e is None:
             e = out[(topic, partition)] = PartitionExtent(first=offset)
+        elif e.last is not None and offset <= e.last:
+            raise ExportError(_out_of_order(topic, partition, offset, e.last))
         e.last = offset
         e.count += 1
         if with_times:
@@ -195,6 +197,11 @@ def extents(paths: list[str], topics: set[str], with_times: bool = False) -> dic
 # -- reading one task's ranges --------------------------------------------------------------------------
 
 
+def _out_of_order(topic: str, partition: int, offset: int, last: int) -> str:
+    return (f"{topic}:{partition}: offset {offset} comes after offset {last}; an export must list each "
+            f"partition's records in offset order, each offset once")
+
+
 def _range_rows(paths: list[str], r: OffsetRange) -> Iterator[tuple[int, Row]]:
     """(timestamp, row) of one range, in offset order, then an end marker keyed by the last time."""
     last_offset: int | None = None
@@ -202,8 +209,7 @@ def _range_rows(paths: list[str], r: OffsetRange) -> Iterator[tuple[int, Row]]:
     for row in rows(paths, r.topic, r.partition):
         offset = row[2]
         if last_offset is not None and offset <= last_offset:
-            raise ExportError(f"{r.topic}:{r.partition}: offset {offset} comes after offset {last_offset}; an export "
-                              f"must list each partition's records in offset order")
+            raise ExportError(_out_of_order(r.topic, r.partition, offset, last_offset))
         last_offset = offset
         if offset < r.start:
             continue

@@ -56,9 +56,15 @@ def spark_session(master: str = DEFAULT_MASTER, ui: bool = True, conf: dict[str,
     """A SparkSession whose Python workers run this interpreter (so they import eventscript)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    local = master.startswith("local")
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: stay on the loopback interface
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master(master).appName("eventscript-backfill")
+    builder = SparkSession.builder.master(master)
+    if local:
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    builder = (builder.appName("eventscript-backfill")
                .config("spark.ui.enabled", "true" if ui else "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.python.worker.reuse", "true"))

@@ -1,0 +1,73 @@
+"""``eventscript backfill``: a topology's program over historical records on PySpark (docs/backfill.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .arguments import positive_int
+
+
+def setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topology", metavar="TOPOLOGY.yaml")
+    p.add_argument("--program", metavar="NAME", help="the program to run (default: the topology's only program)")
+    p.add_argument("--input", action="append", metavar="FILE",
+                   help="read a Parquet or JSON-lines export of the input topics instead of Kafka (repeatable)")
+    p.add_argument("--output", required=True, metavar="FILE",
+                   help="write the outputs and $error records to FILE.jsonl (JSON lines) or FILE.parquet")
+    p.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="override the topology's Kafka address")
+    p.add_argument("--from", dest="start", metavar="OFFSET|TIME",
+                   help="start every input partition at this offset, or at the first record at or after this time")
+    p.add_argument("--to", dest="stop", metavar="OFFSET|TIME",
+                   help="stop every input partition before this offset, or before the first record at or after "
+                        "this time (default: what the topics hold when the backfill starts)")
+    p.add_argument("--until", metavar="TIME",
+                   help="after the last record, fire pending timers up to this record time (default: none fire "
+                        "past the last record, as in the worker)")
+    p.add_argument("--master", default="local[*]", metavar="URL", help="Spark master (default: local[*])")
+    p.add_argument("--partitions", type=positive_int, metavar="N",
+                   help="the input topics' partition count, for an export (default: the topology's topics:, else "
+                        "the highest partition in the export plus one)")
+    p.add_argument("--batch-size", type=positive_int, default=10_000, metavar="N",
+                   help="records per Arrow batch handed to a task (default 10000)")
+    p.add_argument("--no-ui", action="store_true", help="do not start Spark's web UI")
+    p.add_argument("-v", "--verbose", action="store_true", help="show Spark's own log lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..engine.timeutil import parse_time
+    from ..kafka.config import TopologyError, load_topology
+
+    try:
+        topo = load_topology(args.topology)
+        if args.bootstrap_servers:
+            topo.kafka.bootstrap_servers = args.bootstrap_servers
+        if args.program is None and len(topo.programs) > 1:
+            raise TopologyError(f"{args.topology}: name the program to backfill with --program (programs: "
+                                f"{', '.join(p.name for p in topo.programs)})")
+        cfg = topo.program(args.program) if args.program else topo.programs[0]
+    except TopologyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    until_us = None
+    if args.until is not None:
+        try:
+            until_us = parse_time(args.until)
+        except ValueError as exc:
+            print(f"error: --until {args.until!r}: not a time ({exc}); write e.g. 2026-01-31T12:00:00Z",
+                  file=sys.stderr)
+            return 2
+    try:
+        from ..backfill.main import BackfillFailed, backfill
+    except ImportError as exc:
+        print(f"error: the backfill needs PySpark ({exc}); install it with: pip install 'eventscript[backfill]'",
+              file=sys.stderr)
+        return 2
+    try:
+        backfill(topo, cfg, output=args.output, inputs=args.input, start=args.start, stop=args.stop,
+                 until_us=until_us, master=args.master, partitions=args.partitions, batch_size=args.batch_size,
+                 ui=not args.no_ui, verbose=args.verbose)
+    except BackfillFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1 if exc.after_start else 2
+    return 0
