@@ -85,7 +85,7 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
             worker.wait()
             kills += 1
             if not local_state:
-                shutil.rmtree(tmp_path / "state")
+                shutil.rmtree(tmp_path / "state", ignore_errors=True)
             worker = start_worker(topo, "-v", log=log)
         writing.join()
         in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
