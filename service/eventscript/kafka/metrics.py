@@ -2,30 +2,79 @@
 
 ``eventscript_records_total{program, kind}`` counts records and events by kind: consumed,
 processed, produced (every record written: outputs, errors, changelog, repartitioned), errors,
-repartitioned, commits. ``eventscript_faults_total{program, kind}`` counts what went wrong and was
-recovered from: failed commits, aborted transactions, rewinds to the last commit, lost
-assignments; ``eventscript_rebalances_total{program, kind}`` counts assignments and revocations.
+repartitioned. Committed batches are counted apart, in ``eventscript_commits_total{program}``:
+a batch is not a record, and summing the two would mean nothing.
+``eventscript_faults_total{program, kind}`` counts what went wrong and was recovered from: failed
+commits, aborted transactions, rewinds to the last commit, lost assignments;
+``eventscript_rebalances_total{program, kind}`` counts assignments and revocations.
 Histograms time commits and task restores; gauges track tasks, instances, lag and readiness.
+
+Lag is read from librdkafka's statistics (:func:`stats_config`): the client keeps fetching
+watermarks while idle, so ``eventscript_kafka_consumer_lag{program, topic, partition}`` stays
+fresh where a lag computed after commits would go stale. A dead worker exports nothing, so lag
+must also be watched from outside (a Kafka exporter; docs/operations.md).
+
+The registry also carries the process, GC and platform collectors of prometheus-client and
+``eventscript_build_info`` (version, Python, confluent-kafka, librdkafka), so a dashboard can
+tell which build runs where. observability/README.md lists every series; tests/ops checks it.
 """
 
 from __future__ import annotations
 
+import json
+import platform
 from collections.abc import Callable
+from importlib import metadata
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
 
 #: The ``kind`` label values of eventscript_records_total.
-KINDS = ("consumed", "processed", "produced", "errors", "repartitioned", "commits")
+KINDS = ("consumed", "processed", "produced", "errors", "repartitioned")
+#: What the worker counts through :meth:`Metrics.count` that is not a record: committed batches.
+COMMITS = "commits"
 #: The ``kind`` label values of eventscript_faults_total and eventscript_rebalances_total.
 FAULTS = ("commit_failed", "transaction_aborted", "rewound", "assignment_lost")
 REBALANCES = ("assigned", "revoked", "lost")
+#: librdkafka statistics are emitted this often unless the topology's kafka settings say otherwise.
+STATS_INTERVAL_MS = 10_000
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def build_labels() -> dict[str, str]:
+    """What ``eventscript_build_info`` says about the running build."""
+    try:
+        import confluent_kafka
+
+        librdkafka = confluent_kafka.libversion()[0]
+    except ImportError:  # pragma: no cover - confluent-kafka is a dependency
+        librdkafka = "unknown"
+    return {"version": _version("eventscript"), "python": platform.python_version(),
+            "confluent_kafka": _version("confluent-kafka"), "librdkafka": librdkafka}
 
 
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        # Each Metrics has its own registry (tests make many): give it its own process collectors.
+        ProcessCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        self.build = Info("eventscript_build", "The running build: EventScript, Python, confluent-kafka and "
+                          "librdkafka versions", registry=self.registry)
+        self.build.info(build_labels())
         self.records = Counter("eventscript_records_total", "Records and events by kind", ["program", "kind"],
                                registry=self.registry)
+        self.commits = Counter("eventscript_commits_total", "Batches committed (Kafka transaction or offsets, "
+                               "changelog, local state)", ["program"], registry=self.registry)
         self.faults = Counter("eventscript_faults_total", "Failures the worker recovered from, by kind: failed "
                               "commits, aborted transactions, rewinds to the last commit, lost assignments",
                               ["program", "kind"], registry=self.registry)
@@ -39,11 +88,13 @@ class Metrics:
         self.task_gauge = Gauge("eventscript_tasks", "Tasks owned", ["program"], registry=self.registry)
         self.instance_gauge = Gauge("eventscript_instances", "Live instance contexts (one per group key)",
                                     ["program"], registry=self.registry)
-        self.lag_gauge = Gauge("eventscript_consumer_lag", "Input records fetched by the broker's account but not "
-                               "yet processed (high watermark minus position, summed over the program's tasks)",
-                               ["program"], registry=self.registry)
+        self.lag_gauge = Gauge("eventscript_consumer_lag", "The worker's own estimate of input records not yet "
+                               "processed, from cached watermarks after each commit (stale when idle; prefer "
+                               "eventscript_kafka_consumer_lag)", ["program"], registry=self.registry)
         self.ready_gauge = Gauge("eventscript_ready", "1 when the program's worker holds an assignment that "
-                                 "was not lost, has restored its tasks and its last commit succeeded", ["program"], registry=self.registry)
+                                 "was not lost, has restored its tasks and its last commit succeeded", ["program"],
+                                 registry=self.registry)
+        self.kafka = KafkaStats(self.registry)
 
     def register(self, program: str, ready: Callable[[], bool]) -> None:
         """Create the program's series at start, so dashboards and alerts see them at zero.
@@ -51,6 +102,7 @@ class Metrics:
         Readiness is read from the worker when scraped, so /metrics and /readyz never disagree."""
         for kind in KINDS:
             self.records.labels(program, kind)
+        self.commits.labels(program)
         for kind in FAULTS:
             self.faults.labels(program, kind)
         for kind in REBALANCES:
@@ -65,7 +117,11 @@ class Metrics:
         self.lag_gauge.labels(program).set(lag)
 
     def count(self, program: str, kind: str, n: int = 1) -> None:
-        self.records.labels(program, kind).inc(n)
+        """Count ``n`` records of ``kind``; the worker's "commits" go to eventscript_commits_total."""
+        if kind == COMMITS:
+            self.commits.labels(program).inc(n)
+        else:
+            self.records.labels(program, kind).inc(n)
 
     def fault(self, program: str, kind: str) -> None:
         self.faults.labels(program, kind).inc()
@@ -81,3 +137,97 @@ class Metrics:
 
     def tasks(self, program: str, n: int) -> None:
         self.task_gauge.labels(program).set(n)
+
+
+class KafkaStats:
+    """Series read from librdkafka's statistics JSON (``stats_cb``), per program and client.
+
+    - ``eventscript_kafka_consumer_lag{program, topic, partition}``: the partition's end (the last
+      stable offset under read_committed) minus the next offset the worker will read;
+    - ``eventscript_kafka_broker_rtt_seconds{program, client, broker, quantile}``: request round trip
+      (avg and p99 over the statistics interval);
+    - ``eventscript_kafka_queue_messages{program, client}``: messages waiting in the client's queues
+      (for the producer: not yet delivered).
+    Partitions the consumer no longer fetches are dropped from the lag series.
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.lag = Gauge("eventscript_kafka_consumer_lag", "Records behind the end of each input partition the "
+                         "worker reads (librdkafka statistics)", ["program", "topic", "partition"],
+                         registry=registry)
+        self.rtt = Gauge("eventscript_kafka_broker_rtt_seconds", "Broker request round-trip time (librdkafka "
+                         "statistics)", ["program", "client", "broker", "quantile"], registry=registry)
+        self.queue = Gauge("eventscript_kafka_queue_messages", "Messages in the client's queues (librdkafka "
+                           "statistics msg_cnt)", ["program", "client"], registry=registry)
+        self._partitions: dict[str, set[tuple[str, str]]] = {}
+
+    def update(self, program: str, client: str, stats: dict[str, Any]) -> None:
+        self.queue.labels(program, client).set(float(stats.get("msg_cnt", 0)))
+        for broker in (stats.get("brokers") or {}).values():
+            rtt = broker.get("rtt") or {}
+            if broker.get("nodeid", -1) < 0 or not rtt.get("cnt"):
+                continue  # bootstrap placeholders, or no request in this interval
+            name = str(broker.get("nodename") or broker.get("name"))
+            self.rtt.labels(program, client, name, "avg").set(rtt.get("avg", 0) / 1e6)
+            self.rtt.labels(program, client, name, "0.99").set(rtt.get("p99", 0) / 1e6)
+        if stats.get("type") == "consumer":
+            self._update_lag(program, stats)
+
+    def _update_lag(self, program: str, stats: dict[str, Any]) -> None:
+        seen: set[tuple[str, str]] = set()
+        for topic, t in (stats.get("topics") or {}).items():
+            for p in (t.get("partitions") or {}).values():
+                lag = partition_lag(p)
+                if lag is not None:
+                    key = (topic, str(p["partition"]))
+                    seen.add(key)
+                    self.lag.labels(program, *key).set(lag)
+        for key in self._partitions.get(program, set()) - seen:
+            try:
+                self.lag.remove(program, *key)
+            except KeyError:
+                pass
+        self._partitions[program] = seen
+
+    def callback(self, program: str, client: str) -> Callable[[str], None]:
+        """A ``stats_cb`` for confluent-kafka: never raises into librdkafka's poll."""
+
+        def on_stats(text: str) -> None:
+            try:
+                self.update(program, client, json.loads(text))
+            except (ValueError, TypeError, KeyError):
+                pass
+
+        return on_stats
+
+
+def partition_lag(p: dict[str, Any]) -> int | None:
+    """Lag of one partition of librdkafka's statistics, or None when it is not being fetched.
+
+    librdkafka's own ``consumer_lag`` counts from the committed offset, which a transactional
+    worker never tells its consumer about; the next offset handed to the application
+    (``app_offset``) is where the worker really is, and the committed offset stands in before the
+    first fetch."""
+    if p.get("partition", -1) < 0 or p.get("fetch_state") in (None, "none", "stopped"):
+        return None
+    end = p.get("ls_offset", -1)
+    if end is None or end < 0:
+        end = p.get("hi_offset", -1)
+    position = p.get("app_offset", -1)
+    if position is None or position < 0:
+        position = p.get("committed_offset", -1)
+    if end is None or end < 0 or position is None or position < 0:
+        return None
+    return max(0, end - position)
+
+
+def stats_config(metrics: Metrics | None, program: str, client: str,
+                 conf: dict[str, Any] | None = None) -> dict[str, Any]:
+    """librdkafka settings that feed :class:`KafkaStats` (none without metrics).
+
+    ``conf`` is the client's settings so far: a ``statistics.interval.ms`` there (the topology's
+    kafka.consumer or kafka.producer) wins over the default."""
+    if metrics is None:
+        return {}
+    interval = (conf or {}).get("statistics.interval.ms", STATS_INTERVAL_MS)
+    return {"statistics.interval.ms": interval, "stats_cb": metrics.kafka.callback(program, client)}

@@ -44,6 +44,7 @@ from ..automata.compiled import CompiledProgram
 from . import clients
 from .config import ProgramConfig, Topology
 from .logs import rate_limit
+from .metrics import stats_config
 from .state import HEADER_POSITION, Position, committed_covers, decode_position, same_position, tp_name
 from .task import Task
 
@@ -156,13 +157,15 @@ class ProgramWorker:
         # Static membership: a worker restarted within the session timeout (a rolling deploy, a
         # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
         static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
-        self.consumer = Consumer(clients.consumer_config(kafka, self.group_id, **static))
+        conf = clients.consumer_config(kafka, self.group_id, **static)
+        self.consumer = Consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
         txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
         # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
         # failed delivery fatal; it does not cover message timeouts, so records never time out
         # (an undelivered record keeps the batch from committing instead).
         extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
-        self.producer = Producer(clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra))
+        conf = clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra)
+        self.producer = Producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
         if self.eos:
             self.producer.init_transactions(TXN_TIMEOUT)
         self._restorer = Consumer(clients.consumer_config(

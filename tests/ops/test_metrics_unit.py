@@ -1,0 +1,78 @@
+"""The worker's metrics without a broker: commits apart from records, build info, process
+collectors, and lag read from librdkafka's statistics JSON."""
+
+from __future__ import annotations
+
+import json
+
+from eventscript.kafka.metrics import KINDS, Metrics, partition_lag, stats_config
+
+
+def _samples(m: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in m.registry.collect() for s in family.samples}
+
+
+def _value(m: Metrics, name: str, **labels: str) -> float | None:
+    return _samples(m).get((name, tuple(sorted(labels.items()))))
+
+
+def test_commits_are_not_records() -> None:
+    m = Metrics()
+    m.register("p", lambda: True)
+    m.count("p", "commits", 2)
+    m.count("p", "consumed", 5)
+    assert "commits" not in KINDS
+    assert _value(m, "eventscript_commits_total", program="p") == 2.0
+    assert _value(m, "eventscript_records_total", program="p", kind="consumed") == 5.0
+    assert not any(n == "eventscript_records_total" and dict(labels).get("kind") == "commits"
+                   for n, labels in _samples(m))
+
+
+def test_build_info_and_process_collectors() -> None:
+    names = {name for name, _ in _samples(Metrics())}
+    assert {"eventscript_build_info", "process_resident_memory_bytes", "process_cpu_seconds_total",
+            "python_gc_collections_total", "python_info"} <= names
+    labels = next(dict(lbl) for n, lbl in _samples(Metrics()) if n == "eventscript_build_info")
+    assert set(labels) == {"version", "python", "confluent_kafka", "librdkafka"}
+
+
+def _partition(p: int, **fields: object) -> dict[str, object]:
+    return {"partition": p, "fetch_state": "active", "ls_offset": 100, "hi_offset": 120, "app_offset": 40,
+            "committed_offset": 10, **fields}
+
+
+def test_partition_lag_counts_from_where_the_worker_reads() -> None:
+    assert partition_lag(_partition(0)) == 60  # ls_offset (read_committed) - app_offset
+    assert partition_lag(_partition(0, app_offset=-1001)) == 90  # committed offset before the first fetch
+    assert partition_lag(_partition(0, ls_offset=-1)) == 80  # hi_offset when there is no LSO
+    assert partition_lag(_partition(-1)) is None  # the unassigned-partition placeholder
+    assert partition_lag(_partition(0, fetch_state="none")) is None
+    assert partition_lag(_partition(0, app_offset=-1001, committed_offset=-1001)) is None
+
+
+def test_stats_callback_sets_and_drops_partitions() -> None:
+    m = Metrics()
+    cb = stats_config(m, "p", "consumer")["stats_cb"]
+    stats = {"type": "consumer", "msg_cnt": 3,
+             "brokers": {"b1:9092/1": {"nodeid": 1, "nodename": "b1:9092", "rtt": {"cnt": 4, "avg": 2000, "p99": 9000}},
+                         "GroupCoordinator": {"nodeid": -1, "rtt": {"cnt": 0}}},
+             "topics": {"in": {"partitions": {"0": _partition(0), "1": _partition(1, app_offset=100),
+                                              "-1": _partition(-1)}}}}
+    cb(json.dumps(stats))
+    assert _value(m, "eventscript_kafka_consumer_lag", program="p", topic="in", partition="0") == 60.0
+    assert _value(m, "eventscript_kafka_consumer_lag", program="p", topic="in", partition="1") == 0.0
+    assert _value(m, "eventscript_kafka_broker_rtt_seconds", program="p", client="consumer", broker="b1:9092",
+                  quantile="0.99") == 0.009
+    assert _value(m, "eventscript_kafka_queue_messages", program="p", client="consumer") == 3.0
+    del stats["topics"]["in"]["partitions"]["1"]
+    cb(json.dumps(stats))
+    assert _value(m, "eventscript_kafka_consumer_lag", program="p", topic="in", partition="1") is None
+    cb("not json")  # never raises into librdkafka
+
+
+def test_stats_interval_from_the_topology_wins() -> None:
+    m = Metrics()
+    assert stats_config(None, "p", "consumer") == {}
+    assert stats_config(m, "p", "consumer")["statistics.interval.ms"] == 10_000
+    assert stats_config(m, "p", "consumer", {"statistics.interval.ms": 500})["statistics.interval.ms"] == 500
