@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from . import backfill_cmd, kafka_cmds, program_cmds, test_cmd
+from . import backfill_cmd, kafka_cmds, program_cmds, test_cmd, topology_cmd
 
 Setup = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
@@ -23,5 +23,7 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
     "produce": ("publish a timed trace to a program's input topics", kafka_cmds.setup_produce,
                 kafka_cmds.run_produce),
     "tail": ("print a topic's records as JSON lines", kafka_cmds.setup_tail, kafka_cmds.run_tail),
+    "topology": ("check, plan or draw a topology's pipeline (check | plan | graph)", topology_cmd.setup,
+                 topology_cmd.run),
     "backfill": ("run a program over historical records on PySpark", backfill_cmd.setup, backfill_cmd.run),
 }

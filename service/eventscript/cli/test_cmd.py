@@ -1,4 +1,8 @@
-"""``eventscript test --trace FILE PROGRAM...``: the tester (language document §6.5)."""
+"""``eventscript test --trace FILE PROGRAM...``: the tester (language document §6.5).
+
+Given one topology file (``.yaml``/``.yml``) instead of programs, the whole topology runs in
+simulated time, each program's outputs routed by the topology's topic map (``topology/simulate.py``).
+"""
 
 from __future__ import annotations
 
@@ -17,13 +21,90 @@ def setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, metavar="FILE", help="the timed event trace")
     p.add_argument("programs", nargs="+", metavar="PROGRAM",
                    help="one program, or the stages of a pipeline in order: source files, or the JSON files "
-                        "'eventscript compile' writes")
+                        "'eventscript compile' writes; or one topology file (TOPOLOGY.yaml) to run whole")
     p.add_argument("--expect", metavar="FILE", help="expected JSON lines: compare and show differences")
     p.add_argument("-W", "--warnings", action="store_true", help="also print compiler warnings")
     add_state_limit(p)
 
 
+def _is_topology(paths: list[str]) -> bool:
+    return len(paths) == 1 and Path(paths[0]).suffix.lower() in (".yaml", ".yml")
+
+
+def _read_trace(path: str):  # type: ignore[no-untyped-def]
+    try:
+        return read_trace(path)
+    except OSError as exc:
+        print(f"{path}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
+    except TraceError as exc:
+        print(str(exc), file=sys.stderr)
+    return None
+
+
+def _finish(args: argparse.Namespace, lines: list[dict]) -> int:  # type: ignore[type-arg]
+    """Compare the collected output with --expect."""
+    try:
+        expected = read_expected(Path(args.expect).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        print(f"{args.expect}: error: cannot read expected output: {exc}", file=sys.stderr)
+        return 2
+    problems = compare(expected, lines)
+    if problems:
+        for p in problems:
+            print(p)
+        return 1
+    print(f"ok: {len(lines)} events as expected")
+    return 0
+
+
+def run_topology(args: argparse.Namespace) -> int:
+    """The whole topology over the trace, in simulated time."""
+    from ..kafka.config import TopologyError
+    from ..topology.check import errors as check_errors
+    from ..topology.model import load_graph
+    from ..topology.simulate import TopicLine, simulate
+
+    try:
+        graph = load_graph(args.programs[0], args.state_limit)
+    except TopologyError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    from ..topology.check import check
+
+    problems = check_errors(check(graph))
+    if problems:
+        for f in problems:
+            print(f.render(), file=sys.stderr)
+        print(f"{graph.file}: the topology has wiring errors; see 'eventscript topology check'", file=sys.stderr)
+        return 2
+    items = _read_trace(args.trace)
+    if items is None:
+        return 2
+    from ..engine.tuning import configure_gc
+
+    configure_gc()
+    lines: list[dict] = []  # type: ignore[type-arg]
+    out = sys.stdout
+
+    def sink(line: TopicLine) -> None:
+        obj = line.to_json()
+        if args.expect is not None:
+            lines.append(obj)
+        else:
+            out.write(json_line(obj) + "\n")
+
+    try:
+        simulate(graph, items, sink)
+    except TraceError as exc:
+        out.flush()
+        print(str(exc), file=sys.stderr)
+        return 2
+    return 0 if args.expect is None else _finish(args, lines)
+
+
 def run(args: argparse.Namespace) -> int:
+    if _is_topology(args.programs):
+        return run_topology(args)
     compiled = []
     for path in args.programs:
         program = load_or_report(path, args.state_limit, warnings=args.warnings)
@@ -61,15 +142,4 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not expecting:
         return 0
-    try:
-        expected = read_expected(Path(args.expect).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        print(f"{args.expect}: error: cannot read expected output: {exc}", file=sys.stderr)
-        return 2
-    problems = compare(expected, lines)
-    if problems:
-        for p in problems:
-            print(p)
-        return 1
-    print(f"ok: {len(lines)} events as expected")
-    return 0
+    return _finish(args, lines)

@@ -1,0 +1,99 @@
+"""``eventscript topology check|plan|graph TOPOLOGY.yaml``: a pipeline's wiring, topics and picture."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..automata.compile import DEFAULT_STATE_LIMIT
+from ..kafka.config import TopologyError
+
+
+def setup(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="topology_command", metavar="ACTION")
+    sub.required = True
+    c = sub.add_parser("check", help="compile every program and check every link (no broker needed)",
+                       description="compile every program and check every link (no broker needed)")
+    c.add_argument("topology", metavar="TOPOLOGY.yaml")
+    c.add_argument("-q", "--quiet", action="store_true", help="print errors only, not warnings")
+    c.add_argument("--strict", action="store_true", help="fail on warnings too")
+    pl = sub.add_parser("plan", help="list the topics the topology needs, and what exists when a broker is given",
+                        description="list the topics the topology needs (inputs, outputs, errors, repartition, "
+                                    "changelog); with --bootstrap-servers or --apply, compare with the broker")
+    pl.add_argument("topology", metavar="TOPOLOGY.yaml")
+    pl.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="compare with this broker (default: none)")
+    pl.add_argument("--apply", action="store_true",
+                    help="create the missing topics through the admin API (never changes existing topics)")
+    g = sub.add_parser("graph", help="draw the topology: topics and programs (svg, png or dot)",
+                       description="draw the topology: topics and programs (svg, png or dot)")
+    g.add_argument("topology", metavar="TOPOLOGY.yaml")
+    g.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, FILE.png or FILE.dot")
+
+
+def _load(path: str):  # type: ignore[no-untyped-def]
+    from ..topology.model import load_graph
+
+    try:
+        return load_graph(path, DEFAULT_STATE_LIMIT)
+    except TopologyError as exc:
+        print(str(exc), file=sys.stderr)
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    graph = _load(args.topology)
+    if graph is None:
+        return 2
+    return {"check": _check, "plan": _plan, "graph": _graph}[args.topology_command](graph, args)
+
+
+def _check(graph, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+    from ..topology.check import Severity, check
+
+    findings = check(graph)
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    warnings = [f for f in findings if f.severity is Severity.WARNING]
+    for f in findings:
+        if f.severity is Severity.ERROR or not args.quiet:
+            print(f.render())
+    if errors or (args.strict and warnings):
+        print(f"{graph.file}: {len(errors)} error(s), {len(warnings)} warning(s)", file=sys.stderr)
+        return 1
+    print(f"{graph.file}: ok: {len(graph.stages)} programs, {len(graph.all_topics())} topics"
+          + (f", {len(warnings)} warning(s)" if warnings else ""))
+    return 0
+
+
+def _plan(graph, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+    from ..topology.plan import PlanRefused, apply, plan, render
+
+    if not args.bootstrap_servers and not args.apply:
+        print(render(plan(graph), with_broker=False))
+        return 0
+    if args.bootstrap_servers:
+        graph.topology.kafka.bootstrap_servers = args.bootstrap_servers
+    from ..kafka.admin import Admin
+
+    try:
+        admin = Admin(graph.topology)
+        existing = admin.partition_counts()
+        topics = plan(graph, existing)
+        print(render(topics, with_broker=True))
+        if not args.apply:
+            return 1 if any(t.conflict for t in topics) else 0
+        created = apply(graph, admin)
+    except PlanRefused as exc:
+        print(f"{graph.file}: error: {exc}", file=sys.stderr)
+        return 1
+    except TopologyError as exc:
+        print(f"{graph.file}: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"created {len(created)} topic(s)" + (": " + ", ".join(t.name for t in created) if created else ""))
+    return 0
+
+
+def _graph(graph, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+    from ..topology.graph import render
+
+    return render(graph, Path(args.output))

@@ -1,0 +1,149 @@
+"""A topology read as a graph: its programs compiled, and who writes and reads each topic.
+
+``check``, ``plan``, ``graph`` and ``simulate`` all need the same facts — each program's declared
+inputs and outputs with their types, where each output event goes (the ``outputs:`` map), and
+which input settings read each topic — so they are worked out once here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..automata.compile import DEFAULT_STATE_LIMIT, Compilation, compile_file
+from ..kafka.codec import HEADER_EVENT
+from ..kafka.config import InputConfig, ProgramConfig, Topology, load_topology
+from ..language.checker import InputEvent, OutputEvent
+from .positions import YamlPositions
+
+
+@dataclass
+class Stage:
+    """One program of the topology, compiled (``compilation`` is None when it cannot be read)."""
+
+    index: int
+    config: ProgramConfig
+    path: Path
+    compilation: Compilation | None
+    read_error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def ok(self) -> bool:
+        return self.compilation is not None and self.compilation.ok
+
+    @property
+    def inputs(self) -> dict[str, InputEvent]:
+        checked = self.compilation.checked if self.compilation else None
+        return dict(checked.inputs) if checked else {}
+
+    @property
+    def outputs(self) -> dict[str, OutputEvent]:
+        checked = self.compilation.checked if self.compilation else None
+        return dict(checked.outputs) if checked else {}
+
+    @property
+    def grouped(self) -> bool:
+        checked = self.compilation.checked if self.compilation else None
+        return bool(checked and checked.grouped)
+
+
+@dataclass(frozen=True)
+class Write:
+    """Program ``stage`` writes its output ``event`` to ``topic``."""
+
+    stage: Stage
+    event: str
+    topic: str
+
+
+@dataclass(frozen=True)
+class Read:
+    """Program ``stage`` reads ``topic`` through its input setting number ``input_index``."""
+
+    stage: Stage
+    input_index: int
+    config: InputConfig
+
+    @property
+    def topic(self) -> str:
+        return self.config.topic
+
+    def name_of(self, written: str) -> str | None:
+        """The event name this input gives a record written as event ``written`` by a program
+        (the worker's output record carries the name in the ``es-event`` header and the bare
+        value as JSON), or None when this input cannot decode such a record."""
+        c = self.config
+        if c.format != "json":
+            return None
+        if c.event is not None:
+            return c.event
+        if c.event_from is not None and c.event_from.header == HEADER_EVENT:
+            return written
+        return None
+
+
+@dataclass
+class TopologyGraph:
+    topology: Topology
+    file: Path
+    stages: list[Stage]
+    positions: YamlPositions
+    writes: dict[str, list[Write]] = field(default_factory=dict)
+    reads: dict[str, list[Read]] = field(default_factory=dict)
+    #: $error topics, with the programs writing to each.
+    error_writers: dict[str, list[Stage]] = field(default_factory=dict)
+
+    def where_program(self, stage: Stage, *path: str | int) -> str:
+        return self.positions.where("programs", stage.index, *path)
+
+    @property
+    def external_topics(self) -> list[str]:
+        """Topics read by some program but written by none: the pipeline's sources."""
+        return [t for t in self.reads if t not in self.writes and t not in self.error_writers]
+
+    @property
+    def sink_topics(self) -> list[str]:
+        """Topics written by some program and read by none: the pipeline's results."""
+        written = [*self.writes, *(t for t in self.error_writers if t not in self.writes)]
+        return [t for t in written if t not in self.reads]
+
+    def all_topics(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for t in [*self.reads, *self.writes, *self.error_writers, *self.topology.topics]:
+            seen.setdefault(t, None)
+        return list(seen)
+
+
+def build_graph(topology: Topology, file: Path, state_limit: int = DEFAULT_STATE_LIMIT) -> TopologyGraph:
+    """Compile every program of ``topology`` and record who writes and reads each topic."""
+    stages: list[Stage] = []
+    for i, cfg in enumerate(topology.programs):
+        path = topology.source_path(cfg)
+        try:
+            comp: Compilation | None = compile_file(path, state_limit=state_limit)
+            problem = None
+        except OSError as exc:
+            comp, problem = None, f"cannot read the program: {exc.strerror or exc}"
+        except UnicodeDecodeError:
+            comp, problem = None, "the program is not UTF-8 text"
+        stages.append(Stage(i, cfg, path, comp, problem))
+    graph = TopologyGraph(topology, file, stages, YamlPositions.read(file))
+    for st in stages:
+        for j, inp in enumerate(st.config.inputs):
+            graph.reads.setdefault(inp.topic, []).append(Read(st, j, inp))
+        for event in st.outputs:
+            topic = st.config.output_topic(event)
+            if topic is not None:
+                graph.writes.setdefault(topic, []).append(Write(st, event, topic))
+        graph.error_writers.setdefault(st.config.error_topic, []).append(st)
+    return graph
+
+
+def load_graph(path: str | Path, state_limit: int = DEFAULT_STATE_LIMIT) -> TopologyGraph:
+    """Read a topology file and compile its programs (raises ``TopologyError`` for a bad file)."""
+    p = Path(path)
+    return build_graph(load_topology(p), p, state_limit)

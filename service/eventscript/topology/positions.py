@@ -1,0 +1,55 @@
+"""Line and column of settings in a topology file, so wiring messages can say ``file:line:col``.
+
+The pydantic model forgets where a value came from; the YAML composer keeps it. The topology is
+composed a second time only for positions: a path such as ``programs[1].inputs[0].topic`` maps to
+the position of that value (or of the closest enclosing node that exists).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Path_ = tuple[str | int, ...]
+
+
+class YamlPositions:
+    """Positions of the nodes of one YAML file, by path."""
+
+    def __init__(self, file: Path, root: yaml.Node | None) -> None:
+        self.file = file
+        self.root = root
+
+    @classmethod
+    def read(cls, file: Path) -> YamlPositions:
+        try:
+            root = yaml.compose(file.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            root = None
+        return cls(file, root)
+
+    def _child(self, node: yaml.Node, step: str | int) -> yaml.Node | None:
+        if isinstance(step, int) and isinstance(node, yaml.SequenceNode):
+            return node.value[step] if 0 <= step < len(node.value) else None
+        if isinstance(step, str) and isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == step:
+                    return v
+        return None
+
+    def where(self, *path: str | int) -> str:
+        """``file:line:col`` of the value at ``path`` (or of its nearest existing ancestor)."""
+        node: Any = self.root
+        found = node
+        for step in path:
+            if node is None:
+                break
+            node = self._child(node, step)
+            if node is not None:
+                found = node
+        if found is None:
+            return str(self.file)
+        mark = found.start_mark
+        return f"{self.file}:{mark.line + 1}:{mark.column + 1}"
