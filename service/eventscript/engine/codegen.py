@@ -360,12 +360,14 @@ class CodeGen:
         return f"def {name}(ctx, ev):\n    return ({parts},)"
 
 
-    def feed(self, grouped: bool, keyed: bool = False) -> str:
+    def feed(self, grouped: bool, keyed: bool = False, lazy: bool = False) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
         instance lookup, classification, transition and termination. This is the hot path.
 
         ``keyed``: ``feed_keyed(name, ev, key)`` instead, for hosts that computed the group key
-        already (to route the event) and pass it in."""
+        already (to route the event) and pass it in. ``lazy``: the machine is a lazy DFA, whose
+        states are int masks of NFA states (``automata.simulate``): the transition comes from the
+        per-symbol cache ``_M`` or, on a miss, from ``_miss(state, sym)`` (see ``engine.lazy``)."""
         out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):", "    ctx = None"]
         for k, inp in enumerate(self.p.inputs):
             out.append(f"    {'if' if k == 0 else 'elif'} name == {inp.name!r}:")
@@ -399,6 +401,23 @@ class CodeGen:
                         f"{ind}    if _start_row[sym] is None:",
                         f"{ind}        return _unexpected(None, name, sym)",
                         f"{ind}    ctx = _create(key)"]
+            if lazy:
+                out += [f"{ind}m = ctx.state",
+                        f"{ind}e = _M[sym].get(m)",
+                        f"{ind}if e is None:",
+                        f"{ind}    e = _miss(m, sym)",
+                        f"{ind}    if e is None:",
+                        f"{ind}        return _unexpected(ctx, name, sym)",
+                        f"{ind}ctx.state = e[0]",
+                        f"{ind}fn = e[1]",
+                        f"{ind}if fn is not None:",
+                        f"{ind}    fn(ctx, ev)",
+                        f"{ind}if e[2]:",
+                        f"{ind}    _terminate(ctx)",
+                        f"{ind}elif _dirty is not None:",
+                        f"{ind}    _dirty[id(ctx)] = ctx",
+                        f"{ind}return ctx"]
+                continue
             out += [f"{ind}st = ctx.state",
                     f"{ind}tr = st.row[sym]",
                     f"{ind}if tr is None:",

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ..automata.compiled import CompiledProgram
+from ..automata.hybrid import TransitionCache
 from ..automata.machine import DFAMachine, LazyDFA
+from ..automata.simulate import PositionSets, step_expression
 from ..language import ir
 from ..language.checker import resolve_external
 from ..language.types import Type
@@ -40,8 +42,16 @@ from .values import UNSET, deep_copy, double_div, double_rem, java_div, java_rem
 MAX_ARRAY = 50_000_000
 #: Consecutive timer events of one instance at one instant before its timer is stopped.
 MAX_FIRES_AT_ONE_INSTANT = 1000
-#: Lazy-DFA states kept before the cache is flushed.
-DEFAULT_LAZY_CACHE = 10_000
+#: Lazy-DFA transitions per generation of its cache (``automata.hybrid``): at most twice this
+#: many are kept, each a few hundred bytes.
+DEFAULT_LAZY_CACHE = 50_000
+#: How a lazy DFA takes its steps (``lazy_mode``): "auto" caches transitions and falls back to
+#: simulating every step when the cache thrashes; "cache" never falls back (tests); "simulate"
+#: never caches (the fallback forced on, for tests and benchmarks).
+LAZY_MODES = ("auto", "cache", "simulate")
+
+
+_NOFN = object()  # "not computed yet" in the lazy DFA's function caches (None means no function)
 
 
 class EngineError(Exception):
@@ -92,7 +102,7 @@ class Engine:
     def __init__(self, compiled: CompiledProgram, consumer: EventConsumer | None = None,
                  time: TimeProvider | None = None, *, name: str | None = None, tz: tzinfo = UTC,
                  search_dirs: Iterable[Path] = (), lazy_cache_states: int = DEFAULT_LAZY_CACHE,
-                 track_dirty: bool = False) -> None:
+                 track_dirty: bool = False, lazy_mode: str = "auto") -> None:
         self.compiled = compiled
         self.program: ir.ProgramIR = compiled.program
         self.machine: DFAMachine | LazyDFA = compiled.machine
@@ -123,15 +133,23 @@ class Engine:
         self._inputs: dict[str, InputRT] = {}
         for inp in self.program.inputs:
             self._inputs[inp.name] = self._input_rt(inp)
-        start_key, init_units = self.machine.start()
-        self._start = self._state(start_key)
-        self._ns["_start_row"] = self._start.row
-        self._init_fn = self._function(init_units, self._start, None) or (lambda ctx, ev: None)
-        if isinstance(self.machine, DFAMachine):
+        #: The lazy DFA's steps over int masks of NFA states, and its transition cache (None for a DFA).
+        self.positions: PositionSets | None = None
+        self.lazy_cache: TransitionCache | None = None
+        self._start: Any
+        if isinstance(self.machine, LazyDFA):
+            self._setup_lazy(lazy_mode)
+        else:
+            start_key, init_units = self.machine.start()
+            self._start = self._state(start_key)
+            self._start_terminal = self._start.terminal
+            self._ns["_start_row"] = self._start.row
+            self._init_fn = self._function(init_units, self._start, None) or (lambda ctx, ev: None)
             self._materialize()
-        self.feed = self._define("feed", self._gen.feed(self.grouped))
+        lazy = self.positions is not None
+        self.feed = self._define("feed", self._gen.feed(self.grouped, lazy=lazy))
         if self.grouped:
-            self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True))
+            self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True, lazy=lazy))
 
     # -- code generation -------------------------------------------------------------------
 
@@ -189,7 +207,11 @@ class Engine:
                   source: RState | None) -> Callable[..., Any] | None:
         """The compiled function of a transition: its units, then the target's timer start, or a
         timer stop when leaving a timed state for an untimed one. Shared between transitions."""
-        fn_key = (units, target.timers, bool(source is not None and source.timed and not target.timed))
+        return self._function_of(units, target.timers, bool(source is not None and source.timed and not target.timed))
+
+    def _function_of(self, units: tuple[int, ...], timers: tuple[int, ...],
+                     disarm: bool) -> Callable[..., Any] | None:
+        fn_key = (units, timers, disarm)
         if fn_key in self._fns:
             return self._fns[fn_key]
         name = f"_t{len(self._fns)}"
@@ -202,8 +224,6 @@ class Engine:
         st = self._states.get(key)
         if st is not None:
             return st
-        if isinstance(self.machine, LazyDFA) and len(self._states) >= self.lazy_cache_states:
-            self._flush_lazy_cache()
         st = RState(key, self.machine.accepting(key), self.nsym)
         trans = self.machine.transitions(key)
         for sym, (tkey, units) in trans.items():
@@ -236,15 +256,80 @@ class Engine:
                 if tr is not None:
                     self._resolve(st, tr)
 
-    def _flush_lazy_cache(self) -> None:
-        """Bound the lazy DFA's memory: forget built states (contexts keep working; their
-        transitions are rebuilt on demand)."""
-        for st in self._states.values():
-            for tr in st.row:
-                if tr is not None:
-                    tr.target = None
-        self._states.clear()
-        self.machine.clear_cache()
+    # -- the lazy DFA ----------------------------------------------------------------------
+
+    def _setup_lazy(self, mode: str) -> None:
+        """A lazy DFA's states are int masks of NFA states (``automata.simulate``). The generated
+        feed looks the transition up in the cache ``_M`` (``automata.hybrid``) and on a miss
+        calls ``_miss``, generated here with the step unrolled for this automaton."""
+        if mode not in LAZY_MODES:
+            raise ValueError(f"lazy_mode must be one of {', '.join(LAZY_MODES)}, not {mode!r}")
+        assert isinstance(self.machine, LazyDFA)
+        ps = self.positions = PositionSets(self.machine.efa, self.machine.occ, self.nsym)
+        cache = self.lazy_cache = TransitionCache(self.nsym, self.lazy_cache_states,
+                                                  enabled=mode != "simulate", adaptive=mode == "auto")
+        self._time_syms = tuple(sorted(self.program.time_symbols))
+        timed = 0
+        for s in self._time_syms:
+            timed |= ps.has[s]
+        self._timed_mask = timed
+        self._start = ps.start
+        self._start_terminal = ps.terminal(ps.start)
+        self._ns["_start_row"] = [True if ps.start & h else None for h in ps.has]
+        init = self._function_of(ps.initial_units, ps.symbols(ps.start, self._time_syms), False)
+        self._init_fn = init or (lambda ctx, ev: None)
+        self._lazy_fns: dict[tuple[int, ...], Callable[..., Any] | None] = {}
+        self._ns.update({
+            "_M": cache.young, "_cache": cache, "_T": ps.tables, "_ACT": ps.act, "_OUT": ps.out,
+            "_step": ps.step, "_FN": [{} for _ in range(self.nsym)], "_NOFN": _NOFN, "_lfn": self._lazy_function,
+        })
+        self._miss = self._define("_miss", self._miss_source(ps))
+
+    def _miss_source(self, ps: PositionSets) -> str:
+        """``_miss(m, sym)``: the transition from mask m on sym as (target mask, function, whether
+        the target ends the instance), or None when there is none; from the cache's old generation
+        if it is there, else computed (and cached unless the cache is off)."""
+        step = step_expression(ps, "m", "t")
+        lines = ["def _miss(m, sym):",
+                 "    if _cache.enabled:",
+                 "        e = _cache.recall(m, sym)",
+                 "        if e is not None:",
+                 "            return e"]
+        lines += ["    t = _T[sym]", f"    n = {step}"] if step else ["    n = _step(m, sym)"]
+        lines += ["    if not n:", "        return None"]
+        if self._time_syms:
+            lines += ["    fn = _lfn(m, n, sym)"]
+        else:
+            lines += ["    f = _FN[sym]",
+                      "    fn = f.get(m & _ACT[sym], _NOFN)",
+                      "    if fn is _NOFN:",
+                      "        fn = f[m & _ACT[sym]] = _lfn(m, n, sym)"]
+        lines += ["    e = (n, fn, not n & _OUT)",
+                  "    if _cache.enabled:",
+                  "        _cache.remember(m, sym, e)",
+                  "    return e"]
+        return "\n".join(lines)
+
+    def _lazy_function(self, m: int, n: int, sym: int) -> Callable[..., Any] | None:
+        """The compiled function of the step m → n on sym: its merged units, then the timer of n
+        (or a stop, leaving a timed state for an untimed one), as the DFA's transition has."""
+        ps = self.positions
+        assert ps is not None
+        timed = self._timed_mask
+        key = (sym, m & ps.act[sym], bool(m & timed), n & timed)
+        fn = self._lazy_fns.get(key, _NOFN)
+        if fn is _NOFN:
+            timers = ps.symbols(n, self._time_syms)
+            fn = self._lazy_fns[key] = self._function_of(ps.units(m, sym), timers, bool(m & timed) and not timers)
+        return fn
+
+    def _lazy_step(self, m: int, sym: int) -> tuple[int, Callable[..., Any] | None, bool] | None:
+        e = self._ns["_M"][sym].get(m)
+        return e if e is not None else self._miss(m, sym)
+
+    def _terminal(self, state: Any) -> bool:
+        return self.positions.terminal(state) if self.positions is not None else state.terminal
+
 
     def _input_rt(self, inp: ir.Input) -> InputRT:
         src, sym = self._gen.classifier(f"_c{inp.index}", inp.classify)
@@ -382,7 +467,7 @@ class Engine:
         ctx.origin = "start"
         self.single = ctx
         self._init_fn(ctx, None)
-        if self._start.terminal:
+        if self._start_terminal:
             ctx.terminated = True
         self._touch(ctx)
 
@@ -452,7 +537,7 @@ class Engine:
                     else f"unexpected event {name} ({self.program.symbols[sym].name})")
         if ctx is None:
             return None
-        if ctx.state.terminal:
+        if self._terminal(ctx.state):
             self._terminate(ctx)
         else:
             self._touch(ctx)
@@ -480,17 +565,24 @@ class Engine:
             ctx.last_fire = deadline
             ctx.repeats = 0
         st = ctx.state
-        tr = st.row[ctx.tsym]
-        if tr is None:  # cannot happen: timers are only set for symbols with a transition
-            return
-        target = tr.target
-        if target is None:
-            target = self._resolve(st, tr)
-        ctx.state = target
-        fn = tr.fn
+        if self.positions is not None:
+            e = self._lazy_step(st, ctx.tsym)
+            if e is None:  # cannot happen: timers are only set for symbols with a transition
+                return
+            ctx.state, fn, terminal = e
+        else:
+            tr = st.row[ctx.tsym]
+            if tr is None:  # cannot happen, as above
+                return
+            target = tr.target
+            if target is None:
+                target = self._resolve(st, tr)
+            ctx.state = target
+            fn = tr.fn
+            terminal = target.terminal
         if fn is not None:
             fn(ctx, deadline)
-        if target.terminal:
+        if terminal:
             self._terminate(ctx)
         else:
             self._touch(ctx)
@@ -524,7 +616,10 @@ class Engine:
         info = timer_info(ctx)
         if info is not None:
             timer = (info[0], ctx.tsym, info[1])
-        state = self.machine.state_to_json(ctx.state.key)
+        if self.positions is not None:
+            state = self.positions.to_json(ctx.state)
+        else:
+            state = self.machine.state_to_json(ctx.state.key)
         return context.encode(state, ctx.vars, ctx.key, timer, ctx.terminated, ctx.origin, ctx.fires)
 
     def restore(self, data: bytes) -> InstanceContext:
@@ -533,7 +628,11 @@ class Engine:
         variables, key, timer = snap.variables, snap.key, snap.timer
         if len(variables) != self.nvars:
             raise ValueError(f"snapshot has {len(variables)} variables, the program has {self.nvars}")
-        st = self._state(self.machine.state_from_json(snap.state))
+        st: Any
+        if self.positions is not None:
+            st = self.positions.from_json(snap.state)
+        else:
+            st = self._state(self.machine.state_from_json(snap.state))
         ctx = InstanceContext(key, st, self.nvars)
         ctx.vars = variables
         ctx.terminated = snap.terminated

@@ -1,0 +1,176 @@
+"""Position sets as bit masks: the simulation behind the lazy DFA.
+
+A lazy-DFA state is a set of states of the epsilon-free NFA (``subset``). Here such a set is an
+``int`` whose bit ``s`` is NFA state ``s``, so the successor on one symbol is the union of the
+states' successors: a few table lookups, one per 8-bit chunk of the mask (each table holds the
+union for every value of its chunk), with no frozenset, no dict of rows and no object per state.
+The cost of a step grows with the expression's size (chunks), never with the number of DFA
+states, which is what makes it the fallback when a lazy DFA's cache thrashes (``.* A() .{25}``
+visits a new DFA state on nearly every event): the same answer as building the DFA state, at
+the price of a few lookups per event, as ``regex-automata``'s hybrid falls back to its NFA
+simulation when its cache is cleared too often.
+
+The actions of a step are those of the eager construction exactly: the paths of the edges taken,
+merged by ``actions.merge``. Only states with an edge on the symbol that carries actions
+contribute a path, so the merged sequence is a function of the symbol and of the mask restricted
+to those states, and is computed once per such pair.
+"""
+
+from __future__ import annotations
+
+from .actions import OccurrenceTable, Path, merge
+from .epsilon import EFA
+
+Units = tuple[int, ...]
+
+CHUNK_BITS = 8
+CHUNK_VALUES = 1 << CHUNK_BITS
+#: Above this many table entries (symbols x chunks x 256) tables are built per chunk on first use.
+EAGER_TABLE_ENTRIES = 1 << 20
+
+
+class PositionSets:
+    """Steps of the lazy DFA over int masks of NFA states, with the same outputs as ``subset``."""
+
+    def __init__(self, efa: EFA, occ: OccurrenceTable, nsym: int) -> None:
+        self.efa = efa
+        self.occ = occ
+        self.nsym = nsym
+        self.size = efa.size
+        self.chunks = max(1, (efa.size + CHUNK_BITS - 1) // CHUNK_BITS)
+        #: succ[sym][s]: the states that state s reaches on sym (0: no edge).
+        self.succ: list[list[int]] = [[0] * efa.size for _ in range(nsym)]
+        #: has[sym]: the states with an edge on sym; act[sym]: those whose edges on sym carry actions.
+        self.has = [0] * nsym
+        self.act = [0] * nsym
+        follow_masks = [to_mask(f.states) for f in efa.follows]
+        for s, row in enumerate(efa.edges):
+            bit = 1 << s
+            for sym, es in row.items():
+                target = 0
+                for e in es:
+                    target |= follow_masks[e.follow]
+                    if e.prefix or efa.follows[e.follow].paths:
+                        self.act[sym] |= bit
+                self.succ[sym][s] = target
+                self.has[sym] |= bit
+        #: out: states with any edge; a non-empty set without one is the final state alone.
+        self.out = 0
+        for h in self.has:
+            self.out |= h
+        self.final = 0 if efa.final is None else 1 << efa.final
+        self.start = follow_masks[efa.initial]
+        self.initial_units = occ.units(merge(efa.start.paths, occ))
+        eager = nsym * self.chunks * CHUNK_VALUES <= EAGER_TABLE_ENTRIES
+        #: tables[sym][c][v]: the union of succ[sym] over the bits of value v in chunk c.
+        self.tables: list[list[list[int] | None]] = [
+            [self._table(sym, c) if eager else None for c in range(self.chunks)] for sym in range(nsym)
+        ]
+        self._units: dict[tuple[int, int], Units] = {}
+
+    def _table(self, sym: int, chunk: int) -> list[int]:
+        succ = self.succ[sym]
+        base = chunk * CHUNK_BITS
+        table = [0] * CHUNK_VALUES
+        for v in range(1, CHUNK_VALUES):
+            low = v & -v
+            s = base + low.bit_length() - 1
+            table[v] = table[v ^ low] | (succ[s] if s < self.size else 0)
+        return table
+
+    def table(self, sym: int, chunk: int) -> list[int]:
+        t = self.tables[sym][chunk]
+        if t is None:
+            t = self.tables[sym][chunk] = self._table(sym, chunk)
+        return t
+
+    @property
+    def eager_tables(self) -> bool:
+        return all(t is not None for row in self.tables for t in row)
+
+    def step(self, mask: int, sym: int) -> int:
+        """The states reached from ``mask`` on ``sym`` (0: no transition, the event is unexpected)."""
+        if not mask & self.has[sym]:
+            return 0
+        out = 0
+        c = 0
+        while mask:
+            v = mask & 0xFF
+            if v:
+                out |= self.table(sym, c)[v]
+            mask >>= CHUNK_BITS
+            c += 1
+        return out
+
+    def units(self, mask: int, sym: int) -> Units:
+        """The action units of the step, merged as the DFA's transition merges them."""
+        acting = mask & self.act[sym]
+        if not acting:
+            return ()
+        key = (sym, acting)
+        u = self._units.get(key)
+        if u is None:
+            u = self._units[key] = self._merge(acting, sym)
+        return u
+
+    def _merge(self, acting: int, sym: int) -> Units:
+        edges, follows = self.efa.edges, self.efa.follows
+        paths: list[Path] = []
+        for s in bits(acting):
+            for e in edges[s][sym]:
+                paths.extend(follows[e.follow].paths_after(e.prefix))
+        return self.occ.units(merge(paths, self.occ))
+
+    def accepting(self, mask: int) -> bool:
+        return bool(mask & self.final)
+
+    def terminal(self, mask: int) -> bool:
+        """An accepting state with no way out ends the instance (choice 6)."""
+        return bool(mask & self.final) and not mask & self.out
+
+    def symbols(self, mask: int, among: tuple[int, ...]) -> tuple[int, ...]:
+        """The symbols of ``among`` with a transition from ``mask``, in the order given."""
+        return tuple(s for s in among if mask & self.has[s])
+
+    def to_json(self, mask: int) -> list[int]:
+        """The lazy DFA's snapshot form: the sorted NFA states."""
+        return list(bits(mask))
+
+    def from_json(self, data: object) -> int:
+        if not isinstance(data, list) or not all(type(s) is int and 0 <= s < self.size for s in data):
+            raise ValueError(f"not a lazy-DFA state: {data!r}")
+        return to_mask(data)
+
+
+def to_mask(states: object) -> int:
+    m = 0
+    for s in states:  # type: ignore[attr-defined]
+        m |= 1 << s
+    return m
+
+
+def bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+#: Up to this many chunks a step is generated as one expression; beyond, ``step`` loops.
+UNROLLED_CHUNKS = 8
+
+
+def step_expression(ps: PositionSets, mask: str, tables: str) -> str | None:
+    """Python source of ``step`` for this automaton (``tables`` naming ``ps.tables[sym]``), the
+    chunks unrolled; None when the automaton is too large for that (or its tables are built on
+    demand)."""
+    if ps.chunks > UNROLLED_CHUNKS or not ps.eager_tables:
+        return None
+    last = ps.chunks - 1
+    parts = []
+    for c in range(ps.chunks):
+        shifted = mask if c == 0 else f"({mask} >> {c * CHUNK_BITS})"
+        parts.append(f"{tables}[{c}][{shifted}{'' if c == last else ' & 255'}]")
+    return " | ".join(parts)
