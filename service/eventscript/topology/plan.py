@@ -55,11 +55,27 @@ def plan(graph: TopologyGraph, existing: dict[str, int] | None = None) -> list[P
     specs = topo.topics
     out: dict[str, PlannedTopic] = {}
 
+    resolving: set[str] = set()
+
+    def topic_partitions(topic: str) -> int | None:
+        """Declared, else on the broker, else what the worker creates it with: its writer's
+        partition count (so a chain of undeclared links follows its first declared source)."""
+        if topic in specs:
+            return specs[topic].partitions
+        if existing is not None and topic in existing:
+            return existing[topic]
+        writer = next((w.stage.index for w in graph.writes.get(topic, [])),
+                      next((s.index for s in graph.error_writers.get(topic, [])), None))
+        if writer is None or topic in resolving:
+            return None
+        resolving.add(topic)
+        try:
+            return program_partitions(writer)
+        finally:
+            resolving.discard(topic)
+
     def program_partitions(stage_index: int) -> int | None:
-        cfg = topo.programs[stage_index]
-        counts = [specs[i.topic].partitions for i in cfg.inputs if i.topic in specs]
-        if existing is not None:
-            counts += [existing[i.topic] for i in cfg.inputs if i.topic not in specs and i.topic in existing]
+        counts = [n for n in (topic_partitions(i.topic) for i in topo.programs[stage_index].inputs) if n is not None]
         return max(counts) if counts else None
 
     def replication(stage_index: int) -> int | None:
@@ -81,7 +97,7 @@ def plan(graph: TopologyGraph, existing: dict[str, int] | None = None) -> list[P
             reader = graph.reads[topic][0].stage.index
             out[topic] = PlannedTopic(topic, role, None, replication(reader), "delete", False)
         else:
-            out[topic] = PlannedTopic(topic, role, program_partitions(writer), replication(writer), "delete", False)
+            out[topic] = PlannedTopic(topic, role, topic_partitions(topic), replication(writer), "delete", False)
     retention = getattr(topo, "repartition_retention_ms", None)
     repartition = {"cleanup.policy": "delete", **({"retention.ms": str(retention)} if retention else {})}
     for st in graph.stages:
@@ -139,7 +155,7 @@ def apply(graph: TopologyGraph, admin: AdminLike) -> list[PlannedTopic]:
         raise PlanRefused(f"refusing to change partition counts of existing topics ({shown}); nothing was created. "
                           f"Fix 'partitions:' in the topology to match, or delete the topics (and the programs' "
                           f"state) to start over")
-    missing_sources = [t.name for t in topics if t.existing is None and t.partitions is None]
+    missing_sources = [t.name for t in topics if t.existing is None and t.partitions is None and t.role == "source"]
     if missing_sources:
         raise PlanRefused(f"source topics {', '.join(missing_sources)} do not exist and their partition counts are "
                           f"not declared; list them under 'topics:' with 'partitions:'")
