@@ -249,7 +249,7 @@ def outputs_by_partition(records: list[Any]) -> tuple[dict[int, list[tuple[str, 
         assert rid is not None, "an output record without es-id"
         event = codec.header(m.headers(), codec.HEADER_EVENT)
         assert event is not None
-        line = (event.decode(), orjson.loads(m.value()), orjson.loads(m.key()) if m.key() is not None else None)
+        line = (event.decode(), orjson.loads(m.value()), decode_key(m.key()))
         if rid in kept:
             assert kept[rid] == line, f"record {rid!r} appeared twice with different contents"
             repeats += 1
@@ -259,9 +259,24 @@ def outputs_by_partition(records: list[Any]) -> tuple[dict[int, list[tuple[str, 
     return got, repeats
 
 
+def decode_key(raw: bytes | None) -> list[Any] | None:
+    """An output record's key as the list of group-key components: a JSON array (key: json) or
+    a plain string (key: string, the default for one-component keys)."""
+    import orjson
+
+    if raw is None:
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        value = None
+    return value if isinstance(value, list) else [raw.decode()]
+
+
 class KeyedProducer:
-    """Writes JSON records keyed by a one-string group key, on the partition the key belongs to,
-    with increasing record timestamps; ``run`` paces them at ``rate`` records per second."""
+    """Writes JSON records keyed by a one-string group key (plain string keys, as a Java producer
+    writes them), on the partition the key belongs to (murmur2), with increasing record
+    timestamps; ``run`` paces them at ``rate`` records per second."""
 
     def __init__(self, broker: Broker, topic: str, partitions: int, field: str = "k") -> None:
         from confluent_kafka import Producer
@@ -279,11 +294,9 @@ class KeyedProducer:
     def send(self, key: str, value: dict[str, Any], timestamp: int) -> None:
         import orjson
 
-        from eventscript.kafka.partitioner import key_bytes, partition_of
-        from eventscript.language.types import STRING
+        from eventscript.kafka.partitioner import partition_of
 
-        kb = key_bytes((key,), [STRING])
-        assert kb is not None
+        kb = key.encode()
         self.producer.produce(self.topic, key=kb, value=orjson.dumps(value),
                               partition=partition_of(kb, self.partitions), timestamp=timestamp)
         self.sent += 1
@@ -429,7 +442,7 @@ def outputs_by_key(records: list[Any]) -> tuple[dict[str, list[Line]], int]:
         kept[rid] = raw
         event = codec.header(m.headers(), codec.HEADER_EVENT)
         assert event is not None
-        key = orjson.loads(m.key()) if m.key() is not None else None
+        key = decode_key(m.key())
         got.setdefault(orjson.dumps(key).decode(), []).append((event.decode(), orjson.loads(m.value()), key))
     return got, repeats
 

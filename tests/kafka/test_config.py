@@ -116,3 +116,44 @@ programs:
             worker_module.Consumer, worker_module.Producer = orig  # type: ignore[misc]
         group_consumer = seen[0]
         assert group_consumer.get("group.instance.id") == ("pod-7" if static else None)
+
+
+def test_program_names_differing_only_in_dot_and_underscore_are_refused() -> None:
+    doc = {"programs": [{"name": n, "source": "p.es", "inputs": [{"topic": "in", "event": "A"}]}
+                        for n in ("a.b", "a_b")]}
+    with pytest.raises(TopologyError, match=r"differ only in '\.' and '_'"):
+        parse_topology(doc)
+
+
+def test_key_formats_must_fit_the_group_key() -> None:
+    from eventscript.automata.compile import compile_source
+    from eventscript.kafka.keys import scheme_for
+
+    two = compile_source("in {string a; long b;} E group(E.a, E.b)  out long N  ( E() { !>N(1); } )*").require()
+    one = compile_source("in {time t;} E group(E.t)  out long N  ( E() { !>N(1); } )*").require()
+    for fmt, program, problem in (("string", two, "has 2"), ("bytes", two, "has 2"), ("bytes", one, "string, long")):
+        topo = parse_topology({"programs": [{"name": "p", "source": "p.es",
+                                             "inputs": [{"topic": "in", "event": "E", "key": fmt}]}]})
+        with pytest.raises(TopologyError, match=problem):
+            scheme_for(topo.programs[0], program.program.key_types)
+
+
+def test_key_schemes_write_keys_as_producers_do() -> None:
+    import struct
+    import zlib
+
+    from eventscript.kafka.keys import KeyScheme
+    from eventscript.kafka.partitioner import murmur2
+    from eventscript.language.types import DOUBLE, LONG, STRING
+
+    assert KeyScheme("string", "murmur2", (STRING,)).key_bytes(("sensor-1",)) == b"sensor-1"
+    assert KeyScheme("string", "murmur2", (LONG,)).key_bytes((42,)) == b"42"
+    assert KeyScheme("json", "murmur2", (STRING, LONG)).key_bytes(("T1", 7)) == b'["T1",7]'
+    assert KeyScheme("bytes", "murmur2", (LONG,)).key_bytes((-2,)) == struct.pack(">q", -2)
+    assert KeyScheme("bytes", "murmur2", (DOUBLE,)).key_bytes((1.5,)) == struct.pack(">d", 1.5)
+    none = KeyScheme("none", "murmur2", (STRING,))
+    assert none.key_bytes(("x",)) is None and none.routing_bytes(("x",)) == b'["x"]'
+    crc = KeyScheme("string", "consistent_random", (STRING,))
+    assert crc.partition(b"sensor-1", 7) == zlib.crc32(b"sensor-1") % 7
+    java = KeyScheme("string", "murmur2", (STRING,))
+    assert java.partition(b"sensor-1", 7) == (murmur2(b"sensor-1") & 0x7FFFFFFF) % 7

@@ -27,7 +27,9 @@ import pytest
 from kafka_helpers import (
     Broker,
     KeyedProducer,
+    Oracle,
     TopicWatcher,
+    committed_states,
     outputs_by_partition,
     read_many,
     start_worker,
@@ -112,6 +114,9 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
     for p in range(PARTITIONS):
         assert got.get(p, []) == want.get(p, []), f"partition {p}: outputs differ from the uninterrupted run"
     assert any(line[0] == "Quiet" for lines in want.values() for line in lines), "no timer event was exercised"
+    # The instances in the committed stores equal the uninterrupted run's (keyed by the store's
+    # canonical key, the same JSON text).
+    assert committed_states(tmp_path / "state") == Oracle(PROGRAM, "Tick", in_records).states
     if not local_state:
         applied = [int(n) for n in re.findall(r"changelog from offset 0: (\d+) applied", log.read_text())]
         assert any(n > 0 for n in applied), "no task was restored from the changelog alone"

@@ -31,8 +31,7 @@ PARTITIONS = 2
 def _send(kafka: KafkaConfig, topic: str, keys: list[str], t0: int) -> None:
     p = Producer(clients.producer_config(kafka))
     for i, k in enumerate(keys):
-        kb = key_bytes((k,), [STRING])
-        assert kb is not None
+        kb = k.encode()  # plain string keys, as producers write them (key: string)
         p.produce(topic, key=kb, value=orjson.dumps({"k": k}), partition=partition_of(kb, PARTITIONS),
                   timestamp=t0 + i)
     p.flush(30)
@@ -88,9 +87,9 @@ def test_uncommitted_changelog_records_are_ignored(broker: Broker, tmp_path: Pat
     engine.feed_json("Hit", {"k": "a"})
     ctx = engine.contexts[("a",)]
     ctx.vars[0] = 99
-    kb = key_bytes(("a",), [STRING])
+    kb = key_bytes(("a",), [STRING])  # the changelog keys instances by the canonical form
     assert kb is not None
-    p = partition_of(kb, PARTITIONS)
+    p = partition_of(b"a", PARTITIONS)  # ... on the partition of the task that owns "a"
     producer = Producer(clients.producer_config(kafka, f"intruder-{name}"))
     producer.init_transactions(30)
     producer.begin_transaction()

@@ -2,7 +2,13 @@
 
 Every program needs its input topics (they must exist or be listed under ``topics:``), its output
 and error topics, and two internal topics with its inputs' partition count: the repartition
-topic and the compacted changelog topic.
+topic (deleted records: a retention, and consumed records are purged after commits) and the
+compacted changelog topic.
+
+Created topics get the replication factor given under ``topics:`` or the topology's
+``replication``, else the broker's default (``default.replication.factor``), internal topics
+included. With ``create_topics: false`` (topics managed elsewhere: Strimzi ``KafkaTopic``,
+Terraform) nothing is created: every topic must exist, with the partition counts required.
 """
 
 from __future__ import annotations
@@ -34,10 +40,16 @@ class Admin:
 
     def create(self, topics: dict[str, TopicSpec]) -> None:
         existing = self.partition_counts()
-        missing = [NewTopic(name, spec.partitions, spec.replication, config=dict(spec.config))
-                   for name, spec in topics.items() if name not in existing]
-        if not missing:
+        absent = {name: spec for name, spec in topics.items() if name not in existing}
+        if not absent:
             return
+        if not self.topo.create_topics:
+            shown = ", ".join(f"{name} ({spec.partitions} partition(s))" for name, spec in sorted(absent.items()))
+            raise TopologyError(f"missing topics: {shown}; create them (create_topics is false, so the worker "
+                                f"does not), or set create_topics: true")
+        default_rf = self.topo.replication or -1  # -1: the broker's default.replication.factor
+        missing = [NewTopic(name, spec.partitions, spec.replication or default_rf, config=dict(spec.config))
+                   for name, spec in absent.items()]
         futures = self.client.create_topics(missing, operation_timeout=30)
         for name, fut in futures.items():
             try:
@@ -64,7 +76,9 @@ class Admin:
         for cfg in programs:
             parts = self._input_partitions(cfg, counts)
             result[cfg.name] = parts
-            for internal, config in ((self.topo.repartition_topic(cfg), {"cleanup.policy": "delete"}),
+            repartition_config = {"cleanup.policy": "delete",
+                                  "retention.ms": str(self.topo.repartition_retention_ms)}
+            for internal, config in ((self.topo.repartition_topic(cfg), repartition_config),
                                      (self.topo.changelog_topic(cfg), {"cleanup.policy": "compact"})):
                 have = counts.get(internal)
                 if have is not None and have != parts:
@@ -78,9 +92,12 @@ class Admin:
         self.create(needed)
         return result
 
-    def _replication(self, cfg: ProgramConfig) -> int:
+    def _replication(self, cfg: ProgramConfig) -> int | None:
+        """The inputs' replication factor where topics: gives it, else the topology's (None: the
+        broker's default)."""
         specs = [self.topo.topics[i.topic] for i in cfg.inputs if i.topic in self.topo.topics]
-        return max((s.replication for s in specs), default=1)
+        given = [s.replication for s in specs if s.replication is not None]
+        return max(given) if given else self.topo.replication
 
     def _input_partitions(self, cfg: ProgramConfig, counts: dict[str, int]) -> int:
         parts: dict[str, int] = {}
@@ -98,3 +115,24 @@ class Admin:
 
 def describe(topo: Topology) -> dict[str, Any]:
     return {"bootstrap": topo.kafka.bootstrap_servers, "topics": Admin(topo).partition_counts()}
+
+
+def purge(client: AdminClient, offsets: dict[tuple[str, int], int], timeout: float = 10.0) -> list[str]:
+    """Delete records before the given offsets (consumed and committed repartition records, as
+    Kafka Streams purges its repartition topics); returns the errors, one line each."""
+    if not offsets:
+        return []
+    from confluent_kafka import TopicPartition
+
+    problems: list[str] = []
+    try:
+        futures = client.delete_records([TopicPartition(t, p, off) for (t, p), off in offsets.items()],
+                                        request_timeout=timeout)
+        for tp, fut in futures.items():
+            try:
+                fut.result(timeout)
+            except Exception as exc:  # a broker without DeleteRecords, or a partition moved
+                problems.append(f"{tp.topic}:{tp.partition}: {exc}")
+    except (KafkaException, TypeError, ValueError) as exc:
+        problems.append(str(exc))
+    return problems

@@ -108,6 +108,12 @@ class InputConfig(_Model):
     #: Records of a grouped program must be keyed (by anything: the worker routes by the group
     #: key it computes). A record without a key becomes $error 6 unless this is false.
     keyed: bool | None = None
+    #: How this topic's producers write record keys (kafka/keys.py): string (default for a
+    #: one-component group key), json (default otherwise), bytes, or none (unkeyed records).
+    key: Literal["string", "json", "bytes", "none"] | None = None
+    #: How they place records: murmur2 (Java client, Kafka Streams) or consistent_random
+    #: (librdkafka's default: confluent-kafka and other librdkafka-based producers).
+    partitioner: Literal["murmur2", "consistent_random"] = "murmur2"
 
     @model_validator(mode="after")
     def _name_source(self) -> InputConfig:
@@ -123,7 +129,8 @@ class InputConfig(_Model):
 
 class TopicSpec(_Model):
     partitions: int = Field(default=1, ge=1)
-    replication: int = Field(default=1, ge=1)
+    #: Replication factor; None: the broker's default (default.replication.factor).
+    replication: int | None = Field(default=None, ge=1)
     config: dict[str, str] = Field(default_factory=dict)
 
 
@@ -193,6 +200,15 @@ class Topology(_Model):
     programs: list[ProgramConfig] = Field(min_length=1)
     #: Topics to create when missing.
     topics: dict[str, TopicSpec] = Field(default_factory=dict)
+    #: Create missing topics (inputs listed under topics:, outputs, errors, internal topics).
+    #: false: topics are managed elsewhere (Strimzi KafkaTopic, Terraform); the worker then only
+    #: checks that they exist with the partition counts it needs.
+    create_topics: bool = True
+    #: Replication factor of the topics the worker creates and that topics: does not list
+    #: (None: the broker's default).
+    replication: int | None = Field(default=None, ge=1)
+    #: retention.ms of repartition topics (their records are also deleted once consumed).
+    repartition_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=1)
     health: HealthConfig = Field(default_factory=HealthConfig)
     state_dir: str = "state"
     #: Identifies this worker for transactions (stable across restarts of the same worker).
@@ -207,6 +223,14 @@ class Topology(_Model):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"program names must be unique; repeated: {', '.join(sorted(dup))}")
+        # Kafka treats '.' and '_' in topic names as one (they collide in metric names) and
+        # refuses a topic that collides with an existing one: so would two programs' internal topics.
+        folded: dict[str, str] = {}
+        for n in names:
+            other = folded.setdefault(n.replace(".", "_"), n)
+            if other != n:
+                raise ValueError(f"programs {other!r} and {n!r} differ only in '.' and '_': their internal topics "
+                                 f"would collide in Kafka; rename one")
         return self
 
     def program(self, name: str) -> ProgramConfig:

@@ -23,6 +23,7 @@ from ..engine.tuning import configure_gc
 from .admin import Admin
 from .config import ProgramConfig, Topology, TopologyError
 from .health import HealthServer
+from .keys import scheme_for
 from .metrics import Metrics
 from .worker import ProgramWorker
 
@@ -51,6 +52,9 @@ def compile_programs(topo: Topology, cfgs: list[ProgramConfig], out=sys.stderr) 
             if inp.event is not None and inp.event not in declared:
                 raise TopologyError(f"program {cfg.name}: inputs[{i}] names event {inp.event!r}, which {path} does not "
                                     f"declare (declared: {', '.join(sorted(declared))})")
+        if program.grouped:
+            for inp in cfg.inputs:
+                scheme_for(cfg, program.program.key_types, inp)  # TopologyError if the format cannot hold the key
         for o in program.program.outputs:
             if cfg.output_topic(o.name) is None:
                 log.warning("program %s: output event %s has no topic (add it under outputs:, or a 'default')",

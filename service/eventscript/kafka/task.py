@@ -34,7 +34,8 @@ from ..engine.timeutil import MAX_TIME
 from . import codec
 from .codec import BadRecord, Headers, RecordInfo
 from .config import InputConfig, ProgramConfig
-from .partitioner import key_bytes, partition_of
+from .keys import PARTITIONERS, scheme_for
+from .partitioner import key_bytes
 from .state import (
     CLOCK_KEY,
     HWM_KEY,
@@ -117,7 +118,13 @@ class Task:
         self._src_count = 0
         self._id_base: bytes | None = None
         self._idle_since: float | None = None
+        #: Group key → canonical bytes (store and changelog keys) and → routing bytes (the key in
+        #: the program's home key scheme, which places it: kafka/keys.py).
         self._key_cache: dict[tuple[Any, ...], bytes] = {}
+        self._route_cache: dict[tuple[Any, ...], bytes] = {}
+        self.scheme = scheme_for(cfg, self.key_types)
+        self._partition_of = PARTITIONERS[self.scheme.partitioner]
+        self._out_key_none = self.scheme.format == "none"
         self._id_prefix = f"{cfg.name}/"
         self.record_clock = cfg.clock == "record"
         #: The record clock as last persisted (it is task state: see changelog_records).
@@ -187,7 +194,7 @@ class Task:
         ev_header = (codec.HEADER_EVENT, name.encode())
         prog_header = (codec.HEADER_PROGRAM, self.cfg.name.encode())
         now = self.clock.now
-        key_bytes_of = self._key_bytes
+        key_bytes_of = self._out_key
         next_id = self._next_id_bytes
 
         def handler(ctx: Any, value: Any) -> None:
@@ -300,8 +307,24 @@ class Task:
             kb = self._key_cache[key] = key_bytes(key, self.key_types)  # type: ignore[assignment]
         return kb
 
+    def _route_key(self, key: tuple[Any, ...]) -> bytes:
+        """The key's bytes in the home key scheme (what decides its partition)."""
+        rb = self._route_cache.get(key)
+        if rb is None:
+            if len(self._route_cache) > 100_000:
+                self._route_cache.clear()
+            rb = self._route_cache[key] = self.scheme.routing_bytes(key)
+        return rb
+
+    def _out_key(self, key: tuple[Any, ...] | None) -> bytes | None:
+        """The record key of an output or $error record: the group key as the inputs' producers
+        write it (none for key: none)."""
+        if key is None or self._out_key_none:
+            return None
+        return self._route_key(key)
+
     def _consume(self, e: Emitted) -> None:
-        key = self._key_bytes(e.key)
+        key = self._out_key(e.key)
         ts = e.time // 1000
         if e.name == ERROR_EVENT:
             key_json = [encode(k, t) for k, t in zip(e.key, self.key_types or [])] if e.key is not None else None
@@ -416,7 +439,7 @@ class Task:
             return
         engine = self.engine
         if self.grouped:
-            if ip.config is not None and cfg.keyed is not False and msg.key() is None:
+            if ip.config is not None and cfg.keyed is not False and cfg.key != "none" and msg.key() is None:
                 self._error_record(ErrorCode.BAD_INPUT_VALUE,
                                    "the record has no key; this input's records must be keyed "
                                    "(set keyed: false in the topology to accept unkeyed records)")
@@ -426,11 +449,11 @@ class Task:
             if key is None:  # an event name the program does not declare
                 engine.feed(name, value)
                 return
-            kb = self._key_cache.get(key)
-            if kb is None:
-                kb = self._key_bytes(key)
-            if ip.config is not None and partition_of(kb, self.partitions) != self.partition:  # type: ignore[arg-type]
-                self._forward(msg, cfg, partition_of(kb, self.partitions), kb)  # type: ignore[arg-type]
+            rb = self._route_cache.get(key)
+            if rb is None:
+                rb = self._route_key(key)
+            if ip.config is not None and (target := self._partition_of(rb, self.partitions)) != self.partition:
+                self._forward(msg, cfg, target, rb)
                 return
             if self.record_clock:
                 if self._advance(msg.timestamp()[1]):

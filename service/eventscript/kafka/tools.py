@@ -1,9 +1,9 @@
 """``eventscript produce`` and ``eventscript tail``: traces into topics, topics into JSON lines.
 
 ``produce`` publishes a timed trace to a program's input topics: each event becomes a record on
-the topic its name maps to, with the trace time as record timestamp, keyed by the canonical
-group key (so it lands on the partition of its instance), or on partition 0 for an ungrouped
-program. Each timestamp also becomes a *tick* — a record with an ``es-tick`` header on every
+the topic its name maps to, with the trace time as record timestamp, keyed and placed as the
+topic's producers would (its key format and partitioner: kafka/keys.py), so it lands on the
+partition of its instance; on partition 0 for an ungrouped program. Each timestamp also becomes a *tick* — a record with an ``es-tick`` header on every
 partition of the program's first input topic — so that with ``clock: record`` time advances and
 timers fire exactly where the tester would fire them, also when no event follows.
 
@@ -29,7 +29,7 @@ from ..engine.timeutil import format_time
 from ..tester.trace import Timestamp, TraceEvent, TraceItem, event_argument, typed_argument
 from . import clients, codec
 from .config import InputConfig, KafkaConfig, ProgramConfig
-from .partitioner import key_bytes, partition_of
+from .keys import scheme_for
 
 
 class ProduceError(Exception):
@@ -103,8 +103,13 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
                 value = decode(raw, ty)
                 payload = encode(value, ty)
                 if key_types is not None:
-                    key = key_bytes(engine.group_key(item.name, value), key_types)
-                    partition = partition_of(key, partitions) if key is not None else None
+                    group_key = engine.group_key(item.name, value)
+                    if group_key is not None:
+                        # As the topic's producers would: the key in its format, placed by its
+                        # partitioner (kafka/keys.py).
+                        scheme = scheme_for(cfg, key_types, inp)
+                        key = scheme.key_bytes(group_key)
+                        partition = scheme.partition(scheme.routing_bytes(group_key), partitions)
                 else:
                     partition = 0
             except DecodeError:
@@ -142,10 +147,13 @@ def record_to_json(msg: Any) -> dict[str, Any]:
         out["value"] = value.decode("utf-8", "replace") if value is not None else None
     key = msg.key()
     if key is not None:
+        # The group key's components: a JSON array (key: json), or one component written as
+        # plain text (key: string), shown as its JSON value when it reads as one (7, true).
         try:
-            out["key"] = orjson.loads(key)
+            shown = orjson.loads(key)
         except orjson.JSONDecodeError:
-            out["key"] = key.decode("utf-8", "replace")
+            shown = key.decode("utf-8", "replace")
+        out["key"] = shown if isinstance(shown, list) else [shown]
     program = codec.header(headers, codec.HEADER_PROGRAM)
     if program is not None and out["event"] == "$error":
         out["program"] = program.decode()

@@ -53,6 +53,8 @@ log = logging.getLogger("eventscript.kafka.worker")
 BATCH = 2_000
 MAX_OUTBOX = 20_000
 TXN_TIMEOUT = 30.0
+#: Seconds between purges of consumed repartition records.
+PURGE_INTERVAL = 30.0
 
 
 class WorkerError(Exception):
@@ -98,6 +100,13 @@ class ProgramWorker:
         self.consumer: Consumer | None = None
         self.producer: Producer | None = None
         self._restorer: Consumer | None = None
+        #: Repartition records consumed and committed are deleted (DeleteRecords), as Kafka
+        #: Streams purges its repartition topics; offsets purged so far, and when.
+        self._purged: dict[int, int] = {}
+        self._last_purge = time.monotonic()
+        self._purge_supported = True
+        self._purge_failures = 0
+        self._admin: Any = None
 
     # -- status ----------------------------------------------------------------------------------
 
@@ -386,9 +395,44 @@ class ProgramWorker:
             if p not in self._changelog_end and task.position:
                 task.store.write({}, None, dict(task.position))
         self._changelog_end.clear()
+        if time.monotonic() - self._last_purge >= PURGE_INTERVAL:
+            self._purge_repartition()
         if self.metrics is not None:
             self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()),
                                 self._lag())
+
+    def _purge_repartition(self) -> None:
+        """Delete the repartition records every task has consumed and committed."""
+        self._last_purge = time.monotonic()
+        if not self._purge_supported:
+            return
+        offsets: dict[tuple[str, int], int] = {}
+        for p, task in self.tasks.items():
+            off = task.position.get(tp_name(self.rep_topic, p))
+            if off is not None and off > self._purged.get(p, 0):
+                offsets[(self.rep_topic, p)] = off
+        if not offsets:
+            return
+        from confluent_kafka.admin import AdminClient
+
+        from .admin import purge
+
+        if self._admin is None:
+            self._admin = AdminClient(clients.admin_config(self.topo.kafka))
+        problems = purge(self._admin, offsets, timeout=5.0)
+        if problems:
+            self._purge_failures += 1
+            if self._purge_failures >= 3 or any("UNSUPPORTED" in p.upper() for p in problems):
+                # e.g. the embedded broker, which has no DeleteRecords
+                self._purge_supported = False
+                log.warning("%s: the broker does not delete records (%s): consumed repartition records are "
+                            "kept until the topic's retention removes them", self.cfg.name, problems[0])
+            else:
+                log.warning("%s: purging the repartition topic: %s", self.cfg.name, "; ".join(problems))
+            return
+        self._purge_failures = 0
+        for (_, p), off in offsets.items():
+            self._purged[p] = off
 
     def _lag(self) -> int:
         """Records behind the input high watermarks (from the consumer's cached fetch metadata)."""
