@@ -6,12 +6,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: setup run test lint unit conformance bench clean fuzz
+.PHONY: setup run test lint unit conformance bench clean fuzz ops
 
-$(STAMP): pyproject.toml scripts/install-system-deps
+$(STAMP): pyproject.toml constraints.txt scripts/install-system-deps scripts/install-helm
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@scripts/install-system-deps
+	@scripts/install-helm $(VENV)
 	@touch $@
 
 setup: $(STAMP)
@@ -34,6 +35,12 @@ conformance: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(SHARED)/conformance/run
 
 test: lint unit conformance
+
+# The operations checks alone (make unit runs them too): promtool rule tests, the chart with the real
+# helm (lint --strict, renders validated by kubernetes-validate), hadolint, the metrics a live worker
+# exports (embedded broker).
+ops: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -q -p no:cacheprovider tests/ops tests/test_deploy_files.py
 
 # Long runs of the random-program and mutation fuzzers (make test runs a few examples of each).
 fuzz: $(STAMP)

@@ -6,19 +6,62 @@ Names and labels.
 {{- end }}
 
 {{/*
-Fully qualified app name (truncated to 63 characters, the DNS label limit).
+Fully qualified app name, truncated to 52 characters: a StatefulSet's pods carry the label
+controller-revision-hash=<name>-<10-character hash>, which must fit in 63 characters, and the
+pod names (<name>-<ordinal>) and PVC names (state-<name>-<ordinal>) stay within the DNS limits.
 */}}
 {{- define "eventscript.fullname" -}}
 {{- if .Values.fullnameOverride }}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" }}
 {{- else }}
 {{- $name := default .Chart.Name .Values.nameOverride }}
 {{- if contains $name .Release.Name }}
-{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- .Release.Name | trunc 52 | trimSuffix "-" }}
 {{- else }}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- printf "%s-%s" .Release.Name $name | trunc 52 | trimSuffix "-" }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{- define "eventscript.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "eventscript.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The PromQL selector of this release's scrape job. The chart's ServiceMonitor leaves the job label
+to prometheus-operator's default, the Service's name, so the selector follows nameOverride and
+fullnameOverride; prometheusRule.jobSelector replaces it for other scrape set-ups.
+*/}}
+{{- define "eventscript.jobSelector" -}}
+{{- if .Values.prometheusRule.jobSelector }}
+{{- .Values.prometheusRule.jobSelector }}
+{{- else }}
+{{- printf "job=%q, namespace=%q" (include "eventscript.fullname" .) .Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/*
+The most partitions of any program's input topics listed under the topology's topics: (0 when none
+are listed): more replicas than that leave some replicas without a task.
+*/}}
+{{- define "eventscript.maxInputPartitions" -}}
+{{- $topology := fromYaml .Values.topology }}
+{{- $topics := get $topology "topics" | default dict }}
+{{- $max := 0 }}
+{{- range (get $topology "programs" | default list) }}
+{{- range (get . "inputs" | default list) }}
+{{- $spec := get $topics (get . "topic" | toString) }}
+{{- if kindIs "map" $spec }}
+{{- $n := int (get $spec "partitions" | default 0) }}
+{{- if gt $n $max }}{{ $max = $n }}{{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $max }}
 {{- end }}
 
 {{- define "eventscript.chart" -}}
@@ -63,5 +106,8 @@ reachable by the kubelet (host 0.0.0.0 unless the topology names one) on the cha
 {{- $_ := set $health "host" "0.0.0.0" }}
 {{- end }}
 {{- $_ := set $topology "health" $health }}
+{{- if not (kindIs "invalid" .Values.createTopics) }}
+{{- $_ := set $topology "create_topics" .Values.createTopics }}
+{{- end }}
 {{- toYaml $topology }}
 {{- end }}
