@@ -131,6 +131,9 @@ def bench_master(master: str, plan: Plan, n: int, tmp: Path, single: float) -> N
     measure(f"{master}: tasks, outputs not collected", n,
             lambda: output_frame(spark, plan).write.format("noop").mode("overwrite").save())
 
+    measure(f"{master}: tasks fused into the source", n,
+            lambda: output_frame(spark, plan, fused=True).write.format("noop").mode("overwrite").save())
+
     def full() -> None:
         with FileSink(tmp / "out.jsonl") as sink:
             sink.write_all(outputs(spark, plan, Totals()))

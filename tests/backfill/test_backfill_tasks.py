@@ -218,3 +218,18 @@ def test_sinks_write_the_worker_records_and_appear_only_when_committed(tmp_path:
         sink.write_all(rows)  # no commit: a failed backfill leaves no file
     assert not (tmp_path / "never.jsonl").exists()
     assert not list(tmp_path.glob(".never*"))
+
+
+def test_an_unreachable_broker_is_said_once_before_spark_starts(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "ticks.es").write_text(PROGRAM)
+    (tmp_path / "topology.yaml").write_text(
+        "kafka:\n  bootstrap_servers: 127.0.0.1:1\nprograms:\n  - name: ticks\n    source: ticks.es\n"
+        "    inputs:\n      - topic: ticks-in\n        event: Tick\n")
+    proc = subprocess.run([sys.executable, "-m", "eventscript.cli.main", "backfill", str(tmp_path / "topology.yaml"),
+                           "--output", str(tmp_path / "out.jsonl")], capture_output=True, text=True, timeout=60)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: cannot reach Kafka at 127.0.0.1:1"), proc.stderr[:2000]

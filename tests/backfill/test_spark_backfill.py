@@ -103,3 +103,16 @@ def test_kafka_topics_read_to_the_cut(spark: Any, broker: Any, tmp_path: Path) -
     out = tmp_path / "out.jsonl"
     assert main(["backfill", str(path), "--output", str(out), "--no-ui"]) == 0
     assert by_key(read_lines(out)) == by_key(expected_lines(case))
+
+
+def test_the_fused_source_gives_the_same_rows_as_map_in_arrow(spark: Any, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from eventscript.backfill.job import output_frame
+    from eventscript.kafka.config import load_topology
+
+    topo = load_topology(topology_file(tmp_path, 2))
+    plan = export_plan(topo, topo.programs[0],
+                       [str(export_of(tmp_path, topo, random_trace(4, events=60), monkeypatch, 2))])
+    fused = [r.asDict(recursive=True) for r in output_frame(spark, plan, fused=True).collect()]
+    mapped = [r.asDict(recursive=True) for r in output_frame(spark, plan).collect()]
+    assert fused == mapped and len(fused) > 60

@@ -76,9 +76,10 @@ def spark_session(master: str = DEFAULT_MASTER, ui: bool = True, conf: dict[str,
 
 
 def register_source(spark: Any) -> None:
-    from .source import BackfillSource
+    from .source import BackfillSource, FusedSource
 
     spark.dataSource.register(BackfillSource)
+    spark.dataSource.register(FusedSource)
 
 
 # -- plans ------------------------------------------------------------------------------------------------
@@ -134,9 +135,14 @@ def _task_function(plan_json: str) -> Callable[[Iterator[pa.RecordBatch]], Itera
     return run
 
 
-def output_frame(spark: Any, plan: Plan) -> Any:
-    """The DataFrame of every task's output rows (lazy: nothing runs until it is read)."""
+def output_frame(spark: Any, plan: Plan, fused: bool = False) -> Any:
+    """The DataFrame of every task's output rows (lazy: nothing runs until it is read).
+
+    ``fused``: the data source runs each slice's task itself, in the Python worker that reads
+    the slice, so records never cross into the JVM and back (``bench/backfill.py`` compares)."""
     plan_json = plan.to_json()
+    if fused:
+        return spark.read.format("eventscript_backfill_fused").option("plan", plan_json).load()
     df = spark.read.format("eventscript_backfill").option("plan", plan_json).load()
     return df.mapInArrow(_task_function(plan_json), OUTPUT_DDL)
 

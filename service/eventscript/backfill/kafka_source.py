@@ -41,7 +41,7 @@ def _consumer(kafka: KafkaConfig, purpose: str) -> Consumer:
 
 
 def kafka_plan(topo: Topology, cfg: ProgramConfig, *, start: str | None = None, stop: str | None = None,
-               until_us: int | None = None, batch_size: int = 10_000, timeout: float = 30.0) -> Plan:
+               until_us: int | None = None, batch_size: int = 10_000, timeout: float = 10.0) -> Plan:
     """The cut of a program's input topics, from the broker."""
     lo, hi = cut.Bound.parse(start, "--from"), cut.Bound.parse(stop, "--to")
     consumer = _consumer(topo.kafka, "cut")
@@ -49,7 +49,9 @@ def kafka_plan(topo: Topology, cfg: ProgramConfig, *, start: str | None = None, 
         try:
             md = consumer.list_topics(timeout=timeout)
         except KafkaException as exc:
-            raise BackfillError(f"cannot reach Kafka at {topo.kafka.bootstrap_servers} ({exc}); check the address "
+            err = exc.args[0] if exc.args else None
+            reason = err.str() if hasattr(err, "str") else str(exc)
+            raise BackfillError(f"cannot reach Kafka at {topo.kafka.bootstrap_servers} ({reason}); check the address "
                                 f"(--bootstrap-servers) and that the broker is running") from None
         counts: dict[str, int] = {}
         for i, inp in enumerate(cfg.inputs):

@@ -74,3 +74,28 @@ class BackfillSource(DataSource):  # type: ignore[misc]
 
     def reader(self, schema: Any) -> DataSourceReader:
         return BackfillReader(Plan.from_json(self.options["plan"]))
+
+
+class FusedReader(BackfillReader):
+    """Reads a slice and runs its task in the same Python worker: records never cross the JVM."""
+
+    def read(self, partition: SliceInput) -> Iterator[pa.RecordBatch]:
+        from .runner import run_partition
+
+        yield from run_partition(self.plan, partition.index, slice_batches(self.plan, self.plan.slices[partition.index]))
+
+
+class FusedSource(BackfillSource):
+    """``eventscript_backfill_fused``: the task stage's output rows straight from the data source."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME + "_fused"
+
+    def schema(self) -> str:
+        from .records import OUTPUT_DDL
+
+        return OUTPUT_DDL
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return FusedReader(Plan.from_json(self.options["plan"]))

@@ -37,7 +37,9 @@ def setup(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..engine.timeutil import parse_time
     from ..kafka.config import TopologyError, load_topology
+    from .kafka_cmds import _logging
 
+    _logging(args.verbose)  # librdkafka's own lines only with --verbose, as in the other Kafka commands
     try:
         topo = load_topology(args.topology)
         if args.bootstrap_servers:
