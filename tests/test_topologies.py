@@ -33,3 +33,36 @@ def test_shipped_topology_is_valid() -> None:
     assert [p.name for p in topo.programs] == ["overheat", "site-alarm"]
     for p in topo.programs:
         assert topo.source_path(p).exists()
+
+
+TOPOLOGY_FILES = sorted(TOPOLOGIES.glob("*/topology.yaml"))
+
+
+@pytest.mark.parametrize("path", TOPOLOGY_FILES, ids=lambda p: p.parent.name)
+def test_shipped_topologies_pass_topology_check(path: Path) -> None:
+    from eventscript.topology.check import check
+    from eventscript.topology.model import load_graph
+
+    found = check(load_graph(path))
+    assert found == [], [f.render() for f in found]
+
+
+@pytest.mark.parametrize("path", TOPOLOGY_FILES, ids=lambda p: p.parent.name)
+def test_shipped_topologies_give_their_expected_output_in_simulated_time(
+        path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = path.parent
+    status = main(["test", "--trace", str(d / "sample.trace"), str(path), "--expect", str(d / "expected.jsonl")])
+    assert status == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", TOPOLOGY_FILES, ids=lambda p: p.parent.name)
+def test_shipped_topologies_have_a_readme_with_their_picture(path: Path) -> None:
+    readme = path.parent / "README.md"
+    assert readme.exists()
+    assert "topology.svg" in readme.read_text(encoding="utf-8")
+    assert (path.parent / "topology.svg").exists()
+
+
+def test_at_least_six_pipelines_ship() -> None:
+    assert {p.parent.name for p in TOPOLOGY_FILES} >= {
+        "sensors", "big-trades", "radiation", "visitor-escort", "fridge-alerts", "sensor-silence", "windows-alarm"}
