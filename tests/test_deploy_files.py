@@ -19,6 +19,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,10 @@ def _exported() -> tuple[set[str], set[str], set[str]]:
     m.observe_commit("p", 0.01)
     m.observe_restore("p", 0.01)
     m.tasks("p", 1)
+    m.kafka.update("p", "consumer", {"type": "consumer", "msg_cnt": 0,
+                                     "brokers": {"b": {"nodeid": 1, "nodename": "b", "rtt": {"cnt": 1, "avg": 1, "p99": 1}}},
+                                     "topics": {"t": {"partitions": {"0": {"partition": 0, "fetch_state": "active",
+                                                                           "ls_offset": 1, "app_offset": 0}}}}})
     families: set[str] = set()
     names: set[str] = set()
     labels: set[str] = set()
@@ -73,22 +78,25 @@ LABELS = EXPORTED_LABELS | TARGET_LABELS
 
 
 def _kinds() -> set[str]:
-    """The ``kind`` values of eventscript_records_total (metrics.KINDS)."""
-    return set(metrics_module.KINDS)
+    """The ``kind`` values of eventscript_records_total, _faults_total and _rebalances_total."""
+    return set(metrics_module.KINDS) | set(metrics_module.FAULTS) | set(metrics_module.REBALANCES)
 
 
 KINDS = _kinds()
 
 
 def test_the_worker_exports_what_the_files_rely_on() -> None:
-    for name in ("eventscript_records_total", "eventscript_commit_seconds_bucket",
-                 "eventscript_restore_seconds_bucket", "eventscript_restore_seconds_count", "eventscript_tasks"):
+    for name in ("eventscript_records_total", "eventscript_commits_total", "eventscript_commit_seconds_bucket",
+                 "eventscript_restore_seconds_bucket", "eventscript_restore_seconds_count", "eventscript_tasks",
+                 "eventscript_kafka_consumer_lag", "eventscript_ready", "eventscript_build_info",
+                 "process_resident_memory_bytes"):
         assert name in EXPORTED, f"{name} is not exported (exported: {sorted(EXPORTED)})"
-    assert {"program", "kind", "le"} <= EXPORTED_LABELS
-    assert {"consumed", "processed", "produced", "errors", "repartitioned", "commits"} <= KINDS
+    assert {"program", "kind", "le", "topic", "partition"} <= EXPORTED_LABELS
+    assert {"consumed", "processed", "produced", "errors", "repartitioned"} <= KINDS
+    assert "commits" not in metrics_module.KINDS, "batches are counted in eventscript_commits_total"
     # ... and the worker still counts them under those names.
     sources = "".join(p.read_text(encoding="utf-8") for p in KAFKA_SOURCES.glob("*.py") if p.name != "metrics.py")
-    assert [k for k in sorted(KINDS) if f'"{k}"' not in sources] == []
+    assert [k for k in sorted(KINDS | {metrics_module.COMMITS}) if f'"{k}"' not in sources] == []
 
 
 # -- PromQL -------------------------------------------------------------------------------------------
@@ -220,6 +228,15 @@ def test_dashboard_has_the_panels_operators_need(dashboard: dict[str, Any]) -> N
             f"commit latency p{q}"
     assert some(r"histogram_quantile\(0.99, .*eventscript_restore_seconds_bucket"), "restore time p99"
     assert some(r"sum by \(program\) \(eventscript_tasks\{"), "tasks per program"
+    assert some(r"sum by \(program\) \(eventscript_kafka_consumer_lag\{"), "lag per program"
+    assert some(r"sum by \(program\) \(eventscript_ready\{"), "ready workers per program"
+    assert some(r"eventscript_instances\{"), "instances"
+    assert some(r"rate\(eventscript_commits_total\{"), "commits/s from their own counter"
+    # Restore p99 shows no NaN in hours without a restore: the quantile is kept only where one happened.
+    restore = [e for e in exprs if "eventscript_restore_seconds_bucket" in e]
+    assert restore and all(re.search(r"and on \(program\) \(sum by \(program\) \(increase\("
+                                     r"eventscript_restore_seconds_count\{[^}]*\}\[1h\]\)\) > 0\)", e)
+                           for e in restore), restore
     assert some(r'kind="consumed"') and some(r'kind="processed"'), "consumed vs processed"
 
 
@@ -240,15 +257,24 @@ def test_dashboard_layout(dashboard: dict[str, Any]) -> None:
 
 # -- Prometheus rules ---------------------------------------------------------------------------------------
 
+_BY = r"by \(namespace, job, program\)"
 ALERTS = {  # alert: (for, what its expression compares, what it computes once recorded series are expanded)
-    "EventScriptWorkerDown": ("2m", r"^up\{[^}]*\} == 0$", r"^up\{"),
+    "EventScriptJobAbsent": ("5m", r"^absent\(up\{[^}]*\}\) or sum by \(namespace, job\) \(up\{[^}]*\}\) == 0$",
+                             r"absent\(up"),
+    "EventScriptWorkerDown": ("5m", r"^up\{[^}]*\} == 0$", r"^up\{"),
+    "EventScriptWorkerNotReady": ("15m", r"== 0$", r"max by \(namespace, job, instance, program\) \(eventscript_ready\{"),
+    "EventScriptLagGrowing": ("15m", r"> 1000 and deriv\(.*\[15m\]\) > 0$",
+                              rf"sum {_BY} \(eventscript_kafka_consumer_lag\{{"),
+    "EventScriptCommitsFailing": ("5m", r"> 3$", r'eventscript_faults_total\{[^}]*kind=~"commit_failed\|transaction_aborted"'),
+    "EventScriptRebalancing": ("10m", r"> 0$", r"eventscript_rebalances_total\{"),
+    "EventScriptRestoreSlow": ("1m", r"> 120$", r"histogram_quantile\(0\.99, .*eventscript_restore_seconds_bucket"),
     "EventScriptErrorsHigh": ("10m", r"> 0\.05$",
-                              r'eventscript_records_total\{[^}]*kind="errors"[^/]*/ sum by \(program\) '
+                              rf'eventscript_records_total\{{[^}}]*kind="errors"[^/]*/ sum {_BY} '
                               r'\(rate\(eventscript_records_total\{[^}]*kind="processed"'),
     "EventScriptCommitSlow": ("10m", r"> 2$", r"histogram_quantile\(0\.99, .*eventscript_commit_seconds_bucket"),
-    "EventScriptNoProgress": ("10m", r'kind="consumed"\} > 0\) unless on \(program\) \(.*kind="processed"\} > 0\)',
-                              r"eventscript_records_total"),
-    "EventScriptTasksUnassigned": ("5m", r"== 0$", r"^\(sum by \(program\) \(eventscript_tasks\{"),
+    "EventScriptNoProgress": ("10m", r'kind="consumed"\} > 0\) unless on \(namespace, job, program\) '
+                              r'\(.*kind="processed"\} > 0\)', r"eventscript_records_total"),
+    "EventScriptTasksUnassigned": ("5m", r"== 0$", rf"^\(sum {_BY} \(eventscript_tasks\{{"),
 }
 
 
@@ -318,7 +344,8 @@ def test_rules_parse_as_promql(rules: list[dict[str, Any]], dashboard: dict[str,
 # -- Helm chart ---------------------------------------------------------------------------------------------------
 
 TEMPLATES = ["_helpers.tpl", "configmap.yaml", "statefulset.yaml", "service.yaml", "pdb.yaml", "servicemonitor.yaml",
-             "NOTES.txt"]
+             "NOTES.txt", "serviceaccount.yaml", "hpa.yaml", "scaledobject.yaml", "networkpolicy.yaml",
+             "prometheusrule.yaml"]
 _ACTION = re.compile(r"\{\{(.*?)\}\}", re.S)
 _OPENERS = {"if", "range", "with", "define", "block"}
 
@@ -519,7 +546,8 @@ def test_dockerignore_keeps_what_the_build_needs() -> None:
 
 
 def _render(overrides: dict[str, Any]) -> list[dict[str, Any]]:
-    helm = shutil.which("helm")
+    beside = Path(sys.executable).parent / "helm"  # scripts/install-helm
+    helm = str(beside) if beside.is_file() else shutil.which("helm")
     if helm:
         proc = subprocess.run([helm, "template", "demo", str(CHART), "--namespace", "streams", "-f", "-"],
                               input=json.dumps(overrides), capture_output=True, text=True, check=True)
@@ -537,7 +565,7 @@ def _kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 def test_rendered_chart(values: dict[str, Any]) -> None:
     docs = _render({})
-    assert {d["kind"] for d in docs} == {"ConfigMap", "StatefulSet", "Service", "PodDisruptionBudget"}
+    assert {d["kind"] for d in docs} == {"ConfigMap", "StatefulSet", "Service", "PodDisruptionBudget", "ServiceAccount"}
     (sts,) = _kind(docs, "StatefulSet")
     (cm,) = _kind(docs, "ConfigMap")
     (svc,) = _kind(docs, "Service")
@@ -563,7 +591,7 @@ def test_rendered_chart_options() -> None:
     docs = _render({"persistence": {"enabled": False}, "serviceMonitor": {"enabled": True},
                     "kafka": {"existingSecret": "kafka"}, "podDisruptionBudget": {"enabled": False},
                     "programs": ["overheat"], "sources": {"x.es": "in {} A\n(A())*\n"}})
-    assert {d["kind"] for d in docs} == {"ConfigMap", "StatefulSet", "Service", "ServiceMonitor"}
+    assert {d["kind"] for d in docs} == {"ConfigMap", "StatefulSet", "Service", "ServiceMonitor", "ServiceAccount"}
     (sts,) = _kind(docs, "StatefulSet")
     pod = sts["spec"]["template"]["spec"]
     assert "volumeClaimTemplates" not in sts["spec"]
