@@ -129,3 +129,19 @@ def test_json_lines_escape_lone_surrogates_instead_of_failing() -> None:
     line.encode("utf-8")  # would raise UnicodeEncodeError with the surrogates left raw
     assert "\\ud800" in line and "é" in line and "\U0001f600" in line
     assert json.loads(line) == obj
+
+
+def test_snapshots_keep_shared_arrays_shared_and_plain_ones_plain() -> None:
+    """A list reached once is written as a plain array; one reached twice keeps its identity."""
+    from eventscript.engine import context
+    from eventscript.engine.values import UNSET
+
+    a = [1, 2]
+    b = [a, a, [3]]
+    restored = context.decode(context.encode(1, [a, b, UNSET, a, [4, [5]]], ("k",), None)).variables
+    assert restored == [[1, 2], [[1, 2], [1, 2], [3]], UNSET, [1, 2], [4, [5]]]
+    assert restored[0] is restored[1][0] is restored[1][1] is restored[3]
+    assert restored[2] is UNSET
+    plain = context.encode(1, [7, "x", True, 1.5], None, None)
+    assert context.decode(plain).variables == [7, "x", True, 1.5]
+    assert len(context.encode(1, [[1, 2]], None, None)) < len(context.encode(1, [[1, 2], None], None, None)) + 8

@@ -61,15 +61,41 @@ class InstanceContext:
         return (self.key or ()) < (other.key or ())
 
 
+_UNSET_EXT = msgpack.ExtType(_EXT_UNSET, b"")
+
+
+def _shared_lists(values: list[Any]) -> set[int]:
+    """Ids of the lists reachable from ``values`` more than once (shared by reference)."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    stack = [v for v in values if type(v) is list]
+    while stack:
+        x = stack.pop()
+        i = id(x)
+        if i in seen:
+            shared.add(i)
+            continue
+        seen.add(i)
+        stack.extend(v for v in x if type(v) is list)
+    return shared
+
+
 class _Encoder:
-    def __init__(self) -> None:
+    """Values to msgpack. A list reached once is a plain msgpack array; a list reached several
+    times is numbered at its first occurrence and referred to by number after, so the sharing
+    survives a restore."""
+
+    def __init__(self, shared: set[int]) -> None:
+        self.shared = shared
         self.seen: dict[int, int] = {}
 
     def enc(self, x: Any) -> Any:
         if x is UNSET:
-            return msgpack.ExtType(_EXT_UNSET, b"")
+            return _UNSET_EXT
         t = type(x)
         if t is list:
+            if id(x) not in self.shared:
+                return [self.enc(v) for v in x]
             i = self.seen.get(id(x))
             if i is not None:
                 return msgpack.ExtType(_EXT_REF, msgpack.packb(i))
@@ -112,6 +138,10 @@ class _Decoder:
         return msgpack.ExtType(code, data)
 
 
+_PLAIN = frozenset((int, float, str, bool))
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+
 class ContextSnapshot(NamedTuple):
     """A decoded instance-context snapshot."""
 
@@ -129,9 +159,15 @@ def encode(state: Any, variables: list[Any], key: tuple[Any, ...] | None, timer:
     """Serialize (state id, variables, key, (deadline, symbol, seq) of the pending timer, whether
     the instance has terminated — an ungrouped program stays terminated —, its origin and its
     count of time events)."""
-    e = _Encoder()
-    payload = [FORMAT_VERSION, state, [e.enc(v) for v in variables], list(key) if key is not None else None,
-               list(timer) if timer is not None else None, terminated, origin, fires]
+    key_list = list(key) if key is not None else None
+    timer_list = list(timer) if timer is not None else None
+    for v in variables:
+        if type(v) not in _PLAIN:
+            break
+    else:  # the common case, every variable a number, string or boolean: no per-value encoding
+        return _pack([FORMAT_VERSION, state, variables, key_list, timer_list, terminated, origin, fires])
+    e = _Encoder(_shared_lists(variables))
+    payload = [FORMAT_VERSION, state, [e.enc(v) for v in variables], key_list, timer_list, terminated, origin, fires]
     return msgpack.packb(payload, default=_Encoder._ext, use_bin_type=True)
 
 
