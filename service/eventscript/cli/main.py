@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from ..logging_setup import FORMATS, LEVELS, LoggingConfigError, configure, resolve
 from . import commands
 
 
@@ -13,6 +14,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="eventscript", description="EventScript: regular expressions with actions, "
                                 "run as event processors.")
     p.add_argument("--version", action="version", version="eventscript 0.1.0")
+    p.add_argument("--log-format", choices=FORMATS, help="json: one JSON object per line (program, task, "
+                   "partition, key); text: readable lines (default: $EVENTSCRIPT_LOG_FORMAT, else the "
+                   "command's own terminal output)")
+    p.add_argument("--log-level", type=str.upper, choices=LEVELS, metavar="LEVEL",
+                   help="DEBUG, INFO (default with --log-format), WARNING, ERROR (default: $EVENTSCRIPT_LOG_LEVEL)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, (help_, setup, _) in commands.COMMANDS.items():
@@ -25,6 +31,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     run: Callable[[argparse.Namespace], int] = commands.COMMANDS[args.command][2]
+    try:
+        chosen = resolve(args.log_format, args.log_level)
+    except LoggingConfigError as exc:
+        parser.error(str(exc))
+    if chosen is not None:
+        configure(*chosen)
     try:
         return run(args)
     except KeyboardInterrupt:
