@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
+from unittest import mock
 
 from eventscript.automata.compile import compile_source
+from eventscript.engine.engine import LAZY_MODE_ENV
 from eventscript.language.source import SourceFile
 from eventscript.tester.runner import run_trace
 from eventscript.tester.trace import parse_trace
@@ -15,10 +18,24 @@ def compiles(source: str) -> bool:
 
 
 def run_tester(source: str, trace_text: str, *, lazy: bool) -> list[dict[str, Any]]:
-    """What ``eventscript test`` prints, one dict per line; ``$error`` reduced to its code."""
+    """What ``eventscript test`` prints, one dict per line; ``$error`` reduced to its code.
+
+    ``lazy``: on the lazy DFA, run twice, with its transition cache and with the fallback
+    simulation forced on (the third engine); the two must agree before either is compared."""
+    if not lazy:
+        return _run(source, trace_text, lazy=False)
+    cached = _run(source, trace_text, lazy=True, mode="cache")
+    simulated = _run(source, trace_text, lazy=True, mode="simulate")
+    assert cached == simulated, "the lazy DFA's cache and its fallback simulation disagree"
+    return cached
+
+
+def _run(source: str, trace_text: str, *, lazy: bool, mode: str = "auto") -> list[dict[str, Any]]:
     program = compile_source(source, name="ref", force_lazy=lazy).require()
     lines: list[dict[str, Any]] = []
-    run_trace([program], parse_trace(SourceFile("<trace>", trace_text)), lambda line: lines.append(line.to_json()))
+    with mock.patch.dict(os.environ, {LAZY_MODE_ENV: mode}):
+        run_trace([program], parse_trace(SourceFile("<trace>", trace_text)),
+                  lambda line: lines.append(line.to_json()))
     return [comparable(line) for line in lines]
 
 

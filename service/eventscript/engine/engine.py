@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, tzinfo
@@ -47,8 +48,11 @@ MAX_FIRES_AT_ONE_INSTANT = 1000
 DEFAULT_LAZY_CACHE = 50_000
 #: How a lazy DFA takes its steps (``lazy_mode``): "auto" caches transitions and falls back to
 #: simulating every step when the cache thrashes; "cache" never falls back (tests); "simulate"
-#: never caches (the fallback forced on, for tests and benchmarks).
+#: never caches (the fallback forced on, for tests and benchmarks). Engines created without
+#: ``lazy_mode`` take it from this environment variable, so a whole tester or conformance run can
+#: be forced onto the fallback: ``EVENTSCRIPT_LAZY_MODE=simulate eventscript test --state-limit 1``.
 LAZY_MODES = ("auto", "cache", "simulate")
+LAZY_MODE_ENV = "EVENTSCRIPT_LAZY_MODE"
 
 
 _NOFN = object()  # "not computed yet" in the lazy DFA's function caches (None means no function)
@@ -102,7 +106,7 @@ class Engine:
     def __init__(self, compiled: CompiledProgram, consumer: EventConsumer | None = None,
                  time: TimeProvider | None = None, *, name: str | None = None, tz: tzinfo = UTC,
                  search_dirs: Iterable[Path] = (), lazy_cache_states: int = DEFAULT_LAZY_CACHE,
-                 track_dirty: bool = False, lazy_mode: str = "auto") -> None:
+                 track_dirty: bool = False, lazy_mode: str | None = None) -> None:
         self.compiled = compiled
         self.program: ir.ProgramIR = compiled.program
         self.machine: DFAMachine | LazyDFA = compiled.machine
@@ -138,7 +142,7 @@ class Engine:
         self.lazy_cache: TransitionCache | None = None
         self._start: Any
         if isinstance(self.machine, LazyDFA):
-            self._setup_lazy(lazy_mode)
+            self._setup_lazy(lazy_mode or os.environ.get(LAZY_MODE_ENV) or "auto")
         else:
             start_key, init_units = self.machine.start()
             self._start = self._state(start_key)
@@ -263,7 +267,8 @@ class Engine:
         feed looks the transition up in the cache ``_M`` (``automata.hybrid``) and on a miss
         calls ``_miss``, generated here with the step unrolled for this automaton."""
         if mode not in LAZY_MODES:
-            raise ValueError(f"lazy_mode must be one of {', '.join(LAZY_MODES)}, not {mode!r}")
+            raise ValueError(f"lazy_mode (or ${LAZY_MODE_ENV}) must be one of {', '.join(LAZY_MODES)}, "
+                             f"not {mode!r}")
         assert isinstance(self.machine, LazyDFA)
         ps = self.positions = PositionSets(self.machine.efa, self.machine.occ, self.nsym)
         cache = self.lazy_cache = TransitionCache(self.nsym, self.lazy_cache_states,
