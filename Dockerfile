@@ -2,7 +2,8 @@
 #
 # EventScript worker image: `eventscript run` on a topology mounted at /etc/eventscript/topology.yaml.
 #
-#   docker build -t eventscript .
+#   docker build -t eventscript .                                  (the worker: the last stage)
+#   docker build --target backfill -t eventscript-backfill .      (`eventscript backfill`: Java + PySpark)
 #   docker run --rm -p 8080:8080 -e KAFKA_BOOTSTRAP_SERVERS=kafka:9092 -e EVENTSCRIPT_INSTANCE_ID=worker-0 \
 #     -v $PWD/my-topology:/etc/eventscript:ro -v eventscript-state:/var/lib/eventscript eventscript
 #
@@ -13,10 +14,15 @@
 #   container with a longer timeout than Docker's default 10 s (`docker stop -t 45`).
 # - EVENTSCRIPT_INSTANCE_ID must be stable per worker and distinct between workers (transactional ids
 #   derive from it); without it, the worker persists a random id in the state directory.
+# - Logs are JSON lines (EVENTSCRIPT_LOG_FORMAT=json; EVENTSCRIPT_LOG_LEVEL, default INFO).
+# - Dependencies are pinned by constraints.txt (scripts/lock-deps writes it); the runtime images have
+#   no pip, setuptools or wheel. Pin the base image by digest for reproducible builds:
+#   --build-arg PYTHON_IMAGE=python:3.11-slim@sha256:<digest>
+#   (`docker buildx imagetools inspect python:3.11-slim` prints the digest).
 
 ARG PYTHON_IMAGE=python:3.11-slim
 
-# ---- build: install the package and its dependencies (no dev extras) into a virtualenv ------------
+# ---- build: the package and its pinned dependencies in a virtualenv ------------------------------
 FROM ${PYTHON_IMAGE} AS build
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -28,13 +34,22 @@ ENV PATH=/opt/eventscript/bin:$PATH
 
 WORKDIR /src
 # README.md is the package's readme (pyproject.toml); service/ holds the package itself.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY service ./service
-RUN pip install . \
+RUN pip install --no-cache-dir -c constraints.txt . \
  && eventscript --help >/dev/null
 
-# ---- runtime -------------------------------------------------------------------------------------
-FROM ${PYTHON_IMAGE}
+# ---- build-backfill: plus the backfill extra (PySpark, pandas, Arrow), pinned too ----------------
+FROM build AS build-backfill
+RUN pip install --no-cache-dir -c constraints.txt ".[backfill]" \
+ && pip uninstall --yes pip setuptools wheel
+
+# ---- build-worker: the worker's virtualenv without the installers --------------------------------
+FROM build AS build-worker
+RUN pip uninstall --yes pip setuptools wheel
+
+# ---- runtime-base: a non-root user, no pip ---------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS runtime-base
 
 ARG UID=10001
 ARG GID=10001
@@ -43,23 +58,40 @@ LABEL org.opencontainers.image.title="eventscript" \
       org.opencontainers.image.description="EventScript: regular expressions with actions, run as keyed stream processors on Kafka" \
       org.opencontainers.image.licenses="Apache-2.0"
 
-RUN groupadd --system --gid "${GID}" eventscript \
+# The base image's own pip, setuptools and wheel go too: nothing installs at run time.
+RUN python -m pip uninstall --yes --root-user-action=ignore pip setuptools wheel \
+ && groupadd --system --gid "${GID}" eventscript \
  && useradd --system --uid "${UID}" --gid "${GID}" --home-dir /app --no-create-home \
             --shell /usr/sbin/nologin eventscript \
  && mkdir -p /app /etc/eventscript /var/lib/eventscript \
  && chown "${UID}:${GID}" /var/lib/eventscript
 
-COPY --from=build /opt/eventscript /opt/eventscript
-
 ENV PATH=/opt/eventscript/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     EVENTSCRIPT_STATE_DIR=/var/lib/eventscript \
+    EVENTSCRIPT_LOG_FORMAT=json \
     HEALTHCHECK_PORT=8080
 
 WORKDIR /app
 # The shipped example topologies and programs (e.g. /app/topologies/sensors/overheat.es).
 COPY topologies/ /app/topologies/
+
+# ---- backfill: `eventscript backfill` on PySpark (local mode), with a Java runtime -----------------
+FROM runtime-base AS backfill
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends default-jre-headless \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build-backfill /opt/eventscript /opt/eventscript
+USER ${UID}:${GID}
+ENTRYPOINT ["eventscript"]
+CMD ["backfill", "--help"]
+
+# ---- worker (the default target) ------------------------------------------------------------------
+FROM runtime-base AS worker
+
+COPY --from=build-worker /opt/eventscript /opt/eventscript
 
 USER ${UID}:${GID}
 

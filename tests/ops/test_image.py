@@ -1,0 +1,74 @@
+"""The image: hadolint finds nothing, every pip install is pinned by constraints.txt, which pins
+every runtime dependency exactly, and the runtime stages carry no installers."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+
+from tools import ROOT, need
+
+DOCKERFILE = ROOT / "Dockerfile"
+CONSTRAINTS = ROOT / "constraints.txt"
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\s\[<>=!~;(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _instructions() -> list[tuple[str, str]]:
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text(encoding="utf-8"))
+    out = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def test_hadolint() -> None:
+    hadolint = need("hadolint")
+    proc = subprocess.run([hadolint, "--failure-threshold", "style", str(DOCKERFILE)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_constraints_pin_every_runtime_dependency() -> None:
+    pins = {}
+    for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version and re.fullmatch(r"[\w.+!-]+", version), f"constraints.txt: {line!r} is not name==version"
+            pins[_name(name)] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = project["dependencies"] + project["optional-dependencies"]["backfill"]
+    assert {_name(r) for r in wanted} - set(pins) == set(), "run scripts/lock-deps"
+
+
+def test_every_pip_install_uses_the_constraints() -> None:
+    installs = [rest for w, rest in _instructions() if w == "RUN" and "pip install" in rest]
+    assert installs
+    for rest in installs:
+        for command in re.findall(r"pip install[^&]*", rest):
+            assert "-c constraints.txt" in command, command
+    assert any(w == "COPY" and "constraints.txt" in rest for w, rest in _instructions())
+    assert "constraints.txt" not in (ROOT / ".dockerignore").read_text()
+
+
+def test_runtime_stages_have_no_installers() -> None:
+    stages: dict[str, list[tuple[str, str]]] = {}
+    current = ""
+    for word, rest in _instructions():
+        if word == "FROM":
+            current = rest.split(" AS ")[-1].strip() if " AS " in rest else rest
+            stages[current] = []
+        stages.setdefault(current, []).append((word, rest))
+    assert list(stages)[-1] == "worker", "the worker is the default (last) target"
+    assert {"backfill", "worker", "runtime-base"} <= set(stages)
+    assert any("pip uninstall --yes" in r and "setuptools" in r for _, r in stages["runtime-base"])
+    for stage in ("backfill", "worker"):
+        copied = [r for w, r in stages[stage] if w == "COPY" and "--from=" in r]
+        source = copied[0].split("--from=")[1].split()[0]
+        assert any("pip uninstall --yes pip setuptools wheel" in r for _, r in stages[source]), source
+    assert any("jre" in r for w, r in stages["backfill"] if w == "RUN"), "the backfill image needs Java"
