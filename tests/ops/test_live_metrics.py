@@ -1,0 +1,114 @@
+"""A live worker (in-process TopologyRunner, the session's broker) exports every metric the
+Grafana dashboard and the Prometheus rules use, with the labels they use."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kafka_helpers import FAST_GROUP, Broker, KeyedProducer, free_port, topology, unique, wait_for
+from prometheus_client.parser import text_string_to_metric_families
+
+from eventscript.kafka.config import load_topology
+from eventscript.kafka.runner import TopologyRunner
+from test_deploy_files import DASHBOARD, RULES, TARGET_LABELS, _exprs, promql_labels, promql_metric_names
+
+PROGRAM = "in {string k;} A group(A.k)\nout {string k;} B\n( A(a) { !>B(a); } )*\n"
+#: Labels PromQL adds or computes rather than reads from a series (histogram buckets are read).
+COMPUTED = {"le"} | TARGET_LABELS
+
+
+def scrape(port: int) -> dict[str, list[dict[str, str]]]:
+    """Sample name -> the label sets it is exported with."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    out: dict[str, list[dict[str, str]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append(dict(sample.labels))
+    return out
+
+
+def ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+            return r.status == 200
+    except OSError:  # 503 (HTTPError), or not listening yet
+        return False
+
+
+def used_queries() -> list[tuple[str, str]]:
+    """(where, PromQL) of every dashboard panel and every rule, recorded series left out."""
+    import json
+
+    rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [*_exprs(dashboard), *((r.get("record") or r["alert"], r["expr"]) for r in rules)]
+
+
+def missing(exported: dict[str, list[dict[str, str]]], queries: list[tuple[str, str]],
+            recorded: set[str]) -> list[str]:
+    problems = []
+    for where, expr in queries:
+        names = promql_metric_names(expr) - recorded - {"up"}
+        for name in sorted(names - set(exported)):
+            problems.append(f"{where}: {name} is not exported")
+        labels, _ = promql_labels(expr)
+        for label in sorted(labels - COMPUTED):
+            if names and not any(label in s for n in names for s in exported.get(n, [])):
+                problems.append(f"{where}: no series of {sorted(names)} has label {label!r}")
+    return problems
+
+
+def test_missing_finds_what_is_not_exported() -> None:
+    exported = {"eventscript_tasks": [{"program": "p"}]}
+    assert missing(exported, [("x", 'sum by (program) (eventscript_tasks{program=~"$program"})')], set()) == []
+    assert missing(exported, [("x", "sum by (topic) (eventscript_tasks)")], set()) == [
+        "x: no series of ['eventscript_tasks'] has label 'topic'"]
+    assert missing(exported, [("x", "eventscript_lag")], set()) == ["x: eventscript_lag is not exported"]
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_a_live_worker_exports_what_dashboard_and_rules_use(broker: Broker, tmp_path: Path) -> None:
+    name = unique("live")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
+                                        "inputs": [{"topic": f"{name}-in", "event": "A"}],
+                                        "outputs": {"default": f"{name}-out"}}], {f"{name}-in": {"partitions": 2}})
+    doc: dict[str, Any] = yaml.safe_load(path.read_text())
+    doc["kafka"]["consumer"] = {**FAST_GROUP, "statistics.interval.ms": 500}
+    path.write_text(yaml.safe_dump(doc))
+    port = free_port()
+    runner = TopologyRunner(load_topology(path), health_port=port)
+    runner.prepare()
+    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    t.start()
+    try:
+        wait_for(lambda: ready(port), 90, what="/readyz")
+        producer = KeyedProducer(broker, f"{name}-in", 2)
+        producer.run(count=50, keys=5, rate=1000)
+
+        def processed_and_lag_known() -> bool:
+            exported = scrape(port)
+            processed = [s for s in exported.get("eventscript_records_total", [])
+                         if s.get("kind") == "processed"]
+            lag = [s for s in exported.get("eventscript_kafka_consumer_lag", []) if s.get("topic") == f"{name}-in"]
+            return bool(processed) and len(lag) == 2
+
+        wait_for(processed_and_lag_known, 60, what="processed records and per-partition lag")
+        exported = scrape(port)
+        rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
+        recorded = {r["record"] for r in rules if "record" in r}
+        assert missing(exported, used_queries(), recorded) == []
+        lag = {s["partition"] for s in exported["eventscript_kafka_consumer_lag"] if s["topic"] == f"{name}-in"}
+        assert lag == {"0", "1"}
+        assert exported["eventscript_build_info"] and exported["process_resident_memory_bytes"]
+        assert exported["eventscript_commits_total"] == [{"program": name}]
+    finally:
+        runner.stop()
+        t.join(60)
