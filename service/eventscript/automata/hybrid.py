@@ -23,6 +23,7 @@ The engine's generated code reads ``young[sym]`` directly, so those dicts are re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 #: Generations whose entries were mostly computed, in a row, before the cache is switched off.
@@ -32,7 +33,8 @@ THRASH_FRACTION = 0.5
 
 
 class TransitionCache:
-    def __init__(self, nsym: int, capacity: int, *, enabled: bool = True, adaptive: bool = True) -> None:
+    def __init__(self, nsym: int, capacity: int, *, enabled: bool = True, adaptive: bool = True,
+                 on_switch_off: Callable[[], None] | None = None) -> None:
         if capacity < 1:
             raise ValueError("the lazy DFA's cache needs room for at least one transition")
         self.capacity = capacity
@@ -46,6 +48,8 @@ class TransitionCache:
         #: Whether thrashing switches the cache off (tests turn it off to exercise eviction).
         self.adaptive = adaptive
         self.generations = 0
+        #: Told when the cache switches itself off (the engine then simulates every step inline).
+        self._on_switch_off = on_switch_off
 
     def recall(self, mask: int, sym: int) -> Any:
         """The entry from the old generation (moved back to the young one), or None."""
@@ -80,6 +84,8 @@ class TransitionCache:
 
     def switch_off(self) -> None:
         self.enabled = False
+        if self._on_switch_off is not None:
+            self._on_switch_off()
         for d in self.young:
             d.clear()
         self._old = [{} for _ in self.young]

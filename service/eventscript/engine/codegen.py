@@ -360,14 +360,17 @@ class CodeGen:
         return f"def {name}(ctx, ev):\n    return ({parts},)"
 
 
-    def feed(self, grouped: bool, keyed: bool = False, lazy: bool = False) -> str:
+    def feed(self, grouped: bool, keyed: bool = False, lazy: list[str] | None = None) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
         instance lookup, classification, transition and termination. This is the hot path.
 
         ``keyed``: ``feed_keyed(name, ev, key)`` instead, for hosts that computed the group key
         already (to route the event) and pass it in. ``lazy``: the machine is a lazy DFA, whose
-        states are int masks of NFA states (``automata.simulate``): the transition comes from the
-        per-symbol cache ``_M`` or, on a miss, from ``_miss(state, sym)`` (see ``engine.lazy``)."""
+        states are int masks of NFA states (``automata.simulate``), and these are the lines of
+        its simulated step (from mask ``m`` on ``sym``: set ``ctx.state = n`` and ``fn``, or
+        return ``_unexpected``), taken while ``_SIM`` is set, that is when the transition cache
+        is off; otherwise the transition comes from the per-symbol cache ``_M`` or, on a miss,
+        from ``_miss(m, sym)`` (both made by the engine's ``_setup_lazy``)."""
         out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):", "    ctx = None"]
         for k, inp in enumerate(self.p.inputs):
             out.append(f"    {'if' if k == 0 else 'elif'} name == {inp.name!r}:")
@@ -401,8 +404,17 @@ class CodeGen:
                         f"{ind}    if _start_row[sym] is None:",
                         f"{ind}        return _unexpected(None, name, sym)",
                         f"{ind}    ctx = _create(key)"]
-            if lazy:
+            if lazy is not None:
                 out += [f"{ind}m = ctx.state",
+                        f"{ind}if _SIM:",
+                        *(f"{ind}    {line}" for line in lazy),
+                        f"{ind}    if fn is not None:",
+                        f"{ind}        fn(ctx, ev)",
+                        f"{ind}    if not n & _OUT:",
+                        f"{ind}        _terminate(ctx)",
+                        f"{ind}    elif _dirty is not None:",
+                        f"{ind}        _dirty[id(ctx)] = ctx",
+                        f"{ind}    return ctx",
                         f"{ind}e = _M[sym].get(m)",
                         f"{ind}if e is None:",
                         f"{ind}    e = _miss(m, sym)",

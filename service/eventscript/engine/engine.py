@@ -150,7 +150,7 @@ class Engine:
             self._ns["_start_row"] = self._start.row
             self._init_fn = self._function(init_units, self._start, None) or (lambda ctx, ev: None)
             self._materialize()
-        lazy = self.positions is not None
+        lazy = self._simulated_step_lines() if self.positions is not None else None
         self.feed = self._define("feed", self._gen.feed(self.grouped, lazy=lazy))
         if self.grouped:
             self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True, lazy=lazy))
@@ -272,7 +272,8 @@ class Engine:
         assert isinstance(self.machine, LazyDFA)
         ps = self.positions = PositionSets(self.machine.efa, self.machine.occ, self.nsym)
         cache = self.lazy_cache = TransitionCache(self.nsym, self.lazy_cache_states,
-                                                  enabled=mode != "simulate", adaptive=mode == "auto")
+                                                  enabled=mode != "simulate", adaptive=mode == "auto",
+                                                  on_switch_off=self._simulate_every_step)
         self._time_syms = tuple(sorted(self.program.time_symbols))
         timed = 0
         for s in self._time_syms:
@@ -287,8 +288,34 @@ class Engine:
         self._ns.update({
             "_M": cache.young, "_cache": cache, "_T": ps.tables, "_ACT": ps.act, "_OUT": ps.out,
             "_step": ps.step, "_FN": [{} for _ in range(self.nsym)], "_NOFN": _NOFN, "_lfn": self._lazy_function,
+            "_fnmiss": self._lazy_function_cached, "_SIM": not cache.enabled,
         })
         self._miss = self._define("_miss", self._miss_source(ps))
+
+    def _simulate_every_step(self) -> None:
+        """The cache thrashed and switched itself off: the feed simulates every step inline."""
+        self._ns["_SIM"] = True
+
+    def _simulated_step_lines(self) -> list[str]:
+        """The feed's inline step while the cache is off (see ``CodeGen.feed``)."""
+        ps = self.positions
+        assert ps is not None
+        step = step_expression(ps, "m", "t")
+        lines = ["t = _T[sym]", f"n = {step}"] if step else ["n = _step(m, sym)"]
+        lines += ["if not n:", "    return _unexpected(ctx, name, sym)", "ctx.state = n"]
+        if self._time_syms:
+            lines += ["fn = _lfn(m, n, sym)"]
+        else:
+            lines += ["fn = _FN[sym].get(m & _ACT[sym], _NOFN)", "if fn is _NOFN:", "    fn = _fnmiss(m, n, sym)"]
+        return lines
+
+    def _lazy_function_cached(self, m: int, n: int, sym: int) -> Callable[..., Any] | None:
+        """For programs without timers the function depends on the symbol and on the states of m
+        whose edges on it carry actions only: kept in ``_FN[sym]`` under those states."""
+        ps = self.positions
+        assert ps is not None
+        fn = self._ns["_FN"][sym][m & ps.act[sym]] = self._lazy_function(m, n, sym)
+        return fn
 
     def _miss_source(self, ps: PositionSets) -> str:
         """``_miss(m, sym)``: the transition from mask m on sym as (target mask, function, whether
@@ -305,10 +332,9 @@ class Engine:
         if self._time_syms:
             lines += ["    fn = _lfn(m, n, sym)"]
         else:
-            lines += ["    f = _FN[sym]",
-                      "    fn = f.get(m & _ACT[sym], _NOFN)",
+            lines += ["    fn = _FN[sym].get(m & _ACT[sym], _NOFN)",
                       "    if fn is _NOFN:",
-                      "        fn = f[m & _ACT[sym]] = _lfn(m, n, sym)"]
+                      "        fn = _fnmiss(m, n, sym)"]
         lines += ["    e = (n, fn, not n & _OUT)",
                   "    if _cache.enabled:",
                   "        _cache.remember(m, sym, e)",
