@@ -25,13 +25,22 @@ import orjson  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from eventscript.backfill.job import Totals, export_plan, output_frame, outputs, run_locally, spark_session  # noqa: E402
+from eventscript.backfill.job import (  # noqa: E402
+    Totals,
+    check_totals,
+    export_plan,
+    output_frame,
+    outputs,
+    run_locally,
+    spark_session,
+)
 from eventscript.backfill.plan import Plan  # noqa: E402
 from eventscript.backfill.records import input_batch  # noqa: E402
 from eventscript.backfill.sink import FileSink  # noqa: E402
 from eventscript.engine.tuning import configure_gc  # noqa: E402
-from eventscript.kafka.config import parse_topology  # noqa: E402
-from eventscript.kafka.partitioner import partition_of  # noqa: E402
+from eventscript.kafka.config import ProgramConfig, parse_topology  # noqa: E402
+from eventscript.kafka.keys import scheme_for  # noqa: E402
+from eventscript.language.types import STRING  # noqa: E402
 
 PROGRAM = """
 in {string k; long n;} Tick group(Tick.k)
@@ -44,14 +53,17 @@ elapse[1 hour]() { !>Quiet({k: group[0], count: count}); }
 T0 = 1_767_225_600_000
 
 
-def make_export(path: Path, records: int, keys: int, partitions: int) -> None:
+def make_export(path: Path, records: int, keys: int, partitions: int, cfg: ProgramConfig) -> None:
+    """Records keyed and placed as the program's producers do (its key scheme), so none is
+    on the wrong partition."""
+    scheme = scheme_for(cfg, [STRING])
     offsets = [0] * partitions
     writer = pq.ParquetWriter(str(path), input_batch([]).schema)
     rows = []
     for i in range(records):
         k = f"k{(i * 7919) % keys}"
-        kb = orjson.dumps([k])
-        p = partition_of(kb, partitions)
+        kb = scheme.key_bytes((k,))
+        p = scheme.partition(scheme.routing_bytes((k,)), partitions)
         rows.append(("ticks-in", p, offsets[p], T0 + i * 10, kb, orjson.dumps({"k": k, "n": i}), None))
         offsets[p] += 1
         if len(rows) == 100_000:
@@ -113,7 +125,7 @@ def main() -> None:
         "topics": {"ticks-in": {"partitions": args.partitions}},
     })
     export = tmp / "export.parquet"
-    make_export(export, args.records, args.keys, args.partitions)
+    make_export(export, args.records, args.keys, args.partitions, topo.programs[0])
     plan = export_plan(topo, topo.programs[0], [str(export)])
     n = args.records
     print(f"{n:,} records, {args.keys:,} keys, {args.partitions} partitions")
@@ -135,8 +147,10 @@ def bench_master(master: str, plan: Plan, n: int, tmp: Path, single: float) -> N
             lambda: output_frame(spark, plan, fused=True).write.format("noop").mode("overwrite").save())
 
     def full() -> None:
+        totals = Totals()
         with FileSink(tmp / "out.jsonl") as sink:
-            sink.write_all(outputs(spark, plan, Totals()))
+            sink.write_all(outputs(spark, plan, totals))
+            check_totals(totals, plan)  # no record on a partition its key does not belong to
             sink.commit()
 
     _, per_cpu = measure(f"{master}: backfill to JSON lines", n, full)

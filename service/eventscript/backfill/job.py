@@ -188,7 +188,7 @@ def check_totals(totals: Totals, plan: Plan) -> None:
         raise BackfillError(
             f"{totals.repartitioned} record(s) are on a partition their group key does not hash to (the worker "
             f"re-publishes such records through its repartition topic, in an order only a running worker decides); "
-            f"the backfill cannot reproduce that: publish records keyed by their group key (as 'eventscript produce' "
-            f"does)")
+            f"the backfill cannot reproduce that: check the inputs' key format and partitioner in the topology "
+            f"(docs/worker.md), or publish records keyed as they say (as 'eventscript produce' does)")
     if totals.tasks != len(plan.slices):
         raise BackfillError(f"only {totals.tasks} of {len(plan.slices)} tasks reported their end")
