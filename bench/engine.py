@@ -7,6 +7,13 @@ Programs are read from the conformance suite beside the checkout (../shared/conf
                 one trade per key every ~10 minutes of simulated time, so expiration timers are
                 set on every event and fire as time passes
 - sliding-avg:  sliding-window-average with N = 100
+- blow-up:      ``.* A() .{k} { !>Z({}); }`` over random A/B events (issue 11): k = 10 on the eager
+                DFA; k = 10 and 12 on the lazy DFA whose transition cache holds them; k = 15, 20,
+                25 on the lazy DFA (its cache thrashes and it falls back to simulating every step)
+                and with the fallback forced on from the first event; beside them the peer, a
+                hand-written ring-buffer loop. The runs are interleaved (one round runs every
+                case once), match counts are checked against the loop, and wall and CPU seconds
+                and the load average are printed, since the machine may be shared.
 
 Usage: python bench/engine.py [--events N] [--repeat R] [--only NAME] [--default-gc]
 Prints events/s (best of R runs) for each. By default the process is set up as the hosts set
@@ -17,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
+import os
 import random
 import sys
 import time
@@ -25,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "service"))
 
-from eventscript.automata.compile import compile_file  # noqa: E402
+from eventscript.automata.compile import compile_file, compile_source  # noqa: E402
 from eventscript.engine.engine import Engine  # noqa: E402
 from eventscript.engine.time_provider import SimulatedTimeProvider  # noqa: E402
 from eventscript.engine.timeutil import parse_time  # noqa: E402
@@ -99,6 +108,73 @@ def run_timed(eng: Engine, events: list, clock: SimulatedTimeProvider) -> float:
     return time.perf_counter() - t
 
 
+def blow_up_source(k: int) -> str:
+    return f"in {{}} A, {{}} B\nout {{}} Z\n.* A() .{{{k}}} {{ !>Z({{}}); }}\n"
+
+
+def ring_buffer(events: list, k: int) -> int:
+    """The peer: emit whenever the event k back was an A, with a ring of the last k events."""
+    ring = [False] * k
+    i = count = 0
+    for name, _ in events:
+        if ring[i]:
+            count += 1
+        ring[i] = name == "A"
+        i = i + 1 if i < k - 1 else 0
+    return count
+
+
+#: (label, k, force lazy, lazy mode); mode "dfa": the eager DFA, None: the ring-buffer loop.
+BLOW_UP = [
+    ("k=10 eager DFA", 10, False, "dfa"),
+    ("k=10 lazy DFA (cache holds it)", 10, True, "auto"),
+    ("k=12 lazy DFA (cache holds it)", 12, True, "auto"),
+    *((f"k={k} lazy DFA (auto)", k, False, "auto") for k in (15, 20, 25)),
+    *((f"k={k} fallback forced", k, False, "simulate") for k in (15, 20, 25)),
+    *((f"k={k} ring-buffer loop (peer)", k, False, None) for k in (10, 20)),
+]
+
+
+def blow_up(n: int, repeat: int) -> None:
+    rnd = random.Random(1)
+    events = [("A" if rnd.random() < 0.5 else "B", {}) for _ in range(n)]
+    programs = {(k, lazy): compile_source(blow_up_source(k), force_lazy=lazy).require()
+                for _, k, lazy, mode in BLOW_UP if mode is not None}
+    print(f"\nblow-up .* A() .{{k}} {{ !>Z({{}}); }}: {n:,} random A/B events, interleaved, best of {repeat} "
+          f"(load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    best: dict[str, tuple[float, float, str]] = {}
+    for _ in range(repeat):
+        for label, k, lazy, mode in BLOW_UP:
+            if mode is None:
+                t, c = time.perf_counter(), time.process_time()
+                emitted = ring_buffer(events, k)
+                wall, cpu = time.perf_counter() - t, time.process_time() - c
+                kind = "loop"
+            else:
+                prog = programs[(k, lazy)]
+                counter = itertools.count()
+                eng = Engine(prog, lambda e, c=counter: next(c), SimulatedTimeProvider(T0),
+                             lazy_mode=None if mode == "dfa" else mode)
+                eng.start()
+                feed = eng.feed
+                t, c = time.perf_counter(), time.process_time()
+                for name, value in events:
+                    feed(name, value)
+                wall, cpu = time.perf_counter() - t, time.process_time() - c
+                emitted = next(counter)
+                cache = eng.lazy_cache
+                kind = "DFA" if cache is None else ("cache" if cache.enabled else "simulation")
+                want = ring_buffer(events, k)
+                if emitted != want:
+                    raise SystemExit(f"{label}: {emitted} matches, the ring buffer finds {want}")
+            if label not in best or wall < best[label][0]:
+                best[label] = (wall, cpu, kind)
+    for label, (wall, cpu, kind) in best.items():
+        print(f"  {label:38s} {n / wall:12,.0f} events/s   wall {wall:6.3f} s  cpu {cpu:6.3f} s  "
+              f"(ends on: {kind})")
+    print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=1_000_000)
@@ -118,6 +194,8 @@ def main() -> None:
     for name, (make, timed, target) in benches.items():
         if args.only and args.only not in name:
             continue
+        if args.only == "blow-up":
+            break
         best = float("inf")
         for _ in range(args.repeat):
             eng, events, clock = make(args.events)
@@ -126,6 +204,8 @@ def main() -> None:
         rate = args.events / best
         goal = f"  (target {target:,}/s: {'met' if rate >= target else 'NOT met'})" if target else ""
         print(f"{name:45s} {rate:12,.0f} events/s{goal}")
+    if not args.only or args.only in "blow-up":
+        blow_up(args.events, args.repeat)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ give up per search, so here:
   ``capacity`` entries it becomes the old one and the previous old one is dropped. A miss in the
   young generation that hits the old one moves the entry back, so the working set survives a
   turnover and only what was not used for a whole generation is forgotten;
+- when a generation was filled mostly by entries moved back, the working set is a little larger
+  than a generation: the generations grow (twice, up to ``GROWTH`` times the initial size)
+  rather than shuffle it between them;
 - when most entries of several generations in a row were computed rather than moved back, the
   cache is not paying for itself (every step builds a transition that is never used again, as
   with ``.* A() .{25}`` over random events): it is emptied and switched off, and every step is
@@ -30,6 +33,8 @@ from typing import Any
 THRASH_GENERATIONS = 3
 #: "Mostly": this fraction of a generation's entries computed rather than moved back.
 THRASH_FRACTION = 0.5
+#: How far a generation may grow when its working set moves between generations.
+GROWTH = 4
 
 
 class TransitionCache:
@@ -38,6 +43,7 @@ class TransitionCache:
         if capacity < 1:
             raise ValueError("the lazy DFA's cache needs room for at least one transition")
         self.capacity = capacity
+        self._max_capacity = capacity * GROWTH
         #: Per symbol: state mask → entry. Read by the engine's generated feed.
         self.young: list[dict[int, Any]] = [{} for _ in range(nsym)]
         self._old: list[dict[int, Any]] = [{} for _ in range(nsym)]
@@ -75,6 +81,8 @@ class TransitionCache:
             self._streak += 1
         else:
             self._streak = 0
+            if self.adaptive and self.capacity < self._max_capacity:
+                self.capacity *= 2
         if self._streak >= THRASH_GENERATIONS:
             self.switch_off()
             return

@@ -44,8 +44,8 @@ MAX_ARRAY = 50_000_000
 #: Consecutive timer events of one instance at one instant before its timer is stopped.
 MAX_FIRES_AT_ONE_INSTANT = 1000
 #: Lazy-DFA transitions per generation of its cache (``automata.hybrid``): at most twice this
-#: many are kept, each a few hundred bytes.
-DEFAULT_LAZY_CACHE = 50_000
+#: many are kept, each ~200 bytes. A program that thrashes it falls back after three generations.
+DEFAULT_LAZY_CACHE = 10_000
 #: How a lazy DFA takes its steps (``lazy_mode``): "auto" caches transitions and falls back to
 #: simulating every step when the cache thrashes; "cache" never falls back (tests); "simulate"
 #: never caches (the fallback forced on, for tests and benchmarks). Engines created without
