@@ -179,28 +179,30 @@ def test_cache_generations_keep_the_working_set() -> None:
 
 def test_cache_switches_itself_off_when_it_thrashes() -> None:
     cache = TransitionCache(2, 10)
-    for m in range(10 * 3):
+    for m in range(10 + 20 + 40):  # three generations, each twice as large as the one before
         cache.remember(m, m % 2, m)
     assert not cache.enabled and cache.entries == 0
     steady = TransitionCache(1, 10)
     for m in range(10):
         steady.remember(m, 0, m)
     for _ in range(5):
-        for m in range(10):
-            assert steady.recall(m, 0) == m  # moved back, not computed: not thrashing
-    assert steady.enabled and steady.generations >= 2
+        for m in range(10):  # as the engine: the young generation, else moved back from the old one
+            assert steady.young[0].get(m) == m or steady.recall(m, 0) == m
+    assert steady.enabled and steady.generations == 1 and steady.capacity == 20  # fits now
 
 
 def test_cache_grows_when_its_working_set_moves_between_generations() -> None:
+    def access(cache: TransitionCache, m: int) -> bool:
+        """As the engine steps: young generation, else old, else computed. True: computed."""
+        if cache.young[0].get(m) is not None or cache.recall(m, 0) is not None:
+            return False
+        cache.remember(m, 0, m)
+        return True
+
     cache = TransitionCache(1, 8)
-    for m in range(12):
-        cache.remember(m, 0, m)  # 8 computed: a generation; 4 more
-    for _ in range(3):
-        for m in range(12):
-            if cache.young[0].get(m) is None:
-                assert cache.recall(m, 0) == m
-    assert cache.capacity == 16 and cache.enabled
-    assert all(cache.young[0].get(m) == m or cache.recall(m, 0) == m for m in range(12))
+    computed = [sum(access(cache, m) for m in range(12)) for _ in range(6)]
+    assert cache.enabled and cache.capacity == 16
+    assert computed[0] == 12 and computed[-1] == 0, computed  # the 12 now stay put
 
 
 def test_a_thrashing_lazy_dfa_falls_back_and_a_small_one_stays_cached() -> None:

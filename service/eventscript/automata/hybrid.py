@@ -12,9 +12,9 @@ give up per search, so here:
   ``capacity`` entries it becomes the old one and the previous old one is dropped. A miss in the
   young generation that hits the old one moves the entry back, so the working set survives a
   turnover and only what was not used for a whole generation is forgotten;
-- when a generation was filled mostly by entries moved back, the working set is a little larger
-  than a generation: the generations grow (twice, up to ``GROWTH`` times the initial size)
-  rather than shuffle it between them;
+- a generation that fills up shows a working set larger than a generation: the generations grow
+  (twice as large each time, up to ``GROWTH`` times the initial size), so a working set that
+  fits stops moving between them;
 - when most entries of several generations in a row were computed rather than moved back, the
   cache is not paying for itself (every step builds a transition that is never used again, as
   with ``.* A() .{25}`` over random events): it is emptied and switched off, and every step is
@@ -77,15 +77,14 @@ class TransitionCache:
 
     def _turn_over(self) -> None:
         self.generations += 1
-        if self.adaptive and self._computed >= THRASH_FRACTION * self._size:
-            self._streak += 1
-        else:
-            self._streak = 0
-            if self.adaptive and self.capacity < self._max_capacity:
+        if self.adaptive:
+            thrashing = self._computed >= THRASH_FRACTION * self._size
+            self._streak = self._streak + 1 if thrashing else 0
+            if self._streak >= THRASH_GENERATIONS:
+                self.switch_off()
+                return
+            if self.capacity < self._max_capacity:
                 self.capacity *= 2
-        if self._streak >= THRASH_GENERATIONS:
-            self.switch_off()
-            return
         self._old = [d for d in self.young]
         self.young[:] = [{} for _ in self.young]  # in place: the generated code holds the list
         self._size = self._computed = 0
