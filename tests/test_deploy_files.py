@@ -9,8 +9,8 @@ the Grafana dashboard and the Prometheus rules (observability/).
   compiles its programs from the paths the image has;
 - the Dockerfile runs ``eventscript run`` on the chart's health port.
 
-The chart is rendered for real only where ``helm`` or helm-python-sdk is installed
-(test_rendered_*, skipped otherwise); the PromQL is fully parsed only where promql-parser is.
+The chart is rendered for real with ``helm`` (scripts/install-helm puts it in .venv/bin; tests/ops
+has the full chart tests); the PromQL is fully parsed only where promql-parser is.
 """
 
 from __future__ import annotations
