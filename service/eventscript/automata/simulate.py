@@ -93,13 +93,15 @@ class PositionSets:
         if not mask & self.has[sym]:
             return 0
         out = 0
-        c = 0
-        while mask:
-            v = mask & 0xFF
-            if v:
-                out |= self.table(sym, c)[v]
-            mask >>= CHUNK_BITS
-            c += 1
+        tables = self.tables[sym]
+        while mask:  # one lookup per chunk that has a state: large automata have sparse sets
+            shift = ((mask & -mask).bit_length() - 1) & ~(CHUNK_BITS - 1)
+            c = shift // CHUNK_BITS
+            t = tables[c]
+            if t is None:
+                t = self.table(sym, c)
+            out |= t[(mask >> shift) & 0xFF]
+            mask &= ~(0xFF << shift)
         return out
 
     def units(self, mask: int, sym: int) -> Units:
@@ -159,7 +161,7 @@ def bits(mask: int) -> list[int]:
 
 
 #: Up to this many chunks a step is generated as one expression; beyond, ``step`` loops.
-UNROLLED_CHUNKS = 8
+UNROLLED_CHUNKS = 32
 
 
 def step_expression(ps: PositionSets, mask: str, tables: str) -> str | None:
