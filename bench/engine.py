@@ -9,7 +9,7 @@ Programs are read from the conformance suite beside the checkout (../shared/conf
 - sliding-avg:  sliding-window-average with N = 100
 - blow-up:      ``.* A() .{k} { !>Z({}); }`` over random A/B events (issue 11): k = 10 on the eager
                 DFA; k = 10 and 12 on the lazy DFA whose transition cache holds them; k = 15, 20,
-                25 on the lazy DFA (its cache thrashes and it falls back to simulating every step)
+                25, 80 on the lazy DFA (its cache thrashes and it falls back to simulating every step)
                 and with the fallback forced on from the first event; beside them the peer, a
                 hand-written ring-buffer loop. The runs are interleaved (one round runs every
                 case once), match counts are checked against the loop, and wall and CPU seconds
@@ -129,7 +129,7 @@ BLOW_UP = [
     ("k=10 eager DFA", 10, False, "dfa"),
     ("k=10 lazy DFA (cache holds it)", 10, True, "auto"),
     ("k=12 lazy DFA (cache holds it)", 12, True, "auto"),
-    *((f"k={k} lazy DFA (auto)", k, False, "auto") for k in (15, 20, 25)),
+    *((f"k={k} lazy DFA (auto)", k, False, "auto") for k in (15, 20, 25, 80)),
     *((f"k={k} fallback forced", k, False, "simulate") for k in (15, 20, 25)),
     *((f"k={k} ring-buffer loop (peer)", k, False, None) for k in (10, 20)),
 ]
