@@ -50,7 +50,8 @@ DEFAULT_LAZY_CACHE = 10_000
 #: simulating every step when the cache thrashes; "cache" never falls back (tests); "simulate"
 #: never caches (the fallback forced on, for tests and benchmarks). Engines created without
 #: ``lazy_mode`` take it from this environment variable, so a whole tester or conformance run can
-#: be forced onto the fallback: ``EVENTSCRIPT_LAZY_MODE=simulate eventscript test --state-limit 1``.
+#: be forced onto the fallback (with a low ``--state-limit``, so that programs compile to lazy DFAs):
+#: ``EVENTSCRIPT_LAZY_MODE=simulate eventscript test --state-limit 5 ...``.
 LAZY_MODES = ("auto", "cache", "simulate")
 LAZY_MODE_ENV = "EVENTSCRIPT_LAZY_MODE"
 
