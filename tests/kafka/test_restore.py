@@ -137,3 +137,68 @@ def test_a_restart_with_its_local_store_replays_only_the_changelog_tail(
     starts = [int(n) for n in re.findall(r"changelog from offset (\d+)", caplog.text)]
     assert any(n > 0 for n in starts), caplog.text
     assert _counts(broker, f"{name}-out") == {"a": [1, 2, 3, 4], "b": [1, 2], "c": [1], "d": [1], "e": [1]}
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_a_restore_longer_than_max_poll_interval_keeps_the_worker_in_its_group(
+        broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The changelog replay runs a slice per turn of the loop, so a restore that takes longer than
+    max.poll.interval.ms does not get the worker thrown out of its group."""
+    import threading
+    import time
+
+    from eventscript.kafka import restore, worker
+    from eventscript.kafka.runner import TopologyRunner
+
+    name, topo_path, kafka = _setup(broker, tmp_path)
+    t = load_topology(topo_path)
+    from eventscript.kafka.admin import Admin
+
+    Admin(t).prepare(t.programs)
+    keys = [f"k{i}" for i in range(100)]
+    _send(kafka, f"{name}-in", keys, 1_000)
+    assert run_in_thread(topo_path, until_idle=1.0) == 0
+    shutil.rmtree(tmp_path / "state" / name)  # the next start replays the whole changelog
+
+    # A slow replay: 2 records a slice, 0.2 s each -> about 10 s, well past max.poll.interval.ms.
+    real_step = restore.Restoration.step
+
+    class SlowReader:
+        """The restore consumer, slowed down: 0.2 s and at most 2 records a read."""
+
+        def __init__(self, consumer: object) -> None:
+            self.consumer = consumer
+
+        def consume(self, num_messages: int = 1, timeout: float = -1) -> list[object]:
+            time.sleep(0.2)
+            return self.consumer.consume(num_messages=min(num_messages, 2), timeout=timeout)  # type: ignore[attr-defined]
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.consumer, name)
+
+    def slow_step(self: restore.Restoration, budget: float, batch: int = 2000) -> None:
+        if not isinstance(self.restorer, SlowReader):
+            self.restorer = SlowReader(self.restorer)
+        real_step(self, budget, batch)
+
+    monkeypatch.setattr(restore.Restoration, "step", slow_step)
+    monkeypatch.setattr(worker, "RESTORE_SLICE", 0.01)
+    doc = load_topology(topo_path)
+    doc.kafka.consumer["max.poll.interval.ms"] = 3000
+    runner = TopologyRunner(doc)
+    runner.prepare()
+    _send(kafka, f"{name}-in", ["k1", "k2"], 2_000)
+    th = threading.Thread(target=lambda: runner.run(until_idle=1.5, install_signals=False), daemon=True)
+    started = time.monotonic()
+    th.start()
+    th.join(120)
+    assert not th.is_alive()
+    assert runner.workers[0].failure is None
+    samples = {(s.name, s.labels.get("kind")): s.value for fam in runner.metrics.registry.collect()
+               for s in fam.samples if s.name == "eventscript_rebalances_total"}
+    assert samples[("eventscript_rebalances_total", "lost")] == 0, samples
+    assert samples[("eventscript_rebalances_total", "assigned")] == 1, samples
+    assert time.monotonic() - started > 8, "the replay was not slow enough to test anything"
+    counts = _counts(broker, f"{name}-out")
+    assert counts["k1"] == [1, 2] and counts["k2"] == [1, 2] and len(counts) == len(keys)

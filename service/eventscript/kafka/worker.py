@@ -45,7 +45,8 @@ from . import clients
 from .config import ProgramConfig, Topology
 from .logs import rate_limit
 from .metrics import stats_config
-from .state import HEADER_POSITION, Position, committed_covers, decode_position, same_position, tp_name
+from .restore import Restoration, RestoreError
+from .state import Position, same_position, tp_name
 from .task import Task
 
 log = logging.getLogger("eventscript.kafka.worker")
@@ -53,6 +54,8 @@ log = logging.getLogger("eventscript.kafka.worker")
 BATCH = 2_000
 MAX_OUTBOX = 20_000
 TXN_TIMEOUT = 30.0
+#: Seconds of changelog replay per turn of the loop (the consumer is polled in between).
+RESTORE_SLICE = 0.5
 #: Seconds between purges of consumed repartition records.
 PURGE_INTERVAL = 30.0
 
@@ -77,6 +80,9 @@ class ProgramWorker:
         self.state_root = topo.state_path(cfg)
         self.tasks: dict[int, Task] = {}
         self.restore_queue: list[int] = []
+        #: The changelog replay under way (tasks in it stay in restore_queue until it ends).
+        self._restoring: Restoration | None = None
+        self._restore_started = 0.0
         self.stopping = threading.Event()
         self.assigned_once = False
         #: The group took the assignment away (session timeout, broker gone) and has not given
@@ -590,45 +596,55 @@ class ProgramWorker:
     # -- restoring ------------------------------------------------------------------------------------
 
     def _restore_pending(self) -> None:
-        """Restore every task waiting for it, reading their changelog partitions together."""
-        assert self.consumer is not None
-        if not self.restore_queue:
-            return
-        started = time.monotonic()
-        tasks = [self.tasks[p] for p in self.restore_queue if p in self.tasks]
-        self.restore_queue.clear()
-        committed = self._committed(tasks)
-        replay: dict[int, Task] = {}
-        for task in tasks:
-            if same_position(task.store.position, committed[task.partition]):
-                task.load_from_store()  # the local store is exactly at the committed state
-            else:
-                replay[task.partition] = task
-        if replay:
-            counts = {p: [0, 0] for p in replay}
-            pending: dict[int, dict[bytes, bytes | None]] = {p: {} for p in replay}
-            last: dict[int, int] = {}
-            starts = {p: t.store.checkpoint for p, t in replay.items()}
-            for p, key, value, pos, offset in self._read_changelog(starts):
-                last[p] = offset + 1
-                if committed_covers(pos, committed[p]):
-                    pending[p][key] = value
-                    counts[p][0] += 1
+        """Restore the tasks waiting for it: a task whose local store is at the committed state
+        at once; the others by replaying their changelog partitions together, one time-boxed
+        slice per turn of the loop (kafka/restore.py), so the worker keeps polling and stays in
+        its group however long the replay takes."""
+        assert self.consumer is not None and self._restorer is not None
+        if self._restoring is None:
+            if not self.restore_queue:
+                return
+            tasks = [self.tasks[p] for p in self.restore_queue if p in self.tasks]
+            self._restore_started = time.monotonic()
+            committed = self._committed(tasks)
+            replay: dict[int, Task] = {}
+            for task in tasks:
+                if same_position(task.store.position, committed[task.partition]):
+                    task.load_from_store()  # the local store is exactly at the committed state
+                    self._restored([task])
                 else:
-                    counts[p][1] += 1
-                if len(pending[p]) >= 1000:
-                    replay[p].store.write(pending[p], last[p], None)
-                    pending[p] = {}
-            for p, task in replay.items():
-                task.store.write(pending[p], last.get(p), committed[p])
-                log.info("%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)",
-                         self.cfg.name, p, starts[p], counts[p][0], counts[p][1])
-                task.load_from_store()
+                    replay[task.partition] = task
+            if not replay:
+                self._restore_done()
+                return
+            self._restoring = Restoration(self.cfg.name, self._restorer, self.changelog_topic, replay,
+                                          {p: committed[p] for p in replay})
+            self._restoring.begin()
+        restoration = self._restoring
+        for p in list(restoration.tasks):
+            if self.tasks.get(p) is not restoration.tasks[p]:
+                restoration.drop(p)  # revoked or lost meanwhile
+        try:
+            restoration.step(RESTORE_SLICE)
+        except RestoreError as exc:
+            raise WorkerError(str(exc)) from exc
+        if restoration.done:
+            self._restoring = None
+            self._restored(restoration.finish())
+            self._restore_done()
+
+    def _restored(self, tasks: list[Task]) -> None:
+        """Tasks whose state is back: start them and read their inputs."""
+        assert self.consumer is not None
         for task in tasks:
+            if task.partition in self.restore_queue:
+                self.restore_queue.remove(task.partition)
             task.start_wall_clock()
             self.consumer.resume(self._task_partitions(task.partition))
+
+    def _restore_done(self) -> None:
         if self.metrics is not None:
-            self.metrics.observe_restore(self.cfg.name, time.monotonic() - started)
+            self.metrics.observe_restore(self.cfg.name, time.monotonic() - self._restore_started)
             self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()), 0)
 
     def _committed(self, tasks: list[Task]) -> dict[int, Position]:
@@ -638,34 +654,3 @@ class ProgramWorker:
         for tp in self.consumer.committed(tps, timeout=TXN_TIMEOUT):
             out[tp.partition][tp_name(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else 0
         return out
-
-    def _read_changelog(self, starts: dict[int, int]):  # type: ignore[no-untyped-def]
-        """(partition, key, value, position, offset) of the changelog records of several partitions
-        from their start offsets to their ends: to the end-of-partition signal, not to a
-        watermark (some brokers report watermarks wrongly)."""
-        assert self._restorer is not None
-        restorer = self._restorer
-        restorer.assign([TopicPartition(self.changelog_topic, p, off if off > 0 else OFFSET_BEGINNING)
-                         for p, off in starts.items()])
-        remaining = set(starts)
-        try:
-            deadline = time.monotonic() + 600
-            while remaining and time.monotonic() < deadline:
-                for m in restorer.consume(num_messages=BATCH, timeout=0.5):
-                    err = m.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            remaining.discard(m.partition())
-                        elif err.fatal():
-                            raise WorkerError(f"restore consumer: {err}")
-                        continue
-                    hdr = None
-                    for k, v in m.headers() or []:
-                        if k == HEADER_POSITION:
-                            hdr = v
-                    yield m.partition(), m.key(), m.value(), decode_position(hdr), m.offset()
-            if remaining:
-                raise WorkerError(f"{self.cfg.name}: restoring tasks {sorted(remaining)} did not reach the end of "
-                                  f"the changelog")
-        finally:
-            restorer.unassign()

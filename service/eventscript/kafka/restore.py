@@ -1,0 +1,109 @@
+"""Restoring tasks from their changelog a slice at a time, so the worker stays in its group.
+
+A task that lands on a worker without a current local store replays its changelog partition
+from the store's checkpoint (from the start, without a store) to the end-of-partition signal —
+never to a precomputed end offset — applying each record only if the input position it carries
+(header ``es-pos``) is within the committed offsets. With tens of millions of instances that takes
+minutes; done in one go inside the poll loop it would outlast ``max.poll.interval.ms`` and the
+group would throw the worker out. So a :class:`Restoration` reads at most a time budget's worth
+of records per turn of the worker's loop (``step``), and the loop keeps polling its consumer (the
+restoring tasks' inputs stay paused) between slices, as Kafka Streams restores between polls.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+
+from .state import HEADER_POSITION, Position, committed_covers, decode_position
+from .task import Task
+
+log = logging.getLogger("eventscript.kafka.worker")
+
+#: Records applied to a store in one write batch.
+WRITE_BATCH = 1000
+
+
+class RestoreError(Exception):
+    pass
+
+
+@dataclass
+class Restoration:
+    """Replays the changelog partitions of several tasks together, a slice per ``step``."""
+
+    program: str
+    restorer: Any  # a Consumer, assigned to the changelog partitions being replayed
+    changelog_topic: str
+    tasks: dict[int, Task]
+    committed: dict[int, Position]
+    started: float = field(default_factory=time.monotonic)
+    pending: dict[int, dict[bytes, bytes | None]] = field(default_factory=dict)
+    last: dict[int, int] = field(default_factory=dict)
+    applied: dict[int, int] = field(default_factory=dict)
+    skipped: dict[int, int] = field(default_factory=dict)
+    remaining: set[int] = field(default_factory=set)
+    starts: dict[int, int] = field(default_factory=dict)
+
+    def begin(self) -> None:
+        self.starts = {p: t.store.checkpoint for p, t in self.tasks.items()}
+        self.remaining = set(self.tasks)
+        for p in self.tasks:
+            self.pending[p] = {}
+            self.applied[p] = self.skipped[p] = 0
+        self.restorer.assign([TopicPartition(self.changelog_topic, p, off if off > 0 else OFFSET_BEGINNING)
+                              for p, off in self.starts.items()])
+
+    @property
+    def done(self) -> bool:
+        return not self.remaining
+
+    def step(self, budget: float, batch: int = 2000) -> None:
+        """Read changelog records for at most ``budget`` seconds (or until every partition is at
+        its end); the worker polls its consumer between steps."""
+        deadline = time.monotonic() + budget
+        while self.remaining and time.monotonic() < deadline:
+            msgs = self.restorer.consume(num_messages=batch, timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+            for m in msgs:
+                err = m.error()
+                p = m.partition()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        self.remaining.discard(p)
+                    elif err.fatal():
+                        raise RestoreError(f"{self.program}: restore consumer: {err}")
+                    continue
+                if p not in self.tasks:
+                    continue
+                hdr = None
+                for k, v in m.headers() or []:
+                    if k == HEADER_POSITION:
+                        hdr = v
+                self.last[p] = m.offset() + 1
+                if committed_covers(decode_position(hdr), self.committed[p]):
+                    self.pending[p][m.key()] = m.value()
+                    self.applied[p] += 1
+                else:
+                    self.skipped[p] += 1
+                if len(self.pending[p]) >= WRITE_BATCH:
+                    self.tasks[p].store.write(self.pending[p], self.last[p], None)
+                    self.pending[p] = {}
+
+    def drop(self, p: int) -> None:
+        """A task given away while it restores: forget it (its partition still reports its end)."""
+        self.tasks.pop(p, None)
+        self.pending.pop(p, None)
+
+    def finish(self) -> list[Task]:
+        """Write what is left, move each store to the committed position, load the tasks."""
+        for p, task in self.tasks.items():
+            task.store.write(self.pending.get(p, {}), self.last.get(p), self.committed[p])
+            log.info("%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)",
+                     self.program, p, self.starts.get(p, 0), self.applied.get(p, 0), self.skipped.get(p, 0))
+            task.load_from_store()
+        self.restorer.unassign()
+        return list(self.tasks.values())
