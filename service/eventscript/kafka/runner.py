@@ -21,6 +21,7 @@ from ..automata.compile import compile_file
 from ..automata.compiled import CompiledProgram
 from ..engine.tuning import configure_gc
 from .admin import Admin
+from .clients import LIBRDKAFKA_LOG
 from .config import ProgramConfig, Topology, TopologyError
 from .health import HealthServer
 from .keys import scheme_for
@@ -124,6 +125,11 @@ class TopologyRunner:
     def run(self, until_idle: float | None = None, install_signals: bool = True) -> int:
         if not self.workers:
             self.prepare()
+        # The broker answered (prepare created or checked the topics): from now on librdkafka's own
+        # warnings matter to an operator (a broker lost mid-run), rate-limited by the workers.
+        # Commands keep them quiet before that, when they would only repeat "cannot connect".
+        if LIBRDKAFKA_LOG.getEffectiveLevel() > logging.WARNING:
+            LIBRDKAFKA_LOG.setLevel(logging.WARNING)
         if self.health_port:
             self.health = HealthServer(self.health_host, self.health_port, self.alive, self.ready,
                                        self.metrics).start()
