@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,13 @@ settings.register_profile("ci", deadline=None, print_blob=True, derandomize=True
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Test helpers are plain modules (tests/ has no packages, and this is its only conftest.py: a
+# second one would be imported under the same module name and hide this one's helpers):
+# tests/kafka/kafka_helpers.py and tests/test_deploy_files.py are importable from any test.
+for _path in (Path(__file__).parent, Path(__file__).parent / "kafka"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 SHARED = ROOT.parent / "shared"
 CASES = SHARED / "conformance" / "cases"
 LANGUAGE_DOCUMENT = next((SHARED / "seeds").glob("000_*.txt"), None) if (SHARED / "seeds").exists() else None
@@ -70,3 +78,20 @@ def broker():
     from kafka_helpers import start_broker
 
     yield from start_broker()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole test session (starting one takes seconds)."""
+    import shutil
+
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("PySpark needs a Java runtime (java on PATH)")
+    from eventscript.backfill.job import spark_session
+
+    session = spark_session("local[2]", ui=False, conf={"spark.sql.shuffle.partitions": "2",
+                                                        "spark.driver.memory": "1g"})
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
