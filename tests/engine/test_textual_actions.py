@@ -188,3 +188,15 @@ def test_paths_that_disagree_about_two_actions_leave_the_others_in_text_order(la
     # first when a contradiction was only broken after every unconstrained action had run).
     src = "in long A\nout long T\nA(v) | ( A(v) | { !>T(1); } | { !>T(2); } ){0,2} | { !>T(3); }"
     assert vals(src, "", lazy) == [1, 2, 3]
+
+
+def test_operand_paths_of_a_product_stay_apart_in_the_merge(lazy: bool) -> None:
+    # On A, one path goes through the difference: its right operand's path meets 2, then the
+    # loop re-enters the difference and its left operand meets 1: 2 before 1. Another path takes
+    # `| A()` and re-enters the difference, where its left path meets 1 and its right path 2:
+    # two paths, which order nothing. So 2 runs before 1. (The product used to merge the two
+    # operand paths into one sequence, 1 then 2 by text; that fake order contradicted the real
+    # one and text then decided: 1, 2.)
+    src = ("in {} A, {} B\nout long L\n"
+           "( ( { !>L(1); } A() - ( { !>L(2); } A() )* B() ) | A() )*")
+    assert vals(src, "A()", lazy) == [1, 2, 2, 1]

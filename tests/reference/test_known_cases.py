@@ -61,3 +61,12 @@ def test_termination_then_error_2() -> None:
 def test_infeasible_intersection_paths_run_no_actions(source: str, events: list[tuple[str, Any]]) -> None:
     items = _items(events)
     assert run_tester(source, render(items, T0), lazy=False) == run_reference(source, Trace(items))
+
+
+def test_operand_paths_of_a_difference_are_separate_paths() -> None:
+    # Entering the difference, its left path meets 1 and its right path 2: no path orders them,
+    # while the path through the difference meets 2 then (round the loop) 1. So 2 runs first.
+    src = "in {} A, {} B\nout long L\n( ( { !>L(1); } A() - ( { !>L(2); } A() )* B() ) | A() )*"
+    items = _items([("A", {})])
+    assert _values(src, [("A", {})]) == [1, 2, 2, 1]
+    assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))

@@ -133,3 +133,16 @@ def merge(paths: Iterable[Path], table: OccurrenceTable) -> Path:
             if waiting[m] == 0 and m not in done:
                 heapq.heappush(heap, (key(m), m))
     return tuple(out)
+
+
+def strands(paths: Iterable[Path]) -> list[Path]:
+    """The distinct action paths of one product step (a path through each operand of ``&``, or
+    the left path and every right path of ``-``), kept apart rather than merged.
+
+    They are different paths (document 7.3): merging them here would fix a text order between
+    them that the transition's :func:`merge` would then treat as one path's own order, and let
+    it override the order a real path meets them in. The empty path is dropped when another is
+    left: whatever follows the product continues every strand, so it adds no constraint.
+    """
+    out = list(dict.fromkeys(p for p in paths if p))
+    return out or [()]

@@ -1,10 +1,12 @@
 """Intersection ``L & R`` and difference ``L - R`` by product construction.
 
 Both operands are compiled on their own to epsilon-free NFAs and explored together; the product
-is embedded in the enclosing NFA as an ordinary fragment (one entry, one exit). A product edge
-carries the actions of both sides' paths, merged (each side keeps its order, program text
-decides between them): language document §3.3.1, & and - follow all feasible paths through both
-operands, so actions in the right operand of ``-`` run when that operand is matched.
+is embedded in the enclosing NFA as an ordinary fragment (one entry, one exit). A product step
+carries the actions of both sides' paths as *separate* paths (parallel epsilon edges to the same
+product state, ``actions.strands``), not merged into one: they are different paths (document
+7.3), so only the transition's final merge may order them, and a text order chosen here must not
+count as a path's own order there. Language document §3.3.1: & and - follow all feasible paths
+through both operands, so actions in the right operand of ``-`` run when that operand is matched.
 
 - ``L & R``: a product state is a *pair of NFA states* (l, r), one path through each operand.
   It steps when both sides step on the symbol and accepts when both accept. Pairing single
@@ -27,7 +29,7 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol
 
 from ..language import ir
-from .actions import OccurrenceTable, Path, merge
+from .actions import OccurrenceTable, Path, strands
 from .epsilon import EFA, EFAEdge, eliminate
 from .graphs import can_reach
 from .nfa import ENFA, AutomatonTooLarge
@@ -84,7 +86,8 @@ class _Product:
 def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tuple[_Product, Targets, list[bool]]:
     prod = _Product("intersection", limit)
     entries = list(dict.fromkeys(
-        (prod.state((ls, r)), merge([pl, pr], occ)) for ls, pl in left.start.targets for r, pr in right.start.targets))
+        (prod.state((ls, r)), p) for ls, pl in left.start.targets for r, pr in right.start.targets
+        for p in strands([pl, pr])))
     i = 0
     while i < len(prod.keys):
         ls, r = prod.keys[i]  # type: ignore[misc]
@@ -95,8 +98,9 @@ def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tu
             for el in lrow[sym]:
                 for er in rrow[sym]:
                     def build(el: EFAEdge = el, er: EFAEdge = er) -> Iterable[tuple[Hashable, Path]]:
-                        return (((lt, rt), merge([pl, pr], occ))
-                                for lt, pl in left.targets(el) for rt, pr in right.targets(er))
+                        return (((lt, rt), p)
+                                for lt, pl in left.targets(el) for rt, pr in right.targets(er)
+                                for p in strands([pl, pr]))
 
                     row[(sym, prod.target_set((el.follow, el.prefix, er.follow, er.prefix), build))] = None
         prod.rows.append(list(row))
@@ -109,7 +113,7 @@ def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tupl
     right_rows: dict[frozenset[int], Row] = {}
     start_r = right.start.states
     entries = list(dict.fromkeys(
-        (prod.state((ls, start_r)), merge([pl, *right.start.paths], occ)) for ls, pl in left.start.targets))
+        (prod.state((ls, start_r)), p) for ls, pl in left.start.targets for p in strands([pl, *right.start.paths])))
     i = 0
     while i < len(prod.keys):
         ls, sr = prod.keys[i]  # type: ignore[misc]
@@ -123,7 +127,7 @@ def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tupl
             for el in es:
                 def build(el: EFAEdge = el, sr2: frozenset[int] = sr2, rpaths: list[Path] = rpaths
                           ) -> Iterable[tuple[Hashable, Path]]:
-                    return (((lt, sr2), merge([pl, *rpaths], occ)) for lt, pl in left.targets(el))
+                    return (((lt, sr2), p) for lt, pl in left.targets(el) for p in strands([pl, *rpaths]))
 
                 key = (el.follow, el.prefix, sr2, tuple(sorted(set(rpaths))))
                 row[(sym, prod.target_set(key, build))] = None
