@@ -23,6 +23,19 @@ from ..engine.timeutil import check_clock_time, format_time
 from .trace import Timestamp, TraceError, TraceEvent, TraceItem, event_argument, typed_argument
 
 
+def feed_emitted(engine: Any, declared: Any, name: str, value: Any, ty: Any) -> None:
+    """Feed an event one program emitted to another program (the next stage of a pipeline). Where
+    the receiver declares the event with another type, the value goes through the JSON encoding,
+    as it would through a topic; what does not fit is the receiver's $error 6."""
+    if declared is not None and declared != ty:
+        try:
+            value = decode(encode(value, ty), declared)
+        except DecodeError as exc:
+            engine._error(None, ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}")
+            return
+    engine.feed(name, value)
+
+
 @dataclass
 class OutputLine:
     event: Emitted
@@ -69,15 +82,8 @@ class Pipeline:
 
     def _feed(self, stage: int, name: str, value: Any, ty: Any) -> None:
         engine = self.engines[stage]
-        inputs = {i.name: i for i in engine.program.inputs}
-        declared = inputs.get(name)
-        if declared is not None and declared.ty != ty:
-            try:
-                value = decode(encode(value, ty), declared.ty)
-            except DecodeError as exc:
-                engine._error(None, ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}")
-                return
-        engine.feed(name, value)
+        declared = next((i for i in engine.program.inputs if i.name == name), None)
+        feed_emitted(engine, declared.ty if declared is not None else None, name, value, ty)
 
     def start(self, t: int) -> None:
         self.clock.set_now(t)

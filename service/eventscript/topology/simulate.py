@@ -22,6 +22,7 @@ from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode
 from ..engine.time_provider import SimulatedTimeProvider
 from ..engine.timeutil import check_clock_time, format_time
+from ..tester.runner import feed_emitted
 from ..tester.trace import Timestamp, TraceError, TraceEvent, TraceItem, event_argument, typed_argument
 from .model import Stage, TopologyGraph
 
@@ -90,15 +91,8 @@ class TopologySimulation:
         return route
 
     def _feed(self, st: Stage, name: str, value: Any, ty: Any) -> None:
-        engine = self.engines[st.index]
         declared = st.inputs.get(name)
-        if declared is not None and declared.ty != ty:
-            try:
-                value = decode(encode(value, ty), declared.ty)
-            except DecodeError as exc:
-                engine._error(None, ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}")
-                return
-        engine.feed(name, value)
+        feed_emitted(self.engines[st.index], declared.ty if declared is not None else None, name, value, ty)
 
     def start(self, t: int) -> None:
         self.clock.set_now(t)
