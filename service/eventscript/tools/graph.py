@@ -23,7 +23,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -349,16 +349,22 @@ def _attrs(**attrs: str) -> str:
 
 def render(compiled: CompiledProgram, path: Path, *, max_states: int = DEFAULT_MAX_STATES) -> int:
     """Write the drawing to ``path``: DOT text for ``.dot``/``.gv``, an image drawn by Graphviz
-    for ``.svg``/``.png``. Returns the exit status (0 ok, 1 cannot write, 2 unknown format).
+    for ``.svg``/``.png``. Returns the exit status (0 ok, 1 cannot write, 2 unknown format)."""
+    return write_drawing(lambda: to_dot(compiled, max_states=max_states), path, "eventscript graph")
+
+
+def write_drawing(dot_text: Callable[[], str], path: Path, command: str) -> int:
+    """Write DOT text, or the image Graphviz draws from it, as ``path``'s suffix asks; the exit
+    status of ``command`` (0 ok, 1 cannot write, 2 unknown format).
 
     Without a working ``dot`` the DOT text is still useful (it can be drawn elsewhere), so it is
     written beside the requested file with a one-line note rather than failing the command."""
     suffix = path.suffix.lower()
     if suffix not in DOT_SUFFIXES and suffix not in IMAGE_FORMATS:
-        print(f"eventscript graph: {path}: unknown output format {suffix or '(no suffix)'!r}; "
+        print(f"{command}: {path}: unknown output format {suffix or '(no suffix)'!r}; "
               f"use .svg, .png or .dot", file=sys.stderr)
         return 2
-    text = to_dot(compiled, max_states=max_states)
+    text = dot_text()
     try:
         if suffix in DOT_SUFFIXES:
             path.write_text(text, encoding="utf-8")
@@ -370,9 +376,9 @@ def render(compiled: CompiledProgram, path: Path, *, max_states: int = DEFAULT_M
         fallback = path.with_suffix(".dot")
         fallback.write_text(text, encoding="utf-8")
     except OSError as exc:
-        print(f"eventscript graph: cannot write {exc.filename or path}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"{command}: cannot write {exc.filename or path}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    print(f"eventscript graph: {problem}; wrote the DOT text to {fallback} instead of {path}", file=sys.stderr)
+    print(f"{command}: {problem}; wrote the DOT text to {fallback} instead of {path}", file=sys.stderr)
     return 0
 
 

@@ -8,10 +8,9 @@ topics and the arrows to them are dashed.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from ..tools.graph import DOT_SUFFIXES, IMAGE_FORMATS, _balanced, _q, _run_dot
+from ..tools.graph import _balanced, _q, write_drawing
 from .model import Stage, TopologyGraph
 
 
@@ -76,26 +75,4 @@ def to_dot(graph: TopologyGraph) -> str:
 def render(graph: TopologyGraph, path: Path) -> int:
     """Write DOT text (``.dot``/``.gv``) or an image drawn by Graphviz (``.svg``/``.png``); without
     ``dot`` the DOT text is written beside the requested file. Returns the exit status."""
-    suffix = path.suffix.lower()
-    if suffix not in DOT_SUFFIXES and suffix not in IMAGE_FORMATS:
-        print(f"eventscript topology graph: {path}: unknown output format {suffix or '(no suffix)'!r}; "
-              f"use .svg, .png or .dot", file=sys.stderr)
-        return 2
-    text = to_dot(graph)
-    try:
-        if suffix in DOT_SUFFIXES:
-            path.write_text(text, encoding="utf-8")
-            return 0
-        image, problem = _run_dot(text, IMAGE_FORMATS[suffix])
-        if image is not None:
-            path.write_bytes(image)
-            return 0
-        fallback = path.with_suffix(".dot")
-        fallback.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        print(f"eventscript topology graph: cannot write {exc.filename or path}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 1
-    print(f"eventscript topology graph: {problem}; wrote the DOT text to {fallback} instead of {path}",
-          file=sys.stderr)
-    return 0
+    return write_drawing(lambda: to_dot(graph), path, "eventscript topology graph")
