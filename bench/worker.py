@@ -10,7 +10,13 @@ In one run, on one broker (the embedded Tansu broker, or $KAFKA_BOOTSTRAP_SERVER
 - latency: records produced at a steady rate with their send time in the value; a read_committed
   reader measures send → output arrival (p50, p99), for both guarantees.
 
-Usage: python bench/worker.py [--records N] [--partitions P] [--rate R]
+Records are keyed by plain strings (as producers write them) in random order, for each key count
+of ``--keys``; the ceiling and the two workers run interleaved, ``--rounds`` times over the same
+records. Each line gives records/s (wall clock, from the first record processed to the last) and
+records per CPU-second of this process (all its threads: the loop or the worker), with the CPU
+seconds of this process and of the broker's process over the same window.
+
+Usage: python bench/worker.py [--records N] [--keys 1000,100000] [--rounds R] [--partitions P] [--rate R]
 """
 
 from __future__ import annotations
@@ -33,9 +39,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from eventscript.kafka import clients  # noqa: E402
 from eventscript.kafka.config import KafkaConfig, parse_topology  # noqa: E402
-from eventscript.kafka.partitioner import key_bytes, partition_of  # noqa: E402
+from eventscript.kafka.partitioner import partition_of  # noqa: E402
 from eventscript.kafka.runner import TopologyRunner  # noqa: E402
-from eventscript.language.types import STRING  # noqa: E402
 
 PROGRAM = """
 in {string k; double v; long sent;} Reading group(Reading.k)
@@ -53,20 +58,52 @@ def create(bootstrap: str, topics: list[str], partitions: int) -> None:
     time.sleep(0.5)
 
 
-def preload(kafka: KafkaConfig, topic: str, n: int, partitions: int) -> None:
+def preload(kafka: KafkaConfig, topic: str, n: int, partitions: int, keys: int, seed: int = 1) -> None:
+    """n records over ``keys`` plain-string keys in random (uniform) order, each on its key's partition."""
+    import random
+
+    rnd = random.Random(seed)
     p = Producer(clients.producer_config(kafka))
-    keys = [key_bytes((f"k{i}",), [STRING]) for i in range(KEYS)]
     for i in range(n):
-        k = keys[i % KEYS]
-        assert k is not None
-        p.produce(topic, key=k, value=orjson.dumps({"k": f"k{i % KEYS}", "v": i * 0.5, "sent": 0}),
+        name = f"k{rnd.randrange(keys)}"
+        k = name.encode()
+        p.produce(topic, key=k, value=orjson.dumps({"k": name, "v": i * 0.5, "sent": 0}),
                   partition=partition_of(k, partitions))
         if i % 10_000 == 0:
             p.poll(0)
     p.flush(60)
 
 
-def ceiling(kafka: KafkaConfig, src: str, dst: str, n: int) -> float:
+class Window:
+    """Wall time and CPU time (this process, and the broker's) between start() and stop()."""
+
+    def __init__(self, broker_pid: int | None) -> None:
+        self.broker_pid = broker_pid
+        self.wall = self.cpu = self.broker_cpu = 0.0
+        self._t0 = self._c0 = self._b0 = 0.0
+
+    def _broker(self) -> float:
+        if self.broker_pid is None:
+            return 0.0
+        fields = Path(f"/proc/{self.broker_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def start(self) -> None:
+        self._t0, self._c0, self._b0 = time.perf_counter(), time.process_time(), self._broker()
+
+    def stop(self) -> None:
+        self.wall = time.perf_counter() - self._t0
+        self.cpu = time.process_time() - self._c0
+        self.broker_cpu = self._broker() - self._b0
+
+    def line(self, what: str, n: int, ref: float | None = None) -> str:
+        rate = n / self.wall
+        share = f" ({rate / ref:4.0%} of the loop)" if ref else ""
+        return (f"  {what:27s} {rate:9,.0f} records/s{share}; {n / self.cpu:9,.0f} records/CPU-s "
+                f"(process {self.cpu:5.1f} s, broker {self.broker_cpu:5.1f} s, wall {self.wall:5.1f} s)")
+
+
+def ceiling(kafka: KafkaConfig, src: str, dst: str, n: int, window: Window) -> float:
     """A plain consume → parse → serialize → produce loop with offset commits: the reference."""
     c = Consumer(clients.consumer_config(kafka, f"ceiling-{time.time_ns()}", **{"enable.auto.offset.store": True}))
     p = Producer(clients.producer_config(kafka))
@@ -80,6 +117,7 @@ def ceiling(kafka: KafkaConfig, src: str, dst: str, n: int) -> float:
                 continue
             if start is None:
                 start = time.perf_counter()
+                window.start()
             obj = orjson.loads(m.value())
             while True:
                 try:
@@ -96,9 +134,10 @@ def ceiling(kafka: KafkaConfig, src: str, dst: str, n: int) -> float:
         c.commit(asynchronous=False)
     except KafkaException:  # nothing new since the last asynchronous commit
         pass
+    window.stop()
     c.close()
     assert start is not None
-    return n / (time.perf_counter() - start)
+    return n / window.wall
 
 
 def topology_doc(kafka: KafkaConfig, name: str, src: str, dst: str, guarantee: str, state: str, source: Path) -> dict:
@@ -112,7 +151,8 @@ def topology_doc(kafka: KafkaConfig, name: str, src: str, dst: str, guarantee: s
     }
 
 
-def worker_throughput(kafka: KafkaConfig, src: str, guarantee: str, n: int, source: Path, tmp: str) -> float:
+def worker_throughput(kafka: KafkaConfig, src: str, guarantee: str, n: int, source: Path, tmp: str,
+                      window: Window) -> float:
     name = f"bench-{guarantee}-{time.time_ns() % 10**8}"
     topo = parse_topology(topology_doc(kafka, name, src, f"{name}-out", guarantee, f"{tmp}/{name}", source))
     runner = TopologyRunner(topo)
@@ -125,13 +165,14 @@ def worker_throughput(kafka: KafkaConfig, src: str, guarantee: str, n: int, sour
         processed = counter.labels(name, "processed")._value.get()
         if processed > 0 and start is None:
             start = time.perf_counter()
+            window.start()
         if processed >= n:
             break
         time.sleep(0.01)
-    elapsed = time.perf_counter() - start if start else float("nan")
+    window.stop()
     runner.stop()
     t.join(60)
-    return n / elapsed
+    return n / window.wall
 
 
 def latency(kafka: KafkaConfig, partitions: int, guarantee: str, rate: float, seconds: float, source: Path,
@@ -160,12 +201,11 @@ def latency(kafka: KafkaConfig, partitions: int, guarantee: str, rate: float, se
     rt = threading.Thread(target=read, daemon=True)
     rt.start()
     p = Producer(clients.producer_config(kafka, **{"linger.ms": 0}))
-    keys = [key_bytes((f"k{i}",), [STRING]) for i in range(KEYS)]
+    keys = [f"k{i}".encode() for i in range(KEYS)]
     total = int(rate * seconds)
     begin = time.perf_counter()
     for i in range(total):
         k = keys[i % KEYS]
-        assert k is not None
         p.produce(src, key=k, value=orjson.dumps({"k": f"k{i % KEYS}", "v": 1.0, "sent": int(time.time() * 1000)}),
                   partition=partition_of(k, partitions))
         p.poll(0)
@@ -193,6 +233,8 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--rate", type=float, default=2000.0, help="records/s for the latency runs")
     ap.add_argument("--latency-seconds", type=float, default=10.0)
+    ap.add_argument("--keys", default="1000,100000", help="key counts, comma-separated")
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     broker = None
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
@@ -206,15 +248,24 @@ def main() -> None:
         tmp = tempfile.mkdtemp(prefix="es-bench-")
         source = Path(tmp) / "echo.es"
         source.write_text(PROGRAM)
-        src = f"bench-in-{time.time_ns() % 10**8}"
-        create(bootstrap, [src, f"{src}-ceiling-out"], args.partitions)
-        preload(kafka, src, args.records, args.partitions)
-        print(f"{args.records:,} records preloaded on {args.partitions} partitions ({'Tansu' if broker else bootstrap})")
-        top = ceiling(kafka, src, f"{src}-ceiling-out", args.records)
-        print(f"plain consume→produce loop (ceiling): {top:10,.0f} records/s")
-        for g in ("at_least_once", "exactly_once"):
-            rate = worker_throughput(kafka, src, g, args.records, source, tmp)
-            print(f"worker, {g:14s}:               {rate:10,.0f} records/s ({rate / top:.0%} of the ceiling)")
+        pid = broker.proc.pid if broker is not None and broker.proc is not None else None
+        for keys in (int(k) for k in args.keys.split(",")):
+            src = f"bench-in-{time.time_ns() % 10**8}"
+            create(bootstrap, [src], args.partitions)
+            preload(kafka, src, args.records, args.partitions, keys)
+            print(f"{args.records:,} records, {keys:,} keys in random order, on {args.partitions} partitions "
+                  f"({'Tansu' if broker else bootstrap})")
+            for rnd in range(args.rounds):
+                print(f" round {rnd + 1}")
+                w = Window(pid)
+                out = f"{src}-ceiling-{rnd}"
+                create(bootstrap, [out], args.partitions)
+                top = ceiling(kafka, src, out, args.records, w)
+                print(w.line("plain consume→produce loop", args.records))
+                for g in ("at_least_once", "exactly_once"):
+                    w = Window(pid)
+                    worker_throughput(kafka, src, g, args.records, source, tmp, w)
+                    print(w.line(f"worker, {g}", args.records, top))
         for g in ("at_least_once", "exactly_once"):
             p50, p99, n = latency(kafka, args.partitions, g, args.rate, args.latency_seconds, source, tmp)
             print(f"latency {g:14s} at {args.rate:,.0f} records/s: p50 {p50:6.1f} ms, p99 {p99:6.1f} ms ({n:,} records)")

@@ -328,7 +328,10 @@ class Task:
         ts = e.time // 1000
         if e.name == ERROR_EVENT:
             key_json = [encode(k, t) for k, t in zip(e.key, self.key_types or [])] if e.key is not None else None
-            value = codec.emitted_error_value(e, self._source_info(), key_json)
+            source = self._source_info()
+            if e.key is None and source is not None:
+                key = source.key  # about a record that reached no instance: keyed as that record
+            value = codec.emitted_error_value(e, source, key_json)
             self.send(self.cfg.error_topic, -1, key, value, codec.output_headers(e, self.cfg.name, self._next_id()),
                       ts, False)
             self.counts["errors"] += 1
