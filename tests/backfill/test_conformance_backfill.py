@@ -8,7 +8,6 @@ conformance test makes on Kafka, with the backfill in place of the worker.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +16,14 @@ from trace_export import CASES, SINGLE, case_topology, expected_lines, trace_row
 
 from eventscript.backfill.job import Totals, check_totals, export_plan, outputs, run_locally
 from eventscript.backfill.sink import output_json
-from eventscript.tester.expect import line_difference
+from eventscript.tester.expect import compare
 
 pytestmark = pytest.mark.skipif(not SINGLE, reason="../shared/conformance is not beside the checkout")
 
 
 def difference(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> str | None:
-    for i, (w, g) in enumerate(zip(want, got), 1):
-        d = line_difference(w, g)
-        if d:
-            return f"line {i}: {d}\n  want {json.dumps(w)}\n  got  {json.dumps(g)}"
-    if len(want) != len(got):
-        return f"{len(want)} expected, {len(got)} got: {json.dumps(got[len(want):] or want[len(got):])[:300]}"
-    return None
+    """The tester's own comparison (eventscript test --expect), as one message or None."""
+    return "\n".join(compare(want, got)) or None
 
 
 def _export(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]

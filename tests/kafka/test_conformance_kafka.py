@@ -19,7 +19,7 @@ from kafka_helpers import Broker, read_many, run_in_thread, topology, unique
 from eventscript.kafka.config import load_topology
 from eventscript.kafka.runner import compile_programs
 from eventscript.kafka.tools import produce_trace, record_to_json
-from eventscript.tester.expect import line_difference
+from eventscript.tester.expect import compare
 from eventscript.tester.trace import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,13 +29,8 @@ BATCH = 14  # programs run side by side in one worker process
 
 
 def _compare(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> str | None:
-    for i, (w, g) in enumerate(zip(want, got), 1):
-        d = line_difference(w, g)
-        if d:
-            return f"line {i}: {d}\n  want {json.dumps(w)}\n  got  {json.dumps(g)}"
-    if len(want) != len(got):
-        return f"{len(want)} expected, {len(got)} got: {json.dumps(got[len(want):] or want[len(got):])[:300]}"
-    return None
+    """The tester's own comparison (eventscript test --expect), as one message or None."""
+    return "\n".join(compare(want, got)) or None
 
 
 @pytest.mark.kafka

@@ -18,6 +18,7 @@ import orjson
 import pytest
 
 from eventscript.automata.compile import compile_source
+from eventscript.backfill.records import ArrowRecord
 from eventscript.kafka import codec
 from eventscript.kafka.config import InputConfig, ProgramConfig
 from eventscript.kafka.task import OutRecord, Task
@@ -34,36 +35,12 @@ elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
 T0 = 1_767_225_600_000  # ms
 
 
-class Record:
-    """An input record as the worker gets it from confluent-kafka (the accessors it calls)."""
-
-    def __init__(self, offset: int, ts_ms: int, key: str, n: int, topic: str = "in", partition: int = 0,
-                 headers: list[tuple[str, bytes | None]] | None = None) -> None:
-        self._offset, self._ts, self._topic, self._partition = offset, ts_ms, topic, partition
-        self._key = orjson.dumps([key])
-        self._value = orjson.dumps({"k": key, "n": n})
-        self._headers = headers
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, self._ts)
-
-    def key(self) -> bytes:
-        return self._key
-
-    def value(self) -> bytes:
-        return self._value
-
-    def headers(self) -> list[tuple[str, bytes | None]] | None:
-        return self._headers
+def Record(offset: int, ts_ms: int, key: str, n: int, topic: str = "in", partition: int = 0,
+           headers: list[tuple[str, bytes | None]] | None = None) -> ArrowRecord:
+    """An input record of key ``key`` and value {"k": key, "n": n}, with the ``Message``
+    accessors the worker's task calls (the backfill's record class)."""
+    return ArrowRecord(topic, partition, offset, ts_ms, orjson.dumps([key]), orjson.dumps({"k": key, "n": n}),
+                       headers)
 
 
 def _task(store: Path, clock: str = "record", program: str = PROGRAM, event: str = "Tick") -> Task:

@@ -91,19 +91,22 @@ def _shape(r: ast.Regex, loops: list[tuple[ast.RRepeat, ast.RElapse]]) -> _Shape
     return _BLOCKS
 
 
+def _nodes(r: ast.Regex) -> Iterator[ast.Regex]:
+    """Every node of a regular expression, in program-text order."""
+    yield r
+    if isinstance(r, (ast.RSeq, ast.RAlt)):
+        for item in r.items:
+            yield from _nodes(item)
+    elif isinstance(r, ast.RRepeat):
+        yield from _nodes(r.item)
+    elif isinstance(r, (ast.RInter, ast.RDiff)):
+        yield from _nodes(r.left)
+        yield from _nodes(r.right)
+
+
 def _instant_elapses(r: ast.Regex) -> Iterator[ast.RElapse]:
     """The zero-elapse markers inside ``r``, in program-text order."""
-    if isinstance(r, ast.RElapse):
-        if is_instant(r):
-            yield r
-    elif isinstance(r, (ast.RSeq, ast.RAlt)):
-        for item in r.items:
-            yield from _instant_elapses(item)
-    elif isinstance(r, ast.RRepeat):
-        yield from _instant_elapses(r.item)
-    elif isinstance(r, (ast.RInter, ast.RDiff)):
-        yield from _instant_elapses(r.left)
-        yield from _instant_elapses(r.right)
+    return (n for n in _nodes(r) if isinstance(n, ast.RElapse) and is_instant(n))
 
 
 def check_zero_elapse_loops(regex: ast.Regex, d: Diagnostics) -> None:
@@ -146,16 +149,7 @@ def _pattern_text(p: ast.ArrivePattern) -> str:
 
 
 def _arrives(r: ast.Regex) -> Iterator[ast.RArrive]:
-    if isinstance(r, ast.RArrive):
-        yield r
-    elif isinstance(r, (ast.RSeq, ast.RAlt)):
-        for item in r.items:
-            yield from _arrives(item)
-    elif isinstance(r, ast.RRepeat):
-        yield from _arrives(r.item)
-    elif isinstance(r, (ast.RInter, ast.RDiff)):
-        yield from _arrives(r.left)
-        yield from _arrives(r.right)
+    return (n for n in _nodes(r) if isinstance(n, ast.RArrive))
 
 
 def check_ambiguous_patterns(regex: ast.Regex, d: Diagnostics) -> None:
