@@ -152,15 +152,22 @@ def _bytes(v: Any) -> bytes | None:
 
 
 def outputs(spark: Any, plan: Plan, totals: Totals,
-            on_summary: Callable[[TaskSummary], None] = lambda s: None) -> Iterator[OutputRow]:
+            on_summary: Callable[[TaskSummary], None] = lambda s: None,
+            on_state: Callable[[OutputRow], None] | None = None) -> Iterator[OutputRow]:
     """The output records in task order, each task's in the order it sent them; task summaries
-    go to ``totals`` (and ``on_summary``) as they arrive."""
+    go to ``totals`` (and ``on_summary``) as they arrive; rows of kind "state" (a task's final
+    changelog records, sent with ``plan.handover``) go to ``on_state``."""
     repartition = plan.program.repartition_topic
     for row in output_frame(spark, plan).toLocalIterator(prefetchPartitions=True):
         if row.kind == "stats":
             s = TaskSummary.from_json(bytes(row.value))
             totals.add(s)
             on_summary(s)
+            continue
+        if row.kind == "state":
+            if on_state is not None:
+                on_state(OutputRow(row.task, row.topic, row.partition, _bytes(row.key), _bytes(row.value),
+                                   [(h.key, _bytes(h.value)) for h in row.headers or []], row.timestamp))
             continue
         if row.topic == repartition:
             continue  # counted in the task's summary; the caller refuses the result

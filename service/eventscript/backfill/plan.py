@@ -68,6 +68,10 @@ class Plan:
     until_us: int | None = None
     #: Input records per Arrow batch handed to a task.
     batch_size: int = 10_000
+    #: 0: one task per input partition (partition mode); N > 0: key-parallel mode, N key groups.
+    key_groups: int = 0
+    #: Whether each task ends by sending its final state (kind "state" rows) for ``--handover``.
+    handover: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -81,6 +85,8 @@ class Plan:
             slices=[TaskSlice(s["partition"], [OffsetRange(**r) for r in s["ranges"]]) for s in d["slices"]],
             until_us=d.get("until_us"),
             batch_size=d.get("batch_size", 10_000),
+            key_groups=d.get("key_groups", 0),
+            handover=d.get("handover", False),
         )
 
     @property

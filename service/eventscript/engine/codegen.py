@@ -400,10 +400,13 @@ class CodeGen:
             if grouped:
                 # A key's first event creates its instance only if the start state accepts it: a
                 # discarded event changes nothing (choice 12), not even by creating an instance.
+                # An instance not in memory may be in the host's store (Engine.loader) first.
                 out += [f"{ind}if ctx is None:",
-                        f"{ind}    if _start_row[sym] is None:",
-                        f"{ind}        return _unexpected(None, name, sym)",
-                        f"{ind}    ctx = _create(key)"]
+                        f"{ind}    ctx = _load(key)",
+                        f"{ind}    if ctx is None:",
+                        f"{ind}        if _start_row[sym] is None:",
+                        f"{ind}            return _unexpected(None, name, sym)",
+                        f"{ind}        ctx = _create(key)"]
             if lazy is not None:
                 out += [f"{ind}m = ctx.state",
                         f"{ind}if _SIM:",

@@ -129,6 +129,10 @@ class Engine:
         #: instance, and who is told before an instance consumes a time event.
         self.origin_of: Callable[[], str] | None = None
         self.before_timer: Callable[[InstanceContext], None] | None = None
+        #: Host hook for state larger than memory: group key -> the instance, restored from the
+        #: host's store into ``contexts`` (Engine.restore), or None if the key has none. The
+        #: generated feed asks it when a key is not in ``contexts``, before creating an instance.
+        self.loader: Callable[[tuple[Any, ...]], InstanceContext | None] | None = None
         self._gen = CodeGen(self.program)
         self._ns = self._namespace(search_dirs)
         self._bind_emitters()
@@ -178,6 +182,7 @@ class Engine:
             "_disarm": self.time.cancel_timer,
             "_contexts": self.contexts,
             "_create": self._create,
+            "_load": self._load,
             "_single": self._single,
             "_unexpected": self._unexpected,
             "_resolve": self._resolve,
@@ -510,6 +515,10 @@ class Engine:
         self.contexts[key] = ctx
         self._init_fn(ctx, None)
         return ctx
+
+    def _load(self, key: tuple[Any, ...]) -> InstanceContext | None:
+        loader = self.loader
+        return None if loader is None else loader(key)
 
     def _touch(self, ctx: InstanceContext) -> None:
         if self.dirty is not None:
