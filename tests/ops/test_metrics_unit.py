@@ -4,6 +4,8 @@ collectors, and lag read from librdkafka's statistics JSON."""
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 from eventscript.kafka.metrics import KINDS, Metrics, partition_lag, stats_config
 
@@ -76,3 +78,42 @@ def test_stats_interval_from_the_topology_wins() -> None:
     assert stats_config(None, "p", "consumer") == {}
     assert stats_config(m, "p", "consumer")["statistics.interval.ms"] == 10_000
     assert stats_config(m, "p", "consumer", {"statistics.interval.ms": 500})["statistics.interval.ms"] == 500
+
+
+def test_timer_lateness_is_observed_when_a_wall_clock_timer_fires(tmp_path: Path) -> None:
+    """The worker observes how long after its deadline a due timer fired, once per firing turn;
+    a turn with nothing due observes nothing."""
+    from eventscript.automata.compile import compile_source
+    from eventscript.kafka.config import parse_topology
+    from eventscript.kafka.task import Task
+    from eventscript.kafka.worker import ProgramWorker
+
+    program = compile_source("in {string k;} A group(A.k)\nout {string k;} Late\n"
+                             "A(a) elapse[1 milliseconds]() { !>Late({k: group[0]}); }", name="p").require()
+    topo = parse_topology({"application": "app", "kafka": {"bootstrap_servers": "localhost:1"},
+                           "programs": [{"name": "p", "source": "p.es", "clock": "wall",
+                                         "inputs": [{"topic": "in", "event": "A"}], "outputs": {"default": "out"}}],
+                           "state_dir": str(tmp_path)})
+    cfg = topo.programs[0]
+    m = Metrics()
+    m.register("p", lambda: True)
+    worker = ProgramWorker(topo, cfg, program, 1, "me", m)
+    task = Task(0, program, cfg, cfg.inputs, "app.p-repartition", "app.p-changelog", 1, tmp_path / "task-0")
+    try:
+        task.restored = True
+        assert worker._fire_timers(task) == 0
+        assert _value(m, "eventscript_timer_lateness_seconds_count", program="p") == 0.0
+        task.clock.refresh()  # type: ignore[attr-defined]
+        task.engine.feed_keyed("A", {"k": "x"}, ("x",))
+        deadline = task.next_timer()
+        assert deadline is not None
+        time.sleep(0.05)
+        assert worker._fire_timers(task) == 1
+        assert [r.value for r in task.outbox if not r.changelog] == [b'{"k":"x"}']
+        assert _value(m, "eventscript_timer_lateness_seconds_count", program="p") == 1.0
+        late = _value(m, "eventscript_timer_lateness_seconds_sum", program="p")
+        assert late is not None and 0.049 <= late < 5.0
+        assert _value(m, "eventscript_timer_lateness_seconds_bucket", program="p", le="0.025") == 0.0
+        assert _value(m, "eventscript_timer_lateness_seconds_bucket", program="p", le="60.0") == 1.0
+    finally:
+        task.close()

@@ -8,6 +8,10 @@ a batch is not a record, and summing the two would mean nothing.
 commits, aborted transactions, rewinds to the last commit, lost assignments;
 ``eventscript_rebalances_total{program, kind}`` counts assignments and revocations.
 Histograms time commits and task restores; gauges track tasks, instances, lag and readiness.
+``eventscript_timer_lateness_seconds{program}`` tells how late wall-clock timers fire: each time
+a task fires its due timers, how long after its deadline the earliest of them fired (a worker
+that is overloaded, paused or catching up after a restart fires them late; the alert on it is
+in observability/).
 
 Lag is read from librdkafka's statistics (:func:`stats_config`): the client keeps fetching
 watermarks while idle, so ``eventscript_kafka_consumer_lag{program, topic, partition}`` stays
@@ -41,6 +45,8 @@ FAULTS = ("commit_failed", "transaction_aborted", "rewound", "assignment_lost")
 REBALANCES = ("assigned", "revoked", "lost")
 #: librdkafka statistics are emitted this often unless the topology's kafka settings say otherwise.
 STATS_INTERVAL_MS = 10_000
+#: Buckets of eventscript_timer_lateness_seconds: from 1 ms (on time) to a minute (a stalled worker).
+LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 def _version(package: str) -> str:
     try:
@@ -85,6 +91,9 @@ class Metrics:
                                         buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
         self.restore_seconds = Histogram("eventscript_restore_seconds", "Time to restore a task", ["program"],
                                          registry=self.registry, buckets=(0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300))
+        self.timer_lateness = Histogram("eventscript_timer_lateness_seconds", "How long after its deadline a "
+                                        "wall-clock timer fired (the earliest of those a task fired at once)",
+                                        ["program"], registry=self.registry, buckets=LATENESS_BUCKETS)
         self.task_gauge = Gauge("eventscript_tasks", "Tasks owned", ["program"], registry=self.registry)
         self.instance_gauge = Gauge("eventscript_instances", "Live instance contexts (one per group key)",
                                     ["program"], registry=self.registry)
@@ -103,6 +112,7 @@ class Metrics:
         for kind in KINDS:
             self.records.labels(program, kind)
         self.commits.labels(program)
+        self.timer_lateness.labels(program)
         for kind in FAULTS:
             self.faults.labels(program, kind)
         for kind in REBALANCES:
@@ -134,6 +144,10 @@ class Metrics:
 
     def observe_restore(self, program: str, seconds: float) -> None:
         self.restore_seconds.labels(program).observe(seconds)
+
+    def observe_timer_lateness(self, program: str, seconds: float) -> None:
+        """A timer that fired ``seconds`` after its deadline (never negative: a timer is not early)."""
+        self.timer_lateness.labels(program).observe(max(0.0, seconds))
 
     def tasks(self, program: str, n: int) -> None:
         self.task_gauge.labels(program).set(n)

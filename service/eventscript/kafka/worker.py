@@ -245,7 +245,7 @@ class ProgramWorker:
         worked = 0
         for task in list(self.tasks.values()):
             worked += task.process(self.cfg.max_task_idle_ms)
-            worked += task.fire_timers()
+            worked += self._fire_timers(task)
             if task.counts:
                 for kind, n in task.counts.items():
                     self._stat(kind, n)
@@ -262,6 +262,16 @@ class ProgramWorker:
             self._commit()
         if not got and not worked and self.idle_since is None and self._all_caught_up():
             self.idle_since = time.monotonic()
+
+    def _fire_timers(self, task: Task) -> int:
+        """Fire the task's due wall-clock timers, and observe how long after its deadline the
+        earliest of them fired (``eventscript_timer_lateness_seconds``)."""
+        deadline = task.next_timer() if self.metrics is not None else None
+        now_us = time.time_ns() // 1000
+        fired = task.fire_timers()
+        if fired and deadline is not None and deadline <= now_us:
+            self.metrics.observe_timer_lateness(self.cfg.name, (now_us - deadline) / 1e6)
+        return fired
 
     def _poll_timeout(self) -> float:
         timeout = min(0.1, self.commit_interval)
