@@ -32,7 +32,7 @@ def two_stage(first: str = "first.es", second: str = "second.es", **overrides: A
             {"name": "second", "source": second, "inputs": [{"topic": "hot", "event_from": {"header": "es-event"}}],
              "outputs": {"default": "alarms"}},
         ],
-        "topics": {"readings": {"partitions": 2}},
+        "topics": {"readings": {"partitions": 2, "external": True}},
     }
     topo.update(overrides)
     return topo

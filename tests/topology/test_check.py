@@ -156,8 +156,10 @@ def test_an_input_nobody_writes(write_topology: Callable[..., Path]) -> None:
 
 def test_an_undeclared_source_topic(write_topology: Callable[..., Path]) -> None:
     f = only(findings(write_topology, two_stage(topics={})), "unwritten-topic")
-    assert f.severity is Severity.WARNING
-    assert "topic readings is read by program first but written by no program of the topology" in f.message
+    assert f.severity is Severity.ERROR
+    assert ("topic readings is read by program first but written by no program of the topology, and it is not "
+            "declared as an external source") in f.message
+    assert f.hint is not None and "readings: {external: true, partitions: N}" in f.hint
     assert f.where.endswith("topology.yaml:6:12")
 
 
@@ -174,9 +176,11 @@ def test_the_command_fails_on_errors_and_prints_where(write_topology: Callable[.
 
 def test_the_command_passes_and_strict_fails_on_warnings(write_topology: Callable[..., Path],
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_topology(two_stage(topics={}), OK)
+    topo = two_stage()
+    del topo["programs"][1]["outputs"]
+    path = write_topology(topo, OK)
     assert main(["topology", "check", str(path)]) == 0
-    assert "warning: topic readings" in capsys.readouterr().out
+    assert "warning: program second declares output Alarm" in capsys.readouterr().out
     assert main(["topology", "check", "--strict", str(path)]) == 1
 
 

@@ -132,6 +132,31 @@ class TopicSpec(_Model):
     #: Replication factor; None: the broker's default (default.replication.factor).
     replication: int | None = Field(default=None, ge=1)
     config: dict[str, str] = Field(default_factory=dict)
+    #: Written by producers outside the topology. 'topology check' wants this on every topic a
+    #: program reads and none writes, so that a misspelt link is not taken for a source.
+    external: bool = False
+    #: What those producers write, for 'topology check': event names (a list), or a map from each
+    #: name to its EventScript type, quoted ("{string symbol; double price;}"), or null. Empty: any.
+    events: dict[str, str | None] = Field(default_factory=dict)
+
+    @field_validator("events", mode="before")
+    @classmethod
+    def _event_names(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return {name: None for name in v}
+        if isinstance(v, dict):
+            for name, ty in v.items():
+                if isinstance(ty, dict):
+                    raise ValueError(f"the type of {name} is read as a YAML mapping: quote it, as in "
+                                     f'{name}: "{{string symbol; double price;}}"')
+        return v
+
+    @model_validator(mode="after")
+    def _events_of_external(self) -> TopicSpec:
+        if self.events and not self.external:
+            raise ValueError("'events' lists what producers outside the topology write: add 'external: true' "
+                             "(or remove 'events')")
+        return self
 
 
 class ProgramConfig(_Model):

@@ -10,32 +10,13 @@ and what to do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-
 from ..kafka.codec import HEADER_EVENT
 from ..language.diagnostics import Severity as CompilerSeverity
-from ..language.types import StructType, Type
+from .findings import Finding, Severity, type_difference
 from .model import Read, Stage, TopologyGraph, Write
+from .sources import external_sources
 
-
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: Severity
-    where: str
-    message: str
-    hint: str | None = None
-    #: A short stable name for the kind of problem (tests and tooling match on it).
-    code: str = ""
-
-    def render(self) -> str:
-        text = f"{self.where}: {self.severity.value}: {self.message}"
-        return text + (f"\n    hint: {self.hint}" if self.hint else "")
+__all__ = ["Finding", "Severity", "check", "errors", "type_difference"]
 
 
 def check(graph: TopologyGraph) -> list[Finding]:
@@ -53,7 +34,7 @@ def check(graph: TopologyGraph) -> list[Finding]:
     out += _cycles(graph)
     out += _unread_outputs(graph)
     out += _unfed_inputs(graph)
-    out += _undeclared_sources(graph)
+    out += external_sources(graph)
     return sorted(out, key=lambda f: f.severity is not Severity.ERROR)
 
 
@@ -98,22 +79,6 @@ def _declared_names(graph: TopologyGraph, st: Stage) -> list[Finding]:
                 f"declares no output {event} (its outputs: {', '.join(st.outputs) or 'none'})",
                 "name one of the program's output events, or 'default' for all the others", "unknown-output"))
     return out
-
-
-def type_difference(a: Type, b: Type) -> str | None:
-    """Where two event types differ, in words; None when they are equal."""
-    if a == b:
-        return None
-    if isinstance(a, StructType) and isinstance(b, StructType):
-        for k, (fa, fb) in enumerate(zip(a.fields, b.fields), 1):
-            if fa != fb:
-                return (f"field {k} is '{fa[1]} {fa[0]}' in the writer but '{fb[1]} {fb[0]}' in the reader")
-        if len(a.fields) > len(b.fields):
-            n, t = a.fields[len(b.fields)]
-            return f"the writer has an extra field {len(b.fields) + 1} '{t} {n}'"
-        n, t = b.fields[len(a.fields)]
-        return f"the reader expects a field {len(a.fields) + 1} '{t} {n}' the writer does not have"
-    return f"the writer's type is {a} but the reader's is {b}"
 
 
 def _link(graph: TopologyGraph, topic: str, rd: Read) -> list[Finding]:
@@ -252,8 +217,13 @@ def _delivers(graph: TopologyGraph, st: Stage, event: str) -> bool:
             return True
         if inp.event is None:
             writes = graph.writes.get(inp.topic)
-            if not writes or any(w.event == event for w in writes):
-                return True  # an external topic may carry any event
+            if writes:
+                if any(w.event == event for w in writes):
+                    return True
+            else:
+                listed = graph.source_events(inp.topic)
+                if listed is None or event in listed:
+                    return True  # a source topic carries the events its declaration lists, or any
     return False
 
 
@@ -264,21 +234,8 @@ def _unfed_inputs(graph: TopologyGraph) -> list[Finding]:
             if not _delivers(graph, st, event):
                 out.append(Finding(Severity.WARNING, graph.where_program(st, "inputs"),
                                    f"program {st.name} declares input {event} ({decl.pos}) but none of its "
-                                   f"input topics carries it: no program writes it there",
+                                   f"input topics carries it: no program writes it there, and no external "
+                                   f"topic's 'events:' lists it",
                                    f"add an input topic with 'event: {event}', or route {event} to one of its "
                                    f"topics", "unfed-input"))
-    return out
-
-
-def _undeclared_sources(graph: TopologyGraph) -> list[Finding]:
-    out: list[Finding] = []
-    for topic in graph.external_topics:
-        if topic in graph.topology.topics:
-            continue  # listed under 'topics:': declared as a source fed from outside
-        rd = graph.reads[topic][0]
-        out.append(Finding(Severity.WARNING, graph.where_program(rd.stage, "inputs", rd.input_index, "topic"),
-                           f"topic {topic} is read by program {rd.stage.name} but written by no program of the "
-                           f"topology",
-                           f"if it is fed from outside, declare it as a source under 'topics:' ({topic}: "
-                           f"{{partitions: N}}); otherwise check its spelling", "unwritten-topic"))
     return out

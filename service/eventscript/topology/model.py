@@ -105,6 +105,12 @@ class TopologyGraph:
         """Topics read by some program but written by none: the pipeline's sources."""
         return [t for t in self.reads if t not in self.writes and t not in self.error_writers]
 
+    def source_events(self, topic: str) -> list[str] | None:
+        """The events a source topic's declaration says outside producers write there; None when
+        it lists none (any event may come)."""
+        spec = self.topology.topics.get(topic)
+        return list(spec.events) if spec is not None and spec.events else None
+
     @property
     def sink_topics(self) -> list[str]:
         """Topics written by some program and read by none: the pipeline's results."""

@@ -66,7 +66,8 @@ class TopologySimulation:
         self.sources: dict[str, list[tuple[Stage, str]]] = {}
         for topic in graph.external_topics:
             for rd in graph.reads[topic]:
-                for name in ([rd.config.event] if rd.config.event else list(rd.stage.inputs)):
+                names = [rd.config.event] if rd.config.event else graph.source_events(topic) or list(rd.stage.inputs)
+                for name in names:
                     targets = self.sources.setdefault(name, [])
                     if all(s is not rd.stage for s, _ in targets):
                         targets.append((rd.stage, name))
