@@ -65,7 +65,8 @@ def test_shipped_topologies_have_a_readme_with_their_picture(path: Path) -> None
 
 def test_at_least_six_pipelines_ship() -> None:
     assert {p.parent.name for p in TOPOLOGY_FILES} >= {
-        "sensors", "big-trades", "radiation", "visitor-escort", "fridge-alerts", "sensor-silence", "windows-alarm"}
+        "sensors", "big-trades", "radiation", "visitor-escort", "fridge-alerts", "sensor-silence", "windows-alarm",
+        "sector-divergence"}
 
 
 def _show_sections(text: str) -> dict[str, list[dict[str, object]]]:
