@@ -20,6 +20,7 @@ from ..language.lower import Positions
 from .actions import OccurrenceTable, Path
 from .epsilon import EFA
 from .nfa import ENFA
+from .simulate import bits
 
 # ---------------------------------------------------------------------------------------
 # Definite assignment
@@ -201,17 +202,30 @@ def warn_reads(program: ir.ProgramIR, maybe_unset: set[int], pos: Positions, d: 
 # Properties of the reachable states
 
 
-def ambiguous_pairs(efa: EFA, states: Iterable[frozenset[int]]) -> set[tuple[int, int]]:
-    """Pairs of marker occurrences that one event can match from one reachable state."""
+def ambiguous_pairs(efa: EFA, states: Iterable[int]) -> set[tuple[int, int]]:
+    """Pairs of marker occurrences that one event can match from one reachable state (a bit mask
+    of NFA states). Only the states with an edge on a symbol matter for it, so each such subset
+    is looked at once, however many DFA states share it."""
     pairs: set[tuple[int, int]] = set()
+    edges = efa.edges
+    has: dict[int, int] = {}
+    for s, row in enumerate(edges):
+        for sym in row:
+            has[sym] = has.get(sym, 0) | (1 << s)
+    lone = {sym: {s for s in bits(h) if len(edges[s][sym]) < 2} for sym, h in has.items()}
+    seen: set[tuple[int, int]] = set()
     for st in states:
-        by_symbol: dict[int, dict[int, int]] = {}
-        for s in st:
-            for sym, edges in efa.edges[s].items():
-                origins = by_symbol.setdefault(sym, {})
-                for e in edges:
+        for sym, h in has.items():
+            r = st & h
+            if not r or (sym, r) in seen:
+                continue
+            seen.add((sym, r))
+            if not r & (r - 1) and r.bit_length() - 1 in lone[sym]:
+                continue  # one state with one edge on the symbol: one position
+            origins: dict[int, int] = {}
+            for s in bits(r):
+                for e in edges[s][sym]:
                     origins.setdefault(e.origin, e.marker)
-        for origins in by_symbol.values():
             if len(origins) > 1:
                 markers = sorted(set(origins.values()))
                 if len(markers) == 1:

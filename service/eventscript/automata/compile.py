@@ -20,10 +20,11 @@ from ..language.source import SourceFile
 from . import analysis
 from .actions import OccurrenceTable
 from .compiled import CompiledProgram, sha256
-from .epsilon import eliminate
+from .epsilon import EFA, eliminate
 from .graphs import can_reach
 from .machine import DFAMachine, LazyDFA
 from .nfa import AutomatonTooLarge
+from .simulate import Positions
 from .subset import StateLimitExceeded, determinize
 from .thompson import Builder
 
@@ -115,7 +116,7 @@ def _compile(source: SourceFile, name: str, d: Diagnostics, state_limit: int, re
         machine = LazyDFA(efa, occ)
         comp.notes.append(f"the DFA would exceed {state_limit} states; the program runs on a lazy DFA "
                           f"that builds states on demand")
-        state_sets, timer_sets, terminal, succ, complete = _explore_lazy(machine, program_ir)
+        state_sets, timer_sets, terminal, succ, complete = _explore_lazy(efa, occ, program_ir)
 
     analysis.mark_read_checks(program_ir, None if (occ.cycle_broken or not complete) else maybe_unset)
     analysis.warn_ambiguity(analysis.ambiguous_pairs(efa, state_sets), program_ir, positions, d)
@@ -131,23 +132,30 @@ def _compile(source: SourceFile, name: str, d: Diagnostics, state_limit: int, re
     return comp
 
 
-def _explore_lazy(machine: LazyDFA, program: ir.ProgramIR):  # type: ignore[no-untyped-def]
-    start, _ = machine.start()
-    index = {start: 0}
-    order = [start]
+def _explore_lazy(efa: EFA, occ: OccurrenceTable, program: ir.ProgramIR
+                  ) -> tuple[list[int], list[list[int]], list[bool], list[list[int]], bool]:
+    """The first ``ANALYSIS_BUDGET`` states of the lazy DFA, breadth-first as ``determinize``
+    numbers them (bit masks of NFA states), for the analyses: each state's timer symbols, whether
+    it is terminal, its successors among them, and whether that was every state."""
+    pos = Positions(efa, occ)
+    index = {pos.start: 0}
+    order = [pos.start]
     timer_sets: list[list[int]] = []
     terminal: list[bool] = []
     succ: list[list[int]] = []
+    time_symbols = program.time_symbols
+    has, step = pos.has, pos.step
     i = 0
     complete = True
     while i < len(order):
-        key = order[i]
+        m = order[i]
         i += 1
-        row = machine.transitions(key)
-        timer_sets.append([s for s in row if s in program.time_symbols])
-        terminal.append(machine.accepting(key) and not row)
+        syms = [sym for sym in pos.alphabet if m & has[sym]]
+        timer_sets.append([s for s in syms if s in time_symbols])
+        terminal.append(pos.terminal(m))
         targets = []
-        for t, _ in row.values():
+        for sym in syms:
+            t = step(m, sym)
             if t not in index:
                 if len(order) >= ANALYSIS_BUDGET:
                     complete = False
@@ -156,7 +164,6 @@ def _explore_lazy(machine: LazyDFA, program: ir.ProgramIR):  # type: ignore[no-u
                 order.append(t)
             targets.append(index[t])
         succ.append(targets)
-    machine.clear_cache()
     return order, timer_sets, terminal, succ, complete
 
 

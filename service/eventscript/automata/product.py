@@ -33,7 +33,7 @@ from .actions import OccurrenceTable, Path, strands
 from .epsilon import EFA, EFAEdge, eliminate
 from .graphs import can_reach
 from .nfa import ENFA, AutomatonTooLarge
-from .subset import Row, transitions
+from .simulate import Positions
 
 
 class OperandBuilder(Protocol):
@@ -109,30 +109,35 @@ def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tu
 
 
 def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tuple[_Product, Targets, list[bool]]:
+    """The right operand's state sets are bit masks stepped through ``simulate.Positions``: one
+    symbol at a time, only the symbols the left state has edges on, and the right's action paths
+    looked up once per set of right states whose edges carry actions."""
     prod = _Product("difference", limit)
-    right_rows: dict[frozenset[int], Row] = {}
-    start_r = right.start.states
+    pos = Positions(right, occ)
+    start_r = pos.start
     entries = list(dict.fromkeys(
         (prod.state((ls, start_r)), p) for ls, pl in left.start.targets for p in strands([pl, *right.start.paths])))
+    nsym = pos.nsym
     i = 0
     while i < len(prod.keys):
         ls, sr = prod.keys[i]  # type: ignore[misc]
         i += 1
-        rrow = right_rows.get(sr)
-        if rrow is None:
-            rrow = right_rows[sr] = transitions(right, sr)
         row: dict[tuple[int, int], None] = {}
         for sym, es in sorted(left.edges[ls].items()):
-            sr2, rpaths = rrow.get(sym, (frozenset(), []))
+            if sym < nsym:
+                sr2 = pos.step(sr, sym)
+                rpaths = tuple(pos.paths(sr, sym))
+            else:  # the right operand has no edge on it: it can no longer match
+                sr2, rpaths = 0, ()
             for el in es:
-                def build(el: EFAEdge = el, sr2: frozenset[int] = sr2, rpaths: list[Path] = rpaths
+                def build(el: EFAEdge = el, sr2: int = sr2, rpaths: tuple[Path, ...] = rpaths
                           ) -> Iterable[tuple[Hashable, Path]]:
                     return (((lt, sr2), p) for lt, pl in left.targets(el) for p in strands([pl, *rpaths]))
 
-                key = (el.follow, el.prefix, sr2, tuple(sorted(set(rpaths))))
-                row[(sym, prod.target_set(key, build))] = None
+                row[(sym, prod.target_set((el.follow, el.prefix, sr2, rpaths), build))] = None
         prod.rows.append(list(row))
-    accepting = [ls == left.final and right.final not in sr for ls, sr in prod.keys]  # type: ignore[misc]
+    final = pos.final
+    accepting = [ls == left.final and not sr & final for ls, sr in prod.keys]  # type: ignore[misc]
     return prod, entries, accepting
 
 

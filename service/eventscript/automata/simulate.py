@@ -29,37 +29,116 @@ CHUNK_VALUES = 1 << CHUNK_BITS
 EAGER_TABLE_ENTRIES = 1 << 20
 
 
-class PositionSets:
-    """Steps of the lazy DFA over int masks of NFA states, with the same outputs as ``subset``."""
+class Positions:
+    """An epsilon-free NFA as bit masks: per symbol, each state's successors, the states with an
+    edge on it and those whose edges on it carry actions. The subset constructions of the
+    compiler (``subset.determinize``, the right operand of ``-``, the analyses of a lazy DFA) step
+    through it; :class:`PositionSets` adds the engine's lookup tables.
 
-    def __init__(self, efa: EFA, occ: OccurrenceTable, nsym: int) -> None:
+    ``step`` here remembers the union for each 8-bit chunk value it meets, instead of tabulating
+    all 256 values of every chunk: a compilation visits few of them, and large automata have
+    sparse sets.
+    """
+
+    def __init__(self, efa: EFA, occ: OccurrenceTable, nsym: int | None = None) -> None:
+        if nsym is None:
+            nsym = 1 + max((sym for row in efa.edges for sym in row), default=-1)
         self.efa = efa
         self.occ = occ
         self.nsym = nsym
         self.size = efa.size
-        self.chunks = max(1, (efa.size + CHUNK_BITS - 1) // CHUNK_BITS)
         #: succ[sym][s]: the states that state s reaches on sym (0: no edge).
         self.succ: list[list[int]] = [[0] * efa.size for _ in range(nsym)]
         #: has[sym]: the states with an edge on sym; act[sym]: those whose edges on sym carry actions.
         self.has = [0] * nsym
         self.act = [0] * nsym
         follow_masks = [to_mask(f.states) for f in efa.follows]
+        follows = efa.follows
         for s, row in enumerate(efa.edges):
             bit = 1 << s
             for sym, es in row.items():
                 target = 0
                 for e in es:
                     target |= follow_masks[e.follow]
-                    if e.prefix or efa.follows[e.follow].paths:
+                    if e.prefix or follows[e.follow].paths:
                         self.act[sym] |= bit
                 self.succ[sym][s] = target
                 self.has[sym] |= bit
+        #: The symbols some state has an edge on, ascending (the order of a DFA state's row).
+        self.alphabet = tuple(sym for sym in range(nsym) if self.has[sym])
         #: out: states with any edge; a non-empty set without one is the final state alone.
         self.out = 0
         for h in self.has:
             self.out |= h
         self.final = 0 if efa.final is None else 1 << efa.final
         self.start = follow_masks[efa.initial]
+        self._chunk_unions: list[dict[int, int]] = [{} for _ in range(nsym)]
+        self._paths: dict[tuple[int, int], list[Path]] = {}
+
+    def step(self, mask: int, sym: int) -> int:
+        """The states reached from ``mask`` on ``sym`` (0: no transition, the event is unexpected)."""
+        m = mask & self.has[sym]
+        out = 0
+        unions = self._chunk_unions[sym]
+        while m:  # one lookup per chunk that has a state with an edge on sym
+            shift = ((m & -m).bit_length() - 1) & ~(CHUNK_BITS - 1)
+            value = (m >> shift) & 0xFF
+            key = (shift << CHUNK_BITS) | value
+            u = unions.get(key)
+            if u is None:
+                u = unions[key] = self._union(sym, shift, value)
+            out |= u
+            m ^= value << shift
+        return out
+
+    def _union(self, sym: int, base: int, value: int) -> int:
+        succ = self.succ[sym]
+        u = 0
+        for s in bits(value):
+            u |= succ[base + s]
+        return u
+
+    def paths(self, mask: int, sym: int) -> list[Path]:
+        """The distinct non-empty action paths of the step from ``mask`` on ``sym``, sorted: they
+        come from the states whose edges on sym carry actions only, so they are computed once per
+        set of such states."""
+        acting = mask & self.act[sym]
+        if not acting:
+            return []
+        key = (sym, acting)
+        p = self._paths.get(key)
+        if p is None:
+            edges, follows = self.efa.edges, self.efa.follows
+            found: set[Path] = set()
+            for s in bits(acting):
+                for e in edges[s][sym]:
+                    found.update(follows[e.follow].paths_after(e.prefix))
+            p = self._paths[key] = sorted(found)
+        return p
+
+    def merged(self, mask: int, sym: int) -> Path:
+        """The step's actions merged as one transition runs them (``actions.merge``)."""
+        return merge(self.paths(mask, sym), self.occ) if mask & self.act[sym] else ()
+
+    def accepting(self, mask: int) -> bool:
+        return bool(mask & self.final)
+
+    def terminal(self, mask: int) -> bool:
+        """An accepting state with no way out ends the instance (choice 6)."""
+        return bool(mask & self.final) and not mask & self.out
+
+    def symbols(self, mask: int, among: tuple[int, ...]) -> tuple[int, ...]:
+        """The symbols of ``among`` with a transition from ``mask``, in the order given."""
+        return tuple(s for s in among if mask & self.has[s])
+
+
+class PositionSets(Positions):
+    """Steps of the lazy DFA over int masks of NFA states, with the same outputs as ``subset``:
+    what the engine runs, with a lookup table per chunk (unrolled in its generated code)."""
+
+    def __init__(self, efa: EFA, occ: OccurrenceTable, nsym: int) -> None:
+        super().__init__(efa, occ, nsym)
+        self.chunks = max(1, (efa.size + CHUNK_BITS - 1) // CHUNK_BITS)
         self.initial_units = occ.units(merge(efa.start.paths, occ))
         eager = nsym * self.chunks * CHUNK_VALUES <= EAGER_TABLE_ENTRIES
         #: tables[sym][c][v]: the union of succ[sym] over the bits of value v in chunk c.
@@ -89,7 +168,7 @@ class PositionSets:
         return all(t is not None for row in self.tables for t in row)
 
     def step(self, mask: int, sym: int) -> int:
-        """The states reached from ``mask`` on ``sym`` (0: no transition, the event is unexpected)."""
+        """As ``Positions.step``, through the tables."""
         if not mask & self.has[sym]:
             return 0
         out = 0
@@ -116,23 +195,7 @@ class PositionSets:
         return u
 
     def _merge(self, acting: int, sym: int) -> Units:
-        edges, follows = self.efa.edges, self.efa.follows
-        paths: list[Path] = []
-        for s in bits(acting):
-            for e in edges[s][sym]:
-                paths.extend(follows[e.follow].paths_after(e.prefix))
-        return self.occ.units(merge(paths, self.occ))
-
-    def accepting(self, mask: int) -> bool:
-        return bool(mask & self.final)
-
-    def terminal(self, mask: int) -> bool:
-        """An accepting state with no way out ends the instance (choice 6)."""
-        return bool(mask & self.final) and not mask & self.out
-
-    def symbols(self, mask: int, among: tuple[int, ...]) -> tuple[int, ...]:
-        """The symbols of ``among`` with a transition from ``mask``, in the order given."""
-        return tuple(s for s in among if mask & self.has[s])
+        return self.occ.units(merge(self.paths(acting, sym), self.occ))
 
     def to_json(self, mask: int) -> list[int]:
         """The lazy DFA's snapshot form: the sorted NFA states."""

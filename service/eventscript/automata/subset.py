@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from .actions import OccurrenceTable, Path, merge
 from .epsilon import EFA
+from .simulate import Positions
 
 
 class StateLimitExceeded(Exception):
@@ -58,7 +59,7 @@ def transitions(efa: EFA, states: frozenset[int]) -> Row:
 
 @dataclass
 class DFAState:
-    nfa: frozenset[int]
+    nfa: int  # the NFA states, as a bit mask (``simulate``)
     accepting: bool
     trans: dict[int, tuple[int, int]] = field(default_factory=dict)  # symbol -> (target, sequence)
 
@@ -89,21 +90,45 @@ class SequenceTable:
 
 
 def determinize(efa: EFA, occ: OccurrenceTable, limit: int) -> DFA:
+    """The DFA, states numbered breadth-first with each state's symbols in ascending order.
+
+    States are bit masks of NFA states stepped through :class:`simulate.Positions`, so a state
+    costs a few int operations per symbol, and the merged actions of a transition are computed
+    once per symbol and set of NFA states whose edges on it carry actions. Past ``limit`` states
+    it gives up (the caller falls back to the lazy DFA) before building any state object.
+    """
+    pos = Positions(efa, occ)
     seqs = SequenceTable()
-    start = efa.start.states
     initial_seq = seqs.id(merge(efa.start.paths, occ))
-    index: dict[frozenset[int], int] = {start: 0}
-    states = [DFAState(start, efa.final in start)]
+    index: dict[int, int] = {pos.start: 0}
+    masks = [pos.start]
+    rows: list[dict[int, tuple[int, int]]] = []
+    merged: dict[tuple[int, int], int] = {}  # (symbol, acting states) -> sequence
+    has, act, alphabet, step = pos.has, pos.act, pos.alphabet, pos.step
     i = 0
-    while i < len(states):
-        st = states[i]
+    while i < len(masks):
+        m = masks[i]
         i += 1
-        for sym, (target, paths) in transitions(efa, st.nfa).items():
+        row: dict[int, tuple[int, int]] = {}
+        for sym in alphabet:
+            if not m & has[sym]:
+                continue
+            target = step(m, sym)
             t = index.get(target)
             if t is None:
-                if len(states) >= limit:
+                if len(masks) >= limit:
                     raise StateLimitExceeded(limit)
-                t = index[target] = len(states)
-                states.append(DFAState(target, efa.final in target))
-            st.trans[sym] = (t, seqs.id(merge(paths, occ)))
+                t = index[target] = len(masks)
+                masks.append(target)
+            acting = m & act[sym]
+            if acting:
+                q = merged.get((sym, acting))
+                if q is None:
+                    q = merged[(sym, acting)] = seqs.id(pos.merged(acting, sym))
+                row[sym] = (t, q)
+            else:
+                row[sym] = (t, 0)
+        rows.append(row)
+    final = pos.final
+    states = [DFAState(m, bool(m & final), row) for m, row in zip(masks, rows)]
     return DFA(states, initial_seq, seqs.items)
