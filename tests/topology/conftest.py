@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
+from eventscript.topology.check import Finding, check
+from eventscript.topology.model import load_graph
+
 READINGS = """
 in {string site; string sensor; double celsius;} Reading group(Reading.sensor)
 out {string site; string sensor; double peak;} Hot
@@ -20,6 +23,9 @@ in {string site; string sensor; double peak;} Hot group(Hot.site)
 out {string site; double peak;} Alarm
 ( Hot(h) { !>Alarm({site: h.site, peak: h.peak}); } )*
 """
+
+#: Both programs, fitting the two-stage topology as it is.
+OK = {"first.es": READINGS, "second.es": ALARM}
 
 
 def two_stage(first: str = "first.es", second: str = "second.es", **overrides: Any) -> dict[str, Any]:
@@ -50,3 +56,15 @@ def write_topology(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+def findings(write: Callable[..., Path], topo: dict[str, Any], programs: dict[str, str] | None = None) -> list[Finding]:
+    """What 'topology check' finds in ``topo`` (written with ``programs``, by default both fitting)."""
+    return check(load_graph(write(topo, programs or OK)))
+
+
+def only(found: list[Finding], code: str) -> Finding:
+    """The one finding with ``code`` (the test fails, showing them all, if there is not exactly one)."""
+    hits = [f for f in found if f.code == code]
+    assert len(hits) == 1, [f.render() for f in found]
+    return hits[0]

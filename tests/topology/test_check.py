@@ -5,27 +5,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from eventscript.cli.main import main
-from eventscript.topology.check import Finding, Severity, check
-from eventscript.topology.model import load_graph
+from eventscript.topology.check import Severity
 
-from .conftest import ALARM, READINGS, two_stage
-
-OK = {"first.es": READINGS, "second.es": ALARM}
-
-
-def findings(write: Callable[..., Path], topo: dict[str, Any], programs: dict[str, str] | None = None) -> list[Finding]:
-    return check(load_graph(write(topo, programs or OK)))
-
-
-def only(found: list[Finding], code: str) -> Finding:
-    hits = [f for f in found if f.code == code]
-    assert len(hits) == 1, [f.render() for f in found]
-    return hits[0]
+from .conftest import ALARM, OK, READINGS, findings, only, two_stage
 
 
 def test_a_fitting_topology_has_no_findings(write_topology: Callable[..., Path]) -> None:

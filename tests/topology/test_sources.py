@@ -14,26 +14,14 @@ import pytest
 
 from eventscript.cli.main import main
 from eventscript.language.types import DOUBLE, LONG, STRING, ArrayType, StructType
-from eventscript.topology.check import Finding, Severity, check
-from eventscript.topology.model import load_graph
+from eventscript.topology.check import Severity
 from eventscript.topology.sources import parse_event_type
 
-from .conftest import ALARM, READINGS, two_stage
+from .conftest import ALARM, OK, READINGS, findings, only, two_stage
 
-OK = {"first.es": READINGS, "second.es": ALARM}
 READING_TYPE = "{string site; string sensor; double celsius;}"
 #: The second stage with one more input, Reset, that nothing in the two-stage topology writes.
 SECOND_WITH_RESET = ALARM.replace("Hot group(Hot.site)", "Hot group(Hot.site),\n   {string site;} Reset group(Reset.site)")
-
-
-def findings(write: Callable[..., Path], topo: dict[str, Any], programs: dict[str, str] | None = None) -> list[Finding]:
-    return check(load_graph(write(topo, programs or OK)))
-
-
-def only(found: list[Finding], code: str) -> Finding:
-    hits = [f for f in found if f.code == code]
-    assert len(hits) == 1, [f.render() for f in found]
-    return hits[0]
 
 
 def with_source(**spec: Any) -> dict[str, Any]:
