@@ -11,7 +11,6 @@ and what to do.
 from __future__ import annotations
 
 from ..kafka.codec import HEADER_EVENT
-from ..language.diagnostics import Severity as CompilerSeverity
 from .findings import Finding, Severity, type_difference
 from .model import Read, Stage, TopologyGraph, Write
 from .sources import external_sources
@@ -54,7 +53,7 @@ def _compile_problems(graph: TopologyGraph) -> list[Finding]:
                                "fix 'source:' (it is relative to the topology file)", "unreadable"))
         elif st.compilation is not None and not st.compilation.ok:
             shown = [d.render() for d in st.compilation.diagnostics.sorted()
-                     if d.severity is CompilerSeverity.ERROR]
+                     if d.severity is Severity.ERROR]
             out.append(Finding(Severity.ERROR, where, f"program {st.name} does not compile:\n" + "\n".join(shown),
                                f"run 'eventscript check {st.path}' and fix the program", "compile"))
     return out

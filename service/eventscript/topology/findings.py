@@ -7,18 +7,18 @@ sources fed from outside in ``sources``) can report findings the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
+from ..language.diagnostics import Severity
 from ..language.types import StructType, Type
 
-
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
+__all__ = ["Finding", "Severity", "type_difference"]
 
 
 @dataclass(frozen=True)
 class Finding:
+    """One problem of a topology: like a compiler diagnostic, but placed by ``file:line:col`` text
+    (a place in the topology file, which is not program source)."""
+
     severity: Severity
     where: str
     message: str
