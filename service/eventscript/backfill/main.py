@@ -1,18 +1,22 @@
-"""One backfill from start to end: plan the cut, start Spark, run, write the sink, report."""
+"""One backfill from start to end: plan the cut, check the sink (and the hand-over's
+preconditions) before Spark starts, run, write the sink, hand over, report."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from typing import Any
 
 from ..kafka.config import ProgramConfig, Topology
+from . import handover as ho
 from .cut import CutError
 from .export import ExportError
 from .job import Totals, check_totals, export_plan, outputs, spark_session
-from .plan import Plan
+from .kafka_sink import KafkaSink, Transaction, ensure_topics, sink_topics, transactional_id, with_topics
+from .plan import Plan, program_spec
 from .progress import Progress
-from .runner import BackfillError
+from .runner import BackfillError, compiled_program
 from .sink import FileSink, SinkError, sink_format
 
 
@@ -43,17 +47,45 @@ def _spark_failure(exc: Exception) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def backfill(topo: Topology, cfg: ProgramConfig, *, output: str, inputs: list[str] | None = None,
+def _sink_config(topo: Topology, cfg: ProgramConfig, output: str | None, output_topics: dict[str, str],
+                 error_topic: str | None) -> tuple[ProgramConfig, list[str]]:
+    """Check the sink options: the program's configuration with ``--output-topic`` /
+    ``--error-topic``, and the Kafka topics the sink writes (none for a file)."""
+    if output is not None:
+        sink_format(output)
+        if output_topics or error_topic is not None:
+            raise SinkError(f"--output {output} writes a file; --output-topic and --error-topic name Kafka topics: "
+                            f"give one or the other")
+        return cfg, []
+    names = [o.name for o in compiled_program(program_spec(topo, cfg, 1)).program.outputs]
+    cfg = with_topics(cfg, names, output_topics, error_topic)
+    return cfg, sink_topics(cfg, names)
+
+
+def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: list[str] | None = None,
              start: str | None = None, stop: str | None = None, until_us: int | None = None,
              master: str = "local[*]", partitions: int | None = None, batch_size: int = 10_000, ui: bool = True,
-             verbose: bool = False, spark: Any = None, err: Any = None) -> Totals:
-    """Run a backfill of one program; returns what its tasks reported."""
+             verbose: bool = False, spark: Any = None, err: Any = None, output_topics: dict[str, str] | None = None,
+             error_topic: str | None = None, handover: bool = False, force: bool = False) -> Totals:
+    """Run a backfill of one program; returns what its tasks reported.
+
+    ``output``: a .jsonl or .parquet file; None: the program's Kafka topics (or ``output_topics``,
+    event name → topic, and ``error_topic``), all written in one transaction. ``handover``: end by
+    handing the final state and the offsets at the cut to the program's workers (handover.py)."""
     err = err or sys.stderr
+    target: ho.HandoverTarget | None = None
     try:
-        sink_format(output)
+        if handover and (refusal := ho.refusal_for_source(inputs, until_us)) is not None:
+            raise ho.HandoverError(refusal)
+        cfg, topics = _sink_config(topo, cfg, output, output_topics or {}, error_topic)
         plan = make_plan(topo, cfg, inputs, start=start, stop=stop, until_us=until_us, partitions=partitions,
                          batch_size=batch_size)
-    except (BackfillError, ExportError, CutError, SinkError) as exc:
+        if topics:
+            ensure_topics(topo, topics, plan.program.partitions)
+        if handover:
+            plan = dataclasses.replace(plan, handover=True)
+            target = ho.prepare(topo, cfg, plan, force)
+    except (BackfillError, ExportError, CutError, SinkError, ho.HandoverError) as exc:
         raise BackfillFailed(str(exc)) from None
     except OSError as exc:
         raise BackfillFailed(f"{getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}") from None
@@ -70,20 +102,56 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str, inputs: list[st
     progress = Progress(len(plan.slices), plan.records, err)
     progress.spark_ui(spark.sparkContext.uiWebUrl if ui else None)
     totals = Totals()
+    state = ho.HandoverState() if target is not None else None
+    txn_id = transactional_id(topo, cfg)
+
+    def hand_over(txn: Transaction) -> None:
+        assert target is not None and state is not None
+        ho.write(txn, topo, target, state, force)
+
+    sink: FileSink | KafkaSink = (FileSink(output) if output is not None else
+                                  KafkaSink(topo.kafka, txn_id, hand_over if target is not None else None))
     try:
-        with FileSink(output) as sink:
+        with sink:
             try:
-                sink.write_all(outputs(spark, plan, totals, progress.task_done))
+                sink.write_all(outputs(spark, plan, totals, progress.task_done,
+                                       on_state=state.add if state is not None else None))
             except Exception as exc:  # a failed Spark job: py4j / captured exceptions
                 raise BackfillFailed(f"the backfill failed: {_spark_failure(exc)}", after_start=True) from None
             try:
                 check_totals(totals, plan)
-            except BackfillError as exc:
+                sink.commit()
+                if target is not None and isinstance(sink, FileSink):
+                    _hand_over_alone(topo, txn_id, hand_over, output)
+            except (BackfillError, SinkError, ho.HandoverError) as exc:
                 raise BackfillFailed(str(exc), after_start=True) from None
-            sink.commit()
         progress.finish()
-        err.write(f"wrote {sink.count} records to {output}\n")
+        _report(err, sink, output)
+        if state is not None:
+            err.write(f"handed over {state.instances} instance(s) of {len(state.partitions)} partition(s) to "
+                      f"{plan.program.changelog_topic} and committed the offsets of consumer group "
+                      f"{topo.group_id(cfg)} at the cut: start the workers\n")
         return totals
     finally:
+        if state is not None:
+            state.close()
         if own_session:
             spark.stop()
+
+
+def _hand_over_alone(topo: Topology, txn_id: str, hand_over: Any, output: str | None) -> None:
+    """The hand-over in a transaction of its own (the outputs went to a file)."""
+    txn = Transaction(topo.kafka, txn_id)
+    try:
+        hand_over(txn)
+    except (SinkError, ho.HandoverError) as exc:
+        raise ho.HandoverError(f"{exc} (the outputs are in {output}; nothing was handed over)") from None
+    finally:
+        txn.abort()  # a no-op after a commit
+
+
+def _report(err: Any, sink: FileSink | KafkaSink, output: str | None) -> None:
+    if isinstance(sink, KafkaSink):
+        err.write(f"wrote {sink.count} records in one transaction: {sink.describe()}\n")
+    else:
+        err.write(f"wrote {sink.count} records to {output}\n")

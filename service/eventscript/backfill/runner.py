@@ -10,6 +10,12 @@ The merge across input topics needs to know when an input has no more records: t
 sends, after the last record of each range, an *end marker* row (offset -1), and the task is
 told ``mark_eof`` for that input. Until then it buffers the inputs that are ahead (the reader
 interleaves its inputs by timestamp, so that buffer stays small).
+
+With ``plan.handover`` the stage also does what the worker does at each commit: after every
+batch it takes the task's ``changelog_records()`` and keeps the latest value per key in the
+task's own local store; at the end it sends the final records (every live instance, the record
+clock, the repartition marks) as rows of kind "state", for the driver to write to the program's
+changelog topic (``handover.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from ..automata.compile import compile_source
 from ..automata.compiled import CompiledProgram
 from ..kafka import codec
 from ..kafka.config import ProgramConfig
-from ..kafka.task import Task
+from ..kafka.state import CLOCK_KEY, HWM_KEY, Position, position_header, tp_name
+from ..kafka.task import OutRecord, Task
 from ..language.source import SourceFile
 from .plan import Plan, ProgramSpec, TaskSlice
 from .records import ArrowRecord, output_batch, records_of, stats_batch
@@ -39,6 +46,12 @@ WAIT_FOR_ALL_INPUTS_MS = 1 << 62
 
 #: The offset of an end marker row: "this task's range of that topic has no more records".
 END_MARKER_OFFSET = -1
+
+#: Hand-over state rows per Arrow batch.
+STATE_ROWS_PER_BATCH = 10_000
+
+#: Task state that is not an instance but goes to the changelog beside the instances.
+TASK_STATE_KEYS = (CLOCK_KEY, HWM_KEY)
 
 _compiled: dict[str, CompiledProgram] = {}
 
@@ -148,11 +161,49 @@ class TaskStage:
         s.errors = task.counts["errors"]
         s.repartitioned = task.counts["repartitioned"]
         s.keys = task.engine.instance_count
+        if self.plan.handover:
+            yield from self._state_batches()
         yield stats_batch(p, s.to_json())
+
+    def cut_position(self) -> Position:
+        """The input position at the cut: the end of the task's partition of every input."""
+        p = self.task.partition
+        return {tp_name(r.topic, r.partition): r.end for r in self.piece.ranges if r.partition == p}
+
+    def final_state(self) -> Iterator[OutRecord]:
+        """The task's final changelog records: one per live instance and per task state key, as the
+        worker writes them, with the cut as their input position (``es-pos``)."""
+        task = self.task
+        headers = [("es-pos", position_header(self.cut_position()))]
+        now_ms = task.clock.now() // 1000
+        topic, p = task.changelog_topic, task.partition
+        for key in TASK_STATE_KEYS:
+            value = task.store.get(key)
+            if value is not None:
+                yield OutRecord(topic, p, key, value, headers, now_ms, True)
+        for key, value in task.store.instances():
+            yield OutRecord(topic, p, key, value, headers, now_ms, True)
+
+    def _state_batches(self) -> Iterator[pa.RecordBatch]:
+        rows: list[OutRecord] = []
+        for rec in self.final_state():
+            rows.append(rec)
+            if len(rows) >= STATE_ROWS_PER_BATCH:
+                yield state_batch(self.piece.partition, rows)
+                rows = []
+        if rows:
+            yield state_batch(self.piece.partition, rows)
 
     def _drain(self) -> pa.RecordBatch | None:
         task = self.task
-        task.engine.drain_dirty()  # no changelog here: let go of terminated instances
+        if self.plan.handover:
+            # What the worker does at a commit: the changed instances' records, kept (latest per
+            # key) in the task's local store; terminated instances become deletions.
+            changes = task.changelog_records()
+            if changes:
+                task.store.write(changes, None, None)
+        else:
+            task.engine.drain_dirty()  # no changelog here: let go of terminated instances
         if not task.outbox:
             return None
         sent = [r for r in task.outbox if not r.changelog]
@@ -162,6 +213,12 @@ class TaskStage:
 
     def close(self) -> None:
         self.task.close()
+
+
+def state_batch(task: int, records: list[OutRecord]) -> pa.RecordBatch:
+    """Hand-over records as output rows of kind "state"."""
+    batch = output_batch(task, records)
+    return batch.set_column(0, "kind", pa.array(["state"] * len(records), type=pa.string()))
 
 
 def run_partition(plan: Plan, index: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

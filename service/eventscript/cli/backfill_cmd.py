@@ -13,8 +13,22 @@ def setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--program", metavar="NAME", help="the program to run (default: the topology's only program)")
     p.add_argument("--input", action="append", metavar="FILE",
                    help="read a Parquet or JSON-lines export of the input topics instead of Kafka (repeatable)")
-    p.add_argument("--output", required=True, metavar="FILE",
-                   help="write the outputs and $error records to FILE.jsonl (JSON lines) or FILE.parquet")
+    sink = p.add_argument_group("where the outputs go (default: the program's output and error topics, written "
+                                "in one Kafka transaction)")
+    sink.add_argument("--output", metavar="FILE",
+                      help="write the outputs and $error records to FILE.jsonl (JSON lines) or FILE.parquet "
+                           "instead of Kafka")
+    sink.add_argument("--output-topic", action="append", default=[], metavar="EVENT=TOPIC", type=_event_topic,
+                      help="write output EVENT to Kafka topic TOPIC instead of the program's (repeatable; EVENT "
+                           "'default': every output not named)")
+    sink.add_argument("--error-topic", metavar="TOPIC", help="write $error records to this Kafka topic")
+    hand = p.add_argument_group("hand-over to live workers (docs/backfill.md)")
+    hand.add_argument("--handover", action="store_true",
+                      help="end by writing each instance's final state to the program's changelog and the consumer "
+                           "group's offsets at the cut, in one transaction, so workers started afterwards go on "
+                           "from there (the workers must be stopped, the changelog empty)")
+    hand.add_argument("--force", action="store_true",
+                      help="with --handover: replace offsets the consumer group has already committed")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="override the topology's Kafka address")
     p.add_argument("--from", dest="start", metavar="OFFSET|TIME",
                    help="start every input partition at this offset, or at the first record at or after this time")
@@ -32,6 +46,13 @@ def setup(p: argparse.ArgumentParser) -> None:
                    help="records per Arrow batch handed to a task (default 10000)")
     p.add_argument("--no-ui", action="store_true", help="do not start Spark's web UI")
     p.add_argument("-v", "--verbose", action="store_true", help="show Spark's own log lines")
+
+
+def _event_topic(text: str) -> tuple[str, str]:
+    event, sep, topic = text.partition("=")
+    if not sep or not event.strip() or not topic.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: write EVENT=TOPIC, e.g. Alert=alerts-v2")
+    return event.strip(), topic.strip()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: --until {args.until!r}: not a time ({exc}); write e.g. 2026-01-31T12:00:00Z",
                   file=sys.stderr)
             return 2
+    if args.force and not args.handover:
+        print("error: --force only applies to --handover", file=sys.stderr)
+        return 2
     try:
         from ..backfill.main import BackfillFailed, backfill
     except ImportError as exc:
@@ -68,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         backfill(topo, cfg, output=args.output, inputs=args.input, start=args.start, stop=args.stop,
                  until_us=until_us, master=args.master, partitions=args.partitions, batch_size=args.batch_size,
-                 ui=not args.no_ui, verbose=args.verbose)
+                 ui=not args.no_ui, verbose=args.verbose, output_topics=dict(args.output_topic),
+                 error_topic=args.error_topic, handover=args.handover, force=args.force)
     except BackfillFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1 if exc.after_start else 2

@@ -1,0 +1,216 @@
+"""``--handover``: end a backfill by giving its final state to the program's live workers.
+
+In ONE Kafka transaction the driver writes each task's final changelog records — every live
+instance's snapshot, the record clock and the repartition marks, exactly the bytes the worker's
+``Task.changelog_records`` writes, on the task's partition of the program's changelog topic —
+and commits the program's consumer-group offsets at the cut (the end of every range; the
+repartition topic at its end). Each record's ``es-pos`` header is the cut, so the worker's
+restore, which applies a changelog record only if its position is within the committed offsets,
+takes them. Workers started afterwards restore that state and go on from the cut: no gap, no
+duplicate.
+
+Preconditions, checked before Spark starts and again just before the transaction:
+
+- the group has no active member (running workers would be overwritten under them);
+- the group has no committed offset, unless ``force`` (then the cut replaces them);
+- the changelog topic is empty (a compacted changelog keeps old instances' latest records,
+  which a restore would mix with the handed-over ones; there is no force for this).
+
+The state rows reach the driver through ``job.outputs(on_state=...)``; instance records are
+spooled to a local file (a state may not fit in memory), the task state keys are merged per
+partition (several tasks may share a partition in key-parallel mode: the latest clock, the
+highest repartition marks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import orjson
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+
+from ..kafka import clients
+from ..kafka.admin import Admin
+from ..kafka.config import ProgramConfig, Topology, TopologyError
+from ..kafka.state import CLOCK_KEY, HWM_KEY, decode_clock, decode_hwm
+from .kafka_sink import Record, Spool, Transaction, kafka_reason, row_record
+from .plan import Plan
+from .records import OutputRow
+
+#: Group states in which no member is there (a group that never existed is reported Empty or Dead).
+_NO_MEMBERS = {ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD}
+TIMEOUT = 10.0
+
+
+class HandoverError(Exception):
+    """A hand-over refused or failed; the message says why and what to do."""
+
+
+@dataclass
+class HandoverTarget:
+    """Where the hand-over goes: the program's group, changelog topic and offsets at the cut."""
+
+    group_id: str
+    changelog_topic: str
+    offsets: list[TopicPartition] = field(default_factory=list)
+
+
+def refusal_for_source(inputs: list[str] | None, until_us: int | None) -> str | None:
+    """Why a hand-over cannot be made from these options (None: it can)."""
+    if inputs:
+        return ("--handover needs the Kafka source: the workers go on from Kafka offsets, which an export does "
+                "not fix; leave out --input")
+    if until_us is not None:
+        return ("--handover with --until: timers fired up to --until would move the record clock past records "
+                "the workers have yet to read; leave out --until (pending timers go to the workers)")
+    return None
+
+
+def prepare(topo: Topology, cfg: ProgramConfig, plan: Plan, force: bool) -> HandoverTarget:
+    """Create the program's topics as a worker does, check the preconditions, fix the offsets."""
+    try:
+        Admin(topo).prepare([cfg])
+    except TopologyError as exc:
+        raise HandoverError(f"--handover: {exc}") from None
+    target = HandoverTarget(topo.group_id(cfg), topo.changelog_topic(cfg))
+    check(topo, target, force)
+    target.offsets = cut_offsets(plan) + repartition_ends(topo, cfg, plan)
+    return target
+
+
+def check(topo: Topology, target: HandoverTarget, force: bool) -> None:
+    """Refuse (HandoverError) unless the group is idle, (unless ``force``) has no offsets, and the
+    changelog is empty."""
+    admin = AdminClient(clients.admin_config(topo.kafka))
+    g = target.group_id
+    try:
+        desc = admin.describe_consumer_groups([g], request_timeout=TIMEOUT)[g].result(TIMEOUT)
+        committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
+                                                      request_timeout=TIMEOUT)[g].result(TIMEOUT)
+    except KafkaException as exc:
+        raise HandoverError(f"--handover: cannot read consumer group {g} on {topo.kafka.bootstrap_servers}: "
+                            f"{kafka_reason(exc)}") from None
+    if desc.members or desc.state not in _NO_MEMBERS:
+        raise HandoverError(
+            f"--handover: consumer group {g} has active members ({len(desc.members)} member(s), state "
+            f"{desc.state.name.lower()}): workers of application {topo.application} are running; stop them "
+            f"first (the hand-over replaces their offsets and state)")
+    offsets = [tp for tp in committed.topic_partitions or [] if tp.offset >= 0]
+    if offsets and not force:
+        shown = ", ".join(f"{tp.topic}:{tp.partition}@{tp.offset}" for tp in offsets[:5])
+        more = f" and {len(offsets) - 5} more" if len(offsets) > 5 else ""
+        raise HandoverError(
+            f"--handover: consumer group {g} already has committed offsets ({shown}{more}): application "
+            f"{topo.application} has run before. Hand over to a new application id, or give --force to replace "
+            f"the offsets with the cut")
+    nonempty = _nonempty_partitions(topo, target.changelog_topic)
+    if nonempty:
+        raise HandoverError(
+            f"--handover: the changelog topic {target.changelog_topic} is not empty (partitions "
+            f"{', '.join(map(str, nonempty))}): a restore would mix its records with the handed-over state. Delete "
+            f"the topic (and the workers' state directories) or hand over to a new application id")
+
+
+def _nonempty_partitions(topo: Topology, topic: str) -> list[int]:
+    consumer = Consumer(clients.consumer_config(topo.kafka, f"{topic}.handover-check"))
+    try:
+        md = consumer.list_topics(topic, timeout=TIMEOUT).topics.get(topic)
+        if md is None or md.error is not None:
+            return []
+        out = []
+        for p in sorted(md.partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT, cached=False)
+            if high > low:
+                out.append(p)
+        return out
+    except KafkaException as exc:
+        raise HandoverError(f"--handover: cannot read the changelog topic {topic}: {kafka_reason(exc)}") from None
+    finally:
+        consumer.close()
+
+
+def cut_offsets(plan: Plan) -> list[TopicPartition]:
+    """The group's offsets at the cut: the end of every input range."""
+    ends: dict[tuple[str, int], int] = {}
+    for piece in plan.slices:
+        for r in piece.ranges:
+            if ends.setdefault((r.topic, r.partition), r.end) != r.end:
+                raise HandoverError(f"--handover: the plan gives {r.topic}:{r.partition} two different ends")
+    return [TopicPartition(t, p, end) for (t, p), end in sorted(ends.items())]
+
+
+def repartition_ends(topo: Topology, cfg: ProgramConfig, plan: Plan) -> list[TopicPartition]:
+    """The repartition topic at its end: a backfill re-publishes nothing (misplaced records stop
+    it), so whatever the topic holds is from before and must not be processed again."""
+    from .kafka_source import log_ends
+
+    topic = topo.repartition_topic(cfg)
+    consumer = Consumer(clients.consumer_config(topo.kafka, f"{topic}.handover-check"))
+    try:
+        marks = {(topic, p): consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT, cached=False)
+                 for p in range(plan.program.partitions)}
+        ends = log_ends(consumer, marks, TIMEOUT)
+    except KafkaException as exc:
+        raise HandoverError(f"--handover: cannot read the repartition topic {topic}: {kafka_reason(exc)}") from None
+    finally:
+        consumer.close()
+    return [TopicPartition(t, p, end) for (t, p), end in sorted(ends.items())]
+
+
+class HandoverState:
+    """The tasks' final state rows, collected on the driver (``add`` is ``job.outputs``'s on_state)."""
+
+    def __init__(self) -> None:
+        self.spool = Spool("state")
+        self.task_state: dict[tuple[str, int, bytes], Record] = {}
+        self.partitions: set[int] = set()
+
+    @property
+    def instances(self) -> int:
+        return self.spool.count
+
+    def add(self, row: OutputRow) -> None:
+        rec = row_record(row)
+        topic, partition, key = rec[0], rec[1], rec[2]
+        assert partition is not None and key is not None
+        self.partitions.add(partition)
+        if key not in (CLOCK_KEY, HWM_KEY):
+            self.spool.add(rec)
+            return
+        seen = self.task_state.get((topic, partition, key))
+        self.task_state[(topic, partition, key)] = rec if seen is None else _merged(seen, rec)
+
+    def records(self) -> Iterator[Record]:
+        yield from self.task_state.values()
+        yield from self.spool
+
+    def close(self) -> None:
+        self.spool.close()
+
+
+def _merged(a: Record, b: Record) -> Record:
+    """Two tasks' values of one task state key of a partition: the latest clock, the highest marks."""
+    key = a[2]
+    if key == CLOCK_KEY:
+        return a if decode_clock(a[3]) >= decode_clock(b[3]) else b
+    hwm = decode_hwm(a[3])
+    for tp, off in decode_hwm(b[3]).items():
+        hwm[tp] = max(off, hwm.get(tp, 0))
+    return (a[0], a[1], key, orjson.dumps(hwm), a[4], max(a[5], b[5]))
+
+
+def write(txn: Transaction, topo: Topology, target: HandoverTarget, state: HandoverState, force: bool) -> None:
+    """Add the hand-over to an open transaction and commit it (the preconditions checked again
+    first: workers may have started while Spark ran)."""
+    check(topo, target, force)
+    txn.produce(state.records())
+    txn.commit(target.offsets, target.group_id, topo.kafka)
+
