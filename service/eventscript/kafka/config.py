@@ -181,6 +181,9 @@ class ProgramConfig(_Model):
     max_task_idle_ms: int = Field(default=0, ge=0)
     #: DFA states built eagerly before the lazy DFA takes over.
     state_limit: int = Field(default=40_000, ge=1)
+    #: Standby replicas: each worker keeps warm copies of this many other workers' tasks per task
+    #: it owns, so that a fail-over replays only the changelog's tail (kafka/standby.py).
+    num_standby: int = Field(default=0, ge=0)
 
     @field_validator("name")
     @classmethod

@@ -27,9 +27,56 @@ log = logging.getLogger("eventscript.kafka.worker")
 #: Records applied to a store in one write batch.
 WRITE_BATCH = 1000
 
+#: A changelog record as the restore reads it: partition, offset, key, value (None: a
+#: tombstone) and its ``es-pos`` header (the input position of the batch that wrote it).
+ChangelogRecord = tuple[int, int, bytes, "bytes | None", "bytes | None"]
+
 
 class RestoreError(Exception):
     pass
+
+
+def read_changelog(program: str, consumer: Any, batch: int, timeout: float) -> tuple[list[ChangelogRecord], set[int]]:
+    """One fetch of changelog records: the records, and the partitions that reported their end.
+    Shared by the restore and the standby replicas (kafka/standby.py)."""
+    records: list[ChangelogRecord] = []
+    at_end: set[int] = set()
+    for m in consumer.consume(num_messages=batch, timeout=timeout):
+        err = m.error()
+        if err is not None:
+            if err.code() == KafkaError._PARTITION_EOF:
+                at_end.add(m.partition())
+            elif err.fatal():
+                raise RestoreError(f"{program}: changelog reader: {err}")
+            continue
+        hdr = None
+        for k, v in m.headers() or ():
+            if k == HEADER_POSITION:
+                hdr = v
+        records.append((m.partition(), m.offset(), m.key(), m.value(), hdr))
+    return records, at_end
+
+
+class Coverage:
+    """The apply rule of changelog records: a record applies only if the input position its batch
+    reached (``es-pos``) is within the committed offsets, so records of transactions that never
+    committed are ignored, even on a broker that shows aborted transactions to read_committed
+    readers. The records of one batch carry the same header: the last answer is kept."""
+
+    __slots__ = ("_answer", "_last", "committed")
+
+    def __init__(self, committed: Position) -> None:
+        self.committed = committed
+        self._last: bytes | None = None
+        self._answer = True
+
+    def covers(self, es_pos: bytes | None) -> bool:
+        if es_pos is None:
+            return True
+        if es_pos != self._last:
+            self._last = es_pos
+            self._answer = committed_covers(decode_position(es_pos), self.committed)
+        return self._answer
 
 
 @dataclass
@@ -66,26 +113,17 @@ class Restoration:
         """Read changelog records for at most ``budget`` seconds (or until every partition is at
         its end); the worker polls its consumer between steps."""
         deadline = time.monotonic() + budget
+        rules = {p: Coverage(c) for p, c in self.committed.items()}
         while self.remaining and time.monotonic() < deadline:
-            msgs = self.restorer.consume(num_messages=batch, timeout=min(0.2, max(0.0, deadline - time.monotonic())))
-            for m in msgs:
-                err = m.error()
-                p = m.partition()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        self.remaining.discard(p)
-                    elif err.fatal():
-                        raise RestoreError(f"{self.program}: restore consumer: {err}")
-                    continue
+            records, at_end = read_changelog(self.program, self.restorer, batch,
+                                             min(0.2, max(0.0, deadline - time.monotonic())))
+            self.remaining -= at_end
+            for p, offset, key, value, es_pos in records:
                 if p not in self.tasks:
                     continue
-                hdr = None
-                for k, v in m.headers() or []:
-                    if k == HEADER_POSITION:
-                        hdr = v
-                self.last[p] = m.offset() + 1
-                if committed_covers(decode_position(hdr), self.committed[p]):
-                    self.pending[p][m.key()] = m.value()
+                self.last[p] = offset + 1
+                if rules[p].covers(es_pos):
+                    self.pending[p][key] = value
                     self.applied[p] += 1
                 else:
                     self.skipped[p] += 1

@@ -19,6 +19,10 @@ On assignment a task is paused until its state is restored from its local store 
 its changelog; on revocation the batch is committed and the task closed; a lost assignment
 drops the tasks without committing.
 
+Standby replicas (``num_standby``): besides its own tasks the worker keeps warm copies of some
+tasks it does not own, reading their changelogs (kafka/standby.py); when one of them is assigned
+to it, its store already holds nearly all of the task's state and the restore replays the tail.
+
 Recovery is exact: whenever a batch cannot commit (a failed commit, an aborted transaction, a lost
 assignment) every task goes back to its last commit — instances, repartition marks and record
 clock from the local store, inputs to the committed offsets — and the same records are processed
@@ -46,6 +50,7 @@ from .config import ProgramConfig, Topology
 from .logs import rate_limit
 from .metrics import stats_config
 from .restore import Restoration, RestoreError
+from .standby import Standbys, standby_tasks
 from .state import Position, same_position, tp_name
 from .task import Task
 
@@ -106,6 +111,8 @@ class ProgramWorker:
         self.consumer: Consumer | None = None
         self.producer: Producer | None = None
         self._restorer: Consumer | None = None
+        #: Warm copies of other workers' tasks (num_standby > 0).
+        self._standbys: Standbys | None = None
         #: Repartition records consumed and committed are deleted (DeleteRecords), as Kafka
         #: Streams purges its repartition topics; offsets purged so far, and when.
         self._purged: dict[int, int] = {}
@@ -185,6 +192,13 @@ class ProgramWorker:
             self.producer.init_transactions(TXN_TIMEOUT)
         self._restorer = Consumer(clients.consumer_config(
             kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
+        if self.cfg.num_standby > 0:
+            reader = Consumer(clients.consumer_config(
+                kafka, f"{self.group_id}.standby.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
+            consumer = self.consumer
+            self._standbys = Standbys(self.cfg.name, self.changelog_topic,
+                                      [i.topic for i in self.cfg.inputs] + [self.rep_topic], self.state_root, reader,
+                                      lambda tps: consumer.committed(tps, timeout=5.0))
 
     def _close(self) -> None:
         try:
@@ -202,6 +216,8 @@ class ProgramWorker:
         self.tasks.clear()
         if self._restorer is not None:
             self._restorer.close()
+        if self._standbys is not None:
+            self._standbys.close()
         if self.producer is not None:
             if self._txn_open:
                 try:
@@ -242,6 +258,8 @@ class ProgramWorker:
             self._stat("consumed", got)
             self.idle_since = None
         self._restore_pending()
+        if self._standbys is not None:
+            self._standbys.step()
         worked = 0
         for task in list(self.tasks.values()):
             worked += task.process(self.cfg.max_task_idle_ms)
@@ -547,6 +565,8 @@ class ProgramWorker:
             if tp.topic != self.rep_topic or tp.partition in self.tasks:
                 continue
             p = tp.partition
+            if self._standbys is not None:
+                self._standbys.release(p)  # its warm store becomes the task's
             task = self.tasks[p] = Task(p, self.program, self.cfg, self.cfg.inputs, self.rep_topic,
                                         self.changelog_topic, self.partitions, self.state_root / f"task-{p}")
             task.send = self._send
@@ -557,6 +577,7 @@ class ProgramWorker:
         if new or extra:
             consumer.pause(new + extra)
         log.info("%s: assigned tasks %s", self.cfg.name, sorted(tp.partition for tp in new))
+        self._retarget_standbys()
         self._rebalanced("assigned")
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -576,6 +597,7 @@ class ProgramWorker:
         other = [tp for tp in partitions if tp.topic != self.rep_topic or tp.partition not in revoked]
         consumer.incremental_unassign(tps + other)
         log.info("%s: revoked tasks %s", self.cfg.name, sorted(revoked))
+        self._retarget_standbys()
         self._rebalanced("revoked")
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -601,7 +623,13 @@ class ProgramWorker:
             tps.extend(self._task_partitions(p))
         consumer.incremental_unassign(tps)
         self._rewind()
+        self._retarget_standbys()
         self._rebalanced("lost")
+
+    def _retarget_standbys(self) -> None:
+        """Stand by for the tasks the rule of kafka/standby.py picks for the tasks now owned."""
+        if self._standbys is not None:
+            self._standbys.retarget(standby_tasks(set(self.tasks), self.partitions, self.cfg.num_standby))
 
     # -- restoring ------------------------------------------------------------------------------------
 

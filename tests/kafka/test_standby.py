@@ -1,0 +1,127 @@
+"""Standby replicas (``num_standby``): a worker keeps a warm copy of another worker's task by
+reading its changelog, so that when that worker dies the survivor serves its task after
+replaying only the changelog's tail, and the outputs stay exact."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from kafka_helpers import (
+    Broker,
+    KeyedProducer,
+    Oracle,
+    TopicWatcher,
+    outputs_by_key,
+    read_many,
+    start_worker,
+    topology,
+    unique,
+    wait_for,
+)
+
+from eventscript.kafka.standby import standby_tasks
+
+PROGRAM = """
+in {string k; long n;} Hit group(Hit.k)
+out {string k; long count; long last;} Count
+{ count = 0; }
+( Hit(h) { count = count + 1; !>Count({k: h.k, count: count, last: h.n}); } )*
+"""
+PARTITIONS = 2
+KEYS = 40
+FIRST, SECOND = 1500, 500
+T0 = 1_767_225_600_000
+
+
+def test_standby_rule_covers_every_task_of_a_balanced_assignment() -> None:
+    assert standby_tasks({0, 2}, 4, 1) == {1, 3}
+    assert standby_tasks({0, 1}, 6, 1) == {2, 3}  # the next ones after its own, wrapping around
+    assert standby_tasks({4, 5}, 6, 1) == {0, 1}
+    assert standby_tasks({0, 3}, 6, 1) == {1, 4}
+    assert standby_tasks({0}, 2, 3) == {1}  # never more than the tasks it does not own
+    assert standby_tasks(set(), 4, 1) == set()
+    assert standby_tasks({0, 1}, 4, 0) == set()
+    # Three workers, six tasks, a round-robin assignment: each task has exactly one standby.
+    owners = [{0, 3}, {1, 4}, {2, 5}]
+    stood = [t for owned in owners for t in standby_tasks(owned, 6, 1)]
+    assert sorted(stood) == list(range(6))
+    assert all(not (standby_tasks(owned, 6, 1) & owned) for owned in owners)
+
+
+def _running(workers: dict[Path, subprocess.Popen[bytes]]) -> bool:
+    """True while every worker runs; a worker that exited fails the test with its log."""
+    for log, w in workers.items():
+        if w.poll() is not None:
+            raise AssertionError(f"worker exited with {w.returncode}: {log.read_text()[-3000:]}")
+    return True
+
+
+def _owned(log: str) -> set[int]:
+    """The tasks a worker owns after the assignment changes its log shows."""
+    owned: set[int] = set()
+    for kind, tasks in re.findall(r": (assigned|revoked) tasks \[([\d, ]*)\]", log):
+        parts = {int(t) for t in tasks.split(",") if t.strip()}
+        owned = owned | parts if kind == "assigned" else owned - parts
+    return owned
+
+
+@pytest.mark.kafka
+def test_a_standby_takes_over_a_killed_workers_task_from_the_changelog_tail(broker: Broker, tmp_path: Path) -> None:
+    name = unique("standby")
+    app = unique("sb")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    program = {"name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 50, "num_standby": 1,
+               "inputs": [{"topic": f"{name}-in", "event": "Hit"}], "outputs": {"default": f"{name}-out"}}
+    topics = {f"{name}-in": {"partitions": PARTITIONS}}
+    topo_a = topology(broker, tmp_path, [program], topics, file="a.yaml", application=app, state="state-a")
+    topo_b = topology(broker, tmp_path, [program], topics, file="b.yaml", application=app, state="state-b")
+    from eventscript.kafka.admin import Admin
+    from eventscript.kafka.config import load_topology
+
+    Admin(load_topology(topo_a)).prepare(load_topology(topo_a).programs)
+    log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+    a = start_worker(topo_a, "-v", log=log_a)
+    b = start_worker(topo_b, "-v", log=log_b)
+    watcher = TopicWatcher(broker, f"{name}-out")
+    try:
+        # Each worker owns one task and stands by for the other's.
+        wait_for(lambda: _running({log_a: a, log_b: b}) and log_a.exists() and log_b.exists() and len(_owned(log_a.read_text())) == 1
+                 and len(_owned(log_b.read_text())) == 1 and "standby for task" in log_a.read_text()
+                 and "standby for task" in log_b.read_text(), 60, what="one task and one standby each")
+        producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
+        producer.run(FIRST, KEYS, rate=5000)
+        wait_for(lambda: _running({log_a: a, log_b: b}) and watcher.distinct() >= FIRST, 60, what="the first outputs")
+        time.sleep(2.5)  # the standbys see the last commit (they read the committed offsets every second)
+        (taken,) = _owned(log_a.read_text())
+        a.send_signal(signal.SIGKILL)
+        a.wait()
+        producer.run(SECOND, KEYS, rate=5000, t0=T0 + FIRST * 250, seed=43)
+        wait_for(lambda: _running({log_b: b}) and watcher.distinct() >= FIRST + SECOND, 60,
+                 what="the outputs after the fail-over")
+        b.send_signal(signal.SIGTERM)
+        assert b.wait(60) == 0, log_b.read_text()[-3000:]
+    finally:
+        watcher.close()
+        for w in (a, b):
+            if w.poll() is None:
+                w.kill()
+    text = log_b.read_text()
+    stopped = re.findall(rf"standby for task {taken} stopped at changelog offset (\d+) \((\d+) records applied\)",
+                         text)
+    assert stopped and int(stopped[-1][1]) > 0, "the survivor's standby applied nothing"
+    restores = [(int(o), int(n)) for o, n in
+                re.findall(rf"task {taken}: changelog from offset (\d+): (\d+) applied", text)]
+    assert restores, text[-3000:]
+    offset, applied = restores[-1]
+    assert offset == int(stopped[-1][0]) > 0, "the take-over replayed the changelog from the start"
+    assert applied < int(stopped[-1][1]), "the take-over replayed more than the standby had applied"
+
+    in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
+    assert len(in_records) == FIRST + SECOND
+    got, _ = outputs_by_key(read_many(broker, [f"{name}-out"], dedupe=False)[f"{name}-out"])
+    assert got == Oracle(PROGRAM, "Hit", in_records).outputs
