@@ -121,16 +121,20 @@ def _declared_partitions(topo: Topology, cfg: ProgramConfig) -> int | None:
 # -- running --------------------------------------------------------------------------------------------------
 
 
-def _task_function(plan_json: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _stage_function(plan_json: str, stage: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A ``mapInArrow`` function: ``stage`` ("tasks", "keys" or "groups") of Spark partition i."""
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
+        from eventscript.backfill import key_parallel, runner
         from eventscript.backfill.plan import Plan
-        from eventscript.backfill.runner import run_partition as run_slice
 
         ctx = TaskContext.get()
         assert ctx is not None
-        yield from run_slice(Plan.from_json(plan_json), ctx.partitionId(), batches)
+        body = {"tasks": runner.run_partition, "keys": key_parallel.run_key_stage,
+                "groups": key_parallel.run_key_group}[stage]
+        yield from body(Plan.from_json(plan_json), ctx.partitionId(), batches)
 
     return run
 
@@ -138,13 +142,22 @@ def _task_function(plan_json: str) -> Callable[[Iterator[pa.RecordBatch]], Itera
 def output_frame(spark: Any, plan: Plan, fused: bool = False) -> Any:
     """The DataFrame of every task's output rows (lazy: nothing runs until it is read).
 
-    ``fused``: the data source runs each slice's task itself, in the Python worker that reads
-    the slice, so records never cross into the JVM and back (``bench/backfill.py`` compares)."""
+    Partition mode: one task per input partition. Key-parallel mode (``plan.key_groups`` > 0):
+    the key stage, a shuffle by key group, a sort, and one task per key group
+    (``key_parallel.py``). ``fused`` (partition mode): the data source runs each slice's task
+    itself, in the Python worker that reads the slice, so records never cross into the JVM and
+    back (``bench/backfill.py`` compares)."""
+    from .key_parallel import GROUP_ORDER, KEYED_DDL
+
     plan_json = plan.to_json()
-    if fused:
+    if fused and not plan.key_groups:
         return spark.read.format("eventscript_backfill_fused").option("plan", plan_json).load()
     df = spark.read.format("eventscript_backfill").option("plan", plan_json).load()
-    return df.mapInArrow(_task_function(plan_json), OUTPUT_DDL)
+    if not plan.key_groups:
+        return df.mapInArrow(_stage_function(plan_json, "tasks"), OUTPUT_DDL)
+    keyed = df.mapInArrow(_stage_function(plan_json, "keys"), KEYED_DDL)
+    grouped = keyed.repartition(plan.key_groups, "route").sortWithinPartitions(*GROUP_ORDER)
+    return grouped.mapInArrow(_stage_function(plan_json, "groups"), OUTPUT_DDL)
 
 
 def _bytes(v: Any) -> bytes | None:
@@ -178,16 +191,20 @@ def outputs(spark: Any, plan: Plan, totals: Totals,
 
 def run_locally(plan: Plan) -> Iterator[OutputRow]:
     """The same tasks without Spark, one after the other (for tests and comparisons)."""
+    from . import key_parallel
     from .source import slice_batches
 
-    for i, piece in enumerate(plan.slices):
-        for batch in run_partition(plan, i, slice_batches(plan, piece)):
-            d = batch.to_pydict()
-            for j in range(batch.num_rows):
-                if d["kind"][j] != "out" or d["topic"][j] == plan.program.repartition_topic:
-                    continue
-                yield OutputRow(d["task"][j], d["topic"][j], d["partition"][j], d["key"][j], d["value"][j],
-                                [(h["key"], h["value"]) for h in d["headers"][j]], d["timestamp"][j])
+    if plan.key_groups:
+        batches = key_parallel.run_locally(plan, lambda i: slice_batches(plan, plan.slices[i]))
+    else:
+        batches = (b for i, piece in enumerate(plan.slices) for b in run_partition(plan, i, slice_batches(plan, piece)))
+    for batch in batches:
+        d = batch.to_pydict()
+        for j in range(batch.num_rows):
+            if d["kind"][j] != "out" or d["topic"][j] == plan.program.repartition_topic:
+                continue
+            yield OutputRow(d["task"][j], d["topic"][j], d["partition"][j], d["key"][j], d["value"][j],
+                            [(h["key"], h["value"]) for h in d["headers"][j]], d["timestamp"][j])
 
 
 def check_totals(totals: Totals, plan: Plan) -> None:
@@ -197,5 +214,5 @@ def check_totals(totals: Totals, plan: Plan) -> None:
             f"re-publishes such records through its repartition topic, in an order only a running worker decides); "
             f"the backfill cannot reproduce that: check the inputs' key format and partitioner in the topology "
             f"(docs/worker.md), or publish records keyed as they say (as 'eventscript produce' does)")
-    if totals.tasks != len(plan.slices):
-        raise BackfillError(f"only {totals.tasks} of {len(plan.slices)} tasks reported their end")
+    if totals.tasks != plan.tasks:
+        raise BackfillError(f"only {totals.tasks} of {plan.tasks} tasks reported their end")

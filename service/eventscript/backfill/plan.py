@@ -90,6 +90,11 @@ class Plan:
         )
 
     @property
+    def tasks(self) -> int:
+        """How many tasks report a summary: one per input partition, or one per key group."""
+        return self.key_groups or len(self.slices)
+
+    @property
     def records(self) -> int:
         """How many offsets the cut covers (an upper bound on records: offsets may have gaps)."""
         return sum(max(0, r.end - r.start) for s in self.slices for r in s.ranges)

@@ -81,6 +81,10 @@ class ArrowRecord:
     def headers(self) -> Headers | None:
         return self._headers
 
+    def row(self) -> tuple[str, int, int, int, bytes | None, bytes | None, Headers | None]:
+        """The record as an :func:`input_batch` row."""
+        return (self._topic, self._partition, self._offset, self._ts, self._key, self._value, self._headers)
+
     def __repr__(self) -> str:
         return f"ArrowRecord({self._topic}:{self._partition}:{self._offset} @{self._ts})"
 

@@ -1,0 +1,409 @@
+"""Key-parallel mode: more parallelism than the inputs have partitions (``Plan.key_groups`` > 0).
+
+Two stages, both running the worker's own task code:
+
+1. **The key stage**, one Spark partition per input partition p (as in partition mode): a
+   :class:`KeyProbe` — the worker's :class:`~eventscript.kafka.task.Task` with its program switched
+   off — takes partition p's records. The task's own merge, decoders, group-key functions and
+   record clock decide, for every record, the order task p processes it in (``seq``), the task's
+   record clock after it (``clock``: what the worker's task p would read at that record), and its
+   group key, hashed to one of N key groups. Records without a key (ticks, undecodable records,
+   undeclared events, an ungrouped program's records) go to key group 0. After its last record
+   the stage sends one *partition end* row to every key group, carrying p's final clock.
+2. **The group stage**: the rows are repartitioned by key group and sorted within each group by
+   (clock, partition, seq); one :class:`KeyGroupStage` per group runs, for each input partition
+   p, a worker task of partition p over the group's records of p, in task p's order.
+
+Why every key gets the partition mode's outputs (values, order, ``es-id``): a key's records all
+reach one group, in task p's order. The only thing a task of partition p shares between keys is
+its record clock, which other keys' records move: before each record the group's task is ticked
+(the worker's own tick record) to the clock task p had at that record, so the key's timers fire
+at the same points of its history, each at its own deadline, and its records are processed at the
+same record time. The partition end row ticks every group's task p to p's final clock, so timers
+due by p's last record fire and none fire past it (``--until`` then works as in partition mode).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ..kafka import codec
+from ..kafka.keys import scheme_for
+from ..kafka.task import Task
+from .plan import Plan
+from .records import INPUT_DDL, INPUT_SCHEMA, ArrowRecord, input_batch, records_of, stats_batch
+from .runner import (
+    END_MARKER_OFFSET,
+    WAIT_FOR_ALL_INPUTS_MS,
+    BackfillError,
+    TaskStage,
+    TaskSummary,
+    compiled_program,
+    record_clock_config,
+)
+
+#: The offset of a partition end row: "input partition p has no more records; its task's final
+#: record clock is in ``clock``".
+PARTITION_END_OFFSET = -2
+#: The seq of a partition end row: after every record of its partition.
+LAST_SEQ = 1 << 62
+#: The key group of records that have no group key.
+KEYLESS_GROUP = 0
+
+#: route: the key group's route value; clock: task p's record clock (µs) just before the record;
+#: seq: the record's place in task p's order; tick: whether the group's task must be ticked to
+#: ``clock`` first (the record does not move the clock there itself: see ``KeyProbe``).
+KEYED_SCHEMA = pa.schema([*INPUT_SCHEMA, ("route", pa.int32()), ("clock", pa.int64()), ("seq", pa.int64()),
+                          ("tick", pa.bool_())])
+KEYED_DDL = f"{INPUT_DDL}, route int, clock long, seq long, tick boolean"
+#: The order of a key group's rows (see the module docstring).
+GROUP_ORDER = ("clock", "partition", "seq")
+
+
+# -- which Spark partition a key group lands on ------------------------------------------------------------
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+
+def spark_int_hash(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of an int column (Murmur3_x86_32.hashInt with Spark's seed 42), signed."""
+    k1 = (value & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF
+    k1 = _rotl32(k1, 15) * 0x1B873593 & 0xFFFFFFFF
+    h1 = _rotl32(seed ^ k1, 13)
+    h1 = (h1 * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & 0xFFFFFFFF
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & 0xFFFFFFFF
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def route_values(groups: int) -> list[int]:
+    """For each key group g, a value whose Spark hash partitioning (``repartition(groups, col)``)
+    puts it on Spark partition g: so every group gets a Spark task of its own. (Were the mapping
+    off, groups would share Spark tasks: slower, never wrong — a group stage takes any rows.)"""
+    found: dict[int, int] = {}
+    v = 0
+    while len(found) < groups:
+        found.setdefault(spark_int_hash(v) % groups, v)
+        v += 1
+    return [found[g] for g in range(groups)]
+
+
+def key_group(routing_bytes: bytes, groups: int) -> int:
+    """The key group of a key, from its bytes in the program's key scheme (CRC-32: stable across
+    processes, and independent of the Kafka partitioner's hash, so groups split partitions)."""
+    return zlib.crc32(routing_bytes) % groups
+
+
+# -- stage 1: keys, order and clock ---------------------------------------------------------------------------
+
+
+class KeyProbe(Task):
+    """The worker's task with its program switched off: it decodes, computes group keys, checks
+    partitions, merges its inputs and runs its record clock exactly as the worker's task does,
+    and reports each record as it processes it: (record, group key, clock before it, whether it
+    moved the clock to its own timestamp — a group's task then needs no tick before it).
+
+    Nothing reaches the engine (so no instance, no timer, no output): the key group's task runs
+    the program. ``$error`` records are dropped here; the key group's task makes them again."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: list[tuple[ArrowRecord, tuple[Any, ...] | None, int, bool]] = []
+        self._key: tuple[Any, ...] | None = None
+        self._moved_to = -1
+        engine, clock = self.engine, self.clock
+        engine.feed_keyed = self._feed_keyed  # type: ignore[method-assign]
+        engine.feed = self._feed  # type: ignore[method-assign]
+        engine.start = lambda: None  # type: ignore[method-assign]
+        self.send = lambda *record: None
+        advance_to, set_now = clock.advance_to, clock.set_now  # type: ignore[attr-defined]
+
+        def moved_by_advance(t: int) -> int:
+            self._moved_to = t
+            return advance_to(t)  # type: ignore[no-any-return]
+
+        def moved_by_set(t: int) -> None:
+            self._moved_to = t
+            set_now(t)
+
+        clock.advance_to = moved_by_advance  # type: ignore[attr-defined]
+        clock.set_now = moved_by_set  # type: ignore[attr-defined]
+
+    def _feed_keyed(self, name: str, value: Any, key: tuple[Any, ...]) -> None:
+        self._key = key
+
+    def _feed(self, name: str, value: Any) -> None:
+        self._key = None
+
+    def _process_one(self, ip: Any, msg: Any) -> None:
+        self._key = None
+        self._moved_to = -1
+        before = self.clock.now()
+        super()._process_one(ip, msg)
+        self.seen.append((msg, self._key, before, self._moved_to != msg.timestamp()[1] * 1000))
+
+
+class KeyStage:
+    """Stage 1 for one task slice: input batches in, rows in :data:`KEYED_SCHEMA` out."""
+
+    def __init__(self, plan: Plan, index: int, store_dir: Path) -> None:
+        spec = plan.program
+        self.piece = plan.slices[index]
+        self.groups = plan.key_groups
+        self.routes = route_values(self.groups)
+        cfg = record_clock_config(spec)
+        program = compiled_program(spec)
+        self.grouped = program.grouped
+        self.scheme = scheme_for(cfg, program.program.key_types)
+        self.task = KeyProbe(self.piece.partition, program, cfg, cfg.inputs, spec.repartition_topic,
+                             spec.changelog_topic, spec.partitions, store_dir / f"keys-{self.piece.partition}")
+        self.task.load_from_store()
+        self.task.mark_eof(spec.repartition_topic, self.piece.partition)
+        ends = {r.topic: r for r in self.piece.ranges}
+        for inp in cfg.inputs:
+            r = ends.get(inp.topic)
+            if r is None or r.empty:
+                self.task.mark_eof(inp.topic, self.piece.partition)
+        self.seq = 0
+        self._route_of: dict[tuple[Any, ...], int] = {}
+
+    def route(self, rec: ArrowRecord, key: tuple[Any, ...] | None) -> int:
+        """The route value of a record's key group: by its group key's bytes in the program's key
+        scheme (the bytes that place it on its partition), or, for a record without a group key
+        (undecodable, an undeclared event), by its record key — the same bytes when it was keyed
+        as the key format says, so an ``$error`` about it stays in order with its key's outputs.
+        Ticks, unkeyed records and every record of an ungrouped program go to group 0. The hash
+        is stable: the same in every process."""
+        if not self.grouped:
+            return self.routes[KEYLESS_GROUP]
+        if key is None:
+            kb = rec.key()
+            return self.routes[KEYLESS_GROUP if kb is None else key_group(kb, self.groups)]
+        r = self._route_of.get(key)
+        if r is None:
+            if len(self._route_of) > 100_000:
+                self._route_of.clear()
+            r = self._route_of[key] = self.routes[key_group(self.scheme.routing_bytes(key), self.groups)]
+        return r
+
+    def feed(self, batch: pa.RecordBatch) -> pa.RecordBatch | None:
+        task, p = self.task, self.piece.partition
+        for rec in records_of(batch):
+            if rec.offset() == END_MARKER_OFFSET:
+                task.mark_eof(rec.topic(), p)
+                continue
+            if rec.partition() != p:
+                raise BackfillError(f"task {p} was given record {rec.topic()}:{rec.partition()}:{rec.offset()} "
+                                    f"of another partition (the source's partitions are out of order)")
+            task.add(rec)
+        task.process(WAIT_FOR_ALL_INPUTS_MS)
+        return self._drain()
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        task, p = self.task, self.piece.partition
+        for ip in task.inputs:
+            task.mark_eof(ip.topic, p)
+        task.process(WAIT_FOR_ALL_INPUTS_MS)
+        out = self._drain()
+        if out is not None:
+            yield out
+        topic = self.piece.ranges[0].topic if self.piece.ranges else ""
+        final = task.clock.now()
+        ends = [(topic, p, PARTITION_END_OFFSET, final // 1000, None, None, None)] * self.groups
+        n = self.groups
+        yield _keyed(input_batch(ends), self.routes, [final] * n, [LAST_SEQ] * n, [True] * n)
+
+    def _drain(self) -> pa.RecordBatch | None:
+        seen = self.task.seen
+        if not seen:
+            return None
+        self.task.seen = []
+        self.task.outbox.clear()
+        route = self.route
+        start = self.seq
+        self.seq += len(seen)
+        return _keyed(input_batch([rec.row() for rec, _, _, _ in seen]), [route(rec, key) for rec, key, _, _ in seen],
+                      [before for _, _, before, _ in seen], list(range(start, self.seq)),
+                      [tick for _, _, _, tick in seen])
+
+    def close(self) -> None:
+        self.task.close()
+
+
+def _keyed(batch: pa.RecordBatch, routes: list[int], clocks: list[int], seqs: list[int],
+           ticks: list[bool]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([*batch.columns, pa.array(routes, type=pa.int32()),
+                                       pa.array(clocks, type=pa.int64()), pa.array(seqs, type=pa.int64()),
+                                       pa.array(ticks, type=pa.bool_())], schema=KEYED_SCHEMA)
+
+
+# -- stage 2: one key group --------------------------------------------------------------------------------------
+
+
+class MergedTaskStage(TaskStage):
+    """A worker task of partition p in a key group: its records come already in task p's order,
+    each with the clock task p had at it."""
+
+    def __init__(self, plan: Plan, index: int, store_dir: Path) -> None:
+        super().__init__(plan, plan.slices[index], store_dir)
+        for ip in self.task.inputs:  # the order is decided: never wait for an input
+            self.task.mark_eof(ip.topic, self.piece.partition)
+        self.tick_topic = self.cfg.inputs[0].topic
+
+    def tick(self, clock_us: int) -> None:
+        """Move the task's record clock to ``clock_us`` (firing the timers due by then) with the
+        worker's own tick record, as the records of other key groups move task p's clock."""
+        task = self.task
+        if clock_us > task.clock.now():
+            task.add(ArrowRecord(self.tick_topic, self.piece.partition, END_MARKER_OFFSET, clock_us // 1000, None,
+                                 b"{}", [(codec.HEADER_TICK, b"1")]))
+            task.process(0)
+
+    def feed_records(self, records: list[ArrowRecord]) -> None:
+        """Records of one input topic, in task p's order, none needing a tick before it."""
+        task, summary = self.task, self.summary
+        for rec in records:
+            task.add(rec)
+        ts = records[-1].timestamp()[1]
+        if summary.first_ms is None:
+            summary.first_ms = records[0].timestamp()[1]
+        summary.last_ms = ts
+        summary.records += len(records)
+        task.process(0)
+
+    def drain(self) -> pa.RecordBatch | None:
+        return self._drain()
+
+
+class KeyGroupStage:
+    """Stage 2 for one key group: rows in :data:`KEYED_SCHEMA`, sorted by :data:`GROUP_ORDER`."""
+
+    def __init__(self, plan: Plan, group: int, store_dir: Path) -> None:
+        self.plan = plan
+        self.group = group
+        self.store_dir = store_dir
+        self.index = {piece.partition: i for i, piece in enumerate(plan.slices)}
+        self.tasks: dict[int, MergedTaskStage] = {}
+
+    def _task(self, partition: int) -> MergedTaskStage:
+        stage = self.tasks.get(partition)
+        if stage is None:
+            index = self.index.get(partition)
+            if index is None:
+                raise BackfillError(f"key group {self.group} was given a record of partition {partition}, "
+                                    f"which the plan does not read")
+            stage = self.tasks[partition] = MergedTaskStage(self.plan, index, self.store_dir)
+        return stage
+
+    def feed(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        clocks = batch.column("clock").to_pylist()
+        ticks = batch.column("tick").to_pylist()
+        run: list[ArrowRecord] = []
+        run_stage: MergedTaskStage | None = None
+        for rec, clock, tick in zip(records_of(batch), clocks, ticks):
+            if run and (tick or rec.partition() != run[0].partition() or rec.topic() != run[0].topic()):
+                assert run_stage is not None
+                run_stage.feed_records(run)
+                run = []
+            if rec.offset() == PARTITION_END_OFFSET:
+                ended = self.tasks.get(rec.partition())
+                if ended is not None:
+                    ended.tick(clock)  # partition p's last record time: its timers due by then fire
+                continue
+            if not run:
+                run_stage = self._task(rec.partition())
+                if tick:
+                    run_stage.tick(clock)
+            run.append(rec)
+        if run:
+            assert run_stage is not None
+            run_stage.feed_records(run)
+        for stage in self.tasks.values():
+            out = stage.drain()
+            if out is not None:
+                yield out
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        """Each task's end (``--until``, hand-over state), then one summary for the whole group."""
+        total = TaskSummary(self.group)
+        for _, stage in sorted(self.tasks.items()):
+            for batch in stage.finish():
+                if batch.column(0)[0].as_py() != "stats":
+                    yield batch
+                    continue
+                s = TaskSummary.from_json(batch.column("value")[0].as_py())
+                total.records += s.records
+                total.processed += s.processed
+                total.sent += s.sent
+                total.errors += s.errors
+                total.repartitioned += s.repartitioned
+                total.keys += s.keys
+                total.first_ms = min(x for x in (total.first_ms, s.first_ms) if x is not None) \
+                    if s.first_ms is not None or total.first_ms is not None else None
+                total.last_ms = max(x for x in (total.last_ms, s.last_ms) if x is not None) \
+                    if s.last_ms is not None or total.last_ms is not None else None
+        yield stats_batch(self.group, total.to_json())
+
+    def close(self) -> None:
+        for stage in self.tasks.values():
+            stage.close()
+
+
+# -- the stages' bodies ----------------------------------------------------------------------------------------
+
+
+def run_key_stage(plan: Plan, index: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The key stage's ``mapInArrow`` body for task slice ``index``."""
+    yield from _staged(lambda d: KeyStage(plan, index, d), batches, f"keys-{index}-")
+
+
+def run_key_group(plan: Plan, group: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The group stage's ``mapInArrow`` body for key group ``group``."""
+    yield from _staged(lambda d: KeyGroupStage(plan, group, d), batches, f"group-{group}-")
+
+
+def _staged(make: Callable[[Path], Any], batches: Iterator[pa.RecordBatch], prefix: str) -> Iterator[pa.RecordBatch]:
+    store_dir = Path(tempfile.mkdtemp(prefix=f"eventscript-backfill-{prefix}"))
+    stage = make(store_dir)
+    try:
+        for batch in batches:
+            out = stage.feed(batch)
+            if isinstance(out, pa.RecordBatch):
+                yield out
+            elif out is not None:
+                yield from out
+        yield from stage.finish()
+    finally:
+        stage.close()
+        shutil.rmtree(store_dir, ignore_errors=True)
+
+
+def run_locally(plan: Plan, slice_batches: Callable[[int], Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
+    """Both stages without Spark (tests, comparisons): the key stage over every slice, the rows
+    bucketed by key group and sorted as Spark sorts them, then each group's stage."""
+    routes = route_values(plan.key_groups)
+    group_of = {r: g for g, r in enumerate(routes)}
+    rows: list[list[pa.RecordBatch]] = [[] for _ in routes]
+    for i in range(len(plan.slices)):
+        for batch in run_key_stage(plan, i, slice_batches(i)):
+            for g in range(plan.key_groups):
+                mask = pa.compute.equal(batch.column("route"), routes[g])
+                part = batch.filter(mask)
+                if part.num_rows:
+                    rows[group_of[routes[g]]].append(part)
+    for g, parts in enumerate(rows):
+        table = pa.Table.from_batches(parts, schema=KEYED_SCHEMA).sort_by([(c, "ascending") for c in GROUP_ORDER])
+        yield from run_key_group(plan, g, iter(table.to_batches(max_chunksize=plan.batch_size)))
