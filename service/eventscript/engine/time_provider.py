@@ -6,6 +6,13 @@ deadline, then by the order in which they were set, so ties fire in set order. C
 lazy: a cancelled entry stays in the heap, marked dead, and is skipped when it surfaces; the
 heap is rebuilt when dead entries dominate.
 
+A host whose instances do not all fit in memory (the Kafka worker: ``eventscript.state``) keeps
+the timers of the instances it evicted elsewhere and attaches a :class:`TimerBacking`: the queue
+then knows the earliest held-out timer (``backlog_deadline``, ``backlog_seq``) and, before
+firing anything at or after it, asks the backing to bring the due ones back (it loads their
+instances, whose timers re-enter the queue with their own deadline and sequence number), so
+timers fire in the same order as if every instance were in memory.
+
 Three providers plug into the same engine:
 
 - :class:`SimulatedTimeProvider` — the tester's clock, and ``clock: record`` in the Kafka worker
@@ -28,6 +35,19 @@ class TimerTarget(Protocol):
     def fire_timer(self, ctx: Any, deadline: int) -> None: ...
 
 
+class TimerBacking(Protocol):
+    """Timers held outside the queue (of instances not in memory)."""
+
+    def pull(self, queue: TimerQueue, now: int) -> None:
+        """Bring back held-out timers due by ``now``, in (deadline, seq) order, at least the
+        earliest one (by loading their instances), and set ``queue.backlog_*`` to the earliest
+        timer still held out (``NO_BACKLOG``: none)."""
+        ...
+
+
+#: ``TimerQueue.backlog_deadline`` when no timer is held outside the queue: after every deadline.
+NO_BACKLOG = 1 << 63
+
 # A timer entry is a list [deadline, seq, ctx, target]. Lists compare element-wise in C and seq
 # is unique, so heap operations never look past it. target None marks a dead entry.
 DEADLINE, SEQ, CTX, TARGET = 0, 1, 2, 3
@@ -41,6 +61,11 @@ class TimerQueue:
         self._next_seq = 0
         self.pending = 0
         self._dead = 0
+        #: Where timers of instances not in memory are held (see TimerBacking), and the earliest
+        #: of them (a lower bound: it may turn out stale or already in the queue).
+        self.backing: TimerBacking | None = None
+        self.backlog_deadline = NO_BACKLOG
+        self.backlog_seq = 0
 
     def set(self, target: TimerTarget, ctx: Any, deadline: int, seq: int | None = None) -> list[Any]:
         """(Re)start ctx's timer. A new timer sorts after every timer set before it."""
@@ -81,19 +106,31 @@ class TimerQueue:
         return heap[0] if heap else None
 
     def due(self, now: int) -> bool:
-        """A cheap pre-check: is any entry (perhaps a dead one) at or before ``now``?"""
+        """A cheap pre-check: is any entry (perhaps a dead one, or a held-out one) at or before ``now``?"""
         heap = self._heap
-        return bool(heap) and heap[0][0] <= now
+        return (bool(heap) and heap[0][0] <= now) or self.backlog_deadline <= now
+
+    def hold(self, deadline: int, seq: int) -> None:
+        """A timer now held outside the queue (its instance was evicted): the backlog starts no later."""
+        if (deadline, seq) < (self.backlog_deadline, self.backlog_seq):
+            self.backlog_deadline, self.backlog_seq = deadline, seq
 
     def pop_due(self, now: int) -> tuple[int, Any, TimerTarget] | None:
-        """(deadline, ctx, target) of the earliest live timer due at ``now``, removed; or None."""
+        """(deadline, ctx, target) of the earliest live timer due at ``now``, removed; or None.
+        Held-out timers that come first are brought back before (``TimerBacking.pull``)."""
         heap = self._heap
-        while heap:
+        while heap or self.backlog_deadline <= now:
+            if not heap:
+                self.backing.pull(self, now)  # type: ignore[union-attr]
+                continue
             e = heap[0]
             target = e[3]
             if target is None:
                 heapq.heappop(heap)
                 self._dead -= 1
+                continue
+            if self.backlog_deadline <= now and (self.backlog_deadline, self.backlog_seq) <= (e[0], e[1]):
+                self.backing.pull(self, now)  # type: ignore[union-attr]
                 continue
             if e[0] > now:
                 return None
@@ -107,12 +144,22 @@ class TimerQueue:
         return None
 
     def next_deadline(self) -> int | None:
+        """The earliest deadline, of the queue or held out (which may prove stale: a lower bound)."""
         e = self.peek()
-        return None if e is None else e[0]
+        d = None if e is None else e[0]
+        if self.backlog_deadline != NO_BACKLOG and (d is None or self.backlog_deadline < d):
+            return self.backlog_deadline
+        return d
 
     @property
     def next_seq(self) -> int:
         return self._next_seq
+
+    @next_seq.setter
+    def next_seq(self, seq: int) -> None:
+        """Resume numbering (a host restoring timers it did not all load): new timers sort after
+        every timer numbered before ``seq``."""
+        self._next_seq = seq
 
     def clear(self) -> None:
         for e in self._heap:
@@ -123,6 +170,8 @@ class TimerQueue:
         self._heap.clear()
         self.pending = 0
         self._dead = 0
+        self.backlog_deadline = NO_BACKLOG
+        self.backlog_seq = 0
 
 
 def timer_info(ctx: Any) -> tuple[int, int] | None:
@@ -187,7 +236,7 @@ class SimulatedTimeProvider(TimeProvider):
         timers = self.timers
         fired = 0
         heap = timers._heap
-        if heap and heap[0][0] <= t:
+        if (heap and heap[0][0] <= t) or timers.backlog_deadline <= t:
             while (item := timers.pop_due(t)) is not None:
                 deadline, ctx, target = item
                 if deadline > self._now:

@@ -159,6 +159,16 @@ class TopicSpec(_Model):
         return self
 
 
+class StateConfig(_Model):
+    """How much of a program's state a worker keeps in memory (the rest stays in its local store)."""
+
+    #: Memory for the instances in memory, in MiB, shared by the program's tasks on one worker
+    #: (instance sizes are estimated as they run: docs/worker.md, "State and memory sizing").
+    cache_mib: float = Field(default=256, gt=0)
+    #: Or a number of instances (shared likewise); when set, it replaces cache_mib.
+    cache_instances: int | None = Field(default=None, ge=1)
+
+
 class ProgramConfig(_Model):
     name: str
     source: str
@@ -176,6 +186,7 @@ class ProgramConfig(_Model):
     clock: Literal["wall", "record"] = "wall"
     timezone: str = "UTC"
     state_dir: str | None = None
+    state: StateConfig = Field(default_factory=StateConfig)
     #: How long a task may wait for a record from every input partition before merging what it
     #: has by timestamp (0: never wait).
     max_task_idle_ms: int = Field(default=0, ge=0)

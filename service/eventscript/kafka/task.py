@@ -29,26 +29,34 @@ from ..automata.compiled import CompiledProgram
 from ..engine.encoding import DecodeError, decoder_for, encode, encoder_for, json_line
 from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
-from ..engine.time_provider import SimulatedTimeProvider, TimeProvider, WallClockTimeProvider
+from ..engine.time_provider import SimulatedTimeProvider, TimeProvider, WallClockTimeProvider, timer_info
 from ..engine.timeutil import MAX_TIME
+from ..state.cache import CacheBudget, InstanceCache
+from ..state.changelog import (
+    CLOCK_KEY,
+    HWM_KEY,
+    SEQ_KEY,
+    SINGLE_KEY,
+    Position,
+    compact,
+    decode_clock,
+    decode_hwm,
+    decode_int,
+    position_header,
+    tp_name,
+)
+from ..state.store import TaskStore
+from ..state.timers import TimerIndex
 from . import codec
 from .codec import BadRecord, Headers, RecordInfo
 from .config import InputConfig, ProgramConfig
 from .keys import PARTITIONERS, scheme_for
 from .partitioner import key_bytes
-from .state import (
-    CLOCK_KEY,
-    HWM_KEY,
-    SINGLE_KEY,
-    Position,
-    TaskStore,
-    decode_clock,
-    decode_hwm,
-    position_header,
-    tp_name,
-)
 
 log = logging.getLogger("eventscript.kafka.task")
+
+#: Entries of the task's group key → bytes caches before they are emptied.
+KEY_CACHE_SIZE = 100_000
 
 
 @dataclass(slots=True)
@@ -101,7 +109,15 @@ class Task:
         self.key_types = program.program.key_types
         self.input_types = {i.name: i.ty for i in program.program.inputs}
         self.decoders = {i.name: decoder_for(i.ty) for i in program.program.inputs}
+        #: The store of record of the task's instances; the engine's contexts are a bounded cache
+        #: of them (state/cache.py), and the store's timer index backs the clock's timer queue.
         self.store = TaskStore(store_path)
+        self.timer_index = TimerIndex(self.store, self.engine)
+        self.cache = InstanceCache(self.engine, self.store, self.timer_index,
+                                   CacheBudget(cfg.name, cfg.state.cache_mib, cfg.state.cache_instances),
+                                   self._key_bytes)
+        #: The timer sequence number as last persisted (task state, like the record clock).
+        self._seq_saved = 0
         self.position: Position = {}
         self.hwm: dict[str, int] = {}
         self.hwm_dirty = False
@@ -152,27 +168,34 @@ class Task:
     # -- restore ------------------------------------------------------------------------------
 
     def load_from_store(self) -> None:
-        """Rebuild the task from the local store (which holds committed state): its instances,
-        the repartition high-water marks and the record clock, which moves back with the rest
-        (records read again must be processed at the times they had the first time)."""
+        """Go back to the committed state in the local store: the task state (repartition
+        high-water marks; the record clock, which moves back with the rest, as records read again
+        must be processed at the times they had the first time; the timer sequence) and, for an
+        ungrouped program, its instance. The instances of a grouped program stay in the store
+        until a record (``Engine.loader``) or a due timer (the timer index) needs them."""
         self.engine.clear()
-        self.clock.timers.clear()  # the task's own clock: drop the cancelled entries too
+        timers = self.clock.timers
+        timers.clear()  # the task's own clock: drop the cancelled entries too
         self.hwm = decode_hwm(self.store.get(HWM_KEY))
         if self.record_clock:
             clock = self.clock
             assert isinstance(clock, SimulatedTimeProvider)
             self._clock_saved = decode_clock(self.store.get(CLOCK_KEY))
             clock.set_now(self._clock_saved)
-        count = 0
-        for k, v in self.store.instances():
-            ctx = self.engine.restore(v)
-            if k == SINGLE_KEY:
-                self.started = True
-            count += 1
-            if ctx.key is None and not self.grouped:
+        raw_seq = self.store.get(SEQ_KEY)
+        self._seq_saved = decode_int(raw_seq) if raw_seq is not None else self.store.next_index_seq()
+        timers.next_seq = self._seq_saved
+        if self.grouped:
+            self.timer_index.reset(timers)
+            self.cache.reset()
+        else:
+            raw = self.store.get(SINGLE_KEY)
+            if raw is not None:
+                self.engine.restore(raw)
                 self.started = True
         self.restored = True
-        log.info("%s task %d: %d instance(s) restored", self.cfg.name, self.partition, count)
+        log.info("%s task %d: committed state loaded (instances are loaded from the store as needed)",
+                 self.cfg.name, self.partition)
 
     def start_wall_clock(self) -> None:
         """An ungrouped program on the wall clock starts when its task does."""
@@ -298,20 +321,24 @@ class Task:
         return RecordInfo(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), headers, m.value())
 
     def _key_bytes(self, key: tuple[Any, ...] | None) -> bytes | None:
+        """The key's store (and changelog) key: its canonical JSON bytes, compacted (see
+        ``state.changelog.compact``: cached orjson output would cost 4 KiB per key)."""
         if key is None:
             return None
         kb = self._key_cache.get(key)
         if kb is None:
-            if len(self._key_cache) > 100_000:
+            if len(self._key_cache) > KEY_CACHE_SIZE:
                 self._key_cache.clear()
-            kb = self._key_cache[key] = key_bytes(key, self.key_types)  # type: ignore[assignment]
+            raw = key_bytes(key, self.key_types)
+            assert raw is not None
+            kb = self._key_cache[key] = compact(raw)
         return kb
 
     def _route_key(self, key: tuple[Any, ...]) -> bytes:
         """The key's bytes in the home key scheme (what decides its partition)."""
         rb = self._route_cache.get(key)
         if rb is None:
-            if len(self._route_cache) > 100_000:
+            if len(self._route_cache) > KEY_CACHE_SIZE:
                 self._route_cache.clear()
             rb = self._route_cache[key] = self.scheme.routing_bytes(key)
         return rb
@@ -554,19 +581,31 @@ class Task:
         """Snapshots of the instances changed since the last commit (None: terminated), and the
         changelog records to send for them."""
         changes: dict[bytes, bytes | None] = {}
+        contexts = self.engine.contexts
+        snapshot = self.engine.snapshot
+        hints = self.store.timer_hints  # each snapshot's timer, for the store's timer index
+        drained = self.cache.drained
         for ctx in self.engine.drain_dirty():
-            key = SINGLE_KEY if ctx.key is None else self._key_bytes(ctx.key)
+            if ctx.key is None:
+                changes[SINGLE_KEY] = snapshot(ctx)
+                continue
+            key = self._key_bytes(ctx.key)
             assert key is not None
-            if ctx.key is not None and self.engine.contexts.get(ctx.key) is not ctx:
+            if contexts.get(ctx.key) is not ctx:
                 changes[key] = None  # terminated and released: a tombstone
             else:
-                changes[key] = self.engine.snapshot(ctx)
+                changes[key] = snapshot(ctx)
+                hints[key] = timer_info(ctx)
+            drained(key, ctx)
         if self.hwm_dirty:
             changes[HWM_KEY] = orjson.dumps(self.hwm)
             self.hwm_dirty = False
         if self.record_clock and self.clock.now() != self._clock_saved:
             self._clock_saved = self.clock.now()
             changes[CLOCK_KEY] = b"%d" % self._clock_saved
+        if self.clock.timers.next_seq != self._seq_saved:
+            self._seq_saved = self.clock.timers.next_seq
+            changes[SEQ_KEY] = b"%d" % self._seq_saved
         if changes:
             pos = position_header(self.position)
             now_ms = self.clock.now() // 1000
@@ -578,4 +617,5 @@ class Task:
 
     def close(self) -> None:
         self.engine.clear()
+        self.cache.close()
         self.store.close()

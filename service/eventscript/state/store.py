@@ -1,0 +1,211 @@
+"""The local RocksDB store of one task: the store of record of its instances.
+
+Like a Kafka Streams state store: every change to an instance (a new snapshot, or a tombstone
+when the instance terminates) is written to the program's changelog topic in the same
+transaction as the outputs and the input offsets, and — once that transaction has committed —
+to the task's local RocksDB store together with a checkpoint (how far into the changelog the
+store is, and the committed input position it reflects). A restarted worker with its local store
+only replays the changelog after the checkpoint; a worker without it replays from the start.
+
+The store therefore always holds the committed state of every instance, and the task's memory
+only a bounded cache of them (``state.cache``). Beside the instances the store keeps a timer
+index (``\\x04`` + deadline + sequence + instance key, one empty value per pending timer of a
+stored snapshot), so that a task knows its next deadlines without holding every instance
+(``state.timers``). The index is local: every write of a snapshot adds its timer's entry (the
+task says which, or the snapshot is decoded — changelog replays); entries of older snapshots are
+left behind and dropped when the task's timer scan finds that the stored snapshot no longer has
+that timer (see ``TimerIndex``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import orjson
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch
+
+from .changelog import INDEX_PREFIX, SINGLE_KEY, Position, is_instance_key, position_header
+
+log = logging.getLogger("eventscript.state")
+
+_META_CHECKPOINT = b"\x00checkpoint"
+_META_POSITION = b"\x00position"
+#: Present once the timer index covers every stored snapshot (stores written before the index
+#: existed get it built when first opened).
+_META_INDEX = b"\x00timer-index"
+_INDEX_VERSION = b"1"
+
+#: RocksDB memory of one task's store: the block cache (data, index and filter blocks) and the
+#: memtables (at most two of WRITE_BUFFER_MIB). RocksDB's defaults (64 MiB memtables, up to two,
+#: and an 8 MiB cache per store) would cost up to 136 MiB per task whatever the state's size.
+BLOCK_CACHE_MIB = 16
+WRITE_BUFFER_MIB = 8
+
+#: (deadline, seq) of a pending timer.
+TimerKey = tuple[int, int]
+
+_GROUPED_FROM = bytes([INDEX_PREFIX[0] + 1])  # the first key after every index entry
+_DEADLINE_BIAS = 1 << 63  # deadlines are signed microseconds (year 1 is negative): sort them unsigned
+
+
+def index_key(deadline: int, seq: int, key: bytes) -> bytes:
+    """The timer index entry of a pending timer: sorts by deadline, then sequence number."""
+    return INDEX_PREFIX + (deadline + _DEADLINE_BIAS).to_bytes(8, "big") + seq.to_bytes(8, "big") + key
+
+
+def parse_index_key(entry: bytes) -> tuple[int, int, bytes]:
+    """(deadline, seq, instance key) of a timer index entry."""
+    return (int.from_bytes(entry[1:9], "big") - _DEADLINE_BIAS, int.from_bytes(entry[9:17], "big"), entry[17:])
+
+
+def snapshot_fields(raw: bytes) -> tuple[tuple[Any, ...] | None, TimerKey | None]:
+    """The group key and the (deadline, seq) of the pending timer of an instance snapshot
+    (``engine.context.encode``); (None, None) for bytes that are not one."""
+    try:
+        payload = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        key, timer = payload[3], payload[4]
+        return (tuple(key) if key is not None else None,
+                (int(timer[0]), int(timer[2])) if timer is not None else None)
+    except (ValueError, TypeError, IndexError, msgpack.UnpackException):
+        return None, None
+
+
+def _options() -> Options:
+    table = BlockBasedOptions()
+    table.set_block_cache(Cache(BLOCK_CACHE_MIB << 20))
+    table.set_cache_index_and_filter_blocks(True)  # bounded by the cache, not one per table file
+    table.set_bloom_filter(10, False)  # a key's first record looks it up: mostly misses
+    options = Options(raw_mode=True)
+    options.set_block_based_table_factory(table)
+    options.set_write_buffer_size(WRITE_BUFFER_MIB << 20)
+    options.set_max_write_buffer_number(2)
+    return options
+
+
+class TaskStore:
+    """The local RocksDB store of one task (one partition of a program)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = Rdict(str(path), options=_options())
+        #: (deadline, seq) of the pending timer (None: none) of snapshots the task is about to
+        #: write, so that ``write`` need not decode them; filled by the task, emptied by writes.
+        self.timer_hints: dict[bytes, TimerKey | None] = {}
+        #: Index entries the timer scan passed for instances in memory: dropped at the instance's
+        #: next write (its new snapshot has its new timer).
+        self.passed_index: dict[bytes, bytes] = {}
+        #: Told, after each write, which keys it wrote (the task's cache may then evict them).
+        self.on_write: Callable[[dict[bytes, bytes | None]], None] | None = None
+        if self.db.get(_META_INDEX) != _INDEX_VERSION:
+            self._build_index()
+
+    @property
+    def checkpoint(self) -> int:
+        raw = self.db.get(_META_CHECKPOINT)
+        return int(raw) if raw is not None else 0
+
+    @property
+    def position(self) -> Position | None:
+        raw = self.db.get(_META_POSITION)
+        return None if raw is None else orjson.loads(raw)
+
+    def instances(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every stored instance: (store key, snapshot)."""
+        single = self.db.get(SINGLE_KEY)
+        if single is not None:
+            yield SINGLE_KEY, single
+        for k, v in self.db.items(from_key=_GROUPED_FROM):  # past the metadata and the timer index
+            if is_instance_key(k):
+                yield k, v
+
+    def has_instances(self) -> bool:
+        return next(self.instances(), None) is not None
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.db.get(key)
+
+    def write(self, changes: dict[bytes, bytes | None], checkpoint: int | None, position: Position | None) -> None:
+        """Apply changes (None: delete), index their timers and move the checkpoint, atomically."""
+        wb = WriteBatch(raw_mode=True)
+        hints = self.timer_hints
+        passed = self.passed_index
+        for k, v in changes.items():
+            if passed:
+                old = passed.pop(k, None)
+                if old is not None:
+                    wb.delete(old)
+            if v is None:
+                wb.delete(k)
+                hints.pop(k, None)
+                continue
+            wb.put(k, v)
+            if is_instance_key(k) and k != SINGLE_KEY:  # (the ungrouped instance is always in memory)
+                timer = hints.pop(k) if k in hints else snapshot_fields(v)[1]
+                if timer is not None:
+                    wb.put(index_key(timer[0], timer[1], k), b"")
+        if checkpoint is not None:
+            wb.put(_META_CHECKPOINT, str(checkpoint).encode())
+        if position is not None:
+            wb.put(_META_POSITION, position_header(position))
+        self.db.write(wb)
+        if self.on_write is not None:
+            self.on_write(changes)
+
+    def delete(self, key: bytes) -> None:
+        self.db.delete(key)
+
+    def index_after(self, entry: bytes | None) -> Iterator[bytes]:
+        """Timer index entries in (deadline, seq) order, after ``entry`` (None: from the first)."""
+        it = self.db.iter()
+        it.seek(INDEX_PREFIX if entry is None else entry + b"\x00")
+        while it.valid():
+            k = it.key()
+            if k[:1] != INDEX_PREFIX:
+                return
+            yield k
+            it.next()
+
+    def next_index_seq(self) -> int:
+        """One past the highest timer sequence number in the index (a store without the task's
+        persisted sequence: written before it, or handed over without it). Scans the index."""
+        top = -1
+        for entry in self.index_after(None):
+            top = max(top, parse_index_key(entry)[1])
+        return top + 1
+
+    def _build_index(self) -> None:
+        """Index the timers of every stored snapshot (a store from before the index)."""
+        count = 0
+        wb = WriteBatch(raw_mode=True)
+        for k, v in self.instances():
+            if k == SINGLE_KEY:
+                continue
+            timer = snapshot_fields(v)[1]
+            if timer is not None:
+                wb.put(index_key(timer[0], timer[1], k), b"")
+                count += 1
+        wb.put(_META_INDEX, _INDEX_VERSION)
+        self.db.write(wb)
+        if count:
+            log.info("%s: indexed %d pending timer(s) of stored instances", self.path, count)
+
+    def memory(self) -> dict[str, int]:
+        """RocksDB's own memory (bytes): memtables, block cache, table readers."""
+        out = {}
+        for name in ("cur-size-all-mem-tables", "block-cache-usage", "estimate-table-readers-mem"):
+            try:
+                out[name] = int(self.db.property_int_value(f"rocksdb.{name}") or 0)
+            except Exception:  # a property this RocksDB build does not know
+                out[name] = 0
+        return out
+
+    def close(self) -> None:
+        try:
+            self.db.close()
+        except Exception:  # closing twice, or after a failure: nothing left to do
+            pass

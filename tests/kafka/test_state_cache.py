@@ -1,0 +1,193 @@
+"""State larger than memory (issue 10, item 3): the task's store is the store of record, its
+engine holds a bounded cache of instances, and the timers of evicted instances wait in the
+store's timer index.
+
+These drive a real ``Task`` with real RocksDB stores, committing as the worker does (changelog
+records, then the local store), and compare its outputs with the oracle of the crash tests (a bare
+engine on a simulated clock, as the tester runs a trace: ``kafka_helpers.uninterrupted``).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+from kafka_helpers import decode_key, uninterrupted
+
+from eventscript.automata.compile import compile_source
+from eventscript.backfill.records import ArrowRecord
+from eventscript.engine.context import decode, encode
+from eventscript.engine.engine import Engine
+from eventscript.engine.time_provider import SimulatedTimeProvider
+from eventscript.kafka import codec
+from eventscript.kafka.config import InputConfig, ProgramConfig
+from eventscript.kafka.task import OutRecord, Task
+from eventscript.state.changelog import SEQ_KEY
+
+PROGRAM = """
+in {string k; long n;} Tick group(Tick.k)
+out {string k; long count; long last;} Count, {string k; long count;} Quiet
+
+{ count = 0; }
+( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
+elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
+"""
+
+T0 = 1_767_225_600_000  # ms
+
+
+def _task(store: Path, cache: int, program: str = PROGRAM) -> Task:
+    cfg = ProgramConfig(name="cached", source="p.es", clock="record", inputs=[InputConfig(topic="in", event="Tick")],
+                        outputs={"default": "out"}, errors="err", state={"cache_instances": cache})
+    task = Task(0, compile_source(program, name="cached").require(), cfg, cfg.inputs, "rep", "changelog", 1, store)
+    task.load_from_store()
+    return task
+
+
+def _records(keys: int, count: int, seed: int, start: int = 0, t0: int = T0) -> list[ArrowRecord]:
+    """Records over ``keys`` keys in random order, a few ms to a second apart: most keys go quiet
+    (their 30 s timer fires) between their records; ~2,000 are alive at a time."""
+    rnd = random.Random(seed)
+    out, t = [], t0
+    for i in range(start, start + count):
+        t += rnd.choice((1, 3, 10, 40))
+        k = f"k{rnd.randrange(keys)}"
+        out.append(ArrowRecord("in", 0, i, t, k.encode(), orjson.dumps({"k": k, "n": i}), None))
+    return out
+
+
+def _feed(task: Task, records: list[ArrowRecord]) -> list[OutRecord]:
+    for r in records:
+        task.add(r)
+    task.process(0)
+    out = [r for r in task.outbox if r.topic != task.changelog_topic]
+    task.outbox.clear()
+    return out
+
+
+def _commit(task: Task) -> None:
+    """What the worker does when a batch commits: changelog records, then the local store."""
+    changes = task.changelog_records()
+    task.outbox.clear()
+    task.store.write(changes, None, dict(task.position))
+
+
+def _rewind(task: Task) -> None:
+    """What the worker does when a batch cannot commit (Worker._rewind)."""
+    for ip in task.inputs:
+        ip.buffer.clear()
+    task.outbox.clear()
+    task.position = {}
+    task.load_from_store()
+
+
+def _lines(records: list[OutRecord]) -> list[tuple[str, Any, Any]]:
+    return [((codec.header(r.headers, codec.HEADER_EVENT) or b"").decode(), orjson.loads(r.value or b"null"),
+             decode_key(r.key)) for r in records]
+
+
+def _raw(records: list[OutRecord]) -> list[tuple[Any, ...]]:
+    return [(r.topic, r.key, r.value, tuple(r.headers), r.timestamp) for r in records]
+
+
+def test_a_task_far_larger_than_its_cache_gives_the_oracles_output(tmp_path: Path) -> None:
+    """15,000 keys through a cache of 1,000 instances, with a restart half-way: the outputs are the
+    oracle's (timers of evicted instances included, in order), and memory holds at most the cache
+    and one batch's worth of instances."""
+    cache, batch = 1_000, 1_000
+    records = _records(15_000, 30_000, seed=11)
+    task = _task(tmp_path / "t", cache)
+    got: list[OutRecord] = []
+    most = evicted = loaded = 0
+    for i in range(0, len(records), batch):
+        if i == len(records) // 2:  # a restart: the next task starts from the store alone
+            evicted, loaded = task.cache.evicted, task.timer_index.loaded
+            task.close()
+            task = _task(tmp_path / "t", cache)
+            assert len(task.engine.contexts) == 0
+        got += _feed(task, records[i:i + batch])
+        most = max(most, len(task.engine.contexts))
+        _commit(task)
+        assert len(task.engine.contexts) <= cache
+    want = uninterrupted(PROGRAM, "Tick", records)[0]
+    assert sum(1 for line in want if line[0] == "Quiet") > 5_000
+    assert _lines(got) == want
+    assert most <= cache + 2 * batch, f"{most} instances in memory with a cache of {cache}"
+    assert evicted > 0 and loaded > 0, "nothing was evicted before the restart, or no evicted timer fired"
+    assert task.cache.evicted > 0 and task.timer_index.loaded > 0 and task.cache.loaded > 0
+    task.close()
+
+
+def test_a_rewind_after_evictions_gives_back_the_committed_state(tmp_path: Path) -> None:
+    """A batch that loads evicted instances, changes them and fires their timers, then cannot
+    commit: after the rewind the same batch gives the same bytes, and the run goes on exactly."""
+    records = _records(3_000, 9_000, seed=5)
+    first, failed, rest = records[:3_000], records[3_000:6_000], records[6_000:]
+    task = _task(tmp_path / "t", 200)
+    got = _feed(task, first)
+    _commit(task)
+    assert task.cache.evicted > 0
+    once = _feed(task, failed)
+    assert task.cache.loaded > 0 and task.timer_index.loaded > 0
+    _rewind(task)
+    assert len(task.engine.contexts) == 0
+    again = _feed(task, failed)
+    assert _raw(again) == _raw(once)
+    _commit(task)
+    got += again + _feed(task, rest)
+    assert _lines(got) == uninterrupted(PROGRAM, "Tick", records)[0]
+    task.close()
+
+
+def test_an_evicted_instance_that_ends_and_starts_again_starts_afresh(tmp_path: Path) -> None:
+    """An evicted key's instance is loaded, ends, and the key's next event in the same batch
+    starts a new instance — not the stored (committed, now ended) one."""
+    program = """
+    in {string k; long n;} Tick group(Tick.k) case { Tick.n < 0 ? Stop : Go }
+    out {string k; long count;} Count
+    { count = 0; }
+    ( Go(t) { count = count + 1; !>Count({k: t.k, count: count}); } )* Stop()
+    """
+    keys = [f"k{i}" for i in range(200)]
+
+    def rec(i: int, k: str, n: int) -> ArrowRecord:
+        return ArrowRecord("in", 0, i, T0 + i, k.encode(), orjson.dumps({"k": k, "n": n}), None)
+
+    first = [rec(i, k, i) for i, k in enumerate(keys)]
+    second = [rec(200, "k0", 1), rec(201, "k0", -1), rec(202, "k0", 5), rec(203, "k0", 6)]
+    task = _task(tmp_path / "t", 16, program)
+    got = _feed(task, first)
+    _commit(task)
+    assert ("k0",) not in task.engine.contexts, "k0 was not evicted: the test would prove nothing"
+    got += _feed(task, second)
+    _commit(task)
+    want = uninterrupted(program, "Tick", first + second)[0]
+    assert _lines(got) == want
+    assert [v["count"] for _, v, k in want if k == ["k0"]] == [1, 2, 1, 2]
+    task.close()
+
+
+def test_timers_of_equal_deadline_and_sequence_fire_in_key_order(tmp_path: Path) -> None:
+    """Stored instances whose timers have the same deadline and sequence number (restored from
+    different sources) all fire, in group-key order, whether they wait in the index or in
+    memory — never a crash comparing them; and the stored timer sequence is resumed."""
+    engine = Engine(compile_source(PROGRAM, name="cached").require(), time=SimulatedTimeProvider(T0 * 1000))
+    changes: dict[bytes, bytes | None] = {}
+    for k in ("b", "a", "c"):
+        snap = decode(engine.snapshot(engine.feed_json("Tick", {"k": k, "n": 0})))
+        assert snap.timer is not None
+        deadline, tsym, _ = snap.timer
+        changes[orjson.dumps([k])] = encode(snap.state, snap.variables, snap.key, (deadline, tsym, 7), False,
+                                            "in:0:0", 0)
+    changes[SEQ_KEY] = b"8"
+    writer = _task(tmp_path / "t", 16)
+    writer.store.write(changes, None, None)
+    writer.close()
+    task = _task(tmp_path / "t", 16)
+    assert task.clock.timers.next_seq == 8
+    assert task.engine.loader is not None and task.engine.loader(("b",)) is not None  # b in memory, a and c not
+    out = _feed(task, [ArrowRecord("in", 0, 0, T0 + 60_000, b"z", orjson.dumps({"k": "z", "n": 0}), None)])
+    assert [(e, v["k"]) for e, v, _ in _lines(out)] == [("Quiet", "a"), ("Quiet", "b"), ("Quiet", "c"), ("Count", "z")]
+    task.close()
