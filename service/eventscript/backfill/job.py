@@ -23,6 +23,7 @@ from . import cut, export
 from .plan import OffsetRange, Plan, SourceSpec, program_spec
 from .records import OUTPUT_DDL, OutputRow
 from .runner import BackfillError, TaskSummary, run_partition
+from .sink import unpack_rows
 
 DEFAULT_MASTER = "local[*]"
 
@@ -121,72 +122,114 @@ def _declared_partitions(topo: Topology, cfg: ProgramConfig) -> int | None:
 # -- running --------------------------------------------------------------------------------------------------
 
 
-def _stage_function(plan_json: str, stage: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """A ``mapInArrow`` function: ``stage`` ("tasks", "keys" or "groups") of Spark partition i."""
+def packed(batches: Iterator[pa.RecordBatch], fmt: str | None, repartition_topic: str) -> Iterator[pa.RecordBatch]:
+    """A task's output batches with its records (kind "out") encoded in ``fmt`` (``sink.pack``),
+    one row per batch; re-published copies are left out (the task's summary counts them)."""
+    import pyarrow.compute as pc
+
+    from .records import packed_batch
+    from .sink import pack
+
+    for batch in batches:
+        if fmt is None or not batch.num_rows or batch.column(0)[0].as_py() != "out":
+            yield batch
+            continue
+        out = batch.filter(pc.not_equal(batch.column("topic"), repartition_topic))
+        if out.num_rows:
+            yield packed_batch(out.column("task")[0].as_py(), pack(out, fmt), out.num_rows)
+
+
+def _stage_function(plan_json: str, stage: str,
+                    fmt: str | None = None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A ``mapInArrow`` function: ``stage`` ("tasks", "keys" or "groups") of Spark partition i,
+    its outputs packed in ``fmt`` (None: one row per record)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         from eventscript.backfill import key_parallel, runner
+        from eventscript.backfill.job import packed
         from eventscript.backfill.plan import Plan
 
         ctx = TaskContext.get()
         assert ctx is not None
+        plan = Plan.from_json(plan_json)
         body = {"tasks": runner.run_partition, "keys": key_parallel.run_key_stage,
                 "groups": key_parallel.run_key_group}[stage]
-        yield from body(Plan.from_json(plan_json), ctx.partitionId(), batches)
+        yield from packed(body(plan, ctx.partitionId(), batches), fmt, plan.program.repartition_topic)
 
     return run
 
 
-def output_frame(spark: Any, plan: Plan, fused: bool = False) -> Any:
+def output_frame(spark: Any, plan: Plan, fused: bool = False, pack: str | None = None) -> Any:
     """The DataFrame of every task's output rows (lazy: nothing runs until it is read).
 
     Partition mode: one task per input partition. Key-parallel mode (``plan.key_groups`` > 0):
     the key stage, a shuffle by key group, a sort, and one task per key group
-    (``key_parallel.py``). ``fused`` (partition mode): the data source runs each slice's task
-    itself, in the Python worker that reads the slice, so records never cross into the JVM and
-    back (``bench/backfill.py`` compares)."""
+    (``key_parallel.py``). ``pack``: the tasks encode their outputs (``sink.PACK_FORMATS``), a
+    batch per row. ``fused`` (partition mode): the data source runs each slice's task itself, in
+    the Python worker that reads the slice, so records never cross into the JVM and back."""
     from .key_parallel import GROUP_ORDER, KEYED_DDL
 
     plan_json = plan.to_json()
     if fused and not plan.key_groups:
-        return spark.read.format("eventscript_backfill_fused").option("plan", plan_json).load()
+        return (spark.read.format("eventscript_backfill_fused").option("plan", plan_json)
+                .option("pack", pack or "").load())
     df = spark.read.format("eventscript_backfill").option("plan", plan_json).load()
     if not plan.key_groups:
-        return df.mapInArrow(_stage_function(plan_json, "tasks"), OUTPUT_DDL)
+        return df.mapInArrow(_stage_function(plan_json, "tasks", pack), OUTPUT_DDL)
     keyed = df.mapInArrow(_stage_function(plan_json, "keys"), KEYED_DDL)
     grouped = keyed.repartition(plan.key_groups, "route").sortWithinPartitions(*GROUP_ORDER)
-    return grouped.mapInArrow(_stage_function(plan_json, "groups"), OUTPUT_DDL)
+    return grouped.mapInArrow(_stage_function(plan_json, "groups", pack), OUTPUT_DDL)
 
 
 def _bytes(v: Any) -> bytes | None:
     return None if v is None else bytes(v)
 
 
+class JobOutputs:
+    """The output records of a backfill job, in task order, each task's in the order it sent them
+    (iterate: :class:`OutputRow` objects), or packed by the tasks (:meth:`packed`, what
+    ``FileSink.write_all`` takes: the fast path). Task summaries go to ``totals`` (and
+    ``on_summary``) as they arrive; rows of kind "state" (a task's final changelog records, sent
+    with ``plan.handover``) go to ``on_state``."""
+
+    def __init__(self, spark: Any, plan: Plan, totals: Totals, on_summary: Callable[[TaskSummary], None],
+                 on_state: Callable[[OutputRow], None] | None, fused: bool = False) -> None:
+        self.spark, self.plan, self.totals = spark, plan, totals
+        self.on_summary, self.on_state, self.fused = on_summary, on_state, fused
+
+    def packed(self, fmt: str) -> Iterator[tuple[bytes, int]]:
+        """(bytes, how many records) in ``fmt`` (``sink.pack``), in task order."""
+        frame = output_frame(self.spark, self.plan, fused=self.fused, pack=fmt)
+        for row in frame.toLocalIterator(prefetchPartitions=True):
+            kind = row.kind
+            if kind == "packed":
+                yield bytes(row.value), row.partition
+            elif kind == "stats":
+                s = TaskSummary.from_json(bytes(row.value))
+                self.totals.add(s)
+                self.on_summary(s)
+            elif kind == "state":
+                if self.on_state is not None:
+                    self.on_state(OutputRow(row.task, row.topic, row.partition, _bytes(row.key), _bytes(row.value),
+                                            [(h.key, _bytes(h.value)) for h in row.headers or []], row.timestamp))
+            else:
+                raise BackfillError(f"a task sent a row of unknown kind {kind!r}")
+
+    def __iter__(self) -> Iterator[OutputRow]:
+        from .sink import unpack_rows
+
+        for data, _ in self.packed("arrow"):
+            yield from unpack_rows(data)
+
+
 def outputs(spark: Any, plan: Plan, totals: Totals,
             on_summary: Callable[[TaskSummary], None] = lambda s: None,
-            on_state: Callable[[OutputRow], None] | None = None) -> Iterator[OutputRow]:
-    """The output records in task order, each task's in the order it sent them; task summaries
-    go to ``totals`` (and ``on_summary``) as they arrive; rows of kind "state" (a task's final
-    changelog records, sent with ``plan.handover``) go to ``on_state``."""
-    repartition = plan.program.repartition_topic
-    for row in output_frame(spark, plan).toLocalIterator(prefetchPartitions=True):
-        if row.kind == "stats":
-            s = TaskSummary.from_json(bytes(row.value))
-            totals.add(s)
-            on_summary(s)
-            continue
-        if row.kind == "state":
-            if on_state is not None:
-                on_state(OutputRow(row.task, row.topic, row.partition, _bytes(row.key), _bytes(row.value),
-                                   [(h.key, _bytes(h.value)) for h in row.headers or []], row.timestamp))
-            continue
-        if row.topic == repartition:
-            continue  # counted in the task's summary; the caller refuses the result
-        headers = [(h.key, _bytes(h.value)) for h in row.headers or []]
-        yield OutputRow(row.task, row.topic, row.partition, _bytes(row.key), _bytes(row.value), headers,
-                        row.timestamp)
+            on_state: Callable[[OutputRow], None] | None = None, fused: bool = False) -> JobOutputs:
+    """The output records (see :class:`JobOutputs`): iterate them, or hand them to
+    ``FileSink.write_all``, which takes them packed."""
+    return JobOutputs(spark, plan, totals, on_summary, on_state, fused)
 
 
 def run_locally(plan: Plan) -> Iterator[OutputRow]:
@@ -198,13 +241,9 @@ def run_locally(plan: Plan) -> Iterator[OutputRow]:
         batches = key_parallel.run_locally(plan, lambda i: slice_batches(plan, plan.slices[i]))
     else:
         batches = (b for i, piece in enumerate(plan.slices) for b in run_partition(plan, i, slice_batches(plan, piece)))
-    for batch in batches:
-        d = batch.to_pydict()
-        for j in range(batch.num_rows):
-            if d["kind"][j] != "out" or d["topic"][j] == plan.program.repartition_topic:
-                continue
-            yield OutputRow(d["task"][j], d["topic"][j], d["partition"][j], d["key"][j], d["value"][j],
-                            [(h["key"], h["value"]) for h in d["headers"][j]], d["timestamp"][j])
+    for batch in packed(batches, "arrow", plan.program.repartition_topic):
+        if batch.column(0)[0].as_py() == "packed":
+            yield from unpack_rows(batch.column("value")[0].as_py())
 
 
 def check_totals(totals: Totals, plan: Plan) -> None:

@@ -32,7 +32,9 @@ INPUT_DDL = ("topic string, partition int, offset long, timestamp long, key bina
              "headers array<struct<key:string,value:binary>>")
 
 #: kind "out": a record the task sent (an output, an $error, or a re-published copy);
-#: kind "stats": one per task at its end, value = JSON counts (see ``runner.TaskSummary``).
+#: kind "stats": one per task at its end, value = JSON counts (see ``runner.TaskSummary``);
+#: kind "state": a hand-over changelog record; kind "packed": a batch of "out" records encoded
+#: by the task (``sink.pack``; value = the bytes, partition = how many records).
 OUTPUT_SCHEMA = pa.schema([
     ("kind", pa.string()),
     ("task", pa.int32()),
@@ -140,6 +142,27 @@ def stats_batch(task: int, summary_json: bytes) -> pa.RecordBatch:
         pa.array([[]], type=HEADER_TYPE),
         pa.array([None], type=pa.int64()),
     ], schema=OUTPUT_SCHEMA)
+
+
+def packed_batch(task: int, data: bytes, count: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([
+        pa.array(["packed"], type=pa.string()),
+        pa.array([task], type=pa.int32()),
+        pa.array([None], type=pa.string()),
+        pa.array([count], type=pa.int32()),
+        pa.array([None], type=pa.binary()),
+        pa.array([data], type=pa.binary()),
+        pa.array([[]], type=HEADER_TYPE),
+        pa.array([None], type=pa.int64()),
+    ], schema=OUTPUT_SCHEMA)
+
+
+def output_rows(batch: pa.RecordBatch) -> list[OutputRow]:
+    """The rows of an output batch as :class:`OutputRow` objects (columns converted once)."""
+    cols = [batch.column(name).to_pylist() for name in ("task", "topic", "partition", "key", "value", "headers",
+                                                        "timestamp")]
+    return [OutputRow(task, topic, partition, key, value, [(h["key"], h["value"]) for h in headers or []], ts)
+            for task, topic, partition, key, value, headers, ts in zip(*cols)]
 
 
 class OutputRow:

@@ -79,10 +79,17 @@ class BackfillSource(DataSource):  # type: ignore[misc]
 class FusedReader(BackfillReader):
     """Reads a slice and runs its task in the same Python worker: records never cross the JVM."""
 
+    def __init__(self, plan: Plan, pack: str | None) -> None:
+        super().__init__(plan)
+        self.pack = pack
+
     def read(self, partition: SliceInput) -> Iterator[pa.RecordBatch]:
+        from .job import packed
         from .runner import run_partition
 
-        yield from run_partition(self.plan, partition.index, slice_batches(self.plan, self.plan.slices[partition.index]))
+        plan = self.plan
+        batches = run_partition(plan, partition.index, slice_batches(plan, plan.slices[partition.index]))
+        yield from packed(batches, self.pack, plan.program.repartition_topic)
 
 
 class FusedSource(BackfillSource):
@@ -98,4 +105,4 @@ class FusedSource(BackfillSource):
         return OUTPUT_DDL
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return FusedReader(Plan.from_json(self.options["plan"]))
+        return FusedReader(Plan.from_json(self.options["plan"]), self.options.get("pack") or None)
