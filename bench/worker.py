@@ -16,7 +16,12 @@ records. Each line gives records/s (wall clock, from the first record processed 
 records per CPU-second of this process (all its threads: the loop or the worker), with the CPU
 seconds of this process and of the broker's process over the same window.
 
+Each worker line also says how many commits it made and the share of its wall time spent in
+them (``eventscript_commit_seconds``); ``--commit-intervals`` adds exactly-once runs with other
+commit intervals, to weigh latency against the cost of commits.
+
 Usage: python bench/worker.py [--records N] [--keys 1000,100000] [--rounds R] [--partitions P] [--rate R]
+                              [--commit-intervals 500,1000]
 """
 
 from __future__ import annotations
@@ -151,10 +156,25 @@ def topology_doc(kafka: KafkaConfig, name: str, src: str, dst: str, guarantee: s
     }
 
 
+def commit_stats(runner: TopologyRunner, name: str) -> tuple[int, float]:
+    """Commits made and the seconds spent in them (eventscript_commit_seconds)."""
+    count = total = 0.0
+    for family in runner.metrics.registry.collect():
+        for s in family.samples:
+            if s.labels.get("program") == name and s.name == "eventscript_commit_seconds_count":
+                count = s.value
+            elif s.labels.get("program") == name and s.name == "eventscript_commit_seconds_sum":
+                total = s.value
+    return int(count), total
+
+
 def worker_throughput(kafka: KafkaConfig, src: str, guarantee: str, n: int, source: Path, tmp: str,
-                      window: Window) -> float:
+                      window: Window, program: dict | None = None) -> tuple[float, int, float]:
+    """Records/s of the worker over ``n`` pre-loaded records; and its commits and their seconds."""
     name = f"bench-{guarantee}-{time.time_ns() % 10**8}"
-    topo = parse_topology(topology_doc(kafka, name, src, f"{name}-out", guarantee, f"{tmp}/{name}", source))
+    doc = topology_doc(kafka, name, src, f"{name}-out", guarantee, f"{tmp}/{name}", source)
+    doc["programs"][0].update(program or {})
+    topo = parse_topology(doc)
     runner = TopologyRunner(topo)
     runner.prepare()
     t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
@@ -170,9 +190,10 @@ def worker_throughput(kafka: KafkaConfig, src: str, guarantee: str, n: int, sour
             break
         time.sleep(0.01)
     window.stop()
+    commits = commit_stats(runner, name)
     runner.stop()
     t.join(60)
-    return n / window.wall
+    return n / window.wall, *commits
 
 
 def latency(kafka: KafkaConfig, partitions: int, guarantee: str, rate: float, seconds: float, source: Path,
@@ -235,6 +256,8 @@ def main() -> None:
     ap.add_argument("--latency-seconds", type=float, default=10.0)
     ap.add_argument("--keys", default="1000,100000", help="key counts, comma-separated")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--commit-intervals", default="",
+                    help="also run exactly-once with these commit intervals (ms, comma-separated)")
     args = ap.parse_args()
     broker = None
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
@@ -262,10 +285,15 @@ def main() -> None:
                 create(bootstrap, [out], args.partitions)
                 top = ceiling(kafka, src, out, args.records, w)
                 print(w.line("plain consume→produce loop", args.records))
-                for g in ("at_least_once", "exactly_once"):
+                runs = [("at_least_once", None), ("exactly_once", None)]
+                runs += [("exactly_once", int(ms)) for ms in args.commit_intervals.split(",") if ms]
+                for g, interval in runs:
                     w = Window(pid)
-                    worker_throughput(kafka, src, g, args.records, source, tmp, w)
-                    print(w.line(f"worker, {g}", args.records, top))
+                    program = {"commit_interval_ms": interval} if interval else {}
+                    _, commits, seconds = worker_throughput(kafka, src, g, args.records, source, tmp, w, program)
+                    what = f"worker, {g}" + (f" {interval} ms" if interval else "")
+                    print(f"{w.line(what, args.records, top)}; {commits} commits, {seconds / w.wall:4.0%} of the "
+                          f"wall time in them")
         for g in ("at_least_once", "exactly_once"):
             p50, p99, n = latency(kafka, args.partitions, g, args.rate, args.latency_seconds, source, tmp)
             print(f"latency {g:14s} at {args.rate:,.0f} records/s: p50 {p50:6.1f} ms, p99 {p99:6.1f} ms ({n:,} records)")

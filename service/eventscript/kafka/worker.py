@@ -105,8 +105,11 @@ class ProgramWorker:
         self._changelog_end: dict[int, int] = {}
         self._delivery_error: KafkaError | None = None
         self._last_commit = time.monotonic()
-        self._since_commit = 0
+        #: Records produced: since they were last counted in the metrics, and since the last commit.
         self._produced = 0
+        self._produced_at_commit = 0
+        self._produced_counted = 0
+        self._send: Any = None
         self.commit_interval = cfg.commit_interval / 1000
         self.consumer: Consumer | None = None
         self.producer: Producer | None = None
@@ -188,6 +191,7 @@ class ProgramWorker:
         extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
         conf = clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra)
         self.producer = Producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
+        self._send = self._sender()
         if self.eos:
             self.producer.init_transactions(TXN_TIMEOUT)
         self._restorer = Consumer(clients.consumer_config(
@@ -268,15 +272,16 @@ class ProgramWorker:
                 for kind, n in task.counts.items():
                     self._stat(kind, n)
                 task.counts.clear()
-        if self._produced:
-            self._stat("produced", self._produced)
-            self._produced = 0
+        produced = self._produced - self._produced_counted
+        if produced:
+            self._stat("produced", produced)
+            self._produced_counted = self._produced
         if worked:
             self._dirty_since_commit = True
         self._produce_outboxes()
         self.producer.poll(0)
         due = time.monotonic() - self._last_commit >= self.commit_interval
-        if self._dirty_since_commit and (due or self._since_commit > MAX_OUTBOX):
+        if self._dirty_since_commit and (due or self._produced - self._produced_at_commit > MAX_OUTBOX):
             self._commit()
         if not got and not worked and self.idle_since is None and self._all_caught_up():
             self.idle_since = time.monotonic()
@@ -334,9 +339,10 @@ class ProgramWorker:
             if end > self._changelog_end.get(p, 0):
                 self._changelog_end[p] = end
 
-    def _send(self, topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Any,
-              ts: int, changelog: bool) -> None:
-        """Produce one record into the current batch (its transaction, with exactly-once).
+    def _sender(self) -> Any:
+        """The ``send`` of this worker's tasks: produce one record into the current batch (its
+        transaction, with exactly-once). Called twice per record at many keys (its output and its
+        changelog record), so it is a closure over the producer rather than a method.
 
         A delivery report is asked for only where it is needed: the last changelog record of a
         task in a batch (its offset moves the store checkpoint). A failed delivery is caught
@@ -344,19 +350,26 @@ class ProgramWorker:
         batch; with at-least-once the idempotent producer's gapless guarantee turns it into a
         fatal error (reported through error_cb) that stops the offsets from being committed.
         """
-        if not self._txn_open and self.eos:
-            self._begin()
-        cb = self._on_delivery if changelog else None
         producer = self.producer
         assert producer is not None
-        while True:
-            try:
-                producer.produce(topic, value, key, partition, cb, None, ts, headers)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        self._since_commit += 1
-        self._produced += 1
+        produce = producer.produce
+        on_delivery = self._on_delivery
+        eos = self.eos
+
+        def send(topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Any, ts: int,
+                 changelog: bool) -> None:
+            if eos and not self._txn_open:
+                self._begin()
+            cb = on_delivery if changelog else None
+            while True:
+                try:
+                    produce(topic, value, key, partition, cb, None, ts, headers)
+                    break
+                except BufferError:  # the producer's queue is full: let it deliver
+                    producer.poll(0.05)
+            self._produced += 1
+
+        return send
 
     def _produce_outboxes(self) -> None:
         """Records a task queued while detached (none in normal operation)."""
@@ -416,7 +429,7 @@ class ProgramWorker:
         self.commit_failed = False
         self._dirty_since_commit = False
         self._last_commit = time.monotonic()
-        self._since_commit = 0
+        self._produced_at_commit = self._produced
         self._stat("commits", 1)
         if self.metrics is not None:
             self.metrics.observe_commit(self.cfg.name, time.monotonic() - started)
