@@ -27,11 +27,13 @@ from .simulate import bits
 
 
 Record = Callable[[ir.Var], None] | None
+#: Definitely assigned variables, as a bit mask of their slots.
+Assigned = int
 
 
-def _reads(e: ir.Node, da: frozenset[int], rec: Record) -> None:
+def _reads(e: ir.Node, da: Assigned, rec: Record) -> None:
     if isinstance(e, ir.Var):
-        if rec is not None and e.slot not in da:
+        if rec is not None and not da >> e.slot & 1:
             rec(e)
         return
     for child in _expr_children(e):
@@ -58,18 +60,18 @@ def _expr_children(e: ir.Node) -> Iterable[ir.Node]:
     return ()
 
 
-def _actions(actions: list[ir.Node], da: frozenset[int], rec: Record) -> frozenset[int]:
+def _actions(actions: list[ir.Node], da: Assigned, rec: Record) -> Assigned:
     for a in actions:
         da = _action(a, da, rec)
     return da
 
 
-def _action(a: ir.Node, da: frozenset[int], rec: Record) -> frozenset[int]:
+def _action(a: ir.Node, da: Assigned, rec: Record) -> Assigned:
     if isinstance(a, ir.SetVar):
         _reads(a.value, da, rec)
-        return da | {a.slot}
+        return da | 1 << a.slot
     if isinstance(a, ir.Store):
-        return da | {a.slot}
+        return da | 1 << a.slot
     if isinstance(a, ir.SetIndex):
         for x in (a.obj, a.index, a.value):
             _reads(x, da, rec)
@@ -102,28 +104,49 @@ def _timer_exprs(spec: ir.Node) -> list[ir.Node]:
 
 
 def definite_assignment(nfa: ENFA, program: ir.ProgramIR, occ: OccurrenceTable) -> set[int]:
-    """ids of the ``ir.Var`` reads that may find their variable unset."""
+    """ids of the ``ir.Var`` reads that may find their variable unset.
 
-    def apply(da: frozenset[int], path: Path, rec: Record) -> frozenset[int]:
-        for o in path:
-            da = _actions(program.units[occ.items[o].unit].actions, da, rec)
-        return da
+    A must-be-assigned dataflow over the epsilon NFA. An action block only ever adds to what is
+    assigned, whatever was assigned before (an ``if`` adds what both branches add, a loop
+    nothing), so a path's effect is the union with its *gen* set, computed once per path; and
+    the reads of a unit that may find a variable unset depend only on what is assigned when it
+    starts, so they are found once per (unit, assigned) pair.
+    """
+    units = program.units
+    unit_of = [o.unit for o in occ.items]
+    unit_gen: dict[int, Assigned] = {}
+    path_gen: dict[Path, Assigned] = {(): 0}
+
+    def gen(path: Path) -> Assigned:
+        g = path_gen.get(path)
+        if g is None:
+            g = 0
+            for o in path:
+                u = unit_of[o]
+                ug = unit_gen.get(u)
+                if ug is None:
+                    ug = unit_gen[u] = _actions(units[u].actions, 0, None)
+                g |= ug
+            path_gen[path] = g
+        return g
 
     n = nfa.size
-    din: list[frozenset[int] | None] = [None] * n
-    din[nfa.start] = frozenset()
+    outs = [[(t, gen(p)) for t, p in nfa.eps[u]] + [(e.target, gen(e.path)) for e in nfa.sym[u]] for u in range(n)]
+    din: list[Assigned | None] = [None] * n
+    din[nfa.start] = 0
     work = [nfa.start]
     while work:
         u = work.pop()
         du = din[u]
         assert du is not None
-        outs = [(t, p) for t, p in nfa.eps[u]] + [(e.target, e.path) for e in nfa.sym[u]]
-        for t, p in outs:
-            out = apply(du, p, None)
+        for t, g in outs[u]:
+            out = du | g
             old = din[t]
-            new = out if old is None else old & out
-            if old is None or new != old:
-                din[t] = new
+            if old is None:
+                din[t] = out
+                work.append(t)
+            elif old & out != old:
+                din[t] = old & out
                 work.append(t)
 
     maybe_unset: set[int] = set()
@@ -131,15 +154,27 @@ def definite_assignment(nfa: ENFA, program: ir.ProgramIR, occ: OccurrenceTable) 
     def rec(v: ir.Var) -> None:
         maybe_unset.add(id(v))
 
+    checked: set[tuple[int, Assigned]] = set()
+
+    def apply(da: Assigned, path: Path) -> None:
+        for o in path:
+            u = unit_of[o]
+            if (u, da) not in checked:
+                checked.add((u, da))
+                _actions(units[u].actions, da, rec)
+            da |= unit_gen[u]
+
+    timers_checked: set[tuple[int, Assigned]] = set()
     for u in range(n):
         du = din[u]
         if du is None:
             continue
         for _, p in nfa.eps[u]:
-            apply(du, p, rec)
+            apply(du, p)
         for e in nfa.sym[u]:
-            apply(du, e.path, rec)
-            if e.symbol in program.time_symbols:
+            apply(du, e.path)
+            if e.symbol in program.time_symbols and (e.symbol, du) not in timers_checked:
+                timers_checked.add((e.symbol, du))
                 for x in _timer_exprs(program.timer_of(e.symbol)):
                     _reads(x, du, rec)
     return maybe_unset
@@ -204,28 +239,21 @@ def warn_reads(program: ir.ProgramIR, maybe_unset: set[int], pos: Positions, d: 
 
 def ambiguous_pairs(efa: EFA, states: Iterable[int]) -> set[tuple[int, int]]:
     """Pairs of marker occurrences that one event can match from one reachable state (a bit mask
-    of NFA states). Only the states with an edge on a symbol matter for it, so each such subset
-    is looked at once, however many DFA states share it."""
+    of NFA states). A state whose NFA states have at most one edge per symbol between them is
+    skipped at once."""
     pairs: set[tuple[int, int]] = set()
     edges = efa.edges
-    has: dict[int, int] = {}
-    for s, row in enumerate(edges):
-        for sym in row:
-            has[sym] = has.get(sym, 0) | (1 << s)
-    lone = {sym: {s for s in bits(h) if len(edges[s][sym]) < 2} for sym, h in has.items()}
-    seen: set[tuple[int, int]] = set()
     for st in states:
-        for sym, h in has.items():
-            r = st & h
-            if not r or (sym, r) in seen:
-                continue
-            seen.add((sym, r))
-            if not r & (r - 1) and r.bit_length() - 1 in lone[sym]:
-                continue  # one state with one edge on the symbol: one position
-            origins: dict[int, int] = {}
-            for s in bits(r):
-                for e in edges[s][sym]:
+        members = bits(st)
+        if len(members) == 1 and all(len(es) == 1 for es in edges[members[0]].values()):
+            continue
+        by_symbol: dict[int, dict[int, int]] = {}
+        for s in members:
+            for sym, es in edges[s].items():
+                origins = by_symbol.setdefault(sym, {})
+                for e in es:
                     origins.setdefault(e.origin, e.marker)
+        for origins in by_symbol.values():
             if len(origins) > 1:
                 markers = sorted(set(origins.values()))
                 if len(markers) == 1:

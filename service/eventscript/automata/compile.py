@@ -8,6 +8,9 @@ the state limit, a lazy DFA over the same epsilon-free NFA (machine) → analyse
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,12 +64,31 @@ def compile_source(source: SourceFile | str, *, name: str | None = None,
         name = Path(source.name).stem if source.name and not source.name.startswith("<") else "program"
     d = Diagnostics()
     try:
-        return _compile(source, name, d, state_limit, resolve_externals, force_lazy)
+        with _collector_paused():
+            return _compile(source, name, d, state_limit, resolve_externals, force_lazy)
     except RecursionError:
         # The parser bounds nesting, so this is a last resort: report, never raise.
         d.error(source.pos(0), "the program is nested too deeply to compile",
                 "split deeply nested expressions or regular expressions into smaller parts")
         return Compilation(d)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while compiling.
+
+    The compiler allocates hundreds of thousands of short-lived tuples, lists and dicts (a 500-line
+    program: ~250 young-generation passes), and the passes over them found nothing to free,
+    since these structures hold no reference cycles (reference counting frees them): a quarter
+    of the compile time. Restored afterwards, so a caller that keeps it off keeps it off.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _compile(source: SourceFile, name: str, d: Diagnostics, state_limit: int, resolve_externals: bool,
@@ -144,18 +166,16 @@ def _explore_lazy(efa: EFA, occ: OccurrenceTable, program: ir.ProgramIR
     terminal: list[bool] = []
     succ: list[list[int]] = []
     time_symbols = program.time_symbols
-    has, step = pos.has, pos.step
     i = 0
     complete = True
     while i < len(order):
         m = order[i]
         i += 1
-        syms = [sym for sym in pos.alphabet if m & has[sym]]
-        timer_sets.append([s for s in syms if s in time_symbols])
+        row = pos.row(m)
+        timer_sets.append([sym for sym, _, _ in row if sym in time_symbols])
         terminal.append(pos.terminal(m))
         targets = []
-        for sym in syms:
-            t = step(m, sym)
+        for _, t, _ in row:
             if t not in index:
                 if len(order) >= ANALYSIS_BUDGET:
                     complete = False

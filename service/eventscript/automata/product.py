@@ -117,18 +117,18 @@ def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tupl
     start_r = pos.start
     entries = list(dict.fromkeys(
         (prod.state((ls, start_r)), p) for ls, pl in left.start.targets for p in strands([pl, *right.start.paths])))
-    nsym = pos.nsym
+    right_rows: dict[int, dict[int, tuple[int, int]]] = {}  # right states -> symbol -> (reached, acting)
     i = 0
     while i < len(prod.keys):
         ls, sr = prod.keys[i]  # type: ignore[misc]
         i += 1
+        rrow = right_rows.get(sr)
+        if rrow is None:
+            rrow = right_rows[sr] = {sym: (t, acting) for sym, t, acting in pos.row(sr)}
         row: dict[tuple[int, int], None] = {}
         for sym, es in sorted(left.edges[ls].items()):
-            if sym < nsym:
-                sr2 = pos.step(sr, sym)
-                rpaths = tuple(pos.paths(sr, sym))
-            else:  # the right operand has no edge on it: it can no longer match
-                sr2, rpaths = 0, ()
+            sr2, acting = rrow.get(sym, (0, 0))  # (0, 0): the right operand can no longer match
+            rpaths = pos.paths(acting, sym) if acting else ()
             for el in es:
                 def build(el: EFAEdge = el, sr2: int = sr2, rpaths: tuple[Path, ...] = rpaths
                           ) -> Iterable[tuple[Hashable, Path]]:

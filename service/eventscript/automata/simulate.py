@@ -47,8 +47,8 @@ class Positions:
         self.occ = occ
         self.nsym = nsym
         self.size = efa.size
-        #: succ[sym][s]: the states that state s reaches on sym (0: no edge).
-        self.succ: list[list[int]] = [[0] * efa.size for _ in range(nsym)]
+        #: succ[sym][s]: the states that state s reaches on sym (absent: no edge).
+        self.succ: list[dict[int, int]] = [{} for _ in range(nsym)]
         #: has[sym]: the states with an edge on sym; act[sym]: those whose edges on sym carry actions.
         self.has = [0] * nsym
         self.act = [0] * nsym
@@ -72,53 +72,95 @@ class Positions:
             self.out |= h
         self.final = 0 if efa.final is None else 1 << efa.final
         self.start = follow_masks[efa.initial]
+        #: Per state: its (symbol, successors, itself as a bit if its edges on it carry actions).
+        self._out_edges = [tuple((sym, self.succ[sym][s], (1 << s) & self.act[sym]) for sym in sorted(row))
+                           for s, row in enumerate(efa.edges)]
+        self._mean_degree = sum(map(len, self._out_edges)) / max(1, efa.size)
+        #: Per symbol: the union of succ[sym] over the bits of each chunk value met, by
+        #: (chunk << CHUNK_BITS) | value.
         self._chunk_unions: list[dict[int, int]] = [{} for _ in range(nsym)]
-        self._paths: dict[tuple[int, int], list[Path]] = {}
+        self._paths: dict[tuple[int, int], tuple[Path, ...]] = {}
+        self._merged: dict[tuple[Path, ...], Path] = {}
 
     def step(self, mask: int, sym: int) -> int:
         """The states reached from ``mask`` on ``sym`` (0: no transition, the event is unexpected)."""
         m = mask & self.has[sym]
         out = 0
         unions = self._chunk_unions[sym]
-        while m:  # one lookup per chunk that has a state with an edge on sym
-            shift = ((m & -m).bit_length() - 1) & ~(CHUNK_BITS - 1)
-            value = (m >> shift) & 0xFF
-            key = (shift << CHUNK_BITS) | value
-            u = unions.get(key)
-            if u is None:
-                u = unions[key] = self._union(sym, shift, value)
-            out |= u
-            m ^= value << shift
+        for c, value in enumerate(m.to_bytes((m.bit_length() + 7) >> 3, "little")):
+            if value:  # one lookup per chunk that has a state with an edge on sym
+                key = c << CHUNK_BITS | value
+                u = unions.get(key)
+                if u is None:
+                    u = unions[key] = self._union(sym, c * CHUNK_BITS, value)
+                out |= u
         return out
+
+    def row(self, mask: int) -> list[tuple[int, int, int]]:
+        """Every step from ``mask``: (symbol, states reached, states whose edges on it carry
+        actions), symbols ascending. The set is walked state by state, or symbol by symbol through
+        ``step`` when that takes fewer lookups (a large set over a small alphabet)."""
+        states = mask.bit_count()
+        if len(self.alphabet) * min(states, (mask.bit_length() + 7) >> 3) < states * self._mean_degree:
+            has, act, step = self.has, self.act, self.step
+            return [(sym, step(mask, sym), mask & act[sym]) for sym in self.alphabet if mask & has[sym]]
+        targets: dict[int, list[int]] = {}
+        for s in bits(mask):
+            for sym, succ, acting in self._out_edges[s]:
+                t = targets.get(sym)
+                if t is None:
+                    targets[sym] = [succ, acting]
+                else:
+                    t[0] |= succ
+                    t[1] |= acting
+        return [(sym, t[0], t[1]) for sym, t in sorted(targets.items())]
 
     def _union(self, sym: int, base: int, value: int) -> int:
         succ = self.succ[sym]
         u = 0
         for s in bits(value):
-            u |= succ[base + s]
+            u |= succ.get(base + s, 0)
         return u
 
-    def paths(self, mask: int, sym: int) -> list[Path]:
+    def paths(self, mask: int, sym: int) -> tuple[Path, ...]:
         """The distinct non-empty action paths of the step from ``mask`` on ``sym``, sorted: they
         come from the states whose edges on sym carry actions only, so they are computed once per
         set of such states."""
         acting = mask & self.act[sym]
         if not acting:
-            return []
+            return ()
         key = (sym, acting)
         p = self._paths.get(key)
         if p is None:
-            edges, follows = self.efa.edges, self.efa.follows
-            found: set[Path] = set()
-            for s in bits(acting):
-                for e in edges[s][sym]:
-                    found.update(follows[e.follow].paths_after(e.prefix))
-            p = self._paths[key] = sorted(found)
+            if acting & (acting - 1):
+                found: set[Path] = set()
+                for s in bits(acting):
+                    found.update(self._state_paths(s, sym))
+                p = tuple(sorted(found))
+            else:
+                p = self._state_paths(acting.bit_length() - 1, sym)
+            self._paths[key] = p
+        return p
+
+    def _state_paths(self, s: int, sym: int) -> tuple[Path, ...]:
+        key = (sym, 1 << s)
+        p = self._paths.get(key)
+        if p is None:
+            follows = self.efa.follows
+            p = self._paths[key] = tuple(sorted({path for e in self.efa.edges[s][sym]
+                                                 for path in follows[e.follow].paths_after(e.prefix)}))
         return p
 
     def merged(self, mask: int, sym: int) -> Path:
-        """The step's actions merged as one transition runs them (``actions.merge``)."""
-        return merge(self.paths(mask, sym), self.occ) if mask & self.act[sym] else ()
+        """The step's actions merged as one transition runs them (``actions.merge``), once per
+        distinct set of paths."""
+        paths = self.paths(mask, sym)
+        if not paths:
+            return ()
+        m = self._merged.get(paths)
+        if m is None:
+            m = self._merged[paths] = merge(paths, self.occ)
+        return m
 
     def accepting(self, mask: int) -> bool:
         return bool(mask & self.final)
@@ -154,7 +196,7 @@ class PositionSets(Positions):
         for v in range(1, CHUNK_VALUES):
             low = v & -v
             s = base + low.bit_length() - 1
-            table[v] = table[v ^ low] | (succ[s] if s < self.size else 0)
+            table[v] = table[v ^ low] | succ.get(s, 0)
         return table
 
     def table(self, sym: int, chunk: int) -> list[int]:
@@ -195,7 +237,7 @@ class PositionSets(Positions):
         return u
 
     def _merge(self, acting: int, sym: int) -> Units:
-        return self.occ.units(merge(self.paths(acting, sym), self.occ))
+        return self.occ.units(self.merged(acting, sym))
 
     def to_json(self, mask: int) -> list[int]:
         """The lazy DFA's snapshot form: the sorted NFA states."""

@@ -104,23 +104,18 @@ def determinize(efa: EFA, occ: OccurrenceTable, limit: int) -> DFA:
     masks = [pos.start]
     rows: list[dict[int, tuple[int, int]]] = []
     merged: dict[tuple[int, int], int] = {}  # (symbol, acting states) -> sequence
-    has, act, alphabet, step = pos.has, pos.act, pos.alphabet, pos.step
     i = 0
     while i < len(masks):
         m = masks[i]
         i += 1
         row: dict[int, tuple[int, int]] = {}
-        for sym in alphabet:
-            if not m & has[sym]:
-                continue
-            target = step(m, sym)
+        for sym, target, acting in pos.row(m):
             t = index.get(target)
             if t is None:
                 if len(masks) >= limit:
                     raise StateLimitExceeded(limit)
                 t = index[target] = len(masks)
                 masks.append(target)
-            acting = m & act[sym]
             if acting:
                 q = merged.get((sym, acting))
                 if q is None:
