@@ -19,7 +19,7 @@ Preconditions, checked before Spark starts and again just before the transaction
 The state rows reach the driver through ``job.outputs(on_state=...)``; instance records are
 spooled to a local file (a state may not fit in memory), the task state keys are merged per
 partition (several tasks may share a partition in key-parallel mode: the latest clock, the
-highest repartition marks).
+highest timer sequence number, the highest repartition marks).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from confluent_kafka.admin import AdminClient
 from ..kafka import clients
 from ..kafka.admin import Admin
 from ..kafka.config import ProgramConfig, Topology, TopologyError
-from ..kafka.state import CLOCK_KEY, HWM_KEY, decode_clock, decode_hwm
+from ..kafka.state import HWM_KEY, TASK_STATE_KEYS, decode_clock, decode_hwm
 from .kafka_sink import Record, Spool, Transaction, kafka_reason, row_record
 from .plan import Plan
 from .records import OutputRow
@@ -182,7 +182,7 @@ class HandoverState:
         topic, partition, key = rec[0], rec[1], rec[2]
         assert partition is not None and key is not None
         self.partitions.add(partition)
-        if key not in (CLOCK_KEY, HWM_KEY):
+        if key not in TASK_STATE_KEYS:
             self.spool.add(rec)
             return
         seen = self.task_state.get((topic, partition, key))
@@ -197,9 +197,10 @@ class HandoverState:
 
 
 def _merged(a: Record, b: Record) -> Record:
-    """Two tasks' values of one task state key of a partition: the latest clock, the highest marks."""
+    """Two tasks' values of one task state key of a partition: the highest repartition marks; of
+    the numbers (the record clock, the next timer sequence number), the highest."""
     key = a[2]
-    if key == CLOCK_KEY:
+    if key != HWM_KEY:
         return a if decode_clock(a[3]) >= decode_clock(b[3]) else b
     hwm = decode_hwm(a[3])
     for tp, off in decode_hwm(b[3]).items():

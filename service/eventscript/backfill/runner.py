@@ -34,7 +34,7 @@ from ..automata.compile import compile_source
 from ..automata.compiled import CompiledProgram
 from ..kafka import codec
 from ..kafka.config import ProgramConfig
-from ..kafka.state import CLOCK_KEY, HWM_KEY, Position, position_header, tp_name
+from ..kafka.state import TASK_STATE_KEYS, Position, position_header, tp_name
 from ..kafka.task import OutRecord, Task
 from ..language.source import SourceFile
 from .plan import Plan, ProgramSpec, TaskSlice
@@ -49,9 +49,6 @@ END_MARKER_OFFSET = -1
 
 #: Hand-over state rows per Arrow batch.
 STATE_ROWS_PER_BATCH = 10_000
-
-#: Task state that is not an instance but goes to the changelog beside the instances.
-TASK_STATE_KEYS = (CLOCK_KEY, HWM_KEY)
 
 _compiled: dict[str, CompiledProgram] = {}
 
@@ -206,7 +203,8 @@ class TaskStage:
             task.engine.drain_dirty()  # no changelog here: let go of terminated instances
         if not task.outbox:
             return None
-        sent = [r for r in task.outbox if not r.changelog]
+        changelog = task.changelog_topic
+        sent = [r for r in task.outbox if r.topic != changelog]
         task.outbox = []
         self.summary.sent += len(sent)
         return output_batch(self.piece.partition, sent)
