@@ -149,13 +149,17 @@ def test_long_release_names_keep_pod_names_within_limits() -> None:
         assert not name.endswith("-")
 
 
-def test_notes_warn_when_replicas_exceed_partitions() -> None:
-    def notes(*sets: str) -> str:
-        args = ["install", "demo", str(CHART), "--dry-run=client", "--namespace", "streams"]
-        for s in sets:
-            args += ["--set", s]
-        return helm(*args).stdout.split("NOTES:", 1)[1]
+def notes(*sets: str, values: Path | None = None) -> str:
+    """What `helm install` prints after NOTES:."""
+    args = ["install", "demo", str(CHART), "--dry-run=client", "--namespace", "streams"]
+    if values is not None:
+        args += ["-f", str(values)]
+    for s in sets:
+        args += ["--set", s]
+    return helm(*args).stdout.split("NOTES:", 1)[1]
 
+
+def test_notes_warn_when_replicas_exceed_partitions() -> None:
     assert "WARNING" not in notes()
     warned = notes("replicaCount=5")
     assert "WARNING: 5 replicas but no program reads more than 3 input partitions" in warned
@@ -258,6 +262,17 @@ def test_backfill_pods_are_no_workers() -> None:
     assert all(_selects(s, worker_labels) for s in selectors)
     assert not any(_selects(s, labels) for s in selectors)
     assert labels["app.kubernetes.io/component"] == "backfill"
+
+
+def test_notes_say_how_to_follow_the_backfill() -> None:
+    assert "Backfill" not in notes()
+    said = notes(values=BACKFILL_VALUES)
+    assert "Job demo-eventscript-backfill runs once: kubectl --namespace streams logs -f job/demo-eventscript-backfill" \
+        in said
+    assert 'CronJob demo-eventscript-backfill runs on "30 2 * * *" (Europe/Berlin), never two at once.' in said
+    assert "WARNING: backfill.handover" not in said
+    assert "WARNING: backfill.handover" in notes("backfill.handover=true", values=BACKFILL_VALUES)
+    assert "WARNING: backfill.handover" not in notes("backfill.handover=true", "replicaCount=0", values=BACKFILL_VALUES)
 
 
 def test_backfill_names_fit_the_cronjob_limit() -> None:

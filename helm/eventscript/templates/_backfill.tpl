@@ -1,15 +1,9 @@
 {{/*
 The backfill Job and CronJob (backfill-job.yaml, backfill-cronjob.yaml): `eventscript backfill` on the
 topology of the chart's ConfigMap, in the image built with `docker build --target backfill`.
+Their name and program (eventscript.backfill.name, eventscript.backfill.program) are in _helpers.tpl,
+beside the other names, because NOTES.txt uses them too.
 */}}
-
-{{/*
-The name of the Job and the CronJob: at most 52 characters, because the CronJob controller appends
-an 11-character suffix to name each Job it creates, and Job names become pod labels (63 at most).
-*/}}
-{{- define "eventscript.backfill.name" -}}
-{{- printf "%s-backfill" (include "eventscript.fullname" . | trunc 43 | trimSuffix "-") }}
-{{- end }}
 
 {{/*
 Labels of the backfill's Job, CronJob and pods. Deliberately without app.kubernetes.io/name: the
@@ -23,25 +17,6 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Values.backfill.image.tag | default .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/component: backfill
-{{- end }}
-
-{{/*
-The program to backfill: backfill.program, which must name a program of the topology; may be left
-empty only when the topology has one program.
-*/}}
-{{- define "eventscript.backfill.program" -}}
-{{- $names := list }}
-{{- range (get (fromYaml .Values.topology) "programs" | default list) }}
-{{- $names = append $names (get . "name" | toString) }}
-{{- end }}
-{{- $program := .Values.backfill.program }}
-{{- if and (not $program) (gt (len $names) 1) }}
-{{- fail (printf "backfill.program: name the program to backfill (the topology has %s)" (join ", " $names)) }}
-{{- end }}
-{{- if and $program (not (has $program $names)) }}
-{{- fail (printf "backfill.program: the topology has no program %q (it has %s)" $program (join ", " $names)) }}
-{{- end }}
-{{- $program }}
 {{- end }}
 
 {{/*

@@ -111,3 +111,30 @@ reachable by the kubelet (host 0.0.0.0 unless the topology names one) on the cha
 {{- end }}
 {{- toYaml $topology }}
 {{- end }}
+
+{{/*
+The name of the Job and the CronJob: at most 52 characters, because the CronJob controller appends
+an 11-character suffix to name each Job it creates, and Job names become pod labels (63 at most).
+*/}}
+{{- define "eventscript.backfill.name" -}}
+{{- printf "%s-backfill" (include "eventscript.fullname" . | trunc 43 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+The program to backfill: backfill.program, which must name a program of the topology; may be left
+empty only when the topology has one program.
+*/}}
+{{- define "eventscript.backfill.program" -}}
+{{- $names := list }}
+{{- range (get (fromYaml .Values.topology) "programs" | default list) }}
+{{- $names = append $names (get . "name" | toString) }}
+{{- end }}
+{{- $program := .Values.backfill.program }}
+{{- if and (not $program) (gt (len $names) 1) }}
+{{- fail (printf "backfill.program: name the program to backfill (the topology has %s)" (join ", " $names)) }}
+{{- end }}
+{{- if and $program (not (has $program $names)) }}
+{{- fail (printf "backfill.program: the topology has no program %q (it has %s)" $program (join ", " $names)) }}
+{{- end }}
+{{- $program }}
+{{- end }}
