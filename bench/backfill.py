@@ -3,19 +3,25 @@ single-process task over the same records and the data source's read-only rate (
 
     .venv/bin/python bench/backfill.py --records 1000000 --keys 10000 --partitions 3
 
-The records are a Parquet topic export (keyed by group key, so every record is on its key's
-partition). CPU time is summed over this process and all its descendants (Spark's JVM and its
-Python workers), read from /proc before and after each run.
+The records are a Parquet topic export (keys drawn at random, optionally skewed with ``--skew``;
+each record keyed and placed by its group key, so every record is on its key's partition). CPU
+time is summed over this process and all its descendants (Spark's JVM and its Python workers),
+read from /proc before and after each run, and split into the driver (this process), the JVM and
+the Python workers. ``--rounds`` repeats everything (single process, then each master) so that
+the runs compared are interleaved; the summary gives each run's median.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import random
+import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,9 +40,11 @@ from eventscript.backfill.job import (  # noqa: E402
     run_locally,
     spark_session,
 )
+from eventscript.backfill.key_parallel import run_locally as key_parallel_locally  # noqa: E402
 from eventscript.backfill.plan import Plan  # noqa: E402
-from eventscript.backfill.records import input_batch  # noqa: E402
+from eventscript.backfill.records import OutputRow, input_batch  # noqa: E402
 from eventscript.backfill.sink import FileSink  # noqa: E402
+from eventscript.backfill.source import slice_batches  # noqa: E402
 from eventscript.engine.tuning import configure_gc  # noqa: E402
 from eventscript.kafka.config import ProgramConfig, parse_topology  # noqa: E402
 from eventscript.kafka.keys import scheme_for  # noqa: E402
@@ -53,15 +61,16 @@ elapse[1 hour]() { !>Quiet({k: group[0], count: count}); }
 T0 = 1_767_225_600_000
 
 
-def make_export(path: Path, records: int, keys: int, partitions: int, cfg: ProgramConfig) -> None:
-    """Records keyed and placed as the program's producers do (its key scheme), so none is
-    on the wrong partition."""
+def make_export(path: Path, records: int, keys: int, partitions: int, cfg: ProgramConfig, skew: float) -> None:
+    """Records keyed and placed as the program's producers do (its key scheme), so none is on the
+    wrong partition; keys in random order, ``skew`` > 1 makes low-numbered keys more frequent."""
     scheme = scheme_for(cfg, [STRING])
+    rnd = random.Random(7)
     offsets = [0] * partitions
     writer = pq.ParquetWriter(str(path), input_batch([]).schema)
     rows = []
     for i in range(records):
-        k = f"k{(i * 7919) % keys}"
+        k = f"k{int(keys * rnd.random() ** skew)}"
         kb = scheme.key_bytes((k,))
         p = scheme.partition(scheme.routing_bytes((k,)), partitions)
         rows.append(("ticks-in", p, offsets[p], T0 + i * 10, kb, orjson.dumps({"k": k, "n": i}), None))
@@ -74,39 +83,50 @@ def make_export(path: Path, records: int, keys: int, partitions: int, cfg: Progr
     writer.close()
 
 
-def tree_cpu() -> float:
-    """CPU seconds of this process and its live descendants (utime + stime, children included)."""
+def cpu_by_process() -> dict[str, float]:
+    """CPU seconds of this process ("driver"), and of its live descendants: Spark's JVM ("jvm")
+    and Python workers ("workers") (utime + stime, their waited-for children included)."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
+    cpu: dict[int, tuple[str, float]] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
+                name, fields = f.read().split(" (", 1)[1].rsplit(")", 1)
+        except (OSError, IndexError, ValueError):
             continue
-        parents[int(d)] = int(fields[1])
-        cpu[int(d)] = sum(int(x) for x in fields[11:15]) / tick
+        values = fields.split()
+        parents[int(d)] = int(values[1])
+        cpu[int(d)] = (name, sum(int(x) for x in values[11:15]) / tick)
     me = os.getpid()
-    total = 0.0
-    for pid in cpu:
+    total = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+    for pid, (name, seconds) in cpu.items():
         q = pid
         while q > 1 and q != me:
             q = parents.get(q, 0)
         if q == me:
-            total += cpu[pid]
+            total["driver" if pid == me else "jvm" if name == "java" else "workers"] += seconds
     return total
 
 
-def measure(name: str, records: int, run: Callable[[], object]) -> tuple[float, float]:
-    c0, t0 = tree_cpu(), time.perf_counter()
+#: name -> [(records/s, records per CPU-s)] over the rounds.
+RESULTS: dict[str, list[tuple[float, float]]] = {}
+
+
+def measure(name: str, records: int, run: Callable[[], object]) -> float:
+    c0, t0 = cpu_by_process(), time.perf_counter()
     run()
-    wall, cpu = time.perf_counter() - t0, tree_cpu() - c0
-    print(f"{name:34s} {records / wall:>10,.0f} records/s  {records / cpu:>10,.0f} records/CPU-s  "
-          f"({wall:.1f} s wall, {cpu:.1f} CPU-s)", flush=True)
-    return records / wall, records / cpu
+    wall = time.perf_counter() - t0
+    c1 = cpu_by_process()
+    parts = {k: max(0.0, c1[k] - c0[k]) for k in c0}  # a worker that exited takes its CPU with it
+    cpu = sum(parts.values())
+    RESULTS.setdefault(name, []).append((records / wall, records / cpu))
+    split = ", ".join(f"{k} {v:.1f}" for k, v in parts.items())
+    print(f"{name:44s} {records / wall:>9,.0f} records/s {records / cpu:>9,.0f} records/CPU-s  "
+          f"({wall:.1f} s wall, {cpu:.1f} CPU-s: {split})", flush=True)
+    return records / cpu
 
 
 def main() -> None:
@@ -114,7 +134,11 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=10_000)
     ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--skew", type=float, default=1.0, help="1: uniform random keys; 2, 3: ever more skewed")
     ap.add_argument("--masters", default="local[1],local[2]")
+    ap.add_argument("--key-groups", type=int, default=4, help="key groups of the key-parallel runs")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--quick", action="store_true", help="only the whole backfills (no read-only/noop runs)")
     args = ap.parse_args()
     configure_gc()
     tmp = Path(tempfile.mkdtemp(prefix="bench-backfill-"))
@@ -125,37 +149,62 @@ def main() -> None:
         "topics": {"ticks-in": {"partitions": args.partitions}},
     })
     export = tmp / "export.parquet"
-    make_export(export, args.records, args.keys, args.partitions, topo.programs[0])
+    make_export(export, args.records, args.keys, args.partitions, topo.programs[0], args.skew)
     plan = export_plan(topo, topo.programs[0], [str(export)])
+    keyed = dataclasses.replace(plan, key_groups=args.key_groups)
     n = args.records
-    print(f"{n:,} records, {args.keys:,} keys, {args.partitions} partitions")
-    _, single = measure("single process (task stage, no Spark)", n, lambda: sum(1 for _ in run_locally(plan)))
-    for master in args.masters.split(","):
-        bench_master(master, plan, n, tmp, single)
+    print(f"{n:,} records, {args.keys:,} keys (skew {args.skew}), {args.partitions} partitions, "
+          f"{args.key_groups} key groups in key-parallel runs; {args.rounds} round(s)")
+    for _ in range(args.rounds):
+        measure("single process: task stage only", n, lambda: sum(1 for _ in run_locally(plan)))
+        measure("single process: to JSON lines", n, lambda: write_file(run_locally(plan), tmp / "one.jsonl"))
+        measure("single process: key-parallel stages", n, lambda: sum(
+            1 for _ in key_parallel_locally(keyed, lambda i: slice_batches(keyed, keyed.slices[i]))))
+        for master in args.masters.split(","):
+            bench_master(master, plan, keyed, n, tmp, args.quick)
+    summary()
 
 
-def bench_master(master: str, plan: Plan, n: int, tmp: Path, single: float) -> None:
+def write_file(rows: Iterable[OutputRow], path: Path) -> None:
+    with FileSink(path) as sink:
+        sink.write_all(rows)
+        sink.commit()
+
+
+def bench_master(master: str, plan: Plan, keyed: Plan, n: int, tmp: Path, quick: bool) -> None:
     spark = spark_session(master, ui=False)
     spark.sparkContext.setLogLevel("ERROR")
     measure(f"{master}: warm-up (JVM, Python workers)", n, lambda: output_frame(spark, plan).count())
-    measure(f"{master}: data source read only", n, lambda: spark.read.format("eventscript_backfill")
-            .option("plan", plan.to_json()).load().write.format("noop").mode("overwrite").save())
-    measure(f"{master}: tasks, outputs not collected", n,
-            lambda: output_frame(spark, plan).write.format("noop").mode("overwrite").save())
+    if not quick:
+        measure(f"{master}: data source read only", n, lambda: spark.read.format("eventscript_backfill")
+                .option("plan", plan.to_json()).load().write.format("noop").mode("overwrite").save())
+        measure(f"{master}: tasks, outputs not collected", n,
+                lambda: output_frame(spark, plan).write.format("noop").mode("overwrite").save())
 
-    measure(f"{master}: tasks fused into the source", n,
-            lambda: output_frame(spark, plan, fused=True).write.format("noop").mode("overwrite").save())
-
-    def full() -> None:
+    def full(p: Plan, fused: bool = False, fmt: str = "jsonl") -> None:
         totals = Totals()
-        with FileSink(tmp / "out.jsonl") as sink:
-            sink.write_all(outputs(spark, plan, totals))
-            check_totals(totals, plan)  # no record on a partition its key does not belong to
+        with FileSink(tmp / f"out.{fmt}") as sink:
+            sink.write_all(outputs(spark, p, totals, fused=fused))
+            check_totals(totals, p)  # no record on a partition its key does not belong to
             sink.commit()
 
-    _, per_cpu = measure(f"{master}: backfill to JSON lines", n, full)
-    print(f"{'':34s} CPU per record: {single / per_cpu:.2f}x the single process", flush=True)
+    measure(f"{master}: backfill to JSON lines", n, lambda: full(plan))
+    measure(f"{master}: backfill to JSON lines, fused", n, lambda: full(plan, fused=True))
+    measure(f"{master}: backfill to Parquet, fused", n, lambda: full(plan, fused=True, fmt="parquet"))
+    measure(f"{master}: key-parallel, {keyed.key_groups} groups, to JSON lines", n, lambda: full(keyed))
     spark.stop()
+
+
+def summary() -> None:
+    base = statistics.median(c for _, c in RESULTS["single process: to JSON lines"])
+    print(f"\nmedians; CPU per record relative to the single process writing JSON lines ({base:,.0f} records/CPU-s)")
+    for name, runs in RESULTS.items():
+        if "warm-up" in name:
+            continue
+        rate = statistics.median(r for r, _ in runs)
+        per_cpu = statistics.median(c for _, c in runs)
+        print(f"| {name} | {rate / 1000:,.0f} k | {per_cpu / 1000:,.0f} k | {base / per_cpu:.2f}x |")
+
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,7 @@ Two stages, both running the worker's own task code:
    undeclared events, an ungrouped program's records) go to key group 0. After its last record
    the stage sends one *partition end* row to every key group, carrying p's final clock.
 2. **The group stage**: the rows are repartitioned by key group and sorted within each group by
-   (clock, partition, seq); one :class:`KeyGroupStage` per group runs, for each input partition
+   (partition, seq); one :class:`KeyGroupStage` per group runs, for each input partition
    p, a worker task of partition p over the group's records of p, in task p's order.
 
 Why every key gets the partition mode's outputs (values, order, ``es-id``): a key's records all
@@ -63,8 +63,9 @@ KEYLESS_GROUP = 0
 KEYED_SCHEMA = pa.schema([*INPUT_SCHEMA, ("route", pa.int32()), ("clock", pa.int64()), ("seq", pa.int64()),
                           ("tick", pa.bool_())])
 KEYED_DDL = f"{INPUT_DDL}, route int, clock long, seq long, tick boolean"
-#: The order of a key group's rows (see the module docstring).
-GROUP_ORDER = ("clock", "partition", "seq")
+#: The order of a key group's rows: each partition's in task p's order (partitions share nothing,
+#: so any interleaving of them would do; one after the other gives long runs of one task's records).
+GROUP_ORDER = ("partition", "seq")
 
 
 # -- which Spark partition a key group lands on ------------------------------------------------------------

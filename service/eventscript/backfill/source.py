@@ -40,6 +40,14 @@ def slice_rows(plan: Plan, piece: TaskSlice) -> Iterator[Any]:
 
 
 def slice_batches(plan: Plan, piece: TaskSlice) -> Iterator[pa.RecordBatch]:
+    """The records (and end markers) of one task slice as input batches."""
+    if plan.source.kind == "export":
+        from .export import range_batches
+
+        direct = range_batches(plan.source.paths, piece.ranges, plan.batch_size)
+        if direct is not None:
+            yield from direct
+            return
     rows: list[Any] = []
     size = plan.batch_size
     for row in slice_rows(plan, piece):
