@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 
 from ..language import ir
@@ -134,20 +135,22 @@ def definite_assignment(nfa: ENFA, program: ir.ProgramIR, occ: OccurrenceTable) 
     outs = [[(t, gen(p)) for t, p in nfa.eps[u]] + [(e.target, gen(e.path)) for e in nfa.sym[u]] for u in range(n)]
     din: list[Assigned | None] = [None] * n
     din[nfa.start] = 0
-    work = [nfa.start]
+    work = deque([nfa.start])  # first in, first out: a node is mostly final when it is first reached
+    queued = [False] * n
+    queued[nfa.start] = True
     while work:
-        u = work.pop()
+        u = work.popleft()
+        queued[u] = False
         du = din[u]
         assert du is not None
         for t, g in outs[u]:
             out = du | g
             old = din[t]
-            if old is None:
-                din[t] = out
-                work.append(t)
-            elif old & out != old:
-                din[t] = old & out
-                work.append(t)
+            if old is None or old & out != old:
+                din[t] = out if old is None else old & out
+                if not queued[t]:
+                    queued[t] = True
+                    work.append(t)
 
     maybe_unset: set[int] = set()
 
