@@ -9,15 +9,19 @@ import dataclasses
 import re
 import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from kafka_helpers import (
     Broker,
     KeyedProducer,
     TopicWatcher,
+    instance_state,
     read_many,
     run_in_thread,
     start_worker,
@@ -25,13 +29,15 @@ from kafka_helpers import (
     unique,
     wait_for,
 )
-from test_backfill_tasks import by_key, run_tester, trace_time
+from test_backfill_tasks import by_key, export_of, random_trace, run_tester, trace_time
+from test_backfill_tasks import topology as export_topology
 from trace_export import write_jsonl_export
 
 from eventscript.backfill import handover as ho
+from eventscript.backfill import key_parallel
 from eventscript.backfill.job import export_plan
 from eventscript.backfill.kafka_sink import Transaction
-from eventscript.backfill.records import OutputRow
+from eventscript.backfill.records import output_rows
 from eventscript.backfill.runner import run_partition
 from eventscript.backfill.source import slice_batches
 from eventscript.cli.main import main
@@ -39,9 +45,8 @@ from eventscript.engine.context import decode
 from eventscript.kafka import codec
 from eventscript.kafka.admin import Admin
 from eventscript.kafka.config import Topology, load_topology
+from eventscript.kafka.state import CLOCK_KEY, SEQ_KEY
 from eventscript.kafka.tools import record_to_json
-
-pytestmark = pytest.mark.kafka
 
 #: Each key's count; after 10 s of record time without one, the key is reported quiet and ends.
 PROGRAM = """
@@ -82,6 +87,13 @@ def trace_of(records: list[Any], end_ms: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def collect_state(batches: Iterator[pa.RecordBatch], state: ho.HandoverState) -> None:
+    """The hand-over rows (kind "state") of task output batches, as the driver collects them."""
+    for batch in batches:
+        for row in output_rows(batch.filter(pc.equal(batch.column("kind"), "state"))):
+            state.add(row)
+
+
 def committed_offsets(topo: Topology, cfg: Any) -> dict[tuple[str, int], int]:
     """The consumer group's committed offsets of the program's input topics."""
     from confluent_kafka import ConsumerGroupTopicPartitions
@@ -117,6 +129,7 @@ def distinct_by_id(records: list[Any]) -> list[Any]:
     return list(kept.values())
 
 
+@pytest.mark.kafka
 @pytest.mark.spark
 def test_workers_go_on_from_the_handover_with_nothing_lost_and_nothing_twice(
         spark: Any, broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -176,6 +189,7 @@ def test_workers_go_on_from_the_handover_with_nothing_lost_and_nothing_twice(
     assert any(int(n) > 0 for n in re.findall(r"changelog from offset 0: (\d+) applied", log.read_text()))
 
 
+@pytest.mark.kafka
 def test_contexts_of_two_tasks_with_equal_timers_restore_into_one_worker(broker: Broker, tmp_path: Path) -> None:
     """Two tasks of one partition (as in key-parallel mode) each hand over an instance whose timer
     has the same deadline and the same sequence number; one worker restores both into one timer
@@ -200,13 +214,7 @@ def test_contexts_of_two_tasks_with_equal_timers_restore_into_one_worker(broker:
         for name, row in zip("ab", rows):  # one task per key: each its own engine, timer sequence 0
             plan = export_plan(topo, cfg, [str(write_jsonl_export([row], tmp_path / f"{name}.jsonl"))])
             plan = dataclasses.replace(plan, handover=True)
-            for batch in run_partition(plan, 0, slice_batches(plan, plan.slices[0])):
-                d = batch.to_pydict()
-                for j in range(batch.num_rows):
-                    if d["kind"][j] == "state":
-                        state.add(OutputRow(d["task"][j], d["topic"][j], d["partition"][j], d["key"][j],
-                                            d["value"][j], [(h["key"], h["value"]) for h in d["headers"][j]],
-                                            d["timestamp"][j]))
+            collect_state(run_partition(plan, 0, slice_batches(plan, plan.slices[0])), state)
         timers = [decode(r[3]).timer for r in state.records() if r[2][:1] == b"["]
         assert len(timers) == 2 and timers[0] is not None and timers[0] == timers[1]  # (deadline, symbol, seq)
         target = ho.HandoverTarget(topo.group_id(cfg), topo.changelog_topic(cfg),
@@ -222,6 +230,7 @@ def test_contexts_of_two_tasks_with_equal_timers_restore_into_one_worker(broker:
     assert got == [("a", b"Quiet"), ("b", b"Quiet"), ("c", b"Count")]
 
 
+@pytest.mark.kafka
 def test_a_handover_is_refused_when_its_preconditions_do_not_hold(
         broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
@@ -264,3 +273,36 @@ def test_a_handover_is_refused_when_its_preconditions_do_not_hold(
         assert f"consumer group {group} has active members" in err and "stop them first" in err
     finally:
         member.close()
+
+
+def test_key_parallel_tasks_hand_over_the_partition_modes_state(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several key groups' tasks of one partition: their records merged per partition give the
+    instances, record clock and cut position of partition mode (timer sequence numbers aside:
+    each group's engine numbers its own timers)."""
+    topo = export_topology(tmp_path, 2)
+    plan = export_plan(topo, topo.programs[0], [str(export_of(tmp_path, topo, random_trace(17, events=200), monkeypatch, 2))])
+    plan = dataclasses.replace(plan, handover=True)
+
+    def handed_over(batches: Iterator[pa.RecordBatch]) -> dict[tuple[int, bytes], tuple[Any, ...]]:
+        state = ho.HandoverState()
+        try:
+            collect_state(batches, state)
+            out: dict[tuple[int, bytes], tuple[Any, ...]] = {}
+            for topic, partition, key, value, headers, _ in state.records():
+                assert topic == plan.program.changelog_topic and partition is not None and key is not None
+                if key == SEQ_KEY:
+                    continue
+                shown = value if key == CLOCK_KEY or key[:1] != b"[" else instance_state(value)
+                out[(partition, key)] = (shown, tuple(headers))
+            return out
+        finally:
+            state.close()
+
+    by_partition = handed_over(b for i, piece in enumerate(plan.slices)
+                               for b in run_partition(plan, i, slice_batches(plan, piece)))
+    by_key_group = handed_over(key_parallel.run_locally(dataclasses.replace(plan, key_groups=3),
+                                                        lambda i: slice_batches(plan, plan.slices[i])))
+    assert sum(1 for _, k in by_partition if k[:1] == b"[") > 3
+    assert {p for p, k in by_partition if k == CLOCK_KEY} == {0, 1}
+    assert by_key_group == by_partition

@@ -85,9 +85,10 @@ def test_the_backfill_writes_the_workers_records_to_the_programs_topics_or_other
     assert by_key([record_to_json(m) for m in got[out]]) == by_key(run_tester(PROGRAM, trace))
     assert len(got[err]) == 1 and b"not JSON" in got[err][0].value()
 
-    # Other topics: --output-topic for one event, default for the rest, --error-topic.
+    # Other topics: --output-topic for one event, default for the rest, --error-topic; and the
+    # key-parallel mode, whose records are the same.
     quiet, rest, errors = unique("quiet"), unique("rest"), unique("errors")
-    assert main(["backfill", str(path), "--no-ui", "--output-topic", f"Quiet={quiet}",
+    assert main(["backfill", str(path), "--no-ui", "--key-groups", "3", "--output-topic", f"Quiet={quiet}",
                  "--output-topic", f"default={rest}", "--error-topic", errors]) == 0
     other = read_many(broker, [quiet, rest, errors], dedupe=False)
     moved = {quiet: "Quiet", rest: "Count"}

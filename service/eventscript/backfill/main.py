@@ -66,12 +66,14 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
              start: str | None = None, stop: str | None = None, until_us: int | None = None,
              master: str = "local[*]", partitions: int | None = None, batch_size: int = 10_000, ui: bool = True,
              verbose: bool = False, spark: Any = None, err: Any = None, output_topics: dict[str, str] | None = None,
-             error_topic: str | None = None, handover: bool = False, force: bool = False) -> Totals:
+             error_topic: str | None = None, handover: bool = False, force: bool = False,
+             key_groups: int = 0) -> Totals:
     """Run a backfill of one program; returns what its tasks reported.
 
     ``output``: a .jsonl or .parquet file; None: the program's Kafka topics (or ``output_topics``,
     event name → topic, and ``error_topic``), all written in one transaction. ``handover``: end by
-    handing the final state and the offsets at the cut to the program's workers (handover.py)."""
+    handing the final state and the offsets at the cut to the program's workers (handover.py).
+    ``key_groups`` > 0: key-parallel mode with that many tasks (key_parallel.py)."""
     err = err or sys.stderr
     target: ho.HandoverTarget | None = None
     try:
@@ -80,6 +82,7 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
         cfg, topics = _sink_config(topo, cfg, output, output_topics or {}, error_topic)
         plan = make_plan(topo, cfg, inputs, start=start, stop=stop, until_us=until_us, partitions=partitions,
                          batch_size=batch_size)
+        plan = dataclasses.replace(plan, key_groups=key_groups)
         if topics:
             ensure_topics(topo, topics, plan.program.partitions)
         if handover:
@@ -99,7 +102,7 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
             logging.getLogger("py4j").setLevel(logging.WARNING)
         spark = spark_session(master, ui=ui)
         spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
-    progress = Progress(len(plan.slices), plan.records, err)
+    progress = Progress(plan.tasks, plan.records, err)
     progress.spark_ui(spark.sparkContext.uiWebUrl if ui else None)
     totals = Totals()
     state = ho.HandoverState() if target is not None else None
