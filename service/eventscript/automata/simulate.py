@@ -25,6 +25,8 @@ Units = tuple[int, ...]
 
 CHUNK_BITS = 8
 CHUNK_VALUES = 1 << CHUNK_BITS
+#: Up to this many NFA states, ``Positions.row`` steps through whole tables (8 chunks at most).
+SMALL_STATES = 64
 #: Above this many table entries (symbols x chunks x 256) tables are built per chunk on first use.
 EAGER_TABLE_ENTRIES = 1 << 20
 
@@ -79,6 +81,8 @@ class Positions:
         #: Per symbol: the union of succ[sym] over the bits of each chunk value met, by
         #: (chunk << CHUNK_BITS) | value.
         self._chunk_unions: list[dict[int, int]] = [{} for _ in range(nsym)]
+        #: Automata of at most SMALL_STATES states step through whole tables, built per symbol.
+        self._small: list[list[list[int]] | None] | None = [None] * nsym if efa.size <= SMALL_STATES else None
         self._paths: dict[tuple[int, int], tuple[Path, ...]] = {}
         self._merged: dict[tuple[Path, ...], Path] = {}
 
@@ -102,8 +106,22 @@ class Positions:
         ``step`` when that takes fewer lookups (a large set over a small alphabet)."""
         states = mask.bit_count()
         if len(self.alphabet) * min(states, (mask.bit_length() + 7) >> 3) < states * self._mean_degree:
-            has, act, step = self.has, self.act, self.step
-            return [(sym, step(mask, sym), mask & act[sym]) for sym in self.alphabet if mask & has[sym]]
+            has, act, small = self.has, self.act, self._small
+            if small is None:
+                step = self.step
+                return [(sym, step(mask, sym), mask & act[sym]) for sym in self.alphabet if mask & has[sym]]
+            out = []
+            for sym in self.alphabet:  # a small automaton: whole tables, ints of one machine word
+                m = mask & has[sym]
+                if m:
+                    tables = small[sym] or self._small_tables(sym)
+                    target = c = 0
+                    while m:
+                        target |= tables[c][m & 0xFF]
+                        m >>= CHUNK_BITS
+                        c += 1
+                    out.append((sym, target, mask & act[sym]))
+            return out
         targets: dict[int, list[int]] = {}
         for s in bits(mask):
             for sym, succ, acting in self._out_edges[s]:
@@ -114,6 +132,22 @@ class Positions:
                     t[0] |= succ
                     t[1] |= acting
         return [(sym, t[0], t[1]) for sym, t in sorted(targets.items())]
+
+    def _table(self, sym: int, chunk: int) -> list[int]:
+        """The union of succ[sym] for each of the 256 values of chunk ``chunk``."""
+        succ = self.succ[sym]
+        base = chunk * CHUNK_BITS
+        table = [0] * CHUNK_VALUES
+        for v in range(1, CHUNK_VALUES):
+            low = v & -v
+            s = base + low.bit_length() - 1
+            table[v] = table[v ^ low] | succ.get(s, 0)
+        return table
+
+    def _small_tables(self, sym: int) -> list[list[int]]:
+        assert self._small is not None
+        t = self._small[sym] = [self._table(sym, c) for c in range((self.size + CHUNK_BITS - 1) // CHUNK_BITS)]
+        return t
 
     def _union(self, sym: int, base: int, value: int) -> int:
         succ = self.succ[sym]
@@ -188,16 +222,6 @@ class PositionSets(Positions):
             [self._table(sym, c) if eager else None for c in range(self.chunks)] for sym in range(nsym)
         ]
         self._units: dict[tuple[int, int], Units] = {}
-
-    def _table(self, sym: int, chunk: int) -> list[int]:
-        succ = self.succ[sym]
-        base = chunk * CHUNK_BITS
-        table = [0] * CHUNK_VALUES
-        for v in range(1, CHUNK_VALUES):
-            low = v & -v
-            s = base + low.bit_length() - 1
-            table[v] = table[v ^ low] | succ.get(s, 0)
-        return table
 
     def table(self, sym: int, chunk: int) -> list[int]:
         t = self.tables[sym][chunk]
