@@ -10,11 +10,28 @@ engine on a simulated clock, as the tester runs a trace: ``kafka_helpers.uninter
 from __future__ import annotations
 
 import random
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import orjson
-from kafka_helpers import decode_key, uninterrupted
+import pytest
+from kafka_helpers import (
+    Broker,
+    KeyedProducer,
+    Oracle,
+    TopicWatcher,
+    committed_states,
+    decode_key,
+    outputs_by_partition,
+    read_many,
+    start_worker,
+    topology,
+    uninterrupted,
+    unique,
+    wait_for,
+)
 
 from eventscript.automata.compile import compile_source
 from eventscript.backfill.records import ArrowRecord
@@ -22,7 +39,8 @@ from eventscript.engine.context import decode, encode
 from eventscript.engine.engine import Engine
 from eventscript.engine.time_provider import SimulatedTimeProvider
 from eventscript.kafka import codec
-from eventscript.kafka.config import InputConfig, ProgramConfig
+from eventscript.kafka.admin import Admin
+from eventscript.kafka.config import InputConfig, ProgramConfig, load_topology
 from eventscript.kafka.task import OutRecord, Task
 from eventscript.state.changelog import SEQ_KEY
 
@@ -191,3 +209,50 @@ def test_timers_of_equal_deadline_and_sequence_fire_in_key_order(tmp_path: Path)
     out = _feed(task, [ArrowRecord("in", 0, 0, T0 + 60_000, b"z", orjson.dumps({"k": "z", "n": 0}), None)])
     assert [(e, v["k"]) for e, v, _ in _lines(out)] == [("Quiet", "a"), ("Quiet", "b"), ("Quiet", "c"), ("Count", "z")]
     task.close()
+
+
+@pytest.mark.kafka
+def test_a_worker_with_a_small_cache_killed_and_restarted_is_exact(broker: Broker, tmp_path: Path) -> None:
+    """The worker with a cache of 16 instances per task (300 keys on 3 tasks, ~40 alive per task
+    at a time), killed with SIGKILL twice mid-stream: the outputs are an uninterrupted run's, timer
+    events included, and the stores hold the oracle's instances."""
+    name = unique("cache")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    topo = topology(broker, tmp_path, [{
+        "name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 50, "state": {"cache_instances": 48},
+        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
+    }], {f"{name}-in": {"partitions": 3}})
+    Admin(load_topology(topo)).prepare(load_topology(topo).programs)  # before the producer creates it
+    log = tmp_path / "worker.log"
+    producer = KeyedProducer(broker, f"{name}-in", 3)
+    writing = producer.start(1500, 300, rate=200)
+    worker = start_worker(topo, "-v", log=log)
+    watcher = TopicWatcher(broker, f"{name}-out")
+    try:
+        for _ in range(2):
+            watcher.wait_for_more(20, 60)
+            time.sleep(0.3)
+            worker.send_signal(signal.SIGKILL)
+            worker.wait()
+            worker = start_worker(topo, "-v", log=log)
+        writing.join()
+        in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
+        want = uninterrupted(PROGRAM, "Tick", in_records)
+        total = sum(len(v) for v in want.values())
+        wait_for(lambda: watcher.distinct() >= total, 120, interval=0.2, what="all outputs")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(60) == 0, log.read_text()[-3000:]
+    finally:
+        watcher.close()
+        producer.stop.set()
+        writing.join(30)
+        if worker.poll() is None:
+            worker.kill()
+    raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)
+    assert raw[f"{name}-err"] == []
+    got, _ = outputs_by_partition(raw[f"{name}-out"])
+    assert got == want
+    assert any(line[0] == "Quiet" for lines in want.values() for line in lines)
+    assert "evicted to the store" in log.read_text(), "the cache never evicted: the test would prove nothing"
+    assert committed_states(tmp_path / "state") == Oracle(PROGRAM, "Tick", in_records).states

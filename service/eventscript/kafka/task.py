@@ -55,8 +55,9 @@ from .partitioner import key_bytes
 
 log = logging.getLogger("eventscript.kafka.task")
 
-#: Entries of the task's group key → bytes caches before they are emptied.
-KEY_CACHE_SIZE = 100_000
+#: Entries of the task's group key → bytes caches before they are emptied: enough for the hot keys;
+#: a key out of them costs ~1 µs to encode again, and each entry ~150 bytes (two per key).
+KEY_CACHE_SIZE = 16_384
 
 
 @dataclass(slots=True)

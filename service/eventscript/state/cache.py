@@ -20,6 +20,7 @@ of the program in this process.
 from __future__ import annotations
 
 import collections
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -29,13 +30,17 @@ from ..engine.engine import Engine
 from .store import TaskStore
 from .timers import TimerIndex
 
+log = logging.getLogger("eventscript.state")
+
 #: Eviction brings the cache down to this fraction of its capacity (a batch, not one at a time).
 LOW_WATER = 0.9
 #: Touches are tracked (for the second chance) once the cache is this full.
 TRACK_FROM = 0.5
 #: Never fewer instances than this per task, whatever the budget.
-MIN_CAPACITY = 64
+MIN_CAPACITY = 16
+#: Instances sampled (from each end of the table) to estimate their size, every MEASURE_EVERY writes.
 SAMPLE = 16
+MEASURE_EVERY = 32
 
 #: What holding one more instance costs beyond its objects: its slots in ``engine.contexts`` and in
 #: the task's key caches (a dict entry and an index slot each, at typical fill), and its entry in
@@ -120,6 +125,7 @@ class InstanceCache:
         self.ended: set[tuple[Any, ...]] = set()
         self.evicted = 0
         self.loaded = 0
+        self._writes = 0
         store.on_write = self.written
         self._watch_terminations()
 
@@ -174,7 +180,11 @@ class InstanceCache:
                 unsaved.clear()
             else:
                 unsaved.difference_update(changes)
-        if len(self.engine.contexts) > self.capacity:
+        self._writes += 1
+        size = len(self.engine.contexts)
+        if size > self.capacity * TRACK_FROM and self._writes % MEASURE_EVERY == 1:
+            self._measure()
+        if size > self.capacity:
             self.evict()
 
     def _table(self) -> dict[Any, InstanceContext]:
@@ -241,6 +251,9 @@ class InstanceCache:
                 queue.cancel(ctx)
         if victims:
             self.engine.loader = self.load
+            log.log(logging.INFO if not self.evicted else logging.DEBUG,
+                    "%s: %d instance(s) evicted to the store, %d in memory (capacity %d at ~%d bytes each)",
+                    self.store.path.name, len(victims), len(table), self.capacity, self.bytes_per_instance)
             self.evicted += len(victims)
         return len(victims)
 
