@@ -137,7 +137,7 @@ def test_workers_go_on_from_the_handover_with_nothing_lost_and_nothing_twice(
     cfg = topo.programs[0]
     topic, out = cfg.inputs[0].topic, cfg.output_topic("Count")
     assert out is not None
-    history, rest, keys = 200, 320, 12
+    history, rest, keys = 200, 240, 12
     producer = KeyedProducer(broker, topic, PARTITIONS)
     producer.run(history, keys, rate=1e9, t0=T0, step_ms=STEP_MS, seed=1)
 
@@ -153,7 +153,7 @@ def test_workers_go_on_from_the_handover_with_nothing_lost_and_nothing_twice(
     watcher = TopicWatcher(broker, out)
     worker = start_worker(path, "-v", log=log)
     writing = threading.Thread(target=producer.run, daemon=True,
-                               kwargs={"count": rest, "keys": keys, "rate": 90, "seed": 2,
+                               kwargs={"count": rest, "keys": keys, "rate": 100, "seed": 2,
                                        "t0": T0 + history * STEP_MS, "step_ms": STEP_MS})
     writing.start()
     try:

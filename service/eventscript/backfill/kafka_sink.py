@@ -18,7 +18,6 @@ within that time (docs/backfill.md: the limit, in records).
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -93,7 +92,6 @@ class Transaction:
                             f"(transactional id {txn_id}): {kafka_reason(exc)}") from None
         self.producer.begin_transaction()
         self._open = True
-        self.started = time.monotonic()
 
     def _on_error(self, err: Any) -> None:
         if err.fatal():
@@ -112,6 +110,8 @@ class Transaction:
                     break
                 except BufferError:
                     poll(0.05)
+                except KafkaException as exc:
+                    raise SinkError(f"producing to {topic}: {kafka_reason(exc)}") from None
             n += 1
             on_record(rec)
             if n % 10_000 == 0:

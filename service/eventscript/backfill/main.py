@@ -102,6 +102,9 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
             logging.getLogger("py4j").setLevel(logging.WARNING)
         spark = spark_session(master, ui=ui)
         spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
+    if topics:
+        err.write(f"backfill: the outputs go to Kafka topics {', '.join(topics)} on {topo.kafka.bootstrap_servers}, "
+                  f"in one transaction committed at the end\n")
     progress = Progress(plan.tasks, plan.records, err)
     progress.spark_ui(spark.sparkContext.uiWebUrl if ui else None)
     totals = Totals()
@@ -144,13 +147,15 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
 
 def _hand_over_alone(topo: Topology, txn_id: str, hand_over: Any, output: str | None) -> None:
     """The hand-over in a transaction of its own (the outputs went to a file)."""
-    txn = Transaction(topo.kafka, txn_id)
+    txn: Transaction | None = None
     try:
+        txn = Transaction(topo.kafka, txn_id)
         hand_over(txn)
     except (SinkError, ho.HandoverError) as exc:
         raise ho.HandoverError(f"{exc} (the outputs are in {output}; nothing was handed over)") from None
     finally:
-        txn.abort()  # a no-op after a commit
+        if txn is not None:
+            txn.abort()  # a no-op after a commit
 
 
 def _report(err: Any, sink: FileSink | KafkaSink, output: str | None) -> None:
