@@ -32,6 +32,7 @@ from kafka_helpers import (
     unique,
     wait_for,
 )
+from test_task_recovery import PROGRAM, T0, _commit, _rewind  # the counter with a 30 s quiet timer
 
 from eventscript.automata.compile import compile_source
 from eventscript.backfill.records import ArrowRecord
@@ -43,17 +44,6 @@ from eventscript.kafka.admin import Admin
 from eventscript.kafka.config import InputConfig, ProgramConfig, load_topology
 from eventscript.kafka.task import OutRecord, Task
 from eventscript.state.changelog import SEQ_KEY
-
-PROGRAM = """
-in {string k; long n;} Tick group(Tick.k)
-out {string k; long count; long last;} Count, {string k; long count;} Quiet
-
-{ count = 0; }
-( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
-elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
-"""
-
-T0 = 1_767_225_600_000  # ms
 
 
 def _task(store: Path, cache: int, program: str = PROGRAM) -> Task:
@@ -83,22 +73,6 @@ def _feed(task: Task, records: list[ArrowRecord]) -> list[OutRecord]:
     out = [r for r in task.outbox if r.topic != task.changelog_topic]
     task.outbox.clear()
     return out
-
-
-def _commit(task: Task) -> None:
-    """What the worker does when a batch commits: changelog records, then the local store."""
-    changes = task.changelog_records()
-    task.outbox.clear()
-    task.store.write(changes, None, dict(task.position))
-
-
-def _rewind(task: Task) -> None:
-    """What the worker does when a batch cannot commit (Worker._rewind)."""
-    for ip in task.inputs:
-        ip.buffer.clear()
-    task.outbox.clear()
-    task.position = {}
-    task.load_from_store()
 
 
 def _lines(records: list[OutRecord]) -> list[tuple[str, Any, Any]]:
