@@ -103,7 +103,6 @@ def determinize(efa: EFA, occ: OccurrenceTable, limit: int) -> DFA:
     index: dict[int, int] = {pos.start: 0}
     masks = [pos.start]
     rows: list[dict[int, tuple[int, int]]] = []
-    merged: dict[tuple[int, int], int] = {}  # (symbol, acting states) -> sequence
     i = 0
     while i < len(masks):
         m = masks[i]
@@ -116,13 +115,7 @@ def determinize(efa: EFA, occ: OccurrenceTable, limit: int) -> DFA:
                     raise StateLimitExceeded(limit)
                 t = index[target] = len(masks)
                 masks.append(target)
-            if acting:
-                q = merged.get((sym, acting))
-                if q is None:
-                    q = merged[(sym, acting)] = seqs.id(pos.merged(acting, sym))
-                row[sym] = (t, q)
-            else:
-                row[sym] = (t, 0)
+            row[sym] = (t, seqs.id(pos.merged(acting, sym)) if acting else 0)
         rows.append(row)
     final = pos.final
     states = [DFAState(m, bool(m & final), row) for m, row in zip(masks, rows)]
