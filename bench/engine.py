@@ -3,8 +3,8 @@
 Programs are read from the conformance suite beside the checkout (../shared/conformance/cases):
 
 - keypad:       keypad-ambiguous (ungrouped, case clause), random keys 0-9
-- big-trades:   stage 2 of three-big-trades-pipeline, grouped by (trader, company), 10,000 keys,
-                one trade per key every ~10 minutes of simulated time, so expiration timers are
+- big-trades:   stage 2 of three-big-trades-pipeline, grouped by (trader, company), 10,000 keys in
+                random order, one trade per key every ~10 minutes of simulated time on average, so expiration timers are
                 set on every event and fire as time passes
 - sliding-avg:  sliding-window-average with N = 100
 - blow-up:      ``.* A() .{k} { !>Z({}); }`` over random A/B events (issue 11): k = 10 on the eager
@@ -15,7 +15,16 @@ Programs are read from the conformance suite beside the checkout (../shared/conf
                 case once), match counts are checked against the loop, and wall and CPU seconds
                 and the load average are printed, since the machine may be shared.
 
-Usage: python bench/engine.py [--events N] [--repeat R] [--only NAME] [--default-gc]
+- grouped:      per-key ``A B+ C`` (issue 11 item 2) beside a hand-written dict-of-states loop doing
+                the same job (emitting a record per match; match counts checked): "abc" emits the key
+                (no variables; the loop keeps one int per key), "count" also counts the Bs (one
+                variable; the loop keeps a [state, n] list per key). Keys in uniformly random order
+                and Zipf-distributed (s = 1.1), 1k/10k/100k/1M keys (--keys), interleaved rounds,
+                wall and CPU seconds; then snapshots/s and restores/s of the engine's instances, and
+                bytes per key (RSS delta and tracemalloc, each in a fresh process, --memory-keys).
+
+Usage: python bench/engine.py [--events N] [--repeat R] [--only NAME] [--default-gc] [--keys K,K,...]
+       [--memory-keys N]
 Prints events/s (best of R runs) for each. By default the process is set up as the hosts set
 it up (engine.tuning.configure_gc); --default-gc measures with CPython's default collector.
 """
@@ -24,12 +33,18 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import itertools
+import json
 import os
 import random
+import subprocess
 import sys
 import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "service"))
@@ -72,8 +87,8 @@ def big_trades(n: int, keys: int = 10_000) -> tuple[Engine, list, SimulatedTimeP
     # One event per key per "round"; a round spans 10 simulated minutes.
     step = 600_000_000 // keys
     t = T0
-    for i in range(n):
-        trader, company = traders[i % keys]
+    for _ in range(n):
+        trader, company = traders[rnd.randrange(keys)]
         t += step
         events.append((t, ("FilteredTrade", [trader, company, 10_000.0 + rnd.random() * 5000.0, t])))
     return eng, events, clock
@@ -175,13 +190,225 @@ def blow_up(n: int, repeat: int) -> None:
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
+# -- grouped programs beside a hand-written dict-of-states loop (issue 11 items 2 and 4) -------
+
+#: Per-key ``A B+ C``: "abc" emits the key at each match (no variables); "count" also counts the
+#: Bs of the match in a variable. The events of one run are ("A" | "B" | "C", key).
+GROUPED = {
+    "abc": "in string A group(A), string B group(B), string C group(C)\nout string Z\n"
+           "( .* A() B()+ C() { !>Z(group[0]); } )*\n",
+    "count": "in string A group(A), string B group(B), string C group(C)\nout {string key; long n;} Z\n"
+             "( .* A() { n = 0; } ( B() { n = n + 1; } )+ C() { !>Z({key: group[0], n: n}); } )*\n",
+}
+
+
+def loop_abc(events: list, out: Callable[[Any], None]) -> dict:
+    """The peer of "abc": one int per key (0 start, 1 after A, 2 after A B+)."""
+    states: dict[str, int] = {}
+    get = states.get
+    for name, key in events:
+        s = get(key, 0)
+        if name == "A":
+            states[key] = 1
+        elif name == "B":
+            states[key] = 2 if s else 0
+        else:
+            if s == 2:
+                out(("Z", key, key))
+            states[key] = 0
+    return states
+
+
+def loop_count(events: list, out: Callable[[Any], None]) -> dict:
+    """The peer of "count": a two-item list [state, n] per key, as a hand-written job keeps."""
+    states: dict[str, list] = {}
+    get = states.get
+    for name, key in events:
+        st = get(key)
+        if st is None:
+            st = states[key] = [0, 0]
+        if name == "A":
+            st[0] = 1
+            st[1] = 0
+        elif name == "B":
+            if st[0]:
+                st[0] = 2
+                st[1] += 1
+            else:
+                st[0] = 0
+        else:
+            if st[0] == 2:
+                out(("Z", [key, st[1]], key))
+            st[0] = 0
+    return states
+
+
+LOOPS = {"abc": loop_abc, "count": loop_count}
+
+
+def grouped_events(n: int, keys: int, order: str, seed: int = 5) -> list[tuple[str, str]]:
+    """n events over ``keys`` keys: uniformly random keys, or Zipf-distributed (s = 1.1) ones
+    whose ranks are shuffled over the keys. Names: A 30%, B 40%, C 30%."""
+    rnd = random.Random(seed)
+    names = rnd.choices(("A", "B", "C"), weights=(3, 4, 3), k=n)
+    pool = [f"user-{i:07d}" for i in range(keys)]
+    if order == "random":
+        picked = [pool[rnd.randrange(keys)] for _ in range(n)]
+    else:
+        rnd.shuffle(pool)
+        cum = list(itertools.accumulate(1.0 / (r ** ZIPF_S) for r in range(1, keys + 1)))
+        picked = rnd.choices(pool, cum_weights=cum, k=n)
+    return list(zip(names, picked))
+
+
+ZIPF_S = 1.1
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def grouped_engine(kind: str) -> tuple[Engine, list]:
+    prog = compile_source(GROUPED[kind], name=kind).require()
+    got: list = []
+    counter = collections.deque(maxlen=1)
+
+    def consumer(e: Any) -> None:
+        counter.append(e)
+        got.append(1)
+
+    return Engine(prog, consumer, SimulatedTimeProvider(T0)), got
+
+
+def run_grouped_engine(kind: str, events: list) -> tuple[float, float, int, Engine]:
+    eng, got = grouped_engine(kind)
+    feed = eng.feed
+    t, c = time.perf_counter(), time.process_time()
+    for name, key in events:
+        feed(name, key)
+    return time.perf_counter() - t, time.process_time() - c, len(got), eng
+
+
+def run_grouped_loop(kind: str, events: list) -> tuple[float, float, int]:
+    got: list = []
+    counter = collections.deque(maxlen=1)
+
+    def out(rec: Any) -> None:
+        counter.append(rec)
+        got.append(1)
+
+    loop = LOOPS[kind]
+    t, c = time.perf_counter(), time.process_time()
+    loop(events, out)
+    return time.perf_counter() - t, time.process_time() - c, len(got)
+
+
+def memory_probe(who: str, kind: str, keys: int) -> None:
+    """Bytes per key held by the engine's instances or the loop's states, one event (an A) per
+    key: by RSS delta in this fresh process and by tracemalloc in a second pass. Prints JSON."""
+    events = [("A", f"user-{i:07d}") for i in range(keys)]
+    result = {}
+    for how in ("rss", "tracemalloc"):
+        if how == "tracemalloc":
+            tracemalloc.start()
+        gc.collect()
+        before = rss_bytes() if how == "rss" else tracemalloc.get_traced_memory()[0]
+        if who == "engine":
+            eng, _ = grouped_engine(kind)
+            feed = eng.feed
+            for name, key in events:
+                feed(name, key)
+            held: Any = eng
+        else:
+            held = LOOPS[kind](events, lambda rec: None)
+        gc.collect()
+        after = rss_bytes() if how == "rss" else tracemalloc.get_traced_memory()[0]
+        result[how] = (after - before) / keys
+        del held
+        if how == "tracemalloc":
+            tracemalloc.stop()
+    print(json.dumps(result))
+
+
+def bytes_per_key(who: str, kind: str, keys: int) -> dict[str, float]:
+    cmd = [sys.executable, __file__, "--memory-probe", f"{who}:{kind}:{keys}"]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+def snapshot_rates(eng: Engine) -> tuple[float, float, int]:
+    """Snapshots/s over every instance of ``eng``, then restores/s of them into a fresh engine."""
+    contexts = list(eng.contexts.values())
+    snapshot = eng.snapshot
+    t = time.perf_counter()
+    snaps = [snapshot(ctx) for ctx in contexts]
+    snap_s = time.perf_counter() - t
+    fresh = Engine(eng.compiled, lambda e: None, SimulatedTimeProvider(T0))
+    restore = fresh.restore
+    t = time.perf_counter()
+    for data in snaps:
+        restore(data)
+    restore_s = time.perf_counter() - t
+    if fresh.instance_count != len(contexts):
+        raise SystemExit(f"restored {fresh.instance_count} instances of {len(contexts)}")
+    return len(snaps) / snap_s, len(snaps) / restore_s, sum(map(len, snaps)) // max(1, len(snaps))
+
+
+def grouped(n: int, repeat: int, key_counts: list[int], memory_keys: int) -> None:
+    print(f"\ngrouped A B+ C beside a dict-of-states loop: {n:,} events, interleaved rounds, best of {repeat} "
+          f"(load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    inputs = {(keys, order): grouped_events(n, keys, order) for keys in key_counts for order in ("random", "zipf")}
+    best: dict[tuple, tuple[float, float]] = {}
+    snaps: dict[tuple, tuple[float, float, int]] = {}
+    for _ in range(repeat):
+        for (keys, order), events in inputs.items():
+            for kind in GROUPED:
+                wall, cpu, n_eng, eng = run_grouped_engine(kind, events)
+                lwall, lcpu, n_loop = run_grouped_loop(kind, events)
+                if n_eng != n_loop:
+                    raise SystemExit(f"{kind}, {keys} keys {order}: the engine emitted {n_eng}, the loop {n_loop}")
+                for who, w, c in (("engine", wall, cpu), ("loop", lwall, lcpu)):
+                    k = (kind, keys, order, who)
+                    if k not in best or w < best[k][0]:
+                        best[k] = (w, c)
+                rates = snapshot_rates(eng)
+                k = (kind, keys, order)
+                snaps[k] = max(snaps.get(k, rates), rates)
+                del eng
+    print(f"  {'program':6s} {'keys':>9s} {'order':6s} {'engine ev/s':>12s} {'(cpu s)':>8s} {'loop ev/s':>12s} "
+          f"{'(cpu s)':>8s} {'ratio':>6s} {'(cpu)':>6s} {'snapshots/s':>12s} {'restores/s':>11s} {'bytes':>6s}")
+    for (keys, order) in inputs:
+        for kind in GROUPED:
+            (ew, ec), (lw, lc) = best[(kind, keys, order, "engine")], best[(kind, keys, order, "loop")]
+            sr, rr, size = snaps[(kind, keys, order)]
+            print(f"  {kind:6s} {keys:9,d} {order:6s} {n / ew:12,.0f} {ec:8.3f} {n / lw:12,.0f} {lc:8.3f} "
+                  f"{lw / ew:6.2f} {lc / ec:6.2f} {sr:12,.0f} {rr:11,.0f} {size:6d}")
+    print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if memory_keys:
+        print(f"\nbytes per key, {memory_keys:,} keys (one A each), each measured in a fresh process:")
+        for kind in GROUPED:
+            eng_m, loop_m = bytes_per_key("engine", kind, memory_keys), bytes_per_key("loop", kind, memory_keys)
+            print(f"  {kind:6s} engine: RSS {eng_m['rss']:6.0f}  tracemalloc {eng_m['tracemalloc']:6.0f}   "
+                  f"loop: RSS {loop_m['rss']:6.0f}  tracemalloc {loop_m['tracemalloc']:6.0f}   "
+                  f"ratio (RSS) {eng_m['rss'] / loop_m['rss']:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only")
     ap.add_argument("--default-gc", action="store_true", help="do not apply the hosts' GC tuning")
+    ap.add_argument("--keys", default="1000,10000,100000,1000000",
+                    help="key counts of the grouped comparison (comma-separated)")
+    ap.add_argument("--memory-keys", type=int, default=1_000_000,
+                    help="keys of the bytes-per-key measurement (0: skip it)")
+    ap.add_argument("--memory-probe", help=argparse.SUPPRESS)  # engine|loop:kind:keys, in a child process
     args = ap.parse_args()
+    if args.memory_probe:
+        who, kind, keys = args.memory_probe.split(":")
+        memory_probe(who, kind, int(keys))
+        return
     if not args.default_gc:
         configure_gc()
     print(f"engine throughput, one core, best of {args.repeat} runs of {args.events:,} events "
@@ -194,7 +421,7 @@ def main() -> None:
     for name, (make, timed, target) in benches.items():
         if args.only and args.only not in name:
             continue
-        if args.only == "blow-up":
+        if args.only in ("blow-up", "grouped"):
             break
         best = float("inf")
         for _ in range(args.repeat):
@@ -204,6 +431,8 @@ def main() -> None:
         rate = args.events / best
         goal = f"  (target {target:,}/s: {'met' if rate >= target else 'NOT met'})" if target else ""
         print(f"{name:45s} {rate:12,.0f} events/s{goal}")
+    if not args.only or args.only in "grouped":
+        grouped(args.events, args.repeat, [int(k) for k in args.keys.split(",")], args.memory_keys)
     if not args.only or args.only in "blow-up":
         blow_up(args.events, args.repeat)
 

@@ -105,6 +105,7 @@ class CodeGen:
         self.p = program
         self._units: dict[int, list[str]] = {}
         self._depth = 0
+        self.one_key = one_value_key(program)
 
     # -- expressions ---------------------------------------------------------------------
 
@@ -134,7 +135,7 @@ class CodeGen:
         if isinstance(e, ir.EventVal):
             return "ev"
         if isinstance(e, ir.Key):
-            return f"ctx.key[{e.n}]"
+            return "ctx.gk" if self.one_key else f"ctx.gk[{e.n}]"
         if isinstance(e, ir.Unary):
             x = self.expr(e.x)
             if e.op == "!":
@@ -329,6 +330,14 @@ class CodeGen:
 
         Returns None when there is nothing to do (no actions, no timer change).
         """
+        body = self.transition_body(units, timers, disarm)
+        if body is None:
+            return None
+        return "\n".join([f"def {name}(ctx, ev):", *body])
+
+    def transition_body(self, units: tuple[int, ...], timers: tuple[int, ...] | None,
+                        disarm: bool) -> list[str] | None:
+        """The body of :meth:`transition` (indented one level), or None when it would be empty."""
         body: list[str] = []
         for u in units:
             body.extend(self.unit_lines(u))
@@ -338,7 +347,7 @@ class CodeGen:
             body.append("    _disarm(ctx)")
         if not body:
             return None
-        return "\n".join([f"def {name}(ctx, ev):", "    v = ctx.vars", *body])
+        return ["    v = ctx.vars", *body]
 
     # -- classification and group keys ---------------------------------------------------
 
@@ -346,21 +355,15 @@ class CodeGen:
         """(source, None) for a case clause, or (None, symbol) for an unclassified input."""
         if isinstance(node, ir.CaseSymbol):
             return None, node.symbol
-
-        def walk(n: ir.Node) -> str:
-            if isinstance(n, ir.CaseSymbol):
-                return str(n.symbol)
-            assert isinstance(n, ir.CaseArm)
-            return f"({walk(n.then)} if {self.expr(n.cond)} else {walk(n.otherwise)})"
-
-        return f"def {name}(ctx, ev):\n    return {walk(node)}", None
+        return f"def {name}(ctx, ev):\n    return {self._classify(node)}", None
 
     def group_key(self, name: str, exprs: list[ir.Node]) -> str:
         parts = ", ".join(self.expr(e) for e in exprs)
         return f"def {name}(ctx, ev):\n    return ({parts},)"
 
 
-    def feed(self, grouped: bool, keyed: bool = False, lazy: list[str] | None = None) -> str:
+    def feed(self, grouped: bool, keyed: bool = False, lazy: list[str] | None = None,
+             track_dirty: bool = False, plans: dict[int, SymbolPlan] | None = None) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
         instance lookup, classification, transition and termination. This is the hot path.
 
@@ -370,87 +373,149 @@ class CodeGen:
         its simulated step (from mask ``m`` on ``sym``: set ``ctx.state = n`` and ``fn``, or
         return ``_unexpected``), taken while ``_SIM`` is set, that is when the transition cache
         is off; otherwise the transition comes from the per-symbol cache ``_M`` or, on a miss,
-        from ``_miss(m, sym)`` (both made by the engine's ``_setup_lazy``)."""
-        out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):", "    ctx = None"]
+        from ``_miss(m, sym)`` (both made by the engine's ``_setup_lazy``). Otherwise the machine
+        is an eager DFA whose states and transitions are all resolved before the first event.
+        ``track_dirty``: record each changed instance in ``_dirty`` (only hosts that persist
+        instances ask for it; everyone else skips the write). ``plans``: for an eager DFA, what
+        the transitions on each symbol do (:class:`SymbolPlan`), so that an input with one symbol
+        gets its actions inlined and no check it cannot need.
+
+        Instances are looked up in ``_cget`` (the instance table's ``get``) by ``gk``: the bare
+        value for a program grouped by one value, else the key tuple (``context.GroupContexts``).
+        """
+        one = self.one_key
+        touch = ["elif _dirty is not None:", "    _dirty[id(ctx)] = ctx"] if track_dirty else []
+        out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):"]
         for k, inp in enumerate(self.p.inputs):
             out.append(f"    {'if' if k == 0 else 'elif'} name == {inp.name!r}:")
             ind = "        "
             if grouped:
                 assert inp.group is not None
-                if not keyed:
-                    parts = ", ".join(self.expr(e) for e in inp.group)
-                    out.append(f"{ind}key = ({parts},)")
-                out.append(f"{ind}ctx = _contexts.get(key)")
+                if keyed:
+                    out.append(f"{ind}gk = key[0]" if one else f"{ind}gk = key")
+                else:
+                    gk = self.expr(inp.group[0]) if one else f"({', '.join(self.expr(e) for e in inp.group)},)"
+                    if "ctx" in gk:  # an error while computing the key belongs to no instance
+                        out.append(f"{ind}ctx = None")
+                    if gk != "ev":  # grouped by the event value itself: no copy
+                        out.append(f"{ind}gk = {gk}")
+                gk = "ev" if not keyed and one and self.expr(inp.group[0]) == "ev" else "gk"
+                out.append(f"{ind}ctx = _cget({gk})")
             else:
                 out += [f"{ind}ctx = _single()",
                         f"{ind}if ctx.terminated:",
                         f"{ind}    _err(ctx, 2, 'program has terminated')",
                         f"{ind}    return ctx"]
-            node = inp.classify
-            if isinstance(node, ir.CaseSymbol):
-                out.append(f"{ind}sym = {node.symbol}")
-            else:
-                def walk(n: ir.Node) -> str:
-                    if isinstance(n, ir.CaseSymbol):
-                        return str(n.symbol)
-                    assert isinstance(n, ir.CaseArm)
-                    return f"({walk(n.then)} if {self.expr(n.cond)} else {walk(n.otherwise)})"
-
-                out.append(f"{ind}sym = {walk(node)}")
+            planned = plans is not None and lazy is None and isinstance(inp.classify, ir.CaseSymbol)
+            if not planned:
+                out.append(f"{ind}sym = {self._classify(inp.classify)}")
+            sym = str(inp.classify.symbol) if planned else "sym"
             if grouped:
                 # A key's first event creates its instance only if the start state accepts it: a
                 # discarded event changes nothing (choice 12), not even by creating an instance.
                 # An instance not in memory may be in the host's store (Engine.loader) first.
                 out += [f"{ind}if ctx is None:",
-                        f"{ind}    ctx = _load(key)",
+                        f"{ind}    ctx = _load({f'({gk},)' if one else gk})",
                         f"{ind}    if ctx is None:",
-                        f"{ind}        if _start_row[sym] is None:",
-                        f"{ind}            return _unexpected(None, name, sym)",
-                        f"{ind}        ctx = _create(key)"]
+                        f"{ind}        if _start_row[{sym}] is None:",
+                        f"{ind}            return _unexpected(None, name, {sym})",
+                        f"{ind}        ctx = _create({gk})"]
             if lazy is not None:
-                out += [f"{ind}m = ctx.state",
-                        f"{ind}if _SIM:",
-                        *(f"{ind}    {line}" for line in lazy),
-                        f"{ind}    if fn is not None:",
-                        f"{ind}        fn(ctx, ev)",
-                        f"{ind}    if not n & _OUT:",
-                        f"{ind}        _terminate(ctx)",
-                        f"{ind}    elif _dirty is not None:",
-                        f"{ind}        _dirty[id(ctx)] = ctx",
-                        f"{ind}    return ctx",
-                        f"{ind}e = _M[sym].get(m)",
-                        f"{ind}if e is None:",
-                        f"{ind}    e = _miss(m, sym)",
-                        f"{ind}    if e is None:",
-                        f"{ind}        return _unexpected(ctx, name, sym)",
-                        f"{ind}ctx.state = e[0]",
-                        f"{ind}fn = e[1]",
-                        f"{ind}if fn is not None:",
-                        f"{ind}    fn(ctx, ev)",
-                        f"{ind}if e[2]:",
-                        f"{ind}    _terminate(ctx)",
-                        f"{ind}elif _dirty is not None:",
-                        f"{ind}    _dirty[id(ctx)] = ctx",
-                        f"{ind}return ctx"]
-                continue
-            out += [f"{ind}st = ctx.state",
-                    f"{ind}tr = st.row[sym]",
-                    f"{ind}if tr is None:",
-                    f"{ind}    return _unexpected(ctx, name, sym)",
-                    f"{ind}target = tr.target",
-                    f"{ind}if target is None:",
-                    f"{ind}    target = _resolve(st, tr)",
-                    f"{ind}ctx.state = target",
-                    f"{ind}fn = tr.fn",
-                    f"{ind}if fn is not None:",
-                    f"{ind}    fn(ctx, ev)",
-                    f"{ind}if target.terminal:",
-                    f"{ind}    _terminate(ctx)",
-                    f"{ind}elif _dirty is not None:",
-                    f"{ind}    _dirty[id(ctx)] = ctx",
-                    f"{ind}return ctx"]
+                body = ["m = ctx.state",
+                        "if _SIM:",
+                        *(f"    {line}" for line in lazy),
+                        "    if fn is not None:",
+                        "        fn(ctx, ev)",
+                        "    if not n & _OUT:",
+                        "        _terminate(ctx)",
+                        *(f"    {line}" for line in touch),
+                        "    return ctx",
+                        "e = _M[sym].get(m)",
+                        "if e is None:",
+                        "    e = _miss(m, sym)",
+                        "    if e is None:",
+                        "        return _unexpected(ctx, name, sym)",
+                        "ctx.state = e[0]",
+                        "fn = e[1]",
+                        "if fn is not None:",
+                        "    fn(ctx, ev)",
+                        "if e[2]:",
+                        "    _terminate(ctx)",
+                        *touch,
+                        "return ctx"]
+            elif planned:
+                assert plans is not None and isinstance(inp.classify, ir.CaseSymbol)
+                body = self._planned_step(inp.classify.symbol, plans[inp.classify.symbol], track_dirty)
+            else:
+                body = ["tr = ctx.state.row[sym]",
+                        "if tr is None:",
+                        "    return _unexpected(ctx, name, sym)",
+                        "target = ctx.state = tr.target",
+                        "fn = tr.fn",
+                        "if fn is not None:",
+                        "    fn(ctx, ev)",
+                        "if target.terminal:",
+                        "    _terminate(ctx)",
+                        *touch,
+                        "return ctx"]
+            out += [ind + line for line in body]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
 
+    @staticmethod
+    def _planned_step(sym: int, plan: SymbolPlan, track_dirty: bool) -> list[str]:
+        """The eager DFA's step on ``sym`` with the actions of its transitions inlined, selected
+        by ``tr.code`` (1 for ``plan.bodies[0]``, ...; a higher code calls ``tr.fn``)."""
+        lines = [f"tr = ctx.state.row[{sym}]"]
+        if not plan.total:
+            lines += ["if tr is None:", f"    return _unexpected(ctx, name, {sym})"]
+        lines.append("target = ctx.state = tr.target" if plan.ends else "ctx.state = tr.target")
+        if plan.uniform:
+            lines += [line[4:] for line in plan.bodies[0]]  # one level less: no "if code"
+        elif plan.bodies or plan.calls:
+            lines.append("code = tr.code")
+            for k, body in enumerate(plan.bodies, 1):
+                lines.append(f"{'if' if k == 1 else 'elif'} code == {k}:")
+                lines += body
+            if plan.calls:
+                lines += [f"{'elif' if plan.bodies else 'if'} code:", "    tr.fn(ctx, ev)"]
+        if plan.ends:
+            lines += ["if target.terminal:", "    _terminate(ctx)"]
+            if track_dirty:
+                lines += ["else:", "    _dirty[id(ctx)] = ctx"]
+        elif track_dirty:
+            lines.append("_dirty[id(ctx)] = ctx")
+        lines.append("return ctx")
+        return lines
 
-__all__ = ["CodeGen", "Source", "default_expr"]
+    def _classify(self, node: ir.Node) -> str:
+        """The symbol of an event of one input: a constant, or its case clause as an expression."""
+        if isinstance(node, ir.CaseSymbol):
+            return str(node.symbol)
+        assert isinstance(node, ir.CaseArm)
+        return f"({self._classify(node.then)} if {self.expr(node.cond)} else {self._classify(node.otherwise)})"
+
+
+@dataclass
+class SymbolPlan:
+    """What an eager DFA's transitions on one symbol do, for the feed to inline them."""
+
+    #: Bodies (``transition_body`` lines) of the functions inlined; a transition whose ``code``
+    #: is k runs bodies[k - 1]; a code beyond them calls its ``fn``.
+    bodies: list[list[str]]
+    #: Some transitions have a code beyond the inlined bodies.
+    calls: bool
+    #: Every state has a transition on the symbol (no "unexpected event" check needed).
+    total: bool
+    #: Some transition on the symbol enters a terminal state.
+    ends: bool
+    #: Every state has a transition on the symbol and all run bodies[0].
+    uniform: bool = False
+
+
+def one_value_key(program: ir.ProgramIR) -> bool:
+    """Is the program grouped by one value? Its instances are then kept under the bare value."""
+    return program.grouped and all(inp.group is not None and len(inp.group) == 1 for inp in program.inputs)
+
+
+__all__ = ["CodeGen", "Source", "SymbolPlan", "default_expr", "one_value_key"]

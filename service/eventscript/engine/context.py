@@ -11,6 +11,7 @@ variables that referred to one array still do after a restore.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, MutableMapping, ValuesView
 from typing import Any, NamedTuple
 
 import msgpack
@@ -28,28 +29,78 @@ _EXT_REF = 2  # a later occurrence of the same list: index
 _EXT_OBJECT = 3  # an opaque object value, as JSON
 
 
-class InstanceContext:
-    __slots__ = ("fires", "key", "last_fire", "origin", "repeats", "state", "terminated", "timer", "tsym", "vars")
+#: The variables of an instance of a program without variables: one shared, never-written list.
+NO_VARIABLES: list[Any] = []
 
-    def __init__(self, key: tuple[Any, ...] | None, state: Any, nvars: int) -> None:
-        self.key = key
+
+class _Rare:
+    """The fields of an instance that are usually at their defaults, kept apart so that an
+    instance that never fired a timer nor was named by a host carries one empty slot for them."""
+
+    __slots__ = ("fires", "last_fire", "origin", "repeats")
+
+    def __init__(self) -> None:
+        self.origin: str | None = None
+        self.fires = 0
+        self.last_fire = -1
+        self.repeats = 0
+
+
+def _rare_field(name: str, default: Any, doc: str) -> property:
+    def get(ctx: InstanceContext) -> Any:
+        rare = ctx._rare
+        return default if rare is None else getattr(rare, name)
+
+    def put(ctx: InstanceContext, value: Any) -> None:
+        rare = ctx._rare
+        if rare is None:
+            if value == default and type(value) is type(default):
+                return
+            rare = ctx._rare = _Rare()
+        setattr(rare, name, value)
+
+    return property(get, put, doc=doc)
+
+
+class InstanceContext:
+    """One computation instance: its machine state, variables and pending timer.
+
+    Memory per instance matters (a task may hold millions), so the context has slots only for
+    what most instances use; ``origin``, ``fires``, ``last_fire`` and ``repeats`` live in a
+    side object created the first time one of them leaves its default. ``gk`` is the group key
+    as the engine's instance table stores it (see :class:`GroupContexts`); ``key`` is its public
+    form, a tuple (None for an ungrouped program).
+    """
+
+    __slots__ = ("_rare", "gk", "state", "terminated", "timer", "tsym", "vars")
+
+    def __init__(self, gk: Any, state: Any, variables: list[Any]) -> None:
+        self.gk = gk
         self.state = state
-        self.vars: list[Any] = [UNSET] * nvars
+        #: Variable slots (NO_VARIABLES, shared, for a program without variables).
+        self.vars = variables
         #: The pending timer entry (engine.time_provider.TimerEntry) or None.
         self.timer: Any = None
         #: The time symbol the pending timer will deliver.
         self.tsym = -1
         self.terminated = False
-        #: Deadline of the last timer event and how many times in a row it fired at that instant
-        #: (a guard against time markers that fire again and again without time passing).
-        self.last_fire = -1
-        self.repeats = 0
-        #: What created the instance, as the host names it (for the Kafka worker and the
-        #: backfill: the coordinates of the record that started it), and how many time events it
-        #: has consumed. Together they name each timer firing by the key's own history, so
-        #: outputs of a timer get the same id wherever and however often the firing is replayed.
-        self.origin: str | None = None
-        self.fires = 0
+        self._rare: _Rare | None = None
+
+    @property
+    def key(self) -> tuple[Any, ...] | None:
+        """The group key (None for the instance of an ungrouped program)."""
+        return self.gk  # type: ignore[no-any-return]
+
+    #: What created the instance, as the host names it (for the Kafka worker and the backfill:
+    #: the coordinates of the record that started it), and how many time events it has
+    #: consumed. Together they name each timer firing by the key's own history, so outputs of a
+    #: timer get the same id wherever and however often the firing is replayed.
+    origin = _rare_field("origin", None, "What created the instance, as the host names it.")
+    fires = _rare_field("fires", 0, "How many time events the instance has consumed.")
+    #: Deadline of the last timer event and how many times in a row it fired at that instant
+    #: (a guard against time markers that fire again and again without time passing).
+    last_fire = _rare_field("last_fire", -1, "Deadline of the last timer event consumed.")
+    repeats = _rare_field("repeats", 0, "Timer events in a row at the instant last_fire.")
 
     def __repr__(self) -> str:
         return f"InstanceContext(key={self.key!r}, state={self.state!r})"
@@ -59,6 +110,79 @@ class InstanceContext:
         sources carry equal sequence numbers (or a cancelled entry meets its replacement);
         the group key then decides, so the order is still the same on every run."""
         return (self.key or ()) < (other.key or ())
+
+
+class OneKeyContext(InstanceContext):
+    """The instance of a program grouped by one value: ``gk`` holds the bare value (no tuple per
+    instance, and the instance table hashes the value itself); ``key`` builds the tuple."""
+
+    __slots__ = ()
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.gk,)
+
+
+class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
+    """The instances of a grouped program by group key (a tuple), over the engine's table.
+
+    The table (``table``, a plain dict the generated code reads directly) is keyed by ``gk``:
+    the bare value when the program is grouped by one value, else the key tuple itself. This
+    view translates, so hosts keep using group-key tuples."""
+
+    __slots__ = ("one", "table")
+
+    def __init__(self, table: dict[Any, InstanceContext], one: bool) -> None:
+        self.table = table
+        self.one = one
+
+    def gk(self, key: tuple[Any, ...]) -> Any:
+        """The table's key for a group-key tuple."""
+        if self.one:
+            if type(key) is not tuple or len(key) != 1:
+                raise KeyError(key)
+            return key[0]
+        return key
+
+    def __getitem__(self, key: tuple[Any, ...]) -> InstanceContext:
+        return self.table[self.gk(key)]
+
+    def get(self, key: tuple[Any, ...], default: Any = None) -> Any:
+        try:
+            return self.table.get(self.gk(key), default)
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return self.gk(key) in self.table  # type: ignore[arg-type]
+        except (KeyError, TypeError):
+            return False
+
+    def __setitem__(self, key: tuple[Any, ...], ctx: InstanceContext) -> None:
+        if ctx.gk != self.gk(key):
+            raise ValueError(f"instance of key {ctx.key!r} stored under {key!r}")
+        self.table[ctx.gk] = ctx
+
+    def __delitem__(self, key: tuple[Any, ...]) -> None:
+        del self.table[self.gk(key)]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        if self.one:
+            return ((k,) for k in self.table)
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def values(self) -> ValuesView[InstanceContext]:
+        return self.table.values()  # type: ignore[return-value]
+
+    def clear(self) -> None:
+        self.table.clear()
+
+    def __repr__(self) -> str:
+        return f"GroupContexts({len(self.table)} instances)"
 
 
 _UNSET_EXT = msgpack.ExtType(_EXT_UNSET, b"")
@@ -171,13 +295,61 @@ def encode(state: Any, variables: list[Any], key: tuple[Any, ...] | None, timer:
     return msgpack.packb(payload, default=_Encoder._ext, use_bin_type=True)
 
 
-def decode(data: bytes) -> ContextSnapshot:
-    d = _Decoder()
-    payload = msgpack.unpackb(data, ext_hook=d.hook, strict_map_key=False, raw=False)
-    if not isinstance(payload, list) or not payload or (payload[0], len(payload)) not in ((1, 6), (2, 8)):
+def _unset_only(x: Any) -> Any:
+    """``default`` of the packer of plain variables: UNSET is the one non-msgpack value there."""
+    if x is UNSET:
+        return _UNSET_EXT
+    raise TypeError(f"cannot serialize {type(x).__name__}")
+
+
+#: Packs a snapshot payload whose variables are numbers, strings, booleans or UNSET (a program
+#: without arrays, structures or object variables): one C call, no per-value Python work.
+pack_plain = msgpack.Packer(use_bin_type=True, default=_unset_only).pack
+
+
+class _NeedsSharing(Exception):
+    """The snapshot holds lists numbered for sharing: decode it with a stateful _Decoder."""
+
+
+def _stateless_hook(code: int, data: bytes) -> Any:
+    if code == _EXT_UNSET:
+        return UNSET
+    if code == _EXT_OBJECT:
+        return orjson.loads(data)
+    if code in (_EXT_LIST, _EXT_REF):
+        raise _NeedsSharing
+    return msgpack.ExtType(code, data)
+
+
+def decode_payload(data: bytes) -> list[Any]:
+    """The checked payload of a snapshot: [version, state, variables, key, timer, terminated,
+    origin, fires] (origin None and fires 0 for version 1), key and timer still as lists."""
+    try:
+        payload = msgpack.unpackb(data, ext_hook=_stateless_hook, strict_map_key=False, raw=False)
+    except _NeedsSharing:
+        payload = msgpack.unpackb(data, ext_hook=_Decoder().hook, strict_map_key=False, raw=False)
+    if type(payload) is not list or not payload or (payload[0], len(payload)) not in ((1, 6), (2, 8)):
         raise ValueError("not an EventScript instance-context snapshot of a known version")
-    _, state, variables, key, timer, terminated, *rest = payload
-    origin, fires = rest if rest else (None, 0)
+    if len(payload) == 6:
+        payload += [None, 0]
+    if type(payload[2]) is not list:
+        raise ValueError("an instance-context snapshot whose variables are not a list")
+    timer = payload[4]
+    if timer is not None and (type(timer) is not list or len(timer) != 3
+                              or not all(type(x) is int for x in timer)):
+        raise ValueError(f"an instance-context snapshot with a malformed timer {timer!r}")
+    key = payload[3]
+    if key is not None and type(key) is not list:
+        raise ValueError(f"an instance-context snapshot with a malformed key {key!r}")
+    if type(payload[6]) is not str:
+        payload[6] = None
+    if type(payload[7]) is not int:
+        payload[7] = 0
+    return payload
+
+
+def decode(data: bytes) -> ContextSnapshot:
+    _, state, variables, key, timer, terminated, origin, fires = decode_payload(data)
     return ContextSnapshot(state, variables, tuple(key) if key is not None else None,
-                           (int(timer[0]), int(timer[1]), int(timer[2])) if timer is not None else None,
-                           bool(terminated), origin if isinstance(origin, str) else None, int(fires))
+                           (timer[0], timer[1], timer[2]) if timer is not None else None,
+                           bool(terminated), origin, fires)

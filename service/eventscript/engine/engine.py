@@ -28,14 +28,14 @@ from ..automata.machine import DFAMachine, LazyDFA
 from ..automata.simulate import PositionSets, step_expression
 from ..language import ir
 from ..language.checker import resolve_external
-from ..language.types import Type
+from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, Type
 from . import builtins, context
-from .codegen import CodeGen
-from .context import InstanceContext
+from .codegen import CodeGen, SymbolPlan, one_value_key
+from .context import NO_VARIABLES, GroupContexts, InstanceContext, OneKeyContext
 from .encoding import DecodeError, decode
 from .events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode, EventConsumer
 from .externals import make_external
-from .time_provider import SimulatedTimeProvider, TimeProvider, timer_info
+from .time_provider import DEADLINE, SEQ, TARGET, SimulatedTimeProvider, TimeProvider
 from .timeutil import MAX_TIME, TimeRangeError, format_time, next_match
 from .values import UNSET, deep_copy, double_div, double_rem, java_div, java_rem, wrap
 
@@ -43,6 +43,10 @@ from .values import UNSET, deep_copy, double_div, double_rem, java_div, java_rem
 MAX_ARRAY = 50_000_000
 #: Consecutive timer events of one instance at one instant before its timer is stopped.
 MAX_FIRES_AT_ONE_INSTANT = 1000
+#: The feed inlines at most this many distinct action functions per input symbol, each of at
+#: most INLINE_LINES lines (more would make the feed long for little gain); others are called.
+INLINE_BODIES = 4
+INLINE_LINES = 24
 #: Lazy-DFA transitions per generation of its cache (``automata.hybrid``): at most twice this
 #: many are kept, each ~200 bytes. A program that thrashes it falls back after three generations.
 DEFAULT_LAZY_CACHE = 10_000
@@ -57,6 +61,15 @@ LAZY_MODE_ENV = "EVENTSCRIPT_LAZY_MODE"
 
 
 _NOFN = object()  # "not computed yet" in the lazy DFA's function caches (None means no function)
+
+
+def _no_actions(ctx: InstanceContext, ev: Any) -> None:
+    """The initial actions of a program that has none."""
+
+
+def _dfa_state_id(st: RState) -> Any:
+    """An eager DFA state's snapshot form: its number."""
+    return st.key
 
 
 class EngineError(Exception):
@@ -82,13 +95,15 @@ class RState:
 
 
 class RTrans:
-    __slots__ = ("fn", "target", "target_key", "units")
+    __slots__ = ("code", "fn", "target", "target_key", "units")
 
     def __init__(self, target_key: Hashable, units: tuple[int, ...]) -> None:
         self.target_key = target_key
         self.target: RState | None = None
         self.units = units
         self.fn: Callable[[InstanceContext, Any], None] | None = None
+        #: Which of its symbol's distinct functions ``fn`` is (0: none), for the inlined feed.
+        self.code = 0
 
 
 @dataclass(slots=True)
@@ -120,7 +135,14 @@ class Engine:
         self.nvars = len(self.program.variables)
         self.output_types = [o.ty for o in self.program.outputs]
         self.output_names = [o.name for o in self.program.outputs]
-        self.contexts: dict[tuple[Any, ...], InstanceContext] = {}
+        #: The instances of a grouped program: ``_table`` by ``ctx.gk`` (the bare value when the
+        #: program is grouped by one value), read by the generated code; ``contexts`` the same
+        #: by group-key tuple, for hosts.
+        self._table: dict[Any, InstanceContext] = {}
+        self.one_key = one_value_key(self.program)
+        self.contexts = GroupContexts(self._table, self.one_key)
+        self._context_class = OneKeyContext if self.one_key else InstanceContext
+        self._key_arity = len(self.program.inputs[0].group or ()) if self.grouped else 0
         self.single: InstanceContext | None = None
         self.lazy_cache_states = lazy_cache_states
         #: Contexts changed since the host last drained them (None: not tracked).
@@ -153,12 +175,17 @@ class Engine:
             self._start = self._state(start_key)
             self._start_terminal = self._start.terminal
             self._ns["_start_row"] = self._start.row
-            self._init_fn = self._function(init_units, self._start, None) or (lambda ctx, ev: None)
+            self._init_fn = self._function(init_units, self._start, None) or _no_actions
             self._materialize()
         lazy = self._simulated_step_lines() if self.positions is not None else None
-        self.feed = self._define("feed", self._gen.feed(self.grouped, lazy=lazy))
+        plans = self._symbol_plans() if self.positions is None else None
+        self.feed = self._define("feed", self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty,
+                                                        plans=plans))
+        self.snapshot = self._snapshotter()  # type: ignore[method-assign]
+        self._ns["_create"] = self._creator()
         if self.grouped:
-            self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True, lazy=lazy))
+            self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True, lazy=lazy,
+                                                                        track_dirty=track_dirty, plans=plans))
 
     # -- code generation -------------------------------------------------------------------
 
@@ -180,8 +207,7 @@ class Engine:
             "_now": self.time.now,
             "_settimer": self._timer_setter(),
             "_disarm": self.time.cancel_timer,
-            "_contexts": self.contexts,
-            "_create": self._create,
+            "_cget": self._table.get,
             "_load": self._load,
             "_single": self._single,
             "_unexpected": self._unexpected,
@@ -266,6 +292,40 @@ class Engine:
                 if tr is not None:
                     self._resolve(st, tr)
 
+    def _symbol_plans(self) -> dict[int, SymbolPlan]:
+        """For each symbol, number the distinct functions of the eager DFA's transitions on it
+        (``RTrans.code``) and say what the feed must handle: the first INLINE_BODIES functions of
+        at most INLINE_LINES lines are inlined in the feed, saving a call per event."""
+        keys = {fn: fn_key for fn_key, fn in self._fns.items() if fn is not None}
+        plans: dict[int, SymbolPlan] = {}
+        states = list(self._states.values())
+        for sym in range(self.nsym):
+            codes: dict[Callable[..., Any] | None, int] = {}
+            bodies: list[list[str]] = []
+            total, ends = True, False
+            for st in states:
+                tr = st.row[sym]
+                if tr is None:
+                    total = False
+                    continue
+                assert tr.target is not None
+                ends = ends or tr.target.terminal
+                if tr.fn is None:
+                    codes[None] = 0
+                    continue
+                code = codes.get(tr.fn)
+                if code is None:
+                    code = codes[tr.fn] = sum(1 for f in codes if f is not None) + 1
+                    body = self._gen.transition_body(*keys[tr.fn])
+                    if code == len(bodies) + 1 and len(bodies) < INLINE_BODIES and body is not None \
+                            and len(body) <= INLINE_LINES:
+                        bodies.append(body)
+                tr.code = code
+            distinct = len(codes) - (None in codes)
+            plans[sym] = SymbolPlan(bodies, distinct > len(bodies), total, ends,
+                                    uniform=total and len(codes) == 1 and len(bodies) == 1)
+        return plans
+
     # -- the lazy DFA ----------------------------------------------------------------------
 
     def _setup_lazy(self, mode: str) -> None:
@@ -289,7 +349,7 @@ class Engine:
         self._start_terminal = ps.terminal(ps.start)
         self._ns["_start_row"] = [True if ps.start & h else None for h in ps.has]
         init = self._function_of(ps.initial_units, ps.symbols(ps.start, self._time_syms), False)
-        self._init_fn = init or (lambda ctx, ev: None)
+        self._init_fn = init or _no_actions
         self._lazy_fns: dict[tuple[int, ...], Callable[..., Any] | None] = {}
         self._ns.update({
             "_M": cache.young, "_cache": cache, "_T": ps.tables, "_ACT": ps.act, "_OUT": ps.out,
@@ -396,9 +456,14 @@ class Engine:
     def _bind_emitters(self) -> None:
         consumer, name, now = self._consumer, self.name, self.time.now
         handlers = getattr(self, "_output_handlers", {})
+        one = getattr(self, "one_key", False)
         for k, (out_name, ty) in enumerate(zip(self.output_names, self.output_types)):
-            def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
-                consumer(Emitted(name, _n, value, _t, now(), ctx.key))
+            if one:  # the key tuple without the property call
+                def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
+                    consumer(Emitted(name, _n, value, _t, now(), (ctx.gk,)))
+            else:
+                def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
+                    consumer(Emitted(name, _n, value, _t, now(), ctx.key))
 
             self._ns[f"_e{k}"] = handlers.get(out_name, emit)
 
@@ -500,7 +565,7 @@ class Engine:
         """
         if self.grouped or self.single is not None:
             return
-        ctx = InstanceContext(None, self._start, self.nvars)
+        ctx = InstanceContext(None, self._start, [UNSET] * self.nvars if self.nvars else NO_VARIABLES)
         ctx.origin = "start"
         self.single = ctx
         self._init_fn(ctx, None)
@@ -508,13 +573,23 @@ class Engine:
             ctx.terminated = True
         self._touch(ctx)
 
-    def _create(self, key: tuple[Any, ...]) -> InstanceContext:
-        ctx = InstanceContext(key, self._start, self.nvars)
-        if self.origin_of is not None:
-            ctx.origin = self.origin_of()
-        self.contexts[key] = ctx
-        self._init_fn(ctx, None)
-        return ctx
+    def _creator(self) -> Callable[[Any], InstanceContext]:
+        """``_create(gk)`` for the generated feed: a new instance for the table key ``gk`` (see
+        ``_table``), its initial actions run. A closure over what it needs, since every key's
+        first event pays for it."""
+        cls, start, table, nvars, engine = self._context_class, self._start, self._table, self.nvars, self
+        init = None if self._init_fn is _no_actions else self._init_fn
+
+        def create(gk: Any) -> InstanceContext:
+            ctx = cls(gk, start, [UNSET] * nvars if nvars else NO_VARIABLES)
+            if engine.origin_of is not None:
+                ctx.origin = engine.origin_of()
+            table[gk] = ctx
+            if init is not None:
+                init(ctx, None)
+            return ctx
+
+        return create
 
     def _load(self, key: tuple[Any, ...]) -> InstanceContext | None:
         loader = self.loader
@@ -631,8 +706,8 @@ class Engine:
     def _terminate(self, ctx: InstanceContext) -> None:
         self.time.cancel_timer(ctx)
         ctx.terminated = True
-        if ctx.key is not None and self.contexts.get(ctx.key) is ctx:
-            del self.contexts[ctx.key]
+        if self.grouped and self._table.get(ctx.gk) is ctx:
+            del self._table[ctx.gk]
         self._touch(ctx)
 
     def drain_dirty(self) -> list[InstanceContext]:
@@ -646,46 +721,75 @@ class Engine:
     @property
     def instance_count(self) -> int:
         if self.grouped:
-            return len(self.contexts)
+            return len(self._table)
         return 0 if self.single is None or self.single.terminated else 1
 
     # -- snapshots --------------------------------------------------------------------------
 
     def snapshot(self, ctx: InstanceContext) -> bytes:
-        """Compact bytes for one instance: state, variables, key, pending timer."""
-        timer = None
-        info = timer_info(ctx)
-        if info is not None:
-            timer = (info[0], ctx.tsym, info[1])
-        if self.positions is not None:
-            state = self.positions.to_json(ctx.state)
-        else:
-            state = self.machine.state_to_json(ctx.state.key)
-        return context.encode(state, ctx.vars, ctx.key, timer, ctx.terminated, ctx.origin, ctx.fires)
+        """Compact bytes for one instance: state, variables, key, pending timer (format 2 of
+        ``context``). Replaced in ``__init__`` by a function specialised for the program."""
+        raise AssertionError("replaced in __init__")
+
+    def _snapshotter(self) -> Callable[[InstanceContext], bytes]:
+        """``snapshot`` for this program. Hosts snapshot every changed instance at each commit,
+        so it does the least it can: the machine's state id is read directly, the key and timer
+        become lists inline, and when no variable can hold an array, a structure or an object
+        (most programs), the payload goes to msgpack in one call without visiting the values."""
+        plain = all(v.ty in (LONG, DOUBLE, STRING, BOOLEAN, TIME) for v in self.program.variables)
+        pack = context.pack_plain
+        encode = context.encode
+        positions = self.positions
+        state_json: Callable[[Any], Any] = positions.to_json if positions is not None else _dfa_state_id
+        one, version = self.one_key, context.FORMAT_VERSION
+
+        def snapshot(ctx: InstanceContext) -> bytes:
+            e = ctx.timer
+            timer = None if e is None or e[TARGET] is None else [e[DEADLINE], ctx.tsym, e[SEQ]]
+            gk = ctx.gk
+            key = None if gk is None else [gk] if one else list(gk)
+            rare = ctx._rare
+            origin, fires = (None, 0) if rare is None else (rare.origin, rare.fires)
+            if plain:
+                return pack([version, state_json(ctx.state), ctx.vars, key, timer, ctx.terminated, origin, fires])
+            return encode(state_json(ctx.state), ctx.vars, key, timer, ctx.terminated, origin, fires)
+
+        return snapshot
 
     def restore(self, data: bytes) -> InstanceContext:
-        """Resume an instance from :meth:`snapshot` bytes (its pending timer is re-armed)."""
-        snap = context.decode(data)
-        variables, key, timer = snap.variables, snap.key, snap.timer
+        """Resume an instance from :meth:`snapshot` bytes (its pending timer is re-armed).
+        Reads every snapshot format (``context.decode_payload``)."""
+        _, state, variables, key, timer, terminated, origin, fires = context.decode_payload(data)
         if len(variables) != self.nvars:
             raise ValueError(f"snapshot has {len(variables)} variables, the program has {self.nvars}")
         st: Any
         if self.positions is not None:
-            st = self.positions.from_json(snap.state)
-        else:
-            st = self._state(self.machine.state_from_json(snap.state))
-        ctx = InstanceContext(key, st, self.nvars)
-        ctx.vars = variables
-        ctx.terminated = snap.terminated
-        ctx.origin = snap.origin
-        ctx.fires = snap.fires
+            st = self.positions.from_json(state)
+        else:  # every state of an eager DFA exists already, under its number
+            st = self._states.get(state) if type(state) is int else None
+            if st is None:
+                raise ValueError(f"no DFA state {state!r}")
         if self.grouped:
             if key is None:
                 raise ValueError("snapshot of an ungrouped instance given to a grouped program")
-            old = self.contexts.get(key)
+            if len(key) != self._key_arity:
+                raise ValueError(f"snapshot of an instance keyed by {len(key)} values given to a program "
+                                 f"grouped by {self._key_arity}")
+            gk = key[0] if self.one_key else tuple(key)
+        elif key is not None:
+            raise ValueError("snapshot of a grouped instance given to an ungrouped program")
+        else:
+            gk = None
+        ctx = self._context_class(gk, st, variables or NO_VARIABLES)
+        ctx.terminated = bool(terminated)
+        if origin is not None or fires:
+            ctx.origin = origin
+            ctx.fires = fires
+        if self.grouped:
+            old = self._table.get(gk)
             if old is not None:
                 self.time.cancel_timer(old)
-            self.contexts[key] = ctx
+            self._table[gk] = ctx
         else:
             if self.single is not None:
                 self.time.cancel_timer(self.single)
@@ -696,16 +800,15 @@ class Engine:
             self.time.timers.set(self, ctx, deadline, seq)
         return ctx
 
-
     def clear(self) -> None:
         """Drop every instance (a host about to reload them from its store). Changes not yet
         drained are dropped too: they belong to the discarded instances, and draining them later
         would persist stale contexts (or tombstones for keys that are alive again)."""
         if self.dirty is not None:
             self.dirty.clear()
-        for ctx in list(self.contexts.values()):
+        for ctx in list(self._table.values()):
             self.time.cancel_timer(ctx)
-        self.contexts.clear()
+        self._table.clear()
         if self.single is not None:
             self.time.cancel_timer(self.single)
         self.single = None
