@@ -16,17 +16,21 @@ records. Each line gives records/s (wall clock, from the first record processed 
 records per CPU-second of this process (all its threads: the loop or the worker), with the CPU
 seconds of this process and of the broker's process over the same window.
 
-Each worker line also says how many commits it made and the share of its wall time spent in
+Under each worker line, the CPU time of the worker's thread per record, by part: processing
+(decode, engine, outputs), changelog records (snapshots and their produce calls, at commit),
+store writes (after commit), and the rest (consuming, committing, the loop). Each worker line
+also says how many commits it made and the share of its wall time spent in
 them (``eventscript_commit_seconds``); ``--commit-intervals`` adds exactly-once runs with other
 commit intervals, to weigh latency against the cost of commits.
 
 Usage: python bench/worker.py [--records N] [--keys 1000,100000] [--rounds R] [--partitions P] [--rate R]
-                              [--commit-intervals 500,1000]
+                              [--commit-intervals 500,1000] [--skew 1.0] [--latency-seconds S]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import statistics
 import sys
@@ -63,14 +67,22 @@ def create(bootstrap: str, topics: list[str], partitions: int) -> None:
     time.sleep(0.5)
 
 
-def preload(kafka: KafkaConfig, topic: str, n: int, partitions: int, keys: int, seed: int = 1) -> None:
-    """n records over ``keys`` plain-string keys in random (uniform) order, each on its key's partition."""
+def preload(kafka: KafkaConfig, topic: str, n: int, partitions: int, keys: int, seed: int = 1,
+            skew: float = 0.0) -> None:
+    """n records over ``keys`` plain-string keys in random order, each on its key's partition:
+    uniform, or with ``skew`` > 0 Zipf-like (the key of rank r drawn with weight 1 / r**skew)."""
+    import itertools
     import random
 
     rnd = random.Random(seed)
+    if skew > 0:
+        cum = list(itertools.accumulate(1 / (r + 1) ** skew for r in range(keys)))
+        drawn = rnd.choices(range(keys), cum_weights=cum, k=n)
+    else:
+        drawn = [rnd.randrange(keys) for _ in range(n)]
     p = Producer(clients.producer_config(kafka))
-    for i in range(n):
-        name = f"k{rnd.randrange(keys)}"
+    for i, key in enumerate(drawn):
+        name = f"k{key}"
         k = name.encode()
         p.produce(topic, key=k, value=orjson.dumps({"k": name, "v": i * 0.5, "sent": 0}),
                   partition=partition_of(k, partitions))
@@ -79,12 +91,54 @@ def preload(kafka: KafkaConfig, topic: str, n: int, partitions: int, keys: int, 
     p.flush(60)
 
 
+class Parts:
+    """CPU seconds of the worker's thread in the parts of its loop (``time.thread_time`` around
+    them; each is called once per batch or commit, so the measuring costs nothing that shows)."""
+
+    def __init__(self) -> None:
+        self.cpu: collections.Counter[str] = collections.Counter()
+
+    def wrap(self, owner: type, attr: str, part: str) -> None:
+        fn = getattr(owner, attr)
+
+        def timed(*args: object, **kwargs: object) -> object:
+            t = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.cpu[part] += time.thread_time() - t
+
+        setattr(owner, attr, timed)
+
+    def instrument(self) -> None:
+        from eventscript.kafka.state import TaskStore
+        from eventscript.kafka.task import Task
+        from eventscript.kafka.worker import ProgramWorker
+
+        self.wrap(ProgramWorker, "_iterate", "loop")
+        self.wrap(Task, "process", "processing")
+        self.wrap(Task, "changelog_records", "changelog records")  # snapshots, keys, produce calls
+        self.wrap(TaskStore, "write", "store writes")  # after each commit
+
+    def line(self, before: dict[str, float], n: int) -> str:
+        order = ("loop", "processing", "changelog records", "store writes")
+        used = {k: (self.cpu[k] - before.get(k, 0.0)) / n * 1e6 for k in order}
+        loop = used.pop("loop")
+        rest = loop - sum(used.values())
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in used.items())
+        return f"    worker thread: {loop:.1f} µs CPU/record ({parts}, the rest {rest:.1f})"
+
+
+PARTS = Parts()
+
+
 class Window:
     """Wall time and CPU time (this process, and the broker's) between start() and stop()."""
 
     def __init__(self, broker_pid: int | None) -> None:
         self.broker_pid = broker_pid
         self.wall = self.cpu = self.broker_cpu = 0.0
+        self.parts = ""  # the worker thread's CPU by part (Parts.line)
         self._t0 = self._c0 = self._b0 = 0.0
 
     def _broker(self) -> float:
@@ -181,15 +235,18 @@ def worker_throughput(kafka: KafkaConfig, src: str, guarantee: str, n: int, sour
     t.start()
     counter = runner.metrics.records
     start = None
+    parts: dict[str, float] = {}
     while True:
         processed = counter.labels(name, "processed")._value.get()
         if processed > 0 and start is None:
             start = time.perf_counter()
             window.start()
+            parts = dict(PARTS.cpu)
         if processed >= n:
             break
         time.sleep(0.01)
     window.stop()
+    window.parts = PARTS.line(parts, n)
     commits = commit_stats(runner, name)
     runner.stop()
     t.join(60)
@@ -256,9 +313,11 @@ def main() -> None:
     ap.add_argument("--latency-seconds", type=float, default=10.0)
     ap.add_argument("--keys", default="1000,100000", help="key counts, comma-separated")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--skew", type=float, default=0.0, help="Zipf exponent of the key order (0: uniform)")
     ap.add_argument("--commit-intervals", default="",
                     help="also run exactly-once with these commit intervals (ms, comma-separated)")
     args = ap.parse_args()
+    PARTS.instrument()
     broker = None
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if not bootstrap:
@@ -275,8 +334,9 @@ def main() -> None:
         for keys in (int(k) for k in args.keys.split(",")):
             src = f"bench-in-{time.time_ns() % 10**8}"
             create(bootstrap, [src], args.partitions)
-            preload(kafka, src, args.records, args.partitions, keys)
-            print(f"{args.records:,} records, {keys:,} keys in random order, on {args.partitions} partitions "
+            preload(kafka, src, args.records, args.partitions, keys, skew=args.skew)
+            order = f"Zipf-skewed (s = {args.skew})" if args.skew > 0 else "uniform"
+            print(f"{args.records:,} records, {keys:,} keys in random {order} order, on {args.partitions} partitions "
                   f"({'Tansu' if broker else bootstrap})")
             for rnd in range(args.rounds):
                 print(f" round {rnd + 1}")
@@ -294,7 +354,8 @@ def main() -> None:
                     what = f"worker, {g}" + (f" {interval} ms" if interval else "")
                     print(f"{w.line(what, args.records, top)}; {commits} commits, {seconds / w.wall:4.0%} of the "
                           f"wall time in them")
-        for g in ("at_least_once", "exactly_once"):
+                    print(w.parts)
+        for g in ("at_least_once", "exactly_once") if args.latency_seconds > 0 else ():
             p50, p99, n = latency(kafka, args.partitions, g, args.rate, args.latency_seconds, source, tmp)
             print(f"latency {g:14s} at {args.rate:,.0f} records/s: p50 {p50:6.1f} ms, p99 {p99:6.1f} ms ({n:,} records)")
     finally:
