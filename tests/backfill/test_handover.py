@@ -25,12 +25,12 @@ from kafka_helpers import (
     read_many,
     run_in_thread,
     start_worker,
-    topology,
     unique,
     wait_for,
 )
-from test_backfill_tasks import by_key, export_of, random_trace, run_tester, trace_time
+from test_backfill_tasks import PROGRAM, by_key, export_of, random_trace, run_tester, trace_time
 from test_backfill_tasks import topology as export_topology
+from test_kafka_sink import program_topology
 from trace_export import write_jsonl_export
 
 from eventscript.backfill import handover as ho
@@ -43,36 +43,14 @@ from eventscript.backfill.source import slice_batches
 from eventscript.cli.main import main
 from eventscript.engine.context import decode
 from eventscript.kafka import codec
-from eventscript.kafka.admin import Admin
-from eventscript.kafka.config import Topology, load_topology
+from eventscript.kafka.config import Topology
 from eventscript.kafka.state import CLOCK_KEY, SEQ_KEY
 from eventscript.kafka.tools import record_to_json
 
-#: Each key's count; after 10 s of record time without one, the key is reported quiet and ends.
-PROGRAM = """
-in {string k; long n;} Tick group(Tick.k)
-out {string k; long count; long last;} Count, {string k; long count;} Quiet
-
-{ count = 0; }
-( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
-elapse[10 seconds]() { !>Quiet({k: group[0], count: count}); }
-"""
 PARTITIONS = 2
 T0 = 1_767_225_600_000  # ms: 2026-01-01
-STEP_MS = 1000
-
-
-def program_topology(broker: Broker, tmp: Path, partitions: int = PARTITIONS) -> tuple[Path, Topology]:
-    name = unique("ho")
-    (tmp / "quiet.es").write_text(PROGRAM)
-    path = topology(broker, tmp, [{
-        "name": name, "source": "quiet.es", "clock": "record", "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
-    }], {f"{name}-in": {"partitions": partitions}})
-    topo = load_topology(path)
-    Admin(topo).prepare(topo.programs)
-    return path, topo
+#: Record time between two records: each of the 12 keys falls quiet (30 s) now and then.
+STEP_MS = 3000
 
 
 def trace_of(records: list[Any], end_ms: int) -> str:

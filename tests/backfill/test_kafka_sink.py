@@ -27,14 +27,15 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 PARTITIONS = 2
 
 
-def ticks_topology(broker: Broker, tmp: Path) -> tuple[Path, Topology]:
-    name = unique("sink")
+def program_topology(broker: Broker, tmp: Path, partitions: int = PARTITIONS) -> tuple[Path, Topology]:
+    """A topology of one program (``PROGRAM``, record clock) on its own topics, created."""
+    name = unique("bf")
     (tmp / "ticks.es").write_text(PROGRAM)
     path = topology(broker, tmp, [{
-        "name": name, "source": "ticks.es", "clock": "record",
+        "name": name, "source": "ticks.es", "clock": "record", "commit_interval_ms": 50,
         "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
         "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
-    }], {f"{name}-in": {"partitions": PARTITIONS}})
+    }], {f"{name}-in": {"partitions": partitions}})
     topo = load_topology(path)
     Admin(topo).prepare(topo.programs)
     return path, topo
@@ -65,7 +66,7 @@ def written(m: Any) -> tuple[Any, ...]:
 
 def test_the_backfill_writes_the_workers_records_to_the_programs_topics_or_others(
         spark: Any, broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path, topo = ticks_topology(broker, tmp_path)
+    path, topo = program_topology(broker, tmp_path)
     cfg = topo.programs[0]
     out, err = cfg.output_topic("Count"), cfg.error_topic
     assert out is not None
@@ -102,7 +103,7 @@ def test_the_backfill_writes_the_workers_records_to_the_programs_topics_or_other
 
 def test_sink_options_that_cannot_work_are_refused_before_spark_starts(
         broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path, _ = ticks_topology(broker, tmp_path)
+    path, _ = program_topology(broker, tmp_path)
     assert main(["backfill", str(path), "--output-topic", "Alarm=x", "--no-ui"]) == 2
     assert "--output-topic Alarm=...: program" in capsys.readouterr().err
     assert main(["backfill", str(path), "--output", str(tmp_path / "o.jsonl"), "--error-topic", "x", "--no-ui"]) == 2
@@ -118,7 +119,7 @@ def test_a_failed_backfill_leaves_nothing_in_the_topics(spark: Any, broker: Brok
 
     from eventscript.kafka import clients
 
-    path, topo = ticks_topology(broker, tmp_path)
+    path, topo = program_topology(broker, tmp_path)
     cfg = topo.programs[0]
     producer = Producer(clients.producer_config(topo.kafka))
     for i, key in enumerate([b"a", b"b", b"c", b"d"]):
@@ -138,7 +139,7 @@ def test_a_sink_that_fails_while_committing_aborts_its_transaction(broker: Broke
     """A failure after the records were produced (here: the hand-over step refusing) aborts the
     transaction; a broker that hides aborted records then shows none of them (the embedded
     broker shows them to read_committed readers: there only the abort itself is checked)."""
-    _, topo = ticks_topology(broker, tmp_path)
+    _, topo = program_topology(broker, tmp_path)
     out = topo.programs[0].output_topic("Count")
     assert out is not None
     rows = [OutputRow(0, out, None, b"k%d" % i, b"{}", [(codec.HEADER_ID, b"x/%d" % i)], 1_767_225_600_000)
