@@ -13,9 +13,9 @@ interleaves its inputs by timestamp, so that buffer stays small).
 
 With ``plan.handover`` the stage also does what the worker does at each commit: after every
 batch it takes the task's ``changelog_records()`` and keeps the latest value per key in the
-task's own local store; at the end it sends the final records (every live instance, the record
-clock, the repartition marks) as rows of kind "state", for the driver to write to the program's
-changelog topic (``handover.py``).
+task's own local store; at the end it sends the final records (every live instance and the
+task state: record clock, timer sequence, repartition marks) as rows of kind "state", for the
+driver to write to the program's changelog topic (``handover.py``).
 """
 
 from __future__ import annotations
