@@ -31,6 +31,7 @@ from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
 from ..engine.time_provider import SimulatedTimeProvider, TimeProvider, WallClockTimeProvider, timer_info
 from ..engine.timeutil import MAX_TIME
+from ..language.types import BOOLEAN, LONG, STRING
 from ..state.cache import CacheBudget, InstanceCache
 from ..state.changelog import (
     CLOCK_KEY,
@@ -139,6 +140,7 @@ class Task:
         #: the program's home key scheme, which places it: kafka/keys.py).
         self._key_cache: dict[tuple[Any, ...], bytes] = {}
         self._route_cache: dict[tuple[Any, ...], bytes] = {}
+        self._plain_keys = self.key_types is not None and all(t in (STRING, LONG, BOOLEAN) for t in self.key_types)
         self.scheme = scheme_for(cfg, self.key_types)
         self._partition_of = PARTITIONERS[self.scheme.partitioner]
         self._out_key_none = self.scheme.format == "none"
@@ -330,7 +332,8 @@ class Task:
         if kb is None:
             if len(self._key_cache) > KEY_CACHE_SIZE:
                 self._key_cache.clear()
-            raw = key_bytes(key, self.key_types)
+            # (a tuple of strings, longs and booleans is its own conformance encoding)
+            raw = orjson.dumps(key) if self._plain_keys else key_bytes(key, self.key_types)
             assert raw is not None
             kb = self._key_cache[key] = compact(raw)
         return kb
@@ -483,7 +486,8 @@ class Task:
             rb = self._route_cache.get(key)
             if rb is None:
                 rb = self._route_key(key)
-            if ip.config is not None and (target := self._partition_of(rb, self.partitions)) != self.partition:
+            if (ip.config is not None and self.partitions > 1
+                    and (target := self._partition_of(rb, self.partitions)) != self.partition):
                 self._forward(msg, cfg, target, rb)
                 return
             if self.record_clock:
@@ -582,22 +586,27 @@ class Task:
         """Snapshots of the instances changed since the last commit (None: terminated), and the
         changelog records to send for them."""
         changes: dict[bytes, bytes | None] = {}
-        contexts = self.engine.contexts
         snapshot = self.engine.snapshot
         hints = self.store.timer_hints  # each snapshot's timer, for the store's timer index
-        drained = self.cache.drained
+        unsaved, recent = self.cache.draining()  # not evictable until written; recently used
+        key_bytes_of = self._key_bytes
         for ctx in self.engine.drain_dirty():
-            if ctx.key is None:
+            key = ctx.key
+            if key is None:
                 changes[SINGLE_KEY] = snapshot(ctx)
                 continue
-            key = self._key_bytes(ctx.key)
-            assert key is not None
-            if contexts.get(ctx.key) is not ctx:
-                changes[key] = None  # terminated and released: a tombstone
+            kb = key_bytes_of(key)
+            assert kb is not None
+            # A changed instance is either in memory or ended (and released): then a tombstone. An
+            # instance that ended and started again in one batch is drained twice, in that order.
+            if ctx.terminated:
+                changes[kb] = None
             else:
-                changes[key] = snapshot(ctx)
-                hints[key] = timer_info(ctx)
-            drained(key, ctx)
+                changes[kb] = snapshot(ctx)
+                hints[kb] = timer_info(ctx)
+            unsaved.add(kb)
+            if recent is not None:
+                recent.add(id(ctx))
         if self.hwm_dirty:
             changes[HWM_KEY] = orjson.dumps(self.hwm)
             self.hwm_dirty = False

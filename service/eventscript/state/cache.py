@@ -126,6 +126,7 @@ class InstanceCache:
         self.evicted = 0
         self.loaded = 0
         self._writes = 0
+        self._next_measure = 0
         store.on_write = self.written
         self._watch_terminations()
 
@@ -165,12 +166,14 @@ class InstanceCache:
         self.loaded += 1
         return self.engine.restore(raw)
 
-    def drained(self, kb: bytes, ctx: InstanceContext) -> None:
-        """The task took a snapshot (or tombstone) of ``ctx`` for the changelog."""
-        self.unsaved.add(kb)
-        self.ended.discard(ctx.key)  # type: ignore[arg-type]
-        if len(self.engine.contexts) >= self.capacity * TRACK_FROM:
-            self.recent.add(id(ctx))
+    def draining(self) -> tuple[set[bytes], set[int] | None]:
+        """The task is about to drain the changed instances for the changelog: where to note
+        the store key of each one (``unsaved``), and ids of the ones to give a second chance
+        (None while the cache is far from full). Every instance that ended since the last drain
+        is among them, so ``ended`` starts over."""
+        self.ended.clear()
+        tracking = len(self.engine.contexts) >= self.capacity * TRACK_FROM
+        return self.unsaved, (self.recent if tracking else None)
 
     def written(self, changes: dict[bytes, bytes | None]) -> None:
         """The store was written (a commit): what it now holds may leave memory."""
@@ -182,7 +185,8 @@ class InstanceCache:
                 unsaved.difference_update(changes)
         self._writes += 1
         size = len(self.engine.contexts)
-        if size > self.capacity * TRACK_FROM and self._writes % MEASURE_EVERY == 1:
+        if size > self.capacity * TRACK_FROM and self._writes >= self._next_measure:
+            self._next_measure = self._writes + MEASURE_EVERY
             self._measure()
         if size > self.capacity:
             self.evict()
