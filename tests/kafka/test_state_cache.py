@@ -185,6 +185,46 @@ def test_timers_of_equal_deadline_and_sequence_fire_in_key_order(tmp_path: Path)
     task.close()
 
 
+
+def test_wall_clock_timers_of_evicted_instances_fire_in_order(tmp_path: Path) -> None:
+    """On the wall clock: 200 keys arm 2 s timers, most are evicted at the commit; when the
+    clock passes the deadlines every timer fires, in the order of an all-in-memory task, and the
+    task's next deadline was known without loading anything."""
+    program = """
+    in {string k; long n;} Tick group(Tick.k)
+    out {string k; long n;} Fired
+    ( Tick(t) { n = t.n; } elapse[2 seconds]() { !>Fired({k: group[0], n: n}); } )*
+    """
+    start_us = (int(time.time()) + 86_400) * 1_000_000  # tomorrow: the wall clock never goes back
+    rnd = random.Random(3)
+    keys = [f"k{i}" for i in range(200)]
+    rnd.shuffle(keys)
+
+    def run(store: Path, cache: int) -> tuple[list[tuple[Any, ...]], int | None, int]:
+        now = [start_us]
+        cfg = ProgramConfig(name="wall", source="p.es", clock="wall", inputs=[InputConfig(topic="in", event="Tick")],
+                            outputs={"default": "out"}, errors="err", state={"cache_instances": cache})
+        task = Task(0, compile_source(program, name="wall").require(), cfg, cfg.inputs, "rep", "changelog", 1, store)
+        task.clock._clock = lambda: now[0] * 1000  # type: ignore[attr-defined]
+        task.load_from_store()
+        for i, k in enumerate(keys):
+            now[0] = start_us + (i // 7) * 1000  # groups of 7 keys share a deadline
+            _feed(task, [ArrowRecord("in", 0, i, now[0] // 1000, k.encode(), orjson.dumps({"k": k, "n": i}), None)])
+        _commit(task)
+        in_memory = len(task.engine.contexts)
+        next_timer = task.next_timer()
+        now[0] = start_us + 5_000_000
+        task.fire_timers()
+        fired = _raw([r for r in task.outbox if r.topic == "out"])
+        task.close()
+        return fired, next_timer, in_memory
+
+    want, want_next, _ = run(tmp_path / "all", 10_000)
+    got, got_next, in_memory = run(tmp_path / "cached", 16)
+    assert in_memory <= 16 and len(want) == 200
+    assert got == want and got_next == want_next == start_us + 2_000_000
+
+
 @pytest.mark.kafka
 def test_a_worker_with_a_small_cache_killed_and_restarted_is_exact(broker: Broker, tmp_path: Path) -> None:
     """The worker with a cache of 16 instances per task (300 keys on 3 tasks, ~40 alive per task
