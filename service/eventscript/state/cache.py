@@ -172,6 +172,8 @@ class InstanceCache:
         (None while the cache is far from full). Every instance that ended since the last drain
         is among them, so ``ended`` starts over."""
         self.ended.clear()
+        if len(self.recent) > self.capacity:  # no eviction round for long: the marks are stale
+            self.recent.clear()
         tracking = len(self.engine.contexts) >= self.capacity * TRACK_FROM
         return self.unsaved, (self.recent if tracking else None)
 
