@@ -7,6 +7,8 @@ In one run, on one broker (the embedded Tansu broker, or $KAFKA_BOOTSTRAP_SERVER
   Python consume→produce service costs, with no EventScript in it;
 - worker, at-least-once and exactly-once: ``eventscript run`` (in-process) on an echo program
   grouped by key, over the same pre-loaded records;
+- restore (``--restore N``, alone): a changelog of N instances of a counter program (real
+  snapshots), and a worker without a local store restoring them (``eventscript_restore_seconds``);
 - latency: records produced at a steady rate with their send time in the value; a read_committed
   reader measures send → output arrival (p50, p99), for both guarantees.
 
@@ -25,6 +27,7 @@ commit intervals, to weigh latency against the cost of commits.
 
 Usage: python bench/worker.py [--records N] [--keys 1000,100000] [--rounds R] [--partitions P] [--rate R]
                               [--commit-intervals 500,1000] [--skew 1.0] [--latency-seconds S]
+       python bench/worker.py --restore 1000000 [--partitions P]
 """
 
 from __future__ import annotations
@@ -58,6 +61,13 @@ out {string k; double v; long sent;} Echo
 """
 KEYS = 1000
 EXTRA: dict = {}
+#: The restore's program: one counter per key (a snapshot of ~30 bytes).
+COUNTER = """
+in {string k; double v; long sent;} Reading group(Reading.k)
+out {string k; long n;} Count
+{ n = 0; }
+( Reading(r) { n = n + 1; !>Count({k: r.k, n: n}); } )*
+"""
 
 
 def create(bootstrap: str, topics: list[str], partitions: int) -> None:
@@ -253,6 +263,65 @@ def worker_throughput(kafka: KafkaConfig, src: str, guarantee: str, n: int, sour
     return n / window.wall, *commits
 
 
+def write_changelog(kafka: KafkaConfig, topic: str, instances: int, partitions: int, program_text: str) -> None:
+    """The changelog a worker would have written for ``instances`` keys of the counter program:
+    real snapshots (from the engine, 10,000 keys at a time), each on its key's partition, with
+    the ``es-pos`` header of a batch at committed offset 0 (so the restore applies them all)."""
+    from eventscript.automata.compile import compile_source
+    from eventscript.engine.engine import Engine
+    from eventscript.kafka.state import position_header
+
+    program = compile_source(program_text, name="restore").require()
+    engine = Engine(program)
+    p = Producer(clients.producer_config(kafka))
+    headers = {q: [("es-pos", position_header({f"in:{q}": 0}))] for q in range(partitions)}
+    for start in range(0, instances, 10_000):
+        for i in range(start, min(instances, start + 10_000)):
+            engine.feed_json("Reading", {"k": f"k{i}", "v": 1.0, "sent": 0})
+        for ctx in engine.contexts.values():
+            name = ctx.key[0]
+            q = partition_of(name.encode(), partitions)
+            while True:
+                try:
+                    p.produce(topic, engine.snapshot(ctx), orjson.dumps([name]), q, headers=headers[q])
+                    break
+                except BufferError:
+                    p.poll(0.1)
+        engine.clear()
+        p.poll(0)
+    p.flush(120)
+
+
+def restore_time(kafka: KafkaConfig, instances: int, partitions: int, tmp: str, window: Window) -> float:
+    """Seconds a worker without a local store takes to restore ``instances`` instances from the
+    changelog (``eventscript_restore_seconds``: from the assignment to the tasks restored)."""
+    name = f"restore-{time.time_ns() % 10**8}"
+    source = Path(tmp) / "counter.es"
+    source.write_text(COUNTER)
+    src = f"{name}-in"
+    create(kafka.bootstrap_servers, [src], partitions)
+    topo = parse_topology(topology_doc(kafka, name, src, f"{name}-out", "exactly_once", f"{tmp}/{name}", source))
+    runner = TopologyRunner(topo)
+    runner.prepare()  # creates the changelog topic
+    write_changelog(kafka, topo.changelog_topic(topo.programs[0]), instances, partitions, COUNTER)
+    window.start()
+    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    t.start()
+
+    def observed(what: str) -> float:
+        return sum(s.value for family in runner.metrics.registry.collect() for s in family.samples
+                   if s.name == f"eventscript_restore_seconds_{what}" and s.labels.get("program") == name)
+
+    # Not runner.ready(): a worker whose first assignment is empty is ready before it has tasks.
+    while not observed("count") or not runner.ready():
+        time.sleep(0.01)
+    window.stop()
+    seconds = observed("sum")
+    runner.stop()
+    t.join(60)
+    return seconds
+
+
 def latency(kafka: KafkaConfig, partitions: int, guarantee: str, rate: float, seconds: float, source: Path,
             tmp: str) -> tuple[float, float, int]:
     name = f"lat-{guarantee}-{time.time_ns() % 10**8}"
@@ -314,6 +383,8 @@ def main() -> None:
     ap.add_argument("--keys", default="1000,100000", help="key counts, comma-separated")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--skew", type=float, default=0.0, help="Zipf exponent of the key order (0: uniform)")
+    ap.add_argument("--restore", type=int, default=0,
+                    help="only measure a restore of this many instances from the changelog (no local store)")
     ap.add_argument("--commit-intervals", default="",
                     help="also run exactly-once with these commit intervals (ms, comma-separated)")
     args = ap.parse_args()
@@ -331,6 +402,13 @@ def main() -> None:
         source = Path(tmp) / "echo.es"
         source.write_text(PROGRAM)
         pid = broker.proc.pid if broker is not None and broker.proc is not None else None
+        if args.restore:
+            w = Window(pid)
+            seconds = restore_time(kafka, args.restore, args.partitions, tmp, w)
+            print(f"restore of {args.restore:,} instances from the changelog, no local store: {seconds:.1f} s "
+                  f"({args.restore / seconds:,.0f} instances/s); from start to ready {w.wall:.1f} s, "
+                  f"process CPU {w.cpu:.1f} s, broker CPU {w.broker_cpu:.1f} s")
+            return
         for keys in (int(k) for k in args.keys.split(",")):
             src = f"bench-in-{time.time_ns() % 10**8}"
             create(bootstrap, [src], args.partitions)
