@@ -9,8 +9,10 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import OFFSET_BEGINNING
 from kafka_helpers import (
     Broker,
     KeyedProducer,
@@ -24,7 +26,8 @@ from kafka_helpers import (
     wait_for,
 )
 
-from eventscript.kafka.standby import standby_tasks
+from eventscript.kafka.standby import Standbys, standby_tasks
+from eventscript.kafka.state import position_header
 
 PROGRAM = """
 in {string k; long n;} Hit group(Hit.k)
@@ -51,6 +54,93 @@ def test_standby_rule_covers_every_task_of_a_balanced_assignment() -> None:
     stood = [t for owned in owners for t in standby_tasks(owned, 6, 1)]
     assert sorted(stood) == list(range(6))
     assert all(not (standby_tasks(owned, 6, 1) & owned) for owned in owners)
+
+
+class _Record:
+    """A changelog record as confluent-kafka hands it over (what read_changelog uses of it)."""
+
+    def __init__(self, partition: int, offset: int, key: bytes, value: bytes | None, input_offset: int) -> None:
+        self._p, self._o, self._k, self._v = partition, offset, key, value
+        self._h = [("es-pos", position_header({f"in:{partition}": input_offset}))]
+
+    def error(self) -> None:
+        return None
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def key(self) -> bytes:
+        return self._k
+
+    def value(self) -> bytes | None:
+        return self._v
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        return self._h
+
+
+class _Reader:
+    """A changelog consumer that hands over the records given to it, once."""
+
+    def __init__(self) -> None:
+        self.queue: list[_Record] = []
+        self.assigned: list[tuple[str, int, int]] = []
+
+    def consume(self, num_messages: int, timeout: float) -> list[_Record]:
+        out, self.queue = self.queue[:num_messages], self.queue[num_messages:]
+        return out
+
+    def incremental_assign(self, tps: list[Any]) -> None:
+        self.assigned += [(tp.topic, tp.partition, tp.offset) for tp in tps]
+
+    def incremental_unassign(self, tps: list[Any]) -> None:
+        pass
+
+    def pause(self, tps: list[Any]) -> None:
+        pass
+
+    def resume(self, tps: list[Any]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_standby_applies_only_the_committed_prefix_of_the_changelog(tmp_path: Path) -> None:
+    """Records apply in changelog order once the committed offsets cover their batch, never past
+    one that is not covered (it may be an aborted batch's); the store's checkpoint follows, and
+    its position never passes for the committed state."""
+    from confluent_kafka import TopicPartition
+
+    from eventscript.kafka.state import TaskStore, same_position
+
+    committed = {"in": 0}
+    reader = _Reader()
+    standbys = Standbys("p", "cl", ["in"], tmp_path, reader,
+                        lambda tps: [TopicPartition(tp.topic, tp.partition, committed[tp.topic]) for tp in tps])
+    standbys.retarget({1})
+    assert reader.assigned == [("cl", 1, OFFSET_BEGINNING)]
+    # Batch A (input offset 10) committed; batch B (20) aborted; batch C (30) re-writes k2.
+    reader.queue = [_Record(1, 0, b'["k1"]', b"a1", 10), _Record(1, 1, b'["k2"]', b"b2", 20),
+                    _Record(1, 2, b'["k2"]', b"c2", 30), _Record(1, 3, b'["k3"]', None, 30)]
+    committed["in"] = 10
+    standbys.step()
+    store = standbys.tasks[1].store
+    assert (store.checkpoint, store.get(b'["k1"]'), store.get(b'["k2"]')) == (1, b"a1", None)
+    committed["in"] = 30
+    standbys._last_committed = 0.0  # read the committed offsets again now
+    standbys.step()
+    assert (store.checkpoint, store.get(b'["k2"]'), store.get(b'["k3"]')) == (4, b"c2", None)
+    assert not same_position(store.position, {"in:1": 30})  # the restore still reads the tail
+    standbys.release(1)
+    reopened = TaskStore(tmp_path / "task-1")  # released: the task can open its store
+    try:
+        assert reopened.checkpoint == 4
+    finally:
+        reopened.close()
 
 
 def _running(workers: dict[Path, subprocess.Popen[bytes]]) -> bool:

@@ -148,13 +148,15 @@ class Standbys:
         self._throttle()
 
     def _refresh_committed(self) -> None:
+        """Read the committed offsets of the standby tasks' inputs (not more often than every
+        COMMITTED_INTERVAL, also when the broker does not answer: the loop must go on)."""
+        self._last_committed = time.monotonic()
         tps = [TopicPartition(t, p) for p in self.tasks for t in self.input_topics]
         try:
             answer = self.committed(tps)
         except KafkaException as exc:
             log.debug("%s: standby: committed offsets not available now: %s", self.program, exc)
             return
-        self._last_committed = time.monotonic()
         positions: dict[int, Position] = {p: {} for p in self.tasks}
         for tp in answer:
             if tp.partition in positions:

@@ -202,7 +202,7 @@ class ProgramWorker:
             consumer = self.consumer
             self._standbys = Standbys(self.cfg.name, self.changelog_topic,
                                       [i.topic for i in self.cfg.inputs] + [self.rep_topic], self.state_root, reader,
-                                      lambda tps: consumer.committed(tps, timeout=5.0))
+                                      lambda tps: consumer.committed(tps, timeout=1.0))
 
     def _close(self) -> None:
         try:
