@@ -345,22 +345,19 @@ class KeyGroupStage:
                 if batch.column(0)[0].as_py() != "stats":
                     yield batch
                     continue
-                s = TaskSummary.from_json(batch.column("value")[0].as_py())
-                total.records += s.records
-                total.processed += s.processed
-                total.sent += s.sent
-                total.errors += s.errors
-                total.repartitioned += s.repartitioned
-                total.keys += s.keys
-                total.first_ms = min(x for x in (total.first_ms, s.first_ms) if x is not None) \
-                    if s.first_ms is not None or total.first_ms is not None else None
-                total.last_ms = max(x for x in (total.last_ms, s.last_ms) if x is not None) \
-                    if s.last_ms is not None or total.last_ms is not None else None
+                _add_summary(total, TaskSummary.from_json(batch.column("value")[0].as_py()))
         yield stats_batch(self.group, total.to_json())
 
     def close(self) -> None:
         for stage in self.tasks.values():
             stage.close()
+
+
+def _add_summary(total: TaskSummary, s: TaskSummary) -> None:
+    for name in ("records", "processed", "sent", "errors", "repartitioned", "keys"):
+        setattr(total, name, getattr(total, name) + getattr(s, name))
+    total.first_ms = min((x for x in (total.first_ms, s.first_ms) if x is not None), default=None)
+    total.last_ms = max((x for x in (total.last_ms, s.last_ms) if x is not None), default=None)
 
 
 # -- the stages' bodies ----------------------------------------------------------------------------------------

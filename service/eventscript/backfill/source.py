@@ -92,9 +92,10 @@ class FusedReader(BackfillReader):
         self.pack = pack
 
     def read(self, partition: SliceInput) -> Iterator[pa.RecordBatch]:
-        from .job import packed
+        from .job import packed, worker_setup
         from .runner import run_partition
 
+        worker_setup()
         plan = self.plan
         batches = run_partition(plan, partition.index, slice_batches(plan, plan.slices[partition.index]))
         yield from packed(batches, self.pack, plan.program.repartition_topic)
