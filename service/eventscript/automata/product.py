@@ -61,7 +61,9 @@ class _Product:
         self.keys: list[Hashable] = []
         self.rows: list[list[tuple[int, int]]] = []  # per state: (symbol, target set)
         self.target_sets: list[Targets] = []
-        self._target_set_of: dict[Hashable, int] = {}
+        #: Target set keys -> their index: callers look here first, so that most edges (which
+        #: share a target set) build nothing.
+        self.known: dict[Hashable, int] = {}
 
     def state(self, key: Hashable) -> int:
         i = self.index.get(key)
@@ -75,10 +77,10 @@ class _Product:
 
     def target_set(self, key: Hashable, build: Callable[[], Iterable[tuple[Hashable, Path]]]) -> int:
         """The target set for ``key``, built (product states found on the way) the first time."""
-        t = self._target_set_of.get(key)
+        t = self.known.get(key)
         if t is None:
             targets = list(dict.fromkeys((self.state(k), path) for k, path in build()))
-            t = self._target_set_of[key] = len(self.target_sets)
+            t = self.known[key] = len(self.target_sets)
             self.target_sets.append(targets)
         return t
 
@@ -130,11 +132,15 @@ def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tupl
             sr2, acting = rrow.get(sym, (0, 0))  # (0, 0): the right operand can no longer match
             rpaths = pos.paths(acting, sym) if acting else ()
             for el in es:
-                def build(el: EFAEdge = el, sr2: int = sr2, rpaths: tuple[Path, ...] = rpaths
-                          ) -> Iterable[tuple[Hashable, Path]]:
-                    return (((lt, sr2), p) for lt, pl in left.targets(el) for p in strands([pl, *rpaths]))
+                key = (el.follow, el.prefix, sr2, rpaths)
+                t = prod.known.get(key)
+                if t is None:
+                    def build(el: EFAEdge = el, sr2: int = sr2, rpaths: tuple[Path, ...] = rpaths
+                              ) -> Iterable[tuple[Hashable, Path]]:
+                        return (((lt, sr2), p) for lt, pl in left.targets(el) for p in strands([pl, *rpaths]))
 
-                row[(sym, prod.target_set((el.follow, el.prefix, sr2, rpaths), build))] = None
+                    t = prod.target_set(key, build)
+                row[(sym, t)] = None
         prod.rows.append(list(row))
     final = pos.final
     accepting = [ls == left.final and not sr & final for ls, sr in prod.keys]  # type: ignore[misc]
