@@ -45,8 +45,6 @@ from .runner import (
     BackfillError,
     TaskStage,
     TaskSummary,
-    compiled_program,
-    record_clock_config,
 )
 
 #: The offset of a partition end row: "input partition p has no more records; its task's final
@@ -111,26 +109,27 @@ def key_group(routing_bytes: bytes, groups: int) -> int:
 # -- stage 1: keys, order and clock ---------------------------------------------------------------------------
 
 
-class KeyProbe(Task):
-    """The worker's task with its program switched off: it decodes, computes group keys, checks
+class KeyProbe:
+    """Switches a worker task's program off: the task still decodes, computes group keys, checks
     partitions, merges its inputs and runs its record clock exactly as the worker's task does,
-    and reports each record as it processes it: (record, group key, clock before it, whether it
-    moved the clock to its own timestamp — a group's task then needs no tick before it).
+    and the probe logs each record as the task processes it: (record, group key, clock before
+    it, whether it needs a tick: it does not move the clock to its own timestamp itself).
 
     Nothing reaches the engine (so no instance, no timer, no output): the key group's task runs
     the program. ``$error`` records are dropped here; the key group's task makes them again."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, task: Task) -> None:
         self.seen: list[tuple[ArrowRecord, tuple[Any, ...] | None, int, bool]] = []
         self._key: tuple[Any, ...] | None = None
         self._moved_to = -1
-        engine, clock = self.engine, self.clock
+        engine, clock = task.engine, task.clock
         engine.feed_keyed = self._feed_keyed  # type: ignore[method-assign]
         engine.feed = self._feed  # type: ignore[method-assign]
         engine.start = lambda: None  # type: ignore[method-assign]
-        self.send = lambda *record: None
+        task.send = lambda *record: None
         advance_to, set_now = clock.advance_to, clock.set_now  # type: ignore[attr-defined]
+        process_one = task._process_one
+        seen = self.seen
 
         def moved_by_advance(t: int) -> int:
             self._moved_to = t
@@ -140,8 +139,16 @@ class KeyProbe(Task):
             self._moved_to = t
             set_now(t)
 
+        def logged(ip: Any, msg: Any) -> None:
+            self._key = None
+            self._moved_to = -1
+            before = clock.now()
+            process_one(ip, msg)
+            seen.append((msg, self._key, before, self._moved_to != msg.timestamp()[1] * 1000))
+
         clock.advance_to = moved_by_advance  # type: ignore[attr-defined]
         clock.set_now = moved_by_set  # type: ignore[attr-defined]
+        task._process_one = logged  # type: ignore[method-assign]  # the one record-by-record hook
 
     def _feed_keyed(self, name: str, value: Any, key: tuple[Any, ...]) -> None:
         self._key = key
@@ -149,35 +156,18 @@ class KeyProbe(Task):
     def _feed(self, name: str, value: Any) -> None:
         self._key = None
 
-    def _process_one(self, ip: Any, msg: Any) -> None:
-        self._key = None
-        self._moved_to = -1
-        before = self.clock.now()
-        super()._process_one(ip, msg)
-        self.seen.append((msg, self._key, before, self._moved_to != msg.timestamp()[1] * 1000))
 
-
-class KeyStage:
-    """Stage 1 for one task slice: input batches in, rows in :data:`KEYED_SCHEMA` out."""
+class KeyStage(TaskStage):
+    """Stage 1 for one task slice: the worker's task stage with a :class:`KeyProbe`; input
+    batches in, rows in :data:`KEYED_SCHEMA` out."""
 
     def __init__(self, plan: Plan, index: int, store_dir: Path) -> None:
-        spec = plan.program
-        self.piece = plan.slices[index]
+        super().__init__(plan, plan.slices[index], store_dir)
+        self.probe = KeyProbe(self.task)
         self.groups = plan.key_groups
         self.routes = route_values(self.groups)
-        cfg = record_clock_config(spec)
-        program = compiled_program(spec)
-        self.grouped = program.grouped
-        self.scheme = scheme_for(cfg, program.program.key_types)
-        self.task = KeyProbe(self.piece.partition, program, cfg, cfg.inputs, spec.repartition_topic,
-                             spec.changelog_topic, spec.partitions, store_dir / f"keys-{self.piece.partition}")
-        self.task.load_from_store()
-        self.task.mark_eof(spec.repartition_topic, self.piece.partition)
-        ends = {r.topic: r for r in self.piece.ranges}
-        for inp in cfg.inputs:
-            r = ends.get(inp.topic)
-            if r is None or r.empty:
-                self.task.mark_eof(inp.topic, self.piece.partition)
+        self.grouped = self.task.grouped
+        self.scheme = scheme_for(self.cfg, self.task.key_types)
         self.seq = 0
         self._route_of: dict[tuple[Any, ...], int] = {}
 
@@ -200,20 +190,9 @@ class KeyStage:
             r = self._route_of[key] = self.routes[key_group(self.scheme.routing_bytes(key), self.groups)]
         return r
 
-    def feed(self, batch: pa.RecordBatch) -> pa.RecordBatch | None:
-        task, p = self.task, self.piece.partition
-        for rec in records_of(batch):
-            if rec.offset() == END_MARKER_OFFSET:
-                task.mark_eof(rec.topic(), p)
-                continue
-            if rec.partition() != p:
-                raise BackfillError(f"task {p} was given record {rec.topic()}:{rec.partition()}:{rec.offset()} "
-                                    f"of another partition (the source's partitions are out of order)")
-            task.add(rec)
-        task.process(WAIT_FOR_ALL_INPUTS_MS)
-        return self._drain()
-
     def finish(self) -> Iterator[pa.RecordBatch]:
+        """The last records, then a partition end row for every key group (no ``--until`` here:
+        the groups' tasks apply it)."""
         task, p = self.task, self.piece.partition
         for ip in task.inputs:
             task.mark_eof(ip.topic, p)
@@ -228,20 +207,18 @@ class KeyStage:
         yield _keyed(input_batch(ends), self.routes, [final] * n, [LAST_SEQ] * n, [True] * n)
 
     def _drain(self) -> pa.RecordBatch | None:
-        seen = self.task.seen
+        seen = self.probe.seen
+        self.task.outbox.clear()
         if not seen:
             return None
-        self.task.seen = []
-        self.task.outbox.clear()
         route = self.route
         start = self.seq
         self.seq += len(seen)
-        return _keyed(input_batch([rec.row() for rec, _, _, _ in seen]), [route(rec, key) for rec, key, _, _ in seen],
-                      [before for _, _, before, _ in seen], list(range(start, self.seq)),
-                      [tick for _, _, _, tick in seen])
-
-    def close(self) -> None:
-        self.task.close()
+        batch = _keyed(input_batch([rec.row() for rec, _, _, _ in seen]), [route(rec, key) for rec, key, _, _ in seen],
+                       [before for _, _, before, _ in seen], list(range(start, self.seq)),
+                       [tick for _, _, _, tick in seen])
+        seen.clear()
+        return batch
 
 
 def _keyed(batch: pa.RecordBatch, routes: list[int], clocks: list[int], seqs: list[int],

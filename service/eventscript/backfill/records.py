@@ -131,30 +131,25 @@ def output_batch(task: int, records: list[OutRecord]) -> pa.RecordBatch:
     ], schema=OUTPUT_SCHEMA)
 
 
-def stats_batch(task: int, summary_json: bytes) -> pa.RecordBatch:
+def _one_row(kind: str, task: int, value: bytes, partition: int | None = None) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([
-        pa.array(["stats"], type=pa.string()),
+        pa.array([kind], type=pa.string()),
         pa.array([task], type=pa.int32()),
         pa.array([None], type=pa.string()),
-        pa.array([None], type=pa.int32()),
+        pa.array([partition], type=pa.int32()),
         pa.array([None], type=pa.binary()),
-        pa.array([summary_json], type=pa.binary()),
+        pa.array([value], type=pa.binary()),
         pa.array([[]], type=HEADER_TYPE),
         pa.array([None], type=pa.int64()),
     ], schema=OUTPUT_SCHEMA)
+
+
+def stats_batch(task: int, summary_json: bytes) -> pa.RecordBatch:
+    return _one_row("stats", task, summary_json)
 
 
 def packed_batch(task: int, data: bytes, count: int) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([
-        pa.array(["packed"], type=pa.string()),
-        pa.array([task], type=pa.int32()),
-        pa.array([None], type=pa.string()),
-        pa.array([count], type=pa.int32()),
-        pa.array([None], type=pa.binary()),
-        pa.array([data], type=pa.binary()),
-        pa.array([[]], type=HEADER_TYPE),
-        pa.array([None], type=pa.int64()),
-    ], schema=OUTPUT_SCHEMA)
+    return _one_row("packed", task, data, count)
 
 
 def output_rows(batch: pa.RecordBatch) -> list[OutputRow]:
