@@ -7,6 +7,7 @@ implicit ``long`` → ``double`` promotions of binary operators become explicit 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from . import ast, ir, stdlib
@@ -23,12 +24,20 @@ UNIT_MICROSECONDS = {
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
 
 
+#: The characters ``_balanced`` acts on; it jumps over everything else at once.
+_SPECIAL = re.compile(r'["/()\[\]{}]')
+
+
 def _balanced(text: str, i: int) -> int:
     """Index just past the bracket group opening at text[i], skipping strings and comments."""
     stack = [_PAIRS[text[i]]]
     i += 1
     n = len(text)
     while i < n and stack:
+        found = _SPECIAL.search(text, i)
+        if found is None:
+            return n
+        i = found.start()
         c = text[i]
         if c == '"':
             i += 1
