@@ -109,7 +109,7 @@ class ProgramWorker:
         self._produced = 0
         self._produced_at_commit = 0
         self._produced_counted = 0
-        self._send: Any = None
+        self._send_fn: Any = None
         self.commit_interval = cfg.commit_interval / 1000
         self.consumer: Consumer | None = None
         self.producer: Producer | None = None
@@ -191,7 +191,6 @@ class ProgramWorker:
         extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
         conf = clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra)
         self.producer = Producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
-        self._send = self._sender()
         if self.eos:
             self.producer.init_transactions(TXN_TIMEOUT)
         self._restorer = Consumer(clients.consumer_config(
@@ -338,6 +337,13 @@ class ProgramWorker:
             end = msg.offset() + 1
             if end > self._changelog_end.get(p, 0):
                 self._changelog_end[p] = end
+
+    @property
+    def _send(self) -> Any:
+        """The tasks' ``send`` (built on first use, over the producer of this run)."""
+        if self._send_fn is None:
+            self._send_fn = self._sender()
+        return self._send_fn
 
     def _sender(self) -> Any:
         """The ``send`` of this worker's tasks: produce one record into the current batch (its
