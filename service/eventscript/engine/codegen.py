@@ -24,7 +24,7 @@ from ..language import ir
 from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType, Type
 from . import builtins
 from .timeutil import MAX_TIME, MIN_TIME
-from .values import MASK_64, TWO_63, needs_copy
+from .values import TWO_63, needs_copy
 
 
 def default_expr(t: Type) -> str:
@@ -117,10 +117,12 @@ class CodeGen:
             self._depth -= 1
 
     def _wrap(self, inner: str) -> str:
-        """The 64-bit two's-complement wrap of a long expression."""
+        """The 64-bit two's-complement wrap of a long expression: a range check, and the wrap
+        only when it overflowed (comparing allocates nothing; the wrap's arithmetic on 64-bit
+        numbers allocates three ints)."""
         if self._depth > INLINE_DEPTH:
             return f"_wrap({inner})"
-        return f"(({inner} + {TWO_63} & {MASK_64}) - {TWO_63})"
+        return f"(_w if {-TWO_63} <= (_w := {inner}) <= {TWO_63 - 1} else _wrap(_w))"
 
     def _expr(self, e: ir.Node) -> str:
         if isinstance(e, ir.Const):
