@@ -268,5 +268,7 @@ def test_key_parallel_on_spark_equals_the_partition_mode(spark: Any, tmp_path: P
     rows = trace_rows(ticks, trace, monkeypatch, 3)
     plan = dataclasses.replace(export_plan(ticks, ticks.programs[0], [str(write_jsonl_export(rows, tmp_path / "t.jsonl"))]),
                                key_groups=2)
-    got = [output_json(r) for r in outputs(spark, plan, Totals())]
-    assert per_key(got) == per_key(outputs_of(plan, 0))
+    want = per_key(outputs_of(plan, 0))
+    for fused in (True, False):  # the key stage in the data source, or in a mapInArrow stage after it
+        got = [output_json(r) for r in outputs(spark, plan, Totals(), fused=fused)]
+        assert per_key(got) == want

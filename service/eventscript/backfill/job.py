@@ -182,19 +182,23 @@ def output_frame(spark: Any, plan: Plan, fused: bool = False, pack: str | None =
     Partition mode: one task per input partition. Key-parallel mode (``plan.key_groups`` > 0):
     the key stage, a shuffle by key group, a sort, and one task per key group
     (``key_parallel.py``). ``pack``: the tasks encode their outputs (``sink.PACK_FORMATS``), a
-    batch per row. ``fused`` (partition mode): the data source runs each slice's task itself, in
-    the Python worker that reads the slice, so records never cross into the JVM and back."""
+    batch per row. ``fused``: the data source runs the first stage (each slice's task, or its key
+    stage) itself, in the Python worker that reads the slice, so records never cross into the JVM
+    and back."""
     from .key_parallel import GROUP_ORDER, KEYED_DDL
 
     plan_json = plan.to_json()
-    if fused and not plan.key_groups:
-        return (spark.read.format("eventscript_backfill_fused").option("plan", plan_json)
-                .option("pack", pack or "").load())
-    df = spark.read.format("eventscript_backfill").option("plan", plan_json).load()
+    if fused:
+        first = spark.read.format("eventscript_backfill_fused").option("plan", plan_json)
+        first = first.option("pack", "" if plan.key_groups else pack or "").load()
+    else:
+        df = spark.read.format("eventscript_backfill").option("plan", plan_json).load()
+        if not plan.key_groups:
+            return df.mapInArrow(_stage_function(plan_json, "tasks", pack), OUTPUT_DDL)
+        first = df.mapInArrow(_stage_function(plan_json, "keys"), KEYED_DDL)
     if not plan.key_groups:
-        return df.mapInArrow(_stage_function(plan_json, "tasks", pack), OUTPUT_DDL)
-    keyed = df.mapInArrow(_stage_function(plan_json, "keys"), KEYED_DDL)
-    grouped = keyed.repartition(plan.key_groups, "route").sortWithinPartitions(*GROUP_ORDER)
+        return first
+    grouped = first.repartition(plan.key_groups, "route").sortWithinPartitions(*GROUP_ORDER)
     return grouped.mapInArrow(_stage_function(plan_json, "groups", pack), OUTPUT_DDL)
 
 
@@ -243,8 +247,8 @@ def outputs(spark: Any, plan: Plan, totals: Totals,
             on_summary: Callable[[TaskSummary], None] = lambda s: None,
             on_state: Callable[[OutputRow], None] | None = None, fused: bool = True) -> JobOutputs:
     """The output records (see :class:`JobOutputs`): iterate them, or hand them to
-    ``FileSink.write_all``, which takes them packed. In partition mode the data source runs the
-    tasks itself (``fused``: records never cross into the JVM and back; see "Performance" in
+    ``FileSink.write_all``, which takes them packed. The data source runs the first stage itself
+    (``fused``: records never cross into the JVM and back; see "Performance" in
     docs/backfill.md)."""
     return JobOutputs(spark, plan, totals, on_summary, on_state, fused)
 

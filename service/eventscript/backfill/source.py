@@ -85,7 +85,8 @@ class BackfillSource(DataSource):  # type: ignore[misc]
 
 
 class FusedReader(BackfillReader):
-    """Reads a slice and runs its task in the same Python worker: records never cross the JVM."""
+    """Reads a slice and runs its first stage in the same Python worker, so records never cross
+    into the JVM and back: the task stage (partition mode) or the key stage (key-parallel mode)."""
 
     def __init__(self, plan: Plan, pack: str | None) -> None:
         super().__init__(plan)
@@ -93,25 +94,29 @@ class FusedReader(BackfillReader):
 
     def read(self, partition: SliceInput) -> Iterator[pa.RecordBatch]:
         from .job import packed, worker_setup
+        from .key_parallel import run_key_stage
         from .runner import run_partition
 
         worker_setup()
         plan = self.plan
-        batches = run_partition(plan, partition.index, slice_batches(plan, plan.slices[partition.index]))
+        stage = run_key_stage if plan.key_groups else run_partition
+        batches = stage(plan, partition.index, slice_batches(plan, plan.slices[partition.index]))
         yield from packed(batches, self.pack, plan.program.repartition_topic)
 
 
 class FusedSource(BackfillSource):
-    """``eventscript_backfill_fused``: the task stage's output rows straight from the data source."""
+    """``eventscript_backfill_fused``: the first stage's rows straight from the data source
+    (partition mode: the tasks' output rows; key-parallel mode: the key stage's rows)."""
 
     @classmethod
     def name(cls) -> str:
         return SOURCE_NAME + "_fused"
 
     def schema(self) -> str:
+        from .key_parallel import KEYED_DDL
         from .records import OUTPUT_DDL
 
-        return OUTPUT_DDL
+        return KEYED_DDL if Plan.from_json(self.options["plan"]).key_groups else OUTPUT_DDL
 
     def reader(self, schema: Any) -> DataSourceReader:
         return FusedReader(Plan.from_json(self.options["plan"]), self.options.get("pack") or None)
