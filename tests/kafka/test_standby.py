@@ -26,6 +26,7 @@ from kafka_helpers import (
     wait_for,
 )
 
+from eventscript.backfill.records import ArrowRecord
 from eventscript.kafka.standby import Standbys, standby_tasks
 from eventscript.kafka.state import position_header
 
@@ -56,30 +57,17 @@ def test_standby_rule_covers_every_task_of_a_balanced_assignment() -> None:
     assert all(not (standby_tasks(owned, 6, 1) & owned) for owned in owners)
 
 
-class _Record:
-    """A changelog record as confluent-kafka hands it over (what read_changelog uses of it)."""
-
-    def __init__(self, partition: int, offset: int, key: bytes, value: bytes | None, input_offset: int) -> None:
-        self._p, self._o, self._k, self._v = partition, offset, key, value
-        self._h = [("es-pos", position_header({f"in:{partition}": input_offset}))]
+class _Record(ArrowRecord):
+    """A changelog record with the ``Message`` accessors read_changelog calls."""
 
     def error(self) -> None:
         return None
 
-    def partition(self) -> int:
-        return self._p
 
-    def offset(self) -> int:
-        return self._o
-
-    def key(self) -> bytes:
-        return self._k
-
-    def value(self) -> bytes | None:
-        return self._v
-
-    def headers(self) -> list[tuple[str, bytes]]:
-        return self._h
+def _record(partition: int, offset: int, key: bytes, value: bytes | None, input_offset: int) -> _Record:
+    """A changelog record of a batch that reached ``input_offset`` on the task's input."""
+    return _Record("cl", partition, offset, 0, key, value,
+                   [("es-pos", position_header({f"in:{partition}": input_offset}))])
 
 
 class _Reader:
@@ -124,8 +112,8 @@ def test_a_standby_applies_only_the_committed_prefix_of_the_changelog(tmp_path: 
     standbys.retarget({1})
     assert reader.assigned == [("cl", 1, OFFSET_BEGINNING)]
     # Batch A (input offset 10) committed; batch B (20) aborted; batch C (30) re-writes k2.
-    reader.queue = [_Record(1, 0, b'["k1"]', b"a1", 10), _Record(1, 1, b'["k2"]', b"b2", 20),
-                    _Record(1, 2, b'["k2"]', b"c2", 30), _Record(1, 3, b'["k3"]', None, 30)]
+    reader.queue = [_record(1, 0, b'["k1"]', b"a1", 10), _record(1, 1, b'["k2"]', b"b2", 20),
+                    _record(1, 2, b'["k2"]', b"c2", 30), _record(1, 3, b'["k3"]', None, 30)]
     committed["in"] = 10
     standbys.step()
     store = standbys.tasks[1].store
