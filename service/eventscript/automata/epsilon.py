@@ -265,12 +265,18 @@ def eliminate(nfa: ENFA) -> EFA:
             if not live[e.target]:
                 continue
             k, pre = closure_of[e.target]
-            f = follow(k)
-            key = (e.symbol, f, e.path + pre)
+            f = follow_of.get(k)
+            if f is None:
+                f = follow(k)
+            path = e.path + pre
+            key = (e.symbol, f, path)
             if key in seen:
                 continue
             seen.add(key)
-            row.setdefault(e.symbol, []).append(EFAEdge(f, e.path + pre, e.marker, e.ident))
+            es = row.get(e.symbol)
+            if es is None:
+                es = row[e.symbol] = []
+            es.append(EFAEdge(f, path, e.marker, e.ident))
         edges.append(row)
     final = number.get(nfa.final) if live[nfa.final] else None
     return EFA(edges, follows, initial, final)

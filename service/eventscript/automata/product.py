@@ -177,9 +177,11 @@ def embed_product(builder: OperandBuilder, nfa: ENFA, r: ir.RInter | ir.RDiff) -
     for a, row in enumerate(prod.rows):
         if not live[a]:
             continue
+        source = node[a]
         for sym, t in row:
             if live[n + t]:
-                nfa.edge(node[a], sym, hub_node(t), (), -1)
+                h = hub.get(t)
+                nfa.edge(source, sym, hub_node(t) if h is None else h, (), -1)
         if accepting[a]:
             nfa.epsilon(node[a], exit_)
     return entry, exit_

@@ -87,6 +87,7 @@ class Positions:
         self._paths: dict[tuple[int, int], tuple[Path, ...]] = {}
         self._merged: dict[tuple[Path, ...], Path] = {}
         self._follow_paths: dict[tuple[int, Path], tuple[Path, ...]] = {}
+        self._edge_merged: dict[tuple[int, Path], Path] = {}
 
     def step(self, mask: int, sym: int) -> int:
         """The states reached from ``mask`` on ``sym`` (0: no transition, the event is unexpected).
@@ -214,7 +215,11 @@ class Positions:
         if not acting & (acting - 1):
             es = self.efa.edges[acting.bit_length() - 1][sym]
             if len(es) == 1:
-                return self._merge_paths(self._edge_paths(es[0].follow, es[0].prefix))
+                key = (es[0].follow, es[0].prefix)
+                m = self._edge_merged.get(key)
+                if m is None:
+                    m = self._edge_merged[key] = self._merge_paths(self._edge_paths(*key))
+                return m
         return self._merge_paths(self.paths(acting, sym))
 
     def _merge_paths(self, paths: tuple[Path, ...]) -> Path:
