@@ -116,3 +116,30 @@ def test_the_fused_source_gives_the_same_rows_as_map_in_arrow(spark: Any, tmp_pa
     fused = [r.asDict(recursive=True) for r in output_frame(spark, plan, fused=True).collect()]
     mapped = [r.asDict(recursive=True) for r in output_frame(spark, plan).collect()]
     assert fused == mapped and len(fused) > 60
+
+
+def test_outputs_of_every_task_at_once_come_in_task_order_each_computed_once(spark: Any, tmp_path: Path) -> None:
+    """More slots than two: one job computes every partition into Spark's cache while the
+    iterator reads them in order (job.JobOutputs._rows)."""
+    from eventscript.backfill.job import JobOutputs
+
+    log = tmp_path / "runs.log"
+    log_path = str(log)
+
+    def logged_partition(batches: Any) -> Any:
+        """Notes each run of a partition in the log (a closure: pickled whole to the workers)."""
+        import pyarrow as pa
+
+        ids = [i for b in batches for i in b.column(0).to_pylist()]
+        if not ids:
+            raise ValueError("an empty partition: the test's failing task")
+        with open(log_path, "a") as f:
+            f.write(f"{ids[0]}\n")
+        yield pa.RecordBatch.from_pydict({"first": [ids[0]]})
+
+    frame = spark.range(0, 50, numPartitions=5).mapInArrow(logged_partition, "first long")
+    assert [r.first for r in JobOutputs._rows(frame, all_at_once=True)] == [0, 10, 20, 30, 40]
+    assert sorted(int(x) for x in log.read_text().split()) == [0, 10, 20, 30, 40]  # once each: read from the cache
+    failing = spark.range(0, 1, numPartitions=3).mapInArrow(logged_partition, "first long")
+    with pytest.raises(Exception, match="the test's failing task"):
+        list(JobOutputs._rows(failing, all_at_once=True))

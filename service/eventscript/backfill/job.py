@@ -220,8 +220,8 @@ class JobOutputs:
 
     def packed(self, fmt: str) -> Iterator[tuple[bytes, int]]:
         """(bytes, how many records) in ``fmt`` (``sink.pack``), in task order."""
-        frame = output_frame(self.spark, self.plan, fused=self.fused, pack=fmt)
-        for row in frame.toLocalIterator(prefetchPartitions=True):
+        all_at_once = self.spark.sparkContext.defaultParallelism > 2
+        for row in self._rows(output_frame(self.spark, self.plan, fused=self.fused, pack=fmt), all_at_once):
             kind = row.kind
             if kind == "packed":
                 yield bytes(row.value), row.partition
@@ -235,6 +235,44 @@ class JobOutputs:
                                             [(h.key, _bytes(h.value)) for h in row.headers or []], row.timestamp))
             else:
                 raise BackfillError(f"a task sent a row of unknown kind {kind!r}")
+
+    @staticmethod
+    def _rows(frame: Any, all_at_once: bool) -> Iterator[Any]:
+        """The frame's rows in task order, with every task running at once.
+
+        ``toLocalIterator`` alone runs one Spark job per partition, at most two at a time: key
+        groups (or partitions) beyond that would wait however many cores the cluster has. So,
+        ``all_at_once`` (more than two slots), a job computes every partition at once into Spark's cache
+        (packed outputs: small) while the iterator reads them in order, each as soon as it is
+        there (a partition is computed once: a task that needs a block being computed waits for
+        it, Spark's block lock)."""
+        import threading
+
+        from pyspark import StorageLevel
+
+        if not all_at_once:
+            # Two slots: the iterator's prefetch keeps both busy, and a second job's tasks waiting
+            # for a block would only take a slot from the tasks that compute.
+            yield from frame.toLocalIterator(prefetchPartitions=True)
+            return
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        failure: list[BaseException] = []
+
+        def compute_all() -> None:
+            try:
+                frame.count()
+            except BaseException as exc:
+                failure.append(exc)
+
+        worker = threading.Thread(target=compute_all, name="backfill-tasks", daemon=True)
+        worker.start()
+        try:
+            yield from frame.toLocalIterator()
+            worker.join()
+            if failure:
+                raise failure[0]
+        finally:
+            frame.unpersist()
 
     def __iter__(self) -> Iterator[OutputRow]:
         from .sink import unpack_rows
