@@ -4,11 +4,12 @@ As in Rust's ``regex-automata``, the engine does not care which one it runs:
 
 - :class:`DFAMachine` holds the whole transition table, built at compile time.
 - :class:`LazyDFA` keeps the epsilon-free NFA (size linear in the program) and builds DFA states
-  on demand, with the same ``transitions`` and the same action merge as the eager construction, so it
-  behaves identically. Its ``transitions`` (whole rows, frozenset keys) serve the compile-time
-  analyses and drawings; the engine runs it through ``simulate.PositionSets`` instead (states as
-  int masks, one symbol's transition at a time) behind the transition cache of ``hybrid``, which
-  falls back to simulating every step when it thrashes. Snapshots store the same sorted list of
+  on demand, with the same steps and the same action merge as the eager construction, so it
+  behaves identically. Its ``transitions`` (whole rows, frozenset keys) serve drawings (the
+  compile-time analyses step masks through ``simulate.Positions``); the engine runs it through
+  ``simulate.PositionSets`` instead (states as int masks, one symbol's transition at a time)
+  behind the transition cache of ``hybrid``, which falls back to simulating every step when it
+  thrashes. Snapshots store the same sorted list of
   NFA states either way.
 
 Both answer: the start state and initial actions; all transitions from a state (symbol →

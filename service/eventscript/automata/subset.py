@@ -5,8 +5,10 @@ paths at once, language document §3.3.1). The transition on a symbol goes to th
 states its edges reach, and carries the merged actions of all those edges (``actions.merge``).
 The empty set is the error: no path can continue.
 
-``transitions`` is shared by the eager construction here, the lazy DFA, and the difference
-product (``-``).
+``determinize`` steps bit masks of NFA states (``simulate.Positions``), as the difference product
+(``-``) and the analyses of a lazy DFA do. ``transitions`` is the same step on frozensets, a whole
+row at a time: the lazy DFA's rows (drawings, ``eventscript graph``) and the reference the tests
+check the mask constructions against.
 """
 
 from __future__ import annotations
