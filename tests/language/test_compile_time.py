@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import ast
 import random
-import statistics
-import time
 from pathlib import Path
 
 import pytest
@@ -35,9 +33,8 @@ from eventscript.language.source import SourceFile
 
 AUTOMATA = Path(__file__).resolve().parents[2] / "service" / "eventscript" / "automata"
 
-#: The issue's target is 100 ms on a quiet machine; tests share two cores with other work, so
-#: they allow 2.5 times that in CPU time (before this change these programs took 230-400 ms).
-BUDGET_MS = 250.0
+#: Compile time itself is measured by bench/check.py (the guide: speed targets are benchmarks,
+#: not timed unit tests); these tests check that the faster constructions build the same machines.
 
 SMALL_PROGRAMS = {
     "difference": difference_program(120, 10),
@@ -135,23 +132,6 @@ def test_generators_write_programs_of_the_size_asked() -> None:
         assert compile_source(text).ok
     assert difference_program().count("  | .* ") == 40  # 41 patterns under -
     assert difference_program() == difference_program()  # deterministic: figures stay comparable
-
-
-def median_cpu_ms(text: str, runs: int = 3) -> float:
-    compile_source(text)
-    times = []
-    for _ in range(runs):
-        start = time.process_time()
-        comp = compile_source(text)
-        times.append((time.process_time() - start) * 1000.0)
-        assert comp.ok
-    return statistics.median(times)
-
-
-@pytest.mark.parametrize("text", [difference_program(), blowup_program(15), blowup_program(25)],
-                         ids=["difference-500-lines", "blowup-k15", "blowup-k25"])
-def test_compile_time_stays_within_budget(text: str) -> None:
-    assert median_cpu_ms(text) <= BUDGET_MS
 
 
 def test_the_blowup_program_runs_on_the_lazy_dfa_past_the_limit() -> None:
