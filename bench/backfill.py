@@ -188,10 +188,10 @@ def bench_master(master: str, plan: Plan, keyed: Plan, n: int, tmp: Path, quick:
             check_totals(totals, p)  # no record on a partition its key does not belong to
             sink.commit()
 
-    measure(f"{master}: backfill to JSON lines", n, lambda: full(plan))
-    measure(f"{master}: backfill to JSON lines, fused", n, lambda: full(plan, fused=True))
-    measure(f"{master}: backfill to Parquet, fused", n, lambda: full(plan, fused=True, fmt="parquet"))
-    measure(f"{master}: key-parallel, {keyed.key_groups} groups, to JSON lines", n, lambda: full(keyed))
+    measure(f"{master}: backfill to JSON lines, mapInArrow", n, lambda: full(plan))
+    measure(f"{master}: backfill to JSON lines (tasks in the source)", n, lambda: full(plan, fused=True))
+    measure(f"{master}: backfill to Parquet (tasks in the source)", n, lambda: full(plan, fused=True, fmt="parquet"))
+    measure(f"{master}: key-parallel, {keyed.key_groups} groups, to JSON lines", n, lambda: full(keyed, fused=True))
     spark.stop()
 
 
