@@ -14,9 +14,13 @@ cache large enough for every instance (``--per-instance-keys``), each in a fresh
 as the RSS added by the second half of the instances (so that fixed costs — bounded key caches,
 RocksDB's buffers, code — fall out), beside the cache's own estimate (``instance_bytes``).
 
+With ``--unbounded-up-to`` (default 1,000,000) key counts up to it also run with every instance in
+memory (the behaviour before the cache), alternating with the cached runs for ``--rounds``.
+
 Usage:
   python bench/state.py [--keys 1000000[,10000000]] [--cache-mib 256] [--program counter|timers]
-                        [--skewed N] [--commit-every N] [--per-instance-keys 200000]
+                        [--skewed N] [--commit-every N] [--per-instance-keys 400000]
+                        [--unbounded-up-to 1000000] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -222,13 +226,18 @@ def main() -> None:
     ap.add_argument("--commit-every", type=int, default=10_000)
     ap.add_argument("--per-instance-keys", type=int, default=200_000,
                     help="instances for the bytes-per-instance comparison (0: skip it)")
+    ap.add_argument("--unbounded-up-to", type=int, default=1_000_000,
+                    help="also run key counts up to this with every instance in memory (the old behaviour), "
+                         "alternating with the cached runs")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of the alternating runs")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         mode, program, keys, *rest = a.child
         if mode == "task":
             skewed, cache_mib, commit_every = int(rest[0]), float(rest[1]), int(rest[2])
-            result = run_task(program, int(keys), skewed, cache_mib, None, commit_every)
+            instances = int(rest[3]) if len(rest) > 3 else None
+            result = run_task(program, int(keys), skewed, cache_mib, instances, commit_every)
         elif mode == "engine":
             result = run_engine(program, int(keys))
         else:
@@ -246,14 +255,19 @@ def main() -> None:
               f"{tsk['estimated']} B); task's RocksDB {tsk['rocksdb_mib']} MiB", flush=True)
     for keys in [int(k) for k in a.keys.split(",")]:
         skewed = keys // 2 if a.skewed is None else a.skewed
-        r = child(["task", a.program, str(keys), str(skewed), str(a.cache_mib), str(a.commit_every)])
-        print(json.dumps(r), flush=True)
-        print(f"{keys:>11,} keys, {r['records']:,} records: {r['records_per_s']:,} records/s, "
-              f"{r['records_per_cpu_s']:,} records/CPU-s ({r['wall_s']} s, {r['cpu_s']} CPU-s); peak RSS "
-              f"{r['peak_rss_mib']} MiB (end {r['rss_end_mib']}); {r['in_memory']:,} in memory "
-              f"(capacity {r['capacity']:,} at ~{r['estimated_bytes_per_instance']} B each), "
-              f"{r['evicted']:,} evictions, {r['loaded_by_records']:,} + {r['loaded_by_timers']:,} loads "
-              f"(records + timers)", flush=True)
+        runs = [("cache", [])]
+        if keys <= a.unbounded_up_to:
+            runs.append(("all in memory", [str(keys * 2)]))
+        for _ in range(a.rounds):
+            for label, extra in runs:
+                r = child(["task", a.program, str(keys), str(skewed), str(a.cache_mib), str(a.commit_every), *extra])
+                print(json.dumps(r), flush=True)
+                print(f"{keys:>11,} keys, {r['records']:,} records, {label}: {r['records_per_s']:,} records/s, "
+                      f"{r['records_per_cpu_s']:,} records/CPU-s ({r['wall_s']} s, {r['cpu_s']} CPU-s); peak RSS "
+                      f"{r['peak_rss_mib']} MiB (end {r['rss_end_mib']}); {r['in_memory']:,} in memory "
+                      f"(capacity {r['capacity']:,} at ~{r['estimated_bytes_per_instance']} B each), "
+                      f"{r['evicted']:,} evictions, {r['loaded_by_records']:,} + {r['loaded_by_timers']:,} loads "
+                      f"(records + timers)", flush=True)
 
 
 if __name__ == "__main__":
