@@ -144,8 +144,11 @@ def test_hosts_see_group_key_tuples() -> None:
     assert ("a",) in engine.contexts and "a" not in engine.contexts and ("zz",) not in engine.contexts
     assert sorted(engine.contexts) == [("a",), ("b",)] and len(engine.contexts) == 2
     assert engine.contexts.get(("b",)) is not None and engine.contexts.get("b") is None
+    b = engine.contexts[("b",)]
+    assert engine.holds(b) and engine.holds(ctx)
     del engine.contexts[("b",)]
     assert list(engine.contexts.keys()) == [("a",)] and engine.instance_count == 1
+    assert not engine.holds(b) and engine.holds(ctx)
     with pytest.raises(ValueError):
         engine.contexts[("c",)] = ctx
 

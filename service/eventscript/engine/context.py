@@ -33,7 +33,7 @@ _EXT_OBJECT = 3  # an opaque object value, as JSON
 NO_VARIABLES: list[Any] = []
 
 
-class _Rare:
+class RareFields:
     """The fields of an instance that are usually at their defaults, kept apart so that an
     instance that never fired a timer nor was named by a host carries one empty slot for them."""
 
@@ -56,7 +56,7 @@ def _rare_field(name: str, default: Any, doc: str) -> property:
         if rare is None:
             if value == default and type(value) is type(default):
                 return
-            rare = ctx._rare = _Rare()
+            rare = ctx._rare = RareFields()
         setattr(rare, name, value)
 
     return property(get, put, doc=doc)
@@ -84,7 +84,7 @@ class InstanceContext:
         #: The time symbol the pending timer will deliver.
         self.tsym = -1
         self.terminated = False
-        self._rare: _Rare | None = None
+        self._rare: RareFields | None = None
 
     @property
     def key(self) -> tuple[Any, ...] | None:

@@ -31,7 +31,7 @@ from ..language.checker import resolve_external
 from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, Type
 from . import builtins, context
 from .codegen import CodeGen, SymbolPlan, one_value_key
-from .context import NO_VARIABLES, GroupContexts, InstanceContext, OneKeyContext
+from .context import NO_VARIABLES, GroupContexts, InstanceContext, OneKeyContext, RareFields
 from .encoding import DecodeError, decode
 from .events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode, EventConsumer
 from .externals import make_external
@@ -663,23 +663,26 @@ class Engine:
         """Deliver the time event of ctx's pending timer (called by the time provider)."""
         if ctx.terminated:
             return
-        ctx.fires += 1
+        rare = ctx._rare  # fields most instances leave at their defaults (see InstanceContext)
+        if rare is None:
+            rare = ctx._rare = RareFields()
+        rare.fires += 1
         if self.before_timer is not None:
             self.before_timer(ctx)
-        if deadline == ctx.last_fire:
-            ctx.repeats += 1
-            if ctx.repeats >= MAX_FIRES_AT_ONE_INSTANT:
+        if deadline == rare.last_fire:
+            rare.repeats += 1
+            if rare.repeats >= MAX_FIRES_AT_ONE_INSTANT:
                 # e.g. ( A() | elapse[0 seconds]() )*: each firing re-arms the marker at the same
                 # instant, and time could never move on. Stop the timer and say why.
                 self.time.cancel_timer(ctx)
                 self._error(ctx, ErrorCode.INVALID_OPERATION,
                             f"the time marker fired {MAX_FIRES_AT_ONE_INSTANT} times at one instant (an elapse "
                             f"of zero or less in a loop?); its timer is stopped until the next event")
-                ctx.repeats = 0
+                rare.repeats = 0
                 return
         else:
-            ctx.last_fire = deadline
-            ctx.repeats = 0
+            rare.last_fire = deadline
+            rare.repeats = 0
         st = ctx.state
         if self.positions is not None:
             e = self._lazy_step(st, ctx.tsym)
@@ -709,6 +712,14 @@ class Engine:
         if self.grouped and self._table.get(ctx.gk) is ctx:
             del self._table[ctx.gk]
         self._touch(ctx)
+
+    def holds(self, ctx: InstanceContext) -> bool:
+        """Is ``ctx`` the engine's live instance of its key (not terminated and released, nor
+        replaced by a restore)? For hosts persisting changes: ``engine.contexts.get(ctx.key) is
+        ctx`` says the same, but builds and translates a key tuple."""
+        if self.grouped:
+            return self._table.get(ctx.gk) is ctx
+        return self.single is ctx and not ctx.terminated
 
     def drain_dirty(self) -> list[InstanceContext]:
         """Contexts changed (or terminated) since the last call; for hosts that persist them."""
