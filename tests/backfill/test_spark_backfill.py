@@ -143,3 +143,19 @@ def test_outputs_of_every_task_at_once_come_in_task_order_each_computed_once(spa
     failing = spark.range(0, 1, numPartitions=3).mapInArrow(logged_partition, "first long")
     with pytest.raises(Exception, match="the test's failing task"):
         list(JobOutputs._rows(failing, all_at_once=True))
+
+
+def test_the_command_in_key_parallel_mode_gives_every_key_the_partition_modes_outputs(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eventscript.kafka.config import load_topology
+
+    topo_path = topology_file(tmp_path, 2)
+    topo: Topology = load_topology(topo_path)
+    export = export_of(tmp_path, topo, random_trace(12, events=200), monkeypatch, 2, fmt="parquet")
+    out = tmp_path / "out.jsonl"
+    assert main(["backfill", str(topo_path), "--input", str(export), "--output", str(out), "--key-groups", "3",
+                 "--no-ui"]) == 0
+    got = read_lines(out)
+    want = [output_json(r) for r in run_locally(export_plan(topo, topo.programs[0], [str(export)]))]
+    assert by_key(got) == by_key(want) and len(got) == len(want) > 200
+    assert sorted(x["id"] for x in got) == sorted(x["id"] for x in want)

@@ -15,8 +15,9 @@ from .runner import TaskSummary
 
 
 class Progress:
-    def __init__(self, tasks: int, planned_records: int, out: TextIO = sys.stderr) -> None:
+    def __init__(self, tasks: int, planned_records: int, out: TextIO = sys.stderr, unit: str = "partitions") -> None:
         self.tasks = tasks
+        self.unit = unit  # what a task is: "partitions", or "key groups" in key-parallel mode
         self.planned = planned_records
         self.out = out
         self.tty = out.isatty()
@@ -41,7 +42,7 @@ class Progress:
     def line(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.records / elapsed
-        text = (f"backfill: {self.done}/{self.tasks} partitions done, {self.records} records read, "
+        text = (f"backfill: {self.done}/{self.tasks} {self.unit} done, {self.records} records read, "
                 f"{self.keys} keys live, {self.sent} records out, {rate:,.0f} records/s, {elapsed:.1f} s")
         left = self.planned - self.records
         if self.done < self.tasks and rate > 0 and left > 0:
