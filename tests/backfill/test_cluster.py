@@ -30,6 +30,7 @@ from test_backfill_tasks import PROGRAM, by_key, export_of, random_trace, run_te
 from test_spark_backfill import topology_file
 
 import eventscript
+from eventscript.backfill import submit  # the application file users submit (docs/backfill.md)
 from eventscript.kafka.config import load_topology
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -38,8 +39,6 @@ MASTER = "local-cluster[2,1,1024]"
 #: Three short-lived JVMs (driver, two executors) on a busy 2-core machine: the C1 compiler alone and the
 #: serial collector halve their CPU time (34 s -> 19 s measured) and change nothing else.
 QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-#: The application file docs/backfill.md tells users to submit: the command line's entry point.
-SUBMIT_PY = "from eventscript.cli.main import main\n\nraise SystemExit(main())\n"
 
 
 def spark_home(tmp: Path) -> Path:
@@ -84,16 +83,14 @@ def test_spark_submit_to_a_local_cluster_gives_the_testers_outputs(
     topo_path = topology_file(tmp_path, 3)
     trace = random_trace(5, events=300)
     export = export_of(tmp_path, load_topology(topo_path), trace, monkeypatch, 3)
-    (tmp_path / "submit.py").write_text(SUBMIT_PY)
     bin_dir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "SPARK_HOME": str(home),
            "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_DRIVER_PYTHON": sys.executable,
            "PYSPARK_PYTHON": str(python_without_eventscript(tmp_path))}
     command = [str(bin_dir / "spark-submit"), "--master", MASTER, "--py-files", str(package_zip(tmp_path)),
                "--conf", "spark.executor.memory=512m", "--driver-java-options", QUICK_JVM,
-               "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM}", "submit.py",
-               "backfill", "topology.yaml", "--input", str(export), "--output", "out.jsonl", "--no-ui",
-               "--master", MASTER]
+               "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM}", submit.__file__,
+               "backfill", "topology.yaml", "--input", str(export), "--output", "out.jsonl", "--no-ui"]
     proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     said = f"stdout:\n{proc.stdout[-2000:]}\nstderr:\n{proc.stderr[-4000:]}"
     assert proc.returncode == 0, said

@@ -53,16 +53,28 @@ class Totals:
 # -- the session ------------------------------------------------------------------------------------
 
 
-def spark_session(master: str = DEFAULT_MASTER, ui: bool = True, conf: dict[str, str] | None = None) -> Any:
-    """A SparkSession whose Python workers run this interpreter (so they import eventscript)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    local = master.startswith("local")
+def submitted() -> bool:
+    """Whether this driver was started by ``spark-submit`` (which hands it a gateway to its JVM,
+    configured with the submitted ``--master`` and ``--conf``)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def spark_session(master: str | None = DEFAULT_MASTER, ui: bool = True, conf: dict[str, str] | None = None) -> Any:
+    """A SparkSession whose Python workers run this interpreter (so they import eventscript).
+
+    ``master`` None: the master ``spark-submit`` was given, else ``local[*]``. A master set here
+    would override the submitted one, and the job would silently run on the submitting host."""
+    if master is None and not submitted():
+        master = DEFAULT_MASTER
+    if not submitted():
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    local = master is not None and master.startswith("local")
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: stay on the loopback interface
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(master)
+    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     if local:
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     builder = (builder.appName("eventscript-backfill")
@@ -90,6 +102,8 @@ def export_plan(topo: Topology, cfg: ProgramConfig, paths: list[str], *, partiti
                 start: str | None = None, stop: str | None = None, until_us: int | None = None,
                 batch_size: int = 10_000) -> Plan:
     """The plan for a backfill over topic exports: the cut is what the export holds."""
+    # Executors run in working directories of their own: hand them absolute paths.
+    paths = [p if "://" in p else str(Path(p).resolve()) for p in paths]
     for p in paths:
         export.export_format(p)
         if not Path(p).exists():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import sys
 from typing import Any
 
@@ -38,12 +39,20 @@ def make_plan(topo: Topology, cfg: ProgramConfig, inputs: list[str] | None, *, s
     return kafka_plan(topo, cfg, start=start, stop=stop, until_us=until_us, batch_size=batch_size)
 
 
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt): ")
+
+
 def _spark_failure(exc: Exception) -> str:
     """The user's part of a failed Spark job: the last line of the Python error, if there is one."""
     text = str(exc)
     for marker in ("BackfillError: ", "ExportError: ", "KafkaReadError: "):
         if marker in text:
             return text.split(marker, 1)[1].split("\n", 1)[0]
+    # Else the last Python exception line of the executor's traceback (e.g. "ModuleNotFoundError:
+    # No module named 'eventscript'"), not py4j's "An error occurred while calling o74.getResult".
+    raised = [line.strip() for line in text.splitlines() if _EXCEPTION_LINE.match(line.strip())]
+    if raised:
+        return raised[-1]
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
@@ -64,7 +73,7 @@ def _sink_config(topo: Topology, cfg: ProgramConfig, output: str | None, output_
 
 def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: list[str] | None = None,
              start: str | None = None, stop: str | None = None, until_us: int | None = None,
-             master: str = "local[*]", partitions: int | None = None, batch_size: int = 10_000, ui: bool = True,
+             master: str | None = None, partitions: int | None = None, batch_size: int = 10_000, ui: bool = True,
              verbose: bool = False, spark: Any = None, err: Any = None, output_topics: dict[str, str] | None = None,
              error_topic: str | None = None, handover: bool = False, force: bool = False,
              key_groups: int = 0) -> Totals:
@@ -105,7 +114,7 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
     if topics:
         err.write(f"backfill: the outputs go to Kafka topics {', '.join(topics)} on {topo.kafka.bootstrap_servers}, "
                   f"in one transaction committed at the end\n")
-    progress = Progress(plan.tasks, plan.records, err)
+    progress = Progress(plan.tasks, plan.records, err, unit="key groups" if plan.key_groups else "partitions")
     progress.spark_ui(spark.sparkContext.uiWebUrl if ui else None)
     totals = Totals()
     state = ho.HandoverState() if target is not None else None

@@ -38,7 +38,8 @@ def setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--until", metavar="TIME",
                    help="after the last record, fire pending timers up to this record time (default: none fire "
                         "past the last record, as in the worker)")
-    p.add_argument("--master", default="local[*]", metavar="URL", help="Spark master (default: local[*])")
+    p.add_argument("--master", metavar="URL",
+                   help="Spark master (default: the one spark-submit was given, else local[*])")
     p.add_argument("--partitions", type=positive_int, metavar="N",
                    help="the input topics' partition count, for an export (default: the topology's topics:, else "
                         "the highest partition in the export plus one)")
