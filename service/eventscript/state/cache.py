@@ -75,7 +75,9 @@ def instance_bytes(ctx: InstanceContext) -> int:
     if ctx.origin is not None:
         size += sys.getsizeof(ctx.origin)
     if ctx.timer is not None:
-        size += sys.getsizeof(ctx.timer) + 2 * 32
+        # Its heap entry (a list, its deadline and sequence ints, a heap slot) and, until the heap
+        # is rebuilt, up to two dead entries it replaced (timer_provider.TimerQueue): count two.
+        size += 2 * (sys.getsizeof(ctx.timer) + 2 * 32 + 8)
     return size
 
 
