@@ -7,6 +7,7 @@ Tokens from an included file keep positions in that file.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -29,6 +30,28 @@ PUNCTUATION = (
 )
 
 MAX_INCLUDE_DEPTH = 32
+
+#: The tokens most of a program is made of, as alternatives of one pattern that the lexer matches
+#: at each position (as CPython's tokenize does); the group that matched names the kind. Order
+#: matters: comments before "/", longer punctuation before its prefixes. A number ends where the
+#: language's grammar ends it ("5msec" is 5 and msec; "1.e3" is 1 . e3), and only simple strings
+#: are here: a string with an escape, a surrogate or no closing quote goes the long way, which
+#: says what is wrong. ``\w`` is exactly ``str.isalnum()`` or "_", as the language's words are.
+_COMMON_TOKEN = re.compile(
+    "(?:" + "|".join((
+        r"(?P<word>[A-Za-z_$]\w*)",
+        "(?P<punctuation>" + "|".join(re.escape(p) for p in PUNCTUATION if len(p) > 1)
+        + "|[" + "".join(re.escape(p) for p in PUNCTUATION if len(p) == 1 and p != "/") + r"]|/(?![/*]))",
+        r"(?P<newline>\n)",
+        r"(?P<number>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)",
+        '(?P<string>"[^"\\\\\\n\\ud800-\\udfff]*")',
+        r"(?P<space>[ \t\r\f\v]+)",
+        r"(?P<line_comment>//[^\n]*)",
+        r"(?P<block_comment>/\*)",
+    )) + r")[ \t\r\f\v]*"  # the blanks after a token, in the same step
+)
+#: The rest of an identifier after its first character.
+_WORD_TAIL = re.compile(r"\w*")
 
 #: Integer literals with more significant digits are rejected by the lexer: far beyond a long (19
 #: digits) and a double (309), and below Python's limit for converting text to int (4,300 digits)
@@ -108,110 +131,106 @@ class Lexer:
             self._lex_into(source, tokens)
         finally:
             self._stack.clear()
-        end = len(source.text)
-        tokens.append(Token("EOF", "", None, source.pos(end)))
-        return [Token(t.kind, t.text, t.value, t.pos, i) for i, t in enumerate(tokens)]
+        tokens.append(Token("EOF", "", None, source.pos(len(source.text)), len(tokens)))
+        return tokens
 
     # -- scanning -------------------------------------------------------------------------
 
     def _lex_into(self, src: SourceFile, out: list[Token]) -> None:
+        """Append the tokens of ``src`` (and of what it includes) to ``out``.
+
+        The common tokens come from one match of :data:`_COMMON_TOKEN` at each position, and the
+        position of a token from a line count kept while scanning: a bisect and two calls per
+        token made up most of the compile time of lexing. Whatever the pattern does not match
+        (directives, letters outside ASCII, strings with escapes, stray characters) goes to
+        :meth:`_irregular`, which says what is wrong.
+        """
         text = src.text
         n = len(text)
+        match = _COMMON_TOKEN.match
         i = 0
+        line = 1
+        line_start = 0
         at_line_start = True
         while i < n:
-            ch = text[i]
-            if ch == "\n":
+            m = match(text, i)
+            if m is None:
+                if text[i] == "#" and at_line_start:
+                    i = self._directive(src, i, out)
+                else:
+                    at_line_start = False
+                    i = self._irregular(src, i, out)
+                # Strings may continue past a backslash-newline: find the line anew.
+                line, col = src.line_col(i)
+                line_start = i - col + 1
+                continue
+            kind = m.lastgroup
+            if kind == "word":
+                at_line_start = False
+                word = m["word"]
+                out.append(Token(word if word in KEYWORDS else "IDENT", word, word,
+                                 Pos(src, i, line, i - line_start + 1), len(out)))
+            elif kind == "punctuation":
+                at_line_start = False
+                p = m["punctuation"]
+                out.append(Token(p, p, None, Pos(src, i, line, i - line_start + 1), len(out)))
+            elif kind == "newline":
                 at_line_start = True
-                i += 1
-                continue
-            if ch in " \t\r\f\v":
-                i += 1
-                continue
-            if ch == "/" and i + 1 < n and text[i + 1] == "/":
-                j = text.find("\n", i)
-                i = n if j < 0 else j
-                continue
-            if ch == "/" and i + 1 < n and text[i + 1] == "*":
-                j = text.find("*/", i + 2)
-                if j < 0:
+                line += 1
+                line_start = i + 1
+            elif kind == "number":
+                at_line_start = False
+                out.append(self._number(m["number"], Pos(src, i, line, i - line_start + 1), len(out)))
+            elif kind == "string":
+                at_line_start = False
+                quoted = m["string"]
+                out.append(Token("STRING", quoted, quoted[1:-1], Pos(src, i, line, i - line_start + 1), len(out)))
+            elif kind == "block_comment":
+                close = text.find("*/", i + 2)
+                if close < 0:
                     self.diagnostics.error(src.pos(i), "unterminated comment", "close it with */")
                     return
-                i = j + 2
+                last_newline = text.rfind("\n", i, close)
+                if last_newline >= 0:
+                    line += text.count("\n", i, close)
+                    line_start = last_newline + 1
+                i = close + 2
                 continue
-            if ch == "#" and at_line_start:
-                i = self._directive(src, i, out)
-                continue
-            at_line_start = False
-            if ch.isalpha() or ch == "_" or ch == "$":
-                j = i + 1
-                while j < n and (text[j].isalnum() or text[j] == "_"):
-                    j += 1
-                word = text[i:j]
-                kind = word if word in KEYWORDS else "IDENT"
-                out.append(Token(kind, word, word, src.pos(i)))
-                i = j
-                continue
-            if _digit(ch):
-                i = self._number(src, i, out)
-                continue
-            if ch == '"':
-                i = self._string(src, i, out)
-                continue
-            if ch == "'" and text.find("'", i + 1, _line_end(text, i)) > 0:
-                # 'text' as in other languages: say so once, then read it as a string so that
-                # the rest of the program is still checked.
-                self.diagnostics.error(src.pos(i), "unexpected character \"'\"", _unexpected_hint(ch))
-                i = self._string(src, i, out, quote="'")
-                continue
-            for p in PUNCTUATION:
-                if text.startswith(p, i):
-                    out.append(Token(p, p, None, src.pos(i)))
-                    i += len(p)
-                    break
-            else:
-                self.diagnostics.error(src.pos(i), f"unexpected character {ch!r}", _unexpected_hint(ch))
-                i += 1
+            # else: blanks, or a line comment (which ends before its newline)
+            i = m.end()
 
-    def _number(self, src: SourceFile, i: int, out: list[Token]) -> int:
+    def _irregular(self, src: SourceFile, i: int, out: list[Token]) -> int:
+        """The token at ``i`` that :data:`_COMMON_TOKEN` does not match; returns where it ends."""
         text = src.text
-        n = len(text)
-        j = i
-        while j < n and _digit(text[j]):
-            j += 1
-        is_float = False
-        if j + 1 < n and text[j] == "." and _digit(text[j + 1]):
-            is_float = True
-            j += 1
-            while j < n and _digit(text[j]):
-                j += 1
-        if j < n and text[j] in "eE":
-            k = j + 1
-            if k < n and text[k] in "+-":
-                k += 1
-            if k < n and _digit(text[k]):
-                is_float = True
-                j = k
-                while j < n and _digit(text[j]):
-                    j += 1
-        lexeme = text[i:j]
-        if j < n and (text[j].isalpha() or text[j] == "_") and text[j] not in "eE":
-            # "5msec" is two tokens; that is fine. Nothing to do here.
-            pass
-        if is_float:
-            out.append(Token("FLOAT", lexeme, float(lexeme), src.pos(i)))
-        else:
-            # Leading zeros count towards Python's conversion limit too: convert without them.
-            significant = lexeme.lstrip("0") or "0"
-            if len(significant) > MAX_INT_DIGITS:
-                # No type of the language could hold the number. The token keeps 0 so that
-                # nothing later trips over it.
-                self.diagnostics.error(src.pos(i), f"integer literal out of range: it has {len(significant)} digits",
-                                       LONG_RANGE_HINT)
-                out.append(Token("INT", lexeme, 0, src.pos(i)))
-            else:
-                out.append(Token("INT", lexeme, int(significant), src.pos(i)))
-        return j
+        ch = text[i]
+        if ch.isalpha():  # a letter outside ASCII starts an identifier too
+            j = _WORD_TAIL.match(text, i + 1).end()  # type: ignore[union-attr]  # \w* always matches
+            word = text[i:j]
+            out.append(Token(word if word in KEYWORDS else "IDENT", word, word, src.pos(i), len(out)))
+            return j
+        if ch == '"':
+            return self._string(src, i, out)
+        if ch == "'" and text.find("'", i + 1, _line_end(text, i)) > 0:
+            # 'text' as in other languages: say so once, then read it as a string so that
+            # the rest of the program is still checked.
+            self.diagnostics.error(src.pos(i), "unexpected character \"'\"", _unexpected_hint(ch))
+            return self._string(src, i, out, quote="'")
+        self.diagnostics.error(src.pos(i), f"unexpected character {ch!r}", _unexpected_hint(ch))
+        return i + 1
+
+    def _number(self, lexeme: str, pos: Pos, index: int) -> Token:
+        """The INT or FLOAT token of a lexeme :data:`_COMMON_TOKEN` matched as a number."""
+        if not lexeme.isdigit():  # a fraction or an exponent
+            return Token("FLOAT", lexeme, float(lexeme), pos, index)
+        # Leading zeros count towards Python's conversion limit too: convert without them.
+        significant = lexeme.lstrip("0") or "0"
+        if len(significant) > MAX_INT_DIGITS:
+            # No type of the language could hold the number. The token keeps 0 so that
+            # nothing later trips over it.
+            self.diagnostics.error(pos, f"integer literal out of range: it has {len(significant)} digits",
+                                   LONG_RANGE_HINT)
+            return Token("INT", lexeme, 0, pos, index)
+        return Token("INT", lexeme, int(significant), pos, index)
 
     _ESCAPES: ClassVar[dict[str, str]] = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "'": "'", "0": "\0"}
 
@@ -245,9 +264,9 @@ class Lexer:
             j += 1
         if j >= n or text[j] != quote:
             self.diagnostics.error(src.pos(i), "unterminated string literal", 'close it with " on the same line')
-            out.append(Token("STRING", text[i:j], "".join(chars), src.pos(i)))
+            out.append(Token("STRING", text[i:j], "".join(chars), src.pos(i), len(out)))
             return j
-        out.append(Token("STRING", text[i : j + 1], "".join(chars), src.pos(i)))
+        out.append(Token("STRING", text[i : j + 1], "".join(chars), src.pos(i), len(out)))
         return j + 1
 
     def _unicode_escape(self, src: SourceFile, j: int, chars: list[str]) -> int:
