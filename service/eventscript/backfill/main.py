@@ -56,6 +56,21 @@ def _spark_failure(exc: Exception) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
+def _order_warnings(topo: Topology, cfg: ProgramConfig, topics: list[str]) -> list[str]:
+    """Key-parallel mode writes each key group's records in turn: per key in the worker's order,
+    but across keys not in the record-time order a worker writes a topic in. A program that
+    reads such a topic grouped by another key would see another history than the worker's."""
+    out = []
+    for reader in topo.programs:
+        read = sorted({i.topic for i in reader.inputs} & set(topics))
+        if reader.name != cfg.name and read:
+            out.append(f"program {reader.name} reads {', '.join(read)}; key-parallel mode (--key-groups) writes "
+                       f"records of different keys in another order than the worker, so where {reader.name} "
+                       f"groups by another key its results may differ from the worker's: backfill in partition "
+                       f"mode (no --key-groups) for topics other programs read")
+    return out
+
+
 def _sink_config(topo: Topology, cfg: ProgramConfig, output: str | None, output_topics: dict[str, str],
                  error_topic: str | None) -> tuple[ProgramConfig, list[str]]:
     """Check the sink options: the program's configuration with ``--output-topic`` /
@@ -111,6 +126,9 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
             logging.getLogger("py4j").setLevel(logging.WARNING)
         spark = spark_session(master, ui=ui)
         spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
+    if topics and plan.key_groups:
+        for warning in _order_warnings(topo, cfg, topics):
+            err.write(f"backfill: warning: {warning}\n")
     if topics:
         err.write(f"backfill: the outputs go to Kafka topics {', '.join(topics)} on {topo.kafka.bootstrap_servers}, "
                   f"in one transaction committed at the end\n")
