@@ -61,11 +61,6 @@ LONG_RANGE_HINT = ("a long holds -9223372036854775808 to 9223372036854775807; "
                    "for larger numbers write a double, e.g. 1e20")
 
 
-def _digit(ch: str) -> bool:
-    """An ASCII digit. (str.isdigit also accepts superscripts and other scripts' digits.)"""
-    return "0" <= ch <= "9"
-
-
 ESCAPES_HINT = 'the escapes are \\n \\t \\r \\b \\f \\" \\\' \\\\ \\0 and \\uXXXX; write a backslash as \\\\'
 SURROGATE_HINT = ("\\uD800 to \\uDFFF are halves of a UTF-16 pair: write a high half \\uD800-\\uDBFF followed by "
                   "a low half \\uDC00-\\uDFFF (\"\\uD83D\\uDE00\"), or the character itself")
