@@ -86,6 +86,17 @@ def test_the_backfill_writes_the_workers_records_to_the_programs_topics_or_other
     assert by_key([record_to_json(m) for m in got[out]]) == by_key(run_tester(PROGRAM, trace))
     assert len(got[err]) == 1 and b"not JSON" in got[err][0].value()
 
+    # A live worker (clock: record) over the same records writes the same records again, byte for
+    # byte and with the same es-ids: every record of the two topics is there exactly twice.
+    from collections import Counter
+
+    from kafka_helpers import run_in_thread
+
+    assert run_in_thread(path, until_idle=2.0) == 0
+    both = read_many(broker, [out, err], dedupe=False)
+    counts = Counter(written(m) for m in both[out] + both[err])
+    assert sorted(counts) == want and set(counts.values()) == {2}, counts.most_common(3)
+
     # Other topics: --output-topic for one event, default for the rest, --error-topic; and the
     # key-parallel mode, whose records are the same.
     quiet, rest, errors = unique("quiet"), unique("rest"), unique("errors")
