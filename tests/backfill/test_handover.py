@@ -25,6 +25,8 @@ from kafka_helpers import (
     read_many,
     run_in_thread,
     start_worker,
+    stop_when_all_out,
+    tear_down,
     unique,
     wait_for,
 )
@@ -147,14 +149,9 @@ def test_workers_go_on_from_the_handover_with_nothing_lost_and_nothing_twice(
         inputs = read_many(broker, [topic], dedupe=False)[topic]
         want = by_key(run_tester(PROGRAM, trace_of(inputs, end_ms)))
         total = sum(len(v) for v in want.values())
-        wait_for(lambda: watcher.distinct() >= total, 90, interval=0.2, what="all outputs")
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(60) == 0, log.read_text()[-3000:]
+        stop_when_all_out(worker, watcher, total, 90, log)
     finally:
-        watcher.close()
-        producer.stop.set()
-        if worker.poll() is None:
-            worker.kill()
+        tear_down(worker, watcher, producer)
     raw = read_many(broker, [out, cfg.error_topic], dedupe=False)
     assert raw[cfg.error_topic] == []
     got = by_key([record_to_json(m) for m in distinct_by_id(raw[out])])

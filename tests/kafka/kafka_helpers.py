@@ -463,3 +463,25 @@ def committed_states(state_dir: Path) -> dict[str, tuple[Any, ...]]:
         finally:
             db.close()
     return out
+
+
+def stop_when_all_out(worker: subprocess.Popen[bytes], watcher: Any, total: int, timeout: float,
+                      log: Path) -> None:
+    """Wait until ``watcher`` has seen ``total`` distinct outputs, then stop the worker as an
+    operator would (SIGTERM) and check that it shut down cleanly."""
+    import signal
+
+    wait_for(lambda: watcher.distinct() >= total, timeout, interval=0.2, what="all outputs")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(60) == 0, log.read_text()[-3000:]
+
+
+def tear_down(worker: subprocess.Popen[bytes], watcher: Any, producer: Any,
+              writing: threading.Thread | None = None) -> None:
+    """The ``finally`` of a kill test: stop watching and producing, and leave no worker behind."""
+    watcher.close()
+    producer.stop.set()
+    if writing is not None:
+        writing.join(30)
+    if worker.poll() is None:
+        worker.kill()

@@ -33,10 +33,11 @@ from kafka_helpers import (
     outputs_by_partition,
     read_many,
     start_worker,
+    stop_when_all_out,
+    tear_down,
     topology,
     uninterrupted,
     unique,
-    wait_for,
 )
 
 PROGRAM = """
@@ -94,15 +95,9 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
         assert len(in_records) == producer.sent == RECORDS
         want = uninterrupted(PROGRAM, "Tick", in_records)
         total = sum(len(v) for v in want.values())
-        wait_for(lambda: watcher.distinct() >= total, 180, interval=0.2, what="all outputs")
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(60) == 0, log.read_text()[-3000:]
+        stop_when_all_out(worker, watcher, total, 180, log)
     finally:
-        watcher.close()
-        producer.stop.set()
-        writing.join(30)
-        if worker.poll() is None:
-            worker.kill()
+        tear_down(worker, watcher, producer, writing)
     assert kills >= 3, "the producer finished before the worker could be killed three times"
 
     raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)

@@ -27,10 +27,11 @@ from kafka_helpers import (
     outputs_by_partition,
     read_many,
     start_worker,
+    stop_when_all_out,
+    tear_down,
     topology,
     uninterrupted,
     unique,
-    wait_for,
 )
 from test_task_recovery import PROGRAM, T0, _commit, _rewind  # the counter with a 30 s quiet timer
 
@@ -254,15 +255,9 @@ def test_a_worker_with_a_small_cache_killed_and_restarted_is_exact(broker: Broke
         in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
         want = uninterrupted(PROGRAM, "Tick", in_records)
         total = sum(len(v) for v in want.values())
-        wait_for(lambda: watcher.distinct() >= total, 120, interval=0.2, what="all outputs")
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(60) == 0, log.read_text()[-3000:]
+        stop_when_all_out(worker, watcher, total, 120, log)
     finally:
-        watcher.close()
-        producer.stop.set()
-        writing.join(30)
-        if worker.poll() is None:
-            worker.kill()
+        tear_down(worker, watcher, producer, writing)
     raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)
     assert raw[f"{name}-err"] == []
     got, _ = outputs_by_partition(raw[f"{name}-out"])
