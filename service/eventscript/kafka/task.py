@@ -617,12 +617,13 @@ class Task:
             self._seq_saved = self.clock.timers.next_seq
             changes[SEQ_KEY] = b"%d" % self._seq_saved
         if changes:
-            pos = position_header(self.position)
+            headers = [("es-pos", position_header(self.position))]  # one list for the whole commit
             now_ms = self.clock.now() // 1000
             last = len(changes) - 1
+            send, topic, partition = self.send, self.changelog_topic, self.partition
             for i, (k, v) in enumerate(changes.items()):
                 # The last record's delivery report gives the changelog offset the store reaches.
-                self.send(self.changelog_topic, self.partition, k, v, [("es-pos", pos)], now_ms, i == last)
+                send(topic, partition, k, v, headers, now_ms, i == last)
         return changes
 
     def close(self) -> None:
