@@ -155,6 +155,9 @@ class Engine:
         #: host's store into ``contexts`` (Engine.restore), or None if the key has none. The
         #: generated feed asks it when a key is not in ``contexts``, before creating an instance.
         self.loader: Callable[[tuple[Any, ...]], InstanceContext | None] | None = None
+        #: Host hook told of every instance that ends (after it is released): a host with a store
+        #: must not load the key's stored snapshot again before the tombstone is written.
+        self.on_terminate: Callable[[InstanceContext], None] | None = None
         self._gen = CodeGen(self.program)
         self._ns = self._namespace(search_dirs)
         self._bind_emitters()
@@ -712,6 +715,8 @@ class Engine:
         if self.grouped and self._table.get(ctx.gk) is ctx:
             del self._table[ctx.gk]
         self._touch(ctx)
+        if self.on_terminate is not None:
+            self.on_terminate(ctx)
 
     def holds(self, ctx: InstanceContext) -> bool:
         """Is ``ctx`` the engine's live instance of its key (not terminated and released, nor

@@ -130,22 +130,13 @@ class InstanceCache:
         self._writes = 0
         self._next_measure = 0
         store.on_write = self.written
-        self._watch_terminations()
+        self.engine.on_terminate = self._ended
 
-    def _watch_terminations(self) -> None:
-        """Note each instance that ends (``Engine._terminate``, which the generated code and the
-        timer path both call) in ``ended``. (An ``Engine.on_terminate`` hook would say it better.)"""
-        engine = self.engine
-        terminate = engine._terminate
-        ended = self.ended
-
-        def terminate_and_note(ctx: InstanceContext) -> None:
-            terminate(ctx)
-            if ctx.key is not None:
-                ended.add(ctx.key)
-
-        engine._terminate = terminate_and_note  # type: ignore[method-assign]
-        engine._ns["_terminate"] = terminate_and_note
+    def _ended(self, ctx: InstanceContext) -> None:
+        """``Engine.on_terminate``: the key's stored snapshot is out of date until its tombstone
+        is written (see ``ended``)."""
+        if ctx.key is not None:
+            self.ended.add(ctx.key)
 
     def reset(self) -> None:
         """The task reloaded its committed state: nothing in memory, nothing pending."""
