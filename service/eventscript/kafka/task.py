@@ -154,7 +154,16 @@ class Task:
             topic = cfg.output_topic(out.name)
             if topic is not None:
                 self.engine.set_output_handler(out.name, self._output_handler(out.name, out.ty, topic))
-        self.engine.origin_of = self._record_cause
+        #: Whether the program can fire timers: only then is an instance's origin ever read
+        #: (``_begin_timer``), so only then does a new instance carry one.
+        self._timed = bool(program.program.timers)
+        #: Instances created since the changelog records were last drained (by id): never
+        #: persisted, so one that ends before the next drain costs nothing at commit (see
+        #: ``_on_terminate``). ``_creating``: the record being fed is creating its key's instance.
+        self._fresh: dict[int, Any] = {}
+        self._creating = False
+        self.engine.origin_of = self._on_create
+        self.engine.on_terminate = self._on_terminate
         self.engine.before_timer = self._begin_timer
         self._decoders = {id(c): self._input_decoder(c) for c in inputs}
         for ip in self.inputs:
@@ -177,6 +186,8 @@ class Task:
         ungrouped program, its instance. The instances of a grouped program stay in the store
         until a record (``Engine.loader``) or a due timer (the timer index) needs them."""
         self.engine.clear()
+        self._fresh.clear()
+        self._creating = False
         timers = self.clock.timers
         timers.clear()  # the task's own clock: drop the cancelled entries too
         self.hwm = decode_hwm(self.store.get(HWM_KEY))
@@ -292,6 +303,30 @@ class Task:
         self._cause = "start"
         self._src_count = 0
         self._id_base = None
+
+    def _on_create(self) -> str | None:
+        """``Engine.origin_of``, called as the record being fed creates its key's instance: note
+        the creation, and name the instance's origin (for the ids of its timers' outputs; None,
+        so no side object per instance, for a program without timers)."""
+        self._creating = True
+        if not self._timed:
+            return None
+        cause = self._cause
+        if cause is None:  # the record's coordinates, kept for its outputs' ids too
+            cause = self._cause = self._record_cause()
+        return cause
+
+    def _on_terminate(self, ctx: Any) -> None:
+        """``Engine.on_terminate``: an instance ended (terminated or retired) and was released.
+        One created since the last drain was never written to the changelog nor the store: it
+        leaves nothing to persist — no tombstone, no store delete, no cache bookkeeping — so it
+        is taken out of the engine's changed instances. Any other needs its tombstone."""
+        if self._creating or (self._fresh and self._fresh.pop(id(ctx), None) is not None):
+            dirty = self.engine.dirty
+            if dirty is not None:
+                dirty.pop(id(ctx), None)
+            return
+        self.cache.ended_instance(ctx)
 
     def _record_cause(self) -> str:
         """The original coordinates of the record being processed, "topic:partition:offset"."""
@@ -495,7 +530,11 @@ class Task:
                     self._begin_record(msg)  # timers fired first, each its own cause
             else:
                 self.clock.refresh()  # type: ignore[attr-defined]
-            engine.feed_keyed(name, value, key)
+            ctx = engine.feed_keyed(name, value, key)
+            if self._creating:  # this record created the key's instance (_on_create)
+                self._creating = False
+                if ctx is not None and not ctx.terminated:
+                    self._fresh[id(ctx)] = ctx
         else:
             if ip.config is not None and cfg.keyed and msg.key() is None:
                 self._error_record(ErrorCode.BAD_INPUT_VALUE, "the record has no key; this input's records must "
@@ -590,6 +629,7 @@ class Task:
         hints = self.store.timer_hints  # each snapshot's timer, for the store's timer index
         unsaved, recent = self.cache.draining()  # not evictable until written; recently used
         key_bytes_of = self._key_bytes
+        self._fresh.clear()  # every one still alive is snapshotted now: persisted from here on
         for ctx in self.engine.drain_dirty():
             key = ctx.key
             if key is None:

@@ -130,11 +130,11 @@ class InstanceCache:
         self._writes = 0
         self._next_measure = 0
         store.on_write = self.written
-        self.engine.on_terminate = self._ended
+        self.engine.on_terminate = self.ended_instance
 
-    def _ended(self, ctx: InstanceContext) -> None:
-        """``Engine.on_terminate``: the key's stored snapshot is out of date until its tombstone
-        is written (see ``ended``)."""
+    def ended_instance(self, ctx: InstanceContext) -> None:
+        """``Engine.on_terminate`` (or the task's, for an instance that was persisted): the key's
+        stored snapshot is out of date until its tombstone is written (see ``ended``)."""
         if ctx.key is not None:
             self.ended.add(ctx.key)
 

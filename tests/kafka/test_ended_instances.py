@@ -1,0 +1,173 @@
+"""Instances that end before they were ever persisted cost nothing at commit (issue 10, item 4).
+
+With many keys, most instances of a program like ``Reading(r) { !>Echo(r); }`` (or the echo
+program ``( Reading(r) { !>Echo(r); } )*``, whose instance retires after every record) are created
+and ended between two commits. Nothing of them is in the changelog or the store, so they need no
+tombstone, no store delete and no cache bookkeeping. An instance that was persisted (by an earlier
+commit, or loaded from the store) still gets its tombstone. Broker-free: a real ``Task`` and
+RocksDB store, committing, rewinding and restarting as the worker does (see
+test_task_recovery.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgpack
+import orjson
+
+from eventscript.automata.compile import compile_source
+from eventscript.backfill.records import ArrowRecord
+from eventscript.kafka import codec
+from eventscript.kafka.config import InputConfig, ProgramConfig
+from eventscript.kafka.task import OutRecord, Task
+from eventscript.state.changelog import is_instance_key
+
+#: Ends after each record: the next record of the key creates a new instance.
+TERMINATING = """
+in {string k; long n;} Tick group(Tick.k)
+out {string k; long n;} Echo
+Tick(t) { !>Echo(t); }
+"""
+#: Ends after a key's second record.
+PAIRS = """
+in {string k; long n;} Tick group(Tick.k)
+out {string k; long first; long second;} Pair
+Tick(a) Tick(b) { !>Pair({k: a.k, first: a.n, second: b.n}); }
+"""
+#: Ends when its timer fires, 10 s after the key's record.
+TIMED = """
+in {string k; long n;} Tick group(Tick.k)
+out {string k; long n;} Late
+Tick(t) elapse[10 seconds]() { !>Late(t); }
+"""
+#: Never ends: a counter per key.
+COUNTER = """
+in {string k; long n;} Tick group(Tick.k)
+out {string k; long count;} Count
+{ count = 0; }
+( Tick(t) { count = count + 1; !>Count({k: t.k, count: count}); } )*
+"""
+
+T0 = 1_767_225_600_000  # ms
+
+
+def _task(store: Path, program: str, cache_instances: int | None = None) -> Task:
+    cfg = ProgramConfig(name="p", source="p.es", clock="record", inputs=[InputConfig(topic="in", event="Tick")],
+                        outputs={"default": "out"}, errors="err",
+                        state={"cache_instances": cache_instances} if cache_instances else {})
+    task = Task(0, compile_source(program, name="p").require(), cfg, cfg.inputs, "p-rep", "p-changelog", 1, store)
+    task.load_from_store()
+    return task
+
+
+def _records(keys: list[str], start: int, count: int, step_ms: int = 1000) -> list[ArrowRecord]:
+    return [ArrowRecord("in", 0, i, T0 + i * step_ms, keys[i % len(keys)].encode(),
+                        orjson.dumps({"k": keys[i % len(keys)], "n": i}), None) for i in range(start, start + count)]
+
+
+def _feed(task: Task, records: list[ArrowRecord]) -> list[OutRecord]:
+    for r in records:
+        task.add(r)
+    task.process(0)
+    out = [r for r in task.outbox if not r.changelog]
+    task.outbox = [r for r in task.outbox if r.changelog]
+    return out
+
+
+def _commit(task: Task) -> dict[bytes, bytes | None]:
+    """What the worker does when a batch commits: changelog records, then the local store."""
+    changes = task.changelog_records()
+    task.outbox.clear()
+    task.store.write(changes, None, dict(task.position))
+    return changes
+
+
+def _instances(changes: dict[bytes, bytes | None]) -> dict[bytes, bytes | None]:
+    return {k: v for k, v in changes.items() if is_instance_key(k)}
+
+
+def _raw(records: list[OutRecord]) -> list[tuple[object, ...]]:
+    return [(r.topic, r.key, r.value, tuple(r.headers), r.timestamp) for r in records]
+
+
+def test_instances_created_and_ended_between_commits_write_nothing(tmp_path: Path) -> None:
+    task = _task(tmp_path / "t", TERMINATING)
+    keys = [f"k{i}" for i in range(50)]
+    first = _feed(task, _records(keys, 0, 200))
+    assert len(first) == 200
+    assert _instances(_commit(task)) == {}, "a tombstone for an instance never persisted"
+    assert not task.cache.ended and not task.cache.unsaved and not task.engine.dirty
+    assert dict(task.store.instances()) == {}
+    # Rewound to that commit, and restarted from its store: the same outputs, ids included.
+    batch = _records(keys, 200, 100)
+    once = _feed(task, batch)
+    for ip in task.inputs:
+        ip.buffer.clear()
+    task.outbox.clear()
+    task.position = {}
+    task.load_from_store()
+    again = _feed(task, batch)
+    assert _raw(again) == _raw(once)
+    assert _instances(_commit(task)) == {}
+    task.close()
+    restarted = _task(tmp_path / "t", TERMINATING)
+    later = _records(keys, 300, 50)
+    fresh = _task(tmp_path / "reference", TERMINATING)
+    _feed(fresh, _records(keys, 0, 300))
+    assert _raw(_feed(restarted, later)) == _raw(_feed(fresh, later))
+
+
+def test_an_instance_ended_on_a_later_record_of_the_batch_writes_nothing(tmp_path: Path) -> None:
+    task = _task(tmp_path / "t", PAIRS)
+    out = _feed(task, _records(["a", "b"], 0, 4))  # a, b, a, b: both created and ended
+    assert len(out) == 2
+    assert _instances(_commit(task)) == {}
+    _feed(task, _records(["a"], 4, 1))  # a new instance of a, alive at the commit: its snapshot
+    changes = _instances(_commit(task))
+    assert list(changes) == [b'["a"]'] and changes[b'["a"]'] is not None
+
+
+def test_a_persisted_instance_still_gets_its_tombstone(tmp_path: Path) -> None:
+    task = _task(tmp_path / "t", PAIRS)
+    _feed(task, _records(["a"], 0, 1))
+    assert _instances(_commit(task))[b'["a"]'] is not None
+    # a's persisted instance ends, a new one is created and ends in the same batch: one tombstone.
+    out = _feed(task, _records(["a"], 1, 3))
+    assert [orjson.loads(r.value or b"")["first"] for r in out] == [0, 2]
+    assert _instances(_commit(task)) == {b'["a"]': None}
+    assert task.store.get(b'["a"]') is None
+    # The key starts afresh (not from the stored snapshot the tombstone replaced).
+    out = _feed(task, _records(["a"], 4, 2))
+    assert [orjson.loads(r.value or b"")["first"] for r in out] == [4]
+
+
+def test_an_instance_loaded_from_the_store_gets_its_tombstone(tmp_path: Path) -> None:
+    task = _task(tmp_path / "t", PAIRS, cache_instances=16)
+    keys = [f"k{i}" for i in range(100)]
+    _feed(task, _records(keys, 0, 100))  # one record each: 100 instances, most evicted at the commit
+    _commit(task)
+    assert task.cache.evicted > 0
+    out = _feed(task, _records(keys, 100, 100))  # the second record of each: every instance ends
+    assert len(out) == 100
+    assert _instances(_commit(task)) == {f'["{k}"]'.encode(): None for k in keys}
+    assert dict(task.store.instances()) == {}
+
+
+def test_an_instance_ended_by_its_timer_before_the_commit_writes_nothing(tmp_path: Path) -> None:
+    task = _task(tmp_path / "t", TIMED)
+    records = _records(["a", "b"], 0, 2) + _records(["c"], 2, 1, step_ms=60_000)  # c's time fires a's, b's
+    out = _feed(task, records)
+    assert [codec.header(r.headers, codec.HEADER_EVENT) for r in out] == [b"Late", b"Late"]
+    # The timer outputs' ids name the instances' origins (the records that created them).
+    assert [codec.header(r.headers, codec.HEADER_ID) for r in out] == [b"p/in:0:0~1/1", b"p/in:0:1~1/1"]
+    changes = _instances(_commit(task))
+    assert list(changes) == [b'["c"]']
+    assert msgpack.unpackb(changes[b'["c"]'] or b"")[6] == "in:0:2", "a timed instance keeps its origin"
+
+
+def test_an_instance_of_a_program_without_timers_carries_no_origin(tmp_path: Path) -> None:
+    task = _task(tmp_path / "t", COUNTER)
+    _feed(task, _records(["a"], 0, 2))
+    snapshot = _instances(_commit(task))[b'["a"]']
+    assert msgpack.unpackb(snapshot or b"")[6] is None
