@@ -313,7 +313,7 @@ def run_locally(plan: Plan) -> Iterator[OutputRow]:
     if plan.key_groups:
         batches = key_parallel.run_locally(plan, lambda i: slice_batches(plan, plan.slices[i]))
     else:
-        batches = (b for i, piece in enumerate(plan.slices) for b in run_partition(plan, i, slice_batches(plan, piece)))
+        batches = (b for i in range(plan.reads) for b in run_partition(plan, i, slice_batches(plan, plan.slice_of(i))))
     for batch in packed(batches, "arrow", plan.program.repartition_topic):
         if batch.column(0)[0].as_py() == "packed":
             yield from unpack_rows(batch.column("value")[0].as_py())

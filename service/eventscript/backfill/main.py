@@ -11,6 +11,7 @@ from typing import Any
 
 from ..kafka.config import ProgramConfig, Topology
 from . import handover as ho
+from . import key_split
 from .cut import CutError
 from .export import ExportError
 from .job import Totals, check_totals, export_plan, outputs, spark_session
@@ -57,17 +58,18 @@ def _spark_failure(exc: Exception) -> str:
 
 
 def _order_warnings(topo: Topology, cfg: ProgramConfig, topics: list[str]) -> list[str]:
-    """Key-parallel mode writes each key group's records in turn: per key in the worker's order,
-    but across keys not in the record-time order a worker writes a topic in. A program that
-    reads such a topic grouped by another key would see another history than the worker's."""
+    """Key-parallel and key-split modes write each key group's records in turn: per key in the
+    worker's order, but across keys not in the record-time order a worker writes a topic in. A
+    program that reads such a topic grouped by another key would see another history than the
+    worker's."""
     out = []
     for reader in topo.programs:
         read = sorted({i.topic for i in reader.inputs} & set(topics))
         if reader.name != cfg.name and read:
-            out.append(f"program {reader.name} reads {', '.join(read)}; key-parallel mode (--key-groups) writes "
-                       f"records of different keys in another order than the worker, so where {reader.name} "
+            out.append(f"program {reader.name} reads {', '.join(read)}; key-parallel mode (--key-groups) and "
+                       f"key-split mode (more tasks than partitions) write records of different keys in another order than the worker, so where {reader.name} "
                        f"groups by another key its results may differ from the worker's: backfill in partition "
-                       f"mode (no --key-groups) for topics other programs read")
+                       f"mode (no --key-groups, --split 1) for topics other programs read")
     return out
 
 
@@ -91,13 +93,16 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
              master: str | None = None, partitions: int | None = None, batch_size: int = 10_000, ui: bool = True,
              verbose: bool = False, spark: Any = None, err: Any = None, output_topics: dict[str, str] | None = None,
              error_topic: str | None = None, handover: bool = False, force: bool = False,
-             key_groups: int = 0) -> Totals:
+             key_groups: int = 0, split: int | str = "auto") -> Totals:
     """Run a backfill of one program; returns what its tasks reported.
 
     ``output``: a .jsonl or .parquet file; None: the program's Kafka topics (or ``output_topics``,
     event name → topic, and ``error_topic``), all written in one transaction. ``handover``: end by
     handing the final state and the offsets at the cut to the program's workers (handover.py).
-    ``key_groups`` > 0: key-parallel mode with that many tasks (key_parallel.py)."""
+    ``key_groups`` > 0: key-parallel mode with that many tasks (key_parallel.py). ``split``: tasks
+    per input partition in key-split mode (key_split.py): "auto" (the default) chooses from
+    Spark's slots, 1 is partition mode; if the inputs turn out not to fit key-split mode, the
+    backfill runs again in partition mode."""
     err = err or sys.stderr
     target: ho.HandoverTarget | None = None
     try:
@@ -107,6 +112,12 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
         plan = make_plan(topo, cfg, inputs, start=start, stop=stop, until_us=until_us, partitions=partitions,
                          batch_size=batch_size)
         plan = dataclasses.replace(plan, key_groups=key_groups)
+        if split not in ("auto", 0, 1) and not key_groups:
+            if not isinstance(split, int) or split < 1:
+                raise BackfillError(f"--split {split}: give auto or a number of tasks per partition")
+            if (refusal := key_split.split_refusal(plan)) is not None:
+                raise BackfillError(f"--split {split}: {refusal}; leave --split out")
+            plan = dataclasses.replace(plan, split=split)
         if topics:
             ensure_topics(topo, topics, plan.program.partitions)
         if handover:
@@ -126,13 +137,33 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
             logging.getLogger("py4j").setLevel(logging.WARNING)
         spark = spark_session(master, ui=ui)
         spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
-    if topics and plan.key_groups:
+    if split == "auto" and not key_groups:
+        plan = dataclasses.replace(plan, split=key_split.auto_split(plan, spark.sparkContext.defaultParallelism))
+    try:
+        return _run(topo, cfg, plan, spark, err, output, topics, target, ui, force)
+    except _SplitMismatch as exc:
+        err.write(f"backfill: {exc}: running again in partition mode\n")
+        return _run(topo, cfg, dataclasses.replace(plan, split=0), spark, err, output, topics, target, ui, force)
+    finally:
+        if own_session:
+            spark.stop()
+
+
+class _SplitMismatch(Exception):
+    """A key-split task found a record that does not fit key-split mode (nothing was written)."""
+
+
+def _run(topo: Topology, cfg: ProgramConfig, plan: Plan, spark: Any, err: Any, output: str | None,
+         topics: list[str], target: ho.HandoverTarget | None, ui: bool, force: bool) -> Totals:
+    """The Spark job and the sink (and the hand-over) of one planned backfill."""
+    if topics and (plan.key_groups or plan.splits > 1):
         for warning in _order_warnings(topo, cfg, topics):
             err.write(f"backfill: warning: {warning}\n")
     if topics:
         err.write(f"backfill: the outputs go to Kafka topics {', '.join(topics)} on {topo.kafka.bootstrap_servers}, "
                   f"in one transaction committed at the end\n")
-    progress = Progress(plan.tasks, plan.records, err, unit="key groups" if plan.key_groups else "partitions")
+    progress = Progress(plan.tasks, plan.records, err,
+                        unit="key groups" if plan.key_groups else "tasks" if plan.splits > 1 else "partitions")
     progress.spark_ui(spark.sparkContext.uiWebUrl if ui else None)
     totals = Totals()
     state = ho.HandoverState() if target is not None else None
@@ -150,6 +181,8 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
                 sink.write_all(outputs(spark, plan, totals, progress.task_done,
                                        on_state=state.add if state is not None else None))
             except Exception as exc:  # a failed Spark job: py4j / captured exceptions
+                if plan.splits > 1 and key_split.MISMATCH in str(exc):
+                    raise _SplitMismatch(_spark_failure(exc)) from None
                 raise BackfillFailed(f"the backfill failed: {_spark_failure(exc)}", after_start=True) from None
             try:
                 check_totals(totals, plan)
@@ -168,8 +201,6 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
     finally:
         if state is not None:
             state.close()
-        if own_session:
-            spark.stop()
 
 
 def _hand_over_alone(topo: Topology, txn_id: str, hand_over: Any, output: str | None) -> None:

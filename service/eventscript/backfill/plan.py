@@ -72,6 +72,10 @@ class Plan:
     key_groups: int = 0
     #: Whether each task ends by sending its final state (kind "state" rows) for ``--handover``.
     handover: bool = False
+    #: 0 or 1: one task per input partition; S > 1 (with no key groups): key-split mode, S tasks
+    #: per input partition, each reading the whole partition and running one key group
+    #: (``key_split.py``).
+    split: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -87,12 +91,28 @@ class Plan:
             batch_size=d.get("batch_size", 10_000),
             key_groups=d.get("key_groups", 0),
             handover=d.get("handover", False),
+            split=d.get("split", 0),
         )
 
     @property
+    def splits(self) -> int:
+        """Tasks per input partition in the first stage: ``split`` in key-split mode, else 1."""
+        return self.split if self.split > 1 and not self.key_groups else 1
+
+    @property
+    def reads(self) -> int:
+        """Spark partitions of the data source: ``splits`` per task slice, each reading the slice."""
+        return len(self.slices) * self.splits
+
+    def slice_of(self, read: int) -> TaskSlice:
+        """The task slice that data source partition ``read`` reads."""
+        return self.slices[read // self.splits]
+
+    @property
     def tasks(self) -> int:
-        """How many tasks report a summary: one per input partition, or one per key group."""
-        return self.key_groups or len(self.slices)
+        """How many tasks report a summary: one per input partition (``splits`` per partition in
+        key-split mode), or one per key group."""
+        return self.key_groups or self.reads
 
     @property
     def records(self) -> int:

@@ -143,8 +143,9 @@ class TaskStage:
         for ip in task.inputs:
             task.mark_eof(ip.topic, p)
         task.process(WAIT_FOR_ALL_INPUTS_MS)
+        self.end_of_records()
         until = self.plan.until_us
-        if until is not None and self.summary.records:
+        if until is not None and self.had_records():
             # A tick, as ``produce`` writes them: the worker's own way to move record time.
             tick = ArrowRecord(self.cfg.inputs[0].topic, p, END_MARKER_OFFSET, until // 1000, None, b"{}",
                                [(codec.HEADER_TICK, b"1")])
@@ -161,6 +162,14 @@ class TaskStage:
         if self.plan.handover:
             yield from self._state_batches()
         yield stats_batch(p, s.to_json())
+
+    def end_of_records(self) -> None:
+        """Called once every record is processed, before ``--until`` (a key-split task moves its
+        clock to its partition's last record time here)."""
+
+    def had_records(self) -> bool:
+        """Whether the task's slice had any record (``--until`` fires timers only then)."""
+        return self.summary.records > 0
 
     def cut_position(self) -> Position:
         """The input position at the cut: the end of the task's partition of every input."""
@@ -220,10 +229,16 @@ def state_batch(task: int, records: list[OutRecord]) -> pa.RecordBatch:
 
 
 def run_partition(plan: Plan, index: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function's body for Spark partition ``index`` (= ``plan.slices[index]``)."""
-    piece = plan.slices[index]
+    """The ``mapInArrow`` function's body for Spark partition ``index`` (``plan.slice_of(index)``;
+    in key-split mode, one of its key groups: ``key_split.py``)."""
+    piece = plan.slice_of(index)
     store_dir = Path(tempfile.mkdtemp(prefix=f"eventscript-backfill-{piece.partition}-"))
-    stage = TaskStage(plan, piece, store_dir)
+    if plan.splits > 1:
+        from .key_split import SplitStage
+
+        stage: TaskStage = SplitStage(plan, index, store_dir)
+    else:
+        stage = TaskStage(plan, piece, store_dir)
     try:
         for batch in batches:
             out = stage.feed(batch)

@@ -64,10 +64,10 @@ class BackfillReader(DataSourceReader):  # type: ignore[misc]
         self.plan = plan
 
     def partitions(self) -> list[InputPartition]:
-        return [SliceInput(i) for i in range(len(self.plan.slices))]
+        return [SliceInput(i) for i in range(self.plan.reads)]
 
     def read(self, partition: SliceInput) -> Iterator[pa.RecordBatch]:
-        yield from slice_batches(self.plan, self.plan.slices[partition.index])
+        yield from slice_batches(self.plan, self.plan.slice_of(partition.index))
 
 
 class BackfillSource(DataSource):  # type: ignore[misc]
@@ -86,7 +86,8 @@ class BackfillSource(DataSource):  # type: ignore[misc]
 
 class FusedReader(BackfillReader):
     """Reads a slice and runs its first stage in the same Python worker, so records never cross
-    into the JVM and back: the task stage (partition mode) or the key stage (key-parallel mode)."""
+    into the JVM and back: the task stage (partition and key-split modes) or the key stage
+    (key-parallel mode)."""
 
     def __init__(self, plan: Plan, pack: str | None) -> None:
         super().__init__(plan)
@@ -100,7 +101,7 @@ class FusedReader(BackfillReader):
         worker_setup()
         plan = self.plan
         stage = run_key_stage if plan.key_groups else run_partition
-        batches = stage(plan, partition.index, slice_batches(plan, plan.slices[partition.index]))
+        batches = stage(plan, partition.index, slice_batches(plan, plan.slice_of(partition.index)))
         yield from packed(batches, self.pack, plan.program.repartition_topic)
 
 

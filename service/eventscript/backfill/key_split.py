@@ -1,0 +1,238 @@
+"""Key-split mode: more tasks than input partitions, with no shuffle (``Plan.split`` = S > 1).
+
+Spark task (p, j), for input partition p and key group j < S, reads p's whole range as partition
+mode's task p does and runs the worker's own :class:`~eventscript.kafka.task.Task` over it, but
+the program sees only the records whose group key is in key group j (CRC-32 of the key's routing
+bytes, as in key-parallel mode). The other groups' records only move the task's record clock, as
+they move task p's: every key's timers fire at the same points of its history, each at its own
+deadline, and its records are processed at the same record time. So per key the outputs (values,
+order, ``es-id``) and the hand-over state are partition mode's, with no shuffle and no second
+decoding of a record — the key-parallel mode's costs.
+
+What makes it cheap: a record of another group is not decoded at all. Its group is read from its
+record key (the routing bytes of its group key, when it is keyed as the input's key format says —
+as ``eventscript produce`` and every producer following docs/worker.md write records), in Arrow,
+and for task p's clock it counts as what such a record is: a move to its timestamp. Records
+without a record key, with headers (ticks; event names in headers) or with a timestamp the clock
+cannot take reach every group's task, which decodes them as task p does; only the group they
+belong to feeds them to the program or reports their ``$error`` (an unkeyed record's: group 0).
+
+The assumption is checked by the one task that decodes each such record, its record key's group:
+if the record does not then move the clock to its timestamp as the other groups took it to
+(undecodable, an undeclared event, an unkeyed input) while that timestamp is ahead of the clock,
+or its group key belongs to another group, the task fails with :class:`SplitMismatchError`, and the
+``backfill`` command runs again in partition mode (``main.py``): slower, never wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..engine.timeutil import MAX_TIME
+from .key_parallel import key_group
+from .plan import Plan
+from .runner import BackfillError, TaskStage, compiled_program, record_clock_config
+
+#: Record timestamps (ms) the record clock can move to.
+MAX_TS_MS = MAX_TIME // 1000
+#: What a record of another key group costs a task, relative to a record it processes in full
+#: (reading it and finding its group in Arrow; bench/backfill.py: ~0.05–0.1).
+SKIP_COST = 0.1
+#: The name the driver finds in a failed Spark job's text to fall back to partition mode.
+MISMATCH = "SplitMismatchError"
+
+
+class SplitMismatchError(BackfillError):
+    """A record is not what key-split mode took it for (see the module's docstring)."""
+
+
+def mismatch(rec: Any, what: str) -> SplitMismatchError:
+    return SplitMismatchError(f"record {rec.topic()}:{rec.partition()}:{rec.offset()} {what}: key-split mode took it, by "
+                         f"its record key, for a record of its key group that moves the clock to its timestamp; "
+                         f"run in partition mode")
+
+
+def split_refusal(plan: Plan) -> str | None:
+    """Why the plan's program cannot run in key-split mode, or None."""
+    cfg = record_clock_config(plan.program)
+    if plan.key_groups:
+        return "key-parallel mode (--key-groups) splits the keys already"
+    if not compiled_program(plan.program).grouped:
+        return f"program {cfg.name} has no group key (one instance sees every record)"
+    if len(cfg.inputs) != 1:
+        return (f"program {cfg.name} reads {len(cfg.inputs)} input topics (key-split mode needs the order of "
+                f"one input's records)")
+    inp = cfg.inputs[0]
+    if inp.key == "none" or inp.keyed is False:
+        return f"input {inp.topic} has no record keys to split by"
+    return None
+
+
+def auto_split(plan: Plan, slots: int) -> int:
+    """Tasks per partition that finish soonest on ``slots`` Spark slots: S equal tasks per
+    partition, each 1/S of the work plus ``SKIP_COST`` for every record of the other groups, run
+    ceil(partitions × S / slots) rounds. 1 (partition mode) when that is as fast, or when the
+    program cannot be split."""
+    busy = sum(1 for piece in plan.slices if any(not r.empty for r in piece.ranges))
+    if busy == 0 or slots <= 1 or split_refusal(plan) is not None:
+        return 1
+
+    def makespan(s: int) -> float:
+        return math.ceil(busy * s / slots) * (1 / s + (1 - 1 / s) * SKIP_COST)
+
+    return min(range(1, slots + 1), key=lambda s: (round(makespan(s), 9), s))
+
+
+class SplitStage(TaskStage):
+    """Task (p, j) of key-split mode: data source partition ``index`` = p × S + j."""
+
+    def __init__(self, plan: Plan, index: int, store_dir: Path) -> None:
+        refusal = split_refusal(plan)
+        if refusal is not None:
+            raise BackfillError(f"key-split mode (split {plan.split}): {refusal}; run in partition mode")
+        super().__init__(plan, plan.slice_of(index), store_dir)
+        self.splits = plan.splits
+        self.group = index % self.splits
+        #: offset → record time (ms) the task's clock is moved to before that record: the latest
+        #: timestamp of the other groups' records before it.
+        self.catch_up: dict[int, int] = {}
+        self.skipped_max = -1  # the latest timestamp (ms) of the other groups' records so far
+        self.reached = -1  # the latest of those the task's records so far were preceded by
+        self.partition_records = 0
+        self._group_of: dict[bytes, int] = {}
+        self._own: dict[tuple[Any, ...], bool] = {}
+        self._fed: bool | None = None
+        self._install()
+
+    # -- which records: in Arrow --------------------------------------------------------------------
+
+    def feed(self, batch: pa.RecordBatch) -> pa.RecordBatch | None:
+        kept, owned = self._split(batch)
+        counted = self.summary.records
+        out = super().feed(kept)
+        self.summary.records = counted + owned  # each record counted by one group's task
+        return out
+
+    def _split(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, int]:
+        """The records this task processes (its group's, and those every group's task decodes),
+        the number of records of its group (each record is its record key's group's; unkeyed: 0),
+        and, in ``catch_up``, where the other groups' records move the clock before them."""
+        if not batch.num_rows:
+            return batch, 0
+        key, ts, offset = batch.column("key"), batch.column("timestamp"), batch.column("offset")
+        encoded = key.dictionary_encode()
+        groups = pa.array([self._key_group(k) for k in encoded.dictionary.to_pylist()], type=pa.int32())
+        group = pc.fill_null(pc.take(groups, encoded.indices), 0)
+        record = pc.greater_equal(offset, 0)  # not an end marker
+        no_headers = pc.fill_null(pc.equal(pc.list_value_length(batch.column("headers")), 0), True)
+        plain = pc.and_(pc.and_(pc.is_valid(key), no_headers),
+                        pc.and_(pc.and_(record, pc.greater_equal(ts, 0)), pc.less_equal(ts, MAX_TS_MS)))
+        mine = pc.equal(group, self.group)
+        skipped = pc.and_(plain, pc.invert(mine))
+        owned = pc.sum(pc.and_(mine, record)).as_py() or 0
+        self.partition_records += pc.sum(record).as_py() or 0
+        if not pc.any(skipped).as_py():
+            kept = batch
+        else:
+            kept = batch.filter(pc.invert(skipped))
+            latest = pc.cumulative_max(pc.if_else(skipped, ts, -1)).to_numpy()
+            self._catch_ups(pc.array_filter(pa.array(latest), pc.invert(skipped)), kept,
+                            pc.array_filter(plain, pc.invert(skipped)))
+            self.skipped_max = max(self.skipped_max, int(latest[-1]))
+            return kept, owned
+        self._catch_ups(pa.array([-1] * kept.num_rows, type=pa.int64()), kept, plain)
+        return kept, owned
+
+    def _catch_ups(self, latest: pa.Array, kept: pa.RecordBatch, plain: pa.Array) -> None:
+        """Before each kept record: the clock the other groups' records moved task p to, if it
+        moved since the previous kept record and the record does not move it there itself (a
+        plain record of this group at or after that time does: it is checked to have done so)."""
+        need = pc.max_element_wise(latest, self.skipped_max)
+        record = pc.greater_equal(kept.column("offset"), 0)
+        need = pc.array_filter(need, record)
+        if not len(need):
+            return
+        offsets = pc.array_filter(kept.column("offset"), record)
+        ts = pc.array_filter(kept.column("timestamp"), record)
+        plain = pc.array_filter(plain, record)
+        before = pa.concat_arrays([pa.array([self.reached], type=pa.int64()), need.slice(0, len(need) - 1)])
+        itself = pc.and_(plain, pc.greater_equal(ts, need))
+        mark = pc.and_(pc.greater(need, before), pc.invert(itself))
+        self.reached = need[-1].as_py()
+        if pc.any(mark).as_py():
+            self.catch_up.update(zip(pc.array_filter(offsets, mark).to_pylist(), pc.array_filter(need, mark).to_pylist()))
+
+    def _key_group(self, kb: bytes | None) -> int:
+        if kb is None:
+            return 0
+        g = self._group_of.get(kb)
+        if g is None:
+            if len(self._group_of) > 100_000:
+                self._group_of.clear()
+            g = self._group_of[kb] = key_group(kb, self.splits)
+        return g
+
+    # -- what the task does with them: hooks into the worker's task -----------------------------------
+
+    def _install(self) -> None:
+        """Wrap the task's entry points: the program runs for this group's keys only, an error
+        about a record is reported by its record key's group only, and before each record the
+        clock catches up with the other groups' records."""
+        task, engine = self.task, self.task.engine
+        feed_keyed, process_one, advance, clock = engine.feed_keyed, task._process_one, task._advance, task.clock
+        catch_up, counts, mine = self.catch_up, task.counts, self.group
+
+        def own(key: tuple[Any, ...]) -> bool:
+            owned = self._own.get(key)
+            if owned is None:
+                if len(self._own) > 100_000:
+                    self._own.clear()
+                owned = self._own[key] = key_group(task._route_key(key), self.splits) == mine
+            return owned
+
+        def feed_own(name: str, value: Any, key: tuple[Any, ...]) -> None:
+            self._fed = own(key)
+            if self._fed:
+                feed_keyed(name, value, key)
+
+        def about_record(fn: Any) -> Any:
+            def call(*args: Any) -> Any:
+                msg = task._msg
+                if msg is None or self._key_group(msg.key()) == mine:
+                    return fn(*args)
+                return None
+            return call
+
+        def one(ip: Any, msg: Any) -> None:
+            target = catch_up.pop(msg.offset(), None)
+            if target is not None:
+                advance(target)
+            ts = msg.timestamp()[1]
+            if msg.key() is None or msg.headers() or not 0 <= ts <= MAX_TS_MS:
+                process_one(ip, msg)  # decoded by every group's task
+                return
+            self._fed, forwarded, before = None, counts["repartitioned"], clock.now()
+            process_one(ip, msg)
+            if self._fed is False:
+                raise mismatch(msg, "has a group key of another key group than its record key")
+            if self._fed is None and counts["repartitioned"] == forwarded and ts * 1000 > before:
+                raise mismatch(msg, "reached no instance (see its $error record)")
+
+        engine.feed_keyed = feed_own  # type: ignore[method-assign]
+        engine.feed = about_record(engine.feed)  # type: ignore[method-assign]
+        task._error_record = about_record(task._error_record)  # type: ignore[method-assign]
+        task._forward = about_record(task._forward)  # type: ignore[method-assign]
+        task._process_one = one  # type: ignore[method-assign]
+
+    def end_of_records(self) -> None:
+        """Task p's last record time: the other groups' last records move the clock there."""
+        if self.skipped_max >= 0:
+            self.task._advance(self.skipped_max)
+
+    def had_records(self) -> bool:
+        return self.partition_records > 0
