@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -33,10 +34,11 @@ from typing import Any, Literal
 import orjson
 
 from ..engine.encoding import encode
-from ..language.types import DOUBLE, LONG, STRING, Type
+from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, Type
 from .config import InputConfig, ProgramConfig, TopologyError
 from .partitioner import key_bytes as canonical_key_bytes
-from .partitioner import partition_of as murmur2_partition
+from .partitioner import murmur2_partition
+from .partitioner import partition_of as murmur2_partition_cached
 
 KeyFormat = Literal["string", "json", "bytes", "none"]
 PartitionerName = Literal["murmur2", "consistent_random"]
@@ -45,10 +47,18 @@ PartitionerName = Literal["murmur2", "consistent_random"]
 @lru_cache(maxsize=65_536)
 def crc32_partition(key: bytes, partitions: int) -> int:
     """librdkafka's consistent(_random) partitioner for a non-empty key."""
+    return crc32_partition_uncached(key, partitions)
+
+
+def crc32_partition_uncached(key: bytes, partitions: int) -> int:
+    """``crc32_partition`` without its cache (tasks keep their own, ``Task._place``)."""
     return zlib.crc32(key) % partitions
 
 
-PARTITIONERS = {"murmur2": murmur2_partition, "consistent_random": crc32_partition}
+PARTITIONERS = {"murmur2": murmur2_partition_cached, "consistent_random": crc32_partition}
+#: The same, uncached.
+PARTITIONERS_UNCACHED = {"murmur2": murmur2_partition, "consistent_random": crc32_partition_uncached}
+_LONG_BYTES = struct.Struct(">q")
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,32 @@ class KeyScheme:
         no key: the repartition topic is keyed by it)."""
         kb = self.key_bytes(key)
         return kb if kb is not None else canonical_key_bytes(key, list(self.types))  # type: ignore[return-value]
+
+    def value_router(self) -> Callable[[Any], bytes] | None:
+        """For a group key of one string or long component in the ``string`` or ``bytes`` format:
+        the component's value → its routing bytes (``routing_bytes`` of its one-tuple), without
+        a tuple or a cache; None otherwise. Every record computes its key's routing bytes, and
+        with many keys no cache holds them all."""
+        if len(self.types) != 1 or self.format not in ("string", "bytes"):
+            return None
+        ty = self.types[0]
+        if ty == STRING:
+            return lambda value: value.encode("utf-8", "surrogatepass")  # type: ignore[no-any-return]
+        if ty == LONG:
+            if self.format == "bytes":
+                return _LONG_BYTES.pack
+            return lambda value: b"%d" % value
+        return None
+
+    def router(self) -> Callable[[tuple[Any, ...]], bytes] | None:
+        """A group key → its routing bytes, as ``routing_bytes`` but specialised for the key's
+        types and format, for the keys that need no cache (None for the others)."""
+        one = self.value_router()
+        if one is not None:
+            return lambda key: one(key[0])
+        if self.format in ("json", "none") and self.types and all(t in (STRING, LONG, BOOLEAN) for t in self.types):
+            return orjson.dumps  # a tuple of strings, longs and booleans is its own conformance encoding
+        return None
 
     def partition(self, routing: bytes, partitions: int) -> int:
         return PARTITIONERS[self.partitioner](routing, partitions)

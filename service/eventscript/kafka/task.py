@@ -51,7 +51,7 @@ from ..state.timers import TimerIndex
 from . import codec
 from .codec import BadRecord, Headers, RecordInfo
 from .config import InputConfig, ProgramConfig
-from .keys import PARTITIONERS, scheme_for
+from .keys import PARTITIONERS_UNCACHED, scheme_for
 from .partitioner import key_bytes
 
 log = logging.getLogger("eventscript.kafka.task")
@@ -59,6 +59,9 @@ log = logging.getLogger("eventscript.kafka.task")
 #: Entries of the task's group key → bytes caches before they are emptied: enough for the hot keys;
 #: a key out of them costs ~1 µs to encode again, and each entry ~150 bytes (two per key).
 KEY_CACHE_SIZE = 16_384
+#: Entries of the task's routing bytes → partition cache before it is emptied: a key out of it
+#: costs ~0.5 µs (murmur2 in Python); an entry ~100 bytes.
+PLACE_CACHE_SIZE = 65_536
 
 
 @dataclass(slots=True)
@@ -85,6 +88,9 @@ class InputPartition:
     decode: Any = None
     #: For a topic with one fixed event name: the group-key function of that event.
     key_fn: Any = None
+    #: Its records' output ids start "program/topic:" (None: the repartition topic, whose records
+    #: are named by their original coordinates).
+    id_head: bytes | None = None
 
     def __post_init__(self) -> None:
         self.name = tp_name(self.topic, self.partition)
@@ -133,8 +139,11 @@ class Task:
         #: What caused the current emissions (see ``_next_id_bytes``): None for the record being
         #: processed (named lazily, from ``_msg``), else a timer firing or the program's start.
         self._cause: str | None = None
+        #: Emissions of the current cause so far, and the prefix of their ids (None: none yet).
         self._src_count = 0
         self._id_base: bytes | None = None
+        #: The id prefix of the partition of the record being processed (``InputPartition.id_head``).
+        self._id_head: bytes | None = None
         self._idle_since: float | None = None
         #: Group key → canonical bytes (store and changelog keys) and → routing bytes (the key in
         #: the program's home key scheme, which places it: kafka/keys.py).
@@ -142,7 +151,12 @@ class Task:
         self._route_cache: dict[tuple[Any, ...], bytes] = {}
         self._plain_keys = self.key_types is not None and all(t in (STRING, LONG, BOOLEAN) for t in self.key_types)
         self.scheme = scheme_for(cfg, self.key_types)
-        self._partition_of = PARTITIONERS[self.scheme.partitioner]
+        #: Group key → routing bytes without a cache, where the key's types allow (else None:
+        #: ``_route_key`` and its cache); routing bytes → partition, in a cache of the task's own
+        #: (``_place``).
+        self._route = self.scheme.router()
+        self._partition_of = PARTITIONERS_UNCACHED[self.scheme.partitioner]
+        self._placed: dict[bytes, int] = {}
         self._out_key_none = self.scheme.format == "none"
         self._id_prefix = f"{cfg.name}/"
         self.record_clock = cfg.clock == "record"
@@ -168,6 +182,7 @@ class Task:
         self._decoders = {id(c): self._input_decoder(c) for c in inputs}
         for ip in self.inputs:
             if ip.config is not None:
+                ip.id_head = f"{self._id_prefix}{ip.topic}:".encode()
                 ip.decode = self._decoders[id(ip.config)]
                 if ip.config.event is not None and self.grouped:
                     ip.key_fn = self.engine._inputs[ip.config.event].key
@@ -231,7 +246,7 @@ class Task:
         ev_header = (codec.HEADER_EVENT, name.encode())
         prog_header = (codec.HEADER_PROGRAM, self.cfg.name.encode())
         now = self.clock.now
-        key_bytes_of = self._out_key
+        key_of = self._ctx_out_key()
         next_id = self._next_id_bytes
 
         def handler(ctx: Any, value: Any) -> None:
@@ -243,7 +258,7 @@ class Task:
                 data = dumps(encode_value(value))
             except TypeError:  # a lone surrogate in an object value (from an external function)
                 data = json_line(encode_value(value)).encode()
-            self.send(topic, -1, key_bytes_of(ctx.key), data, headers, t // 1000, False)
+            self.send(topic, -1, key_of(ctx), data, headers, t // 1000, False)
 
         return handler
 
@@ -253,14 +268,20 @@ class Task:
         record by its original coordinates (also when it came through the repartition topic), a
         timer firing by the instance's origin and its count of time events — so a rewound,
         restarted or moved task, and the backfill in any mode, give an output the same id."""
-        n = self._src_count = self._src_count + 1
         base = self._id_base
-        if base is None:
-            cause = self._cause
-            if cause is None:
-                cause = self._record_cause()
-            base = self._id_base = f"{self._id_prefix}{cause}/".encode()
-        return base + b"%d" % n
+        if base is not None:
+            n = self._src_count = self._src_count + 1
+            return base + b"%d" % n
+        self._src_count = 1  # a new cause's first emission
+        cause = self._cause
+        m = self._msg
+        if cause is None and m is not None and self._id_head is not None:
+            # An input record (not a re-published one): "program/topic:" is the partition's own.
+            base = self._id_head + b"%d:%d/" % (m.partition(), m.offset())
+        else:
+            base = f"{self._id_prefix}{cause if cause is not None else self._record_cause()}/".encode()
+        self._id_base = base
+        return base + b"1"
 
     def _input_decoder(self, cfg: InputConfig) -> Callable[[bytes | None, Headers | None], tuple[str, Any]]:
         """Record value and headers → (event name, value) for one input topic (or BadRecord)."""
@@ -287,21 +308,18 @@ class Task:
         """Emissions from here on are caused by the input record ``msg``."""
         self._msg = msg
         self._cause = None
-        self._src_count = 0
         self._id_base = None
 
     def _begin_timer(self, ctx: Any) -> None:
         """Emissions from here on are caused by ctx's time event (the engine calls this)."""
         self._msg = None
         self._cause = f"{ctx.origin}~{ctx.fires}"
-        self._src_count = 0
         self._id_base = None
 
     def _begin_start(self) -> None:
         """Emissions from here on come from an ungrouped program's initial actions."""
         self._msg = None
         self._cause = "start"
-        self._src_count = 0
         self._id_base = None
 
     def _on_create(self) -> str | None:
@@ -375,12 +393,31 @@ class Task:
 
     def _route_key(self, key: tuple[Any, ...]) -> bytes:
         """The key's bytes in the home key scheme (what decides its partition)."""
+        if self._route is not None:
+            return self._route(key)
         rb = self._route_cache.get(key)
         if rb is None:
             if len(self._route_cache) > KEY_CACHE_SIZE:
                 self._route_cache.clear()
             rb = self._route_cache[key] = self.scheme.routing_bytes(key)
         return rb
+
+    def _place(self, rb: bytes) -> int:
+        """The partition of a key's routing bytes (cached: see ``PLACE_CACHE_SIZE``)."""
+        placed = self._placed
+        if len(placed) >= PLACE_CACHE_SIZE:
+            placed.clear()
+        p = placed[rb] = self._partition_of(rb, self.partitions)
+        return p
+
+    def _ctx_out_key(self) -> Callable[[Any], bytes | None]:
+        """An instance → the record key of its outputs (``_out_key`` of its group key), without
+        building its key tuple where the key is one value the scheme encodes directly."""
+        one = self.scheme.value_router()
+        if self.grouped and not self._out_key_none and one is not None and self.engine.one_key:
+            return lambda ctx: one(ctx.gk)
+        out_key = self._out_key
+        return lambda ctx: out_key(ctx.key)
 
     def _out_key(self, key: tuple[Any, ...] | None) -> bytes | None:
         """The record key of an output or $error record: the group key as the inputs' producers
@@ -486,8 +523,8 @@ class Task:
         """Process one record. The caller advances the task's position past it."""
         headers = msg.headers()
         self._msg = msg  # the record being processed (_begin_record, inlined)
+        self._id_head = ip.id_head
         self._cause = None
-        self._src_count = 0
         self._id_base = None
         if self.record_clock and msg.timestamp()[1] * 1000 > MAX_TIME:
             self._error_record(ErrorCode.BAD_INPUT_VALUE, f"the record timestamp {msg.timestamp()[1]} ms is past "
@@ -518,13 +555,15 @@ class Task:
             if key is None:  # an event name the program does not declare
                 engine.feed(name, value)
                 return
-            rb = self._route_cache.get(key)
-            if rb is None:
-                rb = self._route_key(key)
-            if (ip.config is not None and self.partitions > 1
-                    and (target := self._partition_of(rb, self.partitions)) != self.partition):
-                self._forward(msg, cfg, target, rb)
-                return
+            if ip.config is not None and self.partitions > 1:
+                route = self._route
+                rb = route(key) if route is not None else self._route_key(key)
+                target = self._placed.get(rb)
+                if target is None:
+                    target = self._place(rb)
+                if target != self.partition:
+                    self._forward(msg, cfg, target, rb)
+                    return
             if self.record_clock:
                 if self._advance(msg.timestamp()[1]):
                     self._begin_record(msg)  # timers fired first, each its own cause
