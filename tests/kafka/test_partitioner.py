@@ -13,7 +13,7 @@ import pytest
 
 from eventscript.kafka.config import InputConfig, ProgramConfig
 from eventscript.kafka.keys import KeyScheme, crc32_partition, scheme_for
-from eventscript.kafka.partitioner import murmur2, murmur2_partition, partition_of
+from eventscript.kafka.partitioner import key_bytes, murmur2, murmur2_partition, partition_of, value_key_bytes
 from eventscript.language.types import BOOLEAN, DOUBLE, LONG, STRING
 
 _M = 0x5BD1E995
@@ -104,3 +104,17 @@ def test_a_program_home_scheme_has_a_router_for_plain_string_keys() -> None:
     cfg = ProgramConfig(name="p", source="p.es", inputs=[InputConfig(topic="in", event="Tick")],
                         outputs={"default": "out"}, errors="err")
     assert scheme_for(cfg, [STRING]).router() is not None
+
+
+def test_value_key_bytes_give_the_canonical_key_bytes() -> None:
+    strings = ["a", "k12345", "sensor-1", "with space", 'quo"te', "back\\slash", "tab\t", "del\x7f", "ü-é", "",
+               "line\nbreak", "</script>", "\u2028"]
+    one = value_key_bytes([STRING])
+    assert one is not None
+    for s in strings:
+        assert one(s) == key_bytes((s,), [STRING]), s
+    longs = value_key_bytes([LONG])
+    assert longs is not None
+    for n in (0, -1, 2**63 - 1, -2**63):
+        assert longs(n) == key_bytes((n,), [LONG])
+    assert value_key_bytes([DOUBLE]) is None and value_key_bytes([STRING, LONG]) is None

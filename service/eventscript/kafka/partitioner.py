@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from ..engine.encoding import encode
-from ..language.types import Type
+from ..language.types import LONG, STRING, Type
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -69,3 +69,29 @@ def key_bytes(key: tuple[Any, ...] | None, types: list[Type] | None) -> bytes | 
     if key is None or types is None:
         return None
     return orjson.dumps([encode(k, t) for k, t in zip(key, types)])
+
+
+def _string_key_bytes(value: str) -> bytes:
+    """``key_bytes((value,), [STRING])``: a printable ASCII string without quote or backslash is
+    its own JSON text; any other goes through orjson."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return b'["%s"]' % value.encode()
+    return compact_bytes(orjson.dumps((value,)))
+
+
+def value_key_bytes(types: list[Type] | None) -> Callable[[Any], bytes] | None:
+    """For a group key of one string or long: its value → ``key_bytes`` of its one-tuple, in a
+    new allocation of its own size (held until the store is written: orjson's output would keep
+    a 4 KiB buffer each). None for other keys."""
+    if types is None or len(types) != 1:
+        return None
+    if types[0] == STRING:
+        return _string_key_bytes
+    if types[0] == LONG:
+        return lambda value: b"[%d]" % value
+    return None
+
+
+def compact_bytes(raw: bytes) -> bytes:
+    """A copy of ``raw`` in an allocation of its own size (see ``state.changelog.compact``)."""
+    return bytes(memoryview(raw))

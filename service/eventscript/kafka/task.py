@@ -52,7 +52,7 @@ from . import codec
 from .codec import BadRecord, Headers, RecordInfo
 from .config import InputConfig, ProgramConfig
 from .keys import PARTITIONERS_UNCACHED, scheme_for
-from .partitioner import key_bytes
+from .partitioner import key_bytes, value_key_bytes
 
 log = logging.getLogger("eventscript.kafka.task")
 
@@ -155,6 +155,7 @@ class Task:
         #: ``_route_key`` and its cache); routing bytes → partition, in a cache of the task's own
         #: (``_place``).
         self._route = self.scheme.router()
+        self._ctx_key_bytes = self._ctx_key_bytes_fn()
         self._partition_of = PARTITIONERS_UNCACHED[self.scheme.partitioner]
         self._placed: dict[bytes, int] = {}
         self._out_key_none = self.scheme.format == "none"
@@ -171,6 +172,7 @@ class Task:
         #: Whether the program can fire timers: only then is an instance's origin ever read
         #: (``_begin_timer``), so only then does a new instance carry one.
         self._timed = bool(program.program.timers)
+        self.store.timed = self._timed
         #: Instances created since the changelog records were last drained (by id): never
         #: persisted, so one that ends before the next drain costs nothing at commit (see
         #: ``_on_terminate``). ``_creating``: the record being fed is creating its key's instance.
@@ -390,6 +392,16 @@ class Task:
             assert raw is not None
             kb = self._key_cache[key] = compact(raw)
         return kb
+
+    def _ctx_key_bytes_fn(self) -> Callable[[Any], bytes]:
+        """An instance of a grouped program → its store (and changelog) key (``_key_bytes``),
+        straight from the engine's table key where the group key is one string or long: with
+        many keys, no cache holds them all."""
+        one = value_key_bytes(self.key_types)
+        if one is not None and self.engine.one_key:
+            return lambda ctx: one(ctx.gk)
+        key_bytes_of = self._key_bytes
+        return lambda ctx: key_bytes_of(ctx.key)  # type: ignore[no-any-return]
 
     def _route_key(self, key: tuple[Any, ...]) -> bytes:
         """The key's bytes in the home key scheme (what decides its partition)."""
@@ -667,22 +679,22 @@ class Task:
         snapshot = self.engine.snapshot
         hints = self.store.timer_hints  # each snapshot's timer, for the store's timer index
         unsaved, recent = self.cache.draining()  # not evictable until written; recently used
-        key_bytes_of = self._key_bytes
+        key_bytes_of = self._ctx_key_bytes
+        timed = self._timed
         self._fresh.clear()  # every one still alive is snapshotted now: persisted from here on
         for ctx in self.engine.drain_dirty():
-            key = ctx.key
-            if key is None:
+            if not self.grouped:
                 changes[SINGLE_KEY] = snapshot(ctx)
                 continue
-            kb = key_bytes_of(key)
-            assert kb is not None
+            kb = key_bytes_of(ctx)
             # A changed instance is either in memory or ended (and released): then a tombstone. An
             # instance that ended and started again in one batch is drained twice, in that order.
             if ctx.terminated:
                 changes[kb] = None
             else:
                 changes[kb] = snapshot(ctx)
-                hints[kb] = timer_info(ctx)
+                if timed:
+                    hints[kb] = timer_info(ctx)
             unsaved.add(kb)
             if recent is not None:
                 recent.add(id(ctx))

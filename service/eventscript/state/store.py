@@ -105,6 +105,9 @@ class TaskStore:
         #: Index entries the timer scan passed for instances in memory: dropped at the instance's
         #: next write (its new snapshot has its new timer).
         self.passed_index: dict[bytes, bytes] = {}
+        #: Whether the program can have pending timers (the task says): if not, no snapshot has
+        #: one, and writes skip the timer index.
+        self.timed = True
         #: Told, after each write, which keys it wrote (the task's cache may then evict them).
         self.on_write: Callable[[dict[bytes, bytes | None]], None] | None = None
         if self.db.get(_META_INDEX) != _INDEX_VERSION:
@@ -138,6 +141,25 @@ class TaskStore:
     def write(self, changes: dict[bytes, bytes | None], checkpoint: int | None, position: Position | None) -> None:
         """Apply changes (None: delete), index their timers and move the checkpoint, atomically."""
         wb = WriteBatch(raw_mode=True)
+        if self.timed or self.passed_index:
+            self._batch_indexed(wb, changes)
+        else:  # no timer to index: puts and deletes only
+            put, delete = wb.put, wb.delete
+            for k, v in changes.items():
+                if v is None:
+                    delete(k)
+                else:
+                    put(k, v)
+        if checkpoint is not None:
+            wb.put(_META_CHECKPOINT, str(checkpoint).encode())
+        if position is not None:
+            wb.put(_META_POSITION, position_header(position))
+        self.db.write(wb)
+        if self.on_write is not None:
+            self.on_write(changes)
+
+    def _batch_indexed(self, wb: WriteBatch, changes: dict[bytes, bytes | None]) -> None:
+        """Put changes into ``wb`` with their timers' index entries (and drop passed ones)."""
         hints = self.timer_hints
         passed = self.passed_index
         for k, v in changes.items():
@@ -154,13 +176,6 @@ class TaskStore:
                 timer = hints.pop(k) if k in hints else snapshot_fields(v)[1]
                 if timer is not None:
                     wb.put(index_key(timer[0], timer[1], k), b"")
-        if checkpoint is not None:
-            wb.put(_META_CHECKPOINT, str(checkpoint).encode())
-        if position is not None:
-            wb.put(_META_POSITION, position_header(position))
-        self.db.write(wb)
-        if self.on_write is not None:
-            self.on_write(changes)
 
     def delete(self, key: bytes) -> None:
         self.db.delete(key)
