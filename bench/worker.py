@@ -5,8 +5,10 @@ In one run, on one broker (the embedded Tansu broker, or $KAFKA_BOOTSTRAP_SERVER
 - ceiling: a plain confluent-kafka loop that consumes the input topic, parses each JSON value,
   re-serializes it and produces it to an output topic, committing offsets as it goes — what any
   Python consume→produce service costs, with no EventScript in it;
-- worker, at-least-once and exactly-once: ``eventscript run`` (in-process) on an echo program
-  grouped by key, over the same pre-loaded records;
+- worker, at-least-once and exactly-once: ``eventscript run`` (in-process) over the same
+  pre-loaded records, for each program of ``--program``: ``echo``, grouped by key, which keeps no
+  state between records (its instance retires after each one), and ``count``, a counter per key
+  that emits the same record on every record (one changelog record per changed key per commit);
 - restore (``--restore N``, alone): a changelog of N instances of a counter program (real
   snapshots), and a worker without a local store restoring them (``eventscript_restore_seconds``);
 - latency: records produced at a steady rate with their send time in the value; a read_committed
@@ -26,7 +28,8 @@ them (``eventscript_commit_seconds``); ``--commit-intervals`` adds exactly-once 
 commit intervals, to weigh latency against the cost of commits.
 
 Usage: python bench/worker.py [--records N] [--keys 1000,100000] [--rounds R] [--partitions P] [--rate R]
-                              [--commit-intervals 500,1000] [--skew 1.0] [--latency-seconds S]
+                              [--program echo,count] [--commit-intervals 500,1000] [--skew 1.0]
+                              [--latency-seconds S]
        python bench/worker.py --restore 1000000 [--partitions P]
 """
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import os
 import statistics
 import sys
@@ -59,6 +63,14 @@ in {string k; double v; long sent;} Reading group(Reading.k)
 out {string k; double v; long sent;} Echo
 ( Reading(r) { !>Echo(r); } )*
 """
+#: A counter per key emitting what the echo program emits: state that changes with every record.
+COUNT = """
+in {string k; double v; long sent;} Reading group(Reading.k)
+out {string k; double v; long sent;} Echo
+{ n = 0; }
+( Reading(r) { n = n + 1; !>Echo({k: r.k, v: r.v, sent: r.sent}); } )*
+"""
+PROGRAMS = {"echo": PROGRAM, "count": COUNT}
 KEYS = 1000
 EXTRA: dict = {}
 #: The restore's program: one counter per key (a snapshot of ~30 bytes).
@@ -81,7 +93,6 @@ def preload(kafka: KafkaConfig, topic: str, n: int, partitions: int, keys: int, 
             skew: float = 0.0) -> None:
     """n records over ``keys`` plain-string keys in random order, each on its key's partition:
     uniform, or with ``skew`` > 0 Zipf-like (the key of rank r drawn with weight 1 / r**skew)."""
-    import itertools
     import random
 
     rnd = random.Random(seed)
@@ -381,6 +392,7 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=2000.0, help="records/s for the latency runs")
     ap.add_argument("--latency-seconds", type=float, default=10.0)
     ap.add_argument("--keys", default="1000,100000", help="key counts, comma-separated")
+    ap.add_argument("--program", default="echo", help=f"programs run by the workers, comma-separated: {', '.join(PROGRAMS)}")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--skew", type=float, default=0.0, help="Zipf exponent of the key order (0: uniform)")
     ap.add_argument("--restore", type=int, default=0,
@@ -401,6 +413,12 @@ def main() -> None:
         tmp = tempfile.mkdtemp(prefix="es-bench-")
         source = Path(tmp) / "echo.es"
         source.write_text(PROGRAM)
+        sources = {}
+        for name in args.program.split(","):
+            if name not in PROGRAMS:
+                ap.error(f"--program {name}: not one of {', '.join(PROGRAMS)}")
+            sources[name] = Path(tmp) / f"{name}.es"
+            sources[name].write_text(PROGRAMS[name])
         pid = broker.proc.pid if broker is not None and broker.proc is not None else None
         if args.restore:
             w = Window(pid)
@@ -425,11 +443,11 @@ def main() -> None:
                 print(w.line("plain consume→produce loop", args.records))
                 runs = [("at_least_once", None), ("exactly_once", None)]
                 runs += [("exactly_once", int(ms)) for ms in args.commit_intervals.split(",") if ms]
-                for g, interval in runs:
+                for (name, path), (g, interval) in itertools.product(sources.items(), runs):
                     w = Window(pid)
                     program = {"commit_interval_ms": interval} if interval else {}
-                    _, commits, seconds = worker_throughput(kafka, src, g, args.records, source, tmp, w, program)
-                    what = f"worker, {g}" + (f" {interval} ms" if interval else "")
+                    _, commits, seconds = worker_throughput(kafka, src, g, args.records, path, tmp, w, program)
+                    what = f"{name}, {g}" + (f" {interval} ms" if interval else "")
                     print(f"{w.line(what, args.records, top)}; {commits} commits, {seconds / w.wall:4.0%} of the "
                           f"wall time in them")
                     print(w.parts)
