@@ -13,6 +13,7 @@ import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from eventscript.language import ast
@@ -55,8 +56,53 @@ def text_of(value: Any, ty: Type | None) -> str:
     if ty == BOOLEAN:
         return "true" if value else "false"
     if ty == DOUBLE:
-        return repr(float(value))
+        return java_double_text(float(value))
     return str(value)
+
+
+def java_double_text(x: float) -> str:
+    """Java's ``Double.toString`` (docs/language.md 6.3, ``string(x)``): the shortest digits that
+    read back as ``x``; plain decimal from 10^-3 up to below 10^7, else ``d.dddE<n>``."""
+    if x != x:
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0.0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    _, digit_tuple, exponent = Decimal(repr(abs(x))).as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple))
+    point = len(digits) + exponent  # the value is 0.<digits> * 10^point
+    digits = digits.rstrip("0")
+    sign = "-" if x < 0 else ""
+    if 1e-3 <= abs(x) < 1e7:
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        if point >= len(digits):
+            return f"{sign}{digits}{'0' * (point - len(digits))}.0"
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
+
+
+def json_double(x: float) -> float | str:
+    """A double as the output format writes it: non-finite values as strings (conformance README)."""
+    x = float(x)
+    if x != x:
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return x
+
+
+def java_long_of(x: float) -> int:
+    """Java's ``(long)`` cast (docs/language.md 6.3, ``long(x)``): toward zero, NaN 0, clamped."""
+    if x != x:
+        return 0
+    if x >= 2.0**63:
+        return 2**63 - 1
+    if x <= -(2.0**63):
+        return -(2**63)
+    return int(x)
 
 
 @dataclass
@@ -162,17 +208,19 @@ def _call(e: ast.Call, args: list[Any], s: Scope) -> Any:
         if name == unit + "After":
             return args[1] + args[0] * size
     if name == "long":
-        return int(args[0])
+        return java_long_of(args[0]) if e.args[0].ty == DOUBLE else args[0]
     if name == "double":
         return float(args[0])
     if name == "string":
         return text_of(args[0], e.args[0].ty)
     if name == "abs":
         return wrap(abs(args[0])) if e.ty == LONG else abs(args[0])
-    if name == "min":
-        return min(args)
-    if name == "max":
-        return max(args)
+    if name in ("min", "max"):
+        if e.ty == DOUBLE:
+            a, b = float(args[0]), float(args[1])
+            if a != a or b != b:
+                return math.nan
+        return min(args) if name == "min" else max(args)
     raise NotImplementedError(f"the reference does not implement {name}()")
 
 

@@ -1,13 +1,17 @@
 """Hypothesis strategies: well-typed random programs and timed traces for them.
 
-Programs have two or three ``long`` inputs (``A`` sometimes classified by a case clause into
-``Hi``/``Lo``, all of them sometimes grouped by a key computed from the value), markers with and
-without a variable, the wildcard, ``elapse`` time markers, ``|``, sequence, every multiplier,
-``&`` and ``-``, and action blocks that count, branch, loop and emit. Loops only go around items
-that cannot match the empty sequence (a cycle of actions with no marker is a compile error), and
-time markers stay out of the operands of ``&`` and ``-`` (a time event can never be matched by
-both operands, so such markers are dead code). A trace is kept as data for the reference and
-rendered as text for the tester.
+Programs have two or three ``long`` inputs and sometimes a ``double`` one, ``D`` (``A`` sometimes
+classified by a case clause into ``Hi``/``Lo`` or ``Hi``/``Mid``/``Lo``; all of them sometimes
+grouped by a key of one or two components computed from the value), markers with and without a
+variable, the wildcard, ``elapse`` and ``arrive`` time markers, ``|``, sequence, every multiplier
+(nested ones too), ``&`` and ``-``, and action blocks that count, branch on ``long``, ``double``,
+``string`` and ``boolean`` conditions, loop, index an array, read group keys, emit several outputs
+(a structure among them) and run into ``$error``s (division by zero, a subscript out of bounds, a
+variable not yet set). Loops only go around items that cannot match the empty sequence (a cycle of
+actions with no marker is a compile error); time markers stay out of the operands of ``&`` and
+``-`` (a time event can never be matched by both operands, so such markers are dead code), and
+their amounts are positive (an ``elapse`` of zero in a loop fires for ever at one instant). A
+trace is kept as data for the reference and rendered as text for the tester.
 """
 
 from __future__ import annotations
@@ -25,7 +29,17 @@ STATEMENTS = [
     "n = n + 1;", "n = n + v;", "!>O(n);", "!>O(n * 10 + v);", "n > 3 ? !>O(-n);", "n = n % 7;", "!>O(100 / v);",
     "n > 1 ? { !>O(n); n = 0; } : n = n + 2;", "d = d + 0.5;", "!>P(d * 2.0 + n);", 's = s + "a";', "!>S(s + n);",
     "!>O(millisecondsBetween(t, now()));", "t = now();", "for (i: 1, n % 3) !>O(i);", "v = v * 2;",
+    # errors (document 3.1): remainder by zero, subscripts out of bounds, a variable not yet set
+    "!>O(n % v);", "a[n % 4] = v;", "!>O(a[v % 4] + a[0]);", "v > 4 ? u = v * 3; : !>O(u);",
+    # doubles, strings and booleans in conditions and in text (docs/language.md 6.3: Double.toString)
+    "d = d / n;", "d = d - 0.25 * v;", "!>S(s + d);", "!>S(string(d * 1000000.0) + string(d / 3000.0));",
+    'd > 1.0 ? s = s + "b";', 's == "aa" ? !>F(true); : !>F(s < "ab");', "n > 2 ? b = v > 4; : !>F(b);",
+    "!>F(!(n > 3) || d >= 0.5);", "!>R({a: n, b: s});", "!>O(long(d * 3.0));",
+    "!>O(max(n, v) - min(n, 2) + abs(v - 5));", "for (i: v % 3, 2) n = n + i;", "!>P(w + d);",
+    "!>O(v > 2 ? v : -v);",
 ]
+#: Statements that read the double input's variable ``w``: only in programs that declare ``D``.
+NEEDS_D = {"!>P(w + d);"}
 
 
 @dataclass
@@ -35,6 +49,10 @@ class Spec:
     names: list[str]
     markers: list[str]
     grouped: bool
+    #: The number of group-key components (0 when not grouped).
+    keys: int = 0
+    #: Whether the program declares the ``double`` input ``D`` (its marker stores ``w``).
+    double: bool = False
     tags: list[int] = field(default_factory=list)
     #: Whether ``&`` and ``-`` may appear.
     products: bool = True
@@ -48,8 +66,10 @@ class Part:
 
 @st.composite
 def action_block(draw: st.DrawFn, spec: Spec) -> Part:
-    choices = list(STATEMENTS) + (["!>O(group[0] * 1000 + n);"] if spec.grouped else [])
-    statements = draw(st.lists(st.sampled_from(choices), min_size=0, max_size=3))
+    choices = [c for c in STATEMENTS if spec.double or c not in NEEDS_D]
+    choices += ["!>O(group[0] * 1000 + n);"] if spec.grouped else []
+    choices += ["!>O(group[1] ? n : -n);", "group[1] ? !>F(group[1]);"] if spec.keys == 2 else []
+    statements = draw(st.lists(st.sampled_from(choices), min_size=0, max_size=4))
     spec.tags.append(len(spec.tags) + 1)
     statements.insert(draw(st.integers(0, len(statements))), f"!>T({spec.tags[-1]});")
     return Part("{ " + " ".join(statements) + " }", True)
@@ -57,15 +77,24 @@ def action_block(draw: st.DrawFn, spec: Spec) -> Part:
 
 @st.composite
 def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
-    kinds = ["marker"] * 6 + ["wild", "action", "action"] + ["group"] * 3 * (depth > 0) + ["elapse"] * 2 * timed
+    kinds = (["marker"] * 6 + ["wild", "action", "action"] + ["group"] * 3 * (depth > 0)
+             + ["elapse"] * 2 * timed + ["arrive"] * timed)
     kind = draw(st.sampled_from(kinds))
     if kind == "marker":
-        return Part(f"{draw(st.sampled_from(spec.markers))}({draw(st.sampled_from(['v', '']))})", False)
+        name = draw(st.sampled_from(spec.markers))
+        return Part(f"{name}({draw(st.sampled_from(['w' if name == 'D' else 'v', '']))})", False)
     if kind == "wild":
         return Part(".", False)
     if kind == "elapse":
-        amount = draw(st.sampled_from(["1", "2", "3", "1.5", "(n % 3 + 3)"]))
-        return Part(f"elapse[{amount} seconds]({draw(st.sampled_from(['', 't']))})", False)
+        amount = draw(st.sampled_from(["1 seconds", "2 sec", "3 seconds", "1.5 seconds", "(n % 3 + 3) seconds",
+                                       "250 msec", "1 minute", "(abs(n % 4) + 1) sec"]))
+        return Part(f"elapse[{amount}]({draw(st.sampled_from(['', 't']))})", False)
+    if kind == "arrive":
+        # An explicit time stores its firing time: at or before entry it fires at once, so a
+        # loop through it must move ``t`` on or it would fire for ever at one instant.
+        pattern = draw(st.sampled_from(["(secondsAfter(2, t))](t)", "(secondsAfter(5, t))](t)", "(secondsAfter(1, t))](t)",
+                                        ".:.:30]()", ".:.:15.5](t)", ".:.:00]()"]))
+        return Part(f"arrive[{pattern}", False)
     if kind == "action":
         return draw(action_block(spec))
     inner = draw(regex(spec, depth - 1, timed))
@@ -75,10 +104,11 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
 @st.composite
 def postfix(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
     item = draw(atom(spec, depth, timed))
-    op = draw(st.sampled_from(["", "", "", "*", "+", "?", "{0,2}", "{1,2}", "{2}", "{1,}", "{2,3}"]))
-    if op in ("*", "+", "{1,}") and item.nullable:
+    op = draw(st.sampled_from(["", "", "", "*", "+", "?", "{0,2}", "{1,2}", "{2}", "{1,}", "{2,3}", "{0,}",
+                               "{3}", "{0,1}", "{1,3}"]))
+    if op in ("*", "+", "{1,}", "{0,}") and item.nullable:
         op = "?"  # a loop around an item that can match nothing would be a cycle of actions
-    return Part(item.text + op, item.nullable or op in ("*", "?", "{0,2}"))
+    return Part(item.text + op, item.nullable or op in ("*", "?", "{0,2}", "{0,}", "{0,1}"))
 
 
 @st.composite
@@ -104,23 +134,28 @@ def regex(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
 
 @st.composite
 def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
-    names = ["A", "B", "C"][: draw(st.integers(2, 3))]
-    grouped = draw(st.integers(0, 3)) == 0
-    classify = draw(st.booleans())
-    spec = Spec(names, names + (["Hi", "Lo"] if classify else []), grouped, products=products)
+    names = ["A", "B", "C"][: draw(st.integers(2, 3))] + (["D"] if draw(st.integers(0, 3)) == 0 else [])
+    keys = draw(st.sampled_from([0, 0, 0, 0, 1, 1, 2]))
+    classes = draw(st.sampled_from([[], [], ["Hi", "Lo"], ["Hi", "Mid", "Lo"]]))
+    spec = Spec(names, names + classes, keys > 0, keys=keys, double="D" in names, products=products)
     decls = []
     for name in names:
-        decl = f"long {name}" + (f" group({name} % 2)" if grouped else "")
-        if classify and name == "A":
+        value = f"long({name})" if name == "D" else name
+        group = [f"{value} % 2", f"{name} > 3"][:keys]
+        decl = ("double " if name == "D" else "long ") + name + (f" group({', '.join(group)})" if keys else "")
+        if name == "A" and len(classes) == 2:
             decl += " case { A > 4 ? Hi : Lo }"
+        elif name == "A" and classes:
+            decl += " case { abs(A) > 6 ? Hi : A >= 2 ? Mid : Lo }"
         decls.append(decl)
     body = draw(regex(spec, 2, timed=True))
     forms = ["{}"] if body.nullable else ["( {} )*", "( {} )*", "{}", "( {} )+"]
-    if grouped:
+    if keys:
         forms += [". ( {} )*"] if not body.nullable else [". {}"]
-    init = '{ n = 0; d = 0.0; s = ""; t = now(); ' + ("v = 1; }" if draw(st.booleans()) else "}")
-    src = (f"in {', '.join(decls)}\nout long O, double P, string S, long T\n{init}\n"
-           f"{draw(st.sampled_from(forms)).format(body.text)}\n")
+    init = ('{ n = 0; d = 0.0; s = ""; t = now(); a = new long[3]; '
+            + ("v = 1; " if draw(st.booleans()) else "") + ("b = false; " if draw(st.booleans()) else "") + "}")
+    src = (f"in {', '.join(decls)}\nout long O, double P, string S, long T, boolean F, {{long a; string b;}} R\n"
+           f"{init}\n{draw(st.sampled_from(forms)).format(body.text)}\n")
     return src, spec
 
 
@@ -132,11 +167,12 @@ def traces(draw: st.DrawFn, spec: Spec) -> tuple[Trace, str]:
     items: list[tuple[Any, ...]] = [("time", start)]
     for _ in range(draw(st.integers(1, 16))):
         if draw(st.integers(0, 2)) == 0:
-            ms += draw(st.sampled_from([0, 400, 1000, 1000, 1500, 2000, 3000, 5000, 30_000]))
+            ms += draw(st.sampled_from([0, 250, 400, 1000, 1000, 1500, 2000, 3000, 5000, 30_000, 60_000]))
             items.append(("time", start + ms * 1000))
         else:
             name = draw(st.sampled_from([*spec.names, *spec.names, "Z"]))
-            items.append(("event", name, draw(st.sampled_from([0, 1, 2, 3, 5, 6, 7, 9, -4, "x"]))))
+            values = [0.5, 2, -1.5, 3.25, 7, "x"] if name == "D" else [0, 1, 2, 3, 5, 6, 7, 9, -4, "x", 2**63 - 1]
+            items.append(("event", name, draw(st.sampled_from(values))))
     items.append(("time", start + (ms + 65_000) * 1000))
     return Trace(items), render(items, start)
 

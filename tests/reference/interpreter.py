@@ -19,7 +19,7 @@ from eventscript.language.parser import parse
 from eventscript.language.source import SourceFile
 from eventscript.language.types import DOUBLE, LONG, STRING
 
-from .evaluate import Scope, evaluate, execute
+from .evaluate import Scope, evaluate, execute, json_double
 from .order import action_order
 from .terms import EPS, Acts, Matcher, Symbol, Term, from_ast
 
@@ -93,7 +93,7 @@ class Reference:
     def _emit(self, name: str, value: Any, key: tuple[Any, ...] | None) -> None:
         ty = self.outputs[name].ty
         line: dict[str, Any] = {"time": format_time(self.now), "event": name,
-                                "value": float(value) if ty == DOUBLE else value}
+                                "value": json_double(value) if ty == DOUBLE else value}
         if key is not None:
             line["key"] = list(key)
         self.out.append(line)
@@ -129,15 +129,40 @@ class Reference:
         scope = self._scope(inst)
         for offset in pending:
             node = self.markers[offset].node
-            if not isinstance(node, ast.RElapse):
-                raise ReferenceError_("arrive markers are not modelled")
-            amount = evaluate(node.amount, scope)
-            deadline = self.now + max(0, round(amount * _UNIT_MICROS[node.unit]))
+            if isinstance(node, ast.RArrive):
+                deadline = self._arrive_deadline(node.pattern, scope)
+            else:
+                amount = evaluate(node.amount, scope)
+                deadline = self.now + max(0, round(amount * _UNIT_MICROS[node.unit]))
             if best is None or deadline < best[0]:
                 best = (deadline, offset)
         if best is not None:
             self.timer_order += 1
             inst.timer = (best[0], self.timer_order, best[1])
+
+    def _arrive_deadline(self, pattern: ast.ArrivePattern, scope: Scope) -> int:
+        """docs/language.md 5.4 and choice 2: an explicit time fires at it, or at once if it is not
+        later than now; a pattern at its first matching instant strictly after now."""
+        if pattern.time_expr is not None:
+            return max(self.now, evaluate(pattern.time_expr, scope))
+        if pattern.date is not None or pattern.time is None:
+            raise ReferenceError_("arrive patterns with a date are not modelled")
+        parts = [None if isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.time]
+        hour, minute, second = ([*parts, 0])[:3]
+        if second is None:
+            raise ReferenceError_("a wildcard in the seconds of an arrive pattern is not modelled")
+        offset = round(second * 1_000_000)
+        day = self.now - self.now % _UNIT_MICROS["day"]
+        if hour is None and minute is None:  # every minute: the common case, without a search
+            at = self.now - self.now % _UNIT_MICROS["minute"] + offset
+            return at if at > self.now else at + _UNIT_MICROS["minute"]
+        for start in (day, day + _UNIT_MICROS["day"]):
+            for h in range(24) if hour is None else [hour]:
+                for m in range(60) if minute is None else [minute]:
+                    at = start + h * _UNIT_MICROS["hour"] + m * _UNIT_MICROS["minute"] + offset
+                    if at > self.now:
+                        return at
+        raise AssertionError("a daily pattern matches within two days")
 
     def _done(self, inst: Instance) -> bool:
         return inst.paths == frozenset({EPS})
