@@ -19,7 +19,7 @@ from typing import Any
 from eventscript.language import ast
 from eventscript.language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, ArrayType, StructType, Type
 
-UNSET_VARIABLE, LONG_DIVISION_BY_ZERO, OUT_OF_BOUNDS = 3, 4, 5
+UNSET_VARIABLE, LONG_DIVISION_BY_ZERO, OUT_OF_BOUNDS, INVALID_OPERATION = 3, 4, 5, 8
 
 
 def wrap(n: int) -> int:
@@ -153,7 +153,10 @@ def evaluate(e: ast.Expr, s: Scope) -> Any:
         return arr[i]
     if isinstance(e, ast.NewArray):
         n = evaluate(e.size, s)
-        return [default(e.ty.element) for _ in range(max(n, 0))]
+        if n < 0:  # conformance README, code 8: a negative array size; the default is an empty array
+            s.error(INVALID_OPERATION, f"negative array size {n}")
+            return []
+        return [default(e.ty.element) for _ in range(n)]
     if isinstance(e, ast.StructBuild):
         return {f.name: evaluate(f.value, s) for f in e.fields}
     if isinstance(e, ast.FieldAccess):

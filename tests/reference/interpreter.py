@@ -17,7 +17,7 @@ from eventscript.language.checker import CheckedProgram, check
 from eventscript.language.diagnostics import Diagnostics
 from eventscript.language.parser import parse
 from eventscript.language.source import SourceFile
-from eventscript.language.types import DOUBLE, LONG, STRING
+from eventscript.language.types import DOUBLE, LONG, STRING, TIME
 
 from .evaluate import Scope, evaluate, execute, json_double
 from .order import action_order
@@ -93,7 +93,8 @@ class Reference:
     def _emit(self, name: str, value: Any, key: tuple[Any, ...] | None) -> None:
         ty = self.outputs[name].ty
         line: dict[str, Any] = {"time": format_time(self.now), "event": name,
-                                "value": json_double(value) if ty == DOUBLE else value}
+                                "value": json_double(value) if ty == DOUBLE else
+                                format_time(value) if ty == TIME else value}
         if key is not None:
             line["key"] = list(key)
         self.out.append(line)
@@ -203,6 +204,9 @@ class Reference:
                     return
                 self.instances[key] = fresh
                 self._run(fresh, init, None)
+                # The instance enters its start state (docs/language.md 7.6: the time markers that
+                # can follow are evaluated on every entry, so their errors show) before the event.
+                self._enter(fresh)
                 inst = fresh
             else:
                 paths, strands = self._advance(inst, symbol)

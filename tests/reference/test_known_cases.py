@@ -70,3 +70,14 @@ def test_operand_paths_of_a_difference_are_separate_paths() -> None:
     items = _items([("A", {})])
     assert _values(src, [("A", {})]) == [1, 2, 2, 1]
     assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))
+
+
+def test_a_new_grouped_instance_evaluates_its_start_states_time_markers() -> None:
+    # docs/language.md 7.6: entering a state evaluates the time markers that can follow it, and a
+    # new instance enters its start state before its first event moves it on: n is not set yet.
+    src = "in long A group(A % 2)\nout long O\n( elapse[(n) sec]() | A(v) { n = v; !>O(v); } )*"
+    items = [("time", T0), ("event", "A", 5), ("time", T0 + 1_000_000)]
+    want = [{"time": "2026-01-01T00:00:00.000000Z", "event": "$error", "value": 3},
+            {"time": "2026-01-01T00:00:00.000000Z", "event": "O", "value": 5, "key": [1]}]
+    assert run_reference(src, Trace(items)) == want
+    assert run_tester(src, render(items, T0), lazy=False) == want
