@@ -9,11 +9,14 @@ records, timers that reset, repeat or end their instance.
 from __future__ import annotations
 
 import dataclasses
+import random
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow as pa
 import pytest
+from kafka_helpers import instance_state
 from test_backfill_tasks import PROGRAM, T0, export_of, random_trace, topology
 from test_handover import collect_state
 from test_key_parallel import (
@@ -22,7 +25,6 @@ from test_key_parallel import (
     T0_MS,
     _conformance_plan,
     compare_per_key,
-    keys_in,
     per_key,
     scrambled_rows,
     two_input_topology,
@@ -32,16 +34,35 @@ from trace_export import SINGLE, expected_lines, write_jsonl_export
 from eventscript.backfill import handover as ho
 from eventscript.backfill.export import Row
 from eventscript.backfill.job import Totals, check_totals, export_plan, outputs, run_locally
-from eventscript.backfill.key_split import SplitMismatchError, auto_split, split_refusal
+from eventscript.backfill.key_split import (
+    SplitMismatchError,
+    auto_split,
+    batch_groups,
+    key_group,
+    split_refusal,
+)
 from eventscript.backfill.main import BackfillFailed, backfill
 from eventscript.backfill.plan import Plan
 from eventscript.backfill.runner import run_partition
 from eventscript.backfill.sink import output_json
 from eventscript.backfill.source import slice_batches
-from eventscript.kafka.config import Topology, parse_topology
+from eventscript.kafka.config import ProgramConfig, Topology, parse_topology
 from eventscript.kafka.keys import scheme_for
 from eventscript.kafka.state import SEQ_KEY
 from eventscript.language.types import STRING
+
+
+def keys_in(cfg: ProgramConfig, partitions: int, splits: int, partition: int, group: int, count: int) -> list[str]:
+    """Keys of a given partition and key-split group."""
+    scheme = scheme_for(cfg, [STRING])
+    found = []
+    for i in range(10_000):
+        rb = scheme.routing_bytes((f"x{i}",))
+        if scheme.partition(rb, partitions) == partition and key_group(rb, splits) == group:
+            found.append(f"x{i}")
+            if len(found) == count:
+                return found
+    raise AssertionError("no such keys")
 
 
 def split_outputs(plan: Plan, splits: int) -> list[dict[str, Any]]:
@@ -209,7 +230,8 @@ def test_split_tasks_hand_over_the_partition_modes_state(tmp_path: Path, monkeyp
         try:
             collect_state((b for i in range(plan.reads)
                            for b in run_partition(plan, i, slice_batches(plan, plan.slice_of(i)))), state)
-            return {(p, key): (value, tuple(headers)) for _, p, key, value, headers, _ in state.records()
+            return {(p, key): (instance_state(value) if key[:1] == b"[" else value, tuple(headers))
+                    for _, p, key, value, headers, _ in state.records()
                     if key != SEQ_KEY and p is not None and key is not None}
         finally:
             state.close()
@@ -251,3 +273,16 @@ def test_key_split_on_spark_equals_the_partition_mode_and_falls_back_when_it_mus
     assert "ticks-in:0:1 reached no instance" in capsys.readouterr().err
     lines = [orjson.loads(x) for x in out.read_text().splitlines()]
     assert lines == split_outputs(export_plan(topo, cfg, [str(path)]), 0)
+
+
+def test_a_batch_of_keys_gets_the_groups_of_its_keys_one_by_one() -> None:
+    """The vectorized key hash (the filter of every batch) and the one-key hash (group keys, and
+    errors about records) must agree, or a key would be run by two tasks or none."""
+    rnd = random.Random(3)
+    keys = [None if rnd.random() < 0.1 else bytes(rnd.randrange(256) for _ in range(rnd.randrange(30)))
+            for _ in range(3000)]
+    for splits in (2, 3, 7):
+        for column in (pa.array(keys, type=pa.binary()).slice(5), pa.array(keys, type=pa.large_binary())):
+            want = [0 if k is None else key_group(k, splits) for k in column.to_pylist()]
+            assert batch_groups(column, splits).tolist() == want
+            assert set(want) == set(range(splits))

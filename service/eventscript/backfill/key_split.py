@@ -30,11 +30,11 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..engine.timeutil import MAX_TIME
-from .key_parallel import key_group
 from .plan import Plan
 from .runner import BackfillError, TaskStage, compiled_program, record_clock_config
 
@@ -45,6 +45,50 @@ MAX_TS_MS = MAX_TIME // 1000
 SKIP_COST = 0.1
 #: The name the driver finds in a failed Spark job's text to fall back to partition mode.
 MISMATCH = "SplitMismatchError"
+
+
+#: The key hash: a polynomial of the key's bytes modulo 2^64, then mixed (vectorized in Arrow
+#: batches by :func:`batch_groups`, one key at a time by :func:`key_group`: the same function).
+_P, _MIX, _MASK = 0x100000001B3, 0xFF51AFD7ED558CCD, (1 << 64) - 1
+
+
+def key_group(kb: bytes, splits: int) -> int:
+    """The key group of a record key (or a group key's routing bytes)."""
+    h, w = 0, 1
+    for b in kb:
+        h = (h + b * w) & _MASK
+        w = (w * _P) & _MASK
+    h ^= len(kb)
+    h = ((h ^ (h >> 29)) * _MIX) & _MASK
+    return (h ^ (h >> 32)) % splits
+
+
+def batch_groups(keys: pa.Array, splits: int) -> np.ndarray:
+    """:func:`key_group` of every key of a binary column, null keys in group 0, with no Python
+    object per row (a partition's every record passes here in each of its S tasks)."""
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    wide = pa.types.is_large_binary(keys.type)
+    keys = keys.cast(pa.large_binary()) if not wide and not pa.types.is_binary(keys.type) else keys
+    bufs = keys.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64 if pa.types.is_large_binary(keys.type) else np.int32)
+    offsets = offsets[keys.offset:keys.offset + n + 1].astype(np.int64)
+    starts, ends = offsets[:-1] - offsets[0], offsets[1:] - offsets[0]
+    lengths = ends - starts
+    data = (np.frombuffer(bufs[2], dtype=np.uint8)[offsets[0]:offsets[-1]] if bufs[2] is not None
+            else np.zeros(0, dtype=np.uint8)).astype(np.uint64)
+    longest = int(lengths.max()) if n else 0
+    with np.errstate(over="ignore"):
+        weights = np.cumprod(np.concatenate([[1], np.full(max(longest - 1, 0), _P, dtype=np.uint64)]).astype(np.uint64))
+        pos = np.arange(len(data), dtype=np.int64) - np.repeat(starts, lengths)
+        sums = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(data * weights[pos], dtype=np.uint64)])
+        h = (sums[ends] - sums[starts]) ^ lengths.astype(np.uint64)
+        h = (h ^ (h >> np.uint64(29))) * np.uint64(_MIX)
+        group = ((h ^ (h >> np.uint64(32))) % np.uint64(splits)).astype(np.int64)
+    if keys.null_count:
+        group[np.asarray(keys.is_null())] = 0
+    return group
 
 
 class SplitMismatchError(BackfillError):
@@ -106,7 +150,6 @@ class SplitStage(TaskStage):
         self.partition_records = 0
         self._group_of: dict[bytes, int] = {}
         self._own: dict[tuple[Any, ...], bool] = {}
-        self._fed: bool | None = None
         self._install()
 
     # -- which records: in Arrow --------------------------------------------------------------------
@@ -125,9 +168,7 @@ class SplitStage(TaskStage):
         if not batch.num_rows:
             return batch, 0
         key, ts, offset = batch.column("key"), batch.column("timestamp"), batch.column("offset")
-        encoded = key.dictionary_encode()
-        groups = pa.array([self._key_group(k) for k in encoded.dictionary.to_pylist()], type=pa.int32())
-        group = pc.fill_null(pc.take(groups, encoded.indices), 0)
+        group = pa.array(batch_groups(key, self.splits))
         record = pc.greater_equal(offset, 0)  # not an end marker
         no_headers = pc.fill_null(pc.equal(pc.list_value_length(batch.column("headers")), 0), True)
         plain = pc.and_(pc.and_(pc.is_valid(key), no_headers),
@@ -185,19 +226,18 @@ class SplitStage(TaskStage):
         clock catches up with the other groups' records."""
         task, engine = self.task, self.task.engine
         feed_keyed, process_one, advance, clock = engine.feed_keyed, task._process_one, task._advance, task.clock
-        catch_up, counts, mine = self.catch_up, task.counts, self.group
-
-        def own(key: tuple[Any, ...]) -> bool:
-            owned = self._own.get(key)
-            if owned is None:
-                if len(self._own) > 100_000:
-                    self._own.clear()
-                owned = self._own[key] = key_group(task._route_key(key), self.splits) == mine
-            return owned
+        catch_up, mine, splits, owns = self.catch_up, self.group, self.splits, self._own
+        fed: bool | None = None  # whether the record being processed reached an instance (False: another group's)
 
         def feed_own(name: str, value: Any, key: tuple[Any, ...]) -> None:
-            self._fed = own(key)
-            if self._fed:
+            nonlocal fed
+            owned = owns.get(key)
+            if owned is None:
+                if len(owns) > 100_000:
+                    owns.clear()
+                owned = owns[key] = key_group(task._route_key(key), splits) == mine
+            fed = owned
+            if owned:
                 feed_keyed(name, value, key)
 
         def about_record(fn: Any) -> Any:
@@ -208,25 +248,34 @@ class SplitStage(TaskStage):
                 return None
             return call
 
+        def forward(*args: Any) -> None:
+            nonlocal fed
+            fed = True  # on the wrong partition: the backfill stops at its end (check_totals) and says so
+            forward_own(*args)
+
         def one(ip: Any, msg: Any) -> None:
-            target = catch_up.pop(msg.offset(), None)
-            if target is not None:
-                advance(target)
+            nonlocal fed
+            if catch_up:
+                target = catch_up.pop(msg.offset(), None)
+                if target is not None:
+                    advance(target)
+            fed = None
+            process_one(ip, msg)
+            if fed is True:
+                return
             ts = msg.timestamp()[1]
             if msg.key() is None or msg.headers() or not 0 <= ts <= MAX_TS_MS:
-                process_one(ip, msg)  # decoded by every group's task
-                return
-            self._fed, forwarded, before = None, counts["repartitioned"], clock.now()
-            process_one(ip, msg)
-            if self._fed is False:
+                return  # decoded by every group's task: each did what task p does with it
+            if fed is False:
                 raise mismatch(msg, "has a group key of another key group than its record key")
-            if self._fed is None and counts["repartitioned"] == forwarded and ts * 1000 > before:
+            if ts * 1000 > clock.now():  # not fed: the record did not move the clock
                 raise mismatch(msg, "reached no instance (see its $error record)")
 
+        forward_own = about_record(task._forward)
         engine.feed_keyed = feed_own  # type: ignore[method-assign]
         engine.feed = about_record(engine.feed)  # type: ignore[method-assign]
         task._error_record = about_record(task._error_record)  # type: ignore[method-assign]
-        task._forward = about_record(task._forward)  # type: ignore[method-assign]
+        task._forward = forward  # type: ignore[method-assign]
         task._process_one = one  # type: ignore[method-assign]
 
     def end_of_records(self) -> None:
