@@ -218,6 +218,10 @@ def _call(e: ast.Call, args: list[Any], s: Scope) -> Any:
         return text_of(args[0], e.args[0].ty)
     if name == "abs":
         return wrap(abs(args[0])) if e.ty == LONG else abs(args[0])
+    if name == "length":
+        return len(args[0])
+    if name == "contains":
+        return args[1] in args[0]
     if name in ("min", "max"):
         if e.ty == DOUBLE:
             a, b = float(args[0]), float(args[1])

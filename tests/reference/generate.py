@@ -16,6 +16,7 @@ trace is kept as data for the reference and rendered as text for the tester.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -40,6 +41,12 @@ STATEMENTS = [
 ]
 #: Statements that read the double input's variable ``w``: only in programs that declare ``D``.
 NEEDS_D = {"!>P(w + d);"}
+#: Statements that read the structure input's variable ``e``: only in programs that declare ``E``.
+NEEDS_E = {"!>S(e.s + e.k);", "e.k > 2 ? !>O(e.k);", "e.k = n;", "!>O(length(e.s));", '!>F(contains(e.s, "a"));',
+           "!>R({a: e.k, b: e.s + s});"}
+STATEMENTS += sorted(NEEDS_E)
+#: Values of the structure input ``E``; the long ``5`` does not conform (``$error`` 6).
+STRUCTS = [{"k": 3, "s": "a"}, {"k": -4, "s": 'a"b'}, {"k": 7, "s": "é\\"}, {"k": 0, "s": ""}, 5]
 
 
 @dataclass
@@ -53,6 +60,8 @@ class Spec:
     keys: int = 0
     #: Whether the program declares the ``double`` input ``D`` (its marker stores ``w``).
     double: bool = False
+    #: Whether the program declares the structure input ``E`` (its marker stores ``e``).
+    struct: bool = False
     tags: list[int] = field(default_factory=list)
     #: Whether ``&`` and ``-`` may appear.
     products: bool = True
@@ -66,7 +75,7 @@ class Part:
 
 @st.composite
 def action_block(draw: st.DrawFn, spec: Spec) -> Part:
-    choices = [c for c in STATEMENTS if spec.double or c not in NEEDS_D]
+    choices = [c for c in STATEMENTS if (spec.double or c not in NEEDS_D) and (spec.struct or c not in NEEDS_E)]
     choices += ["!>O(group[0] * 1000 + n);"] if spec.grouped else []
     choices += ["!>O(group[1] ? n : -n);", "group[1] ? !>F(group[1]);"] if spec.keys == 2 else []
     statements = draw(st.lists(st.sampled_from(choices), min_size=0, max_size=4))
@@ -82,7 +91,8 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
     kind = draw(st.sampled_from(kinds))
     if kind == "marker":
         name = draw(st.sampled_from(spec.markers))
-        return Part(f"{name}({draw(st.sampled_from(['w' if name == 'D' else 'v', '']))})", False)
+        target = {"D": "w", "E": "e"}.get(name, "v")
+        return Part(f"{name}({draw(st.sampled_from([target, '']))})", False)
     if kind == "wild":
         return Part(".", False)
     if kind == "elapse":
@@ -137,14 +147,17 @@ def regex(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
 @st.composite
 def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
     names = ["A", "B", "C"][: draw(st.integers(2, 3))] + (["D"] if draw(st.integers(0, 3)) == 0 else [])
+    names += ["E"] if draw(st.integers(0, 3)) == 0 else []
     keys = draw(st.sampled_from([0, 0, 0, 0, 1, 1, 2]))
     classes = draw(st.sampled_from([[], [], ["Hi", "Lo"], ["Hi", "Mid", "Lo"]]))
-    spec = Spec(names, names + classes, keys > 0, keys=keys, double="D" in names, products=products)
+    spec = Spec(names, names + classes, keys > 0, keys=keys, double="D" in names, struct="E" in names,
+                products=products)
     decls = []
     for name in names:
-        value = f"long({name})" if name == "D" else name
-        group = [f"{value} % 2", f"{name} > 3"][:keys]
-        decl = ("double " if name == "D" else "long ") + name + (f" group({', '.join(group)})" if keys else "")
+        value = {"D": "long(D)", "E": "E.k"}.get(name, name)
+        group = [f"{value} % 2", f"{value} > 3"][:keys]
+        ty = {"D": "double", "E": "{long k; string s;}"}.get(name, "long")
+        decl = f"{ty} {name}" + (f" group({', '.join(group)})" if keys else "")
         if name == "A" and len(classes) == 2:
             decl += " case { A > 4 ? Hi : Lo }"
         elif name == "A" and classes:
@@ -174,6 +187,9 @@ def traces(draw: st.DrawFn, spec: Spec) -> tuple[Trace, str]:
             items.append(("time", start + ms * 1000))
         else:
             name = draw(st.sampled_from([*spec.names, *spec.names, "Z"]))
+            if name == "E":  # a structure, written with its field names or positionally
+                items.append(("event", name, draw(st.sampled_from(STRUCTS)), draw(st.booleans())))
+                continue
             values = [0.5, 2, -1.5, 3.25, 7, "x"] if name == "D" else [0, 1, 2, 3, 5, 6, 7, 9, -4, "x", 2**63 - 1]
             items.append(("event", name, draw(st.sampled_from(values))))
     items.append(("time", start + (ms + 65_000) * 1000))
@@ -190,6 +206,15 @@ def render(items: list[tuple[Any, ...]], start: int) -> str:
             h, m = divmod(m, 60)
             parts.append(f"[2026-01-01 {h:02d}:{m:02d}:{s:02d}.{milli:03d}]")
         else:
-            value = f'"{item[2]}"' if isinstance(item[2], str) else str(item[2])
-            parts.append(f"{item[1]}({value})")
+            parts.append(f"{item[1]}({_literal(item[2], positional=len(item) > 3 and item[3])})")
     return "\n".join(parts) + "\n"
+
+
+def _literal(value: Any, *, positional: bool = False) -> str:
+    """A trace value: strings JSON-quoted (backslash escapes), structures as builders or positionally."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        fields = [(k, _literal(v)) for k, v in value.items()]
+        return ", ".join(v for _, v in fields) if positional else "{" + ", ".join(f"{k}: {v}" for k, v in fields) + "}"
+    return str(value)

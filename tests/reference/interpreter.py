@@ -8,6 +8,7 @@ the language document (2.4, 2.7, 3.1, 3.2) and the conformance README's choices 
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,7 +18,7 @@ from eventscript.language.checker import CheckedProgram, check
 from eventscript.language.diagnostics import Diagnostics
 from eventscript.language.parser import parse
 from eventscript.language.source import SourceFile
-from eventscript.language.types import DOUBLE, LONG, STRING, TIME
+from eventscript.language.types import DOUBLE, LONG, STRING, TIME, StructType
 
 from .evaluate import Scope, evaluate, execute, json_double
 from .order import action_order
@@ -189,7 +190,7 @@ class Reference:
         if not _fits(value, ty):
             self._error(BAD_VALUE, f"{name}: bad value {value!r}")
             return
-        value = float(value) if ty == DOUBLE else value
+        value = float(value) if ty == DOUBLE else copy.deepcopy(value)  # actions may change its fields
         symbol = ("ev", name, self._classify(entry, value))
         if self.grouped:
             assert entry.group is not None
@@ -280,6 +281,9 @@ def _fits(value: Any, ty: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if ty == STRING:
         return isinstance(value, str)
+    if isinstance(ty, StructType):
+        return isinstance(value, dict) and list(value) == [n for n, _ in ty.fields] and all(
+            _fits(value[n], t) for n, t in ty.fields)
     return True
 
 
