@@ -132,6 +132,11 @@ class Task:
         #: Where the task's records go: send(topic, partition or -1, key, value, headers, timestamp ms,
         #: is_changelog). The worker produces them straight into its current transaction.
         self.send: Callable[[str, int, bytes | None, bytes | None, Headers, int, bool], None] = self._queue
+        #: Where a commit's changelog records go: send_changelog(topic, partition, {key: value or
+        #: None}, headers, timestamp ms), the last one's delivery report giving the changelog
+        #: offset the store reaches. By default through ``send``; the worker's loops in one call.
+        self.send_changelog: Callable[[str, int, dict[bytes, bytes | None], Headers, int], None] = \
+            self._send_each
         self.outbox: list[OutRecord] = []
         self.restored = False
         self.started = False
@@ -155,6 +160,7 @@ class Task:
         #: ``_route_key`` and its cache); routing bytes → partition, in a cache of the task's own
         #: (``_place``).
         self._route = self.scheme.router()
+        self._value_key_bytes = value_key_bytes(self.key_types)
         self._ctx_key_bytes = self._ctx_key_bytes_fn()
         self._partition_of = PARTITIONERS_UNCACHED[self.scheme.partitioner]
         self._placed: dict[bytes, int] = {}
@@ -188,6 +194,15 @@ class Task:
                 ip.decode = self._decoders[id(ip.config)]
                 if ip.config.event is not None and self.grouped:
                     ip.key_fn = self.engine._inputs[ip.config.event].key
+
+    def _send_each(self, topic: str, partition: int, records: dict[bytes, bytes | None], headers: Headers,
+                   ts: int) -> None:
+        """The default ``send_changelog``: each record through ``send``, the last as the one whose
+        delivery moves the store checkpoint."""
+        send = self.send
+        last = len(records) - 1
+        for i, (k, v) in enumerate(records.items()):
+            send(topic, partition, k, v, headers, ts, i == last)
 
     def _queue(self, topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Headers,
                ts: int, changelog: bool) -> None:
@@ -383,6 +398,8 @@ class Task:
         ``state.changelog.compact``: cached orjson output would cost 4 KiB per key)."""
         if key is None:
             return None
+        if self._value_key_bytes is not None:  # one string or long: no cache needed
+            return self._value_key_bytes(key[0])
         kb = self._key_cache.get(key)
         if kb is None:
             if len(self._key_cache) > KEY_CACHE_SIZE:
@@ -397,7 +414,7 @@ class Task:
         """An instance of a grouped program → its store (and changelog) key (``_key_bytes``),
         straight from the engine's table key where the group key is one string or long: with
         many keys, no cache holds them all."""
-        one = value_key_bytes(self.key_types)
+        one = self._value_key_bytes
         if one is not None and self.engine.one_key:
             return lambda ctx: one(ctx.gk)
         key_bytes_of = self._key_bytes
@@ -709,12 +726,7 @@ class Task:
             changes[SEQ_KEY] = b"%d" % self._seq_saved
         if changes:
             headers = [("es-pos", position_header(self.position))]  # one list for the whole commit
-            now_ms = self.clock.now() // 1000
-            last = len(changes) - 1
-            send, topic, partition = self.send, self.changelog_topic, self.partition
-            for i, (k, v) in enumerate(changes.items()):
-                # The last record's delivery report gives the changelog offset the store reaches.
-                send(topic, partition, k, v, headers, now_ms, i == last)
+            self.send_changelog(self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000)
         return changes
 
     def close(self) -> None:
