@@ -91,9 +91,14 @@ class InputPartition:
     #: Its records' output ids start "program/topic:" (None: the repartition topic, whose records
     #: are named by their original coordinates).
     id_head: bytes | None = None
+    #: A grouped program's records of this input must be keyed (an input topic not configured
+    #: with ``keyed: false`` nor ``key: none``).
+    needs_key: bool = False
 
     def __post_init__(self) -> None:
         self.name = tp_name(self.topic, self.partition)
+        cfg = self.config
+        self.needs_key = cfg is not None and cfg.keyed is not False and cfg.key != "none"
 
 
 class Task:
@@ -574,7 +579,7 @@ class Task:
             return
         engine = self.engine
         if self.grouped:
-            if ip.config is not None and cfg.keyed is not False and cfg.key != "none" and msg.key() is None:
+            if ip.needs_key and msg.key() is None:
                 self._error_record(ErrorCode.BAD_INPUT_VALUE,
                                    "the record has no key; this input's records must be keyed "
                                    "(set keyed: false in the topology to accept unkeyed records)")
