@@ -39,6 +39,11 @@ STATEMENTS = [
     "!>O(max(n, v) - min(n, 2) + abs(v - 5));", "for (i: v % 3, 2) n = n + i;", "!>P(w + d);",
     "!>O(v > 2 ? v : -v);", "!>M(t);", "a = new long[v % 5];", "{ c = a; c[1] = n; !>O(a[1]); }",
 ]
+#: A grouped program of these statements (and no initial actions) often comes back to its start
+#: state with no variable live: the engine may then release ("retire") the instance, and the key's
+#: next event must behave the same on a fresh one. ``v`` may still be read before it is set.
+STATELESS = ["!>O(v);", "!>O(v * 10 + 1);", "{ u = v + 1; !>O(u); }", "v > 3 ? !>F(true);", "!>O(group[0]);",
+             "{ x = 5; x = x + 1; !>O(x); }", "v > 2 ? x = v; : x = 0; !>O(x);"]
 #: Statements that read the double input's variable ``w``: only in programs that declare ``D``.
 NEEDS_D = {"!>P(w + d);"}
 #: Statements that read the structure input's variable ``e``: only in programs that declare ``E``.
@@ -62,6 +67,8 @@ class Spec:
     double: bool = False
     #: Whether the program declares the structure input ``E`` (its marker stores ``e``).
     struct: bool = False
+    #: Whether actions come from :data:`STATELESS` only (grouped programs, no initial actions).
+    stateless: bool = False
     tags: list[int] = field(default_factory=list)
     #: Whether ``&`` and ``-`` may appear.
     products: bool = True
@@ -75,9 +82,12 @@ class Part:
 
 @st.composite
 def action_block(draw: st.DrawFn, spec: Spec) -> Part:
-    choices = [c for c in STATEMENTS if (spec.double or c not in NEEDS_D) and (spec.struct or c not in NEEDS_E)]
-    choices += ["!>O(group[0] * 1000 + n);"] if spec.grouped else []
-    choices += ["!>O(group[1] ? n : -n);", "group[1] ? !>F(group[1]);"] if spec.keys == 2 else []
+    if spec.stateless:
+        choices = list(STATELESS)
+    else:
+        choices = [c for c in STATEMENTS if (spec.double or c not in NEEDS_D) and (spec.struct or c not in NEEDS_E)]
+        choices += ["!>O(group[0] * 1000 + n);"] if spec.grouped else []
+        choices += ["!>O(group[1] ? n : -n);", "group[1] ? !>F(group[1]);"] if spec.keys == 2 else []
     statements = draw(st.lists(st.sampled_from(choices), min_size=0, max_size=4))
     spec.tags.append(len(spec.tags) + 1)
     statements.insert(draw(st.integers(0, len(statements))), f"!>T({spec.tags[-1]});")
@@ -96,14 +106,14 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
     if kind == "wild":
         return Part(".", False)
     if kind == "elapse":
-        amount = draw(st.sampled_from(["1 seconds", "2 sec", "3 seconds", "1.5 seconds", "(n % 3 + 3) seconds",
-                                       "250 msec", "1 minute", "(abs(n % 4) + 1) sec"]))
+        amount = draw(st.sampled_from(["1 seconds", "2 sec", "3 seconds", "1.5 seconds", "250 msec", "1 minute",
+                                       "(n % 3 + 3) seconds", "(abs(n % 4) + 1) sec"][: 8 - 2 * spec.stateless]))
         return Part(f"elapse[{amount}]({draw(st.sampled_from(['', 't']))})", False)
     if kind == "arrive":
         # An explicit time stores its firing time: at or before entry it fires at once, so a
         # loop through it must move ``t`` on or it would fire for ever at one instant.
         pattern = draw(st.sampled_from(["(secondsAfter(2, t))](t)", "(secondsAfter(5, t))](t)", "(secondsAfter(1, t))](t)",
-                                        ".:.:30]()", ".:.:15.5](t)", ".:.:00]()"]))
+                                        ".:.:30]()", ".:.:15.5](t)", ".:.:00]()"][3 * spec.stateless:]))
         return Part(f"arrive[{pattern}", False)
     if kind == "action":
         return draw(action_block(spec))
@@ -151,7 +161,7 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
     keys = draw(st.sampled_from([0, 0, 0, 0, 1, 1, 2]))
     classes = draw(st.sampled_from([[], [], ["Hi", "Lo"], ["Hi", "Mid", "Lo"]]))
     spec = Spec(names, names + classes, keys > 0, keys=keys, double="D" in names, struct="E" in names,
-                products=products)
+                products=products, stateless=keys > 0 and draw(st.booleans()))
     decls = []
     for name in names:
         value = {"D": "long(D)", "E": "E.k"}.get(name, name)
@@ -170,6 +180,8 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
         forms += [". ( {} )*"] if not body.nullable else [". {}"]
     init = ('{ n = 0; d = 0.0; s = ""; t = now(); a = new long[3]; '
             + ("v = 1; " if draw(st.booleans()) else "") + ("b = false; " if draw(st.booleans()) else "") + "}")
+    if spec.stateless:
+        init = draw(st.sampled_from(["", "{ }", "{ x = 1; }", "{ !>T(0); }", "{ n = 0; }"]))
     src = (f"in {', '.join(decls)}\nout long O, double P, string S, long T, boolean F, {{long a; string b;}} R, time M\n"
            f"{init}\n{draw(st.sampled_from(forms)).format(body.text)}\n")
     return src, spec
