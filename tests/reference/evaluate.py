@@ -197,6 +197,7 @@ def _binary(e: ast.Binary, s: Scope) -> Any:
     return wrap({"+": a + b, "-": a - b, "*": a * b}[e.op])
 
 
+_CLOCK = {"millisecond": (1000, 1000), "second": (10**6, 60), "minute": (60 * 10**6, 60), "hour": (3600 * 10**6, 24)}
 _MICROS = {"microseconds": 1, "milliseconds": 1000, "seconds": 10**6, "minutes": 60 * 10**6}
 
 
@@ -218,6 +219,9 @@ def _call(e: ast.Call, args: list[Any], s: Scope) -> Any:
         return text_of(args[0], e.args[0].ty)
     if name == "abs":
         return wrap(abs(args[0])) if e.ty == LONG else abs(args[0])
+    if name in _CLOCK:  # docs/language.md 6.3: fields of a time, in UTC
+        size, modulus = _CLOCK[name]
+        return args[0] // size % modulus
     if name == "length":
         return len(args[0])
     if name == "contains":

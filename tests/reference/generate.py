@@ -37,7 +37,7 @@ STATEMENTS = [
     'd > 1.0 ? s = s + "b";', 's == "aa" ? !>F(true); : !>F(s < "ab");', "n > 2 ? b = v > 4; : !>F(b);",
     "!>F(!(n > 3) || d >= 0.5);", "!>R({a: n, b: s});", "!>O(long(d * 3.0));",
     "!>O(max(n, v) - min(n, 2) + abs(v - 5));", "for (i: v % 3, 2) n = n + i;", "!>P(w + d);",
-    "!>O(v > 2 ? v : -v);", "!>M(t);", "a = new long[v % 5];", "{ c = a; c[1] = n; !>O(a[1]); }",
+    "!>O(v > 2 ? v : -v);", "!>M(t);", "!>O(second(now()) + minute(t) * 100 + millisecond(now()) * 10000);", "a = new long[v % 5];", "{ c = a; c[1] = n; !>O(a[1]); }",
 ]
 #: A grouped program of these statements (and no initial actions) often comes back to its start
 #: state with no variable live: the engine may then release ("retire") the instance, and the key's
@@ -108,12 +108,13 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
     if kind == "elapse":
         amount = draw(st.sampled_from(["1 seconds", "2 sec", "3 seconds", "1.5 seconds", "250 msec", "1 minute",
                                        "(n % 3 + 3) seconds", "(abs(n % 4) + 1) sec"][: 8 - 2 * spec.stateless]))
-        return Part(f"elapse[{amount}]({draw(st.sampled_from(['', 't']))})", False)
+        spelling = draw(st.sampled_from(["elapse", "elapse", "elapsed"]))
+        return Part(f"{spelling}[{amount}]({draw(st.sampled_from(['', 't']))})", False)
     if kind == "arrive":
         # An explicit time stores its firing time: at or before entry it fires at once, so a
         # loop through it must move ``t`` on or it would fire for ever at one instant.
         pattern = draw(st.sampled_from(["(secondsAfter(2, t))](t)", "(secondsAfter(5, t))](t)", "(secondsAfter(1, t))](t)",
-                                        ".:.:30]()", ".:.:15.5](t)", ".:.:00]()"][3 * spec.stateless:]))
+                                        ".:.:30]()", ".:.:15.5](t)", ".:.:00]()", ".:05]()", "00:10](t)"][3 * spec.stateless:]))
         return Part(f"arrive[{pattern}", False)
     if kind == "action":
         return draw(action_block(spec))
