@@ -41,6 +41,7 @@ from eventscript.backfill.job import (  # noqa: E402
     spark_session,
 )
 from eventscript.backfill.key_parallel import run_locally as key_parallel_locally  # noqa: E402
+from eventscript.backfill.key_split import auto_split  # noqa: E402
 from eventscript.backfill.plan import Plan  # noqa: E402
 from eventscript.backfill.records import OutputRow, input_batch  # noqa: E402
 from eventscript.backfill.sink import FileSink  # noqa: E402
@@ -137,6 +138,7 @@ def main() -> None:
     ap.add_argument("--skew", type=float, default=1.0, help="1: uniform random keys; 2, 3: ever more skewed")
     ap.add_argument("--masters", default="local[1],local[2]")
     ap.add_argument("--key-groups", type=int, default=4, help="key groups of the key-parallel runs")
+    ap.add_argument("--split", type=int, default=2, help="tasks per partition of the key-split runs")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="only the whole backfills (no read-only/noop runs)")
     args = ap.parse_args()
@@ -152,16 +154,21 @@ def main() -> None:
     make_export(export, args.records, args.keys, args.partitions, topo.programs[0], args.skew)
     plan = export_plan(topo, topo.programs[0], [str(export)])
     keyed = dataclasses.replace(plan, key_groups=args.key_groups)
+    split = dataclasses.replace(plan, split=args.split)
     n = args.records
     print(f"{n:,} records, {args.keys:,} keys (skew {args.skew}), {args.partitions} partitions, "
-          f"{args.key_groups} key groups in key-parallel runs; {args.rounds} round(s)")
+          f"{args.key_groups} key groups in key-parallel runs, {args.split} tasks per partition in key-split runs; "
+          f"{args.rounds} round(s); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for _ in range(args.rounds):
         measure("single process: task stage only", n, lambda: sum(1 for _ in run_locally(plan)))
         measure("single process: to JSON lines", n, lambda: write_file(run_locally(plan), tmp / "one.jsonl"))
         measure("single process: key-parallel stages", n, lambda: sum(
             1 for _ in key_parallel_locally(keyed, lambda i: slice_batches(keyed, keyed.slices[i]))))
+        measure(f"single process: key-split, {args.split} per partition, to JSON lines", n,
+                lambda: write_file(run_locally(split), tmp / "one.jsonl"))
         for master in args.masters.split(","):
-            bench_master(master, plan, keyed, n, tmp, args.quick)
+            bench_master(master, plan, keyed, split, n, tmp, args.quick)
+        print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
     summary()
 
 
@@ -171,8 +178,10 @@ def write_file(rows: Iterable[OutputRow], path: Path) -> None:
         sink.commit()
 
 
-def bench_master(master: str, plan: Plan, keyed: Plan, n: int, tmp: Path, quick: bool) -> None:
+def bench_master(master: str, plan: Plan, keyed: Plan, split: Plan, n: int, tmp: Path, quick: bool) -> None:
     spark = spark_session(master, ui=False)
+    slots = spark.sparkContext.defaultParallelism
+    command = dataclasses.replace(plan, split=auto_split(plan, slots))  # what `backfill` runs by default
     spark.sparkContext.setLogLevel("ERROR")
     measure(f"{master}: warm-up (JVM, Python workers)", n, lambda: output_frame(spark, plan).count())
     if not quick:
@@ -188,9 +197,12 @@ def bench_master(master: str, plan: Plan, keyed: Plan, n: int, tmp: Path, quick:
             check_totals(totals, p)  # no record on a partition its key does not belong to
             sink.commit()
 
-    measure(f"{master}: backfill to JSON lines, mapInArrow", n, lambda: full(plan))
-    measure(f"{master}: backfill to JSON lines (tasks in the source)", n, lambda: full(plan, fused=True))
-    measure(f"{master}: backfill to Parquet (tasks in the source)", n, lambda: full(plan, fused=True, fmt="parquet"))
+    print(f"{master}: {slots} slots: the command runs {command.splits} task(s) per partition", flush=True)
+    measure(f"{master}: the command (auto split), to JSON lines", n, lambda: full(command, fused=True))
+    measure(f"{master}: partition mode, to JSON lines, mapInArrow", n, lambda: full(plan))
+    measure(f"{master}: partition mode, to JSON lines", n, lambda: full(plan, fused=True))
+    measure(f"{master}: partition mode, to Parquet", n, lambda: full(plan, fused=True, fmt="parquet"))
+    measure(f"{master}: key-split, {split.split} per partition, to JSON lines", n, lambda: full(split, fused=True))
     measure(f"{master}: key-parallel, {keyed.key_groups} groups, to JSON lines", n, lambda: full(keyed, fused=True))
     spark.stop()
 
@@ -204,6 +216,18 @@ def summary() -> None:
         rate = statistics.median(r for r, _ in runs)
         per_cpu = statistics.median(c for _, c in runs)
         print(f"| {name} | {rate / 1000:,.0f} k | {per_cpu / 1000:,.0f} k | {base / per_cpu:.2f}x |")
+    masters = sorted({name.split(":")[0] for name in RESULTS if name.startswith("local[")})
+    if len(masters) == 2:
+        first, second = masters
+        print(f"\n{second} versus {first}, records/s (medians; per round in brackets):")
+        for name in RESULTS:
+            if name.startswith(first + ":") and "warm-up" not in name:
+                other = second + name[len(first):]
+                if other in RESULTS:
+                    ratio = statistics.median(r for r, _ in RESULTS[other]) / statistics.median(
+                        r for r, _ in RESULTS[name])
+                    rounds = ", ".join(f"{b[0] / a[0]:.2f}" for a, b in zip(RESULTS[name], RESULTS[other]))
+                    print(f"  {name[len(first) + 2:]:48s} {ratio:.2f}x  [{rounds}]")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from trace_export import trace_rows, write_jsonl_export
 
 from eventscript.backfill.export import Row
 from eventscript.backfill.job import export_plan, run_locally
+from eventscript.backfill.key_split import split_refusal
+from eventscript.backfill.plan import Plan
 from eventscript.backfill.records import OutputRow
 from eventscript.kafka.config import ProgramConfig, Topology
 from eventscript.kafka.partitioner import partition_of
@@ -72,11 +74,23 @@ def in_record_time_order(rows: list[OutputRow]) -> list[OutputRow]:
     return sorted(rows, key=lambda r: r.timestamp()[1])
 
 
-def backfill_pipeline(graph: TopologyGraph, trace: Path, monkeypatch: Any, tmp: Path, key_groups: int = 0,
-                      also: tuple[int, ...] = (), published_as: Callable[[list[OutputRow]], list[OutputRow]]
-                      = lambda rows: rows) -> dict[int, dict[str, list[OutputRow]]]:
-    """Every program's output records (all its topics), by mode (key groups; 0: partition mode)
-    and program name. Each program is backfilled over the records its input topics would hold:
+#: A backfill mode: 0 partition mode; N > 0 key-parallel mode with N key groups; "split:N"
+#: key-split mode with N tasks per partition (partition mode for a program that cannot be split,
+#: as the command does).
+Mode = int | str
+
+
+def with_mode(plan: Plan, mode: Mode) -> Plan:
+    if isinstance(mode, str):
+        splits = int(mode.removeprefix("split:"))
+        return plan if split_refusal(plan) is not None else dataclasses.replace(plan, split=splits)
+    return dataclasses.replace(plan, key_groups=mode)
+
+
+def backfill_pipeline(graph: TopologyGraph, trace: Path, monkeypatch: Any, tmp: Path, key_groups: Mode = 0,
+                      also: tuple[Mode, ...] = (), published_as: Callable[[list[OutputRow]], list[OutputRow]]
+                      = lambda rows: rows) -> dict[Mode, dict[str, list[OutputRow]]]:
+    """Every program's output records (all its topics), by mode (``Mode``) and program name. Each program is backfilled over the records its input topics would hold:
     the trace's for the external topics (published to the first program, as ``eventscript dev
     --trace`` does), and for the others the outputs of the earlier programs in mode
     ``key_groups``, in the order ``published_as`` gives them (default: as the tasks produced
@@ -89,12 +103,12 @@ def backfill_pipeline(graph: TopologyGraph, trace: Path, monkeypatch: Any, tmp: 
     internal = {t for t in graph.reads if t not in external}
     published: list[Row] = trace_rows(topo, trace, monkeypatch, partitions_of(topo, first.inputs[0].topic))
     offsets: dict[tuple[str, int], int] = {}
-    results: dict[int, dict[str, list[OutputRow]]] = {g: {} for g in (key_groups, *also)}
+    results: dict[Mode, dict[str, list[OutputRow]]] = {g: {} for g in (key_groups, *also)}
     for cfg in stage_order(graph):
         reads = {i.topic for i in cfg.inputs}
         path = write_jsonl_export([r for r in published if r[0] in reads], tmp / f"{cfg.name}-{key_groups}.jsonl")
         plan = export_plan(topo, cfg, [str(path)])
-        for groups, by_program in results.items():
-            by_program[cfg.name] = list(run_locally(dataclasses.replace(plan, key_groups=groups)))
+        for mode, by_program in results.items():
+            by_program[cfg.name] = list(run_locally(with_mode(plan, mode)))
         published += as_published(published_as(results[key_groups][cfg.name]), topo, internal, offsets)
     return results

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from pipeline_export import backfill_pipeline, in_record_time_order
+from pipeline_export import Mode, backfill_pipeline, in_record_time_order
 
 from eventscript.backfill.records import OutputRow
 from eventscript.backfill.sink import output_json
@@ -79,17 +79,18 @@ def test_partition_mode_stage_by_stage_gives_the_testers_records(
     assert_sinks_hold(graph, results, "partition mode, outputs published in task order")
 
 
-def test_key_parallel_mode_gives_every_key_the_partition_modes_ids_and_values_at_every_stage(
-        graph: TopologyGraph, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Each stage in both modes over the same export (partition mode's chain): the same records
-    per key, with the same es-ids, unique."""
+@pytest.mark.parametrize("mode", [KEY_GROUPS, "split:2"], ids=["key-parallel", "key-split"])
+def test_key_parallel_and_key_split_modes_give_every_key_the_partition_modes_ids_and_values_at_every_stage(
+        graph: TopologyGraph, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mode: Mode) -> None:
+    """Each stage in partition mode and in ``mode`` over the same export (partition mode's
+    chain): the same records per key, with the same es-ids, unique."""
     trace = graph.file.parent / "sample.trace"
-    by_mode = backfill_pipeline(graph, trace, monkeypatch, tmp_path, also=(KEY_GROUPS,))
+    by_mode = backfill_pipeline(graph, trace, monkeypatch, tmp_path, also=(mode,))
     for name, rows in by_mode[0].items():
         lines = [as_tester_line(r) for r in rows]
         ids = [x["id"] for x in lines]
         assert all(ids) and len(set(ids)) == len(ids), f"{name}: es-ids missing or repeated"
-        other = [as_tester_line(r) for r in by_mode[KEY_GROUPS][name]]
+        other = [as_tester_line(r) for r in by_mode[mode][name]]
         assert per_key(other, ("id", *COMPARED)) == per_key(lines, ("id", *COMPARED)), name
         assert len(other) == len(lines), name
     assert sum(map(len, by_mode[0].values())) > 0
