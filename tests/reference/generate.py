@@ -9,7 +9,9 @@ variable, the wildcard, ``elapse`` and ``arrive`` time markers, ``|``, sequence,
 (a structure among them) and run into ``$error``s (division by zero, a subscript out of bounds, a
 variable not yet set). Loops only go around items that cannot match the empty sequence (a cycle of
 actions with no marker is a compile error); time markers stay out of the operands of ``&`` and
-``-`` (a time event can never be matched by both operands, so such markers are dead code), and
+the right operand of ``-`` (a time event can never be matched by both operands of ``&``, and one
+matched by the right operand of ``-`` only ends that operand's paths, if the left one has no
+path for it, so such markers are dead code; a few programs have them all the same), and
 their amounts are positive (an ``elapse`` of zero in a loop fires for ever at one instant). A
 trace is kept as data for the reference and rendered as text for the tester.
 """
@@ -145,8 +147,12 @@ def regex(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
     first = draw(sequence(spec, depth, timed))
     if spec.products and depth > 0 and draw(st.integers(0, 3)) == 0:
         op = draw(st.sampled_from(["&", "-"]))
-        left = draw(sequence(spec, depth, False)) if timed else first
-        right = draw(sequence(spec, depth, False))
+        # A time marker in the left operand of ``-`` is live (no path through the right one
+        # matches its time event, so they all end); in either operand of ``&`` it is dead code.
+        # Now and then dead markers all the same: the engine must ignore them as the reference does.
+        dead = timed and draw(st.integers(0, 3)) == 0
+        left = first if op == "-" or not timed else draw(sequence(spec, depth, dead))
+        right = draw(sequence(spec, depth, dead))
         # Over-approximate nullability: a loop is then never put around an item that may be empty.
         first = Part(f"{left.text} {op} {right.text}", left.nullable)
     alternatives = [first]
