@@ -172,13 +172,14 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
     decls = []
     for name in names:
         value = {"D": "long(D)", "E": "E.k"}.get(name, name)
-        group = [f"{value} % 2", f"{value} > 3"][:keys]
+        group = [f"{value} % 2", f"{value} > 3" if name != "B" else f"6 / {value} > 2"][:keys]
         ty = {"D": "double", "E": "{long k; string s;}"}.get(name, "long")
         decl = f"{ty} {name}" + (f" group({', '.join(group)})" if keys else "")
         if name == "A" and len(classes) == 2:
             decl += " case { A > 4 ? Hi : Lo }"
-        elif name == "A" and classes:
-            decl += " case { abs(A) > 6 ? Hi : A >= 2 ? Mid : Lo }"
+        elif name == "A" and classes:  # a classification may fail too: $error 4, then 12 / 0 is 0
+            decl += draw(st.sampled_from([" case { abs(A) > 6 ? Hi : A >= 2 ? Mid : Lo }",
+                                          " case { abs(A) > 6 ? Hi : 12 / A >= 3 ? Mid : Lo }"]))
         decls.append(decl)
     body = draw(regex(spec, 2, timed=True))
     # Bare, a top-level ``-`` or ``&`` takes the initial block into its left operand.
