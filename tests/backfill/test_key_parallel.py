@@ -11,17 +11,21 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from pipeline_export import Mode, with_mode
 from test_backfill_tasks import PROGRAM, T0, random_trace, topology
 from trace_export import CASES, SINGLE, case_topology, expected_lines, trace_rows, write_jsonl_export
 
 from eventscript.backfill.export import Row
 from eventscript.backfill.job import Totals, check_totals, export_plan, outputs, run_locally
 from eventscript.backfill.key_parallel import key_group, route_values
+from eventscript.backfill.key_split import SplitMismatchError, split_refusal
+from eventscript.backfill.key_split import key_group as split_group
 from eventscript.backfill.plan import Plan
 from eventscript.backfill.sink import output_json
 from eventscript.kafka import codec
@@ -109,29 +113,49 @@ def per_key(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return dict(out)
 
 
-def outputs_of(plan: Plan, groups: int) -> list[dict[str, Any]]:
-    return [output_json(r) for r in run_locally(dataclasses.replace(plan, key_groups=groups))]
+def outputs_of(plan: Plan, mode: Mode) -> list[dict[str, Any]]:
+    return [output_json(r) for r in run_locally(with_mode(plan, mode))]
 
 
-def assert_same_per_key(plan: Plan, groups: tuple[int, ...] = (1, 2, 5)) -> list[dict[str, Any]]:
+#: The modes compared with partition mode: key groups, or tasks per partition in key-split mode.
+KEY_PARALLEL: tuple[Mode, ...] = (1, 2, 5)
+KEY_SPLIT: tuple[Mode, ...] = ("split:2", "split:3")
+
+
+def assert_same_per_key(plan: Plan, modes: tuple[Mode, ...] = KEY_PARALLEL) -> list[dict[str, Any]]:
     want = outputs_of(plan, 0)
-    for n in groups:
-        got = outputs_of(plan, n)
-        assert len(got) == len(want)
-        assert per_key(got) == per_key(want), f"{n} key groups"
+    for mode in modes:
+        got = outputs_of(plan, mode)
+        assert len(got) == len(want), mode
+        assert per_key(got) == per_key(want), mode
     return want
 
 
-def scrambled_plan(tmp: Path, topo: Topology, partitions: int, seed: int, until_us: int | None = None) -> Plan:
-    path = write_jsonl_export(scrambled_rows(topo.programs[0], partitions, seed), tmp / f"scrambled-{seed}.jsonl")
+def keyed_by_scheme(rows: list[Row]) -> list[Row]:
+    """The records with the undecodable ones unkeyed: every keyed record is then what key-split
+    mode takes it for (the unkeyed ones every task of the partition decodes)."""
+    return [(t, p, o, ts, None if value == b"not json" else key, value, headers)
+            for t, p, o, ts, key, value, headers in rows]
+
+
+def scrambled_plan(tmp: Path, topo: Topology, partitions: int, seed: int, until_us: int | None = None,
+                   modes: tuple[Mode, ...] = KEY_PARALLEL) -> Plan:
+    rows = scrambled_rows(topo.programs[0], partitions, seed)
+    if modes == KEY_SPLIT:
+        rows = keyed_by_scheme(rows)
+    path = write_jsonl_export(rows, tmp / f"scrambled-{seed}.jsonl")
     return export_plan(topo, topo.programs[0], [str(path)], until_us=until_us)
 
 
+MODES = pytest.mark.parametrize("modes", [KEY_PARALLEL, KEY_SPLIT], ids=["key-parallel", "key-split"])
+
+
+@MODES
 @pytest.mark.parametrize("program", [PROGRAM, REPEATING, ENDING], ids=["reset", "repeating", "ending"])
-def test_every_key_gets_the_partition_modes_outputs(tmp_path: Path, program: str) -> None:
+def test_every_key_gets_the_partition_modes_outputs(tmp_path: Path, program: str, modes: tuple[Mode, ...]) -> None:
     topo = topology(tmp_path, 3, program)
     for seed in (1, 2):
-        want = assert_same_per_key(scrambled_plan(tmp_path, topo, 3, seed))
+        want = assert_same_per_key(scrambled_plan(tmp_path, topo, 3, seed, modes=modes), modes)
         events = {x["event"] for x in want}
         assert "$error" in events and len(events) >= 3  # the outputs, their timers' outputs and errors
 
@@ -145,54 +169,61 @@ def test_two_co_partitioned_inputs_keep_the_tasks_merge_order(tmp_path: Path) ->
     assert vias == {"A", "B"}
 
 
-def test_undecodable_and_unkeyed_records_give_the_same_errors(tmp_path: Path) -> None:
+@MODES
+def test_undecodable_and_unkeyed_records_give_the_same_errors(tmp_path: Path, modes: tuple[Mode, ...]) -> None:
     topo = topology(tmp_path, 3)
-    plan = scrambled_plan(tmp_path, topo, 3, 7)
+    plan = scrambled_plan(tmp_path, topo, 3, 7, modes=modes)
     want = sorted((x for x in outputs_of(plan, 0) if x["event"] == "$error"), key=lambda x: x["id"])
-    got = sorted((x for x in outputs_of(plan, 4) if x["event"] == "$error"), key=lambda x: x["id"])
+    got = sorted((x for x in outputs_of(plan, modes[-1]) if x["event"] == "$error"), key=lambda x: x["id"])
     assert got == want
     messages = {x["value"]["message"] for x in want}
     assert any("not JSON" in m for m in messages) and any("no key" in m for m in messages)
     assert {x["value"]["time"] for x in want} != {x["value"]["source"]["timestamp"] for x in want}
 
 
-def test_until_fires_the_same_timers_in_every_key_group(tmp_path: Path) -> None:
+@MODES
+def test_until_fires_the_same_timers_in_every_key_group(tmp_path: Path, modes: tuple[Mode, ...]) -> None:
     topo = topology(tmp_path, 3)
-    plain = scrambled_plan(tmp_path, topo, 3, 3)
-    until = scrambled_plan(tmp_path, topo, 3, 3, until_us=T0 + 86_400_000_000)
-    assert len(assert_same_per_key(until, (2, 5))) > len(outputs_of(plain, 0))
+    plain = scrambled_plan(tmp_path, topo, 3, 3, modes=modes)
+    until = scrambled_plan(tmp_path, topo, 3, 3, until_us=T0 + 86_400_000_000, modes=modes)
+    assert len(assert_same_per_key(until, modes[-2:])) > len(outputs_of(plain, 0))
 
 
-def keys_in(cfg: ProgramConfig, partitions: int, groups: int, partition: int, group: int, count: int) -> list[str]:
-    """Keys of a given partition and key group."""
+def keys_in(cfg: ProgramConfig, partitions: int, groups: int, partition: int, group: int, count: int,
+            group_of: Callable[[bytes, int], int] = key_group) -> list[str]:
+    """Keys of a given partition and key group (``group_of``: key-parallel mode's hash, or
+    key-split mode's)."""
     scheme = scheme_for(cfg, [STRING])
     found = []
     for i in range(10_000):
         rb = scheme.routing_bytes((f"x{i}",))
-        if scheme.partition(rb, partitions) == partition and key_group(rb, groups) == group:
+        if scheme.partition(rb, partitions) == partition and group_of(rb, groups) == group:
             found.append(f"x{i}")
             if len(found) == count:
                 return found
     raise AssertionError("no such keys")
 
 
-def test_each_partitions_clock_reaches_every_group_and_stops_at_its_last_record(tmp_path: Path) -> None:
+def key_row(scheme: Any, k: str, p: int, offset: int, seconds: int, value: bytes | None = None) -> Row:
+    return ("ticks-in", p, offset, T0_MS + seconds * 1000, scheme.key_bytes((k,)),
+            value or orjson.dumps({"k": k, "n": offset}), None)
+
+
+@pytest.mark.parametrize("mode", [2, "split:2"], ids=["key-parallel", "key-split"])
+def test_each_partitions_clock_reaches_every_group_and_stops_at_its_last_record(tmp_path: Path, mode: Mode) -> None:
     """Key a's timer is due by its partition's last record, which is another group's; key c's
-    group also holds a later record of another partition, which must not fire c's timer."""
+    group also holds a later record of another partition (key-parallel mode), which must not
+    fire c's timer."""
     topo = topology(tmp_path, 2)
     cfg = topo.programs[0]
     scheme = scheme_for(cfg, [STRING])
-    (a,) = keys_in(cfg, 2, 2, partition=1, group=0, count=1)
-    (b,) = keys_in(cfg, 2, 2, partition=1, group=1, count=1)
-    (c,) = keys_in(cfg, 2, 2, partition=0, group=1, count=1)
-
-    def row(k: str, p: int, offset: int, seconds: int) -> Row:
-        return ("ticks-in", p, offset, T0_MS + seconds * 1000, scheme.key_bytes((k,)),
-                orjson.dumps({"k": k, "n": offset}), None)
-
-    rows = [row(c, 0, 0, 0), row(a, 1, 0, 0), row(b, 1, 1, 100)]
+    group_of = split_group if isinstance(mode, str) else key_group
+    (a,) = keys_in(cfg, 2, 2, partition=1, group=0, count=1, group_of=group_of)
+    (b,) = keys_in(cfg, 2, 2, partition=1, group=1, count=1, group_of=group_of)
+    (c,) = keys_in(cfg, 2, 2, partition=0, group=1, count=1, group_of=group_of)
+    rows = [key_row(scheme, c, 0, 0, 0), key_row(scheme, a, 1, 0, 0), key_row(scheme, b, 1, 1, 100)]
     plan = export_plan(topo, cfg, [str(write_jsonl_export(rows, tmp_path / "e.jsonl"))])
-    want = [(x["key"], x["event"], x["time"]) for x in assert_same_per_key(plan, (2,))]
+    want = [(x["key"], x["event"], x["time"]) for x in assert_same_per_key(plan, (mode,))]
     assert ([a], "Quiet", "2026-01-01T00:00:30.000000Z") in want
     assert not any(x == [c] and e == "Quiet" for x, e, _ in want)
 
@@ -219,21 +250,32 @@ def _conformance_plan(case: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.mark.skipif(not SINGLE, reason="../shared/conformance is not beside the checkout")
-def test_every_conformance_case_in_key_parallel_mode_equals_the_tester(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    failures = []
+def test_every_conformance_case_in_key_parallel_and_key_split_modes_equals_the_tester(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Key-split mode runs the cases it can split (one keyed input; the others run in partition
+    mode, as the command does) and may refuse one whose keyed records do not decode: the
+    command then runs it in partition mode."""
+    failures, split, refused = [], 0, 0
     for case in SINGLE:
         (tmp_path / case).mkdir()
         plan = _conformance_plan(case, tmp_path / case, monkeypatch)
         want = outputs_of(plan, 0)
-        for n in (2, 3):
-            got = outputs_of(plan, n)
+        for mode in (2, 3, *KEY_SPLIT):
+            if isinstance(mode, str) and split_refusal(plan) is not None:
+                continue
+            try:
+                got = outputs_of(plan, mode)
+            except SplitMismatchError:
+                refused += 1
+                continue
+            split += isinstance(mode, str)
             problem = "\n".join(compare_per_key(expected_lines(case), got))
             if problem:
-                failures.append(f"{case} ({n} key groups): {problem}")
+                failures.append(f"{case} ({mode}): {problem}")
             elif per_key(got) != per_key(want):
-                failures.append(f"{case} ({n} key groups): not the partition mode's ids or order")
+                failures.append(f"{case} ({mode}): not the partition mode's ids or order")
     assert not failures, "\n".join(failures)
+    assert split > refused, f"{split} runs in key-split mode, {refused} refused"
 
 
 # -- on Spark ------------------------------------------------------------------------------------------------------

@@ -1,9 +1,8 @@
 """Key-split mode (``Plan.split`` > 1: several tasks per input partition, each reading all of it
-and running one key group) gives every key the partition mode's outputs — the same values, in
-the same order, with the same ``es-id`` — and the same hand-over state (issue 7).
-
-The exports are those of the key-parallel tests: late records, ticks, unkeyed and undecodable
-records, timers that reset, repeat or end their instance.
+and running one key group): what only it does — refusing records that are not what their keys
+say, choosing S, its hash, its hand-over state and the command's fallback (issue 7). Its outputs
+per key are compared with partition mode's beside key-parallel mode's in test_key_parallel.py
+(scrambled exports, the conformance cases) and test_topologies_backfill.py.
 """
 
 from __future__ import annotations
@@ -17,23 +16,24 @@ import orjson
 import pyarrow as pa
 import pytest
 from kafka_helpers import instance_state
-from test_backfill_tasks import PROGRAM, T0, export_of, random_trace, topology
+from test_backfill_tasks import T0, export_of, random_trace, topology
 from test_handover import collect_state
 from test_key_parallel import (
-    ENDING,
+    KEY_SPLIT,
     REPEATING,
     T0_MS,
-    _conformance_plan,
-    compare_per_key,
+    assert_same_per_key,
+    key_row,
+    outputs_of,
     per_key,
-    scrambled_rows,
+    scrambled_plan,
     two_input_topology,
 )
-from trace_export import SINGLE, expected_lines, write_jsonl_export
+from test_key_parallel import keys_in as parallel_keys_in
+from trace_export import write_jsonl_export
 
 from eventscript.backfill import handover as ho
-from eventscript.backfill.export import Row
-from eventscript.backfill.job import Totals, check_totals, export_plan, outputs, run_locally
+from eventscript.backfill.job import Totals, check_totals, export_plan, outputs
 from eventscript.backfill.key_split import (
     SplitMismatchError,
     auto_split,
@@ -46,96 +46,18 @@ from eventscript.backfill.plan import Plan
 from eventscript.backfill.runner import run_partition
 from eventscript.backfill.sink import output_json
 from eventscript.backfill.source import slice_batches
-from eventscript.kafka.config import ProgramConfig, Topology, parse_topology
+from eventscript.kafka.config import ProgramConfig, parse_topology
 from eventscript.kafka.keys import scheme_for
 from eventscript.kafka.state import SEQ_KEY
 from eventscript.language.types import STRING
 
 
-def keys_in(cfg: ProgramConfig, partitions: int, splits: int, partition: int, group: int, count: int) -> list[str]:
-    """Keys of a given partition and key-split group."""
-    scheme = scheme_for(cfg, [STRING])
-    found = []
-    for i in range(10_000):
-        rb = scheme.routing_bytes((f"x{i}",))
-        if scheme.partition(rb, partitions) == partition and key_group(rb, splits) == group:
-            found.append(f"x{i}")
-            if len(found) == count:
-                return found
-    raise AssertionError("no such keys")
-
-
 def split_outputs(plan: Plan, splits: int) -> list[dict[str, Any]]:
-    return [output_json(r) for r in run_locally(dataclasses.replace(plan, split=splits))]
+    return outputs_of(plan, f"split:{splits}")
 
 
-def assert_same_per_key(plan: Plan, splits: tuple[int, ...] = (2, 3)) -> list[dict[str, Any]]:
-    want = split_outputs(plan, 0)
-    for s in splits:
-        got = split_outputs(plan, s)
-        assert len(got) == len(want), f"split {s}"
-        assert per_key(got) == per_key(want), f"split {s}"
-    return want
-
-
-def keyed_by_scheme(rows: list[Row]) -> list[Row]:
-    """The scrambled records with the undecodable ones unkeyed: every keyed record is then what
-    key-split mode takes it for (the unkeyed ones every task decodes)."""
-    return [(t, p, o, ts, None if value == b"not json" else key, value, headers)
-            for t, p, o, ts, key, value, headers in rows]
-
-
-def split_plan(tmp: Path, topo: Topology, partitions: int, seed: int, until_us: int | None = None) -> Plan:
-    rows = keyed_by_scheme(scrambled_rows(topo.programs[0], partitions, seed))
-    path = write_jsonl_export(rows, tmp / f"split-{seed}.jsonl")
-    return export_plan(topo, topo.programs[0], [str(path)], until_us=until_us)
-
-
-@pytest.mark.parametrize("program", [PROGRAM, REPEATING, ENDING], ids=["reset", "repeating", "ending"])
-def test_every_key_gets_the_partition_modes_outputs(tmp_path: Path, program: str) -> None:
-    topo = topology(tmp_path, 3, program)
-    for seed in (1, 2):
-        want = assert_same_per_key(split_plan(tmp_path, topo, 3, seed))
-        events = {x["event"] for x in want}
-        assert "$error" in events and len(events) >= 3  # the outputs, their timers' outputs and errors
-
-
-def test_undecodable_unkeyed_and_late_records_give_the_same_errors_once(tmp_path: Path) -> None:
-    topo = topology(tmp_path, 3)
-    plan = split_plan(tmp_path, topo, 3, 7)
-    want = sorted((x for x in split_outputs(plan, 0) if x["event"] == "$error"), key=lambda x: x["id"])
-    got = sorted((x for x in split_outputs(plan, 4) if x["event"] == "$error"), key=lambda x: x["id"])
-    assert got == want
-    messages = {x["value"]["message"] for x in want}
-    assert any("not JSON" in m for m in messages) and any("no key" in m for m in messages)
-
-
-def test_until_fires_the_same_timers_in_every_task(tmp_path: Path) -> None:
-    topo = topology(tmp_path, 3)
-    plain = split_plan(tmp_path, topo, 3, 3)
-    until = split_plan(tmp_path, topo, 3, 3, until_us=T0 + 86_400_000_000)
-    assert len(assert_same_per_key(until)) > len(split_outputs(plain, 0))
-
-
-def row(scheme: Any, k: str, p: int, offset: int, seconds: int, value: bytes | None = None) -> Row:
-    return ("ticks-in", p, offset, T0_MS + seconds * 1000, scheme.key_bytes((k,)),
-            value or orjson.dumps({"k": k, "n": offset}), None)
-
-
-def test_the_other_groups_records_move_the_clock_up_to_the_partitions_last_record(tmp_path: Path) -> None:
-    """Key a's timer is due by its partition's last record, which is key b's (another group):
-    a's task fires it there; key c's (partition 0) does not fire past partition 0's last record."""
-    topo = topology(tmp_path, 2)
-    cfg = topo.programs[0]
-    scheme = scheme_for(cfg, [STRING])
-    (a,) = keys_in(cfg, 2, 2, partition=1, group=0, count=1)
-    (b,) = keys_in(cfg, 2, 2, partition=1, group=1, count=1)
-    (c,) = keys_in(cfg, 2, 2, partition=0, group=1, count=1)
-    rows = [row(scheme, c, 0, 0, 0), row(scheme, a, 1, 0, 0), row(scheme, b, 1, 1, 100)]
-    plan = export_plan(topo, cfg, [str(write_jsonl_export(rows, tmp_path / "e.jsonl"))])
-    want = [(x["key"], x["event"], x["time"]) for x in assert_same_per_key(plan, (2,))]
-    assert ([a], "Quiet", "2026-01-01T00:00:30.000000Z") in want
-    assert not any(x == [c] and e == "Quiet" for x, e, _ in want)
+def keys_in(cfg: ProgramConfig, partitions: int, splits: int, partition: int, group: int, count: int) -> list[str]:
+    return parallel_keys_in(cfg, partitions, splits, partition, group, count, group_of=key_group)
 
 
 def test_a_keyed_record_that_does_not_move_the_clock_stops_key_split_mode(tmp_path: Path) -> None:
@@ -148,14 +70,14 @@ def test_a_keyed_record_that_does_not_move_the_clock_stops_key_split_mode(tmp_pa
     scheme = scheme_for(cfg, [STRING])
     (a,) = keys_in(cfg, 1, 2, partition=0, group=0, count=1)
     (b,) = keys_in(cfg, 1, 2, partition=0, group=1, count=1)
-    ahead = [row(scheme, a, 0, 0, 0), row(scheme, b, 0, 1, 100, b"not json"), row(scheme, a, 0, 2, 10)]
+    ahead = [key_row(scheme, a, 0, 0, 0), key_row(scheme, b, 0, 1, 100, b"not json"), key_row(scheme, a, 0, 2, 10)]
     plan = export_plan(topo, cfg, [str(write_jsonl_export(ahead, tmp_path / "ahead.jsonl"))])
     with pytest.raises(SplitMismatchError, match=r"ticks-in:0:1 reached no instance"):
         split_outputs(plan, 2)
-    behind = [row(scheme, a, 0, 0, 0), row(scheme, a, 0, 1, 20), row(scheme, b, 0, 2, 10, b"not json"),
-              row(scheme, a, 0, 3, 40)]
+    behind = [key_row(scheme, a, 0, 0, 0), key_row(scheme, a, 0, 1, 20), key_row(scheme, b, 0, 2, 10, b"not json"),
+              key_row(scheme, a, 0, 3, 40)]
     plan = export_plan(topo, cfg, [str(write_jsonl_export(behind, tmp_path / "behind.jsonl"))])
-    assert any(x["event"] == "$error" for x in assert_same_per_key(plan, (2,)))
+    assert any(x["event"] == "$error" for x in assert_same_per_key(plan, ("split:2",)))
 
 
 def test_a_record_keyed_as_another_group_stops_key_split_mode(tmp_path: Path) -> None:
@@ -165,7 +87,7 @@ def test_a_record_keyed_as_another_group_stops_key_split_mode(tmp_path: Path) ->
     (a,) = keys_in(cfg, 1, 2, partition=0, group=0, count=1)
     (b,) = keys_in(cfg, 1, 2, partition=0, group=1, count=1)
     wrong = ("ticks-in", 0, 1, T0_MS + 5000, scheme.key_bytes((b,)), orjson.dumps({"k": a, "n": 1}), None)
-    plan = export_plan(topo, cfg, [str(write_jsonl_export([row(scheme, a, 0, 0, 0), wrong], tmp_path / "e.jsonl"))])
+    plan = export_plan(topo, cfg, [str(write_jsonl_export([key_row(scheme, a, 0, 0, 0), wrong], tmp_path / "e.jsonl"))])
     with pytest.raises(SplitMismatchError, match="a group key of another key group"):
         split_outputs(plan, 2)
 
@@ -189,32 +111,6 @@ def test_the_mode_is_chosen_from_the_slots_and_refused_where_it_cannot_work(tmp_
                                         "outputs": {"default": "o"}, "errors": "e", "clock": "record"}],
                           "topics": {"ticks-in": {"partitions": 3}}})
     assert auto_split(export_plan(one, one.programs[0], [str(tmp_path / "e.jsonl")]), 8) == 1
-
-
-@pytest.mark.skipif(not SINGLE, reason="../shared/conformance is not beside the checkout")
-def test_every_conformance_case_in_key_split_mode_equals_the_tester_or_is_refused(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    failures, split, refused = [], 0, 0
-    for case in SINGLE:
-        (tmp_path / case).mkdir()
-        plan = _conformance_plan(case, tmp_path / case, monkeypatch)
-        if split_refusal(plan) is not None:
-            continue
-        want = split_outputs(plan, 0)
-        for n in (2, 3):
-            try:
-                got = split_outputs(plan, n)
-            except SplitMismatchError:
-                refused += 1  # the command runs such a case again in partition mode
-                continue
-            split += 1
-            problem = "\n".join(compare_per_key(expected_lines(case), got))
-            if problem:
-                failures.append(f"{case} (split {n}): {problem}")
-            elif per_key(got) != per_key(want):
-                failures.append(f"{case} (split {n}): not the partition mode's ids or order")
-    assert not failures, "\n".join(failures)
-    assert split > refused, f"{split} runs in key-split mode, {refused} refused"
 
 
 def test_split_tasks_hand_over_the_partition_modes_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,7 +145,7 @@ def test_key_split_on_spark_equals_the_partition_mode_and_falls_back_when_it_mus
         spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     topo = topology(tmp_path, 3, REPEATING)
     cfg = topo.programs[0]
-    plan = split_plan(tmp_path, topo, 3, 9, until_us=T0 + 3_600_000_000)
+    plan = scrambled_plan(tmp_path, topo, 3, 9, until_us=T0 + 3_600_000_000, modes=KEY_SPLIT)
     totals = Totals()
     got = [output_json(r) for r in outputs(spark, dataclasses.replace(plan, split=2), totals)]
     check_totals(totals, dataclasses.replace(plan, split=2))
@@ -266,7 +162,7 @@ def test_key_split_on_spark_equals_the_partition_mode_and_falls_back_when_it_mus
     scheme = scheme_for(cfg, [STRING])
     (a,) = keys_in(cfg, 3, 2, partition=0, group=0, count=1)
     (b,) = keys_in(cfg, 3, 2, partition=0, group=1, count=1)
-    rows = [row(scheme, a, 0, 0, 0), row(scheme, b, 0, 1, 100, b"not json"), row(scheme, a, 0, 2, 10)]
+    rows = [key_row(scheme, a, 0, 0, 0), key_row(scheme, b, 0, 1, 100, b"not json"), key_row(scheme, a, 0, 2, 10)]
     path = write_jsonl_export(rows, tmp_path / "bad.jsonl")
     capsys.readouterr()
     assert backfill(topo, cfg, output=str(out), inputs=[str(path)], spark=spark, ui=False, split=2).tasks == 3
