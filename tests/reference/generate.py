@@ -19,6 +19,7 @@ trace is kept as data for the reference and rendered as text for the tester.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +29,10 @@ from hypothesis import strategies as st
 from .interpreter import Trace, micros_of
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
+#: Nesting depth of the regular expressions and the most items of a trace; long runs by hand may
+#: raise them (``REFERENCE_DEPTH=3 REFERENCE_TRACE_ITEMS=40``), CI keeps the defaults.
+DEPTH = int(os.environ.get("REFERENCE_DEPTH", "2"))
+TRACE_ITEMS = int(os.environ.get("REFERENCE_TRACE_ITEMS", "16"))
 STATEMENTS = [
     "n = n + 1;", "n = n + v;", "!>O(n);", "!>O(n * 10 + v);", "n > 3 ? !>O(-n);", "n = n % 7;", "!>O(100 / v);",
     "n > 1 ? { !>O(n); n = 0; } : n = n + 2;", "d = d + 0.5;", "!>P(d * 2.0 + n);", 's = s + "a";', "!>S(s + n);",
@@ -181,7 +186,7 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
             decl += draw(st.sampled_from([" case { abs(A) > 6 ? Hi : A >= 2 ? Mid : Lo }",
                                           " case { abs(A) > 6 ? Hi : 12 / A >= 3 ? Mid : Lo }"]))
         decls.append(decl)
-    body = draw(regex(spec, 2, timed=True))
+    body = draw(regex(spec, DEPTH, timed=True))
     # Bare, a top-level ``-`` or ``&`` takes the initial block into its left operand.
     forms = ["{}", "( {} )"] if body.nullable else ["( {} )*", "( {} )*", "{}", "( {} )", "( {} )+"]
     if keys:
@@ -201,7 +206,7 @@ def traces(draw: st.DrawFn, spec: Spec) -> tuple[Trace, str]:
     start = micros_of(START)
     ms = 0
     items: list[tuple[Any, ...]] = [("time", start)]
-    for _ in range(draw(st.integers(1, 16))):
+    for _ in range(draw(st.integers(1, TRACE_ITEMS))):
         if draw(st.integers(0, 2)) == 0:
             ms += draw(st.sampled_from([0, 250, 400, 1000, 1000, 1500, 2000, 3000, 5000, 30_000, 60_000]))
             items.append(("time", start + ms * 1000))

@@ -1,7 +1,8 @@
 """Random programs and traces: the reference interpreter, the eager DFA and the lazy DFA agree.
 
-``REFERENCE_EXAMPLES`` sets the number of examples (``make fuzz`` runs many more). A failure
-prints the program and the trace; hypothesis shrinks them first.
+``REFERENCE_EXAMPLES`` sets the number of examples (``make fuzz`` runs many more);
+``REFERENCE_DEPTH`` and ``REFERENCE_TRACE_ITEMS`` (see :mod:`.generate`) make the programs deeper
+and the traces longer. A failure prints the program and the trace; hypothesis shrinks them first.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from .compare import compiles, run_tester
 from .generate import programs, traces
 from .interpreter import Trace, run_reference
 
-EXAMPLES = int(os.environ.get("REFERENCE_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("REFERENCE_EXAMPLES", "130"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large])
