@@ -16,12 +16,13 @@ from pathlib import Path
 import msgpack
 import orjson
 import pytest
+from test_task_recovery import T0, _commit, _feed, _raw, _rewind
 
 from eventscript.automata.compile import compile_source
 from eventscript.backfill.records import ArrowRecord
 from eventscript.kafka import codec
 from eventscript.kafka.config import InputConfig, ProgramConfig
-from eventscript.kafka.task import OutRecord, Task
+from eventscript.kafka.task import Task
 from eventscript.state.changelog import is_instance_key
 
 #: Ends after each record: the next record of the key creates a new instance.
@@ -56,7 +57,6 @@ out {string k; long count;} Count
 ( Tick(t) { count = count + 1; !>Count({k: t.k, count: count}); } )*
 """
 
-T0 = 1_767_225_600_000  # ms
 
 
 def _task(store: Path, program: str, cache_instances: int | None = None) -> Task:
@@ -73,29 +73,8 @@ def _records(keys: list[str], start: int, count: int, step_ms: int = 1000) -> li
                         orjson.dumps({"k": keys[i % len(keys)], "n": i}), None) for i in range(start, start + count)]
 
 
-def _feed(task: Task, records: list[ArrowRecord]) -> list[OutRecord]:
-    for r in records:
-        task.add(r)
-    task.process(0)
-    out = [r for r in task.outbox if not r.changelog]
-    task.outbox = [r for r in task.outbox if r.changelog]
-    return out
-
-
-def _commit(task: Task) -> dict[bytes, bytes | None]:
-    """What the worker does when a batch commits: changelog records, then the local store."""
-    changes = task.changelog_records()
-    task.outbox.clear()
-    task.store.write(changes, None, dict(task.position))
-    return changes
-
-
 def _instances(changes: dict[bytes, bytes | None]) -> dict[bytes, bytes | None]:
     return {k: v for k, v in changes.items() if is_instance_key(k)}
-
-
-def _raw(records: list[OutRecord]) -> list[tuple[object, ...]]:
-    return [(r.topic, r.key, r.value, tuple(r.headers), r.timestamp) for r in records]
 
 
 @pytest.mark.parametrize("program", [TERMINATING, ECHO], ids=["terminating", "echo"])
@@ -112,11 +91,7 @@ def test_instances_created_and_ended_between_commits_write_nothing(tmp_path: Pat
     # Rewound to that commit, and restarted from its store: the same outputs, ids included.
     batch = _records(keys, 200, 100)
     once = _feed(task, batch)
-    for ip in task.inputs:
-        ip.buffer.clear()
-    task.outbox.clear()
-    task.position = {}
-    task.load_from_store()
+    _rewind(task)
     again = _feed(task, batch)
     assert _raw(again) == _raw(once)
     assert _instances(_commit(task)) == {}
