@@ -157,7 +157,7 @@ def test_a_two_value_key_stays_a_tuple() -> None:
     prog = compile_source("in {string a; long b;} E group(E.a, E.b)\nout string O\n"
                           "( E(e) { !>O(group[0] + string(group[1])); } )*\n", name="t").require()
     out: list[Emitted] = []
-    engine = Engine(prog, out.append, SimulatedTimeProvider())
+    engine = Engine(prog, out.append, SimulatedTimeProvider(), retire=False)  # keep the instance to look at
     engine.feed("E", ["x", 1])
     engine.feed_keyed("E", ["x", 1], ("x", 1))
     assert [(e.value, e.key) for e in out] == [("x1", ("x", 1))] * 2
@@ -185,7 +185,7 @@ def test_inlined_actions_behave_as_called_ones() -> None:
 
 def test_an_instance_without_variables_is_small() -> None:
     prog = compile_source("in string A group(A)\nout string Z\n( A() { !>Z(group[0]); } )*\n", name="s").require()
-    engine = Engine(prog)
+    engine = Engine(prog, retire=False)  # else every instance is released after its event
     keys = [f"key-{i}" for i in range(20_000)]
     tracemalloc.start()
     try:

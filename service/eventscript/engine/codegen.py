@@ -456,7 +456,7 @@ class CodeGen:
                         "fn = tr.fn",
                         "if fn is not None:",
                         "    fn(ctx, ev)",
-                        "if target.terminal:",
+                        "if target.ends:",
                         "    _terminate(ctx)",
                         *touch,
                         "return ctx"]
@@ -482,7 +482,7 @@ class CodeGen:
             if plan.calls:
                 lines += [f"{'elif' if plan.bodies else 'if'} code:", "    tr.fn(ctx, ev)"]
         if plan.ends:
-            lines += ["if target.terminal:", "    _terminate(ctx)"]
+            lines += ["if target.ends:", "    _terminate(ctx)"]
             if track_dirty:
                 lines += ["else:", "    _dirty[id(ctx)] = ctx"]
         elif track_dirty:
@@ -509,7 +509,7 @@ class SymbolPlan:
     calls: bool
     #: Every state has a transition on the symbol (no "unexpected event" check needed).
     total: bool
-    #: Some transition on the symbol enters a terminal state.
+    #: Some transition on the symbol enters a state that ends the instance (RState.ends).
     ends: bool
     #: Every state has a transition on the symbol and all run bodies[0].
     uniform: bool = False

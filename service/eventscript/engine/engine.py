@@ -35,6 +35,7 @@ from .context import NO_VARIABLES, GroupContexts, InstanceContext, OneKeyContext
 from .encoding import DecodeError, decode
 from .events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode, EventConsumer
 from .externals import make_external
+from .liveness import retiring_states
 from .time_provider import DEADLINE, SEQ, TARGET, SimulatedTimeProvider, TimeProvider
 from .timeutil import MAX_TIME, TimeRangeError, format_time, next_match
 from .values import UNSET, deep_copy, double_div, double_rem, java_div, java_rem, wrap
@@ -58,6 +59,11 @@ DEFAULT_LAZY_CACHE = 10_000
 #: ``EVENTSCRIPT_LAZY_MODE=simulate eventscript test --state-limit 5 ...``.
 LAZY_MODES = ("auto", "cache", "simulate")
 LAZY_MODE_ENV = "EVENTSCRIPT_LAZY_MODE"
+#: Whether a grouped instance entering a state where it equals a fresh one is released
+#: ("retired", see ``engine.liveness``). Engines created without ``retire`` take it from this
+#: environment variable ("on", the default, or "off"), so a whole tester or conformance run can
+#: be compared with retirement forced off: ``EVENTSCRIPT_RETIRE=off eventscript test ...``.
+RETIRE_ENV = "EVENTSCRIPT_RETIRE"
 
 
 _NOFN = object()  # "not computed yet" in the lazy DFA's function caches (None means no function)
@@ -79,13 +85,16 @@ class EngineError(Exception):
 class RState:
     """A machine state at run time: its transition row (indexed by symbol) and timer behaviour."""
 
-    __slots__ = ("accepting", "key", "row", "terminal", "timed", "timer_fn", "timers")
+    __slots__ = ("accepting", "ends", "key", "row", "terminal", "timed", "timer_fn", "timers")
 
     def __init__(self, key: Hashable, accepting: bool, nsym: int) -> None:
         self.key = key
         self.accepting = accepting
         self.row: list[RTrans | None] = [None] * nsym
         self.terminal = False
+        #: An instance entering the state is released: it terminates, or (a grouped program's
+        #: start state where nothing is live, ``engine.liveness``) it equals a fresh instance.
+        self.ends = False
         self.timed = False
         self.timers: tuple[int, ...] = ()  # time symbols with a transition, in program-text order
         self.timer_fn: Callable[[InstanceContext], None] | None = None
@@ -122,7 +131,7 @@ class Engine:
     def __init__(self, compiled: CompiledProgram, consumer: EventConsumer | None = None,
                  time: TimeProvider | None = None, *, name: str | None = None, tz: tzinfo = UTC,
                  search_dirs: Iterable[Path] = (), lazy_cache_states: int = DEFAULT_LAZY_CACHE,
-                 track_dirty: bool = False, lazy_mode: str | None = None) -> None:
+                 track_dirty: bool = False, lazy_mode: str | None = None, retire: bool | None = None) -> None:
         self.compiled = compiled
         self.program: ir.ProgramIR = compiled.program
         self.machine: DFAMachine | LazyDFA = compiled.machine
@@ -180,6 +189,8 @@ class Engine:
             self._ns["_start_row"] = self._start.row
             self._init_fn = self._function(init_units, self._start, None) or _no_actions
             self._materialize()
+            if retire if retire is not None else os.environ.get(RETIRE_ENV, "on") != "off":
+                self._retire()
         lazy = self._simulated_step_lines() if self.positions is not None else None
         plans = self._symbol_plans() if self.positions is None else None
         self.feed = self._define("feed", self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty,
@@ -267,7 +278,7 @@ class Engine:
         trans = self.machine.transitions(key)
         for sym, (tkey, units) in trans.items():
             st.row[sym] = RTrans(tkey, units)
-        st.terminal = st.accepting and not trans
+        st.terminal = st.ends = st.accepting and not trans
         timers = tuple(sorted(s for s in trans if s in self.program.time_symbols))
         if timers:
             st.timed = True
@@ -295,6 +306,12 @@ class Engine:
                 if tr is not None:
                     self._resolve(st, tr)
 
+    def _retire(self) -> None:
+        """Mark the states where an instance equals a fresh one (``liveness``) as ending it."""
+        assert isinstance(self.machine, DFAMachine)
+        for key in retiring_states(self.program, self.machine):
+            self._states[key].ends = True
+
     def _symbol_plans(self) -> dict[int, SymbolPlan]:
         """For each symbol, number the distinct functions of the eager DFA's transitions on it
         (``RTrans.code``) and say what the feed must handle: the first INLINE_BODIES functions of
@@ -312,7 +329,7 @@ class Engine:
                     total = False
                     continue
                 assert tr.target is not None
-                ends = ends or tr.target.terminal
+                ends = ends or tr.target.ends
                 if tr.fn is None:
                     codes[None] = 0
                     continue
@@ -701,7 +718,7 @@ class Engine:
                 target = self._resolve(st, tr)
             ctx.state = target
             fn = tr.fn
-            terminal = target.terminal
+            terminal = target.ends
         if fn is not None:
             fn(ctx, deadline)
         if terminal:
