@@ -19,6 +19,8 @@ from typing import Any
 from eventscript.language import ast
 from eventscript.language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, ArrayType, StructType, Type
 
+from . import builtins
+
 UNSET_VARIABLE, LONG_DIVISION_BY_ZERO, OUT_OF_BOUNDS, INVALID_OPERATION = 3, 4, 5, 8
 
 
@@ -212,9 +214,11 @@ def _call(e: ast.Call, args: list[Any], s: Scope) -> Any:
         if name == unit + "After":
             return args[1] + args[0] * size
     if name == "long":
+        if e.args[0].ty == STRING:
+            return builtins.parse_long(args[0], s.error)
         return java_long_of(args[0]) if e.args[0].ty == DOUBLE else args[0]
     if name == "double":
-        return float(args[0])
+        return builtins.parse_double(args[0], s.error) if e.args[0].ty == STRING else float(args[0])
     if name == "string":
         return text_of(args[0], e.args[0].ty)
     if name == "abs":
@@ -232,7 +236,7 @@ def _call(e: ast.Call, args: list[Any], s: Scope) -> Any:
             if a != a or b != b:
                 return math.nan
         return min(args) if name == "min" else max(args)
-    raise NotImplementedError(f"the reference does not implement {name}()")
+    return builtins.call(name, args, s.error)
 
 
 def execute(a: ast.Action, s: Scope) -> None:

@@ -44,6 +44,13 @@ STATEMENTS = [
     'd > 1.0 ? s = s + "b";', 's == "aa" ? !>F(true); : !>F(s < "ab");', "n > 2 ? b = v > 4; : !>F(b);",
     "!>F(!(n > 3) || d >= 0.5);", "!>R({a: n, b: s});", "!>O(long(d * 3.0));",
     "!>O(max(n, v) - min(n, 2) + abs(v - 5));", "for (i: v % 3, 2) n = n + i;", "!>P(w + d);",
+    # the standard library (docs/language.md 8), failures included ($error 5 and 8)
+    "!>S(substring(s, 1, 3));", '!>O(indexOf(s + "ab", "b") * 10 + length(trim(" x ")));',
+    '!>S(toUpperCase(s + "é") + toLowerCase("AB"));', '!>F(startsWith(s, "a") && endsWith(s, "b"));',
+    '!>O(long(" 12 ") + long(s));', '!>P(double(s + "1.5"));', "!>P(floor(d / 3.0) + ceil(d / 3.0));",
+    "!>P(sqrt(d - 1.0) + log(d));", "!>P(pow(d, 0.5) * exp(d / 100.0));", "!>O(round(d / 3.0) + round(-2.5));",
+    "!>F(isNaN(d));", "!>O(hour(t) * 100 + dayOfWeek(t) + daysBetween(t, now()) + hoursBetween(t, now()));",
+    "!>M(hoursAfter(1, t));",
     "!>O(v > 2 ? v : -v);", "!>M(t);", "!>O(second(now()) + minute(t) * 100 + millisecond(now()) * 10000);", "a = new long[v % 5];", "{ c = a; c[1] = n; !>O(a[1]); }",
 ]
 #: A grouped program of these statements (and no initial actions) often comes back to its start
@@ -54,7 +61,7 @@ STATELESS = ["!>O(v);", "!>O(v * 10 + 1);", "{ u = v + 1; !>O(u); }", "v > 3 ? !
 #: Statements that read the double input's variable ``w``: only in programs that declare ``D``.
 NEEDS_D = {"!>P(w + d);"}
 #: Statements that read the structure input's variable ``e``: only in programs that declare ``E``.
-NEEDS_E = {"!>S(e.s + e.k);", "e.k > 2 ? !>O(e.k);", "e.k = n;", "!>O(length(e.s));", '!>F(contains(e.s, "a"));',
+NEEDS_E = {"!>S(e.s + e.k);", "s = s + e.s;", "!>S(substring(e.s, 0, 1));", "e.k > 2 ? !>O(e.k);", "e.k = n;", "!>O(length(e.s));", '!>F(contains(e.s, "a"));',
            "!>R({a: e.k, b: e.s + s});"}
 STATEMENTS += sorted(NEEDS_E)
 #: Values of the structure input ``E``; the long ``5`` does not conform (``$error`` 6).

@@ -1,0 +1,127 @@
+"""Standard-library functions of docs/language.md section 8 beyond arithmetic and the clock.
+
+Written from the table there, with Java's semantics where it names them (``Math.round``,
+``Long.parseLong``-like parsing, NaN and infinities instead of exceptions): Python's ``math``
+raises where Java returns NaN or an infinity, so each function says what it returns instead.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+OUT_OF_BOUNDS, INVALID_OPERATION = 5, 8
+_DAY = 86_400_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_LONG_TEXT = re.compile(r"[+-]?[0-9]+")
+_DOUBLE_TEXT = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[dDfF]?")
+
+
+def _date(t: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=t)
+
+
+def _sqrt(x: float) -> float:
+    return math.sqrt(x) if x >= 0 or x != x else math.nan
+
+
+def _log(x: float) -> float:
+    if x != x or x < 0:
+        return math.nan
+    return -math.inf if x == 0 else math.log(x)
+
+
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _pow(x: float, y: float) -> float:
+    try:
+        return math.pow(x, y)
+    except OverflowError:  # Java: an infinity of the sign the exact result would have
+        return -math.inf if x < 0 and y == int(y) and int(y) % 2 else math.inf
+    except ValueError:  # a negative base and a fraction: NaN; zero to a negative power: infinity
+        return math.inf if x == 0 else math.nan
+
+
+def _floor(x: float) -> float:
+    return x if x != x or math.isinf(x) else float(math.floor(x))
+
+
+def _ceil(x: float) -> float:
+    return x if x != x or math.isinf(x) else float(math.ceil(x))
+
+
+def _round(x: float) -> int:
+    """Java's ``Math.round``: the floor of x + 1/2 computed exactly; NaN 0; clamped to a long."""
+    if x != x:
+        return 0
+    if x >= 2.0**63:
+        return 2**63 - 1
+    if x <= -(2.0**63):
+        return -(2**63)
+    low = math.floor(x)
+    return low + 1 if x - low >= 0.5 else low
+
+
+_PURE: dict[str, Callable[..., Any]] = {
+    "sqrt": _sqrt, "log": _log, "exp": _exp, "pow": _pow, "floor": _floor, "ceil": _ceil, "round": _round,
+    "isNaN": lambda x: x != x,
+    "indexOf": lambda s, sub: s.find(sub),
+    "startsWith": lambda s, p: s.startswith(p),
+    "endsWith": lambda s, p: s.endswith(p),
+    "toUpperCase": str.upper,
+    "toLowerCase": str.lower,
+    "trim": lambda s: s.strip("".join(chr(c) for c in range(33))),  # Java: every char up to U+0020
+    "hour": lambda t: _date(t).hour,
+    "dayOfWeek": lambda t: _date(t).isoweekday(),
+    "dayOfYear": lambda t: _date(t).timetuple().tm_yday,
+    "year": lambda t: _date(t).year,
+    "month": lambda t: _date(t).month,
+    "day": lambda t: _date(t).day,
+    "hoursAfter": lambda n, t: t + n * 3_600_000_000,
+    "daysAfter": lambda n, t: t + n * _DAY,
+}
+
+
+def call(name: str, args: list[Any], error: Callable[[int, str], None]) -> Any:
+    """The function's value; ``NotImplementedError`` for one the reference does not model."""
+    fn = _PURE.get(name)
+    if fn is not None:
+        return fn(*[float(a) if isinstance(a, int) and name in ("sqrt", "log", "exp", "pow") else a
+                    for a in args])
+    if name == "substring":
+        text, begin, end = args
+        if not 0 <= begin <= end <= len(text):
+            error(OUT_OF_BOUNDS, f"substring({begin}, {end}) is outside a string of length {len(text)}")
+            return ""
+        return text[begin:end]
+    if name in ("hoursBetween", "daysBetween"):
+        size = _DAY if name == "daysBetween" else 3_600_000_000
+        d = args[1] - args[0]
+        return d // size if d >= 0 else -((-d) // size)
+    raise NotImplementedError(f"the reference does not implement {name}()")
+
+
+def parse_long(text: str, error: Callable[[int, str], None]) -> int:
+    """``long(string)``: a decimal integer, surrounding blanks allowed; else ``$error`` 8 and 0."""
+    stripped = text.strip(" \t\n\r\f")
+    if _LONG_TEXT.fullmatch(stripped) and -(2**63) <= int(stripped) < 2**63:
+        return int(stripped)
+    error(INVALID_OPERATION, f"cannot parse {text!r} as a long")
+    return 0
+
+
+def parse_double(text: str, error: Callable[[int, str], None]) -> float:
+    """``double(string)``: a number (Java's ``Double.parseDouble``); else ``$error`` 8 and 0.0."""
+    stripped = text.strip("".join(chr(c) for c in range(33)))
+    if _DOUBLE_TEXT.fullmatch(stripped):
+        return float(stripped.rstrip("dDfF"))
+    error(INVALID_OPERATION, f"cannot parse {text!r} as a double")
+    return 0.0
