@@ -58,14 +58,38 @@ STATEMENTS = [
 #: next event must behave the same on a fresh one. ``v`` may still be read before it is set.
 STATELESS = ["!>O(v);", "!>O(v * 10 + 1);", "{ u = v + 1; !>O(u); }", "v > 3 ? !>F(true);", "!>O(group[0]);",
              "{ x = 5; x = x + 1; !>O(x); }", "v > 2 ? x = v; : x = 0; !>O(x);"]
-#: Statements that read the double input's variable ``w``: only in programs that declare ``D``.
-NEEDS_D = {"!>P(w + d);"}
-#: Statements that read the structure input's variable ``e``: only in programs that declare ``E``.
-NEEDS_E = {"!>S(e.s + e.k);", "s = s + e.s;", "!>S(substring(e.s, 0, 1));", "e.k > 2 ? !>O(e.k);", "e.k = n;", "!>O(length(e.s));", '!>F(contains(e.s, "a"));',
-           "!>R({a: e.k, b: e.s + s});"}
-STATEMENTS += sorted(NEEDS_E)
-#: Values of the structure input ``E``; the long ``5`` does not conform (``$error`` 6).
-STRUCTS = [{"k": 3, "s": "a"}, {"k": -4, "s": 'a"b'}, {"k": 7, "s": "é\\"}, {"k": 0, "s": ""}, 5]
+@dataclass(frozen=True)
+class Extra:
+    """An optional input beside the ``long`` ones: its type, the expression its group key is
+    computed from, its marker's variable, the statements that read that variable (only in
+    programs that declare it) and its trace values (the last does not conform: ``$error`` 6)."""
+
+    ty: str
+    key: str
+    target: str
+    statements: tuple[str, ...]
+    values: tuple[Any, ...]
+
+
+EXTRAS = {
+    "D": Extra("double", "long(D)", "w", ("!>P(w + d);",), (0.5, 2, -1.5, 3.25, 7, "x")),
+    # a structure, written with its field names or positionally; strings with quotes, backslashes, é
+    "E": Extra("{long k; string s;}", "E.k", "e",
+               ("!>S(e.s + e.k);", "s = s + e.s;", "!>S(substring(e.s, 0, 1));", "e.k > 2 ? !>O(e.k);", "e.k = n;",
+                "!>O(length(e.s));", '!>F(contains(e.s, "a"));', "!>R({a: e.k, b: e.s + s});"),
+               ({"k": 3, "s": "a"}, {"k": -4, "s": 'a"b'}, {"k": 7, "s": "é\\"}, {"k": 0, "s": ""}, 5)),
+    # the empty structure, a pure signal: G() or G({})
+    "G": Extra("{}", "7", "", ("!>Q();", "!>Q({});"), ({}, 5)),
+    "L": Extra("long[]", "length(L)", "l",
+               ("!>O(length(l) * 100 + l[0]);", "l[0] = n;", "!>O(l[length(l) - 1]);", "a = l;"),
+               ([1, 2, 3], [], [5], [-4, 9], "x")),
+    # times as ISO-8601 text, UTC or with an offset, or epoch milliseconds (docs/language.md 6.5)
+    "W": Extra("time", "minute(W)", "tw", ("!>O(secondsBetween(tw, now()));", "!>M(tw);", "t = tw;"),
+               ("2026-01-01T00:00:05Z", "2026-01-01T01:00:00+01:00", "2026-01-01T00:00:00.250Z",
+                "2025-12-31T23:59:59.999999Z", 5, "noon")),
+}
+STATEMENTS += sorted({x for extra in EXTRAS.values() for x in extra.statements})
+
 
 
 @dataclass
@@ -77,10 +101,8 @@ class Spec:
     grouped: bool
     #: The number of group-key components (0 when not grouped).
     keys: int = 0
-    #: Whether the program declares the ``double`` input ``D`` (its marker stores ``w``).
-    double: bool = False
-    #: Whether the program declares the structure input ``E`` (its marker stores ``e``).
-    struct: bool = False
+    #: The optional inputs (:data:`EXTRAS`) the program declares.
+    extras: tuple[str, ...] = ()
     #: Whether actions come from :data:`STATELESS` only (grouped programs, no initial actions).
     stateless: bool = False
     tags: list[int] = field(default_factory=list)
@@ -99,7 +121,8 @@ def action_block(draw: st.DrawFn, spec: Spec) -> Part:
     if spec.stateless:
         choices = list(STATELESS)
     else:
-        choices = [c for c in STATEMENTS if (spec.double or c not in NEEDS_D) and (spec.struct or c not in NEEDS_E)]
+        absent = {x for name, extra in EXTRAS.items() if name not in spec.extras for x in extra.statements}
+        choices = [c for c in STATEMENTS if c not in absent]
         choices += ["!>O(group[0] * 1000 + n);"] if spec.grouped else []
         choices += ["!>O(group[1] ? n : -n);", "group[1] ? !>F(group[1]);"] if spec.keys == 2 else []
     statements = draw(st.lists(st.sampled_from(choices), min_size=0, max_size=4))
@@ -115,7 +138,7 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
     kind = draw(st.sampled_from(kinds))
     if kind == "marker":
         name = draw(st.sampled_from(spec.markers))
-        target = {"D": "w", "E": "e"}.get(name, "v")
+        target = EXTRAS[name].target if name in EXTRAS else "v"
         return Part(f"{name}({draw(st.sampled_from([target, '']))})", False)
     if kind == "wild":
         return Part(".", False)
@@ -175,17 +198,17 @@ def regex(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
 
 @st.composite
 def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
-    names = ["A", "B", "C"][: draw(st.integers(2, 3))] + (["D"] if draw(st.integers(0, 3)) == 0 else [])
-    names += ["E"] if draw(st.integers(0, 3)) == 0 else []
+    names = ["A", "B", "C"][: draw(st.integers(2, 3))]
+    names += [name for name in EXTRAS if draw(st.integers(0, 4)) == 0]
     keys = draw(st.sampled_from([0, 0, 0, 0, 1, 1, 2]))
     classes = draw(st.sampled_from([[], [], ["Hi", "Lo"], ["Hi", "Mid", "Lo"]]))
-    spec = Spec(names, names + classes, keys > 0, keys=keys, double="D" in names, struct="E" in names,
+    spec = Spec(names, names + classes, keys > 0, keys=keys, extras=tuple(n for n in names if n in EXTRAS),
                 products=products, stateless=keys > 0 and draw(st.booleans()))
     decls = []
     for name in names:
-        value = {"D": "long(D)", "E": "E.k"}.get(name, name)
+        value = EXTRAS[name].key if name in EXTRAS else name
         group = [f"{value} % 2", f"{value} > 3" if name != "B" else f"6 / {value} > 2"][:keys]
-        ty = {"D": "double", "E": "{long k; string s;}"}.get(name, "long")
+        ty = EXTRAS[name].ty if name in EXTRAS else "long"
         decl = f"{ty} {name}" + (f" group({', '.join(group)})" if keys else "")
         if name == "A" and len(classes) == 2:
             decl += " case { A > 4 ? Hi : Lo }"
@@ -202,7 +225,7 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
             + ("v = 1; " if draw(st.booleans()) else "") + ("b = false; " if draw(st.booleans()) else "") + "}")
     if spec.stateless:
         init = draw(st.sampled_from(["", "{ }", "{ x = 1; }", "{ !>T(0); }", "{ n = 0; }"]))
-    src = (f"in {', '.join(decls)}\nout long O, double P, string S, long T, boolean F, {{long a; string b;}} R, time M\n"
+    src = (f"in {', '.join(decls)}\nout long O, double P, string S, long T, boolean F, {{long a; string b;}} R, time M, {{}} Q\n"
            f"{init}\n{draw(st.sampled_from(forms)).format(body.text)}\n")
     return src, spec
 
@@ -219,10 +242,10 @@ def traces(draw: st.DrawFn, spec: Spec) -> tuple[Trace, str]:
             items.append(("time", start + ms * 1000))
         else:
             name = draw(st.sampled_from([*spec.names, *spec.names, "Z"]))
-            if name == "E":  # a structure, written with its field names or positionally
-                items.append(("event", name, draw(st.sampled_from(STRUCTS)), draw(st.booleans())))
+            if name in EXTRAS:  # a structure written with its field names or positionally
+                items.append(("event", name, draw(st.sampled_from(EXTRAS[name].values)), draw(st.booleans())))
                 continue
-            values = [0.5, 2, -1.5, 3.25, 7, "x"] if name == "D" else [0, 1, 2, 3, 5, 6, 7, 9, -4, "x", 2**63 - 1]
+            values = [0, 1, 2, 3, 5, 6, 7, 9, -4, "x", 2**63 - 1]
             items.append(("event", name, draw(st.sampled_from(values))))
     items.append(("time", start + (ms + 65_000) * 1000))
     return Trace(items), render(items, start)

@@ -18,7 +18,7 @@ from eventscript.language.checker import CheckedProgram, check
 from eventscript.language.diagnostics import Diagnostics
 from eventscript.language.parser import parse
 from eventscript.language.source import SourceFile
-from eventscript.language.types import DOUBLE, LONG, STRING, TIME, StructType
+from eventscript.language.types import DOUBLE, LONG, STRING, TIME, ArrayType, StructType
 
 from .evaluate import Scope, evaluate, execute, json_double
 from .order import action_order
@@ -190,7 +190,7 @@ class Reference:
         if not _fits(value, ty):
             self._error(BAD_VALUE, f"{name}: bad value {value!r}")
             return
-        value = float(value) if ty == DOUBLE else copy.deepcopy(value)  # actions may change its fields
+        value = _conform(copy.deepcopy(value), ty)  # a copy: actions may change its fields
         symbol = ("ev", name, self._classify(entry, value))
         if self.grouped:
             assert entry.group is not None
@@ -275,8 +275,8 @@ def _case_names(node: ast.CaseNode | None) -> set[str]:
 
 
 def _fits(value: Any, ty: Any) -> bool:
-    if ty == LONG:
-        return isinstance(value, int) and not isinstance(value, bool)
+    if ty == LONG:  # docs/language.md 6.5 (traces): an integral double is accepted where a long is
+        return type(value) is int or (type(value) is float and value.is_integer())
     if ty == DOUBLE:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if ty == STRING:
@@ -284,7 +284,35 @@ def _fits(value: Any, ty: Any) -> bool:
     if isinstance(ty, StructType):
         return isinstance(value, dict) and list(value) == [n for n, _ in ty.fields] and all(
             _fits(value[n], t) for n, t in ty.fields)
+    if isinstance(ty, ArrayType):
+        return isinstance(value, list) and all(_fits(v, ty.element) for v in value)
+    if ty == TIME:  # docs/language.md 6.5 (traces): ISO-8601 text or epoch milliseconds
+        return (isinstance(value, str) and _iso_micros(value) is not None) or type(value) is int
     return True
+
+
+def _conform(value: Any, ty: Any) -> Any:
+    """A trace value as the program sees it: a long promoted where a double is declared, ISO-8601
+    text parsed where a time is (conformance README, the trace format)."""
+    if ty == DOUBLE:
+        return float(value)
+    if ty == LONG:
+        return int(value)
+    if ty == TIME:
+        return value * 1000 if isinstance(value, int) else _iso_micros(value)
+    if isinstance(ty, StructType):
+        return {n: _conform(value[n], t) for n, t in ty.fields}
+    if isinstance(ty, ArrayType):
+        return [_conform(v, ty.element) for v in value]
+    return value
+
+
+def _iso_micros(text: str) -> int | None:
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return micros_of(when if when.tzinfo else when.replace(tzinfo=UTC))
 
 
 def run_reference(source: str, trace: Trace) -> list[dict[str, Any]]:
