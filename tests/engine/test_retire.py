@@ -177,20 +177,25 @@ RETIRING_STATEMENTS = ["n = v;", "!>O(n);", "v = 2;", "!>O(v);", "d = 0.5;", "!>
 
 
 @st.composite
-def retiring_programs(draw: st.DrawFn) -> tuple[str, generate.Spec]:
+def keyed_programs(draw: st.DrawFn, statements: list[str], markers: tuple[str, ...] = ("v", "", "n"),
+                   timers: bool = True, inits: tuple[str, ...] = ("",)) -> tuple[str, generate.Spec]:
     """Grouped programs ``( alternatives of short sequences )*`` whose action blocks take
-    RETIRING_STATEMENTS: the start state is often entered again, with variables live or not."""
+    ``statements`` and whose markers store into ``markers``: the start state is often entered again."""
     names = ["A", "B", "C"][: draw(st.integers(2, 3))]
-    items = st.one_of(
-        st.sampled_from([f"{name}({var})" for name in names for var in ("v", "", "n")] + [".", "elapse[1 seconds](t)"]),
-        st.lists(st.sampled_from(RETIRING_STATEMENTS), min_size=1, max_size=3).map(lambda s: "{ " + " ".join(s) + " }"))
+    plain = [f"{name}({var})" for name in names for var in markers] + ["."] + (["elapse[1 seconds](t)"] if timers else [])
+    items = st.one_of(st.sampled_from(plain),
+                      st.lists(st.sampled_from(statements), min_size=1, max_size=3).map(lambda s: "{ " + " ".join(s) + " }"))
     sequences = st.lists(items, min_size=1, max_size=3).map(" ".join)
     alternatives = draw(st.lists(sequences, min_size=1, max_size=3))
-    body = " | ".join(f"{names[k % len(names)]}(v) {alt}" for k, alt in enumerate(alternatives))
-    init = draw(st.sampled_from(["", '{ n = 0; d = 0.0; s = ""; t = now(); }', "{ v = 1; }", "{ !>T(0); }"]))
+    body = " | ".join(f"{names[k % len(names)]}({markers[0]}) {alt}" for k, alt in enumerate(alternatives))
     decls = ", ".join(f"long {name} group({name} % 2)" for name in names)
-    source = f"in {decls}\nout long O, double P, string S, long T\n{init}\n( {body} )*\n"
+    source = f"in {decls}\nout long O, double P, string S, long T\n{draw(st.sampled_from(inits))}\n( {body} )*\n"
     return source, generate.Spec(names, list(names), True)
+
+
+def retiring_programs() -> st.SearchStrategy[tuple[str, generate.Spec]]:
+    return keyed_programs(RETIRING_STATEMENTS,
+                          inits=("", '{ n = 0; d = 0.0; s = ""; t = now(); }', "{ v = 1; }", "{ !>T(0); }"))
 
 
 def _reenters(source: str) -> bool:

@@ -365,7 +365,7 @@ class CodeGen:
 
 
     def feed(self, grouped: bool, keyed: bool = False, lazy: list[str] | None = None,
-             track_dirty: bool = False, plans: dict[int, SymbolPlan] | None = None) -> str:
+             track_dirty: bool = False, plans: dict[int, SymbolPlan] | None = None, compact: bool = False) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
         instance lookup, classification, transition and termination. This is the hot path.
 
@@ -384,7 +384,13 @@ class CodeGen:
 
         Instances are looked up in ``_cget`` (the instance table's ``get``) by ``gk``: the bare
         value for a program grouped by one value, else the key tuple (``context.GroupContexts``).
+
+        ``compact`` (a grouped eager DFA without variables, timers, initial actions nor a host
+        that persists instances): the table ``_tab`` holds each key's state itself, no context
+        (see :meth:`compact_step`); the feed then returns None.
         """
+        if compact:
+            return self._compact_feed(keyed, plans or {})
         one = self.one_key
         touch = ["elif _dirty is not None:", "    _dirty[id(ctx)] = ctx"] if track_dirty else []
         out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):"]
@@ -463,6 +469,70 @@ class CodeGen:
             out += [ind + line for line in body]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
+
+    def _compact_feed(self, keyed: bool, plans: dict[int, SymbolPlan]) -> str:
+        """``feed`` over a table of states (see :meth:`feed`): a missing key is at ``_start``."""
+        one = self.one_key
+        out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):"]
+        for k, inp in enumerate(self.p.inputs):
+            out.append(f"    {'if' if k == 0 else 'elif'} name == {inp.name!r}:")
+            ind = "        "
+            assert inp.group is not None
+            if keyed:
+                gk = "key[0]" if one else "key"
+            else:
+                gk = self.expr(inp.group[0]) if one else f"({', '.join(self.expr(e) for e in inp.group)},)"
+                if "ctx" in gk:  # an error while computing the key belongs to no instance
+                    out.append(f"{ind}ctx = None")
+            if gk != "ev":
+                out.append(f"{ind}gk = {gk}")
+                gk = "gk"
+            out.append(f"{ind}st = _cget({gk})")
+            if isinstance(inp.classify, ir.CaseSymbol) and inp.classify.symbol in plans:
+                sym, plan = str(inp.classify.symbol), plans[inp.classify.symbol]
+            else:
+                classify = self._classify(inp.classify)
+                if "ctx" in classify:  # an error while classifying belongs to the instance
+                    out.append(f"{ind}ctx = None if st is None else _view({gk}, st)")
+                out.append(f"{ind}sym = {classify}")
+                sym, plan = "sym", None
+            if plan is not None and plan.total:  # the start state has a transition on sym too
+                out += [f"{ind}if st is None:", f"{ind}    st = _start"]
+            else:
+                out += [f"{ind}if st is None:",
+                        f"{ind}    if _start_row[{sym}] is None:",
+                        f"{ind}        return _unexpected(None, name, {sym})",
+                        f"{ind}    st = _start"]
+            out += [ind + line for line in self.compact_step(sym, gk, plan)]
+        out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
+        return "\n".join(out)
+
+    @staticmethod
+    def compact_step(sym: str, gk: str, plan: SymbolPlan | None) -> list[str]:
+        """The step of a compact feed from state ``st``: a context (``_view``) is built only for
+        actions and errors, which need one (for the key); the table then holds the target, or
+        loses the key when the target ends the instance."""
+        lines = [f"tr = st.row[{sym}]"]
+        if plan is None or not plan.total:
+            lines += ["if tr is None:", f"    return _unexpected(_view({gk}, st), name, {sym})"]
+        lines.append("target = tr.target")
+        if plan is None:
+            lines += ["fn = tr.fn", "if fn is not None:", f"    fn(_view({gk}, target), ev)"]
+        elif plan.uniform:
+            lines += [f"ctx = _view({gk}, target)", *(line[4:] for line in plan.bodies[0])]
+        elif plan.bodies or plan.calls:
+            lines += ["code = tr.code", "if code:", f"    ctx = _view({gk}, target)"]
+            for k, body in enumerate(plan.bodies, 1):
+                lines.append(f"    {'if' if k == 1 else 'elif'} code == {k}:")
+                lines += ["    " + line for line in body]
+            if plan.calls:
+                lines += [f"    {'elif' if plan.bodies else 'if'} code:", "        tr.fn(ctx, ev)"]
+        if plan is None or plan.ends:
+            lines += ["if target.ends:", f"    _tab.pop({gk}, None)", "else:", f"    _tab[{gk}] = target"]
+        else:
+            lines.append(f"_tab[{gk}] = target")
+        lines.append("return None")
+        return lines
 
     @staticmethod
     def _planned_step(sym: int, plan: SymbolPlan, track_dirty: bool) -> list[str]:

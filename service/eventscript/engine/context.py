@@ -11,7 +11,7 @@ variables that referred to one array still do after a restore.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping, ValuesView
+from collections.abc import Callable, Iterator, MutableMapping, ValuesView
 from typing import Any, NamedTuple
 
 import msgpack
@@ -128,13 +128,16 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
 
     The table (``table``, a plain dict the generated code reads directly) is keyed by ``gk``:
     the bare value when the program is grouped by one value, else the key tuple itself. This
-    view translates, so hosts keep using group-key tuples."""
+    view translates, so hosts keep using group-key tuples. The table of a compact engine
+    (``Engine.compact``: a program with nothing but a state per key) holds states; ``view`` then
+    makes a context of an entry when a host asks for one."""
 
-    __slots__ = ("one", "table")
+    __slots__ = ("one", "table", "view")
 
     def __init__(self, table: dict[Any, InstanceContext], one: bool) -> None:
         self.table = table
         self.one = one
+        self.view: Callable[[Any, Any], InstanceContext] | None = None
 
     def gk(self, key: tuple[Any, ...]) -> Any:
         """The table's key for a group-key tuple."""
@@ -145,11 +148,13 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
         return key
 
     def __getitem__(self, key: tuple[Any, ...]) -> InstanceContext:
-        return self.table[self.gk(key)]
+        gk = self.gk(key)
+        entry = self.table[gk]
+        return entry if self.view is None else self.view(gk, entry)
 
     def get(self, key: tuple[Any, ...], default: Any = None) -> Any:
         try:
-            return self.table.get(self.gk(key), default)
+            return self[key]
         except KeyError:
             return default
 
@@ -162,7 +167,7 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
     def __setitem__(self, key: tuple[Any, ...], ctx: InstanceContext) -> None:
         if ctx.gk != self.gk(key):
             raise ValueError(f"instance of key {ctx.key!r} stored under {key!r}")
-        self.table[ctx.gk] = ctx
+        self.table[ctx.gk] = ctx if self.view is None else ctx.state
 
     def __delitem__(self, key: tuple[Any, ...]) -> None:
         del self.table[self.gk(key)]
@@ -176,6 +181,9 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
         return len(self.table)
 
     def values(self) -> ValuesView[InstanceContext]:
+        if self.view is not None:
+            view = self.view
+            return {gk: view(gk, st) for gk, st in self.table.items()}.values()
         return self.table.values()  # type: ignore[return-value]
 
     def clear(self) -> None:

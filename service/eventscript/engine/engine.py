@@ -64,6 +64,10 @@ LAZY_MODE_ENV = "EVENTSCRIPT_LAZY_MODE"
 #: environment variable ("on", the default, or "off"), so a whole tester or conformance run can
 #: be compared with retirement forced off: ``EVENTSCRIPT_RETIRE=off eventscript test ...``.
 RETIRE_ENV = "EVENTSCRIPT_RETIRE"
+#: Whether a grouped program without variables, timers or initial actions keeps each key's bare
+#: state in its table ("compact", no context per key) when its host persists nothing. Engines
+#: created without ``compact`` take it from this environment variable ("on", the default, or "off").
+COMPACT_ENV = "EVENTSCRIPT_COMPACT"
 
 
 _NOFN = object()  # "not computed yet" in the lazy DFA's function caches (None means no function)
@@ -131,7 +135,8 @@ class Engine:
     def __init__(self, compiled: CompiledProgram, consumer: EventConsumer | None = None,
                  time: TimeProvider | None = None, *, name: str | None = None, tz: tzinfo = UTC,
                  search_dirs: Iterable[Path] = (), lazy_cache_states: int = DEFAULT_LAZY_CACHE,
-                 track_dirty: bool = False, lazy_mode: str | None = None, retire: bool | None = None) -> None:
+                 track_dirty: bool = False, lazy_mode: str | None = None, retire: bool | None = None,
+                 compact: bool | None = None) -> None:
         self.compiled = compiled
         self.program: ir.ProgramIR = compiled.program
         self.machine: DFAMachine | LazyDFA = compiled.machine
@@ -158,15 +163,13 @@ class Engine:
         self.dirty: dict[int, InstanceContext] | None = {} if track_dirty else None
         #: Host hooks for output ids (see InstanceContext.origin): what names the cause of a new
         #: instance, and who is told before an instance consumes a time event.
-        self.origin_of: Callable[[], str] | None = None
+        #: (``origin_of``, ``loader`` and ``on_terminate`` are properties over these: setting one
+        #: turns a compact engine into a normal one, see ``_decompact``.)
+        self._origin_of: Callable[[], str] | None = None
         self.before_timer: Callable[[InstanceContext], None] | None = None
-        #: Host hook for state larger than memory: group key -> the instance, restored from the
-        #: host's store into ``contexts`` (Engine.restore), or None if the key has none. The
-        #: generated feed asks it when a key is not in ``contexts``, before creating an instance.
-        self.loader: Callable[[tuple[Any, ...]], InstanceContext | None] | None = None
-        #: Host hook told of every instance that ends (after it is released): a host with a store
-        #: must not load the key's stored snapshot again before the tombstone is written.
-        self.on_terminate: Callable[[InstanceContext], None] | None = None
+        self._loader: Callable[[tuple[Any, ...]], InstanceContext | None] | None = None
+        self._on_terminate: Callable[[InstanceContext], None] | None = None
+        self.compact = False
         self._gen = CodeGen(self.program)
         self._ns = self._namespace(search_dirs)
         self._bind_emitters()
@@ -191,15 +194,86 @@ class Engine:
             self._materialize()
             if retire if retire is not None else os.environ.get(RETIRE_ENV, "on") != "off":
                 self._retire()
-        lazy = self._simulated_step_lines() if self.positions is not None else None
-        plans = self._symbol_plans() if self.positions is None else None
-        self.feed = self._define("feed", self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty,
-                                                        plans=plans))
         self.snapshot = self._snapshotter()  # type: ignore[method-assign]
         self._ns["_create"] = self._creator()
+        if compact is None:
+            compact = os.environ.get(COMPACT_ENV, "on") != "off"
+        self.compact = compact and self._compactable(track_dirty)
+        self._define_feeds(track_dirty)
+
+    def _define_feeds(self, track_dirty: bool) -> None:
+        lazy = self._simulated_step_lines() if self.positions is not None else None
+        plans = self._symbol_plans() if self.positions is None else None
+        if self.compact:
+            self.contexts.view = self._view
+            self._ns.update({"_tab": self._table, "_start": self._start, "_view": self._view})
+        self.feed = self._define("feed", self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty,
+                                                        plans=plans, compact=self.compact))
         if self.grouped:
             self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True, lazy=lazy,
-                                                                        track_dirty=track_dirty, plans=plans))
+                                                                        track_dirty=track_dirty, plans=plans,
+                                                                        compact=self.compact))
+
+    # -- compact tables: a key's bare state, no context ------------------------------------
+
+    def _compactable(self, track_dirty: bool) -> bool:
+        """Can the table hold each key's state instead of a context? Only when a context would
+        hold nothing else: no variables, no timer, no initial actions (they take a context), and
+        no host that persists instances (``track_dirty``; ``loader`` and the other hooks turn
+        the engine back, ``_decompact``)."""
+        return (self.grouped and self.positions is None and not self.nvars and not self.program.time_symbols
+                and self._init_fn is _no_actions and not track_dirty)
+
+    def _view(self, gk: Any, state: RState) -> InstanceContext:
+        """A context for a compact table's entry (for actions, errors and hosts): a copy, so
+        changing it changes nothing in the engine (``holds`` compares its state)."""
+        return self._context_class(gk, state, NO_VARIABLES)
+
+    def _decompact(self) -> None:
+        """Turn a compact engine into one with a context per key (a host hook was set)."""
+        if not self.compact:
+            return
+        self.compact = False
+        self.contexts.view = None
+        for gk, st in list(self._table.items()):
+            self._table[gk] = self._view(gk, st)  # type: ignore[arg-type]
+        self._define_feeds(self.dirty is not None)
+
+    @property
+    def origin_of(self) -> Callable[[], str] | None:
+        """Host hook for output ids: what names the cause of a new instance."""
+        return self._origin_of
+
+    @origin_of.setter
+    def origin_of(self, hook: Callable[[], str] | None) -> None:
+        if hook is not None:
+            self._decompact()
+        self._origin_of = hook
+
+    @property
+    def loader(self) -> Callable[[tuple[Any, ...]], InstanceContext | None] | None:
+        """Host hook for state larger than memory: group key -> the instance, restored from the
+        host's store into ``contexts`` (Engine.restore), or None if the key has none. The
+        generated feed asks it when a key is not in ``contexts``, before creating an instance."""
+        return self._loader
+
+    @loader.setter
+    def loader(self, hook: Callable[[tuple[Any, ...]], InstanceContext | None] | None) -> None:
+        if hook is not None:
+            self._decompact()
+        self._loader = hook
+
+    @property
+    def on_terminate(self) -> Callable[[InstanceContext], None] | None:
+        """Host hook told of every instance that ends (after it is released): a host with a
+        store must not load the key's stored snapshot again before the tombstone is written."""
+        return self._on_terminate
+
+    @on_terminate.setter
+    def on_terminate(self, hook: Callable[[InstanceContext], None] | None) -> None:
+        if hook is not None:
+            self._decompact()
+        self._on_terminate = hook
 
     # -- code generation -------------------------------------------------------------------
 
@@ -602,8 +676,8 @@ class Engine:
 
         def create(gk: Any) -> InstanceContext:
             ctx = cls(gk, start, [UNSET] * nvars if nvars else NO_VARIABLES)
-            if engine.origin_of is not None:
-                ctx.origin = engine.origin_of()
+            if engine._origin_of is not None:
+                ctx.origin = engine._origin_of()
             table[gk] = ctx
             if init is not None:
                 init(ctx, None)
@@ -612,7 +686,7 @@ class Engine:
         return create
 
     def _load(self, key: tuple[Any, ...]) -> InstanceContext | None:
-        loader = self.loader
+        loader = self._loader
         return None if loader is None else loader(key)
 
     def _touch(self, ctx: InstanceContext) -> None:
@@ -729,16 +803,18 @@ class Engine:
     def _terminate(self, ctx: InstanceContext) -> None:
         self.time.cancel_timer(ctx)
         ctx.terminated = True
-        if self.grouped and self._table.get(ctx.gk) is ctx:
+        if self.grouped and self._table.get(ctx.gk) is (ctx.state if self.compact else ctx):
             del self._table[ctx.gk]
         self._touch(ctx)
-        if self.on_terminate is not None:
-            self.on_terminate(ctx)
+        if self._on_terminate is not None:
+            self._on_terminate(ctx)
 
     def holds(self, ctx: InstanceContext) -> bool:
         """Is ``ctx`` the engine's live instance of its key (not terminated and released, nor
         replaced by a restore)? For hosts persisting changes: ``engine.contexts.get(ctx.key) is
         ctx`` says the same, but builds and translates a key tuple."""
+        if self.compact:  # contexts are views: the one whose state the table holds
+            return not ctx.terminated and self._table.get(ctx.gk) is ctx.state
         if self.grouped:
             return self._table.get(ctx.gk) is ctx
         return self.single is ctx and not ctx.terminated
@@ -818,6 +894,11 @@ class Engine:
         if origin is not None or fires:
             ctx.origin = origin
             ctx.fires = fires
+        if self.compact:
+            if not (ctx.terminated or ctx._rare is not None or timer is not None):
+                self._table[gk] = st  # the table of a compact engine holds states (``_view``)
+                return ctx
+            self._decompact()
         if self.grouped:
             old = self._table.get(gk)
             if old is not None:
@@ -839,8 +920,9 @@ class Engine:
         would persist stale contexts (or tombstones for keys that are alive again)."""
         if self.dirty is not None:
             self.dirty.clear()
-        for ctx in list(self._table.values()):
-            self.time.cancel_timer(ctx)
+        if not self.compact:  # (a compact engine has no timers)
+            for ctx in list(self._table.values()):
+                self.time.cancel_timer(ctx)
         self._table.clear()
         if self.single is not None:
             self.time.cancel_timer(self.single)

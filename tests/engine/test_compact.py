@@ -1,0 +1,122 @@
+"""Compact engines: a grouped program with nothing but a state per key keeps the bare state in
+its table (issue 11 item 2: memory per key), and contexts only when someone asks for one.
+
+- outputs equal a normal engine's (``compact=False`` / ``$EVENTSCRIPT_COMPACT=off``) on the
+  conformance suite and on random programs without variables or timers;
+- the public interface is the same: ``contexts``, ``holds``, ``instance_count``, snapshots and
+  restores (across compact and normal engines), ``feed_keyed``, errors carrying the key;
+- setting a host hook (``loader``, ``on_terminate``, ``origin_of``) turns the engine into a
+  normal one, instances kept.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import strategies as st
+from test_conformance_cases import CASE_DIRS, run_case
+from test_retire import keyed_programs
+
+from eventscript.automata.compile import compile_source
+from eventscript.engine.engine import COMPACT_ENV, Engine
+from eventscript.engine.events import Emitted
+from eventscript.engine.time_provider import SimulatedTimeProvider
+from reference import generate
+from reference.compare import compiles, run_tester
+
+ABC = "in string A group(A), string B group(B), string C group(C)\nout string Z\n( .* A() B()+ C() { !>Z(group[0]); } )*\n"
+PAIR = "in {string a; long b;} E group(E.a, E.b), long F group(\"f\", F)\nout long O\nE() F() { !>O(group[1]); } E()\n"
+
+
+def _both(run):  # type: ignore[no-untyped-def]
+    with mock.patch.dict(os.environ, {COMPACT_ENV: "on"}):
+        on = run()
+    with mock.patch.dict(os.environ, {COMPACT_ENV: "off"}):
+        off = run()
+    return on, off
+
+
+@pytest.mark.parametrize("case", CASE_DIRS, ids=[p.name for p in CASE_DIRS])
+def test_conformance_case_compact_and_not(case: Path) -> None:
+    on, off = _both(lambda: run_case(case, lazy=False))
+    assert on == off
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_random_programs_compact_and_not(data: st.DataObject) -> None:
+    source, spec = data.draw(keyed_programs(["!>O(group[0]);", "!>T(1);", "!>O(100 / group[0]);"], markers=("",),
+                                            timers=False))
+    assume(compiles(source))
+    _, text = data.draw(generate.traces(spec))
+    note(f"program:\n{source}\ntrace:\n{text}")
+    on, off = _both(lambda: run_tester(source, text, lazy=False))
+    assert on == off
+
+
+def _engines(src: str) -> tuple[Engine, Engine, list[Emitted], list[Emitted]]:
+    prog = compile_source(src, name="c").require()
+    a: list[Emitted] = []
+    b: list[Emitted] = []
+    compact, normal = Engine(prog, a.append, SimulatedTimeProvider()), Engine(prog, b.append, SimulatedTimeProvider(),
+                                                                             compact=False)
+    assert compact.compact and not normal.compact
+    return compact, normal, a, b
+
+
+def test_a_compact_engine_looks_like_a_normal_one() -> None:
+    compact, normal, a, b = _engines(ABC)
+    for name, key in [("A", "x"), ("B", "x"), ("A", "y"), ("C", "z"), ("B", "y"), ("C", "x")]:
+        compact.feed(name, key)
+        normal.feed(name, key)
+    assert [(e.name, e.value, e.key) for e in a] == [(e.name, e.value, e.key) for e in b]
+    assert compact.instance_count == normal.instance_count == 2  # y, z (x retired after its match)
+    assert sorted(compact.contexts) == sorted(normal.contexts) == [("y",), ("z",)]
+    for key in [("y",), ("z",)]:
+        mine, theirs = compact.contexts[key], normal.contexts[key]
+        assert mine.key == theirs.key and mine.state.key == theirs.state.key
+        assert compact.snapshot(mine) == normal.snapshot(theirs)
+        assert compact.holds(mine) and compact.contexts.get(key) is not None
+    assert compact.contexts.get(("x",)) is None and ("y",) in compact.contexts
+    stale = compact.contexts[("y",)]
+    compact.feed("C", "y")
+    assert not compact.holds(stale) and ("y",) not in compact.contexts
+    # snapshots move between compact and normal engines
+    fresh = Engine(compact.compiled)
+    for ctx in normal.contexts.values():
+        fresh.restore(normal.snapshot(ctx))
+    assert fresh.compact and sorted(fresh.contexts) == [("y",), ("z",)]
+    del fresh.contexts[("z",)]
+    assert fresh.instance_count == 1
+    fresh.clear()
+    assert fresh.instance_count == 0
+
+
+def test_errors_and_two_value_keys() -> None:
+    compact, normal, a, b = _engines(PAIR)
+    for eng in (compact, normal):
+        eng.feed("F", 3)  # cannot start an instance: $error 2 without a key
+        eng.feed("E", ["k", 3])
+        eng.feed_keyed("E", ["k", 3], ("k", 3))  # unexpected in the instance: $error 2 with the key
+        eng.feed("F", 3)
+        eng.feed("E", ["f", 3])  # ends the instance
+        eng.feed("Z", 1)
+    assert [(e.name, e.key, e.value if e.name != "$error" else e.value[0]) for e in a] == \
+        [(e.name, e.key, e.value if e.name != "$error" else e.value[0]) for e in b]
+    assert compact.instance_count == normal.instance_count
+
+
+def test_a_host_hook_turns_a_compact_engine_into_a_normal_one() -> None:
+    compact = _engines(ABC)[0]
+    compact.feed("A", "x")
+    ended: list[object] = []
+    compact.on_terminate = ended.append
+    assert not compact.compact
+    ctx = compact.contexts[("x",)]
+    assert compact.holds(ctx) and compact.contexts[("x",)] is ctx
+    compact.feed("B", "x")
+    assert compact.feed("C", "x") is ctx and ended == [ctx] and compact.instance_count == 0
