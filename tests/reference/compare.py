@@ -17,29 +17,36 @@ def compiles(source: str) -> bool:
     return compile_source(source, name="ref").ok
 
 
-def run_tester(source: str, trace_text: str, *, lazy: bool) -> list[dict[str, Any]]:
-    """What ``eventscript test`` prints, one dict per line; ``$error`` reduced to its code.
+def run_tester(source: str, trace_text: str, *, lazy: bool, error_keys: bool = False) -> list[dict[str, Any]]:
+    """What ``eventscript test`` prints, one dict per line; ``$error`` reduced to its code (and
+    its key, with ``error_keys``).
 
     ``lazy``: on the lazy DFA, run twice, with its transition cache and with the fallback
     simulation forced on (the third engine); the two must agree before either is compared."""
     if not lazy:
-        return _run(source, trace_text, lazy=False)
-    cached = _run(source, trace_text, lazy=True, mode="cache")
-    simulated = _run(source, trace_text, lazy=True, mode="simulate")
+        return _run(source, trace_text, lazy=False, error_keys=error_keys)
+    cached = _run(source, trace_text, lazy=True, mode="cache", error_keys=error_keys)
+    simulated = _run(source, trace_text, lazy=True, mode="simulate", error_keys=error_keys)
     assert cached == simulated, "the lazy DFA's cache and its fallback simulation disagree"
     return cached
 
 
-def _run(source: str, trace_text: str, *, lazy: bool, mode: str = "auto") -> list[dict[str, Any]]:
+def _run(source: str, trace_text: str, *, lazy: bool, mode: str = "auto",
+         error_keys: bool = False) -> list[dict[str, Any]]:
     program = compile_source(source, name="ref", force_lazy=lazy).require()
     lines: list[dict[str, Any]] = []
     with mock.patch.dict(os.environ, {LAZY_MODE_ENV: mode}):
         run_trace([program], parse_trace(SourceFile("<trace>", trace_text)),
                   lambda line: lines.append(line.to_json()))
-    return [comparable(line) for line in lines]
+    return [comparable(line, error_keys=error_keys) for line in lines]
 
 
-def comparable(line: dict[str, Any]) -> dict[str, Any]:
-    if line["event"] == "$error":  # as the conformance runner: only the code of an error counts
-        return {"time": line["time"], "event": "$error", "value": line["value"]["code"]}
+def comparable(line: dict[str, Any], *, error_keys: bool = False) -> dict[str, Any]:
+    """A line as the conformance runner compares it: of an ``$error``, only its code counts (and,
+    with ``error_keys``, its key: the runner compares a key wherever the expected line has one)."""
+    if line["event"] == "$error":
+        out = {"time": line["time"], "event": "$error", "value": line["value"]["code"]}
+        if error_keys and "key" in line:
+            out["key"] = line["key"]
+        return out
     return {k: line[k] for k in ("time", "event", "value", "key") if k in line}

@@ -88,7 +88,12 @@ class Reference:
     # -- output ------------------------------------------------------------------------
 
     def _error(self, code: int, message: str, key: tuple[Any, ...] | None = None) -> None:
+        """``key``: the instance the error happened in (docs/language.md 7.7: its line carries the
+        key), None outside any (an undeclared name, a bad value, a key or class that failed, a
+        first event that cannot start an instance)."""
         line: dict[str, Any] = {"time": format_time(self.now), "event": "$error", "value": code}
+        if key is not None:
+            line["key"] = list(key)
         self.out.append(line)
 
     def _emit(self, name: str, value: Any, key: tuple[Any, ...] | None) -> None:
@@ -201,7 +206,7 @@ class Reference:
                 fresh = Instance(key, paths)
                 paths, strands = self._advance(fresh, symbol)
                 if not paths:
-                    self._error(UNEXPECTED, f"{name} cannot start an instance", key)
+                    self._error(UNEXPECTED, f"{name} cannot start an instance")
                     return
                 self.instances[key] = fresh
                 self._run(fresh, init, None)
@@ -315,8 +320,9 @@ def _iso_micros(text: str) -> int | None:
     return micros_of(when if when.tzinfo else when.replace(tzinfo=UTC))
 
 
-def run_reference(source: str, trace: Trace) -> list[dict[str, Any]]:
-    """Run a program over a trace; output lines like the tester's, ``$error`` reduced to its code."""
+def run_reference(source: str, trace: Trace, *, error_keys: bool = False) -> list[dict[str, Any]]:
+    """Run a program over a trace; output lines like the tester's, ``$error`` reduced to its code
+    (and its key, with ``error_keys``)."""
     ref = Reference(source)
     started = False
     for item in trace.items:
@@ -328,4 +334,6 @@ def run_reference(source: str, trace: Trace) -> list[dict[str, Any]]:
                 ref.advance(item[1])
         else:
             ref.feed(item[1], item[2])
-    return ref.out
+    if error_keys:
+        return ref.out
+    return [{k: v for k, v in line.items() if k != "key" or line["event"] != "$error"} for line in ref.out]
