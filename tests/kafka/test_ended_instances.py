@@ -156,3 +156,21 @@ def test_an_instance_of_a_program_without_timers_carries_no_origin(tmp_path: Pat
     _feed(task, _records(["a"], 0, 2))
     snapshot = _instances(_commit(task))[b'["a"]']
     assert msgpack.unpackb(snapshot or b"")[6] is None
+
+
+def test_a_creation_cut_short_by_an_error_leaves_later_endings_their_tombstones(tmp_path: Path) -> None:
+    task = _task(tmp_path / "t", PAIRS)
+    _feed(task, _records(["a"], 0, 1))
+    _commit(task)  # a's instance is persisted
+    feed_keyed = task.engine.feed_keyed
+
+    def failing(name: str, value: object, key: tuple[object, ...]) -> object:
+        feed_keyed(name, value, key)  # creates b's instance, then fails
+        raise RuntimeError("an external function failed")
+
+    task.engine.feed_keyed = failing  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        _feed(task, _records(["b"], 1, 1))
+    task.engine.feed_keyed = feed_keyed  # type: ignore[method-assign]
+    _feed(task, _records(["a"], 2, 1))  # a's persisted instance ends
+    assert _instances(_commit(task))[b'["a"]'] is None

@@ -603,11 +603,14 @@ class Task:
                     self._begin_record(msg)  # timers fired first, each its own cause
             else:
                 self.clock.refresh()  # type: ignore[attr-defined]
-            ctx = engine.feed_keyed(name, value, key)
-            if self._creating:  # this record created the key's instance (_on_create)
-                self._creating = False
-                if ctx is not None and not ctx.terminated:
-                    self._fresh[id(ctx)] = ctx
+            ctx = None
+            try:
+                ctx = engine.feed_keyed(name, value, key)
+            finally:  # (also when it raised: a later ending must not pass for this creation's)
+                if self._creating:  # this record created the key's instance (_on_create)
+                    self._creating = False
+                    if ctx is not None and not ctx.terminated:
+                        self._fresh[id(ctx)] = ctx
         else:
             if ip.config is not None and cfg.keyed and msg.key() is None:
                 self._error_record(ErrorCode.BAD_INPUT_VALUE, "the record has no key; this input's records must "
