@@ -196,6 +196,9 @@ class Reference:
             self._error(BAD_VALUE, f"{name}: bad value {value!r}")
             return
         value = _conform(copy.deepcopy(value), ty)  # a copy: actions may change its fields
+        if self.terminated:  # choice 6: code 2 and nothing else, not even the case clause's errors
+            self._error(UNEXPECTED, f"{name} after the program terminated")
+            return
         symbol = ("ev", name, self._classify(entry, value))
         if self.grouped:
             assert entry.group is not None

@@ -110,3 +110,13 @@ def test_retiring_an_instance_does_not_change_the_key_of_a_later_errors_line() -
     with mock.patch.dict(os.environ, {RETIRE_ENV: "off"}):
         kept = run_tester(RETIRING, render(items, T0), lazy=False, error_keys=True)
     assert run_tester(RETIRING, render(items, T0), lazy=False, error_keys=True) == kept
+
+
+def test_a_terminated_program_does_not_classify_later_events() -> None:
+    # Choice 6: after termination every declared event gets $error 2, and only that (choice 12:
+    # a discarded event changes nothing): the case clause's division by zero is not evaluated.
+    src = "in long A case { 12 / A >= 3 ? Hi : Lo }\nout long O\nA(v)"
+    items = _items([("A", 0), ("A", 0)])
+    want = [{"time": "2026-01-01T00:00:00.000000Z", "event": "$error", "value": code} for code in (4, 2)]
+    assert run_reference(src, Trace(items)) == want
+    assert run_tester(src, render(items, T0), lazy=False) == want
