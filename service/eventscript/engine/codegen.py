@@ -386,7 +386,7 @@ class CodeGen:
         value for a program grouped by one value, else the key tuple (``context.GroupContexts``).
 
         ``compact`` (a grouped eager DFA without variables, timers, initial actions nor a host
-        that persists instances): the table ``_tab`` holds each key's state itself, no context
+        that persists instances): the table ``_tab`` holds each key's state number, no context
         (see :meth:`compact_step`); the feed then returns None.
         """
         if compact:
@@ -471,7 +471,10 @@ class CodeGen:
         return "\n".join(out)
 
     def _compact_feed(self, keyed: bool, plans: dict[int, SymbolPlan]) -> str:
-        """``feed`` over a table of states (see :meth:`feed`): a missing key is at ``_start``."""
+        """``feed`` over a table of state numbers (see :meth:`feed`): a missing key is at ``_S``.
+        Per symbol k, ``_N{k}`` is the target of each state (None: no transition), ``_K{k}`` the
+        code of its transition's function (``RTrans.code``) and ``_F{k}`` the function; ``_E``
+        says which states end an instance; ``_NS``/``_FS`` list them by symbol."""
         one = self.one_key
         out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):"]
         for k, inp in enumerate(self.p.inputs):
@@ -487,50 +490,55 @@ class CodeGen:
             if gk != "ev":
                 out.append(f"{ind}gk = {gk}")
                 gk = "gk"
-            out.append(f"{ind}st = _cget({gk})")
+            plan = None
             if isinstance(inp.classify, ir.CaseSymbol) and inp.classify.symbol in plans:
                 sym, plan = str(inp.classify.symbol), plans[inp.classify.symbol]
-            else:
-                classify = self._classify(inp.classify)
-                if "ctx" in classify:  # an error while classifying belongs to the instance
-                    out.append(f"{ind}ctx = None if st is None else _view({gk}, st)")
-                out.append(f"{ind}sym = {classify}")
-                sym, plan = "sym", None
             if plan is not None and plan.total:  # the start state has a transition on sym too
-                out += [f"{ind}if st is None:", f"{ind}    st = _start"]
+                out.append(f"{ind}st = _cget({gk}, _S)")
             else:
+                out.append(f"{ind}st = _cget({gk})")
+                if plan is None:
+                    classify = self._classify(inp.classify)
+                    if "ctx" in classify:  # an error while classifying belongs to the instance
+                        out.append(f"{ind}ctx = None if st is None else _view({gk}, st)")
+                    out.append(f"{ind}sym = {classify}")
+                    sym = "sym"
                 out += [f"{ind}if st is None:",
-                        f"{ind}    if _start_row[{sym}] is None:",
+                        f"{ind}    if {self._compact_table('N', sym)}[_S] is None:",
                         f"{ind}        return _unexpected(None, name, {sym})",
-                        f"{ind}    st = _start"]
+                        f"{ind}    st = _S"]
             out += [ind + line for line in self.compact_step(sym, gk, plan)]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
 
     @staticmethod
-    def compact_step(sym: str, gk: str, plan: SymbolPlan | None) -> list[str]:
-        """The step of a compact feed from state ``st``: a context (``_view``) is built only for
-        actions and errors, which need one (for the key); the table then holds the target, or
-        loses the key when the target ends the instance."""
-        lines = [f"tr = st.row[{sym}]"]
+    def _compact_table(kind: str, sym: str) -> str:
+        return f"_{kind}S[{sym}]" if sym == "sym" else f"_{kind}{sym}"
+
+    @classmethod
+    def compact_step(cls, sym: str, gk: str, plan: SymbolPlan | None) -> list[str]:
+        """The step of a compact feed from state number ``st``: a context (``_view``) is built
+        only for actions and errors, which need one (for the key); the table then holds the
+        target, or loses the key when the target ends the instance."""
+        nxt, fns = cls._compact_table("N", sym), cls._compact_table("F", sym)
+        lines = [f"t = {nxt}[st]"]
         if plan is None or not plan.total:
-            lines += ["if tr is None:", f"    return _unexpected(_view({gk}, st), name, {sym})"]
-        lines.append("target = tr.target")
+            lines += ["if t is None:", f"    return _unexpected(_view({gk}, st), name, {sym})"]
         if plan is None:
-            lines += ["fn = tr.fn", "if fn is not None:", f"    fn(_view({gk}, target), ev)"]
+            lines += [f"fn = {fns}[st]", "if fn is not None:", f"    fn(_view({gk}, t), ev)"]
         elif plan.uniform:
-            lines += [f"ctx = _view({gk}, target)", *(line[4:] for line in plan.bodies[0])]
+            lines += [f"ctx = _view({gk}, t)", *(line[4:] for line in plan.bodies[0])]
         elif plan.bodies or plan.calls:
-            lines += ["code = tr.code", "if code:", f"    ctx = _view({gk}, target)"]
+            lines += [f"code = _K{sym}[st]", "if code:", f"    ctx = _view({gk}, t)"]
             for k, body in enumerate(plan.bodies, 1):
                 lines.append(f"    {'if' if k == 1 else 'elif'} code == {k}:")
                 lines += ["    " + line for line in body]
             if plan.calls:
-                lines += [f"    {'elif' if plan.bodies else 'if'} code:", "        tr.fn(ctx, ev)"]
+                lines += [f"    {'elif' if plan.bodies else 'if'} code:", f"        {fns}[st](ctx, ev)"]
         if plan is None or plan.ends:
-            lines += ["if target.ends:", f"    _tab.pop({gk}, None)", "else:", f"    _tab[{gk}] = target"]
+            lines += ["if _E[t]:", f"    _tab.pop({gk}, None)", "else:", f"    _tab[{gk}] = t"]
         else:
-            lines.append(f"_tab[{gk}] = target")
+            lines.append(f"_tab[{gk}] = t")
         lines.append("return None")
         return lines
 

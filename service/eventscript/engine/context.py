@@ -129,8 +129,8 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
     The table (``table``, a plain dict the generated code reads directly) is keyed by ``gk``:
     the bare value when the program is grouped by one value, else the key tuple itself. This
     view translates, so hosts keep using group-key tuples. The table of a compact engine
-    (``Engine.compact``: a program with nothing but a state per key) holds states; ``view`` then
-    makes a context of an entry when a host asks for one."""
+    (``Engine.compact``: a program with nothing but a state per key) holds state numbers
+    (``ctx.state.key``); ``view`` then makes a context of an entry when a host asks for one."""
 
     __slots__ = ("one", "table", "view")
 
@@ -167,7 +167,7 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
     def __setitem__(self, key: tuple[Any, ...], ctx: InstanceContext) -> None:
         if ctx.gk != self.gk(key):
             raise ValueError(f"instance of key {ctx.key!r} stored under {key!r}")
-        self.table[ctx.gk] = ctx if self.view is None else ctx.state
+        self.table[ctx.gk] = ctx if self.view is None else ctx.state.key
 
     def __delitem__(self, key: tuple[Any, ...]) -> None:
         del self.table[self.gk(key)]

@@ -206,7 +206,7 @@ class Engine:
         plans = self._symbol_plans() if self.positions is None else None
         if self.compact:
             self.contexts.view = self._view
-            self._ns.update({"_tab": self._table, "_start": self._start, "_view": self._view})
+            self._ns.update(self._compact_tables())
         self.feed = self._define("feed", self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty,
                                                         plans=plans, compact=self.compact))
         if self.grouped:
@@ -224,10 +224,27 @@ class Engine:
         return (self.grouped and self.positions is None and not self.nvars and not self.program.time_symbols
                 and self._init_fn is _no_actions and not track_dirty)
 
-    def _view(self, gk: Any, state: RState) -> InstanceContext:
-        """A context for a compact table's entry (for actions, errors and hosts): a copy, so
-        changing it changes nothing in the engine (``holds`` compares its state)."""
-        return self._context_class(gk, state, NO_VARIABLES)
+    def _compact_tables(self) -> dict[str, Any]:
+        """The names the compact feed reads (``CodeGen._compact_feed``): per symbol, each state's
+        target number, function code and function, by state number (an eager DFA's states are
+        numbered 0 to n - 1)."""
+        states = [self._states[k] for k in range(len(self._states))]
+        ns: dict[str, Any] = {"_tab": self._table, "_S": self._start.key, "_view": self._view,
+                              "_E": tuple(st.ends for st in states)}
+        nxt, fns = [], []
+        for sym in range(self.nsym):
+            rows = [st.row[sym] for st in states]
+            nxt.append(tuple(None if tr is None else tr.target.key for tr in rows))  # type: ignore[union-attr]
+            fns.append(tuple(None if tr is None else tr.fn for tr in rows))
+            ns[f"_N{sym}"], ns[f"_F{sym}"] = nxt[-1], fns[-1]
+            ns[f"_K{sym}"] = tuple(0 if tr is None else tr.code for tr in rows)
+        ns["_NS"], ns["_FS"] = nxt, fns
+        return ns
+
+    def _view(self, gk: Any, n: int) -> InstanceContext:
+        """A context for a compact table's entry, the state number n (for actions, errors and
+        hosts): a copy, so changing it changes nothing in the engine (``holds`` compares states)."""
+        return self._context_class(gk, self._states[n], NO_VARIABLES)
 
     def _decompact(self) -> None:
         """Turn a compact engine into one with a context per key (a host hook was set)."""
@@ -803,7 +820,8 @@ class Engine:
     def _terminate(self, ctx: InstanceContext) -> None:
         self.time.cancel_timer(ctx)
         ctx.terminated = True
-        if self.grouped and self._table.get(ctx.gk) is (ctx.state if self.compact else ctx):
+        if self.grouped and (self._table.get(ctx.gk) == ctx.state.key if self.compact
+                             else self._table.get(ctx.gk) is ctx):
             del self._table[ctx.gk]
         self._touch(ctx)
         if self._on_terminate is not None:
@@ -814,7 +832,7 @@ class Engine:
         replaced by a restore)? For hosts persisting changes: ``engine.contexts.get(ctx.key) is
         ctx`` says the same, but builds and translates a key tuple."""
         if self.compact:  # contexts are views: the one whose state the table holds
-            return not ctx.terminated and self._table.get(ctx.gk) is ctx.state
+            return not ctx.terminated and self._table.get(ctx.gk) == ctx.state.key
         if self.grouped:
             return self._table.get(ctx.gk) is ctx
         return self.single is ctx and not ctx.terminated
@@ -896,7 +914,7 @@ class Engine:
             ctx.fires = fires
         if self.compact:
             if not (ctx.terminated or ctx._rare is not None or timer is not None):
-                self._table[gk] = st  # the table of a compact engine holds states (``_view``)
+                self._table[gk] = st.key  # the table of a compact engine holds state numbers
                 return ctx
             self._decompact()
         if self.grouped:
