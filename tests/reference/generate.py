@@ -151,7 +151,8 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
         # An explicit time stores its firing time: at or before entry it fires at once, so a
         # loop through it must move ``t`` on or it would fire for ever at one instant.
         pattern = draw(st.sampled_from(["(secondsAfter(2, t))](t)", "(secondsAfter(5, t))](t)", "(secondsAfter(1, t))](t)",
-                                        ".:.:30]()", ".:.:15.5](t)", ".:.:00]()", ".:05]()", "00:10](t)"][3 * spec.stateless:]))
+                                        ".:.:30]()", ".:.:15.5](t)", ".:.:00]()", ".:05]()", "00:10](t)",
+                                        "2026-01-01 00:00:30](t)", "2026-01-01]()"][3 * spec.stateless:]))
         return Part(f"arrive[{pattern}", False)
     if kind == "action":
         return draw(action_block(spec))

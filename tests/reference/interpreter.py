@@ -138,6 +138,8 @@ class Reference:
             node = self.markers[offset].node
             if isinstance(node, ast.RArrive):
                 deadline = self._arrive_deadline(node.pattern, scope)
+                if deadline is None:
+                    continue
             else:
                 amount = evaluate(node.amount, scope)
                 deadline = self.now + max(0, round(amount * _UNIT_MICROS[node.unit]))
@@ -147,18 +149,24 @@ class Reference:
             self.timer_order += 1
             inst.timer = (best[0], self.timer_order, best[1])
 
-    def _arrive_deadline(self, pattern: ast.ArrivePattern, scope: Scope) -> int:
+    def _arrive_deadline(self, pattern: ast.ArrivePattern, scope: Scope) -> int | None:
         """docs/language.md 5.4 and choice 2: an explicit time fires at it, or at once if it is not
-        later than now; a pattern at its first matching instant strictly after now."""
+        later than now; a pattern at its first matching instant strictly after now (None: a
+        fixed date that has passed never fires)."""
         if pattern.time_expr is not None:
             return max(self.now, evaluate(pattern.time_expr, scope))
-        if pattern.date is not None or pattern.time is None:
-            raise ReferenceError_("arrive patterns with a date are not modelled")
-        parts = [None if isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.time]
-        hour, minute, second = ([*parts, 0])[:3]
+        parts = [None if isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.time or []]
+        hour, minute, second = ([*parts, 0, 0, 0])[:3]
         if second is None:
             raise ReferenceError_("a wildcard in the seconds of an arrive pattern is not modelled")
         offset = round(second * 1_000_000)
+        if pattern.date is not None:
+            date = [None if isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.date]
+            if None in date or None in (hour, minute):
+                raise ReferenceError_("arrive patterns with wildcards and a date are not modelled")
+            at = micros_of(datetime(*date, tzinfo=UTC)) + hour * _UNIT_MICROS["hour"] + minute * _UNIT_MICROS[
+                "minute"] + offset
+            return at if at > self.now else None
         day = self.now - self.now % _UNIT_MICROS["day"]
         if hour is None and minute is None:  # every minute: the common case, without a search
             at = self.now - self.now % _UNIT_MICROS["minute"] + offset
@@ -199,11 +207,13 @@ class Reference:
         if self.terminated:  # choice 6: code 2 and nothing else, not even the case clause's errors
             self._error(UNEXPECTED, f"{name} after the program terminated")
             return
-        symbol = ("ev", name, self._classify(entry, value))
         if self.grouped:
             assert entry.group is not None
             key = tuple(evaluate(g, Scope({}, self.now, self._error, event_value=value)) for g in entry.group)
             inst = self.instances.get(key)
+            # The key picks the instance, which classifies the event: its errors carry the key
+            # (docs/language.md 7.7); a key without an instance has none yet.
+            symbol = ("ev", name, self._classify(entry, value, None if inst is None else key))
             if inst is None:
                 paths, init = self._feasible(self.matcher.lead(self.root))
                 fresh = Instance(key, paths)
@@ -226,7 +236,7 @@ class Reference:
         else:
             inst = self.single
             assert inst is not None
-            paths, strands = self._advance(inst, symbol) if not self.terminated else (frozenset(), [])
+            paths, strands = self._advance(inst, ("ev", name, self._classify(entry, value)))
             if not paths:
                 self._error(UNEXPECTED, f"{name} is not expected")
                 return
@@ -264,11 +274,11 @@ class Reference:
                 continue
             self._take(inst, paths, strands, deadline)
 
-    def _classify(self, entry: ast.InputEntry, value: Any) -> str | None:
+    def _classify(self, entry: ast.InputEntry, value: Any, key: tuple[Any, ...] | None = None) -> str | None:
         node = entry.case
         if node is None:
             return None
-        scope = Scope({}, self.now, self._error, event_value=value)
+        scope = Scope({}, self.now, lambda c, m: self._error(c, m, key), event_value=value)
         while isinstance(node, ast.CaseArm):
             node = node.then if evaluate(node.cond, scope) else node.otherwise
         return node.name
