@@ -423,7 +423,8 @@ class CodeGen:
                 # discarded event changes nothing (choice 12), not even by creating an instance.
                 # An instance not in memory may be in the host's store (Engine.loader) first.
                 out += [f"{ind}if ctx is None:",
-                        f"{ind}    ctx = _load({f'({gk},)' if one else gk})",
+                        f"{ind}    if _loader is not None:",
+                        f"{ind}        ctx = _loader({f'({gk},)' if one else gk})",
                         f"{ind}    if ctx is None:",
                         f"{ind}        if _start_row[{sym}] is None:",
                         f"{ind}            return _unexpected(None, name, {sym})",

@@ -278,7 +278,7 @@ class Engine:
     def loader(self, hook: Callable[[tuple[Any, ...]], InstanceContext | None] | None) -> None:
         if hook is not None:
             self._decompact()
-        self._loader = hook
+        self._loader = self._ns["_loader"] = hook
 
     @property
     def on_terminate(self) -> Callable[[InstanceContext], None] | None:
@@ -313,11 +313,11 @@ class Engine:
             "_settimer": self._timer_setter(),
             "_disarm": self.time.cancel_timer,
             "_cget": self._table.get,
-            "_load": self._load,
+            "_loader": None,  # Engine.loader (the property keeps it up to date)
             "_single": self._single,
             "_unexpected": self._unexpected,
             "_resolve": self._resolve,
-            "_terminate": self._terminate,
+            "_terminate": self._terminate if self.program.time_symbols else self._untimed_terminate,
             "_dirty": self.dirty,
             "_trange": self._time_out_of_range,
             "_wrap": wrap,
@@ -702,10 +702,6 @@ class Engine:
 
         return create
 
-    def _load(self, key: tuple[Any, ...]) -> InstanceContext | None:
-        loader = self._loader
-        return None if loader is None else loader(key)
-
     def _touch(self, ctx: InstanceContext) -> None:
         if self.dirty is not None:
             self.dirty[id(ctx)] = ctx
@@ -826,6 +822,21 @@ class Engine:
         self._touch(ctx)
         if self._on_terminate is not None:
             self._on_terminate(ctx)
+
+    def _untimed_terminate(self, ctx: InstanceContext) -> None:
+        """``_terminate`` for a program without timers (no timer to cancel): what the feed calls
+        at every match of a program whose instances retire, so it does the least it can."""
+        ctx.terminated = True
+        gk = ctx.gk
+        table = self._table
+        if table.get(gk) is ctx or (self.compact and table.get(gk) == ctx.state.key):  # (a compact engine's feed releases its entries itself)
+            del table[gk]
+        dirty = self.dirty
+        if dirty is not None:
+            dirty[id(ctx)] = ctx
+        hook = self._on_terminate
+        if hook is not None:
+            hook(ctx)
 
     def holds(self, ctx: InstanceContext) -> bool:
         """Is ``ctx`` the engine's live instance of its key (not terminated and released, nor
