@@ -191,7 +191,9 @@ class Reference:
             self.single = Instance(None, paths)
             self._run(self.single, strands, None)
             self._enter(self.single)
-            self.terminated = self._done(self.single) or not paths
+            # Choice 6: terminated at an accepting end. An empty language is not: its events are
+            # classified, then discarded as unexpected.
+            self.terminated = self._done(self.single)
         self._fire_due(at)
 
     def feed(self, name: str, value: Any) -> None:

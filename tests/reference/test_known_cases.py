@@ -135,3 +135,13 @@ def test_a_terminated_program_does_not_classify_later_events() -> None:
     want = [{"time": "2026-01-01T00:00:00.000000Z", "event": "$error", "value": code} for code in (4, 2)]
     assert run_reference(src, Trace(items)) == want
     assert run_tester(src, render(items, T0), lazy=False) == want
+
+
+def test_a_program_that_can_match_nothing_has_not_terminated() -> None:
+    # Choice 6 terminates an instance at an accepting end; an empty language has none, so its
+    # events are classified (the division by zero shows) before they are discarded.
+    src = "in long A case { 12 / A >= 3 ? Hi : Lo }, long C\nout long O\nA() & C()"
+    items = _items([("A", 0)])
+    want = [{"time": "2026-01-01T00:00:00.000000Z", "event": "$error", "value": code} for code in (4, 2)]
+    assert run_reference(src, Trace(items)) == want
+    assert run_tester(src, render(items, T0), lazy=False) == want
