@@ -164,49 +164,34 @@ class SplitStage(TaskStage):
     def _split(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, int]:
         """The records this task processes (its group's, and those every group's task decodes),
         the number of records of its group (each record is its record key's group's; unkeyed: 0),
-        and, in ``catch_up``, where the other groups' records move the clock before them."""
+        and, in ``catch_up``, where the other groups' records move the clock before them: before
+        a record that enters the task, if that clock moved since the previous one and the record
+        does not move it there itself (a plain record of this group at or after that time does:
+        it is checked to have done so)."""
         if not batch.num_rows:
             return batch, 0
-        key, ts, offset = batch.column("key"), batch.column("timestamp"), batch.column("offset")
-        group = pa.array(batch_groups(key, self.splits))
-        record = pc.greater_equal(offset, 0)  # not an end marker
-        no_headers = pc.fill_null(pc.equal(pc.list_value_length(batch.column("headers")), 0), True)
-        plain = pc.and_(pc.and_(pc.is_valid(key), no_headers),
-                        pc.and_(pc.and_(record, pc.greater_equal(ts, 0)), pc.less_equal(ts, MAX_TS_MS)))
-        mine = pc.equal(group, self.group)
-        skipped = pc.and_(plain, pc.invert(mine))
-        owned = pc.sum(pc.and_(mine, record)).as_py() or 0
-        self.partition_records += pc.sum(record).as_py() or 0
-        if not pc.any(skipped).as_py():
-            kept = batch
-        else:
-            kept = batch.filter(pc.invert(skipped))
-            latest = pc.cumulative_max(pc.if_else(skipped, ts, -1)).to_numpy()
-            self._catch_ups(pc.array_filter(pa.array(latest), pc.invert(skipped)), kept,
-                            pc.array_filter(plain, pc.invert(skipped)))
-            self.skipped_max = max(self.skipped_max, int(latest[-1]))
-            return kept, owned
-        self._catch_ups(pa.array([-1] * kept.num_rows, type=pa.int64()), kept, plain)
-        return kept, owned
-
-    def _catch_ups(self, latest: pa.Array, kept: pa.RecordBatch, plain: pa.Array) -> None:
-        """Before each kept record: the clock the other groups' records moved task p to, if it
-        moved since the previous kept record and the record does not move it there itself (a
-        plain record of this group at or after that time does: it is checked to have done so)."""
-        need = pc.max_element_wise(latest, self.skipped_max)
-        record = pc.greater_equal(kept.column("offset"), 0)
-        need = pc.array_filter(need, record)
-        if not len(need):
-            return
-        offsets = pc.array_filter(kept.column("offset"), record)
-        ts = pc.array_filter(kept.column("timestamp"), record)
-        plain = pc.array_filter(plain, record)
-        before = pa.concat_arrays([pa.array([self.reached], type=pa.int64()), need.slice(0, len(need) - 1)])
-        itself = pc.and_(plain, pc.greater_equal(ts, need))
-        mark = pc.and_(pc.greater(need, before), pc.invert(itself))
-        self.reached = need[-1].as_py()
-        if pc.any(mark).as_py():
-            self.catch_up.update(zip(pc.array_filter(offsets, mark).to_pylist(), pc.array_filter(need, mark).to_pylist()))
+        key = batch.column("key")
+        ts = pc.fill_null(batch.column("timestamp"), -1).to_numpy()
+        offset = batch.column("offset").to_numpy()
+        record = offset >= 0  # not an end marker
+        no_headers = pc.fill_null(pc.list_value_length(batch.column("headers")), 0).to_numpy() == 0
+        plain = key.is_valid().to_numpy(zero_copy_only=False) & no_headers & record & (ts >= 0) & (ts <= MAX_TS_MS)
+        mine = batch_groups(key, self.splits) == self.group
+        skipped = plain & ~mine
+        self.partition_records += int(np.count_nonzero(record))
+        owned = int(np.count_nonzero(mine & record))
+        enters = record & ~skipped
+        if enters.any():
+            need = np.maximum(np.maximum.accumulate(np.where(skipped, ts, -1)), self.skipped_max)[enters]
+            before = np.concatenate([[self.reached], need[:-1]])
+            mark = (need > before) & ~(plain[enters] & (ts[enters] >= need))
+            self.reached = int(need[-1])
+            if mark.any():
+                self.catch_up.update(zip(offset[enters][mark].tolist(), need[mark].tolist()))
+        if not skipped.any():
+            return batch, owned
+        self.skipped_max = max(self.skipped_max, int(ts[skipped].max()))
+        return batch.filter(pa.array(~skipped)), owned
 
     def _key_group(self, kb: bytes | None) -> int:
         if kb is None:
