@@ -116,7 +116,13 @@ def cpu_by_process() -> dict[str, float]:
 RESULTS: dict[str, list[tuple[float, float]]] = {}
 
 
+#: Substrings of the run names to measure (``--only``); empty: every run. Warm-ups always run.
+ONLY: list[str] = []
+
+
 def measure(name: str, records: int, run: Callable[[], object]) -> float:
+    if ONLY and "warm-up" not in name and not any(part in name for part in ONLY):
+        return 0.0
     c0, t0 = cpu_by_process(), time.perf_counter()
     run()
     wall = time.perf_counter() - t0
@@ -141,7 +147,10 @@ def main() -> None:
     ap.add_argument("--split", type=int, default=2, help="tasks per partition of the key-split runs")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="only the whole backfills (no read-only/noop runs)")
+    ap.add_argument("--only", default="", help="comma-separated substrings of the run names to measure "
+                                               "(e.g. 'to JSON lines' ), the others are left out")
     args = ap.parse_args()
+    ONLY.extend(part for part in args.only.split(",") if part)
     configure_gc()
     tmp = Path(tempfile.mkdtemp(prefix="bench-backfill-"))
     (tmp / "ticks.es").write_text(PROGRAM)
@@ -208,7 +217,7 @@ def bench_master(master: str, plan: Plan, keyed: Plan, split: Plan, n: int, tmp:
 
 
 def summary() -> None:
-    base = statistics.median(c for _, c in RESULTS["single process: to JSON lines"])
+    base = statistics.median(c for _, c in RESULTS.get("single process: to JSON lines", [(0.0, 1.0)]))
     print(f"\nmedians; CPU per record relative to the single process writing JSON lines ({base:,.0f} records/CPU-s)")
     for name, runs in RESULTS.items():
         if "warm-up" in name:
