@@ -58,16 +58,25 @@ def _ceil(x: float) -> float:
     return x if x != x or math.isinf(x) else float(math.ceil(x))
 
 
-def _round(x: float) -> int:
-    """Java's ``Math.round``: the floor of x + 1/2 computed exactly; NaN 0; clamped to a long."""
+def to_long(x: float, rounding: Callable[[float], int]) -> int:
+    """A double made a long as Java does: NaN 0, beyond the range the nearest bound, else rounded."""
     if x != x:
         return 0
     if x >= 2.0**63:
         return 2**63 - 1
     if x <= -(2.0**63):
         return -(2**63)
+    return rounding(x)
+
+
+def _half_up(x: float) -> int:
     low = math.floor(x)
     return low + 1 if x - low >= 0.5 else low
+
+
+def _round(x: float) -> int:
+    """Java's ``Math.round``: the floor of x + 1/2 computed exactly."""
+    return to_long(x, _half_up)
 
 
 _PURE: dict[str, Callable[..., Any]] = {

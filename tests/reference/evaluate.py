@@ -98,13 +98,7 @@ def json_double(x: float) -> float | str:
 
 def java_long_of(x: float) -> int:
     """Java's ``(long)`` cast (docs/language.md 6.3, ``long(x)``): toward zero, NaN 0, clamped."""
-    if x != x:
-        return 0
-    if x >= 2.0**63:
-        return 2**63 - 1
-    if x <= -(2.0**63):
-        return -(2**63)
-    return int(x)
+    return builtins.to_long(x, int)
 
 
 @dataclass
