@@ -51,6 +51,9 @@ STATEMENTS = [
     "!>P(sqrt(d - 1.0) + log(d));", "!>P(pow(d, 0.5) * exp(d / 100.0));", "!>O(round(d / 3.0) + round(-2.5));",
     "!>F(isNaN(d));", "!>O(hour(t) * 100 + dayOfWeek(t) + daysBetween(t, now()) + hoursBetween(t, now()));",
     "!>M(hoursAfter(1, t));",
+    # an emitted value is a snapshot (choice 9): later changes to the array or structure do not show
+    "{ r = {a: n, b: s}; !>R(r); r.a = 99; !>R(r); }", "{ !>AR(a); a[0] = n + 1; !>AR(a); }",
+    "!>AR(new long[v % 3]);",
     "!>O(v > 2 ? v : -v);", "!>M(t);", "!>O(second(now()) + minute(t) * 100 + millisecond(now()) * 10000);", "a = new long[v % 5];", "{ c = a; c[1] = n; !>O(a[1]); }",
 ]
 #: A grouped program of these statements (and no initial actions) often comes back to its start
@@ -226,7 +229,7 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
             + ("v = 1; " if draw(st.booleans()) else "") + ("b = false; " if draw(st.booleans()) else "") + "}")
     if spec.stateless:
         init = draw(st.sampled_from(["", "{ }", "{ x = 1; }", "{ !>T(0); }", "{ n = 0; }"]))
-    src = (f"in {', '.join(decls)}\nout long O, double P, string S, long T, boolean F, {{long a; string b;}} R, time M, {{}} Q\n"
+    src = (f"in {', '.join(decls)}\nout long O, double P, string S, long T, boolean F, {{long a; string b;}} R, time M, {{}} Q, long[] AR\n"
            f"{init}\n{draw(st.sampled_from(forms)).format(body.text)}\n")
     return src, spec
 
