@@ -62,8 +62,8 @@ def _engines(src: str) -> tuple[Engine, Engine, list[Emitted], list[Emitted]]:
     prog = compile_source(src, name="c").require()
     a: list[Emitted] = []
     b: list[Emitted] = []
-    compact, normal = Engine(prog, a.append, SimulatedTimeProvider()), Engine(prog, b.append, SimulatedTimeProvider(),
-                                                                             compact=False)
+    compact = Engine(prog, a.append, SimulatedTimeProvider())  # retires (a compact engine's default)
+    normal = Engine(prog, b.append, SimulatedTimeProvider(), compact=False, retire=True)
     assert compact.compact and not normal.compact
     return compact, normal, a, b
 

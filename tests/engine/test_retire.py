@@ -126,12 +126,20 @@ def test_a_retiring_instance_is_released_like_a_terminated_one() -> None:
     assert ctx is not None and not ctx.terminated and kept.instance_count == 1
 
 
-def test_the_environment_variable_forces_retiring_off() -> None:
+@pytest.mark.parametrize(("env", "track_dirty", "kept"), [
+    ("off", True, 1), ("on", False, 0), ("auto", True, 0), ("auto", False, 1), ("", False, 1)])
+def test_the_environment_variable(env: str, track_dirty: bool, kept: int) -> None:
+    """"auto" (the default) retires for hosts that persist instances, who pay per instance."""
     prog = compile_source(ECHO, name="echo").require()
-    with mock.patch.dict(os.environ, {RETIRE_ENV: "off"}):
-        engine = Engine(prog)
+    with mock.patch.dict(os.environ, {RETIRE_ENV: env}):
+        engine = Engine(prog, track_dirty=track_dirty)
     engine.feed("Reading", 1.0)
-    assert engine.instance_count == 1
+    assert engine.instance_count == kept
+
+
+def test_a_wrong_mode_says_which_are_right() -> None:
+    with mock.patch.dict(os.environ, {RETIRE_ENV: "yes"}), pytest.raises(ValueError, match="auto, on, off"):
+        Engine(compile_source(ECHO, name="echo").require())
 
 
 def test_a_timer_output_of_a_recreated_instance() -> None:
@@ -142,7 +150,7 @@ def test_a_timer_output_of_a_recreated_instance() -> None:
     for retire in (True, False):
         clock = SimulatedTimeProvider()
         out: list[Emitted] = []
-        engine = Engine(prog, out.append, clock, retire=retire)
+        engine = Engine(prog, out.append, clock, retire=retire, track_dirty=True)
         engine.feed("A", 3)
         clock.advance_to(2_000_000)
         engine.feed("A", 5)

@@ -61,9 +61,13 @@ LAZY_MODES = ("auto", "cache", "simulate")
 LAZY_MODE_ENV = "EVENTSCRIPT_LAZY_MODE"
 #: Whether a grouped instance entering a state where it equals a fresh one is released
 #: ("retired", see ``engine.liveness``). Engines created without ``retire`` take it from this
-#: environment variable ("on", the default, or "off"), so a whole tester or conformance run can
-#: be compared with retirement forced off: ``EVENTSCRIPT_RETIRE=off eventscript test ...``.
+#: environment variable: "auto" (the default) retires where it saves something, for hosts that
+#: persist instances (``track_dirty``: a store entry and a changelog record per instance) and
+#: in compact engines (a table entry); elsewhere a retired instance would be made again at its
+#: key's next event, which costs more than keeping it (~1 µs per match). "on" and "off" force
+#: it, so a whole tester or conformance run can be compared: ``EVENTSCRIPT_RETIRE=on eventscript test``.
 RETIRE_ENV = "EVENTSCRIPT_RETIRE"
+RETIRE_MODES = ("auto", "on", "off")
 #: Whether a grouped program without variables, timers or initial actions keeps each key's bare
 #: state in its table ("compact", no context per key) when its host persists nothing. Engines
 #: created without ``compact`` take it from this environment variable ("on", the default, or "off").
@@ -192,13 +196,16 @@ class Engine:
             self._ns["_start_row"] = self._start.row
             self._init_fn = self._function(init_units, self._start, None) or _no_actions
             self._materialize()
-            if retire if retire is not None else os.environ.get(RETIRE_ENV, "on") != "off":
-                self._retire()
-        self.snapshot = self._snapshotter()  # type: ignore[method-assign]
-        self._ns["_create"] = self._creator()
         if compact is None:
             compact = os.environ.get(COMPACT_ENV, "on") != "off"
         self.compact = compact and self._compactable(track_dirty)
+        mode = ("on" if retire else "off") if retire is not None else os.environ.get(RETIRE_ENV) or "auto"
+        if mode not in RETIRE_MODES:
+            raise ValueError(f"retire (or ${RETIRE_ENV}) must be one of {', '.join(RETIRE_MODES)}, not {mode!r}")
+        if self.positions is None and (mode == "on" or (mode == "auto" and (track_dirty or self.compact))):
+            self._retire()
+        self.snapshot = self._snapshotter()  # type: ignore[method-assign]
+        self._ns["_create"] = self._creator()
         self._define_feeds(track_dirty)
 
     def _define_feeds(self, track_dirty: bool) -> None:
