@@ -192,7 +192,9 @@ def bench_master(master: str, plan: Plan, keyed: Plan, split: Plan, n: int, tmp:
     slots = spark.sparkContext.defaultParallelism
     command = dataclasses.replace(plan, split=auto_split(plan, slots))  # what `backfill` runs by default
     spark.sparkContext.setLogLevel("ERROR")
-    measure(f"{master}: warm-up (JVM, Python workers)", n, lambda: output_frame(spark, plan).count())
+    # Both kinds of Python worker: the data source's and mapInArrow's (the first run of each pays for them).
+    measure(f"{master}: warm-up (JVM, Python workers)", n, lambda: (output_frame(spark, plan).count(),
+                                                                    output_frame(spark, command, fused=True).count()))
     if not quick:
         measure(f"{master}: data source read only", n, lambda: spark.read.format("eventscript_backfill")
                 .option("plan", plan.to_json()).load().write.format("noop").mode("overwrite").save())
