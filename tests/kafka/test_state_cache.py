@@ -9,7 +9,9 @@ engine on a simulated clock, as the tester runs a trace: ``kafka_helpers.uninter
 
 from __future__ import annotations
 
+import gc
 import random
+import resource
 import signal
 import time
 from pathlib import Path
@@ -265,3 +267,43 @@ def test_a_worker_with_a_small_cache_killed_and_restarted_is_exact(broker: Broke
     assert any(line[0] == "Quiet" for lines in want.values() for line in lines)
     assert "evicted to the store" in log.read_text(), "the cache never evicted: the test would prove nothing"
     assert committed_states(tmp_path / "state") == Oracle(PROGRAM, "Tick", in_records).states
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def test_memory_stays_bounded_with_far_more_live_instances_than_the_cache(tmp_path: Path) -> None:
+    """200,000 live instances, each with a pending timer, through a cache of 10,000 (issue 10: a
+    task must serve far more keys than it holds): the engine never holds more than the cache and
+    a batch, the counts are right for keys that come back after being evicted (read from the
+    store), and the resident set grows by far less than the instances would take in memory (~900
+    bytes each with a timer: ~130 MiB for the last 150,000), so the store is the store of record."""
+    program = PROGRAM.replace("30 seconds", "1 days")  # every instance stays alive to the end
+    cache, batch, fresh, again = 10_000, 5_000, 200_000, 30_000
+    rnd = random.Random(3)
+    order = [f"k{i}" for i in range(fresh)] + [f"k{rnd.randrange(fresh)}" for _ in range(again)]
+    occurrences: dict[str, int] = {}
+    want = [occurrences.__setitem__(k, occurrences.get(k, 0) + 1) or occurrences[k] for k in order]
+    del occurrences
+    task = _task(tmp_path / "t", cache, program)
+    wrong = outputs = base = 0
+    for start in range(0, len(order), batch):
+        if start == 50_000:
+            gc.collect()
+            base = _rss()
+        chunk = order[start:start + batch]
+        records = [ArrowRecord("in", 0, start + j, T0 + start + j, k.encode(), orjson.dumps({"k": k, "n": start + j}),
+                               None) for j, k in enumerate(chunk)]
+        for line in _lines(_feed(task, records)):
+            wrong += line[0] != "Count" or line[1]["count"] != want[outputs] or line[1]["k"] != order[outputs]
+            outputs += 1
+        _commit(task)
+        assert len(task.engine.contexts) <= cache + batch
+    gc.collect()
+    grown = _rss() - base
+    assert outputs == len(order) and wrong == 0
+    assert task.cache.evicted >= fresh - cache and task.cache.loaded > 0
+    assert grown < 48 << 20, f"RSS grew by {grown >> 20} MiB over 150,000 more live instances"
+    task.close()
