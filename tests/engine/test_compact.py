@@ -1,8 +1,8 @@
 """Compact engines: a grouped program with nothing but a state per key keeps the bare state in
 its table (issue 11 item 2: memory per key), and contexts only when someone asks for one.
 
-- outputs equal a normal engine's (``compact=False`` / ``$EVENTSCRIPT_COMPACT=off``) on the
-  conformance suite and on random programs without variables or timers;
+- outputs equal a normal engine's (``compact=False`` / ``$EVENTSCRIPT_COMPACT=off``) on random
+  programs without variables or timers (and on the conformance suite: test_retire);
 - the public interface is the same: ``contexts``, ``holds``, ``instance_count``, snapshots and
   restores (across compact and normal engines), ``feed_keyed``, errors carrying the key;
 - setting a host hook (``loader``, ``on_terminate``, ``origin_of``) turns the engine into a
@@ -11,15 +11,11 @@ its table (issue 11 item 2: memory per key), and contexts only when someone asks
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from unittest import mock
+from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
-from test_conformance_cases import CASE_DIRS, run_case
-from test_retire import keyed_programs
+from test_retire import keyed_programs, on_and_off
 
 from eventscript.automata.compile import compile_source
 from eventscript.engine.engine import COMPACT_ENV, Engine
@@ -32,18 +28,8 @@ ABC = "in string A group(A), string B group(B), string C group(C)\nout string Z\
 PAIR = "in {string a; long b;} E group(E.a, E.b), long F group(\"f\", F)\nout long O\nE() F() { !>O(group[1]); } E()\n"
 
 
-def _both(run):  # type: ignore[no-untyped-def]
-    with mock.patch.dict(os.environ, {COMPACT_ENV: "on"}):
-        on = run()
-    with mock.patch.dict(os.environ, {COMPACT_ENV: "off"}):
-        off = run()
-    return on, off
-
-
-@pytest.mark.parametrize("case", CASE_DIRS, ids=[p.name for p in CASE_DIRS])
-def test_conformance_case_compact_and_not(case: Path) -> None:
-    on, off = _both(lambda: run_case(case, lazy=False))
-    assert on == off
+def _both(run: Any) -> tuple[Any, Any]:
+    return on_and_off(COMPACT_ENV, run)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -24,7 +24,7 @@ from test_conformance_cases import CASE_DIRS, run_case
 
 from eventscript.automata.compile import compile_source
 from eventscript.automata.compiled import CompiledProgram
-from eventscript.engine.engine import RETIRE_ENV, Engine
+from eventscript.engine.engine import COMPACT_ENV, RETIRE_ENV, Engine
 from eventscript.engine.events import Emitted
 from eventscript.engine.liveness import live_variables, retiring_states, use_def
 from eventscript.engine.time_provider import SimulatedTimeProvider
@@ -163,17 +163,24 @@ def test_a_timer_output_of_a_recreated_instance() -> None:
 # retiring on and off give the same outputs
 
 
-def _both(run: Any) -> tuple[Any, Any]:
-    with mock.patch.dict(os.environ, {RETIRE_ENV: "on"}):
+def on_and_off(env: str, run: Any) -> tuple[Any, Any]:
+    """run() with the environment variable env "on", then "off" (engines read it when made)."""
+    with mock.patch.dict(os.environ, {env: "on"}):
         on = run()
-    with mock.patch.dict(os.environ, {RETIRE_ENV: "off"}):
+    with mock.patch.dict(os.environ, {env: "off"}):
         off = run()
     return on, off
 
 
+def _both(run: Any) -> tuple[Any, Any]:
+    return on_and_off(RETIRE_ENV, run)
+
+
+@pytest.mark.parametrize("env", [RETIRE_ENV, COMPACT_ENV])
 @pytest.mark.parametrize("case", CASE_DIRS, ids=[p.name for p in CASE_DIRS])
-def test_conformance_case_with_and_without_retiring(case: Path) -> None:
-    on, off = _both(lambda: run_case(case, lazy=False))
+def test_conformance_case_with_and_without(case: Path, env: str) -> None:
+    """Retiring, and compact engines (test_compact), on and off."""
+    on, off = on_and_off(env, lambda: run_case(case, lazy=False))
     assert on == off
 
 
