@@ -40,7 +40,7 @@ def test_random_programs_compact_and_not(data: st.DataObject) -> None:
     assume(compiles(source))
     _, text = data.draw(generate.traces(spec))
     note(f"program:\n{source}\ntrace:\n{text}")
-    on, off = _both(lambda: run_tester(source, text, lazy=False))
+    on, off = _both(lambda: run_tester(source, text, lazy=False, error_keys=True))
     assert on == off
 
 

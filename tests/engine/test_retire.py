@@ -40,7 +40,10 @@ SETTINGS = settings(max_examples=60, deadline=None,
 ECHO = "in double Reading group(Reading)\nout double Echo\n( Reading(r) { !>Echo(r); } )*\n"
 
 
-def _prog(body: str, decls: str = "in long A group(A % 2), long B group(B % 2)\nout long O\n") -> CompiledProgram:
+def _prog(body: str, decls: str | None = None) -> CompiledProgram:
+    """``body`` under inputs A (and B when it names B) grouped by value % 2, and an output O."""
+    if decls is None:
+        decls = "in long A group(A % 2)" + (", long B group(B % 2)" if "B(" in body else "") + "\nout long O\n"
     return compile_source(decls + body + "\n", name="t").require()
 
 
@@ -55,7 +58,8 @@ def _retires(p: CompiledProgram) -> bool:
 
 @pytest.mark.parametrize(("body", "retires"), [
     ("( A(x) { !>O(x); } )*", True),  # the echo: x is stored before every read
-    ("( A(x) B() { !>O(x); } )*", True),  # x is live after A, not at the start
+    ("( A(x) B() { !>O(x); } | B() )*", True),  # x is live after A, not at the start
+    ("( A(x) B() { !>O(x); } )*", False),  # B is discarded at the start: its $error would carry the key
     ("( A(x) { y = x; !>O(y); } )*", True),  # written, then read
     ("{ n = 0; } ( A() { n = n + 1; } )*", False),  # the counter
     ("( A(x) { !>O(y); y = x; } )*", False),  # read what the previous match wrote
@@ -75,6 +79,11 @@ def test_which_start_states_retire(body: str, retires: bool) -> None:
 
 def test_an_ungrouped_program_keeps_its_instance() -> None:
     assert not _retires(_prog("( A(x) { !>O(x); } )*", "in long A\nout long O\n"))
+
+
+def test_a_case_clause_that_may_fail_stops_retiring() -> None:
+    # Its $error carries the key of the instance that classifies the event, none without one.
+    assert not _retires(_prog("( A(v) )*", "in long A group(A % 2) case { 12 / A >= 3 ? Hi : Lo }\nout long O\n"))
 
 
 def test_a_classifier_reading_a_variable_stops_retiring() -> None:
@@ -225,7 +234,7 @@ def _reenters(source: str) -> bool:
 
 def _agree(source: str, text: str) -> None:
     note(f"program:\n{source}\ntrace:\n{text}")
-    on, off = _both(lambda: run_tester(source, text, lazy=False))
+    on, off = _both(lambda: run_tester(source, text, lazy=False, error_keys=True))
     assert on == off
 
 
