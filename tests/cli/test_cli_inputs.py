@@ -140,3 +140,21 @@ def test_produce_reads_the_trace_before_contacting_kafka(files: Path, capsys: py
         assert main(["produce", str(files / "topology.yaml"), "--trace", str(files / trace)]) == 2
         assert says in capsys.readouterr().err
         assert time.monotonic() - started < 5  # no wait for the (absent) broker
+
+
+@pytest.mark.parametrize(("value", "parsed"), [("auto", "auto"), ("1", 1), ("4", 4)])
+def test_backfill_split_takes_auto_or_a_positive_count(value: str, parsed: object) -> None:
+    from eventscript.cli.main import build_parser
+
+    args = build_parser().parse_args(["backfill", "t.yaml", "--split", value])
+    assert args.split == parsed
+    assert build_parser().parse_args(["backfill", "t.yaml"]).split == "auto"
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_backfill_split_refuses_other_values(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from eventscript.cli.main import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["backfill", "t.yaml", "--split", value])
+    assert "--split" in capsys.readouterr().err

@@ -46,10 +46,18 @@ def setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--key-groups", type=positive_int, metavar="N",
                    help="key-parallel mode: N tasks, each running the keys hashed to it (more parallelism than "
                         "the inputs have partitions; default: one task per input partition)")
+    p.add_argument("--split", type=_split_arg, default="auto", metavar="N|auto",
+                   help="key-split mode: N tasks per input partition, each reading all of it and running one key "
+                        "group (default auto: from Spark's slots when they outnumber the partitions; 1: partition "
+                        "mode)")
     p.add_argument("--batch-size", type=positive_int, default=10_000, metavar="N",
                    help="records per Arrow batch handed to a task (default 10000)")
     p.add_argument("--no-ui", action="store_true", help="do not start Spark's web UI")
     p.add_argument("-v", "--verbose", action="store_true", help="show Spark's own log lines")
+
+
+def _split_arg(text: str) -> int | str:
+    return "auto" if text == "auto" else positive_int(text)
 
 
 def _event_topic(text: str) -> tuple[str, str]:
@@ -97,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
         backfill(topo, cfg, output=args.output, inputs=args.input, start=args.start, stop=args.stop,
                  until_us=until_us, master=args.master, partitions=args.partitions, batch_size=args.batch_size,
                  ui=not args.no_ui, verbose=args.verbose, output_topics=dict(args.output_topic),
-                 error_topic=args.error_topic, handover=args.handover, force=args.force, key_groups=args.key_groups or 0)
+                 error_topic=args.error_topic, handover=args.handover, force=args.force, key_groups=args.key_groups or 0,
+                 split=args.split)
     except BackfillFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1 if exc.after_start else 2
