@@ -2,12 +2,13 @@
 
 Spark task (p, j), for input partition p and key group j < S, reads p's whole range as partition
 mode's task p does and runs the worker's own :class:`~eventscript.kafka.task.Task` over it, but
-the program sees only the records whose group key is in key group j (CRC-32 of the key's routing
-bytes, as in key-parallel mode). The other groups' records only move the task's record clock, as
-they move task p's: every key's timers fire at the same points of its history, each at its own
-deadline, and its records are processed at the same record time. So per key the outputs (values,
-order, ``es-id``) and the hand-over state are partition mode's, with no shuffle and no second
-decoding of a record — the key-parallel mode's costs.
+the program sees only the records whose group key is in key group j (:func:`key_group` of the
+key's routing bytes, a hash that numpy computes over a whole Arrow batch). The other groups'
+records only move the task's record clock, as they move task p's: every key's timers fire at the
+same points of its history, each at its own deadline, and its records are processed at the same
+record time. So per key the outputs (values, order, ``es-id``) and the hand-over state are
+partition mode's, with no shuffle and no second decoding of a record — the key-parallel mode's
+costs.
 
 What makes it cheap: a record of another group is not decoded at all. Its group is read from its
 record key (the routing bytes of its group key, when it is keyed as the input's key format says —
