@@ -415,20 +415,31 @@ class CodeGen:
                         f"{ind}    _err(ctx, 2, 'program has terminated')",
                         f"{ind}    return ctx"]
             planned = plans is not None and lazy is None and isinstance(inp.classify, ir.CaseSymbol)
-            if not planned:
-                out.append(f"{ind}sym = {self._classify(inp.classify)}")
+            classify = None if planned else self._classify(inp.classify)
+            fails = classify is not None and "ctx" in classify
+            if classify is not None and not (grouped and fails):
+                out.append(f"{ind}sym = {classify}")
             sym = str(inp.classify.symbol) if planned else "sym"
             if grouped:
                 # A key's first event creates its instance only if the start state accepts it: a
                 # discarded event changes nothing (choice 12), not even by creating an instance.
                 # An instance not in memory may be in the host's store (Engine.loader) first.
-                out += [f"{ind}if ctx is None:",
+                # Errors about the event carry its key all the same (docs/language.md 7.7): a case clause
+                # that can fail classifies with a stand-in (``_keyed``) when there is no instance.
+                if fails:
+                    out += [f"{ind}if ctx is not None:", f"{ind}    sym = {classify}"]
+                out += [f"{ind}{'else' if fails else 'if ctx is None'}:",
                         f"{ind}    if _loader is not None:",
                         f"{ind}        ctx = _loader({f'({gk},)' if one else gk})",
-                        f"{ind}    if ctx is None:",
-                        f"{ind}        if _start_row[{sym}] is None:",
-                        f"{ind}            return _unexpected(None, name, {sym})",
+                        f"{ind}    if ctx is None:"]
+                if fails:
+                    out += [f"{ind}        ctx = _keyed({gk})",
+                            f"{ind}        sym = {classify}"]
+                out += [f"{ind}        if _start_row[{sym}] is None:",
+                        f"{ind}            return _unexpected_key({gk}, name, {sym})",
                         f"{ind}        ctx = _create({gk})"]
+                if fails:
+                    out += [f"{ind}    else:", f"{ind}        sym = {classify}"]
             if lazy is not None:
                 body = ["m = ctx.state",
                         "if _SIM:",
@@ -500,13 +511,13 @@ class CodeGen:
                 out.append(f"{ind}st = _cget({gk})")
                 if plan is None:
                     classify = self._classify(inp.classify)
-                    if "ctx" in classify:  # an error while classifying belongs to the instance
-                        out.append(f"{ind}ctx = None if st is None else _view({gk}, st)")
+                    if "ctx" in classify:  # an error while classifying carries the key (language.md 7.7)
+                        out.append(f"{ind}ctx = _keyed({gk})")
                     out.append(f"{ind}sym = {classify}")
                     sym = "sym"
                 out += [f"{ind}if st is None:",
                         f"{ind}    if {self._compact_table('N', sym)}[_S] is None:",
-                        f"{ind}        return _unexpected(None, name, {sym})",
+                        f"{ind}        return _unexpected_key({gk}, name, {sym})",
                         f"{ind}    st = _S"]
             out += [ind + line for line in self.compact_step(sym, gk, plan)]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]

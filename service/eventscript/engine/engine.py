@@ -206,6 +206,7 @@ class Engine:
             self._retire()
         self.snapshot = self._snapshotter()  # type: ignore[method-assign]
         self._ns["_create"] = self._creator()
+        self._ns["_keyed"] = self._keyer()
         self._define_feeds(track_dirty)
 
     def _define_feeds(self, track_dirty: bool) -> None:
@@ -323,6 +324,7 @@ class Engine:
             "_loader": None,  # Engine.loader (the property keeps it up to date)
             "_single": self._single,
             "_unexpected": self._unexpected,
+            "_unexpected_key": self._unexpected_key,
             "_resolve": self._resolve,
             "_terminate": self._terminate if self.program.time_symbols else self._untimed_terminate,
             "_dirty": self.dirty,
@@ -765,13 +767,29 @@ class Engine:
         self._error(ctx, ErrorCode.UNEXPECTED_EVENT,
                     f"unexpected event {name}" if inp.classify is None
                     else f"unexpected event {name} ({self.program.symbols[sym].name})")
-        if ctx is None:
+        if ctx is None or ctx.state is None:  # (a ``_keyed`` stand-in: no instance)
             return None
         if self._terminal(ctx.state):
             self._terminate(ctx)
         else:
             self._touch(ctx)
         return ctx
+
+    def _keyer(self) -> Callable[[Any], InstanceContext]:
+        """``_keyed(gk)`` for the generated feed: a stand-in context of the table key ``gk`` with
+        no state, in no table, so that errors about an event of a key without an instance
+        carry the key as an instance's would (docs/language.md 7.7)."""
+        cls = self._context_class
+
+        def keyed(gk: Any) -> InstanceContext:
+            return cls(gk, None, NO_VARIABLES)
+
+        return keyed
+
+    def _unexpected_key(self, gk: Any, name: str, sym: int) -> None:
+        """A key's first event that the start state does not accept: ``$error`` 2 with the key,
+        and no instance (a discarded event changes nothing, choice 12)."""
+        self._unexpected(self._ns["_keyed"](gk), name, sym)
 
     def fire_timer(self, ctx: InstanceContext, deadline: int) -> None:
         """Deliver the time event of ctx's pending timer (called by the time provider)."""

@@ -21,17 +21,16 @@ only assign variables with expressions that can neither fail (``$error``) nor ca
 Case-clause conditions and group-clause expressions see no variables (conformance choice 11); if
 one ever did, nothing would retire.
 
-One more thing tells an instance at its start from no instance: an ``$error`` raised inside an
-instance carries its key (docs/language.md 7.7), one about a key without an instance does not.
-So the start state retires only if no such error can arise there: it has a transition on every
-event symbol (no event is discarded, ``$error`` 2) and no case-clause condition can fail.
+Errors do not tell an instance at its start from no instance: an ``$error`` about an event
+carries the event's group key whether or not the key has an instance (docs/language.md 7.7; the
+generated feed classifies a key's first event with a stand-in carrying the key), so an event the
+start state discards, or a case clause that fails, reports the same with or without one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from ..automata.machine import DFAMachine
 from ..language import ir
@@ -172,21 +171,6 @@ def classifiers_read_variables(program: ir.ProgramIR) -> bool:
     return any(reads(x) for x in nodes)
 
 
-def errors_tell_instances(program: ir.ProgramIR, start: dict[int, Any]) -> bool:
-    """Could an event's ``$error`` differ between a key at the start state and a key without an
-    instance? Yes if the start state discards some event symbol, or a case clause may fail."""
-    if any(sym.kind != "time" and sym.index not in start for sym in program.symbols):
-        return True
-    stack = [inp.classify for inp in program.inputs]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ir.CaseArm):
-            if not _harmless(node.cond):
-                return True
-            stack += [node.then, node.otherwise]
-    return False
-
-
 def retiring_states(program: ir.ProgramIR, machine: DFAMachine) -> frozenset[int]:
     """The DFA states (numbers) an instance of this grouped program may be released in: the start
     state when it is untimed, no variable is live there and the initial actions are repeatable;
@@ -198,11 +182,9 @@ def retiring_states(program: ir.ProgramIR, machine: DFAMachine) -> frozenset[int
         return frozenset()
     if classifiers_read_variables(program) or not init_repeatable(program, init_units):
         return frozenset()
-    if errors_tell_instances(program, machine.transitions(start)):
-        return frozenset()
     if program.variables and live_variables(program, machine)[start]:
         return frozenset()
     return frozenset({start})
 
 
-__all__ = ["errors_tell_instances", "init_repeatable", "live_variables", "reads", "retiring_states", "use_def"]
+__all__ = ["init_repeatable", "live_variables", "reads", "retiring_states", "use_def"]
