@@ -106,3 +106,15 @@ def test_a_host_hook_turns_a_compact_engine_into_a_normal_one() -> None:
     assert compact.holds(ctx) and compact.contexts[("x",)] is ctx
     compact.feed("B", "x")
     assert compact.feed("C", "x") is ctx and ended == [ctx] and compact.instance_count == 0
+
+
+def test_an_output_handler_turns_a_compact_engine_into_a_normal_one() -> None:
+    """A compact feed emits by key (no context per match); a handler takes a context."""
+    compact, _, a, _ = _engines(ABC)
+    compact.feed("A", "x")
+    seen: list[tuple[Any, Any]] = []
+    compact.set_output_handler("Z", lambda ctx, value: seen.append((ctx.key, value)))
+    assert not compact.compact and compact.instance_count == 1
+    compact.feed("B", "x")
+    compact.feed("C", "x")
+    assert seen == [(("x",), "x")] and a == []

@@ -103,9 +103,13 @@ INLINE_DEPTH = 30
 class CodeGen:
     def __init__(self, program: ir.ProgramIR) -> None:
         self.p = program
-        self._units: dict[int, list[str]] = {}
+        self._units: dict[tuple[int, bool], list[str]] = {}
         self._depth = 0
         self.one_key = one_value_key(program)
+        #: Generating actions for a compact feed (``compact_step``): the key is the table key
+        #: ``gk``, not ``ctx.gk``, and outputs go to ``_ek<k>(gk, value)``, so that a match that
+        #: only emits builds no context.
+        self.by_key = False
 
     # -- expressions ---------------------------------------------------------------------
 
@@ -137,7 +141,8 @@ class CodeGen:
         if isinstance(e, ir.EventVal):
             return "ev"
         if isinstance(e, ir.Key):
-            return "ctx.gk" if self.one_key else f"ctx.gk[{e.n}]"
+            gk = "gk" if self.by_key else "ctx.gk"
+            return gk if self.one_key else f"{gk}[{e.n}]"
         if isinstance(e, ir.Unary):
             x = self.expr(e.x)
             if e.op == "!":
@@ -241,7 +246,7 @@ class CodeGen:
             value = self.expr(a.value)
             if needs_copy(t) and not _fresh(a.value):
                 value = f"[*{value}]" if _flat(t) else f"_copy({value})"
-            out.append(f"{ind}_e{a.output}(ctx, {value})")
+            out.append(f"{ind}_ek{a.output}(gk, {value})" if self.by_key else f"{ind}_e{a.output}(ctx, {value})")
         elif isinstance(a, ir.If):
             out.append(f"{ind}if {self.expr(a.cond)}:")
             self._body(a.then, ind + "    ", out)
@@ -263,11 +268,11 @@ class CodeGen:
             out.append(f"{ind}pass")
 
     def unit_lines(self, unit: int) -> list[str]:
-        lines = self._units.get(unit)
+        lines = self._units.get((unit, self.by_key))
         if lines is None:
             lines = []
             self.actions(self.p.units[unit].actions, "    ", lines)
-            self._units[unit] = lines
+            self._units[(unit, self.by_key)] = lines
         return lines
 
     # -- timers ---------------------------------------------------------------------------
@@ -338,17 +343,24 @@ class CodeGen:
         return "\n".join([f"def {name}(ctx, ev):", *body])
 
     def transition_body(self, units: tuple[int, ...], timers: tuple[int, ...] | None,
-                        disarm: bool) -> list[str] | None:
-        """The body of :meth:`transition` (indented one level), or None when it would be empty."""
+                        disarm: bool, by_key: bool = False) -> list[str] | None:
+        """The body of :meth:`transition` (indented one level), or None when it would be empty.
+        ``by_key``: for a compact feed (see ``by_key``; such programs have no timers)."""
         body: list[str] = []
-        for u in units:
-            body.extend(self.unit_lines(u))
+        self.by_key = by_key
+        try:
+            for u in units:
+                body.extend(self.unit_lines(u))
+        finally:
+            self.by_key = False
         if timers:
             body.extend(self.timer_start_lines(list(timers)))
         elif disarm:
             body.append("    _disarm(ctx)")
         if not body:
             return None
+        if not any("v[" in line for line in body):  # no variable read nor written: no load
+            return body
         return ["    v = ctx.vars", *body]
 
     # -- classification and group keys ---------------------------------------------------
@@ -529,30 +541,41 @@ class CodeGen:
 
     @classmethod
     def compact_step(cls, sym: str, gk: str, plan: SymbolPlan | None) -> list[str]:
-        """The step of a compact feed from state number ``st``: a context (``_view``) is built
-        only for actions and errors, which need one (for the key); the table then holds the
+        """The step of a compact feed from state number ``st``: a context (``_view``, inlined for
+        actions as ``_VC(gk, _ST[t], _NV)``: one call fewer per match) is built only for actions
+        and errors, which need one (for the key); the table then holds the
         target, or loses the key when the target ends the instance."""
         nxt, fns = cls._compact_table("N", sym), cls._compact_table("F", sym)
         lines = [f"t = {nxt}[st]"]
         if plan is None or not plan.total:
             lines += ["if t is None:", f"    return _unexpected(_view({gk}, st), name, {sym})"]
         if plan is None:
-            lines += [f"fn = {fns}[st]", "if fn is not None:", f"    fn(_view({gk}, t), ev)"]
+            lines += [f"fn = {fns}[st]", "if fn is not None:", f"    fn(_VC({gk}, _ST[t], _NV), ev)"]
         elif plan.uniform:
-            lines += [f"ctx = _view({gk}, t)", *(line[4:] for line in plan.bodies[0])]
+            lines += [line[4:] for line in cls._by_key(plan.bodies[0], gk)]
         elif plan.bodies or plan.calls:
-            lines += [f"code = _K{sym}[st]", "if code:", f"    ctx = _view({gk}, t)"]
+            lines += [f"code = _K{sym}[st]", "if code:"]
             for k, body in enumerate(plan.bodies, 1):
                 lines.append(f"    {'if' if k == 1 else 'elif'} code == {k}:")
-                lines += ["    " + line for line in body]
+                lines += ["    " + line for line in cls._by_key(body, gk)]
             if plan.calls:
-                lines += [f"    {'elif' if plan.bodies else 'if'} code:", f"        {fns}[st](ctx, ev)"]
+                lines += [f"    {'elif' if plan.bodies else 'if'} code:",
+                          f"        {fns}[st](_VC({gk}, _ST[t], _NV), ev)"]
         if plan is None or plan.ends:
             lines += ["if _E[t]:", f"    _tab.pop({gk}, None)", "else:", f"    _tab[{gk}] = t"]
         else:
             lines.append(f"_tab[{gk}] = t")
         lines.append("return None")
         return lines
+
+    @staticmethod
+    def _by_key(body: list[str], gk: str) -> list[str]:
+        """A compact feed's inlined body (made ``by_key``): the context it needs, if any (an
+        error or a function call takes one; emitting and reading the key do not), and ``gk``."""
+        head = [] if gk == "gk" else [f"    gk = {gk}"]
+        if any("ctx" in line for line in body):
+            head.append("    ctx = _VC(gk, _ST[t], _NV)")
+        return head + body
 
     @staticmethod
     def _planned_step(sym: int, plan: SymbolPlan, track_dirty: bool) -> list[str]:

@@ -211,7 +211,7 @@ class Engine:
 
     def _define_feeds(self, track_dirty: bool) -> None:
         lazy = self._simulated_step_lines() if self.positions is not None else None
-        plans = self._symbol_plans() if self.positions is None else None
+        plans = self._symbol_plans(self.compact) if self.positions is None else None
         if self.compact:
             self.contexts.view = self._view
             self._ns.update(self._compact_tables())
@@ -238,7 +238,8 @@ class Engine:
         numbered 0 to n - 1)."""
         states = [self._states[k] for k in range(len(self._states))]
         ns: dict[str, Any] = {"_tab": self._table, "_S": self._start.key, "_view": self._view,
-                              "_E": tuple(st.ends for st in states)}
+                              "_E": tuple(st.ends for st in states), "_ST": tuple(states),
+                              "_VC": self._context_class, "_NV": NO_VARIABLES}
         nxt, fns = [], []
         for sym in range(self.nsym):
             rows = [st.row[sym] for st in states]
@@ -412,7 +413,7 @@ class Engine:
         for key in retiring_states(self.program, self.machine):
             self._states[key].ends = True
 
-    def _symbol_plans(self) -> dict[int, SymbolPlan]:
+    def _symbol_plans(self, by_key: bool = False) -> dict[int, SymbolPlan]:
         """For each symbol, number the distinct functions of the eager DFA's transitions on it
         (``RTrans.code``) and say what the feed must handle: the first INLINE_BODIES functions of
         at most INLINE_LINES lines are inlined in the feed, saving a call per event."""
@@ -436,7 +437,7 @@ class Engine:
                 code = codes.get(tr.fn)
                 if code is None:
                     code = codes[tr.fn] = sum(1 for f in codes if f is not None) + 1
-                    body = self._gen.transition_body(*keys[tr.fn])
+                    body = self._gen.transition_body(*keys[tr.fn], by_key=by_key)
                     if code == len(bodies) + 1 and len(bodies) < INLINE_BODIES and body is not None \
                             and len(body) <= INLINE_LINES:
                         bodies.append(body)
@@ -581,11 +582,18 @@ class Engine:
             if one:  # the key tuple without the property call
                 def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
                     consumer(Emitted(name, _n, value, _t, now(), (ctx.gk,)))
+
+                def emit_key(gk: Any, value: Any, _n: str = out_name, _t: Type = ty) -> None:
+                    consumer(Emitted(name, _n, value, _t, now(), (gk,)))
             else:
                 def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
                     consumer(Emitted(name, _n, value, _t, now(), ctx.key))
 
+                def emit_key(gk: Any, value: Any, _n: str = out_name, _t: Type = ty) -> None:
+                    consumer(Emitted(name, _n, value, _t, now(), gk))
+
             self._ns[f"_e{k}"] = handlers.get(out_name, emit)
+            self._ns[f"_ek{k}"] = emit_key  # (compact feeds; an output handler turns them off)
 
     def set_output_handler(self, output: str, handler: Callable[[InstanceContext, Any], None]) -> None:
         """Deliver one output event's emissions to ``handler(ctx, value)`` instead of the consumer
@@ -593,6 +601,7 @@ class Engine:
         emission time is ``self.time.now()``, the key ``ctx.key``."""
         if output not in self.output_names:
             raise KeyError(f"no output event {output!r}")
+        self._decompact()  # a handler takes a context: the compact feed emits by key (_ek<k>)
         if not hasattr(self, "_output_handlers"):
             self._output_handlers: dict[str, Callable[[InstanceContext, Any], None]] = {}
         self._output_handlers[output] = handler
