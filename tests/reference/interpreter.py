@@ -213,15 +213,15 @@ class Reference:
             assert entry.group is not None
             key = tuple(evaluate(g, Scope({}, self.now, self._error, event_value=value)) for g in entry.group)
             inst = self.instances.get(key)
-            # The key picks the instance, which classifies the event: its errors carry the key
-            # (docs/language.md 7.7); a key without an instance has none yet.
-            symbol = ("ev", name, self._classify(entry, value, None if inst is None else key))
+            # An error about an event whose key was computed carries the key, whether an instance
+            # of the key exists or not (docs/language.md 7.7).
+            symbol = ("ev", name, self._classify(entry, value, key))
             if inst is None:
                 paths, init = self._feasible(self.matcher.lead(self.root))
                 fresh = Instance(key, paths)
                 paths, strands = self._advance(fresh, symbol)
                 if not paths:
-                    self._error(UNEXPECTED, f"{name} cannot start an instance")
+                    self._error(UNEXPECTED, f"{name} cannot start an instance", key)
                     return
                 self.instances[key] = fresh
                 self._run(fresh, init, None)
