@@ -747,3 +747,17 @@ class TestCheckCommand:
         r = subprocess.run([*cmd, "check", str(warn)], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0
         assert r.stdout.startswith(f"{warn}:3:10: warning: variable 'y' is set but never read")
+
+
+def test_a_product_whose_operands_pair_too_many_action_paths_is_a_compile_error() -> None:
+    """Nested optional repetitions of action blocks give each operand of ``&`` thousands of action
+    paths per step; pairing them all took minutes (a random program of the property tests seemed
+    to hang the compiler). Past automata.product.MAX_PATH_PAIRS it is an error at the ``&``."""
+    side = ("{ !>O(100 / v); n > 1 ? { !>O(n); n = 0; } : n = n + 2; } ( elapse[2 seconds]() | "
+            "( ( Lo(v)? { !>O(100 / v); n > 1 ? { !>O(n); n = 0; } : n = n + 2; } ){0,2} ){0,2}{0,2} ){0,2}")
+    src = f"in long A case {{ A > 4 ? Hi : Lo }}, long B\nout long O\n{{ n = 0; }}\n{side} & {side}\n"
+    comp = compile_source(src, name="paths")
+    errors = [d for d in comp.diagnostics if d.severity is Severity.ERROR]
+    assert not comp.ok and len(errors) == 1
+    assert "pairs more than" in errors[0].message and "action paths" in errors[0].message
+    assert (errors[0].pos.line, errors[0].pos.col) == (4, len(side) + 2), errors[0]

@@ -25,7 +25,7 @@ language through De Morgan's laws and complemented DFAs; the direct product is s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Protocol
 
 from ..language import ir
@@ -50,6 +50,13 @@ class OperandBuilder(Protocol):
 #: in ``( A0() B0() | A1() B1() | ... )* & ( . . )*`` each B leads back to all n starts.
 Targets = list[tuple[int, Path]]
 
+#: How many (product state, action path) pairs one product may enumerate while building its edges.
+#: Each edge pairs every action path of the left operand's step with every one of the right's;
+#: nested optional repetitions of action blocks make those paths exponential in number, and
+#: ``( ( A()? {...} ){0,2} ){0,2}{0,2} & ...`` then pairs tens of millions (minutes of work, the
+#: compiler apparently hung). Past this budget the program gets a compile error instead.
+MAX_PATH_PAIRS = 2_000_000
+
 
 class _Product:
     """Product states numbered as found, their edges (symbol, target set) and the target sets."""
@@ -64,6 +71,8 @@ class _Product:
         #: Target set keys -> their index: callers look here first, so that most edges (which
         #: share a target set) build nothing.
         self.known: dict[Hashable, int] = {}
+        #: Pairs left of MAX_PATH_PAIRS.
+        self.budget = MAX_PATH_PAIRS
 
     def state(self, key: Hashable) -> int:
         i = self.index.get(key)
@@ -75,11 +84,21 @@ class _Product:
             self.keys.append(key)
         return i
 
+    def counted(self, pairs: Iterable[tuple[Hashable, Path]]) -> Iterator[tuple[Hashable, Path]]:
+        """``pairs``, charged to the product's budget of path pairs (MAX_PATH_PAIRS)."""
+        for pair in pairs:
+            self.budget -= 1
+            if self.budget < 0:
+                raise AutomatonTooLarge(
+                    f"the {self.kind} pairs more than {MAX_PATH_PAIRS:,} action paths of its operands; "
+                    f"simplify them (nested optional repetitions of action blocks multiply the paths)")
+            yield pair
+
     def target_set(self, key: Hashable, build: Callable[[], Iterable[tuple[Hashable, Path]]]) -> int:
         """The target set for ``key``, built (product states found on the way) the first time."""
         t = self.known.get(key)
         if t is None:
-            targets = list(dict.fromkeys((self.state(k), path) for k, path in build()))
+            targets = list(dict.fromkeys((self.state(k), path) for k, path in self.counted(build())))
             t = self.known[key] = len(self.target_sets)
             self.target_sets.append(targets)
         return t
@@ -87,9 +106,9 @@ class _Product:
 
 def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tuple[_Product, Targets, list[bool]]:
     prod = _Product("intersection", limit)
-    entries = list(dict.fromkeys(
+    entries = list(dict.fromkeys(prod.counted(
         (prod.state((ls, r)), p) for ls, pl in left.start.targets for r, pr in right.start.targets
-        for p in strands([pl, pr])))
+        for p in strands([pl, pr]))))
     i = 0
     while i < len(prod.keys):
         ls, r = prod.keys[i]  # type: ignore[misc]
@@ -117,8 +136,8 @@ def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tupl
     prod = _Product("difference", limit)
     pos = Positions(right, occ)
     start_r = pos.start
-    entries = list(dict.fromkeys(
-        (prod.state((ls, start_r)), p) for ls, pl in left.start.targets for p in strands([pl, *right.start.paths])))
+    entries = list(dict.fromkeys(prod.counted(
+        (prod.state((ls, start_r)), p) for ls, pl in left.start.targets for p in strands([pl, *right.start.paths]))))
     right_rows: dict[int, dict[int, tuple[int, int]]] = {}  # right states -> symbol -> (reached, acting)
     i = 0
     while i < len(prod.keys):
