@@ -1,0 +1,105 @@
+"""The grouped comparison of ``bench/engine.py`` with an older engine beside this tree's, in one
+process: per round the hand-written loop, the engine at COMMIT and this tree's engine, each after
+``gc.collect()`` (else a run pays for collecting the previous engine's cycles), medians of CPU
+seconds (``process_time``) and wall time. The old engine is this repository's ``service/eventscript``
+at COMMIT, extracted with ``git archive`` and imported under another package name (the package
+imports itself relatively, so it runs as it did then).
+
+Usage: .venv/bin/python bench/engine_against.py COMMIT [--events N] [--rounds R] [--keys 10000,100000]
+Prints one markdown row per program, key count and order: old, new and loop CPU seconds, then the
+loop's over each engine's by CPU and by wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gc
+import importlib
+import io
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "service"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from engine import GROUPED, T0, grouped_events, run_grouped_loop  # noqa: E402
+
+OLD = "eventscript_old"
+
+
+def extract(commit: str, into: Path) -> None:
+    """``service/eventscript`` at ``commit`` as package OLD under ``into``."""
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "service/eventscript"],
+                          check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for m in tar.getmembers():
+            m.name = m.name.replace("service/eventscript", OLD, 1)
+        tar.extractall(into, filter="data")
+
+
+def modules(package: str) -> tuple[ModuleType, ModuleType, ModuleType]:
+    return (importlib.import_module(f"{package}.automata.compile"), importlib.import_module(f"{package}.engine.engine"),
+            importlib.import_module(f"{package}.engine.time_provider"))
+
+
+def run(mods: tuple[ModuleType, ModuleType, ModuleType], kind: str, events: list[Any]) -> tuple[float, float, int]:
+    c, e, t = mods
+    counter: collections.deque[Any] = collections.deque(maxlen=1)
+    got: list[int] = []
+
+    def consumer(x: Any) -> None:
+        counter.append(x)
+        got.append(1)
+
+    eng = e.Engine(c.compile_source(GROUPED[kind], name=kind).require(), consumer, t.SimulatedTimeProvider(T0))
+    feed = eng.feed
+    gc.collect()
+    w, cpu = time.perf_counter(), time.process_time()
+    for name, key in events:
+        feed(name, key)
+    return time.perf_counter() - w, time.process_time() - cpu, len(got)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("commit")
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--keys", default="10000,100000")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        extract(args.commit, Path(tmp))
+        sys.path.insert(0, tmp)
+        old, new = modules(OLD), modules("eventscript")
+        print("| program | keys | order | old CPU s | new CPU s | loop CPU s | old (CPU) | new (CPU) | old (wall) | new (wall) |")
+        print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+        for k in (int(x) for x in args.keys.split(",")):
+            for order in ("random", "zipf"):
+                events = grouped_events(args.events, k, order)
+                for kind in GROUPED:
+                    res: dict[str, list[tuple[float, float, int]]] = collections.defaultdict(list)
+                    for _ in range(args.rounds):
+                        gc.collect()
+                        res["loop"].append(run_grouped_loop(kind, events))
+                        res["old"].append(run(old, kind, events))
+                        res["new"].append(run(new, kind, events))
+                    assert len({r[2] for v in res.values() for r in v}) == 1, "match counts differ"
+                    med = {w: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v))
+                           for w, v in res.items()}
+                    lw, lc = med["loop"]
+                    print(f"| {kind} | {k // 1000} k | {order} | {med['old'][1]:.3f} | {med['new'][1]:.3f} | {lc:.3f} "
+                          f"| {lc / med['old'][1]:.2f} | {lc / med['new'][1]:.2f} | {lw / med['old'][0]:.2f} "
+                          f"| {lw / med['new'][0]:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
