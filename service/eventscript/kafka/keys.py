@@ -38,26 +38,24 @@ from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, Type
 from .config import InputConfig, ProgramConfig, TopologyError
 from .partitioner import key_bytes as canonical_key_bytes
 from .partitioner import murmur2_partition
-from .partitioner import partition_of as murmur2_partition_cached
 
 KeyFormat = Literal["string", "json", "bytes", "none"]
 PartitionerName = Literal["murmur2", "consistent_random"]
 
 
-@lru_cache(maxsize=65_536)
 def crc32_partition(key: bytes, partitions: int) -> int:
     """librdkafka's consistent(_random) partitioner for a non-empty key."""
-    return crc32_partition_uncached(key, partitions)
-
-
-def crc32_partition_uncached(key: bytes, partitions: int) -> int:
-    """``crc32_partition`` without its cache (tasks keep their own, ``Task._place``)."""
     return zlib.crc32(key) % partitions
 
 
-PARTITIONERS = {"murmur2": murmur2_partition_cached, "consistent_random": crc32_partition}
-#: The same, uncached.
-PARTITIONERS_UNCACHED = {"murmur2": murmur2_partition, "consistent_random": crc32_partition_uncached}
+#: Routing bytes → partition, per partitioner; not cached: tasks keep their own cache
+#: (``Task._place``), and the few other callers go through :func:`cached_partition`.
+PARTITIONERS = {"murmur2": murmur2_partition, "consistent_random": crc32_partition}
+
+
+@lru_cache(maxsize=65_536)
+def cached_partition(partitioner: str, routing: bytes, partitions: int) -> int:
+    return PARTITIONERS[partitioner](routing, partitions)
 _LONG_BYTES = struct.Struct(">q")
 
 
@@ -119,7 +117,7 @@ class KeyScheme:
         return None
 
     def partition(self, routing: bytes, partitions: int) -> int:
-        return PARTITIONERS[self.partitioner](routing, partitions)
+        return cached_partition(self.partitioner, routing, partitions)
 
 
 def input_format(inp: InputConfig, types: list[Type] | None) -> str:

@@ -51,7 +51,7 @@ from ..state.timers import TimerIndex
 from . import codec
 from .codec import BadRecord, Headers, RecordInfo
 from .config import InputConfig, ProgramConfig
-from .keys import PARTITIONERS_UNCACHED, scheme_for
+from .keys import PARTITIONERS, scheme_for
 from .partitioner import key_bytes, value_key_bytes
 
 log = logging.getLogger("eventscript.kafka.task")
@@ -167,7 +167,7 @@ class Task:
         self._route = self.scheme.router()
         self._value_key_bytes = value_key_bytes(self.key_types)
         self._ctx_key_bytes = self._ctx_key_bytes_fn()
-        self._partition_of = PARTITIONERS_UNCACHED[self.scheme.partitioner]
+        self._partition_of = PARTITIONERS[self.scheme.partitioner]
         self._placed: dict[bytes, int] = {}
         self._out_key_none = self.scheme.format == "none"
         self._id_prefix = f"{cfg.name}/"
