@@ -251,3 +251,90 @@ def test_broker_outage_drops_readiness_and_is_counted(broker: Broker, tmp_path: 
             os.kill(broker.pid, signal.SIGCONT)
         runner.stop()
         t.join(60)
+
+
+class _StopBrokerOnCommit:
+    """The worker's real producer, except that its first ``commit_transaction`` stops the broker
+    (SIGSTOP) just before the call, and a timer resumes it ``outage`` seconds later: a commit
+    that times out while its outcome is unknown, at a chosen moment instead of by luck."""
+
+    def __init__(self, producer: Any, pid: int, outage: float) -> None:
+        self._producer = producer
+        self._pid = pid
+        self._outage = outage
+        self.stopped_once = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._producer, name)
+
+    def commit_transaction(self, *args: Any) -> Any:
+        if not self.stopped_once:
+            self.stopped_once = True
+            os.kill(self._pid, signal.SIGSTOP)
+            threading.Timer(self._outage, os.kill, (self._pid, signal.SIGCONT)).start()
+        return self._producer.commit_transaction(*args)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_commit_timing_out_is_resumed_not_aborted(broker: Broker, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit_transaction that times out is still under way in librdkafka, which refuses an
+    abort then (``_CONFLICT``); the worker resumes the call until the broker answers, stays
+    alive, becomes ready again, and every output appears exactly once in committed data."""
+    if broker.pid is None:
+        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+    from eventscript.kafka import worker as worker_mod
+    from eventscript.kafka.config import load_topology
+    from eventscript.kafka.runner import TopologyRunner
+
+    monkeypatch.setattr(worker_mod, "TXN_TIMEOUT", 2.0)  # the outage below spans several timeouts
+    wrappers: list[_StopBrokerOnCommit] = []
+    real_open = worker_mod.ProgramWorker._open
+
+    def open_and_wrap(self: Any) -> None:
+        real_open(self)
+        wrappers.append(_StopBrokerOnCommit(self.producer, broker.pid, outage=7.0))
+
+    monkeypatch.setattr(worker_mod.ProgramWorker, "_open", open_and_wrap)
+
+    name = unique("txnresume")
+    (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)
+    topo = topology(broker, tmp_path, [{
+        "name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 50,
+        "inputs": [{"topic": f"{name}-in", "event": "Tick"}], "outputs": {"default": f"{name}-out"},
+    }], {f"{name}-in": {"partitions": 2}})
+    runner = TopologyRunner(load_topology(topo))
+    runner.prepare()
+    producer = KeyedProducer(broker, f"{name}-in", 2)
+    t = threading.Thread(target=lambda: runner.run(install_signals=False), daemon=True)
+    try:
+        t.start()
+        wait_for(runner.ready, 60, what="the worker to be ready")
+        worker = runner.workers[0]
+        assert wrappers, "the worker opened no producer"
+        worker.producer = wrappers[0]  # armed now: the next commit stops the broker
+        for i in range(40):
+            producer.send(f"k{i % 5}", {"k": f"k{i % 5}", "n": i}, 1_767_225_600_000 + i * 1000)
+        producer.producer.flush(10)
+        wait_for(lambda: wrappers[0].stopped_once, 30, what="a commit to start")
+        wait_for(lambda: not runner.ready(), 10, what="readiness to drop while the commit is unresolved")
+        wait_for(runner.ready, 120, what="readiness after the broker is back")
+        assert worker.failure is None, worker.failure
+        for i in range(40, 50):
+            producer.send(f"k{i % 5}", {"k": f"k{i % 5}", "n": i}, 1_767_225_600_000 + i * 1000)
+        producer.producer.flush(10)
+        wait_for(lambda: _sample(runner, "eventscript_records_total", kind="processed") >= 50, 60,
+                 what="processing after the outage")
+        assert worker.failure is None, worker.failure
+    finally:
+        os.kill(broker.pid, signal.SIGCONT)
+        runner.stop()
+        t.join(60)
+    in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
+    oracle = Oracle(ZOMBIE_PROGRAM, "Tick", in_records)
+    raw = read_many(broker, [f"{name}-out"], dedupe=False)[f"{name}-out"]
+    got, repeats = outputs_by_key(raw)
+    print(f"outputs={len(raw)} repeats={repeats}")
+    for key, lines in oracle.outputs.items():
+        assert got.get(key) == lines, f"key {key}: outputs differ from the uninterrupted run"

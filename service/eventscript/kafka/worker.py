@@ -438,9 +438,10 @@ class ProgramWorker:
                 if self._delivery_error is not None:
                     raise KafkaException(self._delivery_error)
                 if positions:
-                    self.producer.send_offsets_to_transaction(positions, self.consumer.consumer_group_metadata(),
-                                                              TXN_TIMEOUT)
-                self.producer.commit_transaction(TXN_TIMEOUT)
+                    meta = self.consumer.consumer_group_metadata()
+                    self._txn_call("sending the offsets", lambda: self.producer.send_offsets_to_transaction(
+                        positions, meta, TXN_TIMEOUT))
+                self._txn_call("committing", lambda: self.producer.commit_transaction(TXN_TIMEOUT))
                 self._txn_open = False
             else:
                 remaining = self.producer.flush(TXN_TIMEOUT)
@@ -534,14 +535,46 @@ class ProgramWorker:
         if self.eos:
             if err.fatal() or (not err.txn_requires_abort() and not err.retriable()):
                 raise WorkerError(f"{self.cfg.name}: transaction failed fatally: {err}") from exc
-            assert self.producer is not None
-            try:
-                self.producer.abort_transaction(TXN_TIMEOUT)
-            except KafkaException as abort_exc:
-                raise WorkerError(f"{self.cfg.name}: cannot abort the transaction: {abort_exc}") from abort_exc
-            self._txn_open = False
-            self._fault("transaction_aborted")
+            self._abort()
         self._rewind()
+
+    def _txn_call(self, what: str, call: Any) -> None:
+        """Make a transactional call, resuming it while it times out.
+
+        A transactional call that times out is still under way inside librdkafka: the only
+        call it then accepts is the same one again, which resumes it (any other, an abort
+        included, fails with ``_CONFLICT``). Its outcome is unknown until then -- a commit may
+        have reached the broker -- so neither giving up nor aborting is right; the worker waits
+        for the broker, not ready, and stays alive. Errors that are not retriable (one that
+        requires an abort, a fatal one) are raised for ``_commit_failed``; a stop asked for while
+        waiting ends the wait with the last error (the transaction is then aborted by the
+        broker's transaction timeout, or fenced when the worker starts again)."""
+        waited = 0
+        while True:
+            try:
+                call()
+                return
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                if err.fatal() or err.txn_requires_abort() or not err.retriable() or self.stopping.is_set():
+                    raise
+                waited += 1
+                self.commit_failed = True  # not ready while the outcome is unknown
+                self.last_loop = time.monotonic()  # waiting for the broker, not hung
+                if waited == 1:
+                    self._fault("commit_failed")
+                log.warning("%s: %s the transaction: %s; resuming the call (%d)", self.cfg.name, what, err, waited)
+
+    def _abort(self) -> None:
+        """Abort the open transaction (resumed while it times out, as ``_txn_call`` says)."""
+        assert self.producer is not None
+        producer = self.producer
+        try:
+            self._txn_call("aborting", lambda: producer.abort_transaction(TXN_TIMEOUT))
+        except KafkaException as exc:
+            raise WorkerError(f"{self.cfg.name}: cannot abort the transaction: {exc}") from exc
+        self._txn_open = False
+        self._fault("transaction_aborted")
 
     def _rewind(self) -> None:
         """Back to the last commit: rebuild every task from its store (instances, repartition
@@ -648,12 +681,7 @@ class ProgramWorker:
         self.assignment_lost = True
         self._fault("assignment_lost")
         if self._txn_open and self.producer is not None:
-            try:
-                self.producer.abort_transaction(TXN_TIMEOUT)
-                self._fault("transaction_aborted")
-            except KafkaException:
-                pass
-            self._txn_open = False
+            self._abort()
         lost = [tp.partition for tp in partitions if tp.topic == self.rep_topic]
         tps: list[TopicPartition] = []
         for p in lost:
