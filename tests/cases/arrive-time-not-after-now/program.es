@@ -1,0 +1,4 @@
+in time Until
+out time Fired
+
+( Until(t) arrive[t](x) { !>Fired(x); } )*

@@ -1,0 +1,4 @@
+in {} A, {} B
+out {} GotA, {} GotB
+
+( A() { !>GotA({}); } | B() { !>GotB({}); } )* - ( A() B() .* )

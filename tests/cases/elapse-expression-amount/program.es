@@ -1,0 +1,4 @@
+in {long x1; long x2;} Wait
+out {} Done
+
+( Wait(w) elapsed[(w.x1 + w.x2)/2 minutes]() { !>Done({}); } )*

@@ -1,0 +1,4 @@
+in {} Go
+out time Fired
+
+( Go() elapse[250 usec](t) { !>Fired(t); } )*

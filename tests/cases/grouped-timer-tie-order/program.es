@@ -1,0 +1,4 @@
+in string Arm group(Arm)
+out string Fire
+
+( Arm(s) arrive[.:.:00]() { !>Fire(s); } )*

@@ -1,0 +1,4 @@
+in {} A
+out {} Started
+
+{ !>Started({}); }

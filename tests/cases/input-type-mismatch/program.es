@@ -1,0 +1,4 @@
+in long N
+out long Echo
+
+( N(n) { !>Echo(n); } )*

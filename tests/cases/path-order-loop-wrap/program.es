@@ -1,0 +1,6 @@
+in {} A, {} B
+out string Log
+
+( { !>Log("head"); } A() { !>Log("body"); } )*
+{ !>Log("end"); }
+B()

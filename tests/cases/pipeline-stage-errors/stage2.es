@@ -1,0 +1,4 @@
+in long Y
+out long Z
+
+( Y(a) Y(b) { !>Z(a / b); } )*

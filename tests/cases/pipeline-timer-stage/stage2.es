@@ -1,0 +1,5 @@
+in long Count
+out long Total
+
+{ t = 0; }
+( Count(c) { t = t + c; !>Total(t); } )*
