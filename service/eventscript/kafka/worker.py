@@ -59,6 +59,10 @@ log = logging.getLogger("eventscript.kafka.worker")
 BATCH = 2_000
 MAX_OUTBOX = 20_000
 TXN_TIMEOUT = 30.0
+#: The longest single wait of a transactional call or a read of committed offsets: a call still
+#: under way when it ends is made again (resumed), so a stop asked for while the broker is away
+#: is noticed within this many seconds, well inside the runner's grace period.
+TXN_SLICE = 5.0
 #: Seconds of changelog replay per turn of the loop (the consumer is polled in between).
 RESTORE_SLICE = 0.5
 #: Seconds between purges of consumed repartition records.
@@ -67,6 +71,15 @@ PURGE_INTERVAL = 30.0
 
 class WorkerError(Exception):
     pass
+
+
+class StoppedWaiting(Exception):
+    """A stop was asked for while a transactional call waited for the broker. The call's outcome
+    is unknown and librdkafka accepts no other transactional call until it ends, so the worker
+    stops without committing or aborting: the broker aborts the open transaction when its timeout
+    passes, or the next worker with the same transactional id fences it and finishes it (a commit
+    that reached the broker completes, anything else is aborted); either way the batch is
+    processed again from the last commit."""
 
 
 class ProgramWorker:
@@ -100,6 +113,10 @@ class ProgramWorker:
         self.idle_since: float | None = None
         self.failure: BaseException | None = None
         self._txn_open = False
+        #: A transactional call is waiting for the broker (not ready meanwhile).
+        self._txn_waiting = False
+        #: Stopped while a transactional call was unresolved: this producer can do nothing more.
+        self._txn_unresolved = False
         self._dirty_since_commit = False
         self._pending_store: dict[int, dict[bytes, bytes | None]] = {}
         self._changelog_end: dict[int, int] = {}
@@ -132,7 +149,7 @@ class ProgramWorker:
         """Holds an assignment that was not lost, every task of it restored, and the last commit
         succeeded. Read by the health server's thread, hence the copy of the task table."""
         return (self.assigned_once and not self.assignment_lost and not self.commit_failed
-                and not self._rewinding and not self.restore_queue
+                and not self._txn_waiting and not self._rewinding and not self.restore_queue
                 and all(t.restored for t in list(self.tasks.values())))
 
     @property
@@ -170,6 +187,8 @@ class ProgramWorker:
                 self._iterate()
                 if until_idle is not None and self._idle_for() >= until_idle:
                     break
+        except StoppedWaiting as exc:
+            log.warning("%s: %s", self.cfg.name, exc)
         except BaseException as exc:
             self.failure = exc
             log.exception("%s: worker failed", self.cfg.name)
@@ -193,7 +212,8 @@ class ProgramWorker:
         conf = clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra)
         self.producer = Producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
         if self.eos:
-            self.producer.init_transactions(TXN_TIMEOUT)
+            producer = self.producer
+            self._txn_call("initialising", lambda t: producer.init_transactions(t), fault=None)
         self._restorer = Consumer(clients.consumer_config(
             kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
         if self.cfg.num_standby > 0:
@@ -208,6 +228,8 @@ class ProgramWorker:
         try:
             if self.failure is None and self.consumer is not None and self.producer is not None:
                 self._commit()
+        except StoppedWaiting as exc:
+            log.warning("%s: final commit: %s", self.cfg.name, exc)
         except Exception:
             log.exception("%s: final commit failed", self.cfg.name)
         if self.consumer is not None:
@@ -222,7 +244,7 @@ class ProgramWorker:
             self._restorer.close()
         if self._standbys is not None:
             self._standbys.close()
-        if self.producer is not None:
+        if self.producer is not None and not self._txn_unresolved:
             if self._txn_open:
                 try:
                     self.producer.abort_transaction(TXN_TIMEOUT)
@@ -421,6 +443,8 @@ class ProgramWorker:
     def _commit(self) -> None:
         """Commit the batch: changelog writes, outputs and input positions, atomically (EOS)."""
         assert self.producer is not None and self.consumer is not None
+        if self._txn_unresolved:
+            return  # stopping with a call unresolved (StoppedWaiting): nothing can be committed
         for p, task in self.tasks.items():
             changes = task.changelog_records()
             if changes:
@@ -434,14 +458,17 @@ class ProgramWorker:
         try:
             if self.eos:
                 self._begin()
-                self.producer.flush(TXN_TIMEOUT)
+                producer = self.producer
+                # Delivery errors show before the offsets are sent; what is still queued when the
+                # broker is slow is flushed by commit_transaction, which can be resumed.
+                producer.flush(min(TXN_TIMEOUT, TXN_SLICE))
                 if self._delivery_error is not None:
                     raise KafkaException(self._delivery_error)
                 if positions:
                     meta = self.consumer.consumer_group_metadata()
-                    self._txn_call("sending the offsets", lambda: self.producer.send_offsets_to_transaction(
-                        positions, meta, TXN_TIMEOUT))
-                self._txn_call("committing", lambda: self.producer.commit_transaction(TXN_TIMEOUT))
+                    self._txn_call("sending the offsets", lambda t: producer.send_offsets_to_transaction(
+                        positions, meta, t))
+                self._txn_call("committing", lambda t: producer.commit_transaction(t))
                 self._txn_open = False
             else:
                 remaining = self.producer.flush(TXN_TIMEOUT)
@@ -538,8 +565,8 @@ class ProgramWorker:
             self._abort()
         self._rewind()
 
-    def _txn_call(self, what: str, call: Any) -> None:
-        """Make a transactional call, resuming it while it times out.
+    def _txn_call(self, what: str, call: Any, fault: str | None = "commit_failed") -> None:
+        """Make a transactional call (``call(timeout)``), resuming it while it times out.
 
         A transactional call that times out is still under way inside librdkafka: the only
         call it then accepts is the same one again, which resumes it (any other, an abort
@@ -547,30 +574,38 @@ class ProgramWorker:
         have reached the broker -- so neither giving up nor aborting is right; the worker waits
         for the broker, not ready, and stays alive. Errors that are not retriable (one that
         requires an abort, a fatal one) are raised for ``_commit_failed``; a stop asked for while
-        waiting ends the wait with the last error (the transaction is then aborted by the
-        broker's transaction timeout, or fenced when the worker starts again)."""
+        waiting raises :class:`StoppedWaiting` (the call waits ``TXN_SLICE`` at most at a time,
+        so the stop is seen soon)."""
         waited = 0
-        while True:
-            try:
-                call()
-                return
-            except KafkaException as exc:
-                err: KafkaError = exc.args[0]
-                if err.fatal() or err.txn_requires_abort() or not err.retriable() or self.stopping.is_set():
-                    raise
-                waited += 1
-                self.commit_failed = True  # not ready while the outcome is unknown
-                self.last_loop = time.monotonic()  # waiting for the broker, not hung
-                if waited == 1:
-                    self._fault("commit_failed")
-                log.warning("%s: %s the transaction: %s; resuming the call (%d)", self.cfg.name, what, err, waited)
+        try:
+            while True:
+                try:
+                    call(min(TXN_TIMEOUT, TXN_SLICE))
+                    return
+                except KafkaException as exc:
+                    err: KafkaError = exc.args[0]
+                    if err.fatal() or err.txn_requires_abort() or not err.retriable():
+                        raise
+                    if self.stopping.is_set():
+                        self._txn_unresolved = True
+                        raise StoppedWaiting(f"stopped while {what} the transaction waited for the broker "
+                                             f"({err.str()}); the batch is processed again on the next start") from exc
+                    waited += 1
+                    self._txn_waiting = True  # not ready while the outcome is unknown
+                    self.last_loop = time.monotonic()  # waiting for the broker, not hung
+                    if waited == 1 and fault is not None:
+                        self._fault(fault)
+                    log.warning("%s: %s the transaction: %s; resuming the call (%d)", self.cfg.name, what, err,
+                                waited)
+        finally:
+            self._txn_waiting = False
 
     def _abort(self) -> None:
         """Abort the open transaction (resumed while it times out, as ``_txn_call`` says)."""
         assert self.producer is not None
         producer = self.producer
         try:
-            self._txn_call("aborting", lambda: producer.abort_transaction(TXN_TIMEOUT))
+            self._txn_call("aborting", lambda t: producer.abort_transaction(t))
         except KafkaException as exc:
             raise WorkerError(f"{self.cfg.name}: cannot abort the transaction: {exc}") from exc
         self._txn_open = False
@@ -606,7 +641,7 @@ class ProgramWorker:
         if tps:
             try:
                 self.consumer.pause(tps)
-                committed = self.consumer.committed(tps, timeout=min(TXN_TIMEOUT, 5.0))
+                committed = self.consumer.committed(tps, timeout=min(TXN_TIMEOUT, TXN_SLICE))
             except KafkaException as exc:
                 log.warning("%s: cannot read the committed offsets to rewind (%s); retrying", self.cfg.name, exc)
                 return
@@ -660,6 +695,8 @@ class ProgramWorker:
         if revoked:
             try:
                 self._commit()  # finish and commit the batch before giving the tasks away
+            except StoppedWaiting as exc:
+                log.warning("%s: commit on revocation: %s", self.cfg.name, exc)
             except Exception:
                 log.exception("%s: commit on revocation failed", self.cfg.name)
         tps: list[TopicPartition] = []
@@ -714,7 +751,13 @@ class ProgramWorker:
                 return
             tasks = [self.tasks[p] for p in self.restore_queue if p in self.tasks]
             self._restore_started = time.monotonic()
-            committed = self._committed(tasks)
+            try:
+                committed = self._committed(tasks)
+            except KafkaException as exc:
+                log.warning("%s: cannot read the committed offsets to restore tasks %s (%s); retrying",
+                            self.cfg.name, sorted(t.partition for t in tasks), exc)
+                return  # the tasks stay paused in restore_queue; tried again on the next turn
+
             replay: dict[int, Task] = {}
             for task in tasks:
                 if same_position(task.store.position, committed[task.partition]):
@@ -759,6 +802,6 @@ class ProgramWorker:
         assert self.consumer is not None
         tps = [TopicPartition(ip.topic, ip.partition) for t in tasks for ip in t.inputs]
         out: dict[int, Position] = {t.partition: {} for t in tasks}
-        for tp in self.consumer.committed(tps, timeout=TXN_TIMEOUT):
+        for tp in self.consumer.committed(tps, timeout=min(TXN_TIMEOUT, TXN_SLICE)):
             out[tp.partition][tp_name(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else 0
         return out

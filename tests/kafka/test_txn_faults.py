@@ -1,0 +1,268 @@
+"""The broker stalled at each step of a batch's commit in turn (issue: the Kafka worker, calm
+under failure).
+
+A worker runs in this process against the embedded broker (Tansu, a process this test can stop
+with SIGSTOP). Its clients are the real confluent-kafka clients wrapped so that one chosen call
+stops the broker just before it is made, and a timer resumes the broker a few transaction
+timeouts later: the call times out while the broker is away, as in a real stall, but at a chosen
+step rather than by luck. Whatever the step, the worker must stay alive, become ready again after
+the stall, go on processing, and per key its outputs with repeated ids dropped must equal an
+uninterrupted run (``kafka_helpers.Oracle``).
+
+A worker asked to stop while the broker is away must stop within its grace period without
+failing, and the worker started after it must still give every output exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from kafka_helpers import (
+    Broker,
+    KeyedProducer,
+    Oracle,
+    TopicWatcher,
+    outputs_by_key,
+    read_many,
+    topology,
+    unique,
+    wait_for,
+)
+
+PROGRAM = """
+in {string k; long n;} Tick group(Tick.k)
+out {string k; long count; long last;} Count
+
+{ count = 0; }
+( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
+"""
+
+#: The transaction timeout of the workers under test: the stall lasts several of them.
+TXN_TIMEOUT = 1.0
+OUTAGE = 3.5
+T0 = 1_767_225_600_000
+
+
+class Plan:
+    """Which client call stalls the broker (``target.method``, once, when armed), and what the
+    call does first: ``stall`` (stop the broker, then make the call) or ``abortable`` (fail the
+    call with an error that requires an abort, and stall the broker for the abort that follows)."""
+
+    def __init__(self, pid: int, target: str, method: str, action: str = "stall", armed: bool = False) -> None:
+        self.pid = pid
+        self.target = target
+        self.method = method
+        self.action = action
+        self.armed = armed
+        self.fired = threading.Event()
+        self.stalls = 0
+
+    def stall(self) -> None:
+        self.stalls += 1
+        os.kill(self.pid, signal.SIGSTOP)
+        threading.Timer(OUTAGE, os.kill, (self.pid, signal.SIGCONT)).start()
+
+    def before(self, target: str, method: str) -> None:
+        """Called before every wrapped call: stall (or fail) the chosen one."""
+        if not self.armed or self.fired.is_set() or (target, method) != (self.target, self.method):
+            return
+        self.fired.set()
+        if self.action == "abortable":
+            self.target, self.method, self.action = "producer", "abort_transaction", "stall"
+            self.fired.clear()
+            raise KafkaException(KafkaError(KafkaError._STATE, "injected: the transaction must be aborted",
+                                            txn_requires_abort=True))
+        self.stall()
+
+
+class Wrapped:
+    """A real client whose calls go through ``Plan.before`` first."""
+
+    def __init__(self, client: Any, target: str, plan: Plan) -> None:
+        self._client = client
+        self._target = target
+        self._plan = plan
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+        plan, target = self._plan, self._target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            plan.before(target, name)
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def _install(monkeypatch: pytest.MonkeyPatch, plan: Plan) -> None:
+    """Every client the worker opens from now on is wrapped; transactional calls time out fast."""
+    from eventscript.kafka import worker as worker_mod
+
+    real_producer, real_consumer = worker_mod.Producer, worker_mod.Consumer
+    monkeypatch.setattr(worker_mod, "TXN_TIMEOUT", TXN_TIMEOUT)
+    monkeypatch.setattr(worker_mod, "Producer", lambda conf: Wrapped(real_producer(conf), "producer", plan))
+
+    def consumer(conf: dict[str, Any]) -> Wrapped:
+        group = conf["group.id"]
+        role = "restorer" if ".restore." in group else "standby" if ".standby." in group else "consumer"
+        return Wrapped(real_consumer(conf), role, plan)
+
+    monkeypatch.setattr(worker_mod, "Consumer", consumer)
+
+
+def _program(broker: Broker, tmp_path: Path, guarantee: str) -> tuple[str, Path]:
+    name = unique("stall")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    topo = topology(broker, tmp_path, [{
+        "name": name, "source": "p.es", "clock": "record", "guarantee": guarantee, "commit_interval_ms": 50,
+        "inputs": [{"topic": f"{name}-in", "event": "Tick"}], "outputs": {"default": f"{name}-out"},
+    }], {f"{name}-in": {"partitions": 2}})
+    return name, topo
+
+
+def _start(topo: Path, until_idle: float | None = None) -> tuple[Any, threading.Thread]:
+    from eventscript.kafka.config import load_topology
+    from eventscript.kafka.runner import TopologyRunner
+
+    runner = TopologyRunner(load_topology(topo))
+    runner.prepare()
+    t = threading.Thread(target=lambda: runner.run(until_idle, install_signals=False), daemon=True)
+    t.start()
+    return runner, t
+
+
+def _wait_ready(runner: Any, what: str) -> None:
+    """Wait for readiness; a worker that failed meanwhile fails the test at once."""
+    def ready_or_failed() -> bool:
+        return runner.ready() or any(w.failure is not None for w in runner.workers)
+
+    wait_for(ready_or_failed, 90, what=what)
+    for w in runner.workers:
+        assert w.failure is None, f"the worker failed: {w.failure!r}"
+
+
+def _send(producer: KeyedProducer, lo: int, hi: int) -> None:
+    for i in range(lo, hi):
+        producer.send(f"k{i % 5}", {"k": f"k{i % 5}", "n": i}, T0 + i * 1000)
+    producer.producer.flush(10)
+
+
+def _oracle(broker: Broker, name: str) -> Oracle:
+    return Oracle(PROGRAM, "Tick", read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"])
+
+
+def _wait_all_out(broker: Broker, name: str, runner: Any) -> None:
+    """Wait until a read_committed reader has seen every output of an uninterrupted run."""
+    total = sum(len(v) for v in _oracle(broker, name).outputs.values())
+    watcher = TopicWatcher(broker, f"{name}-out")
+    try:
+        wait_for(lambda: watcher.distinct() >= total or any(w.failure is not None for w in runner.workers), 90,
+                 what="every output")
+    finally:
+        watcher.close()
+
+
+def _check_outputs(broker: Broker, name: str) -> None:
+    oracle = _oracle(broker, name)
+    got, repeats = outputs_by_key(read_many(broker, [f"{name}-out"], dedupe=False)[f"{name}-out"])
+    print(f"repeats dropped: {repeats}")
+    assert set(got) == set(oracle.outputs)
+    for key, lines in oracle.outputs.items():
+        assert got[key] == lines, f"key {key}: outputs differ from the uninterrupted run"
+
+
+STEPS = [
+    # (guarantee, client, call, action): the call the broker stalls at
+    ("exactly_once", "producer", "init_transactions", "stall"),
+    ("exactly_once", "consumer", "committed", "stall"),  # the restore's committed offsets
+    ("exactly_once", "producer", "flush", "stall"),
+    ("exactly_once", "producer", "send_offsets_to_transaction", "stall"),
+    ("exactly_once", "producer", "commit_transaction", "abortable"),  # then the abort stalls
+    ("at_least_once", "producer", "flush", "stall"),
+    ("at_least_once", "consumer", "commit", "stall"),
+]
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+@pytest.mark.parametrize(("guarantee", "client", "call", "action"), STEPS,
+                         ids=[f"{g[:3]}-{c}.{m}-{a}" for g, c, m, a in STEPS])
+def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    guarantee: str, client: str, call: str, action: str) -> None:
+    if broker.pid is None:
+        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+    at_start = call in ("init_transactions", "committed")
+    plan = Plan(broker.pid, client, call, action, armed=at_start)
+    _install(monkeypatch, plan)
+    name, topo = _program(broker, tmp_path, guarantee)
+    producer = KeyedProducer(broker, f"{name}-in", 2)
+    runner, t = _start(topo)
+    try:
+        if not at_start:
+            _wait_ready(runner, "the worker to be ready")
+            plan.armed = True
+        _send(producer, 0, 40)
+        wait_for(plan.fired.is_set, 30, what=f"the worker to call {client}.{call}")
+        _wait_ready(runner, "readiness after the stall")
+        worker = runner.workers[0]
+        assert worker.failure is None, worker.failure
+        _send(producer, 40, 60)
+        _wait_all_out(broker, name, runner)
+        assert worker.failure is None, worker.failure
+    finally:
+        os.kill(broker.pid, signal.SIGCONT)
+        runner.stop()
+        t.join(60)
+    assert plan.stalls == 1
+    _check_outputs(broker, name)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM (runner.stop) while commit_transaction waits for a stopped broker: the worker
+    stops within the grace period without failing; the next worker gives every output once."""
+    if broker.pid is None:
+        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+    plan = Plan(broker.pid, "producer", "commit_transaction")
+    _install(monkeypatch, plan)
+    name, topo = _program(broker, tmp_path, "exactly_once")
+    producer = KeyedProducer(broker, f"{name}-in", 2)
+    runner, t = _start(topo)
+    try:
+        _wait_ready(runner, "the worker to be ready")
+        plan.armed = True
+        _send(producer, 0, 40)
+        wait_for(plan.fired.is_set, 30, what="a commit to start")
+        time.sleep(TXN_TIMEOUT * 1.5)
+        started = time.monotonic()
+        runner.stop()
+        t.join(30)
+        took = time.monotonic() - started
+        assert not t.is_alive(), "the worker did not stop while the broker was away"
+        assert runner.workers[0].failure is None, runner.workers[0].failure
+        print(f"stopped in {took:.1f} s")
+    finally:
+        os.kill(broker.pid, signal.SIGCONT)
+        runner.stop()
+        t.join(60)
+    plan.armed = False
+    _send(producer, 40, 60)
+    runner, t = _start(topo, until_idle=2.0)
+    t.join(120)
+    if t.is_alive():
+        runner.stop()
+        t.join(60)
+        raise AssertionError("the restarted worker did not become idle")
+    assert runner.workers[0].failure is None, runner.workers[0].failure
+    _check_outputs(broker, name)
