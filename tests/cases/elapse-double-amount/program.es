@@ -1,0 +1,4 @@
+in double Wait
+out {} Done
+
+( Wait(m) elapse[m minutes]() { !>Done({}); } )*

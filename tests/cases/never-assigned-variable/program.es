@@ -1,0 +1,4 @@
+in {} Get
+out long Value
+
+( Get() { !>Value(x); } )*

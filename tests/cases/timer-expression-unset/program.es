@@ -1,0 +1,4 @@
+in time Set, {} Go
+out {} Fired
+
+( Set(deadline) | Go() arrive[deadline]() { !>Fired({}); } )*
