@@ -1,0 +1,4 @@
+in {} Go
+out {} Done
+
+( Go() elapse[10 sec]() { !>Done({}); } )*
