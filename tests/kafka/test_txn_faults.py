@@ -52,8 +52,10 @@ T0 = 1_767_225_600_000
 
 class Plan:
     """Which client call stalls the broker (``target.method``, once, when armed), and what the
-    call does first: ``stall`` (stop the broker, then make the call) or ``abortable`` (fail the
-    call with an error that requires an abort, and stall the broker for the abort that follows)."""
+    call does first: ``stall`` (stop the broker, then make the call), ``abortable`` (fail the
+    call with an error that requires an abort, and stall the broker for the abort that follows)
+    or ``delivery_failed`` (report a record of the batch as timed out, as librdkafka does when a
+    stall outlasts ``message.timeout.ms``, and stall the broker)."""
 
     def __init__(self, pid: int, target: str, method: str, action: str = "stall", armed: bool = False) -> None:
         self.pid = pid
@@ -63,6 +65,8 @@ class Plan:
         self.armed = armed
         self.fired = threading.Event()
         self.stalls = 0
+        #: The worker under test (for ``delivery_failed``: its delivery callback).
+        self.worker: Any = None
 
     def stall(self) -> None:
         self.stalls += 1
@@ -79,6 +83,8 @@ class Plan:
             self.fired.clear()
             raise KafkaException(KafkaError(KafkaError._STATE, "injected: the transaction must be aborted",
                                             txn_requires_abort=True))
+        if self.action == "delivery_failed":
+            self.worker._on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT, "injected: a record timed out"), None)
         self.stall()
 
 
@@ -187,6 +193,7 @@ STEPS = [
     ("exactly_once", "producer", "flush", "stall"),
     ("exactly_once", "producer", "send_offsets_to_transaction", "stall"),
     ("exactly_once", "producer", "commit_transaction", "abortable"),  # then the abort stalls
+    ("exactly_once", "producer", "flush", "delivery_failed"),
     ("at_least_once", "producer", "flush", "stall"),
     ("at_least_once", "consumer", "commit", "stall"),
 ]
@@ -209,6 +216,7 @@ def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch:
     try:
         if not at_start:
             _wait_ready(runner, "the worker to be ready")
+            plan.worker = runner.workers[0]
             plan.armed = True
         _send(producer, 0, 40)
         wait_for(plan.fired.is_set, 30, what=f"the worker to call {client}.{call}")

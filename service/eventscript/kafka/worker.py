@@ -560,7 +560,11 @@ class ProgramWorker:
         self._fault("commit_failed")
         self._delivery_error = None
         if self.eos:
-            if err.fatal() or (not err.txn_requires_abort() and not err.retriable()):
+            # Anything short of a fatal error is aborted: an error that requires it, and a record
+            # whose delivery failed (a stall outlasting message.timeout.ms), whose report carries
+            # no flags but leaves the transaction in the abortable state. An abort librdkafka
+            # refuses is fatal (``_abort``).
+            if err.fatal():
                 raise WorkerError(f"{self.cfg.name}: transaction failed fatally: {err}") from exc
             self._abort()
         self._rewind()
