@@ -30,6 +30,7 @@ from kafka_helpers import (
     Oracle,
     TopicWatcher,
     committed_states,
+    outputs_by_key,
     outputs_by_partition,
     read_many,
     start_worker,
@@ -115,3 +116,61 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
     if not local_state:
         applied = [int(n) for n in re.findall(r"changelog from offset 0: (\d+) applied", log.read_text())]
         assert any(n > 0 for n in applied), "no task was restored from the changelog alone"
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: Path) -> None:
+    """Two workers share the tasks while a producer keeps writing; one of them, chosen at random,
+    is killed with SIGKILL and restarted, several times, so tasks move to the survivor (restored
+    from the changelog, its store has none of them or an old copy) and back. Per key the outputs
+    with repeated ids dropped equal an uninterrupted run."""
+    name = unique("crash2")
+    (tmp_path / "crash.es").write_text(PROGRAM)
+    app = unique("app")
+    program = {"name": name, "source": "crash.es", "clock": "record", "commit_interval_ms": 50,
+               "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+               "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}
+    topics = {f"{name}-in": {"partitions": PARTITIONS}}
+    topos = [topology(broker, tmp_path, [program], topics, file=f"{w}.yaml", application=app, state=f"state-{w}")
+             for w in ("a", "b")]
+    from eventscript.kafka.admin import Admin
+    from eventscript.kafka.config import load_topology
+
+    Admin(load_topology(topos[0])).prepare(load_topology(topos[0]).programs)
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
+    writing = producer.start(RECORDS, KEYS, rate=80)
+    rnd = random.Random(11)
+    kills = 0
+    workers = [start_worker(topos[i], "-v", log=logs[i]) for i in range(2)]
+    watcher = TopicWatcher(broker, f"{name}-out")
+    try:
+        while writing.is_alive() and kills < 4:
+            watcher.wait_for_more(20, 60)
+            time.sleep(rnd.uniform(0.1, 1.5))
+            i = rnd.randrange(2)
+            workers[i].send_signal(signal.SIGKILL)
+            workers[i].wait()
+            kills += 1
+            workers[i] = start_worker(topos[i], "-v", log=logs[i])
+        writing.join()
+        in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
+        assert len(in_records) == producer.sent == RECORDS
+        oracle = Oracle(PROGRAM, "Tick", in_records)
+        total = sum(len(v) for v in oracle.outputs.values())
+        stop_when_all_out(workers[0], watcher, total, 180, logs[0])
+        workers[1].send_signal(signal.SIGTERM)
+        assert workers[1].wait(60) == 0, logs[1].read_text()[-3000:]
+    finally:
+        tear_down(workers[0], watcher, producer, writing)
+        if workers[1].poll() is None:
+            workers[1].kill()
+    assert kills >= 3, "the producer finished before the workers could be killed three times"
+    raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)
+    assert raw[f"{name}-err"] == [], [m.value() for m in raw[f"{name}-err"][:5]]
+    got, repeats = outputs_by_key(raw[f"{name}-out"])
+    print(f"kills={kills} outputs={sum(map(len, got.values()))} dropped repeats={repeats}")
+    assert set(got) == set(oracle.outputs)
+    for key, lines in oracle.outputs.items():
+        assert got[key] == lines, f"key {key}: outputs differ from the uninterrupted run"
