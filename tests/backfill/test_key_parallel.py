@@ -62,11 +62,12 @@ out {string k; long n; string via;} Seen, {string k;} Quiet
 """
 
 
-def two_input_topology(tmp: Path, partitions: int) -> Topology:
+def two_input_topology(tmp: Path, partitions: int, second: dict[str, Any] | None = None) -> Topology:
+    """Program "two" over topics a-in and b-in (``second``: more settings of input b-in)."""
     (tmp / "two.es").write_text(TWO_INPUTS)
     return parse_topology({
         "programs": [{"name": "two", "source": str(tmp / "two.es"),
-                      "inputs": [{"topic": "a-in", "event": "A"}, {"topic": "b-in", "event": "B"}],
+                      "inputs": [{"topic": "a-in", "event": "A"}, {"topic": "b-in", "event": "B", **(second or {})}],
                       "outputs": {"default": "two-out"}, "errors": "two-err", "clock": "record"}],
         "topics": {"a-in": {"partitions": partitions}, "b-in": {"partitions": partitions}},
     })

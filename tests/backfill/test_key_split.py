@@ -8,7 +8,9 @@ per key are compared with partition mode's beside key-parallel mode's in test_ke
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +32,13 @@ from test_key_parallel import (
     two_input_topology,
 )
 from test_key_parallel import keys_in as parallel_keys_in
-from trace_export import write_jsonl_export
+from trace_export import CASES, SINGLE, case_topology, trace_rows, write_jsonl_export
 
 from eventscript.backfill import handover as ho
 from eventscript.backfill.job import Totals, check_totals, export_plan, outputs
 from eventscript.backfill.key_split import (
     SplitMismatchError,
+    SplitStage,
     auto_split,
     batch_groups,
     key_group,
@@ -46,7 +49,7 @@ from eventscript.backfill.plan import Plan
 from eventscript.backfill.runner import run_partition
 from eventscript.backfill.sink import output_json
 from eventscript.backfill.source import slice_batches
-from eventscript.kafka.config import ProgramConfig, parse_topology
+from eventscript.kafka.config import ProgramConfig, Topology, parse_topology
 from eventscript.kafka.keys import scheme_for
 from eventscript.kafka.state import SEQ_KEY
 from eventscript.language.types import STRING
@@ -100,10 +103,14 @@ def test_the_mode_is_chosen_from_the_slots_and_refused_where_it_cannot_work(tmp_
     assert [auto_split(plan, slots) for slots in (1, 2, 3, 4, 8)] == [1, 2, 1, 4, 2]  # 8: 6 tasks in one round
     two = two_input_topology(tmp_path, 3)
     path = write_jsonl_export([("a-in", 0, 0, T0_MS, b"k", b"{}", None)], tmp_path / "two.jsonl")
-    two_plan = export_plan(two, two.programs[0], [str(path)])
-    assert "reads 2 input topics" in (split_refusal(two_plan) or "") and auto_split(two_plan, 8) == 1
-    with pytest.raises(BackfillFailed, match="--split 2: program two reads 2 input topics"):
-        backfill(two, two.programs[0], output=str(tmp_path / "o.jsonl"), inputs=[str(path)], split=2)
+    assert split_refusal(export_plan(two, two.programs[0], [str(path)])) is None
+    for second, why in (({"key": "json"}, "b-in's record keys are in format json, not the string"),
+                        ({"keyed": False}, "input b-in has no record keys")):
+        mixed = two_input_topology(tmp_path, 3, second)
+        mixed_plan = export_plan(mixed, mixed.programs[0], [str(path)])
+        assert why in (split_refusal(mixed_plan) or "") and auto_split(mixed_plan, 8) == 1
+    with pytest.raises(BackfillFailed, match="--split 2: input b-in has no record keys to split by"):
+        backfill(mixed, mixed.programs[0], output=str(tmp_path / "o.jsonl"), inputs=[str(path)], split=2)
     ungrouped = tmp_path / "all.es"
     ungrouped.write_text("in {string k;} Tick\nout {string k;} Seen\n( Tick(t) { !>Seen({k: t.k}); } )*\n")
     one = parse_topology({"programs": [{"name": "all", "source": str(ungrouped),
@@ -113,13 +120,18 @@ def test_the_mode_is_chosen_from_the_slots_and_refused_where_it_cannot_work(tmp_
     assert auto_split(export_plan(one, one.programs[0], [str(tmp_path / "e.jsonl")]), 8) == 1
 
 
-def test_split_tasks_hand_over_the_partition_modes_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("inputs", [1, 2])
+def test_split_tasks_hand_over_the_partition_modes_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         inputs: int) -> None:
     """The state rows of a partition's tasks, merged as the driver merges them, are partition
     mode's: instances, record clock and cut position (timer sequence numbers aside: each task's
-    engine numbers its own timers)."""
-    topo = topology(tmp_path, 2)
-    plan = export_plan(topo, topo.programs[0], [str(export_of(tmp_path, topo, random_trace(17, events=200),
-                                                              monkeypatch, 2))])
+    engine numbers its own timers); with two inputs, over late records."""
+    if inputs == 1:
+        topo = topology(tmp_path, 2)
+        plan = export_plan(topo, topo.programs[0], [str(export_of(tmp_path, topo, random_trace(17, events=200),
+                                                                  monkeypatch, 2))])
+    else:
+        plan = scrambled_plan(tmp_path, two_input_topology(tmp_path, 2), 2, 8, modes=KEY_SPLIT)
 
     def handed_over(plan: Plan) -> dict[tuple[int, bytes], tuple[Any, ...]]:
         state = ho.HandoverState()
@@ -135,6 +147,114 @@ def test_split_tasks_hand_over_the_partition_modes_state(tmp_path: Path, monkeyp
     want = handed_over(dataclasses.replace(plan, handover=True))
     assert sum(1 for _, k in want if k[:1] == b"[") > 3
     assert handed_over(dataclasses.replace(plan, handover=True, split=3)) == want
+
+
+# -- several inputs: the task's own merge, the other groups' records as stubs ---------------------------------------
+
+
+THREE_INPUTS = """
+in {string k; long n;} A group(A.k), {string k; long n;} B group(B.k), {string k; long n;} C group(C.k)
+out {string k; long n; string via;} Seen, {string k; long seen;} Quiet
+
+{ seen = 0; }
+( A(a) { seen = seen + 1; !>Seen({k: a.k, n: a.n, via: "A"}); }
+| B(b) { seen = seen + 1; !>Seen({k: b.k, n: b.n, via: "B"}); }
+| C(c) { seen = seen + 1; !>Seen({k: c.k, n: c.n, via: "C"}); }
+| elapse[15 seconds]() { !>Quiet({k: group[0], seen: seen}); } )*
+"""
+
+
+def three_input_topology(tmp: Path, partitions: int) -> Topology:
+    (tmp / "three.es").write_text(THREE_INPUTS)
+    return parse_topology({
+        "programs": [{"name": "three", "source": str(tmp / "three.es"),
+                      "inputs": [{"topic": f"{e.lower()}-in", "event": e} for e in "ABC"],
+                      "outputs": {"default": "three-out"}, "errors": "three-err", "clock": "record"}],
+        "topics": {f"{e.lower()}-in": {"partitions": partitions} for e in "ABC"},
+    })
+
+
+@pytest.fixture
+def stubs(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How many records key-split tasks skipped, and how many stubs stood for them."""
+    seen = {"skipped": 0, "stubs": 0}
+    with_stubs = SplitStage._with_stubs
+
+    def counting(stage: SplitStage, batch: pa.RecordBatch, skipped: Any, *rest: Any) -> pa.RecordBatch:
+        before = stage.stub_count
+        out = with_stubs(stage, batch, skipped, *rest)
+        seen["skipped"] += int(skipped.sum())
+        seen["stubs"] += stage.stub_count - before
+        return out
+
+    monkeypatch.setattr(SplitStage, "_with_stubs", counting)
+    return seen
+
+
+def test_several_inputs_reach_each_group_in_task_ps_merge_order_at_its_clock(
+        tmp_path: Path, stubs: dict[str, int]) -> None:
+    """Late records on two and three topics: where task p's merge puts a group's records depends
+    on the other groups' records, which no group's task decodes. Small batches: a run of another
+    group's records, and a topic's latest timestamp, go on into the next batch."""
+    for topo, partitions in ((two_input_topology(tmp_path, 3), 3), (three_input_topology(tmp_path, 2), 2)):
+        plan = scrambled_plan(tmp_path, topo, partitions, 5, modes=KEY_SPLIT)
+        for size in (7, plan.batch_size):
+            want = assert_same_per_key(dataclasses.replace(plan, batch_size=size), KEY_SPLIT)
+            assert {x["value"]["via"] for x in want if x["event"] == "Seen"} == set("ABC"[:len(topo.programs[0].inputs)])
+    assert stubs["skipped"] > stubs["stubs"] > 1000  # most records are stubs of their own; some share one
+
+
+def as_topic_per_event(case: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Plan | None:
+    """A grouped conformance case's trace published as ``produce`` does to co-partitioned topics:
+    one topic per input event (two topics taking turns for a program of one event), keyed by
+    the group key, with no header: records key-split mode skips by their keys. None for an
+    ungrouped program."""
+    from eventscript.kafka.runner import compile_programs
+
+    base = case_topology(case)
+    program = compile_programs(base, [base.programs[0]])[base.programs[0].name].program
+    if program.key_types is None:
+        return None
+    events = [i.name for i in program.inputs]
+    inputs = [{"topic": f"in-{e}", "event": e} for e in events] + \
+        ([{"topic": "in-again", "event": events[0]}] if len(events) == 1 else [])
+    topo = parse_topology({
+        "programs": [{"name": "prog", "source": str(CASES / case / "program.es"), "inputs": inputs,
+                      "outputs": {"default": "prog-out"}, "errors": "prog-err", "clock": "record"}],
+        "topics": {i["topic"]: {"partitions": 2} for i in inputs},
+    })
+    rows = trace_rows(topo, CASES / case / "input.trace", monkeypatch, 2)
+    if len(events) == 1:  # every other record of the one event's topic to the second topic
+        turns = itertools.cycle(["in-again", f"in-{events[0]}"])
+        rows = [(next(turns) if r[0] == f"in-{events[0]}" and not r[6] else r[0], *r[1:]) for r in rows]
+    offsets: dict[tuple[str, int], int] = defaultdict(int)
+    numbered = []
+    for topic, p, _, *rest in rows:
+        numbered.append((topic, p, offsets[(topic, p)], *rest))
+        offsets[(topic, p)] += 1
+    return export_plan(topo, topo.programs[0], [str(write_jsonl_export(numbered, tmp / f"{case}.jsonl"))])
+
+
+@pytest.mark.skipif(not SINGLE, reason="../shared/conformance is not beside the checkout")
+def test_grouped_conformance_cases_on_several_topics_give_every_key_the_partition_modes_outputs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stubs: dict[str, int]) -> None:
+    failures, cases = [], 0
+    for case in SINGLE:
+        plan = as_topic_per_event(case, tmp_path, monkeypatch)
+        if plan is None:
+            continue
+        cases += 1
+        want = per_key(outputs_of(plan, 0))
+        for mode in KEY_SPLIT:
+            try:
+                got = outputs_of(plan, mode)
+            except SplitMismatchError as exc:  # a keyed record that does not decode: the command's fallback
+                failures.append(f"{case} ({mode}): {exc}")
+                continue
+            if per_key(got) != want:
+                failures.append(f"{case} ({mode}): not the partition mode's records, ids or order")
+    assert not failures, "\n".join(failures)
+    assert cases >= 5 and stubs["stubs"] > 100
 
 
 # -- on Spark ------------------------------------------------------------------------------------------------------

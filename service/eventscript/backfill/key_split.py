@@ -18,6 +18,10 @@ without a record key, with headers (ticks; event names in headers) or with a tim
 cannot take reach every group's task, which decodes them as task p does; only the group they
 belong to feeds them to the program or reports their ``$error`` (an unkeyed record's: group 0).
 
+Several co-partitioned inputs: task p merges them by timestamp, and where a record lands in that
+merge depends on the records of the other groups before it, so those stay in the task's inputs
+as stubs that the worker's own merge orders (:meth:`SplitStage._with_stubs`).
+
 The assumption is checked by the one task that decodes each such record, its record key's group:
 if the record does not then move the clock to its timestamp as the other groups took it to
 (undecodable, an undeclared event, an unkeyed input) while that timestamp is ahead of the clock,
@@ -36,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..engine.timeutil import MAX_TIME
+from ..kafka.keys import input_format
 from .plan import Plan
 from .runner import BackfillError, TaskStage, compiled_program, record_clock_config
 
@@ -109,12 +114,14 @@ def split_refusal(plan: Plan) -> str | None:
         return "key-parallel mode (--key-groups) splits the keys already"
     if not compiled_program(plan.program).grouped:
         return f"program {cfg.name} has no group key (one instance sees every record)"
-    if len(cfg.inputs) != 1:
-        return (f"program {cfg.name} reads {len(cfg.inputs)} input topics (key-split mode needs the order of "
-                f"one input's records)")
-    inp = cfg.inputs[0]
-    if inp.key == "none" or inp.keyed is False:
-        return f"input {inp.topic} has no record keys to split by"
+    types = compiled_program(plan.program).program.key_types
+    home = input_format(cfg.inputs[0], types)
+    for inp in cfg.inputs:
+        if inp.key == "none" or inp.keyed is False:
+            return f"input {inp.topic} has no record keys to split by"
+        if input_format(inp, types) != home:
+            return (f"input {inp.topic}'s record keys are in format {input_format(inp, types)}, not the "
+                    f"{home} of the routing bytes key-split mode hashes")
     return None
 
 
@@ -151,6 +158,12 @@ class SplitStage(TaskStage):
         self.partition_records = 0
         self._group_of: dict[bytes, int] = {}
         self._own: dict[tuple[Any, ...], bool] = {}
+        #: Several inputs: the task's own merge orders them (``_with_stubs``); topic → offsets of
+        #: the stubs not yet processed, and how many stubs there were.
+        self.merged = len(self.cfg.inputs) > 1
+        self.stubs: dict[str, dict[int, int]] = {}
+        self.stub_count = 0
+        self.topic_max: dict[str, int] = {}  # each topic's latest record timestamp (ms) so far
         self._install()
 
     # -- which records: in Arrow --------------------------------------------------------------------
@@ -168,7 +181,7 @@ class SplitStage(TaskStage):
         and, in ``catch_up``, where the other groups' records move the clock before them: before
         a record that enters the task, if that clock moved since the previous one and the record
         does not move it there itself (a plain record of this group at or after that time does:
-        it is checked to have done so)."""
+        it is checked to have done so). With several inputs: ``_with_stubs``."""
         if not batch.num_rows:
             return batch, 0
         key = batch.column("key")
@@ -181,6 +194,8 @@ class SplitStage(TaskStage):
         skipped = plain & ~mine
         self.partition_records += int(np.count_nonzero(record))
         owned = int(np.count_nonzero(mine & record))
+        if self.merged:
+            return self._with_stubs(batch, skipped, ts, offset), owned
         enters = record & ~skipped
         if enters.any():
             need = np.maximum(np.maximum.accumulate(np.where(skipped, ts, -1)), self.skipped_max)[enters]
@@ -193,6 +208,49 @@ class SplitStage(TaskStage):
             return batch, owned
         self.skipped_max = max(self.skipped_max, int(ts[skipped].max()))
         return batch.filter(pa.array(~skipped)), owned
+
+    def _with_stubs(self, batch: pa.RecordBatch, skipped: np.ndarray, ts: np.ndarray,
+                    offset: np.ndarray) -> pa.RecordBatch:
+        """Several inputs: the task merges them by timestamp itself, so the other groups' records
+        stay in its inputs, as *stubs* that are never decoded: processing one moves the clock
+        where its records would have (``stubs``: topic → offset → record time). Consecutive
+        records of one topic share a stub only while none of them is later than every earlier
+        record of its topic: once the merge has taken the first of them, it takes the others
+        at once (each timestamp is at most that of a record of the topic it took already, which
+        was not behind any other input's next record), so no other record comes between them,
+        and the stub keeps the first one's timestamp for the merge."""
+        if not skipped.any():
+            return batch
+        keep = ~skipped
+        stub = np.zeros(len(ts), dtype=bool)
+        first_ts = ts.copy()
+        codes = pc.dictionary_encode(batch.column("topic"))
+        indices = codes.indices.to_numpy(zero_copy_only=False)
+        for code, topic in enumerate(codes.dictionary.to_pylist()):
+            rows = np.nonzero(indices == code)[0]
+            run = skipped[rows]
+            latest = self.topic_max.get(topic, -1)
+            before = np.maximum(np.concatenate([[latest], np.maximum.accumulate(ts[rows])[:-1]]), latest)
+            self.topic_max[topic] = max(latest, int(ts[rows].max()))
+            if not run.any():
+                continue
+            starts = np.nonzero(run & ~(np.concatenate([[False], run[:-1]]) & (ts[rows] <= before)))[0]
+            start = np.zeros(len(rows), dtype=bool)
+            start[starts] = True
+            skipped_at = np.nonzero(run)[0]
+            segment = (np.cumsum(start) - 1)[skipped_at]  # a stub's records: from its start, all skipped
+            last = rows[skipped_at[np.concatenate([segment[1:] != segment[:-1], [True]])]]
+            targets = np.maximum.reduceat(np.where(run, ts[rows], -1), starts)
+            first_ts[last] = ts[rows[starts]]
+            stub[last] = True
+            keep[last] = True
+            self.stubs.setdefault(topic, {}).update(zip(offset[last].tolist(), targets.tolist()))
+            self.stub_count += len(last)
+        if not np.array_equal(first_ts[stub], ts[stub]):
+            batch = batch.set_column(batch.schema.get_field_index("timestamp"), "timestamp",
+                                     pc.replace_with_mask(batch.column("timestamp"), pa.array(stub),
+                                                          pa.array(first_ts[stub])))
+        return batch.filter(pa.array(keep))
 
     def _key_group(self, kb: bytes | None) -> int:
         if kb is None:
@@ -212,7 +270,7 @@ class SplitStage(TaskStage):
         clock catches up with the other groups' records."""
         task, engine = self.task, self.task.engine
         feed_keyed, process_one, advance, clock = engine.feed_keyed, task._process_one, task._advance, task.clock
-        catch_up, mine, splits, owns = self.catch_up, self.group, self.splits, self._own
+        catch_up, stubs, mine, splits, owns = self.catch_up, self.stubs, self.group, self.splits, self._own
         fed: bool | None = None  # whether the record being processed reached an instance (False: another group's)
 
         def feed_own(name: str, value: Any, key: tuple[Any, ...]) -> None:
@@ -245,6 +303,12 @@ class SplitStage(TaskStage):
                 target = catch_up.pop(msg.offset(), None)
                 if target is not None:
                     advance(target)
+            elif stubs:
+                run = stubs.get(ip.topic)
+                target = run.pop(msg.offset(), None) if run else None
+                if target is not None:
+                    advance(target)  # the other groups' records it stands for
+                    return
             fed = None
             process_one(ip, msg)
             if fed is True:
@@ -268,6 +332,7 @@ class SplitStage(TaskStage):
         """Task p's last record time: the other groups' last records move the clock there."""
         if self.skipped_max >= 0:
             self.task._advance(self.skipped_max)
+        self.task.counts["processed"] -= self.stub_count  # stubs stand for other groups' records
 
     def had_records(self) -> bool:
         return self.partition_records > 0
