@@ -305,15 +305,33 @@ class TestTypeErrors:
 
 
 class TestUndeclaredNames:
-    def test_variable_that_is_never_set(self) -> None:
-        e = only_error("in long A\nout long B\n( A(x) { !>B(x + y); } )*")
-        assert (at(e), e.message) == ((3, 18), "'y' is never given a value")
-        assert e.hint == "set it in an action (x = ...;) or with an event marker (Event(x))"
+    def test_variable_that_is_never_set_is_a_warning(self) -> None:
+        """Document 2.5: a variable read without having been set is warned about; at run time
+        each read is $error 3 and gives the default value (conformance README, code 3)."""
+        text = "in long A\nout long B\n( A(x) { !>B(x + y); } )*"
+        assert errors(text) == []
+        (d,) = diags(text, Severity.WARNING)
+        assert (at(d), d.message) == ((3, 18), "'y' is never given a value: each read is $error 3 and gives "
+                                               "the default value")
+        assert d.hint == "set it in an action (x = ...;) or with an event marker (Event(x))"
+
+    def test_variable_never_set_and_untyped_is_an_error(self) -> None:
+        e = only_error("in long A\nout long B\n( A() { !>B(y == y ? 1 : 2); } )*")
+        assert (at(e), e.message) == ((3, 13), "'y' is never given a value, and nothing gives it a type")
 
     def test_event_name_used_as_a_variable(self) -> None:
-        e = only_error("in long A\nout long B\n( A() { !>B(A); } )*")
-        assert (at(e), e.message) == ((3, 13), "'A' is never given a value")
-        assert e.hint == "in actions an event's value is reached through its marker's variable, e.g. A(x) then x"
+        text = "in long A\nout long B\n( A() { !>B(A); } )*"
+        (d,) = diags(text, Severity.WARNING)
+        assert at(d) == (3, 13) and d.message.startswith("'A' is never given a value")
+        assert d.hint == "in actions an event's value is reached through its marker's variable, e.g. A(x) then x"
+
+    def test_a_variable_never_set_runs_with_error_3_and_the_default(self) -> None:
+        comp = check_source("in {} Get\nout long V\n( Get() { !>V(x); !>V(x + 1); } )*")
+        out: list[dict] = []
+        run_trace([comp.require()], parse_trace(SourceFile("<trace>", "[2026-01-01 00:00:00] Get()")),
+                  lambda line: out.append(line.to_json()))
+        assert [(o["event"], o["value"].get("code") if o["event"] == "$error" else o["value"]) for o in out] == [
+            ("$error", 3), ("V", 0), ("$error", 3), ("V", 1)]
 
     def test_unknown_function(self) -> None:
         e = only_error("in long A\nout long B\n( A(x) { !>B(foo(x)); } )*")
@@ -680,12 +698,12 @@ class TestExternalFunctions:
 
 class TestRendering:
     def test_render_shows_the_line_and_a_caret_under_the_column(self) -> None:
-        e = only_error("in long A\nout long B\n( A(x) {\tz = 1; !>B(x + y); } )*")
+        e = only_error("in long A\nout long B\n( A(x) {\tz = 1; !>B(x + q()); } )*")
         assert e.render().split("\n") == [
-            "test:3:25: error: 'y' is never given a value",
-            "    ( A(x) { z = 1; !>B(x + y); } )*",  # the tab is shown as one space, as it is counted
+            "test:3:25: error: unknown function 'q'",
+            "    ( A(x) { z = 1; !>B(x + q()); } )*",  # the tab is shown as one space, as it is counted
             "    " + " " * 24 + "^",
-            "    hint: set it in an action (x = ...;) or with an event marker (Event(x))",
+            "    hint: declare an external function with: function <type> name(<types>): \"module:attr\"",
         ]
 
     def test_position_at_the_end_of_the_file(self) -> None:
@@ -724,26 +742,26 @@ class TestCheckCommand:
     def test_several_files_and_diagnostics_in_position_order(self, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
         good = _write(tmp_path, "good.es", "in long A\nout long B\n( A(x) { !>B(x); } )*\n")
-        bad = _write(tmp_path, "bad.es", "in long A\nout long B\n( A(x) { !>B(q); y = 1; !>C(x); } )*\n")
+        bad = _write(tmp_path, "bad.es", "in long A\nout long B\n( A(x) { !>B(q()); y = 1; !>C(x); } )*\n")
         assert cli_main(["check", str(good), str(bad)]) == 1
         lines = [line for line in capsys.readouterr().out.split("\n") if ": error: " in line or ": warning: " in line]
-        assert lines == [f"{bad}:3:14: error: 'q' is never given a value",
-                         f"{bad}:3:18: warning: variable 'y' is set but never read",
-                         f"{bad}:3:27: error: undeclared output event 'C'"]
+        assert lines == [f"{bad}:3:14: error: unknown function 'q'",
+                         f"{bad}:3:20: warning: variable 'y' is set but never read",
+                         f"{bad}:3:29: error: undeclared output event 'C'"]
 
     def test_missing_file(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         assert cli_main(["check", str(tmp_path / "none.es")]) == 1
         assert capsys.readouterr().out.startswith(f"{tmp_path / 'none.es'}: error: cannot read the program")
 
     def test_subprocess(self, tmp_path: Path) -> None:
-        bad = _write(tmp_path, "bad.es", "in long A\nout long B\n( A() { !>B(y); } )*\n")
+        bad = _write(tmp_path, "bad.es", "in long A\nout long B\n( A() { !>B(y == y ? 1 : 2); } )*\n")
         warn = _write(tmp_path, "warn.es", "in long A\nout long B\n( A(x) { y = x; !>B(x); } )*\n")
         exe = Path(sys.executable).parent / "eventscript"
         cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "eventscript.cli.main"]
         r = subprocess.run([*cmd, "check", str(bad)], capture_output=True, text=True, timeout=60)
         assert r.returncode == 1
-        assert r.stdout.split("\n")[:3] == [f"{bad}:3:13: error: 'y' is never given a value",
-                                            "    ( A() { !>B(y); } )*", "                ^"]
+        assert r.stdout.split("\n")[:3] == [f"{bad}:3:13: error: 'y' is never given a value, and nothing gives "
+                                            "it a type", "    ( A() { !>B(y == y ? 1 : 2); } )*", "                ^"]
         r = subprocess.run([*cmd, "check", str(warn)], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0
         assert r.stdout.startswith(f"{warn}:3:10: warning: variable 'y' is set but never read")

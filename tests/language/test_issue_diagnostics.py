@@ -177,7 +177,7 @@ class TestLexerLimits:
         assert values(program.read_text(encoding="utf-8-sig"), trace.read_text(encoding="utf-8-sig")) == [4]
 
     def test_a_byte_order_mark_does_not_shift_columns(self) -> None:
-        e = only_error("\ufeffin long A out long L ( A(x) { !>L(y); } )*")
+        e = only_error("\ufeffin long A out long L ( A(x) { !>L(q()); } )*")
         assert (e.pos.line, e.pos.col) == (1, 35)
 
     def test_an_included_file_may_start_with_a_byte_order_mark(self, tmp_path: Path) -> None:

@@ -29,11 +29,7 @@ RUNNER = SHARED / "conformance" / "run"
 EVENTSCRIPT = Path(sys.executable).with_name("eventscript")
 
 # case name -> why the product is wrong (the document's section), for cases kept as xfail.
-KNOWN_PRODUCT_BUGS: dict[str, str] = {
-    "never-assigned-variable":
-        "document 2.5 and 6.3: reading a variable never set is a compile *warning* and `$error` 3 at run "
-        "time; the compiler rejects the program ('x' is never given a value)",
-}
+KNOWN_PRODUCT_BUGS: dict[str, str] = {}
 
 CASE_DIRS = sorted(p for p in OWN_CASES.iterdir() if p.is_dir())
 

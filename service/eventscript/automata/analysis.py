@@ -229,8 +229,9 @@ def mark_read_checks(program: ir.ProgramIR, maybe_unset: set[int] | None) -> Non
 
 
 def warn_reads(program: ir.ProgramIR, maybe_unset: set[int], pos: Positions, d: Diagnostics) -> None:
+    never_set = {v.slot for v in program.variables if v.never_set}  # the checker warned once for all reads
     for v in all_reads(program):
-        if id(v) in maybe_unset and id(v) in pos.reads:
+        if id(v) in maybe_unset and id(v) in pos.reads and v.slot not in never_set:
             d.warning(pos.reads[id(v)], f"{v.name!r} may be read before it is set",
                       "on some path to this point no action or event marker has set it; reading it "
                       "then gives $error 3")

@@ -781,14 +781,21 @@ class Checker:
         finally:
             self.guessing = was
 
+    def _unset_hint(self, name: str) -> str:
+        if name in self.inputs or name in self.classes:
+            return f"in actions an event's value is reached through its marker's variable, e.g. {name}(x) then x"
+        return "set it in an action (x = ...;) or with an event marker (Event(x))"
+
     def _final_variable_checks(self) -> None:
         for v in sorted(self.variables.values(), key=lambda v: v.index):
-            if v.assigned_at is None:
-                hint = "set it in an action (x = ...;) or with an event marker (Event(x))"
-                if v.name in self.inputs or v.name in self.classes:
-                    hint = (f"in actions an event's value is reached through its marker's variable, "
-                            f"e.g. {v.name}(x) then x")
-                self.d.error(v.first_pos, f"{v.name!r} is never given a value", hint)
+            if v.assigned_at is None and v.ty is not None:
+                # The document (2.5, 12) makes a read of a variable never set a warning, not an
+                # error: at run time each read is $error 3 and gives the type's default value.
+                self.d.warning(v.first_pos, f"{v.name!r} is never given a value: each read is $error 3 "
+                                            f"and gives the default value", self._unset_hint(v.name))
+            elif v.assigned_at is None:
+                self.d.error(v.first_pos, f"{v.name!r} is never given a value, and nothing gives it a type",
+                             self._unset_hint(v.name))
             elif v.ty is None:
                 if v.broken:
                     continue

@@ -355,10 +355,14 @@ class Output(Node):
 
 @dataclass
 class Variable(Node):
+    """A program variable. ``never_set``: no action or marker sets it (a warning, not an error:
+    each read is $error 3)."""
+
     TAG = "variable"
     slot: int
     name: str
     ty: Type
+    never_set: bool = False
 
 
 @dataclass

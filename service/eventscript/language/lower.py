@@ -118,7 +118,7 @@ class Lowerer:
         self.pos.regex = c.program.regex.pos if c.program.regex is not None else c.program.pos
         inputs = [self._input(ev) for ev in c.inputs.values()]
         outputs = [ir.Output(o.index, o.name, o.ty) for o in c.outputs.values()]
-        variables = [ir.Variable(v.index, v.name, v.ty) for v in c.variables if v.ty is not None]
+        variables = [ir.Variable(v.index, v.name, v.ty, v.assigned_at is None) for v in c.variables if v.ty is not None]
         externals = [ir.External(f.index, f.name, list(f.params), f.result, f.impl)
                      for f in sorted(c.externals.values(), key=lambda f: f.index)]
         return ir.ProgramIR(self.name, self.symbols, inputs, outputs, variables, externals,
