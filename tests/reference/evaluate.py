@@ -170,6 +170,10 @@ def _binary(e: ast.Binary, s: Scope) -> Any:
     if e.op == "||":
         return bool(evaluate(e.left, s)) or bool(evaluate(e.right, s))
     a, b = evaluate(e.left, s), evaluate(e.right, s)
+    if e.op in ("==", "!=", "<", "<=", ">", ">=") and DOUBLE in (e.left.ty, e.right.ty):
+        # Footnote 5 of the language document: a long operand is promoted to double, also in a
+        # comparison (2**63 - 1 == 9.223372036854775807E18 is true, as in Java).
+        a, b = float(a), float(b)
     if e.op in ("==", "!="):
         return (a == b) == (e.op == "==")
     if e.op in ("<", "<=", ">", ">="):

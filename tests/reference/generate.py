@@ -12,8 +12,12 @@ actions with no marker is a compile error); time markers stay out of the operand
 the right operand of ``-`` (a time event can never be matched by both operands of ``&``, and one
 matched by the right operand of ``-`` only ends that operand's paths, if the left one has no
 path for it, so such markers are dead code; a few programs have them all the same), and
-their amounts are positive (an ``elapse`` of zero in a loop fires for ever at one instant). A
-trace is kept as data for the reference and rendered as text for the tester.
+their amounts are positive (an ``elapse`` of zero in a loop fires for ever at one instant).
+Also: comparisons across ``long`` and ``double`` (promotion), 64-bit overflow, string escapes,
+``arrive`` with computed or wildcard components (date ones too; out of range is ``$error`` 8),
+errors in the initial actions, two structure inputs with the same fields in other orders, and
+now and then a program that is its initial block alone. A trace is kept as data for the
+reference and rendered as text for the tester.
 """
 
 from __future__ import annotations
@@ -54,6 +58,17 @@ STATEMENTS = [
     # an emitted value is a snapshot (choice 9): later changes to the array or structure do not show
     "{ r = {a: n, b: s}; !>R(r); r.a = 99; !>R(r); }", "{ !>AR(a); a[0] = n + 1; !>AR(a); }",
     "!>AR(new long[v % 3]);",
+    # a long operand is promoted to double, in comparisons too (footnote 5 of the language document);
+    # times compare chronologically, strings by character, arrays and structures by content (6.2)
+    "!>F(v == 9223372036854775807.0 || n < d);", "!>F(d == n && n <= 2.5);", "!>P(v > 3 ? v : 1.5);",
+    "!>F(t < now() || t == now());", '!>F(s + "\\u00e9" > "z" || s < "\\uD83D\\uDE00");',
+    "!>F(a == c || a != new long[3]);", "!>F({a: n, b: s} == {a: v, b: s});",
+    # 64-bit wrap-around and Java division (choice 7): the most negative long divided by -1 stays put
+    "!>O(v * v * v);", "n = n * 1000003 + v;", "!>O((-9223372036854775807 - 1) / (v % 2 - 1));",
+    "!>O(-9223372036854775808 % v + abs(-9223372036854775808));", "!>O(v + 9223372036854775807);",
+    "!>P(d % 0.75 - n % 0.5);",
+    # string literals with escapes (docs/language.md 2): tab, quote, backslash, \u, a surrogate pair
+    r'!>S("\t\"q\\\u00e9\uD83D\uDE00" + s);', r'!>S(trim("\t x\n ") + "|" + length("\uD83D\uDE00"));',
     "!>O(v > 2 ? v : -v);", "!>M(t);", "!>O(second(now()) + minute(t) * 100 + millisecond(now()) * 10000);", "a = new long[v % 5];", "{ c = a; c[1] = n; !>O(a[1]); }",
 ]
 #: A grouped program of these statements (and no initial actions) often comes back to its start
@@ -75,12 +90,19 @@ class Extra:
 
 
 EXTRAS = {
-    "D": Extra("double", "long(D)", "w", ("!>P(w + d);",), (0.5, 2, -1.5, 3.25, 7, "x")),
+    "D": Extra("double", "long(D)", "w", ("!>P(w + d);", "!>F(w >= v || w == n);"), (0.5, 2, -1.5, 3.25, 7, "x")),
     # a structure, written with its field names or positionally; strings with quotes, backslashes, é
     "E": Extra("{long k; string s;}", "E.k", "e",
                ("!>S(e.s + e.k);", "s = s + e.s;", "!>S(substring(e.s, 0, 1));", "e.k > 2 ? !>O(e.k);", "e.k = n;",
-                "!>O(length(e.s));", '!>F(contains(e.s, "a"));', "!>R({a: e.k, b: e.s + s});"),
+                "!>O(length(e.s));", '!>F(contains(e.s, "a"));', "!>R({a: e.k, b: e.s + s});",
+                "!>F(e == {k: h.k, s: h.s});", "e = {k: h.k, s: h.s};"),
                ({"k": 3, "s": "a"}, {"k": -4, "s": 'a"b'}, {"k": 7, "s": "é\\"}, {"k": 0, "s": ""}, 5)),
+    # a structure with E's fields in the other order, a different type (docs/language.md 4.4); a
+    # builder in a trace may name the fields in any order, positional values come in declared order
+    "H": Extra("{string s; long k;}", "H.k", "h",
+               ("!>S(h.s + h.k);", "!>R({a: h.k, b: h.s});", "h.k = h.k + n;", "!>F(e == {k: h.k, s: h.s});",
+                "e = {k: h.k, s: h.s};"),
+               ({"s": "b", "k": 2}, {"k": 1, "s": "x"}, {"s": "\u00e9\t", "k": -1}, {"k": "x", "s": "y"}, "s")),
     # the empty structure, a pure signal: G() or G({})
     "G": Extra("{}", "7", "", ("!>Q();", "!>Q({});"), ({}, 5)),
     "L": Extra("long[]", "length(L)", "l",
@@ -153,9 +175,14 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
     if kind == "arrive":
         # An explicit time stores its firing time: at or before entry it fires at once, so a
         # loop through it must move ``t`` on or it would fire for ever at one instant.
+        # Computed components (docs/language.md 5.4) out of range are $error 8 and do not fire;
+        # wildcards may stand in any place, the date's too. Stateless programs skip the first five.
         pattern = draw(st.sampled_from(["(secondsAfter(2, t))](t)", "(secondsAfter(5, t))](t)", "(secondsAfter(1, t))](t)",
+                                        ".:.:(n % 60)]()", "(n % 25):(n):(abs(n) % 60)](t)",
                                         ".:.:30]()", ".:.:15.5](t)", ".:.:00]()", ".:05]()", "00:10](t)",
-                                        "2026-01-01 00:00:30](t)", "2026-01-01]()"][3 * spec.stateless:]))
+                                        "2026-01-01 00:00:30](t)", "2026-01-01]()", ".:.:(v % 61)](t)",
+                                        ".-.-01 00:00:20]()", "2026-.-. .:.:45](t)", ".-.-. .:01]()",
+                                        "2026-01-(v) 00:(v):00]()"][5 * spec.stateless:]))
         return Part(f"arrive[{pattern}", False)
     if kind == "action":
         return draw(action_block(spec))
@@ -215,9 +242,10 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
         ty = EXTRAS[name].ty if name in EXTRAS else "long"
         decl = f"{ty} {name}" + (f" group({', '.join(group)})" if keys else "")
         if name == "A" and len(classes) == 2:
-            decl += " case { A > 4 ? Hi : Lo }"
+            decl += draw(st.sampled_from([" case { A > 4 ? Hi : Lo }", " case { length(string(A)) > 1 ? Hi : Lo }"]))
         elif name == "A" and classes:  # a classification may fail too: $error 4, then 12 / 0 is 0
             decl += draw(st.sampled_from([" case { abs(A) > 6 ? Hi : A >= 2 ? Mid : Lo }",
+                                          " case { A % 3 == 0 ? Hi : A * 1.5 < 0 ? Mid : Lo }",
                                           " case { abs(A) > 6 ? Hi : 12 / A >= 3 ? Mid : Lo }"]))
         decls.append(decl)
     body = draw(regex(spec, DEPTH, timed=True))
@@ -226,11 +254,14 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
     if keys:
         forms += [". ( {} )*"] if not body.nullable else [". {}"]
     init = ('{ n = 0; d = 0.0; s = ""; t = now(); a = new long[3]; '
-            + ("v = 1; " if draw(st.booleans()) else "") + ("b = false; " if draw(st.booleans()) else "") + "}")
+            + ("v = 1; " if draw(st.booleans()) else "") + ("b = false; " if draw(st.booleans()) else "")
+            + draw(st.sampled_from(["", "", "", "!>O(u0 + 1); ", "n = 7 % (n - n); ", "!>O(a[5]); "]
+                                   + ["!>O(12 / group[0]); "] * (keys > 0))) + "}")
     if spec.stateless:
-        init = draw(st.sampled_from(["", "{ }", "{ x = 1; }", "{ !>T(0); }", "{ n = 0; }"]))
+        init = draw(st.sampled_from(["", "{ }", "{ x = 1; }", "{ !>T(0); }", "{ n = 0; }", "{ !>O(12 / group[0]); }"]))
+    form = draw(st.sampled_from(forms)) if draw(st.integers(0, 30)) != 17 else ""  # the initial block alone
     src = (f"in {', '.join(decls)}\nout long O, double P, string S, long T, boolean F, {{long a; string b;}} R, time M, {{}} Q, long[] AR\n"
-           f"{init}\n{draw(st.sampled_from(forms)).format(body.text)}\n")
+           f"{init}\n{form.format(body.text)}\n")
     return src, spec
 
 
@@ -249,7 +280,7 @@ def traces(draw: st.DrawFn, spec: Spec) -> tuple[Trace, str]:
             if name in EXTRAS:  # a structure written with its field names or positionally
                 items.append(("event", name, draw(st.sampled_from(EXTRAS[name].values)), draw(st.booleans())))
                 continue
-            values = [0, 1, 2, 3, 5, 6, 7, 9, -4, "x", 2**63 - 1]
+            values = [0, 1, 2, 3, 5, 6, 7, 9, -4, "x", 2**63 - 1, -(2**63), 4.0]
             items.append(("event", name, draw(st.sampled_from(values))))
     items.append(("time", start + (ms + 65_000) * 1000))
     return Trace(items), render(items, start)

@@ -20,7 +20,7 @@ from eventscript.language.parser import parse
 from eventscript.language.source import SourceFile
 from eventscript.language.types import DOUBLE, LONG, STRING, TIME, ArrayType, StructType
 
-from .evaluate import Scope, evaluate, execute, json_double
+from .evaluate import INVALID_OPERATION, Scope, evaluate, execute, json_double
 from .order import action_order
 from .terms import EPS, Acts, Matcher, Symbol, Term, from_ast
 
@@ -52,7 +52,8 @@ class Instance:
 
 @dataclass
 class Trace:
-    """A trace as data: ("time", microseconds) or ("event", name, value)."""
+    """A trace as data: ("time", microseconds) or ("event", name, value[, positional]): a
+    structure written positionally gives its values in the order written."""
 
     items: list[tuple[Any, ...]]
 
@@ -152,32 +153,38 @@ class Reference:
     def _arrive_deadline(self, pattern: ast.ArrivePattern, scope: Scope) -> int | None:
         """docs/language.md 5.4 and choice 2: an explicit time fires at it, or at once if it is not
         later than now; a pattern at its first matching instant strictly after now (None: a
-        fixed date that has passed never fires)."""
+        fixed date that has passed never fires). A computed component out of range is ``$error``
+        8 and the marker does not fire (5.4, 7.7); ``.`` is a wildcard in any place."""
         if pattern.time_expr is not None:
             return max(self.now, evaluate(pattern.time_expr, scope))
-        parts = [None if isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.time or []]
-        hour, minute, second = ([*parts, 0, 0, 0])[:3]
-        if second is None:
-            raise ReferenceError_("a wildcard in the seconds of an arrive pattern is not modelled")
-        offset = round(second * 1_000_000)
-        if pattern.date is not None:
-            date = [None if isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.date]
-            if None in date or None in (hour, minute):
-                raise ReferenceError_("arrive patterns with wildcards and a date are not modelled")
-            at = micros_of(datetime(*date, tzinfo=UTC)) + hour * _UNIT_MICROS["hour"] + minute * _UNIT_MICROS[
-                "minute"] + offset
-            return at if at > self.now else None
-        day = self.now - self.now % _UNIT_MICROS["day"]
-        if hour is None and minute is None:  # every minute: the common case, without a search
-            at = self.now - self.now % _UNIT_MICROS["minute"] + offset
-            return at if at > self.now else at + _UNIT_MICROS["minute"]
-        for start in (day, day + _UNIT_MICROS["day"]):
-            for h in range(24) if hour is None else [hour]:
-                for m in range(60) if minute is None else [minute]:
-                    at = start + h * _UNIT_MICROS["hour"] + m * _UNIT_MICROS["minute"] + offset
-                    if at > self.now:
-                        return at
-        raise AssertionError("a daily pattern matches within two days")
+        date = [None if c is None or isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.date or [None] * 3]
+        clock = [None if isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.time or []]
+        hour, minute, second = ([*clock, 0, 0, 0])[:3]
+        for value, low, high in zip([*date, hour, minute], (1, 1, 1, 0, 0), (9999, 12, 31, 23, 59)):
+            if value is not None and not low <= value <= high:
+                scope.error(INVALID_OPERATION, f"arrive component {value} is out of range {low}..{high}")
+                return None
+        if second is not None and not 0 <= second < 60:
+            scope.error(INVALID_OPERATION, f"arrive second {second} is out of range")
+            return None
+        seconds = [round(second * 1_000_000)] if second is not None else [s * 1_000_000 for s in range(60)]
+        day = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=self.now - self.now % _UNIT_MICROS["day"])
+        # Day by day from today: the traces span minutes, the patterns match within days or never.
+        for _ in range(800):
+            if date[0] is not None and day.year > date[0]:
+                return None
+            if all(want is None or want == got for want, got in zip(date, (day.year, day.month, day.day))):
+                start = micros_of(day)
+                for h in range(24) if hour is None else [hour]:
+                    for m in range(60) if minute is None else [minute]:
+                        base = start + h * _UNIT_MICROS["hour"] + m * _UNIT_MICROS["minute"]
+                        if base + 60_000_000 <= self.now:
+                            continue
+                        for offset in seconds:
+                            if base + offset > self.now:
+                                return base + offset
+            day += timedelta(days=1)
+        raise ReferenceError_("an arrive pattern that matches nothing within two years is not modelled")
 
     def _done(self, inst: Instance) -> bool:
         return inst.paths == frozenset({EPS})
@@ -302,7 +309,11 @@ def _fits(value: Any, ty: Any) -> bool:
     if ty == STRING:
         return isinstance(value, str)
     if isinstance(ty, StructType):
-        return isinstance(value, dict) and list(value) == [n for n, _ in ty.fields] and all(
+        # A builder's fields may come in any order: it takes its order from the declared type
+        # (docs/language.md 4.4), as in a program.
+        if isinstance(value, list):  # written positionally: the declared order
+            return len(value) == len(ty.fields) and all(_fits(v, t) for v, (_, t) in zip(value, ty.fields))
+        return isinstance(value, dict) and sorted(value) == sorted(n for n, _ in ty.fields) and all(
             _fits(value[n], t) for n, t in ty.fields)
     if isinstance(ty, ArrayType):
         return isinstance(value, list) and all(_fits(v, ty.element) for v in value)
@@ -321,6 +332,8 @@ def _conform(value: Any, ty: Any) -> Any:
     if ty == TIME:
         return value * 1000 if isinstance(value, int) else _iso_micros(value)
     if isinstance(ty, StructType):
+        if isinstance(value, list):
+            return {n: _conform(v, t) for v, (n, t) in zip(value, ty.fields)}
         return {n: _conform(value[n], t) for n, t in ty.fields}
     if isinstance(ty, ArrayType):
         return [_conform(v, ty.element) for v in value]
@@ -347,6 +360,8 @@ def run_reference(source: str, trace: Trace, *, error_keys: bool = False) -> lis
                 started = True
             else:
                 ref.advance(item[1])
+        elif len(item) > 3 and item[3] and isinstance(item[2], dict):
+            ref.feed(item[1], list(item[2].values()))  # a structure written positionally
         else:
             ref.feed(item[1], item[2])
     if error_keys:

@@ -157,3 +157,34 @@ def test_a_program_that_can_match_nothing_has_not_terminated() -> None:
     want = [{"time": "2026-01-01T00:00:00.000000Z", "event": "$error", "value": code} for code in (4, 2)]
     assert run_reference(src, Trace(items)) == want
     assert run_tester(src, render(items, T0), lazy=False) == want
+
+
+def _agree(src: str, items: list[tuple[Any, ...]], want: list[Any]) -> None:
+    """The reference and the eager tester both give ``want`` (values only)."""
+    assert [line["value"] for line in run_reference(src, Trace(items))] == want
+    assert [line["value"] for line in run_tester(src, render(items, T0), lazy=False)] == want
+
+
+def test_a_long_compared_with_a_double_is_promoted() -> None:
+    # Footnote 5 of the language document: the long operand becomes a double, in a comparison too;
+    # 2**63 - 1 rounds to 2.0**63, so it equals 9223372036854775807.0 (as in Java).
+    src = "in long A\nout boolean F\n( A(v) { !>F(v == 9223372036854775807.0); !>F(v * 1.0 == v); } )*"
+    _agree(src, _items([("A", 2**63 - 1)]), [True, True])
+
+
+def test_a_computed_arrive_component_out_of_range_is_error_8_and_does_not_fire() -> None:
+    # docs/language.md 5.4: a computed component out of range is $error 8 and the marker does not
+    # fire; a date may hold wildcards. n = 70 is no second; n = 20 fires at 00:00:20.
+    src = ("in long A\nout long O\n{ n = 70; }\n"
+           "( A(v) { n = v; } | arrive[.:.:(n)](t) { !>O(second(t)); } | arrive[.-.-01 00:00:50]() { !>O(50); } )*")
+    items = [("time", T0), ("event", "A", 20), ("time", T0 + 65_000_000)]
+    _agree(src, items, [8, 20, 50])
+
+
+def test_a_trace_builder_may_name_fields_in_any_order() -> None:
+    # docs/language.md 4.4: a builder takes its field order from the type its context fixes; in a
+    # trace that is the event's declared type. Written positionally, the values come in that order.
+    src = "in {string s; long k;} H\nout string S\n( H(h) { !>S(h.s + h.k); } )*"
+    items = [("time", T0), ("event", "H", {"k": 1, "s": "x"}), ("event", "H", {"k": 2, "s": "y"}, True),
+             ("time", T0 + 1_000_000)]
+    _agree(src, items, ["x1", 6])
