@@ -67,6 +67,8 @@ class Plan:
         self.stalls = 0
         #: The worker under test (for ``delivery_failed``: its delivery callback).
         self.worker: Any = None
+        #: The longest time each wrapped call took ("client.method" → seconds), for the report.
+        self.longest: dict[str, float] = {}
 
     def stall(self) -> None:
         self.stalls += 1
@@ -104,7 +106,12 @@ class Wrapped:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             plan.before(target, name)
-            return attr(*args, **kwargs)
+            started = time.monotonic()
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                key = f"{target}.{name}"
+                plan.longest[key] = max(plan.longest.get(key, 0.0), time.monotonic() - started)
 
         return call
 
@@ -231,6 +238,7 @@ def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch:
         runner.stop()
         t.join(60)
     assert plan.stalls == 1
+    print("longest calls:", {k: round(v, 1) for k, v in sorted(plan.longest.items()) if v >= 0.5})
     _check_outputs(broker, name)
 
 
@@ -259,13 +267,53 @@ def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path
         took = time.monotonic() - started
         assert not t.is_alive(), "the worker did not stop while the broker was away"
         assert runner.workers[0].failure is None, runner.workers[0].failure
-        print(f"stopped in {took:.1f} s")
+        print(f"stopped in {took:.1f} s; longest calls:",
+              {k: round(v, 1) for k, v in sorted(plan.longest.items()) if v >= 0.5})
     finally:
         os.kill(broker.pid, signal.SIGCONT)
         runner.stop()
         t.join(60)
     plan.armed = False
     _send(producer, 40, 60)
+    runner, t = _start(topo, until_idle=2.0)
+    t.join(120)
+    if t.is_alive():
+        runner.stop()
+        t.join(60)
+        raise AssertionError("the restarted worker did not become idle")
+    assert runner.workers[0].failure is None, runner.workers[0].failure
+    _check_outputs(broker, name)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+def test_failed_worker_commits_nothing_on_its_way_out(broker: Broker, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch, guarantee: str) -> None:
+    """A worker that fails in the middle of a record (here: an injected bug) leaves its group on
+    the way out; the revocation must not commit the half-done batch, whose position is already
+    past the failed record: the next worker processes that record again and nothing is lost."""
+    from eventscript.kafka.task import Task
+
+    real = Task._process_one
+
+    def failing(self: Task, ip: Any, msg: Any) -> None:
+        if b'"n":25' in (msg.value() or b""):
+            raise RuntimeError("injected: a bug while processing record 25")
+        real(self, ip, msg)
+
+    name, topo = _program(broker, tmp_path, guarantee)
+    producer = KeyedProducer(broker, f"{name}-in", 2)
+    with monkeypatch.context() as m:
+        m.setattr(Task, "_process_one", failing)
+        runner, t = _start(topo)
+        try:
+            _wait_ready(runner, "the worker to be ready")
+            _send(producer, 0, 40)
+            wait_for(lambda: runner.workers[0].failure is not None, 30, what="the injected failure")
+        finally:
+            runner.stop()
+            t.join(60)
     runner, t = _start(topo, until_idle=2.0)
     t.join(120)
     if t.is_alive():

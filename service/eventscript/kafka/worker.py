@@ -696,11 +696,13 @@ class ProgramWorker:
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         revoked = [tp.partition for tp in partitions if tp.topic == self.rep_topic and tp.partition in self.tasks]
-        if revoked:
+        if revoked and self.failure is None:  # a failed worker's batch may be half done: never commit it
             try:
                 self._commit()  # finish and commit the batch before giving the tasks away
             except StoppedWaiting as exc:
                 log.warning("%s: commit on revocation: %s", self.cfg.name, exc)
+            except WorkerError:
+                raise  # the transaction is in an unknown state: going on would commit it later
             except Exception:
                 log.exception("%s: commit on revocation failed", self.cfg.name)
         tps: list[TopicPartition] = []
