@@ -15,13 +15,13 @@ from typing import Any
 
 OUT_OF_BOUNDS, INVALID_OPERATION = 5, 8
 _DAY = 86_400_000_000
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _LONG_TEXT = re.compile(r"[+-]?[0-9]+")
 _DOUBLE_TEXT = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[dDfF]?")
 
 
 def _date(t: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=t)
+    return EPOCH + timedelta(microseconds=t)
 
 
 def _sqrt(x: float) -> float:
@@ -94,13 +94,43 @@ _PURE: dict[str, Callable[..., Any]] = {
     "year": lambda t: _date(t).year,
     "month": lambda t: _date(t).month,
     "day": lambda t: _date(t).day,
-    "hoursAfter": lambda n, t: t + n * 3_600_000_000,
-    "daysAfter": lambda n, t: t + n * _DAY,
+    "epochMillis": lambda t: t // 1000,  # rounded down (docs/language.md 8)
+    "epochMicros": lambda t: t,
+    "microsecond": lambda t: t % 1_000_000,
 }
+#: docs/language.md 4.1: a time is an instant of years 1 to 9999 (UTC).
+MIN_TIME = (datetime(1, 1, 1, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
+MAX_TIME = (datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
+#: Functions that make a time from a count of units (docs/language.md 8), and their unit.
+TIME_MAKERS = {"microsecondsAfter": 1, "millisecondsAfter": 1000, "secondsAfter": 10**6, "minutesAfter": 60 * 10**6,
+               "hoursAfter": 3600 * 10**6, "daysAfter": _DAY, "timeOfEpochMillis": 1000, "timeOfEpochMicros": 1}
+
+
+def make_time(name: str, args: list[Any], error: Callable[[int, str], None]) -> int:
+    """``secondsAfter(n, t)``, ``timeOfEpochMillis(n)`` and the like, computed exactly: a result
+    outside years 1 to 9999 is ``$error`` 8 and the epoch (docs/language.md 7.7)."""
+    t = args[0] * TIME_MAKERS[name] + (args[1] if len(args) > 1 else 0)
+    if MIN_TIME <= t <= MAX_TIME:
+        return t
+    error(INVALID_OPERATION, f"{name}: the time is outside years 1 to 9999")
+    return 0
+
+
+def parse_time(text: str, error: Callable[[int, str], None]) -> int:
+    """``time(string)``: ISO-8601, a date or a date and time, UTC without an offset; else
+    ``$error`` 8 and the epoch. (The generator only writes plainly valid or plainly broken text.)"""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        error(INVALID_OPERATION, f"cannot parse {text!r} as a time")
+        return 0
+    return ((when if when.tzinfo else when.replace(tzinfo=UTC)) - EPOCH) // timedelta(microseconds=1)
 
 
 def call(name: str, args: list[Any], error: Callable[[int, str], None]) -> Any:
     """The function's value; ``NotImplementedError`` for one the reference does not model."""
+    if name in TIME_MAKERS:
+        return make_time(name, args, error)
     fn = _PURE.get(name)
     if fn is not None:
         return fn(*[float(a) if isinstance(a, int) and name in ("sqrt", "log", "exp", "pow") else a

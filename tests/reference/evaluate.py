@@ -13,6 +13,7 @@ import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -59,6 +60,8 @@ def text_of(value: Any, ty: Type | None) -> str:
         return "true" if value else "false"
     if ty == DOUBLE:
         return java_double_text(float(value))
+    if ty == TIME:  # docs/language.md 8, string(t): ISO-8601 UTC, as the output writes times
+        return (builtins.EPOCH + timedelta(microseconds=value)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return str(value)
 
 
@@ -209,14 +212,14 @@ def _call(e: ast.Call, args: list[Any], s: Scope) -> Any:
         if name == unit + "Between":
             d = args[1] - args[0]
             return d // size if d >= 0 else -((-d) // size)
-        if name == unit + "After":
-            return args[1] + args[0] * size
     if name == "long":
         if e.args[0].ty == STRING:
             return builtins.parse_long(args[0], s.error)
         return java_long_of(args[0]) if e.args[0].ty == DOUBLE else args[0]
     if name == "double":
         return builtins.parse_double(args[0], s.error) if e.args[0].ty == STRING else float(args[0])
+    if name == "time":
+        return builtins.parse_time(args[0], s.error)
     if name == "string":
         return text_of(args[0], e.args[0].ty)
     if name == "abs":

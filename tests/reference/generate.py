@@ -69,6 +69,13 @@ STATEMENTS = [
     "!>P(d % 0.75 - n % 0.5);",
     # string literals with escapes (docs/language.md 2): tab, quote, backslash, \u, a surrogate pair
     r'!>S("\t\"q\\\u00e9\uD83D\uDE00" + s);', r'!>S(trim("\t x\n ") + "|" + length("\uD83D\uDE00"));',
+    # the rest of the time functions (docs/language.md 8); a time beyond years 1 to 9999 is $error 8
+    # and the epoch (7.7). (timeOfEpochMillis/Micros stay in range: test_known_cases has the rest.)
+    "!>O(year(t) * 10000 + month(t) * 100 + day(t) + dayOfYear(now()));",
+    "!>O(epochMillis(t) % 100000 + microsecond(now()) + epochMicros(now()) % 1000);",
+    "!>M(timeOfEpochMillis(epochMillis(t) + v % 100000));", "!>M(timeOfEpochMicros(epochMicros(now()) - v % 1000));",
+    '!>M(time("2026-01-01T00:00:0" + v + "Z"));', "!>M(secondsAfter(v, t));", "!>M(daysAfter(v * 100000, now()));",
+    "!>S(string(t) + now());",
     "!>O(v > 2 ? v : -v);", "!>M(t);", "!>O(second(now()) + minute(t) * 100 + millisecond(now()) * 10000);", "a = new long[v % 5];", "{ c = a; c[1] = n; !>O(a[1]); }",
 ]
 #: A grouped program of these statements (and no initial actions) often comes back to its start
