@@ -111,8 +111,11 @@ def distinct_by_id(records: list[Any]) -> list[Any]:
 
 @pytest.mark.kafka
 @pytest.mark.spark
+@pytest.mark.parametrize("split", ["1", "2"], ids=["partition-mode", "key-split"])
 def test_workers_go_on_from_the_handover_with_nothing_lost_and_nothing_twice(
-        spark: Any, broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        spark: Any, broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str], split: str) -> None:
+    """In key-split mode (``--split 2``) each of a partition's two tasks hands over its keys and
+    the partition's record clock."""
     path, topo = program_topology(broker, tmp_path)
     cfg = topo.programs[0]
     topic, out = cfg.inputs[0].topic, cfg.output_topic("Count")
@@ -121,9 +124,10 @@ def test_workers_go_on_from_the_handover_with_nothing_lost_and_nothing_twice(
     producer = KeyedProducer(broker, topic, PARTITIONS)
     producer.run(history, keys, rate=1e9, t0=T0, step_ms=STEP_MS, seed=1)
 
-    assert main(["backfill", str(path), "--handover", "--no-ui"]) == 0
+    assert main(["backfill", str(path), "--handover", "--no-ui", "--split", split]) == 0
     said = capsys.readouterr().err
     assert f"to {topo.changelog_topic(cfg)} and committed the offsets of consumer group {topo.group_id(cfg)}" in said
+    assert f"{PARTITIONS * int(split)}/{PARTITIONS * int(split)} {'tasks' if split != '1' else 'partitions'}" in said
     handed_over = read_many(broker, [out], idle=0.2)[out]
     backfilled = len(handed_over)
     assert backfilled > 0
