@@ -51,17 +51,17 @@ T0 = 1_767_225_600_000
 
 
 class Plan:
-    """Which client call stalls the broker (``target.method``, once, when armed), and what the
-    call does first: ``stall`` (stop the broker, then make the call), ``abortable`` (fail the
-    call with an error that requires an abort, and stall the broker for the abort that follows)
-    or ``delivery_failed`` (report a record of the batch as timed out, as librdkafka does when a
-    stall outlasts ``message.timeout.ms``, and stall the broker)."""
+    """The faults to inject, in order: each step is ``client.method:action``, done once to the
+    first call of that method (of the worker's ``producer``, ``consumer``, ``restorer`` or
+    ``standby`` reader) after the plan is armed and the steps before it are done. Actions:
+    ``stall`` stops the broker, then makes the call; ``abortable`` fails the call with an error
+    that requires an abort; ``delivery_failed`` reports a record of the batch as timed out (as
+    librdkafka does when a stall outlasts ``message.timeout.ms``) and stalls; ``fail`` fails the
+    call with a local error (``_STATE``)."""
 
-    def __init__(self, pid: int, target: str, method: str, action: str = "stall", armed: bool = False) -> None:
+    def __init__(self, pid: int, steps: str, armed: bool = False) -> None:
         self.pid = pid
-        self.target = target
-        self.method = method
-        self.action = action
+        self.steps = [(*step.partition(":")[0].split("."), step.partition(":")[2]) for step in steps.split()]
         self.armed = armed
         self.fired = threading.Event()
         self.stalls = 0
@@ -76,16 +76,18 @@ class Plan:
         threading.Timer(OUTAGE, os.kill, (self.pid, signal.SIGCONT)).start()
 
     def before(self, target: str, method: str) -> None:
-        """Called before every wrapped call: stall (or fail) the chosen one."""
-        if not self.armed or self.fired.is_set() or (target, method) != (self.target, self.method):
+        """Called before every wrapped call: inject the next step's fault if this is its call."""
+        if not self.armed or not self.steps or (target, method) != self.steps[0][:2]:
             return
-        self.fired.set()
-        if self.action == "abortable":
-            self.target, self.method, self.action = "producer", "abort_transaction", "stall"
-            self.fired.clear()
+        action = self.steps.pop(0)[2]
+        if not self.steps:
+            self.fired.set()
+        if action == "abortable":
             raise KafkaException(KafkaError(KafkaError._STATE, "injected: the transaction must be aborted",
                                             txn_requires_abort=True))
-        if self.action == "delivery_failed":
+        if action == "fail":
+            raise KafkaException(KafkaError(KafkaError._STATE, f"injected: {method} failed"))
+        if action == "delivery_failed":
             self.worker._on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT, "injected: a record timed out"), None)
         self.stall()
 
@@ -193,29 +195,31 @@ def _check_outputs(broker: Broker, name: str) -> None:
         assert got[key] == lines, f"key {key}: outputs differ from the uninterrupted run"
 
 
+#: The faults of each case (Plan), at start (from the worker's first call) or once it is ready.
 STEPS = [
-    # (guarantee, client, call, action): the call the broker stalls at
-    ("exactly_once", "producer", "init_transactions", "stall"),
-    ("exactly_once", "consumer", "committed", "stall"),  # the restore's committed offsets
-    ("exactly_once", "producer", "flush", "stall"),
-    ("exactly_once", "producer", "send_offsets_to_transaction", "stall"),
-    ("exactly_once", "producer", "commit_transaction", "abortable"),  # then the abort stalls
-    ("exactly_once", "producer", "flush", "delivery_failed"),
-    ("at_least_once", "producer", "flush", "stall"),
-    ("at_least_once", "consumer", "commit", "stall"),
+    ("exactly_once", "start", "producer.init_transactions:stall"),
+    ("exactly_once", "start", "consumer.committed:stall"),  # the restore's committed offsets
+    ("exactly_once", "ready", "producer.flush:stall"),
+    ("exactly_once", "ready", "producer.send_offsets_to_transaction:stall"),
+    ("exactly_once", "ready", "producer.commit_transaction:abortable producer.abort_transaction:stall"),
+    ("exactly_once", "ready", "producer.flush:delivery_failed"),
+    # the rewind after an aborted batch: moving an input back to its committed offset fails
+    ("exactly_once", "ready", "producer.commit_transaction:abortable consumer.seek:fail"),
+    ("at_least_once", "ready", "producer.flush:stall"),
+    ("at_least_once", "ready", "consumer.commit:stall"),
 ]
 
 
 @pytest.mark.kafka
 @pytest.mark.slow
-@pytest.mark.parametrize(("guarantee", "client", "call", "action"), STEPS,
-                         ids=[f"{g[:3]}-{c}.{m}-{a}" for g, c, m, a in STEPS])
+@pytest.mark.parametrize(("guarantee", "when", "steps"), STEPS,
+                         ids=[f"{g[:3]}-{s.replace(' ', '-')}" for g, _, s in STEPS])
 def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                    guarantee: str, client: str, call: str, action: str) -> None:
+                                    guarantee: str, when: str, steps: str) -> None:
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (the embedded broker)")
-    at_start = call in ("init_transactions", "committed")
-    plan = Plan(broker.pid, client, call, action, armed=at_start)
+    at_start = when == "start"
+    plan = Plan(broker.pid, steps, armed=at_start)
     _install(monkeypatch, plan)
     name, topo = _program(broker, tmp_path, guarantee)
     producer = KeyedProducer(broker, f"{name}-in", 2)
@@ -226,7 +230,7 @@ def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch:
             plan.worker = runner.workers[0]
             plan.armed = True
         _send(producer, 0, 40)
-        wait_for(plan.fired.is_set, 30, what=f"the worker to call {client}.{call}")
+        wait_for(plan.fired.is_set, 30, what=f"the worker to make the calls of {steps}")
         _wait_ready(runner, "readiness after the stall")
         worker = runner.workers[0]
         assert worker.failure is None, worker.failure
@@ -237,7 +241,7 @@ def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch:
         os.kill(broker.pid, signal.SIGCONT)
         runner.stop()
         t.join(60)
-    assert plan.stalls == 1
+    assert plan.stalls == sum(":stall" in s or ":delivery_failed" in s for s in steps.split())
     print("longest calls:", {k: round(v, 1) for k, v in sorted(plan.longest.items()) if v >= 0.5})
     _check_outputs(broker, name)
 
@@ -250,7 +254,7 @@ def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path
     stops within the grace period without failing; the next worker gives every output once."""
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (the embedded broker)")
-    plan = Plan(broker.pid, "producer", "commit_transaction")
+    plan = Plan(broker.pid, "producer.commit_transaction:stall")
     _install(monkeypatch, plan)
     name, topo = _program(broker, tmp_path, "exactly_once")
     producer = KeyedProducer(broker, f"{name}-in", 2)

@@ -649,12 +649,19 @@ class ProgramWorker:
             except KafkaException as exc:
                 log.warning("%s: cannot read the committed offsets to rewind (%s); retrying", self.cfg.name, exc)
                 return
+            moved = True
             for tp in committed:
                 tp.offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
                 try:
                     self.consumer.seek(tp)
                 except KafkaException as exc:
-                    log.warning("%s: seek %s:%d: %s", self.cfg.name, tp.topic, tp.partition, exc)
+                    # Resuming would read on from where the input was, past the records the
+                    # rewind must process again (their effect is gone from the rebuilt state).
+                    log.warning("%s: cannot move %s:%d back to the committed offset %d (%s); retrying",
+                                self.cfg.name, tp.topic, tp.partition, tp.offset, exc)
+                    moved = False
+            if not moved:
+                return
             for task in tasks:
                 for ip in task.inputs:
                     ip.buffer.clear()  # records fetched before the seek
