@@ -248,15 +248,18 @@ def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch:
 
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """SIGTERM (runner.stop) while commit_transaction waits for a stopped broker: the worker
-    stops within the grace period without failing; the next worker gives every output once."""
+@pytest.mark.parametrize(("guarantee", "steps"), [("exactly_once", "producer.commit_transaction:stall"),
+                                                  ("at_least_once", "producer.flush:stall")])
+def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  guarantee: str, steps: str) -> None:
+    """SIGTERM (runner.stop) while the commit waits for a stopped broker (exactly-once: in
+    commit_transaction, whose outcome is unknown): the worker stops within the grace period
+    without failing; the next worker gives every output once."""
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (the embedded broker)")
-    plan = Plan(broker.pid, "producer.commit_transaction:stall")
+    plan = Plan(broker.pid, steps)
     _install(monkeypatch, plan)
-    name, topo = _program(broker, tmp_path, "exactly_once")
+    name, topo = _program(broker, tmp_path, guarantee)
     producer = KeyedProducer(broker, f"{name}-in", 2)
     runner, t = _start(topo)
     try:

@@ -30,6 +30,13 @@ again, at the same record times, giving the same outputs with the same ids (``Ta
 Until that rewind is done the tasks stay paused; if the committed offsets cannot be read (the
 broker is away), the rewind is retried on the next turn of the loop.
 
+Broker stalls: a transactional call that times out is still under way in librdkafka and is
+resumed (made again) until the broker answers (``_txn_call``), init_transactions included; reads
+of committed offsets and seeks that fail are tried again on the next turn with the tasks paused;
+a failed record delivery aborts the batch; a stop asked for while a call is unresolved ends the
+worker without committing or aborting (``StoppedWaiting``); a worker that failed commits nothing
+on its way out (its batch may be half done).
+
 Readiness (``ready``): the worker holds an assignment that was not lost, every task of it is
 restored, and its last commit did not fail. Every failure recovered from is counted
 (``metrics.FAULTS``) and repeated warnings are rate-limited (``logs.RepeatFilter``).
@@ -250,7 +257,7 @@ class ProgramWorker:
                     self.producer.abort_transaction(TXN_TIMEOUT)
                 except Exception:
                     pass
-            self.producer.flush(10)
+            self.producer.flush(TXN_SLICE)  # after the final commit nothing is left but when it failed
 
     # -- the loop -------------------------------------------------------------------------------------
 
@@ -471,7 +478,7 @@ class ProgramWorker:
                 self._txn_call("committing", lambda t: producer.commit_transaction(t))
                 self._txn_open = False
             else:
-                remaining = self.producer.flush(TXN_TIMEOUT)
+                remaining = self._flush()
                 if self._delivery_error is not None and self._delivery_error.fatal():
                     raise WorkerError(f"{self.cfg.name}: producer failed: {self._delivery_error}; "
                                       f"records since the last commit will be processed again after a restart")
@@ -552,6 +559,19 @@ class ProgramWorker:
                 if high >= 0 and pos is not None:
                     lag += max(0, high - pos)
         return lag
+
+    def _flush(self) -> int:
+        """At-least-once: wait up to ``TXN_TIMEOUT`` for the batch's records to be acknowledged, a
+        ``TXN_SLICE`` at a time (the loop counts as alive meanwhile; a stop ends the wait after one
+        slice: what is not acknowledged is processed again by the next worker). Returns how many
+        records are still waiting."""
+        assert self.producer is not None
+        deadline = time.monotonic() + TXN_TIMEOUT
+        while True:
+            remaining = self.producer.flush(min(TXN_SLICE, max(0.0, deadline - time.monotonic())))
+            if not remaining or self.stopping.is_set() or time.monotonic() >= deadline:
+                return int(remaining)
+            self.last_loop = time.monotonic()
 
     def _commit_failed(self, exc: KafkaException) -> None:
         err: KafkaError = exc.args[0]
@@ -640,7 +660,8 @@ class ProgramWorker:
         """Move the rewound tasks' inputs to their committed offsets; if those cannot be read
         now, keep the tasks paused and try again on the next turn of the loop."""
         assert self.consumer is not None
-        tasks = [self.tasks[p] for p in self._rewinding if p in self.tasks]
+        # A task revoked and assigned again meanwhile is a new one, restoring: not this rewind's.
+        tasks = [self.tasks[p] for p in self._rewinding if p in self.tasks and p not in self.restore_queue]
         tps = [TopicPartition(ip.topic, ip.partition) for task in tasks for ip in task.inputs]
         if tps:
             try:
@@ -716,6 +737,7 @@ class ProgramWorker:
         for p in revoked:
             task = self.tasks.pop(p)
             task.close()
+            self._rewinding.discard(p)
             if p in self.restore_queue:
                 self.restore_queue.remove(p)
             tps.extend(self._task_partitions(p))
@@ -738,6 +760,7 @@ class ProgramWorker:
             task = self.tasks.pop(p, None)
             if task is not None:
                 task.close()
+            self._rewinding.discard(p)
             if p in self.restore_queue:
                 self.restore_queue.remove(p)
             tps.extend(self._task_partitions(p))
@@ -770,7 +793,6 @@ class ProgramWorker:
                 log.warning("%s: cannot read the committed offsets to restore tasks %s (%s); retrying",
                             self.cfg.name, sorted(t.partition for t in tasks), exc)
                 return  # the tasks stay paused in restore_queue; tried again on the next turn
-
             replay: dict[int, Task] = {}
             for task in tasks:
                 if same_position(task.store.position, committed[task.partition]):
