@@ -359,8 +359,8 @@ class CodeGen:
             body.append("    _disarm(ctx)")
         if not body:
             return None
-        if not any("v[" in line for line in body):  # no variable read nor written: no load
-            return body
+        if by_key or not any("v[" in line for line in body):  # no variable used: no load
+            return body  # (a compact feed's ``v`` is the key's record, which holds the variables)
         return ["    v = ctx.vars", *body]
 
     # -- classification and group keys ---------------------------------------------------
@@ -377,7 +377,8 @@ class CodeGen:
 
 
     def feed(self, grouped: bool, keyed: bool = False, lazy: list[str] | None = None,
-             track_dirty: bool = False, plans: dict[int, SymbolPlan] | None = None, compact: bool = False) -> str:
+             track_dirty: bool = False, plans: dict[int, SymbolPlan] | None = None, compact: bool = False,
+             record: int | None = None) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
         instance lookup, classification, transition and termination. This is the hot path.
 
@@ -399,10 +400,12 @@ class CodeGen:
 
         ``compact`` (a grouped eager DFA without variables, timers, initial actions nor a host
         that persists instances): the table ``_tab`` holds each key's state number, no context
-        (see :meth:`compact_step`); the feed then returns None.
+        (see :meth:`compact_step`); the feed then returns None. ``record``: a compact table whose
+        entries are records (lists) of the variables then the state number, at index ``record``
+        (for programs with variables or initial actions).
         """
         if compact:
-            return self._compact_feed(keyed, plans or {})
+            return self._compact_feed(keyed, plans or {}, record)
         one = self.one_key
         touch = ["elif _dirty is not None:", "    _dirty[id(ctx)] = ctx"] if track_dirty else []
         out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):"]
@@ -494,11 +497,13 @@ class CodeGen:
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
 
-    def _compact_feed(self, keyed: bool, plans: dict[int, SymbolPlan]) -> str:
-        """``feed`` over a table of state numbers (see :meth:`feed`): a missing key is at ``_S``.
-        Per symbol k, ``_N{k}`` is the target of each state (None: no transition), ``_K{k}`` the
-        code of its transition's function (``RTrans.code``) and ``_F{k}`` the function; ``_E``
-        says which states end an instance; ``_NS``/``_FS`` list them by symbol."""
+    def _compact_feed(self, keyed: bool, plans: dict[int, SymbolPlan], record: int | None) -> str:
+        """``feed`` over a table of state numbers or records (see :meth:`feed`). Per symbol k,
+        ``_N{k}`` is the target of each state (None: no transition), ``_K{k}`` the code of its
+        transition's function (``RTrans.code``) and ``_F{k}`` the function; ``_E`` says which
+        states end an instance; ``_NS``/``_FS`` list them by symbol. A key missing from a table
+        of state numbers is at ``_S``; one missing from a table of records gets a new record
+        from ``_rec(gk)`` (its initial actions run)."""
         one = self.one_key
         out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):"]
         for k, inp in enumerate(self.p.inputs):
@@ -517,21 +522,27 @@ class CodeGen:
             plan = None
             if isinstance(inp.classify, ir.CaseSymbol) and inp.classify.symbol in plans:
                 sym, plan = str(inp.classify.symbol), plans[inp.classify.symbol]
-            if plan is not None and plan.total:  # the start state has a transition on sym too
-                out.append(f"{ind}st = _cget({gk}, _S)")
+            total = plan is not None and plan.total  # the start state has a transition on sym too
+            if record is None and total:
+                if self._reads_state(plan):
+                    out.append(f"{ind}st = _cget({gk}, _S)")
             else:
-                out.append(f"{ind}st = _cget({gk})")
+                entry = "st" if record is None else "v"
+                out.append(f"{ind}{entry} = _cget({gk})")
                 if plan is None:
                     classify = self._classify(inp.classify)
                     if "ctx" in classify:  # an error while classifying carries the key (language.md 7.7)
                         out.append(f"{ind}ctx = _keyed({gk})")
                     out.append(f"{ind}sym = {classify}")
                     sym = "sym"
-                out += [f"{ind}if st is None:",
-                        f"{ind}    if {self._compact_table('N', sym)}[_S] is None:",
-                        f"{ind}        return _unexpected_key({gk}, name, {sym})",
-                        f"{ind}    st = _S"]
-            out += [ind + line for line in self.compact_step(sym, gk, plan)]
+                out.append(f"{ind}if {entry} is None:")
+                if not total:
+                    out += [f"{ind}    if {self._compact_table('N', sym)}[_S] is None:",
+                            f"{ind}        return _unexpected_key({gk}, name, {sym})"]
+                out.append(f"{ind}    st = _S" if record is None else f"{ind}    v = _rec({gk})")
+                if record is not None and self._reads_state(plan):
+                    out.append(f"{ind}st = v[{record}]")
+            out += [ind + line for line in self.compact_step(sym, gk, plan, record)]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
 
@@ -539,42 +550,67 @@ class CodeGen:
     def _compact_table(kind: str, sym: str) -> str:
         return f"_{kind}S[{sym}]" if sym == "sym" else f"_{kind}{sym}"
 
+    @staticmethod
+    def _reads_state(plan: SymbolPlan | None) -> bool:
+        """Does a compact step need the key's state number ``st``? Not when every state goes
+        to one target (``plan.target``) running one body or none."""
+        return plan is None or plan.target is None or not (plan.uniform or not (plan.bodies or plan.calls))
+
     @classmethod
-    def compact_step(cls, sym: str, gk: str, plan: SymbolPlan | None) -> list[str]:
+    def compact_step(cls, sym: str, gk: str, plan: SymbolPlan | None, record: int | None = None) -> list[str]:
         """The step of a compact feed from state number ``st``: a context (``_view``, inlined for
-        actions as ``_VC(gk, _ST[t], _NV)``: one call fewer per match) is built only for actions
-        and errors, which need one (for the key); the table then holds the
-        target, or loses the key when the target ends the instance."""
+        actions as ``_VC(gk, _ST[t], vars)``: one call fewer per match) is built only for actions
+        and errors, which need one (for the key). A table of state numbers then holds the
+        target, or loses the key when the target ends the instance. ``record``: the table holds
+        records ``v``, the variables then the state number at index ``record``; the target is
+        stored before the actions run (as ``ctx.state`` is), which use ``v`` as their variables."""
         nxt, fns = cls._compact_table("N", sym), cls._compact_table("F", sym)
-        lines = [f"t = {nxt}[st]"]
-        if plan is None or not plan.total:
-            lines += ["if t is None:", f"    return _unexpected(_view({gk}, st), name, {sym})"]
+        entry, variables = ("st", "_NV") if record is None else ("v", "v")
+        if plan is not None and plan.target is not None:
+            lines = [f"t = {plan.target}"]
+        else:
+            lines = [f"t = {nxt}[st]"]
+            if plan is None or not plan.total:
+                lines += ["if t is None:", f"    return _unexpected(_view({gk}, {entry}), name, {sym})"]
+        if record is not None:
+            lines.append(f"v[{record}] = t")
         if plan is None:
-            lines += [f"fn = {fns}[st]", "if fn is not None:", f"    fn(_VC({gk}, _ST[t], _NV), ev)"]
+            lines += [f"fn = {fns}[st]", "if fn is not None:", f"    fn(_VC({gk}, _ST[t], {variables}), ev)"]
         elif plan.uniform:
-            lines += [line[4:] for line in cls._by_key(plan.bodies[0], gk)]
+            lines += [line[4:] for line in cls._by_key(plan.bodies[0], gk, variables)]
+        elif len(plan.bodies) == 1 and not plan.calls:
+            lines.append(f"if _K{sym}[st]:")
+            lines += cls._by_key(plan.bodies[0], gk, variables)
         elif plan.bodies or plan.calls:
             lines += [f"code = _K{sym}[st]", "if code:"]
             for k, body in enumerate(plan.bodies, 1):
                 lines.append(f"    {'if' if k == 1 else 'elif'} code == {k}:")
-                lines += ["    " + line for line in cls._by_key(body, gk)]
+                lines += ["    " + line for line in cls._by_key(body, gk, variables)]
             if plan.calls:
                 lines += [f"    {'elif' if plan.bodies else 'if'} code:",
-                          f"        {fns}[st](_VC({gk}, _ST[t], _NV), ev)"]
-        if plan is None or plan.ends:
-            lines += ["if _E[t]:", f"    _tab.pop({gk}, None)", "else:", f"    _tab[{gk}] = t"]
-        else:
+                          f"        {fns}[st](_VC({gk}, _ST[t], {variables}), ev)"]
+        if plan is not None and plan.target is not None:  # whether t ends the instance is known
+            if plan.ends:
+                lines.append(f"_tab.pop({gk}, None)")
+            elif record is None:
+                lines.append(f"_tab[{gk}] = t")
+        elif plan is None or plan.ends:
+            lines += ["if _E[t]:", f"    _tab.pop({gk}, None)"]
+            if record is None:
+                lines += ["else:", f"    _tab[{gk}] = t"]
+        elif record is None:
             lines.append(f"_tab[{gk}] = t")
         lines.append("return None")
         return lines
 
     @staticmethod
-    def _by_key(body: list[str], gk: str) -> list[str]:
+    def _by_key(body: list[str], gk: str, variables: str) -> list[str]:
         """A compact feed's inlined body (made ``by_key``): the context it needs, if any (an
         error or a function call takes one; emitting and reading the key do not), and ``gk``."""
-        head = [] if gk == "gk" else [f"    gk = {gk}"]
-        if any("ctx" in line for line in body):
-            head.append("    ctx = _VC(gk, _ST[t], _NV)")
+        ctx = any("ctx" in line for line in body)
+        head = [f"    gk = {gk}"] if gk != "gk" and (ctx or any("gk" in line for line in body)) else []
+        if ctx:
+            head.append(f"    ctx = _VC(gk, _ST[t], {variables})")
         return head + body
 
     @staticmethod
@@ -626,6 +662,8 @@ class SymbolPlan:
     ends: bool
     #: Every state has a transition on the symbol and all run bodies[0].
     uniform: bool = False
+    #: Every state has a transition on the symbol, all to this state (its number; None: not so).
+    target: int | None = None
 
 
 def one_value_key(program: ir.ProgramIR) -> bool:

@@ -129,15 +129,17 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
     The table (``table``, a plain dict the generated code reads directly) is keyed by ``gk``:
     the bare value when the program is grouped by one value, else the key tuple itself. This
     view translates, so hosts keep using group-key tuples. The table of a compact engine
-    (``Engine.compact``: a program with nothing but a state per key) holds state numbers
-    (``ctx.state.key``); ``view`` then makes a context of an entry when a host asks for one."""
+    (``Engine.compact``: a program without timers whose host persists nothing) holds state
+    numbers (``ctx.state.key``) or records of the variables and the state number; ``view`` then
+    makes a context of an entry when a host asks for one, and ``entry`` an entry of a context."""
 
-    __slots__ = ("one", "table", "view")
+    __slots__ = ("entry", "one", "table", "view")
 
     def __init__(self, table: dict[Any, InstanceContext], one: bool) -> None:
         self.table = table
         self.one = one
         self.view: Callable[[Any, Any], InstanceContext] | None = None
+        self.entry: Callable[[InstanceContext], Any] | None = None
 
     def gk(self, key: tuple[Any, ...]) -> Any:
         """The table's key for a group-key tuple."""
@@ -167,7 +169,7 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
     def __setitem__(self, key: tuple[Any, ...], ctx: InstanceContext) -> None:
         if ctx.gk != self.gk(key):
             raise ValueError(f"instance of key {ctx.key!r} stored under {key!r}")
-        self.table[ctx.gk] = ctx if self.view is None else ctx.state.key
+        self.table[ctx.gk] = ctx if self.entry is None else self.entry(ctx)
 
     def __delitem__(self, key: tuple[Any, ...]) -> None:
         del self.table[self.gk(key)]

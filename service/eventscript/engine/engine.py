@@ -63,13 +63,14 @@ LAZY_MODE_ENV = "EVENTSCRIPT_LAZY_MODE"
 #: ("retired", see ``engine.liveness``). Engines created without ``retire`` take it from this
 #: environment variable: "auto" (the default) retires where it saves something, for hosts that
 #: persist instances (``track_dirty``: a store entry and a changelog record per instance) and
-#: in compact engines (a table entry); elsewhere a retired instance would be made again at its
-#: key's next event, which costs more than keeping it (~1 µs per match). "on" and "off" force
+#: in compact engines of bare state numbers (a table entry); elsewhere, records included, a retired
+#: instance would be made again at its key's next event, which costs more than keeping it (~1 µs per match). "on" and "off" force
 #: it, so a whole tester or conformance run can be compared: ``EVENTSCRIPT_RETIRE=on eventscript test``.
 RETIRE_ENV = "EVENTSCRIPT_RETIRE"
 RETIRE_MODES = ("auto", "on", "off")
-#: Whether a grouped program without variables, timers or initial actions keeps each key's bare
-#: state in its table ("compact", no context per key) when its host persists nothing. Engines
+#: Whether a grouped program without timers keeps each key's state number in its table
+#: ("compact", no context per key) when its host persists nothing: the bare number, or with
+#: variables or initial actions a record (a list) of the variables then the number. Engines
 #: created without ``compact`` take it from this environment variable ("on", the default, or "off").
 COMPACT_ENV = "EVENTSCRIPT_COMPACT"
 
@@ -199,10 +200,13 @@ class Engine:
         if compact is None:
             compact = os.environ.get(COMPACT_ENV, "on") != "off"
         self.compact = compact and self._compactable(track_dirty)
+        #: A compact table's entries: None, bare state numbers; else records (lists) of the
+        #: variables then the state number, at this index (``nvars``).
+        self._record: int | None = self.nvars if self.nvars or self._init_fn is not _no_actions else None
         mode = ("on" if retire else "off") if retire is not None else os.environ.get(RETIRE_ENV) or "auto"
         if mode not in RETIRE_MODES:
             raise ValueError(f"retire (or ${RETIRE_ENV}) must be one of {', '.join(RETIRE_MODES)}, not {mode!r}")
-        if self.positions is None and (mode == "on" or (mode == "auto" and (track_dirty or self.compact))):
+        if self.positions is None and (mode == "on" or (mode == "auto" and (track_dirty or (self.compact and self._record is None)))):
             self._retire()
         self.snapshot = self._snapshotter()  # type: ignore[method-assign]
         self._ns["_create"] = self._creator()
@@ -212,25 +216,25 @@ class Engine:
     def _define_feeds(self, track_dirty: bool) -> None:
         lazy = self._simulated_step_lines() if self.positions is not None else None
         plans = self._symbol_plans(self.compact) if self.positions is None else None
+        record = self._record if self.compact else None
         if self.compact:
-            self.contexts.view = self._view
+            self.contexts.view, self.contexts.entry = self._view, self._entry
             self._ns.update(self._compact_tables())
         self.feed = self._define("feed", self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty,
-                                                        plans=plans, compact=self.compact))
+                                                        plans=plans, compact=self.compact, record=record))
         if self.grouped:
             self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True, lazy=lazy,
                                                                         track_dirty=track_dirty, plans=plans,
-                                                                        compact=self.compact))
+                                                                        compact=self.compact, record=record))
 
-    # -- compact tables: a key's bare state, no context ------------------------------------
+    # -- compact tables: a key's state number (and variables), no context ------------------
 
     def _compactable(self, track_dirty: bool) -> bool:
-        """Can the table hold each key's state instead of a context? Only when a context would
-        hold nothing else: no variables, no timer, no initial actions (they take a context), and
-        no host that persists instances (``track_dirty``; ``loader`` and the other hooks turn
-        the engine back, ``_decompact``)."""
-        return (self.grouped and self.positions is None and not self.nvars and not self.program.time_symbols
-                and self._init_fn is _no_actions and not track_dirty)
+        """Can the table hold each key's state number (and variables, ``_record``) instead of a
+        context? Only when a context would hold nothing else: an eager DFA (its states are
+        numbered), no timer, and no host that persists instances (``track_dirty``; ``loader``
+        and the other hooks turn the engine back, ``_decompact``)."""
+        return self.grouped and self.positions is None and not self.program.time_symbols and not track_dirty
 
     def _compact_tables(self) -> dict[str, Any]:
         """The names the compact feed reads (``CodeGen._compact_feed``): per symbol, each state's
@@ -239,7 +243,7 @@ class Engine:
         states = [self._states[k] for k in range(len(self._states))]
         ns: dict[str, Any] = {"_tab": self._table, "_S": self._start.key, "_view": self._view,
                               "_E": tuple(st.ends for st in states), "_ST": tuple(states),
-                              "_VC": self._context_class, "_NV": NO_VARIABLES}
+                              "_VC": self._context_class, "_NV": NO_VARIABLES, "_rec": self._recorder()}
         nxt, fns = [], []
         for sym in range(self.nsym):
             rows = [st.row[sym] for st in states]
@@ -250,17 +254,43 @@ class Engine:
         ns["_NS"], ns["_FS"] = nxt, fns
         return ns
 
-    def _view(self, gk: Any, n: int) -> InstanceContext:
-        """A context for a compact table's entry, the state number n (for actions, errors and
-        hosts): a copy, so changing it changes nothing in the engine (``holds`` compares states)."""
-        return self._context_class(gk, self._states[n], NO_VARIABLES)
+    def _view(self, gk: Any, entry: Any) -> InstanceContext:
+        """A context for a compact table's entry, a state number or a record (for errors and
+        hosts): a copy, so changing it changes nothing in the engine (``holds`` compares)."""
+        if self._record is None:
+            return self._context_class(gk, self._states[entry], NO_VARIABLES)
+        return self._context_class(gk, self._states[entry[-1]], entry[:-1] or NO_VARIABLES)
+
+    def _entry(self, ctx: InstanceContext) -> Any:
+        """A compact table's entry for ``ctx`` (the reverse of ``_view``)."""
+        return ctx.state.key if self._record is None else [*ctx.vars, ctx.state.key]
+
+    def _entry_state(self, gk: Any) -> int | None:
+        """The state number a compact table holds for ``gk`` (None: no entry)."""
+        entry = self._table.get(gk)
+        return entry if entry is None or self._record is None else entry[-1]  # type: ignore[return-value]
+
+    def _recorder(self) -> Callable[[Any], list[Any]]:
+        """``_rec(gk)`` for a compact feed of records: a key's new record at the start state,
+        in the table, its initial actions run on a context whose variables are the record."""
+        table, start, cls = self._table, self._start, self._context_class
+        init = None if self._init_fn is _no_actions else self._init_fn
+        fresh = [UNSET] * self.nvars + [start.key]
+
+        def new(gk: Any) -> list[Any]:
+            v = table[gk] = fresh.copy()
+            if init is not None:
+                init(cls(gk, start, v), None)
+            return v
+
+        return new
 
     def _decompact(self) -> None:
         """Turn a compact engine into one with a context per key (a host hook was set)."""
         if not self.compact:
             return
         self.compact = False
-        self.contexts.view = None
+        self.contexts.view = self.contexts.entry = None
         for gk, st in list(self._table.items()):
             self._table[gk] = self._view(gk, st)  # type: ignore[arg-type]
         self._define_feeds(self.dirty is not None)
@@ -443,8 +473,10 @@ class Engine:
                         bodies.append(body)
                 tr.code = code
             distinct = len(codes) - (None in codes)
+            targets = {tr.target.key for st in states if (tr := st.row[sym]) is not None}  # type: ignore[union-attr]
             plans[sym] = SymbolPlan(bodies, distinct > len(bodies), total, ends,
-                                    uniform=total and len(codes) == 1 and len(bodies) == 1)
+                                    uniform=total and len(codes) == 1 and len(bodies) == 1,
+                                    target=targets.pop() if total and len(targets) == 1 else None)
         return plans
 
     # -- the lazy DFA ----------------------------------------------------------------------
@@ -850,7 +882,7 @@ class Engine:
     def _terminate(self, ctx: InstanceContext) -> None:
         self.time.cancel_timer(ctx)
         ctx.terminated = True
-        if self.grouped and (self._table.get(ctx.gk) == ctx.state.key if self.compact
+        if self.grouped and (self._entry_state(ctx.gk) == ctx.state.key if self.compact
                              else self._table.get(ctx.gk) is ctx):
             del self._table[ctx.gk]
         self._touch(ctx)
@@ -863,7 +895,7 @@ class Engine:
         ctx.terminated = True
         gk = ctx.gk
         table = self._table
-        if table.get(gk) is ctx or (self.compact and table.get(gk) == ctx.state.key):  # (a compact engine's feed releases its entries itself)
+        if table.get(gk) is ctx or (self.compact and self._entry_state(gk) == ctx.state.key):  # (a compact engine's feed releases its entries itself)
             del table[gk]
         dirty = self.dirty
         if dirty is not None:
@@ -876,8 +908,8 @@ class Engine:
         """Is ``ctx`` the engine's live instance of its key (not terminated and released, nor
         replaced by a restore)? For hosts persisting changes: ``engine.contexts.get(ctx.key) is
         ctx`` says the same, but builds and translates a key tuple."""
-        if self.compact:  # contexts are views: the one whose state the table holds
-            return not ctx.terminated and self._table.get(ctx.gk) == ctx.state.key
+        if self.compact:  # contexts are views: the one whose state (and variables) the table holds
+            return not ctx.terminated and self._table.get(ctx.gk) == self._entry(ctx)
         if self.grouped:
             return self._table.get(ctx.gk) is ctx
         return self.single is ctx and not ctx.terminated
@@ -959,7 +991,7 @@ class Engine:
             ctx.fires = fires
         if self.compact:
             if not (ctx.terminated or ctx._rare is not None or timer is not None):
-                self._table[gk] = st.key  # the table of a compact engine holds state numbers
+                self._table[gk] = self._entry(ctx)  # the table of a compact engine holds state numbers or records
                 return ctx
             self._decompact()
         if self.grouped:
