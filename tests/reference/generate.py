@@ -76,6 +76,11 @@ STATEMENTS = [
     "!>M(timeOfEpochMillis(epochMillis(t) + v % 100000));", "!>M(timeOfEpochMicros(epochMicros(now()) - v % 1000));",
     '!>M(time("2026-01-01T00:00:0" + v + "Z"));', "!>M(secondsAfter(v, t));", "!>M(daysAfter(v * 100000, now()));",
     "!>S(string(t) + now());",
+    # arrays of structures and of arrays (docs/language.md 4.2, 6.1: nested targets), shared by
+    # reference (4.5), compared by content; nested loops; NaN is not equal to itself
+    "q[v % 3].a = v;", "!>R(q[1]);", "{ r = q[0]; r.b = s + v; !>R(q[0]); }", "m[v % 2] = new long[v % 4];",
+    "{ m[0][1] = v; !>AR(m[0]); }", "!>F(q[0] == q[1] && m[0] == m[1]);", "for (i: 0, 1) for (j: i, 1) !>O(i * 10 + j + n);",
+    "!>F(d != d || d / 0.0 == d / 0.0);",
     "!>O(v > 2 ? v : -v);", "!>M(t);", "!>O(second(now()) + minute(t) * 100 + millisecond(now()) * 10000);", "a = new long[v % 5];", "{ c = a; c[1] = n; !>O(a[1]); }",
 ]
 #: A grouped program of these statements (and no initial actions) often comes back to its start
@@ -176,7 +181,10 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
         return Part(".", False)
     if kind == "elapse":
         amount = draw(st.sampled_from(["1 seconds", "2 sec", "3 seconds", "1.5 seconds", "250 msec", "1 minute",
-                                       "(n % 3 + 3) seconds", "(abs(n % 4) + 1) sec"][: 8 - 2 * spec.stateless]))
+                                       "1 hour",
+                                       # non-finite (d is 0.0 at first) or beyond year 9999: $error 8
+                                       "(abs(1.0 / d) + 0.5) sec", "(abs(n) * 1.0E15 + 1.0) days",
+                                       "(n % 3 + 3) seconds", "(abs(n % 4) + 1) sec"][: 11 - 4 * spec.stateless]))
         spelling = draw(st.sampled_from(["elapse", "elapse", "elapsed"]))
         return Part(f"{spelling}[{amount}]({draw(st.sampled_from(['', 't']))})", False)
     if kind == "arrive":
@@ -260,7 +268,7 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
     forms = ["{}", "( {} )"] if body.nullable else ["( {} )*", "( {} )*", "{}", "( {} )", "( {} )+"]
     if keys:
         forms += [". ( {} )*"] if not body.nullable else [". {}"]
-    init = ('{ n = 0; d = 0.0; s = ""; t = now(); a = new long[3]; '
+    init = ('{ n = 0; d = 0.0; s = ""; t = now(); a = new long[3]; q = new {long a; string b;}[2]; m = new long[2][]; '
             + ("v = 1; " if draw(st.booleans()) else "") + ("b = false; " if draw(st.booleans()) else "")
             + draw(st.sampled_from(["", "", "", "!>O(u0 + 1); ", "n = 7 % (n - n); ", "!>O(a[5]); "]
                                    + ["!>O(12 / group[0]); "] * (keys > 0))) + "}")

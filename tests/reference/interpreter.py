@@ -9,6 +9,7 @@ the language document (2.4, 2.7, 3.1, 3.2) and the conformance README's choices 
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from eventscript.language.parser import parse
 from eventscript.language.source import SourceFile
 from eventscript.language.types import DOUBLE, LONG, STRING, TIME, ArrayType, StructType
 
+from . import builtins
 from .evaluate import INVALID_OPERATION, Scope, evaluate, execute, json_double
 from .order import action_order
 from .terms import EPS, Acts, Matcher, Symbol, Term, from_ast
@@ -142,8 +144,13 @@ class Reference:
                 if deadline is None:
                     continue
             else:
-                amount = evaluate(node.amount, scope)
-                deadline = self.now + max(0, round(amount * _UNIT_MICROS[node.unit]))
+                amount = evaluate(node.amount, scope) * _UNIT_MICROS[node.unit]
+                # docs/language.md 5.3 and 7.7: a negative amount counts as 0; a non-finite one,
+                # or a deadline beyond year 9999, is $error 8 and the marker does not fire.
+                if not math.isfinite(amount) or self.now + max(0, round(amount)) > builtins.MAX_TIME:
+                    scope.error(INVALID_OPERATION, f"elapse amount {amount} µs cannot fire")
+                    continue
+                deadline = self.now + max(0, round(amount))
             if best is None or deadline < best[0]:
                 best = (deadline, offset)
         if best is not None:

@@ -198,3 +198,11 @@ def test_a_time_made_from_epoch_units_beyond_year_9999_is_error_8_and_the_epoch(
     src = "in long A\nout time M\n( A(v) { !>M(timeOfEpochMicros(v)); !>M(timeOfEpochMillis(v)); } )*"
     epoch = "1970-01-01T00:00:00.000000Z"
     _agree(src, _items([("A", 2**63 - 1)]), [8, epoch, 8, epoch])
+
+
+def test_an_elapse_that_cannot_fire_is_error_8() -> None:
+    # docs/language.md 7.7, code 8: a non-finite elapse amount (1.0 / 0.0) and, like any time beyond
+    # year 9999, a deadline that far: the marker does not fire; the other marker still does.
+    src = ("in long A\nout long T\n{ d = 0.0; }\n"
+           "( elapse[(1.0 / d) sec]() | elapse[1.0E15 days]() | elapse[2 sec]() { !>T(1); } )")
+    _agree(src, _items([]), [8, 8, 1])
