@@ -37,6 +37,8 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 #: raise them (``REFERENCE_DEPTH=3 REFERENCE_TRACE_ITEMS=40``), CI keeps the defaults.
 DEPTH = int(os.environ.get("REFERENCE_DEPTH", "2"))
 TRACE_ITEMS = int(os.environ.get("REFERENCE_TRACE_ITEMS", "16"))
+#: ``REFERENCE_GROUPED=1``: grouped programs only (long runs aimed at the engine's grouped feed).
+GROUPED_ONLY = os.environ.get("REFERENCE_GROUPED") == "1"
 STATEMENTS = [
     "n = n + 1;", "n = n + v;", "!>O(n);", "!>O(n * 10 + v);", "n > 3 ? !>O(-n);", "n = n % 7;", "!>O(100 / v);",
     "n > 1 ? { !>O(n); n = 0; } : n = n + 2;", "d = d + 0.5;", "!>P(d * 2.0 + n);", 's = s + "a";', "!>S(s + n);",
@@ -211,10 +213,17 @@ def postfix(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
     ops = ["", "", "", "*", "+", "?", "{0,2}", "{1,2}", "{2}", "{1,}", "{0,}", "{0,1}"]
     if not item.text.startswith("("):  # three copies of a group nested in a product compile slowly
         ops += ["{2,3}", "{3}", "{1,3}"]
-    op = draw(st.sampled_from(ops))
+    op = draw(st.sampled_from(ops + ["{0}", "{0,0}"] * (draw(st.integers(0, 5)) == 0)))
+    part = _multiplied(item, op)
+    if draw(st.integers(0, 5)) == 0:  # multipliers stack (docs/language.md 5.1: A(){2}*), left to right
+        part = _multiplied(part, draw(st.sampled_from(["*", "?", "+"] + ["{2}", "{0,1}"] * (not item.text.startswith("(")))))
+    return part
+
+
+def _multiplied(item: Part, op: str) -> Part:
     if op in ("*", "+", "{1,}", "{0,}") and item.nullable:
         op = "?"  # a loop around an item that can match nothing would be a cycle of actions
-    return Part(item.text + op, item.nullable or op in ("*", "?", "{0,2}", "{0,}", "{0,1}"))
+    return Part(item.text + op, item.nullable or op in ("*", "?", "{0,2}", "{0,}", "{0,1}", "{0}", "{0,0}"))
 
 
 @st.composite
@@ -246,7 +255,7 @@ def regex(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
 def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
     names = ["A", "B", "C"][: draw(st.integers(2, 3))]
     names += [name for name in EXTRAS if draw(st.integers(0, 4)) == 0]
-    keys = draw(st.sampled_from([0, 0, 0, 0, 1, 1, 2]))
+    keys = draw(st.sampled_from([1, 1, 2] if GROUPED_ONLY else [0, 0, 0, 0, 1, 1, 2]))
     classes = draw(st.sampled_from([[], [], ["Hi", "Lo"], ["Hi", "Mid", "Lo"]]))
     spec = Spec(names, names + classes, keys > 0, keys=keys, extras=tuple(n for n in names if n in EXTRAS),
                 products=products, stateless=keys > 0 and draw(st.booleans()))
