@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "service"))
@@ -62,25 +63,35 @@ elapse[1 hour]() { !>Quiet({k: group[0], count: count}); }
 T0 = 1_767_225_600_000
 
 
-def make_export(path: Path, records: int, keys: int, partitions: int, cfg: ProgramConfig, skew: float) -> None:
+def make_export(path: Path, records: int, keys: int, partitions: int, cfg: ProgramConfig, skew: float,
+                by_partition: bool = False) -> None:
     """Records keyed and placed as the program's producers do (its key scheme), so none is on the
-    wrong partition; keys in random order, ``skew`` > 1 makes low-numbered keys more frequent."""
+    wrong partition; keys in random order, ``skew`` > 1 makes low-numbered keys more frequent.
+    Row groups of 100,000 records in record order, every partition's records in each (a task
+    reads the whole file to find its partition's), or ``by_partition``: each partition's records
+    in row groups of their own (a task reads only its partition's, as from Kafka)."""
     scheme = scheme_for(cfg, [STRING])
     rnd = random.Random(7)
     offsets = [0] * partitions
     writer = pq.ParquetWriter(str(path), input_batch([]).schema)
-    rows = []
+    rows: list[list[Any]] = [[] for _ in range(partitions)] if by_partition else [[]]
+
+    def flush(group: list[Any]) -> None:
+        writer.write_table(pa.Table.from_batches([input_batch(group)]))
+        group.clear()
+
     for i in range(records):
         k = f"k{int(keys * rnd.random() ** skew)}"
         kb = scheme.key_bytes((k,))
         p = scheme.partition(scheme.routing_bytes((k,)), partitions)
-        rows.append(("ticks-in", p, offsets[p], T0 + i * 10, kb, orjson.dumps({"k": k, "n": i}), None))
+        group = rows[p if by_partition else 0]
+        group.append(("ticks-in", p, offsets[p], T0 + i * 10, kb, orjson.dumps({"k": k, "n": i}), None))
         offsets[p] += 1
-        if len(rows) == 100_000:
-            writer.write_table(pa.Table.from_batches([input_batch(rows)]))
-            rows = []
-    if rows:
-        writer.write_table(pa.Table.from_batches([input_batch(rows)]))
+        if len(group) == 100_000:
+            flush(group)
+    for group in rows:
+        if group:
+            flush(group)
     writer.close()
 
 
@@ -146,6 +157,8 @@ def main() -> None:
     ap.add_argument("--key-groups", type=int, default=4, help="key groups of the key-parallel runs")
     ap.add_argument("--split", type=int, default=2, help="tasks per partition of the key-split runs")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--by-partition", action="store_true",
+                    help="the export's row groups by partition: each task reads only its partition's (as from Kafka)")
     ap.add_argument("--quick", action="store_true", help="only the whole backfills (no read-only/noop runs)")
     ap.add_argument("--only", default="", help="comma-separated substrings of the run names to measure "
                                                "(e.g. 'to JSON lines' ), the others are left out")
@@ -160,12 +173,14 @@ def main() -> None:
         "topics": {"ticks-in": {"partitions": args.partitions}},
     })
     export = tmp / "export.parquet"
-    make_export(export, args.records, args.keys, args.partitions, topo.programs[0], args.skew)
+    make_export(export, args.records, args.keys, args.partitions, topo.programs[0], args.skew, args.by_partition)
     plan = export_plan(topo, topo.programs[0], [str(export)])
     keyed = dataclasses.replace(plan, key_groups=args.key_groups)
     split = dataclasses.replace(plan, split=args.split)
+    two_slots = dataclasses.replace(plan, split_each=auto_split(plan, 2))
     n = args.records
-    print(f"{n:,} records, {args.keys:,} keys (skew {args.skew}), {args.partitions} partitions, "
+    print(f"{n:,} records, {args.keys:,} keys (skew {args.skew}), {args.partitions} partitions"
+          f"{' (row groups by partition)' if args.by_partition else ''}, "
           f"{args.key_groups} key groups in key-parallel runs, {args.split} tasks per partition in key-split runs; "
           f"{args.rounds} round(s); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for _ in range(args.rounds):
@@ -175,6 +190,8 @@ def main() -> None:
             1 for _ in key_parallel_locally(keyed, lambda i: slice_batches(keyed, keyed.slices[i]))))
         measure(f"single process: key-split, {args.split} per partition, to JSON lines", n,
                 lambda: write_file(run_locally(split), tmp / "one.jsonl"))
+        measure(f"single process: key-split as on 2 slots {two_slots.split_each}, to JSON lines", n,
+                lambda: write_file(run_locally(two_slots), tmp / "one.jsonl"))
         for master in args.masters.split(","):
             bench_master(master, plan, keyed, split, n, tmp, args.quick)
         print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
@@ -190,7 +207,7 @@ def write_file(rows: Iterable[OutputRow], path: Path) -> None:
 def bench_master(master: str, plan: Plan, keyed: Plan, split: Plan, n: int, tmp: Path, quick: bool) -> None:
     spark = spark_session(master, ui=False)
     slots = spark.sparkContext.defaultParallelism
-    command = dataclasses.replace(plan, split=auto_split(plan, slots))  # what `backfill` runs by default
+    command = dataclasses.replace(plan, split_each=auto_split(plan, slots))  # what `backfill` runs by default
     spark.sparkContext.setLogLevel("ERROR")
     # Both kinds of Python worker: the data source's and mapInArrow's (the first run of each pays for them).
     measure(f"{master}: warm-up (JVM, Python workers)", n, lambda: (output_frame(spark, plan).count(),
@@ -208,7 +225,8 @@ def bench_master(master: str, plan: Plan, keyed: Plan, split: Plan, n: int, tmp:
             check_totals(totals, p)  # no record on a partition its key does not belong to
             sink.commit()
 
-    print(f"{master}: {slots} slots: the command runs {command.splits} task(s) per partition", flush=True)
+    print(f"{master}: {slots} slots: the command runs {command.reads} task(s), per partition "
+          f"{[command.splits_of(i) for i in range(len(command.slices))]}", flush=True)
     measure(f"{master}: the command (auto split), to JSON lines", n, lambda: full(command, fused=True))
     measure(f"{master}: partition mode, to JSON lines, mapInArrow", n, lambda: full(plan))
     measure(f"{master}: partition mode, to JSON lines", n, lambda: full(plan, fused=True))
@@ -221,12 +239,13 @@ def bench_master(master: str, plan: Plan, keyed: Plan, split: Plan, n: int, tmp:
 def summary() -> None:
     base = statistics.median(c for _, c in RESULTS.get("single process: to JSON lines", [(0.0, 1.0)]))
     print(f"\nmedians; CPU per record relative to the single process writing JSON lines ({base:,.0f} records/CPU-s)")
+    print("| run | records/s | records/CPU-s | CPU-s per million records | CPU per record |")
     for name, runs in RESULTS.items():
         if "warm-up" in name:
             continue
         rate = statistics.median(r for r, _ in runs)
         per_cpu = statistics.median(c for _, c in runs)
-        print(f"| {name} | {rate / 1000:,.0f} k | {per_cpu / 1000:,.0f} k | {base / per_cpu:.2f}x |")
+        print(f"| {name} | {rate / 1000:,.0f} k | {per_cpu / 1000:,.0f} k | {1e6 / per_cpu:.1f} | {base / per_cpu:.2f}x |")
     masters = sorted({name.split(":")[0] for name in RESULTS if name.startswith("local[")})
     if len(masters) == 2:
         first, second = masters

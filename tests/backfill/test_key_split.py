@@ -35,7 +35,7 @@ from test_key_parallel import keys_in as parallel_keys_in
 from trace_export import CASES, SINGLE, case_topology, trace_rows, write_jsonl_export
 
 from eventscript.backfill import handover as ho
-from eventscript.backfill.job import Totals, check_totals, export_plan, outputs
+from eventscript.backfill.job import Totals, check_totals, export_plan, outputs, run_locally
 from eventscript.backfill.key_split import (
     SplitMismatchError,
     SplitStage,
@@ -100,7 +100,12 @@ def test_the_mode_is_chosen_from_the_slots_and_refused_where_it_cannot_work(tmp_
     trace = topo.programs[0]
     rows = [("ticks-in", p, 0, T0_MS, b"k", b"{}", None) for p in range(3)]
     plan = export_plan(topo, trace, [str(write_jsonl_export(rows, tmp_path / "e.jsonl"))])
-    assert [auto_split(plan, slots) for slots in (1, 2, 3, 4, 8)] == [1, 2, 1, 4, 2]  # 8: 6 tasks in one round
+    # 2 slots: two partitions whole, then the third's two halves (4 tasks: 1.5 partitions per slot);
+    # 4: 12 quarters in 3 rounds; 8: 6 halves in one round.
+    assert [auto_split(plan, slots) for slots in (1, 2, 3, 4, 8)] == \
+        [[1, 1, 1], [1, 1, 2], [1, 1, 1], [4, 4, 4], [2, 2, 2]]
+    uneven = dataclasses.replace(plan, split_each=[1, 1, 2])
+    assert uneven.reads == 4 and [uneven.read_at(i) for i in range(4)] == [(0, 0), (1, 0), (2, 0), (2, 1)]
     two = two_input_topology(tmp_path, 3)
     path = write_jsonl_export([("a-in", 0, 0, T0_MS, b"k", b"{}", None)], tmp_path / "two.jsonl")
     assert split_refusal(export_plan(two, two.programs[0], [str(path)])) is None
@@ -108,7 +113,7 @@ def test_the_mode_is_chosen_from_the_slots_and_refused_where_it_cannot_work(tmp_
                         ({"keyed": False}, "input b-in has no record keys")):
         mixed = two_input_topology(tmp_path, 3, second)
         mixed_plan = export_plan(mixed, mixed.programs[0], [str(path)])
-        assert why in (split_refusal(mixed_plan) or "") and auto_split(mixed_plan, 8) == 1
+        assert why in (split_refusal(mixed_plan) or "") and auto_split(mixed_plan, 8) == [1, 1, 1]
     with pytest.raises(BackfillFailed, match="--split 2: input b-in has no record keys to split by"):
         backfill(mixed, mixed.programs[0], output=str(tmp_path / "o.jsonl"), inputs=[str(path)], split=2)
     ungrouped = tmp_path / "all.es"
@@ -117,7 +122,18 @@ def test_the_mode_is_chosen_from_the_slots_and_refused_where_it_cannot_work(tmp_
                                         "inputs": [{"topic": "ticks-in", "event": "Tick"}],
                                         "outputs": {"default": "o"}, "errors": "e", "clock": "record"}],
                           "topics": {"ticks-in": {"partitions": 3}}})
-    assert auto_split(export_plan(one, one.programs[0], [str(tmp_path / "e.jsonl")]), 8) == 1
+    assert auto_split(export_plan(one, one.programs[0], [str(tmp_path / "e.jsonl")]), 8) == [1, 1, 1]
+
+
+def test_partitions_split_unevenly_give_every_key_the_partition_modes_outputs(tmp_path: Path) -> None:
+    """``auto_split``'s plans: some partitions whole (partition-mode tasks), others split."""
+    plan = scrambled_plan(tmp_path, topology(tmp_path, 3, REPEATING), 3, 4, modes=KEY_SPLIT)
+    want = per_key(outputs_of(plan, 0))
+    for each in ([1, 1, 2], [3, 1, 2]):
+        uneven = dataclasses.replace(plan, split_each=each)
+        got = [output_json(r) for r in run_locally(uneven)]
+        assert per_key(got) == want, each
+        assert sum(1 for i in range(uneven.reads) if uneven.read_at(i)[1] == 0) == 3
 
 
 @pytest.mark.parametrize("inputs", [1, 2])
@@ -147,6 +163,7 @@ def test_split_tasks_hand_over_the_partition_modes_state(tmp_path: Path, monkeyp
     want = handed_over(dataclasses.replace(plan, handover=True))
     assert sum(1 for _, k in want if k[:1] == b"[") > 3
     assert handed_over(dataclasses.replace(plan, handover=True, split=3)) == want
+    assert handed_over(dataclasses.replace(plan, handover=True, split_each=[1, 2])) == want
 
 
 # -- several inputs: the task's own merge, the other groups' records as stubs ---------------------------------------
@@ -271,11 +288,13 @@ def test_key_split_on_spark_equals_the_partition_mode_and_falls_back_when_it_mus
     check_totals(totals, dataclasses.replace(plan, split=2))
     assert totals.tasks == 6 and totals.records == plan.records
     assert per_key(got) == per_key(split_outputs(plan, 0))
-    # The command: 3 partitions on 2 slots: 2 tasks per partition by default.
+    # The command: 3 partitions on 2 slots: split as auto_split balances them by default.
     out = tmp_path / "out.jsonl"
     export = plan.source.paths[0]
+    chosen = auto_split(plan, 2)
+    assert max(chosen) > 1
     assert backfill(topo, cfg, output=str(out), inputs=[export], until_us=plan.until_us, spark=spark, ui=False,
-                    err=None).tasks == 6
+                    err=None).tasks == sum(chosen)
     lines = [orjson.loads(x) for x in out.read_text().splitlines()]
     assert per_key(lines) == per_key(split_outputs(plan, 0))
     # A keyed record key-split mode cannot take for what its key says: partition mode runs instead.

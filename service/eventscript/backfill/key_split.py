@@ -31,7 +31,7 @@ or its group key belongs to another group, the task fails with :class:`SplitMism
 
 from __future__ import annotations
 
-import math
+import heapq
 from pathlib import Path
 from typing import Any
 
@@ -125,19 +125,31 @@ def split_refusal(plan: Plan) -> str | None:
     return None
 
 
-def auto_split(plan: Plan, slots: int) -> int:
-    """Tasks per partition that finish soonest on ``slots`` Spark slots: S equal tasks per
-    partition, each 1/S of the work plus ``SKIP_COST`` for every record of the other groups, run
-    ceil(partitions × S / slots) rounds. 1 (partition mode) when that is as fast, or when the
-    program cannot be split."""
-    busy = sum(1 for piece in plan.slices if any(not r.empty for r in piece.ranges))
-    if busy == 0 or slots <= 1 or split_refusal(plan) is not None:
-        return 1
+def auto_split(plan: Plan, slots: int) -> list[int]:
+    """Tasks per input partition (``Plan.split_each``) that finish soonest on ``slots`` Spark
+    slots, then with the least work: every partition in S tasks, or the last k partitions in S
+    tasks and the others whole (3 partitions on 2 slots: 2 whole, then the third's two halves
+    — 4 tasks, not 6). A task of a partition split S ways costs 1/S of its records plus
+    ``SKIP_COST`` for each of the others; Spark starts the tasks in order, each on the first
+    free slot. All 1 (partition mode) when nothing is faster, or the program cannot be split."""
+    sizes = [sum(max(0, r.end - r.start) for r in piece.ranges) for piece in plan.slices]
+    whole = [1] * len(sizes)
+    if not any(sizes) or slots <= 1 or split_refusal(plan) is not None:
+        return whole
 
-    def makespan(s: int) -> float:
-        return math.ceil(busy * s / slots) * (1 / s + (1 - 1 / s) * SKIP_COST)
+    def cost(splits: list[int]) -> tuple[float, float]:
+        free = [0.0] * slots
+        work = 0.0
+        for size, s in zip(sizes, splits):
+            for _ in range(s):
+                task = size * (1 / s + (1 - 1 / s) * SKIP_COST)
+                heapq.heapreplace(free, free[0] + task)
+                work += task
+        return round(max(free), 9), round(work, 9)
 
-    return min(range(1, slots + 1), key=lambda s: (round(makespan(s), 9), s))
+    n = len(sizes)
+    candidates = [whole] + [[1] * (n - k) + [s] * k for s in range(2, slots + 1) for k in range(1, n + 1)]
+    return min(candidates, key=cost)
 
 
 class SplitStage(TaskStage):
@@ -147,9 +159,9 @@ class SplitStage(TaskStage):
         refusal = split_refusal(plan)
         if refusal is not None:
             raise BackfillError(f"key-split mode (split {plan.split}): {refusal}; run in partition mode")
-        super().__init__(plan, plan.slice_of(index), store_dir)
-        self.splits = plan.splits
-        self.group = index % self.splits
+        piece, self.group = plan.read_at(index)
+        super().__init__(plan, plan.slices[piece], store_dir)
+        self.splits = plan.splits_of(piece)
         #: offset → record time (ms) the task's clock is moved to before that record: the latest
         #: timestamp of the other groups' records before it.
         self.catch_up: dict[int, int] = {}

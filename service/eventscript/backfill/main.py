@@ -138,12 +138,13 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
         spark = spark_session(master, ui=ui)
         spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
     if split == "auto" and not key_groups:
-        plan = dataclasses.replace(plan, split=key_split.auto_split(plan, spark.sparkContext.defaultParallelism))
+        plan = dataclasses.replace(plan, split_each=key_split.auto_split(plan, spark.sparkContext.defaultParallelism))
     try:
         return _run(topo, cfg, plan, spark, err, output, topics, target, ui, force)
     except _SplitMismatch as exc:
         err.write(f"backfill: {exc}: running again in partition mode\n")
-        return _run(topo, cfg, dataclasses.replace(plan, split=0), spark, err, output, topics, target, ui, force)
+        return _run(topo, cfg, dataclasses.replace(plan, split=0, split_each=[]), spark, err, output, topics, target,
+                    ui, force)
     finally:
         if own_session:
             spark.stop()

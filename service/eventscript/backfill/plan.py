@@ -76,6 +76,9 @@ class Plan:
     #: per input partition, each reading the whole partition and running one key group
     #: (``key_split.py``).
     split: int = 0
+    #: Tasks per input partition, slice by slice (key-split mode as ``auto_split`` balances it:
+    #: some partitions whole, others split); empty: ``split`` for every slice.
+    split_each: list[int] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -92,21 +95,39 @@ class Plan:
             key_groups=d.get("key_groups", 0),
             handover=d.get("handover", False),
             split=d.get("split", 0),
+            split_each=d.get("split_each", []),
         )
+
+    def splits_of(self, index: int) -> int:
+        """Tasks that task slice ``index`` is split into (1: a partition-mode task)."""
+        if self.key_groups:
+            return 1
+        s = self.split_each[index] if self.split_each else self.split
+        return s if s > 1 else 1
 
     @property
     def splits(self) -> int:
-        """Tasks per input partition in the first stage: ``split`` in key-split mode, else 1."""
-        return self.split if self.split > 1 and not self.key_groups else 1
+        """The most tasks any input partition is split into: > 1 in key-split mode."""
+        return max((self.splits_of(i) for i in range(len(self.slices))), default=1)
 
     @property
     def reads(self) -> int:
-        """Spark partitions of the data source: ``splits`` per task slice, each reading the slice."""
-        return len(self.slices) * self.splits
+        """Spark partitions of the data source: ``splits_of`` each task slice, each reading it."""
+        return sum(self.splits_of(i) for i in range(len(self.slices)))
+
+    def read_at(self, read: int) -> tuple[int, int]:
+        """(task slice, key group) of data source partition ``read``: the slices in order, each
+        once per key group of its split."""
+        for i in range(len(self.slices)):
+            n = self.splits_of(i)
+            if read < n:
+                return i, read
+            read -= n
+        raise IndexError(f"data source partition {read} is past the plan's {self.reads}")
 
     def slice_of(self, read: int) -> TaskSlice:
         """The task slice that data source partition ``read`` reads."""
-        return self.slices[read // self.splits]
+        return self.slices[self.read_at(read)[0]]
 
     @property
     def tasks(self) -> int:

@@ -233,7 +233,7 @@ def run_partition(plan: Plan, index: int, batches: Iterator[pa.RecordBatch]) -> 
     in key-split mode, one of its key groups: ``key_split.py``)."""
     piece = plan.slice_of(index)
     store_dir = Path(tempfile.mkdtemp(prefix=f"eventscript-backfill-{piece.partition}-"))
-    if plan.splits > 1:
+    if plan.splits_of(plan.read_at(index)[0]) > 1:
         from .key_split import SplitStage
 
         stage: TaskStage = SplitStage(plan, index, store_dir)
