@@ -260,9 +260,10 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
     spec = Spec(names, names + classes, keys > 0, keys=keys, extras=tuple(n for n in names if n in EXTRAS),
                 products=products, stateless=keys > 0 and draw(st.booleans()))
     decls = []
+    modulus = draw(st.sampled_from([2, 2, 3, 7]))  # more keys, more instances at once
     for name in names:
         value = EXTRAS[name].key if name in EXTRAS else name
-        group = [f"{value} % 2", f"{value} > 3" if name != "B" else f"6 / {value} > 2"][:keys]
+        group = [f"{value} % {modulus}", f"{value} > 3" if name != "B" else f"6 / {value} > 2"][:keys]
         ty = EXTRAS[name].ty if name in EXTRAS else "long"
         decl = f"{ty} {name}" + (f" group({', '.join(group)})" if keys else "")
         if name == "A" and len(classes) == 2:
