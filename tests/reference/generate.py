@@ -308,21 +308,29 @@ def traces(draw: st.DrawFn, spec: Spec) -> tuple[Trace, str]:
             values = [0, 1, 2, 3, 5, 6, 7, 9, -4, "x", 2**63 - 1, -(2**63), 4.0]
             items.append(("event", name, draw(st.sampled_from(values))))
     items.append(("time", start + (ms + 65_000) * 1000))
-    return Trace(items), render(items, start)
+    return Trace(items), render(items, start, draw(st.integers(0, 7)))
 
 
-def render(items: list[tuple[Any, ...]], start: int) -> str:
+def render(items: list[tuple[Any, ...]], start: int, style: int = 0) -> str:
+    """The trace as text in one of the spellings docs/language.md 10.1 allows (``style`` bits):
+    1, later timestamps without their date; 2, milliseconds after a colon, none when zero, hours
+    without a leading zero; 4, the events between two timestamps on one line, and comments."""
     parts = []
-    for item in items:
+    for i, item in enumerate(items):
         if item[0] == "time":
             ms = (item[1] - start) // 1000
             s, milli = divmod(ms, 1000)
             m, s = divmod(s, 60)
             h, m = divmod(m, 60)
-            parts.append(f"[2026-01-01 {h:02d}:{m:02d}:{s:02d}.{milli:03d}]")
+            date = "" if style & 1 and i > 0 else "2026-01-01 "
+            if style & 2:
+                clock = f"{h}:{m:02d}:{s:02d}" + (f":{milli:03d}" if milli else "")
+            else:
+                clock = f"{h:02d}:{m:02d}:{s:02d}.{milli:03d}"
+            parts.append(("\n" if style & 4 else "") + f"[{date}{clock}]" + (" // t" if style & 4 else ""))
         else:
             parts.append(f"{item[1]}({_literal(item[2], positional=len(item) > 3 and item[3])})")
-    return "\n".join(parts) + "\n"
+    return ("\n" if not style & 4 else " ").join(parts).replace("// t ", "// t\n") + "\n"
 
 
 def _literal(value: Any, *, positional: bool = False) -> str:
