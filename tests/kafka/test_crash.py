@@ -54,6 +54,7 @@ elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
 PARTITIONS = 3
 KEYS = 60
 RECORDS = 4000
+RECORDS_TWO = 3000
 
 
 @pytest.mark.kafka
@@ -140,13 +141,13 @@ def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: P
     Admin(load_topology(topos[0])).prepare(load_topology(topos[0]).programs)
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
-    writing = producer.start(RECORDS, KEYS, rate=80)
+    writing = producer.start(RECORDS_TWO, KEYS, rate=110)
     rnd = random.Random(11)
     kills = 0
     workers = [start_worker(topos[i], "-v", log=logs[i]) for i in range(2)]
     watcher = TopicWatcher(broker, f"{name}-out")
     try:
-        while writing.is_alive() and kills < 4:
+        while writing.is_alive() and kills < 3:
             watcher.wait_for_more(20, 60)
             time.sleep(rnd.uniform(0.1, 1.5))
             i = rnd.randrange(2)
@@ -156,7 +157,7 @@ def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: P
             workers[i] = start_worker(topos[i], "-v", log=logs[i])
         writing.join()
         in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
-        assert len(in_records) == producer.sent == RECORDS
+        assert len(in_records) == producer.sent == RECORDS_TWO
         oracle = Oracle(PROGRAM, "Tick", in_records)
         total = sum(len(v) for v in oracle.outputs.values())
         stop_when_all_out(workers[0], watcher, total, 180, logs[0])
@@ -166,7 +167,7 @@ def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: P
         tear_down(workers[0], watcher, producer, writing)
         if workers[1].poll() is None:
             workers[1].kill()
-    assert kills >= 3, "the producer finished before the workers could be killed three times"
+    assert kills >= 2, "the producer finished before the workers could be killed twice"
     raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)
     assert raw[f"{name}-err"] == [], [m.value() for m in raw[f"{name}-err"][:5]]
     got, repeats = outputs_by_key(raw[f"{name}-out"])
