@@ -193,3 +193,7 @@ def test_initial_actions_run_once_per_record() -> None:
         normal.feed("A", x)
     assert [(e.value, e.key) for e in a] == [(e.value, e.key) for e in b] == \
         [(7, (1,)), (2, (1,)), (7, (0,)), (3, (0,)), (5, (1,)), (10, (1,))]
+    later: list[Emitted] = []
+    compact.consumer = later.append  # the inline emissions follow the consumer
+    compact.feed("A", 4)
+    assert [(e.program, e.name, e.value, e.time, e.key) for e in later] == [("c", "O", 7, 0, (0,))]

@@ -59,6 +59,13 @@ class TestLongArithmetic:
                   "!>L(a + a); !>L(b + b);", "long L") == [
             -9223372036854775808, 9223372036854775807, -2, 0]
 
+    def test_a_constant_operand_wraps_either_way(self) -> None:
+        """The generated code checks one side when an operand is a constant (codegen._overflow_side)."""
+        assert go("a = 9223372036854775807; b = -9223372036854775807 - 1; !>L(1 + a); !>L(a - -1); "
+                  "!>L(b + -1); !>L(-1 + b); !>L(0 - b); !>L(-1 - a); !>L(a + 0); !>L(b - 0);", "long L") == [
+            -9223372036854775808, -9223372036854775808, 9223372036854775807, 9223372036854775807,
+            -9223372036854775808, -9223372036854775808, 9223372036854775807, -9223372036854775808]
+
     def test_multiplication_wraps(self) -> None:
         assert go("a = 9223372036854775807; !>L(a * 2); !>L(a * a); c = 4294967296; !>L(c * c); "
                   "!>L(c * c * 3 + 5);", "long L") == [-2, 1, 0, 5]

@@ -107,7 +107,7 @@ class CodeGen:
         self._depth = 0
         self.one_key = one_value_key(program)
         #: Generating actions for a compact feed (``compact_step``): the key is the table key
-        #: ``gk``, not ``ctx.gk``, and outputs go to ``_ek<k>(gk, value)``, so that a match that
+        #: ``gk``, not ``ctx.gk``, and outputs are built inline (``emit_by_key``), so that a match that
         #: only emits builds no context.
         self.by_key = False
 
@@ -120,13 +120,28 @@ class CodeGen:
         finally:
             self._depth -= 1
 
-    def _wrap(self, inner: str) -> str:
+    def _wrap(self, inner: str, side: int = 0) -> str:
         """The 64-bit two's-complement wrap of a long expression: a range check, and the wrap
         only when it overflowed (comparing allocates nothing; the wrap's arithmetic on 64-bit
-        numbers allocates three ints)."""
+        numbers allocates three ints). ``side``: 1 when the result can only overflow upwards
+        (``n + 1``), -1 downwards (``n - 1``): one comparison of big ints instead of two."""
         if self._depth > INLINE_DEPTH:
             return f"_wrap({inner})"
-        return f"(_w if {-TWO_63} <= (_w := {inner}) <= {TWO_63 - 1} else _wrap(_w))"
+        low, high = ("" if side > 0 else f"{-TWO_63} <= "), ("" if side < 0 else f" <= {TWO_63 - 1}")
+        return f"(_w if {low}(_w := {inner}){high} else _wrap(_w))"
+
+    @staticmethod
+    def _overflow_side(e: ir.Binary) -> int:
+        """Which way ``e`` (a long + or -) can overflow when one operand is a constant: adding
+        c >= 0 only upwards, subtracting it only downwards (operands are in range); 0: both."""
+        right = e.right.value if isinstance(e.right, ir.Const) else None
+        left = e.left.value if isinstance(e.left, ir.Const) else None
+        if e.op == "+" and (right is not None or left is not None):
+            c = right if right is not None else left
+            return 1 if c >= 0 else -1
+        if e.op == "-" and right is not None:
+            return -1 if right >= 0 else 1
+        return 0
 
     def _expr(self, e: ir.Node) -> str:
         if isinstance(e, ir.Const):
@@ -148,7 +163,7 @@ class CodeGen:
             if e.op == "!":
                 return f"(not {x})"
             if e.ty == LONG:
-                return self._wrap(f"-{x}")
+                return self._wrap(f"-{x}", 1)  # only -MIN overflows
             return f"(-{x})"
         if isinstance(e, ir.ToDouble):
             return f"float({self.expr(e.x)})"
@@ -172,6 +187,15 @@ class CodeGen:
             return f"_new(ctx, {self.expr(e.size)}, lambda: {default_expr(e.ty.element)})"
         raise AssertionError(f"unknown expression {e!r}")
 
+    def emit_by_key(self, output: int, value: str) -> str:
+        """One line emitting output ``output`` of table key ``gk`` in a compact feed: the
+        ``Emitted`` made with ``object.__new__`` and its slots set in place (a call of the class
+        costs as much again: its ``__init__`` is a second Python frame) and given to the consumer
+        ``_C``; ``_PN`` is the program's name, ``_OT<k>`` the output's type (``Engine._bind_emitters``)."""
+        key = "(gk,)" if self.one_key else "gk"
+        return (f"_m = _NEWE(_EM); _m.program = _PN; _m.name = {self.p.outputs[output].name!r}; "
+                f"_m.value = {value}; _m.ty = _OT{output}; _m.time = _now(); _m.key = {key}; _C(_m)")
+
     def _binary(self, e: ir.Binary) -> str:
         lhs, r = self.expr(e.left), self.expr(e.right)
         op = e.op
@@ -183,7 +207,7 @@ class CodeGen:
             return f"({lhs} {_CMP[op]} {r})"
         if e.opty == LONG:
             if op in ("+", "-", "*"):
-                return self._wrap(f"{lhs} {op} {r}")
+                return self._wrap(f"{lhs} {op} {r}", self._overflow_side(e))
             if op == "/":
                 return f"_ldiv(ctx, {lhs}, {r})"
             if op == "%":
@@ -246,7 +270,8 @@ class CodeGen:
             value = self.expr(a.value)
             if needs_copy(t) and not _fresh(a.value):
                 value = f"[*{value}]" if _flat(t) else f"_copy({value})"
-            out.append(f"{ind}_ek{a.output}(gk, {value})" if self.by_key else f"{ind}_e{a.output}(ctx, {value})")
+            out.append(f"{ind}{self.emit_by_key(a.output, value)}" if self.by_key
+                       else f"{ind}_e{a.output}(ctx, {value})")
         elif isinstance(a, ir.If):
             out.append(f"{ind}if {self.expr(a.cond)}:")
             self._body(a.then, ind + "    ", out)

@@ -614,18 +614,14 @@ class Engine:
             if one:  # the key tuple without the property call
                 def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
                     consumer(Emitted(name, _n, value, _t, now(), (ctx.gk,)))
-
-                def emit_key(gk: Any, value: Any, _n: str = out_name, _t: Type = ty) -> None:
-                    consumer(Emitted(name, _n, value, _t, now(), (gk,)))
             else:
                 def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
                     consumer(Emitted(name, _n, value, _t, now(), ctx.key))
 
-                def emit_key(gk: Any, value: Any, _n: str = out_name, _t: Type = ty) -> None:
-                    consumer(Emitted(name, _n, value, _t, now(), gk))
-
             self._ns[f"_e{k}"] = handlers.get(out_name, emit)
-            self._ns[f"_ek{k}"] = emit_key  # (compact feeds; an output handler turns them off)
+            self._ns[f"_OT{k}"] = ty
+        # (compact feeds build their outputs inline, CodeGen.emit_by_key; an output handler turns them off)
+        self._ns.update(_C=consumer, _PN=name, _NEWE=object.__new__, _EM=Emitted)
 
     def set_output_handler(self, output: str, handler: Callable[[InstanceContext, Any], None]) -> None:
         """Deliver one output event's emissions to ``handler(ctx, value)`` instead of the consumer
@@ -633,7 +629,7 @@ class Engine:
         emission time is ``self.time.now()``, the key ``ctx.key``."""
         if output not in self.output_names:
             raise KeyError(f"no output event {output!r}")
-        self._decompact()  # a handler takes a context: the compact feed emits by key (_ek<k>)
+        self._decompact()  # a handler takes a context: the compact feed emits by key (emit_by_key)
         if not hasattr(self, "_output_handlers"):
             self._output_handlers: dict[str, Callable[[InstanceContext, Any], None]] = {}
         self._output_handlers[output] = handler
