@@ -17,9 +17,9 @@ def compiles(source: str) -> bool:
     return compile_source(source, name="ref").ok
 
 
-def run_tester(source: str, trace_text: str, *, lazy: bool, error_keys: bool = False) -> list[dict[str, Any]]:
-    """What ``eventscript test`` prints, one dict per line; ``$error`` reduced to its code (and
-    its key, with ``error_keys``).
+def run_tester(source: str | list[str], trace_text: str, *, lazy: bool, error_keys: bool = False) -> list[dict[str, Any]]:
+    """What ``eventscript test`` prints for a program (or a pipeline of them), one dict per line;
+    ``$error`` reduced to its code (and its key, with ``error_keys``).
 
     ``lazy``: on the lazy DFA, run twice, with its transition cache and with the fallback
     simulation forced on (the third engine); the two must agree before either is compared."""
@@ -31,12 +31,13 @@ def run_tester(source: str, trace_text: str, *, lazy: bool, error_keys: bool = F
     return cached
 
 
-def _run(source: str, trace_text: str, *, lazy: bool, mode: str = "auto",
+def _run(source: str | list[str], trace_text: str, *, lazy: bool, mode: str = "auto",
          error_keys: bool = False) -> list[dict[str, Any]]:
-    program = compile_source(source, name="ref", force_lazy=lazy).require()
+    programs = [compile_source(s, name=f"stage{i + 1}", force_lazy=lazy).require()
+                for i, s in enumerate([source] if isinstance(source, str) else source)]
     lines: list[dict[str, Any]] = []
     with mock.patch.dict(os.environ, {LAZY_MODE_ENV: mode}):
-        run_trace([program], parse_trace(SourceFile("<trace>", trace_text)),
+        run_trace(programs, parse_trace(SourceFile("<trace>", trace_text)),
                   lambda line: lines.append(line.to_json()))
     return [comparable(line, error_keys=error_keys) for line in lines]
 

@@ -281,6 +281,9 @@ def _assign(a: ast.Assign, s: Scope) -> None:
         else:
             s.error(OUT_OF_BOUNDS, f"subscript {i} is out of bounds for length {len(arr)}")
     elif isinstance(target, ast.FieldAccess):
-        evaluate(target.obj, s)[target.name] = _as(evaluate(a.value, s), target.ty)
+        # The structure first, then the value, as in Java (a Python ``x[k] = v`` evaluates v first):
+        # in q[i].a = v an out-of-bounds i is reported before an unset v.
+        record = evaluate(target.obj, s)
+        record[target.name] = _as(evaluate(a.value, s), target.ty)
     else:
         raise NotImplementedError(f"cannot assign to {type(target).__name__}")

@@ -252,9 +252,12 @@ def regex(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
 
 
 @st.composite
-def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
-    names = ["A", "B", "C"][: draw(st.integers(2, 3))]
-    names += [name for name in EXTRAS if draw(st.integers(0, 4)) == 0]
+def programs(draw: st.DrawFn, products: bool = True, inputs: tuple[str, ...] = ()) -> tuple[str, Spec]:
+    """A program; ``inputs``: its ``long`` inputs instead of A, B, C and the optional ones (a
+    pipeline's later stage reads the ``long`` outputs ``T`` and ``O`` of the one before)."""
+    names = list(inputs) or ["A", "B", "C"][: draw(st.integers(2, 3))]
+    names += [name for name in EXTRAS if not inputs and draw(st.integers(0, 4)) == 0]
+    first, second = names[0], names[1]
     keys = draw(st.sampled_from([1, 1, 2] if GROUPED_ONLY else [0, 0, 0, 0, 1, 1, 2]))
     classes = draw(st.sampled_from([[], [], ["Hi", "Lo"], ["Hi", "Mid", "Lo"]]))
     spec = Spec(names, names + classes, keys > 0, keys=keys, extras=tuple(n for n in names if n in EXTRAS),
@@ -263,17 +266,20 @@ def programs(draw: st.DrawFn, products: bool = True) -> tuple[str, Spec]:
     modulus = draw(st.sampled_from([2, 2, 3, 7]))  # more keys, more instances at once
     for name in names:
         value = EXTRAS[name].key if name in EXTRAS else name
-        group = [f"{value} % {modulus}", f"{value} > 3" if name != "B" else f"6 / {value} > 2"][:keys]
+        group = [f"{value} % {modulus}", f"{value} > 3" if name != second else f"6 / {value} > 2"][:keys]
         ty = EXTRAS[name].ty if name in EXTRAS else "long"
         decl = f"{ty} {name}" + (f" group({', '.join(group)})" if keys else "")
-        if name == "A" and len(classes) == 2:
-            decl += draw(st.sampled_from([" case { A > 4 ? Hi : Lo }", " case { length(string(A)) > 1 ? Hi : Lo }"]))
-        elif name == "A" and classes:  # a classification may fail too: $error 4, then 12 / 0 is 0
+        if name == first and len(classes) == 2:
+            decl += draw(st.sampled_from([" case { A > 4 ? Hi : Lo }", " case { length(string(A)) > 1 ? Hi : Lo }"]
+                                         )).replace("A", first)
+        elif name == first and classes:  # a classification may fail too: $error 4, then 12 / 0 is 0
             decl += draw(st.sampled_from([" case { abs(A) > 6 ? Hi : A >= 2 ? Mid : Lo }",
                                           " case { A % 3 == 0 ? Hi : A * 1.5 < 0 ? Mid : Lo }",
-                                          " case { abs(A) > 6 ? Hi : 12 / A >= 3 ? Mid : Lo }"]))
+                                          " case { abs(A) > 6 ? Hi : 12 / A >= 3 ? Mid : Lo }"])).replace("A", first)
         decls.append(decl)
-    body = draw(regex(spec, DEPTH, timed=True))
+    # A third of the grouped programs have no time marker: the engine runs those on its compact
+    # tables (a record per key), the others on contexts with timers.
+    body = draw(regex(spec, DEPTH, timed=not keys or draw(st.integers(0, 2)) > 0))
     # Bare, a top-level ``-`` or ``&`` takes the initial block into its left operand.
     forms = ["{}", "( {} )"] if body.nullable else ["( {} )*", "( {} )*", "{}", "( {} )", "( {} )+"]
     if keys:

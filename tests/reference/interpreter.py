@@ -9,6 +9,7 @@ the language document (2.4, 2.7, 3.1, 3.2) and the conformance README's choices 
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -60,8 +61,23 @@ class Trace:
     items: list[tuple[Any, ...]]
 
 
+@dataclass
+class Clock:
+    """What the stages of a pipeline share (docs/language.md 10.3): the clock, the count of timers
+    set (ties between instances go to the timer set first, across stages too), the output."""
+
+    now: int = 0
+    timers: int = 0
+    out: list[dict[str, Any]] = field(default_factory=list)
+    stages: list[Reference] = field(default_factory=list)
+
+
 class Reference:
-    def __init__(self, source: str) -> None:
+    """One program; ``clock`` and ``downstream`` chain programs into a pipeline: each event this
+    one emits goes at once to ``downstream`` (docs/language.md 10.3), only ``$error``s and the last
+    stage's events are output."""
+
+    def __init__(self, source: str, clock: Clock | None = None) -> None:
         d = Diagnostics()
         tree = parse(SourceFile("<reference>", source), d)
         if d.has_errors:
@@ -81,12 +97,25 @@ class Reference:
         self.matcher = Matcher(root, self.markers, alphabet)
         self.root = root
         self.grouped = self.checked.grouped
-        self.out: list[dict[str, Any]] = []
-        self.now = 0
-        self.timer_order = 0
+        self.clock = clock or Clock()
+        self.clock.stages.append(self)
+        self.downstream: Reference | None = None
+        self.started = False
         self.instances: dict[Any, Instance] = {}
         self.single: Instance | None = None
         self.terminated = False
+
+    @property
+    def now(self) -> int:
+        return self.clock.now
+
+    @now.setter
+    def now(self, value: int) -> None:
+        self.clock.now = value
+
+    @property
+    def out(self) -> list[dict[str, Any]]:
+        return self.clock.out
 
     # -- output ------------------------------------------------------------------------
 
@@ -101,6 +130,9 @@ class Reference:
 
     def _emit(self, name: str, value: Any, key: tuple[Any, ...] | None) -> None:
         ty = self.outputs[name].ty
+        if self.downstream is not None:
+            self.downstream.feed_emitted(name, value, ty)
+            return
         line: dict[str, Any] = {"time": format_time(self.now), "event": name,
                                 "value": json_double(value) if ty == DOUBLE else
                                 format_time(value) if ty == TIME else value}
@@ -154,8 +186,8 @@ class Reference:
             if best is None or deadline < best[0]:
                 best = (deadline, offset)
         if best is not None:
-            self.timer_order += 1
-            inst.timer = (best[0], self.timer_order, best[1])
+            self.clock.timers += 1
+            inst.timer = (best[0], self.clock.timers, best[1])
 
     def _arrive_deadline(self, pattern: ast.ArrivePattern, scope: Scope) -> int | None:
         """docs/language.md 5.4 and choice 2: an explicit time fires at it, or at once if it is not
@@ -200,6 +232,16 @@ class Reference:
 
     def start(self, at: int) -> None:
         self.now = at
+        for stage in self.clock.stages:
+            stage.begin()
+        self._fire_due(at)
+
+    def begin(self) -> None:
+        """Start this program (an ungrouped one runs its initial actions): when the pipeline
+        starts, or before, when the stage before emits an event for it at once."""
+        if self.started:
+            return
+        self.started = True
         if not self.grouped:
             paths, strands = self._feasible(self.matcher.lead(self.root))
             self.single = Instance(None, paths)
@@ -208,18 +250,30 @@ class Reference:
             # Choice 6: terminated at an accepting end. An empty language is not: its events are
             # classified, then discarded as unexpected.
             self.terminated = self._done(self.single)
-        self._fire_due(at)
 
-    def feed(self, name: str, value: Any) -> None:
+    def feed_emitted(self, name: str, value: Any, ty: Any) -> None:
+        """An event the stage before emitted, of its declared type ``ty``: as it is where this
+        stage declares the same type, promoted from long where it declares a double."""
+        self.begin()
+        declared = self.checked.inputs.get(name)
+        if declared is not None and declared.ty != ty:
+            if not (declared.ty == DOUBLE and ty == LONG):
+                raise ReferenceError_(f"feeding a {ty} as a {declared.ty} is not modelled")
+            value = float(value)
+        self.feed(name, value, typed=True)
+
+    def feed(self, name: str, value: Any, *, typed: bool = False) -> None:
+        """A trace event (``typed``: a value of the declared type, from the stage before)."""
         entry = self.inputs.get(name)
         if entry is None:
             self._error(UNDECLARED, f"undeclared input event {name}")
             return
         ty = self.checked.inputs[name].ty
-        if not _fits(value, ty):
+        if not typed and not _fits(value, ty):
             self._error(BAD_VALUE, f"{name}: bad value {value!r}")
             return
-        value = _conform(copy.deepcopy(value), ty)  # a copy: actions may change its fields
+        # a copy: actions may change its fields
+        value = copy.deepcopy(value) if typed else _conform(copy.deepcopy(value), ty)
         if self.terminated:  # choice 6: code 2 and nothing else, not even the case clause's errors
             self._error(UNEXPECTED, f"{name} after the program terminated")
             return
@@ -257,7 +311,8 @@ class Reference:
                 self._error(UNEXPECTED, f"{name} is not expected")
                 return
             self._take(inst, paths, strands, value)
-        self._fire_due(self.now)
+        if not typed:  # timers due fire after the trace event, not inside a stage's action
+            self._fire_due(self.now)
 
     def _take(self, inst: Instance, paths: frozenset[Term], strands: list[tuple[int, ...]], value: Any) -> None:
         inst.paths = paths
@@ -274,21 +329,25 @@ class Reference:
         self._fire_due(to)
         self.now = to
 
+    def _live(self) -> list[Instance]:
+        return list(self.instances.values()) if self.grouped else ([self.single] if self.single else [])
+
     def _fire_due(self, to: int) -> None:
+        """Every stage's timers due by ``to``, earliest first, then in the order they were set."""
         while True:
-            live = list(self.instances.values()) if self.grouped else ([self.single] if self.single else [])
-            due = [i for i in live if i.timer is not None and i.timer[0] <= to]
+            due = [(i, stage) for stage in self.clock.stages for i in stage._live()
+                   if i.timer is not None and i.timer[0] <= to]
             if not due:
                 return
-            inst = min(due, key=lambda i: i.timer[:2])  # type: ignore[index]
+            inst, stage = min(due, key=lambda d: d[0].timer[:2])  # type: ignore[index]
             assert inst.timer is not None
             deadline, _, offset = inst.timer
             self.now = deadline
-            paths, strands = self._advance(inst, ("time", offset))
+            paths, strands = stage._advance(inst, ("time", offset))
             if not paths:
                 inst.timer = None
                 continue
-            self._take(inst, paths, strands, deadline)
+            stage._take(inst, paths, strands, deadline)
 
     def _classify(self, entry: ast.InputEntry, value: Any, key: tuple[Any, ...] | None = None) -> str | None:
         node = entry.case
@@ -355,10 +414,14 @@ def _iso_micros(text: str) -> int | None:
     return micros_of(when if when.tzinfo else when.replace(tzinfo=UTC))
 
 
-def run_reference(source: str, trace: Trace, *, error_keys: bool = False) -> list[dict[str, Any]]:
-    """Run a program over a trace; output lines like the tester's, ``$error`` reduced to its code
-    (and its key, with ``error_keys``)."""
-    ref = Reference(source)
+def run_reference(source: str | list[str], trace: Trace, *, error_keys: bool = False) -> list[dict[str, Any]]:
+    """Run a program (or a pipeline of them) over a trace; output lines like the tester's,
+    ``$error`` reduced to its code (and its key, with ``error_keys``)."""
+    clock = Clock()
+    stages = [Reference(s, clock) for s in ([source] if isinstance(source, str) else source)]
+    for stage, after in itertools.pairwise(stages):
+        stage.downstream = after
+    ref = stages[0]
     started = False
     for item in trace.items:
         if item[0] == "time":

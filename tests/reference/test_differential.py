@@ -23,8 +23,8 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
                                            HealthCheck.data_too_large])
 
 
-def _agree(source: str, trace: Trace, text: str) -> None:
-    note(f"program:\n{source}\ntrace:\n{text}")
+def _agree(source: str | list[str], trace: Trace, text: str) -> None:
+    note(f"program:\n{source if isinstance(source, str) else chr(10).join(source)}\ntrace:\n{text}")
     keyed = run_reference(source, trace, error_keys=True)
     want = [_without_error_key(line) for line in keyed]
     eager = run_tester(source, text, lazy=False)
@@ -56,6 +56,18 @@ def test_reference_and_tester_agree_on_random_programs(data: st.DataObject) -> N
     assume(compiles(source))
     trace, text = data.draw(traces(spec))
     _agree(source, trace, text)
+
+
+@settings(SETTINGS, max_examples=max(10, EXAMPLES // 3))
+@given(data=st.data())
+def test_reference_and_tester_agree_on_pipelines(data: st.DataObject) -> None:
+    """docs/language.md 10.3: each event stage 1 emits goes at once to stage 2, which reads its
+    ``long`` outputs T and O; one clock, the timers of both stages in one order."""
+    first, spec = data.draw(programs())
+    second, _ = data.draw(programs(inputs=("T", "O")))
+    assume(compiles(first) and compiles(second))
+    trace, text = data.draw(traces(spec))
+    _agree([first, second], trace, text)
 
 
 def test_generated_programs_mostly_compile() -> None:

@@ -206,3 +206,21 @@ def test_an_elapse_that_cannot_fire_is_error_8() -> None:
     src = ("in long A\nout long T\n{ d = 0.0; }\n"
            "( elapse[(1.0 / d) sec]() | elapse[1.0E15 days]() | elapse[2 sec]() { !>T(1); } )")
     _agree(src, _items([]), [8, 8, 1])
+
+
+def test_a_field_assignment_evaluates_its_structure_before_its_value() -> None:
+    # Java's order (the document's actions are Java-like, 2.5): q[5] is read, and found out of
+    # bounds ($error 5), before the value u (unset, $error 3) is evaluated.
+    src = "in long A\nout long O\n{ q = new {long a; string b;}[2]; }\n( A() { q[5].a = u; } )*"
+    _agree(src, _items([("A", 1)]), [5, 3])
+
+
+def test_a_pipeline_stage_has_started_before_any_event_reaches_it() -> None:
+    # docs/language.md 10.3: the stages share one clock and start at the first timestamp; stage 1's
+    # start emits S (undeclared in stage 2: $error 1) and T: stage 2's initial actions come first.
+    first = "in long A\nout string S, long T\n{ !>S(\"x\"); !>T(1); }\n( A() )*"
+    second = "in long T\nout long O\n{ !>O(0); }\n( T(v) { !>O(v); } )*"
+    items = _items([])
+    want = [0, 1, 1]
+    assert [line["value"] for line in run_reference([first, second], Trace(items))] == want
+    assert [line["value"] for line in run_tester([first, second], render(items, T0), lazy=False)] == want

@@ -82,6 +82,10 @@ class Pipeline:
 
     def _feed(self, stage: int, name: str, value: Any, ty: Any) -> None:
         engine = self.engines[stage]
+        # Every stage starts at the first timestamp, so before any event reaches it: an event the
+        # stage before emits from its own start finds this one started (initial actions run), also
+        # when it is not declared here ($error 1 comes after them, not before).
+        engine.start()
         declared = next((i for i in engine.program.inputs if i.name == name), None)
         feed_emitted(engine, declared.ty if declared is not None else None, name, value, ty)
 
