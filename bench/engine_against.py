@@ -6,8 +6,10 @@ at COMMIT, extracted with ``git archive`` and imported under another package nam
 imports itself relatively, so it runs as it did then).
 
 Usage: .venv/bin/python bench/engine_against.py COMMIT [--events N] [--rounds R] [--keys 10000,100000]
+       [--default-gc]
 Prints one markdown row per program, key count and order: old, new and loop CPU seconds, then the
-loop's over each engine's by CPU and by wall time.
+loop's over each engine's by CPU and by wall time. The process is set up as hosts set it up
+(``engine.tuning.configure_gc``, as ``bench/engine.py`` does) unless --default-gc.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ sys.path.insert(0, str(ROOT / "service"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from engine import GROUPED, T0, grouped_events, run_grouped_loop  # noqa: E402
+from eventscript.engine.tuning import configure_gc  # noqa: E402
 
 OLD = "eventscript_old"
 
@@ -75,7 +78,10 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--keys", default="10000,100000")
+    ap.add_argument("--default-gc", action="store_true", help="do not apply the hosts' GC tuning")
     args = ap.parse_args()
+    if not args.default_gc:
+        configure_gc()
     with tempfile.TemporaryDirectory() as tmp:
         extract(args.commit, Path(tmp))
         sys.path.insert(0, tmp)

@@ -28,7 +28,7 @@ from ..automata.machine import DFAMachine, LazyDFA
 from ..automata.simulate import PositionSets, step_expression
 from ..language import ir
 from ..language.checker import resolve_external
-from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, Type
+from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, ArrayType, StructType, Type
 from . import builtins, context
 from .codegen import CodeGen, SymbolPlan, one_value_key
 from .context import NO_VARIABLES, GroupContexts, InstanceContext, OneKeyContext, RareFields
@@ -80,6 +80,21 @@ _NOFN = object()  # "not computed yet" in the lazy DFA's function caches (None m
 
 def _no_actions(ctx: InstanceContext, ev: Any) -> None:
     """The initial actions of a program that has none."""
+
+
+_PLAIN_TYPES = (LONG, DOUBLE, STRING, BOOLEAN, TIME)
+
+
+def _plain_kind(t: Type) -> str:
+    """How a variable of type t snapshots: "plain" (a number, string or boolean), "flat" (an
+    array or structure of those: a list of them), or "" (anything else: generic encoding)."""
+    if t in _PLAIN_TYPES:
+        return "plain"
+    if isinstance(t, ArrayType) and t.element in _PLAIN_TYPES:
+        return "flat"
+    if isinstance(t, StructType) and all(ft in _PLAIN_TYPES for _, ft in t.fields):
+        return "flat"
+    return ""
 
 
 def _dfa_state_id(st: RState) -> Any:
@@ -934,9 +949,14 @@ class Engine:
     def _snapshotter(self) -> Callable[[InstanceContext], bytes]:
         """``snapshot`` for this program. Hosts snapshot every changed instance at each commit,
         so it does the least it can: the machine's state id is read directly, the key and timer
-        become lists inline, and when no variable can hold an array, a structure or an object
-        (most programs), the payload goes to msgpack in one call without visiting the values."""
-        plain = all(v.ty in (LONG, DOUBLE, STRING, BOOLEAN, TIME) for v in self.program.variables)
+        become lists inline, and the payload goes to msgpack in one call without visiting the
+        values when no variable can hold an object, nor an array or structure holding one (most
+        programs), unless two of those arrays and structures might be one list (``flat``): the
+        generic encoding numbers a list met twice to keep the sharing, and is otherwise the
+        same bytes (``context.encode``: a list met once is a plain msgpack array)."""
+        kinds = [_plain_kind(v.ty) for v in self.program.variables]
+        flat = tuple(slot for slot, kind in enumerate(kinds) if kind == "flat")
+        direct = all(kinds) and len(flat) <= 1  # (one flat list cannot be met twice)
         pack = context.pack_plain
         encode = context.encode
         positions = self.positions
@@ -950,9 +970,10 @@ class Engine:
             key = None if gk is None else [gk] if one else list(gk)
             rare = ctx._rare
             origin, fires = (None, 0) if rare is None else (rare.origin, rare.fires)
-            if plain:
-                return pack([version, state_json(ctx.state), ctx.vars, key, timer, ctx.terminated, origin, fires])
-            return encode(state_json(ctx.state), ctx.vars, key, timer, ctx.terminated, origin, fires)
+            variables = ctx.vars
+            if direct or (all(kinds) and len({id(variables[slot]) for slot in flat}) == len(flat)):
+                return pack([version, state_json(ctx.state), variables, key, timer, ctx.terminated, origin, fires])
+            return encode(state_json(ctx.state), variables, key, timer, ctx.terminated, origin, fires)
 
         return snapshot
 
