@@ -17,7 +17,7 @@ from .compare import compiles, run_tester
 from .generate import programs, traces
 from .interpreter import Trace, run_reference
 
-EXAMPLES = int(os.environ.get("REFERENCE_EXAMPLES", "130"))
+EXAMPLES = int(os.environ.get("REFERENCE_EXAMPLES", "90"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large])
@@ -58,7 +58,7 @@ def test_reference_and_tester_agree_on_random_programs(data: st.DataObject) -> N
     _agree(source, trace, text)
 
 
-@settings(SETTINGS, max_examples=max(10, EXAMPLES // 3))
+@settings(SETTINGS, max_examples=max(10, EXAMPLES // 4))
 @given(data=st.data())
 def test_reference_and_tester_agree_on_pipelines(data: st.DataObject) -> None:
     """docs/language.md 10.3: each event stage 1 emits goes at once to stage 2, which reads its
