@@ -107,8 +107,11 @@ def test_the_mode_is_chosen_from_the_slots_and_refused_where_it_cannot_work(tmp_
     uneven = dataclasses.replace(plan, split_each=[1, 1, 2])
     assert uneven.reads == 4 and [uneven.read_at(i) for i in range(4)] == [(0, 0), (1, 0), (2, 0), (2, 1)]
     two = two_input_topology(tmp_path, 3)
-    path = write_jsonl_export([("a-in", 0, 0, T0_MS, b"k", b"{}", None)], tmp_path / "two.jsonl")
-    assert split_refusal(export_plan(two, two.programs[0], [str(path)])) is None
+    path = write_jsonl_export([("a-in", p, 0, T0_MS, b"k", b"{}", None) for p in range(3)], tmp_path / "two.jsonl")
+    two_plan = export_plan(two, two.programs[0], [str(path)])
+    # Several inputs: a skipped record costs far more (MERGED_SKIP_COST): only an idle slot pays for it.
+    assert split_refusal(two_plan) is None and \
+        [auto_split(two_plan, n) for n in (2, 4, 8)] == [[1, 1, 2], [1, 1, 1], [2, 2, 2]]  # one input, 4: [4, 4, 4]
     for second, why in (({"key": "json"}, "b-in's record keys are in format json, not the string"),
                         ({"keyed": False}, "input b-in has no record keys")):
         mixed = two_input_topology(tmp_path, 3, second)

@@ -49,6 +49,10 @@ MAX_TS_MS = MAX_TIME // 1000
 #: What a record of another key group costs a task, relative to a record it processes in full
 #: (reading it and finding its group in Arrow; bench/backfill.py: ~0.05–0.1).
 SKIP_COST = 0.1
+#: The same with several inputs: a stub per record through the task's merge, and the partition's
+#: topics read and merged twice, row by row (measured on two topics, 150,000 records in one
+#: process: 2 tasks per partition took ~1.7× partition mode's CPU per record, i.e. ~0.7).
+MERGED_SKIP_COST = 0.7
 #: The name the driver finds in a failed Spark job's text to fall back to partition mode.
 MISMATCH = "SplitMismatchError"
 
@@ -130,7 +134,7 @@ def auto_split(plan: Plan, slots: int) -> list[int]:
     slots, then with the least work: every partition in S tasks, or the last k partitions in S
     tasks and the others whole (3 partitions on 2 slots: 2 whole, then the third's two halves
     — 4 tasks, not 6). A task of a partition split S ways costs 1/S of its records plus
-    ``SKIP_COST`` for each of the others; Spark starts the tasks in order, each on the first
+    ``SKIP_COST`` (several inputs: ``MERGED_SKIP_COST``) for each of the others; Spark starts the tasks in order, each on the first
     free slot. All 1 (partition mode) when nothing is faster, or the program cannot be split."""
     sizes = [sum(max(0, r.end - r.start) for r in piece.ranges) for piece in plan.slices]
     whole = [1] * len(sizes)
@@ -142,11 +146,12 @@ def auto_split(plan: Plan, slots: int) -> list[int]:
         work = 0.0
         for size, s in zip(sizes, splits):
             for _ in range(s):
-                task = size * (1 / s + (1 - 1 / s) * SKIP_COST)
+                task = size * (1 / s + (1 - 1 / s) * skip)
                 heapq.heapreplace(free, free[0] + task)
                 work += task
         return round(max(free), 9), round(work, 9)
 
+    skip = MERGED_SKIP_COST if len(record_clock_config(plan.program).inputs) > 1 else SKIP_COST
     n = len(sizes)
     candidates = [whole] + [[1] * (n - k) + [s] * k for s in range(2, slots + 1) for k in range(1, n + 1)]
     return min(candidates, key=cost)
