@@ -187,6 +187,9 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
                                        # non-finite (d is 0.0 at first) or beyond year 9999: $error 8
                                        "(abs(1.0 / d) + 0.5) sec", "(abs(n) * 1.0E15 + 1.0) days",
                                        "(n % 3 + 3) seconds", "(abs(n % 4) + 1) sec"][: 11 - 4 * spec.stateless]))
+        if not spec.stateless and draw(st.integers(0, 40)) == 23:
+            # zero or less: in a loop it fires 1,000 times at one instant, then $error 8 (7.7)
+            amount = "(n % 2 - 1) sec"
         spelling = draw(st.sampled_from(["elapse", "elapse", "elapsed"]))
         return Part(f"{spelling}[{amount}]({draw(st.sampled_from(['', 't']))})", False)
     if kind == "arrive":

@@ -28,6 +28,7 @@ from .order import action_order
 from .terms import EPS, Acts, Matcher, Symbol, Term, from_ast
 
 UNDECLARED, UNEXPECTED, BAD_VALUE = 1, 2, 6
+FIRINGS_AT_ONE_INSTANT = 1000
 _UNIT_MICROS = {"day": 86_400_000_000, "hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
                 "millisecond": 1000, "microsecond": 1}
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -51,6 +52,8 @@ class Instance:
     paths: frozenset[Term]
     variables: dict[str, Any] = field(default_factory=dict)
     timer: tuple[int, int, int] | None = None  # (deadline, order set, marker offset)
+    #: The instant of the last firing and how many followed it at that instant.
+    firings: tuple[int | None, int] = (None, 0)
 
 
 @dataclass
@@ -343,6 +346,15 @@ class Reference:
             assert inst.timer is not None
             deadline, _, offset = inst.timer
             self.now = deadline
+            # docs/language.md 7.7, code 8: a time marker that fired 1,000 times at one instant (an
+            # elapse of zero in a loop) has its timer stopped until the next event.
+            last, repeats = inst.firings
+            repeats = repeats + 1 if deadline == last else 0
+            inst.firings = (deadline, 0 if repeats >= FIRINGS_AT_ONE_INSTANT else repeats)
+            if repeats >= FIRINGS_AT_ONE_INSTANT:
+                inst.timer = None
+                stage._error(INVALID_OPERATION, "a time marker fired 1,000 times at one instant", inst.key)
+                continue
             paths, strands = stage._advance(inst, ("time", offset))
             if not paths:
                 inst.timer = None

@@ -224,3 +224,12 @@ def test_a_pipeline_stage_has_started_before_any_event_reaches_it() -> None:
     want = [0, 1, 1]
     assert [line["value"] for line in run_reference([first, second], Trace(items))] == want
     assert [line["value"] for line in run_tester([first, second], render(items, T0), lazy=False)] == want
+
+
+def test_a_timer_firing_1000_times_at_one_instant_stops_until_the_next_event() -> None:
+    # docs/language.md 7.7, code 8: an elapse of zero in a loop fires 1,000 times, then its timer
+    # stops (until the next event: A re-enters the state, and it fires again).
+    src = "in long A\nout long T\n{ z = 0; }\n( A() | elapse[(z) sec]() { !>T(1); } )*"
+    lines = run_reference(src, Trace(_items([])))
+    assert [line["value"] for line in lines] == [1] * 1000 + [8]
+    assert run_tester(src, render(_items([]), T0), lazy=False) == lines
