@@ -68,7 +68,7 @@ STATEMENTS = [
     # 64-bit wrap-around and Java division (choice 7): the most negative long divided by -1 stays put
     "!>O(v * v * v);", "n = n * 1000003 + v;", "!>O((-9223372036854775807 - 1) / (v % 2 - 1));",
     "!>O(-9223372036854775808 % v + abs(-9223372036854775808));", "!>O(v + 9223372036854775807);",
-    "!>P(d % 0.75 - n % 0.5);",
+    "!>P(d % 0.75 - n % 0.5);", "!>O(v + 1);", "!>O(-5 - v);", "!>O(v - 9223372036854775807);",
     # string literals with escapes (docs/language.md 2): tab, quote, backslash, \u, a surrogate pair
     r'!>S("\t\"q\\\u00e9\uD83D\uDE00" + s);', r'!>S(trim("\t x\n ") + "|" + length("\uD83D\uDE00"));',
     # the rest of the time functions (docs/language.md 8); a time beyond years 1 to 9999 is $error 8
@@ -89,7 +89,9 @@ STATEMENTS = [
 #: state with no variable live: the engine may then release ("retire") the instance, and the key's
 #: next event must behave the same on a fresh one. ``v`` may still be read before it is set.
 STATELESS = ["!>O(v);", "!>O(v * 10 + 1);", "{ u = v + 1; !>O(u); }", "v > 3 ? !>F(true);", "!>O(group[0]);",
-             "{ x = 5; x = x + 1; !>O(x); }", "v > 2 ? x = v; : x = 0; !>O(x);"]
+             "{ x = 5; x = x + 1; !>O(x); }", "v > 2 ? x = v; : x = 0; !>O(x);",
+             # a constant operand: the engine checks the overflow of + and - on one side only
+             "!>O(v + 1);", "!>O(-5 - v);", "{ u = v - 1; !>O(u + 9223372036854775807); }"]
 @dataclass(frozen=True)
 class Extra:
     """An optional input beside the ``long`` ones: its type, the expression its group key is
