@@ -16,6 +16,7 @@ from typing import Any
 OUT_OF_BOUNDS, INVALID_OPERATION = 5, 8
 _DAY = 86_400_000_000
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ISO_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?)?(Z|[+-][0-9]{2}:[0-9]{2})?")
 _LONG_TEXT = re.compile(r"[+-]?[0-9]+")
 _DOUBLE_TEXT = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[dDfF]?")
 
@@ -120,6 +121,8 @@ def parse_time(text: str, error: Callable[[int, str], None]) -> int:
     """``time(string)``: ISO-8601, a date or a date and time, UTC without an offset; else
     ``$error`` 8 and the epoch. (The generator only writes plainly valid or plainly broken text.)"""
     try:
+        if not _ISO_TEXT.fullmatch(text):  # fromisoformat also takes "00:00:010" (1.0 seconds)
+            raise ValueError(text)
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         error(INVALID_OPERATION, f"cannot parse {text!r} as a time")

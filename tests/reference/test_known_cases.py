@@ -233,3 +233,10 @@ def test_a_timer_firing_1000_times_at_one_instant_stops_until_the_next_event() -
     lines = run_reference(src, Trace(_items([])))
     assert [line["value"] for line in lines] == [1] * 1000 + [8]
     assert run_tester(src, render(_items([]), T0), lazy=False) == lines
+
+
+def test_time_of_text_that_is_not_iso_8601_is_error_8() -> None:
+    # docs/language.md 8, time(s): "00:00:010" has three digits of seconds, which ISO-8601 does not
+    # allow (Python's fromisoformat reads it as 1.0 seconds): $error 8 and the epoch.
+    src = "in long A\nout time M\n( A(v) { !>M(time(\"2026-01-01T00:00:0\" + v + \"Z\")); } )*"
+    _agree(src, _items([("A", 10), ("A", 7)]), [8, "1970-01-01T00:00:00.000000Z", "2026-01-01T00:00:07.000000Z"])
