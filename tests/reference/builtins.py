@@ -21,6 +21,14 @@ _LONG_TEXT = re.compile(r"[+-]?[0-9]+")
 _DOUBLE_TEXT = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[dDfF]?")
 
 
+def iso_text(t: int) -> str:
+    """A time as the output writes it (docs/language.md 10.2): ISO-8601 UTC, six fractional
+    digits, ``Z``, the year in four digits (strftime writes year 930 as ``930``)."""
+    d = _date(t)
+    return (f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}."
+            f"{d.microsecond:06d}Z")
+
+
 def _date(t: int) -> datetime:
     return EPOCH + timedelta(microseconds=t)
 

@@ -13,7 +13,6 @@ import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -61,7 +60,7 @@ def text_of(value: Any, ty: Type | None) -> str:
     if ty == DOUBLE:
         return java_double_text(float(value))
     if ty == TIME:  # docs/language.md 8, string(t): ISO-8601 UTC, as the output writes times
-        return (builtins.EPOCH + timedelta(microseconds=value)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return builtins.iso_text(value)
     return str(value)
 
 

@@ -35,7 +35,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def format_time(micros: int) -> str:
-    return (EPOCH + timedelta(microseconds=micros)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return builtins.iso_text(micros)
 
 
 def micros_of(when: datetime) -> int:

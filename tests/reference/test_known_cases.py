@@ -240,3 +240,9 @@ def test_time_of_text_that_is_not_iso_8601_is_error_8() -> None:
     # allow (Python's fromisoformat reads it as 1.0 seconds): $error 8 and the epoch.
     src = "in long A\nout time M\n( A(v) { !>M(time(\"2026-01-01T00:00:0\" + v + \"Z\")); } )*"
     _agree(src, _items([("A", 10), ("A", 7)]), [8, "1970-01-01T00:00:00.000000Z", "2026-01-01T00:00:07.000000Z"])
+
+
+def test_a_time_before_year_1000_is_written_with_four_digits() -> None:
+    # docs/language.md 10.2: times in ISO-8601; the year has four digits (0930, not 930).
+    src = "in long A\nout time M\n( A(v) { !>M(daysAfter(v, now())); } )*"
+    _agree(src, _items([("A", -400_000)]), ["0930-11-03T00:00:00.000000Z"])
