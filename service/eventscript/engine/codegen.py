@@ -423,9 +423,9 @@ class CodeGen:
         Instances are looked up in ``_cget`` (the instance table's ``get``) by ``gk``: the bare
         value for a program grouped by one value, else the key tuple (``context.GroupContexts``).
 
-        ``compact`` (a grouped eager DFA without variables, timers, initial actions nor a host
-        that persists instances): the table ``_tab`` holds each key's state number, no context
-        (see :meth:`compact_step`); the feed then returns None. ``record``: a compact table whose
+        ``compact`` (a grouped eager DFA without timers nor a host that persists instances): the
+        table ``_tab`` holds each key's state number, no context (see :meth:`compact_step`); the
+        feed then returns None. ``record``: a compact table whose
         entries are records (lists) of the variables then the state number, at index ``record``
         (for programs with variables or initial actions).
         """
