@@ -119,6 +119,8 @@ EXTRAS = {
                ("!>S(h.s + h.k);", "!>R({a: h.k, b: h.s});", "h.k = h.k + n;", "!>F(e == {k: h.k, s: h.s});",
                 "e = {k: h.k, s: h.s};"),
                ({"s": "b", "k": 2}, {"k": 1, "s": "x"}, {"s": "\u00e9\t", "k": -1}, {"k": "x", "s": "y"}, "s")),
+    # a later pipeline stage's double input: stage 1's P outputs, NaN and infinities among them
+    "P": Extra("double", "long(P)", "w", ("!>P(w * 2.0 + n);", "!>F(w > 1.0E300 || isNaN(w));"), (0.5, 2, "x")),
     # the empty structure, a pure signal: G() or G({})
     "G": Extra("{}", "7", "", ("!>Q();", "!>Q({});"), ({}, 5)),
     "L": Extra("long[]", "length(L)", "l",
@@ -261,7 +263,8 @@ def programs(draw: st.DrawFn, products: bool = True, inputs: tuple[str, ...] = (
     """A program; ``inputs``: its ``long`` inputs instead of A, B, C and the optional ones (a
     pipeline's later stage reads the ``long`` outputs ``T`` and ``O`` of the one before)."""
     names = list(inputs) or ["A", "B", "C"][: draw(st.integers(2, 3))]
-    names += [name for name in EXTRAS if not inputs and draw(st.integers(0, 4)) == 0]
+    names += [name for name in EXTRAS if not inputs and name != "P" and draw(st.integers(0, 4)) == 0]
+    names += ["P"] if inputs and draw(st.booleans()) else []
     first, second = names[0], names[1]
     keys = draw(st.sampled_from([1, 1, 2] if GROUPED_ONLY else [0, 0, 0, 0, 1, 1, 2]))
     classes = draw(st.sampled_from([[], [], ["Hi", "Lo"], ["Hi", "Mid", "Lo"]]))
