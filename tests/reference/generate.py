@@ -151,6 +151,8 @@ class Spec:
     tags: list[int] = field(default_factory=list)
     #: Whether ``&`` and ``-`` may appear.
     products: bool = True
+    #: Event classes of an optional input: class name -> the input (its marker variable's type).
+    bases: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -181,7 +183,8 @@ def atom(draw: st.DrawFn, spec: Spec, depth: int, timed: bool) -> Part:
     kind = draw(st.sampled_from(kinds))
     if kind == "marker":
         name = draw(st.sampled_from(spec.markers))
-        target = EXTRAS[name].target if name in EXTRAS else "v"
+        base = spec.bases.get(name, name)
+        target = EXTRAS[base].target if base in EXTRAS else "v"
         return Part(f"{name}({draw(st.sampled_from([target, '']))})", False)
     if kind == "wild":
         return Part(".", False)
@@ -284,6 +287,12 @@ def programs(draw: st.DrawFn, products: bool = True, inputs: tuple[str, ...] = (
             decl += draw(st.sampled_from([" case { abs(A) > 6 ? Hi : A >= 2 ? Mid : Lo }",
                                           " case { A % 3 == 0 ? Hi : A * 1.5 < 0 ? Mid : Lo }",
                                           " case { abs(A) > 6 ? Hi : 12 / A >= 3 ? Mid : Lo }"])).replace("A", first)
+        if name == "E" and draw(st.booleans()):  # classes of a structure input (docs/language.md 3.2),
+            # reading its fields; the second may fail ($error 4, the event is then EHi)
+            decl += draw(st.sampled_from([" case { E.k > 2 ? EHi : ELo }",
+                                          ' case { 6 / E.k < 2 || E.s == "" ? EHi : ELo }']))
+            spec.markers += ["EHi", "ELo"]
+            spec.bases.update(EHi="E", ELo="E")
         decls.append(decl)
     # A third of the grouped programs have no time marker: the engine runs those on its compact
     # tables (a record per key), the others on contexts with timers.
