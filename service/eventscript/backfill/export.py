@@ -267,13 +267,22 @@ def _parquet_range(paths: list[str], r: OffsetRange, batch_size: int) -> Iterato
 
 
 def range_batches(paths: list[str], ranges: list[OffsetRange], batch_size: int) -> Iterator[pa.RecordBatch] | None:
-    """A task's ranges as input batches read by Arrow, where that keeps to :func:`read_ranges`'
-    contract: Parquet exports and one range (several ranges are interleaved by timestamp, row by
-    row, so that a task's merge buffers stay small); else None."""
+    """A task's ranges of Parquet exports as input batches read by Arrow (else None: the row
+    path, :func:`read_ranges`). Several ranges (co-partitioned inputs) are interleaved batch by
+    batch, the one whose next batch starts earliest first: the task merges its inputs by
+    timestamp itself, waiting for a record of every input that has not ended, so what it does
+    does not depend on how they are interleaved, and it holds about a batch per input."""
     ranges = [r for r in ranges if not r.empty]
-    if len(ranges) != 1 or any(export_format(p) != "parquet" for p in paths):
+    if not ranges or any(export_format(p) != "parquet" for p in paths):
         return None
-    return _parquet_range(paths, ranges[0], batch_size)
+    if len(ranges) == 1:
+        return _parquet_range(paths, ranges[0], batch_size)
+    return heapq.merge(*(_parquet_range(paths, r, batch_size) for r in ranges), key=_first_time)
+
+
+def _first_time(batch: pa.RecordBatch) -> int:
+    first = batch.column("timestamp")[0].as_py() if batch.num_rows else None
+    return first if first is not None else -(1 << 62)
 
 
 def read_ranges(paths: list[str], ranges: list[OffsetRange]) -> Iterator[Row]:

@@ -49,9 +49,9 @@ MAX_TS_MS = MAX_TIME // 1000
 #: What a record of another key group costs a task, relative to a record it processes in full
 #: (reading it and finding its group in Arrow; bench/backfill.py: ~0.05–0.1).
 SKIP_COST = 0.1
-#: The same with several inputs: a stub per record through the task's merge, and the partition's
-#: topics read and merged twice, row by row (measured on two topics, 150,000 records in one
-#: process: 2 tasks per partition took ~1.7× partition mode's CPU per record, i.e. ~0.7).
+#: The same with several inputs: a stub per record through the task's merge (measured on two
+#: topics, 150,000 records in one process: 2 tasks per partition took ~1.7× partition mode's CPU
+#: per record, i.e. ~0.7).
 MERGED_SKIP_COST = 0.7
 #: The name the driver finds in a failed Spark job's text to fall back to partition mode.
 MISMATCH = "SplitMismatchError"
