@@ -151,6 +151,9 @@ class Spec:
     tags: list[int] = field(default_factory=list)
     #: Whether ``&`` and ``-`` may appear.
     products: bool = True
+    #: Whether the first key component is a string (docs/language.md 3.3: any type, the same in
+    #: every group clause), not a long.
+    text_key: bool = False
     #: Event classes of an optional input: class name -> the input (its marker variable's type).
     bases: dict[str, str] = field(default_factory=dict)
 
@@ -164,11 +167,11 @@ class Part:
 @st.composite
 def action_block(draw: st.DrawFn, spec: Spec) -> Part:
     if spec.stateless:
-        choices = list(STATELESS)
+        choices = [c for c in STATELESS if c != "!>O(group[0]);"] + ["!>S(group[0]);"] if spec.text_key else list(STATELESS)
     else:
         absent = {x for name, extra in EXTRAS.items() if name not in spec.extras for x in extra.statements}
         choices = [c for c in STATEMENTS if c not in absent]
-        choices += ["!>O(group[0] * 1000 + n);"] if spec.grouped else []
+        choices += [("!>S(group[0] + n);" if spec.text_key else "!>O(group[0] * 1000 + n);")] if spec.grouped else []
         choices += ["!>O(group[1] ? n : -n);", "group[1] ? !>F(group[1]);"] if spec.keys == 2 else []
     statements = draw(st.lists(st.sampled_from(choices), min_size=0, max_size=4))
     spec.tags.append(len(spec.tags) + 1)
@@ -272,12 +275,14 @@ def programs(draw: st.DrawFn, products: bool = True, inputs: tuple[str, ...] = (
     keys = draw(st.sampled_from([1, 1, 2] if GROUPED_ONLY else [0, 0, 0, 0, 1, 1, 2]))
     classes = draw(st.sampled_from([[], [], ["Hi", "Lo"], ["Hi", "Mid", "Lo"]]))
     spec = Spec(names, names + classes, keys > 0, keys=keys, extras=tuple(n for n in names if n in EXTRAS),
-                products=products, stateless=keys > 0 and draw(st.booleans()))
+                products=products, stateless=keys > 0 and draw(st.booleans()),
+                text_key=keys > 0 and draw(st.integers(0, 3)) == 0)
     decls = []
     modulus = draw(st.sampled_from([2, 2, 3, 7]))  # more keys, more instances at once
     for name in names:
         value = EXTRAS[name].key if name in EXTRAS else name
-        group = [f"{value} % {modulus}", f"{value} > 3" if name != second else f"6 / {value} > 2"][:keys]
+        component = f'"k" + ({value} % {modulus})' if spec.text_key else f"{value} % {modulus}"
+        group = [component, f"{value} > 3" if name != second else f"6 / {value} > 2"][:keys]
         ty = EXTRAS[name].ty if name in EXTRAS else "long"
         decl = f"{ty} {name}" + (f" group({', '.join(group)})" if keys else "")
         if name == first and len(classes) == 2:
@@ -301,12 +306,14 @@ def programs(draw: st.DrawFn, products: bool = True, inputs: tuple[str, ...] = (
     forms = ["{}", "( {} )"] if body.nullable else ["( {} )*", "( {} )*", "{}", "( {} )", "( {} )+"]
     if keys:
         forms += [". ( {} )*"] if not body.nullable else [". {}"]
+    # an error that depends on the key: 12 / 0, or a string key that is no number ($error 4 or 8)
+    key_error = "!>O(long(group[0])); " if spec.text_key else "!>O(12 / group[0]); "
     init = ('{ n = 0; d = 0.0; s = ""; t = now(); a = new long[3]; q = new {long a; string b;}[2]; m = new long[2][]; '
             + ("v = 1; " if draw(st.booleans()) else "") + ("b = false; " if draw(st.booleans()) else "")
             + draw(st.sampled_from(["", "", "", "!>O(u0 + 1); ", "n = 7 % (n - n); ", "!>O(a[5]); "]
-                                   + ["!>O(12 / group[0]); "] * (keys > 0))) + "}")
+                                   + [key_error] * (keys > 0))) + "}")
     if spec.stateless:
-        init = draw(st.sampled_from(["", "{ }", "{ x = 1; }", "{ !>T(0); }", "{ n = 0; }", "{ !>O(12 / group[0]); }"]))
+        init = draw(st.sampled_from(["", "{ }", "{ x = 1; }", "{ !>T(0); }", "{ n = 0; }", "{ " + key_error + "}"]))
     form = draw(st.sampled_from(forms)) if draw(st.integers(0, 30)) != 17 else ""  # the initial block alone
     src = (f"in {', '.join(decls)}\nout long O, double P, string S, long T, boolean F, {{long a; string b;}} R, time M, {{}} Q, long[] AR\n"
            f"{init}\n{form.format(body.text)}\n")
