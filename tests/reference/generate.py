@@ -15,9 +15,11 @@ path for it, so such markers are dead code; a few programs have them all the sam
 their amounts are positive (an ``elapse`` of zero in a loop fires for ever at one instant).
 Also: comparisons across ``long`` and ``double`` (promotion), 64-bit overflow, string escapes,
 ``arrive`` with computed or wildcard components (date ones too; out of range is ``$error`` 8),
-errors in the initial actions, two structure inputs with the same fields in other orders, and
-now and then a program that is its initial block alone. A trace is kept as data for the
-reference and rendered as text for the tester.
+errors in the initial actions, two structure inputs with the same fields in other orders (the
+first with event classes), string group keys, arrays of structures and of arrays, stacked
+multipliers, and now and then a program that is its initial block alone; ``programs(inputs=...)``
+makes a pipeline's second stage. A trace is kept as data for the reference and rendered as text
+for the tester, in any of the spellings the trace format allows.
 """
 
 from __future__ import annotations
