@@ -114,7 +114,7 @@ def test_a_compact_engine_looks_like_a_normal_one() -> None:
 def test_errors_and_two_value_keys() -> None:
     compact, normal, a, b = _engines(PAIR)
     for eng in (compact, normal):
-        eng.feed("F", 3)  # cannot start an instance: $error 2 without a key
+        eng.feed("F", 3)  # the new instance cannot take it: $error 2 with its key
         eng.feed("E", ["k", 3])
         eng.feed_keyed("E", ["k", 3], ("k", 3))  # unexpected in the instance: $error 2 with the key
         eng.feed("F", 3)

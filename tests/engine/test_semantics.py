@@ -362,9 +362,11 @@ class TestBuiltins:
                  "time T, long L")
         assert got == ["$error 8", "1970-01-01T00:00:00.000000Z", 1970, "1969-12-31T23:59:59.000000Z"]
 
-    def test_fields_of_an_out_of_range_time_are_error_8(self) -> None:
-        got = go("t = timeOfEpochMicros(253402300800000000); !>L(year(t)); !>L(month(t) + 1);", "long L")
-        assert got == ["$error 8", 0, "$error 8", 1]
+    def test_a_time_made_out_of_range_is_error_8_and_the_epoch(self) -> None:
+        # docs/language.md 4.1, 7.7: a time is of years 1 to 9999, so the time is never made
+        got = go("t = timeOfEpochMicros(253402300800000000); !>L(year(t)); !>L(month(t) + 1); "
+                 "u = timeOfEpochMillis(-62135596800001); !>L(year(u));", "long L")
+        assert got == ["$error 8", 1970, 2, "$error 8", 1970]
 
     def test_fields_at_the_ends_of_the_time_range(self) -> None:
         got = go("t = timeOfEpochMicros(253402300799999999); !>L(year(t)); !>L(microsecond(t)); !>T(t); "
@@ -550,9 +552,10 @@ class TestEventsAndInstances:
             ("2026-01-01T00:00:04.000000Z", "x:12@2026-01-01T00:00:03.000000Z", ["x"]),
         ]
 
-    def test_rejected_first_event_of_a_key_creates_no_instance(self) -> None:
-        # Choice 12: the discarded event changes nothing, so it does not start an instance (whose
-        # initial actions would run and read now()); the key's first accepted event does.
+    def test_rejected_first_event_of_a_key_still_creates_its_instance(self) -> None:
+        # The README: a grouped program creates an instance (and runs the initial actions in it)
+        # when the first event for that key arrives; the event is then discarded as any
+        # instance's (choice 12), and the instance keeps what its initial actions did.
         src = """
         in {string k;} A group(A.k), {string k;} B group(B.k)
         out string S
@@ -562,8 +565,8 @@ class TestEventsAndInstances:
         lines = run_program(src, '[2026-01-01 00:00:00] B({k: "x"}) [00:00:05] A({k: "x"}) B({k: "x"})')
         assert [(line["time"][11:19], line["event"], line["value"] if line["event"] != "$error"
                  else line["value"]["code"]) for line in lines] == [
-            ("00:00:00", "$error", 2), ("00:00:05", "S", "init x"),
-            ("00:00:05", "S", "x started 2026-01-01T00:00:05.000000Z")]
+            ("00:00:00", "S", "init x"), ("00:00:00", "$error", 2),
+            ("00:00:05", "S", "x started 2026-01-01T00:00:00.000000Z")]
 
     def test_group_components_and_key_encoding(self) -> None:
         src = """

@@ -124,8 +124,7 @@ class Reference:
 
     def _error(self, code: int, message: str, key: tuple[Any, ...] | None = None) -> None:
         """``key``: the instance the error happened in (docs/language.md 7.7: its line carries the
-        key), None outside any (an undeclared name, a bad value, a key or class that failed, a
-        first event that cannot start an instance)."""
+        key), None outside any (an undeclared name, a bad value, a key that failed)."""
         line: dict[str, Any] = {"time": format_time(self.now), "event": "$error", "value": code}
         if key is not None:
             line["key"] = list(key)
@@ -284,27 +283,23 @@ class Reference:
             assert entry.group is not None
             key = tuple(evaluate(g, Scope({}, self.now, self._error, event_value=value)) for g in entry.group)
             inst = self.instances.get(key)
-            # An error about an event whose key was computed carries the key, whether an instance
-            # of the key exists or not (docs/language.md 7.7).
-            symbol = ("ev", name, self._classify(entry, value, key))
             if inst is None:
+                # The key's first event creates its instance and runs the initial actions in it
+                # (conformance README: "when the first event for that key arrives"; document 3.2),
+                # which enters its start state (docs/language.md 7.6: time markers evaluated),
+                # before the event is classified and matched.
                 paths, init = self._feasible(self.matcher.lead(self.root))
-                fresh = Instance(key, paths)
-                paths, strands = self._advance(fresh, symbol)
-                if not paths:
-                    self._error(UNEXPECTED, f"{name} cannot start an instance", key)
-                    return
-                self.instances[key] = fresh
-                self._run(fresh, init, None)
-                # The instance enters its start state (docs/language.md 7.6: the time markers that
-                # can follow are evaluated on every entry, so their errors show) before the event.
-                self._enter(fresh)
-                inst = fresh
-            else:
-                paths, strands = self._advance(inst, symbol)
-                if not paths:
-                    self._error(UNEXPECTED, f"{name} is not expected", key)
-                    return
+                inst = self.instances[key] = Instance(key, paths)
+                self._run(inst, init, None)
+                self._enter(inst)
+            # An error about an event whose key was computed carries the key (docs/language.md 7.7).
+            paths, strands = self._advance(inst, ("ev", name, self._classify(entry, value, key)))
+            if not paths:
+                self._error(UNEXPECTED, f"{name} is not expected", key)
+                if self._done(inst):  # a start state with no way out: the new instance ends at once
+                    inst.timer = None
+                    del self.instances[key]
+                return
             self._take(inst, paths, strands, value)
         else:
             inst = self.single

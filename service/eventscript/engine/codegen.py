@@ -61,6 +61,7 @@ def _const(value: Any, t: Type) -> str:
 
 _AFTER_US = {"microsecondsAfter": 1, "millisecondsAfter": 1_000, "secondsAfter": 1_000_000,
              "minutesAfter": 60_000_000, "hoursAfter": 3_600_000_000, "daysAfter": 86_400_000_000}
+_EPOCH_US = {"timeOfEpochMicros": 1, "timeOfEpochMillis": 1_000}
 
 _CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
@@ -244,6 +245,10 @@ class CodeGen:
         if e.fn in _AFTER_US:
             # Inline for speed; a result outside years 1..9999 is $error 8 (and the epoch).
             t = f"({args[1]} + {args[0]} * {_AFTER_US[e.fn]})"
+            return f"(_t if {MIN_TIME} <= (_t := {t}) <= {MAX_TIME} else _trange(ctx, _t))"
+        if e.fn in _EPOCH_US:
+            # A time of years 1..9999 only (docs/language.md 4.1); else $error 8 and the epoch.
+            t = f"({args[0]} * {_EPOCH_US[e.fn]})"
             return f"(_t if {MIN_TIME} <= (_t := {t}) <= {MAX_TIME} else _trange(ctx, _t))"
         if e.fn in builtins.FAILING:
             return f"_b_{e.fn}(_err, ctx, {', '.join(args)})"
@@ -456,30 +461,21 @@ class CodeGen:
                         f"{ind}    return ctx"]
             planned = plans is not None and lazy is None and isinstance(inp.classify, ir.CaseSymbol)
             classify = None if planned else self._classify(inp.classify)
-            fails = classify is not None and "ctx" in classify
-            if classify is not None and not (grouped and fails):
+            if classify is not None and not grouped:
                 out.append(f"{ind}sym = {classify}")
-            sym = str(inp.classify.symbol) if planned else "sym"
             if grouped:
-                # A key's first event creates its instance only if the start state accepts it: a
-                # discarded event changes nothing (choice 12), not even by creating an instance.
-                # An instance not in memory may be in the host's store (Engine.loader) first.
-                # Errors about the event carry its key all the same (docs/language.md 7.7): a case clause
-                # that can fail classifies with a stand-in (``_keyed``) when there is no instance.
-                if fails:
-                    out += [f"{ind}if ctx is not None:", f"{ind}    sym = {classify}"]
-                out += [f"{ind}{'else' if fails else 'if ctx is None'}:",
+                # A key's first event creates its instance and runs the initial actions in it
+                # (conformance README: "when the first event for that key arrives"; document 3.2:
+                # when a key value is first encountered), before the event is classified and
+                # matched; if the start state does not take it, it is discarded ($error 2) as any
+                # instance's. An instance not in memory may be in the host's store (Engine.loader).
+                out += [f"{ind}if ctx is None:",
                         f"{ind}    if _loader is not None:",
                         f"{ind}        ctx = _loader({f'({gk},)' if one else gk})",
-                        f"{ind}    if ctx is None:"]
-                if fails:
-                    out += [f"{ind}        ctx = _keyed({gk})",
-                            f"{ind}        sym = {classify}"]
-                out += [f"{ind}        if _start_row[{sym}] is None:",
-                        f"{ind}            return _unexpected_key({gk}, name, {sym})",
+                        f"{ind}    if ctx is None:",
                         f"{ind}        ctx = _create({gk})"]
-                if fails:
-                    out += [f"{ind}    else:", f"{ind}        sym = {classify}"]
+                if classify is not None:
+                    out.append(f"{ind}sym = {classify}")
             if lazy is not None:
                 body = ["m = ctx.state",
                         "if _SIM:",
@@ -554,18 +550,23 @@ class CodeGen:
             else:
                 entry = "st" if record is None else "v"
                 out.append(f"{ind}{entry} = _cget({gk})")
+                if record is not None:  # a key's first event creates its record (initial actions) first
+                    out += [f"{ind}if v is None:", f"{ind}    v = _rec({gk})"]
                 if plan is None:
                     classify = self._classify(inp.classify)
                     if "ctx" in classify:  # an error while classifying carries the key (language.md 7.7)
                         out.append(f"{ind}ctx = _keyed({gk})")
                     out.append(f"{ind}sym = {classify}")
                     sym = "sym"
-                out.append(f"{ind}if {entry} is None:")
-                if not total:
-                    out += [f"{ind}    if {self._compact_table('N', sym)}[_S] is None:",
-                            f"{ind}        return _unexpected_key({gk}, name, {sym})"]
-                out.append(f"{ind}    st = _S" if record is None else f"{ind}    v = _rec({gk})")
-                if record is not None and self._reads_state(plan):
+                if record is None:
+                    # No variables, initial actions nor timers: a first event that cannot start
+                    # leaves a start-state instance, which is the same as none (see _unexpected_key).
+                    out.append(f"{ind}if st is None:")
+                    if not total:
+                        out += [f"{ind}    if {self._compact_table('N', sym)}[_S] is None:",
+                                f"{ind}        return _unexpected_key({gk}, name, {sym})"]
+                    out.append(f"{ind}    st = _S")
+                elif self._reads_state(plan):
                     out.append(f"{ind}st = v[{record}]")
             out += [ind + line for line in self.compact_step(sym, gk, plan, record)]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]

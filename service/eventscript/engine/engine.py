@@ -1,7 +1,7 @@
 """The engine: runs a compiled program over a stream of events (language document §6.1).
 
 For each arriving event: find the instance context of its group key (creating it, and running
-the initial actions in it, on the key's first event), classify the event by its case clause,
+the initial actions in it, on the key's first event, whether or not the event is then accepted), classify the event by its case clause,
 look up the transition of the current state on that symbol, run its compiled actions (which
 also start or stop the instance's timer) and move to the target state. An accepting state with
 no way out ends the instance. Errors become ``$error`` events and never stop the engine.
@@ -839,8 +839,9 @@ class Engine:
         return keyed
 
     def _unexpected_key(self, gk: Any, name: str, sym: int) -> None:
-        """A key's first event that the start state does not accept: ``$error`` 2 with the key,
-        and no instance (a discarded event changes nothing, choice 12)."""
+        """A compact engine of state numbers (no variables, initial actions nor timers): a key's
+        first event that the start state does not accept. Its new instance would be at the start
+        state, which is what no entry means, so ``$error`` 2 with the key is all that shows."""
         self._unexpected(self._ns["_keyed"](gk), name, sym)
 
     def fire_timer(self, ctx: InstanceContext, deadline: int) -> None:
