@@ -61,8 +61,11 @@ class Plan:
     librdkafka does when a stall outlasts ``message.timeout.ms``) and stalls; ``fail`` fails the
     call with a local error (``_STATE``)."""
 
-    def __init__(self, pid: int, steps: str, armed: bool = False) -> None:
+    def __init__(self, pid: int, steps: str, armed: bool = False, outage: float = OUTAGE) -> None:
         self.pid = pid
+        self.outage = outage
+        #: Set when the timer resumes the broker.
+        self.resumed = threading.Event()
         self.steps = [(*step.partition(":")[0].split("."), step.partition(":")[2]) for step in steps.split()]
         self.armed = armed
         self.fired = threading.Event()
@@ -74,8 +77,13 @@ class Plan:
 
     def stall(self) -> None:
         self.stalls += 1
+        self.resumed.clear()
         os.kill(self.pid, signal.SIGSTOP)
-        threading.Timer(OUTAGE, os.kill, (self.pid, signal.SIGCONT)).start()
+        threading.Timer(self.outage, self.resume).start()
+
+    def resume(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+        self.resumed.set()
 
     def before(self, target: str, method: str) -> None:
         """Called before every wrapped call: inject the next step's fault if this is its call."""
@@ -328,5 +336,73 @@ def test_failed_worker_commits_nothing_on_its_way_out(broker: Broker, tmp_path: 
         finally:
             runner.stop()
             t.join(60)
+    _restart_until_idle(topo)
+    _check_outputs(broker, name)
+
+
+def _longest_silence(worker: Any, seconds: float) -> float:
+    """The longest time, sampled over ``seconds``, since the worker's loop last said it was alive
+    (what ``alive`` compares with its 60 s limit)."""
+    longest = 0.0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        longest = max(longest, time.monotonic() - worker.last_loop)
+        time.sleep(0.05)
+    return longest
+
+
+#: A long stall (longer than the silences allowed below), a short wait slice.
+LONG_OUTAGE = 6.0
+SLICE = 0.5
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+@pytest.mark.parametrize(("guarantee", "steps", "producer_conf"), [
+    # a synchronous commit has no timeout: the worker was silent for the whole outage
+    ("at_least_once", "consumer.commit:stall", {}),
+    # a queue of 5 records is full at once while the broker is away: send() waited in a loop
+    ("exactly_once", "producer.produce:stall", {"queue.buffering.max.messages": 5}),
+], ids=["alo-commit", "eos-full-queue"])
+def test_alive_and_stoppable_while_the_broker_stalls(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    guarantee: str, steps: str, producer_conf: dict[str, Any]) -> None:
+    """While a call waits for a stopped broker the worker must say it is alive (its liveness
+    probe would restart it after 60 s) and a stop must end the wait while the broker is still
+    away, without failing and without committing; the next worker gives every output once."""
+    import yaml
+
+    from eventscript.kafka import worker as worker_mod
+
+    if broker.pid is None:
+        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+    monkeypatch.setattr(worker_mod, "TXN_SLICE", SLICE)
+    plan = Plan(broker.pid, steps, outage=LONG_OUTAGE)
+    _install(monkeypatch, plan)
+    name, topo = _program(broker, tmp_path, guarantee)
+    doc = yaml.safe_load(topo.read_text())
+    doc["kafka"]["producer"] = producer_conf
+    topo.write_text(yaml.safe_dump(doc, sort_keys=False))
+    producer = KeyedProducer(broker, f"{name}-in", 2)
+    runner, t = _start(topo)
+    try:
+        _wait_ready(runner, "the worker to be ready")
+        worker = runner.workers[0]
+        plan.armed = True
+        _send(producer, 0, 40)
+        wait_for(plan.fired.is_set, 30, what=f"the worker to make the call of {steps}")
+        silence = _longest_silence(worker, LONG_OUTAGE / 2)
+        assert silence < LONG_OUTAGE / 4, f"the loop was silent for {silence:.1f} s while the broker was away"
+        assert not plan.resumed.is_set()
+        runner.stop()
+        t.join(30)
+        assert not t.is_alive(), "the worker did not stop while the broker was away"
+        assert worker.failure is None, worker.failure
+        assert worker._txn_unresolved, "the stop did not end the wait: the worker waited for the broker"
+    finally:
+        plan.resume()
+        runner.stop()
+        t.join(60)
+    plan.armed = False
+    _send(producer, 40, 60)
     _restart_until_idle(topo)
     _check_outputs(broker, name)

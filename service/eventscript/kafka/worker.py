@@ -122,8 +122,20 @@ class ProgramWorker:
         self._txn_open = False
         #: A transactional call is waiting for the broker (not ready meanwhile).
         self._txn_waiting = False
-        #: Stopped while a transactional call was unresolved: this producer can do nothing more.
+        #: Stopped with the batch unresolved -- a transactional call or an at-least-once offset
+        #: commit whose outcome is unknown, or a batch half produced (the producer's queue stayed
+        #: full): nothing more is committed, aborted or flushed; the next start processes it again.
         self._txn_unresolved = False
+        #: The outcome of the at-least-once offset commit under way (``_on_commit``): None while
+        #: unknown, else the error (``NO_ERROR`` when it succeeded).
+        self._offsets_result: KafkaError | None = None
+        #: An at-least-once commit is waiting for its result: a revocation meanwhile commits
+        #: nothing more (the commit under way covers the batch), a lost assignment's rewind waits
+        #: for the result (``_rewind_deferred``) so the stores are at the committed offsets.
+        self._commit_waiting = False
+        self._rewind_deferred = False
+        #: Inside a rebalance callback, where the consumer must not be polled.
+        self._in_rebalance = False
         self._dirty_since_commit = False
         self._pending_store: dict[int, dict[bytes, bytes | None]] = {}
         self._changelog_end: dict[int, int] = {}
@@ -209,7 +221,7 @@ class ProgramWorker:
         # Static membership: a worker restarted within the session timeout (a rolling deploy, a
         # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
         static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
-        conf = clients.consumer_config(kafka, self.group_id, **static)
+        conf = clients.consumer_config(kafka, self.group_id, on_commit=self._on_commit, **static)
         self.consumer = Consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
         txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
         # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
@@ -265,31 +277,7 @@ class ProgramWorker:
         assert self.consumer is not None and self.producer is not None
         if self._rewinding:
             self._finish_rewind()
-        msgs = self.consumer.consume(num_messages=BATCH, timeout=self._poll_timeout())
-        got = 0
-        tasks = self.tasks
-        for m in msgs:
-            err = m.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    task = tasks.get(m.partition())
-                    if task is not None:
-                        task.mark_eof(m.topic(), m.partition())
-                    continue
-                if err.fatal():
-                    raise WorkerError(f"consumer: {err}")
-                log.warning("%s: consumer: %s", self.cfg.name, err)
-                continue
-            task = tasks.get(m.partition())
-            if task is not None:
-                ip = task.by_topic.get(m.topic())  # Task.add, inlined: this loop sees every record
-                if ip is not None:
-                    ip.buffer.append(m)
-                    ip.eof = False
-                    got += 1
-        if got:
-            self._stat("consumed", got)
-            self.idle_since = None
+        got = self._take(self.consumer.consume(num_messages=BATCH, timeout=self._poll_timeout()))
         self._restore_pending()
         if self._standbys is not None:
             self._standbys.step()
@@ -314,6 +302,35 @@ class ProgramWorker:
             self._commit()
         if not got and not worked and self.idle_since is None and self._all_caught_up():
             self.idle_since = time.monotonic()
+
+    def _take(self, msgs: list[Any]) -> int:
+        """Put consumed records into their tasks' input buffers (processed on the next turn);
+        returns how many. Also called while an at-least-once commit waits for its result."""
+        got = 0
+        tasks = self.tasks
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    task = tasks.get(m.partition())
+                    if task is not None:
+                        task.mark_eof(m.topic(), m.partition())
+                    continue
+                if err.fatal():
+                    raise WorkerError(f"consumer: {err}")
+                log.warning("%s: consumer: %s", self.cfg.name, err)
+                continue
+            task = tasks.get(m.partition())
+            if task is not None:
+                ip = task.by_topic.get(m.topic())  # Task.add, inlined: this loop sees every record
+                if ip is not None:
+                    ip.buffer.append(m)
+                    ip.eof = False
+                    got += 1
+        if got:
+            self._stat("consumed", got)
+            self.idle_since = None
+        return got
 
     def _fire_timers(self, task: Task) -> int:
         """Fire the task's due wall-clock timers, and observe how long after its deadline the
@@ -397,12 +414,13 @@ class ProgramWorker:
             if eos and not self._txn_open:
                 self._begin()
             cb = on_delivery if changelog else None
+            full_since = 0.0
             while True:
                 try:
                     produce(topic, value, key, partition, cb, None, ts, headers)
                     break
                 except BufferError:  # the producer's queue is full: let it deliver
-                    producer.poll(0.05)
+                    full_since = self._queue_full(full_since)
             self._produced += 1
 
         def send_changelog(topic: str, partition: int, records: dict[bytes, bytes | None], headers: Any,
@@ -428,6 +446,22 @@ class ProgramWorker:
         self._send_changelog_fn = send_changelog
         return send
 
+    def _queue_full(self, since: float) -> float:
+        """The producer's queue is full (the broker is slow or away): let it deliver for a moment.
+        The worker counts as alive meanwhile; a stop asked for once the queue has stayed full for
+        ``TXN_SLICE`` ends the worker without committing its half-produced batch. Returns when the
+        queue became full (``since``, or now on the first call)."""
+        assert self.producer is not None
+        now = time.monotonic()
+        since = since or now
+        if self.stopping.is_set() and now - since >= TXN_SLICE:
+            self._txn_unresolved = True
+            raise StoppedWaiting(f"stopped while the producer's queue stayed full for {now - since:.0f} s (the "
+                                 f"broker is slow or away); the batch is processed again on the next start")
+        self.last_loop = now  # waiting for the broker, not hung
+        self.producer.poll(0.05)
+        return since
+
     def _produce_outboxes(self) -> None:
         """Records a task queued while detached (none in normal operation)."""
         for task in self.tasks.values():
@@ -452,6 +486,8 @@ class ProgramWorker:
         assert self.producer is not None and self.consumer is not None
         if self._txn_unresolved:
             return  # stopping with a call unresolved (StoppedWaiting): nothing can be committed
+        if self._commit_waiting:
+            return  # a revocation while the commit of this batch waits for its result: that commit covers it
         for p, task in self.tasks.items():
             changes = task.changelog_records()
             if changes:
@@ -485,8 +521,9 @@ class ProgramWorker:
                 if remaining or self._delivery_error is not None:
                     raise KafkaException(self._delivery_error or KafkaError(KafkaError._TIMED_OUT))
                 if positions:
-                    self.consumer.commit(offsets=positions, asynchronous=False)
+                    self._commit_offsets(positions)
         except KafkaException as exc:
+            self._rewind_deferred = False  # the failure's rewind is the one deferred
             self._commit_failed(exc)
             return
         self.commit_failed = False
@@ -505,6 +542,10 @@ class ProgramWorker:
             if p not in self._changelog_end and task.position:
                 task.store.write({}, None, dict(task.position))
         self._changelog_end.clear()
+        if self._rewind_deferred:  # the assignment was lost while the commit waited
+            self._rewind_deferred = False
+            self._rewind()
+            return
         if time.monotonic() - self._last_purge >= PURGE_INTERVAL:
             self._purge_repartition()
         if self.metrics is not None:
@@ -572,6 +613,57 @@ class ProgramWorker:
             if not remaining or self.stopping.is_set() or time.monotonic() >= deadline:
                 return int(remaining)
             self.last_loop = time.monotonic()
+
+    def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        """The result of an asynchronous offset commit (served by the consumer's poll)."""
+        if err is None:
+            err = next((tp.error for tp in partitions if tp.error is not None), None)
+        self._offsets_result = err if err is not None else KafkaError(KafkaError.NO_ERROR)
+
+    def _commit_offsets(self, positions: list[TopicPartition]) -> None:
+        """At-least-once: commit the input positions and wait for the broker's answer.
+
+        A synchronous commit has no timeout: while the broker is away it blocks until librdkafka
+        gives up on the request, longer than the liveness limit, and a stop is not seen. So the
+        commit is made asynchronously and the consumer is polled in short slices until its
+        result arrives (``_on_commit``): the worker stays alive, records fetched meanwhile go to
+        the tasks' buffers (``_take``), and after ``TXN_SLICE`` the worker is not ready and a stop
+        ends the wait (``StoppedWaiting``: the outcome is unknown, nothing more is committed and
+        the stores are not written, so they never get ahead of the committed offsets). A failed
+        commit raises ``KafkaException`` for ``_commit_failed``. Inside a rebalance callback the
+        consumer cannot be polled, and the commit is synchronous as before."""
+        assert self.consumer is not None
+        consumer = self.consumer
+        if self._in_rebalance:
+            consumer.commit(offsets=positions, asynchronous=False)
+            return
+        self._offsets_result = None
+        self._commit_waiting = True
+        started = time.monotonic()
+        slice_ = 0.001
+        try:
+            consumer.commit(offsets=positions, asynchronous=True)
+            while self._offsets_result is None:
+                waited = time.monotonic() - started
+                if waited >= TXN_SLICE:
+                    if self.stopping.is_set():
+                        self._txn_unresolved = True
+                        raise StoppedWaiting(f"stopped while the offset commit waited {waited:.0f} s for the broker; "
+                                             f"the batch is processed again on the next start")
+                    if not self._txn_waiting:
+                        self._txn_waiting = True  # not ready while the outcome is unknown
+                        self._fault("commit_failed")
+                        log.warning("%s: the offset commit has waited %.0f s for the broker; waiting on",
+                                    self.cfg.name, waited)
+                self.last_loop = time.monotonic()  # waiting for the broker, not hung
+                self._take(consumer.consume(num_messages=BATCH, timeout=slice_))
+                slice_ = min(0.1, slice_ * 2)  # a commit usually takes milliseconds
+        finally:
+            self._commit_waiting = False
+            self._txn_waiting = False
+        result = self._offsets_result
+        if result.code() != KafkaError.NO_ERROR:
+            raise KafkaException(result)
 
     def _commit_failed(self, exc: KafkaException) -> None:
         err: KafkaError = exc.args[0]
@@ -726,6 +818,7 @@ class ProgramWorker:
         revoked = [tp.partition for tp in partitions if tp.topic == self.rep_topic and tp.partition in self.tasks]
         if revoked and self.failure is None:  # a failed worker's batch may be half done: never commit it
             try:
+                self._in_rebalance = True
                 self._commit()  # finish and commit the batch before giving the tasks away
             except StoppedWaiting as exc:
                 log.warning("%s: commit on revocation: %s", self.cfg.name, exc)
@@ -733,6 +826,8 @@ class ProgramWorker:
                 raise  # the transaction is in an unknown state: going on would commit it later
             except Exception:
                 log.exception("%s: commit on revocation failed", self.cfg.name)
+            finally:
+                self._in_rebalance = False
         tps: list[TopicPartition] = []
         for p in revoked:
             task = self.tasks.pop(p)
@@ -765,7 +860,10 @@ class ProgramWorker:
                 self.restore_queue.remove(p)
             tps.extend(self._task_partitions(p))
         consumer.incremental_unassign(tps)
-        self._rewind()
+        if self._commit_waiting:  # the stores must first be at the offsets that commit reaches
+            self._rewind_deferred = True
+        else:
+            self._rewind()
         self._retarget_standbys()
         self._rebalanced("lost")
 
