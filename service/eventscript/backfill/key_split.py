@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 
 from ..engine.timeutil import MAX_TIME
 from ..kafka.keys import input_format
+from ..kafka.task import KeyFilter
 from .plan import Plan
 from .runner import BackfillError, TaskStage, compiled_program, record_clock_config
 
@@ -157,7 +158,13 @@ def auto_split(plan: Plan, slots: int) -> list[int]:
     return min(candidates, key=cost)
 
 
-class SplitStage(TaskStage):
+def _plain(msg: Any) -> bool:
+    """Whether key-split mode took the record, by its record key, for one of its key group that
+    moves the clock to its timestamp (in Arrow: ``SplitStage._split``'s ``plain``)."""
+    return msg.key() is not None and not msg.headers() and 0 <= msg.timestamp()[1] <= MAX_TS_MS
+
+
+class SplitStage(TaskStage, KeyFilter):
     """Task (p, j) of key-split mode: data source partition ``index`` = p × S + j."""
 
     def __init__(self, plan: Plan, index: int, store_dir: Path) -> None:
@@ -168,20 +175,21 @@ class SplitStage(TaskStage):
         super().__init__(plan, plan.slices[piece], store_dir)
         self.splits = plan.splits_of(piece)
         #: offset → record time (ms) the task's clock is moved to before that record: the latest
-        #: timestamp of the other groups' records before it.
+        #: timestamp of the other groups' records before it (one input: the task's ``clock_moves``).
         self.catch_up: dict[int, int] = {}
         self.skipped_max = -1  # the latest timestamp (ms) of the other groups' records so far
         self.reached = -1  # the latest of those the task's records so far were preceded by
         self.partition_records = 0
         self._group_of: dict[bytes, int] = {}
-        self._own: dict[tuple[Any, ...], bool] = {}
         #: Several inputs: the task's own merge orders them (``_with_stubs``); topic → offsets of
         #: the stubs not yet processed, and how many stubs there were.
         self.merged = len(self.cfg.inputs) > 1
-        self.stubs: dict[str, dict[int, int]] = {}
+        self.stubs = self.task.stand_ins
         self.stub_count = 0
         self.topic_max: dict[str, int] = {}  # each topic's latest record timestamp (ms) so far
-        self._install()
+        if not self.merged:
+            self.catch_up = self.task.clock_moves.setdefault(self.cfg.inputs[0].topic, {})
+        self.task.set_key_filter(self)
 
     # -- which records: in Arrow --------------------------------------------------------------------
 
@@ -279,76 +287,31 @@ class SplitStage(TaskStage):
             g = self._group_of[kb] = key_group(kb, self.splits)
         return g
 
-    # -- what the task does with them: hooks into the worker's task -----------------------------------
+    # -- what the task does with them: the worker's task's key filter ---------------------------------
 
-    def _install(self) -> None:
-        """Wrap the task's entry points: the program runs for this group's keys only, an error
-        about a record is reported by its record key's group only, and before each record the
-        clock catches up with the other groups' records."""
-        task, engine = self.task, self.task.engine
-        feed_keyed, process_one, advance, clock = engine.feed_keyed, task._process_one, task._advance, task.clock
-        catch_up, stubs, mine, splits, owns = self.catch_up, self.stubs, self.group, self.splits, self._own
-        fed: bool | None = None  # whether the record being processed reached an instance (False: another group's)
+    def owns(self, route: bytes) -> bool:
+        return key_group(route, self.splits) == self.group
 
-        def feed_own(name: str, value: Any, key: tuple[Any, ...]) -> None:
-            nonlocal fed
-            owned = owns.get(key)
-            if owned is None:
-                if len(owns) > 100_000:
-                    owns.clear()
-                owned = owns[key] = key_group(task._route_key(key), splits) == mine
-            fed = owned
-            if owned:
-                feed_keyed(name, value, key)
+    def passed(self, msg: Any) -> None:
+        if _plain(msg):  # its record key is this group's (the others' plain records never get here)
+            raise mismatch(msg, "has a group key of another key group than its record key")
 
-        def about_record(fn: Any) -> Any:
-            def call(*args: Any) -> Any:
-                msg = task._msg
-                if msg is None or self._key_group(msg.key()) == mine:
-                    return fn(*args)
-                return None
-            return call
-
-        def forward(*args: Any) -> None:
-            nonlocal fed
-            fed = True  # on the wrong partition: the backfill stops at its end (check_totals) and says so
-            forward_own(*args)
-
-        def one(ip: Any, msg: Any) -> None:
-            nonlocal fed
-            if catch_up:
-                target = catch_up.pop(msg.offset(), None)
-                if target is not None:
-                    advance(target)
-            elif stubs:
-                run = stubs.get(ip.topic)
-                target = run.pop(msg.offset(), None) if run else None
-                if target is not None:
-                    advance(target)  # the other groups' records it stands for
-                    return
-            fed = None
-            process_one(ip, msg)
-            if fed is True:
-                return
-            ts = msg.timestamp()[1]
-            if msg.key() is None or msg.headers() or not 0 <= ts <= MAX_TS_MS:
-                return  # decoded by every group's task: each did what task p does with it
-            if fed is False:
-                raise mismatch(msg, "has a group key of another key group than its record key")
-            if ts * 1000 > clock.now():  # not fed: the record did not move the clock
-                raise mismatch(msg, "reached no instance (see its $error record)")
-
-        forward_own = about_record(task._forward)
-        engine.feed_keyed = feed_own  # type: ignore[method-assign]
-        engine.feed = about_record(engine.feed)  # type: ignore[method-assign]
-        task._error_record = about_record(task._error_record)  # type: ignore[method-assign]
-        task._forward = forward  # type: ignore[method-assign]
-        task._process_one = one  # type: ignore[method-assign]
+    def reports(self, msg: Any, forward: bool) -> bool:
+        """Only the record key's group's task reports a record (an unkeyed one: group 0's). A
+        plain record that could not be used (``forward``: re-published, on the wrong partition,
+        which the backfill reports at its end) did not move the clock as the others took it to."""
+        if msg is None:
+            return True
+        if self._key_group(msg.key()) != self.group:
+            return False
+        if not forward and _plain(msg) and msg.timestamp()[1] * 1000 > self.task.clock.now():
+            raise mismatch(msg, "reached no instance (see its $error record)")
+        return True
 
     def end_of_records(self) -> None:
         """Task p's last record time: the other groups' last records move the clock there."""
         if self.skipped_max >= 0:
-            self.task._advance(self.skipped_max)
+            self.task.move_clock(self.skipped_max)
         self.task.counts["processed"] -= self.stub_count  # stubs stand for other groups' records
 
     def had_records(self) -> bool:

@@ -101,6 +101,30 @@ class InputPartition:
         self.needs_key = cfg is not None and cfg.keyed is not False and cfg.key != "none"
 
 
+#: ``Task._placed``'s mark for routing bytes of a key the task's key filter does not own.
+NOT_OWNED = -1
+
+
+class KeyFilter:
+    """Which group keys a task runs, when it runs only some of those its partition places on it
+    (key-split backfill, backfill/key_split.py; a worker's task has none). A record of a key it
+    does not own only moves the task's record clock, as it would move it, so every key's timers
+    fire at the same record times as in a task that owns every key. The defaults own every key."""
+
+    def owns(self, route: bytes) -> bool:
+        """Whether the task runs the instance of the group key with these routing bytes (asked
+        once per key while the task's placement cache holds it)."""
+        return True
+
+    def passed(self, msg: Any) -> None:
+        """Record ``msg``'s group key is not the task's: it only moved the clock."""
+
+    def reports(self, msg: Any, forward: bool) -> bool:
+        """Whether this task writes the $error record about ``msg`` (it could not be used) or,
+        with ``forward``, re-publishes it (its key is another partition's)."""
+        return True
+
+
 class Task:
     def __init__(self, partition: int, program: CompiledProgram, cfg: ProgramConfig, inputs: list[InputConfig],
                  repartition_topic: str, changelog_topic: str, partitions: int, store_path: Path) -> None:
@@ -145,6 +169,16 @@ class Task:
         self.outbox: list[OutRecord] = []
         self.restored = False
         self.started = False
+        #: Which group keys the task runs (``set_key_filter``; None: every key placed on it).
+        self.key_filter: KeyFilter | None = None
+        #: With a key filter: topic → offset → record time (ms) the clock moves to before that
+        #: record (``clock_moves``) or instead of processing it (``stand_ins``: a record that
+        #: stands for records of other keys). Checked only while a key filter is set.
+        self.clock_moves: dict[str, dict[int, int]] = {}
+        self.stand_ins: dict[str, dict[int, int]] = {}
+        #: Whether an input record's group key is placed (another partition's: re-published;
+        #: not the key filter's: only the clock moves).
+        self._check_place = partitions > 1
         self._msg: Any = None  # the record being processed (for $error context), or None
         #: What caused the current emissions (see ``_next_id_bytes``): None for the record being
         #: processed (named lazily, from ``_msg``), else a timer firing or the program's start.
@@ -437,12 +471,29 @@ class Task:
         return rb
 
     def _place(self, rb: bytes) -> int:
-        """The partition of a key's routing bytes (cached: see ``PLACE_CACHE_SIZE``)."""
+        """The partition of a key's routing bytes, or ``NOT_OWNED`` for a key of this partition
+        the key filter does not own (cached: see ``PLACE_CACHE_SIZE``)."""
         placed = self._placed
         if len(placed) >= PLACE_CACHE_SIZE:
             placed.clear()
-        p = placed[rb] = self._partition_of(rb, self.partitions)
+        p = self._partition_of(rb, self.partitions)
+        if p == self.partition and self.key_filter is not None and not self.key_filter.owns(rb):
+            p = NOT_OWNED
+        placed[rb] = p
         return p
+
+    def set_key_filter(self, key_filter: KeyFilter) -> None:
+        """Run only the group keys ``key_filter`` owns (set once, before the first record): the
+        check rides on the placement of each record's key, which is cached per key, so a task
+        without a filter pays nothing for it."""
+        self.key_filter = key_filter
+        self._check_place = True
+        self._placed.clear()
+
+    def move_clock(self, ts: int) -> int:
+        """Record clock: move to ``ts`` (ms) as a record of that timestamp would, firing the
+        timers due by then (a key-split task: where the other keys' records take it)."""
+        return self._advance(ts)
 
     def _ctx_out_key(self) -> Callable[[Any], bytes | None]:
         """An instance → the record key of its outputs (``_out_key`` of its group key), without
@@ -478,6 +529,8 @@ class Task:
 
     def _error_record(self, code: int, message: str) -> None:
         """An $error record about the input record being processed (it could not be used)."""
+        if self.key_filter is not None and not self.key_filter.reports(self._msg, False):
+            return
         source = self._source_info()
         assert source is not None
         now = self.clock.now()
@@ -508,6 +561,8 @@ class Task:
             return 0
         done = 0
         inputs = self.inputs
+        # (chosen once per call: a task without a key filter pays nothing for the filter's path)
+        process_one = self._process_one if self.key_filter is None else self._filtered_one
         while True:
             nonempty = [ip for ip in inputs if ip.buffer]
             if len(nonempty) == 1 and (max_idle_ms == 0 or all(ip.eof for ip in inputs if not ip.buffer)):
@@ -515,7 +570,6 @@ class Task:
                 ip = nonempty[0]
                 buf = ip.buffer
                 n = len(buf)
-                process_one = self._process_one
                 msg = None
                 try:
                     for _ in range(n):
@@ -547,11 +601,41 @@ class Task:
                     break
             self._idle_since = None
             msg = best.buffer.popleft()
-            self._process_one(best, msg)
+            process_one(best, msg)
             self.position[best.name] = msg.offset() + 1
             done += 1
         self.counts["processed"] += done
         return done
+
+    def _filtered_one(self, ip: InputPartition, msg: Any) -> None:
+        """``_process_one`` with a key filter: first the clock moves the other keys' records
+        make before this one (``clock_moves``, ``stand_ins``)."""
+        moves = self.clock_moves.get(ip.topic)
+        if moves:
+            target = moves.pop(msg.offset(), None)
+            if target is not None:
+                self._advance(target)
+        stand_ins = self.stand_ins.get(ip.topic)
+        if stand_ins:
+            target = stand_ins.pop(msg.offset(), None)
+            if target is not None:
+                self._advance(target)
+                return
+        self._process_one(ip, msg)
+
+    def _pass_by(self, msg: Any) -> None:
+        """A record of a group key the key filter does not own: only the clock moves, as the
+        record moves it (timers due by its timestamp fire, and those set due then)."""
+        if self.record_clock:
+            if self._advance(msg.timestamp()[1]):
+                self._begin_record(msg)
+            clock = self.clock
+            if clock.timers.due(clock.now()):
+                clock.run_due()
+                self._begin_record(msg)
+        else:
+            self.clock.refresh()  # type: ignore[attr-defined]
+        self.key_filter.passed(msg)  # type: ignore[union-attr]
 
     def _process_one(self, ip: InputPartition, msg: Any) -> None:
         """Process one record. The caller advances the task's position past it."""
@@ -587,16 +671,20 @@ class Task:
             key_fn = ip.key_fn
             key = key_fn(None, value) if key_fn is not None else engine.group_key(name, value)
             if key is None:  # an event name the program does not declare
-                engine.feed(name, value)
+                if self.key_filter is None or self.key_filter.reports(msg, False):
+                    engine.feed(name, value)
                 return
-            if ip.config is not None and self.partitions > 1:
+            if ip.config is not None and self._check_place:
                 route = self._route
                 rb = route(key) if route is not None else self._route_key(key)
                 target = self._placed.get(rb)
                 if target is None:
                     target = self._place(rb)
                 if target != self.partition:
-                    self._forward(msg, cfg, target, rb)
+                    if target == NOT_OWNED:
+                        self._pass_by(msg)
+                    else:
+                        self._forward(msg, cfg, target, rb)
                     return
             if self.record_clock:
                 if self._advance(msg.timestamp()[1]):
@@ -654,6 +742,8 @@ class Task:
 
     def _forward(self, msg: Any, cfg: InputConfig, target: int, kb: bytes | None) -> None:
         """Re-publish a record whose group key belongs to another task, keyed by that key."""
+        if self.key_filter is not None and not self.key_filter.reports(msg, True):
+            return
         headers = list(msg.headers() or [])
         headers.append((codec.HEADER_SOURCE, f"{msg.topic()}:{msg.partition()}:{msg.offset()}".encode()))
         headers.append((codec.HEADER_INPUT, cfg.topic.encode()))
