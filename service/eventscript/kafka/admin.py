@@ -9,6 +9,10 @@ Created topics get the replication factor given under ``topics:`` or the topolog
 ``replication``, else the broker's default (``default.replication.factor``), internal topics
 included. With ``create_topics: false`` (topics managed elsewhere: Strimzi ``KafkaTopic``,
 Terraform) nothing is created: every topic must exist, with the partition counts required.
+
+Every request has a timeout: a broker that does not answer (down, unreachable, or stalled --
+connections accepted, nothing answered) makes :class:`KafkaUnavailable`, one line naming the
+bootstrap servers and what to check, never a hang or a traceback (docs/worker.md, "Starting").
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from . import clients
@@ -25,17 +29,33 @@ from .config import ProgramConfig, TopicSpec, Topology, TopologyError
 
 log = logging.getLogger("eventscript.kafka.admin")
 
+#: Seconds to wait for the cluster's metadata, and for the answer to a topic creation.
+METADATA_TIMEOUT = 10.0
+CREATE_TIMEOUT = 30.0
+#: librdkafka's errors meaning the broker did not answer (as opposed to answering "no").
+UNANSWERED = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE,
+              KafkaError.REQUEST_TIMED_OUT}
+
+
+class KafkaUnavailable(TopologyError):
+    """Kafka at the bootstrap servers did not answer."""
+
+    def __init__(self, servers: str, doing: str, err: KafkaError) -> None:
+        super().__init__(f"cannot reach Kafka at {servers} ({doing}: {err.str()}); check bootstrap_servers "
+                         f"(or --bootstrap-servers), that the brokers are up and reachable from here, and the "
+                         f"security settings")
+
 
 class Admin:
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self.client = AdminClient(clients.admin_config(topo.kafka))
 
-    def partition_counts(self, timeout: float = 10.0) -> dict[str, int]:
+    def partition_counts(self, timeout: float | None = None) -> dict[str, int]:
         try:
-            md = self.client.list_topics(timeout=timeout)
+            md = self.client.list_topics(timeout=METADATA_TIMEOUT if timeout is None else timeout)
         except KafkaException as exc:
-            raise TopologyError(f"cannot reach Kafka at {self.topo.kafka.bootstrap_servers}: {exc}") from None
+            raise KafkaUnavailable(self.topo.kafka.bootstrap_servers, "reading the topics", exc.args[0]) from None
         return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
 
     def create(self, topics: dict[str, TopicSpec]) -> None:
@@ -50,15 +70,20 @@ class Admin:
         default_rf = self.topo.replication or -1  # -1: the broker's default.replication.factor
         missing = [NewTopic(name, spec.partitions, spec.replication or default_rf, config=dict(spec.config))
                    for name, spec in absent.items()]
-        futures = self.client.create_topics(missing, operation_timeout=30)
+        futures = self.client.create_topics(missing, operation_timeout=CREATE_TIMEOUT, request_timeout=CREATE_TIMEOUT)
         for name, fut in futures.items():
             try:
-                fut.result()
+                fut.result(CREATE_TIMEOUT + METADATA_TIMEOUT)  # the request times out first
                 log.info("created topic %s", name)
             except KafkaException as exc:
                 err = exc.args[0]
+                if err.code() in UNANSWERED:
+                    raise KafkaUnavailable(self.topo.kafka.bootstrap_servers, f"creating topic {name}", err) from None
                 if err.name() != "TOPIC_ALREADY_EXISTS":
                     raise TopologyError(f"cannot create topic {name}: {err.str()}") from None
+            except TimeoutError:
+                raise KafkaUnavailable(self.topo.kafka.bootstrap_servers, f"creating topic {name}",
+                                       KafkaError(KafkaError._TIMED_OUT)) from None
         # Metadata can lag behind creation.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
