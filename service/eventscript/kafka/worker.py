@@ -33,9 +33,11 @@ broker is away), the rewind is retried on the next turn of the loop.
 Broker stalls: a transactional call that times out is still under way in librdkafka and is
 resumed (made again) until the broker answers (``_txn_call``), init_transactions included; reads
 of committed offsets and seeks that fail are tried again on the next turn with the tasks paused;
-a failed record delivery aborts the batch; a stop asked for while a call is unresolved ends the
-worker without committing or aborting (``StoppedWaiting``); a worker that failed commits nothing
-on its way out (its batch may be half done).
+a failed record delivery aborts the batch; an at-least-once offset commit is made asynchronously
+and its result awaited in short slices of polling (``_commit_offsets``); a full producer queue
+is waited on (``_queue_full``). Meanwhile the worker counts as alive; a stop asked for while a
+call is unresolved ends the worker without committing or aborting (``StoppedWaiting``); a
+worker that failed commits nothing on its way out (its batch may be half done).
 
 Readiness (``ready``): the worker holds an assignment that was not lost, every task of it is
 restored, and its last commit did not fail. Every failure recovered from is counted
