@@ -30,6 +30,7 @@ from ..language import ir
 from ..language.checker import resolve_external
 from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, ArrayType, StructType, Type
 from . import builtins, context
+from .batch import feed_many_source
 from .codegen import CodeGen, SymbolPlan, one_value_key
 from .context import NO_VARIABLES, GroupContexts, InstanceContext, OneKeyContext, RareFields
 from .encoding import DecodeError, decode
@@ -48,6 +49,9 @@ MAX_FIRES_AT_ONE_INSTANT = 1000
 #: most INLINE_LINES lines (more would make the feed long for little gain); others are called.
 INLINE_BODIES = 4
 INLINE_LINES = 24
+#: Names of the generated code's namespace rebound after the feeds are defined (besides the
+#: output functions ``_e<k>``): ``feed_many`` reads them per event (``Engine._hoistable``).
+_REBOUND = frozenset({"_SIM", "_loader", "_C"})
 #: Lazy-DFA transitions per generation of its cache (``automata.hybrid``): at most twice this
 #: many are kept, each ~200 bytes. A program that thrashes it falls back after three generations.
 DEFAULT_LAZY_CACHE = 10_000
@@ -235,12 +239,20 @@ class Engine:
         if self.compact:
             self.contexts.view, self.contexts.entry = self._view, self._entry
             self._ns.update(self._compact_tables())
-        self.feed = self._define("feed", self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty,
-                                                        plans=plans, compact=self.compact, record=record))
+        source = self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty, plans=plans,
+                                compact=self.compact, record=record)
+        self.feed = self._define("feed", source)
+        self.feed_many = self._define("feed_many", feed_many_source(source, self._hoistable))
         if self.grouped:
             self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True, lazy=lazy,
                                                                         track_dirty=track_dirty, plans=plans,
                                                                         compact=self.compact, record=record))
+
+    def _hoistable(self, name: str) -> bool:
+        """May ``feed_many`` read the namespace's ``name`` once per batch? Not names rebound
+        while events run (``_SIM``: the lazy cache switched off) or by hosts between them (the
+        loader, the consumer ``_C`` and output functions ``_e<k>``, ``_bind_emitters``)."""
+        return name in self._ns and name not in _REBOUND and not (name[:2] == "_e" and name[2:].isdigit())
 
     # -- compact tables: a key's state number (and variables), no context ------------------
 
@@ -778,6 +790,19 @@ class Engine:
         Returns the instance context the event went to (None for an undeclared name). The
         engine replaces this method with code generated for the program (codegen.feed), which
         does the same with the group key and classification inlined.
+        """
+        raise AssertionError("replaced in __init__")
+
+    def feed_many(self, events: Iterable[tuple[str, Any]]) -> None:  # replaced per engine
+        """Process a batch of ``(name, value)`` pairs: the same as ``feed`` for each in turn
+        (outputs, errors, termination, timers started), without a call per event. The engine
+        replaces this method with its feed's code in a loop (``batch.feed_many_source``).
+
+        ``events`` is read lazily, one pair per event processed. Time does not move within a
+        batch: a host that fires due timers between events (the tester: ``run_due`` after each)
+        splits its batches there, or passes a generator that fires them before yielding the next
+        event (``tester.runner``). Hooks, the consumer and output handlers set while a batch
+        runs (by a consumer, say) take effect from the next batch.
         """
         raise AssertionError("replaced in __init__")
 

@@ -1,0 +1,166 @@
+"""``Engine.feed_many``: a batch of events gives exactly what ``feed`` per event gives (issue 11
+item 2: hosts that hold batches save the call per event).
+
+Random programs (the differential generator's, with timers, case clauses, structures, keys that
+fail, ungrouped ones; and grouped programs with variables and initial actions, whose engines are
+compact records) run over random traces twice per engine mode: each event fed on its own, and the
+same events cut into batches of random sizes, due timers fired between batches in both runs.
+The modes cover every kind of generated feed: compact state numbers and records, contexts
+(``compact=False``), contexts tracked for a host (``track_dirty``), the lazy DFA's cache, its
+simulation, and a cache so small that it switches itself off in the middle of a batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import strategies as st
+from test_retire import RETIRING_STATEMENTS, keyed_programs
+
+from eventscript.automata.compile import compile_source
+from eventscript.automata.compiled import CompiledProgram
+from eventscript.engine.encoding import DecodeError, decode
+from eventscript.engine.engine import Engine
+from eventscript.engine.events import Emitted
+from eventscript.engine.time_provider import SimulatedTimeProvider
+from eventscript.language.source import SourceFile
+from eventscript.tester.trace import Timestamp, TraceItem, event_argument, parse_trace, typed_argument
+from reference import generate
+from reference.compare import compiles
+
+#: Engine mode: (compile the program to a lazy DFA, Engine keyword arguments).
+MODES: dict[str, tuple[bool, dict[str, Any]]] = {
+    "eager": (False, {}),  # compact when grouped without timers
+    "contexts": (False, {"compact": False}),
+    "dirty": (False, {"track_dirty": True}),
+    "cache": (True, {"lazy_mode": "cache"}),
+    "simulate": (True, {"lazy_mode": "simulate"}),
+    "thrash": (True, {"lazy_mode": "auto", "lazy_cache_states": 1}),
+}
+
+Batch = list[tuple[str, Any]]
+
+
+def _batches(prog: CompiledProgram, items: list[TraceItem], sizes: list[int]) -> list[int | Batch]:
+    """The trace as timestamps and batches of decoded events, cut at every timestamp and by
+    ``sizes`` (cycled) between them; events whose value does not decode are left out."""
+    inputs = {i.name: i for i in prog.program.inputs}
+    out: list[int | Batch] = []
+    run: Batch = []
+    k = 0
+
+    def cut() -> None:
+        nonlocal run, k
+        if run:
+            out.append(run)
+            run, k = [], k + 1
+
+    for item in items:
+        if isinstance(item, Timestamp):
+            cut()
+            out.append(item.time)
+            continue
+        raw, declared = event_argument(item), inputs.get(item.name)
+        try:
+            run.append((item.name, raw if declared is None else decode(typed_argument(raw, declared.ty), declared.ty)))
+        except DecodeError:
+            continue
+        if len(run) >= sizes[k % len(sizes)]:
+            cut()
+    cut()
+    return out
+
+
+def _run(prog: CompiledProgram, plan: list[int | Batch], kwargs: dict[str, Any], batched: bool) -> tuple[Any, ...]:
+    """Outputs and instances after running ``plan``, each batch by ``feed_many`` or ``feed`` per
+    event; due timers fire after each batch (they cannot fire within one: time does not move)."""
+    clock = SimulatedTimeProvider()
+    out: list[Emitted] = []
+    engine = Engine(prog, out.append, clock, **kwargs)
+    started = False
+    for step in plan:
+        if isinstance(step, int):
+            if started:
+                clock.advance_to(step)
+            else:
+                clock.set_now(step)
+                engine.start()
+                started = True
+        elif batched:
+            engine.feed_many(iter(step))  # read lazily, as a host's generator would be
+        else:
+            for name, value in step:
+                engine.feed(name, value)
+        clock.run_due()
+    keys = sorted(map(repr, engine.contexts)) if engine.grouped else []
+    return repr([(e.program, e.name, e.value, e.time, e.key) for e in out]), engine.instance_count, keys  # (repr: nan)
+
+
+def _check(source: str, text: str, sizes: list[int], mode: str) -> None:
+    lazy, kwargs = MODES[mode]
+    prog = compile_source(source, name="p", force_lazy=lazy).require()
+    plan = _batches(prog, parse_trace(SourceFile("<trace>", text)), sizes)
+    note(f"program:\n{source}\ntrace:\n{text}\nbatches: {plan}")
+    assert _run(prog, plan, kwargs, True) == _run(prog, plan, kwargs, False)
+
+
+SIZES = st.lists(st.integers(1, 12), min_size=1, max_size=6)
+SETTINGS = settings(max_examples=100, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+
+
+@SETTINGS
+@given(data=st.data())
+def test_random_programs_batched_and_not(data: st.DataObject) -> None:
+    source, spec = data.draw(generate.programs())
+    assume(compiles(source))
+    _, text = data.draw(generate.traces(spec))
+    _check(source, text, data.draw(SIZES), data.draw(st.sampled_from(list(MODES))))
+
+
+@SETTINGS
+@given(data=st.data())
+def test_random_programs_with_variables_batched_and_not(data: st.DataObject) -> None:
+    """Grouped programs that count, store and end often (records in a compact engine)."""
+    source, spec = data.draw(keyed_programs([*RETIRING_STATEMENTS, "!>O(100 / v);", "!>O(group[0]);"],
+                                            inits=("", '{ n = 0; d = 0.0; s = ""; t = now(); }', "{ !>T(0); }")))
+    assume(compiles(source))
+    _, text = data.draw(generate.traces(spec))
+    _check(source, text, data.draw(SIZES), data.draw(st.sampled_from(list(MODES))))
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_a_batch_is_read_lazily_and_reports_errors_in_order(compact: bool) -> None:
+    """Each pair is taken when its event runs: what a generator does between two (a host fires
+    timers there) comes between the two events' outputs; undeclared names are $error 1."""
+    src = "in long A group(A % 2)\nout long O\n( A(x) { !>O(x); } )*\n"
+    out: list[Any] = []
+    engine = Engine(compile_source(src, name="p").require(), lambda e: out.append((e.name, e.value)), compact=compact)
+
+    def events() -> Any:
+        yield "A", 1
+        out.append("between")
+        yield "Nope", 0
+        yield "A", 2
+
+    engine.feed_many(events())
+    assert out[0] == ("O", 1) and out[1] == "between" and out[2][0] == "$error" and out[2][1][0] == 1
+    assert out[3] == ("O", 2) and engine.instance_count == 2
+
+
+def test_the_lazy_cache_switching_itself_off_within_a_batch() -> None:
+    """A lazy DFA whose cache thrashes falls back to simulating every step (``_SIM``) while a
+    batch runs: the rest of the batch simulates, as feed per event would."""
+    src = "in long A group(A % 3), long B group(B % 3)\nout long Z\n.* A(x) .{12} { !>Z(x); }\n"
+    prog = compile_source(src, name="p", state_limit=64).require()
+    events = [("A" if (i * 7919) % 5 < 2 else "B", (i * 104729) % 1000) for i in range(3000)]
+    outs: list[list[Any]] = [[], []]
+    engines = [Engine(prog, lambda e, k=k: outs[k].append((e.value, e.key)), lazy_mode="auto", lazy_cache_states=8)
+               for k in range(2)]
+    engines[0].feed_many(events)
+    for name, value in events:
+        engines[1].feed(name, value)
+    assert all(e.lazy_cache is not None and not e.lazy_cache.enabled for e in engines)  # switched off
+    assert outs[0] == outs[1] and len(outs[0]) > 100
