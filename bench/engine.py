@@ -22,9 +22,12 @@ Programs are read from the conformance suite beside the checkout (../shared/conf
                 and Zipf-distributed (s = 1.1), 1k/10k/100k/1M keys (--keys), interleaved rounds,
                 wall and CPU seconds; then snapshots/s and restores/s of the engine's instances, and
                 bytes per key (RSS delta and tracemalloc, each in a fresh process, --memory-keys).
+                ``--batch [N]`` adds a row per input timing ``Engine.feed_many`` over batches of N
+                events (default: all in one call) beside the per-event ``feed`` and the loop, all
+                three in each round, in an order that rotates; best and median wall, median CPU.
 
 Usage: python bench/engine.py [--events N] [--repeat R] [--only NAME] [--default-gc] [--keys K,K,...]
-       [--memory-keys N]
+       [--memory-keys N] [--batch [N]]
 Prints events/s (best of R runs) for each. By default the process is set up as the hosts set
 it up (engine.tuning.configure_gc); --default-gc measures with CPython's default collector.
 """
@@ -38,6 +41,7 @@ import itertools
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -290,6 +294,16 @@ def run_grouped_engine(kind: str, events: list) -> tuple[float, float, int, Engi
     return time.perf_counter() - t, time.process_time() - c, len(got), eng
 
 
+def run_grouped_batched(kind: str, batches: list[list]) -> tuple[float, float, int, Engine]:
+    """``run_grouped_engine`` with ``Engine.feed_many``, one call per batch (cut before timing)."""
+    eng, got = grouped_engine(kind)
+    feed_many = eng.feed_many
+    t, c = time.perf_counter(), time.process_time()
+    for batch in batches:
+        feed_many(batch)
+    return time.perf_counter() - t, time.process_time() - c, len(got), eng
+
+
 def run_grouped_loop(kind: str, events: list) -> tuple[float, float, int]:
     got: list = []
     counter = collections.deque(maxlen=1)
@@ -354,35 +368,52 @@ def snapshot_rates(eng: Engine) -> tuple[float, float, int]:
     return len(snaps) / snap_s, len(snaps) / restore_s, sum(map(len, snaps)) // max(1, len(snaps))
 
 
-def grouped(n: int, repeat: int, key_counts: list[int], memory_keys: int) -> None:
-    print(f"\ngrouped A B+ C beside a dict-of-states loop: {n:,} events, interleaved rounds, best of {repeat} "
-          f"(load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+def grouped(n: int, repeat: int, key_counts: list[int], memory_keys: int, batch: int | None = None) -> None:
+    """The grouped programs beside the loop, per event (``feed``) and, with ``batch``, also by
+    ``feed_many`` over batches of that many events (0: all in one call); one round runs the
+    engine(s) and the loop once per input, in an order that rotates between rounds."""
+    how = "" if batch is None else f", feed_many batches of {batch or n:,} events"
+    print(f"\ngrouped A B+ C beside a dict-of-states loop: {n:,} events, interleaved rounds, best and median of "
+          f"{repeat}{how} (load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     inputs = {(keys, order): grouped_events(n, keys, order) for keys in key_counts for order in ("random", "zipf")}
-    best: dict[tuple, tuple[float, float]] = {}
+    runs: dict[tuple, list[tuple[float, float]]] = collections.defaultdict(list)
     snaps: dict[tuple, tuple[float, float, int]] = {}
-    for _ in range(repeat):
+    whos = ["feed", "loop"] if batch is None else ["feed", "feed_many", "loop"]
+    for r in range(repeat):
         for (keys, order), events in inputs.items():
+            size = batch or n
+            batches = [events[i:i + size] for i in range(0, n, size)] if batch is not None else []
             for kind in GROUPED:
-                wall, cpu, n_eng, eng = run_grouped_engine(kind, events)
-                lwall, lcpu, n_loop = run_grouped_loop(kind, events)
-                if n_eng != n_loop:
-                    raise SystemExit(f"{kind}, {keys} keys {order}: the engine emitted {n_eng}, the loop {n_loop}")
-                for who, w, c in (("engine", wall, cpu), ("loop", lwall, lcpu)):
-                    k = (kind, keys, order, who)
-                    if k not in best or w < best[k][0]:
-                        best[k] = (w, c)
-                rates = snapshot_rates(eng)
-                k = (kind, keys, order)
-                snaps[k] = max(snaps.get(k, rates), rates)
-                del eng
-    print(f"  {'program':6s} {'keys':>9s} {'order':6s} {'engine ev/s':>12s} {'(cpu s)':>8s} {'loop ev/s':>12s} "
-          f"{'(cpu s)':>8s} {'ratio':>6s} {'(cpu)':>6s} {'snapshots/s':>12s} {'restores/s':>11s} {'bytes':>6s}")
+                counts = {}
+                for who in whos[r % len(whos):] + whos[:r % len(whos)]:
+                    if who == "loop":
+                        w, c, counts[who] = run_grouped_loop(kind, events)
+                    elif who == "feed_many":
+                        w, c, counts[who], _ = run_grouped_batched(kind, batches)
+                    else:
+                        w, c, counts[who], eng = run_grouped_engine(kind, events)
+                        rates = snapshot_rates(eng)
+                        snaps[(kind, keys, order)] = max(snaps.get((kind, keys, order), rates), rates)
+                        del eng
+                    runs[(kind, keys, order, who)].append((w, c))
+                if len(set(counts.values())) != 1:
+                    raise SystemExit(f"{kind}, {keys} keys {order}: match counts differ: {counts}")
+    print(f"  {'program':6s} {'keys':>9s} {'order':6s} {'engine':9s} {'ev/s best':>11s} {'ev/s med':>11s} "
+          f"{'cpu s med':>9s} {'loop ev/s med':>13s} {'cpu s med':>9s} {'ratio best':>10s} {'med':>5s} {'(cpu med)':>9s} "
+          f"{'snapshots/s':>12s} {'restores/s':>11s} {'bytes':>6s}")
     for (keys, order) in inputs:
         for kind in GROUPED:
-            (ew, ec), (lw, lc) = best[(kind, keys, order, "engine")], best[(kind, keys, order, "loop")]
+            loop = runs[(kind, keys, order, "loop")]
+            lw, lc = statistics.median(w for w, _ in loop), statistics.median(c for _, c in loop)
+            lbest = min(w for w, _ in loop)
             sr, rr, size = snaps[(kind, keys, order)]
-            print(f"  {kind:6s} {keys:9,d} {order:6s} {n / ew:12,.0f} {ec:8.3f} {n / lw:12,.0f} {lc:8.3f} "
-                  f"{lw / ew:6.2f} {lc / ec:6.2f} {sr:12,.0f} {rr:11,.0f} {size:6d}")
+            for who in whos[:-1]:
+                mine = runs[(kind, keys, order, who)]
+                ew, ec = statistics.median(w for w, _ in mine), statistics.median(c for _, c in mine)
+                ebest = min(w for w, _ in mine)
+                print(f"  {kind:6s} {keys:9,d} {order:6s} {who:9s} {n / ebest:11,.0f} {n / ew:11,.0f} {ec:9.3f} "
+                      f"{n / lw:13,.0f} {lc:9.3f} {lbest / ebest:10.2f} {lw / ew:5.2f} {lc / ec:9.2f} "
+                      f"{sr:12,.0f} {rr:11,.0f} {size:6d}")
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if memory_keys:
         print(f"\nbytes per key, {memory_keys:,} keys (one A each), each measured in a fresh process:")
@@ -403,6 +434,8 @@ def main() -> None:
                     help="key counts of the grouped comparison (comma-separated)")
     ap.add_argument("--memory-keys", type=int, default=1_000_000,
                     help="keys of the bytes-per-key measurement (0: skip it)")
+    ap.add_argument("--batch", type=int, nargs="?", const=0,
+                    help="grouped: also time Engine.feed_many over batches of this many events (none: all in one)")
     ap.add_argument("--memory-probe", help=argparse.SUPPRESS)  # engine|loop:kind:keys, in a child process
     args = ap.parse_args()
     if args.memory_probe:
@@ -432,7 +465,7 @@ def main() -> None:
         goal = f"  (target {target:,}/s: {'met' if rate >= target else 'NOT met'})" if target else ""
         print(f"{name:45s} {rate:12,.0f} events/s{goal}")
     if not args.only or args.only in "grouped":
-        grouped(args.events, args.repeat, [int(k) for k in args.keys.split(",")], args.memory_keys)
+        grouped(args.events, args.repeat, [int(k) for k in args.keys.split(",")], args.memory_keys, args.batch)
     if not args.only or args.only in "blow-up":
         blow_up(args.events, args.repeat)
 

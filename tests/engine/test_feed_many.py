@@ -26,6 +26,7 @@ from eventscript.engine.engine import Engine
 from eventscript.engine.events import Emitted
 from eventscript.engine.time_provider import SimulatedTimeProvider
 from eventscript.language.source import SourceFile
+from eventscript.tester.runner import run_trace
 from eventscript.tester.trace import Timestamp, TraceItem, event_argument, parse_trace, typed_argument
 from reference import generate
 from reference.compare import compiles
@@ -164,3 +165,14 @@ def test_the_lazy_cache_switching_itself_off_within_a_batch() -> None:
         engines[1].feed(name, value)
     assert all(e.lazy_cache is not None and not e.lazy_cache.enabled for e in engines)  # switched off
     assert outs[0] == outs[1] and len(outs[0]) > 100
+
+
+def test_the_tester_fires_a_timer_due_now_between_two_events_of_one_instant() -> None:
+    """The tester reads the trace through one ``feed_many`` (``Pipeline.trace_events``): a timer
+    that an event makes due at once fires before the next event of the same timestamp."""
+    src = "in long A, long B\nout long Z\n( A() elapse[0 msec]() { !>Z(1); } | B() { !>Z(2); } )*\n"
+    lines: list[dict[str, Any]] = []
+    run_trace([compile_source(src, name="p").require()],
+              parse_trace(SourceFile("<trace>", "[2026-01-01 00:00:00.000]\nA(1)\nB(2)\nA(3)\n[2026-01-01 00:00:01.000]\nB(4)\n")),
+              lambda line: lines.append(line.to_json()))
+    assert [(line["event"], line["value"]) for line in lines] == [("Z", 1), ("Z", 2), ("Z", 1), ("Z", 2)]

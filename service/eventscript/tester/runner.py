@@ -10,7 +10,7 @@ events are the output.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,40 +98,55 @@ class Pipeline:
     def advance(self, t: int) -> None:
         self.clock.advance_to(t)
 
-    def feed_trace_event(self, name: str, raw: Any) -> None:
+    def _decoded(self, name: str, raw: Any) -> tuple[str, Any] | None:
+        """A trace event as the first stage takes it: its value converted to the declared type
+        (an undeclared name goes as it is: the engine reports $error 1), or None when the value
+        does not fit (reported here as $error 6)."""
         first = self.engines[0]
-        inputs = {i.name: i for i in first.program.inputs}
-        declared = inputs.get(name)
+        declared = next((i for i in first.program.inputs if i.name == name), None)
         if declared is None:
-            first.feed(name, raw)  # reported as $error 1 by the engine
-        else:
-            try:
-                value = decode(typed_argument(raw, declared.ty), declared.ty)
-            except DecodeError as exc:
-                self.sink(OutputLine(Emitted(first.name, ERROR_EVENT,
-                                             [ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}"], ERROR_TYPE,
-                                             self.clock.now(), None), 0, len(self.engines) == 1, None))
-                return
-            first.feed(name, value)
-        self.clock.run_due()
+            return name, raw
+        try:
+            return name, decode(typed_argument(raw, declared.ty), declared.ty)
+        except DecodeError as exc:
+            self.sink(OutputLine(Emitted(first.name, ERROR_EVENT, [ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}"],
+                                         ERROR_TYPE, self.clock.now(), None), 0, len(self.engines) == 1, None))
+            return None
+
+    def feed_trace_event(self, name: str, raw: Any) -> None:
+        event = self._decoded(name, raw)
+        if event is not None:
+            self.engines[0].feed(*event)
+            self.clock.run_due()
+
+    def trace_events(self, items: Iterable[TraceItem]) -> Iterator[tuple[str, Any]]:
+        """The trace's events for the first stage's ``feed_many``, as ``run_trace`` did them one
+        by one: it is read one event at a time, so a timestamp moves the clock (firing timers)
+        between two events, and the timers due after an event fire before the next is taken."""
+        started = False
+        for item in items:
+            if isinstance(item, Timestamp):
+                if not started:
+                    self.start(item.time)
+                    started = True
+                else:
+                    try:
+                        check_clock_time(item.time, self.clock.now())  # the rule advance_to applies
+                    except ValueError as exc:
+                        raise TraceError(item.pos, f"{exc}; a timestamp may not be earlier than the one before it") from None
+                    self.advance(item.time)
+            else:
+                assert isinstance(item, TraceEvent)
+                event = self._decoded(item.name, event_argument(item))
+                if event is not None:
+                    yield event
+                    self.clock.run_due()
 
 
 def run_trace(programs: list[CompiledProgram], items: list[TraceItem], sink: Callable[[OutputLine], None],
               names: list[str] | None = None) -> Pipeline:
+    """Run the trace ``items`` through the pipeline of ``programs``: one ``feed_many`` call of
+    the first stage reads them all (``Pipeline.trace_events``)."""
     pipe = Pipeline(programs, sink, names)
-    started = False
-    for item in items:
-        if isinstance(item, Timestamp):
-            if not started:
-                pipe.start(item.time)
-                started = True
-            else:
-                try:
-                    check_clock_time(item.time, pipe.clock.now())  # the rule advance_to applies
-                except ValueError as exc:
-                    raise TraceError(item.pos, f"{exc}; a timestamp may not be earlier than the one before it") from None
-                pipe.advance(item.time)
-        else:
-            assert isinstance(item, TraceEvent)
-            pipe.feed_trace_event(item.name, event_argument(item))
+    pipe.engines[0].feed_many(pipe.trace_events(items))
     return pipe
