@@ -216,6 +216,21 @@ def _check_outputs(broker: Broker, name: str) -> None:
         assert got[key] == lines, f"key {key}: outputs differ from the uninterrupted run"
 
 
+def _resume_and_stop(plan: Plan, runner: Any, t: threading.Thread) -> None:
+    """The end of a test that stopped the worker while the broker was away."""
+    plan.resume()
+    runner.stop()
+    t.join(60)
+
+
+def _then_every_output_once(broker: Broker, plan: Plan, producer: KeyedProducer, topo: Path, name: str) -> None:
+    """More input, a worker started after the stopped one (no faults): every output once."""
+    plan.armed = False
+    _send(producer, 40, 60)
+    _restart_until_idle(topo)
+    _check_outputs(broker, name)
+
+
 #: The faults of each case (Plan), at start (from the worker's first call) or once it is ready.
 STEPS = [
     ("exactly_once", "start", "producer.init_transactions:stall"),
@@ -298,13 +313,8 @@ def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path
         print(f"stopped in {took:.1f} s; longest calls:",
               {k: round(v, 1) for k, v in sorted(plan.longest.items()) if v >= 0.5})
     finally:
-        os.kill(broker.pid, signal.SIGCONT)
-        runner.stop()
-        t.join(60)
-    plan.armed = False
-    _send(producer, 40, 60)
-    _restart_until_idle(topo)
-    _check_outputs(broker, name)
+        _resume_and_stop(plan, runner, t)
+    _then_every_output_once(broker, plan, producer, topo, name)
 
 
 @pytest.mark.kafka
@@ -399,10 +409,5 @@ def test_alive_and_stoppable_while_the_broker_stalls(broker: Broker, tmp_path: P
         assert worker.failure is None, worker.failure
         assert worker._txn_unresolved, "the stop did not end the wait: the worker waited for the broker"
     finally:
-        plan.resume()
-        runner.stop()
-        t.join(60)
-    plan.armed = False
-    _send(producer, 40, 60)
-    _restart_until_idle(topo)
-    _check_outputs(broker, name)
+        _resume_and_stop(plan, runner, t)
+    _then_every_output_once(broker, plan, producer, topo, name)
