@@ -139,6 +139,31 @@ def test_partitions_split_unevenly_give_every_key_the_partition_modes_outputs(tm
         assert sum(1 for i in range(uneven.reads) if uneven.read_at(i)[1] == 0) == 3
 
 
+def test_split_tasks_filter_keys_through_the_tasks_hook_and_open_no_store(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A split task runs the worker's ``Task`` as it is, telling it which keys it owns
+    (``Task.set_key_filter``), not by replacing its methods; without hand-over it writes no
+    state, so it never opens RocksDB (~50 ms per task)."""
+    stages: list[SplitStage] = []
+    init = SplitStage.__init__
+
+    def kept(stage: SplitStage, *args: Any) -> None:
+        init(stage, *args)
+        stages.append(stage)
+
+    monkeypatch.setattr(SplitStage, "__init__", kept)
+    plan = scrambled_plan(tmp_path, topology(tmp_path, 3, REPEATING), 3, 4, modes=KEY_SPLIT)
+    assert per_key(split_outputs(plan, 2)) == per_key(outputs_of(plan, 0))
+    assert len(stages) == 6
+    for stage in stages:
+        task = stage.task
+        assert task.key_filter is stage
+        assert not {"_process_one", "_forward", "_error_record", "_advance"} & set(vars(task))
+        assert all(getattr(fn, "__module__", None) != SplitStage.__module__
+                   for fn in (task.engine.feed, task.engine.feed_keyed))
+        assert task.store._db is None and not task.store.path.exists()
+
+
 @pytest.mark.parametrize("inputs", [1, 2])
 def test_split_tasks_hand_over_the_partition_modes_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          inputs: int) -> None:

@@ -21,7 +21,7 @@ from eventscript.automata.compile import compile_source
 from eventscript.backfill.records import ArrowRecord
 from eventscript.kafka import codec
 from eventscript.kafka.config import InputConfig, ProgramConfig
-from eventscript.kafka.task import OutRecord, Task
+from eventscript.kafka.task import KeyFilter, OutRecord, Task
 
 PROGRAM = """
 in {string k; long n;} Tick group(Tick.k)
@@ -217,3 +217,50 @@ def test_an_object_value_with_a_lone_surrogate_is_still_written(tmp_path: Path) 
     r._value = b"55296"
     out = _feed(task, [r])
     assert [x.value for x in out] == [b'"\\ud800"']
+
+
+class OnlyKey(KeyFilter):
+    """Owns one group key (a string key's routing bytes: its UTF-8)."""
+
+    def __init__(self, key: str) -> None:
+        self.route = key.encode()
+        self.passed_by: list[int] = []
+
+    def owns(self, route: bytes) -> bool:
+        return route == self.route
+
+    def passed(self, msg: Any) -> None:
+        self.passed_by.append(msg.offset())
+
+
+def test_a_key_filter_runs_its_keys_and_lets_the_others_move_the_clock(tmp_path: Path) -> None:
+    """A task told it owns key a only (key-split backfill) gives a's outputs, ids and timers as a
+    task owning every key does — b's records still move the record clock, so a's timer (due at
+    30 s) fires when b's record at 40 s arrives — and runs no instance of b."""
+    records = [Record(0, T0, "a", 1), Record(1, T0 + 10_000, "b", 2), Record(2, T0 + 40_000, "b", 3),
+               Record(3, T0 + 50_000, "a", 4)]
+    everyone = _feed(_task(tmp_path / "all"), records)
+    task = _task(tmp_path / "a")
+    only_a = OnlyKey("a")
+    task.set_key_filter(only_a)
+    got = _feed(task, records)
+    assert [(r.key, r.value, r.headers) for r in got] == \
+        [(r.key, r.value, r.headers) for r in everyone if r.key == b"a"]
+    assert [(dict(r.headers)["es-event"], r.timestamp) for r in got] == \
+        [(b"Count", T0), (b"Quiet", T0 + 30_000), (b"Count", T0 + 50_000)]
+    assert only_a.passed_by == [1, 2]
+    assert task.engine.instance_count == 1 and task.clock.now() == (T0 + 50_000) * 1000
+
+
+def test_a_task_opens_its_store_only_when_it_has_state_to_keep(tmp_path: Path) -> None:
+    """Creating and running a task reads an absent store as empty without opening RocksDB; the
+    first commit opens it, and a task created on an existing store reads it back."""
+    task = _task(tmp_path / "s")
+    _feed(task, [Record(0, T0, "a", 1)])
+    assert task.store._db is None and not (tmp_path / "s").exists()
+    _commit(task)
+    assert (tmp_path / "s").exists()
+    task.close()
+    again = _task(tmp_path / "s")
+    assert again.clock.now() == T0 * 1000 and again.store.checkpoint == 0 and again.store.has_instances()
+    again.close()

@@ -93,12 +93,15 @@ def _options() -> Options:
 
 
 class TaskStore:
-    """The local RocksDB store of one task (one partition of a program)."""
+    """The local RocksDB store of one task (one partition of a program).
+
+    Opened lazily: RocksDB is opened (~50 ms, and its memory) at the first write, or at the first
+    read once the store exists on disk. Until then a store with no directory reads as empty, so
+    a task that never writes (a backfill task without hand-over) never opens one."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = Rdict(str(path), options=_options())
+        self._db: Rdict | None = None
         #: (deadline, seq) of the pending timer (None: none) of snapshots the task is about to
         #: write, so that ``write`` need not decode them; filled by the task, emptied by writes.
         self.timer_hints: dict[bytes, TimerKey | None] = {}
@@ -110,21 +113,35 @@ class TaskStore:
         self.timed = True
         #: Told, after each write, which keys it wrote (the task's cache may then evict them).
         self.on_write: Callable[[dict[bytes, bytes | None]], None] | None = None
-        if self.db.get(_META_INDEX) != _INDEX_VERSION:
-            self._build_index()
+
+    @property
+    def db(self) -> Rdict:
+        """The RocksDB store, opened on first use."""
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = Rdict(str(self.path), options=_options())
+            if self._db.get(_META_INDEX) != _INDEX_VERSION:
+                self._build_index()
+        return self._db
+
+    def _absent(self) -> bool:
+        """Not opened, and nothing on disk yet: every read finds nothing (no need to open it)."""
+        return self._db is None and not self.path.exists()
 
     @property
     def checkpoint(self) -> int:
-        raw = self.db.get(_META_CHECKPOINT)
+        raw = self.get(_META_CHECKPOINT)
         return int(raw) if raw is not None else 0
 
     @property
     def position(self) -> Position | None:
-        raw = self.db.get(_META_POSITION)
+        raw = self.get(_META_POSITION)
         return None if raw is None else orjson.loads(raw)
 
     def instances(self) -> Iterator[tuple[bytes, bytes]]:
         """Every stored instance: (store key, snapshot)."""
+        if self._absent():
+            return
         single = self.db.get(SINGLE_KEY)
         if single is not None:
             yield SINGLE_KEY, single
@@ -136,7 +153,12 @@ class TaskStore:
         return next(self.instances(), None) is not None
 
     def get(self, key: bytes) -> bytes | None:
-        return self.db.get(key)
+        db = self._db
+        if db is None:
+            if not self.path.exists():
+                return None  # (see _absent)
+            db = self.db
+        return db.get(key)
 
     def write(self, changes: dict[bytes, bytes | None], checkpoint: int | None, position: Position | None) -> None:
         """Apply changes (None: delete), index their timers and move the checkpoint, atomically."""
@@ -182,6 +204,8 @@ class TaskStore:
 
     def index_after(self, entry: bytes | None) -> Iterator[bytes]:
         """Timer index entries in (deadline, seq) order, after ``entry`` (None: from the first)."""
+        if self._absent():
+            return
         it = self.db.iter()
         it.seek(INDEX_PREFIX if entry is None else entry + b"\x00")
         while it.valid():
@@ -216,17 +240,19 @@ class TaskStore:
             log.info("%s: indexed %d pending timer(s) of stored instances", self.path, count)
 
     def memory(self) -> dict[str, int]:
-        """RocksDB's own memory (bytes): memtables, block cache, table readers."""
+        """RocksDB's own memory (bytes): memtables, block cache, table readers (none unopened)."""
         out = {}
         for name in ("cur-size-all-mem-tables", "block-cache-usage", "estimate-table-readers-mem"):
             try:
-                out[name] = int(self.db.property_int_value(f"rocksdb.{name}") or 0)
+                out[name] = int(self._db.property_int_value(f"rocksdb.{name}") or 0) if self._db is not None else 0
             except Exception:  # a property this RocksDB build does not know
                 out[name] = 0
         return out
 
     def close(self) -> None:
+        if self._db is None:
+            return
         try:
-            self.db.close()
+            self._db.close()
         except Exception:  # closing twice, or after a failure: nothing left to do
             pass
