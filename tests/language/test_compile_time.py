@@ -184,3 +184,19 @@ def test_the_automata_package_has_no_import_cycle_and_the_nfa_is_a_leaf() -> Non
 
     for module in graph:
         visit(module, ())
+
+
+def test_past_its_work_budget_the_eager_construction_gives_way_to_the_lazy_dfa(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program whose subset construction would take too long (a random program with many
+    nested action blocks took 18 s before it met the state limit) runs on the lazy DFA, with
+    the same outputs; within the budget the same program stays eager."""
+    from eventscript.automata import subset
+
+    src = difference_program(120, 10)
+    eager = compile_source(src, name="p").require()
+    assert not isinstance(eager.machine, LazyDFA)
+    monkeypatch.setattr(subset, "WORK_LIMIT", 50)
+    lazy = compile_source(src, name="p")
+    assert isinstance(lazy.require().machine, LazyDFA)
+    assert any("more than 50 steps" in n for n in lazy.notes), lazy.notes

@@ -134,10 +134,9 @@ def _compile(source: SourceFile, name: str, d: Diagnostics, state_limit: int, re
         terminal = [s.terminal for s in dfa.states]
         succ = [[t for t, _ in s.trans.values()] for s in dfa.states]
         complete = True
-    except StateLimitExceeded:
+    except StateLimitExceeded as exc:
         machine = LazyDFA(efa, occ)
-        comp.notes.append(f"the DFA would exceed {state_limit} states; the program runs on a lazy DFA "
-                          f"that builds states on demand")
+        comp.notes.append(f"{exc}; the program runs on a lazy DFA that builds states on demand")
         state_sets, timer_sets, terminal, succ, complete = _explore_lazy(efa, occ, program_ir)
 
     analysis.mark_read_checks(program_ir, None if (occ.cycle_broken or not complete) else maybe_unset)
