@@ -760,6 +760,16 @@ class TestStructureFieldOrder:
         assert values(src, f'{T0} Go() A({{x: 5, s: "b"}}) Go()') == [
             {"x": 0, "s": "-"}, {"x": 5, "s": "b"}, {"x": 5, "s": "b"}]
 
+    @pytest.mark.parametrize("body", ['p = {s: "a", x: 1}; q = p; r = q; !>O(r);',
+                                      '!>O(r); r = q; q = p; p = {s: "a", x: 1};',
+                                      'q = p; !>O(q); p = {s: "a", x: 1};'])
+    def test_the_order_travels_through_copies_whatever_the_text_order(self, body: str) -> None:
+        # docs/language.md 4.4 and 4.6: the emit's order reaches p through q and r.
+        src = self.POINT + "( Go() { " + body + " } )*"
+        assert check_source(src).diagnostics.errors == []
+        if body.startswith("p ="):
+            assert values(src, f"{T0} Go()") == [{"x": 1, "s": "a"}]
+
     def test_one_variable_cannot_have_two_orders(self) -> None:
         errs = check_source(self.POINT + 'Go() { p = {s: "a", x: 1}; !>O(p); !>Q(p); }').diagnostics.errors
         assert [(e.pos.line, e.pos.col) for e in errs] == [(4, 40)]

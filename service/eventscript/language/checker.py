@@ -71,6 +71,9 @@ class Variable:
     #: The type came from a structure builder, whose field order is arbitrary: a structure type
     #: required elsewhere with the same fields in another order may still set the order.
     loose: bool = False
+    #: Loose variables copied to or from this one (``q = p``): they share the builder's order, so
+    #: settling one settles them all, whichever comes first in the text.
+    copies: list[Variable] = field(default_factory=list)
     #: Set by a marker of an event whose declaration has errors: its type is unknown for a reason
     #: already reported.
     broken: bool = False
@@ -668,12 +671,25 @@ class Checker:
             rt = self.synth(value)
             if lt is None and rt is not None:
                 lt = self.expect(target, rt)
-                if isinstance(value, ast.StructBuild) and isinstance(target, ast.Name) \
-                        and isinstance(target.ref, Variable):
-                    target.ref.loose = True
+                if isinstance(target, ast.Name) and isinstance(target.ref, Variable):
+                    if isinstance(value, ast.StructBuild):
+                        target.ref.loose = True
+                    elif isinstance(value, ast.Name) and isinstance(value.ref, Variable) and value.ref.loose:
+                        target.ref.loose = True
+                        target.ref.copies.append(value.ref)
+                        value.ref.copies.append(target.ref)
             elif lt is not None and (rt is None or isinstance(value, (ast.StructBuild, ast.CondExpr))):
                 self.expect(value, lt)
                 rt = self.synth(value)
+            elif (lt is not None and rt is not None and lt != rt and isinstance(target, ast.Name)
+                  and isinstance(value, ast.Name) and isinstance(target.ref, Variable)
+                  and isinstance(value.ref, Variable)):
+                # q = p with both typed, one by a builder alone: the other's order settles it
+                if value.ref.loose:
+                    self._settle_order(value.ref, lt)
+                elif target.ref.loose:
+                    self._settle_order(target.ref, rt)
+                lt, rt = self.synth(target), self.synth(value)
             if lt is not None and rt is not None and lt != rt:
                 what = f"{target.name!r}" if isinstance(target, ast.Name) else "this target"
                 origin = ""
@@ -838,6 +854,8 @@ class Checker:
                 and sorted(v.ty.fields, key=_field_name) == sorted(t.fields, key=_field_name)):
             v.ty, v.loose = t, False
             self.changed = True
+            for w in v.copies:  # q = p: p takes the order q was given, and the other way round
+                self._settle_order(w, t)
 
     def _guess(self, e: ast.Expr, t: Type) -> None:
         """An operand of unknown type takes the other operand's type, but only as a guess: with
