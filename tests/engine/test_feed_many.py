@@ -176,3 +176,24 @@ def test_the_tester_fires_a_timer_due_now_between_two_events_of_one_instant() ->
               parse_trace(SourceFile("<trace>", "[2026-01-01 00:00:00.000]\nA(1)\nB(2)\nA(3)\n[2026-01-01 00:00:01.000]\nB(4)\n")),
               lambda line: lines.append(line.to_json()))
     assert [(line["event"], line["value"]) for line in lines] == [("Z", 1), ("Z", 2), ("Z", 1), ("Z", 2)]
+
+
+def test_a_batch_after_a_compact_engine_turns_normal_uses_the_new_feed() -> None:
+    """``feed_many`` is made from the current feed: after an output handler turned the compact
+    engine into one of contexts, batches run the contexts' feed."""
+    src = "in string A group(A), string B group(B)\nout string Z\n( .* A() B() { !>Z(group[0]); } )*\n"
+    prog = compile_source(src, name="p").require()
+    seen: list[list[Any]] = [[], []]
+    engines = [Engine(prog, lambda e, k=k: seen[k].append(e.value)) for k in range(2)]
+    assert all(e.compact for e in engines)
+    first, then = [("A", "x"), ("A", "y"), ("B", "x")], [("B", "y"), ("A", "x"), ("B", "x")]
+    engines[0].feed_many(first)
+    for name, value in first:
+        engines[1].feed(name, value)
+    for k, engine in enumerate(engines):
+        engine.set_output_handler("Z", lambda ctx, value, k=k: seen[k].append((ctx.key, value)))
+        assert not engine.compact
+    engines[0].feed_many(then)
+    for name, value in then:
+        engines[1].feed(name, value)
+    assert seen[0] == seen[1] == ["x", (("y",), "y"), (("x",), "x")]

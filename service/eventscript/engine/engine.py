@@ -239,10 +239,10 @@ class Engine:
         if self.compact:
             self.contexts.view, self.contexts.entry = self._view, self._entry
             self._ns.update(self._compact_tables())
-        source = self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty, plans=plans,
-                                compact=self.compact, record=record)
-        self.feed = self._define("feed", source)
-        self.feed_many = self._define("feed_many", feed_many_source(source, self._hoistable))
+        self._feed_source = self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty, plans=plans,
+                                           compact=self.compact, record=record)
+        self.feed = self._define("feed", self._feed_source)
+        self.__dict__.pop("feed_many", None)  # made from this feed when first called
         if self.grouped:
             self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True, lazy=lazy,
                                                                         track_dirty=track_dirty, plans=plans,
@@ -793,7 +793,7 @@ class Engine:
         """
         raise AssertionError("replaced in __init__")
 
-    def feed_many(self, events: Iterable[tuple[str, Any]]) -> None:  # replaced per engine
+    def feed_many(self, events: Iterable[tuple[str, Any]]) -> None:  # replaced on first call
         """Process a batch of ``(name, value)`` pairs: the same as ``feed`` for each in turn
         (outputs, errors, termination, timers started), without a call per event. The engine
         replaces this method with its feed's code in a loop (``batch.feed_many_source``).
@@ -801,10 +801,14 @@ class Engine:
         ``events`` is read lazily, one pair per event processed. Time does not move within a
         batch: a host that fires due timers between events (the tester: ``run_due`` after each)
         splits its batches there, or passes a generator that fires them before yielding the next
-        event (``tester.runner``). Hooks, the consumer and output handlers set while a batch
-        runs (by a consumer, say) take effect from the next batch.
+        event (``tester.runner``). The consumer, output handlers and host hooks must not change
+        while a batch runs (from a consumer, say): set them between batches.
+
+        Made on the first call (it costs as much again as compiling the feed: most engines
+        never batch), and again after the feed changes (``_decompact``).
         """
-        raise AssertionError("replaced in __init__")
+        self.feed_many = self._define("feed_many", feed_many_source(self._feed_source, self._hoistable))  # type: ignore[method-assign]
+        self.feed_many(events)
 
     def feed_json(self, name: str, obj: Any) -> InstanceContext | None:
         """Feed a JSON-shaped value (dicts for structures, ISO text or epoch ms for times, ...),

@@ -123,24 +123,33 @@ class Pipeline:
         """The trace's events for the first stage's ``feed_many``, as ``run_trace`` did them one
         by one: it is read one event at a time, so a timestamp moves the clock (firing timers)
         between two events, and the timers due after an event fire before the next is taken."""
-        started = False
-        for item in items:
-            if isinstance(item, Timestamp):
-                if not started:
-                    self.start(item.time)
-                    started = True
-                else:
-                    try:
-                        check_clock_time(item.time, self.clock.now())  # the rule advance_to applies
-                    except ValueError as exc:
-                        raise TraceError(item.pos, f"{exc}; a timestamp may not be earlier than the one before it") from None
-                    self.advance(item.time)
-            else:
-                assert isinstance(item, TraceEvent)
-                event = self._decoded(item.name, event_argument(item))
-                if event is not None:
-                    yield event
-                    self.clock.run_due()
+        for item in timed_events(items, self.start, self.clock.now, self.advance):
+            event = self._decoded(item.name, event_argument(item))
+            if event is not None:
+                yield event
+                self.clock.run_due()
+
+
+def timed_events(items: Iterable[TraceItem], start: Callable[[int], None], now: Callable[[], int],
+                 advance: Callable[[int], Any]) -> Iterator[TraceEvent]:
+    """The events of a trace, its timestamps applied on the way (when the next event is asked
+    for): the first one ``start``s the clock, each later one ``advance``s it, or raises
+    :class:`TraceError` if it is earlier than the one before."""
+    started = False
+    for item in items:
+        if isinstance(item, TraceEvent):
+            yield item
+            continue
+        assert isinstance(item, Timestamp)
+        if not started:
+            start(item.time)
+            started = True
+        else:
+            try:
+                check_clock_time(item.time, now())  # the rule advance_to applies
+            except ValueError as exc:
+                raise TraceError(item.pos, f"{exc}; a timestamp may not be earlier than the one before it") from None
+            advance(item.time)
 
 
 def run_trace(programs: list[CompiledProgram], items: list[TraceItem], sink: Callable[[OutputLine], None],
