@@ -21,6 +21,7 @@ from test_retire import RETIRING_STATEMENTS, keyed_programs
 
 from eventscript.automata.compile import compile_source
 from eventscript.automata.compiled import CompiledProgram
+from eventscript.engine import engine as engine_module
 from eventscript.engine.encoding import DecodeError, decode
 from eventscript.engine.engine import Engine
 from eventscript.engine.events import Emitted
@@ -197,3 +198,16 @@ def test_a_batch_after_a_compact_engine_turns_normal_uses_the_new_feed() -> None
     for name, value in then:
         engines[1].feed(name, value)
     assert seen[0] == seen[1] == ["x", (("y",), "y"), (("x",), "x")]
+
+
+def test_the_batch_feed_is_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made on the first call, also through the method a host bound before it (benchmarks do)."""
+    made: list[str] = []
+    real = engine_module.feed_many_source
+    monkeypatch.setattr(engine_module, "feed_many_source", lambda *args: made.append("") or real(*args))
+    engine = Engine(compile_source("in long A group(A)\nout long O\nA() { !>O(1); }\n", name="p").require())
+    bound = engine.feed_many
+    for k in range(3):
+        bound([("A", k)])
+        engine.feed_many([("A", k + 10)])
+    assert len(made) == 1 and engine.instance_count == 0

@@ -242,7 +242,8 @@ class Engine:
         self._feed_source = self._gen.feed(self.grouped, lazy=lazy, track_dirty=track_dirty, plans=plans,
                                            compact=self.compact, record=record)
         self.feed = self._define("feed", self._feed_source)
-        self.__dict__.pop("feed_many", None)  # made from this feed when first called
+        self._feed_many: Callable[[Iterable[tuple[str, Any]]], None] | None = None  # made when first called
+        self.__dict__.pop("feed_many", None)
         if self.grouped:
             self.feed_keyed = self._define("feed_keyed", self._gen.feed(True, keyed=True, lazy=lazy,
                                                                         track_dirty=track_dirty, plans=plans,
@@ -807,8 +808,11 @@ class Engine:
         Made on the first call (it costs as much again as compiling the feed: most engines
         never batch), and again after the feed changes (``_decompact``).
         """
-        self.feed_many = self._define("feed_many", feed_many_source(self._feed_source, self._hoistable))  # type: ignore[method-assign]
-        self.feed_many(events)
+        made = self._feed_many
+        if made is None:
+            made = self._feed_many = self._define("feed_many", feed_many_source(self._feed_source, self._hoistable))
+            self.feed_many = made  # type: ignore[method-assign]  (a host that bound this method keeps calling it)
+        made(events)
 
     def feed_json(self, name: str, obj: Any) -> InstanceContext | None:
         """Feed a JSON-shaped value (dicts for structures, ISO text or epoch ms for times, ...),
