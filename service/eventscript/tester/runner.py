@@ -68,6 +68,7 @@ class Pipeline:
         n = len(self.programs)
         for i, prog in enumerate(self.programs):
             self.engines.append(Engine(prog, self._consumer(i, i == n - 1), self.clock, name=names[i]))
+        self._inputs = {i.name: i for i in self.programs[0].program.inputs}  # the first stage's
 
     def _consumer(self, stage: int, last: bool) -> Callable[[Emitted], None]:
         key_types = self.programs[stage].program.key_types
@@ -103,7 +104,7 @@ class Pipeline:
         (an undeclared name goes as it is: the engine reports $error 1), or None when the value
         does not fit (reported here as $error 6)."""
         first = self.engines[0]
-        declared = next((i for i in first.program.inputs if i.name == name), None)
+        declared = self._inputs.get(name)
         if declared is None:
             return name, raw
         try:
