@@ -500,6 +500,7 @@ class ProgramWorker:
             self._dirty_since_commit = False
             return
         started = time.monotonic()
+        committing = dict(self.tasks)
         try:
             if self.eos:
                 self._begin()
@@ -535,12 +536,15 @@ class ProgramWorker:
         self._stat("commits", 1)
         if self.metrics is not None:
             self.metrics.observe_commit(self.cfg.name, time.monotonic() - started)
+        # Only the tasks of this batch still owned: an at-least-once commit polls while it waits,
+        # and a task revoked meanwhile (and perhaps assigned again: a new one, restoring) is not.
+        owned = {p: task for p, task in committing.items() if self.tasks.get(p) is task}
         for p, changes in self._pending_store.items():
-            task = self.tasks.get(p)
+            task = owned.get(p)
             if task is not None:
                 task.store.write(changes, self._changelog_end.get(p), dict(task.position))
         self._pending_store.clear()
-        for p, task in self.tasks.items():
+        for p, task in owned.items():
             if p not in self._changelog_end and task.position:
                 task.store.write({}, None, dict(task.position))
         self._changelog_end.clear()
@@ -642,7 +646,6 @@ class ProgramWorker:
         self._offsets_result = None
         self._commit_waiting = True
         started = time.monotonic()
-        slice_ = 0.001
         try:
             consumer.commit(offsets=positions, asynchronous=True)
             while self._offsets_result is None:
@@ -658,12 +661,14 @@ class ProgramWorker:
                         log.warning("%s: the offset commit has waited %.0f s for the broker; waiting on",
                                     self.cfg.name, waited)
                 self.last_loop = time.monotonic()  # waiting for the broker, not hung
-                self._take(consumer.consume(num_messages=BATCH, timeout=slice_))
-                slice_ = min(0.1, slice_ * 2)  # a commit usually takes milliseconds
+                # A commit usually takes a few milliseconds: poll in short slices at first (the
+                # consumer returns at the end of its timeout, not when the result arrives).
+                self._take(consumer.consume(num_messages=BATCH, timeout=0.002 if waited < 0.1 else 0.1))
         finally:
             self._commit_waiting = False
             self._txn_waiting = False
         result = self._offsets_result
+        assert result is not None
         if result.code() != KafkaError.NO_ERROR:
             raise KafkaException(result)
 
