@@ -21,9 +21,9 @@ from ..engine.encoding import DecodeError, decode, encode
 from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode
 from ..engine.time_provider import SimulatedTimeProvider
-from ..engine.timeutil import check_clock_time, format_time
-from ..tester.runner import feed_emitted
-from ..tester.trace import Timestamp, TraceError, TraceEvent, TraceItem, event_argument, typed_argument
+from ..engine.timeutil import format_time
+from ..tester.runner import feed_emitted, timed_events
+from ..tester.trace import TraceItem, event_argument, typed_argument
 from .model import Stage, TopologyGraph
 
 
@@ -128,19 +128,6 @@ class TopologySimulation:
 def simulate(graph: TopologyGraph, items: list[TraceItem], sink: Callable[[TopicLine], None]) -> TopologySimulation:
     """Run ``items`` through the topology; raises :class:`TraceError` for a timestamp going back."""
     sim = TopologySimulation(graph, sink)
-    started = False
-    for item in items:
-        if isinstance(item, Timestamp):
-            if not started:
-                sim.start(item.time)
-                started = True
-                continue
-            try:
-                check_clock_time(item.time, sim.clock.now())
-            except ValueError as exc:
-                raise TraceError(item.pos, f"{exc}; a timestamp may not be earlier than the one before it") from None
-            sim.clock.advance_to(item.time)
-        else:
-            assert isinstance(item, TraceEvent)
-            sim.feed_trace_event(item.name, event_argument(item))
+    for item in timed_events(items, sim.start, sim.clock.now, sim.clock.advance_to):
+        sim.feed_trace_event(item.name, event_argument(item))
     return sim
