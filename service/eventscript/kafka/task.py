@@ -615,7 +615,7 @@ class Task:
             target = moves.pop(msg.offset(), None)
             if target is not None:
                 self._advance(target)
-        stand_ins = self.stand_ins.get(ip.topic)
+        stand_ins = self.stand_ins and self.stand_ins.get(ip.topic)  # (none with one input)
         if stand_ins:
             target = stand_ins.pop(msg.offset(), None)
             if target is not None:
