@@ -158,3 +158,18 @@ def test_backfill_split_refuses_other_values(value: str, capsys: pytest.CaptureF
     with pytest.raises(SystemExit):
         build_parser().parse_args(["backfill", "t.yaml", "--split", value])
     assert "--split" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_contacting_kafka_is_one_line(files: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C during the wait for a broker that does not answer (10-30 s) ends `run` with one
+    line and status 130, not a traceback."""
+    from eventscript.kafka.runner import TopologyRunner
+
+    def interrupted(self: TopologyRunner) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TopologyRunner, "prepare", interrupted)
+    (files / "topology.yaml").write_text(TOPOLOGY.format(broker=NO_BROKER))
+    assert main(["run", str(files / "topology.yaml")]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["interrupted while contacting Kafka"]

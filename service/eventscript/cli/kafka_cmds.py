@@ -65,6 +65,9 @@ def run_run(args: argparse.Namespace) -> int:
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C while waiting for the broker: one line, not a traceback
+        print("interrupted while contacting Kafka", file=sys.stderr)
+        return 130
     return runner.run(until_idle=args.until_idle)
 
 
@@ -112,6 +115,9 @@ def run_dev(args: argparse.Namespace) -> int:
         except TopologyError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:
+            print("interrupted while contacting Kafka", file=sys.stderr)
+            return 130
         if args.trace:
             cfg = topo.program(args.program) if args.program else topo.programs[0]
             worker = next(w for w in runner.workers if w.cfg.name == cfg.name)
