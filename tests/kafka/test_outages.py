@@ -195,16 +195,13 @@ def _sample(runner: Any, name: str, **labels: str) -> float:
     return total
 
 
-@pytest.mark.kafka
-@pytest.mark.slow
-def test_broker_outage_drops_readiness_and_is_counted(broker: Broker, tmp_path: Path,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
-    if broker.pid is None:
-        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+def _runner_in_a_thread(broker: Broker, tmp_path: Path, prefix: str) -> tuple[str, Any, KeyedProducer, threading.Thread]:
+    """The zombie program's topology (record clock, 50 ms commits, 2 partitions), its runner
+    prepared in this process, a producer for its input, and a thread that runs it (not started)."""
     from eventscript.kafka.config import load_topology
     from eventscript.kafka.runner import TopologyRunner
 
-    name = unique("outage")
+    name = unique(prefix)
     (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)
     topo = topology(broker, tmp_path, [{
         "name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 50,
@@ -213,7 +210,16 @@ def test_broker_outage_drops_readiness_and_is_counted(broker: Broker, tmp_path: 
     runner = TopologyRunner(load_topology(topo))
     runner.prepare()
     producer = KeyedProducer(broker, f"{name}-in", 2)
-    t = threading.Thread(target=lambda: runner.run(install_signals=False), daemon=True)
+    return name, runner, producer, threading.Thread(target=lambda: runner.run(install_signals=False), daemon=True)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_broker_outage_drops_readiness_and_is_counted(broker: Broker, tmp_path: Path,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    if broker.pid is None:
+        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+    _, runner, producer, t = _runner_in_a_thread(broker, tmp_path, "outage")
     t.start()
     stopped = False
     try:
@@ -285,8 +291,6 @@ def test_commit_timing_out_is_resumed_not_aborted(broker: Broker, tmp_path: Path
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (the embedded broker)")
     from eventscript.kafka import worker as worker_mod
-    from eventscript.kafka.config import load_topology
-    from eventscript.kafka.runner import TopologyRunner
 
     monkeypatch.setattr(worker_mod, "TXN_TIMEOUT", 2.0)  # the outage below spans several timeouts
     wrappers: list[_StopBrokerOnCommit] = []
@@ -298,16 +302,7 @@ def test_commit_timing_out_is_resumed_not_aborted(broker: Broker, tmp_path: Path
 
     monkeypatch.setattr(worker_mod.ProgramWorker, "_open", open_and_wrap)
 
-    name = unique("txnresume")
-    (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}], "outputs": {"default": f"{name}-out"},
-    }], {f"{name}-in": {"partitions": 2}})
-    runner = TopologyRunner(load_topology(topo))
-    runner.prepare()
-    producer = KeyedProducer(broker, f"{name}-in", 2)
-    t = threading.Thread(target=lambda: runner.run(install_signals=False), daemon=True)
+    name, runner, producer, t = _runner_in_a_thread(broker, tmp_path, "txnresume")
     try:
         t.start()
         wait_for(runner.ready, 60, what="the worker to be ready")
