@@ -389,7 +389,9 @@ def test_generated_programs_mostly_compile() -> None:
     """Guard for the generators above: most drawn programs must be valid."""
     ok = total = 0
 
-    @settings(max_examples=100, deadline=None, database=None)
+    # derandomized: a guard on the generator's share of valid programs, the same draw on every
+    # run (random draws put it at 78-92%, so a fixed threshold flickered)
+    @settings(max_examples=100, deadline=None, database=None, derandomize=True)
     @given(programs())
     def count(p: tuple[str, Spec]) -> None:
         nonlocal ok, total

@@ -67,7 +67,9 @@ def test_generated_programs_mostly_compile() -> None:
     """Guard for the generator: a test that skips most of its examples tests nothing."""
     ok = total = 0
 
-    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    # derandomized: a guard on the generator's share of valid programs, the same draw on every
+    # run (random draws put it at 78-92%, so a fixed threshold flickered)
+    @settings(max_examples=60, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(programs())
     def count(drawn: tuple[str, object]) -> None:
         nonlocal ok, total
