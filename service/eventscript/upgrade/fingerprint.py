@@ -1,0 +1,46 @@
+"""The fingerprint of a compiled program: what its machine does, not how its text looks.
+
+Two compilations of one program whose text differs only in comments, spaces or line breaks get
+the same fingerprint; any change a running instance could notice (a marker, an action, a type, a
+duration, the state numbering) gives another. It is the SHA-256 of a canonical JSON of the
+intermediate form and the machine with every text position removed: marker and action texts,
+lines, columns and file names go, and the text offsets that order markers and actions become
+ranks (only their relative order breaks ties between paths). Time symbols are named after their
+position (``elapse@8:5``), so that name is reduced to its kind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any
+
+from ..automata.compiled import CompiledProgram
+from ..language import ir
+
+#: Bumped when what the fingerprint covers changes (old snapshots then meet "another version").
+SCHEME = 1
+
+
+def fingerprint(compiled: CompiledProgram) -> str:
+    """``es1-`` and the first 32 hex digits of the SHA-256 of the program's canonical form."""
+    text = json.dumps(canonical(compiled), separators=(",", ":"), sort_keys=True, default=str)
+    return f"es{SCHEME}-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def canonical(compiled: CompiledProgram) -> dict[str, Any]:
+    """The machine-relevant parts of a compiled program as JSON-compatible data."""
+    p = compiled.program
+    ranks = _order_ranks(p)
+    markers = [dataclasses.replace(m, text="", line=0, col=0, file="", order=ranks[("m", m.index)]) for m in p.markers]
+    units = [dataclasses.replace(u, text="", line=0, col=0, file="", order=ranks[("u", u.index)]) for u in p.units]
+    symbols = [dataclasses.replace(s, name=s.name.split("@")[0]) if s.kind == "time" else s for s in p.symbols]
+    program = dataclasses.replace(p, name="", markers=markers, units=units, symbols=symbols)
+    return {"program": ir.to_json(program), "machine": compiled.machine.to_json()}
+
+
+def _order_ranks(p: ir.ProgramIR) -> dict[tuple[str, int], int]:
+    """Each marker's and action unit's rank in program-text order (their ``order`` is an offset)."""
+    items = [(m.order, "m", m.index) for m in p.markers] + [(u.order, "u", u.index) for u in p.units]
+    return {(kind, index): rank for rank, (_, kind, index) in enumerate(sorted(items))}
