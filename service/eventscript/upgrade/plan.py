@@ -4,12 +4,16 @@
 automata with positions (``automaton``), matches their markers (``diff``) and decides, per old
 state:
 
-- **carried** to a new state: each history of the old state (the markers that can have been
-  matched last) is mapped through the marker match, and all of them lead to one new state, which
-  does not end the instance; its timer can be re-armed (``timers``);
-- **restarted**: a marker it can have matched last is gone, or the new program tells apart
-  histories the old one merged, or its timer cannot be re-armed: the instance is dropped and a
-  new one starts (initial actions run again) at the key's next event;
+- **carried** to a new state: the histories of the old state (the sets of markers that can have
+  been matched last) are mapped through the marker match, and those that lead to a state of the
+  new program all lead to the same one, which does not end the instance; its timer can be
+  re-armed (``timers``). A history through a marker the new program lacks is left out: every
+  history of an old state stands for the same place in the text (the same NFA states), so one
+  that maps is enough to find that place in the new program;
+- **restarted**: no history maps (a marker matched last is gone, or the markers matched last are
+  never last together in the new program), or the new program tells apart histories the old one
+  merged, or the timer cannot be re-armed: the instance is dropped and a new one starts (initial
+  actions run again) at the key's next event;
 - **ended**: in the new program the instance's match is complete there (or it had already ended).
 
 Variables are carried by name (a ``long`` becomes a ``double`` when the new program says so); a
@@ -271,17 +275,18 @@ def _plan_state(state: int, old: Shape, new: Shape, markers: dict[int, int], tim
         sp.reason = "the old program ends instances here, so none is stored in this state"
         return sp
     targets: dict[int, History] = {}
+    why = ""
     for history in sorted(old.histories[state], key=sorted):
-        mapped, why = _map_history(history, markers, identical, old.program)
-        if mapped is None:
-            sp.reason = why
-            return sp
-        target = new.state_of(mapped)
+        mapped, why_not = _map_history(history, markers, identical, old.program)
+        target = None if mapped is None else new.state_of(mapped)
         if target is None:
-            after = " and ".join(describe(new.program, c) for c in sorted(mapped))
-            sp.reason = f"no state of the new program follows {after}"
-            return sp
+            why = why or why_not or (f"no state of the new program follows "
+                                     f"{' and '.join(describe(new.program, c) for c in sorted(mapped or ()))}")
+            continue
         targets.setdefault(target, history)
+    if not targets:
+        sp.reason = why
+        return sp
     if len(targets) > 1:
         (a, ha), (b, hb) = list(targets.items())[:2]
         sp.reason = (f"the new program tells apart how an instance got here: after "
