@@ -110,25 +110,27 @@ class _Differ:
         return best
 
     def _align(self, olds: list[ir.Node], news: list[ir.Node]) -> tuple[float, _Pairs]:
-        """The best in-order alignment of two sequences (dynamic programming)."""
+        """The best in-order alignment of two sequences (dynamic programming over suffixes, read
+        from the front, so that among equal alignments the earliest items pair up: removing the
+        second of ``Closed() Closed()`` keeps the first matched)."""
         rows, cols = len(olds), len(news)
         score = [[0.0] * (cols + 1) for _ in range(rows + 1)]
-        for i in range(1, rows + 1):
-            for j in range(1, cols + 1):
-                score[i][j] = max(score[i - 1][j], score[i][j - 1],
-                                  score[i - 1][j - 1] + self.sim(olds[i - 1], news[j - 1])[0])
+        for i in range(rows - 1, -1, -1):
+            for j in range(cols - 1, -1, -1):
+                score[i][j] = max(score[i + 1][j], score[i][j + 1],
+                                  score[i + 1][j + 1] + self.sim(olds[i], news[j])[0])
         pairs: list[tuple[str, int, int]] = []
-        i, j = rows, cols
-        while i and j:
-            s, p = self.sim(olds[i - 1], news[j - 1])
-            if s > 0 and score[i][j] == score[i - 1][j - 1] + s:
+        i = j = 0
+        while i < rows and j < cols:
+            s, p = self.sim(olds[i], news[j])
+            if s > 0 and score[i][j] == score[i + 1][j + 1] + s:
                 pairs.extend(p)
-                i, j = i - 1, j - 1
-            elif score[i][j] == score[i - 1][j]:
-                i -= 1
+                i, j = i + 1, j + 1
+            elif score[i][j] == score[i + 1][j]:
+                i += 1
             else:
-                j -= 1
-        return score[rows][cols], tuple(pairs)
+                j += 1
+        return score[0][0], tuple(pairs)
 
     def _pair_up(self, olds: list[ir.Node], news: list[ir.Node]) -> tuple[float, _Pairs]:
         """Alternatives matched as a set: the best-scoring pairs first; at equal scores, those

@@ -113,6 +113,7 @@ def deadline(rules: list[Rearm], old: ir.ProgramIR, pending: tuple[int, int] | N
             d = pending[0] - old_amount + rule.amount_us
         else:
             d = now + rule.amount_us
+        d = max(d, now)
         if best is None or d < best[0] or (d == best[0] and rule.symbol < best[1]):
             best = (d, rule.symbol)
     return best
