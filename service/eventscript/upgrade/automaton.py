@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..automata.actions import OccurrenceTable
+from ..automata.compile import DEFAULT_STATE_LIMIT
 from ..automata.compiled import CompiledProgram
 from ..automata.epsilon import EFA, eliminate
 from ..automata.machine import DFAMachine
@@ -98,7 +99,7 @@ def shape_of(compiled: CompiledProgram) -> Shape:
                            f"whole), so its states cannot be listed and mapped")
     p = compiled.program
     occ = OccurrenceTable()
-    limit = machine.size + 1
+    limit = max(DEFAULT_STATE_LIMIT, machine.size + 1)  # (bounds the products' automata too)
     nfa = Builder(p, occ, limit).build(p.regex)
     efa = eliminate(nfa)
     dfa = determinize(efa, occ, limit)

@@ -4,8 +4,10 @@ Two compilations of one program whose text differs only in comments, spaces or l
 the same fingerprint; any change a running instance could notice (a marker, an action, a type, a
 duration, the state numbering) gives another. It is the SHA-256 of a canonical JSON of the
 intermediate form and the machine with every text position removed: marker and action texts,
-lines, columns and file names go, and the text offsets that order markers and actions become
-ranks (only their relative order breaks ties between paths). Time symbols are named after their
+lines, columns and file names go, and the positions that order action units (token indexes)
+become ranks: only their relative order breaks ties between paths. A marker's ``order`` plays no
+part in the machine (and a wildcard's is a character offset, a comment away from another value),
+so it goes too. Time symbols are named after their
 position (``elapse@8:5``), so that name is reduced to its kind.
 """
 
@@ -32,15 +34,17 @@ def fingerprint(compiled: CompiledProgram) -> str:
 def canonical(compiled: CompiledProgram) -> dict[str, Any]:
     """The machine-relevant parts of a compiled program as JSON-compatible data."""
     p = compiled.program
-    ranks = _order_ranks(p)
-    markers = [dataclasses.replace(m, text="", line=0, col=0, file="", order=ranks[("m", m.index)]) for m in p.markers]
-    units = [dataclasses.replace(u, text="", line=0, col=0, file="", order=ranks[("u", u.index)]) for u in p.units]
+    ranks = _unit_ranks(p)
+    markers = [dataclasses.replace(m, text="", line=0, col=0, file="", order=0) for m in p.markers]
+    units = [dataclasses.replace(u, text="", line=0, col=0, file="", order=ranks[u.index]) for u in p.units]
     symbols = [dataclasses.replace(s, name=s.name.split("@")[0]) if s.kind == "time" else s for s in p.symbols]
     program = dataclasses.replace(p, name="", markers=markers, units=units, symbols=symbols)
-    return {"program": ir.to_json(program), "machine": compiled.machine.to_json()}
+    machine = compiled.machine.to_json()
+    if "occurrences" in machine:  # a lazy DFA's occurrence table repeats the units' orders
+        machine["occurrences"] = [[unit, ranks[unit], copy] for unit, _, copy in machine["occurrences"]]
+    return {"program": ir.to_json(program), "machine": machine}
 
 
-def _order_ranks(p: ir.ProgramIR) -> dict[tuple[str, int], int]:
-    """Each marker's and action unit's rank in program-text order (their ``order`` is an offset)."""
-    items = [(m.order, "m", m.index) for m in p.markers] + [(u.order, "u", u.index) for u in p.units]
-    return {(kind, index): rank for rank, (_, kind, index) in enumerate(sorted(items))}
+def _unit_ranks(p: ir.ProgramIR) -> dict[int, int]:
+    """Each action unit's rank in program-text order."""
+    return {u.index: rank for rank, u in enumerate(sorted(p.units, key=lambda u: (u.order, u.index)))}

@@ -302,7 +302,8 @@ def _plan_state(state: int, old: Shape, new: Shape, markers: dict[int, int], tim
         return sp
     pendings: list[int | None] = list(old.timer_symbols[state]) or [None]
     for pending in pendings:
-        rules, why = rearm_rules(old.program, pending, new.program, new.timer_symbols[target], time_symbols)
+        rules, why = rearm_rules(old.program, old.timer_symbols[state], pending, new.program, new.timer_symbols[target],
+                                 time_symbols)
         if rules is None:
             sp.reason = why
             return sp

@@ -9,8 +9,11 @@ entered the state then:
   minus its duration); each time marker of the new state that is an ``elapse`` of constant
   duration is due at entry + its duration. A longer timeout moves the pending deadline later by
   the difference, a shorter one earlier (a deadline already past fires at once after the load);
-- a time marker matched with the pending one and written the same (any ``elapse`` or ``arrive``
-  expression, unchanged) keeps the pending deadline, whatever the entry instant;
+- when the new state's time markers are the old state's, each written the same (any ``elapse``
+  or ``arrive`` expression, unchanged), the pending timer is kept as it is: the new program
+  computes the same deadlines, so the pending one is still the earliest;
+- otherwise a time marker matched with the pending one and written the same keeps the pending
+  deadline, whatever the entry instant;
 - when nothing was pending but the old state had time markers, nothing is armed (the old
   instance's marker could not fire, nor can the new one's);
 - when the old state had no time marker, the new state's are armed as if it were entered at
@@ -72,10 +75,14 @@ def _without_symbol(spec: ir.Node) -> ir.Node:
     return ir.ArriveSpec(0, spec.time, spec.components)
 
 
-def rearm_rules(old: ir.ProgramIR, pending: int | None, new: ir.ProgramIR, new_symbols: tuple[int, ...],
-                symbol_match: dict[int, int]) -> tuple[list[Rearm] | None, str]:
+def rearm_rules(old: ir.ProgramIR, old_symbols: tuple[int, ...], pending: int | None, new: ir.ProgramIR,
+                new_symbols: tuple[int, ...], symbol_match: dict[int, int]) -> tuple[list[Rearm] | None, str]:
     """How each time symbol of the new state is armed when the old instance's pending timer is
-    for ``pending`` (None: the old state has no time marker), or None and why it cannot be."""
+    for ``pending``, one of the old state's ``old_symbols`` (None: the old state has none), or
+    None and why it cannot be."""
+    if pending is not None and sorted(symbol_match.get(s, -1) for s in old_symbols) == sorted(new_symbols) \
+            and all(same_spec(old, s, new, symbol_match[s]) for s in old_symbols):
+        return [Rearm(symbol_match[pending], "keep")], ""
     rules: list[Rearm] = []
     entry_known = pending is not None and constant_elapse_us(old, pending) is not None
     for sym in new_symbols:
