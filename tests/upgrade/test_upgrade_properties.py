@@ -10,7 +10,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from reference.generate import programs, traces
 from upgrade_helpers import run_upgraded
 
 from conftest import run_program
@@ -21,6 +20,7 @@ from eventscript.language.source import SourceFile
 from eventscript.tester.trace import parse_trace
 from eventscript.upgrade.fingerprint import fingerprint
 from eventscript.upgrade.plan import CARRIED, make_plan
+from reference.generate import programs, traces
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                             HealthCheck.filter_too_much])
