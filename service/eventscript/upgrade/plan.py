@@ -238,13 +238,14 @@ def _marker_changes(old: ir.ProgramIR, new: ir.ProgramIR, markers: dict[int, int
     for m in old.markers:
         n = markers.get(m.index)
         if n is None:
-            out.append({"change": "removed", "old": f"{m.text} at {m.line}:{m.col}"})
+            out.append({"change": "removed", "old": f"{m.text} at {m.file}:{m.line}:{m.col}"})
         else:
             nm = new.markers[n]
             kind = "kept" if "".join(m.text.split()) == "".join(nm.text.split()) else "changed"
-            out.append({"change": kind, "old": f"{m.text} at {m.line}:{m.col}", "new": f"{nm.text} at {nm.line}:{nm.col}"})
+            out.append({"change": kind, "old": f"{m.text} at {m.file}:{m.line}:{m.col}",
+                        "new": f"{nm.text} at {nm.file}:{nm.line}:{nm.col}"})
     matched = set(markers.values())
-    out.extend({"change": "added", "new": f"{m.text} at {m.line}:{m.col}"} for m in new.markers if m.index not in matched)
+    out.extend({"change": "added", "new": f"{m.text} at {m.file}:{m.line}:{m.col}"} for m in new.markers if m.index not in matched)
     return out
 
 
