@@ -6,7 +6,7 @@ new program's past it, from runs that know nothing of plans)."""
 from __future__ import annotations
 
 import pytest
-from upgrade_helpers import compiled, reference, render, run_upgraded
+from upgrade_helpers import compiled, reference, render, run_tester, run_upgraded
 
 from eventscript.engine import context
 from eventscript.upgrade.convert import CARRIED, ENDED, RESTARTED, UpgradeRefused, convert
@@ -204,3 +204,33 @@ def test_snapshots_that_are_not_the_old_programs_are_refused() -> None:
         convert(plan, context.encode(7, [], ("front",), None), 0)
     with pytest.raises(ValueError, match="variables"):
         convert(plan, context.encode(1, [1], ("front",), None), 0)
+
+
+RISES = """in double Temp
+out double Rise
+
+( Temp(a) Temp(b) { b - a > 5.0 ? !>Rise(b - a); } )*
+"""
+
+
+def test_an_ungrouped_instance_carries_its_state_and_variables() -> None:
+    new_src = RISES.replace("5.0", "2.0")
+    plan = make_plan(compiled(RISES), compiled(new_src))
+    assert plan.exit_code == 0 and [v.how for v in plan.variables] == ["carried", "carried"]
+    items = [("time", "08:00:00"), ("Temp", 10.0), ("Temp", 13.0), ("Temp", 20.0),  # cut: waiting for b, a = 20
+             ("time", "08:01:00"), ("Temp", 23.5), ("Temp", 1.0), ("Temp", 4.0), ("time", "08:02:00")]
+    assert check_live_run(RISES, new_src, items, 4) == [CARRIED]
+    out, _ = run_upgraded(plan, render(items), 4)
+    assert [line["value"] for line in out] == [3.5, 3.0]  # 23.5 - 20 and 4 - 1 pass the new threshold only
+
+
+def test_a_restarted_ungrouped_instance_starts_afresh_at_the_upgrade() -> None:
+    old_src = RISES.replace("Temp(a) Temp(b)", "Temp(a) Temp(c) Temp(b)")
+    plan = make_plan(compiled(old_src), compiled(RISES))
+    assert [s.verdict for s in plan.states] == [CARRIED, CARRIED, RESTARTED]
+    assert plan.dropped_variables == ["c"]
+    items = [("time", "08:00:00"), ("Temp", 10.0), ("Temp", 11.0),  # cut: after c, which is gone
+             ("time", "08:01:00"), ("Temp", 30.0), ("Temp", 40.0), ("time", "08:02:00")]
+    out, conversions = run_upgraded(plan, render(items), 3)
+    assert [c.verdict for c in conversions] == [RESTARTED]
+    assert out == run_tester(compiled(RISES), [("time", "08:00:00"), *items[3:]])  # a fresh instance

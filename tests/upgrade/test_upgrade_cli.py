@@ -83,3 +83,9 @@ def test_topologies_pair_their_programs_by_name(tmp_path: Path, capsys: pytest.C
     assert result["programs"]["doors"]["old"]["fingerprint"] == result["programs"]["doors"]["new"]["fingerprint"]
     assert result["unpaired"] == {"gone": "removed: its instances are dropped"}
     assert main(["upgrade", "plan", old, str(tmp_path / "doors.es")]) == 2
+
+
+def test_a_program_on_the_lazy_dfa_cannot_be_planned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write(tmp_path, "old.es", DOORS)
+    assert main(["upgrade", "plan", old, old, "--state-limit", "1"]) == 2
+    assert "runs on the lazy DFA" in capsys.readouterr().out

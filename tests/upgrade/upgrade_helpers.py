@@ -6,6 +6,7 @@ test can leave out the events of keys that restart (their reference is a fresh i
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from eventscript.automata.compile import compile_source
@@ -19,7 +20,7 @@ from eventscript.tester.trace import Timestamp, event_argument, parse_trace, typ
 from eventscript.upgrade.convert import RESTARTED, Conversion, convert
 from eventscript.upgrade.plan import Plan
 
-Item = tuple[str, str]
+Item = tuple[str, Any]
 
 
 def compiled(src: str, name: str = "doors") -> CompiledProgram:
@@ -27,13 +28,13 @@ def compiled(src: str, name: str = "doors") -> CompiledProgram:
 
 
 def render(items: list[Item]) -> str:
-    """Trace text: the first timestamp with its date, events with a string value."""
+    """Trace text: the first timestamp with its date, then later times; events with their value."""
     out = []
     for kind, value in items:
         if kind == "time":
             out.append(f"[{'2026-01-01 ' if not out else ''}{value}]")
         else:
-            out.append(f'{kind}("{value}")')
+            out.append(f"{kind}({json.dumps(value)})")
     return " ".join(out)
 
 
@@ -98,6 +99,6 @@ def reference(old: CompiledProgram, new: CompiledProgram, items: list[Item], cut
     It holds where the edit leaves the events before the cut meaning the same to both versions,
     as the tests' traces are chosen to."""
     before = run_tester(old, items[:cut])
-    kept = [it for i, it in enumerate(items) if i >= cut or it[0] == "time" or it[1] not in restarted]
+    kept = [it for i, it in enumerate(items) if i >= cut or it[0] == "time" or it[1] not in restarted]  # (keys: doors)
     new_cut = cut - (len(items) - len(kept))
     return before + run_tester(new, kept)[len(run_tester(new, kept[:new_cut])):]

@@ -12,5 +12,7 @@ plan that says, for every old state, where an instance found there goes:
 - ``timers``: the rule that re-arms a pending timer in the new state;
 - ``plan``: the verdict per old state (carried to a new state, restarted or ended, and why),
   the variables by name and type, and what makes an upgrade impossible (exit codes 0/1/2);
-- ``convert``: a pure function from one old snapshot to the new version's (or restart/end).
+- ``convert``: a pure function from one old snapshot to the new version's (or restart/end);
+- ``loader``: the per-instance hook for hosts, under the topology's policy (refuse, carry,
+  restart), with counts and a summary line.
 """
