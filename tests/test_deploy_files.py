@@ -52,7 +52,9 @@ def _exported() -> tuple[set[str], set[str], set[str]]:
     """The metric family names, sample names and label names of the worker's metrics, from its registry."""
     m = Metrics()
     # Labelled metrics export no samples until a child exists: make one of each.
-    m.register("p", lambda: True)
+    m.register("p", lambda: True, 2)
+    m.state_sizes("p", lambda: {0: 1})
+    m.restore_progress("p", {0: 1})
     m.count("p", "consumed")
     m.observe_commit("p", 0.01)
     m.observe_restore("p", 0.01)
@@ -89,9 +91,10 @@ def test_the_worker_exports_what_the_files_rely_on() -> None:
     for name in ("eventscript_records_total", "eventscript_commits_total", "eventscript_commit_seconds_bucket",
                  "eventscript_restore_seconds_bucket", "eventscript_restore_seconds_count", "eventscript_tasks",
                  "eventscript_kafka_consumer_lag", "eventscript_ready", "eventscript_build_info",
-                 "process_resident_memory_bytes"):
+                 "process_resident_memory_bytes", "eventscript_state_bytes", "eventscript_partitions",
+                 "eventscript_restore_remaining_records"):
         assert name in EXPORTED, f"{name} is not exported (exported: {sorted(EXPORTED)})"
-    assert {"program", "kind", "le", "topic", "partition"} <= EXPORTED_LABELS
+    assert {"program", "kind", "le", "topic", "partition", "task"} <= EXPORTED_LABELS
     assert {"consumed", "processed", "produced", "errors", "repartitioned"} <= KINDS
     assert "commits" not in metrics_module.KINDS, "batches are counted in eventscript_commits_total"
     # ... and the worker still counts them under those names.
