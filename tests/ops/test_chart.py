@@ -298,3 +298,27 @@ def test_backfill_values_that_cannot_run_fail_the_install(sets: tuple[str, ...],
         args += ["--set", s]
     proc = helm(*args, check=False)
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+
+
+#: The selectors rules.yaml writes for Kubernetes' own series, for a release called "eventscript".
+KUBERNETES_SELECTORS = ['statefulset="eventscript"', 'pod=~"eventscript-[0-9]+"',
+                        'persistentvolumeclaim=~"state-eventscript-[0-9]+"', 'job_name=~"eventscript-backfill(-[0-9]+)?"']
+
+
+def test_alerts_on_kubernetes_series_select_the_releases_objects() -> None:
+    """Issue 25, item 5: the volume, pod, rollout and backfill alerts read kube-state-metrics and the
+    kubelet, whose job labels are their own: the chart selects this release's objects by name and
+    namespace, so one release's rules do not alert on another's."""
+    docs = render(None, "prometheusRule.enabled=true", "fullnameOverride=sensors-prod", "backfill.job.enabled=true",
+                  "backfill.output=/tmp/x.jsonl", "backfill.image.tag=v1")
+    exprs = " ".join(r["expr"] for g in one(docs, "PrometheusRule")["spec"]["groups"] for r in g["rules"])
+    assert [s for s in KUBERNETES_SELECTORS if s in exprs] == []
+    for selector in ['statefulset="sensors-prod"', 'pod=~"sensors-prod-[0-9]+"',
+                     'persistentvolumeclaim=~"state-sensors-prod-[0-9]+"']:
+        assert f'namespace="streams", {selector}' in exprs, selector
+    job = one(docs, "Job")["metadata"]["name"]
+    assert f'namespace="streams", job_name=~"{job}(-[0-9]+)?"' in exprs
+    # The PVC and pod names the selectors expect are those the StatefulSet makes.
+    sts = one(docs, "StatefulSet")
+    assert sts["metadata"]["name"] == "sensors-prod"
+    assert sts["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "state"  # PVC state-<sts>-<n>
