@@ -310,7 +310,8 @@ def test_alerts_on_kubernetes_series_select_the_releases_objects() -> None:
     kubelet, whose job labels are their own: the chart selects this release's objects by name and
     namespace, so one release's rules do not alert on another's."""
     docs = render(None, "prometheusRule.enabled=true", "fullnameOverride=sensors-prod", "backfill.job.enabled=true",
-                  "backfill.output=/tmp/x.jsonl", "backfill.image.tag=v1")
+                  "backfill.output=/tmp/x.jsonl", "backfill.image.tag=v1",
+                  "backfill.program=overheat")
     exprs = " ".join(r["expr"] for g in one(docs, "PrometheusRule")["spec"]["groups"] for r in g["rules"])
     assert [s for s in KUBERNETES_SELECTORS if s in exprs] == []
     for selector in ['statefulset="sensors-prod"', 'pod=~"sensors-prod-[0-9]+"',
