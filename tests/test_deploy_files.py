@@ -255,6 +255,12 @@ def test_dashboard_has_the_panels_operators_need(dashboard: dict[str, Any]) -> N
                                      r"eventscript_restore_seconds_count\{[^}]*\}\[1h\]\)\) > 0\)", e)
                            for e in restore), restore
     assert some(r'kind="consumed"') and some(r'kind="processed"'), "consumed vs processed"
+    # The state disk (issue 25): the stores' size and the volume's use, and restores in progress.
+    assert some(r"sum by \(program\) \(eventscript_state_bytes\{"), "state on disk per program"
+    assert some(r"by \(program, task, instance\) \(eventscript_state_bytes\{"), "state on disk per task"
+    assert some(r'kubelet_volume_stats_used_bytes\{persistentvolumeclaim=~"state-\(\$job\)-\[0-9\]\+"\}'), \
+        "state volume used (the PVCs are state-<job>-N: the job label is the StatefulSet's name)"
+    assert some(r"eventscript_restore_remaining_records\{"), "restore: records to go"
 
 
 def test_dashboard_layout(dashboard: dict[str, Any]) -> None:
