@@ -7,6 +7,8 @@ by scripts/install-helm."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -47,8 +49,12 @@ def render(values: Path | None = None, *sets: str, release: str = "demo", tool: 
     return [d for d in yaml.safe_load_all(proc.stdout) if d]
 
 
-def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    (doc,) = [d for d in docs if d["kind"] == kind]
+def one(docs: list[dict[str, Any]], kind: str, component: str = "worker") -> dict[str, Any]:
+    """The one manifest of ``kind``; for ConfigMaps (the workers' and the backfill's), the component's."""
+    found = [d for d in docs if d["kind"] == kind]
+    if kind == "ConfigMap":
+        found = [d for d in found if d["metadata"]["labels"]["app.kubernetes.io/component"] == component]
+    (doc,) = found
     return doc
 
 
@@ -240,7 +246,8 @@ def test_backfill_job_and_cronjob_run_the_command_on_the_charts_topology() -> No
 
 
 def test_backfill_to_kafka_with_handover() -> None:
-    docs = render(None, "backfill.job.enabled=true", "backfill.program=site-alarm", "backfill.from=0",
+    docs = render(None, "backfill.job.enabled=true", "backfill.image.tag=v1", "backfill.program=site-alarm",
+                  "backfill.from=0",
                   "backfill.outputTopics.SiteAlarm=site-alarms-v2", "backfill.errorTopic=errors-v2",
                   "backfill.handover=true", "backfill.force=true")
     args = build_parser().parse_args(_backfill_container(one(docs, "Job")["spec"]["template"]["spec"])["args"])
@@ -285,13 +292,23 @@ def test_backfill_names_fit_the_cronjob_limit() -> None:
 
 
 @pytest.mark.parametrize(("sets", "message"), [
-    (("backfill.job.enabled=true",), "backfill.program: name the program to backfill (the topology has overheat, "
-                                     "site-alarm)"),
-    (("backfill.cronJob.enabled=true", "backfill.program=overheet"),
+    (("backfill.job.enabled=true", "backfill.image.tag=v1"),
+     "backfill.program: name the program to backfill (the topology has overheat, site-alarm)"),
+    (("backfill.cronJob.enabled=true", "backfill.output=/data/x.jsonl", "backfill.program=overheet"),
      'backfill.program: the topology has no program "overheet" (it has overheat, site-alarm)'),
-    (("backfill.job.enabled=true", "backfill.program=overheat", "backfill.output=/data/x.jsonl",
-      "backfill.errorTopic=e"), "backfill.output writes a file; backfill.outputTopics and backfill.errorTopic"),
-], ids=["no-program", "unknown-program", "file-and-topics"])
+    (("backfill.job.enabled=true", "backfill.image.tag=v1", "backfill.program=overheat",
+      "backfill.output=/data/x.jsonl", "backfill.errorTopic=e"),
+     "backfill.output writes a file; backfill.outputTopics and backfill.errorTopic"),
+    # Issue 25, item 2: a nightly run into the live output topics; a Job whose image follows the chart.
+    (("backfill.cronJob.enabled=true", "backfill.program=overheat"),
+     "backfill.cronJob: set backfill.output (a file) or backfill.outputTopics (topics of their own)"),
+    (("backfill.job.enabled=true", "backfill.program=overheat", "backfill.output=/data/x.jsonl"),
+     "backfill.job: set backfill.image.tag: a Job cannot change once created"),
+    # Issue 25, item 7: what the schema cannot compare.
+    (("autoscaling.enabled=true", "autoscaling.minReplicas=4", "autoscaling.maxReplicas=3"),
+     "autoscaling.minReplicas (4) is above autoscaling.maxReplicas (3)"),
+], ids=["no-program", "unknown-program", "file-and-topics", "cronjob-into-live-topics", "job-without-tag",
+        "min-above-max-replicas"])
 def test_backfill_values_that_cannot_run_fail_the_install(sets: tuple[str, ...], message: str) -> None:
     args = ["template", "demo", str(CHART)]
     for s in sets:
@@ -323,3 +340,51 @@ def test_alerts_on_kubernetes_series_select_the_releases_objects() -> None:
     sts = one(docs, "StatefulSet")
     assert sts["metadata"]["name"] == "sensors-prod"
     assert sts["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "state"  # PVC state-<sts>-<n>
+
+
+def _template_of_job(chart: Path, *sets: str) -> dict[str, Any]:
+    args = ["template", "demo", str(chart), "--namespace", "streams", "-f", str(BACKFILL_VALUES)]
+    for s in sets:
+        args += ["--set", s]
+    proc = helm(*args, check=False)
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    return one(docs, "Job")["spec"]["template"]
+
+
+def test_the_backfill_jobs_pod_template_survives_upgrades(tmp_path: Path) -> None:
+    """Issue 25, item 2: a Job's pod template is immutable, so an enabled backfill.job made `helm
+    upgrade` fail when the topology, the chart's version or the log level changed (its template
+    carried the config checksum, the chart version label and the log settings). Now none of them
+    reach it: the pod reads them at start."""
+    before = _template_of_job(CHART)
+    newer = tmp_path / "eventscript"
+    shutil.copytree(CHART, newer)
+    chart_yaml = yaml.safe_load((newer / "Chart.yaml").read_text())
+    chart_yaml.update(version="9.9.9", appVersion="9.9.9")
+    (newer / "Chart.yaml").write_text(yaml.safe_dump(chart_yaml))
+    topology = yaml.safe_load(yaml.safe_load((CHART / "values.yaml").read_text())["topology"])
+    topology["topics"]["sensor-events"]["partitions"] = 6
+    (tmp_path / "topology.yaml").write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology)}))
+    after = _template_of_job(newer, "logging.level=DEBUG", "logging.format=text")
+    assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True)
+    args = ["template", "demo", str(newer), "-f", str(BACKFILL_VALUES), "-f", str(tmp_path / "topology.yaml"),
+            "--set", "logging.level=DEBUG"]
+    docs = [d for d in yaml.safe_load_all(helm(*args).stdout) if d]
+    assert json.dumps(one(docs, "Job")["spec"]["template"], sort_keys=True) == json.dumps(before, sort_keys=True)
+    # ... and the pod still gets them: the log settings from the backfill's ConfigMap, the topology
+    # from the workers' (mounted).
+    assert one(docs, "ConfigMap", "backfill")["data"] == {"log-format": "json", "log-level": "DEBUG"}
+    env = {e["name"]: e for e in _backfill_container(before["spec"])["env"]}
+    assert env["EVENTSCRIPT_LOG_LEVEL"]["valueFrom"]["configMapKeyRef"] == {
+        "name": "demo-eventscript-backfill", "key": "log-level"}
+    topology_now = yaml.safe_load(one(docs, "ConfigMap")["data"]["topology.yaml"])
+    assert topology_now["topics"]["sensor-events"]["partitions"] == 6
+
+
+def test_the_backfill_pod_template_has_no_version_label_nor_checksum() -> None:
+    """What the template carried before issue 25 (the test above fails with any of them back)."""
+    template = _template_of_job(CHART)
+    assert "helm.sh/chart" not in template["metadata"]["labels"]
+    assert "app.kubernetes.io/version" not in template["metadata"]["labels"]
+    assert "checksum/config" not in template["metadata"].get("annotations", {})
