@@ -388,3 +388,67 @@ def test_the_backfill_pod_template_has_no_version_label_nor_checksum() -> None:
     assert "helm.sh/chart" not in template["metadata"]["labels"]
     assert "app.kubernetes.io/version" not in template["metadata"]["labels"]
     assert "checksum/config" not in template["metadata"].get("annotations", {})
+
+
+@pytest.mark.parametrize(("typo", "where"), [
+    ("podSecurityContext.runAsUser=0", "/podSecurityContext/runAsUser"),
+    ("securityContext.runAsNonRoot=false", "/securityContext/runAsNonRoot"),
+    ("securityContext.privileged=true", "/securityContext/privileged"),
+    ("terminationGracePeriodSeconds=20", "/terminationGracePeriodSeconds"),
+    ("resources.limits.memory=1GB", "/resources/limits/memory"),
+    ("resources.limit.memory=1Gi", "/resources"),
+    ("backfill.resources.requests.cpu=two", "/backfill/resources/requests/cpu"),
+])
+def test_schema_refuses_unsafe_kubernetes_values(typo: str, where: str) -> None:
+    """Issue 25, item 7: Kubernetes-typed values are checked: root, a grace shorter than the worker's
+    stop, quantities that are no quantities, misspelt resource keys."""
+    proc = helm("template", "demo", str(CHART), "--set", typo, check=False)
+    assert proc.returncode != 0 and where in proc.stderr, proc.stderr
+
+
+def test_the_grace_period_covers_the_workers_stop() -> None:
+    import json as json_module
+
+    from eventscript.kafka.worker import TXN_TIMEOUT
+
+    schema = json_module.loads((CHART / "values.schema.json").read_text())
+    assert schema["properties"]["terminationGracePeriodSeconds"]["minimum"] > TXN_TIMEOUT
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["terminationGracePeriodSeconds"] >= schema["properties"]["terminationGracePeriodSeconds"]["minimum"]
+
+
+@pytest.mark.parametrize("tool", HELMS)
+def test_the_chart_works_as_a_subchart(tmp_path: Path, tool: str) -> None:
+    """Issue 25, item 7: helm gives every subchart the parent's `global` values; the schema refused
+    them ("additional properties 'global' not allowed")."""
+    parent = tmp_path / "platform"
+    (parent / "charts").mkdir(parents=True)
+    shutil.copytree(CHART, parent / "charts" / "eventscript")
+    (parent / "Chart.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "v2", "name": "platform", "version": "1.0.0",
+        "dependencies": [{"name": "eventscript", "version": "0.1.0"}]}))
+    (parent / "values.yaml").write_text(yaml.safe_dump({
+        "global": {"imageRegistry": "registry.example.com"}, "eventscript": {"replicaCount": 3}}))
+    proc = helm("template", "p", str(parent), check=False, tool=tool)
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    assert one(docs, "StatefulSet")["spec"]["replicas"] == 3
+
+
+def test_a_topology_state_dir_off_the_volume_is_pointed_at_it(tmp_path: Path) -> None:
+    """Issue 25, item 7: a literal state_dir (top level or a program's) bypassed the state volume;
+    the chart points it at the volume and the notes say so. Paths on the volume are kept."""
+    topology = yaml.safe_load(yaml.safe_load((CHART / "values.yaml").read_text())["topology"])
+    topology["state_dir"] = "./state"
+    topology["programs"][0]["state_dir"] = "/data/overheat"
+    topology["programs"][1]["state_dir"] = "/var/lib/eventscript/alarms"
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology)}))
+    docs = render(values)
+    written = yaml.safe_load(one(docs, "ConfigMap")["data"]["topology.yaml"])
+    assert written["state_dir"] == "${EVENTSCRIPT_STATE_DIR:-/var/lib/eventscript}"
+    assert "state_dir" not in written["programs"][0]
+    assert written["programs"][1]["state_dir"] == "/var/lib/eventscript/alarms"
+    said = notes(values=values)
+    assert "WARNING: the topology's state_dir: ./state, programs[overheat].state_dir: /data/overheat" in said
+    assert "WARNING: the topology's" not in notes()
