@@ -452,3 +452,27 @@ def test_a_topology_state_dir_off_the_volume_is_pointed_at_it(tmp_path: Path) ->
     said = notes(values=values)
     assert "WARNING: the topology's state_dir: ./state, programs[overheat].state_dir: /data/overheat" in said
     assert "WARNING: the topology's" not in notes()
+
+
+def test_keda_reads_the_broker_from_the_existing_secret_and_keeps_the_behavior() -> None:
+    """Issue 25, item 4: with kafka.existingSecret KEDA got "kafka:9092" (the unused default), and
+    it dropped autoscaling.behavior, so replicas flapped (cooldownPeriod only slows scaling to zero)."""
+    keda = CHART.parents[1] / "tests" / "ops" / "values" / "keda.yaml"
+    docs = render(keda, "kafka.existingSecret=kafka-connection")
+    so = one(docs, "ScaledObject")
+    for trigger in so["spec"]["triggers"]:
+        assert "bootstrapServers" not in trigger["metadata"], trigger
+        assert trigger["metadata"]["bootstrapServersFromEnv"] == "KAFKA_BOOTSTRAP_SERVERS"
+    container = so["spec"]["scaleTargetRef"]["envSourceContainerName"]
+    (worker,) = [c for c in one(docs, "StatefulSet")["spec"]["template"]["spec"]["containers"] if c["name"] == container]
+    env = {e["name"]: e for e in worker["env"]}
+    assert env["KAFKA_BOOTSTRAP_SERVERS"]["valueFrom"]["secretKeyRef"]["name"] == "kafka-connection"
+    behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 600
+    assert behavior["scaleDown"]["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": 300}]
+    # Without the Secret, the address itself.
+    plain = one(render(keda, "kafka.bootstrapServers=broker:9093"), "ScaledObject")
+    assert {t["metadata"]["bootstrapServers"] for t in plain["spec"]["triggers"]} == {"broker:9093"}
+    # The HPA (no KEDA) gets the same behavior.
+    hpa = one(render(None, "autoscaling.enabled=true"), "HorizontalPodAutoscaler")
+    assert hpa["spec"]["behavior"] == behavior
