@@ -476,3 +476,39 @@ def test_keda_reads_the_broker_from_the_existing_secret_and_keeps_the_behavior()
     # The HPA (no KEDA) gets the same behavior.
     hpa = one(render(None, "autoscaling.enabled=true"), "HorizontalPodAutoscaler")
     assert hpa["spec"]["behavior"] == behavior
+
+
+def _pod_spec(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    return one(docs, "StatefulSet")["spec"]["template"]["spec"]
+
+
+def test_replicas_are_spread_over_nodes_and_zones_by_default() -> None:
+    """Issue 25, item 6: without anti-affinity two replicas (a task's active and its standby) could
+    share a node. The default prefers one per node and spreads over zones; hard requires it."""
+    docs = render(None)
+    labels = one(docs, "StatefulSet")["spec"]["selector"]["matchLabels"]
+    spec = _pod_spec(docs)
+    (term,) = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == labels
+    (spread,) = spec["topologySpreadConstraints"]
+    assert (spread["topologyKey"], spread["whenUnsatisfiable"]) == ("topology.kubernetes.io/zone", "ScheduleAnyway")
+    assert spread["labelSelector"]["matchLabels"] == labels
+    hard = _pod_spec(render(None, "placement.antiAffinity=hard"))["affinity"]["podAntiAffinity"]
+    assert hard["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"]["matchLabels"] == labels
+    off = _pod_spec(render(None, "placement.antiAffinity=none", "placement.zoneSpread=false"))
+    assert "affinity" not in off and "topologySpreadConstraints" not in off
+    # The user's own affinity and spread replace the defaults.
+    own = _pod_spec(render(None, "affinity.nodeAffinity.x=1", "topologySpreadConstraints[0].maxSkew=2"))
+    assert own["affinity"] == {"nodeAffinity": {"x": 1}}
+    assert own["topologySpreadConstraints"] == [{"maxSkew": 2}]
+
+
+def test_a_canary_holds_the_lower_replicas_at_their_revision() -> None:
+    """Issue 25, item 6: rollout.partition is the StatefulSet's update partition (a canary)."""
+    strategy = one(render(None), "StatefulSet")["spec"]["updateStrategy"]
+    assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    canary = one(render(None, "replicaCount=4", "rollout.partition=3"), "StatefulSet")["spec"]["updateStrategy"]
+    assert canary["rollingUpdate"]["partition"] == 3
+    assert "Canary: rollout.partition=3" in notes("replicaCount=4", "rollout.partition=3")
+    assert "Canary" not in notes()
