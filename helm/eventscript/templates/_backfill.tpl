@@ -212,6 +212,7 @@ template:
             readOnly: true
           - name: tmp
             mountPath: /tmp
+          {{- with (include "eventscript.secretVolumeMounts" . | trim) }}{{ . | nindent 10 }}{{ end }}
           {{- with .Values.extraVolumeMounts }}
           {{- toYaml . | nindent 10 }}
           {{- end }}
@@ -229,6 +230,7 @@ template:
         {{- else }}
         emptyDir: {}
         {{- end }}
+      {{- with (include "eventscript.secretVolumes" . | trim) }}{{ . | nindent 6 }}{{ end }}
       {{- with .Values.extraVolumes }}
       {{- toYaml . | nindent 6 }}
       {{- end }}

@@ -195,3 +195,28 @@ StatefulSet so that every install and upgrade runs them.
 {{- fail "backfill.job: set backfill.image.tag: a Job cannot change once created, and without a tag its image follows the chart's appVersion, so the next chart version's upgrade would fail on the Job" }}
 {{- end }}
 {{- end }}
+
+{{/*
+secretMounts as pod volumes and as container volumeMounts (never subPath: a subPath mount is not
+updated when its Secret changes). Shared by the workers and the backfill.
+*/}}
+{{- define "eventscript.secretVolumes" -}}
+{{- range $i, $m := .Values.secretMounts }}
+- name: {{ printf "secret-%d" $i }}
+  secret:
+    secretName: {{ $m.secretName }}
+    {{- with $m.items }}
+    items:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    defaultMode: {{ $m.defaultMode | default 0440 }}
+{{- end }}
+{{- end }}
+
+{{- define "eventscript.secretVolumeMounts" -}}
+{{- range $i, $m := .Values.secretMounts }}
+- name: {{ printf "secret-%d" $i }}
+  mountPath: {{ $m.mountPath }}
+  readOnly: true
+{{- end }}
+{{- end }}
