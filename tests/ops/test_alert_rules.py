@@ -62,7 +62,9 @@ def test_promtool_unit_tests_pass() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("dropped", ["EventScriptJobAbsent", "EventScriptLagGrowing", "EventScriptTimersLate"])
+@pytest.mark.parametrize("dropped", ["EventScriptJobAbsent", "EventScriptLagGrowing", "EventScriptTimersLate",
+                                     "EventScriptRestoreStuck", "EventScriptStateVolumeFilling",
+                                     "EventScriptRolloutStuck"])
 def test_promtool_unit_tests_fail_without_an_alert(tmp_path: Path, dropped: str) -> None:
     """The unit tests can fail: without the alert (as before issue 13), its firing case fails."""
     promtool = need("promtool")

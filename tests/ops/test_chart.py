@@ -7,6 +7,8 @@ by scripts/install-helm."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -47,8 +49,12 @@ def render(values: Path | None = None, *sets: str, release: str = "demo", tool: 
     return [d for d in yaml.safe_load_all(proc.stdout) if d]
 
 
-def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    (doc,) = [d for d in docs if d["kind"] == kind]
+def one(docs: list[dict[str, Any]], kind: str, component: str = "worker") -> dict[str, Any]:
+    """The one manifest of ``kind``; for ConfigMaps (the workers' and the backfill's), the component's."""
+    found = [d for d in docs if d["kind"] == kind]
+    if kind == "ConfigMap":
+        found = [d for d in found if d["metadata"]["labels"]["app.kubernetes.io/component"] == component]
+    (doc,) = found
     return doc
 
 
@@ -240,7 +246,8 @@ def test_backfill_job_and_cronjob_run_the_command_on_the_charts_topology() -> No
 
 
 def test_backfill_to_kafka_with_handover() -> None:
-    docs = render(None, "backfill.job.enabled=true", "backfill.program=site-alarm", "backfill.from=0",
+    docs = render(None, "backfill.job.enabled=true", "backfill.image.tag=v1", "backfill.program=site-alarm",
+                  "backfill.from=0",
                   "backfill.outputTopics.SiteAlarm=site-alarms-v2", "backfill.errorTopic=errors-v2",
                   "backfill.handover=true", "backfill.force=true")
     args = build_parser().parse_args(_backfill_container(one(docs, "Job")["spec"]["template"]["spec"])["args"])
@@ -285,16 +292,223 @@ def test_backfill_names_fit_the_cronjob_limit() -> None:
 
 
 @pytest.mark.parametrize(("sets", "message"), [
-    (("backfill.job.enabled=true",), "backfill.program: name the program to backfill (the topology has overheat, "
-                                     "site-alarm)"),
-    (("backfill.cronJob.enabled=true", "backfill.program=overheet"),
+    (("backfill.job.enabled=true", "backfill.image.tag=v1"),
+     "backfill.program: name the program to backfill (the topology has overheat, site-alarm)"),
+    (("backfill.cronJob.enabled=true", "backfill.output=/data/x.jsonl", "backfill.program=overheet"),
      'backfill.program: the topology has no program "overheet" (it has overheat, site-alarm)'),
-    (("backfill.job.enabled=true", "backfill.program=overheat", "backfill.output=/data/x.jsonl",
-      "backfill.errorTopic=e"), "backfill.output writes a file; backfill.outputTopics and backfill.errorTopic"),
-], ids=["no-program", "unknown-program", "file-and-topics"])
+    (("backfill.job.enabled=true", "backfill.image.tag=v1", "backfill.program=overheat",
+      "backfill.output=/data/x.jsonl", "backfill.errorTopic=e"),
+     "backfill.output writes a file; backfill.outputTopics and backfill.errorTopic"),
+    # Issue 25, item 2: a nightly run into the live output topics; a Job whose image follows the chart.
+    (("backfill.cronJob.enabled=true", "backfill.program=overheat"),
+     "backfill.cronJob: set backfill.output (a file) or backfill.outputTopics (topics of their own)"),
+    (("backfill.job.enabled=true", "backfill.program=overheat", "backfill.output=/data/x.jsonl"),
+     "backfill.job: set backfill.image.tag: a Job cannot change once created"),
+    # Issue 25, item 7: what the schema cannot compare.
+    (("autoscaling.enabled=true", "autoscaling.minReplicas=4", "autoscaling.maxReplicas=3"),
+     "autoscaling.minReplicas (4) is above autoscaling.maxReplicas (3)"),
+], ids=["no-program", "unknown-program", "file-and-topics", "cronjob-into-live-topics", "job-without-tag",
+        "min-above-max-replicas"])
 def test_backfill_values_that_cannot_run_fail_the_install(sets: tuple[str, ...], message: str) -> None:
     args = ["template", "demo", str(CHART)]
     for s in sets:
         args += ["--set", s]
     proc = helm(*args, check=False)
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+
+
+#: The selectors rules.yaml writes for Kubernetes' own series, for a release called "eventscript".
+KUBERNETES_SELECTORS = ['statefulset="eventscript"', 'pod=~"eventscript-[0-9]+"',
+                        'persistentvolumeclaim=~"state-eventscript-[0-9]+"', 'job_name=~"eventscript-backfill(-[0-9]+)?"']
+
+
+def test_alerts_on_kubernetes_series_select_the_releases_objects() -> None:
+    """Issue 25, item 5: the volume, pod, rollout and backfill alerts read kube-state-metrics and the
+    kubelet, whose job labels are their own: the chart selects this release's objects by name and
+    namespace, so one release's rules do not alert on another's."""
+    docs = render(None, "prometheusRule.enabled=true", "fullnameOverride=sensors-prod", "backfill.job.enabled=true",
+                  "backfill.output=/tmp/x.jsonl", "backfill.image.tag=v1",
+                  "backfill.program=overheat")
+    exprs = " ".join(r["expr"] for g in one(docs, "PrometheusRule")["spec"]["groups"] for r in g["rules"])
+    assert [s for s in KUBERNETES_SELECTORS if s in exprs] == []
+    for selector in ['statefulset="sensors-prod"', 'pod=~"sensors-prod-[0-9]+"',
+                     'persistentvolumeclaim=~"state-sensors-prod-[0-9]+"']:
+        assert f'namespace="streams", {selector}' in exprs, selector
+    job = one(docs, "Job")["metadata"]["name"]
+    assert f'namespace="streams", job_name=~"{job}(-[0-9]+)?"' in exprs
+    # The PVC and pod names the selectors expect are those the StatefulSet makes.
+    sts = one(docs, "StatefulSet")
+    assert sts["metadata"]["name"] == "sensors-prod"
+    assert sts["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "state"  # PVC state-<sts>-<n>
+
+
+def _template_of_job(chart: Path, *sets: str) -> dict[str, Any]:
+    args = ["template", "demo", str(chart), "--namespace", "streams", "-f", str(BACKFILL_VALUES)]
+    for s in sets:
+        args += ["--set", s]
+    proc = helm(*args, check=False)
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    return one(docs, "Job")["spec"]["template"]
+
+
+def test_the_backfill_jobs_pod_template_survives_upgrades(tmp_path: Path) -> None:
+    """Issue 25, item 2: a Job's pod template is immutable, so an enabled backfill.job made `helm
+    upgrade` fail when the topology, the chart's version or the log level changed (its template
+    carried the config checksum, the chart version label and the log settings). Now none of them
+    reach it: the pod reads them at start."""
+    before = _template_of_job(CHART)
+    newer = tmp_path / "eventscript"
+    shutil.copytree(CHART, newer)
+    chart_yaml = yaml.safe_load((newer / "Chart.yaml").read_text())
+    chart_yaml.update(version="9.9.9", appVersion="9.9.9")
+    (newer / "Chart.yaml").write_text(yaml.safe_dump(chart_yaml))
+    topology = yaml.safe_load(yaml.safe_load((CHART / "values.yaml").read_text())["topology"])
+    topology["topics"]["sensor-events"]["partitions"] = 6
+    (tmp_path / "topology.yaml").write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology)}))
+    after = _template_of_job(newer, "logging.level=DEBUG", "logging.format=text")
+    assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True)
+    args = ["template", "demo", str(newer), "-f", str(BACKFILL_VALUES), "-f", str(tmp_path / "topology.yaml"),
+            "--set", "logging.level=DEBUG"]
+    docs = [d for d in yaml.safe_load_all(helm(*args).stdout) if d]
+    assert json.dumps(one(docs, "Job")["spec"]["template"], sort_keys=True) == json.dumps(before, sort_keys=True)
+    # ... and the pod still gets them: the log settings from the backfill's ConfigMap, the topology
+    # from the workers' (mounted).
+    assert one(docs, "ConfigMap", "backfill")["data"] == {"log-format": "json", "log-level": "DEBUG"}
+    env = {e["name"]: e for e in _backfill_container(before["spec"])["env"]}
+    assert env["EVENTSCRIPT_LOG_LEVEL"]["valueFrom"]["configMapKeyRef"] == {
+        "name": "demo-eventscript-backfill", "key": "log-level"}
+    topology_now = yaml.safe_load(one(docs, "ConfigMap")["data"]["topology.yaml"])
+    assert topology_now["topics"]["sensor-events"]["partitions"] == 6
+
+
+def test_the_backfill_pod_template_has_no_version_label_nor_checksum() -> None:
+    """What the template carried before issue 25 (the test above fails with any of them back)."""
+    template = _template_of_job(CHART)
+    assert "helm.sh/chart" not in template["metadata"]["labels"]
+    assert "app.kubernetes.io/version" not in template["metadata"]["labels"]
+    assert "checksum/config" not in template["metadata"].get("annotations", {})
+
+
+@pytest.mark.parametrize(("typo", "where"), [
+    ("podSecurityContext.runAsUser=0", "/podSecurityContext/runAsUser"),
+    ("securityContext.runAsNonRoot=false", "/securityContext/runAsNonRoot"),
+    ("securityContext.privileged=true", "/securityContext/privileged"),
+    ("terminationGracePeriodSeconds=20", "/terminationGracePeriodSeconds"),
+    ("resources.limits.memory=1GB", "/resources/limits/memory"),
+    ("resources.limit.memory=1Gi", "/resources"),
+    ("backfill.resources.requests.cpu=two", "/backfill/resources/requests/cpu"),
+])
+def test_schema_refuses_unsafe_kubernetes_values(typo: str, where: str) -> None:
+    """Issue 25, item 7: Kubernetes-typed values are checked: root, a grace shorter than the worker's
+    stop, quantities that are no quantities, misspelt resource keys."""
+    proc = helm("template", "demo", str(CHART), "--set", typo, check=False)
+    assert proc.returncode != 0 and where in proc.stderr, proc.stderr
+
+
+def test_the_grace_period_covers_the_workers_stop() -> None:
+    import json as json_module
+
+    from eventscript.kafka.worker import TXN_TIMEOUT
+
+    schema = json_module.loads((CHART / "values.schema.json").read_text())
+    assert schema["properties"]["terminationGracePeriodSeconds"]["minimum"] > TXN_TIMEOUT
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["terminationGracePeriodSeconds"] >= schema["properties"]["terminationGracePeriodSeconds"]["minimum"]
+
+
+@pytest.mark.parametrize("tool", HELMS)
+def test_the_chart_works_as_a_subchart(tmp_path: Path, tool: str) -> None:
+    """Issue 25, item 7: helm gives every subchart the parent's `global` values; the schema refused
+    them ("additional properties 'global' not allowed")."""
+    parent = tmp_path / "platform"
+    (parent / "charts").mkdir(parents=True)
+    shutil.copytree(CHART, parent / "charts" / "eventscript")
+    (parent / "Chart.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "v2", "name": "platform", "version": "1.0.0",
+        "dependencies": [{"name": "eventscript", "version": "0.1.0"}]}))
+    (parent / "values.yaml").write_text(yaml.safe_dump({
+        "global": {"imageRegistry": "registry.example.com"}, "eventscript": {"replicaCount": 3}}))
+    proc = helm("template", "p", str(parent), check=False, tool=tool)
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    assert one(docs, "StatefulSet")["spec"]["replicas"] == 3
+
+
+def test_a_topology_state_dir_off_the_volume_is_pointed_at_it(tmp_path: Path) -> None:
+    """Issue 25, item 7: a literal state_dir (top level or a program's) bypassed the state volume;
+    the chart points it at the volume and the notes say so. Paths on the volume are kept."""
+    topology = yaml.safe_load(yaml.safe_load((CHART / "values.yaml").read_text())["topology"])
+    topology["state_dir"] = "./state"
+    topology["programs"][0]["state_dir"] = "/data/overheat"
+    topology["programs"][1]["state_dir"] = "/var/lib/eventscript/alarms"
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology)}))
+    docs = render(values)
+    written = yaml.safe_load(one(docs, "ConfigMap")["data"]["topology.yaml"])
+    assert written["state_dir"] == "${EVENTSCRIPT_STATE_DIR:-/var/lib/eventscript}"
+    assert "state_dir" not in written["programs"][0]
+    assert written["programs"][1]["state_dir"] == "/var/lib/eventscript/alarms"
+    said = notes(values=values)
+    assert "WARNING: the topology's state_dir: ./state, programs[overheat].state_dir: /data/overheat" in said
+    assert "WARNING: the topology's" not in notes()
+
+
+def test_keda_reads_the_broker_from_the_existing_secret_and_keeps_the_behavior() -> None:
+    """Issue 25, item 4: with kafka.existingSecret KEDA got "kafka:9092" (the unused default), and
+    it dropped autoscaling.behavior, so replicas flapped (cooldownPeriod only slows scaling to zero)."""
+    keda = CHART.parents[1] / "tests" / "ops" / "values" / "keda.yaml"
+    docs = render(keda, "kafka.existingSecret=kafka-connection")
+    so = one(docs, "ScaledObject")
+    for trigger in so["spec"]["triggers"]:
+        assert "bootstrapServers" not in trigger["metadata"], trigger
+        assert trigger["metadata"]["bootstrapServersFromEnv"] == "KAFKA_BOOTSTRAP_SERVERS"
+    container = so["spec"]["scaleTargetRef"]["envSourceContainerName"]
+    (worker,) = [c for c in one(docs, "StatefulSet")["spec"]["template"]["spec"]["containers"] if c["name"] == container]
+    env = {e["name"]: e for e in worker["env"]}
+    assert env["KAFKA_BOOTSTRAP_SERVERS"]["valueFrom"]["secretKeyRef"]["name"] == "kafka-connection"
+    behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] == 600
+    assert behavior["scaleDown"]["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": 300}]
+    # Without the Secret, the address itself.
+    plain = one(render(keda, "kafka.bootstrapServers=broker:9093"), "ScaledObject")
+    assert {t["metadata"]["bootstrapServers"] for t in plain["spec"]["triggers"]} == {"broker:9093"}
+    # The HPA (no KEDA) gets the same behavior.
+    hpa = one(render(None, "autoscaling.enabled=true"), "HorizontalPodAutoscaler")
+    assert hpa["spec"]["behavior"] == behavior
+
+
+def _pod_spec(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    return one(docs, "StatefulSet")["spec"]["template"]["spec"]
+
+
+def test_replicas_are_spread_over_nodes_and_zones_by_default() -> None:
+    """Issue 25, item 6: without anti-affinity two replicas (a task's active and its standby) could
+    share a node. The default prefers one per node and spreads over zones; hard requires it."""
+    docs = render(None)
+    labels = one(docs, "StatefulSet")["spec"]["selector"]["matchLabels"]
+    spec = _pod_spec(docs)
+    (term,) = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == labels
+    (spread,) = spec["topologySpreadConstraints"]
+    assert (spread["topologyKey"], spread["whenUnsatisfiable"]) == ("topology.kubernetes.io/zone", "ScheduleAnyway")
+    assert spread["labelSelector"]["matchLabels"] == labels
+    hard = _pod_spec(render(None, "placement.antiAffinity=hard"))["affinity"]["podAntiAffinity"]
+    assert hard["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"]["matchLabels"] == labels
+    off = _pod_spec(render(None, "placement.antiAffinity=none", "placement.zoneSpread=false"))
+    assert "affinity" not in off and "topologySpreadConstraints" not in off
+    # The user's own affinity and spread replace the defaults.
+    own = _pod_spec(render(None, "affinity.nodeAffinity.x=1", "topologySpreadConstraints[0].maxSkew=2"))
+    assert own["affinity"] == {"nodeAffinity": {"x": 1}}
+    assert own["topologySpreadConstraints"] == [{"maxSkew": 2}]
+
+
+def test_a_canary_holds_the_lower_replicas_at_their_revision() -> None:
+    """Issue 25, item 6: rollout.partition is the StatefulSet's update partition (a canary)."""
+    strategy = one(render(None), "StatefulSet")["spec"]["updateStrategy"]
+    assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    canary = one(render(None, "replicaCount=4", "rollout.partition=3"), "StatefulSet")["spec"]["updateStrategy"]
+    assert canary["rollingUpdate"]["partition"] == 3
+    assert "Canary: rollout.partition=3" in notes("replicaCount=4", "rollout.partition=3")
+    assert "Canary" not in notes()

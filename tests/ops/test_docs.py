@@ -16,7 +16,9 @@ _SUFFIX = {"counter": "_total", "info": "_info"}
 def exported() -> dict[str, set[str]]:
     """Exported eventscript_* names (as written in PromQL) and their labels (bucket le aside)."""
     m = Metrics()
-    m.register("p", lambda: True)
+    m.register("p", lambda: True, 2)
+    m.state_sizes("p", lambda: {0: 1})
+    m.restore_progress("p", {0: 1})
     m.observe_commit("p", 0.1)
     m.observe_restore("p", 0.1)
     m.kafka.update("p", "consumer", {"type": "consumer", "msg_cnt": 0,

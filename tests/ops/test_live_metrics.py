@@ -15,11 +15,22 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from eventscript.kafka.config import load_topology
 from eventscript.kafka.runner import TopologyRunner
-from test_deploy_files import DASHBOARD, RULES, TARGET_LABELS, _exprs, promql_labels, promql_metric_names
+from test_deploy_files import (
+    DASHBOARD,
+    KUBERNETES_SERIES,
+    RULES,
+    TARGET_LABELS,
+    _exprs,
+    promql_labels,
+    promql_metric_names,
+)
 
 PROGRAM = "in {string k;} A group(A.k)\nout {string k;} B\n( A(a) { !>B(a); } )*\n"
 #: Labels PromQL adds or computes rather than reads from a series (histogram buckets are read).
 COMPUTED = {"le"} | TARGET_LABELS
+#: Series a worker exports only while a task restores: test_a_live_worker_exports_store_sizes_and_
+#: restore_progress scrapes them during a restore.
+WHILE_RESTORING = {"eventscript_restore_remaining_records"}
 
 
 def scrape(port: int) -> dict[str, list[dict[str, str]]]:
@@ -54,7 +65,9 @@ def missing(exported: dict[str, list[dict[str, str]]], queries: list[tuple[str, 
             recorded: set[str]) -> list[str]:
     problems = []
     for where, expr in queries:
-        names = promql_metric_names(expr) - recorded - {"up"}
+        names = promql_metric_names(expr) - recorded - {"up"} - WHILE_RESTORING
+        if names & set(KUBERNETES_SERIES):
+            continue  # read from Kubernetes (kube-state-metrics, the kubelet), not from the worker
         for name in sorted(names - set(exported)):
             problems.append(f"{where}: {name} is not exported")
         labels, _ = promql_labels(expr)
@@ -109,6 +122,103 @@ def test_a_live_worker_exports_what_dashboard_and_rules_use(broker: Broker, tmp_
         assert lag == {"0", "1"}
         assert exported["eventscript_build_info"] and exported["process_resident_memory_bytes"]
         assert exported["eventscript_commits_total"] == [{"program": name}]
+    finally:
+        runner.stop()
+        t.join(60)
+
+
+COUNTING = """
+in {string k;} Hit group(Hit.k)
+out {string k; long n;} Count
+{ n = 0; }
+( Hit() { n = n + 1; !>Count({k: group[0], n: n}); } )*
+"""
+
+
+def _samples_of(port: int, name: str) -> dict[str, float]:
+    """task (or "" when the series has none) -> value of ``name`` on a live worker's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return {s.labels.get("task", ""): s.value for family in text_string_to_metric_families(text)
+            for s in family.samples if s.name == name}
+
+
+def _start(path: Path, port: int) -> tuple[TopologyRunner, threading.Thread]:
+    runner = TopologyRunner(load_topology(path), health_port=port)
+    runner.prepare()
+    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    t.start()
+    return runner, t
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_a_live_worker_exports_store_sizes_and_restore_progress(broker: Broker, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25, items 1 and 3: each owned task's store size (RocksDB's estimate) and, while a task
+    restores from its changelog, the records it has still to read, both on /metrics."""
+    import shutil
+    import time
+
+    from eventscript.kafka import restore, worker
+
+    name = unique("disk")
+    (tmp_path / "p.es").write_text(COUNTING)
+    path = topology(broker, tmp_path, [{"name": name, "source": "p.es", "clock": "record",
+                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                                        "outputs": {"default": f"{name}-out"}}], {f"{name}-in": {"partitions": 2}})
+    port = free_port()
+    runner, t = _start(path, port)
+    try:
+        wait_for(lambda: ready(port), 90, what="/readyz")
+        KeyedProducer(broker, f"{name}-in", 2).run(count=400, keys=200, rate=2000)
+        wait_for(lambda: set(_samples_of(port, "eventscript_state_bytes")) == {"0", "1"}
+                 and min(_samples_of(port, "eventscript_state_bytes").values()) > 0, 60,
+                 what="a store size for each task")
+        assert _samples_of(port, "eventscript_partitions") == {"": 2.0}
+        assert _samples_of(port, "eventscript_restore_remaining_records") == {}  # nothing restores
+    finally:
+        runner.stop()
+        t.join(60)
+    shutil.rmtree(tmp_path / "state" / name)  # the next start replays the whole changelog
+
+    # A replay slow enough to be scraped: at most 2 changelog records per read, 20 ms each.
+    real_step = restore.Restoration.step
+
+    class SlowReader:
+        def __init__(self, consumer: Any) -> None:
+            self.consumer = consumer
+
+        def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+            time.sleep(0.02)
+            return self.consumer.consume(num_messages=min(num_messages, 2), timeout=timeout)
+
+        def __getattr__(self, attr: str) -> Any:
+            return getattr(self.consumer, attr)
+
+    def slow_step(self: restore.Restoration, budget: float, batch: int = 2000) -> None:
+        if not isinstance(self.restorer, SlowReader):
+            self.restorer = SlowReader(self.restorer)
+        real_step(self, budget, batch)
+
+    monkeypatch.setattr(restore.Restoration, "step", slow_step)
+    monkeypatch.setattr(worker, "RESTORE_SLICE", 0.05)
+    port = free_port()
+    runner, t = _start(path, port)
+    try:
+        seen: dict[str, float] = {}
+
+        def restoring() -> bool:
+            try:
+                seen.update(_samples_of(port, "eventscript_restore_remaining_records"))
+            except OSError:  # the health server is not listening yet
+                return False
+            return any(v > 0 for v in seen.values())
+
+        wait_for(restoring, 90, interval=0.1, what="records to go while restoring")
+        assert set(seen) <= {"0", "1"}
+        wait_for(lambda: ready(port), 120, what="/readyz after the restore")
+        assert _samples_of(port, "eventscript_restore_remaining_records") == {}
     finally:
         runner.stop()
         t.join(60)

@@ -117,3 +117,69 @@ def test_timer_lateness_is_observed_when_a_wall_clock_timer_fires(tmp_path: Path
         assert _value(m, "eventscript_timer_lateness_seconds_bucket", program="p", le="60.0") == 1.0
     finally:
         task.close()
+
+
+def test_state_sizes_per_task_are_throttled_and_dropped_with_the_task() -> None:
+    m = Metrics()
+    reads = []
+
+    def sizes() -> dict[int, int]:
+        reads.append(1)
+        return {0: 1000, 3: 2500} if len(reads) == 1 else {3: 4000}
+
+    m.state_sizes("p", sizes)
+    assert _value(m, "eventscript_state_bytes", program="p", task="0") == 1000.0
+    assert _value(m, "eventscript_state_bytes", program="p", task="3") == 2500.0
+    m.state_sizes("p", sizes)  # within STATE_SIZE_INTERVAL: not read again
+    assert len(reads) == 1
+    m.state_sizes("p", sizes, force=True)  # task 0 revoked meanwhile: its series goes
+    assert _value(m, "eventscript_state_bytes", program="p", task="0") is None
+    assert _value(m, "eventscript_state_bytes", program="p", task="3") == 4000.0
+
+
+def test_a_task_store_reports_its_size_on_disk(tmp_path: Path) -> None:
+    from eventscript.state.store import TaskStore
+
+    store = TaskStore(tmp_path / "task-0")
+    assert store.disk_bytes() == 0  # not opened: nothing on disk
+    store.write({b"\x01k%d" % i: b"v" * 200 for i in range(2000)}, 1, None)
+    in_memtables = store.disk_bytes()
+    assert in_memtables > 2000 * 200 / 2
+    store.db.flush()
+    assert store.disk_bytes() > 2000 * 200 / 10  # now in table files (compressed)
+    store.close()
+
+
+class _Restorer:
+    """Stands in for the restore's changelog consumer: high watermarks as last fetched."""
+
+    def __init__(self, highs: dict[int, int]) -> None:
+        self.highs = highs
+
+    def get_watermark_offsets(self, tp: object, cached: bool = False) -> tuple[int, int]:
+        assert cached, "the metric must not ask the broker"
+        return (0, self.highs.get(tp.partition, -1001))  # type: ignore[attr-defined]
+
+
+def test_restore_progress_counts_records_to_go_per_task() -> None:
+    from types import SimpleNamespace
+
+    from eventscript.kafka.metrics import restore_to_go
+
+    restoration = SimpleNamespace(restorer=_Restorer({0: 1000, 1: 50}), changelog_topic="c",
+                                  tasks={0: object(), 1: object(), 2: object()},
+                                  starts={0: 0, 1: 40, 2: 0}, last={0: 300})
+    # Task 0 read up to 300 of 1000; task 1 starts at its checkpoint 40 of 50; task 2's end is not
+    # known before its first fetch.
+    assert restore_to_go(restoration) == {0: 700, 1: 10, 2: 0}
+    m = Metrics()
+    m.restore_progress("p", restore_to_go(restoration))
+    assert _value(m, "eventscript_restore_remaining_records", program="p", task="0") == 700.0
+    m.restore_progress("p", {})  # restored: no series left
+    assert not [n for n, _ in _samples(m) if n == "eventscript_restore_remaining_records"]
+
+
+def test_partitions_are_exported_when_registered() -> None:
+    m = Metrics()
+    m.register("p", lambda: True, 6)
+    assert _value(m, "eventscript_partitions", program="p") == 6.0

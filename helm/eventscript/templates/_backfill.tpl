@@ -20,6 +20,18 @@ app.kubernetes.io/component: backfill
 {{- end }}
 
 {{/*
+Labels of the backfill's pods: only values that do not change between upgrades (no chart version,
+no app version), because a Job's pod template is immutable: a label that followed the chart's
+version made every chart upgrade fail on an enabled backfill.job.
+*/}}
+{{- define "eventscript.backfill.podLabels" -}}
+app.kubernetes.io/part-of: {{ include "eventscript.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: backfill
+{{- end }}
+
+{{/*
 The command line after the image's entrypoint (`eventscript`), one YAML list item per argument.
 */}}
 {{- define "eventscript.backfill.args" -}}
@@ -117,14 +129,14 @@ ttlSecondsAfterFinished: {{ $b.ttlSecondsAfterFinished }}
 {{- end }}
 template:
   metadata:
+    # Nothing here follows the topology, the log settings or the chart's version: the pod reads
+    # those at start (ConfigMaps), so changing them never touches the Job's immutable template.
     labels:
-      {{- include "eventscript.backfill.labels" . | nindent 6 }}
+      {{- include "eventscript.backfill.podLabels" . | nindent 6 }}
+    {{- with $b.podAnnotations }}
     annotations:
-      # Which topology the pod ran.
-      checksum/config: {{ include (print $.Template.BasePath "/configmap.yaml") . | sha256sum }}
-      {{- with $b.podAnnotations }}
       {{- toYaml . | nindent 6 }}
-      {{- end }}
+    {{- end }}
   spec:
     # A failed backfill writes no output file (and aborts its Kafka transaction): the Job's
     # backoffLimit decides whether it runs again, never the kubelet in place.
@@ -156,9 +168,15 @@ template:
           - name: EVENTSCRIPT_STATE_DIR
             value: /tmp/eventscript
           - name: EVENTSCRIPT_LOG_FORMAT
-            value: {{ .Values.logging.format | quote }}
+            valueFrom:
+              configMapKeyRef:
+                name: {{ include "eventscript.backfill.name" . }}
+                key: log-format
           - name: EVENTSCRIPT_LOG_LEVEL
-            value: {{ .Values.logging.level | quote }}
+            valueFrom:
+              configMapKeyRef:
+                name: {{ include "eventscript.backfill.name" . }}
+                key: log-level
           - name: HOME
             value: /tmp
           - name: PYSPARK_SUBMIT_ARGS
@@ -194,6 +212,7 @@ template:
             readOnly: true
           - name: tmp
             mountPath: /tmp
+          {{- with (include "eventscript.secretVolumeMounts" . | trim) }}{{ . | nindent 10 }}{{ end }}
           {{- with .Values.extraVolumeMounts }}
           {{- toYaml . | nindent 10 }}
           {{- end }}
@@ -211,6 +230,7 @@ template:
         {{- else }}
         emptyDir: {}
         {{- end }}
+      {{- with (include "eventscript.secretVolumes" . | trim) }}{{ . | nindent 6 }}{{ end }}
       {{- with .Values.extraVolumes }}
       {{- toYaml . | nindent 6 }}
       {{- end }}

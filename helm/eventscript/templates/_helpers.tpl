@@ -106,6 +106,17 @@ reachable by the kubelet (host 0.0.0.0 unless the topology names one) on the cha
 {{- $_ := set $health "host" "0.0.0.0" }}
 {{- end }}
 {{- $_ := set $topology "health" $health }}
+{{- /* State outside the volume would be lost with the pod (and written to a read-only root): a
+       missing or literal state_dir is pointed at the volume; NOTES.txt warns (eventscript.strayStateDirs). */}}
+{{- $volume := printf "${EVENTSCRIPT_STATE_DIR:-%s}" .Values.stateDir }}
+{{- if not (include "eventscript.onStateVolume" (list (get $topology "state_dir") .Values.stateDir)) }}
+{{- $_ := set $topology "state_dir" $volume }}
+{{- end }}
+{{- range (get $topology "programs") }}
+{{- if and (hasKey . "state_dir") (not (include "eventscript.onStateVolume" (list (get . "state_dir") $.Values.stateDir))) }}
+{{- $_ := unset . "state_dir" }}
+{{- end }}
+{{- end }}
 {{- if not (kindIs "invalid" .Values.createTopics) }}
 {{- $_ := set $topology "create_topics" .Values.createTopics }}
 {{- end }}
@@ -137,4 +148,75 @@ empty only when the topology has one program.
 {{- fail (printf "backfill.program: the topology has no program %q (it has %s)" $program (join ", " $names)) }}
 {{- end }}
 {{- $program }}
+{{- end }}
+
+{{/*
+"true" when a topology's state_dir is on the state volume: it reads ${EVENTSCRIPT_STATE_DIR} (which
+the chart sets to stateDir) or is a path under stateDir; "" otherwise (missing, relative, elsewhere).
+Arguments: (list STATE_DIR STATEDIR_VALUE).
+*/}}
+{{- define "eventscript.onStateVolume" -}}
+{{- $dir := index . 0 | default "" | toString }}
+{{- $root := index . 1 | trimSuffix "/" }}
+{{- if or (contains "${EVENTSCRIPT_STATE_DIR" $dir) (eq $dir $root) (hasPrefix (printf "%s/" $root) $dir) }}true{{ end }}
+{{- end }}
+
+{{/*
+The topology's literal state_dir values that the chart replaced with the state volume (NOTES.txt
+warns about them), joined with ", "; empty when there are none.
+*/}}
+{{- define "eventscript.strayStateDirs" -}}
+{{- $topology := fromYaml .Values.topology }}
+{{- $stray := list }}
+{{- $top := get $topology "state_dir" }}
+{{- if and $top (not (include "eventscript.onStateVolume" (list $top .Values.stateDir))) }}
+{{- $stray = append $stray (printf "state_dir: %s" $top) }}
+{{- end }}
+{{- range (get $topology "programs" | default list) }}
+{{- if and (hasKey . "state_dir") (not (include "eventscript.onStateVolume" (list (get . "state_dir") $.Values.stateDir))) }}
+{{- $stray = append $stray (printf "programs[%s].state_dir: %s" (get . "name") (get . "state_dir")) }}
+{{- end }}
+{{- end }}
+{{- join ", " $stray }}
+{{- end }}
+
+{{/*
+Checks across values that the schema cannot express (it sees one value at a time); included by the
+StatefulSet so that every install and upgrade runs them.
+*/}}
+{{- define "eventscript.validate" -}}
+{{- if gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas) }}
+{{- fail (printf "autoscaling.minReplicas (%d) is above autoscaling.maxReplicas (%d): the autoscaler would never settle; lower minReplicas or raise maxReplicas" (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) }}
+{{- end }}
+{{- if and .Values.backfill.cronJob.enabled (not .Values.backfill.output) (not .Values.backfill.outputTopics) }}
+{{- fail "backfill.cronJob: set backfill.output (a file) or backfill.outputTopics (topics of their own): without them every run writes all the history it reads into the program's live output topics" }}
+{{- end }}
+{{- if and .Values.backfill.job.enabled (not .Values.backfill.image.tag) }}
+{{- fail "backfill.job: set backfill.image.tag: a Job cannot change once created, and without a tag its image follows the chart's appVersion, so the next chart version's upgrade would fail on the Job" }}
+{{- end }}
+{{- end }}
+
+{{/*
+secretMounts as pod volumes and as container volumeMounts (never subPath: a subPath mount is not
+updated when its Secret changes). Shared by the workers and the backfill.
+*/}}
+{{- define "eventscript.secretVolumes" -}}
+{{- range $i, $m := .Values.secretMounts }}
+- name: {{ printf "secret-%d" $i }}
+  secret:
+    secretName: {{ $m.secretName }}
+    {{- with $m.items }}
+    items:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    defaultMode: {{ $m.defaultMode | default 0440 }}
+{{- end }}
+{{- end }}
+
+{{- define "eventscript.secretVolumeMounts" -}}
+{{- range $i, $m := .Values.secretMounts }}
+- name: {{ printf "secret-%d" $i }}
+  mountPath: {{ $m.mountPath }}
+  readOnly: true
+{{- end }}
 {{- end }}

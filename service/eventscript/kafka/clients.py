@@ -19,14 +19,25 @@ Choices that matter for correctness are made here once:
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
-from .config import KafkaConfig
+from .config import KafkaConfig, TopologyError
 
 #: The logger of librdkafka's own lines (levels mapped from syslog's: 3 → ERROR, 4 → WARNING, ...).
 LIBRDKAFKA_LOG = logging.getLogger("eventscript.kafka.librdkafka")
 
 MAX_MESSAGE_BYTES = 10_000_000
+
+
+def read_secret_file(path: str, setting: str) -> str:
+    """A credential from a file (a mounted Secret), without its trailing newline; a file that cannot
+    be read is a TopologyError naming the setting and the path."""
+    try:
+        return Path(path).read_text(encoding="utf-8").rstrip("\r\n")
+    except OSError as exc:
+        raise TopologyError(f"{setting}: cannot read {path} ({exc.strerror}): mount the Secret there, "
+                               "or fix the path") from exc
 
 
 def common(kafka: KafkaConfig) -> dict[str, Any]:
@@ -43,6 +54,8 @@ def common(kafka: KafkaConfig) -> dict[str, Any]:
             conf["sasl.username"] = sasl.username
         if sasl.password is not None:
             conf["sasl.password"] = sasl.password
+        elif sasl.password_file is not None:
+            conf["sasl.password"] = read_secret_file(sasl.password_file, "kafka.security.sasl.password_file")
     ssl = kafka.security.ssl
     if ssl is not None:
         for key, value in (("ssl.ca.location", ssl.ca_location), ("ssl.certificate.location", ssl.certificate_location),

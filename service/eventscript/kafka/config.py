@@ -47,6 +47,15 @@ class SaslConfig(_Model):
     mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"] = "PLAIN"
     username: str | None = None
     password: str | None = None
+    #: A file holding the password (e.g. a Kubernetes Secret mounted as a volume), read each time a
+    #: client is created, instead of ``password`` (an environment variable never changes in a pod).
+    password_file: str | None = None
+
+    @model_validator(mode="after")
+    def _one_password(self) -> SaslConfig:
+        if self.password is not None and self.password_file is not None:
+            raise ValueError("give 'password' or 'password_file', not both")
+        return self
 
 
 class SslConfig(_Model):

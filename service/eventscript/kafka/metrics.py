@@ -8,6 +8,14 @@ a batch is not a record, and summing the two would mean nothing.
 commits, aborted transactions, rewinds to the last commit, lost assignments;
 ``eventscript_rebalances_total{program, kind}`` counts assignments and revocations.
 Histograms time commits and task restores; gauges track tasks, instances, lag and readiness.
+``eventscript_partitions{program}`` is the program's task count, so an alert can tell a partition
+that no worker owns (the sum of ``eventscript_tasks`` over workers falls short of it).
+``eventscript_state_bytes{program, task}`` is RocksDB's own estimate of each owned task's store on
+disk (its table files plus the memtables, whose write-ahead log is on disk too), read at most every
+``STATE_SIZE_INTERVAL`` seconds after a commit: the state volume's alert and panel use it.
+``eventscript_restore_remaining_records{program, task}`` is how many changelog records a task being
+restored has still to read (the changelog's end, as last fetched, minus where the restore is), so a
+restore that never ends is seen while it runs, not only when it finishes.
 ``eventscript_timer_lateness_seconds{program}`` tells how late wall-clock timers fire: each time
 a task fires its due timers, how long after its deadline the earliest of them fired (a worker
 that is overloaded, paused or catching up after a restart fires them late; the alert on it is
@@ -27,10 +35,12 @@ from __future__ import annotations
 
 import json
 import platform
+import time
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
+from confluent_kafka import TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
@@ -47,6 +57,13 @@ REBALANCES = ("assigned", "revoked", "lost")
 STATS_INTERVAL_MS = 10_000
 #: Buckets of eventscript_timer_lateness_seconds: from 1 ms (on time) to a minute (a stalled worker).
 LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+#: Buckets of eventscript_restore_seconds. The restore alert counts restores above 120 s, which must
+#: be a bucket bound: a quantile interpolated inside a wide bucket (60-300 s) read a 70 s restore as
+#: about 5 minutes.
+RESTORE_BUCKETS = (0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 90, 120, 180, 300, 600, 1800, 3600)
+#: How often (seconds) the stores' sizes are read again: RocksDB's properties are cheap, but commits
+#: come many times a second and the disk fills over hours.
+STATE_SIZE_INTERVAL = 15.0
 
 def _version(package: str) -> str:
     try:
@@ -90,7 +107,18 @@ class Metrics:
                                         registry=self.registry,
                                         buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
         self.restore_seconds = Histogram("eventscript_restore_seconds", "Time to restore a task", ["program"],
-                                         registry=self.registry, buckets=(0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 300))
+                                         registry=self.registry, buckets=RESTORE_BUCKETS)
+        self.restore_remaining = Gauge("eventscript_restore_remaining_records", "Changelog records a task being "
+                                       "restored has still to read (none once restored)", ["program", "task"],
+                                       registry=self.registry)
+        self.state_bytes = Gauge("eventscript_state_bytes", "RocksDB's estimate of the task's store on disk: "
+                                 "table files plus unflushed memtables (write-ahead log)", ["program", "task"],
+                                 registry=self.registry)
+        self.partitions_gauge = Gauge("eventscript_partitions", "The program's partitions (tasks) in all: "
+                                      "the sum of eventscript_tasks over its workers should equal it",
+                                      ["program"], registry=self.registry)
+        self._labelled: dict[tuple[str, str], set[str]] = {}
+        self._state_read_at: dict[str, float] = {}
         self.timer_lateness = Histogram("eventscript_timer_lateness_seconds", "How long after its deadline a "
                                         "wall-clock timer fired (the earliest of those a task fired at once)",
                                         ["program"], registry=self.registry, buckets=LATENESS_BUCKETS)
@@ -105,10 +133,12 @@ class Metrics:
                                  registry=self.registry)
         self.kafka = KafkaStats(self.registry)
 
-    def register(self, program: str, ready: Callable[[], bool]) -> None:
+    def register(self, program: str, ready: Callable[[], bool], partitions: int | None = None) -> None:
         """Create the program's series at start, so dashboards and alerts see them at zero.
 
         Readiness is read from the worker when scraped, so /metrics and /readyz never disagree."""
+        if partitions is not None:
+            self.partitions_gauge.labels(program).set(partitions)
         for kind in KINDS:
             self.records.labels(program, kind)
         self.commits.labels(program)
@@ -151,6 +181,32 @@ class Metrics:
 
     def tasks(self, program: str, n: int) -> None:
         self.task_gauge.labels(program).set(n)
+
+    def state_sizes(self, program: str, sizes: Callable[[], dict[int, int]], force: bool = False) -> None:
+        """Export ``sizes()`` (task -> bytes on disk) as eventscript_state_bytes, at most every
+        STATE_SIZE_INTERVAL seconds unless ``force``; tasks no longer listed lose their series."""
+        now = time.monotonic()
+        if not force and now - self._state_read_at.get(program, -STATE_SIZE_INTERVAL) < STATE_SIZE_INTERVAL:
+            return
+        self._state_read_at[program] = now
+        self._per_task(self.state_bytes, program, sizes())
+
+    def restore_progress(self, program: str, remaining: dict[int, int]) -> None:
+        """Export the records each restoring task has still to read; ``{}`` once none restores."""
+        self._per_task(self.restore_remaining, program, remaining)
+
+    def _per_task(self, gauge: Gauge, program: str, values: dict[int, int]) -> None:
+        """Set ``gauge{program, task}`` for the tasks given and drop the series of the others."""
+        now = {str(p) for p in values}
+        for p, value in values.items():
+            gauge.labels(program, str(p)).set(value)
+        key = (str(id(gauge)), program)
+        for task in self._labelled.get(key, set()) - now:
+            try:
+                gauge.remove(program, task)
+            except KeyError:
+                pass
+        self._labelled[key] = now
 
 
 class KafkaStats:
@@ -233,6 +289,27 @@ def partition_lag(p: dict[str, Any]) -> int | None:
     if end is None or end < 0 or position is None or position < 0:
         return None
     return max(0, end - position)
+
+
+def restore_to_go(restoration: Any) -> dict[int, int]:
+    """Records left to read per task of a restore in progress (kafka/restore.py's Restoration):
+    the changelog partition's end (its high watermark as last fetched: no request to the broker)
+    minus the next offset the restore reads. Until the first fetch brings the end, 0."""
+    positions = {p: restoration.last.get(p, restoration.starts.get(p, 0)) for p in restoration.tasks}
+    return changelog_to_go(restoration.restorer, restoration.changelog_topic, positions)
+
+
+def changelog_to_go(consumer: Any, topic: str, positions: dict[int, int]) -> dict[int, int]:
+    """Offsets left to read per changelog partition, from ``positions`` (next offset to read) to the
+    end as ``consumer`` last fetched it (0 when no fetch has told it yet)."""
+    out = {}
+    for p, position in positions.items():
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)
+        except Exception:  # not assigned (any more): nothing to tell
+            continue
+        out[p] = max(0, high - max(position, 0)) if high is not None and high >= 0 else 0
+    return out
 
 
 def stats_config(metrics: Metrics | None, program: str, client: str,

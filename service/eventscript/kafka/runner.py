@@ -102,7 +102,7 @@ class TopologyRunner:
         self.workers = [ProgramWorker(self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics)
                         for cfg in self.cfgs]
         for w in self.workers:
-            self.metrics.register(w.cfg.name, lambda w=w: w.ready)
+            self.metrics.register(w.cfg.name, lambda w=w: w.ready, w.partitions)
 
     def alive(self) -> bool:
         return all(w.alive for w in self.workers)

@@ -57,7 +57,7 @@ from ..automata.compiled import CompiledProgram
 from . import clients
 from .config import ProgramConfig, Topology
 from .logs import rate_limit
-from .metrics import stats_config
+from .metrics import restore_to_go, stats_config
 from .restore import Restoration, RestoreError
 from .standby import Standbys, standby_tasks
 from .state import Position, same_position, tp_name
@@ -557,6 +557,7 @@ class ProgramWorker:
         if self.metrics is not None:
             self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()),
                                 self._lag())
+            self.metrics.state_sizes(self.cfg.name, lambda: {p: t.store.disk_bytes() for p, t in self.tasks.items()})
 
     def _purge_repartition(self) -> None:
         """Delete the repartition records every task has consumed and committed."""
@@ -919,6 +920,8 @@ class ProgramWorker:
             restoration.step(RESTORE_SLICE)
         except RestoreError as exc:
             raise WorkerError(str(exc)) from exc
+        if self.metrics is not None:
+            self.metrics.restore_progress(self.cfg.name, restore_to_go(restoration))
         if restoration.done:
             self._restoring = None
             self._restored(restoration.finish())
@@ -936,6 +939,7 @@ class ProgramWorker:
     def _restore_done(self) -> None:
         if self.metrics is not None:
             self.metrics.observe_restore(self.cfg.name, time.monotonic() - self._restore_started)
+            self.metrics.restore_progress(self.cfg.name, {})
             self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()), 0)
 
     def _committed(self, tasks: list[Task]) -> dict[int, Position]:

@@ -249,6 +249,17 @@ class TaskStore:
                 out[name] = 0
         return out
 
+    def disk_bytes(self) -> int:
+        """RocksDB's estimate of the store on disk: table files plus unflushed memtables (their
+        write-ahead log is on disk); 0 before it is opened. Exported as eventscript_state_bytes."""
+        total = 0
+        for name in ("total-sst-files-size", "cur-size-all-mem-tables"):
+            try:
+                total += int(self._db.property_int_value(f"rocksdb.{name}") or 0) if self._db is not None else 0
+            except Exception:  # a property this RocksDB build does not know, or closed meanwhile
+                pass
+        return total
+
     def close(self) -> None:
         if self._db is None:
             return
