@@ -98,6 +98,10 @@ class StepRecorder:
 
     def _wrap(self, stage: int, engine: Engine) -> None:
         terms = self.terms[stage]
+        # A compact engine keeps bare state numbers and its feed returns no context; a host hook
+        # (public, documented to do so) turns it into one with a context per key, same outputs.
+        previous = engine.on_terminate
+        engine.on_terminate = previous or (lambda ctx: None)
         feed, fire_timer, start = engine.feed, engine.fire_timer, engine.start
         now = engine.time.now
 
@@ -113,6 +117,8 @@ class StepRecorder:
                 ctx = feed(name, value)
             finally:
                 self._open.pop()
+            if ctx is None and ty is not None:
+                ctx = self._instance(engine, name, value)
             step.after = self._view(stage, ctx)
             if step.after is not None:
                 step.key = step.after.key
