@@ -51,14 +51,14 @@ class Step:
 class StepRecorder:
     """Records the steps of ``engines`` (one per stage, in the host's order)."""
 
-    def __init__(self, engines: list[Engine], before_step: Callable[[], None] | None = None) -> None:
+    def __init__(self, engines: list[Engine], before_step: Callable[[StepRecorder], None] | None = None) -> None:
         self.engines = engines
         self.terms = [ProgramTerms(e.compiled) for e in engines]
         self.steps: list[Step] = []
         self.outputs: list[dict[str, Any]] = []
         self._open: list[Step] = []
-        #: Called before each step (a host's limits: raise to stop the run).
-        self._before_step = before_step or (lambda: None)
+        #: Called with the recorder before each step (a host's limits: raise to stop the run).
+        self._before_step = before_step or (lambda recorder: None)
         for stage, engine in enumerate(engines):
             self._wrap(stage, engine)
 
@@ -91,7 +91,7 @@ class StepRecorder:
         return None if key is None else engine.contexts.get(key)
 
     def _begin(self, step: Step) -> Step:
-        self._before_step()
+        self._before_step(self)
         self.steps.append(step)
         self._open.append(step)
         return step

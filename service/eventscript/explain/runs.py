@@ -37,7 +37,7 @@ def _drive(host: Any, items: Iterable[TraceItem]) -> None:
 
 
 def record_pipeline(programs: list[CompiledProgram], items: Iterable[TraceItem], names: list[str] | None = None,
-                    before_step: Callable[[], None] | None = None) -> Recording:
+                    before_step: Callable[[StepRecorder], None] | None = None) -> Recording:
     """Run ``items`` through the pipeline of ``programs``, recording each step. Raises what the
     tester raises (``TraceError``), and whatever ``before_step`` raises to stop the run."""
     box: list[StepRecorder] = []
@@ -52,7 +52,7 @@ def record_pipeline(programs: list[CompiledProgram], items: Iterable[TraceItem],
     return recording
 
 
-def record_topology(graph: Any, items: Iterable[TraceItem], before_step: Callable[[], None] | None = None) -> Recording:
+def record_topology(graph: Any, items: Iterable[TraceItem], before_step: Callable[[StepRecorder], None] | None = None) -> Recording:
     """Run ``items`` through a topology (``topology.model.TopologyGraph``), recording each step."""
     from ..topology.simulate import TopicLine, TopologySimulation
 
