@@ -55,6 +55,8 @@ def make_handler(config: Config) -> type[BaseHTTPRequestHandler]:
             path = unquote(urlsplit(self.path).path)
             if path in ("/", "/index.html"):
                 return self._static("index.html")
+            if path == "/favicon.ico":
+                return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
             if path.startswith("/static/"):
                 return self._static(path[len("/static/"):])
             if path == "/api/examples":
