@@ -80,10 +80,20 @@ function offsetOf(text, line, col) {
   return Math.min(text.length, (starts[line - 1] ?? text.length) + col - 1);
 }
 
-// The extent underlined for a position: the word (or string, or bracket group) starting there.
+// The extent underlined for a position: the word, string or bracketed group starting there.
 function extentAt(text, offset) {
-  const rest = text.slice(offset);
-  const m = /^("(?:[^"\\\n]|\\.)*"?|[A-Za-z_$][A-Za-z0-9_$]*|\d[\w.]*|\S)/.exec(rest);
+  const open = text[offset];
+  const close = { "(": ")", "[": "]", "{": "}" }[open];
+  if (close) {
+    let depth = 0;
+    for (let i = offset; i < Math.min(text.length, offset + 400); i++) {
+      if (text[i] === open) depth++;
+      else if (text[i] === close && --depth === 0) return i + 1;
+      else if (text[i] === "\n") break;
+    }
+    return offset + 1;
+  }
+  const m = /^("(?:[^"\\\n]|\\.)*"?|[A-Za-z_$][A-Za-z0-9_$]*|\d[\w.]*|\S)/.exec(text.slice(offset));
   return offset + (m ? m[0].length : 1);
 }
 
@@ -325,7 +335,7 @@ function renderStageTabs() {
     const b = document.createElement("button");
     b.textContent = st.name;
     b.className = i === state.stage ? "active" : "";
-    b.addEventListener("click", () => { state.stage = i; renderStageTabs(); drawAutomaton(); renderAt(); });
+    b.addEventListener("click", () => { state.stage = i; state.selectedKey = null; renderStageTabs(); renderAt(); });
     nav.appendChild(b);
   });
   drawAutomaton();
