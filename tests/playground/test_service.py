@@ -74,8 +74,10 @@ def test_a_step_names_its_outputs_and_states_are_explained() -> None:
     stage = result["stages"][0]
     timer = next(s for s in result["steps"] if s["kind"] == "timer")
     assert [result["outputs"][i]["event"] for i in timer["outputs"]] == ["LeftOpen"]
-    waiting = stage["states"][json.dumps(timer["before"]["state"])]["waiting"]
+    before = next(s for s in reversed(result["steps"][:timer["i"]]) if s["key"] == timer["key"])
+    waiting = stage["states"][json.dumps(before["after"]["state"])]["waiting"]
     assert {m["text"] for m in waiting} >= {"Closed()", "elapse[5 minutes]"}
+    assert [stage["units"][u]["line"] for u in timer["actions"]] == [7]
 
 
 def test_a_trace_error_says_where() -> None:

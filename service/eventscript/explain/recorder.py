@@ -37,6 +37,15 @@ class Step:
     timers: list[dict[str, Any]] = field(default_factory=list)  # timers set or stopped
     outputs: list[int] = field(default_factory=list)  # indexes of the outputs emitted in this step
 
+    def page_json(self) -> dict[str, Any]:
+        """The step as the playground's page takes it, smaller (a 10,000-event run is sent
+        whole): the time in microseconds, no state before (the key's previous step has it, or
+        the start state), actions as unit numbers."""
+        return {"i": self.index, "stage": self.stage, "kind": self.kind, "t": self.time, "name": self.name,
+                "value": self.value, "key": self.key, "after": self.after.to_json() if self.after else None,
+                "parent": self.parent, "symbol": self.symbol, "actions": [a["unit"] for a in self.actions],
+                "timers": self.timers, "outputs": self.outputs}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "i": self.index, "stage": self.stage, "kind": self.kind, "time": format_time(self.time),
@@ -57,6 +66,9 @@ class StepRecorder:
         self.steps: list[Step] = []
         self.outputs: list[dict[str, Any]] = []
         self._open: list[Step] = []
+        #: The view each instance had after its last recorded step, by id of its context: the
+        #: view before its next step, since only recorded steps change an instance.
+        self._last: dict[int, tuple[Any, InstanceView]] = {}
         #: Called with the recorder before each step (a host's limits: raise to stop the run).
         self._before_step = before_step or (lambda recorder: None)
         for stage, engine in enumerate(engines):
@@ -82,7 +94,17 @@ class StepRecorder:
     # -- wrapping --------------------------------------------------------------------------
 
     def _view(self, stage: int, ctx: Any) -> InstanceView | None:
-        return None if ctx is None else view_of_snapshot(self.terms[stage], self.engines[stage].snapshot(ctx))
+        if ctx is None:
+            return None
+        view = view_of_snapshot(self.terms[stage], self.engines[stage].snapshot(ctx))
+        self._last[id(ctx)] = (ctx, view)
+        return view
+
+    def _view_before(self, stage: int, ctx: Any) -> InstanceView | None:
+        if ctx is None:
+            return None
+        last = self._last.get(id(ctx))
+        return last[1] if last is not None and last[0] is ctx else self._view(stage, ctx)
 
     def _instance(self, engine: Engine, name: str, value: Any) -> Any:
         if not engine.grouped:
@@ -107,7 +129,7 @@ class StepRecorder:
 
         def recorded_feed(name: str, value: Any) -> Any:
             ctx = self._instance(engine, name, value)
-            before = self._view(stage, ctx)
+            before = self._view_before(stage, ctx)
             ty = engine.input_type(name)
             shown = _json_value(value, ty)
             step = self._begin(Step(len(self.steps), stage, "event", now(), name, shown,
@@ -126,7 +148,7 @@ class StepRecorder:
             return ctx
 
         def recorded_fire(ctx: Any, deadline: int) -> None:
-            before = self._view(stage, ctx)
+            before = self._view_before(stage, ctx)
             if before is None or before.terminated:
                 fire_timer(ctx, deadline)
                 return

@@ -81,6 +81,7 @@ class ProgramTerms:
             for s in m.symbols:
                 self._by_symbol.setdefault(s, []).append(ref)
         self._waiting: dict[Hashable, list[MarkerRef]] = {}
+        self._units: dict[int, dict[str, Any]] = {}
 
     def key(self, state: Any) -> Hashable:
         """The machine's key for a state in snapshot form."""
@@ -112,9 +113,13 @@ class ProgramTerms:
         return self.markers[s.marker]
 
     def unit(self, u: int) -> dict[str, Any]:
-        """An action unit as run: its text, shortened to one line, and where it is."""
-        unit = self.program.units[u]
-        return {"text": self.labels.unit(u), "line": unit.line, "col": unit.col}
+        """An action unit as run: its number, its text shortened to one line, and where it is
+        (one dict per unit, shared by every step that ran it: do not change it)."""
+        told = self._units.get(u)
+        if told is None:
+            unit = self.program.units[u]
+            told = self._units[u] = {"unit": u, "text": self.labels.unit(u), "line": unit.line, "col": unit.col}
+        return told
 
     @cached_property
     def symbols_of_input(self) -> dict[str, list[int]]:

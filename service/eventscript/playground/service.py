@@ -159,29 +159,34 @@ def _run_topology(sources: list[Source], yaml_text: str, items: list[Any], limit
 def _shown(recording: Recording, compiled: list[Any]) -> dict[str, Any]:
     """The run as the page draws it: per stage the automaton, and each state met explained (the
     markers it waits for); the steps and outputs."""
-    steps = [s.to_json() for s in recording.steps]
+    steps = [s.page_json() for s in recording.steps]
     stages = []
     for i, name in enumerate(recording.names):
         terms = recording.recorder.terms[i]
         states: dict[str, Any] = {}
-        for s in [*recording.steps, None]:
-            views = [terms.start()[0]] if s is None else [v.state for v in (s.before, s.after)
-                                                          if v is not None and s.stage == i]
-            for state in views:
-                sid = drawing.state_id(state)
-                if sid not in states and state is not None:
-                    states[sid] = {"waiting": [m.to_json() for m in terms.waiting(state)],
-                                   "accepting": terms.accepting(state)}
+        start = terms.start()[0]
+        met: dict[Any, Any] = {_hashable(start): start}
+        for s in recording.steps:
+            if s.stage == i and s.after is not None and s.after.state is not None:
+                met.setdefault(_hashable(s.after.state), s.after.state)
+        for state in met.values():
+            states[drawing.state_id(state)] = {"waiting": [m.to_json() for m in terms.waiting(state)], "accepting": terms.accepting(state)}
         stages.append({
             "name": name,
             "grouped": compiled[i].grouped,
             "variables": [{"name": v.name, "type": str(v.ty)} for v in terms.program.variables],
             "markers": [m.to_json() for m in terms.markers],
+            "units": [terms.unit(u) for u in range(len(terms.program.units))],
             "automaton": drawing.automaton(compiled[i]),
             "states": states,
             "timers": {str(sym): _timer_marker(terms, sym) for sym in terms.program.time_symbols},
         })
     return {"stages": stages, "steps": steps, "outputs": recording.outputs}
+
+
+def _hashable(state: Any) -> Any:
+    """A state's snapshot form as a dict key: a DFA's number, or a lazy DFA's NFA states."""
+    return tuple(state) if isinstance(state, list) else state
 
 
 def _timer_marker(terms: Any, sym: int) -> dict[str, Any] | None:

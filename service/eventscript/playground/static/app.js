@@ -25,6 +25,12 @@ const state = {
 
 const $ = (sel) => document.querySelector(sel);
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
+// Microseconds since the epoch as the tester writes times: ISO 8601, six fractional digits, Z.
+function fmtTime(us) {
+  const ms = Math.floor(us / 1000);
+  const iso = new Date(ms).toISOString(); // 2026-01-01T08:00:00.000Z
+  return iso.slice(0, 23) + String(us - ms * 1000).padStart(3, "0") + "Z";
+}
 const show = (v) => (v === null || v === undefined ? "unset" : JSON.stringify(v));
 
 // ---------------------------------------------------------------------------------------------
@@ -50,23 +56,35 @@ function tokens(text, isProgram) {
   return out;
 }
 
-// decorations: [start, end, class, title]
+// decorations: [start, end, class, title]. A sweep over the marks' ends, so that a long trace
+// (tens of thousands of tokens) highlights in linear time.
 function highlighted(text, isProgram, decorations) {
-  const marks = tokens(text, isProgram).map((t) => [...t, null]).concat(decorations);
-  const cuts = new Set([0, text.length]);
-  for (const [s, e] of marks) { cuts.add(Math.max(0, Math.min(s, text.length))); cuts.add(Math.max(0, Math.min(e, text.length))); }
-  const points = [...cuts].sort((a, b) => a - b);
-  let html = "";
-  for (let i = 0; i + 1 < points.length; i++) {
-    const a = points[i], b = points[i + 1];
-    const on = marks.filter(([s, e]) => s <= a && b <= e && s < e);
-    const piece = esc(text.slice(a, b));
-    if (!on.length) { html += piece; continue; }
-    const cls = on.map((m) => m[2]).join(" ");
-    const title = on.map((m) => m[3]).filter(Boolean).join("\n");
-    html += `<span class="${cls}"${title ? ` title="${esc(title)}"` : ""}>${piece}</span>`;
+  const marks = tokens(text, isProgram).map((t) => [...t, null]).concat(decorations)
+    .map(([s, e, cls, title]) => [Math.max(0, Math.min(s, text.length)), Math.max(0, Math.min(e, text.length)), cls, title])
+    .filter(([s, e]) => s < e);
+  const events = [];
+  marks.forEach((m, i) => { events.push([m[0], 1, i]); events.push([m[1], -1, i]); });
+  events.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  const active = new Set();
+  const parts = [];
+  let at = 0;
+  const flush = (to) => {
+    if (to <= at) return;
+    const piece = esc(text.slice(at, to));
+    if (!active.size) parts.push(piece);
+    else {
+      const on = [...active].map((i) => marks[i]);
+      const title = on.map((m) => m[3]).filter(Boolean).join("\n");
+      parts.push(`<span class="${on.map((m) => m[2]).join(" ")}"${title ? ` title="${esc(title)}"` : ""}>${piece}</span>`);
+    }
+    at = to;
+  };
+  for (const [pos, kind, i] of events) {
+    flush(pos);
+    if (kind > 0) active.add(i); else active.delete(i);
   }
-  return html + "\n";
+  flush(text.length);
+  return parts.join("") + "\n";
 }
 
 function lineStarts(text) {
@@ -401,7 +419,7 @@ function timerText(stage, view) {
   if (!view.timer || view.ended) return "";
   const [deadline, sym] = view.timer;
   const info = stage.timers[String(sym)];
-  const when = new Date(deadline / 1000).toISOString().replace(".000Z", "Z");
+  const when = fmtTime(deadline);
   return `${info?.marker ? info.marker.text + "@" + info.marker.line + ":" + info.marker.col : "timer"} due ${when}`;
 }
 
@@ -414,7 +432,7 @@ function renderAt() {
   // the position
   const last = state.position > 0 ? res.steps[state.tops[state.position - 1]] : null;
   $("#position").textContent = last
-    ? `after step ${state.position} of ${state.tops.length}: ${last.time} ${describe(last)}`
+    ? `after step ${state.position} of ${state.tops.length}: ${fmtTime(last.t)} ${describe(last)}`
     : `before the first event (${state.tops.length} steps)`;
   if (state.selectedKey === null && instances.size) state.selectedKey = [...instances.keys()][0];
   // keys
@@ -468,11 +486,11 @@ function renderTimeline(stage, end) {
   for (const s of res.steps) {
     if (s.stage !== state.stage || !s.after || JSON.stringify(s.after.key) !== state.selectedKey) continue;
     if (++shown > 2000) { rows.push(`<tr><td colspan="7">… more steps: step through time to see them</td></tr>`); break; }
-    const acts = s.actions.map((a) => `${a.text} @${a.line}:${a.col}`)
+    const acts = s.actions.map((u) => stage.units[u]).map((a) => `${a.text} @${a.line}:${a.col}`)
       .concat(s.timers.map((t) => `timer ${t.change}: ${t.marker} due ${t.deadline}`))
       .concat(s.symbol === null && s.kind === "event" ? ["no transition: an unexpected event"] : []);
     const cls = s.i >= end ? "future" : (s.i === state.tops[state.position - 1] ? "current" : "");
-    rows.push(`<tr class="${cls}"><td>${s.i}</td><td>${esc(s.time)}</td><td>${esc(describe(s))}</td>`
+    rows.push(`<tr class="${cls}"><td>${s.i}</td><td>${esc(fmtTime(s.t))}</td><td>${esc(describe(s))}</td>`
       + `<td>${esc(stateText(stage, s.after))}</td><td>${esc(waitingText(stage, s.after))}</td>`
       + `<td>${esc(varsText(stage, s.after))}</td><td>${esc(acts.join("; "))}</td></tr>`);
   }
