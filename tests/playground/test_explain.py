@@ -45,7 +45,7 @@ def test_an_event_step_says_key_states_actions_and_timer() -> None:
     waiting = [(m.text, m.line, m.col) for m in terms.waiting(first.after.state)]
     assert ("elapse[5 minutes]", 5, 5) in waiting and ("Closed()", 4, 5) in waiting
     assert first.timers == [{"change": "set", "marker": "elapse[5 minutes]@5:5",
-                             "deadline": "2026-01-01T08:05:00.000000Z"}]
+                             "deadline": 1767254700000000}]
     closed_back = rec.steps[2]
     assert closed_back.key == ["back"] and closed_back.timers[0]["change"] == "stopped"
     assert [(m.text, m.line) for m in terms.waiting(closed_back.after.state)] == [("Opened()", 3)]

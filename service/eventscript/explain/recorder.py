@@ -210,15 +210,13 @@ def _json_value(value: Any, ty: Any) -> Any:
 
 def _timer_changes(terms: ProgramTerms, before: tuple[int, int, int] | None, after: InstanceView | None,
                    fired: bool = False) -> list[dict[str, Any]]:
-    """The timers a step set or stopped: a pending timer with a new sequence number was set
-    (restarted) by the step; one that is gone was stopped (or, for a timer step, fired)."""
+    """The timers a step set or stopped (deadlines in microseconds): a pending timer with a new
+    sequence number was set (restarted) by the step; one that is gone was stopped (or, for a
+    timer step, fired)."""
     out: list[dict[str, Any]] = []
     new = after.timer if after is not None and not after.terminated else None
     if before is not None and (new is None or new[2] != before[2]) and not fired:
-        marker = terms.time_marker(before[1])
-        out.append({"change": "stopped", "marker": str(marker) if marker else None,
-                    "deadline": format_time(before[0])})
+        out.append({"change": "stopped", "marker": terms.time_marker_text(before[1]), "deadline": before[0]})
     if new is not None and (before is None or new[2] != before[2]):
-        marker = terms.time_marker(new[1])
-        out.append({"change": "set", "marker": str(marker) if marker else None, "deadline": format_time(new[0])})
+        out.append({"change": "set", "marker": terms.time_marker_text(new[1]), "deadline": new[0]})
     return out

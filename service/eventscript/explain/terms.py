@@ -112,6 +112,11 @@ class ProgramTerms:
             return None
         return self.markers[s.marker]
 
+    def time_marker_text(self, sym: int) -> str | None:
+        """``elapse[5 minutes]@6:5``: the time marker of a time symbol, and where it is."""
+        marker = self.time_marker(sym)
+        return None if marker is None else str(marker)
+
     def unit(self, u: int) -> dict[str, Any]:
         """An action unit as run: its number, its text shortened to one line, and where it is
         (one dict per unit, shared by every step that ran it: do not change it)."""

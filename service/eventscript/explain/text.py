@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..engine.encoding import json_line
+from ..engine.timeutil import format_time
 from .instance import InstanceView
 from .recorder import Step
 from .runs import Recording
@@ -57,15 +58,13 @@ def step_lines(recording: Recording, step: Step) -> Iterator[str]:
     for a in step.actions:
         yield f"{pad}  ran {a['text']} @{a['line']}:{a['col']}"
     for t in step.timers:
-        yield f"{pad}  timer {t['change']}: {t['marker']} due {t['deadline']}"
+        yield f"{pad}  timer {t['change']}: {t['marker']} due {format_time(t['deadline'])}"
     for n in step.outputs:
         out = {k: v for k, v in recording.outputs[n].items() if k != "step"}
         yield f"{pad}  emits {json_line(out)}"
 
 
 def _short_time(step: Step) -> str:
-    from ..engine.timeutil import format_time
-
     return format_time(step.time)
 
 

@@ -317,6 +317,7 @@ async function run() {
   const started = performance.now();
   $("#run-error").textContent = "running…";
   const answer = await post("/api/run", request());
+  document.body.dataset.fetched = String(Math.round(performance.now() - started));
   const keptKey = state.selectedKey;
   clearRun();
   if (answer.programs) {
@@ -332,7 +333,9 @@ async function run() {
     document.body.dataset.ran = "error";
     return;
   }
+  for (const s of answer.steps) s.keyId = s.after ? JSON.stringify(s.after.key) : null;
   state.result = answer;
+  state.folded = null;
   state.tops = answer.steps.filter((s) => s.parent === null).map((s) => s.i);
   state.stage = 0;
   state.selectedKey = keptKey;
@@ -375,11 +378,14 @@ function limitStep() {
 
 function instancesAt(stage) {
   const end = limitStep();
+  const f = state.folded;
+  if (f && f.result === state.result && f.stage === stage && f.end === end) return f.keys;
   const keys = new Map();
   for (const s of state.result.steps) {
     if (s.i >= end) break;
-    if (s.stage === stage && s.after) keys.set(JSON.stringify(s.after.key), s.after);
+    if (s.stage === stage && s.after) keys.set(s.keyId, s.after);
   }
+  state.folded = { result: state.result, stage, end, keys };
   return keys;
 }
 
@@ -435,18 +441,18 @@ function renderAt() {
     ? `after step ${state.position} of ${state.tops.length}: ${fmtTime(last.t)} ${describe(last)}`
     : `before the first event (${state.tops.length} steps)`;
   if (state.selectedKey === null && instances.size) state.selectedKey = [...instances.keys()][0];
-  // keys
+  // keys (the first KEY_ROWS, and the followed one)
   const rows = [];
+  let listed = 0;
   for (const [key, view] of instances) {
+    if (++listed > KEY_ROWS && key !== state.selectedKey) continue;
     const cls = [key === state.selectedKey ? "selected" : "", view.ended ? "ended" : ""].join(" ");
     rows.push(`<tr class="${cls}" data-key="${esc(key)}"><td>${esc(view.key === null ? "(the instance)" : show(view.key))}</td>`
       + `<td class="state">${esc(stateText(stage, view))}</td><td>${esc(waitingText(stage, view))}</td>`
       + `<td>${esc(varsText(stage, view))}</td><td>${esc(timerText(stage, view))}</td></tr>`);
   }
+  if (listed > KEY_ROWS) rows.push(`<tr><td colspan="5">… ${listed - KEY_ROWS} more keys (follow one from the outputs or the timeline)</td></tr>`);
   $("#keys tbody").innerHTML = rows.join("");
-  for (const tr of $("#keys tbody").children) {
-    tr.addEventListener("click", () => { state.selectedKey = tr.dataset.key; renderAt(); decorateProgram(); });
-  }
   // the automaton: the states keys are in
   const svg = $("#automaton svg");
   if (svg) {
@@ -484,10 +490,10 @@ function renderTimeline(stage, end) {
   const rows = [];
   let shown = 0;
   for (const s of res.steps) {
-    if (s.stage !== state.stage || !s.after || JSON.stringify(s.after.key) !== state.selectedKey) continue;
+    if (s.stage !== state.stage || s.keyId !== state.selectedKey) continue;
     if (++shown > 2000) { rows.push(`<tr><td colspan="7">… more steps: step through time to see them</td></tr>`); break; }
     const acts = s.actions.map((u) => stage.units[u]).map((a) => `${a.text} @${a.line}:${a.col}`)
-      .concat(s.timers.map((t) => `timer ${t.change}: ${t.marker} due ${t.deadline}`))
+      .concat(s.timers.map((t) => `timer ${t.change}: ${t.marker} due ${fmtTime(t.deadline)}`))
       .concat(s.symbol === null && s.kind === "event" ? ["no transition: an unexpected event"] : []);
     const cls = s.i >= end ? "future" : (s.i === state.tops[state.position - 1] ? "current" : "");
     rows.push(`<tr class="${cls}"><td>${s.i}</td><td>${esc(fmtTime(s.t))}</td><td>${esc(describe(s))}</td>`
@@ -498,6 +504,7 @@ function renderTimeline(stage, end) {
 }
 
 const OUTPUT_ROWS = 1000;
+const KEY_ROWS = 300;
 
 function renderOutputs(end) {
   const res = state.result;
@@ -511,12 +518,24 @@ function renderOutputs(end) {
     matched++;
     if (rows.length >= OUTPUT_ROWS) return;
     const cls = [o.event === "$error" ? "error" : "", o.step !== undefined && o.step >= end ? "future" : ""].join(" ");
-    rows.push(`<tr class="${cls}"><td>${n}</td><td>${esc(o.time)}</td><td>${esc(o.event)}</td><td>${esc(o.key ? JSON.stringify(o.key) : "")}</td>`
+    rows.push(`<tr class="${cls}" data-n="${n}"><td>${n}</td><td>${esc(o.time)}</td><td>${esc(o.event)}</td><td>${esc(o.key ? JSON.stringify(o.key) : "")}</td>`
       + `<td>${esc(JSON.stringify(o.value))}</td><td>${esc(o.program ?? "")}${o.topic ? " → " + esc(o.topic) : ""}</td></tr>`);
   });
   $("#outputs tbody").innerHTML = rows.join("");
   $("#outputs-count").textContent = `${matched} of ${res.outputs.length} events`
     + (matched > OUTPUT_ROWS ? ` (the first ${OUTPUT_ROWS} shown: narrow the filter)` : "");
+}
+
+// An output clicked: go to just after the step that emitted it, following its key there.
+function followOutput(o) {
+  if (o.step === undefined) return;
+  let step = state.result.steps[o.step];
+  while (step.parent !== null) step = state.result.steps[step.parent];
+  const emitting = state.result.steps[o.step];
+  state.stage = emitting.stage;
+  state.selectedKey = emitting.keyId;
+  renderStageTabs();
+  moveTo(state.tops.indexOf(step.i) + 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -554,6 +573,14 @@ async function start() {
   programEditor = new Editor($("#program-editor"), true, onProgramInput);
   traceEditor = new Editor($("#trace-editor"), false, onTraceInput);
   $("#run").addEventListener("click", run);
+  $("#outputs tbody").addEventListener("click", (e) => {
+    const tr = e.target.closest("tr[data-n]");
+    if (tr) followOutput(state.result.outputs[Number(tr.dataset.n)]);
+  });
+  $("#keys tbody").addEventListener("click", (e) => {
+    const tr = e.target.closest("tr[data-key]");
+    if (tr) { state.selectedKey = tr.dataset.key; renderAt(); }
+  });
   $("#save-case").addEventListener("click", saveCase);
   $("#examples").addEventListener("change", (e) => openExample(e.target.value));
   $("#first").addEventListener("click", () => moveTo(0));
