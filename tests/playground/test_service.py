@@ -211,3 +211,31 @@ def test_http_serves_the_page_and_answers_json(playground: tuple[str, Any]) -> N
     assert status == 413 and "limit" in answer["error"]
     status, answer = _post(url + "/api/check", json.dumps({"programs": [{"name": "../x.es", "text": ""}]}).encode())
     assert status == 400 and "file name" in answer["error"]
+
+
+def test_the_command_prints_its_address_and_serves(tmp_path: Path) -> None:
+    """``eventscript playground FILE --port 0`` prints the address it listens on; the page it
+    serves opens with the file named."""
+    program = TOPOLOGIES / "doors" / "left_open.es"
+    proc = subprocess.Popen([sys.executable, "-m", "eventscript.cli.main", "playground", str(program), "--port", "0",
+                             "--cases-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("EventScript playground on http://127.0.0.1:"), line + (proc.stderr.read() if proc.stderr else "")
+        url = line.split()[3].rstrip("/")
+        status, body = _get(url + "/api/initial")
+        opened = json.loads(body)
+        assert status == 200 and [p["name"] for p in opened["programs"]] == ["left_open.es"]
+        assert opened["trace"] == (TOPOLOGIES / "doors" / "sample.trace").read_text()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_command_says_when_a_file_cannot_be_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from eventscript.cli.main import main
+
+    assert main(["playground", str(tmp_path / "missing.es")]) == 2
+    err = capsys.readouterr().err
+    assert "missing.es" in err and "cannot read" in err

@@ -126,6 +126,9 @@ class Editor {
       this.pre.scrollTop = this.textarea.scrollTop;
       this.pre.scrollLeft = this.textarea.scrollLeft;
     });
+    const caret = () => this.showCaretMessage();
+    this.textarea.addEventListener("click", caret);
+    this.textarea.addEventListener("keyup", caret);
     this.textarea.addEventListener("keydown", (e) => {
       if (e.key === "Tab") {
         e.preventDefault();
@@ -135,7 +138,17 @@ class Editor {
   }
   get value() { return this.textarea.value; }
   set value(text) { this.textarea.value = text; this.render(); }
-  decorate(decorations) { this.decorations = decorations; this.render(); }
+  decorate(decorations) { this.decorations = decorations; this.render(); this.showCaretMessage(); }
+  // The message of the underline under the caret, below the editor (the textarea covers the
+  // underlines, so they cannot show a tooltip of their own).
+  showCaretMessage() {
+    const box = this.textarea.closest(".editor").nextElementSibling;
+    if (!box || !box.classList.contains("caret-message")) return;
+    const at = this.textarea.selectionStart;
+    const here = this.decorations.filter(([s, e, cls]) => s <= at && at <= e && cls.startsWith("diag-"));
+    box.textContent = here.map((d) => d[3]).join("\n");
+    box.className = "caret-message" + (here.length ? " " + here[0][2] : "");
+  }
   render() {
     this.pre.innerHTML = highlighted(this.textarea.value, this.isProgram, this.decorations);
     this.pre.scrollTop = this.textarea.scrollTop;
@@ -293,6 +306,8 @@ function open(content) {
   traceEditor.value = state.trace;
   loadEditor();
   clearRun();
+  state.editVersion++;
+  document.body.dataset.edited = String(state.editVersion);
   check();
   saveAddress();
 }
@@ -335,6 +350,7 @@ async function run() {
   }
   for (const s of answer.steps) s.keyId = s.after ? JSON.stringify(s.after.key) : null;
   state.result = answer;
+  state.ranPrograms = JSON.stringify(state.programs);
   state.folded = null;
   state.tops = answer.steps.filter((s) => s.parent === null).map((s) => s.i);
   state.stage = 0;
@@ -397,7 +413,8 @@ function moveTo(position) {
 }
 
 function waitingMarkers() {
-  if (!state.result || state.selectedKey === null) return [];
+  // (none once the program is edited after the run: their positions would point elsewhere)
+  if (!state.result || state.selectedKey === null || state.ranPrograms !== JSON.stringify(state.programs)) return [];
   const stageIndex = state.result.stages.findIndex((s) => s.name + ".es" === state.programs[state.tab]?.name || s.name === state.programs[state.tab]?.name);
   const si = stageIndex >= 0 ? stageIndex : state.stage;
   const view = instancesAt(si).get(state.selectedKey);
