@@ -115,6 +115,8 @@ def test_a_shipped_topology_opens_runs_and_filters(page: Any) -> None:
     assert page.is_visible("#pipeline svg")
     assert [b.inner_text() for b in page.query_selector_all("#stage-tabs button")] == ["filter", "three-big-trades"]
     assert len(page.query_selector_all("#outputs tbody tr")) == 5
+    flows = [r.query_selector_all("td")[2].inner_text() for r in page.query_selector_all("#flows tbody tr")]
+    assert flows and set(flows) == {"filter → three-big-trades"}
     page.fill("#filter-event", "nothing-like-this")
     assert page.query_selector_all("#outputs tbody tr") == []
     page.fill("#filter-event", "ThreeBig")

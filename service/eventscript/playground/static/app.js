@@ -319,7 +319,8 @@ function clearRun() {
   state.result = null;
   state.tops = [];
   state.position = 0;
-  for (const sel of ["#keys tbody", "#timeline tbody", "#outputs tbody"]) $(sel).innerHTML = "";
+  for (const sel of ["#keys tbody", "#timeline tbody", "#outputs tbody", "#flows tbody"]) $(sel).innerHTML = "";
+  $("#flows-box").hidden = true;
   $("#automaton").innerHTML = "";
   $("#stage-tabs").innerHTML = "";
   $("#position").textContent = "";
@@ -491,6 +492,7 @@ function renderAt() {
   }
   renderTimeline(stage, end);
   renderOutputs(end);
+  renderFlows(end);
   decorateProgram();
 }
 
@@ -518,6 +520,27 @@ function renderTimeline(stage, end) {
       + `<td>${esc(varsText(stage, s.after))}</td><td>${esc(acts.join("; "))}</td></tr>`);
   }
   $("#timeline tbody").innerHTML = rows.join("");
+}
+
+// The events a stage emitted that the next stage (or, in a topology, a reader) took: steps
+// nested in a step of another stage.
+function renderFlows(end) {
+  const res = state.result;
+  $("#flows-box").hidden = res.stages.length < 2;
+  if (res.stages.length < 2) return;
+  const fk = $("#filter-key").value.trim().toLowerCase();
+  const fe = $("#filter-event").value.trim().toLowerCase();
+  const rows = [];
+  for (const s of res.steps) {
+    if (s.parent === null || res.steps[s.parent].stage === s.stage || s.kind !== "event") continue;
+    if (fk && !(s.keyId ?? "").toLowerCase().includes(fk)) continue;
+    if (fe && !s.name.toLowerCase().includes(fe)) continue;
+    if (rows.length >= OUTPUT_ROWS) break;
+    const from = res.stages[res.steps[s.parent].stage].name, to = res.stages[s.stage].name;
+    rows.push(`<tr class="${s.i >= end ? "future" : ""}"><td>${s.i}</td><td>${esc(fmtTime(s.t))}</td><td>${esc(from)} → ${esc(to)}</td>`
+      + `<td>${esc(s.name)}</td><td>${esc(JSON.stringify(s.value))}</td><td>${esc(s.key ? JSON.stringify(s.key) : "")}</td></tr>`);
+  }
+  $("#flows tbody").innerHTML = rows.join("");
 }
 
 const OUTPUT_ROWS = 1000;
@@ -605,8 +628,9 @@ async function start() {
   $("#forward").addEventListener("click", () => moveTo(state.position + 1));
   $("#last").addEventListener("click", () => moveTo(state.tops.length));
   $("#slider").addEventListener("input", (e) => moveTo(Number(e.target.value)));
-  $("#filter-key").addEventListener("input", () => state.result && renderOutputs(limitStep()));
-  $("#filter-event").addEventListener("input", () => state.result && renderOutputs(limitStep()));
+  for (const f of ["#filter-key", "#filter-event"]) {
+    $(f).addEventListener("input", () => { if (state.result) { renderOutputs(limitStep()); renderFlows(limitStep()); } });
+  }
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(); return; }
     if (e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLInputElement) return;
