@@ -209,8 +209,12 @@ def test_http_serves_the_page_and_answers_json(playground: tuple[str, Any]) -> N
     assert status == 400 and "not JSON" in answer["error"]
     status, answer = _announce_large_body(url, config.max_body + 1)
     assert status == 413 and "limit" in answer["error"]
-    status, answer = _post(url + "/api/check", json.dumps({"programs": [{"name": "../x.es", "text": ""}]}).encode())
-    assert status == 400 and "file name" in answer["error"]
+    for name in ("../x.es", "topology.yaml", ".es"):
+        status, answer = _post(url + "/api/check", json.dumps({"programs": [{"name": name, "text": ""}]}).encode())
+        assert status == 400 and "file name ending in .es" in answer["error"]
+    twice = [{"name": "a.es", "text": ""}, {"name": "a.es", "text": ""}]
+    status, answer = _post(url + "/api/check", json.dumps({"programs": twice}).encode())
+    assert status == 400 and "two programs" in answer["error"]
 
 
 def test_the_command_prints_its_address_and_serves(tmp_path: Path) -> None:
@@ -239,3 +243,5 @@ def test_the_command_says_when_a_file_cannot_be_read(tmp_path: Path, capsys: pyt
     assert main(["playground", str(tmp_path / "missing.es")]) == 2
     err = capsys.readouterr().err
     assert "missing.es" in err and "cannot read" in err
+    assert main(["playground", str(tmp_path / "compiled.json")]) == 2
+    assert "program sources (.es)" in capsys.readouterr().err

@@ -46,6 +46,10 @@ def initial(files: list[str], trace: str | None) -> dict[str, Any]:
         out["topology"] = text
         out["programs"] = [{"name": Path(s).name, "text": _read(paths[0].parent / s)} for s in sources if s]
     elif paths:
+        odd = [str(p) for p in paths if p.suffix != ".es"]
+        if odd:
+            raise ValueError(f"{', '.join(odd)}: the playground opens program sources (.es) or one topology "
+                             f"file (.yaml); compiled programs have no text to show")
         out["programs"] = [{"name": p.name, "text": _read(p)} for p in paths]
     trace_path = Path(trace) if trace else (paths[0].parent / "sample.trace" if paths else None)
     if trace_path is not None and (trace or trace_path.exists()):
@@ -54,14 +58,25 @@ def initial(files: list[str], trace: str | None) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import yaml
+
     from ..playground.limits import Limits
     from ..playground.server import Config, make_server
 
     try:
         opening = initial(args.files, args.trace)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        print(f"eventscript playground: cannot read {getattr(exc, 'filename', None) or 'the files'}: "
-              f"{getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+    except OSError as exc:
+        print(f"eventscript playground: cannot read {exc.filename or 'the files'}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    except UnicodeDecodeError:
+        print("eventscript playground: a file named is not UTF-8 text", file=sys.stderr)
+        return 2
+    except yaml.YAMLError as exc:
+        print(f"eventscript playground: {args.files[0]}: not a readable topology file: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"eventscript playground: {exc}", file=sys.stderr)
         return 2
     config = Config(Limits(allow_externals=args.allow_externals, run_seconds=float(args.run_seconds)),
                     Path(args.cases_dir), opening)

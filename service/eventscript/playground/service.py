@@ -30,7 +30,7 @@ class Source:
     text: str
 
 
-_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.es$")
 
 
 def sources_of(body: Any, limits: Limits) -> list[Source]:
@@ -42,8 +42,10 @@ def sources_of(body: Any, limits: Limits) -> list[Source]:
     for p in programs:
         if not isinstance(p, dict) or not isinstance(p.get("name"), str) or not isinstance(p.get("text"), str):
             raise RequestError("each program needs a name and a text")
-        if not _NAME.match(p["name"]) or p["name"].startswith("."):
-            raise RequestError(f"{p['name']!r}: a program's name is a file name (letters, digits, . _ -)")
+        if not _NAME.match(p["name"]):
+            raise RequestError(f"{p['name']!r}: a program's name is a file name ending in .es (letters, digits, . _ -)")
+        if any(s.name == p["name"] for s in out):
+            raise RequestError(f"{p['name']!r}: two programs of that name; give each its own")
         limits.check_program(p["name"], p["text"])
         out.append(Source(p["name"], p["text"]))
     return out
