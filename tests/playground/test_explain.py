@@ -121,3 +121,27 @@ def test_cli_explain_prints_steps_and_checks_expectations(capsys: pytest.Capture
     assert status == 0, out
     assert "#0 " in out and "before: no instance (the event creates it)" in out
     assert "timer set: elapse[5 minutes]@" in out and "emits {" in out and out.rstrip().endswith("as expected")
+
+
+def test_a_lazy_dfa_is_explained_by_its_nfa_states() -> None:
+    """A program past the state limit runs on the lazy DFA: states are sets of NFA states, and
+    the explanation and the tester still agree."""
+    program = compile_source(DOORS, name="doors", force_lazy=True).require()
+    items = parse_trace(SourceFile("<trace>", DOORS_TRACE))
+    rec = record_pipeline([program], items)
+    tester = run_trace([program], items, lambda line: None)
+    terms = rec.recorder.terms[0]
+    assert sorted((v.to_json() for v in rec.recorder.live(0)), key=repr) == _snapshots(tester.engines, terms)[0]
+    first = rec.steps[0]
+    assert isinstance(first.after.state, list)
+    assert {m.text for m in terms.waiting(first.after.state)} == {"Closed()", "elapse[5 minutes]"}
+    assert [rec.outputs[i]["event"] for s in rec.steps for i in s.outputs] == ["LeftOpen"]
+
+
+def test_cli_explain_of_a_topology_nests_the_second_stage(capsys: pytest.CaptureFixture[str]) -> None:
+    d = TOPOLOGIES / "big-trades"
+    status = main(["test", "--explain", "--trace", str(d / "sample.trace"), str(d / "topology.yaml"),
+                   "--expect", str(d / "expected.jsonl")])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "\n  #" in out and "[three-big-trades] FilteredTrade(" in out and "[filter] Trade(" in out
