@@ -245,3 +245,11 @@ def test_the_command_says_when_a_file_cannot_be_read(tmp_path: Path, capsys: pyt
     assert "missing.es" in err and "cannot read" in err
     assert main(["playground", str(tmp_path / "compiled.json")]) == 2
     assert "program sources (.es)" in capsys.readouterr().err
+
+
+def test_an_external_that_cannot_load_is_a_message() -> None:
+    text = 'function double f(long): "no_such_module_here:f"\nin {} Go\nout double D\nGo() { !>D(f(5)); }\n'
+    body = {"programs": [{"name": "p.es", "text": text}], "trace": "[2026-01-01 00:00:00] Go()"}
+    result = service.run(body, Limits(allow_externals=True))  # (allowed: resolved when compiled, so reported there)
+    (told,) = result["programs"][0]["diagnostics"]
+    assert "fix the errors" in result["error"] and "no_such_module_here" in told["message"] + (told["hint"] or "")

@@ -89,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in str(host) else host
     print(f"EventScript playground on http://{shown}:{port}/ (Ctrl-C to stop)", flush=True)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        extra = ", external functions included" if args.allow_externals else ""
+        print(f"note: listening on {args.host}: whoever reaches it can run programs on this machine (within the "
+              f"limits{extra})", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     finally:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import mimetypes
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -19,6 +20,7 @@ from . import examples, service
 from .limits import LimitExceeded, Limits
 
 STATIC = Path(__file__).parent / "static"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -111,6 +113,11 @@ def make_handler(config: Config) -> type[BaseHTTPRequestHandler]:
                     return self._json(service.save_case(body, config.limits, config.cases_dir))
             except (service.RequestError, LimitExceeded) as exc:
                 return self._json({"error": str(exc)}, HTTPStatus.BAD_REQUEST)
+            except Exception as exc:  # a bug: the page says so rather than waiting forever
+                log.exception("playground request %s failed", path)
+                return self._json({"error": f"the playground failed on this request ({type(exc).__name__}: {exc}); "
+                                            f"please report it with the page's address"},
+                                  HTTPStatus.INTERNAL_SERVER_ERROR)
             self._json({"error": f"nothing at {path}"}, HTTPStatus.NOT_FOUND)
 
     return Handler

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..automata.compile import Compilation, compile_source
+from ..engine.engine import EngineError
 from ..explain.instance import explain_timer
 from ..explain.runs import Recording, record_pipeline, record_topology
 from ..language.diagnostics import Diagnostic
@@ -125,6 +126,8 @@ def run(body: Any, limits: Limits) -> dict[str, Any]:
         return {**result, "error": str(exc)}
     except _TopologyProblem as exc:
         return {**result, "error": str(exc)}
+    except EngineError as exc:  # e.g. an allowed external function that cannot be loaded
+        return {**result, "error": f"the program cannot run: {exc}"}
     return {**result, **_shown(recording, compiled)}
 
 

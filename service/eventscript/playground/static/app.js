@@ -165,8 +165,12 @@ let programEditor, traceEditor;
 // Talking to the server
 
 async function post(path, body) {
-  const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-  return response.json();
+  try {
+    const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    return await response.json();
+  } catch (err) {
+    return { error: `the playground server did not answer (${err}); is 'eventscript playground' still running?` };
+  }
 }
 
 function request() {
