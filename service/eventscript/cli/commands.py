@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from . import backfill_cmd, kafka_cmds, program_cmds, test_cmd, topology_cmd, upgrade_cmd
+from . import backfill_cmd, kafka_cmds, playground_cmd, program_cmds, test_cmd, topology_cmd, upgrade_cmd
 
 Setup = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
@@ -28,4 +28,6 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
     "backfill": ("run a program over historical records on PySpark", backfill_cmd.setup, backfill_cmd.run),
     "upgrade": ("plan carrying live instances to a new version of a program (plan)", upgrade_cmd.setup,
                 upgrade_cmd.run),
+    "playground": ("a local web app: edit a program, run a trace, watch each key's automaton, step through time",
+                   playground_cmd.setup, playground_cmd.run),
 }

@@ -24,6 +24,9 @@ def setup(p: argparse.ArgumentParser) -> None:
                         "'eventscript compile' writes; or one topology file (TOPOLOGY.yaml) to run whole")
     p.add_argument("--expect", metavar="FILE", help="expected JSON lines: compare and show differences")
     p.add_argument("-W", "--warnings", action="store_true", help="also print compiler warnings")
+    p.add_argument("--explain", action="store_true",
+                   help="print each event's step: the key, the state before and after as the markers waited "
+                        "for (line:col), the actions run, the timers set and the outputs")
     add_state_limit(p)
 
 
@@ -55,6 +58,23 @@ def _finish(args: argparse.Namespace, lines: list[dict]) -> int:  # type: ignore
         return 1
     print(f"ok: {len(lines)} events as expected")
     return 0
+
+
+def _explained(args: argparse.Namespace, record) -> int:  # type: ignore[no-untyped-def]
+    """``--explain``: run with every step recorded (``eventscript.explain``) and print the steps;
+    with ``--expect``, then compare the outputs."""
+    from ..explain.text import explanation
+
+    try:
+        recording = record()
+    except TraceError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    for line in explanation(recording):
+        print(line)
+    if args.expect is None:
+        return 0
+    return _finish(args, [{k: v for k, v in o.items() if k != "step"} for o in recording.outputs])
 
 
 def run_topology(args: argparse.Namespace) -> int:
@@ -93,6 +113,10 @@ def run_topology(args: argparse.Namespace) -> int:
         else:
             out.write(json_line(obj) + "\n")
 
+    if args.explain:
+        from ..explain.runs import record_topology
+
+        return _explained(args, lambda: record_topology(graph, items))
     try:
         simulate(graph, items, sink)
     except TraceError as exc:
@@ -134,6 +158,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             out.write(json_line(obj) + "\n")
 
+    if args.explain:
+        from ..explain.runs import record_pipeline
+
+        return _explained(args, lambda: record_pipeline(compiled, items, names))
     try:
         run_trace(compiled, items, sink, names)
     except TraceError as exc:

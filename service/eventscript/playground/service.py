@@ -1,0 +1,237 @@
+"""What the playground's page asks of the server, as functions of JSON-shaped requests: check
+programs (diagnostics), run a trace with every step recorded, save a conformance case. The
+HTTP layer (``server``) only moves JSON; these functions are tested without it."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..automata.compile import Compilation, compile_source
+from ..engine.engine import EngineError
+from ..explain.instance import explain_timer
+from ..explain.runs import Recording, record_pipeline, record_topology
+from ..language.diagnostics import Diagnostic
+from ..language.source import SourceFile
+from ..tester.trace import TraceError, parse_trace
+from . import drawing
+from .limits import LimitExceeded, Limits
+
+
+class RequestError(Exception):
+    """A request the page should not have sent (a missing field, a wrong type)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    text: str
+
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.es$")
+
+
+def sources_of(body: Any, limits: Limits) -> list[Source]:
+    programs = body.get("programs") if isinstance(body, dict) else None
+    if not isinstance(programs, list) or not programs:
+        raise RequestError("the request has no programs")
+    limits.check_programs(len(programs))
+    out = []
+    for p in programs:
+        if not isinstance(p, dict) or not isinstance(p.get("name"), str) or not isinstance(p.get("text"), str):
+            raise RequestError("each program needs a name and a text")
+        if not _NAME.match(p["name"]):
+            raise RequestError(f"{p['name']!r}: a program's name is a file name ending in .es (letters, digits, . _ -)")
+        if any(s.name == p["name"] for s in out):
+            raise RequestError(f"{p['name']!r}: two programs of that name; give each its own")
+        limits.check_program(p["name"], p["text"])
+        out.append(Source(p["name"], p["text"]))
+    return out
+
+
+def compile_one(src: Source, limits: Limits) -> Compilation:
+    """Compile as ``eventscript check`` does; external functions are resolved (imported) only
+    when the playground allows them."""
+    stem = src.name[:-3] if src.name.endswith(".es") else src.name
+    return compile_source(SourceFile(src.name, src.text), name=stem, resolve_externals=limits.allow_externals)
+
+
+def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+    return {"severity": d.severity.value, "line": d.pos.line, "col": d.pos.col, "offset": d.pos.offset,
+            "message": d.message, "hint": d.hint, "where": str(d.pos)}
+
+
+def diagnostics_of(comp: Compilation) -> list[dict[str, Any]]:
+    return [diagnostic_json(d) for d in comp.diagnostics.sorted() if isinstance(d, Diagnostic)]
+
+
+def check(body: Any, limits: Limits) -> dict[str, Any]:
+    """Each program's diagnostics (errors and warnings) with line, column and hint."""
+    out = []
+    for src in sources_of(body, limits):
+        comp = compile_one(src, limits)
+        out.append({"name": src.name, "ok": comp.ok, "diagnostics": diagnostics_of(comp)})
+    return {"programs": out}
+
+
+def _externals_refused(src: Source, comp: Compilation, limits: Limits) -> str | None:
+    if limits.allow_externals or comp.program is None or not comp.program.program.externals:
+        return None
+    names = ", ".join(e.name for e in comp.program.program.externals)
+    return (f"{src.name}: the program declares external functions ({names}); the playground runs them only "
+            f"when started with --allow-externals")
+
+
+def _trace_items(text: str) -> list[Any]:
+    return parse_trace(SourceFile("trace", text))
+
+
+def run(body: Any, limits: Limits) -> dict[str, Any]:
+    """Run the trace through the programs (a pipeline in order) or the topology, recording each
+    step; returns what the page shows, or the reason it could not run."""
+    sources = sources_of(body, limits)
+    trace = body.get("trace")
+    if not isinstance(trace, str):
+        raise RequestError("the request has no trace")
+    topology = body.get("topology")
+    if topology is not None and not isinstance(topology, str):
+        raise RequestError("the topology must be YAML text")
+    comps = [compile_one(s, limits) for s in sources]
+    result: dict[str, Any] = {"programs": [{"name": s.name, "ok": c.ok, "diagnostics": diagnostics_of(c)}
+                                           for s, c in zip(sources, comps)]}
+    failed = [s.name for s, c in zip(sources, comps) if not c.ok]
+    if failed:
+        return {**result, "error": f"{', '.join(failed)}: fix the errors underlined in the program first"}
+    refused = next((r for s, c in zip(sources, comps) if (r := _externals_refused(s, c, limits))), None)
+    if refused:
+        return {**result, "error": refused}
+    try:
+        limits.check_trace(trace)
+        items = _trace_items(trace)
+        if topology is not None:
+            recording, graph = _run_topology(sources, topology, items, limits)
+            result["pipeline"] = drawing.pipeline(graph)
+            compiled = [st.compilation.program for st in graph.stages]
+        else:
+            compiled = [c.require() for c in comps]
+            names = [s.name[:-3] if s.name.endswith(".es") else s.name for s in sources]
+            recording = record_pipeline(compiled, items, names, limits.run_guard())
+    except TraceError as exc:
+        return {**result, "error": str(exc), "trace_error": {"line": exc.pos.line, "col": exc.pos.col,
+                                                             "message": exc.message}}
+    except LimitExceeded as exc:
+        return {**result, "error": str(exc)}
+    except _TopologyProblem as exc:
+        return {**result, "error": str(exc)}
+    except EngineError as exc:  # e.g. an allowed external function that cannot be loaded
+        return {**result, "error": f"the program cannot run: {exc}"}
+    return {**result, **_shown(recording, compiled)}
+
+
+class _TopologyProblem(Exception):
+    pass
+
+
+def _run_topology(sources: list[Source], yaml_text: str, items: list[Any], limits: Limits):  # type: ignore[no-untyped-def]
+    """A topology runs from files: the YAML and the programs go to a temporary folder, as they
+    would sit in the topology's own."""
+    from ..kafka.config import TopologyError
+    from ..topology.check import check as check_topology
+    from ..topology.check import errors as check_errors
+    from ..topology.model import load_graph
+
+    with tempfile.TemporaryDirectory(prefix="eventscript-playground-") as tmp:
+        folder = Path(tmp)
+        (folder / "topology.yaml").write_text(yaml_text, encoding="utf-8")
+        for s in sources:
+            (folder / s.name).write_text(s.text, encoding="utf-8")
+        try:
+            graph = load_graph(folder / "topology.yaml")
+        except TopologyError as exc:
+            raise _TopologyProblem(str(exc).replace(str(folder) + "/", "")) from None
+        problems = check_errors(check_topology(graph))
+        if problems:
+            raise _TopologyProblem("\n".join(f.render().replace(str(folder) + "/", "") for f in problems))
+        bad = [st.name for st in graph.stages if not st.ok]
+        if bad:
+            raise _TopologyProblem(f"programs that do not compile: {', '.join(bad)}")
+        return record_topology(graph, items, limits.run_guard()), graph
+
+
+def _shown(recording: Recording, compiled: list[Any]) -> dict[str, Any]:
+    """The run as the page draws it: per stage the automaton, and each state met explained (the
+    markers it waits for); the steps and outputs."""
+    steps = [s.page_json() for s in recording.steps]
+    stages = []
+    for i, name in enumerate(recording.names):
+        terms = recording.recorder.terms[i]
+        states: dict[str, Any] = {}
+        start = terms.start()[0]
+        met: dict[Any, Any] = {_hashable(start): start}
+        for s in recording.steps:
+            if s.stage == i and s.after is not None and s.after.state is not None:
+                met.setdefault(_hashable(s.after.state), s.after.state)
+        for state in met.values():
+            states[drawing.state_id(state)] = {"waiting": [m.to_json() for m in terms.waiting(state)], "accepting": terms.accepting(state)}
+        stages.append({
+            "name": name,
+            "grouped": compiled[i].grouped,
+            "variables": [{"name": v.name, "type": str(v.ty)} for v in terms.program.variables],
+            "markers": [m.to_json() for m in terms.markers],
+            "units": [terms.unit(u) for u in range(len(terms.program.units))],
+            "automaton": drawing.automaton(compiled[i]),
+            "states": states,
+            "timers": {str(sym): _timer_marker(terms, sym) for sym in terms.program.time_symbols},
+        })
+    return {"stages": stages, "steps": steps, "outputs": recording.outputs}
+
+
+def _hashable(state: Any) -> Any:
+    """A state's snapshot form as a dict key: a DFA's number, or a lazy DFA's NFA states."""
+    return tuple(state) if isinstance(state, list) else state
+
+
+def _timer_marker(terms: Any, sym: int) -> dict[str, Any] | None:
+    told = explain_timer(terms, (0, sym, 0))
+    return None if told is None else {"marker": told["marker"], "how": told["how"]}
+
+
+_CASE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+
+
+def save_case(body: Any, limits: Limits, cases_dir: Path) -> dict[str, Any]:
+    """Write a conformance case folder (program.es or stage1.es..., input.trace,
+    expected.jsonl, README.md) of what the tester emits for the trace now."""
+    from ..engine.encoding import json_line
+
+    name = body.get("name") if isinstance(body, dict) else None
+    if not isinstance(name, str) or not _CASE_NAME.match(name):
+        raise RequestError("a case name is lower-case letters, digits and dashes (say 'door-left-open')")
+    if body.get("topology") is not None:
+        return {"error": "a conformance case is one program or a pipeline of programs; a topology with fan-out "
+                         "does not fit: save its programs as a pipeline instead"}
+    result = run({**body, "topology": None}, limits)
+    if "error" in result:
+        return {"error": result["error"]}
+    folder = cases_dir / name
+    if folder.exists():
+        return {"error": f"{folder}: a case of that name exists; choose another name"}
+    sources = sources_of(body, limits)
+    folder.mkdir(parents=True)
+    files = {}
+    if len(sources) == 1:
+        files["program.es"] = sources[0].text
+    else:
+        for i, s in enumerate(sources, 1):
+            files[f"stage{i}.es"] = s.text
+    files["input.trace"] = body["trace"] if body["trace"].endswith("\n") else body["trace"] + "\n"
+    files["expected.jsonl"] = "".join(json_line({k: v for k, v in o.items() if k != "step"}) + "\n"
+                                      for o in result["outputs"])
+    files["README.md"] = (f"# {name}\n\nSaved from the EventScript playground: the expected output is what "
+                          f"`eventscript test` emitted when it was saved; check it before relying on it.\n")
+    for fname, text in files.items():
+        (folder / fname).write_text(text, encoding="utf-8")
+    return {"path": str(folder), "files": sorted(files)}

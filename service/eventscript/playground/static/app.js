@@ -1,0 +1,661 @@
+// The EventScript playground's page: editors with highlighting and live diagnostics, a run with
+// every step recorded by the server (eventscript.explain), and stepping through it. No build
+// step and no dependencies: the server sends this file as it is.
+"use strict";
+
+const KEYWORDS = new Set(["in", "out", "type", "function", "case", "group", "for", "new", "true", "false",
+  "arrive", "elapse", "elapsed", "if", "else", "double", "long", "string", "boolean", "time", "object"]);
+const TOKEN = /(\/\/[^\n]*|\/\*[\s\S]*?(?:\*\/|$))|("(?:[^"\\\n]|\\.)*"?)|(\b\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?\b)|([A-Za-z_$][A-Za-z0-9_$]*)(\s*\()?|(\[[^\]\n]*\])/g;
+const HIGHLIGHT_LIMIT = 200000; // characters: longer texts are shown plain (a 10,000-event trace)
+const CHECK_DELAY = 25; // ms after the last keystroke before asking for diagnostics
+
+const state = {
+  programs: [{ name: "program.es", text: "" }],
+  topology: null, // YAML text of a topology, or null for a program or pipeline
+  trace: "",
+  tab: 0, // the program (or topology.yaml: index programs.length) shown in the editor
+  diagnostics: {}, // program name -> diagnostics
+  result: null, // the last run
+  tops: [], // indexes of the top-level steps (one per trace event or timer firing)
+  position: 0, // how many top-level steps have happened
+  stage: 0,
+  selectedKey: null, // JSON of the key followed
+  editVersion: 0,
+};
+
+const $ = (sel) => document.querySelector(sel);
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
+// Microseconds since the epoch as the tester writes times: ISO 8601, six fractional digits, Z.
+function fmtTime(us) {
+  const ms = Math.floor(us / 1000);
+  const iso = new Date(ms).toISOString(); // 2026-01-01T08:00:00.000Z
+  return iso.slice(0, 23) + String(us - ms * 1000).padStart(3, "0") + "Z";
+}
+const show = (v) => (v === null || v === undefined ? "unset" : JSON.stringify(v));
+
+// ---------------------------------------------------------------------------------------------
+// Editors: a textarea over a highlighted copy of its text
+
+function tokens(text, isProgram) {
+  const out = [];
+  if (text.length > HIGHLIGHT_LIMIT) return out;
+  TOKEN.lastIndex = 0;
+  let m;
+  while ((m = TOKEN.exec(text)) !== null) {
+    const start = m.index;
+    if (m[1]) out.push([start, start + m[1].length, "tok-com"]);
+    else if (m[2]) out.push([start, start + m[2].length, "tok-str"]);
+    else if (m[3]) out.push([start, start + m[3].length, "tok-num"]);
+    else if (m[4]) {
+      const word = m[4];
+      if (KEYWORDS.has(word)) out.push([start, start + word.length, word === "elapse" || word === "arrive" ? "tok-time" : "tok-kw"]);
+      else if (m[5] || /^[A-Z]/.test(word)) out.push([start, start + word.length, "tok-ev"]);
+    } else if (m[6] && !isProgram) out.push([start, start + m[6].length, "tok-time"]);
+    if (m[0].length === 0) TOKEN.lastIndex++;
+  }
+  return out;
+}
+
+// decorations: [start, end, class, title]. A sweep over the marks' ends, so that a long trace
+// (tens of thousands of tokens) highlights in linear time.
+function highlighted(text, isProgram, decorations) {
+  const marks = tokens(text, isProgram).map((t) => [...t, null]).concat(decorations)
+    .map(([s, e, cls, title]) => [Math.max(0, Math.min(s, text.length)), Math.max(0, Math.min(e, text.length)), cls, title])
+    .filter(([s, e]) => s < e);
+  const events = [];
+  marks.forEach((m, i) => { events.push([m[0], 1, i]); events.push([m[1], -1, i]); });
+  events.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  const active = new Set();
+  const parts = [];
+  let at = 0;
+  const flush = (to) => {
+    if (to <= at) return;
+    const piece = esc(text.slice(at, to));
+    if (!active.size) parts.push(piece);
+    else {
+      const on = [...active].map((i) => marks[i]);
+      const title = on.map((m) => m[3]).filter(Boolean).join("\n");
+      parts.push(`<span class="${on.map((m) => m[2]).join(" ")}"${title ? ` title="${esc(title)}"` : ""}>${piece}</span>`);
+    }
+    at = to;
+  };
+  for (const [pos, kind, i] of events) {
+    flush(pos);
+    if (kind > 0) active.add(i); else active.delete(i);
+  }
+  flush(text.length);
+  return parts.join("") + "\n";
+}
+
+function lineStarts(text) {
+  const starts = [0];
+  for (let i = 0; i < text.length; i++) if (text[i] === "\n") starts.push(i + 1);
+  return starts;
+}
+
+function offsetOf(text, line, col) {
+  const starts = lineStarts(text);
+  return Math.min(text.length, (starts[line - 1] ?? text.length) + col - 1);
+}
+
+// The extent underlined for a position: the word, string or bracketed group starting there.
+function extentAt(text, offset) {
+  const open = text[offset];
+  const close = { "(": ")", "[": "]", "{": "}" }[open];
+  if (close) {
+    let depth = 0;
+    for (let i = offset; i < Math.min(text.length, offset + 400); i++) {
+      if (text[i] === open) depth++;
+      else if (text[i] === close && --depth === 0) return i + 1;
+      else if (text[i] === "\n") break;
+    }
+    return offset + 1;
+  }
+  const m = /^("(?:[^"\\\n]|\\.)*"?|[A-Za-z_$][A-Za-z0-9_$]*|\d[\w.]*|\S)/.exec(text.slice(offset));
+  return offset + (m ? m[0].length : 1);
+}
+
+class Editor {
+  constructor(root, isProgram, onInput) {
+    this.textarea = root.querySelector("textarea");
+    this.pre = root.querySelector("pre");
+    this.isProgram = isProgram;
+    this.decorations = [];
+    this.textarea.addEventListener("input", () => { this.render(); onInput(this.textarea.value); });
+    this.textarea.addEventListener("scroll", () => {
+      this.pre.scrollTop = this.textarea.scrollTop;
+      this.pre.scrollLeft = this.textarea.scrollLeft;
+    });
+    const caret = () => this.showCaretMessage();
+    this.textarea.addEventListener("click", caret);
+    this.textarea.addEventListener("keyup", caret);
+    this.textarea.addEventListener("keydown", (e) => {
+      if (e.key === "Tab") {
+        e.preventDefault();
+        document.execCommand("insertText", false, "    ");
+      }
+    });
+  }
+  get value() { return this.textarea.value; }
+  set value(text) { this.textarea.value = text; this.render(); }
+  decorate(decorations) { this.decorations = decorations; this.render(); this.showCaretMessage(); }
+  // The message of the underline under the caret, below the editor (the textarea covers the
+  // underlines, so they cannot show a tooltip of their own).
+  showCaretMessage() {
+    const box = this.textarea.closest(".editor").nextElementSibling;
+    if (!box || !box.classList.contains("caret-message")) return;
+    const at = this.textarea.selectionStart;
+    const here = this.decorations.filter(([s, e, cls]) => s <= at && at <= e && cls.startsWith("diag-"));
+    box.textContent = here.map((d) => d[3]).join("\n");
+    box.className = "caret-message" + (here.length ? " " + here[0][2] : "");
+  }
+  render() {
+    this.pre.innerHTML = highlighted(this.textarea.value, this.isProgram, this.decorations);
+    this.pre.scrollTop = this.textarea.scrollTop;
+  }
+  reveal(line) {
+    const lh = parseFloat(getComputedStyle(this.textarea).lineHeight) || 19;
+    this.textarea.scrollTop = Math.max(0, (line - 3) * lh);
+  }
+}
+
+let programEditor, traceEditor;
+
+// ---------------------------------------------------------------------------------------------
+// Talking to the server
+
+async function post(path, body) {
+  try {
+    const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    return await response.json();
+  } catch (err) {
+    return { error: `the playground server did not answer (${err}); is 'eventscript playground' still running?` };
+  }
+}
+
+function request() {
+  return { programs: state.programs, trace: state.trace, topology: state.topology };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Program tabs and diagnostics
+
+function editingTopology() { return state.topology !== null && state.tab === state.programs.length; }
+
+function renderTabs() {
+  const nav = $("#program-tabs");
+  nav.innerHTML = "";
+  const names = state.programs.map((p) => p.name).concat(state.topology !== null ? ["topology.yaml"] : []);
+  names.forEach((name, i) => {
+    const b = document.createElement("button");
+    b.textContent = name;
+    b.className = i === state.tab ? "active" : "";
+    b.dataset.tab = String(i);
+    b.addEventListener("click", () => { state.tab = i; loadEditor(); });
+    nav.appendChild(b);
+  });
+}
+
+function loadEditor() {
+  renderTabs();
+  programEditor.isProgram = !editingTopology();
+  programEditor.value = editingTopology() ? state.topology : state.programs[state.tab].text;
+  decorateProgram();
+}
+
+function decorateProgram() {
+  if (editingTopology()) { programEditor.decorate([]); renderDiagnostics(); return; }
+  const prog = state.programs[state.tab];
+  const text = prog.text;
+  const decorations = (state.diagnostics[prog.name] || []).map((d) => {
+    const at = offsetOf(text, d.line, d.col);
+    return [at, extentAt(text, at), `diag-${d.severity}`, `${d.severity}: ${d.message}${d.hint ? "\nhint: " + d.hint : ""}`];
+  });
+  for (const m of waitingMarkers()) {
+    const at = offsetOf(text, m.line, m.col);
+    decorations.push([at, at + m.text.length, "waiting", `the followed key waits for ${m.text} (${m.line}:${m.col})`]);
+  }
+  programEditor.decorate(decorations);
+  renderDiagnostics();
+}
+
+function renderDiagnostics() {
+  const ul = $("#diagnostics");
+  ul.innerHTML = "";
+  let count = 0;
+  state.programs.forEach((prog, i) => {
+    for (const d of state.diagnostics[prog.name] || []) {
+      count++;
+      const li = document.createElement("li");
+      li.className = `diag-${d.severity}`;
+      li.textContent = `${prog.name}:${d.line}:${d.col}: ${d.severity}: ${d.message}${d.hint ? " (hint: " + d.hint + ")" : ""}`;
+      li.addEventListener("click", () => { state.tab = i; loadEditor(); programEditor.reveal(d.line); });
+      ul.appendChild(li);
+    }
+  });
+  if (!count) {
+    const li = document.createElement("li");
+    li.className = "ok";
+    li.textContent = "no errors or warnings";
+    ul.appendChild(li);
+  }
+}
+
+let checkTimer = null;
+let checkSeq = 0;
+
+function scheduleCheck() {
+  clearTimeout(checkTimer);
+  checkTimer = setTimeout(check, CHECK_DELAY);
+}
+
+async function check() {
+  const seq = ++checkSeq;
+  const version = state.editVersion;
+  const answer = await post("/api/check", { programs: state.programs });
+  if (seq !== checkSeq) return; // a later check was sent: its answer counts
+  if (answer.error) { $("#run-error").textContent = answer.error; return; }
+  state.diagnostics = {};
+  for (const p of answer.programs) state.diagnostics[p.name] = p.diagnostics;
+  decorateProgram();
+  document.body.dataset.checked = String(version);
+}
+
+function onProgramInput(text) {
+  if (editingTopology()) state.topology = text;
+  else state.programs[state.tab].text = text;
+  state.editVersion++;
+  document.body.dataset.edited = String(state.editVersion);
+  scheduleCheck();
+  saveAddress();
+}
+
+function onTraceInput(text) {
+  state.trace = text;
+  traceEditor.decorate([]);
+  saveAddress();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The page address: program, trace and topology, so that a link reproduces a run
+
+function encodeState() {
+  const json = JSON.stringify({ p: state.programs, t: state.trace, y: state.topology });
+  const bytes = new TextEncoder().encode(json);
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function decodeState(text) {
+  const bin = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+  const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  const obj = JSON.parse(new TextDecoder().decode(bytes));
+  return { programs: obj.p, trace: obj.t, topology: obj.y ?? null };
+}
+
+let addressTimer = null;
+function saveAddress() {
+  clearTimeout(addressTimer);
+  addressTimer = setTimeout(() => history.replaceState(null, "", "#s=" + encodeState()), 300);
+}
+
+function open(content) {
+  state.programs = content.programs && content.programs.length ? content.programs : [{ name: "program.es", text: "" }];
+  state.topology = content.topology ?? null;
+  state.trace = content.trace ?? "";
+  state.tab = 0;
+  state.diagnostics = {};
+  state.result = null;
+  traceEditor.value = state.trace;
+  loadEditor();
+  clearRun();
+  state.editVersion++;
+  document.body.dataset.edited = String(state.editVersion);
+  check();
+  saveAddress();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running
+
+function clearRun() {
+  state.result = null;
+  state.tops = [];
+  state.position = 0;
+  for (const sel of ["#keys tbody", "#timeline tbody", "#outputs tbody", "#flows tbody"]) $(sel).innerHTML = "";
+  $("#flows-box").hidden = true;
+  $("#automaton").innerHTML = "";
+  $("#stage-tabs").innerHTML = "";
+  $("#position").textContent = "";
+  $("#pipeline-box").hidden = true;
+  $("#run-error").textContent = "";
+  $("#slider").max = "0";
+}
+
+async function run() {
+  const started = performance.now();
+  $("#run-error").textContent = "running…";
+  const answer = await post("/api/run", request());
+  document.body.dataset.fetched = String(Math.round(performance.now() - started));
+  const keptKey = state.selectedKey;
+  clearRun();
+  if (answer.programs) {
+    for (const p of answer.programs) state.diagnostics[p.name] = p.diagnostics;
+    decorateProgram();
+  }
+  if (answer.error) {
+    $("#run-error").textContent = answer.error;
+    if (answer.trace_error) {
+      const at = offsetOf(state.trace, answer.trace_error.line, answer.trace_error.col);
+      traceEditor.decorate([[at, extentAt(state.trace, at), "diag-error", answer.trace_error.message]]);
+    }
+    document.body.dataset.ran = "error";
+    return;
+  }
+  for (const s of answer.steps) s.keyId = s.after ? JSON.stringify(s.after.key) : null;
+  state.result = answer;
+  state.ranPrograms = JSON.stringify(state.programs);
+  state.folded = null;
+  state.tops = answer.steps.filter((s) => s.parent === null).map((s) => s.i);
+  state.stage = 0;
+  state.selectedKey = keptKey;
+  $("#slider").max = String(state.tops.length);
+  renderStageTabs();
+  if (answer.pipeline) {
+    $("#pipeline-box").hidden = false;
+    $("#pipeline").innerHTML = answer.pipeline.svg || `<pre>${esc(answer.pipeline.dot)}</pre>`;
+  }
+  moveTo(state.tops.length);
+  document.body.dataset.ran = String(Math.round(performance.now() - started));
+}
+
+function renderStageTabs() {
+  const nav = $("#stage-tabs");
+  nav.innerHTML = "";
+  state.result.stages.forEach((st, i) => {
+    const b = document.createElement("button");
+    b.textContent = st.name;
+    b.className = i === state.stage ? "active" : "";
+    b.addEventListener("click", () => { state.stage = i; state.selectedKey = null; renderStageTabs(); renderAt(); });
+    nav.appendChild(b);
+  });
+  drawAutomaton();
+}
+
+function drawAutomaton() {
+  const st = state.result.stages[state.stage];
+  const a = st.automaton;
+  $("#automaton").innerHTML = a.svg || `<pre>${esc(a.dot)}</pre>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stepping: the instances after `position` top-level steps, folded from the steps' after-states
+
+function limitStep() {
+  // steps with an index below this have happened (a top-level step and the steps nested in it)
+  return state.position < state.tops.length ? state.tops[state.position] : state.result.steps.length;
+}
+
+function instancesAt(stage) {
+  const end = limitStep();
+  const f = state.folded;
+  if (f && f.result === state.result && f.stage === stage && f.end === end) return f.keys;
+  const keys = new Map();
+  for (const s of state.result.steps) {
+    if (s.i >= end) break;
+    if (s.stage === stage && s.after) keys.set(s.keyId, s.after);
+  }
+  state.folded = { result: state.result, stage, end, keys };
+  return keys;
+}
+
+function moveTo(position) {
+  if (!state.result) return;
+  state.position = Math.max(0, Math.min(position, state.tops.length));
+  $("#slider").value = String(state.position);
+  renderAt();
+}
+
+function waitingMarkers() {
+  // (none once the program is edited after the run: their positions would point elsewhere)
+  if (!state.result || state.selectedKey === null || state.ranPrograms !== JSON.stringify(state.programs)) return [];
+  const stageIndex = state.result.stages.findIndex((s) => s.name + ".es" === state.programs[state.tab]?.name || s.name === state.programs[state.tab]?.name);
+  const si = stageIndex >= 0 ? stageIndex : state.stage;
+  const view = instancesAt(si).get(state.selectedKey);
+  if (!view || view.ended) return [];
+  const info = state.result.stages[si].states[JSON.stringify(view.state)];
+  return info ? info.waiting : [];
+}
+
+function stateText(stage, view) {
+  if (view.ended) return "ended";
+  return `${JSON.stringify(view.state)}${stage.states[JSON.stringify(view.state)]?.accepting ? " (accepting)" : ""}`;
+}
+
+function waitingText(stage, view) {
+  if (view.ended) return "";
+  const info = stage.states[JSON.stringify(view.state)];
+  return info ? info.waiting.map((m) => `${m.text}@${m.line}:${m.col}`).join(", ") : "";
+}
+
+function varsText(stage, view) {
+  return stage.variables.map((v, i) => `${v.name} = ${show(view.vars[i])}`).join(", ");
+}
+
+function timerText(stage, view) {
+  if (!view.timer || view.ended) return "";
+  const [deadline, sym] = view.timer;
+  const info = stage.timers[String(sym)];
+  const when = fmtTime(deadline);
+  return `${info?.marker ? info.marker.text + "@" + info.marker.line + ":" + info.marker.col : "timer"} due ${when}`;
+}
+
+function renderAt() {
+  const res = state.result;
+  if (!res) return;
+  const stage = res.stages[state.stage];
+  const end = limitStep();
+  const instances = instancesAt(state.stage);
+  // the position
+  const last = state.position > 0 ? res.steps[state.tops[state.position - 1]] : null;
+  $("#position").textContent = last
+    ? `after step ${state.position} of ${state.tops.length}: ${fmtTime(last.t)} ${describe(last)}`
+    : `before the first event (${state.tops.length} steps)`;
+  if (state.selectedKey === null && instances.size) state.selectedKey = [...instances.keys()][0];
+  // keys (the first KEY_ROWS, and the followed one)
+  const rows = [];
+  let listed = 0;
+  for (const [key, view] of instances) {
+    if (++listed > KEY_ROWS && key !== state.selectedKey) continue;
+    const cls = [key === state.selectedKey ? "selected" : "", view.ended ? "ended" : ""].join(" ");
+    rows.push(`<tr class="${cls}" data-key="${esc(key)}"><td>${esc(view.key === null ? "(the instance)" : show(view.key))}</td>`
+      + `<td class="state">${esc(stateText(stage, view))}</td><td>${esc(waitingText(stage, view))}</td>`
+      + `<td>${esc(varsText(stage, view))}</td><td>${esc(timerText(stage, view))}</td></tr>`);
+  }
+  if (listed > KEY_ROWS) rows.push(`<tr><td colspan="5">… ${listed - KEY_ROWS} more keys (follow one from the outputs or the timeline)</td></tr>`);
+  $("#keys tbody").innerHTML = rows.join("");
+  // the automaton: the states keys are in
+  const svg = $("#automaton svg");
+  if (svg) {
+    const nodeOf = stage.automaton.nodes;
+    const current = new Map();
+    for (const [key, view] of instances) if (!view.ended) {
+      const node = nodeOf[JSON.stringify(view.state)];
+      if (node) current.set(node, (current.get(node) || 0) + 1);
+    }
+    const chosen = instances.get(state.selectedKey);
+    const chosenNode = chosen && !chosen.ended ? nodeOf[JSON.stringify(chosen.state)] : null;
+    for (const g of svg.querySelectorAll("g.node")) {
+      const title = g.querySelector("title")?.textContent;
+      g.classList.toggle("current", current.has(title));
+      g.classList.toggle("selected", title === chosenNode);
+      let tip = g.querySelector("title");
+      if (tip && current.has(title)) tip.textContent = title; // keep Graphviz's title for lookups
+    }
+  }
+  renderTimeline(stage, end);
+  renderOutputs(end);
+  renderFlows(end);
+  decorateProgram();
+}
+
+function describe(step) {
+  const key = step.key ? ` key ${JSON.stringify(step.key)}` : "";
+  if (step.kind === "timer") return `timer ${step.name}${key}`;
+  if (step.kind === "start") return "start (initial actions)";
+  return `${step.name}(${JSON.stringify(step.value)})${key}`;
+}
+
+function renderTimeline(stage, end) {
+  const res = state.result;
+  $("#timeline-key").textContent = state.selectedKey ? `of key ${state.selectedKey}` : "";
+  const rows = [];
+  let shown = 0;
+  for (const s of res.steps) {
+    if (s.stage !== state.stage || s.keyId !== state.selectedKey) continue;
+    if (++shown > 2000) { rows.push(`<tr><td colspan="8">… more steps: step through time to see them</td></tr>`); break; }
+    const acts = s.actions.map((u) => stage.units[u]).map((a) => `${a.text} @${a.line}:${a.col}`)
+      .concat(s.timers.map((t) => `timer ${t.change}: ${t.marker} due ${fmtTime(t.deadline)}`))
+      .concat(s.symbol === null && s.kind === "event" ? ["no transition: an unexpected event"] : []);
+    const cls = s.i >= end ? "future" : (s.i === state.tops[state.position - 1] ? "current" : "");
+    rows.push(`<tr class="${cls}"><td>${s.i}</td><td>${esc(fmtTime(s.t))}</td><td>${esc(describe(s))}</td>`
+      + `<td>${esc(stateText(stage, s.after))}</td><td>${esc(waitingText(stage, s.after))}</td>`
+      + `<td>${esc(varsText(stage, s.after))}</td><td>${esc(timerText(stage, s.after))}</td><td>${esc(acts.join("; "))}</td></tr>`);
+  }
+  $("#timeline tbody").innerHTML = rows.join("");
+}
+
+// The events a stage emitted that the next stage (or, in a topology, a reader) took: steps
+// nested in a step of another stage.
+function renderFlows(end) {
+  const res = state.result;
+  $("#flows-box").hidden = res.stages.length < 2;
+  if (res.stages.length < 2) return;
+  const fk = $("#filter-key").value.trim().toLowerCase();
+  const fe = $("#filter-event").value.trim().toLowerCase();
+  const rows = [];
+  for (const s of res.steps) {
+    if (s.parent === null || res.steps[s.parent].stage === s.stage || s.kind !== "event") continue;
+    if (fk && !(s.keyId ?? "").toLowerCase().includes(fk)) continue;
+    if (fe && !s.name.toLowerCase().includes(fe)) continue;
+    if (rows.length >= OUTPUT_ROWS) break;
+    const from = res.stages[res.steps[s.parent].stage].name, to = res.stages[s.stage].name;
+    rows.push(`<tr class="${s.i >= end ? "future" : ""}"><td>${s.i}</td><td>${esc(fmtTime(s.t))}</td><td>${esc(from)} → ${esc(to)}</td>`
+      + `<td>${esc(s.name)}</td><td>${esc(JSON.stringify(s.value))}</td><td>${esc(s.key ? JSON.stringify(s.key) : "")}</td></tr>`);
+  }
+  $("#flows tbody").innerHTML = rows.join("");
+}
+
+const OUTPUT_ROWS = 1000;
+const KEY_ROWS = 300;
+
+function renderOutputs(end) {
+  const res = state.result;
+  const fk = $("#filter-key").value.trim().toLowerCase();
+  const fe = $("#filter-event").value.trim().toLowerCase();
+  const rows = [];
+  let matched = 0;
+  res.outputs.forEach((o, n) => {
+    if (fk && !JSON.stringify(o.key ?? "").toLowerCase().includes(fk)) return;
+    if (fe && !o.event.toLowerCase().includes(fe)) return;
+    matched++;
+    if (rows.length >= OUTPUT_ROWS) return;
+    const cls = [o.event === "$error" ? "error" : "", o.step !== undefined && o.step >= end ? "future" : ""].join(" ");
+    rows.push(`<tr class="${cls}" data-n="${n}"><td>${n}</td><td>${esc(o.time)}</td><td>${esc(o.event)}</td><td>${esc(o.key ? JSON.stringify(o.key) : "")}</td>`
+      + `<td>${esc(JSON.stringify(o.value))}</td><td>${esc(o.program ?? "")}${o.topic ? " → " + esc(o.topic) : ""}</td></tr>`);
+  });
+  $("#outputs tbody").innerHTML = rows.join("");
+  $("#outputs-count").textContent = `${matched} of ${res.outputs.length} events`
+    + (matched > OUTPUT_ROWS ? ` (the first ${OUTPUT_ROWS} shown: narrow the filter)` : "");
+}
+
+// An output clicked: go to just after the step that emitted it, following its key there.
+function followOutput(o) {
+  if (o.step === undefined) return;
+  let step = state.result.steps[o.step];
+  while (step.parent !== null) step = state.result.steps[step.parent];
+  const emitting = state.result.steps[o.step];
+  state.stage = emitting.stage;
+  state.selectedKey = emitting.keyId;
+  renderStageTabs();
+  moveTo(state.tops.indexOf(step.i) + 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keeping: examples and test cases
+
+async function loadExamples() {
+  const list = await (await fetch("/api/examples")).json();
+  const select = $("#examples");
+  for (const e of list) {
+    const o = document.createElement("option");
+    o.value = e.id;
+    o.textContent = e.title;
+    select.appendChild(o);
+  }
+}
+
+async function openExample(id) {
+  if (!id) return;
+  const ex = await (await fetch("/api/examples/" + encodeURIComponent(id).replace(/%2F/g, "/"))).json();
+  if (ex.error) { $("#run-error").textContent = ex.error; return; }
+  open(ex);
+  $("#examples").value = id;
+}
+
+async function saveCase() {
+  const name = $("#case-name").value.trim();
+  const answer = await post("/api/case", { ...request(), name });
+  $("#case-result").textContent = answer.error ? answer.error : `saved ${answer.path}: ${answer.files.join(", ")}`;
+  $("#case-result").dataset.path = answer.path || "";
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function start() {
+  programEditor = new Editor($("#program-editor"), true, onProgramInput);
+  traceEditor = new Editor($("#trace-editor"), false, onTraceInput);
+  $("#run").addEventListener("click", run);
+  $("#outputs tbody").addEventListener("click", (e) => {
+    const tr = e.target.closest("tr[data-n]");
+    if (tr) followOutput(state.result.outputs[Number(tr.dataset.n)]);
+  });
+  $("#keys tbody").addEventListener("click", (e) => {
+    const tr = e.target.closest("tr[data-key]");
+    if (tr) { state.selectedKey = tr.dataset.key; renderAt(); }
+  });
+  $("#save-case").addEventListener("click", saveCase);
+  $("#examples").addEventListener("change", (e) => openExample(e.target.value));
+  $("#first").addEventListener("click", () => moveTo(0));
+  $("#back").addEventListener("click", () => moveTo(state.position - 1));
+  $("#forward").addEventListener("click", () => moveTo(state.position + 1));
+  $("#last").addEventListener("click", () => moveTo(state.tops.length));
+  $("#slider").addEventListener("input", (e) => moveTo(Number(e.target.value)));
+  for (const f of ["#filter-key", "#filter-event"]) {
+    $(f).addEventListener("input", () => { if (state.result) { renderOutputs(limitStep()); renderFlows(limitStep()); } });
+  }
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(); return; }
+    if (e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLInputElement) return;
+    if (e.key === "ArrowRight") moveTo(state.position + 1);
+    else if (e.key === "ArrowLeft") moveTo(state.position - 1);
+    else if (e.key === "Home") moveTo(0);
+    else if (e.key === "End") moveTo(state.tops.length);
+  });
+  await loadExamples();
+  const hash = location.hash.startsWith("#s=") ? location.hash.slice(3) : "";
+  let content = null;
+  if (hash) {
+    try { content = decodeState(hash); } catch (err) { $("#run-error").textContent = "the page address holds no readable program: " + err; }
+  }
+  if (!content) {
+    const initial = await (await fetch("/api/initial")).json();
+    if (initial.programs) content = initial;
+  }
+  if (content) open(content);
+  else await openExample("topologies/doors");
+  document.body.dataset.ready = "1";
+}
+
+start();

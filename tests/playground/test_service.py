@@ -1,0 +1,255 @@
+"""The playground's requests without a browser: diagnostics, runs (same outputs as the tester),
+topologies, saved cases, the limits and the HTTP layer."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventscript.cli.playground_cmd import initial
+from eventscript.playground import examples, service
+from eventscript.playground.limits import LimitExceeded, Limits
+
+ROOT = Path(__file__).resolve().parents[2]
+TOPOLOGIES = ROOT / "topologies"
+RUNNER = ROOT.parent / "shared" / "conformance" / "run"
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _outputs(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in o.items() if k != "step"} for o in result["outputs"]]
+
+
+def test_check_gives_errors_and_warnings_with_positions() -> None:
+    text = 'in {string door;} Opened group(Opened.door)\nout long N\n( Opened() { !>N("one"); } )*\n'
+    (prog,) = service.check({"programs": [{"name": "p.es", "text": text}]}, Limits())["programs"]
+    assert not prog["ok"]
+    (err,) = [d for d in prog["diagnostics"] if d["severity"] == "error"]
+    assert (err["line"], err["col"]) == (3, 18) and "'string'" in err["message"]
+    fixed = text.replace('!>N("one")', "!>N(1)")
+    (prog,) = service.check({"programs": [{"name": "p.es", "text": fixed}]}, Limits())["programs"]
+    assert prog["ok"] and [d["severity"] for d in prog["diagnostics"]] == ["warning"]
+
+
+@pytest.mark.parametrize("example", [e["id"] for e in examples.catalogue() if e["kind"] == "topology"])
+def test_every_shipped_topology_runs_as_the_tester_expects(example: str) -> None:
+    ex = examples.load(example)
+    assert ex is not None
+    result = service.run(ex, Limits())
+    assert "error" not in result, result.get("error")
+    expected = _lines(TOPOLOGIES / example.split("/")[1] / "expected.jsonl")
+    # (a topology's expected lines name the program and topic when its README's command runs it whole)
+    assert [{k: v for k, v in o.items() if k in e} for o, e in zip(_outputs(result), expected)] == expected
+    assert len(result["outputs"]) == len(expected)
+    if ex["topology"] is not None:
+        assert "<svg" in result["pipeline"]["svg"] and len(result["stages"]) == len(ex["programs"])
+    for stage in result["stages"]:
+        assert "<svg" in stage["automaton"]["svg"] and "0" in stage["automaton"]["nodes"]
+
+
+def test_document_examples_are_offered_and_run() -> None:
+    document = [e for e in examples.catalogue() if e["kind"] == "document"]
+    assert len(document) >= 20
+    ex = examples.load("document/three-big-trades")
+    assert ex is not None and "section" in ex["title"]
+    result = service.run(ex, Limits())
+    assert "error" not in result and result["outputs"]
+
+
+def test_a_step_names_its_outputs_and_states_are_explained() -> None:
+    ex = examples.load("topologies/doors")
+    result = service.run(ex, Limits())
+    stage = result["stages"][0]
+    timer = next(s for s in result["steps"] if s["kind"] == "timer")
+    assert [result["outputs"][i]["event"] for i in timer["outputs"]] == ["LeftOpen"]
+    before = next(s for s in reversed(result["steps"][:timer["i"]]) if s["key"] == timer["key"])
+    waiting = stage["states"][json.dumps(before["after"]["state"])]["waiting"]
+    assert {m["text"] for m in waiting} >= {"Closed()", "elapse[5 minutes]"}
+    assert [stage["units"][u]["line"] for u in timer["actions"]] == [7]
+
+
+def test_a_trace_error_says_where() -> None:
+    ex = examples.load("topologies/doors")
+    result = service.run({**ex, "trace": "[2026-01-01 08:00:00]\nOpened(\"front\"\n"}, Limits())
+    where = result["trace_error"]
+    assert where["line"] in (2, 3) and f"trace:{where['line']}:{where['col']}:" in result["error"]
+
+
+def test_programs_with_errors_do_not_run() -> None:
+    result = service.run({"programs": [{"name": "p.es", "text": "in {} A\nA( {"}], "trace": ""}, Limits())
+    assert "fix the errors" in result["error"] and result["programs"][0]["diagnostics"]
+
+
+EXTERNAL = 'function double fact(long): "math:factorial"\nin {} Go\nout double D\nGo() { !>D(fact(5)); }\n'
+
+
+def test_externals_are_refused_unless_allowed() -> None:
+    body = {"programs": [{"name": "p.es", "text": EXTERNAL}], "trace": "[2026-01-01 00:00:00] Go()"}
+    refused = service.run(body, Limits())
+    assert "--allow-externals" in refused["error"] and "fact" in refused["error"]
+    allowed = service.run(body, Limits(allow_externals=True))
+    assert _outputs(allowed) == [{"time": "2026-01-01T00:00:00.000000Z", "event": "D", "value": 120.0}]
+
+
+COUNTER = "in {} Tick\nout long N\n{ n = 0; }\n( Tick() { n = n + 1; !>N(n); } )*\n"
+
+
+def _ticks(n: int) -> str:
+    return "[2026-01-01 00:00:00]\n" + "Tick()\n" * n
+
+
+@pytest.mark.parametrize(("limits", "words"), [
+    (Limits(outputs=5), "more than 5 events"),
+    (Limits(steps=7), "more than 7 steps"),
+    (Limits(run_seconds=0.0), "longer than 0 s"),
+    (Limits(trace_bytes=100), "over the playground's limit of 100"),
+])
+def test_limits_stop_a_run_with_a_message(limits: Limits, words: str) -> None:
+    result = service.run({"programs": [{"name": "p.es", "text": COUNTER}], "trace": _ticks(50)}, limits)
+    assert words in result["error"]
+
+
+def test_program_size_and_count_limits() -> None:
+    with pytest.raises(LimitExceeded, match="over the playground's limit of 10"):
+        service.check({"programs": [{"name": "p.es", "text": COUNTER}]}, Limits(program_bytes=10))
+    with pytest.raises(LimitExceeded, match="3 programs"):
+        service.check({"programs": [{"name": f"p{i}.es", "text": COUNTER} for i in range(3)]}, Limits(programs=2))
+
+
+def test_save_case_writes_a_conformance_case_that_passes(tmp_path: Path) -> None:
+    ex = examples.load("topologies/doors")
+    saved = service.save_case({**ex, "name": "doors-left-open"}, Limits(), tmp_path)
+    folder = Path(saved["path"])
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "expected.jsonl", "input.trace", "program.es"]
+    assert _lines(folder / "expected.jsonl") == _lines(TOPOLOGIES / "doors" / "expected.jsonl")
+    again = service.save_case({**ex, "name": "doors-left-open"}, Limits(), tmp_path)
+    assert "exists" in again["error"]
+    if RUNNER.exists():
+        done = _conformance(folder)
+        assert done.returncode == 0 and "1 passed, 0 failed" in done.stdout, done.stdout + done.stderr
+
+
+def _conformance(*folders: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ES_TEST_CMD": f"{sys.executable} -m eventscript.cli.main test"}
+    return subprocess.run([sys.executable, str(RUNNER), *map(str, folders)], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+
+
+def test_save_case_of_a_pipeline_writes_stages(tmp_path: Path) -> None:
+    ex = examples.load("document/three-big-trades-pipeline")
+    saved = service.save_case({**ex, "name": "trades"}, Limits(), tmp_path)
+    names = saved["files"]
+    assert "stage1.es" in names and "stage2.es" in names and "program.es" not in names
+    if RUNNER.exists():
+        assert _conformance(Path(saved["path"])).returncode == 0
+
+
+def test_initial_content_of_a_topology_file() -> None:
+    opened = initial([str(TOPOLOGIES / "big-trades" / "topology.yaml")], None)
+    assert [p["name"] for p in opened["programs"]] == ["filter.es", "three_big_trades.es"]
+    assert opened["topology"].startswith("#") and "Trade(" in opened["trace"]
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def _post(url: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def _announce_large_body(url: str, length: int) -> tuple[int, dict[str, Any]]:
+    """A request whose headers announce a body over the limit: answered before it is sent."""
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.putrequest("POST", "/api/run")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(length))
+        conn.endheaders()
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()
+
+
+def test_http_serves_the_page_and_answers_json(playground: tuple[str, Any]) -> None:
+    url, config = playground
+    status, page = _get(url + "/")
+    assert status == 200 and b"app.js" in page
+    assert _get(url + "/static/app.js")[0] == 200
+    assert _get(url + "/static/../server.py")[0] == 404
+    assert _get(url + "/api/examples/../../server.py")[0] == 404
+    status, listed = _get(url + "/api/examples")
+    assert status == 200 and any(e["id"] == "topologies/big-trades" for e in json.loads(listed))
+    status, answer = _post(url + "/api/check", json.dumps({"programs": [{"name": "p.es", "text": "in {} A\nA("}]}).encode())
+    assert status == 200 and answer["programs"][0]["diagnostics"][0]["line"] == 2
+    status, answer = _post(url + "/api/check", b"not json")
+    assert status == 400 and "not JSON" in answer["error"]
+    status, answer = _announce_large_body(url, config.max_body + 1)
+    assert status == 413 and "limit" in answer["error"]
+    for name in ("../x.es", "topology.yaml", ".es"):
+        status, answer = _post(url + "/api/check", json.dumps({"programs": [{"name": name, "text": ""}]}).encode())
+        assert status == 400 and "file name ending in .es" in answer["error"]
+    twice = [{"name": "a.es", "text": ""}, {"name": "a.es", "text": ""}]
+    status, answer = _post(url + "/api/check", json.dumps({"programs": twice}).encode())
+    assert status == 400 and "two programs" in answer["error"]
+
+
+def test_the_command_prints_its_address_and_serves(tmp_path: Path) -> None:
+    """``eventscript playground FILE --port 0`` prints the address it listens on; the page it
+    serves opens with the file named."""
+    program = TOPOLOGIES / "doors" / "left_open.es"
+    proc = subprocess.Popen([sys.executable, "-m", "eventscript.cli.main", "playground", str(program), "--port", "0",
+                             "--cases-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("EventScript playground on http://127.0.0.1:"), line + (proc.stderr.read() if proc.stderr else "")
+        url = line.split()[3].rstrip("/")
+        status, body = _get(url + "/api/initial")
+        opened = json.loads(body)
+        assert status == 200 and [p["name"] for p in opened["programs"]] == ["left_open.es"]
+        assert opened["trace"] == (TOPOLOGIES / "doors" / "sample.trace").read_text()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_command_says_when_a_file_cannot_be_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from eventscript.cli.main import main
+
+    assert main(["playground", str(tmp_path / "missing.es")]) == 2
+    err = capsys.readouterr().err
+    assert "missing.es" in err and "cannot read" in err
+    assert main(["playground", str(tmp_path / "compiled.json")]) == 2
+    assert "program sources (.es)" in capsys.readouterr().err
+
+
+def test_an_external_that_cannot_load_is_a_message() -> None:
+    text = 'function double f(long): "no_such_module_here:f"\nin {} Go\nout double D\nGo() { !>D(f(5)); }\n'
+    body = {"programs": [{"name": "p.es", "text": text}], "trace": "[2026-01-01 00:00:00] Go()"}
+    result = service.run(body, Limits(allow_externals=True))  # (allowed: resolved when compiled, so reported there)
+    (told,) = result["programs"][0]["diagnostics"]
+    assert "fix the errors" in result["error"] and "no_such_module_here" in told["message"] + (told["hint"] or "")
