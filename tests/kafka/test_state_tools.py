@@ -114,7 +114,7 @@ def test_state_dump_equals_what_the_workers_hold(broker: Broker, tmp_path: Path,
         texts = {m["text"] for m in inst["waiting"]}
         assert "Closed()" in texts and ("elapse[5 minutes]" in texts) == (inst["timer"] is not None), (k, inst)
         assert inst["variables"] == [{"name": "o", "type": "{string k; long n;}", "value": {"k": k, "n": ANY_N}}]
-    assert all(r["committed"]["position"] for r in rows)
+    assert all(r["committed"]["position"] and r["program"] == name for r in rows)
     assert "instance(s)" in capsys.readouterr().err
 
     parquet = tmp_path / "dump.parquet"

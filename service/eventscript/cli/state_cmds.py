@@ -104,7 +104,7 @@ def _dump(topo: Any, cfg: Any, output: Path | None) -> int:
 
     program = compile_programs(topo, [cfg])[cfg.name]
     tasks = fold_changelog(topo, cfg)
-    n = write_rows(dump_rows(program, tasks), output, sys.stdout)
+    n = write_rows(dump_rows(program, tasks, cfg.name), output, sys.stdout)
     skipped = sum(t.skipped for t in tasks)
     print(f"{n} instance(s) of {cfg.name} from {len(tasks)} changelog partition(s)"
           + (f"; {skipped} record(s) of uncommitted batches skipped" if skipped else "")

@@ -102,8 +102,10 @@ def fold_changelog(topo: Topology, cfg: ProgramConfig) -> list[FoldedTask]:
     return [tasks[p] for p in range(partitions)]
 
 
-def dump_rows(program: CompiledProgram, tasks: list[FoldedTask]) -> Iterator[dict[str, Any]]:
-    """One row per instance (and per tombstone: ``ended``), explained in program terms."""
+def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | None = None) -> Iterator[dict[str, Any]]:
+    """One row per instance (and per tombstone: ``ended``), explained in program terms; ``name``
+    is the program's name in the topology (the compiled program is named after its file)."""
+    name = name or program.name
     terms = ProgramTerms(program)
     types = program.program.key_types
     for task in tasks:
@@ -116,11 +118,11 @@ def dump_rows(program: CompiledProgram, tasks: list[FoldedTask]) -> Iterator[dic
             value, offset = task.records[kb]
             key = None if kb == SINGLE_KEY or types is None else orjson.loads(kb)
             if value is None:
-                yield {"program": program.name, "task": task.partition, "key": key, "status": "ended",
+                yield {"program": name, "task": task.partition, "key": key, "status": "ended",
                        "changelog_offset": offset, "instance": None, "committed": committed}
                 continue
             instance = explain_snapshot(terms, value)
-            yield {"program": program.name, "task": task.partition, "key": key,
+            yield {"program": name, "task": task.partition, "key": key,
                    "status": "ended" if instance["ended"] else "present", "changelog_offset": offset,
                    "instance": instance, "committed": committed}
 

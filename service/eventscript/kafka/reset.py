@@ -101,17 +101,23 @@ def _result(client: AdminClient, fut: Any, timeout: float) -> Any:
     return fut.result()
 
 
-def group_members(topo: Topology, cfg: ProgramConfig) -> tuple[str, list[str]]:
-    """The group's state and its members (``client_id@host``). Some brokers (Tansu) list no
-    members: a group that is not empty (nor gone) then counts as having some."""
+def describe_group(topo: Topology, cfg: ProgramConfig) -> Any:
+    """The program's consumer group as the broker describes it (state, members, assignments)."""
     group = topo.group_id(cfg)
     try:
         admin = _admin(topo)
-        desc = _result(admin, admin.describe_consumer_groups([group], request_timeout=10)[group], 15)
+        return _result(admin, admin.describe_consumer_groups([group], request_timeout=10)[group], 15)
     except KafkaException as exc:
         raise KafkaUnavailable(topo.kafka.bootstrap_servers, f"describing group {group}", exc.args[0]) from None
-    members = [f"{m.client_id}@{m.host}" for m in desc.members]
-    return desc.state.name, members
+    except TimeoutError:
+        raise ResetRefused(f"group {group} could not be described within 15 s: is the broker busy?") from None
+
+
+def group_members(topo: Topology, cfg: ProgramConfig) -> tuple[str, list[str]]:
+    """The group's state and its members (``client_id@host``). Some brokers (Tansu) list no
+    members: a group that is not empty (nor gone) then counts as having some."""
+    desc = describe_group(topo, cfg)
+    return desc.state.name, [f"{m.client_id}@{m.host}" for m in desc.members]
 
 
 def plan_reset(topo: Topology, cfg: ProgramConfig, *, to_datetime: datetime | None = None,
