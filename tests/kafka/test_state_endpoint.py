@@ -170,3 +170,58 @@ def test_topology_files_without_state_query_keep_it_off(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text(yaml.safe_dump({"programs": [{"name": "p", "source": "p.es", "inputs": [{"topic": "in", "event": "Hit"}]}]}))
     assert load_topology(path).state_query.enabled is False
+
+
+@pytest.mark.kafka
+def test_answers_during_a_rebalance_are_the_asked_keys_committed_state(broker: Broker, tmp_path: Path) -> None:
+    """Worker b joins while every key is asked through both workers: each answer is the key's
+    own committed state (200), or says the task is moving (503) or owned elsewhere (421, naming
+    the owner as far as the broker tells); never another key's, never a state not committed."""
+    application = unique("app")
+    name = unique("ste")
+    _, topo_a = _setup(broker, tmp_path, "a.yaml", "state-a", application, name)
+    _, topo_b = _setup(broker, tmp_path, "b.yaml", "state-b", application, name)
+    _send(broker, f"{name}-opened", DOORS, 0)
+    seen: list[tuple[str, int, Any]] = []
+    stop = threading.Event()
+    with Running(topo_a) as a:
+        wait_for(lambda: all(_get(a, f"/state/{name}?key={k}")[0] == 200 for k in DOORS), timeout=90,
+                 what="every door committed on worker a")
+        workers = [a]
+
+        def ask() -> None:
+            while not stop.is_set():
+                for w in list(workers):
+                    for k in DOORS:
+                        status, body = _get(w, f"/state/{name}?key={k}")
+                        seen.append((k, status, body))
+
+        asking = threading.Thread(target=ask, daemon=True)
+        asking.start()
+        try:
+            with Running(topo_b) as b:
+                workers.append(b)
+
+                def split() -> bool:
+                    tasks = [set(a.workers[0].tasks), set(b.workers[0].tasks)]
+                    return all(tasks) and a.ready() and b.ready()
+
+                wait_for(split, timeout=120, what="worker b to take tasks")
+                wait_for(lambda: all(_get(w, f"/state/{name}?key={k}")[0] in (200, 421) for w in workers
+                                     for k in DOORS), timeout=60, what="the moved tasks to be restored")
+                stop.set()
+                asking.join(60)
+                for k in DOORS:  # the worker that does not own the key's task points to the owner
+                    statuses = sorted(_get(w, f"/state/{name}?key={k}")[0] for w in workers)
+                    assert statuses == [200, 421], (k, statuses)
+                    owner_less = [body for w in workers for s, body in [_get(w, f"/state/{name}?key={k}")]
+                                  if s == 421]
+                    assert owner_less[0]["owner"] is not None and owner_less[0]["task"] >= 0
+        finally:
+            stop.set()
+    assert {s for _, s, _ in seen} <= {200, 421, 503}, {s for _, s, _ in seen}
+    answered = [(k, body) for k, s, body in seen if s == 200]
+    assert answered and len(seen) > len(DOORS) * 2
+    for k, body in answered:
+        assert body["key"] == [k] and body["instance"]["variables"][1]["value"]["k"] == k
+        assert body["instance"]["variables"][0]["value"] == 1  # each door opened once: committed, whole

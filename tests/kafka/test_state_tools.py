@@ -177,3 +177,34 @@ def test_reset_is_refused_while_the_group_has_members(broker: Broker, tmp_path: 
         runner.stop()
         thread.join(60)
     assert (tmp_path / "state" / name).exists()  # refused: nothing deleted
+
+
+@pytest.mark.kafka
+def test_reset_plans_from_a_datetime_and_from_offsets(broker: Broker, tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from eventscript.kafka.reset import ResetRefused, parse_offsets, plan_reset
+
+    name, topo = _setup(broker, tmp_path)
+    o = f"{name}-opened"
+    _send(broker, [(o, "front", 0), (o, "front", 10_000), (o, "front", 20_000)])
+    t = load_topology(topo)
+    cfg = t.program(name)
+    p = partition_of(b"front", PARTITIONS)
+    when = datetime.fromtimestamp((T0 + 5_000) / 1000, UTC)
+    if broker.kind == "tansu":  # Tansu 0.6 answers offset 0 to every lookup by time: refused, not followed
+        with pytest.raises(ResetRefused, match="does not look records up by time"):
+            plan_reset(t, cfg, to_datetime=when)
+    else:
+        plan = plan_reset(t, cfg, to_datetime=when)
+        assert plan.offsets[(o, p)][0] == 1  # the first record at or after T
+        other = next(q for q in range(PARTITIONS) if q != p)
+        assert plan.offsets[(o, other)][0] == 0  # an empty partition: its end
+        plan = plan_reset(t, cfg, to_datetime=datetime.fromtimestamp((T0 + 60_000) / 1000, UTC))
+        assert plan.offsets[(o, p)][0] == 3 and "the end" in plan.offsets[(o, p)][1]
+    plan = plan_reset(t, cfg, to_offsets=parse_offsets([f"{o}:{p}=2"]))
+    assert plan.offsets[(o, p)] == (2, "as given") and plan.offsets[(f"{name}-closed", 0)] == (0, "earliest")
+    with pytest.raises(ResetRefused, match="not a partition"):
+        plan_reset(t, cfg, to_offsets={(o, 7): 1})
+    with pytest.raises(Exception, match="TOPIC:PARTITION=OFFSET"):
+        parse_offsets(["nonsense"])

@@ -20,7 +20,7 @@ from __future__ import annotations
 import shutil
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +150,8 @@ def plan_reset(topo: Topology, cfg: ProgramConfig, *, to_datetime: datetime | No
                 ms = int(to_datetime.timestamp() * 1000)
                 found = consumer.offsets_for_times([TopicPartition(t, p, ms) for p in ends], timeout=10)
                 at = {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+                for p, off in at.items():
+                    _check_time_offset(consumer, t, p, off, ms, to_datetime)
             for p, (low, high) in ends.items():
                 if to_offsets and (t, p) in to_offsets:
                     plan.offsets[(t, p)] = (max(low, to_offsets[(t, p)]), "as given")
@@ -172,6 +174,20 @@ def plan_reset(topo: Topology, cfg: ProgramConfig, *, to_datetime: datetime | No
     else:
         plan.purge_topics = present
     return plan
+
+
+def _check_time_offset(consumer: Any, topic: str, p: int, offset: int, ms: int, when: datetime) -> None:
+    """The broker's answer to "the first offset at or after T" (ListOffsets by timestamp), checked
+    on the record it names: some brokers (Tansu 0.6) answer the first offset whatever T is."""
+    consumer.assign([TopicPartition(topic, p, offset)])
+    try:
+        for m in consumer.consume(1, 10):
+            if m.error() is None and m.timestamp()[1] < ms:
+                raise ResetRefused(f"the broker says {topic}:{p} reaches {when.isoformat()} at offset {offset}, but that "
+                                   f"record's time is {datetime.fromtimestamp(m.timestamp()[1] / 1000, UTC).isoformat()}"
+                                   f": it does not look records up by time; give --to-offsets instead")
+    finally:
+        consumer.unassign()
 
 
 def apply_reset(topo: Topology, cfg: ProgramConfig, plan: ResetPlan) -> list[str]:
