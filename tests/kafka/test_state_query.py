@@ -221,3 +221,22 @@ def test_a_store_never_written_reads_as_empty(tmp_path: Path) -> None:
     read = read_committed(task.store, b'["a"]')
     assert read.snapshot is None and read.position is None
     assert not (tmp_path / "t").exists()  # the read did not create the store
+
+
+def test_another_thread_never_opens_a_store(tmp_path: Path) -> None:
+    """A reader on another thread than the task's reads a store only once its owner opened it
+    (two opens of one RocksDB directory race for its lock; the loser could be the worker)."""
+    from eventscript.state.query import StoreNotOpen
+    from eventscript.state.store import TaskStore
+
+    task = _task(tmp_path / "t", program=COUNTER)
+    _feed(task, [Record(0, T0, "a", 0)])
+    _commit(task)
+    task.close()
+    store = TaskStore(tmp_path / "t")  # on disk, not opened
+    with pytest.raises(StoreNotOpen):
+        read_committed(store, b'["a"]', other_thread=True)
+    assert store.opened is None
+    assert read_committed(store, b'["a"]').snapshot is not None  # the owner's thread may open it
+    assert read_committed(store, b'["a"]', other_thread=True).snapshot is not None
+    store.close()

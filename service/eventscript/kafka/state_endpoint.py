@@ -120,11 +120,11 @@ class StateEndpoint:
                 if not task.restored:
                     return _reply(503, {"error": f"task {p} is restoring its state on this worker: ask again shortly",
                                         "task": p})
-                answer = answer_from_store(terms, task.store, key, p)
+                answer = answer_from_store(terms, task.store, key, p, other_thread=True)
                 answer.served_by = {**me, "role": "owner"}
                 answer.owner = {"worker": worker.instance_id, "this_worker": True}
             elif standby is not None:
-                answer = answer_from_store(terms, standby.store, key, p)
+                answer = answer_from_store(terms, standby.store, key, p, other_thread=True)
                 answer.committed["position"] = None  # a standby's store holds no committed position
                 answer.served_by = {**me, "role": "standby", "freshness":
                                     f"changelog applied to offset {answer.committed['changelog_offset']}; "

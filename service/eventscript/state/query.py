@@ -107,13 +107,23 @@ class CommittedRead:
     record_clock: int
 
 
-def read_committed(store: TaskStore, key: bytes) -> CommittedRead:
+class StoreNotOpen(RuntimeError):
+    """The store exists but its owner has not opened it (yet): ask again."""
+
+
+def read_committed(store: TaskStore, key: bytes, other_thread: bool = False) -> CommittedRead:
     """The key's snapshot and the store's position, from one RocksDB snapshot: never torn by a
     commit written meanwhile (the worker writes instances and position in one batch). A store
-    that was never written reads as empty. Safe from another thread than the task's."""
-    if not store.path.exists():
-        return CommittedRead(None, None, 0, 0)
-    snap = store.db.snapshot()
+    that was never written reads as empty. From ``other_thread`` than the task's, a store is
+    read only once its owner has opened it (StoreNotOpen before)."""
+    db = store.opened
+    if db is None:
+        if not store.path.exists():
+            return CommittedRead(None, None, 0, 0)
+        if other_thread:
+            raise StoreNotOpen(f"{store.path} is not open yet")
+        db = store.db
+    snap = db.snapshot()
     try:
         values = _get_many(snap, [key, _META_POSITION, _META_CHECKPOINT, CLOCK_KEY])
     finally:
@@ -189,7 +199,7 @@ def answer_key(terms: ProgramTerms, key: tuple[Any, ...] | None, read: Committed
     return KeyAnswer(program.name, shown_key, task, status, instance, committed_fields(read))
 
 
-def answer_from_store(terms: ProgramTerms, store: TaskStore, key: tuple[Any, ...] | None, task: int | None
-                      ) -> KeyAnswer:
-    """``answer_key`` over a consistent read of ``store``."""
-    return answer_key(terms, key, read_committed(store, store_key(terms.compiled, key)), task)
+def answer_from_store(terms: ProgramTerms, store: TaskStore, key: tuple[Any, ...] | None, task: int | None,
+                      other_thread: bool = False) -> KeyAnswer:
+    """``answer_key`` over a consistent read of ``store`` (see ``read_committed``)."""
+    return answer_key(terms, key, read_committed(store, store_key(terms.compiled, key), other_thread), task)
