@@ -81,7 +81,7 @@ class StateEndpoint:
                                          f"{', '.join(unknown) or 'a repeated one'}"})
         program = worker.program
         try:
-            key = parse_key(program, params["key"][0] if "key" in params else None)
+            key = parse_key(program, params["key"][0] if "key" in params else None, name)
         except BadKey as exc:
             return _reply(400, {"error": str(exc)})
         try:

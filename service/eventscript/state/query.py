@@ -8,7 +8,8 @@ reached the store left it, and the position says which commit that was. The inst
 with ``eventscript.explain`` (the markers it waits for with line:col, its variables, its pending
 timer), the same code as the playground and ``eventscript test --explain``.
 
-What the task does not keep, the answer says it does not know (``not_kept``) rather than guess:
+What the task does not keep, the answer says it does not know (``known: false`` and why) rather
+than guess:
 
 - the last record a key consumed (the task keeps no per-key record coordinates: it would have to
   store ``topic:partition:offset`` and the record time in each instance's snapshot);
@@ -50,12 +51,13 @@ class BadKey(ValueError):
     """A key that does not fit the program's group key (the message says what to give instead)."""
 
 
-def parse_key(program: CompiledProgram, text: str | None) -> tuple[Any, ...] | None:
+def parse_key(program: CompiledProgram, text: str | None, name: str | None = None) -> tuple[Any, ...] | None:
     """The group key a person typed: for a key of one component its value (``front``, ``42``) or
     a one-element JSON array; for several components a JSON array in the group's order. None
-    for an ungrouped program (which takes no key). Raises BadKey saying what is expected."""
+    for an ungrouped program (which takes no key). Raises BadKey saying what is expected, naming
+    the program ``name`` (default: the compiled program's, its file's name)."""
     types = program.program.key_types
-    name = program.name
+    name = name or program.name
     if types is None:
         if text not in (None, ""):
             raise BadKey(f"program {name} is not grouped (it has one instance): ask without a key")
