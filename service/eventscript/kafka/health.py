@@ -1,5 +1,6 @@
 """HTTP endpoints for orchestrators: /healthz (the process is alive and its workers loop),
-/readyz (every worker joined its group and restored its tasks), /metrics (Prometheus)."""
+/readyz (every worker joined its group and restored its tasks), /metrics (Prometheus), and
+/state/<program>?key=... when the runner passes a state endpoint (kafka/state_endpoint.py)."""
 
 from __future__ import annotations
 
