@@ -208,3 +208,31 @@ def test_reset_plans_from_a_datetime_and_from_offsets(broker: Broker, tmp_path: 
         plan_reset(t, cfg, to_offsets={(o, 7): 1})
     with pytest.raises(Exception, match="TOPIC:PARTITION=OFFSET"):
         parse_offsets(["nonsense"])
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_state_dump_on_spark_equals_the_one_process_dump(broker: Broker, spark, tmp_path: Path, capsys) -> None:
+    from eventscript.kafka.changelog_spark import dump_on_spark
+    from eventscript.kafka.runner import compile_programs
+
+    name, topo = _setup(broker, tmp_path)
+    doors = _doors(name)
+    _send(broker, doors[:5])
+    assert run_in_thread(topo, until_idle=1.0) == 0
+    _send(broker, doors[5:])
+    assert run_in_thread(topo, until_idle=1.0) == 0
+    out = tmp_path / "dump.jsonl"
+    assert main(["state", "dump", str(topo), "--program", name, "--output", str(out)]) == 0
+    rows = sorted((r["task"], r["key"], r["status"], r["changelog_offset"], r["instance"])
+                  for r in map(json.loads, out.read_text().splitlines()))
+    t = load_topology(topo)
+    cfg = t.program(name)
+    program = compile_programs(t, [cfg])[name]
+    assert dump_on_spark(spark, t, cfg, program, tmp_path / "dump.parquet") == len(rows)
+    got = sorted((r["task"], json.loads(r["key"]), r["status"], r["changelog_offset"],
+                  json.loads(r["instance"]) if r["instance"] else None)
+                 for r in (row.asDict() for row in spark.read.parquet(str(tmp_path / "dump.parquet")).collect()))
+    assert got == rows and rows
+    assert main(["state", "dump", str(topo), "--program", name, "--spark", "local[1]"]) == 2
+    assert "--output DIR.parquet" in capsys.readouterr().err

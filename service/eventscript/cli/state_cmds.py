@@ -47,6 +47,8 @@ def setup_state(p: argparse.ArgumentParser) -> None:
                    "state_query.token)")
     p.add_argument("--output", "-o", metavar="FILE", type=Path,
                    help="dump: write JSON lines (.jsonl) or Parquet (.parquet) here instead of standard output")
+    p.add_argument("--spark", metavar="MASTER", help="dump: on PySpark (local[4], spark://...), one task per changelog "
+                   "partition, into a Parquet dataset (--output DIR.parquet); for large changelogs")
 
 
 def _load(path: str, bootstrap: str | None) -> Any:
@@ -85,9 +87,9 @@ def run_state(args: argparse.Namespace) -> int:
         topo = _load(target[0], args.bootstrap_servers)
         cfg = _program(topo, args.program)
         if dump:
-            return _dump(topo, cfg, args.output)
-        if args.output is not None:
-            print("error: --output is for 'state dump'", file=sys.stderr)
+            return _dump(topo, cfg, args.output, args.spark)
+        if args.output is not None or args.spark is not None:
+            print("error: --output and --spark are for 'state dump'", file=sys.stderr)
             return 2
         return _ask(topo, cfg, args)
     except TopologyError as exc:
@@ -98,11 +100,25 @@ def run_state(args: argparse.Namespace) -> int:
         return 130
 
 
-def _dump(topo: Any, cfg: Any, output: Path | None) -> int:
+def _dump(topo: Any, cfg: Any, output: Path | None, spark_master: str | None) -> int:
     from ..kafka.changelog_dump import dump_rows, fold_changelog, write_rows
+    from ..kafka.config import TopologyError
     from ..kafka.runner import compile_programs
 
     program = compile_programs(topo, [cfg])[cfg.name]
+    if spark_master is not None:
+        if output is None:
+            raise TopologyError("state dump --spark writes a Parquet dataset: give --output DIR.parquet")
+        from ..backfill.job import spark_session
+        from ..kafka.changelog_spark import dump_on_spark
+
+        spark = spark_session(spark_master, ui=False)
+        try:
+            n = dump_on_spark(spark, topo, cfg, program, output)
+        finally:
+            spark.stop()
+        print(f"{n} instance(s) of {cfg.name} -> {output} (Parquet dataset)", file=sys.stderr)
+        return 0
     tasks = fold_changelog(topo, cfg)
     n = write_rows(dump_rows(program, tasks, cfg.name), output, sys.stdout)
     skipped = sum(t.skipped for t in tasks)

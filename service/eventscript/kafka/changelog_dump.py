@@ -27,7 +27,7 @@ from ..state.changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, is_
 from ..state.query import explain_snapshot
 from . import clients
 from .admin import Admin, KafkaUnavailable
-from .config import ProgramConfig, Topology, TopologyError
+from .config import KafkaConfig, ProgramConfig, Topology, TopologyError
 from .restore import Coverage, read_changelog
 
 #: Seconds to wait for a changelog to report the end of all its partitions.
@@ -67,30 +67,44 @@ def committed_positions(topo: Topology, cfg: ProgramConfig, partitions: int) -> 
         consumer.close()
 
 
-def fold_changelog(topo: Topology, cfg: ProgramConfig) -> list[FoldedTask]:
-    """Read a program's changelog to its end and fold it per task with the restore's apply rule."""
+def changelog_partitions(topo: Topology, cfg: ProgramConfig) -> tuple[str, int]:
+    """The program's changelog topic and its partition count (TopologyError when it has none)."""
     topic = topo.changelog_topic(cfg)
     counts = Admin(topo).partition_counts()
     if topic not in counts:
         raise TopologyError(f"program {cfg.name}: no changelog topic {topic} on {topo.kafka.bootstrap_servers}: "
                             f"has the program run here (application {topo.application!r})?")
-    partitions = counts[topic]
+    return topic, counts[topic]
+
+
+def fold_changelog(topo: Topology, cfg: ProgramConfig) -> list[FoldedTask]:
+    """Read a program's changelog to its end and fold it per task with the restore's apply rule."""
+    topic, partitions = changelog_partitions(topo, cfg)
     committed = committed_positions(topo, cfg, partitions)
-    tasks = {p: FoldedTask(p, committed[p]) for p in range(partitions)}
-    rules = {p: Coverage(committed[p]) for p in range(partitions)}
-    reader = Consumer(clients.consumer_config(topo.kafka, f"{topo.group_id(cfg)}.dump.{uuid.uuid4().hex[:8]}"))
+    return fold_partitions(topo.kafka, topic, cfg.name, committed)
+
+
+def fold_partitions(kafka: KafkaConfig, topic: str, program: str, committed: dict[int, Position]) -> list[FoldedTask]:
+    """Fold the changelog partitions ``committed`` names (each with its task's committed input
+    position) from their start to their end-of-partition signal. Runs on the command's host, or
+    on a Spark executor per partition (kafka/changelog_spark.py)."""
+    tasks = {p: FoldedTask(p, pos) for p, pos in committed.items()}
+    rules = {p: Coverage(pos) for p, pos in committed.items()}
+    reader = Consumer(clients.consumer_config(kafka, f"{program}.dump.{uuid.uuid4().hex[:8]}"))
     try:
-        reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        remaining = set(range(partitions))
+        reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in tasks])
+        remaining = set(tasks)
         deadline = time.monotonic() + READ_TIMEOUT
         while remaining:
             if time.monotonic() > deadline:
-                raise TopologyError(f"program {cfg.name}: the changelog {topic} did not report its end within "
+                raise TopologyError(f"program {program}: the changelog {topic} did not report its end within "
                                     f"{READ_TIMEOUT:.0f} s (partitions {sorted(remaining)}); is the broker busy?")
-            records, at_end = read_changelog(cfg.name, reader, 2000, 0.5)
+            records, at_end = read_changelog(program, reader, 2000, 0.5)
             remaining -= at_end
             for p, offset, key, value, es_pos in records:
-                task = tasks[p]
+                task = tasks.get(p)
+                if task is None:
+                    continue
                 task.end = offset + 1
                 if rules[p].covers(es_pos):
                     task.records[key] = (value, offset)
@@ -99,7 +113,7 @@ def fold_changelog(topo: Topology, cfg: ProgramConfig) -> list[FoldedTask]:
                     task.skipped += 1
     finally:
         reader.close()
-    return [tasks[p] for p in range(partitions)]
+    return [tasks[p] for p in sorted(tasks)]
 
 
 def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | None = None) -> Iterator[dict[str, Any]]:
