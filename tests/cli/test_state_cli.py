@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_cli_inputs import ECHO, NO_BROKER, TOPOLOGY
@@ -56,3 +57,57 @@ def test_reset_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert "ISO-8601" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         build_parser().parse_args(["reset", "t.yaml", "--to-earliest", "--to-offsets", "in:0=1"])
+
+
+def test_state_asks_the_owner_a_worker_points_to(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A worker that neither owns the key's task nor stands by for it answers 421 naming the owner's
+    URL (on Apache Kafka, which lists the group's members); ``eventscript state`` asks it once."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import orjson
+
+    answer = {"program": "echo", "key": ["a"], "task": 1, "status": "present", "note": None,
+              "instance": {"state": 1, "ended": False, "accepting": False, "waiting": [
+                  {"marker": 0, "text": "S(x)", "line": 3, "col": 3, "time": False}],
+                  "variables": [{"name": "x", "type": "string", "value": "a"}], "timer": None,
+                  "origin": None, "origin_why": "not kept: a program without timers"},
+              "last_record": {"known": False, "why": "not kept"},
+              "committed": {"position": {"strings:1": 7}, "changelog_offset": 3, "record_clock": None},
+              "served_by": {"worker": "w2", "role": "owner"}, "owner": {"worker": "w2"}}
+    asked: list[tuple[str, str, str | None]] = []
+
+    def server(reply: Any) -> ThreadingHTTPServer:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                asked.append((self.server.name, self.path, self.headers.get("Authorization")))  # type: ignore[attr-defined]
+                status, body = reply()
+                raw = orjson.dumps(body)
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        return srv
+
+    owner = server(lambda: (200, answer))
+    owner.name = "owner"  # type: ignore[attr-defined]
+    url = f"http://127.0.0.1:{owner.server_address[1]}"
+    other = server(lambda: (421, {"error": "ask its owner", "task": 1, "owner": {"known": True, "url": url}}))
+    other.name = "other"  # type: ignore[attr-defined]
+    try:
+        assert main(["state", str(topo), "--key", "a", "--url", f"http://127.0.0.1:{other.server_address[1]}",
+                     "--token", "t0k"]) == 0
+    finally:
+        owner.shutdown()
+        other.shutdown()
+    assert [(who, path) for who, path, _ in asked] == [("other", "/state/echo?key=a"), ("owner", "/state/echo?key=a")]
+    assert all(auth == "Bearer t0k" for _, _, auth in asked)
+    text = capsys.readouterr().out
+    assert 'echo key ["a"] (task 1): present' in text and "waits for S(x)@3:3" in text
+    assert "as of the commit at strings:1=7" in text and 'x (string) = "a"' in text
