@@ -6,7 +6,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from . import backfill_cmd, kafka_cmds, playground_cmd, program_cmds, test_cmd, topology_cmd, upgrade_cmd
+from . import (
+               backfill_cmd,
+               kafka_cmds,
+               playground_cmd,
+               program_cmds,
+               state_cmds,
+               test_cmd,
+               topology_cmd,
+               upgrade_cmd,
+)
 
 Setup = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
@@ -30,4 +39,8 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
                 upgrade_cmd.run),
     "playground": ("a local web app: edit a program, run a trace, watch each key's automaton, step through time",
                    playground_cmd.setup, playground_cmd.run),
+    "state": ("ask a running worker about one key, or dump every instance from the changelog (state dump)",
+              state_cmds.setup_state, state_cmds.run_state),
+    "reset": ("start a program over: committed offsets, internal topics and local state (--dry-run first)",
+              state_cmds.setup_reset, state_cmds.run_reset),
 }

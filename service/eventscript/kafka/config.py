@@ -241,6 +241,13 @@ class HealthConfig(_Model):
     host: str = "127.0.0.1"
 
 
+class StateQueryConfig(_Model):
+    #: Serve GET /state/<program>?key=... on the health port (read-only; kafka/state_endpoint.py).
+    enabled: bool = False
+    #: The bearer token requests must carry (write ${ENV_VAR}); None: none asked for.
+    token: str | None = None
+
+
 class Topology(_Model):
     #: Prefix of consumer groups and internal topics.
     application: str = "eventscript"
@@ -258,6 +265,7 @@ class Topology(_Model):
     #: retention.ms of repartition topics (their records are also deleted once consumed).
     repartition_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=1)
     health: HealthConfig = Field(default_factory=HealthConfig)
+    state_query: StateQueryConfig = Field(default_factory=StateQueryConfig)
     state_dir: str = "state"
     #: Identifies this worker for transactions (stable across restarts of the same worker).
     instance_id: str | None = None

@@ -1,5 +1,6 @@
 """HTTP endpoints for orchestrators: /healthz (the process is alive and its workers loop),
-/readyz (every worker joined its group and restored its tasks), /metrics (Prometheus)."""
+/readyz (every worker joined its group and restored its tasks), /metrics (Prometheus), and
+/state/<program>?key=... when the runner passes a state endpoint (kafka/state_endpoint.py)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from .metrics import Metrics
 
 class HealthServer:
     def __init__(self, host: str, port: int, alive: Callable[[], bool], ready: Callable[[], bool],
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None,
+                 state: Callable[[str, str, str | None], tuple[int, bytes, str]] | None = None) -> None:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
+                path, _, query = self.path.partition("?")
                 if path == "/healthz":
                     self._answer(200 if outer.alive() else 503, b"ok\n" if outer.alive() else b"unhealthy\n")
                 elif path == "/readyz":
@@ -27,6 +29,8 @@ class HealthServer:
                     self._answer(200 if ok else 503, b"ready\n" if ok else b"not ready\n")
                 elif path == "/metrics" and outer.metrics is not None:
                     self._answer(200, generate_latest(outer.metrics.registry), CONTENT_TYPE_LATEST)
+                elif path.startswith("/state/") and outer.state is not None:  # kafka/state_endpoint.py
+                    self._answer(*outer.state(path, query, self.headers.get("Authorization")))
                 else:
                     self._answer(404, b"not found\n")
 
@@ -43,6 +47,7 @@ class HealthServer:
         self.alive = alive
         self.ready = ready
         self.metrics = metrics
+        self.state = state
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, name="health", daemon=True)

@@ -26,6 +26,7 @@ from .config import ProgramConfig, Topology, TopologyError
 from .health import HealthServer
 from .keys import scheme_for
 from .metrics import Metrics
+from .state_endpoint import StateEndpoint
 from .worker import ProgramWorker
 
 log = logging.getLogger("eventscript.kafka")
@@ -131,8 +132,9 @@ class TopologyRunner:
         if LIBRDKAFKA_LOG.getEffectiveLevel() > logging.WARNING:
             LIBRDKAFKA_LOG.setLevel(logging.WARNING)
         if self.health_port:
+            state = StateEndpoint(self.topo, self.workers, lambda: self.health.port if self.health else 0)
             self.health = HealthServer(self.health_host, self.health_port, self.alive, self.ready,
-                                       self.metrics).start()
+                                       self.metrics, state.answer).start()
             log.info("health on http://%s:%d/healthz /readyz /metrics", self.health_host, self.health.port)
         if install_signals and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_signal)

@@ -124,6 +124,12 @@ class TaskStore:
                 self._build_index()
         return self._db
 
+    @property
+    def opened(self) -> Rdict | None:
+        """The RocksDB store if this object has opened it, else None: what a reader on another
+        thread than the task's uses (opening it there could race the task's own open)."""
+        return self._db
+
     def _absent(self) -> bool:
         """Not opened, and nothing on disk yet: every read finds nothing (no need to open it)."""
         return self._db is None and not self.path.exists()

@@ -1,0 +1,253 @@
+"""``state`` and ``reset``: an application's state, for operators.
+
+- ``eventscript state TOPOLOGY --program P --key K [--json] [--url URL]``: asks a running worker
+  (its HTTP port's ``/state/<program>``) about one key and prints the answer for a person;
+- ``eventscript state dump TOPOLOGY --program P [--output FILE.jsonl|.parquet]``: every instance,
+  from the changelog, without running the program;
+- ``eventscript reset TOPOLOGY --program P [--to-earliest | --to-datetime T | --to-offsets ...]
+  [--dry-run]``: committed offsets, internal topics and local state back to a starting point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+#: The environment variable holding the bearer token of the state endpoint (else --token, else
+#: the topology's state_query.token).
+TOKEN_ENV = "EVENTSCRIPT_STATE_TOKEN"
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--program", metavar="NAME", help="the program (default: the topology's only program)")
+    p.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="override the topology's Kafka address")
+    p.add_argument("-v", "--verbose", action="store_true", help="log what is done, and librdkafka's own lines")
+
+
+def setup_state(p: argparse.ArgumentParser) -> None:
+    p.usage = ("eventscript state TOPOLOGY.yaml --program P --key K [--json] [--url URL]\n"
+               "       eventscript state dump TOPOLOGY.yaml --program P [--output FILE.jsonl|FILE.parquet]")
+    p.add_argument("target", nargs="+", metavar="[dump] TOPOLOGY.yaml",
+                   help="the topology; 'dump TOPOLOGY.yaml' writes every instance from the changelog")
+    _common(p)
+    p.add_argument("--key", metavar="K", help="the group key: its value, or a JSON array of its components")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON (for tools)")
+    p.add_argument("--url", metavar="URL", help="a worker's HTTP address (default: the topology's health host "
+                   "and port)")
+    p.add_argument("--token", metavar="TOKEN", help=f"bearer token (default: ${TOKEN_ENV}, else the topology's "
+                   "state_query.token)")
+    p.add_argument("--output", "-o", metavar="FILE", type=Path,
+                   help="dump: write JSON lines (.jsonl) or Parquet (.parquet) here instead of standard output")
+    p.add_argument("--spark", metavar="MASTER", help="dump: on PySpark (local[4], spark://...), one task per changelog "
+                   "partition, into a Parquet dataset (--output DIR.parquet); for large changelogs")
+
+
+def _load(path: str, bootstrap: str | None) -> Any:
+    from ..kafka.config import load_topology
+
+    topo = load_topology(path)
+    if bootstrap:
+        topo.kafka.bootstrap_servers = bootstrap
+    return topo
+
+
+def _program(topo: Any, name: str | None) -> Any:
+    from ..kafka.config import TopologyError
+
+    if name is None:
+        if len(topo.programs) != 1:
+            raise TopologyError(f"the topology has {len(topo.programs)} programs: name one with --program "
+                                f"({', '.join(p.name for p in topo.programs)})")
+        return topo.programs[0]
+    return topo.program(name)
+
+
+def run_state(args: argparse.Namespace) -> int:
+    from ..kafka.config import TopologyError
+    from .kafka_cmds import _logging
+
+    _logging(args.verbose)
+    target = list(args.target)
+    dump = target[0] == "dump"
+    if dump:
+        target = target[1:]
+    if len(target) != 1:
+        print("error: give one topology: eventscript state [dump] TOPOLOGY.yaml --program P ...", file=sys.stderr)
+        return 2
+    try:
+        topo = _load(target[0], args.bootstrap_servers)
+        cfg = _program(topo, args.program)
+        if dump:
+            return _dump(topo, cfg, args.output, args.spark)
+        if args.output is not None or args.spark is not None:
+            print("error: --output and --spark are for 'state dump'", file=sys.stderr)
+            return 2
+        return _ask(topo, cfg, args)
+    except TopologyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted while contacting Kafka", file=sys.stderr)
+        return 130
+
+
+def _dump(topo: Any, cfg: Any, output: Path | None, spark_master: str | None) -> int:
+    from ..kafka.changelog_dump import dump_rows, fold_changelog, write_rows
+    from ..kafka.config import TopologyError
+    from ..kafka.runner import compile_programs
+
+    program = compile_programs(topo, [cfg])[cfg.name]
+    if spark_master is not None:
+        if output is None:
+            raise TopologyError("state dump --spark writes a Parquet dataset: give --output DIR.parquet")
+        from ..backfill.job import spark_session
+        from ..kafka.changelog_spark import dump_on_spark
+
+        spark = spark_session(spark_master, ui=False)
+        try:
+            n = dump_on_spark(spark, topo, cfg, program, output)
+        finally:
+            spark.stop()
+        print(f"{n} instance(s) of {cfg.name} -> {output} (Parquet dataset)", file=sys.stderr)
+        return 0
+    tasks = fold_changelog(topo, cfg)
+    n = write_rows(dump_rows(program, tasks, cfg.name), output, sys.stdout)
+    skipped = sum(t.skipped for t in tasks)
+    print(f"{n} instance(s) of {cfg.name} from {len(tasks)} changelog partition(s)"
+          + (f"; {skipped} record(s) of uncommitted batches skipped" if skipped else "")
+          + (f" -> {output}" if output else ""), file=sys.stderr)
+    return 0
+
+
+def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
+    url = args.url or (f"http://{topo.health.host}:{topo.health.port}" if topo.health.port else None)
+    if url is None:
+        print("error: the topology serves no HTTP port (health.port is 0): give a worker's address with --url",
+              file=sys.stderr)
+        return 2
+    token = args.token or os.environ.get(TOKEN_ENV) or topo.state_query.token
+    query = urllib.parse.urlencode({"key": args.key} if args.key is not None else {})
+    status, body = _get(f"{url.rstrip('/')}/state/{urllib.parse.quote(cfg.name)}?{query}", token)
+    if status == 421 and isinstance(body, dict) and (body.get("owner") or {}).get("url"):
+        # The worker asked does not hold the key's task nor a standby of it: ask the owner once.
+        status, body = _get(f"{body['owner']['url']}/state/{urllib.parse.quote(cfg.name)}?{query}", token)
+    if args.json:
+        print(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode())
+    elif isinstance(body, dict) and "status" in body:
+        print("\n".join(answer_text(body)))
+    else:
+        print(f"error: {body.get('error') if isinstance(body, dict) else body}", file=sys.stderr)
+    return 0 if status == 200 else 1 if status in (404, 421) else 2
+
+
+def _get(url: str, token: str | None) -> tuple[int, Any]:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, orjson.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            return exc.code, orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return exc.code, {"error": raw.decode(errors="replace").strip() or exc.reason}
+    except (urllib.error.URLError, OSError) as exc:
+        return 0, {"error": f"cannot reach {url}: {getattr(exc, 'reason', exc)}; is a worker running with its HTTP "
+                            f"port there?"}
+
+
+def answer_text(a: dict[str, Any]) -> list[str]:
+    """A key's answer for a person: status, who answered and how fresh, the state in program terms."""
+    key = orjson.dumps(a.get("key")).decode() if a.get("key") is not None else "(ungrouped: its one instance)"
+    lines = [f"{a['program']} key {key}" + (f" (task {a['task']})" if a.get("task") is not None else "")
+             + f": {a['status']}"]
+    served, committed, owner = a.get("served_by") or {}, a.get("committed") or {}, a.get("owner")
+    if served:
+        lines.append(f"  answered by worker {served.get('worker')} from its {served.get('role')} store"
+                     + (f" ({served['freshness']})" if served.get("freshness") else ""))
+    pos = committed.get("position")
+    if pos is not None:
+        shown = ", ".join(f"{tp}={off}" for tp, off in sorted(pos.items())) or "nothing committed yet"
+        lines.append(f"  as of the commit at {shown}"
+                     + (f", record clock {committed['record_clock']}" if committed.get("record_clock") else ""))
+    if owner:
+        lines.append("  owner: " + ", ".join(f"{k} {v}" for k, v in owner.items() if v is not None))
+    if a.get("note"):
+        lines.append(f"  {a['note']}")
+    inst = a.get("instance")
+    if inst:
+        waiting = ", ".join(f"{m['text']}@{m['line']}:{m['col']}" for m in inst["waiting"]) or "nothing"
+        lines.append(f"  state {inst['state']}: " + ("ended" if inst["ended"] else f"waits for {waiting}")
+                     + (" (accepting)" if inst.get("accepting") else ""))
+        for v in inst["variables"]:
+            value = "unset" if v["value"] is None else orjson.dumps(v["value"]).decode()
+            lines.append(f"  {v['name']} ({v['type']}) = {value}")
+        timer = inst.get("timer")
+        if timer:
+            lines.append(f"  timer: due {timer['deadline']}" + (f"; {timer['how']}" if timer.get("how") else ""))
+        else:
+            lines.append("  timer: none pending")
+        lines.append(f"  created by: {inst['origin']}" if inst.get("origin") else
+                     f"  created by: {inst.get('origin_why', 'unknown')}")
+    last = a.get("last_record") or {}
+    if not last.get("known", True):
+        lines.append(f"  last record: {last.get('why')}")
+    return lines
+
+
+def setup_reset(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topology", metavar="TOPOLOGY.yaml")
+    _common(p)
+    to = p.add_mutually_exclusive_group()
+    to.add_argument("--to-earliest", action="store_true", help="inputs from their first records (the default)")
+    to.add_argument("--to-datetime", metavar="T", type=_datetime,
+                    help="inputs from their first records at or after T (ISO-8601; UTC unless it says otherwise)")
+    to.add_argument("--to-offsets", metavar="TOPIC:PARTITION=OFFSET", action="append",
+                    help="inputs from these offsets (repeatable or comma-separated; partitions not named: earliest)")
+    p.add_argument("--local-only", action="store_true",
+                   help="only delete this machine's local state (on the other machines, after a reset)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be done, change nothing")
+
+
+def _datetime(text: str) -> datetime:
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO-8601 date-time such as 2026-01-01T08:00:00Z, got {text!r}"
+                                         ) from None
+    return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
+
+
+def run_reset(args: argparse.Namespace) -> int:
+    from ..kafka.config import TopologyError
+    from ..kafka.reset import apply_reset, parse_offsets, plan_reset
+    from .kafka_cmds import _logging
+
+    _logging(args.verbose)
+    try:
+        topo = _load(args.topology, args.bootstrap_servers)
+        cfg = _program(topo, args.program)
+        offsets = parse_offsets(args.to_offsets) if args.to_offsets else None
+        plan = plan_reset(topo, cfg, to_datetime=args.to_datetime, to_offsets=offsets, local_only=args.local_only)
+        print("\n".join(plan.lines()))
+        if args.dry_run:
+            print("(dry run: nothing changed)")
+            return 0
+        for line in apply_reset(topo, cfg, plan):
+            print(f"done: {line}")
+        return 0
+    except TopologyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted while contacting Kafka", file=sys.stderr)
+        return 130

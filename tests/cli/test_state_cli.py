@@ -1,0 +1,113 @@
+"""``eventscript state`` and ``eventscript reset`` without a broker or a worker: one clear line
+and a non-zero status (the answers themselves are tested in tests/kafka/test_state_*.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_cli_inputs import ECHO, NO_BROKER, TOPOLOGY
+
+from eventscript.cli.main import build_parser, main
+
+
+@pytest.fixture
+def topo(tmp_path: Path) -> Path:
+    (tmp_path / "echo.es").write_text(ECHO)
+    path = tmp_path / "topology.yaml"
+    path.write_text(TOPOLOGY.format(broker=NO_BROKER))
+    return path
+
+
+def test_dump_and_reset_say_cannot_reach_kafka_once(topo: Path) -> None:
+    cli = [sys.executable, "-m", "eventscript.cli.main"]
+    commands = {"dump": [*cli, "state", "dump", str(topo)], "reset": [*cli, "reset", str(topo), "--dry-run"]}
+    procs = {name: subprocess.Popen(cmd, cwd=topo.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name, cmd in commands.items()}
+    for name, proc in procs.items():
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"{name} did not give up within 60 s")
+        lines = err.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, (name, err[:2000])
+        assert lines[0].startswith(f"error: cannot reach Kafka at {NO_BROKER}"), (name, lines[0])
+
+
+def test_asking_without_an_address_or_a_worker(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["state", str(topo), "--key", "a"]) == 2  # health.port is 0: nothing to ask
+    assert "give a worker's address with --url" in capsys.readouterr().err
+    assert main(["state", str(topo), "--key", "a", "--url", "http://127.0.0.1:1"]) == 2
+    assert "cannot reach http://127.0.0.1:1" in capsys.readouterr().err
+    assert main(["state", "dump", str(topo), str(topo)]) == 2
+    assert "give one topology" in capsys.readouterr().err
+    assert main(["state", str(topo), "--program", "nope", "--key", "a"]) == 2
+    assert "no program named 'nope'" in capsys.readouterr().err
+
+
+def test_reset_options(capsys: pytest.CaptureFixture[str]) -> None:
+    args = build_parser().parse_args(["reset", "t.yaml", "--to-datetime", "2026-01-01T08:00:00"])
+    assert args.to_datetime.isoformat() == "2026-01-01T08:00:00+00:00"  # UTC unless it says otherwise
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["reset", "t.yaml", "--to-datetime", "yesterday"])
+    assert "ISO-8601" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["reset", "t.yaml", "--to-earliest", "--to-offsets", "in:0=1"])
+
+
+def test_state_asks_the_owner_a_worker_points_to(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A worker that neither owns the key's task nor stands by for it answers 421 naming the owner's
+    URL (on Apache Kafka, which lists the group's members); ``eventscript state`` asks it once."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import orjson
+
+    answer = {"program": "echo", "key": ["a"], "task": 1, "status": "present", "note": None,
+              "instance": {"state": 1, "ended": False, "accepting": False, "waiting": [
+                  {"marker": 0, "text": "S(x)", "line": 3, "col": 3, "time": False}],
+                  "variables": [{"name": "x", "type": "string", "value": "a"}], "timer": None,
+                  "origin": None, "origin_why": "not kept: a program without timers"},
+              "last_record": {"known": False, "why": "not kept"},
+              "committed": {"position": {"strings:1": 7}, "changelog_offset": 3, "record_clock": None},
+              "served_by": {"worker": "w2", "role": "owner"}, "owner": {"worker": "w2"}}
+    asked: list[tuple[str, str, str | None]] = []
+
+    def server(reply: Any) -> ThreadingHTTPServer:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                asked.append((self.server.name, self.path, self.headers.get("Authorization")))  # type: ignore[attr-defined]
+                status, body = reply()
+                raw = orjson.dumps(body)
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        return srv
+
+    owner = server(lambda: (200, answer))
+    owner.name = "owner"  # type: ignore[attr-defined]
+    url = f"http://127.0.0.1:{owner.server_address[1]}"
+    other = server(lambda: (421, {"error": "ask its owner", "task": 1, "owner": {"known": True, "url": url}}))
+    other.name = "other"  # type: ignore[attr-defined]
+    try:
+        assert main(["state", str(topo), "--key", "a", "--url", f"http://127.0.0.1:{other.server_address[1]}",
+                     "--token", "t0k"]) == 0
+    finally:
+        owner.shutdown()
+        other.shutdown()
+    assert [(who, path) for who, path, _ in asked] == [("other", "/state/echo?key=a"), ("owner", "/state/echo?key=a")]
+    assert all(auth == "Bearer t0k" for _, _, auth in asked)
+    text = capsys.readouterr().out
+    assert 'echo key ["a"] (task 1): present' in text and "waits for S(x)@3:3" in text
+    assert "as of the commit at strings:1=7" in text and 'x (string) = "a"' in text
