@@ -41,7 +41,7 @@ from ..automata.hybrid import TransitionCache
 from ..automata.machine import DFAMachine, Machine
 from ..automata.simulate import PositionSets
 from ..language import ir
-from ..language.checker import resolve_external
+from ..language.external_functions import resolve_external
 from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, ArrayType, StructType, Type
 from . import builtins, context
 from . import names as N
