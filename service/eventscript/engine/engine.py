@@ -17,7 +17,9 @@ on the machine asks the executor (``step``, ``terminal``, the snapshot form of a
 - ``eager.EagerExecutor``: an eager DFA, a context per instance;
 - ``eager.CompactExecutor``: the same for a grouped program without timers whose host persists
   nothing: the instance table holds state numbers (or records), no contexts;
-- ``lazy.LazyExecutor``: a lazy DFA (past the compiler's state limit) behind a transition cache.
+- ``lazy.LazyExecutor``: a lazy DFA (past the compiler's state limit) behind a transition cache;
+
+all satisfy ``executor.Executor``.
 
 The one change of executor after construction is compact → eager, when a host sets a hook that
 needs contexts after the engine was made (``_decompact``); hooks given to the constructor
@@ -52,6 +54,7 @@ from .context import NO_VARIABLES, GroupContexts, InstanceContext, OneKeyContext
 from .eager import INLINE_BODIES, INLINE_LINES, CompactExecutor, EagerExecutor, RState, RTrans
 from .encoding import DecodeError, decode
 from .events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode, EventConsumer
+from .executor import Executor
 from .externals import make_external
 from .lazy import LAZY_MODES, LazyExecutor
 from .runtime_errors import MAX_ARRAY, RuntimeChecks
@@ -83,8 +86,6 @@ RETIRE_MODES = ("auto", "on", "off")
 #: variables or initial actions a record (a list) of the variables then the number. Engines
 #: created without ``compact`` take it from this environment variable ("on", the default, or "off").
 COMPACT_ENV = "EVENTSCRIPT_COMPACT"
-
-Executor = EagerExecutor | CompactExecutor | LazyExecutor
 
 __all__ = ["COMPACT_ENV", "DEFAULT_LAZY_CACHE", "INLINE_BODIES", "INLINE_LINES", "LAZY_MODES", "LAZY_MODE_ENV",
            "MAX_ARRAY", "MAX_FIRES_AT_ONE_INSTANT", "RETIRE_ENV", "RETIRE_MODES", "Engine", "EngineError",
