@@ -212,7 +212,7 @@ class Engine:
         bare_numbers = isinstance(self.executor, CompactExecutor) and self.executor.record is None
         if mode == "on" or (mode == "auto" and (track_dirty or bare_numbers)):
             self.executor.retire()
-        self.snapshot = self._snapshotter()  # type: ignore[method-assign]
+        self.snapshot = self._snapshotter()
         self._code.ns[N.CREATE] = self._creator()
         self._code.ns[N.KEYED] = self._keyer()
         self._define_feeds()
@@ -243,7 +243,9 @@ class Engine:
         self.feed = self._define(N.FEED, self._feed_source)
         self._feed_many: Callable[[Iterable[tuple[str, Any]]], None] | None = None  # made when first called
         self.__dict__.pop(N.FEED_MANY, None)
-        if self.grouped:
+        if not self.grouped:
+            self.feed_keyed = self._ungrouped_feed_keyed
+        else:
             self.feed_keyed = self._define(N.FEED_KEYED, self._code.gen.feed(True, keyed=True, track_dirty=track_dirty,
                                                                             **options))
 
@@ -487,19 +489,22 @@ class Engine:
         if self._dirty is not None:
             self._dirty[id(ctx)] = ctx
 
-    def feed_keyed(self, name: str, value: Any, key: tuple[Any, ...]) -> InstanceContext | None:  # replaced
-        """``feed`` for a grouped program when the host already computed the event's group key
-        (with :meth:`group_key`, to route it); saves computing it twice."""
-        raise AssertionError("replaced in __init__ for grouped programs")
+    #: Process one named event; ``value`` must already conform to the declared type. Returns
+    #: the instance context the event went to (None for an undeclared name, and in a compact
+    #: engine). Not a method: the code generated for the program and its executor
+    #: (``CodeGen.feed``: group key, classification and step inlined), bound by ``_define_feeds``,
+    #: so that a host's call is the generated function's call and nothing more.
+    feed: Callable[[str, Any], InstanceContext | None]
+    #: ``feed`` for a grouped program when the host already computed the event's group key
+    #: (with :meth:`group_key`, to route it); saves computing it twice. Generated as ``feed`` is.
+    feed_keyed: Callable[[str, Any, tuple[Any, ...]], InstanceContext | None]
+    #: Compact bytes for one instance: state, variables, key, pending timer (format 2 of
+    #: ``context``): a function specialised for the program (``_snapshotter``).
+    snapshot: Callable[[InstanceContext], bytes]
 
-    def feed(self, name: str, value: Any) -> InstanceContext | None:  # replaced per engine
-        """Process one named event; ``value`` must already conform to the declared type.
-
-        Returns the instance context the event went to (None for an undeclared name). The
-        engine replaces this method with code generated for the program (codegen.feed), which
-        does the same with the group key and classification inlined.
-        """
-        raise AssertionError("replaced in __init__")
+    def _ungrouped_feed_keyed(self, name: str, value: Any, key: tuple[Any, ...]) -> InstanceContext | None:
+        """``feed_keyed`` of an ungrouped program: there is no key to give."""
+        raise TypeError(f"feed_keyed: program {self.name} is not grouped (its events have no key): call feed")
 
     def feed_many(self, events: Iterable[tuple[str, Any]]) -> None:  # replaced on first call
         """Process a batch of ``(name, value)`` pairs: the same as ``feed`` for each in turn
@@ -677,11 +682,6 @@ class Engine:
         return 0 if self.single is None or self.single.terminated else 1
 
     # -- snapshots --------------------------------------------------------------------------
-
-    def snapshot(self, ctx: InstanceContext) -> bytes:
-        """Compact bytes for one instance: state, variables, key, pending timer (format 2 of
-        ``context``). Replaced in ``__init__`` by a function specialised for the program."""
-        raise AssertionError("replaced in __init__")
 
     def _snapshotter(self) -> Callable[[InstanceContext], bytes]:
         """``snapshot`` for this program. Hosts snapshot every changed instance at each commit,
