@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..language import ir
-from .machine import DFAMachine, LazyDFA, machine_from_json
+from .machine import Machine, machine_from_json
 
 FORMAT = "eventscript-compiled"
 #: 2: the lazy DFA's NFA shares follow sets between edges; a textual action runs once per transition.
@@ -26,7 +26,7 @@ VERSION = 2
 @dataclass
 class CompiledProgram:
     program: ir.ProgramIR
-    machine: DFAMachine | LazyDFA
+    machine: Machine
     source_name: str = ""
     source_sha256: str = ""
 

@@ -12,9 +12,15 @@ As in Rust's ``regex-automata``, the engine does not care which one it runs:
   thrashes. Snapshots store the same sorted list of
   NFA states either way.
 
-Both answer: the start state and initial actions; all transitions from a state (symbol →
-target state key and the action units to run, in order); whether a state is accepting.
-State keys are ints for the DFA and frozensets of NFA states for the lazy DFA.
+Both answer (:class:`Machine`): the start state and initial actions; all transitions from a
+state (symbol → target state key and the action units to run, in order); whether a state is
+accepting. State keys are ints for the DFA and frozensets of NFA states for the lazy DFA.
+
+``Machine`` is the compile-time interface: the compiled program holds one, drawings and
+analyses read it. The engine does not run it through this interface: it chooses an executor
+for the machine's kind (``engine.eager``, ``engine.lazy``) that runs it in a form made for
+speed (rows of resolved transitions, int masks behind a transition cache), so the executors
+do not implement ``Machine``; they share the engine's own executor interface instead.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ Units = tuple[int, ...]
 
 
 class Machine(Protocol):
+    """What a compiled program's machine answers, whichever kind it is (see the module docstring)."""
+
     kind: str
 
     def start(self) -> tuple[Hashable, Units]: ...
@@ -172,7 +180,7 @@ class LazyDFA:
         return cls(efa, occ)
 
 
-def machine_from_json(data: dict[str, Any]) -> DFAMachine | LazyDFA:
+def machine_from_json(data: dict[str, Any]) -> Machine:
     kind = data.get("kind")
     if kind == "dfa":
         return DFAMachine.from_json(data)

@@ -16,7 +16,7 @@ from typing import Any
 from .timeutil import TimeRangeError, format_time, parse_time, to_datetime
 from .values import LONG_MAX, LONG_MIN, double_to_long, wrap
 
-#: err(ctx, code, message): reports an $error for the instance ctx (see engine.Engine._error).
+#: err(ctx, code, message): reports an $error for the instance ctx (see engine.Engine.report_error).
 Report = Callable[[Any, int, str], None]
 
 US = {"microseconds": 1, "milliseconds": 1_000, "seconds": 1_000_000, "minutes": 60_000_000,

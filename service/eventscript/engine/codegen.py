@@ -418,7 +418,7 @@ class CodeGen:
         its simulated step (from mask ``m`` on ``sym``: set ``ctx.state = n`` and ``fn``, or
         return ``_unexpected``), taken while ``_SIM`` is set, that is when the transition cache
         is off; otherwise the transition comes from the per-symbol cache ``_M`` or, on a miss,
-        from ``_miss(m, sym)`` (both made by the engine's ``_setup_lazy``). Otherwise the machine
+        from ``_miss(m, sym)`` (both made by ``lazy.LazyExecutor``). Otherwise the machine
         is an eager DFA whose states and transitions are all resolved before the first event.
         ``track_dirty``: record each changed instance in ``_dirty`` (only hosts that persist
         instances ask for it; everyone else skips the write). ``plans``: for an eager DFA, what

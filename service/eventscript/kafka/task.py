@@ -232,7 +232,7 @@ class Task:
                 ip.id_head = f"{self._id_prefix}{ip.topic}:".encode()
                 ip.decode = self._decoders[id(ip.config)]
                 if ip.config.event is not None and self.grouped:
-                    ip.key_fn = self.engine._inputs[ip.config.event].key
+                    ip.key_fn = self.engine.input_key_function(ip.config.event)
 
     def _send_each(self, topic: str, partition: int, records: dict[bytes, bytes | None], headers: Headers,
                    ts: int) -> None:
@@ -396,9 +396,7 @@ class Task:
         leaves nothing to persist — no tombstone, no store delete, no cache bookkeeping — so it
         is taken out of the engine's changed instances. Any other needs its tombstone."""
         if self._creating or (self._fresh and self._fresh.pop(id(ctx), None) is not None):
-            dirty = self.engine.dirty
-            if dirty is not None:
-                dirty.pop(id(ctx), None)
+            self.engine.forget_change(ctx)
             return
         self.cache.ended_instance(ctx)
 

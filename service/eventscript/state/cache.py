@@ -208,7 +208,7 @@ class InstanceCache:
 
     def _evictable(self, ctx: InstanceContext) -> bool:
         """Whether the store holds ctx's current state and nothing needs it in memory."""
-        if id(ctx) in (self.engine.dirty or ()):
+        if self.engine.changed(ctx):
             return False
         t = ctx.timer
         if t is not None and t[3] is not None and (t[0], t[1]) <= self.index.horizon:

@@ -31,7 +31,7 @@ def feed_emitted(engine: Any, declared: Any, name: str, value: Any, ty: Any) -> 
         try:
             value = decode(encode(value, ty), declared)
         except DecodeError as exc:
-            engine._error(None, ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}")
+            engine.report_error(ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}")
             return
     engine.feed(name, value)
 

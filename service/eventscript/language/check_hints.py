@@ -1,0 +1,79 @@
+"""The wording of the checker's hints, and small helpers its parts share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import ast
+from .hints import closest
+from .source import Pos
+from .types import DOUBLE, LONG, STRING, StructType, Type, describe
+
+
+def field_name(f: tuple[str, Type]) -> str:
+    return f[0]
+
+
+def suggest(name: str, candidates: Iterable[str], otherwise: str) -> str:
+    """``otherwise``, preceded by "did you mean 'X'?" when a candidate is close to ``name``."""
+    best = closest(name, candidates)
+    if best is None:
+        return otherwise
+    return f"did you mean {best!r}? Otherwise, {otherwise}"
+
+
+def condition_hint(got: Type) -> str | None:
+    """How to turn a value of type ``got`` into the boolean a condition needs."""
+    if got.is_numeric:
+        return "EventScript has no truth values for numbers: write a comparison, e.g. n != 0 ? ..."
+    if got == STRING:
+        return 'write a comparison, e.g. s != "" ? ... or contains(s, "x") ? ...'
+    return "write a comparison or another boolean expression"
+
+
+def choose_guess(candidates: list[tuple[Type, Pos]]) -> tuple[Type, Pos]:
+    """The type a variable takes from the guesses of one round, whatever their order: the one
+    type they agree on; double when they mix long and double (the long uses are promoted);
+    otherwise an arbitrary but fixed one (a conflict reported later anyway)."""
+    types = {t for t, _ in candidates}
+    if types == {LONG, DOUBLE}:
+        chosen: Type = DOUBLE
+    else:
+        chosen = min(types, key=lambda t: (describe(t), repr(t)))
+    pos = min((p for t, p in candidates if t == chosen), key=lambda p: (p.source.name, p.offset))
+    return chosen, pos
+
+
+def conversion_hint(value: ast.Expr, got: Type, want: Type) -> str | None:
+    if want == DOUBLE and got == LONG:
+        if isinstance(value, ast.IntLit):
+            return f"write {value.value}.0 for a double constant"
+        return "EventScript never converts on assignment: write double(...)"
+    if want == LONG and got == DOUBLE:
+        return "EventScript never converts on assignment: write long(...) to truncate"
+    if isinstance(want, StructType) and isinstance(got, StructType) and sorted(want.names) == sorted(got.names):
+        return "the fields are the same but in a different order"
+    return None
+
+
+def subexpressions(e: ast.Expr) -> list[ast.Expr]:
+    if isinstance(e, ast.Unary):
+        return [e.operand]
+    if isinstance(e, ast.Binary):
+        return [e.left, e.right]
+    if isinstance(e, ast.CondExpr):
+        return [e.cond, e.then, e.otherwise]
+    if isinstance(e, ast.Call):
+        return list(e.args)
+    if isinstance(e, ast.Index):
+        return [e.obj, e.index]
+    if isinstance(e, ast.FieldAccess):
+        return [e.obj]
+    if isinstance(e, ast.StructBuild):
+        return [f.value for f in e.fields]
+    if isinstance(e, ast.NewArray):
+        return [e.size]
+    if isinstance(e, ast.GroupRef):
+        return [e.index]
+    return []

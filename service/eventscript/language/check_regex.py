@@ -1,0 +1,149 @@
+"""The checker's second stage: the typing sites of the regular expression.
+
+Event markers give their variables the event's type; time markers (elapse, arrive) type their
+expressions; every site is kept for inference (``type_inference``).
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Callable
+
+from . import ast
+from .check_hints import suggest
+from .checked import Variable
+from .checker_state import PATTERN_RANGE_HINT, CheckerState
+from .hints import listing
+from .source import Pos
+from .types import LONG, TIME, Type, describe
+
+
+class RegexSites(CheckerState):
+    """Collects the typing sites of the regular expression: markers, time markers and their expressions."""
+
+    # -- collecting the regular expression --------------------------------------------
+
+    def variable(self, name: str, pos: Pos) -> Variable:
+        v = self.variables.get(name)
+        if v is None:
+            v = self.variables[name] = Variable(name, len(self.variables), pos)
+        return v
+
+    def event_type(self, name: str) -> Type | None:
+        if name in self.inputs:
+            return self.inputs[name].ty
+        if name in self.classes:
+            return self.classes[name].ty
+        return None
+
+    def _collect_regex(self, r: ast.Regex) -> None:
+        if isinstance(r, (ast.RSeq, ast.RAlt)):
+            for item in r.items:
+                self._collect_regex(item)
+        elif isinstance(r, (ast.RInter, ast.RDiff)):
+            self._collect_regex(r.left)
+            self._collect_regex(r.right)
+        elif isinstance(r, ast.RRepeat):
+            self._collect_regex(r.item)
+        elif isinstance(r, ast.RActions):
+            self._collect_action(r.block, {})
+        elif isinstance(r, ast.RMarker):
+            self._collect_marker(r)
+        elif isinstance(r, ast.RElapse):
+            self._collect_expr(r.amount, {})
+            amount = r.amount
+            self.sites.append(lambda: self._number_site(amount, "an elapse amount"))
+            self._marker_target(r.target, r.target_pos, TIME)
+        elif isinstance(r, ast.RArrive):
+            self._collect_arrive(r)
+
+    def _collect_marker(self, r: ast.RMarker) -> None:
+        t = self.event_type(r.name)
+        if t is None:
+            if r.name in self.broken_events:
+                if r.target is not None and r.target_pos is not None:
+                    v = self.variable(r.target, r.target_pos)
+                    v.assigned_at = v.assigned_at or r.target_pos
+                    v.broken = True
+            elif r.name in self.outputs:
+                self.err(r.pos, f"{r.name!r} is an output event; event markers match input events",
+                         f"declare it with 'in' to receive it: in <type> {r.name}")
+            else:
+                def hint() -> str:
+                    known = [*self.inputs, *self.classes]
+                    return suggest(r.name, known, f"declare it with 'in <type> {r.name}' (declared: {listing(known)})")
+
+                self.err(r.pos, f"undeclared input event {r.name!r}", hint)
+            return
+        self._marker_target(r.target, r.target_pos, t)
+
+    def _marker_target(self, target: str | None, pos: Pos | None, t: Type) -> None:
+        if target is None or pos is None:
+            return
+        v = self.variable(target, pos)
+        v.assigned_at = v.assigned_at or pos
+
+        def site() -> None:
+            if v.ty is None:
+                self._give_type(v, t, pos)
+            else:
+                self._settle_order(v, t)
+            if v.ty != t:
+                self.err(pos, f"{target!r} receives {describe(t)} here but is {describe(v.ty)} "
+                              f"(from {v.origin})", "use a different variable for each type")
+
+        self.sites.append(site)
+
+    def _check_constant_components(self, p: ast.ArrivePattern) -> None:
+        """Constant pattern components out of range can never match: say so now, not at run time."""
+        named: list[tuple[ast.PatternComponent, str, int, int]] = []
+        if p.date is not None:
+            named += zip(p.date, ("year", "month", "day"), (1, 1, 1), (9999, 12, 31))
+        if p.time is not None:
+            named += zip(p.time, ("hour", "minute", "second"), (0, 0, 0), (23, 59, 59))
+        ok = True
+        for c, what, lo, hi in named:
+            if isinstance(c, ast.IntLit) and not lo <= c.value <= hi:
+                self.err(c.pos, f"{what} {c.value} is out of range {lo}..{hi}", PATTERN_RANGE_HINT)
+                ok = False
+            elif isinstance(c, ast.FloatLit) and what == "second" and not 0 <= c.value < 60:
+                self.err(c.pos, f"second {c.value} is out of range: seconds are from 0 to less than 60",
+                         PATTERN_RANGE_HINT)
+        if ok and p.date is not None and all(isinstance(c, ast.IntLit) for c in p.date[1:]):
+            year, month, day = p.date
+            y = year.value if isinstance(year, ast.IntLit) else 2000  # a leap year: any year may match
+            days = calendar.monthrange(y, month.value)[1]  # type: ignore[union-attr]
+            if day.value > days:  # type: ignore[union-attr]
+                which = f"{y:04d}-{month.value:02d}" if isinstance(year, ast.IntLit) else f"month {month.value}"  # type: ignore[union-attr]
+                self.err(day.pos, f"day {day.value} never comes: {which} has {days} days")  # type: ignore[union-attr]
+
+    def _collect_arrive(self, r: ast.RArrive) -> None:
+        p = r.pattern
+        self._check_constant_components(p)
+        if p.time_expr is not None:
+            self._collect_expr(p.time_expr, {})
+            te = p.time_expr
+            self.sites.append(lambda: self._typed_site(te, TIME, "an arrive time"))
+        else:
+            comps = [*(p.date or []), *(p.time or [])]
+            last = len(comps) - 1
+            for i, c in enumerate(comps):
+                if isinstance(c, ast.Wild):
+                    continue
+                self._collect_expr(c, {})
+                if i == last and p.time is not None and len(p.time) == 3 and isinstance(c, ast.FloatLit):
+                    continue  # fractional seconds
+                self.sites.append(lambda c=c: self._typed_site(c, LONG, "an arrive pattern component"))  # type: ignore[misc]
+        self._marker_target(r.target, r.target_pos, TIME)
+
+    def _typed_site(self, e: ast.Expr, t: Type, what: str,
+                    hint: Callable[[Type], str | None] | None = None) -> None:
+        self.expect(e, t)
+        got = self.synth(e)
+        if got is not None and got != t:
+            self.err(e.pos, f"{what} must be {describe(t)}, not {describe(got)}", hint(got) if hint else None)
+
+    def _number_site(self, e: ast.Expr, what: str) -> None:
+        got = self.synth(e)
+        if got is not None and not got.is_numeric:
+            self.err(e.pos, f"{what} must be long or double, not {describe(got)}")
