@@ -70,14 +70,43 @@ def cases_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def broker():
-    """A real Kafka broker for the session (see tests/kafka/kafka_helpers.py for how it is chosen)."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent / "kafka"))
+def broker(request: pytest.FixtureRequest):
+    """A real Kafka broker for the session (see tests/kafka/kafka_helpers.py for how it is chosen);
+    its log is kept when a test failed."""
     from kafka_helpers import start_broker
 
-    yield from start_broker()
+    yield from start_broker(keep_logs=lambda: request.session.testsfailed > 0)
+
+
+#: Tests that use the broker fixture and ran (were not skipped), by the broker's kind.
+_KAFKA_TESTS_RAN: dict[str, int] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "call" or "broker" not in getattr(report, "_uses_fixtures", ()):
+        return
+    from kafka_helpers import SESSION_BROKER
+
+    kind = SESSION_BROKER[0].kind if SESSION_BROKER else "none"
+    _KAFKA_TESTS_RAN[kind] = _KAFKA_TESTS_RAN.get(kind, 0) + 1
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    outcome.get_result()._uses_fixtures = tuple(getattr(item, "fixturenames", ()))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """How many Kafka tests ran on which broker: on this machine and in CI, all on Apache Kafka."""
+    if not _KAFKA_TESTS_RAN:
+        return
+    from eventscript.brokers.apache import KAFKA_VERSION
+
+    names = {"apache": f"Apache Kafka {KAFKA_VERSION} (started by the tests)", "tansu": "the embedded Tansu broker",
+             "kafka": "the Kafka of KAFKA_BOOTSTRAP_SERVERS or a container"}
+    ran = ", ".join(f"{n} on {names.get(kind, kind)}" for kind, n in sorted(_KAFKA_TESTS_RAN.items()))
+    terminalreporter.write_line(f"Kafka tests run: {ran}")
 
 
 @pytest.fixture(scope="session")
