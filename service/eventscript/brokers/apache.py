@@ -216,6 +216,10 @@ class KafkaCluster:
             # Transactions left open by a killed producer that never comes back are aborted soon.
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": 2000,
             "log.segment.bytes": 16 * 1024 * 1024,
+            # Traces and tests write records stamped with past dates (2026-01-01...): with the
+            # default 7-day retention by time, the broker's first retention check (30 s after
+            # start) deletes them while they are being read. Topic configs still apply.
+            "log.retention.ms": -1,
         }
         props.update(self.settings)
         return props
