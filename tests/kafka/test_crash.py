@@ -8,10 +8,9 @@ partition, as the worker's task for that partition sees it (``kafka_helpers.unin
 Outputs are keyed by the instance's group key, so the output topic (same partition count) holds
 each task's outputs in order.
 
-On a broker that shows aborted transactions to read_committed readers (Tansu 0.6) the reader
-also sees the outputs of the transactions the kills aborted; they carry the same ``es-id`` as
-the committed copy, so the reader drops repeated ids (``outputs_by_partition`` checks each is an
-exact copy); on a broker that hides aborted data there must be none.
+The reader deduplicates nothing: on Apache Kafka a read_committed reader never sees the outputs
+of the transactions the kills aborted, so every output must be there exactly once. (Tansu 0.6
+shows aborted records, so these tests skip on it.)
 """
 
 from __future__ import annotations
@@ -63,6 +62,7 @@ RECORDS_TWO = 3000
 def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path: Path, local_state: bool) -> None:
     """Without the local store (a pod rescheduled onto a new node) the restarted worker
     restores every task from the changelog alone."""
+    broker.require_real("exactly-once with no deduplication after kill -9")
     name = unique("crash")
     (tmp_path / "crash.es").write_text(PROGRAM)
     topo = topology(broker, tmp_path, [{
@@ -105,9 +105,8 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
     raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)
     assert raw[f"{name}-err"] == [], [m.value() for m in raw[f"{name}-err"][:5]]
     got, repeats = outputs_by_partition(raw[f"{name}-out"])
-    print(f"kills={kills} outputs={sum(map(len, got.values()))} dropped repeats={repeats}")
-    if broker.hides_aborted:
-        assert repeats == 0
+    print(f"kills={kills} outputs={sum(map(len, got.values()))} repeats={repeats}")
+    assert repeats == 0, f"a read_committed reader saw {repeats} outputs twice"
     for p in range(PARTITIONS):
         assert got.get(p, []) == want.get(p, []), f"partition {p}: outputs differ from the uninterrupted run"
     assert any(line[0] == "Quiet" for lines in want.values() for line in lines), "no timer event was exercised"
@@ -125,7 +124,8 @@ def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: P
     """Two workers share the tasks while a producer keeps writing; one of them, chosen at random,
     is killed with SIGKILL and restarted, several times, so tasks move to the survivor (restored
     from the changelog, its store has none of them or an old copy) and back. Per key the outputs
-    with repeated ids dropped equal an uninterrupted run."""
+    read by a read_committed reader, none dropped, equal an uninterrupted run."""
+    broker.require_real("exactly-once with no deduplication after kill -9")
     name = unique("crash2")
     (tmp_path / "crash.es").write_text(PROGRAM)
     app = unique("app")
@@ -171,7 +171,8 @@ def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: P
     raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)
     assert raw[f"{name}-err"] == [], [m.value() for m in raw[f"{name}-err"][:5]]
     got, repeats = outputs_by_key(raw[f"{name}-out"])
-    print(f"kills={kills} outputs={sum(map(len, got.values()))} dropped repeats={repeats}")
+    print(f"kills={kills} outputs={sum(map(len, got.values()))} repeats={repeats}")
+    assert repeats == 0, f"a read_committed reader saw {repeats} outputs twice"
     assert set(got) == set(oracle.outputs)
     for key, lines in oracle.outputs.items():
         assert got[key] == lines, f"key {key}: outputs differ from the uninterrupted run"
