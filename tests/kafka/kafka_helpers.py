@@ -122,7 +122,7 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-#: Consumer settings that keep group joins short (Tansu waits half the session timeout).
+#: Consumer settings that keep group joins and failovers short (a test waits out a session timeout).
 FAST_GROUP = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 750}
 
 
@@ -133,8 +133,8 @@ def topology(broker: Broker, tmp: Path, programs: list[dict[str, Any]], topics: 
     workers of one application get files with the same ``application`` and their own ``state``."""
     doc: dict[str, Any] = {
         "application": application or unique("t"),
-        # Tansu 0.6 mishandles static members: a member that joins gets no tasks while the
-        # others lose theirs (measured), so the tests run with it only on a real Kafka.
+        # Static membership on, as deployed; off only on the Tansu fallback, which mishandles
+        # static members (a member that joins gets no tasks while the others lose theirs).
         "kafka": {"bootstrap_servers": broker.bootstrap, "consumer": dict(FAST_GROUP),
                   "static_membership": broker.kind != "tansu"},
         "programs": programs,

@@ -218,7 +218,7 @@ def _runner_in_a_thread(broker: Broker, tmp_path: Path, prefix: str) -> tuple[st
 def test_broker_outage_drops_readiness_and_is_counted(broker: Broker, tmp_path: Path,
                                                       caplog: pytest.LogCaptureFixture) -> None:
     if broker.pid is None:
-        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+        pytest.skip("needs a broker process this test can stop (one the tests started)")
     _, runner, producer, t = _runner_in_a_thread(broker, tmp_path, "outage")
     t.start()
     stopped = False
@@ -289,7 +289,7 @@ def test_commit_timing_out_is_resumed_not_aborted(broker: Broker, tmp_path: Path
     abort then (``_CONFLICT``); the worker resumes the call until the broker answers, stays
     alive, becomes ready again, and every output appears exactly once in committed data."""
     if broker.pid is None:
-        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+        pytest.skip("needs a broker process this test can stop (one the tests started)")
     from eventscript.kafka import worker as worker_mod
 
     monkeypatch.setattr(worker_mod, "TXN_TIMEOUT", 2.0)  # the outage below spans several timeouts

@@ -370,6 +370,15 @@ class KafkaCluster:
                 raise KafkaStartError(f"{topic}[{partition}] has no leader after {timeout:.0f} s")
             time.sleep(0.2)
 
+    def describe_replicas(self, topic: str) -> dict[int, list[int]]:
+        """The node ids holding each partition of ``topic``."""
+        from confluent_kafka.admin import AdminClient
+
+        md = AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(topic, timeout=10)
+        if topic not in md.topics or md.topics[topic].error is not None:
+            raise KeyError(f"no topic {topic} in the cluster")
+        return {p: list(m.replicas) for p, m in md.topics[topic].partitions.items()}
+
     def stop(self) -> None:
         """Stops every node by its PID: SIGTERM, then SIGKILL for one that does not exit within
         5 s (the last nodes of a cluster wait for a quorum that is gone; their data is thrown
