@@ -78,23 +78,31 @@ def broker(request: pytest.FixtureRequest):
     yield from start_broker(keep_logs=lambda: request.session.testsfailed > 0)
 
 
-#: Tests that use the broker fixture and ran (were not skipped), by the broker's kind.
+#: Kafka tests that ran (were not skipped), by the kind of broker they ran on.
 _KAFKA_TESTS_RAN: dict[str, int] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when != "call" or "broker" not in getattr(report, "_uses_fixtures", ()):
-        return
-    from kafka_helpers import SESSION_BROKER
-
-    kind = SESSION_BROKER[0].kind if SESSION_BROKER else "none"
-    _KAFKA_TESTS_RAN[kind] = _KAFKA_TESTS_RAN.get(kind, 0) + 1
+    kind = getattr(report, "_kafka_kind", None)
+    if report.when == "call" and kind is not None:
+        _KAFKA_TESTS_RAN[kind] = _KAFKA_TESTS_RAN.get(kind, 0) + 1
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """Notes the broker a Kafka test ran on: the session's, or, for a test marked ``kafka``
+    without it, the Apache Kafka the test starts itself (three brokers, ``dev --broker kafka``)."""
     outcome = yield
-    outcome.get_result()._uses_fixtures = tuple(getattr(item, "fixturenames", ()))
+    if call.when != "call":
+        return
+    kind = None
+    if "broker" in getattr(item, "fixturenames", ()):
+        from kafka_helpers import SESSION_BROKER
+
+        kind = SESSION_BROKER[0].kind if SESSION_BROKER else None
+    elif item.get_closest_marker("kafka") is not None:
+        kind = "apache"
+    outcome.get_result()._kafka_kind = kind
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

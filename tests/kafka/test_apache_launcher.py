@@ -18,7 +18,8 @@ try:
 except KafkaNotFetched as exc:
     NO_KAFKA = str(exc)
 
-pytestmark = pytest.mark.skipif(bool(NO_KAFKA), reason=f"Apache Kafka is not available: {NO_KAFKA}")
+pytestmark = [pytest.mark.kafka,
+              pytest.mark.skipif(bool(NO_KAFKA), reason=f"Apache Kafka is not available: {NO_KAFKA}")]
 
 
 def _pid_alive(pid: int) -> bool:
