@@ -238,6 +238,19 @@ def read_records(broker: Broker, topic: str, idle: float = 1.5, dedupe: bool = F
     return list(read_topic(kafka, topic, idle=idle, dedupe=dedupe))
 
 
+def ready(port: int) -> bool:
+    """Whether a worker started with ``--health-port port`` answers /readyz with 200 (it holds
+    its tasks, restored, and its last commit succeeded)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+            return bool(r.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False  # not ready (503), or not listening yet
+
+
 def wait_for(predicate: Any, timeout: float = 60.0, interval: float = 0.2, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

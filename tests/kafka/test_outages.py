@@ -20,8 +20,10 @@ from kafka_helpers import (
     KeyedProducer,
     Oracle,
     TopicWatcher,
+    free_port,
     outputs_by_key,
     read_many,
+    ready,
     start_worker,
     topology,
     unique,
@@ -91,9 +93,12 @@ def test_killed_right_after_wall_clock_timers_fire(broker: Broker, tmp_path: Pat
         wait_for(lambda: watcher.distinct() >= 1, 30, interval=0.01, what="the first timer output")
         worker.send_signal(signal.SIGKILL)
         worker.wait()
-        worker = start_worker(topo, "-v", log=log)
+        port = free_port()
+        worker = start_worker(topo, "-v", "--health-port", str(port), log=log)
         wait_for(lambda: watcher.distinct() >= len(keys), 60, what="every timer output")
-        time.sleep(2)
+        # The restarted worker has its tasks back and has committed: whatever it re-fires from
+        # the uncommitted state is out, and its signal handler is in place.
+        wait_for(lambda: ready(port), 90, what="the restarted worker to be ready")
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(60) == 0, log.read_text()[-3000:]
     finally:
