@@ -370,14 +370,21 @@ class KafkaCluster:
                 raise KafkaStartError(f"{topic}[{partition}] has no leader after {timeout:.0f} s")
             time.sleep(0.2)
 
-    def describe_replicas(self, topic: str) -> dict[int, list[int]]:
-        """The node ids holding each partition of ``topic``."""
+    def describe_replicas(self, topic: str, timeout: float = 30.0) -> dict[int, list[int]]:
+        """The node ids holding each partition of ``topic`` (waits while the broker asked does
+        not know the topic yet: metadata reaches the brokers a moment after a creation)."""
         from confluent_kafka.admin import AdminClient
 
-        md = AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(topic, timeout=10)
-        if topic not in md.topics or md.topics[topic].error is not None:
-            raise KeyError(f"no topic {topic} in the cluster")
-        return {p: list(m.replicas) for p, m in md.topics[topic].partitions.items()}
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        deadline = time.monotonic() + timeout
+        while True:
+            md = admin.list_topics(topic, timeout=10)
+            found = md.topics.get(topic)
+            if found is not None and found.error is None and found.partitions:
+                return {p: list(m.replicas) for p, m in found.partitions.items()}
+            if time.monotonic() > deadline:
+                raise KeyError(f"no topic {topic} in the cluster after {timeout:.0f} s")
+            time.sleep(0.2)
 
     def stop(self) -> None:
         """Stops every node by its PID: SIGTERM, then SIGKILL for one that does not exit within
