@@ -176,6 +176,7 @@ class KafkaCluster:
         self.nodes = [KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], self.directory / f"node-{i + 1}")
                       for i in range(brokers)]
         self.bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        self._admin_client: Any = None
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -354,11 +355,18 @@ class KafkaCluster:
         if pid is not None:
             os.kill(pid, signal.SIGCONT)
 
-    def leader(self, topic: str, partition: int, timeout: float = 30.0) -> int:
-        """The node id of the partition's current leader (waits while it has none)."""
+    def _admin(self) -> Any:
+        """One admin client for the cluster's questions, its connection errors (a node down is
+        expected here) kept out of the output."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        if self._admin_client is None:
+            self._admin_client = AdminClient({"bootstrap.servers": self.bootstrap}, logger=_quiet())
+        return self._admin_client
+
+    def leader(self, topic: str, partition: int, timeout: float = 30.0) -> int:
+        """The node id of the partition's current leader (waits while it has none)."""
+        admin = self._admin()
         deadline = time.monotonic() + timeout
         while True:
             md = admin.list_topics(topic, timeout=10)
@@ -373,9 +381,7 @@ class KafkaCluster:
     def describe_replicas(self, topic: str, timeout: float = 30.0) -> dict[int, list[int]]:
         """The node ids holding each partition of ``topic`` (waits while the broker asked does
         not know the topic yet: metadata reaches the brokers a moment after a creation)."""
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin = self._admin()
         deadline = time.monotonic() + timeout
         while True:
             md = admin.list_topics(topic, timeout=10)
