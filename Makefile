@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: setup run test lint unit conformance bench clean fuzz ops
+.PHONY: setup run test lint unit conformance bench clean fuzz ops kafka
 
 $(STAMP): pyproject.toml constraints.txt scripts/install-system-deps scripts/install-helm
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,7 +15,14 @@ $(STAMP): pyproject.toml constraints.txt scripts/install-system-deps scripts/ins
 	@scripts/install-helm $(VENV)
 	@touch $@
 
-setup: $(STAMP)
+setup: $(STAMP) kafka
+
+# Apache Kafka for the Kafka tests (scripts/get-kafka: Maven Central into ~/.cache/eventscript,
+# once). Without Java or Maven the tests fall back to the embedded broker and skip what needs a
+# real one, saying so; `make run` never needs Java.
+kafka:
+	@if command -v java >/dev/null && command -v mvn >/dev/null; then scripts/get-kafka >/dev/null; \
+	else echo "make: no java or mvn on PATH: the Kafka tests will run on the embedded Tansu broker"; fi
 
 # Starts the embedded Kafka-compatible broker, runs the shipped sensors topology (two chained
 # programs), publishes a sample trace, prints what the programs wrote, and stops.
@@ -34,7 +41,7 @@ unit: $(STAMP)
 conformance: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(SHARED)/conformance/run
 
-test: lint unit conformance
+test: lint kafka unit conformance
 
 # The operations checks alone (make unit runs them too): promtool rule tests, the chart with the real
 # helm (lint --strict, renders validated by kubernetes-validate), hadolint, the metrics a live worker

@@ -70,14 +70,52 @@ def cases_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def broker():
-    """A real Kafka broker for the session (see tests/kafka/kafka_helpers.py for how it is chosen)."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent / "kafka"))
+def broker(request: pytest.FixtureRequest):
+    """A real Kafka broker for the session (see tests/kafka/kafka_helpers.py for how it is chosen);
+    its log is kept when a test failed."""
     from kafka_helpers import start_broker
 
-    yield from start_broker()
+    yield from start_broker(keep_logs=lambda: request.session.testsfailed > 0)
+
+
+#: Kafka tests that ran (were not skipped), by the kind of broker they ran on.
+_KAFKA_TESTS_RAN: dict[str, int] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    kind = getattr(report, "_kafka_kind", None)
+    ran = not report.skipped or hasattr(report, "wasxfail")  # an expected failure ran too
+    if report.when == "call" and kind is not None and ran:
+        _KAFKA_TESTS_RAN[kind] = _KAFKA_TESTS_RAN.get(kind, 0) + 1
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """Notes the broker a Kafka test ran on: the session's, or, for a test marked ``kafka``
+    without it, the Apache Kafka the test starts itself (three brokers, ``dev --broker kafka``)."""
+    outcome = yield
+    if call.when != "call":
+        return
+    kind = None
+    if "broker" in getattr(item, "fixturenames", ()):
+        from kafka_helpers import SESSION_BROKER
+
+        kind = SESSION_BROKER[0].kind if SESSION_BROKER else None
+    elif item.get_closest_marker("kafka") is not None:
+        kind = "apache"
+    outcome.get_result()._kafka_kind = kind
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """How many Kafka tests ran on which broker: on this machine and in CI, all on Apache Kafka."""
+    if not _KAFKA_TESTS_RAN:
+        return
+    from eventscript.brokers.apache import KAFKA_VERSION
+
+    names = {"apache": f"Apache Kafka {KAFKA_VERSION} (started by the tests)", "tansu": "the embedded Tansu broker",
+             "kafka": "the Kafka of KAFKA_BOOTSTRAP_SERVERS or a container"}
+    ran = ", ".join(f"{n} on {names.get(kind, kind)}" for kind, n in sorted(_KAFKA_TESTS_RAN.items()))
+    terminalreporter.write_line(f"Kafka tests run: {ran}")
 
 
 @pytest.fixture(scope="session")

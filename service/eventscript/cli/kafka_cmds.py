@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .arguments import port, seconds
@@ -79,12 +80,32 @@ def setup_dev(p: argparse.ArgumentParser) -> None:
                    help="stop once everything has been processed and nothing new came for this long")
     p.add_argument("--show", action="store_true",
                    help="at the end, print the records of the programs' output and error topics")
+    p.add_argument("--broker", choices=["embedded", "kafka"], default="embedded",
+                   help="embedded: the Tansu broker (starts at once, no Java); kafka: Apache Kafka from the "
+                        "jars scripts/get-kafka fetches (needs Java 17)")
     p.add_argument("--health-port", type=port, metavar="PORT")
     p.add_argument("-v", "--verbose", action="store_true")
 
 
+def _dev_broker(kind: str) -> tuple[str, Callable[[], None]]:
+    """Starts the broker of ``dev``; returns its bootstrap servers and how to stop it. Raises
+    BrokerError or KafkaNotFetched with a message for the user."""
+    if kind == "kafka":
+        from ..brokers import KafkaCluster
+
+        cluster = KafkaCluster(1).start()
+        print(f"Apache Kafka (KRaft, one node) on {cluster.bootstrap}", file=sys.stderr)
+        return cluster.bootstrap, cluster.close
+    from ..kafka.broker import EmbeddedBroker
+
+    broker = EmbeddedBroker().start()
+    print(f"embedded Kafka-compatible broker (Tansu) on {broker.bootstrap}", file=sys.stderr)
+    return broker.bootstrap, broker.stop
+
+
 def run_dev(args: argparse.Namespace) -> int:
-    from ..kafka.broker import BrokerError, EmbeddedBroker
+    from ..brokers.apache import KafkaNotFetched, KafkaStartError
+    from ..kafka.broker import BrokerError
     from ..kafka.config import TopologyError
     from ..kafka.runner import TopologyRunner
     from ..kafka.tools import produce_trace, tail
@@ -97,18 +118,18 @@ def run_dev(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        broker = EmbeddedBroker().start()
-    except BrokerError as exc:
+        bootstrap, stop_broker = _dev_broker(args.broker)
+    except (BrokerError, KafkaNotFetched, KafkaStartError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"embedded Kafka-compatible broker (Tansu) on {broker.bootstrap}", file=sys.stderr)
     try:
-        topo.kafka.bootstrap_servers = broker.bootstrap
+        topo.kafka.bootstrap_servers = bootstrap
         # Tansu makes a group's first join wait half the session timeout: keep it short here.
         topo.kafka.consumer.setdefault("session.timeout.ms", 6000)
         topo.kafka.consumer.setdefault("heartbeat.interval.ms", 1000)
-        # Tansu 0.6 mishandles static group members (a joining member gets no tasks).
-        topo.kafka.static_membership = False
+        if args.broker == "embedded":
+            # Tansu 0.6 mishandles static group members (a joining member gets no tasks).
+            topo.kafka.static_membership = False
         try:
             runner = TopologyRunner(topo, None, args.health_port)
             runner.prepare()
@@ -143,7 +164,7 @@ def run_dev(args: argparse.Namespace) -> int:
                 tail(topo.kafka, t, sys.stdout, idle=0.5, dedupe=True)
         return status
     finally:
-        broker.stop()
+        stop_broker()
 
 
 def setup_produce(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,113 @@
+"""Three brokers (replication 3, min.insync.replicas 2): the leader of a changelog partition is
+killed with SIGKILL while a worker processes a steady stream, then restarted. Under both
+guarantees nothing is lost; under exactly-once a read_committed reader sees every output exactly
+once (no deduplication); under at-least-once repeats are byte-identical copies (same es-id)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka_helpers import (
+    Broker,
+    KeyedProducer,
+    Oracle,
+    TopicWatcher,
+    outputs_by_key,
+    read_many,
+    start_worker,
+    tear_down,
+    topology,
+    unique,
+    wait_for,
+)
+
+from eventscript.brokers import KafkaCluster, KafkaNotFetched, kafka_jars
+
+PROGRAM = """
+in {string k; long n;} Tick group(Tick.k)
+out {string k; long count; long last;} Count, {string k; long count;} Quiet
+{ count = 0; }
+( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
+elapse[20 seconds]() { !>Quiet({k: group[0], count: count}); }
+"""
+PARTITIONS = 3
+RECORDS = 2400
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
+    try:
+        jars = kafka_jars(fetch=True)
+    except KafkaNotFetched as exc:
+        pytest.skip(f"three brokers need Apache Kafka: {exc}")
+    c = KafkaCluster(3, jars=jars).start()
+    failed_before = request.session.testsfailed
+    try:
+        yield c
+    finally:
+        keep = request.session.testsfailed > failed_before
+        c.close(keep=keep)
+        if keep:
+            print(f"\nthe three brokers' logs are kept in {c.directory}")
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+@pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
+def test_changelog_leader_killed_and_restarted_loses_and_duplicates_nothing(
+        cluster: KafkaCluster, tmp_path: Path, guarantee: str) -> None:
+    broker = Broker(cluster.bootstrap, "apache", cluster=cluster)
+    name = unique("failover")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    topo = topology(broker, tmp_path, [{
+        "name": name, "source": "p.es", "clock": "record", "guarantee": guarantee, "commit_interval_ms": 100,
+        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
+    }], {f"{name}-in": {"partitions": PARTITIONS}})
+    from eventscript.kafka.admin import Admin
+    from eventscript.kafka.config import load_topology
+
+    t = load_topology(topo)
+    Admin(t).prepare(t.programs)
+    changelog = t.changelog_topic(t.programs[0])
+    replicas = cluster.describe_replicas(changelog)
+    assert all(len(r) == 3 for r in replicas.values()), f"the changelog is not replicated 3 times: {replicas}"
+
+    log = tmp_path / "worker.log"
+    producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
+    writing = producer.start(RECORDS, 40, rate=60)
+    worker = start_worker(topo, "-v", log=log)
+    watcher = TopicWatcher(broker, f"{name}-out")
+    victim = -1
+    try:
+        watcher.wait_for_more(100, 120)
+        victim = cluster.leader(changelog, 0)
+        cluster.kill(victim)
+        wait_for(lambda: cluster.leader(changelog, 0) != victim, 60, what="a new leader of the changelog")
+        watcher.wait_for_more(100, 120)  # processing goes on with two brokers
+        cluster.restart(victim)
+        writing.join()
+        in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
+        assert len(in_records) == producer.sent == RECORDS
+        oracle = Oracle(PROGRAM, "Tick", in_records)
+        total = sum(len(v) for v in oracle.outputs.values())
+        wait_for(lambda: watcher.distinct() >= total, 180, what="all outputs")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(60) == 0, log.read_text()[-3000:]
+    finally:
+        tear_down(worker, watcher, producer, writing)
+        if victim > 0 and not cluster.node(victim).running:
+            cluster.restart(victim)  # the next test gets three brokers
+
+    raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)
+    assert raw[f"{name}-err"] == [], [m.value() for m in raw[f"{name}-err"][:5]]
+    got, repeats = outputs_by_key(raw[f"{name}-out"])  # a repeat must be a byte-identical copy
+    print(f"{guarantee}: killed broker {victim}, outputs={sum(map(len, got.values()))} repeats={repeats}")
+    if guarantee == "exactly_once":
+        assert repeats == 0, f"a read_committed reader saw {repeats} outputs twice"
+    wrong = {k: (len(got.get(k, [])), len(v)) for k, v in oracle.outputs.items() if got.get(k) != v}
+    assert not wrong, f"keys whose outputs differ from an uninterrupted run (got, want): {wrong}"
+    assert any(line[0] == "Quiet" for lines in oracle.outputs.values() for line in lines), "no timer fired"
