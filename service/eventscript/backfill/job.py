@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..kafka.config import ProgramConfig, Topology
+from ..topology.config import ProgramConfig, Topology
 from . import cut, export
 from .plan import OffsetRange, Plan, SourceSpec, program_spec
 from .records import OUTPUT_DDL, OutputRow

@@ -3,7 +3,7 @@
 Two stages, both running the worker's own task code:
 
 1. **The key stage**, one Spark partition per input partition p (as in partition mode): a
-   :class:`KeyProbe` — the worker's :class:`~eventscript.kafka.task.Task` with its program switched
+   :class:`KeyProbe` — the worker's :class:`~eventscript.task.task.Task` with its program switched
    off — takes partition p's records. The task's own merge, decoders, group-key functions and
    record clock decide, for every record, the order task p processes it in (``seq``), the task's
    record clock after it (``clock``: what the worker's task p would read at that record), and its
@@ -34,9 +34,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..kafka import codec
-from ..kafka.keys import scheme_for
-from ..kafka.task import Task
+from ..task import codec
+from ..task.keys import scheme_for
+from ..task.task import Task
 from .plan import Plan
 from .records import INPUT_DDL, INPUT_SCHEMA, ArrowRecord, input_batch, records_of, stats_batch
 from .runner import (

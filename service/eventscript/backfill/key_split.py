@@ -1,7 +1,7 @@
 """Key-split mode: more tasks than input partitions, with no shuffle (``Plan.split`` = S > 1).
 
 Spark task (p, j), for input partition p and key group j < S, reads p's whole range as partition
-mode's task p does and runs the worker's own :class:`~eventscript.kafka.task.Task` over it, but
+mode's task p does and runs the worker's own :class:`~eventscript.task.task.Task` over it, but
 the program sees only the records whose group key is in key group j (:func:`key_group` of the
 key's routing bytes, a hash that numpy computes over a whole Arrow batch). The other groups'
 records only move the task's record clock, as they move task p's: every key's timers fire at the
@@ -40,8 +40,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..engine.timeutil import MAX_TIME
-from ..kafka.keys import input_format
-from ..kafka.task import KeyFilter
+from ..task.keys import input_format
+from ..task.task import KeyFilter
 from .plan import Plan
 from .runner import BackfillError, TaskStage, compiled_program, record_clock_config
 

@@ -1,7 +1,7 @@
 """The task stage: one Spark partition's records streamed through the worker's own task.
 
 This is where the backfill does not re-implement the worker: a real
-:class:`eventscript.kafka.task.Task` (decoding adapters, group keys, the check that a key belongs
+:class:`eventscript.task.task.Task` (decoding adapters, group keys, the check that a key belongs
 to its partition, the timestamp merge of co-partitioned inputs, the record clock, timers,
 ``$error`` records, output records and their ``es-id``) processes the records, batch by batch,
 so that no partition's history has to fit in memory. The clock is always the record clock.
@@ -32,11 +32,11 @@ import pyarrow as pa
 
 from ..automata.compile import compile_source
 from ..automata.compiled import CompiledProgram
-from ..kafka import codec
-from ..kafka.config import ProgramConfig
 from ..kafka.state import TASK_STATE_KEYS, Position, position_header, tp_name
-from ..kafka.task import OutRecord, Task
 from ..language.source import SourceFile
+from ..task import codec
+from ..task.task import OutRecord, Task
+from ..topology.config import ProgramConfig
 from .plan import Plan, ProgramSpec, TaskSlice
 from .records import ArrowRecord, output_batch, records_of, stats_batch
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .config import KafkaConfig
+from ..topology.config import KafkaConfig
 
 #: The logger of librdkafka's own lines (levels mapped from syslog's: 3 → ERROR, 4 → WARNING, ...).
 LIBRDKAFKA_LOG = logging.getLogger("eventscript.kafka.librdkafka")

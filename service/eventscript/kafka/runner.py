@@ -20,11 +20,11 @@ from pathlib import Path
 from ..automata.compile import compile_file
 from ..automata.compiled import CompiledProgram
 from ..engine.tuning import configure_gc
+from ..task.keys import scheme_for
+from ..topology.config import ProgramConfig, Topology, TopologyError
 from .admin import Admin
 from .clients import LIBRDKAFKA_LOG
-from .config import ProgramConfig, Topology, TopologyError
 from .health import HealthServer
-from .keys import scheme_for
 from .metrics import Metrics
 from .worker import ProgramWorker
 

@@ -26,10 +26,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from ..automata.compiled import CompiledProgram
 from ..engine.encoding import DecodeError, decode, encode
 from ..engine.timeutil import format_time
+from ..task import codec
+from ..task.keys import scheme_for
 from ..tester.trace import Timestamp, TraceEvent, TraceItem, event_argument, typed_argument
-from . import clients, codec
-from .config import InputConfig, KafkaConfig, ProgramConfig
-from .keys import scheme_for
+from ..topology.config import InputConfig, KafkaConfig, ProgramConfig
+from . import clients
 
 
 class ProduceError(Exception):

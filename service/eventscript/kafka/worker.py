@@ -54,14 +54,14 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..automata.compiled import CompiledProgram
+from ..task.task import Task
+from ..topology.config import ProgramConfig, Topology
 from . import clients
-from .config import ProgramConfig, Topology
 from .logs import rate_limit
 from .metrics import stats_config
 from .restore import Restoration, RestoreError
 from .standby import Standbys, standby_tasks
 from .state import Position, same_position, tp_name
-from .task import Task
 
 log = logging.getLogger("eventscript.kafka.worker")
 

@@ -10,7 +10,7 @@ and what to do.
 
 from __future__ import annotations
 
-from ..kafka.codec import HEADER_EVENT
+from ..task.codec import HEADER_EVENT
 from .findings import Finding, Severity, type_difference
 from .model import Read, Stage, TopologyGraph, Write
 from .sources import external_sources
