@@ -26,21 +26,17 @@ from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
 from ..engine.timeutil import format_time
 from ..language.types import StructType, Type
 from ..topology.config import InputConfig
-
-HEADER_EVENT = "es-event"
-HEADER_PROGRAM = "es-program"
-HEADER_ID = "es-id"
-HEADER_TIME = "es-time"
-#: A record with this header only advances record time (see ``eventscript produce``).
-HEADER_TICK = "es-tick"
-#: Headers of re-published (repartitioned) records: the original record's coordinates, and the
-#: input topic whose configuration decodes it.
-HEADER_SOURCE = "es-source"
-HEADER_INPUT = "es-input"
-#: The original record's key, when re-publishing changed it (the copy is keyed by its group key).
-HEADER_SOURCE_KEY = "es-source-key"
-#: Headers the worker adds to a re-published copy (not part of the original record).
-REPUBLISH_HEADERS = frozenset((HEADER_SOURCE, HEADER_INPUT, HEADER_SOURCE_KEY))
+from ..topology.headers import (  # noqa: F401  (the record format's header names, here with the rest of it)
+    HEADER_EVENT,
+    HEADER_ID,
+    HEADER_INPUT,
+    HEADER_PROGRAM,
+    HEADER_SOURCE,
+    HEADER_SOURCE_KEY,
+    HEADER_TICK,
+    HEADER_TIME,
+    REPUBLISH_HEADERS,
+)
 
 Headers = list[tuple[str, bytes | None]]
 
@@ -173,3 +169,32 @@ def error_value(program: str, code: int, message: str, time_us: int, source: Rec
 def emitted_error_value(e: Emitted, source: RecordInfo | None, key_json: Any) -> bytes:
     assert e.name == ERROR_EVENT
     return error_value(e.program, int(e.value[0]), str(e.value[1]), e.time, source, key_json)
+
+
+def record_to_json(msg: Any) -> dict[str, Any]:
+    """A record written by the worker, in the conformance JSON-lines encoding."""
+    headers = msg.headers() or []
+    event = header(headers, HEADER_EVENT)
+    when = header_time(header(headers, HEADER_TIME))
+    out: dict[str, Any] = {
+        "time": format_time(when if when is not None else msg.timestamp()[1] * 1000),
+        "event": event.decode() if event is not None else None,
+    }
+    value = msg.value()
+    try:
+        out["value"] = orjson.loads(value) if value is not None else None
+    except orjson.JSONDecodeError:
+        out["value"] = value.decode("utf-8", "replace") if value is not None else None
+    key = msg.key()
+    if key is not None:
+        # The group key's components: a JSON array (key: json), or one component written as
+        # plain text (key: string), shown as its JSON value when it reads as one (7, true).
+        try:
+            shown = orjson.loads(key)
+        except orjson.JSONDecodeError:
+            shown = key.decode("utf-8", "replace")
+        out["key"] = shown if isinstance(shown, list) else [shown]
+    program = header(headers, HEADER_PROGRAM)
+    if program is not None and out["event"] == "$error":
+        out["program"] = program.decode()
+    return out

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..automata.compile import DEFAULT_STATE_LIMIT, Compilation, compile_file
 from ..language.checker import InputEvent, OutputEvent
-from ..task.codec import HEADER_EVENT
 from .config import InputConfig, ProgramConfig, Topology, load_topology
+from .headers import HEADER_EVENT
 from .positions import YamlPositions
 
 
