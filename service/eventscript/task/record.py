@@ -8,11 +8,12 @@ them has to inherit from anything.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from .codec import Headers
 
 
+@runtime_checkable
 class Record(Protocol):
     """An input record: where it was read (topic, partition, offset), its timestamp as
     ``(type, milliseconds)``, its key, value and headers (each None when absent)."""
