@@ -93,8 +93,10 @@ class StoppedWaiting(Exception):
 
 class ProgramWorker:
     def __init__(self, topo: Topology, cfg: ProgramConfig, program: CompiledProgram, partitions: int,
-                 instance_id: str, metrics: Any = None) -> None:
+                 instance_id: str, metrics: Any = None, supplier: clients.ClientSupplier | None = None) -> None:
         self.topo = topo
+        #: Makes the worker's Kafka clients (tests pass one that wraps them).
+        self.supplier = supplier or clients.ClientSupplier()
         self.cfg = cfg
         self.program = program
         self.partitions = partitions
@@ -224,21 +226,21 @@ class ProgramWorker:
         # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
         static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
         conf = clients.consumer_config(kafka, self.group_id, on_commit=self._on_commit, **static)
-        self.consumer = Consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
+        self.consumer = self.supplier.consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
         txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
         # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
         # failed delivery fatal; it does not cover message timeouts, so records never time out
         # (an undelivered record keeps the batch from committing instead).
         extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
         conf = clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra)
-        self.producer = Producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
+        self.producer = self.supplier.producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
         if self.eos:
             producer = self.producer
             self._txn_call("initialising", lambda t: producer.init_transactions(t), fault=None)
-        self._restorer = Consumer(clients.consumer_config(
+        self._restorer = self.supplier.consumer(clients.consumer_config(
             kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
         if self.cfg.num_standby > 0:
-            reader = Consumer(clients.consumer_config(
+            reader = self.supplier.consumer(clients.consumer_config(
                 kafka, f"{self.group_id}.standby.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
             consumer = self.consumer
             self._standbys = Standbys(self.cfg.name, self.changelog_topic,
@@ -323,12 +325,8 @@ class ProgramWorker:
                 log.warning("%s: consumer: %s", self.cfg.name, err)
                 continue
             task = tasks.get(m.partition())
-            if task is not None:
-                ip = task.by_topic.get(m.topic())  # Task.add, inlined: this loop sees every record
-                if ip is not None:
-                    ip.buffer.append(m)
-                    ip.eof = False
-                    got += 1
+            if task is not None and task.group.add(m):  # (not Task.add: this loop sees every record)
+                got += 1
         if got:
             self._stat("consumed", got)
             self.idle_since = None
@@ -355,7 +353,7 @@ class ProgramWorker:
         return timeout
 
     def _all_caught_up(self) -> bool:
-        return self.ready and all(ip.eof and not ip.buffer for t in self.tasks.values() for ip in t.inputs)
+        return self.ready and all(t.drained() for t in self.tasks.values())
 
     def _idle_for(self) -> float:
         if self.idle_since is None or self._dirty_since_commit or self._txn_open:
@@ -467,11 +465,9 @@ class ProgramWorker:
     def _produce_outboxes(self) -> None:
         """Records a task queued while detached (none in normal operation)."""
         for task in self.tasks.values():
-            if task.outbox:
-                for r in task.outbox:
-                    self._send(r.topic, -1 if r.partition is None else r.partition, r.key, r.value, r.headers,
-                               r.timestamp, r.changelog)
-                task.outbox.clear()
+            for r in task.take_outputs():
+                self._send(r.topic, -1 if r.partition is None else r.partition, r.key, r.value, r.headers,
+                           r.timestamp, r.changelog)
 
     # -- committing -----------------------------------------------------------------------------------
 
@@ -570,12 +566,10 @@ class ProgramWorker:
                 offsets[(self.rep_topic, p)] = off
         if not offsets:
             return
-        from confluent_kafka.admin import AdminClient
-
         from .admin import purge
 
         if self._admin is None:
-            self._admin = AdminClient(clients.admin_config(self.topo.kafka))
+            self._admin = self.supplier.admin(clients.admin_config(self.topo.kafka))
         problems = purge(self._admin, offsets, timeout=5.0)
         if problems:
             self._purge_failures += 1
@@ -745,13 +739,7 @@ class ProgramWorker:
         for p, task in self.tasks.items():
             if p in self.restore_queue:
                 continue  # not restored yet: nothing processed, its inputs are still at the commit
-            for ip in task.inputs:
-                ip.buffer.clear()
-                ip.eof = False
-            task.outbox.clear()
-            task.position = {}
-            task.load_from_store()
-            task.restored = False  # nothing is processed until the inputs are back at the commit
+            task.rewind()  # nothing is processed until the inputs are back at the commit
             self._rewinding.add(p)
         self._finish_rewind()
 
@@ -783,9 +771,7 @@ class ProgramWorker:
             if not moved:
                 return
             for task in tasks:
-                for ip in task.inputs:
-                    ip.buffer.clear()  # records fetched before the seek
-                task.restored = True
+                task.resume()  # (drops the records fetched before the seek)
             self.consumer.resume(tps)
         self._rewinding.clear()
 
@@ -809,8 +795,7 @@ class ProgramWorker:
                 self._standbys.release(p)  # its warm store becomes the task's
             task = self.tasks[p] = Task(p, self.program, self.cfg, self.cfg.inputs, self.rep_topic,
                                         self.changelog_topic, self.partitions, self.state_root / f"task-{p}")
-            task.send = self._send
-            task.send_changelog = self._send_changelog_fn
+            task.attach(self._send, self._send_changelog_fn)
             self.restore_queue.append(p)
             new.append(tp)
             extra.extend(TopicPartition(i.topic, p) for i in self.cfg.inputs)
