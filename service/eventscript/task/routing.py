@@ -11,6 +11,7 @@ whole Arrow column).
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import mul
 from typing import Any
 
 import orjson
@@ -38,12 +39,20 @@ NOT_OWNED = -1
 HASH_PRIME, HASH_MIX, HASH_MASK = 0x100000001B3, 0xFF51AFD7ED558CCD, (1 << 64) - 1
 
 
+#: HASH_PRIME ** i modulo 2^64, as far as the longest key hashed so far needs.
+_POWERS: list[int] = [1]
+
+
+def _powers(n: int) -> list[int]:
+    while len(_POWERS) < n:
+        _POWERS.append(_POWERS[-1] * HASH_PRIME & HASH_MASK)
+    return _POWERS
+
+
 def key_group(kb: bytes, groups: int) -> int:
     """The key group (of ``groups``) of a record key or a group key's routing bytes."""
-    h, w = 0, 1
-    for b in kb:
-        h = (h + b * w) & HASH_MASK
-        w = (w * HASH_PRIME) & HASH_MASK
+    powers = _POWERS if len(kb) <= len(_POWERS) else _powers(len(kb))
+    h = sum(map(mul, kb, powers)) & HASH_MASK  # Σ byte_i · prime^i, in C (map stops at the key's end)
     h ^= len(kb)
     h = ((h ^ (h >> 29)) * HASH_MIX) & HASH_MASK
     return (h ^ (h >> 32)) % groups
