@@ -18,10 +18,9 @@ class TaskClock(TimeProvider):
     #: Where the last record moved the clock (µs), -1 if it did not (for observers: a key-parallel
     #: backfill needs to know whether a record moved the clock to its own timestamp).
     moved_to = -1
-
-    def rejects(self, ts_ms: int) -> bool:
-        """Whether a record of this timestamp cannot be processed (the clock cannot go there)."""
-        return False
+    #: The latest record timestamp (ms) the task can process: a later one cannot be taken to (an
+    #: attribute, not a method: the task reads it for every record).
+    max_record_ms = 1 << 62
 
     def starts_program(self, ts_ms: int) -> bool:
         """Before an ungrouped program has started: set the clock for its start at a record of
@@ -60,12 +59,11 @@ class RecordClock(SimulatedTimeProvider, TaskClock):
     """Record time: the clock is the latest record timestamp, and it is task state (saved and
     restored with the instances, so records read again are processed at the times they had)."""
 
+    max_record_ms = MAX_TIME // 1000
+
     def __init__(self) -> None:
         super().__init__()
         self._saved = 0
-
-    def rejects(self, ts_ms: int) -> bool:
-        return ts_ms * 1000 > MAX_TIME
 
     def starts_program(self, ts_ms: int) -> bool:
         t = self.moved_to = max(ts_ms * 1000, self._now)

@@ -458,7 +458,7 @@ class Task:
         ids.base = None
         clock = self.clock
         ts = msg.timestamp()[1]
-        if clock.rejects(ts):
+        if ts > clock.max_record_ms:
             self._error_record(ErrorCode.BAD_INPUT_VALUE, f"the record timestamp {ts} ms is past "
                                                           f"year 9999: record time cannot move there")
             return
