@@ -37,7 +37,7 @@ class BatchProducer:
         #: Called while the producer's queue is full (the broker is slow or away), with when it
         #: became full (0.0 the first time); returns that time (worker.py: ``_queue_full``).
         self._queue_full = queue_full
-        self.send, self.send_changelog = self._senders()
+        self._made: tuple[Any, Any] | None = None
 
     def begin(self) -> None:
         if self.eos and not self.txn_open:
@@ -62,9 +62,15 @@ class BatchProducer:
             if end > self.changelog_end.get(p, 0):
                 self.changelog_end[p] = end
 
+    def senders(self) -> tuple[Any, Any]:
+        """The tasks' ``send`` and ``send_changelog`` (made on first use, over the producer)."""
+        if self._made is None:
+            self._made = self._senders()
+        return self._made
+
     def _senders(self) -> tuple[Any, Any]:
-        """The tasks' ``send`` and ``send_changelog``: produce into the current batch. Closures
-        over the producer rather than methods (called twice per record at many keys).
+        """``send`` and ``send_changelog``: produce into the current batch. Closures over the
+        producer rather than methods (called twice per record at many keys).
 
         A delivery report is asked for only where it is needed: the last changelog record of a
         task in a batch (its offset moves the store checkpoint). A failed delivery is caught

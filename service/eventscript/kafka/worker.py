@@ -396,9 +396,12 @@ class ProgramWorker:
         """Records a task queued while detached (none in normal operation)."""
         assert self.output is not None
         for task in self.tasks.values():
-            for r in task.take_outputs():
-                self.output.send(r.topic, -1 if r.partition is None else r.partition, r.key, r.value, r.headers,
-                           r.timestamp, r.changelog)
+            kept = task.take_outputs()
+            if kept:
+                send = self.output.senders()[0]
+                for r in kept:
+                    send(r.topic, -1 if r.partition is None else r.partition, r.key, r.value, r.headers, r.timestamp,
+                         r.changelog)
 
     # -- committing -----------------------------------------------------------------------------------
 
@@ -732,7 +735,7 @@ class ProgramWorker:
             task = self.tasks[p] = Task(p, self.program, self.cfg, self.cfg.inputs, self.rep_topic,
                                         self.changelog_topic, self.partitions, self.state_root / f"task-{p}")
             assert self.output is not None
-            task.attach(self.output.send, self.output.send_changelog)
+            task.attach(*self.output.senders())
             self.restore_queue.append(p)
             new.append(tp)
             extra.extend(TopicPartition(i.topic, p) for i in self.cfg.inputs)
