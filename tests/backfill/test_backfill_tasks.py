@@ -12,13 +12,15 @@ import orjson
 import pytest
 from trace_export import trace_rows, write_jsonl_export, write_parquet_export
 
+from count_programs import COUNT_QUIET
 from eventscript.automata.compile import compile_source
 from eventscript.backfill import export
 from eventscript.backfill.export import ExportError
 from eventscript.backfill.job import Totals, check_totals, export_plan, run_locally
-from eventscript.backfill.runner import BackfillError, TaskSummary, run_partition
+from eventscript.backfill.runner import BackfillError, TaskSummary
 from eventscript.backfill.sink import FileSink, output_json, read_parquet_outputs
 from eventscript.backfill.source import slice_batches
+from eventscript.backfill.stages import run_partition
 from eventscript.engine.timeutil import format_time, parse_time
 from eventscript.kafka import codec
 from eventscript.kafka.config import Topology, parse_topology
@@ -26,14 +28,7 @@ from eventscript.language.source import SourceFile
 from eventscript.tester.runner import run_trace
 from eventscript.tester.trace import parse_trace
 
-PROGRAM = """
-in {string k; long n;} Tick group(Tick.k)
-out {string k; long count; long last;} Count, {string k; long count;} Quiet
-
-{ count = 0; }
-( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
-elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
-"""
+PROGRAM = COUNT_QUIET
 T0 = parse_time("2026-01-01T00:00:00Z")
 
 

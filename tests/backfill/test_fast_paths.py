@@ -17,9 +17,9 @@ from eventscript.backfill.export import ExportError
 from eventscript.backfill.job import export_plan, packed, run_locally
 from eventscript.backfill.plan import OffsetRange
 from eventscript.backfill.records import input_batch
-from eventscript.backfill.runner import run_partition
 from eventscript.backfill.sink import FileSink, output_json, read_parquet_outputs
 from eventscript.backfill.source import slice_batches
+from eventscript.backfill.stages import run_partition
 
 
 def row_path(paths: list[str], ranges: list[OffsetRange]) -> pa.Table:

@@ -40,8 +40,8 @@ from eventscript.backfill import key_parallel
 from eventscript.backfill.job import export_plan
 from eventscript.backfill.kafka_sink import Transaction
 from eventscript.backfill.records import output_rows
-from eventscript.backfill.runner import run_partition
 from eventscript.backfill.source import slice_batches
+from eventscript.backfill.stages import run_partition
 from eventscript.cli.main import main
 from eventscript.engine.context import decode
 from eventscript.kafka import codec

@@ -46,9 +46,9 @@ from eventscript.backfill.key_split import (
 )
 from eventscript.backfill.main import BackfillFailed, backfill
 from eventscript.backfill.plan import Plan
-from eventscript.backfill.runner import run_partition
 from eventscript.backfill.sink import output_json
 from eventscript.backfill.source import slice_batches
+from eventscript.backfill.stages import run_partition
 from eventscript.kafka.config import ProgramConfig, Topology, parse_topology
 from eventscript.kafka.keys import scheme_for
 from eventscript.kafka.state import SEQ_KEY

@@ -82,6 +82,7 @@ def test_relative_paths_are_relative_to_the_file(tmp_path: Path) -> None:
 def test_static_membership_uses_the_worker_instance_id(tmp_path: Path) -> None:
     """A restarted worker rejoins as the same static member (group.instance.id), so a restart
     within the session timeout moves no task; it can be switched off."""
+    from eventscript.kafka.clients import ClientSupplier
     from eventscript.kafka.worker import ProgramWorker
 
     seen: list[dict[str, object]] = []
@@ -92,6 +93,13 @@ def test_static_membership_uses_the_worker_instance_id(tmp_path: Path) -> None:
 
         def init_transactions(self, *args: object) -> None:
             pass
+
+    class RecordingSupplier(ClientSupplier):
+        def consumer(self, conf: dict[str, object]) -> Recorder:  # type: ignore[override]
+            return Recorder(conf)
+
+        def producer(self, conf: dict[str, object]) -> Recorder:  # type: ignore[override]
+            return Recorder(conf)
 
     for static in (True, False):
         path = tmp_path / f"t{static}.yaml"
@@ -106,14 +114,8 @@ programs:
         (tmp_path / "p.es").write_text("in {} A out {} B ( A() { !>B({}); } )*")
         topo = load_topology(path)
         seen.clear()
-        import eventscript.kafka.worker as worker_module
-
-        orig = (worker_module.Consumer, worker_module.Producer)
-        worker_module.Consumer, worker_module.Producer = Recorder, Recorder  # type: ignore[misc,assignment]
-        try:
-            ProgramWorker(topo, topo.programs[0], None, 1, "pod-7")._open()  # type: ignore[arg-type]
-        finally:
-            worker_module.Consumer, worker_module.Producer = orig  # type: ignore[misc]
+        ProgramWorker(topo, topo.programs[0], None, 1, "pod-7",  # type: ignore[arg-type]
+                      supplier=RecordingSupplier())._open()
         group_consumer = seen[0]
         assert group_consumer.get("group.instance.id") == ("pod-7" if static else None)
 

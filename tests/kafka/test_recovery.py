@@ -32,15 +32,9 @@ from kafka_helpers import (
     wait_for,
 )
 
-PROGRAM = """
-// Count each key's events; after 30 s (record time) without one, report the key quiet and end.
-in {string k; long n;} Tick group(Tick.k)
-out {string k; long count; long last;} Count, {string k; long count;} Quiet
+from count_programs import COUNT_QUIET
 
-{ count = 0; }
-( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
-elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
-"""
+PROGRAM = COUNT_QUIET
 
 PARTITIONS = 3
 KEYS = 60
@@ -105,6 +99,7 @@ def _clients(faults: Faults) -> tuple[type[Consumer], type[Producer]]:
 def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guarantee: str,
                      faults: Faults) -> None:
     from eventscript.kafka import worker as worker_module
+    from eventscript.kafka.clients import ClientSupplier
     from eventscript.kafka.config import load_topology
     from eventscript.kafka.runner import TopologyRunner
 
@@ -116,8 +111,14 @@ def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyP
         "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
     }], {f"{name}-in": {"partitions": PARTITIONS}})
     consumer_cls, producer_cls = _clients(faults)
-    monkeypatch.setattr(worker_module, "Consumer", consumer_cls)
-    monkeypatch.setattr(worker_module, "Producer", producer_cls)
+
+    class FaultySupplier(ClientSupplier):
+        def consumer(self, conf: dict[str, Any]) -> Any:
+            return consumer_cls(conf)
+
+        def producer(self, conf: dict[str, Any]) -> Any:
+            return producer_cls(conf)
+
     original_open = worker_module.ProgramWorker._open
 
     def _open(self: Any) -> None:
@@ -126,7 +127,7 @@ def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(worker_module.ProgramWorker, "_open", _open)
 
-    runner = TopologyRunner(load_topology(topo_path))
+    runner = TopologyRunner(load_topology(topo_path), supplier=FaultySupplier())
     runner.prepare()
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
     result: list[int] = []

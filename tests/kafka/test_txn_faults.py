@@ -36,13 +36,9 @@ from kafka_helpers import (
     wait_for,
 )
 
-PROGRAM = """
-in {string k; long n;} Tick group(Tick.k)
-out {string k; long count; long last;} Count
+from count_programs import COUNT
 
-{ count = 0; }
-( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
-"""
+PROGRAM = COUNT
 
 #: The transaction timeout of the workers under test: the stall lasts two of them, and less than
 #: the group session timeout (kafka_helpers.FAST_GROUP), so the stalled step is what is tested,
@@ -128,20 +124,23 @@ class Wrapped:
         return call
 
 
-def _install(monkeypatch: pytest.MonkeyPatch, plan: Plan) -> None:
-    """Every client the worker opens from now on is wrapped; transactional calls time out fast."""
+def _install(monkeypatch: pytest.MonkeyPatch, plan: Plan) -> Any:
+    """A client supplier whose clients are wrapped; transactional calls time out fast."""
     from eventscript.kafka import worker as worker_mod
+    from eventscript.kafka.clients import ClientSupplier
 
-    real_producer, real_consumer = worker_mod.Producer, worker_mod.Consumer
     monkeypatch.setattr(worker_mod, "TXN_TIMEOUT", TXN_TIMEOUT)
-    monkeypatch.setattr(worker_mod, "Producer", lambda conf: Wrapped(real_producer(conf), "producer", plan))
 
-    def consumer(conf: dict[str, Any]) -> Wrapped:
-        group = conf["group.id"]
-        role = "restorer" if ".restore." in group else "standby" if ".standby." in group else "consumer"
-        return Wrapped(real_consumer(conf), role, plan)
+    class WrappingSupplier(ClientSupplier):
+        def producer(self, conf: dict[str, Any]) -> Any:
+            return Wrapped(super().producer(conf), "producer", plan)
 
-    monkeypatch.setattr(worker_mod, "Consumer", consumer)
+        def consumer(self, conf: dict[str, Any]) -> Any:
+            group = conf["group.id"]
+            role = "restorer" if ".restore." in group else "standby" if ".standby." in group else "consumer"
+            return Wrapped(super().consumer(conf), role, plan)
+
+    return WrappingSupplier()
 
 
 def _program(broker: Broker, tmp_path: Path, guarantee: str) -> tuple[str, Path]:
@@ -154,11 +153,11 @@ def _program(broker: Broker, tmp_path: Path, guarantee: str) -> tuple[str, Path]
     return name, topo
 
 
-def _start(topo: Path, until_idle: float | None = None) -> tuple[Any, threading.Thread]:
+def _start(topo: Path, until_idle: float | None = None, supplier: Any = None) -> tuple[Any, threading.Thread]:
     from eventscript.kafka.config import load_topology
     from eventscript.kafka.runner import TopologyRunner
 
-    runner = TopologyRunner(load_topology(topo))
+    runner = TopologyRunner(load_topology(topo), supplier=supplier)
     runner.prepare()
     t = threading.Thread(target=lambda: runner.run(until_idle, install_signals=False), daemon=True)
     t.start()
@@ -256,10 +255,10 @@ def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch:
         pytest.skip("needs a broker process this test can stop (one the tests started)")
     at_start = when == "start"
     plan = Plan(broker.pid, steps, armed=at_start)
-    _install(monkeypatch, plan)
+    supplier = _install(monkeypatch, plan)
     name, topo = _program(broker, tmp_path, guarantee)
     producer = KeyedProducer(broker, f"{name}-in", 2)
-    runner, t = _start(topo)
+    runner, t = _start(topo, supplier=supplier)
     try:
         if not at_start:
             _wait_ready(runner, "the worker to be ready")
@@ -294,10 +293,10 @@ def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (one the tests started)")
     plan = Plan(broker.pid, steps)
-    _install(monkeypatch, plan)
+    supplier = _install(monkeypatch, plan)
     name, topo = _program(broker, tmp_path, guarantee)
     producer = KeyedProducer(broker, f"{name}-in", 2)
-    runner, t = _start(topo)
+    runner, t = _start(topo, supplier=supplier)
     try:
         _wait_ready(runner, "the worker to be ready")
         plan.armed = True
@@ -387,13 +386,13 @@ def test_alive_and_stoppable_while_the_broker_stalls(broker: Broker, tmp_path: P
         pytest.skip("needs a broker process this test can stop (one the tests started)")
     monkeypatch.setattr(worker_mod, "TXN_SLICE", SLICE)
     plan = Plan(broker.pid, steps, outage=LONG_OUTAGE)
-    _install(monkeypatch, plan)
+    supplier = _install(monkeypatch, plan)
     name, topo = _program(broker, tmp_path, guarantee)
     doc = yaml.safe_load(topo.read_text())
     doc["kafka"]["producer"] = producer_conf
     topo.write_text(yaml.safe_dump(doc, sort_keys=False))
     producer = KeyedProducer(broker, f"{name}-in", 2)
-    runner, t = _start(topo)
+    runner, t = _start(topo, supplier=supplier)
     try:
         _wait_ready(runner, "the worker to be ready")
         worker = runner.workers[0]

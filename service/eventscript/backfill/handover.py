@@ -39,8 +39,8 @@ from confluent_kafka.admin import AdminClient
 
 from ..kafka import clients
 from ..kafka.admin import Admin
-from ..kafka.config import ProgramConfig, Topology, TopologyError
 from ..kafka.state import HWM_KEY, TASK_STATE_KEYS, decode_clock, decode_hwm
+from ..topology.config import ProgramConfig, Topology, TopologyError
 from .kafka_sink import Record, Spool, Transaction, kafka_reason, row_record
 from .plan import Plan
 from .records import OutputRow

@@ -18,12 +18,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..kafka.config import ProgramConfig, Topology
+from ..topology.config import ProgramConfig, Topology
 from . import cut, export
+from .executor import packed
 from .plan import OffsetRange, Plan, SourceSpec, program_spec
 from .records import OUTPUT_DDL, OutputRow
-from .runner import BackfillError, TaskSummary, run_partition
+from .runner import BackfillError, TaskSummary
 from .sink import unpack_rows
+from .stages import run_partition
 
 DEFAULT_MASTER = "local[*]"
 
@@ -136,37 +138,6 @@ def _declared_partitions(topo: Topology, cfg: ProgramConfig) -> int | None:
 # -- running --------------------------------------------------------------------------------------------------
 
 
-_worker_ready = False
-
-
-def worker_setup() -> None:
-    """Once per Python worker process: the garbage-collector setting every engine host uses
-    (``engine/tuning.py``; CPython's default costs a Spark task about a fifth more CPU)."""
-    global _worker_ready
-    if not _worker_ready:
-        from ..engine.tuning import configure_gc
-
-        configure_gc()
-        _worker_ready = True
-
-
-def packed(batches: Iterator[pa.RecordBatch], fmt: str | None, repartition_topic: str) -> Iterator[pa.RecordBatch]:
-    """A task's output batches with its records (kind "out") encoded in ``fmt`` (``sink.pack``),
-    one row per batch; re-published copies are left out (the task's summary counts them)."""
-    import pyarrow.compute as pc
-
-    from .records import packed_batch
-    from .sink import pack
-
-    for batch in batches:
-        if fmt is None or not batch.num_rows or batch.column(0)[0].as_py() != "out":
-            yield batch
-            continue
-        out = batch.filter(pc.not_equal(batch.column("topic"), repartition_topic))
-        if out.num_rows:
-            yield packed_batch(out.column("task")[0].as_py(), pack(out, fmt), out.num_rows)
-
-
 def _stage_function(plan_json: str, stage: str,
                     fmt: str | None = None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A ``mapInArrow`` function: ``stage`` ("tasks", "keys" or "groups") of Spark partition i,
@@ -175,15 +146,15 @@ def _stage_function(plan_json: str, stage: str,
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
-        from eventscript.backfill import key_parallel, runner
-        from eventscript.backfill.job import packed, worker_setup
+        from eventscript.backfill import key_parallel, stages
+        from eventscript.backfill.executor import packed, worker_setup
         from eventscript.backfill.plan import Plan
 
         worker_setup()
         ctx = TaskContext.get()
         assert ctx is not None
         plan = Plan.from_json(plan_json)
-        body = {"tasks": runner.run_partition, "keys": key_parallel.run_key_stage,
+        body = {"tasks": stages.run_partition, "keys": key_parallel.run_key_stage,
                 "groups": key_parallel.run_key_group}[stage]
         yield from packed(body(plan, ctx.partitionId(), batches), fmt, plan.program.repartition_topic)
 

@@ -26,8 +26,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from ..kafka import clients
 from ..kafka.admin import Admin
-from ..kafka.codec import Headers
-from ..kafka.config import KafkaConfig, ProgramConfig, TopicSpec, Topology, TopologyError
+from ..task.codec import Headers
+from ..topology.config import KafkaConfig, ProgramConfig, TopicSpec, Topology, TopologyError
 from .records import OutputRow
 from .sink import SinkError
 

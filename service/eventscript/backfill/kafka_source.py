@@ -19,7 +19,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from ..kafka import clients
-from ..kafka.config import KafkaConfig, ProgramConfig, Topology
+from ..topology.config import KafkaConfig, ProgramConfig, Topology
 from . import cut
 from .export import Row
 from .plan import OffsetRange, Plan, SourceSpec, program_spec

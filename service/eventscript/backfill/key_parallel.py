@@ -3,7 +3,7 @@
 Two stages, both running the worker's own task code:
 
 1. **The key stage**, one Spark partition per input partition p (as in partition mode): a
-   :class:`KeyProbe` — the worker's :class:`~eventscript.kafka.task.Task` with its program switched
+   :class:`KeyProbe` — the worker's :class:`~eventscript.task.task.Task` with its program switched
    off — takes partition p's records. The task's own merge, decoders, group-key functions and
    record clock decide, for every record, the order task p processes it in (``seq``), the task's
    record clock after it (``clock``: what the worker's task p would read at that record), and its
@@ -27,16 +27,16 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from ..kafka import codec
-from ..kafka.keys import scheme_for
-from ..kafka.task import Task
+from ..task import codec
+from ..task.keys import scheme_for
+from ..task.routing import key_group
+from ..task.task import Task
 from .plan import Plan
 from .records import INPUT_DDL, INPUT_SCHEMA, ArrowRecord, input_batch, records_of, stats_batch
 from .runner import (
@@ -100,61 +100,25 @@ def route_values(groups: int) -> list[int]:
     return [found[g] for g in range(groups)]
 
 
-def key_group(routing_bytes: bytes, groups: int) -> int:
-    """The key group of a key, from its bytes in the program's key scheme (CRC-32: stable across
-    processes, and independent of the Kafka partitioner's hash, so groups split partitions)."""
-    return zlib.crc32(routing_bytes) % groups
-
-
 # -- stage 1: keys, order and clock ---------------------------------------------------------------------------
 
 
 class KeyProbe:
-    """Switches a worker task's program off: the task still decodes, computes group keys, checks
-    partitions, merges its inputs and runs its record clock exactly as the worker's task does,
-    and the probe logs each record as the task processes it: (record, group key, clock before
-    it, whether it needs a tick: it does not move the clock to its own timestamp itself).
+    """A worker task run dry (``Task.observe(..., dry_run=True)``): the task still decodes,
+    computes group keys, checks partitions, merges its inputs and runs its record clock exactly
+    as the worker's task does, and the probe logs each record as the task processes it: (record,
+    group key, clock before it, whether it needs a tick: it does not move the clock to its own
+    timestamp itself).
 
     Nothing reaches the engine (so no instance, no timer, no output): the key group's task runs
     the program. ``$error`` records are dropped here; the key group's task makes them again."""
 
     def __init__(self, task: Task) -> None:
         self.seen: list[tuple[ArrowRecord, tuple[Any, ...] | None, int, bool]] = []
-        self._key: tuple[Any, ...] | None = None
-        self._moved_to = -1
-        engine, clock = task.engine, task.clock
-        engine.feed_keyed = self._feed_keyed  # type: ignore[method-assign]
-        engine.feed = self._feed  # type: ignore[method-assign]
-        engine.start = lambda: None  # type: ignore[method-assign]
-        task.send = lambda *record: None
-        advance_to, set_now = clock.advance_to, clock.set_now  # type: ignore[attr-defined]
-        process_one = task._process_one
-        seen = self.seen
+        task.observe(self, dry_run=True)
 
-        def moved_by_advance(t: int) -> int:
-            self._moved_to = t
-            return advance_to(t)  # type: ignore[no-any-return]
-
-        def moved_by_set(t: int) -> None:
-            self._moved_to = t
-            set_now(t)
-
-        def logged(ip: Any, msg: Any) -> None:
-            self._key = None
-            self._moved_to = -1
-            before = clock.now()
-            process_one(ip, msg)
-            seen.append((msg, self._key, before, self._moved_to != msg.timestamp()[1] * 1000))
-
-        clock.advance_to = moved_by_advance  # type: ignore[attr-defined]
-        clock.set_now = moved_by_set  # type: ignore[attr-defined]
-        task._process_one = logged  # type: ignore[method-assign]  # the one record-by-record hook
-
-    def _feed_keyed(self, name: str, value: Any, key: tuple[Any, ...]) -> None:
-        self._key = key
-
-    def _feed(self, name: str, value: Any) -> None:
-        self._key = None
+    def processed(self, msg: Any, key: tuple[Any, ...] | None, clock_before: int, moved_to: int) -> None:
+        self.seen.append((msg, key, clock_before, moved_to != msg.timestamp()[1] * 1000))
 
 
 class KeyStage(TaskStage):
@@ -208,7 +172,7 @@ class KeyStage(TaskStage):
 
     def _drain(self) -> pa.RecordBatch | None:
         seen = self.probe.seen
-        self.task.outbox.clear()
+        self.task.take_outputs()  # (a dry run keeps none)
         if not seen:
             return None
         route = self.route

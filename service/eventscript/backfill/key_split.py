@@ -1,7 +1,7 @@
 """Key-split mode: more tasks than input partitions, with no shuffle (``Plan.split`` = S > 1).
 
 Spark task (p, j), for input partition p and key group j < S, reads p's whole range as partition
-mode's task p does and runs the worker's own :class:`~eventscript.kafka.task.Task` over it, but
+mode's task p does and runs the worker's own :class:`~eventscript.task.task.Task` over it, but
 the program sees only the records whose group key is in key group j (:func:`key_group` of the
 key's routing bytes, a hash that numpy computes over a whole Arrow batch). The other groups'
 records only move the task's record clock, as they move task p's: every key's timers fire at the
@@ -40,8 +40,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..engine.timeutil import MAX_TIME
-from ..kafka.keys import input_format
-from ..kafka.task import KeyFilter
+from ..task.keys import input_format
+from ..task.routing import HASH_MIX, HASH_PRIME, KeyFilter, key_group
 from .plan import Plan
 from .runner import BackfillError, TaskStage, compiled_program, record_clock_config
 
@@ -58,25 +58,9 @@ MERGED_SKIP_COST = 0.7
 MISMATCH = "SplitMismatchError"
 
 
-#: The key hash: a polynomial of the key's bytes modulo 2^64, then mixed (vectorized in Arrow
-#: batches by :func:`batch_groups`, one key at a time by :func:`key_group`: the same function).
-_P, _MIX, _MASK = 0x100000001B3, 0xFF51AFD7ED558CCD, (1 << 64) - 1
-
-
-def key_group(kb: bytes, splits: int) -> int:
-    """The key group of a record key (or a group key's routing bytes)."""
-    h, w = 0, 1
-    for b in kb:
-        h = (h + b * w) & _MASK
-        w = (w * _P) & _MASK
-    h ^= len(kb)
-    h = ((h ^ (h >> 29)) * _MIX) & _MASK
-    return (h ^ (h >> 32)) % splits
-
-
 def batch_groups(keys: pa.Array, splits: int) -> np.ndarray:
-    """:func:`key_group` of every key of a binary column, null keys in group 0, with no Python
-    object per row (a partition's every record passes here in each of its S tasks)."""
+    """:func:`~eventscript.task.routing.key_group` (the one key-group hash) of every key of a
+    binary column, null keys in group 0, with no Python object per row (a partition's every record passes here in each of its S tasks)."""
     n = len(keys)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -91,11 +75,12 @@ def batch_groups(keys: pa.Array, splits: int) -> np.ndarray:
             else np.zeros(0, dtype=np.uint8)).astype(np.uint64)
     longest = int(lengths.max()) if n else 0
     with np.errstate(over="ignore"):
-        weights = np.cumprod(np.concatenate([[1], np.full(max(longest - 1, 0), _P, dtype=np.uint64)]).astype(np.uint64))
+        powers = np.full(max(longest - 1, 0), HASH_PRIME, dtype=np.uint64)
+        weights = np.cumprod(np.concatenate([[1], powers]).astype(np.uint64))
         pos = np.arange(len(data), dtype=np.int64) - np.repeat(starts, lengths)
         sums = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(data * weights[pos], dtype=np.uint64)])
         h = (sums[ends] - sums[starts]) ^ lengths.astype(np.uint64)
-        h = (h ^ (h >> np.uint64(29))) * np.uint64(_MIX)
+        h = (h ^ (h >> np.uint64(29))) * np.uint64(HASH_MIX)
         group = ((h ^ (h >> np.uint64(32))) % np.uint64(splits)).astype(np.int64)
     if keys.null_count:
         group[np.asarray(keys.is_null())] = 0
@@ -174,21 +159,15 @@ class SplitStage(TaskStage, KeyFilter):
         piece, self.group = plan.read_at(index)
         super().__init__(plan, plan.slices[piece], store_dir)
         self.splits = plan.splits_of(piece)
-        #: offset → record time (ms) the task's clock is moved to before that record: the latest
-        #: timestamp of the other groups' records before it (one input: the task's ``clock_moves``).
-        self.catch_up: dict[int, int] = {}
         self.skipped_max = -1  # the latest timestamp (ms) of the other groups' records so far
         self.reached = -1  # the latest of those the task's records so far were preceded by
         self.partition_records = 0
         self._group_of: dict[bytes, int] = {}
-        #: Several inputs: the task's own merge orders them (``_with_stubs``); topic → offsets of
-        #: the stubs not yet processed, and how many stubs there were.
+        #: Several inputs: the task's own merge orders them (``_with_stubs``); how many stubs
+        #: there were.
         self.merged = len(self.cfg.inputs) > 1
-        self.stubs = self.task.stand_ins
         self.stub_count = 0
         self.topic_max: dict[str, int] = {}  # each topic's latest record timestamp (ms) so far
-        if not self.merged:
-            self.catch_up = self.task.clock_moves.setdefault(self.cfg.inputs[0].topic, {})
         self.task.set_key_filter(self)
 
     # -- which records: in Arrow --------------------------------------------------------------------
@@ -203,8 +182,8 @@ class SplitStage(TaskStage, KeyFilter):
     def _split(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, int]:
         """The records this task processes (its group's, and those every group's task decodes),
         the number of records of its group (each record is its record key's group's; unkeyed: 0),
-        and, in ``catch_up``, where the other groups' records move the clock before them: before
-        a record that enters the task, if that clock moved since the previous one and the record
+        and, through ``Task.move_clock_before``, where the other groups' records move the clock
+        before them: before a record that enters the task, if that clock moved since the previous one and the record
         does not move it there itself (a plain record of this group at or after that time does:
         it is checked to have done so). With several inputs: ``_with_stubs``."""
         if not batch.num_rows:
@@ -228,7 +207,10 @@ class SplitStage(TaskStage, KeyFilter):
             mark = (need > before) & ~(plain[enters] & (ts[enters] >= need))
             self.reached = int(need[-1])
             if mark.any():
-                self.catch_up.update(zip(offset[enters][mark].tolist(), need[mark].tolist()))
+                # before each such record the clock moves to the latest timestamp of the other
+                # groups' records before it
+                self.task.move_clock_before(self.cfg.inputs[0].topic,
+                                            zip(offset[enters][mark].tolist(), need[mark].tolist()))
         if not skipped.any():
             return batch, owned
         self.skipped_max = max(self.skipped_max, int(ts[skipped].max()))
@@ -238,7 +220,7 @@ class SplitStage(TaskStage, KeyFilter):
                     offset: np.ndarray) -> pa.RecordBatch:
         """Several inputs: the task merges them by timestamp itself, so the other groups' records
         stay in its inputs, as *stubs* that are never decoded: processing one moves the clock
-        where its records would have (``stubs``: topic → offset → record time). Consecutive
+        where its records would have (``Task.stand_in``). Consecutive
         records of one topic share a stub only while none of them is later than every earlier
         record of its topic: once the merge has taken the first of them, it takes the others
         at once (each timestamp is at most that of a record of the topic it took already, which
@@ -269,7 +251,7 @@ class SplitStage(TaskStage, KeyFilter):
             first_ts[last] = ts[rows[starts]]
             stub[last] = True
             keep[last] = True
-            self.stubs.setdefault(topic, {}).update(zip(offset[last].tolist(), targets.tolist()))
+            self.task.stand_in(topic, zip(offset[last].tolist(), targets.tolist()))
             self.stub_count += len(last)
         if not np.array_equal(first_ts[stub], ts[stub]):
             batch = batch.set_column(batch.schema.get_field_index("timestamp"), "timestamp",

@@ -9,7 +9,7 @@ import re
 import sys
 from typing import Any
 
-from ..kafka.config import ProgramConfig, Topology
+from ..topology.config import ProgramConfig, Topology
 from . import handover as ho
 from . import key_split
 from .cut import CutError

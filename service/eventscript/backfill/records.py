@@ -2,9 +2,9 @@
 
 The source yields input records in :data:`INPUT_SCHEMA` (one row per Kafka record: the columns of
 a topic export). The task stage turns each row into an :class:`ArrowRecord`, an object with the
-accessors of a confluent-kafka ``Message`` — exactly what :class:`eventscript.kafka.task.Task`
-reads — so the worker's own code decodes, routes, merges and processes it. What the task sends
-comes back as :class:`~eventscript.kafka.task.OutRecord` and leaves as :data:`OUTPUT_SCHEMA` rows.
+accessors of a confluent-kafka ``Message``: a :class:`~eventscript.task.record.Record`, what
+:class:`eventscript.task.task.Task` reads — so the worker's own code decodes, routes, merges and processes it. What the task sends
+comes back as :class:`~eventscript.task.collector.OutRecord` and leaves as :data:`OUTPUT_SCHEMA` rows.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..kafka.codec import Headers
-from ..kafka.task import OutRecord
+from ..task.codec import Headers
+from ..task.collector import OutRecord
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -53,7 +53,7 @@ CREATE_TIME = 1
 
 
 class ArrowRecord:
-    """One input record with the ``Message`` accessors the worker's task calls."""
+    """One input record with the ``Message`` accessors the worker's task calls (a ``task.record.Record``)."""
 
     __slots__ = ("_headers", "_key", "_offset", "_partition", "_topic", "_ts", "_value")
 

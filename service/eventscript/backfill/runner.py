@@ -1,7 +1,7 @@
 """The task stage: one Spark partition's records streamed through the worker's own task.
 
 This is where the backfill does not re-implement the worker: a real
-:class:`eventscript.kafka.task.Task` (decoding adapters, group keys, the check that a key belongs
+:class:`eventscript.task.task.Task` (decoding adapters, group keys, the check that a key belongs
 to its partition, the timestamp merge of co-partitioned inputs, the record clock, timers,
 ``$error`` records, output records and their ``es-id``) processes the records, batch by batch,
 so that no partition's history has to fit in memory. The clock is always the record clock.
@@ -21,8 +21,6 @@ driver to write to the program's changelog topic (``handover.py``).
 from __future__ import annotations
 
 import hashlib
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,11 +30,12 @@ import pyarrow as pa
 
 from ..automata.compile import compile_source
 from ..automata.compiled import CompiledProgram
-from ..kafka import codec
-from ..kafka.config import ProgramConfig
-from ..kafka.state import TASK_STATE_KEYS, Position, position_header, tp_name
-from ..kafka.task import OutRecord, Task
 from ..language.source import SourceFile
+from ..state.changelog import TASK_STATE_KEYS, Position, position_header, tp_name
+from ..task import codec
+from ..task.collector import OutRecord
+from ..task.task import Task
+from ..topology.config import ProgramConfig
 from .plan import Plan, ProgramSpec, TaskSlice
 from .records import ArrowRecord, output_batch, records_of, stats_batch
 
@@ -210,11 +209,11 @@ class TaskStage:
                 task.store.write(changes, None, None)
         else:
             task.engine.drain_dirty()  # no changelog here: let go of terminated instances
-        if not task.outbox:
+        kept = task.take_outputs()
+        if not kept:
             return None
         changelog = task.changelog_topic
-        sent = [r for r in task.outbox if r.topic != changelog]
-        task.outbox = []
+        sent = [r for r in kept if r.topic != changelog]
         self.summary.sent += len(sent)
         return output_batch(self.piece.partition, sent)
 
@@ -226,25 +225,3 @@ def state_batch(task: int, records: list[OutRecord]) -> pa.RecordBatch:
     """Hand-over records as output rows of kind "state"."""
     batch = output_batch(task, records)
     return batch.set_column(0, "kind", pa.array(["state"] * len(records), type=pa.string()))
-
-
-def run_partition(plan: Plan, index: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function's body for Spark partition ``index`` (``plan.slice_of(index)``;
-    in key-split mode, one of its key groups: ``key_split.py``)."""
-    piece = plan.slice_of(index)
-    store_dir = Path(tempfile.mkdtemp(prefix=f"eventscript-backfill-{piece.partition}-"))
-    if plan.splits_of(plan.read_at(index)[0]) > 1:
-        from .key_split import SplitStage
-
-        stage: TaskStage = SplitStage(plan, index, store_dir)
-    else:
-        stage = TaskStage(plan, piece, store_dir)
-    try:
-        for batch in batches:
-            out = stage.feed(batch)
-            if out is not None:
-                yield out
-        yield from stage.finish()
-    finally:
-        stage.close()
-        shutil.rmtree(store_dir, ignore_errors=True)

@@ -27,8 +27,8 @@ from typing import Any
 import pyarrow as pa
 
 from ..engine.encoding import json_line
-from ..kafka import codec
-from ..kafka.tools import record_to_json
+from ..task import codec
+from ..task.codec import record_to_json
 from .records import HEADER_TYPE, OutputRow, output_rows
 
 PARQUET_SCHEMA = pa.schema([

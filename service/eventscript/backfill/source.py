@@ -94,9 +94,9 @@ class FusedReader(BackfillReader):
         self.pack = pack
 
     def read(self, partition: SliceInput) -> Iterator[pa.RecordBatch]:
-        from .job import packed, worker_setup
+        from .executor import packed, worker_setup
         from .key_parallel import run_key_stage
-        from .runner import run_partition
+        from .stages import run_partition
 
         worker_setup()
         plan = self.plan

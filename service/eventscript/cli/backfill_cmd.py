@@ -69,7 +69,7 @@ def _event_topic(text: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from ..engine.timeutil import parse_time
-    from ..kafka.config import TopologyError, load_topology
+    from ..topology.config import TopologyError, load_topology
     from .kafka_cmds import _logging
 
     _logging(args.verbose)  # librdkafka's own lines only with --verbose, as in the other Kafka commands

@@ -27,7 +27,7 @@ def _logging(verbose: bool) -> None:
 
 
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from ..kafka.config import load_topology
+    from ..topology.config import load_topology
 
     topo = load_topology(args.topology)
     if getattr(args, "bootstrap_servers", None):
@@ -55,8 +55,8 @@ def setup_run(p: argparse.ArgumentParser) -> None:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from ..kafka.config import TopologyError
     from ..kafka.runner import TopologyRunner
+    from ..topology.config import TopologyError
 
     _logging(args.verbose)
     try:
@@ -106,10 +106,10 @@ def _dev_broker(kind: str) -> tuple[str, Callable[[], None]]:
 def run_dev(args: argparse.Namespace) -> int:
     from ..brokers.apache import KafkaNotFetched, KafkaStartError
     from ..kafka.broker import BrokerError
-    from ..kafka.config import TopologyError
     from ..kafka.runner import TopologyRunner
     from ..kafka.tools import produce_trace, tail
     from ..tester.trace import TraceError, read_trace
+    from ..topology.config import TopologyError
 
     _logging(args.verbose)
     try:
@@ -175,10 +175,10 @@ def setup_produce(p: argparse.ArgumentParser) -> None:
 
 def run_produce(args: argparse.Namespace) -> int:
     from ..kafka.admin import Admin
-    from ..kafka.config import TopologyError
     from ..kafka.runner import compile_programs
     from ..kafka.tools import ProduceError, produce_trace
     from ..tester.trace import TraceError, read_trace
+    from ..topology.config import TopologyError
 
     _logging(args.verbose)
     try:
@@ -217,8 +217,8 @@ def setup_tail(p: argparse.ArgumentParser) -> None:
 def run_tail(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
 
-    from ..kafka.config import KafkaConfig, TopologyError, load_topology
     from ..kafka.tools import ProduceError, tail
+    from ..topology.config import KafkaConfig, TopologyError, load_topology
 
     _logging(args.verbose)
     try:

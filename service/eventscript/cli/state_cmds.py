@@ -52,7 +52,7 @@ def setup_state(p: argparse.ArgumentParser) -> None:
 
 
 def _load(path: str, bootstrap: str | None) -> Any:
-    from ..kafka.config import load_topology
+    from ..topology.config import load_topology
 
     topo = load_topology(path)
     if bootstrap:
@@ -61,7 +61,7 @@ def _load(path: str, bootstrap: str | None) -> Any:
 
 
 def _program(topo: Any, name: str | None) -> Any:
-    from ..kafka.config import TopologyError
+    from ..topology.config import TopologyError
 
     if name is None:
         if len(topo.programs) != 1:
@@ -72,7 +72,7 @@ def _program(topo: Any, name: str | None) -> Any:
 
 
 def run_state(args: argparse.Namespace) -> int:
-    from ..kafka.config import TopologyError
+    from ..topology.config import TopologyError
     from .kafka_cmds import _logging
 
     _logging(args.verbose)
@@ -102,8 +102,8 @@ def run_state(args: argparse.Namespace) -> int:
 
 def _dump(topo: Any, cfg: Any, output: Path | None, spark_master: str | None) -> int:
     from ..kafka.changelog_dump import dump_rows, fold_changelog, write_rows
-    from ..kafka.config import TopologyError
     from ..kafka.runner import compile_programs
+    from ..topology.config import TopologyError
 
     program = compile_programs(topo, [cfg])[cfg.name]
     if spark_master is not None:
@@ -228,8 +228,8 @@ def _datetime(text: str) -> datetime:
 
 
 def run_reset(args: argparse.Namespace) -> int:
-    from ..kafka.config import TopologyError
     from ..kafka.reset import apply_reset, parse_offsets, plan_reset
+    from ..topology.config import TopologyError
     from .kafka_cmds import _logging
 
     _logging(args.verbose)

@@ -79,8 +79,8 @@ def _explained(args: argparse.Namespace, record) -> int:  # type: ignore[no-unty
 
 def run_topology(args: argparse.Namespace) -> int:
     """The whole topology over the trace, in simulated time."""
-    from ..kafka.config import TopologyError
     from ..topology.check import errors as check_errors
+    from ..topology.config import TopologyError
     from ..topology.model import load_graph
     from ..topology.simulate import TopicLine, simulate
 

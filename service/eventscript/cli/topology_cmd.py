@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..automata.compile import DEFAULT_STATE_LIMIT
-from ..kafka.config import TopologyError
+from ..topology.config import TopologyError
 
 
 def setup(p: argparse.ArgumentParser) -> None:

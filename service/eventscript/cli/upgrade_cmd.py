@@ -37,7 +37,7 @@ def _programs(path: str, state_limit: int) -> dict[str, str] | None:
     """Program name → source path: the topology's programs, or the one program."""
     if not _is_topology(path):
         return {Path(path).stem: path}
-    from ..kafka.config import TopologyError, load_topology
+    from ..topology.config import TopologyError, load_topology
 
     try:
         topology = load_topology(path)

@@ -24,8 +24,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from ..topology.config import ProgramConfig, TopicSpec, Topology, TopologyError
 from . import clients
-from .config import ProgramConfig, TopicSpec, Topology, TopologyError
 
 log = logging.getLogger("eventscript.kafka.admin")
 

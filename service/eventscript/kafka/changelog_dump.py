@@ -25,9 +25,9 @@ from ..engine.timeutil import format_time
 from ..explain.terms import ProgramTerms
 from ..state.changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, is_instance_key, tp_name
 from ..state.query import explain_snapshot
+from ..topology.config import KafkaConfig, ProgramConfig, Topology, TopologyError
 from . import clients
 from .admin import Admin, KafkaUnavailable
-from .config import KafkaConfig, ProgramConfig, Topology, TopologyError
 from .restore import Coverage, read_changelog
 
 #: Seconds to wait for a changelog to report the end of all its partitions.

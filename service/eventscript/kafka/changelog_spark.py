@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .config import ProgramConfig, Topology, TopologyError
+from ..topology.config import ProgramConfig, Topology, TopologyError
 
 #: The dump's columns; nested fields as JSON text (changelog_dump.PARQUET_JSON_FIELDS).
 COLUMNS = ("program", "task", "key", "status", "changelog_offset", "instance", "committed")
@@ -27,8 +27,8 @@ def _rows_of_partitions(kafka: dict[str, Any], topic: str, name: str, program_js
     import orjson
 
     from ..automata.compiled import CompiledProgram
+    from ..topology.config import KafkaConfig
     from .changelog_dump import PARQUET_JSON_FIELDS, dump_rows, fold_partitions
-    from .config import KafkaConfig
 
     mine = {p: committed[p] for p in partitions}
     if not mine:

@@ -22,7 +22,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from .config import KafkaConfig, TopologyError
+from ..topology.config import KafkaConfig, TopologyError
 
 #: The logger of librdkafka's own lines (levels mapped from syslog's: 3 → ERROR, 4 → WARNING, ...).
 LIBRDKAFKA_LOG = logging.getLogger("eventscript.kafka.librdkafka")
@@ -113,3 +113,25 @@ def producer_config(kafka: KafkaConfig, transactional_id: str | None = None, **o
 
 def admin_config(kafka: KafkaConfig) -> dict[str, Any]:
     return common(kafka)
+
+
+class ClientSupplier:
+    """Makes the Kafka clients of a worker (as Kafka Streams' KafkaClientSupplier): its consumer,
+    its producer, the readers of its restores and standbys, its admin client. A test or tool that
+    must see or disturb the clients' calls passes a supplier of its own that wraps them, instead
+    of replacing the client classes in the worker's module."""
+
+    def consumer(self, conf: dict[str, Any]) -> Any:
+        from confluent_kafka import Consumer
+
+        return Consumer(conf)
+
+    def producer(self, conf: dict[str, Any]) -> Any:
+        from confluent_kafka import Producer
+
+        return Producer(conf)
+
+    def admin(self, conf: dict[str, Any]) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient(conf)

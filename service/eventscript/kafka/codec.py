@@ -1,175 +1,25 @@
-"""The Kafka adapters: records to events, emitted events to records (document §5).
+"""The record formats (input decoding, output and ``$error`` records, the ``es-*`` headers)
+moved to :mod:`eventscript.task.codec`: the task uses them in every host. Re-exported here for
+the tests and tools that import them from their old place."""
 
-Input: the event name comes from the topic's configuration (a fixed name, a header, a JSON
-field) or from the CloudEvents ``type``; the value is JSON decoded to the declared type (times
-as ISO-8601 text or epoch milliseconds). What cannot be decoded becomes an ``$error`` record
-carrying the original record — program, topic, partition, offset, timestamp, key, headers and
-value bytes (base64) — so nothing is lost.
-
-Output: key = the instance's group key (canonical JSON), value = the event value in the
-conformance JSON encoding, timestamp = the emission time, headers ``es-event`` (name),
-``es-program``, ``es-time`` (ISO emission time) and ``es-id`` (a deterministic id: consumers may
-drop records whose id they have seen, which makes outputs idempotent even on brokers that show
-aborted transactions to read_committed readers).
-"""
-
-from __future__ import annotations
-
-import base64
-from dataclasses import dataclass
-from typing import Any
-
-import orjson
-
-from ..engine.encoding import DecodeError, decoder_for, encoder_for
-from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
-from ..engine.timeutil import format_time
-from ..language.types import StructType, Type
-from .config import InputConfig
-
-HEADER_EVENT = "es-event"
-HEADER_PROGRAM = "es-program"
-HEADER_ID = "es-id"
-HEADER_TIME = "es-time"
-#: A record with this header only advances record time (see ``eventscript produce``).
-HEADER_TICK = "es-tick"
-#: Headers of re-published (repartitioned) records: the original record's coordinates, and the
-#: input topic whose configuration decodes it.
-HEADER_SOURCE = "es-source"
-HEADER_INPUT = "es-input"
-#: The original record's key, when re-publishing changed it (the copy is keyed by its group key).
-HEADER_SOURCE_KEY = "es-source-key"
-#: Headers the worker adds to a re-published copy (not part of the original record).
-REPUBLISH_HEADERS = frozenset((HEADER_SOURCE, HEADER_INPUT, HEADER_SOURCE_KEY))
-
-Headers = list[tuple[str, bytes | None]]
-
-
-@dataclass(slots=True)
-class RecordInfo:
-    """What an $error record tells about the input record it concerns."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int | None  # ms
-    key: bytes | None
-    headers: Headers | None
-    value: bytes | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "partition": self.partition,
-            "offset": self.offset,
-            "timestamp": self.timestamp,
-            "key": _b64(self.key),
-            "headers": [[k, _b64(v)] for k, v in (self.headers or [])],
-            "value": _b64(self.value),
-        }
-
-
-def _b64(b: bytes | None) -> str | None:
-    return None if b is None else base64.b64encode(b).decode("ascii")
-
-
-class BadRecord(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def header(headers: Headers | None, name: str) -> bytes | None:
-    if not headers:
-        return None
-    for k, v in headers:
-        if k == name:
-            return v
-    return None
-
-
-def decode_record(cfg: InputConfig, value: bytes | None, headers: Headers | None,
-                  input_types: dict[str, Type], decoders: dict[str, Any] | None = None) -> tuple[str, Any]:
-    """(event name, run-time value) of an input record, or BadRecord(code, message)."""
-    if value is None:
-        raise BadRecord(ErrorCode.BAD_INPUT_VALUE, "the record has no value")
-    try:
-        obj = orjson.loads(value)
-    except orjson.JSONDecodeError as exc:
-        raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value is not JSON: {exc}") from None
-    if cfg.format == "cloudevents":
-        ce_type = header(headers, "ce_type")
-        if ce_type is not None:
-            name, payload = ce_type.decode("utf-8", "replace"), obj
-        else:
-            if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-                raise BadRecord(ErrorCode.BAD_INPUT_VALUE, "not a CloudEvent: no string 'type' attribute")
-            name, payload = obj["type"], obj.get("data")
-    elif cfg.event is not None:
-        name, payload = cfg.event, obj
-    else:
-        assert cfg.event_from is not None
-        if cfg.event_from.header is not None:
-            raw = header(headers, cfg.event_from.header)
-            if raw is None:
-                raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the record has no {cfg.event_from.header!r} header "
-                                                           f"naming its event")
-            name, payload = raw.decode("utf-8", "replace"), obj
-        else:
-            f = cfg.event_from.field
-            if not isinstance(obj, dict) or not isinstance(obj.get(f), str):
-                raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value has no string field {f!r} naming its event")
-            name = obj[f]
-            payload = obj if name in input_types and isinstance(input_types[name], StructType) else obj.get("value")
-    dec = decoders.get(name) if decoders is not None else None
-    if dec is None:
-        ty = input_types.get(name)
-        if ty is None:
-            raise BadRecord(ErrorCode.UNDECLARED_EVENT, f"undeclared input event {name}")
-        dec = decoder_for(ty)
-    try:
-        return name, dec(payload)
-    except DecodeError as exc:
-        raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}") from None
-
-
-def encode_value(e: Emitted) -> bytes:
-    return orjson.dumps(encoder_for(e.ty)(e.value))
-
-
-_STATIC: dict[tuple[str, str], tuple[tuple[str, bytes], tuple[str, bytes]]] = {}
-
-
-def output_headers(e: Emitted, program: str, event_id: str) -> Headers:
-    """Headers of an output record. ``es-time`` is the emission time in microseconds since the
-    epoch (``tail`` shows it in ISO form)."""
-    static = _STATIC.get((e.name, program))
-    if static is None:
-        static = _STATIC[(e.name, program)] = ((HEADER_EVENT, e.name.encode()), (HEADER_PROGRAM, program.encode()))
-    return [static[0], static[1], (HEADER_TIME, str(e.time).encode()), (HEADER_ID, event_id.encode())]
-
-
-def header_time(raw: bytes | None) -> int | None:
-    """The emission time of an ``es-time`` header (microseconds), or None."""
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        return None
-
-
-def error_value(program: str, code: int, message: str, time_us: int, source: RecordInfo | None,
-                key: Any = None) -> bytes:
-    doc: dict[str, Any] = {"code": code, "message": message, "program": program, "time": format_time(time_us)}
-    if key is not None:
-        doc["key"] = key
-    if source is not None:
-        doc["source"] = source.to_json()
-    return orjson.dumps(doc)
-
-
-def emitted_error_value(e: Emitted, source: RecordInfo | None, key_json: Any) -> bytes:
-    assert e.name == ERROR_EVENT
-    return error_value(e.program, int(e.value[0]), str(e.value[1]), e.time, source, key_json)
+from ..task.codec import (  # noqa: F401
+    HEADER_EVENT,
+    HEADER_ID,
+    HEADER_INPUT,
+    HEADER_PROGRAM,
+    HEADER_SOURCE,
+    HEADER_SOURCE_KEY,
+    HEADER_TICK,
+    HEADER_TIME,
+    REPUBLISH_HEADERS,
+    BadRecord,
+    Headers,
+    RecordInfo,
+    decode_record,
+    emitted_error_value,
+    encode_value,
+    error_value,
+    header,
+    header_time,
+    output_headers,
+)

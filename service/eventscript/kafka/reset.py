@@ -27,9 +27,9 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from ..topology.config import ProgramConfig, Topology, TopologyError
 from . import clients
 from .admin import Admin, KafkaUnavailable
-from .config import ProgramConfig, Topology, TopologyError
 
 #: Seconds to wait for a deleted topic to be gone before creating it again.
 DELETE_WAIT = 60.0

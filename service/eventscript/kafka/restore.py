@@ -19,8 +19,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
+from ..task.task import Task
 from .state import HEADER_POSITION, Position, committed_covers, decode_position
-from .task import Task
 
 log = logging.getLogger("eventscript.kafka.worker")
 

@@ -20,11 +20,11 @@ from pathlib import Path
 from ..automata.compile import compile_file
 from ..automata.compiled import CompiledProgram
 from ..engine.tuning import configure_gc
+from ..task.keys import scheme_for
+from ..topology.config import ProgramConfig, Topology, TopologyError
 from .admin import Admin
-from .clients import LIBRDKAFKA_LOG
-from .config import ProgramConfig, Topology, TopologyError
+from .clients import LIBRDKAFKA_LOG, ClientSupplier
 from .health import HealthServer
-from .keys import scheme_for
 from .metrics import Metrics
 from .state_endpoint import StateEndpoint
 from .worker import ProgramWorker
@@ -86,8 +86,10 @@ def instance_id(topo: Topology) -> str:
 
 class TopologyRunner:
     def __init__(self, topo: Topology, names: list[str] | None = None, health_port: int | None = None,
-                 health_host: str | None = None) -> None:
+                 health_host: str | None = None, supplier: ClientSupplier | None = None) -> None:
         self.topo = topo
+        #: Makes the workers' Kafka clients (None: the real ones; tests wrap them).
+        self.supplier = supplier
         self.cfgs = [topo.program(n) for n in names] if names else list(topo.programs)
         self.health_port = topo.health.port if health_port is None else health_port
         self.health_host = health_host or topo.health.host
@@ -100,7 +102,8 @@ class TopologyRunner:
         compiled = compile_programs(self.topo, self.cfgs)
         counts = Admin(self.topo).prepare(self.cfgs)
         ident = instance_id(self.topo)
-        self.workers = [ProgramWorker(self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics)
+        self.workers = [ProgramWorker(self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics,
+                                      self.supplier)
                         for cfg in self.cfgs]
         for w in self.workers:
             self.metrics.register(w.cfg.name, lambda w=w: w.ready, w.partitions)

@@ -25,11 +25,12 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 
 from ..automata.compiled import CompiledProgram
 from ..engine.encoding import DecodeError, decode, encode
-from ..engine.timeutil import format_time
+from ..task import codec
+from ..task.codec import record_to_json
+from ..task.keys import scheme_for
 from ..tester.trace import Timestamp, TraceEvent, TraceItem, event_argument, typed_argument
-from . import clients, codec
-from .config import InputConfig, KafkaConfig, ProgramConfig
-from .keys import scheme_for
+from ..topology.config import InputConfig, KafkaConfig, ProgramConfig
+from . import clients
 
 
 class ProduceError(Exception):
@@ -129,35 +130,6 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
 
 # ---------------------------------------------------------------------------------------------
 # tail
-
-
-def record_to_json(msg: Any) -> dict[str, Any]:
-    """A record written by the worker, in the conformance JSON-lines encoding."""
-    headers = msg.headers() or []
-    event = codec.header(headers, codec.HEADER_EVENT)
-    when = codec.header_time(codec.header(headers, codec.HEADER_TIME))
-    out: dict[str, Any] = {
-        "time": format_time(when if when is not None else msg.timestamp()[1] * 1000),
-        "event": event.decode() if event is not None else None,
-    }
-    value = msg.value()
-    try:
-        out["value"] = orjson.loads(value) if value is not None else None
-    except orjson.JSONDecodeError:
-        out["value"] = value.decode("utf-8", "replace") if value is not None else None
-    key = msg.key()
-    if key is not None:
-        # The group key's components: a JSON array (key: json), or one component written as
-        # plain text (key: string), shown as its JSON value when it reads as one (7, true).
-        try:
-            shown = orjson.loads(key)
-        except orjson.JSONDecodeError:
-            shown = key.decode("utf-8", "replace")
-        out["key"] = shown if isinstance(shown, list) else [shown]
-    program = codec.header(headers, codec.HEADER_PROGRAM)
-    if program is not None and out["event"] == "$error":
-        out["program"] = program.decode()
-    return out
 
 
 def read_topic(kafka: KafkaConfig, topic: str, *, idle: float = 2.0, limit: int | None = None,

@@ -54,14 +54,15 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..automata.compiled import CompiledProgram
+from ..task.task import Task
+from ..topology.config import ProgramConfig, Topology
 from . import clients
-from .config import ProgramConfig, Topology
 from .logs import rate_limit
 from .metrics import restore_to_go, stats_config
+from .producer import BatchProducer
 from .restore import Restoration, RestoreError
 from .standby import Standbys, standby_tasks
 from .state import Position, same_position, tp_name
-from .task import Task
 
 log = logging.getLogger("eventscript.kafka.worker")
 
@@ -93,8 +94,10 @@ class StoppedWaiting(Exception):
 
 class ProgramWorker:
     def __init__(self, topo: Topology, cfg: ProgramConfig, program: CompiledProgram, partitions: int,
-                 instance_id: str, metrics: Any = None) -> None:
+                 instance_id: str, metrics: Any = None, supplier: clients.ClientSupplier | None = None) -> None:
         self.topo = topo
+        #: Makes the worker's Kafka clients (tests pass one that wraps them).
+        self.supplier = supplier or clients.ClientSupplier()
         self.cfg = cfg
         self.program = program
         self.partitions = partitions
@@ -121,7 +124,6 @@ class ProgramWorker:
         self.last_loop = time.monotonic()
         self.idle_since: float | None = None
         self.failure: BaseException | None = None
-        self._txn_open = False
         #: A transactional call is waiting for the broker (not ready meanwhile).
         self._txn_waiting = False
         #: Stopped with the batch unresolved -- a transactional call or an at-least-once offset
@@ -140,18 +142,16 @@ class ProgramWorker:
         self._in_rebalance = False
         self._dirty_since_commit = False
         self._pending_store: dict[int, dict[bytes, bytes | None]] = {}
-        self._changelog_end: dict[int, int] = {}
-        self._delivery_error: KafkaError | None = None
         self._last_commit = time.monotonic()
-        #: Records produced: since they were last counted in the metrics, and since the last commit.
-        self._produced = 0
+        #: Records produced (``output.produced``) when they were last counted in the metrics, and
+        #: at the last commit.
         self._produced_at_commit = 0
         self._produced_counted = 0
-        self._send_fn: Any = None
-        self._send_changelog_fn: Any = None
         self.commit_interval = cfg.commit_interval / 1000
         self.consumer: Consumer | None = None
         self.producer: Producer | None = None
+        #: The producer's side of the batch (kafka/producer.py), made with the producer.
+        self.output: BatchProducer | None = None
         self._restorer: Consumer | None = None
         #: Warm copies of other workers' tasks (num_standby > 0).
         self._standbys: Standbys | None = None
@@ -224,21 +224,22 @@ class ProgramWorker:
         # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
         static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
         conf = clients.consumer_config(kafka, self.group_id, on_commit=self._on_commit, **static)
-        self.consumer = Consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
+        self.consumer = self.supplier.consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
         txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
         # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
         # failed delivery fatal; it does not cover message timeouts, so records never time out
         # (an undelivered record keeps the batch from committing instead).
         extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
         conf = clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra)
-        self.producer = Producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
+        self.producer = self.supplier.producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
+        self.output = BatchProducer(self.cfg.name, self.producer, self.eos, self.changelog_topic, self._queue_full)
         if self.eos:
             producer = self.producer
             self._txn_call("initialising", lambda t: producer.init_transactions(t), fault=None)
-        self._restorer = Consumer(clients.consumer_config(
+        self._restorer = self.supplier.consumer(clients.consumer_config(
             kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
         if self.cfg.num_standby > 0:
-            reader = Consumer(clients.consumer_config(
+            reader = self.supplier.consumer(clients.consumer_config(
                 kafka, f"{self.group_id}.standby.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
             consumer = self.consumer
             self._standbys = Standbys(self.cfg.name, self.changelog_topic,
@@ -266,7 +267,7 @@ class ProgramWorker:
         if self._standbys is not None:
             self._standbys.close()
         if self.producer is not None and not self._txn_unresolved:
-            if self._txn_open:
+            if self.output is not None and self.output.txn_open:
                 try:
                     self.producer.abort_transaction(TXN_TIMEOUT)
                 except Exception:
@@ -291,16 +292,17 @@ class ProgramWorker:
                 for kind, n in task.counts.items():
                     self._stat(kind, n)
                 task.counts.clear()
-        produced = self._produced - self._produced_counted
+        assert self.output is not None
+        produced = self.output.produced - self._produced_counted
         if produced:
             self._stat("produced", produced)
-            self._produced_counted = self._produced
+            self._produced_counted = self.output.produced
         if worked:
             self._dirty_since_commit = True
         self._produce_outboxes()
         self.producer.poll(0)
         due = time.monotonic() - self._last_commit >= self.commit_interval
-        if self._dirty_since_commit and (due or self._produced - self._produced_at_commit > MAX_OUTBOX):
+        if self._dirty_since_commit and (due or self.output.produced - self._produced_at_commit > MAX_OUTBOX):
             self._commit()
         if not got and not worked and self.idle_since is None and self._all_caught_up():
             self.idle_since = time.monotonic()
@@ -323,12 +325,8 @@ class ProgramWorker:
                 log.warning("%s: consumer: %s", self.cfg.name, err)
                 continue
             task = tasks.get(m.partition())
-            if task is not None:
-                ip = task.by_topic.get(m.topic())  # Task.add, inlined: this loop sees every record
-                if ip is not None:
-                    ip.buffer.append(m)
-                    ip.eof = False
-                    got += 1
+            if task is not None and task.group.add(m):  # (not Task.add: this loop sees every record)
+                got += 1
         if got:
             self._stat("consumed", got)
             self.idle_since = None
@@ -355,98 +353,28 @@ class ProgramWorker:
         return timeout
 
     def _all_caught_up(self) -> bool:
-        return self.ready and all(ip.eof and not ip.buffer for t in self.tasks.values() for ip in t.inputs)
+        return self.ready and all(t.drained() for t in self.tasks.values())
 
     def _idle_for(self) -> float:
-        if self.idle_since is None or self._dirty_since_commit or self._txn_open:
+        if self.idle_since is None or self._dirty_since_commit or (self.output is not None and self.output.txn_open):
             return 0.0
         return time.monotonic() - self.idle_since
 
     # -- producing ------------------------------------------------------------------------------------
 
-    def _begin(self) -> None:
-        if self.eos and not self._txn_open:
-            assert self.producer is not None
-            self.producer.begin_transaction()
-            self._txn_open = True
-
     def _on_producer_error(self, err: KafkaError) -> None:
-        if err.fatal():
+        """The producer's ``error_cb`` (the producer is made before its ``BatchProducer``)."""
+        if self.output is not None:
+            self.output.on_error(err)
+        elif err.fatal():
             log.error("%s: producer: %s", self.cfg.name, err)
-            self._delivery_error = err
         else:
             log.warning("%s: producer: %s", self.cfg.name, err)
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
-        if err is not None:
-            self._delivery_error = err
-            return
-        if msg.topic() == self.changelog_topic:
-            p = msg.partition()
-            end = msg.offset() + 1
-            if end > self._changelog_end.get(p, 0):
-                self._changelog_end[p] = end
-
-    @property
-    def _send(self) -> Any:
-        """The tasks' ``send`` (built on first use, over the producer of this run)."""
-        if self._send_fn is None:
-            self._send_fn = self._sender()
-        return self._send_fn
-
-    def _sender(self) -> Any:
-        """The ``send`` of this worker's tasks: produce one record into the current batch (its
-        transaction, with exactly-once). Called twice per record at many keys (its output and its
-        changelog record), so it is a closure over the producer rather than a method.
-
-        A delivery report is asked for only where it is needed: the last changelog record of a
-        task in a batch (its offset moves the store checkpoint). A failed delivery is caught
-        otherwise: with exactly-once the transaction then fails to commit, which rewinds the
-        batch; with at-least-once the idempotent producer's gapless guarantee turns it into a
-        fatal error (reported through error_cb) that stops the offsets from being committed.
-        """
-        producer = self.producer
-        assert producer is not None
-        produce = producer.produce
-        on_delivery = self._on_delivery
-        eos = self.eos
-
-        def send(topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Any, ts: int,
-                 changelog: bool) -> None:
-            if eos and not self._txn_open:
-                self._begin()
-            cb = on_delivery if changelog else None
-            full_since = 0.0
-            while True:
-                try:
-                    produce(topic, value, key, partition, cb, None, ts, headers)
-                    break
-                except BufferError:  # the producer's queue is full: let it deliver
-                    full_since = self._queue_full(full_since)
-            self._produced += 1
-
-        def send_changelog(topic: str, partition: int, records: dict[bytes, bytes | None], headers: Any,
-                           ts: int) -> None:
-            """A task's changelog records of one commit (``Task.send_changelog``): one loop here
-            rather than a call of ``send`` each; only the last asks for its delivery report."""
-            if not records:
-                return
-            if eos and not self._txn_open:
-                self._begin()
-            items = iter(records.items())
-            for _ in range(len(records) - 1):
-                k, v = next(items)
-                try:
-                    produce(topic, v, k, partition, None, None, ts, headers)
-                except BufferError:  # the producer's queue is full: let it deliver
-                    send(topic, partition, k, v, headers, ts, False)
-                    self._produced -= 1
-            k, v = next(items)
-            send(topic, partition, k, v, headers, ts, True)
-            self._produced += len(records) - 1
-
-        self._send_changelog_fn = send_changelog
-        return send
+        """A delivery report (``BatchProducer.on_delivery``)."""
+        assert self.output is not None
+        self.output.on_delivery(err, msg)
 
     def _queue_full(self, since: float) -> float:
         """The producer's queue is full (the broker is slow or away): let it deliver for a moment.
@@ -466,12 +394,14 @@ class ProgramWorker:
 
     def _produce_outboxes(self) -> None:
         """Records a task queued while detached (none in normal operation)."""
+        assert self.output is not None
         for task in self.tasks.values():
-            if task.outbox:
-                for r in task.outbox:
-                    self._send(r.topic, -1 if r.partition is None else r.partition, r.key, r.value, r.headers,
-                               r.timestamp, r.changelog)
-                task.outbox.clear()
+            kept = task.take_outputs()
+            if kept:
+                send = self.output.senders()[0]
+                for r in kept:
+                    send(r.topic, -1 if r.partition is None else r.partition, r.key, r.value, r.headers, r.timestamp,
+                         r.changelog)
 
     # -- committing -----------------------------------------------------------------------------------
 
@@ -496,33 +426,35 @@ class ProgramWorker:
                 self._pending_store.setdefault(p, {}).update(changes)
         self._produce_outboxes()
         positions = self._positions()
-        if not positions and not self._txn_open:
+        output = self.output
+        assert output is not None
+        if not positions and not output.txn_open:
             self._dirty_since_commit = False
             return
         started = time.monotonic()
         committing = dict(self.tasks)
         try:
             if self.eos:
-                self._begin()
+                output.begin()
                 producer = self.producer
                 # Delivery errors show before the offsets are sent; what is still queued when the
                 # broker is slow is flushed by commit_transaction, which can be resumed.
                 producer.flush(min(TXN_TIMEOUT, TXN_SLICE))
-                if self._delivery_error is not None:
-                    raise KafkaException(self._delivery_error)
+                if output.delivery_error is not None:
+                    raise KafkaException(output.delivery_error)
                 if positions:
                     meta = self.consumer.consumer_group_metadata()
                     self._txn_call("sending the offsets", lambda t: producer.send_offsets_to_transaction(
                         positions, meta, t))
                 self._txn_call("committing", lambda t: producer.commit_transaction(t))
-                self._txn_open = False
+                output.txn_open = False
             else:
                 remaining = self._flush()
-                if self._delivery_error is not None and self._delivery_error.fatal():
-                    raise WorkerError(f"{self.cfg.name}: producer failed: {self._delivery_error}; "
+                if output.delivery_error is not None and output.delivery_error.fatal():
+                    raise WorkerError(f"{self.cfg.name}: producer failed: {output.delivery_error}; "
                                       f"records since the last commit will be processed again after a restart")
-                if remaining or self._delivery_error is not None:
-                    raise KafkaException(self._delivery_error or KafkaError(KafkaError._TIMED_OUT))
+                if remaining or output.delivery_error is not None:
+                    raise KafkaException(output.delivery_error or KafkaError(KafkaError._TIMED_OUT))
                 if positions:
                     self._commit_offsets(positions)
         except KafkaException as exc:
@@ -532,7 +464,7 @@ class ProgramWorker:
         self.commit_failed = False
         self._dirty_since_commit = False
         self._last_commit = time.monotonic()
-        self._produced_at_commit = self._produced
+        self._produced_at_commit = output.produced
         self._stat("commits", 1)
         if self.metrics is not None:
             self.metrics.observe_commit(self.cfg.name, time.monotonic() - started)
@@ -542,12 +474,12 @@ class ProgramWorker:
         for p, changes in self._pending_store.items():
             task = owned.get(p)
             if task is not None:
-                task.store.write(changes, self._changelog_end.get(p), dict(task.position))
+                task.store.write(changes, output.changelog_end.get(p), dict(task.position))
         self._pending_store.clear()
         for p, task in owned.items():
-            if p not in self._changelog_end and task.position:
+            if p not in output.changelog_end and task.position:
                 task.store.write({}, None, dict(task.position))
-        self._changelog_end.clear()
+        output.changelog_end.clear()
         if self._rewind_deferred:  # the assignment was lost while the commit waited
             self._rewind_deferred = False
             self._rewind()
@@ -571,12 +503,10 @@ class ProgramWorker:
                 offsets[(self.rep_topic, p)] = off
         if not offsets:
             return
-        from confluent_kafka.admin import AdminClient
-
         from .admin import purge
 
         if self._admin is None:
-            self._admin = AdminClient(clients.admin_config(self.topo.kafka))
+            self._admin = self.supplier.admin(clients.admin_config(self.topo.kafka))
         problems = purge(self._admin, offsets, timeout=5.0)
         if problems:
             self._purge_failures += 1
@@ -678,7 +608,8 @@ class ProgramWorker:
         log.warning("%s: commit failed: %s; going back to the last commit", self.cfg.name, err)
         self.commit_failed = True
         self._fault("commit_failed")
-        self._delivery_error = None
+        assert self.output is not None
+        self.output.delivery_error = None
         if self.eos:
             # Anything short of a fatal error is aborted: an error that requires it, and a record
             # whose delivery failed (a stall outlasting message.timeout.ms), whose report carries
@@ -732,7 +663,8 @@ class ProgramWorker:
             self._txn_call("aborting", lambda t: producer.abort_transaction(t))
         except KafkaException as exc:
             raise WorkerError(f"{self.cfg.name}: cannot abort the transaction: {exc}") from exc
-        self._txn_open = False
+        assert self.output is not None
+        self.output.txn_open = False
         self._fault("transaction_aborted")
 
     def _rewind(self) -> None:
@@ -740,19 +672,14 @@ class ProgramWorker:
         marks, record clock) and read its inputs again from the committed offsets."""
         assert self.consumer is not None
         self._pending_store.clear()
-        self._changelog_end.clear()
+        if self.output is not None:
+            self.output.changelog_end.clear()
         self._dirty_since_commit = False
         self._fault("rewound")
         for p, task in self.tasks.items():
             if p in self.restore_queue:
                 continue  # not restored yet: nothing processed, its inputs are still at the commit
-            for ip in task.inputs:
-                ip.buffer.clear()
-                ip.eof = False
-            task.outbox.clear()
-            task.position = {}
-            task.load_from_store()
-            task.restored = False  # nothing is processed until the inputs are back at the commit
+            task.rewind()  # nothing is processed until the inputs are back at the commit
             self._rewinding.add(p)
         self._finish_rewind()
 
@@ -784,9 +711,7 @@ class ProgramWorker:
             if not moved:
                 return
             for task in tasks:
-                for ip in task.inputs:
-                    ip.buffer.clear()  # records fetched before the seek
-                task.restored = True
+                task.resume()  # (drops the records fetched before the seek)
             self.consumer.resume(tps)
         self._rewinding.clear()
 
@@ -810,8 +735,8 @@ class ProgramWorker:
                 self._standbys.release(p)  # its warm store becomes the task's
             task = self.tasks[p] = Task(p, self.program, self.cfg, self.cfg.inputs, self.rep_topic,
                                         self.changelog_topic, self.partitions, self.state_root / f"task-{p}")
-            task.send = self._send
-            task.send_changelog = self._send_changelog_fn
+            assert self.output is not None
+            task.attach(*self.output.senders())
             self.restore_queue.append(p)
             new.append(tp)
             extra.extend(TopicPartition(i.topic, p) for i in self.cfg.inputs)
@@ -855,7 +780,7 @@ class ProgramWorker:
                     self.cfg.name, [tp.partition for tp in partitions])
         self.assignment_lost = True
         self._fault("assignment_lost")
-        if self._txn_open and self.producer is not None:
+        if self.output is not None and self.output.txn_open:
             self._abort()
         lost = [tp.partition for tp in partitions if tp.topic == self.rep_topic]
         tps: list[TopicPartition] = []

@@ -138,9 +138,9 @@ class _TopologyProblem(Exception):
 def _run_topology(sources: list[Source], yaml_text: str, items: list[Any], limits: Limits):  # type: ignore[no-untyped-def]
     """A topology runs from files: the YAML and the programs go to a temporary folder, as they
     would sit in the topology's own."""
-    from ..kafka.config import TopologyError
     from ..topology.check import check as check_topology
     from ..topology.check import errors as check_errors
+    from ..topology.config import TopologyError
     from ..topology.model import load_graph
 
     with tempfile.TemporaryDirectory(prefix="eventscript-playground-") as tmp:

@@ -67,7 +67,7 @@ def dot_escape(text: str) -> str:
     return "".join(out)
 
 
-def _q(text: str) -> str:
+def dot_quoted(text: str) -> str:
     return f'"{dot_escape(text)}"'
 
 
@@ -75,7 +75,7 @@ def _q(text: str) -> str:
 # Source text of markers and units
 
 
-def _balanced(text: str, open_ch: str, close_ch: str) -> tuple[str, bool]:
+def balanced_prefix(text: str, open_ch: str, close_ch: str) -> tuple[str, bool]:
     """The prefix of ``text`` up to the bracket closing its first ``open_ch``, and whether it was
     found. The intermediate form keeps only the rest of the marker's or block's source line
     (possibly truncated), so the construct's own extent has to be recovered here; string
@@ -127,7 +127,7 @@ def block_text(text: str, limit: int = ACTION_TEXT_LIMIT) -> str:
     text = text.strip()
     if not text.startswith("{"):
         return _shorten(_squash(text.rstrip("…")), limit)
-    body, closed = _balanced(text, "{", "}")
+    body, closed = balanced_prefix(text, "{", "}")
     body = _squash(body)
     if closed and len(body) <= limit:
         return body
@@ -139,7 +139,7 @@ def block_text(text: str, limit: int = ACTION_TEXT_LIMIT) -> str:
 def time_marker_text(text: str) -> str:
     """A time marker's own text, ``arrive[9:00]`` or ``elapse[5 msec]``, without what follows it
     on the line (its parentheses, actions, the rest of the regular expression)."""
-    head, closed = _balanced(text.strip(), "[", "]")
+    head, closed = balanced_prefix(text.strip(), "[", "]")
     head = _squash(head)
     return head if closed else head.rstrip("…").rstrip() + "…]"
 
@@ -295,8 +295,8 @@ def to_dot(compiled: CompiledProgram, *, max_states: int = DEFAULT_MAX_STATES) -
         return tuple(out)
 
     lines = [
-        f"digraph {_q(compiled.name or 'program')} {{",
-        f"  graph [label={_q(_caption(compiled, ex, max_states))}, labelloc=t, fontname=Helvetica];",
+        f"digraph {dot_quoted(compiled.name or 'program')} {{",
+        f"  graph [label={dot_quoted(_caption(compiled, ex, max_states))}, labelloc=t, fontname=Helvetica];",
         "  node [shape=circle, fontname=Helvetica];",
         "  edge [fontname=Helvetica, fontsize=10];",
         '  __start [shape=point, width=0.08, label=""];',
@@ -340,7 +340,7 @@ def to_dot(compiled: CompiledProgram, *, max_states: int = DEFAULT_MAX_STATES) -
 
 
 def _attrs(**attrs: str) -> str:
-    return " [" + ", ".join(f"{k}={_q(v)}" for k, v in attrs.items()) + "]"
+    return " [" + ", ".join(f"{k}={dot_quoted(v)}" for k, v in attrs.items()) + "]"
 
 
 # ---------------------------------------------------------------------------------------

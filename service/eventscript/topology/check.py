@@ -10,8 +10,8 @@ and what to do.
 
 from __future__ import annotations
 
-from ..kafka.codec import HEADER_EVENT
 from .findings import Finding, Severity, type_difference
+from .headers import HEADER_EVENT
 from .model import Read, Stage, TopologyGraph, Write
 from .sources import external_sources
 

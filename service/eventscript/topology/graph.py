@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..tools.graph import _balanced, _q, write_drawing
+from ..tools.graph import balanced_prefix, dot_quoted, write_drawing
 from .model import Stage, TopologyGraph
 
 
@@ -23,7 +23,7 @@ def group_text(st: Stage) -> str:
         pos = ev.entry.group_pos
         if pos is None:
             continue
-        text, _ = _balanced(pos.source.text[pos.offset:pos.offset + 400], "(", ")")
+        text, _ = balanced_prefix(pos.source.text[pos.offset:pos.offset + 400], "(", ")")
         text = " ".join(text.split())
         if text not in shown:
             shown.append(text)
@@ -31,18 +31,18 @@ def group_text(st: Stage) -> str:
 
 
 def _topic_id(topic: str) -> str:
-    return _q("topic:" + topic)
+    return dot_quoted("topic:" + topic)
 
 
 def _program_id(st: Stage) -> str:
-    return _q("program:" + st.name)
+    return dot_quoted("program:" + st.name)
 
 
 def to_dot(graph: TopologyGraph) -> str:
     name = graph.topology.application
-    lines = [f"digraph {_q(name)} {{",
+    lines = [f"digraph {dot_quoted(name)} {{",
              "  rankdir=LR;",
-             f"  graph [label={_q(f'topology {name} ({graph.file.name})')}, labelloc=t, fontname=Helvetica];",
+             f"  graph [label={dot_quoted(f'topology {name} ({graph.file.name})')}, labelloc=t, fontname=Helvetica];",
              "  node [fontname=Helvetica];",
              "  edge [fontname=Helvetica, fontsize=10];"]
     errors_only = {t for t in graph.error_writers if t not in graph.writes and t not in graph.reads}
@@ -52,20 +52,20 @@ def to_dot(graph: TopologyGraph) -> str:
             attrs += ", style=dashed"
         elif topic in graph.external_topics:
             attrs += ", style=filled, fillcolor=gray92"
-        lines.append(f"  {_topic_id(topic)} [label={_q(topic)}, {attrs}];")
+        lines.append(f"  {_topic_id(topic)} [label={dot_quoted(topic)}, {attrs}];")
     for st in graph.stages:
         label = f"{st.name}\n{group_text(st)}\n{st.config.guarantee}"
-        lines.append(f"  {_program_id(st)} [label={_q(label)}, shape=box, style=rounded];")
+        lines.append(f"  {_program_id(st)} [label={dot_quoted(label)}, shape=box, style=rounded];")
     for st in graph.stages:
         for inp in st.config.inputs:
             what = inp.event or (f"header {inp.event_from.header}" if inp.event_from and inp.event_from.header else
                                  f"field {inp.event_from.field}" if inp.event_from else inp.format)
-            lines.append(f"  {_topic_id(inp.topic)} -> {_program_id(st)} [label={_q(what)}];")
+            lines.append(f"  {_topic_id(inp.topic)} -> {_program_id(st)} [label={dot_quoted(what)}];")
         routed: dict[str, list[str]] = {}
         for w in (w for ws in graph.writes.values() for w in ws if w.stage is st):
             routed.setdefault(w.topic, []).append(w.event)
         for topic, events in routed.items():
-            lines.append(f"  {_program_id(st)} -> {_topic_id(topic)} [label={_q(', '.join(events))}];")
+            lines.append(f"  {_program_id(st)} -> {_topic_id(topic)} [label={dot_quoted(', '.join(events))}];")
         lines.append(f"  {_program_id(st)} -> {_topic_id(st.config.error_topic)} "
                      f"[label=\"$error\", style=dashed];")
     lines.append("}")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..automata.compile import DEFAULT_STATE_LIMIT, Compilation, compile_file
-from ..kafka.codec import HEADER_EVENT
-from ..kafka.config import InputConfig, ProgramConfig, Topology, load_topology
 from ..language.checker import InputEvent, OutputEvent
+from .config import InputConfig, ProgramConfig, Topology, load_topology
+from .headers import HEADER_EVENT
 from .positions import YamlPositions
 
 

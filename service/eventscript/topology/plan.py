@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..kafka.config import TopicSpec
+from .config import TopicSpec
 from .model import TopologyGraph
 
 

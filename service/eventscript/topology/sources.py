@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import difflib
 
-from ..kafka.config import TopicSpec
 from ..language.checker import Checker
 from ..language.diagnostics import Diagnostics
 from ..language.lexer import tokenize
 from ..language.parser import ParseError, Parser
 from ..language.source import SourceFile
 from ..language.types import Type
+from .config import TopicSpec
 from .findings import Finding, Severity, type_difference
 from .model import Read, TopologyGraph
 

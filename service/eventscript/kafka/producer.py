@@ -1,0 +1,119 @@
+"""The worker's producer side: every record of a batch produced into it (its transaction, with
+exactly-once), the transaction begun on the batch's first record, and what the delivery reports
+tell the commit (the changelog offsets the stores reach, a failed delivery).
+
+Apart from the loop (``worker.py``) so that what one record costs to send is in one place: the
+tasks call ``send`` twice per record at many keys (an output and, at commit, a changelog record).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+log = logging.getLogger("eventscript.kafka.worker")
+
+
+class BatchProducer:
+    """One worker's producer, and the state of the batch being produced."""
+
+    def __init__(self, name: str, producer: Any, eos: bool, changelog_topic: str,
+                 queue_full: Callable[[float], float]) -> None:
+        self.name = name
+        self.producer = producer
+        self.eos = eos
+        self.changelog_topic = changelog_topic
+        #: With exactly-once: a transaction is open (begun by the batch's first record).
+        self.txn_open = False
+        #: Records produced since the worker started.
+        self.produced = 0
+        #: The first failed delivery (or fatal producer error) since the last commit, if any.
+        self.delivery_error: KafkaError | None = None
+        #: Changelog partition → the offset after its last record delivered in this batch.
+        self.changelog_end: dict[int, int] = {}
+        #: Called while the producer's queue is full (the broker is slow or away), with when it
+        #: became full (0.0 the first time); returns that time (worker.py: ``_queue_full``).
+        self._queue_full = queue_full
+        self._made: tuple[Any, Any] | None = None
+
+    def begin(self) -> None:
+        if self.eos and not self.txn_open:
+            self.producer.begin_transaction()
+            self.txn_open = True
+
+    def on_error(self, err: KafkaError) -> None:
+        """The producer's ``error_cb``."""
+        if err.fatal():
+            log.error("%s: producer: %s", self.name, err)
+            self.delivery_error = err
+        else:
+            log.warning("%s: producer: %s", self.name, err)
+
+    def on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            self.delivery_error = err
+            return
+        if msg.topic() == self.changelog_topic:
+            p = msg.partition()
+            end = msg.offset() + 1
+            if end > self.changelog_end.get(p, 0):
+                self.changelog_end[p] = end
+
+    def senders(self) -> tuple[Any, Any]:
+        """The tasks' ``send`` and ``send_changelog`` (made on first use, over the producer)."""
+        if self._made is None:
+            self._made = self._senders()
+        return self._made
+
+    def _senders(self) -> tuple[Any, Any]:
+        """``send`` and ``send_changelog``: produce into the current batch. Closures over the
+        producer rather than methods (called twice per record at many keys).
+
+        A delivery report is asked for only where it is needed: the last changelog record of a
+        task in a batch (its offset moves the store checkpoint). A failed delivery is caught
+        otherwise: with exactly-once the transaction then fails to commit, which rewinds the
+        batch; with at-least-once the idempotent producer's gapless guarantee turns it into a
+        fatal error (reported through error_cb) that stops the offsets from being committed.
+        """
+        produce = self.producer.produce
+        on_delivery = self.on_delivery
+        eos = self.eos
+
+        def send(topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Any, ts: int,
+                 changelog: bool) -> None:
+            if eos and not self.txn_open:
+                self.begin()
+            cb = on_delivery if changelog else None
+            full_since = 0.0
+            while True:
+                try:
+                    produce(topic, value, key, partition, cb, None, ts, headers)
+                    break
+                except BufferError:  # the producer's queue is full: let it deliver
+                    full_since = self._queue_full(full_since)
+            self.produced += 1
+
+        def send_changelog(topic: str, partition: int, records: dict[bytes, bytes | None], headers: Any,
+                           ts: int) -> None:
+            """A task's changelog records of one commit (``Task.send_changelog``): one loop here
+            rather than a call of ``send`` each; only the last asks for its delivery report."""
+            if not records:
+                return
+            if eos and not self.txn_open:
+                self.begin()
+            items = iter(records.items())
+            for _ in range(len(records) - 1):
+                k, v = next(items)
+                try:
+                    produce(topic, v, k, partition, None, None, ts, headers)
+                except BufferError:  # the producer's queue is full: let it deliver
+                    send(topic, partition, k, v, headers, ts, False)
+                    self.produced -= 1
+            k, v = next(items)
+            send(topic, partition, k, v, headers, ts, True)
+            self.produced += len(records) - 1
+
+        return send, send_changelog

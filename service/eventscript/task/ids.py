@@ -1,0 +1,116 @@
+"""Output ids: the determinism contract.
+
+Every record a task emits carries an ``es-id``: the program, what caused the emission and its rank
+among that cause's emissions. A cause is named by its key's own history only — an input record by
+its original coordinates (also when it came through the repartition topic), a timer firing by
+the instance's origin and its count of time events, an ungrouped program's start by "start" —
+so a rewound, restarted or moved task, and the backfill in any mode, give an output the same id,
+and a reader can drop repeats by id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import codec
+from .codec import RecordInfo
+from .record import Record
+
+
+class OutputIds:
+    """The cause of the current emissions, and the ids it gives them, for one task."""
+
+    def __init__(self, program: str, repartition_topic: str) -> None:
+        self.prefix = f"{program}/"
+        self.repartition_topic = repartition_topic
+        #: The record being processed (for ids and $error context), or None.
+        self.msg: Record | None = None
+        #: None: the record ``msg`` (named lazily); else a timer firing or the program's start.
+        self.cause: str | None = None
+        #: Emissions of the current cause so far, and the prefix of their ids (None: none yet).
+        self.count = 0
+        self.base: bytes | None = None
+        #: The id prefix "program/topic:" of the partition of ``msg`` (None: the repartition topic).
+        self.head: bytes | None = None
+
+    def begin_record(self, msg: Record, head: bytes | None) -> None:
+        """Emissions from here on are caused by the input record ``msg``."""
+        self.msg = msg
+        self.head = head
+        self.cause = None
+        self.base = None
+
+    def again(self, msg: Record) -> None:
+        """The record ``msg`` causes the emissions again (timers fired before or after it, each
+        its own cause); the partition's id prefix is still ``msg``'s."""
+        self.msg = msg
+        self.cause = None
+        self.base = None
+
+    def begin_timer(self, ctx: Any) -> None:
+        """Emissions from here on are caused by ctx's time event."""
+        self.msg = None
+        self.cause = f"{ctx.origin}~{ctx.fires}"
+        self.base = None
+
+    def begin_start(self) -> None:
+        """Emissions from here on come from an ungrouped program's initial actions."""
+        self.msg = None
+        self.cause = "start"
+        self.base = None
+
+    def next_bytes(self) -> bytes:
+        """The id of the next emission of the current cause."""
+        base = self.base
+        if base is not None:
+            n = self.count = self.count + 1
+            return base + b"%d" % n
+        self.count = 1  # a new cause's first emission
+        cause = self.cause
+        m = self.msg
+        if cause is None and m is not None and self.head is not None:
+            # An input record (not a re-published one): "program/topic:" is the partition's own.
+            base = self.head + b"%d:%d/" % (m.partition(), m.offset())
+        else:
+            base = f"{self.prefix}{cause if cause is not None else self.record_cause()}/".encode()
+        self.base = base
+        return base + b"1"
+
+    def next(self) -> str:
+        return self.next_bytes().decode()
+
+    def origin(self) -> str:
+        """The current cause's name, fixed for the rest of the record (an instance's origin)."""
+        if self.cause is None:  # the record's coordinates, kept for its outputs' ids too
+            self.cause = self.record_cause()
+        return self.cause
+
+    def record_cause(self) -> str:
+        """The original coordinates of the record being processed, "topic:partition:offset"."""
+        m = self.msg
+        if m is None:
+            return self.cause or "start"
+        if m.topic() == self.repartition_topic:
+            source = codec.header(m.headers(), codec.HEADER_SOURCE)
+            if source is not None:
+                return source.decode()
+        return f"{m.topic()}:{m.partition()}:{m.offset()}"
+
+    def source_info(self) -> RecordInfo | None:
+        """The record an $error is about, as it was first written (a re-published copy is
+        described by its original's coordinates, key and headers)."""
+        m = self.msg
+        if m is None:
+            return None
+        headers = m.headers()
+        if m.topic() == self.repartition_topic and headers:
+            source = codec.header(headers, codec.HEADER_SOURCE)
+            if source is not None:
+                topic, part, off = source.decode().rsplit(":", 2)
+                key = m.key()
+                original = [(k, v) for k, v in headers if k not in codec.REPUBLISH_HEADERS]
+                for k, v in headers:
+                    if k == codec.HEADER_SOURCE_KEY:
+                        key = v
+                return RecordInfo(topic, int(part), int(off), m.timestamp()[1], key, original or None, m.value())
+        return RecordInfo(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), headers, m.value())

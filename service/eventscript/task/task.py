@@ -1,0 +1,653 @@
+"""A task: partition p of every input topic of a program (plus its repartition and changelog
+partitions), the instances whose group keys hash to p, and their timers.
+
+As in Kafka Streams, a task is the unit of ownership: it has its own engine (one instance
+context per group key), its own clock, its own local store; a rebalance moves whole tasks.
+It is composed of the parts of this package — the input merge (``merge.py``), the clock
+(``clock.py``), routing (``routing.py``), output ids (``ids.py``) and the record collector
+(``collector.py``) — and runs in every host: the worker attaches its producer, the backfill
+takes the records it keeps, and a key-parallel backfill runs it dry with an observer.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+import orjson
+
+from ..automata.compiled import CompiledProgram
+from ..engine.encoding import DecodeError, decoder_for, encode, encoder_for, json_line
+from ..engine.engine import Engine
+from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
+from ..engine.time_provider import timer_info
+from ..state.cache import CacheBudget, InstanceCache
+from ..state.changelog import (
+    CLOCK_KEY,
+    HWM_KEY,
+    SEQ_KEY,
+    SINGLE_KEY,
+    Position,
+    decode_hwm,
+    decode_int,
+    position_header,
+)
+from ..state.store import TaskStore
+from ..state.timers import TimerIndex
+from ..topology.config import InputConfig, ProgramConfig
+from . import codec
+from .clock import TaskClock, clock_for
+from .codec import BadRecord, Headers
+from .collector import OutRecord, RecordCollector, Send, SendChangelog, changelog_through, drop
+from .ids import OutputIds
+from .lifecycle import TaskState
+from .merge import InputPartition, PartitionGroup
+from .record import Record
+from .routing import NOT_OWNED, KeyFilter, Routing
+
+__all__ = ["NOT_OWNED", "InputPartition", "KeyFilter", "OutRecord", "Task", "TaskObserver"]
+
+log = logging.getLogger("eventscript.kafka.task")  # the name operators' log settings know
+
+
+class TaskObserver(Protocol):
+    """Told of each record as the task processes it (``Task.observe``)."""
+
+    def processed(self, msg: Record, key: tuple[Any, ...] | None, clock_before: int, moved_to: int) -> None:
+        """``msg`` was processed: its group key (None: it has none, or it reached no instance),
+        the task's clock before it (µs) and where it moved the clock (µs; -1: it did not)."""
+
+
+class _KeyNote:
+    """A dry run's stand-in for the engine's feeds: the program is off; only the group key of
+    the record fed is noted (``Task.record_key``)."""
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+
+    def feed_keyed(self, name: str, value: Any, key: tuple[Any, ...]) -> None:
+        return None
+
+    def feed(self, name: str, value: Any) -> None:
+        self.task.record_key = None
+
+    def start(self) -> None:
+        """The program's initial actions do not run."""
+
+
+class Task:
+    def __init__(self, partition: int, program: CompiledProgram, cfg: ProgramConfig, inputs: list[InputConfig],
+                 repartition_topic: str, changelog_topic: str, partitions: int, store_path: Path) -> None:
+        self.partition = partition
+        self.cfg = cfg
+        self.program = program
+        self.partitions = partitions
+        self.repartition_topic = repartition_topic
+        self.changelog_topic = changelog_topic
+        parts = [InputPartition(c.topic, partition, i, c) for i, c in enumerate(inputs)]
+        parts.append(InputPartition(repartition_topic, partition, len(inputs), None))
+        self.group = PartitionGroup(parts)
+        self.inputs = parts
+        self.by_name = self.group.by_name
+        self.by_topic = self.group.by_topic
+        self.by_topic_cfg = {c.topic: c for c in inputs}
+        self.clock: TaskClock = clock_for(cfg.clock)
+        self.engine = Engine(program, self._consume, self.clock, name=cfg.name, tz=ZoneInfo(cfg.timezone),
+                             track_dirty=True)
+        #: What the records are fed to: the engine, or in a dry run a note of their keys.
+        self._feeds: Any = self.engine
+        self.grouped = program.grouped
+        self.key_types = program.program.key_types
+        self.input_types = {i.name: i.ty for i in program.program.inputs}
+        self.decoders = {i.name: decoder_for(i.ty) for i in program.program.inputs}
+        self.routing = Routing(cfg, self.key_types, partition, partitions, self.engine.one_key)
+        self.scheme = self.routing.scheme
+        #: The store of record of the task's instances; the engine's contexts are a bounded cache
+        #: of them (state/cache.py), and the store's timer index backs the clock's timer queue.
+        self.store = TaskStore(store_path)
+        self.timer_index = TimerIndex(self.store, self.engine)
+        self.cache = InstanceCache(self.engine, self.store, self.timer_index,
+                                   CacheBudget(cfg.name, cfg.state.cache_mib, cfg.state.cache_instances),
+                                   self.routing.key_bytes)
+        #: The timer sequence number as last persisted (task state, like the record clock).
+        self._seq_saved = 0
+        self.hwm: dict[str, int] = {}
+        self.hwm_dirty = False
+        self.collector = RecordCollector()
+        #: Where the task's records go (see collector.py): the collector until a host attaches
+        #: its own (``attach``).
+        self.send: Send = self.collector.send
+        self.send_changelog: SendChangelog = changelog_through(self._send_one)
+        self.state = TaskState.CREATED
+        self.started = False
+        #: The group key of the record being processed (None: none, or not yet computed).
+        self.record_key: tuple[Any, ...] | None = None
+        self.observer: TaskObserver | None = None
+        #: With a key filter: topic → offset → record time (ms) the clock moves to before that
+        #: record (``move_clock_before``) or instead of processing it (``stand_in``: a record
+        #: that stands for records of other keys). Checked only while a key filter is set.
+        self._clock_moves: dict[str, dict[int, int]] = {}
+        self._stand_ins: dict[str, dict[int, int]] = {}
+        #: Whether an input record's group key is placed (another partition's: re-published;
+        #: not the key filter's: only the clock moves).
+        self._check_place = partitions > 1
+        self.ids = OutputIds(cfg.name, repartition_topic)
+        self._route = self.routing.route
+        self._placed = self.routing.placed
+        self._ctx_key_bytes = self.routing.ctx_key_bytes()
+        #: Counts since the worker last collected them (consumed, processed, outputs, errors, ...).
+        self.counts: collections.Counter[str] = collections.Counter()
+        for out in program.program.outputs:
+            topic = cfg.output_topic(out.name)
+            if topic is not None:
+                self.engine.set_output_handler(out.name, self._output_handler(out.name, out.ty, topic))
+        #: Whether the program can fire timers: only then is an instance's origin ever read
+        #: (``_begin_timer``), so only then does a new instance carry one.
+        self._timed = bool(program.program.timers)
+        self.store.timed = self._timed
+        #: Instances created since the changelog records were last drained (by id): never
+        #: persisted, so one that ends before the next drain costs nothing at commit (see
+        #: ``_on_terminate``). ``_creating``: the record being fed is creating its key's instance.
+        self._fresh: dict[int, Any] = {}
+        self._creating = False
+        self.engine.origin_of = self._on_create
+        self.engine.on_terminate = self._on_terminate
+        self.engine.before_timer = self.ids.begin_timer
+        self._decoders = {id(c): self._input_decoder(c) for c in inputs}
+        for ip in self.inputs:
+            if ip.config is not None:
+                ip.id_head = f"{self.ids.prefix}{ip.topic}:".encode()
+                ip.decode = self._decoders[id(ip.config)]
+                if ip.config.event is not None and self.grouped:
+                    ip.key_fn = self.engine.input_key_function(ip.config.event)
+
+    # -- what hosts see ---------------------------------------------------------------------------
+
+    @property
+    def position(self) -> Position:
+        """"topic:partition" → the offset after the last record processed."""
+        return self.group.position
+
+    @position.setter
+    def position(self, value: Position) -> None:
+        self.group.position = value
+
+    @property
+    def outbox(self) -> list[OutRecord]:
+        """The records kept by the collector (a task no host attached its own ``send`` to)."""
+        return self.collector.outbox
+
+    @outbox.setter
+    def outbox(self, value: list[OutRecord]) -> None:
+        self.collector.outbox = value
+
+    @property
+    def restored(self) -> bool:
+        """Whether the task processes records (its committed state is loaded, its inputs are at it)."""
+        return self.state is TaskState.RUNNING
+
+    @restored.setter
+    def restored(self, value: bool) -> None:
+        self.state = TaskState.RUNNING if value else TaskState.RESTORING
+
+    @property
+    def key_filter(self) -> KeyFilter | None:
+        """Which group keys the task runs (``set_key_filter``; None: every key placed on it)."""
+        return self.routing.key_filter
+
+    def attach(self, send: Send, send_changelog: SendChangelog | None = None) -> None:
+        """Send the task's records through a host's functions (the worker's producer) instead of
+        keeping them."""
+        self.send = send
+        self.send_changelog = send_changelog or changelog_through(send)
+
+    def take_outputs(self) -> list[OutRecord]:
+        """The records kept since last taken (a task no host attached its own ``send`` to)."""
+        return self.collector.take()
+
+    def rewind(self) -> None:
+        """Its inputs go back to the committed positions: drop what was fetched, processed or kept
+        since, load the committed state again, and process nothing until ``resume``."""
+        self.group.clear()
+        self.collector.outbox.clear()
+        self.load_from_store()
+        self.state = TaskState.RESTORING
+
+    def resume(self) -> None:
+        """Its inputs are back at the committed positions: drop records fetched before the seek,
+        and process again."""
+        self.group.drop_buffered()
+        self.state = TaskState.RUNNING
+
+    def drained(self) -> bool:
+        return self.group.drained()
+
+    def observe(self, observer: TaskObserver, *, dry_run: bool = False) -> None:
+        """Tell ``observer`` of each record as it is processed (set before the first record).
+        With ``dry_run`` the program is off: the task decodes, keys, places, merges and runs its
+        record clock as it would, but feeds nothing to the engine and sends nothing (no instance,
+        no timer, no output, no ``$error`` record)."""
+        self.observer = observer
+        if dry_run:
+            self._feeds = _KeyNote(self)
+            self.send = drop
+            self.send_changelog = changelog_through(drop)
+
+    def _send_one(self, topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Headers,
+                  ts: int, changelog: bool) -> None:
+        self.send(topic, partition, key, value, headers, ts, changelog)
+
+    # -- restore ------------------------------------------------------------------------------
+
+    def load_from_store(self) -> None:
+        """Go back to the committed state in the local store: the task state (repartition
+        high-water marks; the record clock, which moves back with the rest, as records read again
+        must be processed at the times they had the first time; the timer sequence) and, for an
+        ungrouped program, its instance. The instances of a grouped program stay in the store
+        until a record (``Engine.loader``) or a due timer (the timer index) needs them."""
+        self.engine.clear()
+        self._fresh.clear()
+        self._creating = False
+        timers = self.clock.timers
+        timers.clear()  # the task's own clock: drop the cancelled entries too
+        self.hwm = decode_hwm(self.store.get(HWM_KEY))
+        self.clock.restore(self.store.get(CLOCK_KEY))
+        raw_seq = self.store.get(SEQ_KEY)
+        self._seq_saved = decode_int(raw_seq) if raw_seq is not None else self.store.next_index_seq()
+        timers.next_seq = self._seq_saved
+        if self.grouped:
+            self.timer_index.reset(timers)
+            self.cache.reset()
+        else:
+            raw = self.store.get(SINGLE_KEY)
+            if raw is not None:
+                self.engine.restore(raw)
+                self.started = True
+        self.state = TaskState.RUNNING
+        log.info("%s task %d: committed state loaded (instances are loaded from the store as needed)",
+                 self.cfg.name, self.partition)
+
+    def start_wall_clock(self) -> None:
+        """An ungrouped program on the wall clock starts when its task does."""
+        if not self.grouped and not self.started and self.partition == 0 and self.clock.starts_with_task():
+            self.ids.begin_start()
+            self._feeds.start()
+            self.started = True
+
+    # -- the engine's consumer -----------------------------------------------------------------
+
+    def _next_id(self) -> str:
+        return self.ids.next()
+
+    def _next_id_bytes(self) -> bytes:
+        return self.ids.next_bytes()
+
+    def _output_handler(self, name: str, ty: Any, topic: str) -> Callable[[Any, Any], None]:
+        """What the engine calls for each emission of one output event: encode and send."""
+        encode_value = encoder_for(ty)
+        dumps = orjson.dumps
+        ev_header = (codec.HEADER_EVENT, name.encode())
+        prog_header = (codec.HEADER_PROGRAM, self.cfg.name.encode())
+        now = self.clock.now
+        key_of = self.routing.ctx_out_key(self.grouped)
+        next_id = self.ids.next_bytes
+
+        def handler(ctx: Any, value: Any) -> None:
+            t = now()
+            headers = [ev_header, prog_header, (codec.HEADER_ID, next_id())]
+            if t % 1000:
+                headers.append((codec.HEADER_TIME, str(t).encode()))  # sub-millisecond emission time
+            try:
+                data = dumps(encode_value(value))
+            except TypeError:  # a lone surrogate in an object value (from an external function)
+                data = json_line(encode_value(value)).encode()
+            self.send(topic, -1, key_of(ctx), data, headers, t // 1000, False)
+
+        return handler
+
+    def _input_decoder(self, cfg: InputConfig) -> Callable[[bytes | None, Headers | None], tuple[str, Any]]:
+        """Record value and headers → (event name, value) for one input topic (or BadRecord)."""
+        if cfg.format == "json" and cfg.event is not None and cfg.event in self.decoders:
+            name = cfg.event
+            decode_value = self.decoders[name]
+            loads = orjson.loads
+
+            def fixed(value: bytes | None, headers: Headers | None) -> tuple[str, Any]:
+                if value is None:
+                    raise BadRecord(ErrorCode.BAD_INPUT_VALUE, "the record has no value")
+                try:
+                    return name, decode_value(loads(value))
+                except orjson.JSONDecodeError as exc:
+                    raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value is not JSON: {exc}") from None
+                except DecodeError as exc:
+                    raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}") from None
+
+            return fixed
+        input_types, decoders = self.input_types, self.decoders
+        return lambda value, headers: codec.decode_record(cfg, value, headers, input_types, decoders)
+
+    def _begin_start(self) -> None:
+        """Emissions from here on come from an ungrouped program's initial actions."""
+        self.ids.begin_start()
+
+    def _on_create(self) -> str | None:
+        """``Engine.origin_of``, called as the record being fed creates its key's instance: note
+        the creation, and name the instance's origin (for the ids of its timers' outputs; None,
+        so no side object per instance, for a program without timers)."""
+        self._creating = True
+        if not self._timed:
+            return None
+        return self.ids.origin()
+
+    def _on_terminate(self, ctx: Any) -> None:
+        """``Engine.on_terminate``: an instance ended (terminated or retired) and was released.
+        One created since the last drain was never written to the changelog nor the store: it
+        leaves nothing to persist — no tombstone, no store delete, no cache bookkeeping — so it
+        is taken out of the engine's changed instances. Any other needs its tombstone."""
+        if self._creating or (self._fresh and self._fresh.pop(id(ctx), None) is not None):
+            self.engine.forget_change(ctx)
+            return
+        self.cache.ended_instance(ctx)
+
+    def _key_bytes(self, key: tuple[Any, ...] | None) -> bytes | None:
+        return self.routing.key_bytes(key)
+
+    def _consume(self, e: Emitted) -> None:
+        key = self.routing.out_key(e.key)
+        ts = e.time // 1000
+        if e.name == ERROR_EVENT:
+            key_json = [encode(k, t) for k, t in zip(e.key, self.key_types or [])] if e.key is not None else None
+            source = self.ids.source_info()
+            if e.key is None and source is not None:
+                key = source.key  # about a record that reached no instance: keyed as that record
+            value = codec.emitted_error_value(e, source, key_json)
+            self.send(self.cfg.error_topic, -1, key, value, codec.output_headers(e, self.cfg.name, self.ids.next()),
+                      ts, False)
+            self.counts["errors"] += 1
+            return
+        # Outputs with a topic have their own handler (_output_handler); the others are dropped
+        # (the worker warns about them at start).
+
+    def _error_record(self, code: int, message: str) -> None:
+        """An $error record about the input record being processed (it could not be used)."""
+        key_filter = self.routing.key_filter
+        if key_filter is not None and not key_filter.reports(self.ids.msg, False):
+            return
+        source = self.ids.source_info()
+        assert source is not None
+        now = self.clock.now()
+        value = codec.error_value(self.cfg.name, code, message, now, source)
+        e = Emitted(self.cfg.name, ERROR_EVENT, [code, message], None, now, None)  # type: ignore[arg-type]
+        self.send(self.cfg.error_topic, -1, source.key, value, codec.output_headers(e, self.cfg.name, self.ids.next()),
+                  source.timestamp or now // 1000, False)
+        self.counts["errors"] += 1
+
+    # -- processing -------------------------------------------------------------------------------
+
+    def add(self, msg: Record) -> bool:
+        return self.group.add(msg)
+
+    def mark_eof(self, topic: str, partition: int) -> None:
+        self.group.mark_eof(topic, partition)
+
+    def process(self, max_idle_ms: int) -> int:
+        """Process buffered records in timestamp order; returns how many were processed."""
+        if self.state is not TaskState.RUNNING:
+            return 0
+        # (chosen once per call: a task without a key filter or observer pays nothing for theirs)
+        if self.observer is not None:
+            process_one = self._observed_one
+        elif self.routing.key_filter is not None:
+            process_one = self._filtered_one
+        else:
+            process_one = self._process_one
+        done = self.group.process(max_idle_ms, process_one)
+        self.counts["processed"] += done
+        return done
+
+    def _observed_one(self, ip: InputPartition, msg: Record) -> None:
+        """``_process_one`` told to the observer."""
+        clock = self.clock
+        before = clock.now()
+        clock.moved_to = -1
+        self.record_key = None
+        self._process_one(ip, msg)
+        assert self.observer is not None
+        self.observer.processed(msg, self.record_key, before, clock.moved_to)
+
+    def _filtered_one(self, ip: InputPartition, msg: Record) -> None:
+        """``_process_one`` with a key filter: first the clock moves the other keys' records
+        make before this one (``move_clock_before``, ``stand_in``)."""
+        moves = self._clock_moves.get(ip.topic)
+        if moves:
+            target = moves.pop(msg.offset(), None)
+            if target is not None:
+                self._advance(target)
+        stand_ins = self._stand_ins and self._stand_ins.get(ip.topic)  # (none with one input)
+        if stand_ins:
+            target = stand_ins.pop(msg.offset(), None)
+            if target is not None:
+                self._advance(target)
+                return
+        self._process_one(ip, msg)
+
+    def _pass_by(self, msg: Record) -> None:
+        """A record of a group key the key filter does not own: only the clock moves, as the
+        record moves it (timers due by its timestamp fire, and those set due then)."""
+        if self._advance(msg.timestamp()[1]):
+            self.ids.again(msg)
+        if self.clock.fire_due():
+            self.ids.again(msg)
+        key_filter = self.routing.key_filter
+        assert key_filter is not None
+        key_filter.passed(msg)
+
+    def _process_one(self, ip: InputPartition, msg: Record) -> None:
+        """Process one record. The caller advances the task's position past it."""
+        headers = msg.headers()
+        ids = self.ids
+        ids.msg = msg  # the record being processed (ids.begin_record, inlined)
+        ids.head = ip.id_head
+        ids.cause = None
+        ids.base = None
+        clock = self.clock
+        ts = msg.timestamp()[1]
+        if ts > clock.max_record_ms:
+            self._error_record(ErrorCode.BAD_INPUT_VALUE, f"the record timestamp {ts} ms is past "
+                                                          f"year 9999: record time cannot move there")
+            return
+        if headers and codec.header(headers, codec.HEADER_TICK) is not None:
+            self._advance(ts)
+            return
+        cfg = ip.config
+        if cfg is None:
+            cfg = self._from_repartition(msg, headers)
+            if cfg is None:
+                return
+        try:
+            name, value = (ip.decode if ip.config is not None else self._decoders[id(cfg)])(msg.value(), headers)
+        except BadRecord as exc:
+            self._error_record(exc.code, exc.message)
+            return
+        feeds = self._feeds
+        if self.grouped:
+            if ip.needs_key and msg.key() is None:
+                self._error_record(ErrorCode.BAD_INPUT_VALUE,
+                                   "the record has no key; this input's records must be keyed "
+                                   "(set keyed: false in the topology to accept unkeyed records)")
+                return
+            key_fn = ip.key_fn
+            key = key_fn(None, value) if key_fn is not None else self.engine.group_key(name, value)
+            if key is None:  # an event name the program does not declare
+                key_filter = self.routing.key_filter
+                if key_filter is None or key_filter.reports(msg, False):
+                    feeds.feed(name, value)
+                return
+            if ip.config is not None and self._check_place:
+                route = self._route
+                rb = route(key) if route is not None else self.routing.route_key(key)
+                target = self._placed.get(rb)
+                if target is None:
+                    target = self.routing.place(rb)
+                if target != self.partition:
+                    if target == NOT_OWNED:
+                        self._pass_by(msg)
+                    else:
+                        self._forward(msg, cfg, target, rb)
+                    return
+            if clock.to_record(ts):
+                ids.again(msg)  # timers fired first, each its own cause
+            self.record_key = key
+            ctx = None
+            try:
+                ctx = feeds.feed_keyed(name, value, key)
+            finally:  # (also when it raised: a later ending must not pass for this creation's)
+                if self._creating:  # this record created the key's instance (_on_create)
+                    self._creating = False
+                    if ctx is not None and not ctx.terminated:
+                        self._fresh[id(ctx)] = ctx
+        else:
+            if ip.config is not None and cfg.keyed and msg.key() is None:
+                self._error_record(ErrorCode.BAD_INPUT_VALUE, "the record has no key; this input's records must "
+                                                              "be keyed")
+                return
+            if ip.config is not None and self.partition != 0:
+                self._forward(msg, cfg, 0, msg.key())
+                return
+            if self._advance(ts):
+                ids.again(msg)
+            if not self.started:
+                ids.begin_start()
+                feeds.start()
+                self.started = True
+                ids.again(msg)
+            feeds.feed(name, value)
+        if clock.fire_due():
+            ids.again(msg)
+
+    def _from_repartition(self, msg: Record, headers: Headers | None) -> InputConfig | None:
+        """The input configuration of a re-published record, or None when it is a copy already
+        processed (deduplicated by its source coordinates) or cannot be used."""
+        source = codec.header(headers, codec.HEADER_SOURCE)
+        origin = codec.header(headers, codec.HEADER_INPUT)
+        if source is not None:
+            src_tp, _, src_off = source.decode().rpartition(":")
+            if int(src_off) < self.hwm.get(src_tp, 0):
+                return None  # already processed (a re-sent copy)
+            self.hwm[src_tp] = int(src_off) + 1
+            self.hwm_dirty = True
+        cfg = self.by_topic_cfg.get(origin.decode()) if origin is not None else None
+        if cfg is None:
+            self._error_record(ErrorCode.BAD_INPUT_VALUE, "repartitioned record of an unknown input topic")
+        return cfg
+
+    def _forward(self, msg: Record, cfg: InputConfig, target: int, kb: bytes | None) -> None:
+        """Re-publish a record whose group key belongs to another task, keyed by that key."""
+        key_filter = self.routing.key_filter
+        if key_filter is not None and not key_filter.reports(msg, True):
+            return
+        headers = list(msg.headers() or [])
+        headers.append((codec.HEADER_SOURCE, f"{msg.topic()}:{msg.partition()}:{msg.offset()}".encode()))
+        headers.append((codec.HEADER_INPUT, cfg.topic.encode()))
+        if msg.key() != kb:
+            headers.append((codec.HEADER_SOURCE_KEY, msg.key()))
+        self.send(self.repartition_topic, target, kb, msg.value(), headers, msg.timestamp()[1], False)
+        self.counts["repartitioned"] += 1
+
+    def _advance(self, ts: int) -> int:
+        """Move the clock for a record's timestamp (ms), firing the timers due by then; returns
+        how many fired or started (the caller's emissions need their cause again). An ungrouped
+        program on record time starts at its first record."""
+        if not self.started and not self.grouped:
+            if self.clock.starts_program(ts) and self.partition == 0:
+                self.ids.begin_start()
+                self._feeds.start()
+                self.started = True
+                return 1
+            return 0
+        return self.clock.to_record(ts)
+
+    def fire_timers(self) -> int:
+        """Fire the timers due now (the wall clock; on record time they fire as records move it)."""
+        if self.state is not TaskState.RUNNING:
+            return 0
+        return self.clock.poll()
+
+    def next_timer(self) -> int | None:
+        return self.clock.next_wake()
+
+    # -- a key filter (key-split backfill) ---------------------------------------------------------
+
+    def set_key_filter(self, key_filter: KeyFilter) -> None:
+        """Run only the group keys ``key_filter`` owns (set once, before the first record): the
+        check rides on the placement of each record's key, which is cached per key, so a task
+        without a filter pays nothing for it."""
+        self.routing.set_key_filter(key_filter)
+        self._check_place = True
+
+    def move_clock(self, ts: int) -> int:
+        """Record clock: move to ``ts`` (ms) as a record of that timestamp would, firing the
+        timers due by then (a key-split task: where the other keys' records take it)."""
+        return self._advance(ts)
+
+    def move_clock_before(self, topic: str, moves: Iterable[tuple[int, int]]) -> None:
+        """With a key filter: before the record at each offset of ``topic``, move the clock to the
+        record time (ms) paired with it (where the other keys' records took it)."""
+        self._clock_moves.setdefault(topic, {}).update(moves)
+
+    def stand_in(self, topic: str, stubs: Iterable[tuple[int, int]]) -> None:
+        """With a key filter: the record at each offset of ``topic`` stands for other keys'
+        records: instead of processing it, move the clock to the record time (ms) paired with it."""
+        self._stand_ins.setdefault(topic, {}).update(stubs)
+
+    # -- committing ----------------------------------------------------------------------------------
+
+    def changelog_records(self) -> dict[bytes, bytes | None]:
+        """Snapshots of the instances changed since the last commit (None: terminated), and the
+        changelog records to send for them."""
+        changes: dict[bytes, bytes | None] = {}
+        snapshot = self.engine.snapshot
+        hints = self.store.timer_hints  # each snapshot's timer, for the store's timer index
+        unsaved, recent = self.cache.draining()  # not evictable until written; recently used
+        key_bytes_of = self._ctx_key_bytes
+        timed = self._timed
+        self._fresh.clear()  # every one still alive is snapshotted now: persisted from here on
+        for ctx in self.engine.drain_dirty():
+            if not self.grouped:
+                changes[SINGLE_KEY] = snapshot(ctx)
+                continue
+            kb = key_bytes_of(ctx)
+            # A changed instance is either in memory or ended (and released): then a tombstone. An
+            # instance that ended and started again in one batch is drained twice, in that order.
+            if ctx.terminated:
+                changes[kb] = None
+            else:
+                changes[kb] = snapshot(ctx)
+                if timed:
+                    hints[kb] = timer_info(ctx)
+            unsaved.add(kb)
+            if recent is not None:
+                recent.add(id(ctx))
+        if self.hwm_dirty:
+            changes[HWM_KEY] = orjson.dumps(self.hwm)
+            self.hwm_dirty = False
+        clock_raw = self.clock.unsaved()
+        if clock_raw is not None:
+            changes[CLOCK_KEY] = clock_raw
+        if self.clock.timers.next_seq != self._seq_saved:
+            self._seq_saved = self.clock.timers.next_seq
+            changes[SEQ_KEY] = b"%d" % self._seq_saved
+        if changes:
+            headers = [("es-pos", position_header(self.position))]  # one list for the whole commit
+            self.send_changelog(self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000)
+        return changes
+
+    def close(self) -> None:
+        self.engine.clear()
+        self.cache.close()
+        self.store.close()
+        self.state = TaskState.CLOSED

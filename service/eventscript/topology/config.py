@@ -1,0 +1,381 @@
+"""Topology files: YAML, validated with pydantic, with ``${VAR}`` / ``${VAR:-default}`` from the
+environment. Errors name the file, the path inside it (``programs[0].inputs[1].topic``) and what
+to do.
+
+A topology names the Kafka cluster and the programs to run; each program reads its input topics,
+keeps one instance per group key, and writes outputs and ``$error`` events to topics::
+
+    kafka:
+      bootstrap_servers: ${KAFKA_BOOTSTRAP_SERVERS:-localhost:9092}
+    programs:
+      - name: overheat
+        source: overheat.es
+        inputs:
+          - topic: readings
+            event: Reading
+        outputs:
+          default: alerts
+        errors: alerts-errors
+        clock: wall
+    topics:
+      readings: {partitions: 4}
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class TopologyError(Exception):
+    """A topology that cannot be used; the message says where and what to do."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class SaslConfig(_Model):
+    mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"] = "PLAIN"
+    username: str | None = None
+    password: str | None = None
+    #: A file holding the password (e.g. a Kubernetes Secret mounted as a volume), read each time a
+    #: client is created, instead of ``password`` (an environment variable never changes in a pod).
+    password_file: str | None = None
+
+    @model_validator(mode="after")
+    def _one_password(self) -> SaslConfig:
+        if self.password is not None and self.password_file is not None:
+            raise ValueError("give 'password' or 'password_file', not both")
+        return self
+
+
+class SslConfig(_Model):
+    ca_location: str | None = None
+    certificate_location: str | None = None
+    key_location: str | None = None
+    key_password: str | None = None
+    endpoint_identification: Literal["https", "none"] = "https"
+
+
+class SecurityConfig(_Model):
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl: SaslConfig | None = None
+    ssl: SslConfig | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SecurityConfig:
+        if self.protocol.startswith("SASL") and self.sasl is None:
+            raise ValueError(f"protocol {self.protocol} needs a 'sasl' section (mechanism, username, password)")
+        return self
+
+
+class KafkaConfig(_Model):
+    bootstrap_servers: str = "localhost:9092"
+    client_id: str = "eventscript"
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
+    #: Any other librdkafka settings, passed to consumers, producers and admin clients.
+    extra: dict[str, Any] = Field(default_factory=dict)
+    #: Extra settings for consumers only / producers only.
+    consumer: dict[str, Any] = Field(default_factory=dict)
+    producer: dict[str, Any] = Field(default_factory=dict)
+    #: Static group membership (``group.instance.id`` = the worker's instance id): a worker back
+    #: within the session timeout keeps its tasks, with no rebalance. Turn off where instance ids
+    #: are not stable (then every restart rebalances).
+    static_membership: bool = True
+
+
+class NameFrom(_Model):
+    """Where an input record's event name comes from, when the topic carries several events."""
+
+    header: str | None = None
+    field: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> NameFrom:
+        if (self.header is None) == (self.field is None):
+            raise ValueError("give exactly one of 'header' or 'field'")
+        return self
+
+
+class InputConfig(_Model):
+    topic: str
+    #: The event name of every record of this topic ...
+    event: str | None = None
+    #: ... or where to find it in each record (a header, or a top-level field of the JSON value,
+    #: whose other field 'value' then holds the event value).
+    event_from: NameFrom | None = None
+    format: Literal["json", "cloudevents"] = "json"
+    #: Records of a grouped program must be keyed (by anything: the worker routes by the group
+    #: key it computes). A record without a key becomes $error 6 unless this is false.
+    keyed: bool | None = None
+    #: How this topic's producers write record keys (kafka/keys.py): string (default for a
+    #: one-component group key), json (default otherwise), bytes, or none (unkeyed records).
+    key: Literal["string", "json", "bytes", "none"] | None = None
+    #: How they place records: murmur2 (Java client, Kafka Streams) or consistent_random
+    #: (librdkafka's default: confluent-kafka and other librdkafka-based producers).
+    partitioner: Literal["murmur2", "consistent_random"] = "murmur2"
+
+    @model_validator(mode="after")
+    def _name_source(self) -> InputConfig:
+        if self.format == "cloudevents":
+            if self.event is not None or self.event_from is not None:
+                raise ValueError("a CloudEvents input takes the event name from the 'type' attribute; "
+                                 "remove 'event' and 'event_from'")
+        elif (self.event is None) == (self.event_from is None):
+            raise ValueError("give the event name of the topic's records ('event: Name') or where to find "
+                             "it ('event_from: {header: ...}' or '{field: ...}')")
+        return self
+
+
+class TopicSpec(_Model):
+    partitions: int = Field(default=1, ge=1)
+    #: Replication factor; None: the broker's default (default.replication.factor).
+    replication: int | None = Field(default=None, ge=1)
+    config: dict[str, str] = Field(default_factory=dict)
+    #: Written by producers outside the topology. 'topology check' wants this on every topic a
+    #: program reads and none writes, so that a misspelt link is not taken for a source.
+    external: bool = False
+    #: What those producers write, for 'topology check': event names (a list), or a map from each
+    #: name to its EventScript type, quoted ("{string symbol; double price;}"), or null. Empty: any.
+    events: dict[str, str | None] = Field(default_factory=dict)
+
+    @field_validator("events", mode="before")
+    @classmethod
+    def _event_names(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return {name: None for name in v}
+        if isinstance(v, dict):
+            for name, ty in v.items():
+                if isinstance(ty, dict):
+                    raise ValueError(f"the type of {name} is read as a YAML mapping: quote it, as in "
+                                     f'{name}: "{{string symbol; double price;}}"')
+        return v
+
+    @model_validator(mode="after")
+    def _events_of_external(self) -> TopicSpec:
+        if self.events and not self.external:
+            raise ValueError("'events' lists what producers outside the topology write: add 'external: true' "
+                             "(or remove 'events')")
+        return self
+
+
+class StateConfig(_Model):
+    """How much of a program's state a worker keeps in memory (the rest stays in its local store)."""
+
+    #: Memory for the instances in memory, in MiB, shared by the program's tasks on one worker
+    #: (instance sizes are estimated as they run: docs/worker.md, "State and memory sizing").
+    cache_mib: float = Field(default=256, gt=0)
+    #: Or a number of instances (shared likewise); when set, it replaces cache_mib.
+    cache_instances: int | None = Field(default=None, ge=1)
+
+
+class ProgramConfig(_Model):
+    name: str
+    source: str
+    inputs: list[InputConfig] = Field(min_length=1)
+    #: Output event name → topic; the key 'default' catches every other output event.
+    outputs: dict[str, str] = Field(default_factory=dict)
+    #: Topic for $error events (default: "<program>-errors").
+    errors: str | None = None
+    guarantee: Literal["exactly_once", "at_least_once"] = "exactly_once"
+    #: How often a batch is committed (default: 100 ms with exactly_once, as outputs become
+    #: visible only at commit; 1000 ms with at_least_once, where commits only bound re-processing).
+    commit_interval_ms: int | None = Field(default=None, ge=1)
+    #: wall: time is the machine's clock and timers fire on it; record: time is the record
+    #: timestamps, and timers fire as record time passes them (deterministic replays).
+    clock: Literal["wall", "record"] = "wall"
+    timezone: str = "UTC"
+    state_dir: str | None = None
+    state: StateConfig = Field(default_factory=StateConfig)
+    #: How long a task may wait for a record from every input partition before merging what it
+    #: has by timestamp (0: never wait).
+    max_task_idle_ms: int = Field(default=0, ge=0)
+    #: DFA states built eagerly before the lazy DFA takes over.
+    state_limit: int = Field(default=40_000, ge=1)
+    #: Standby replicas: each worker keeps warm copies of this many other workers' tasks per task
+    #: it owns, so that a fail-over replays only the changelog's tail (kafka/standby.py).
+    num_standby: int = Field(default=0, ge=0)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", v):
+            raise ValueError("use letters, digits, '.', '_' and '-' only (it names consumer groups and topics)")
+        return v
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {v!r}; use an IANA name such as UTC or Europe/Paris") from None
+        return v
+
+    @property
+    def commit_interval(self) -> int:
+        if self.commit_interval_ms is not None:
+            return self.commit_interval_ms
+        return 100 if self.guarantee == "exactly_once" else 1000
+
+    @property
+    def error_topic(self) -> str:
+        return self.errors or f"{self.name}-errors"
+
+    def output_topic(self, event: str) -> str | None:
+        return self.outputs.get(event, self.outputs.get("default"))
+
+
+class HealthConfig(_Model):
+    #: Port of the HTTP server for /healthz, /readyz and /metrics (0: none).
+    port: int = Field(default=0, ge=0, le=65535)
+    host: str = "127.0.0.1"
+
+
+class StateQueryConfig(_Model):
+    #: Serve GET /state/<program>?key=... on the health port (read-only; kafka/state_endpoint.py).
+    enabled: bool = False
+    #: The bearer token requests must carry (write ${ENV_VAR}); None: none asked for.
+    token: str | None = None
+
+
+class Topology(_Model):
+    #: Prefix of consumer groups and internal topics.
+    application: str = "eventscript"
+    kafka: KafkaConfig = Field(default_factory=KafkaConfig)
+    programs: list[ProgramConfig] = Field(min_length=1)
+    #: Topics to create when missing.
+    topics: dict[str, TopicSpec] = Field(default_factory=dict)
+    #: Create missing topics (inputs listed under topics:, outputs, errors, internal topics).
+    #: false: topics are managed elsewhere (Strimzi KafkaTopic, Terraform); the worker then only
+    #: checks that they exist with the partition counts it needs.
+    create_topics: bool = True
+    #: Replication factor of the topics the worker creates and that topics: does not list
+    #: (None: the broker's default).
+    replication: int | None = Field(default=None, ge=1)
+    #: retention.ms of repartition topics (their records are also deleted once consumed).
+    repartition_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=1)
+    health: HealthConfig = Field(default_factory=HealthConfig)
+    state_query: StateQueryConfig = Field(default_factory=StateQueryConfig)
+    state_dir: str = "state"
+    #: Identifies this worker for transactions (stable across restarts of the same worker).
+    instance_id: str | None = None
+
+    #: Where the file was read from (sources and state directories are relative to it).
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    @model_validator(mode="after")
+    def _unique(self) -> Topology:
+        names = [p.name for p in self.programs]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"program names must be unique; repeated: {', '.join(sorted(dup))}")
+        # Kafka treats '.' and '_' in topic names as one (they collide in metric names) and
+        # refuses a topic that collides with an existing one: so would two programs' internal topics.
+        folded: dict[str, str] = {}
+        for n in names:
+            other = folded.setdefault(n.replace(".", "_"), n)
+            if other != n:
+                raise ValueError(f"programs {other!r} and {n!r} differ only in '.' and '_': their internal topics "
+                                 f"would collide in Kafka; rename one")
+        return self
+
+    def program(self, name: str) -> ProgramConfig:
+        for p in self.programs:
+            if p.name == name:
+                return p
+        raise TopologyError(f"no program named {name!r} (programs: {', '.join(p.name for p in self.programs)})")
+
+    def source_path(self, program: ProgramConfig) -> Path:
+        p = Path(program.source)
+        return p if p.is_absolute() else self.base_dir / p
+
+    def state_path(self, program: ProgramConfig) -> Path:
+        base = Path(program.state_dir or self.state_dir)
+        base = base if base.is_absolute() else self.base_dir / base
+        return base / program.name
+
+    def group_id(self, program: ProgramConfig) -> str:
+        return f"{self.application}.{program.name}"
+
+    def repartition_topic(self, program: ProgramConfig) -> str:
+        return f"{self.application}.{program.name}-repartition"
+
+    def changelog_topic(self, program: ProgramConfig) -> str:
+        return f"{self.application}.{program.name}-changelog"
+
+
+def substitute_env(value: Any, env: dict[str, str] | None = None, path: str = "") -> Any:
+    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string of a parsed YAML document."""
+    env = os.environ if env is None else env  # type: ignore[assignment]
+    if isinstance(value, str):
+        def repl(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            if name in env:  # type: ignore[operator]
+                return env[name]  # type: ignore[index]
+            if default is not None:
+                return default
+            raise TopologyError(f"{path or 'value'}: environment variable {name} is not set "
+                                f"(set it, or write ${{{name}:-default}})")
+
+        return _ENV.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: substitute_env(v, env, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_env(v, env, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def parse_topology(data: Any, source: str = "<topology>", base_dir: Path | None = None,
+                   env: dict[str, str] | None = None) -> Topology:
+    if not isinstance(data, dict):
+        raise TopologyError(f"{source}: a topology is a mapping with 'kafka', 'programs' and 'topics'")
+    try:
+        data = substitute_env(data, env)
+    except TopologyError as exc:
+        raise TopologyError(f"{source}: {exc}") from None
+    try:
+        topo = Topology.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{source}: invalid topology:"]
+        for err in exc.errors():
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = "unknown setting (check its spelling and indentation)"
+            elif err["type"] == "missing":
+                msg = "required setting is missing"
+            lines.append(f"  {_loc(err['loc'])}: {msg}")
+        raise TopologyError("\n".join(lines)) from None
+    topo.base_dir = base_dir or Path(".")
+    return topo
+
+
+def load_topology(path: str | Path, env: dict[str, str] | None = None) -> Topology:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TopologyError(f"{p}: cannot read the topology: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+        raise TopologyError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return parse_topology(data, str(p), p.parent, env)

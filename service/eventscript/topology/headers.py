@@ -1,0 +1,19 @@
+"""The ``es-*`` record headers: what the records on a topology's topics carry besides their key
+and value (a program's outputs name their event in ``es-event``, which the next program's input
+reads with ``event_from: {header: es-event}``). Defined here, with the topology, so that its
+checks and the task's record formats (``task/codec.py``) share one list and import one way."""
+
+HEADER_EVENT = "es-event"
+HEADER_PROGRAM = "es-program"
+HEADER_ID = "es-id"
+HEADER_TIME = "es-time"
+#: A record with this header only advances record time (see ``eventscript produce``).
+HEADER_TICK = "es-tick"
+#: Headers of re-published (repartitioned) records: the original record's coordinates, and the
+#: input topic whose configuration decodes it.
+HEADER_SOURCE = "es-source"
+HEADER_INPUT = "es-input"
+#: The original record's key, when re-publishing changed it (the copy is keyed by its group key).
+HEADER_SOURCE_KEY = "es-source-key"
+#: Headers the worker adds to a re-published copy (not part of the original record).
+REPUBLISH_HEADERS = frozenset((HEADER_SOURCE, HEADER_INPUT, HEADER_SOURCE_KEY))
