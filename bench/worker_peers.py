@@ -32,7 +32,7 @@ own consumer group and output topic.
 Usage:
   python bench/worker_peers.py --setup-quix                        # once: bench/.cache/quix-venv
   python bench/worker_peers.py [--records N] [--keys 1000,100000] [--orders random,zipf]
-                               [--partitions P] [--rounds R] [--contenders loop,es-alo,...]
+                               [--partitions P] [--rounds R] [--contenders loop,es-alo,...] [--timeline]
 The issue's sizes: --records 200000 --partitions 3. The broker: $KAFKA_BOOTSTRAP_SERVERS, or the
 embedded Tansu broker, started and stopped by the bench.
 """
@@ -325,7 +325,7 @@ def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str) 
     return proc
 
 
-def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str) -> dict:
+def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str, timeline: bool = False) -> dict:
     """Release one contender on the backlog; its wall, CPU, broker CPU, first output, peak RSS."""
     group = f"{who}-{time.time_ns() % 10**9}"
     out = f"{group}-out"
@@ -340,6 +340,7 @@ def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str
         proc.stdin.flush()
         last_cpu, last_busy, first_out, last_out = cpu0, t0, None, None
         first_rise = streak = idle_since = None
+        samples: list[tuple[float, float, int]] = []
         while True:
             time.sleep(SAMPLE_SECONDS)
             now = time.perf_counter()
@@ -353,8 +354,10 @@ def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str
                 idle_since = None
             elif idle_since is None:
                 idle_since = now
-            last_cpu = cpu
             seen = counter.poll()
+            if timeline:
+                samples.append((now - t0, (cpu - last_cpu) / SAMPLE_SECONDS, seen))
+            last_cpu = cpu
             if first_out is None and seen > 0:
                 first_out, first_rise = now - t0, streak if streak is not None else t0
             if last_out is None and seen >= n:
@@ -370,6 +373,8 @@ def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str
         time.sleep(1.0)
         if counter.poll() != n:
             raise SystemExit(f"{who}: {counter.count:,} output records for {n:,} inputs")
+        if timeline:
+            print_timeline(who, samples)
         return {"wall": wall, "steady": wall - (first_rise - t0), "cpu": used, "broker": broker_used, "first": first_out, "rss": rss}
     finally:
         counter.close()
@@ -382,6 +387,21 @@ def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str
                 proc.wait()
 
 
+def print_timeline(who: str, samples: list[tuple[float, float, int]]) -> None:
+    """The contender's CPU (cores) and its outputs so far, per 0.2 s from the release."""
+    print(f"  {who} timeline (s from release: cores busy, outputs seen):")
+    line = []
+    for i in range(0, len(samples), 4):
+        chunk = samples[i:i + 4]
+        cores = sum(c for _, c, _ in chunk) / len(chunk)
+        line.append(f"{chunk[0][0]:5.1f}: {cores:3.1f} {chunk[-1][2]:>7,d}")
+        if len(line) == 6:
+            print("    " + " | ".join(line))
+            line = []
+    if line:
+        print("    " + " | ".join(line))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=50_000)
@@ -390,6 +410,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
+    ap.add_argument("--timeline", action="store_true", help="print each run's CPU and outputs per 0.2 s")
     ap.add_argument("--setup-quix", action="store_true", help="make bench/.cache/quix-venv and exit")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -421,7 +442,7 @@ def main() -> None:
                 loop_rate = None
                 for r in range(args.rounds):
                     for who in whos[r % len(whos):] + whos[:r % len(whos)]:
-                        got = race(who, broker, topic, args.records, args.partitions, tmp)
+                        got = race(who, broker, topic, args.records, args.partitions, tmp, args.timeline)
                         rate = args.records / got["steady"]
                         if who == "loop":
                             loop_rate = rate
