@@ -15,12 +15,12 @@ uniformly random or Zipf-distributed, s = 1.1). Contenders:
 Each contender is a child process that sets itself up (imports, clients, the runner's topics),
 says it is ready and waits; the parent then releases it, samples its CPU time (all threads, from
 /proc) every 50 ms and counts its output as a read_committed reader sees it. It is done when the
-output holds one record per input and its CPU has been flat (no 50 ms with over 30% of a core)
+output holds one record per input and its CPU has been flat (no 0.2 s with over 30% of a core)
 for a second; its end is the later of the last output and the last busy sample (so it
 includes what a contender does after its last output: changelog and store writes, commits).
 Joining the consumer group takes seconds on Tansu (about a session timeout, whatever the
-contender) and next to no CPU, so the rate is over the time from the start of the stretch of
-work (over 30% of a core, no pause of half a second) that made the first output, to the end;
+contender) and no CPU, so the rate is over the time from the start of the stretch of work (CPU
+time in every 50 ms sample, or every other) going on at the first output, to the end;
 the time from the release is printed beside it, and CPU-seconds run from the release.
 After the end the output must hold exactly one record per input. Printed per run: records/s,
 records per CPU-second of the contender, the broker's CPU over the window from the release, the
@@ -40,6 +40,7 @@ embedded Tansu broker, started and stopped by the bench.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import signal
@@ -59,10 +60,11 @@ ZIPF_S = 1.1
 #: A contender's CPU is flat when no sample of FLAT_SECONDS was busy (see BUSY_SHARE).
 FLAT_SECONDS = 1.0
 SAMPLE_SECONDS = 0.05
-#: Over this share of a core in one sample, a contender is working; a pause of IDLE_SECONDS (a
-#: group join) starts a new stretch of work.
+#: Over this share of a core over BUSY_WINDOW samples, a contender is working.
 BUSY_SHARE = 0.3
-IDLE_SECONDS = 0.5
+#: Samples a busy share is measured over (the kernel counts CPU time in 10 ms ticks: one 50 ms
+#: sample of an idle process can hold two).
+BUSY_WINDOW = 4
 #: Client settings every contender gets (the worker's own defaults, kafka/clients.py, where they
 #: matter here): Tansu holds a fetch for its whole wait even when data arrives, so keep it short.
 CONSUMER = {"auto.offset.reset": "earliest", "fetch.wait.max.ms": 100, "session.timeout.ms": 10_000,
@@ -339,27 +341,23 @@ def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str
         proc.stdin.write("go\n")
         proc.stdin.flush()
         last_cpu, last_busy, first_out, last_out = cpu0, t0, None, None
-        first_rise = streak = idle_since = None
-        samples: list[tuple[float, float, int]] = []
+        samples: list[tuple[float, float, int]] = []  # (s from release, CPU seconds used in it, outputs seen)
+        window: collections.deque[tuple[float, float]] = collections.deque([(t0, cpu0)], maxlen=BUSY_WINDOW + 1)
         while True:
             time.sleep(SAMPLE_SECONDS)
             now = time.perf_counter()
             if proc.poll() is not None:
                 raise SystemExit(f"{who}: the contender exited with status {proc.returncode} (see {tmp}/{group}.log)")
             cpu = proc_cpu(proc.pid)
-            if cpu - last_cpu > BUSY_SHARE * SAMPLE_SECONDS:
+            window.append((now, cpu))
+            then, cpu_then = window[0]
+            if cpu - cpu_then > BUSY_SHARE * (now - then):  # busy over the last BUSY_WINDOW samples
                 last_busy = now
-                if streak is None or (idle_since is not None and now - idle_since >= IDLE_SECONDS):
-                    streak = now - SAMPLE_SECONDS
-                idle_since = None
-            elif idle_since is None:
-                idle_since = now
             seen = counter.poll()
-            if timeline:
-                samples.append((now - t0, (cpu - last_cpu) / SAMPLE_SECONDS, seen))
+            samples.append((now - t0, cpu - last_cpu, seen))
             last_cpu = cpu
             if first_out is None and seen > 0:
-                first_out, first_rise = now - t0, streak if streak is not None else t0
+                first_out = now - t0
             if last_out is None and seen >= n:
                 last_out = now
             if last_out is not None and now - last_busy >= FLAT_SECONDS:
@@ -367,7 +365,8 @@ def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str
             if now - t0 > 900:
                 raise SystemExit(f"{who}: {seen:,} of {n:,} outputs after 900 s (see {tmp}/{group}.log)")
         wall = max(last_busy, last_out) - t0
-        assert first_out is not None and first_rise is not None
+        assert first_out is not None
+        start = work_start(samples, first_out)
         used, broker_used = proc_cpu(proc.pid) - cpu0, broker.cpu() - broker0
         rss = peak_rss_mib(proc.pid)
         time.sleep(1.0)
@@ -375,7 +374,7 @@ def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str
             raise SystemExit(f"{who}: {counter.count:,} output records for {n:,} inputs")
         if timeline:
             print_timeline(who, samples)
-        return {"wall": wall, "steady": wall - (first_rise - t0), "cpu": used, "broker": broker_used, "first": first_out, "rss": rss}
+        return {"wall": wall, "steady": wall - start, "cpu": used, "broker": broker_used, "first": first_out, "rss": rss}
     finally:
         counter.close()
         if proc.poll() is None:
@@ -387,13 +386,31 @@ def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str
                 proc.wait()
 
 
+def work_start(samples: list[tuple[float, float, int]], first_out: float) -> float:
+    """When the stretch of work that made the first output began (seconds from the release): the
+    start of the run of samples with CPU time (gaps of one sample allowed) going on at the first
+    output. A joining contender uses no CPU but a tick now and then, a working one some in every
+    sample."""
+    start, gap = 0.0, 2
+    for t, used, _seen in samples:
+        if t > first_out + SAMPLE_SECONDS:
+            break
+        if used > 0:
+            if gap >= 2:
+                start = t - SAMPLE_SECONDS
+            gap = 0
+        else:
+            gap += 1
+    return start
+
+
 def print_timeline(who: str, samples: list[tuple[float, float, int]]) -> None:
     """The contender's CPU (cores) and its outputs so far, per 0.2 s from the release."""
     print(f"  {who} timeline (s from release: cores busy, outputs seen):")
     line = []
     for i in range(0, len(samples), 4):
         chunk = samples[i:i + 4]
-        cores = sum(c for _, c, _ in chunk) / len(chunk)
+        cores = sum(c for _, c, _ in chunk) / (len(chunk) * SAMPLE_SECONDS)
         line.append(f"{chunk[0][0]:5.1f}: {cores:3.1f} {chunk[-1][2]:>7,d}")
         if len(line) == 6:
             print("    " + " | ".join(line))
