@@ -19,8 +19,8 @@ output holds one record per input and its CPU has been flat (no 0.2 s with over 
 for a second; its end is the later of the last output and the last busy sample (so it
 includes what a contender does after its last output: changelog and store writes, commits).
 Joining the consumer group takes seconds on Tansu (about a session timeout, whatever the
-contender) and no CPU, so the rate is over the time from the start of the stretch of work (CPU
-time in every 50 ms sample, or every other) going on at the first output, to the end;
+contender) and next to no CPU, so the rate is over the time from the start of the stretch of
+work that made the first output (after the last half second under 10% of a core) to the end;
 the time from the release is printed beside it, and CPU-seconds run from the release.
 After the end the output must hold exactly one record per input. Printed per run: records/s,
 records per CPU-second of the contender, the broker's CPU over the window from the release, the
@@ -62,6 +62,9 @@ FLAT_SECONDS = 1.0
 SAMPLE_SECONDS = 0.05
 #: Over this share of a core over BUSY_WINDOW samples, a contender is working.
 BUSY_SHARE = 0.3
+#: Under this share of a core for QUIET_SECONDS, a contender is not working (joining its group).
+QUIET_SHARE = 0.1
+QUIET_SECONDS = 0.5
 #: Samples a busy share is measured over (the kernel counts CPU time in 10 ms ticks: one 50 ms
 #: sample of an idle process can hold two).
 BUSY_WINDOW = 4
@@ -388,19 +391,21 @@ def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str
 
 def work_start(samples: list[tuple[float, float, int]], first_out: float) -> float:
     """When the stretch of work that made the first output began (seconds from the release): the
-    start of the run of samples with CPU time (gaps of one sample allowed) going on at the first
-    output. A joining contender uses no CPU but a tick now and then, a working one some in every
-    sample."""
-    start, gap = 0.0, 2
-    for t, used, _seen in samples:
+    first sample with CPU time after the last quiet half second (under QUIET_SHARE of a core)
+    before the first output. Joining the group is quiet but for a tick now and then; working,
+    even waiting on a transaction between batches, is not."""
+    span = round(QUIET_SECONDS / SAMPLE_SECONDS)
+    start, quiet_end, used_in_span = 0.0, -1, 0.0
+    for i, (t, used, _seen) in enumerate(samples):
         if t > first_out + SAMPLE_SECONDS:
             break
+        used_in_span += used - (samples[i - span][1] if i >= span else 0.0)
+        if i + 1 >= span and used_in_span < QUIET_SHARE * QUIET_SECONDS:
+            quiet_end = i
+    for t, used, _seen in samples[quiet_end + 1:]:
         if used > 0:
-            if gap >= 2:
-                start = t - SAMPLE_SECONDS
-            gap = 0
-        else:
-            gap += 1
+            start = t - SAMPLE_SECONDS
+            break
     return start
 
 
