@@ -87,18 +87,20 @@ def waited(stats: pstats.Stats) -> float:
                if func in WAITS)
 
 
-def report(stats: pstats.Stats, parts: list[tuple[str, str, str]], total: float, records: int, top: int) -> None:
+def report(stats: pstats.Stats, parts: list[tuple[str, str, str]], total: float, records: int, top: int,
+           unit: str = "record") -> None:
     waits = waited(stats)
     print(f"profiled {total:.2f} s, of which {waits:.2f} s blocked in the client's calls (WAITS); the shares are of "
           f"the rest, {total - waits:.2f} s (with cProfile's overhead): {(total - waits) / records * 1e6:.1f} µs "
-          f"per record")
+          f"per {unit}")
     total -= waits
     rows = []
     for label, suffix, name in parts:
         seconds, calls = cumulative(stats, suffix, name)
         if calls:
             rows.append((label, seconds, calls))
-    print(f"  {'part (cumulative; indented parts are inside the one above)':58s} {'share':>6s} {'µs/record':>10s} {'calls':>10s}")
+    print(f"  {'part (cumulative; indented parts are inside the one above)':58s} {'share':>6s} {'µs/' + unit:>10s} "
+          f"{'calls':>10s}")
     for label, seconds, calls in rows:
         print(f"  {label:58s} {seconds / total:6.1%} {seconds / records * 1e6:10.2f} {calls:10,d}")
     out = io.StringIO()
@@ -194,7 +196,7 @@ def profile_engine(args: argparse.Namespace) -> None:
     stats = pstats.Stats(profiler)
     if args.save:
         stats.dump_stats(args.save)
-    report(stats, ENGINE_PARTS, stats.total_tt, args.events, args.top)  # type: ignore[attr-defined]
+    report(stats, ENGINE_PARTS, stats.total_tt, args.events, args.top, "event")  # type: ignore[attr-defined]
 
 
 def main() -> None:
