@@ -25,9 +25,16 @@ Programs are read from the conformance suite beside the checkout (../shared/conf
                 ``--batch [N]`` adds a row per input timing ``Engine.feed_many`` over batches of N
                 events (default: all in one call) beside the per-event ``feed`` and the loop, all
                 three in each round, in an order that rotates; best and median wall, median CPU.
+- realistic:    per-symbol ``Large Up+ Down`` as users write it (issue 26): structure events, a case
+                clause classifying them, group(Trade.sym), marker variables and an emit of a structure,
+                ``.* - ( .* Large(a) Up()+ Down(d) { !>Match({...}); } )``, on 10,000 keys
+                (--realistic-keys) in random and Zipf order, fed per event and by ``feed_many``
+                beside a hand-written dict-of-states loop (the same Match values, checked untimed
+                first; match counts checked on every run); interleaved rounds, wall and CPU seconds.
+                ``--ablate`` adds the program with one feature taken away at a time (REALISTIC).
 
 Usage: python bench/engine.py [--events N] [--repeat R] [--only NAME] [--default-gc] [--keys K,K,...]
-       [--memory-keys N] [--batch [N]]
+       [--memory-keys N] [--batch [N]] [--realistic-keys K] [--ablate]
 Prints events/s (best of R runs) for each. By default the process is set up as the hosts set
 it up (engine.tuning.configure_gc); --default-gc measures with CPython's default collector.
 """
@@ -424,6 +431,204 @@ def grouped(n: int, repeat: int, key_counts: list[int], memory_keys: int, batch:
                   f"ratio (RSS) {eng_m['rss'] / loop_m['rss']:.2f}")
 
 
+# -- a realistic grouped program beside a hand-written loop (issue 26) ---------------------------
+
+#: Per-symbol ``Large Up+ Down`` written as users write it: structure events, a case clause
+#: classifying them, a key expression, marker variables and an emit of a structure. The
+#: ablations (``--only realistic --ablate``) take one feature away at a time, on the same keys
+#: and with the same matches, to show what each costs.
+REALISTIC = {
+    "full": """in {string sym; double price; long vol;} Trade group(Trade.sym)
+  case { Trade.vol > 900 ? Large : Trade.price > 50.0 ? Up : Down }
+out {string sym; long vol; double price;} Match
+.* - ( .* Large(a) Up()+ Down(d) { !>Match({sym: a.sym, vol: a.vol, price: d.price}); } )
+""",
+    # the emit builds no structure: one field of one marker variable
+    "emit a field": """in {string sym; double price; long vol;} Trade group(Trade.sym)
+  case { Trade.vol > 900 ? Large : Trade.price > 50.0 ? Up : Down }
+out string Match
+.* - ( .* Large(a) Up()+ Down() { !>Match(a.sym); } )
+""",
+    # no marker variables: the emit reads the group key
+    "no markers": """in {string sym; double price; long vol;} Trade group(Trade.sym)
+  case { Trade.vol > 900 ? Large : Trade.price > 50.0 ? Up : Down }
+out string Match
+.* - ( .* Large() Up()+ Down() { !>Match(group[0]); } )
+""",
+    # no case clause: three structure inputs, classified before the run (untimed)
+    "no case": """in {string sym; double price; long vol;} Large group(Large.sym),
+   {string sym; double price; long vol;} Up group(Up.sym),
+   {string sym; double price; long vol;} Down group(Down.sym)
+out string Match
+.* - ( .* Large() Up()+ Down() { !>Match(group[0]); } )
+""",
+    # no structure: name-only string events keyed by their value (the grouped "abc" shape)
+    "no structure": """in string Large group(Large), string Up group(Up), string Down group(Down)
+out string Match
+.* - ( .* Large() Up()+ Down() { !>Match(group[0]); } )
+""",
+}
+
+
+def classify(value: list) -> str:
+    """The case clause of REALISTIC["full"], for the ablations that take it away."""
+    return "Large" if value[2] > 900 else "Up" if value[1] > 50.0 else "Down"
+
+
+def realistic_events(n: int, keys: int, order: str, seed: int = 13) -> list[tuple[str, list]]:
+    """n ``Trade`` events over ``keys`` symbols (uniformly random or Zipf order, as
+    ``grouped_events``), as the engine holds a structure (a list in declared field order:
+    sym, price, vol); volume uniform in 1..1000 (10% Large), price uniform in 0..100."""
+    rnd = random.Random(seed)
+    pool = [f"SYM{i:06d}" for i in range(keys)]
+    if order == "random":
+        picked = [pool[rnd.randrange(keys)] for _ in range(n)]
+    else:
+        rnd.shuffle(pool)
+        cum = list(itertools.accumulate(1.0 / (r ** ZIPF_S) for r in range(1, keys + 1)))
+        picked = rnd.choices(pool, cum_weights=cum, k=n)
+    return [("Trade", [sym, round(rnd.random() * 100.0, 2), rnd.randint(1, 1000)]) for sym in picked]
+
+
+def ablated_events(variant: str, events: list) -> list:
+    """The same events as the ablation ``variant`` takes them (classified, or names only)."""
+    if variant == "no case":
+        return [(classify(v), v) for _, v in events]
+    if variant == "no structure":
+        return [(classify(v), v[0]) for _, v in events]
+    return events
+
+
+def loop_realistic(events: list, out: Callable[[Any], None]) -> dict:
+    """The peer: a dict of [state, Large event] per symbol, the case clause as an if chain, the
+    same Match structure (a list: sym, vol, price) emitted with its key."""
+    states: dict[str, list] = {}
+    get = states.get
+    for _name, v in events:
+        sym = v[0]
+        st = get(sym)
+        if st is None:
+            st = states[sym] = [0, None]
+        if v[2] > 900:
+            st[0] = 1
+            st[1] = v
+        elif v[1] > 50.0:
+            st[0] = 2 if st[0] else 0
+        else:
+            if st[0] == 2:
+                a = st[1]
+                out(("Match", [a[0], a[2], v[1]], (sym,)))
+            st[0] = 0
+    return states
+
+
+def realistic_engine(variant: str = "full") -> tuple[Engine, list]:
+    prog = compile_source(REALISTIC[variant], name="realistic").require()
+    got: list = []
+    counter = collections.deque(maxlen=1)
+
+    def consumer(e: Any) -> None:
+        counter.append(e)
+        got.append(1)
+
+    return Engine(prog, consumer, SimulatedTimeProvider(T0)), got
+
+
+def check_realistic(events: list) -> int:
+    """Untimed: the engine's Match values and keys equal the loop's, in order; returns the count."""
+    prog = compile_source(REALISTIC["full"], name="realistic").require()
+    mine: list = []
+    eng = Engine(prog, lambda e: mine.append(("Match", e.value, e.key)), SimulatedTimeProvider(T0))
+    eng.feed_many(events)
+    theirs: list = []
+    loop_realistic(events, theirs.append)
+    if mine != theirs:
+        diff = next(i for i, (a, b) in enumerate(zip(mine + [None] * len(theirs), theirs + [None] * len(mine)))
+                    if a != b)
+        raise SystemExit(f"realistic: the engine emits {len(mine)} matches, the loop {len(theirs)}; "
+                         f"first difference at match {diff}")
+    return len(mine)
+
+
+def timed(fn: Callable[[], int]) -> tuple[float, float, int]:
+    t, c = time.perf_counter(), time.process_time()
+    got = fn()
+    return time.perf_counter() - t, time.process_time() - c, got
+
+
+def run_realistic(who: str, events: list, batch: int, variant: str = "full") -> tuple[float, float, int]:
+    """Wall, CPU seconds and matches of one contender over ``events`` (batches cut untimed)."""
+    if who == "loop":
+        got: list = []
+        counter = collections.deque(maxlen=1)
+
+        def out(rec: Any) -> None:
+            counter.append(rec)
+            got.append(1)
+
+        w, c, _ = timed(lambda: len(loop_realistic(events, out)))
+        return w, c, len(got)
+    eng, hits = realistic_engine(variant)
+    if who == "feed_many":
+        batches = [events[i:i + batch] for i in range(0, len(events), batch)]
+        feed_many = eng.feed_many
+
+        def go() -> int:
+            for b in batches:
+                feed_many(b)
+            return 0
+    else:
+        feed = eng.feed
+
+        def go() -> int:
+            for name, value in events:
+                feed(name, value)
+            return 0
+    w, c, _ = timed(go)
+    return w, c, len(hits)
+
+
+def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool) -> None:
+    """The realistic program fed per event (``feed``) and by ``feed_many``, beside the loop, on
+    random and Zipf key orders; one round runs each contender once per input, in a rotating
+    order. With ``ablate``, also the ablations of REALISTIC fed per event."""
+    size = batch or n
+    print(f"\nrealistic program (structure events, case clause, group(Trade.sym), marker variables, emit of a "
+          f"structure) beside a dict-of-states loop: {n:,} events, {keys:,} keys, interleaved rounds, best and "
+          f"median of {repeat}, feed_many in batches of {size:,} (load average before: "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    inputs = {order: realistic_events(n, keys, order) for order in ("random", "zipf")}
+    matches = {order: check_realistic(events) for order, events in inputs.items()}
+    whos = ["feed", "feed_many", "loop"]
+    if ablate:
+        whos += [f"feed: {v}" for v in REALISTIC if v != "full"]
+        variants = {order: {v: ablated_events(v, events) for v in REALISTIC} for order, events in inputs.items()}
+    runs: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
+    for r in range(repeat):
+        for order, events in inputs.items():
+            for who in whos[r % len(whos):] + whos[:r % len(whos)]:
+                if who.startswith("feed: "):
+                    variant = who[6:]
+                    w, c, got = run_realistic("feed", variants[order][variant], size, variant)
+                else:
+                    w, c, got = run_realistic(who, events, size)
+                if got != matches[order]:
+                    raise SystemExit(f"realistic {order}, {who}: {got:,} matches, the loop {matches[order]:,}")
+                runs[(order, who)].append((w, c))
+    print(f"  {'order':6s} {'contender':22s} {'matches':>8s} {'ev/s best':>11s} {'ev/s med':>11s} "
+          f"{'ev/CPU-s med':>12s} {'cpu s med':>9s} {'x loop (wall best)':>18s} {'(CPU med)':>9s}")
+    for order in inputs:
+        loop = runs[(order, "loop")]
+        lbest, lcpu = min(w for w, _ in loop), statistics.median(c for _, c in loop)
+        for who in whos:
+            mine = runs[(order, who)]
+            best, wmed = min(w for w, _ in mine), statistics.median(w for w, _ in mine)
+            cmed = statistics.median(c for _, c in mine)
+            print(f"  {order:6s} {who:22s} {matches[order]:8,d} {n / best:11,.0f} {n / wmed:11,.0f} "
+                  f"{n / cmed:12,.0f} {cmed:9.3f} {lbest / best:18.2f} {lcpu / cmed:9.2f}")
+    print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=1_000_000)
@@ -436,6 +641,9 @@ def main() -> None:
                     help="keys of the bytes-per-key measurement (0: skip it)")
     ap.add_argument("--batch", type=int, nargs="?", const=0,
                     help="grouped: also time Engine.feed_many over batches of this many events (none: all in one)")
+    ap.add_argument("--realistic-keys", type=int, default=10_000, help="keys of the realistic program")
+    ap.add_argument("--ablate", action="store_true",
+                    help="realistic: also time the program with one feature taken away at a time")
     ap.add_argument("--memory-probe", help=argparse.SUPPRESS)  # engine|loop:kind:keys, in a child process
     args = ap.parse_args()
     if args.memory_probe:
@@ -454,7 +662,7 @@ def main() -> None:
     for name, (make, timed, target) in benches.items():
         if args.only and args.only not in name:
             continue
-        if args.only in ("blow-up", "grouped"):
+        if args.only in ("blow-up", "grouped", "realistic"):
             break
         best = float("inf")
         for _ in range(args.repeat):
@@ -466,6 +674,8 @@ def main() -> None:
         print(f"{name:45s} {rate:12,.0f} events/s{goal}")
     if not args.only or args.only in "grouped":
         grouped(args.events, args.repeat, [int(k) for k in args.keys.split(",")], args.memory_keys, args.batch)
+    if not args.only or args.only in "realistic":
+        realistic(args.events, args.repeat, args.realistic_keys, args.batch, args.ablate)
     if not args.only or args.only in "blow-up":
         blow_up(args.events, args.repeat)
 

@@ -1,0 +1,481 @@
+"""The worker beside its peers, each contender in its own process on the same broker (issue 26).
+
+A per-key counter emitting one record per input, ``{"k": key, "n": count}``, over a backlog
+pre-loaded on one input topic (records keyed by plain strings, each on its key's partition; keys
+uniformly random or Zipf-distributed, s = 1.1). Contenders:
+
+- ``loop``: a plain confluent-kafka loop keeping the counts in a dict (no durability), committing
+  offsets asynchronously after each poll: what a hand-written Python service costs;
+- ``es-alo``, ``es-eos``: ``eventscript run``'s TopologyRunner on the counter program, at least
+  once and exactly once (RocksDB state with its changelog);
+- ``quix-alo``, ``quix-eos``: Quix Streams (a stateful ``apply`` with RocksDB state and its
+  changelog), run by the Python of its own virtual environment under bench/.cache/ (made by
+  ``--setup-quix``; never a project dependency). Skipped, with a note, when that is missing.
+
+Each contender is a child process that sets itself up (imports, clients, the runner's topics),
+says it is ready and waits; the parent then releases it, samples its CPU time (all threads, from
+/proc) every 50 ms and counts its output as a read_committed reader sees it. It is done when the
+output holds one record per input and its CPU has been flat (no 0.2 s with over 30% of a core)
+for a second; its end is the later of the last output and the last busy sample (so it
+includes what a contender does after its last output: changelog and store writes, commits).
+Joining the consumer group takes seconds on Tansu (about a session timeout, whatever the
+contender) and next to no CPU, so the rate is over the time from the start of the stretch of
+work that made the first output (after the last half second under 10% of a core) to the end;
+the time from the release is printed beside it, and CPU-seconds run from the release.
+After the end the output must hold exactly one record per input. Printed per run: records/s,
+records per CPU-second of the contender, the broker's CPU over the window from the release, the
+time to the first output, the peak RSS (VmHWM).
+
+Rounds interleave the contenders (in an order that rotates) over the same backlog, each with its
+own consumer group and output topic.
+
+Usage:
+  python bench/worker_peers.py --setup-quix                        # once: bench/.cache/quix-venv
+  python bench/worker_peers.py [--records N] [--keys 1000,100000] [--orders random,zipf]
+                               [--partitions P] [--rounds R] [--contenders loop,es-alo,...] [--timeline]
+The issue's sizes: --records 200000 --partitions 3. The broker: $KAFKA_BOOTSTRAP_SERVERS, or the
+embedded Tansu broker, started and stopped by the bench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+CACHE = BENCH / ".cache"
+QUIX_VENV = CACHE / "quix-venv"
+QUIX_PYTHON = QUIX_VENV / "bin" / "python"
+CONTENDERS = ("loop", "es-alo", "es-eos", "quix-alo", "quix-eos")
+ZIPF_S = 1.1
+#: A contender's CPU is flat when no sample of FLAT_SECONDS was busy (see BUSY_SHARE).
+FLAT_SECONDS = 1.0
+SAMPLE_SECONDS = 0.05
+#: Over this share of a core over BUSY_WINDOW samples, a contender is working.
+BUSY_SHARE = 0.3
+#: Under this share of a core for QUIET_SECONDS, a contender is not working (joining its group).
+QUIET_SHARE = 0.1
+QUIET_SECONDS = 0.5
+#: Samples a busy share is measured over (the kernel counts CPU time in 10 ms ticks: one 50 ms
+#: sample of an idle process can hold two).
+BUSY_WINDOW = 4
+#: Client settings every contender gets (the worker's own defaults, kafka/clients.py, where they
+#: matter here): Tansu holds a fetch for its whole wait even when data arrives, so keep it short.
+CONSUMER = {"auto.offset.reset": "earliest", "fetch.wait.max.ms": 100, "session.timeout.ms": 10_000,
+            "heartbeat.interval.ms": 2_000}
+PRODUCER = {"linger.ms": 5, "enable.idempotence": True, "acks": "all"}
+
+#: The EventScript contender's program: one counter per key, emitting the key and its count.
+COUNTER = """
+in {string k; double v; long sent;} Reading group(Reading.k)
+out {string k; long n;} Count
+{ n = 0; }
+( Reading(r) { n = n + 1; !>Count({k: r.k, n: n}); } )*
+"""
+
+
+def setup_quix() -> None:
+    """Make bench/.cache/quix-venv with Quix Streams in it (the bench's peer, not a project
+    dependency); the cache folder ignores itself in git."""
+    CACHE.mkdir(exist_ok=True)
+    (CACHE / ".gitignore").write_text("*\n")
+    subprocess.run([sys.executable, "-m", "venv", str(QUIX_VENV)], check=True)
+    subprocess.run([str(QUIX_PYTHON), "-m", "pip", "install", "--quiet", "quixstreams"], check=True)
+    version = subprocess.run([str(QUIX_PYTHON), "-c", "import quixstreams; print(quixstreams.__version__)"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    print(f"Quix Streams {version} in {QUIX_VENV}")
+
+
+# -- the children: each sets up, prints "ready", waits for a line on stdin, runs until SIGTERM ---
+
+
+def wait_for_release() -> None:
+    print("ready", flush=True)
+    sys.stdin.readline()
+
+
+def child_loop(bootstrap: str, topic: str, out: str, group: str) -> None:
+    """The plain loop: consume, parse, count in a dict, serialize, produce; commit after each poll."""
+    import orjson
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  **CONSUMER})
+    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
+    counts: dict[bytes, int] = {}
+    wait_for_release()
+    c.subscribe([topic])
+    produce, loads, dumps, get = p.produce, orjson.loads, orjson.dumps, counts.get
+    while not stop:
+        msgs = c.consume(1000, 0.2)
+        for m in msgs:
+            if m.error() is not None:
+                continue
+            key = m.key()
+            n = counts[key] = get(key, 0) + 1
+            rec = loads(m.value())
+            while True:
+                try:
+                    produce(out, key=key, value=dumps({"k": rec["k"], "n": n}))
+                    break
+                except BufferError:
+                    p.poll(0.05)
+        p.poll(0)
+        if msgs:
+            try:
+                c.commit(asynchronous=True)
+            except KafkaException:
+                pass
+    p.flush(30)
+    c.close()
+
+
+def child_eventscript(bootstrap: str, topic: str, out: str, group: str, guarantee: str, state: str) -> None:
+    """``eventscript run`` in this process: the TopologyRunner on COUNTER."""
+    import threading
+
+    sys.path.insert(0, str(ROOT / "service"))
+    from eventscript.kafka.config import parse_topology
+    from eventscript.kafka.runner import TopologyRunner
+
+    source = Path(state) / "counter.es"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    source.write_text(COUNTER)
+    topo = parse_topology({
+        "application": group,
+        "kafka": {"bootstrap_servers": bootstrap,
+                  "consumer": {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}},
+        "programs": [{"name": "counter", "source": str(source), "guarantee": guarantee, "clock": "wall",
+                      "inputs": [{"topic": topic, "event": "Reading"}], "outputs": {"default": out}}],
+        "state_dir": str(Path(state) / "state"),
+    })
+    runner = TopologyRunner(topo)
+    runner.prepare()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    wait_for_release()
+    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    t.start()
+    stop.wait()
+    runner.stop()
+    t.join(60)
+
+
+QUIX_CHILD = """
+import json
+import sys
+from quixstreams import Application
+
+bootstrap, topic, out, group, guarantee, state = sys.argv[1:7]
+consumer, producer = json.loads(sys.argv[7]), json.loads(sys.argv[8])
+app = Application(broker_address=bootstrap, consumer_group=group, auto_offset_reset="earliest",
+                  processing_guarantee=guarantee, state_dir=state, loglevel="WARNING",
+                  consumer_extra_config=consumer, producer_extra_config=producer)
+src = app.topic(topic, key_deserializer="str", value_deserializer="json")
+dst = app.topic(out, key_serializer="str", value_serializer="json")
+# Tansu's topic configurations have no retention.ms, which Quix reads to derive its changelog's.
+src.broker_config.extra_config.setdefault("retention.ms", "-1")
+
+
+def count(value, state):
+    n = state.get("n", 0) + 1
+    state.set("n", n)
+    return {"k": value["k"], "n": n}
+
+
+app.dataframe(src).apply(count, stateful=True).to_topic(dst)
+print("ready", flush=True)
+sys.stdin.readline()
+app.run()  # stops on SIGTERM
+"""
+
+
+# -- the parent -------------------------------------------------------------------------------
+
+
+def proc_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Broker:
+    """$KAFKA_BOOTSTRAP_SERVERS, or an embedded Tansu broker this bench starts and stops."""
+
+    def __init__(self) -> None:
+        self.embedded = None
+        self.bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
+        self.pid: int | None = None
+
+    def __enter__(self) -> Broker:
+        if not self.bootstrap:
+            sys.path.insert(0, str(ROOT / "service"))
+            from eventscript.kafka.broker import EmbeddedBroker
+
+            self.embedded = EmbeddedBroker().start()
+            self.bootstrap = self.embedded.bootstrap
+            self.pid = self.embedded.proc.pid if self.embedded.proc is not None else None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.embedded is not None:
+            self.embedded.stop()
+
+    def cpu(self) -> float:
+        return proc_cpu(self.pid) if self.pid is not None else 0.0
+
+
+def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(t, partitions, 1) for t in topics]).values():
+        f.result()
+
+
+def preload(bootstrap: str, topic: str, n: int, partitions: int, keys: int, order: str, seed: int = 1) -> None:
+    """n records {"k", "v", "sent"} over ``keys`` keys, uniformly random or Zipf (ranks shuffled
+    over the keys), each on its key's partition (the Java client's murmur2, as producers do)."""
+    import itertools
+    import random
+
+    import orjson
+    from confluent_kafka import Producer
+
+    sys.path.insert(0, str(ROOT / "service"))
+    from eventscript.kafka.clients import producer_config
+    from eventscript.kafka.config import KafkaConfig
+    from eventscript.kafka.partitioner import partition_of
+
+    rnd = random.Random(seed)
+    names = [f"k{i}" for i in range(keys)]
+    if order == "zipf":
+        rnd.shuffle(names)
+        cum = list(itertools.accumulate(1.0 / r ** ZIPF_S for r in range(1, keys + 1)))
+        drawn = rnd.choices(names, cum_weights=cum, k=n)
+    else:
+        drawn = [names[rnd.randrange(keys)] for _ in range(n)]
+    parts = {name: partition_of(name.encode(), partitions) for name in set(drawn)}
+    p = Producer(producer_config(KafkaConfig(bootstrap_servers=bootstrap)))
+    for i, name in enumerate(drawn):
+        while True:
+            try:
+                p.produce(topic, key=name.encode(), value=orjson.dumps({"k": name, "v": i * 0.5, "sent": 0}),
+                          partition=parts[name])
+                break
+            except BufferError:
+                p.poll(0.05)
+    p.flush(120)
+
+
+class OutputCounter:
+    """Counts the records of an output topic as a read_committed reader sees them, as they come
+    (the watermarks will not do: Tansu's count batches, and transaction markers take offsets)."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"count-{time.time_ns()}",
+                                  "isolation.level": "read_committed", "enable.auto.commit": False,
+                                  "fetch.wait.max.ms": 50})
+        self.consumer.assign([TopicPartition(topic, q, OFFSET_BEGINNING) for q in range(partitions)])
+        self.count = 0
+
+    def poll(self) -> int:
+        while True:
+            got = self.consumer.consume(10_000, 0)
+            self.count += sum(1 for m in got if m.error() is None)
+            if len(got) < 10_000:
+                return self.count
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str) -> subprocess.Popen:
+    state = str(Path(tmp) / group)
+    if who == "loop":
+        args = [sys.executable, __file__, "--child", "loop", broker.bootstrap, topic, out, group]
+    elif who.startswith("es-"):
+        guarantee = "at_least_once" if who == "es-alo" else "exactly_once"
+        args = [sys.executable, __file__, "--child", "eventscript", broker.bootstrap, topic, out, group, guarantee,
+                state]
+    else:
+        guarantee = "at-least-once" if who == "quix-alo" else "exactly-once"
+        args = [str(QUIX_PYTHON), "-c", QUIX_CHILD, broker.bootstrap, topic, out, group, guarantee, state,
+                json.dumps({k: v for k, v in CONSUMER.items() if k != "auto.offset.reset"}), json.dumps(PRODUCER)]
+    log = open(Path(tmp) / f"{group}.log", "wb")  # noqa: SIM115 - the child's stderr, closed with it
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+    line = proc.stdout.readline() if proc.stdout is not None else ""
+    if line.strip() != "ready":
+        proc.kill()
+        raise SystemExit(f"{who}: the contender did not start (see {log.name})")
+    return proc
+
+
+def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str, timeline: bool = False) -> dict:
+    """Release one contender on the backlog; its wall, CPU, broker CPU, first output, peak RSS."""
+    group = f"{who}-{time.time_ns() % 10**9}"
+    out = f"{group}-out"
+    create_topics(broker.bootstrap, [out], partitions)
+    proc = spawn(who, broker, topic, out, group, tmp)
+    counter = OutputCounter(broker.bootstrap, out, partitions)
+    try:
+        cpu0, broker0 = proc_cpu(proc.pid), broker.cpu()
+        t0 = time.perf_counter()
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        last_cpu, last_busy, first_out, last_out = cpu0, t0, None, None
+        samples: list[tuple[float, float, int]] = []  # (s from release, CPU seconds used in it, outputs seen)
+        window: collections.deque[tuple[float, float]] = collections.deque([(t0, cpu0)], maxlen=BUSY_WINDOW + 1)
+        while True:
+            time.sleep(SAMPLE_SECONDS)
+            now = time.perf_counter()
+            if proc.poll() is not None:
+                raise SystemExit(f"{who}: the contender exited with status {proc.returncode} (see {tmp}/{group}.log)")
+            cpu = proc_cpu(proc.pid)
+            window.append((now, cpu))
+            then, cpu_then = window[0]
+            if cpu - cpu_then > BUSY_SHARE * (now - then):  # busy over the last BUSY_WINDOW samples
+                last_busy = now
+            seen = counter.poll()
+            samples.append((now - t0, cpu - last_cpu, seen))
+            last_cpu = cpu
+            if first_out is None and seen > 0:
+                first_out = now - t0
+            if last_out is None and seen >= n:
+                last_out = now
+            if last_out is not None and now - last_busy >= FLAT_SECONDS:
+                break
+            if now - t0 > 900:
+                raise SystemExit(f"{who}: {seen:,} of {n:,} outputs after 900 s (see {tmp}/{group}.log)")
+        wall = max(last_busy, last_out) - t0
+        assert first_out is not None
+        start = work_start(samples, first_out)
+        used, broker_used = proc_cpu(proc.pid) - cpu0, broker.cpu() - broker0
+        rss = peak_rss_mib(proc.pid)
+        time.sleep(1.0)
+        if counter.poll() != n:
+            raise SystemExit(f"{who}: {counter.count:,} output records for {n:,} inputs")
+        if timeline:
+            print_timeline(who, samples)
+        return {"wall": wall, "steady": wall - start, "cpu": used, "broker": broker_used, "first": first_out, "rss": rss}
+    finally:
+        counter.close()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def work_start(samples: list[tuple[float, float, int]], first_out: float) -> float:
+    """When the stretch of work that made the first output began (seconds from the release): the
+    first sample with CPU time after the last quiet half second (under QUIET_SHARE of a core)
+    before the first output. Joining the group is quiet but for a tick now and then; working,
+    even waiting on a transaction between batches, is not."""
+    span = round(QUIET_SECONDS / SAMPLE_SECONDS)
+    start, quiet_end, used_in_span = 0.0, -1, 0.0
+    for i, (t, used, _seen) in enumerate(samples):
+        if t > first_out + SAMPLE_SECONDS:
+            break
+        used_in_span += used - (samples[i - span][1] if i >= span else 0.0)
+        if i + 1 >= span and used_in_span < QUIET_SHARE * QUIET_SECONDS:
+            quiet_end = i
+    for t, used, _seen in samples[quiet_end + 1:]:
+        if used > 0:
+            start = t - SAMPLE_SECONDS
+            break
+    return start
+
+
+def print_timeline(who: str, samples: list[tuple[float, float, int]]) -> None:
+    """The contender's CPU (cores) and its outputs so far, per 0.2 s from the release."""
+    print(f"  {who} timeline (s from release: cores busy, outputs seen):")
+    line = []
+    for i in range(0, len(samples), 4):
+        chunk = samples[i:i + 4]
+        cores = sum(c for _, c, _ in chunk) / (len(chunk) * SAMPLE_SECONDS)
+        line.append(f"{chunk[0][0]:5.1f}: {cores:3.1f} {chunk[-1][2]:>7,d}")
+        if len(line) == 6:
+            print("    " + " | ".join(line))
+            line = []
+    if line:
+        print("    " + " | ".join(line))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=50_000)
+    ap.add_argument("--keys", default="1000,100000", help="key counts, comma-separated")
+    ap.add_argument("--orders", default="random,zipf", help="key orders: random (uniform), zipf (s = 1.1)")
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--contenders", default=",".join(CONTENDERS))
+    ap.add_argument("--timeline", action="store_true", help="print each run's CPU and outputs per 0.2 s")
+    ap.add_argument("--setup-quix", action="store_true", help="make bench/.cache/quix-venv and exit")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        {"loop": child_loop, "eventscript": child_eventscript}[kind](*rest)
+        return
+    if args.setup_quix:
+        setup_quix()
+        return
+    whos = [w for w in args.contenders.split(",") if w]
+    for w in whos:
+        if w not in CONTENDERS:
+            ap.error(f"--contenders {w}: not one of {', '.join(CONTENDERS)}")
+    if any(w.startswith("quix") for w in whos) and not QUIX_PYTHON.exists():
+        print(f"(no {QUIX_VENV}: Quix Streams skipped; run `python bench/worker_peers.py --setup-quix` first)")
+        whos = [w for w in whos if not w.startswith("quix")]
+    tmp = tempfile.mkdtemp(prefix="es-peers-")
+    with Broker() as broker:
+        print(f"counter per key, each contender its own process on {'Tansu' if broker.embedded else broker.bootstrap}"
+              f", {args.partitions} partitions, {args.records:,} records; load average "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; logs in {tmp}")
+        for keys in (int(k) for k in args.keys.split(",")):
+            for order in args.orders.split(","):
+                topic = f"peers-in-{keys}-{order}-{time.time_ns() % 10**8}"
+                create_topics(broker.bootstrap, [topic], args.partitions)
+                preload(broker.bootstrap, topic, args.records, args.partitions, keys, order)
+                print(f"{keys:,} keys, {order} order")
+                loop_rate = None
+                for r in range(args.rounds):
+                    for who in whos[r % len(whos):] + whos[:r % len(whos)]:
+                        got = race(who, broker, topic, args.records, args.partitions, tmp, args.timeline)
+                        rate = args.records / got["steady"]
+                        if who == "loop":
+                            loop_rate = rate
+                        share = f" ({rate / loop_rate:.2f}x loop)" if loop_rate and who != "loop" else ""
+                        print(f"  round {r + 1} {who:9s} {rate:9,.0f} records/s{share:14s} "
+                              f"{args.records / got['cpu']:9,.0f} records/CPU-s  wall {got['steady']:6.1f} s "
+                              f"(from release {got['wall']:5.1f} s)  "
+                              f"cpu {got['cpu']:6.1f} s  broker cpu {got['broker']:5.1f} s  "
+                              f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB", flush=True)
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

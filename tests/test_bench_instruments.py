@@ -1,0 +1,84 @@
+"""The measuring instruments of issue 26 measure what they say: the realistic program's engine
+and hand-written loop agree match for match (so the bench races equals), its ablations emit the
+same matches, and the worker race finds the start of a contender's work after a group join."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def bench_module(name: str) -> ModuleType:
+    """A bench script as a module under a name of its own (``engine`` alone could be taken:
+    tests/engine is a namespace package on the tests' path)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and pickling look modules up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+bench_engine = bench_module("engine")
+worker_peers = bench_module("worker_peers")
+
+
+@pytest.mark.parametrize("order", ["random", "zipf"])
+def test_realistic_engine_and_loop_emit_the_same_matches(order: str) -> None:
+    events = bench_engine.realistic_events(20_000, 300, order, seed=3)
+    matches = bench_engine.check_realistic(events)  # raises when values, keys or order differ
+    assert matches > 100  # the program matches often enough to be a race of equals
+
+
+def test_the_check_fails_when_the_loop_disagrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    events = bench_engine.realistic_events(5_000, 50, "random", seed=4)
+    honest = bench_engine.loop_realistic
+
+    def drops_one(evs: list, out: object) -> dict:
+        got: list = []
+        states = honest(evs, got.append)
+        for rec in got[1:]:
+            out(rec)  # type: ignore[operator]
+        return states
+
+    monkeypatch.setattr(bench_engine, "loop_realistic", drops_one)
+    with pytest.raises(SystemExit, match="matches"):
+        bench_engine.check_realistic(events)
+
+
+def test_every_contender_and_ablation_counts_the_same_matches() -> None:
+    events = bench_engine.realistic_events(10_000, 200, "zipf", seed=5)
+    want = bench_engine.check_realistic(events)
+    for who in ("feed", "feed_many", "loop"):
+        assert bench_engine.run_realistic(who, events, 1_000)[2] == want, who
+    for variant in bench_engine.REALISTIC:
+        got = bench_engine.run_realistic("feed", bench_engine.ablated_events(variant, events), 1_000, variant)[2]
+        assert got == want, variant
+
+
+def samples_of(spans: list[tuple[int, float]]) -> list[tuple[float, float, int]]:
+    """(count of 50 ms samples, CPU seconds in each) → the race's samples, outputs left at 0."""
+    out, t = [], 0.0
+    for count, used in spans:
+        for _ in range(count):
+            t += worker_peers.SAMPLE_SECONDS
+            out.append((round(t, 3), used, 0))
+    return out
+
+
+def test_work_starts_after_the_group_join_despite_stray_ticks() -> None:
+    join = [(8, 0.0), (1, 0.01)] * 11  # 99 samples: quiet, with a 10 ms tick now and then
+    work = [(30, 0.04), (3, 0.0), (30, 0.04)]  # working, with a short wait (a transaction) inside
+    samples = samples_of(join + work)
+    assert worker_peers.work_start(samples, first_out=samples[-1][0]) == pytest.approx(99 * 0.05)
+
+
+def test_work_starts_at_the_release_when_there_is_no_join() -> None:
+    samples = samples_of([(40, 0.04)])
+    assert worker_peers.work_start(samples, first_out=1.0) == pytest.approx(0.0)
