@@ -295,10 +295,14 @@ def typed_argument(raw: Any, ty: Any) -> Any:
 
     :class:`DecodeError` (the runner's ``$error`` 6) for a value that does not conform; see
     :func:`check_trace_value`."""
-    from ..language.types import StructType
+    from ..language.types import OBJECT, StructType
 
     one_field = isinstance(ty, StructType) and len(ty.fields) == 1
-    as_written = isinstance(raw, list) or (isinstance(raw, dict) and one_field and set(raw) == set(ty.names))
+    # A mapping for a one-field structure is a builder unless that field could itself hold a
+    # mapping (a structure or an object): then only a mapping of exactly its field name is.
+    holds_mapping = one_field and (isinstance(ty.fields[0][1], StructType) or ty.fields[0][1] == OBJECT)
+    as_written = isinstance(raw, list) or (isinstance(raw, dict) and one_field
+                                           and (set(raw) == set(ty.names) or not holds_mapping))
     shaped = [raw] if one_field and not as_written else raw
     check_trace_value(shaped, ty)
     return shaped
