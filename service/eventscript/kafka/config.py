@@ -135,6 +135,9 @@ class InputConfig(_Model):
     #: How they place records: murmur2 (Java client, Kafka Streams) or consistent_random
     #: (librdkafka's default: confluent-kafka and other librdkafka-based producers).
     partitioner: Literal["murmur2", "consistent_random"] = "murmur2"
+    #: Fields of a record's value that the event's type does not declare: ignore them (producers
+    #: add fields over time) or make the record an $error 6, as a trace's extra field is.
+    extra_fields: Literal["ignore", "error"] = "ignore"
 
     @model_validator(mode="after")
     def _name_source(self) -> InputConfig:

@@ -112,8 +112,10 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
                         partition = scheme.partition(scheme.routing_bytes(group_key), partitions)
                 else:
                     partition = 0
-            except DecodeError:
-                payload = raw  # published as written: the worker reports it as $error 6
+            except DecodeError as exc:  # published as written: the worker decodes it by the input's rules
+                warn(f"{item.pos}: {item.name}: {exc}; published as written (the tester would report $error 6, "
+                     f"the worker decodes it as the input's settings say)")
+                payload = raw
         if partition is None:
             partition = 0
         value_bytes, headers = _record_value(inp, item.name, payload)
