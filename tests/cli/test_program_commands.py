@@ -85,3 +85,45 @@ def test_graph_never_merges_edges_whose_actions_differ(tmp_path: Path) -> None:
     assert eventscript("graph", "p.es", "-o", "full.dot", "--full-labels", cwd=tmp_path).returncode == 0
     full = _edges((tmp_path / "full.dot").read_text())
     assert len(full) == 2 and any("logout" in e for e in full) and any("timeout" in e for e in full)
+
+
+def _check_lines(tmp_path: Path, source: str) -> list[str]:
+    (tmp_path / "p.es").write_text(source)
+    result = eventscript("check", "p.es", cwd=tmp_path)
+    assert result.returncode == 1, result
+    return [line.strip() for line in result.stdout.splitlines()]
+
+
+def test_a_number_beyond_a_double_is_a_compile_error(tmp_path: Path) -> None:
+    lines = _check_lines(tmp_path, "in double D\nout double O\n( D(d) { !>O(d * 1e400); } )*\n")
+    assert lines[0] == "p.es:3:18: error: 1e400 is beyond the range of a double (at most about 1.8e308)"
+    assert lines[-1] == "hint: write a smaller number; for Infinity, divide: 1.0 / 0.0"
+
+
+def test_a_time_marker_without_parentheses_gets_a_hint_that_keeps_its_duration(tmp_path: Path) -> None:
+    lines = _check_lines(tmp_path, "in {} A\nout long O\n( A() )* elapse[1 hour] { !>O(1); }\n")
+    assert lines[0] == "p.es:3:25: error: expected '(', found '{'"
+    assert lines[-1] == "hint: write elapse[1 hour]() or elapse[1 hour](variable)"
+
+
+def test_an_unclosed_multiplier_is_called_a_multiplier(tmp_path: Path) -> None:
+    lines = _check_lines(tmp_path, "in {} A\nout long O\n( A(){3 )\n")
+    assert lines[0] == "p.es:3:6: error: this multiplier is not closed"
+    assert lines[-1] == "hint: multipliers are written {i}, {i,j} or {i,}"
+    assert sum(": error: " in line for line in lines) == 1
+
+
+def test_a_stage_that_does_not_compile_is_the_only_error_of_topology_check(tmp_path: Path) -> None:
+    import shutil
+
+    from conftest import ROOT
+
+    shutil.copytree(ROOT / "topologies" / "big-trades", tmp_path / "bt")
+    source = tmp_path / "bt" / "filter.es"
+    source.write_text(source.read_text().replace("!>FilteredTrade", "!>FilteredTrad"))
+    result = eventscript("topology", "check", "topology.yaml", cwd=tmp_path / "bt")
+    assert result.returncode == 1
+    errors = [line for line in result.stdout.splitlines() if ": error: " in line]
+    assert len(errors) == 2, result.stdout  # the stage, and the compiler's own diagnostic under it
+    assert "program filter does not compile" in errors[0] and "undeclared output event" in errors[1]
+    assert "written by no program" not in result.stdout + result.stderr
