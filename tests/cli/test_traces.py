@@ -87,3 +87,49 @@ def test_every_command_refuses_a_timestamp_going_back(tmp_path: Path, command: l
     assert result.stderr.strip() == ("t.trace:3:1: error: time 2026-01-01T00:00:30.000000Z goes back in time: the "
                                      "clock is already at 2026-01-01T00:01:00.000000Z; a timestamp may not be earlier "
                                      "than the one before it (line 1)")
+
+
+def test_json_lines_as_printed_replay_like_the_trace_they_came_from(tmp_path: Path) -> None:
+    """Captured traffic replays: the first stage's output, saved as JSON lines, fed to the second
+    stage gives what the two-stage pipeline gives."""
+    import shutil
+
+    from conftest import ROOT
+
+    shutil.copytree(ROOT / "topologies" / "big-trades", tmp_path / "bt")
+    cwd = tmp_path / "bt"
+    first = eventscript("test", "--trace", "sample.trace", "filter.es", cwd=cwd)
+    assert first.returncode == 0 and first.stdout.count("\n") > 5, first.stderr
+    (cwd / "filtered.jsonl").write_text(first.stdout)
+    pipeline = eventscript("test", "--trace", "sample.trace", "filter.es", "three_big_trades.es", cwd=cwd)
+    replay = eventscript("test", "--trace", "filtered.jsonl", "three_big_trades.es", cwd=cwd)
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout == pipeline.stdout and '"ThreeBigTrades"' in replay.stdout
+
+
+@pytest.mark.parametrize(("lines", "says"), [
+    ('{"time": "2026-01-01T00:00:00Z", "event": "N", "value": 1}\n{"time": "2026-01-01T00:00:01Z", "event": ',
+     "t.jsonl:2:1: error: not a JSON object"),
+    ('{"event": "N", "value": 1}', 't.jsonl:1:1: error: expected an object with "time" (ISO-8601 text)'),
+    ('{"time": "2026-01-01T00:00:01Z", "event": "N", "value": 1}\n{"time": "2026-01-01T00:00:00Z", "event": "N", '
+     '"value": 2}', "t.jsonl:2:1: error: time 2026-01-01T00:00:00.000000Z goes back in time"),
+    ('{"time": "yesterday", "event": "N", "value": 1}', "t.jsonl:1:1: error: invalid time 'yesterday'"),
+])
+def test_bad_json_lines_traces_are_one_message(tmp_path: Path, lines: str, says: str) -> None:
+    (tmp_path / "p.es").write_text(PROGRAM)
+    (tmp_path / "t.jsonl").write_text(lines + "\n")
+    result = eventscript("test", "--trace", "t.jsonl", "p.es", cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(says), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_json_lines_values_are_checked_as_strictly_as_a_trace(tmp_path: Path) -> None:
+    (tmp_path / "p.es").write_text(PROGRAM)
+    (tmp_path / "t.jsonl").write_text('{"time":"2026-01-01T00:00:00.000000Z","event":"N","value":3.0,"key":[1]}\n'
+                                      '{"time":"2026-01-01T00:00:00.000000Z","event":"N","value":3}\n')
+    result = eventscript("test", "--trace", "t.jsonl", "p.es", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(line["event"], line["value"]) for line in lines][1] == ("O", "n")
+    assert lines[0]["value"]["code"] == 6 and lines[0]["value"]["message"].startswith("t.jsonl:1:1: N: expected a long")

@@ -270,12 +270,72 @@ def _check_order(items: list[TraceItem]) -> None:
 
 
 def read_trace(path: str | Path) -> list[TraceItem]:
-    """Read and parse a trace file; OSError if it cannot be read, TraceError for anything in it."""
+    """Read and parse a trace file, in the trace format or as JSON lines (see :func:`is_json_lines`);
+    OSError if it cannot be read, TraceError for anything in it."""
     try:
         source = SourceFile.read(path)
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from None
-    return parse_trace(source)
+    return parse_json_lines(source) if is_json_lines(source) else parse_trace(source)
+
+
+def is_json_lines(source: SourceFile) -> bool:
+    """Whether a trace file is JSON lines, as ``eventscript tail`` prints records: its first
+    character that is not white space is ``{`` (a trace starts with ``[`` or a comment)."""
+    return source.text.lstrip().startswith("{")
+
+
+def parse_json_lines(source: SourceFile) -> list[TraceItem]:
+    """Captured traffic as a trace: one JSON object per line with ``time`` (ISO-8601) and ``event``
+    (its name) and ``value`` (other fields, such as ``key`` or ``topic``, are ignored). A line's
+    time becomes a timestamp when it differs from the line before; times may not go backwards
+    (``tail`` prints each partition in turn: sort several partitions' lines by time first)."""
+    import orjson
+
+    from ..engine.timeutil import TimeRangeError, parse_time
+
+    items: list[TraceItem] = []
+    last_time: int | None = None
+    offset = 0
+    for line in source.text.splitlines(keepends=True):
+        start, offset = offset, offset + len(line)
+        if not line.strip():
+            continue
+        pos = source.pos(start + len(line) - len(line.lstrip()))
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise TraceError(pos, f"not a JSON object: {exc}; each line of a JSON-lines trace is one record as "
+                                  f"'eventscript tail' prints it") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("time"), str) or not isinstance(obj.get("event"), str):
+            raise TraceError(pos, 'expected an object with "time" (ISO-8601 text), "event" (a name) and "value", '
+                                  'as \'eventscript tail\' prints records')
+        try:
+            when = check_clock_time(parse_time(obj["time"]))
+        except (ValueError, TimeRangeError) as exc:
+            raise TraceError(pos, f"invalid time {obj['time']!r}: {exc}") from None
+        if _nesting(obj.get("value")) > MAX_NESTING:
+            raise TraceError(pos, f"the value nests too deeply: at most {MAX_NESTING} levels of arrays and "
+                                  f"structures are allowed")
+        if when != last_time:
+            items.append(Timestamp(when, pos))
+            last_time = when
+        items.append(TraceEvent(obj["event"], [] if "value" not in obj else [obj["value"]], pos))
+    _check_order(items)
+    return items
+
+
+def _nesting(value: Any) -> int:
+    """How deeply arrays and objects nest in a JSON value (without recursion: the value may be
+    as deep as orjson allows, deeper than Python's stack)."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        v, depth = todo.pop()
+        if isinstance(v, (list, dict)):
+            depth += 1
+            deepest = max(deepest, depth)
+            todo.extend((child, depth) for child in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 def _not_utf8(path: str | Path, exc: UnicodeDecodeError) -> TraceError:
