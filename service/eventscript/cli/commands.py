@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from . import backfill_cmd, kafka_cmds, program_cmds, test_cmd, topology_cmd
+from . import backfill_cmd, export_cmd, kafka_cmds, program_cmds, test_cmd, topology_cmd
 
 Setup = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
@@ -26,4 +26,6 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
     "topology": ("check, plan or draw a topology's pipeline (check | plan | graph)", topology_cmd.setup,
                  topology_cmd.run),
     "backfill": ("run a program over historical records on PySpark", backfill_cmd.setup, backfill_cmd.run),
+    "export": ("write a backfill export (JSON lines) from a trace or from Kafka topics", export_cmd.setup,
+               export_cmd.run),
 }

@@ -62,9 +62,11 @@ def _record_value(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, lis
 
 
 def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgram, items: list[TraceItem],
-                  partitions: int, warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> int:
-    """Publish a trace; returns the number of event records (ticks not counted)."""
-    producer = Producer(clients.producer_config(kafka))
+                  partitions: int, warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+                  producer: Any = None) -> int:
+    """Publish a trace; returns the number of event records (ticks not counted). ``producer``:
+    anything with confluent-kafka's produce/poll/flush (``eventscript export`` writes a file)."""
+    producer = producer if producer is not None else Producer(clients.producer_config(kafka))
     types = {i.name: i.ty for i in program.program.inputs}
     key_types = program.program.key_types
     tick_topic = cfg.inputs[0].topic

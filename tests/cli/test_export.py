@@ -1,0 +1,74 @@
+"""``eventscript export`` (issue 27): a backfill export written from a trace, with no broker, that
+the backfill reads to the tester's outputs; and the same records read back from Kafka topics."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+CLI = [sys.executable, "-m", "eventscript.cli.main"]
+
+
+def eventscript(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def big_trades(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "topologies" / "big-trades", tmp_path / "bt")
+    return tmp_path / "bt"
+
+
+def _lines(path: Path) -> list[dict]:  # type: ignore[type-arg]
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_an_export_from_a_trace_backfills_to_what_the_tester_prints(big_trades: Path) -> None:
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("the backfill needs Java")
+    done = eventscript("export", "topology.yaml", "--trace", "sample.trace", "-o", "trades.jsonl", cwd=big_trades)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "wrote 34 records to trades.jsonl (17 events, 17 ticks: the trace's timestamps)"
+    rows = _lines(big_trades / "trades.jsonl")
+    assert {r["topic"] for r in rows} == {"trades"} and [r["offset"] for r in rows] == list(range(34))
+    backfill = eventscript("backfill", "topology.yaml", "--program", "filter", "--input", "trades.jsonl",
+                           "--output", "out.jsonl", "--no-ui", cwd=big_trades, timeout=600)
+    assert backfill.returncode == 0, backfill.stderr[-3000:]
+    tested = eventscript("test", "--trace", "sample.trace", "filter.es", cwd=big_trades)
+    expected = [json.loads(line) for line in tested.stdout.splitlines()]
+    got = [{k: line[k] for k in ("time", "event", "value")} for line in _lines(big_trades / "out.jsonl")]
+    assert got == expected and len(got) > 5
+
+
+def test_an_export_from_a_topic_holds_what_was_produced(big_trades: Path) -> None:
+    from eventscript.kafka.broker import EmbeddedBroker
+
+    assert eventscript("export", "topology.yaml", "--trace", "sample.trace", "-o", "from-trace.jsonl",
+                       cwd=big_trades).returncode == 0
+    with EmbeddedBroker() as broker:
+        kafka = ["--bootstrap-servers", broker.bootstrap]
+        produced = eventscript("produce", "topology.yaml", "--trace", "sample.trace", *kafka, cwd=big_trades)
+        assert produced.returncode == 0, produced.stderr
+        done = eventscript("export", "topology.yaml", "--topic", "trades", "-o", "from-topic.jsonl", "--idle", "1",
+                           *kafka, cwd=big_trades)
+    assert done.returncode == 0, done.stderr
+
+    def records(name: str) -> list[tuple]:  # type: ignore[type-arg]
+        return [(r["topic"], r["partition"], r.get("key"), r["value"], r.get("headers"))
+                for r in _lines(big_trades / name)]
+
+    assert records("from-topic.jsonl") == records("from-trace.jsonl")
+
+
+def test_export_needs_a_jsonl_file_and_says_so(big_trades: Path) -> None:
+    done = eventscript("export", "topology.yaml", "--trace", "sample.trace", "-o", "trades.csv", cwd=big_trades)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: trades.csv: write the export as JSON lines, FILE.jsonl"
