@@ -4,6 +4,8 @@ the backfill reads to the tester's outputs; and the same records read back from 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,21 +32,34 @@ def _lines(path: Path) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_an_export_from_a_trace_backfills_to_what_the_tester_prints(big_trades: Path) -> None:
+def _quick_start() -> tuple[list[str], str]:
+    """docs/backfill.md's quick start: its commands (after the cd) and the output line it shows."""
+    text = (ROOT / "docs" / "backfill.md").read_text(encoding="utf-8")
+    section = text[text.index("## Quick start"):text.index("## When to backfill")]
+    blocks = re.findall(r"^```\n(.*?)^```$", section, re.S | re.M)
+    commands = [line for line in blocks[0].splitlines() if line.startswith("eventscript ")]
+    return commands, blocks[1].strip()
+
+
+def test_the_backfill_quick_start_runs_and_prints_what_the_tester_prints(big_trades: Path) -> None:
+    """The quick start's export of the README's trace, backfilled, gives the tester's outputs, and
+    the line the guide shows."""
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("the backfill needs Java")
-    done = eventscript("export", "topology.yaml", "--trace", "sample.trace", "-o", "trades.jsonl", cwd=big_trades)
+    (export, backfill), shown = _quick_start()
+    done = eventscript(*shlex.split(export)[1:], cwd=big_trades)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "wrote 34 records to trades.jsonl (17 events, 17 ticks: the trace's timestamps)"
     rows = _lines(big_trades / "trades.jsonl")
     assert {r["topic"] for r in rows} == {"trades"} and [r["offset"] for r in rows] == list(range(34))
-    backfill = eventscript("backfill", "topology.yaml", "--program", "filter", "--input", "trades.jsonl",
-                           "--output", "out.jsonl", "--no-ui", cwd=big_trades, timeout=600)
-    assert backfill.returncode == 0, backfill.stderr[-3000:]
+    ran = eventscript(*shlex.split(backfill)[1:], cwd=big_trades, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    output = big_trades / "filtered.jsonl"
+    assert output.read_text().splitlines()[0] == shown
     tested = eventscript("test", "--trace", "sample.trace", "filter.es", cwd=big_trades)
     expected = [json.loads(line) for line in tested.stdout.splitlines()]
-    got = [{k: line[k] for k in ("time", "event", "value")} for line in _lines(big_trades / "out.jsonl")]
+    got = [{k: line[k] for k in ("time", "event", "value")} for line in _lines(output)]
     assert got == expected and len(got) > 5
 
 
