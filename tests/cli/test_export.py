@@ -55,6 +55,9 @@ def test_the_backfill_quick_start_runs_and_prints_what_the_tester_prints(big_tra
     assert {r["topic"] for r in rows} == {"trades"} and [r["offset"] for r in rows] == list(range(34))
     ran = eventscript(*shlex.split(backfill)[1:], cwd=big_trades, timeout=600)
     assert ran.returncode == 0, ran.stderr[-3000:]
+    # Spark's start-up lines are hidden without -v (the JVM's own module warning is not Spark's to hide).
+    lines = [line for line in ran.stderr.splitlines() if not line.startswith("WARNING: Using incubator modules")]
+    assert [line.split(",")[0] for line in lines] == ["backfill: 1/1 partitions done", "wrote 15 records to filtered.jsonl"]
     output = big_trades / "filtered.jsonl"
     assert output.read_text().splitlines()[0] == shown
     tested = eventscript("test", "--trace", "sample.trace", "filter.es", cwd=big_trades)
