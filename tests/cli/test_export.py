@@ -90,3 +90,32 @@ def test_export_needs_a_jsonl_file_and_says_so(big_trades: Path) -> None:
     done = eventscript("export", "topology.yaml", "--trace", "sample.trace", "-o", "trades.csv", cwd=big_trades)
     assert done.returncode == 2
     assert done.stderr.strip() == "error: trades.csv: write the export as JSON lines, FILE.jsonl"
+
+
+def test_time_order_sorts_a_key_parallel_backfill_by_record_time(big_trades: Path) -> None:
+    """The second stage over the first's captured output (a JSON-lines trace, exported), in key
+    groups: --time-order gives the tester's outputs in record-time order."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("the backfill needs Java")
+    filtered = eventscript("test", "--trace", "sample.trace", "filter.es", cwd=big_trades)
+    (big_trades / "filtered.jsonl").write_text(filtered.stdout)
+    assert eventscript("export", "topology.yaml", "--trace", "filtered.jsonl", "--program", "three-big-trades",
+                       "-o", "big.jsonl", cwd=big_trades).returncode == 0
+    ran = eventscript("backfill", "topology.yaml", "--program", "three-big-trades", "--input", "big.jsonl",
+                      "--key-groups", "3", "--output", "three.jsonl", "--time-order", "--no-ui", cwd=big_trades,
+                      timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "sorted 5 records of three.jsonl by record time" in ran.stderr
+    got = [{k: line[k] for k in ("time", "event", "value", "key")} for line in _lines(big_trades / "three.jsonl")]
+    times = [line["time"] for line in got]
+    assert times == sorted(times)
+    tested = eventscript("test", "--trace", "sample.trace", "filter.es", "three_big_trades.es", cwd=big_trades)
+    expected = [json.loads(line) for line in tested.stdout.splitlines()]
+    assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, expected)) and len(got) == 5
+
+
+def test_time_order_needs_an_output_file(big_trades: Path) -> None:
+    done = eventscript("backfill", "topology.yaml", "--program", "filter", "--time-order", cwd=big_trades)
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("error: --time-order applies to --output FILE")
