@@ -35,7 +35,10 @@ def run_trace(tmp_path: Path, events: str) -> tuple[subprocess.CompletedProcess[
     ("T(1767225600000)", 't.trace:2:1: T: expected a time as ISO-8601 text, e.g. "2026-01-01T09:00:00Z", '
                          "got the number 1767225600000"),
     ('P({a: "x", b: 1})', "t.trace:2:1: P: unknown field 'b': the structure {string a;} has a"),
-    ("D(true)", "t.trace:2:1: D: expected a double (a number such as 1.5), got true"),
+    ("D(true)", 't.trace:2:1: D: expected a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity"), '
+                'got true'),
+    ('D("nan")', 't.trace:2:1: D: expected a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity"), '
+                "got the string 'nan'"),
 ])
 def test_a_value_that_does_not_conform_is_error_6_naming_the_trace_line(tmp_path: Path, event: str,
                                                                        says: str) -> None:
@@ -46,9 +49,10 @@ def test_a_value_that_does_not_conform_is_error_6_naming_the_trace_line(tmp_path
 
 
 def test_conforming_values_and_the_integer_promotion_still_run(tmp_path: Path) -> None:
-    result, lines = run_trace(tmp_path, 'N(3) T("2026-01-01T09:00:00Z") P({a: "x"}) P("y") D(2) D(2.5)')
+    result, lines = run_trace(tmp_path, 'N(3) T("2026-01-01T09:00:00Z") P({a: "x"}) P("y") D(2) D(2.5) D("NaN") '
+                                        'D("-Infinity")')
     assert result.returncode == 0, result.stderr
-    assert [line["value"] for line in lines] == ["n", "t", "x", "y", "d", "d"]
+    assert [line["value"] for line in lines] == ["n", "t", "x", "y", "d", "d", "d", "d"]
 
 
 @pytest.mark.parametrize("number", ["1e400", "-1e400"])

@@ -374,7 +374,9 @@ def check_trace_value(obj: Any, ty: Any, path: str = "") -> None:
     Traces are written by people, so they are read strictly, more so than Kafka records (whose
     producers add fields over time; ``engine.encoding.decode`` converts what it can): an integer
     is promoted where a ``double`` is declared and nothing else is converted — no ``3.0`` for a
-    ``long``, a ``time`` only as ISO-8601 text, no field a structure does not declare.
+    ``long``, a ``time`` only as ISO-8601 text, no field a structure does not declare. A double
+    may also be ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``, as the output writes them (no
+    literal can: a trace or a captured output must be able to carry them).
     """
     from ..engine.encoding import DecodeError
     from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, ArrayType, StructType
@@ -386,8 +388,8 @@ def check_trace_value(obj: Any, ty: Any, path: str = "") -> None:
         if type(obj) is not int:
             fail("a long (an integer such as 3)")
     elif ty == DOUBLE:
-        if type(obj) not in (int, float):
-            fail("a double (a number such as 1.5)")
+        if type(obj) not in (int, float) and obj not in _NON_FINITE:
+            fail('a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity")')
     elif ty == BOOLEAN:
         if type(obj) is not bool:
             fail("a boolean (true or false)")
@@ -416,6 +418,10 @@ def check_trace_value(obj: Any, ty: Any, path: str = "") -> None:
                 check_trace_value(v, ft, f"{path}.{name}" if path else name)
         else:
             fail(f"a structure {ty}")
+
+
+#: How the output writes the doubles no number literal can (conformance README, output format).
+_NON_FINITE = ("NaN", "Infinity", "-Infinity")
 
 
 def _written(obj: Any) -> str:
