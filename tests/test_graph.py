@@ -350,7 +350,7 @@ def test_falls_back_to_dot_text_without_graphviz(tmp_path: Path, monkeypatch: py
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     out = tmp_path / "keypad.svg"
-    assert main(["graph", write_program(tmp_path, KEYPAD), "-o", str(out)]) == 0
+    assert main(["graph", write_program(tmp_path, KEYPAD), "-o", str(out)]) == 1  # the .svg asked for is missing
     assert not out.exists()
     fallback = tmp_path / "keypad.dot"
     assert read_dot(fallback.read_text(encoding="utf-8")).label("s0", "s2") == "K7, Other"
@@ -368,7 +368,7 @@ def test_falls_back_when_graphviz_fails(tmp_path: Path, monkeypatch: pytest.Monk
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", str(bindir))
     out = tmp_path / "k.svg"
-    assert render(compiled(KEYPAD), out) == 0
+    assert render(compiled(KEYPAD), out) == 1
     assert not out.exists()
     assert (tmp_path / "k.dot").read_text(encoding="utf-8").startswith('digraph "t"')
     err = capsys.readouterr().err

@@ -128,7 +128,8 @@ EXTRAS = {
     "L": Extra("long[]", "length(L)", "l",
                ("!>O(length(l) * 100 + l[0]);", "l[0] = n;", "!>O(l[length(l) - 1]);", "a = l;"),
                ([1, 2, 3], [], [5], [-4, 9], "x")),
-    # times as ISO-8601 text, UTC or with an offset, or epoch milliseconds (docs/language.md 6.5)
+    # times as ISO-8601 text, UTC or with an offset; 5 (epoch milliseconds) and "noon" do not
+    # conform: traces are strict (docs/language.md 10.1)
     "W": Extra("time", "minute(W)", "tw", ("!>O(secondsBetween(tw, now()));", "!>M(tw);", "t = tw;"),
                ("2026-01-01T00:00:05Z", "2026-01-01T01:00:00+01:00", "2026-01-01T00:00:00.250Z",
                 "2025-12-31T23:59:59.999999Z", 5, "noon")),

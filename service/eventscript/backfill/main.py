@@ -135,7 +135,9 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
     if own_session:
         if not verbose:
             logging.getLogger("py4j").setLevel(logging.WARNING)
-        spark = spark_session(master, ui=ui)
+        from .quiet import quiet_spark_conf
+
+        spark = spark_session(master, ui=ui, conf=None if verbose else quiet_spark_conf())
         spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
     if split == "auto" and not key_groups:
         plan = dataclasses.replace(plan, split_each=key_split.auto_split(plan, spark.sparkContext.defaultParallelism))

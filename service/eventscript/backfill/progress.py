@@ -2,7 +2,9 @@
 
 Spark's own UI has the details (stages, executors); its address is printed first. A task
 reports its counts when it ends, so the line moves task by task; the ETA assumes the remaining
-tasks' records (known from the cut, offsets counted) go at the rate seen so far.
+tasks' records (known from the cut, offsets counted) go at the rate seen so far. The rate is
+shown from :data:`RATE_FROM` records on: before that, Spark's start-up dominates the time and a
+rate such as "2 records/s" would say nothing about the job.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import time
 from typing import TextIO
 
 from .runner import TaskSummary
+
+#: Records read before the line shows a rate and an ETA.
+RATE_FROM = 10_000
 
 
 class Progress:
@@ -26,6 +31,7 @@ class Progress:
         self.records = 0
         self.sent = 0
         self.keys = 0
+        self._shown = -1  # tasks done when the last line was printed
 
     def spark_ui(self, url: str | None) -> None:
         if url:
@@ -43,13 +49,19 @@ class Progress:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.records / elapsed
         text = (f"backfill: {self.done}/{self.tasks} {self.unit} done, {self.records} records read, "
-                f"{self.keys} keys live, {self.sent} records out, {rate:,.0f} records/s, {elapsed:.1f} s")
+                f"{self.keys} keys live, {self.sent} records out, ")
+        if self.records >= RATE_FROM:
+            text += f"{rate:,.0f} records/s, "
+        text += f"{elapsed:.1f} s"
         left = self.planned - self.records
-        if self.done < self.tasks and rate > 0 and left > 0:
+        if self.done < self.tasks and self.records >= RATE_FROM and rate > 0 and left > 0:
             text += f", ETA {left / rate:.0f} s"
         return text
 
     def _show(self, final: bool) -> None:
+        if final and not self.tty and self._shown == self.done:
+            return  # the last task's line already said it all (it was printed twice)
+        self._shown = self.done
         if self.tty and not final:
             self.out.write("\r\x1b[2K" + self.line())
         else:

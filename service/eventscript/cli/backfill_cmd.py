@@ -22,6 +22,9 @@ def setup(p: argparse.ArgumentParser) -> None:
                       help="write output EVENT to Kafka topic TOPIC instead of the program's (repeatable; EVENT "
                            "'default': every output not named)")
     sink.add_argument("--error-topic", metavar="TOPIC", help="write $error records to this Kafka topic")
+    sink.add_argument("--time-order", action="store_true",
+                      help="with --output: rewrite the file in record-time order at the end (key-split and "
+                           "key-parallel mode write key group after key group); holds the output in memory")
     hand = p.add_argument_group("hand-over to live workers (docs/backfill.md)")
     hand.add_argument("--handover", action="store_true",
                       help="end by writing each instance's final state to the program's changelog and the consumer "
@@ -92,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: --until {args.until!r}: not a time ({exc}); write e.g. 2026-01-31T12:00:00Z",
                   file=sys.stderr)
             return 2
+    if args.time_order and not args.output:
+        print("error: --time-order applies to --output FILE (Kafka topics are written per key, as a worker "
+              "writes them)", file=sys.stderr)
+        return 2
     if args.force and not args.handover:
         print("error: --force only applies to --handover", file=sys.stderr)
         return 2
@@ -110,4 +117,11 @@ def run(args: argparse.Namespace) -> int:
     except BackfillFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1 if exc.after_start else 2
+    if args.time_order:
+        from pathlib import Path
+
+        from .time_order import sort_output_by_time
+
+        n = sort_output_by_time(Path(args.output))
+        print(f"sorted {n} records of {args.output} by record time", file=sys.stderr)
     return 0

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from . import (
                backfill_cmd,
+               export_cmd,
                kafka_cmds,
                playground_cmd,
                program_cmds,
@@ -43,4 +44,6 @@ COMMANDS: dict[str, tuple[str, Setup, Run]] = {
               state_cmds.setup_state, state_cmds.run_state),
     "reset": ("start a program over: committed offsets, internal topics and local state (--dry-run first)",
               state_cmds.setup_reset, state_cmds.run_reset),
+    "export": ("write a backfill export (JSON lines) from a trace or from Kafka topics", export_cmd.setup,
+               export_cmd.run),
 }

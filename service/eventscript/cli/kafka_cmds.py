@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -69,7 +71,20 @@ def run_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # Ctrl-C while waiting for the broker: one line, not a traceback
         print("interrupted while contacting Kafka", file=sys.stderr)
         return 130
-    return runner.run(until_idle=args.until_idle)
+    return _run_and_report(runner, args.until_idle, f"on {topo.kafka.bootstrap_servers}")
+
+
+def _run_and_report(runner, until_idle: float | None, where: str) -> int:  # type: ignore[no-untyped-def]
+    """Run the workers, saying when they are ready and, when they stop, what they did; 130 when a
+    signal stopped them (the workers finish their batch first)."""
+    from .progress import ReadyNotice, summary
+
+    names = ", ".join(w.cfg.name for w in runner.workers)
+    stop = f"stops after {until_idle:g} s without input" if until_idle is not None else "Ctrl-C to stop"
+    with ReadyNotice(runner, f"ready: {names} {where}; {stop}"):
+        status = runner.run(until_idle=until_idle)
+    print(summary(runner), file=sys.stderr)
+    return 130 if status == 0 and runner.interrupted else status
 
 
 def setup_dev(p: argparse.ArgumentParser) -> None:
@@ -79,10 +94,15 @@ def setup_dev(p: argparse.ArgumentParser) -> None:
     p.add_argument("--until-idle", type=seconds, metavar="SECONDS",
                    help="stop once everything has been processed and nothing new came for this long")
     p.add_argument("--show", action="store_true",
-                   help="at the end, print the records of the programs' output and error topics")
+                   help="at the end (also after Ctrl-C), print the records of the programs' output and error topics")
     p.add_argument("--broker", choices=["embedded", "kafka"], default="embedded",
                    help="embedded: the Tansu broker (starts at once, no Java); kafka: Apache Kafka from the "
                         "jars scripts/get-kafka fetches (needs Java 17)")
+    p.add_argument("--follow", action="store_true",
+                   help="print the records of the output and error topics as they are written")
+    p.add_argument("--state-dir", metavar="DIR",
+                   help="keep the programs' state in DIR (default: a fresh temporary folder, removed at the end, "
+                        "since the embedded broker starts empty each run)")
     p.add_argument("--health-port", type=port, metavar="PORT")
     p.add_argument("-v", "--verbose", action="store_true")
 
@@ -98,7 +118,9 @@ def _dev_broker(kind: str) -> tuple[str, Callable[[], None]]:
         return cluster.bootstrap, cluster.close
     from ..kafka.broker import EmbeddedBroker
 
-    broker = EmbeddedBroker().start()
+    # Its own process group: Ctrl-C in a terminal reaches this process only, which stops the
+    # workers, shows what they wrote (--show) and then stops the broker.
+    broker = EmbeddedBroker(own_process_group=True).start()
     print(f"embedded Kafka-compatible broker (Tansu) on {broker.bootstrap}", file=sys.stderr)
     return broker.bootstrap, broker.stop
 
@@ -114,13 +136,28 @@ def run_dev(args: argparse.Namespace) -> int:
     _logging(args.verbose)
     try:
         topo = _load(args)
+        traced = topo.program(args.program) if args.program else topo.programs[0]  # before the broker starts
+        items = read_trace(args.trace) if args.trace else None
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except TraceError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    from .progress import Follower, output_topics, remove_state_dir, use_state_dir
+
+    state, temporary = use_state_dir(topo, args.state_dir)
+    print(f"state in {state}" + (" (fresh, removed at the end; --state-dir DIR to choose)" if temporary else ""),
+          file=sys.stderr)
     try:
         bootstrap, stop_broker = _dev_broker(args.broker)
     except (BrokerError, KafkaNotFetched, KafkaStartError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if temporary:
+            remove_state_dir(state)
         return 2
     try:
         topo.kafka.bootstrap_servers = bootstrap
@@ -139,32 +176,29 @@ def run_dev(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print("interrupted while contacting Kafka", file=sys.stderr)
             return 130
-        if args.trace:
-            cfg = topo.program(args.program) if args.program else topo.programs[0]
-            worker = next(w for w in runner.workers if w.cfg.name == cfg.name)
-            try:
-                items = read_trace(args.trace)
-            except OSError as exc:
-                print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
-                return 2
-            except TraceError as exc:
-                print(str(exc), file=sys.stderr)
-                return 2
-            n = produce_trace(topo.kafka, cfg, worker.program, items, worker.partitions)
-            print(f"published {n} events from {args.trace} to program {cfg.name}", file=sys.stderr)
-        status = runner.run(until_idle=args.until_idle)
+        if items is not None:
+            worker = next(w for w in runner.workers if w.cfg.name == traced.name)
+            n = produce_trace(topo.kafka, traced, worker.program, items, worker.partitions)
+            print(f"published {n} events from {args.trace} to program {traced.name}", file=sys.stderr)
+        topics = output_topics(topo)
+        if args.follow:
+            with Follower(topo.kafka, topics):
+                status = _run_and_report(runner, args.until_idle, "on the embedded broker")
+        else:
+            status = _run_and_report(runner, args.until_idle, "on the embedded broker")
+        # A second Ctrl-C from here on ends the command (through KeyboardInterrupt: the broker
+        # is still stopped), not os._exit in the runner's handler.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         if args.show:
-            topics: list[str] = []
-            for cfg in topo.programs:
-                for t in [*dict.fromkeys(cfg.outputs.values()), cfg.error_topic]:
-                    if t not in topics:
-                        topics.append(t)
             for t in topics:
                 print(f"== {t}")
                 tail(topo.kafka, t, sys.stdout, idle=0.5, dedupe=True)
         return status
     finally:
         stop_broker()
+        if temporary:
+            remove_state_dir(state)
 
 
 def setup_produce(p: argparse.ArgumentParser) -> None:

@@ -23,6 +23,10 @@ def compile_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warn
                       out=None) -> Compilation | None:  # type: ignore[no-untyped-def]
     """Compile a file; print errors (and warnings if asked) to ``out``; None on failure."""
     out = out or sys.stderr
+    if Path(path).suffix.lower() in (".yaml", ".yml"):
+        print(f"{path}: error: this is a topology, not a program; check it with 'eventscript topology check "
+              f"{path}' (or run it whole with 'eventscript test --trace TRACE {path}')", file=out)
+        return None
     try:
         comp = compile_file(path, state_limit=state_limit)
     except OSError as exc:
@@ -70,11 +74,16 @@ def setup_check(p: argparse.ArgumentParser) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    """Diagnostics of each file, then one ``FILE: ok`` line per program that compiles (as ``topology
+    check`` does), so that success is visible and not mistaken for a command that did nothing."""
     status = 0
     for f in args.files:
         comp = compile_or_report(f, args.state_limit, warnings=not args.quiet, out=sys.stdout)
         if comp is None:
             status = 1
+        elif not args.quiet:
+            warned = sum(1 for d in comp.diagnostics.sorted() if d.severity is not Severity.ERROR)
+            print(f"{f}: ok" + (f", {warned} warning(s)" if warned else ""))
     return status
 
 
@@ -104,6 +113,9 @@ def setup_graph(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", metavar="PROGRAM")
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="FILE.svg, FILE.png (drawn with Graphviz) or FILE.dot")
+    p.add_argument("--full-labels", action="store_true",
+                   help="draw action blocks as the compiled program keeps them, up to 60 characters "
+                        "(default: shortened to 40)")
     add_state_limit(p)
 
 
@@ -113,4 +125,4 @@ def run_graph(args: argparse.Namespace) -> int:
     comp = compile_or_report(args.program, args.state_limit)
     if comp is None or comp.program is None:
         return 1
-    return render(comp.program, Path(args.output))
+    return render(comp.program, Path(args.output), full_labels=args.full_labels)

@@ -48,7 +48,10 @@ def _finish(args: argparse.Namespace, lines: list[dict]) -> int:  # type: ignore
     """Compare the collected output with --expect."""
     try:
         expected = read_expected(Path(args.expect).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+    except OSError as exc:  # the reason, not Python's "[Errno 2] ...: 'path'"
+        print(f"{args.expect}: error: cannot read the expected output: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         print(f"{args.expect}: error: cannot read expected output: {exc}", file=sys.stderr)
         return 2
     problems = compare(expected, lines)

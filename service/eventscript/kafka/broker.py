@@ -14,8 +14,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -47,11 +49,27 @@ def tansu_binary() -> str:
                           f"or set EVENTSCRIPT_TANSU_BIN to a Tansu binary)") from exc
 
 
+def _stop_with_parent() -> None:
+    """In the broker's process before it runs: SIGTERM when its parent dies (prctl
+    PR_SET_PDEATHSIG, Linux), since a broker outside its owner's process group would otherwise
+    outlive an owner killed without a chance to stop it."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+
+
 class EmbeddedBroker:
     """A Tansu broker on 127.0.0.1:<free port>; use as a context manager."""
 
-    def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
+    def __init__(self, port: int | None = None, log_path: Path | None = None,
+                 own_process_group: bool = False) -> None:
+        """``own_process_group``: start the broker in a session of its own, so that Ctrl-C in a
+        terminal (SIGINT to the foreground process group) does not stop it before its owner has
+        finished with it (``eventscript dev --show`` reads the topics after the workers stop); it
+        is still stopped if its owner dies (Linux: the parent-death signal)."""
         self.port = port or free_port()
+        self._own_process_group = own_process_group
         self.bootstrap = f"127.0.0.1:{self.port}"
         self._log_path = log_path
         self._log_file = None
@@ -67,7 +85,9 @@ class EmbeddedBroker:
         self.proc = subprocess.Popen(
             [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
              "--storage-engine", "memory://tansu/"],
-            stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=self._own_process_group,
+            preexec_fn=_stop_with_parent if self._own_process_group else None)
         self._wait_ready(timeout)
         return self
 

@@ -118,6 +118,11 @@ class TopologyRunner:
         for w in self.workers:
             w.stop()
 
+    @property
+    def interrupted(self) -> bool:
+        """Whether a signal (SIGINT, SIGTERM) stopped the workers."""
+        return self._signals > 0
+
     def _on_signal(self, signum: int, frame: object) -> None:
         self._signals += 1
         if self._signals > 1:

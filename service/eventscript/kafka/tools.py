@@ -63,9 +63,11 @@ def _record_value(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, lis
 
 
 def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgram, items: list[TraceItem],
-                  partitions: int, warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> int:
-    """Publish a trace; returns the number of event records (ticks not counted)."""
-    producer = Producer(clients.producer_config(kafka))
+                  partitions: int, warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+                  producer: Any = None) -> int:
+    """Publish a trace; returns the number of event records (ticks not counted). ``producer``:
+    anything with confluent-kafka's produce/poll/flush (``eventscript export`` writes a file)."""
+    producer = producer if producer is not None else Producer(clients.producer_config(kafka))
     types = {i.name: i.ty for i in program.program.inputs}
     key_types = program.program.key_types
     tick_topic = cfg.inputs[0].topic
@@ -113,8 +115,10 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
                         partition = scheme.partition(scheme.routing_bytes(group_key), partitions)
                 else:
                     partition = 0
-            except DecodeError:
-                payload = raw  # published as written: the worker reports it as $error 6
+            except DecodeError as exc:  # published as written: the worker decodes it by the input's rules
+                warn(f"{item.pos}: {item.name}: {exc}; published as written (the tester would report $error 6, "
+                     f"the worker decodes it as the input's settings say)")
+                payload = raw
         if partition is None:
             partition = 0
         value_bytes, headers = _record_value(inp, item.name, payload)

@@ -27,6 +27,8 @@ def resolve_external(impl: str, search_dirs: list[Path]) -> tuple[Callable[..., 
         module = importlib.import_module(module_name)
     except Exception as exc:  # any import failure is a resolution failure
         return None, f"cannot import module {module_name!r}: {exc}"
+    except SystemExit as exc:  # a module that exits on import would end the command silently
+        return None, f"cannot import module {module_name!r}: it called sys.exit({exc.code!r}) while being imported"
     finally:
         for d in added:
             with suppress(ValueError):

@@ -216,7 +216,12 @@ class Lexer:
     def _number(self, lexeme: str, pos: Pos, index: int) -> Token:
         """The INT or FLOAT token of a lexeme :data:`_COMMON_TOKEN` matched as a number."""
         if not lexeme.isdigit():  # a fraction or an exponent
-            return Token("FLOAT", lexeme, float(lexeme), pos, index)
+            value = float(lexeme)
+            if value == float("inf"):  # 1e400: Python rounds it to Infinity without a word
+                self.diagnostics.error(pos, f"{lexeme} is beyond the range of a double (at most about 1.8e308)",
+                                       "write a smaller number; for Infinity, divide: 1.0 / 0.0")
+                value = 0.0
+            return Token("FLOAT", lexeme, value, pos, index)
         # Leading zeros count towards Python's conversion limit too: convert without them.
         significant = lexeme.lstrip("0") or "0"
         if len(significant) > MAX_INT_DIGITS:

@@ -332,6 +332,12 @@ class Parser:
     def _at_multiplier(self) -> bool:
         return self.at("{") and self.peek().kind == "INT" and self.peek(2).kind in ("}", ",")
 
+    def _at_unclosed_multiplier(self) -> bool:
+        """``{3`` followed by what cannot continue an expression (``)``, ``|``, a marker, the end):
+        a multiplier missing its ``}``, not an action block (which would be reported as unclosed)."""
+        return (self.at("{") and self.peek().kind == "INT"
+                and self.peek(2).kind in (")", "(", "|", "EOF", "IDENT", "elapse", "elapsed", "arrive"))
+
     def parse_postfix(self) -> ast.Regex:
         item = self.parse_atom()
         depth = self.depth
@@ -347,6 +353,9 @@ class Parser:
                 self._enter(op.pos)
                 low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[op.kind]
                 item = ast.RRepeat(item.pos, item, low, high, op.pos)
+            elif self._at_unclosed_multiplier():
+                raise ParseError(self.tok.pos, "this multiplier is not closed",
+                                 "multipliers are written {i}, {i,j} or {i,}")
             elif self._at_multiplier():
                 op = self.advance()
                 self._enter(op.pos)
@@ -392,14 +401,14 @@ class Parser:
                                  "use day(s), hour(s), minute(s), second(s)/sec, millisecond(s)/msec "
                                  "or microsecond(s)/usec")
             self.expect("]")
-            target, tpos = self.parse_marker_target(t.text)
+            target, tpos = self.parse_marker_target(self._written_since(t))
             return ast.RElapse(t.pos, amount, TIME_UNITS[unit.text], unit.pos, target, tpos, order=t.index)
         if t.kind == "arrive":
             self.advance()
             self.expect("[", hint="write arrive[9:00]() or arrive[(deadline)]()")
             pattern = self.parse_arrive_pattern()
             self.expect("]")
-            target, tpos = self.parse_marker_target("arrive")
+            target, tpos = self.parse_marker_target(self._written_since(t))
             return ast.RArrive(t.pos, pattern, target, tpos, order=t.index)
         if t.kind == "IDENT":
             self.advance()
@@ -409,6 +418,12 @@ class Parser:
             target, tpos = self.parse_marker_target(t.text)
             return ast.RMarker(t.pos, t.text, target, tpos, order=t.index)
         raise ParseError(t.pos, f"expected an event marker, found {_describe(t)}")
+
+    def _written_since(self, t: Token) -> str:
+        """The source text from token ``t`` to the current token, on one line (``elapse[1 hour]``),
+        so that a hint shows the marker as the user wrote it."""
+        text = t.pos.source.text[t.pos.offset:self.tok.pos.offset]
+        return " ".join(text.split()) if self.tok.pos.source is t.pos.source else t.text
 
     def parse_marker_target(self, what: str) -> tuple[str | None, Pos | None]:
         self.expect("(", hint=f"write {what}() or {what}(variable)")

@@ -24,7 +24,7 @@ import orjson
 from ..engine.encoding import DecodeError, decoder_for, encoder_for
 from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
 from ..engine.timeutil import format_time
-from ..language.types import StructType, Type
+from ..language.types import ArrayType, StructType, Type
 from ..topology.config import InputConfig
 from ..topology.headers import (  # noqa: F401  (the record format's header names, here with the rest of it)
     HEADER_EVENT,
@@ -118,6 +118,12 @@ def decode_record(cfg: InputConfig, value: bytes | None, headers: Headers | None
                 raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value has no string field {f!r} naming its event")
             name = obj[f]
             payload = obj if name in input_types and isinstance(input_types[name], StructType) else obj.get("value")
+    if cfg.extra_fields == "error" and name in input_types:
+        naming = cfg.event_from.field if cfg.event_from is not None and payload is obj else None
+        extra = undeclared_field(payload, input_types[name], skip=naming)
+        if extra is not None:
+            raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"{name}: {extra}: a field the event's type does not "
+                                                       f"declare (the input has extra_fields: error)")
     dec = decoders.get(name) if decoders is not None else None
     if dec is None:
         ty = input_types.get(name)
@@ -128,6 +134,28 @@ def decode_record(cfg: InputConfig, value: bytes | None, headers: Headers | None
         return name, dec(payload)
     except DecodeError as exc:
         raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}") from None
+
+
+def undeclared_field(obj: Any, ty: Type, path: str = "", skip: str | None = None) -> str | None:
+    """The path of the first field of ``obj`` that its structure type ``ty`` (or one nested in it)
+    does not declare, or None; ``skip``: a top-level field that names the event."""
+    if isinstance(ty, StructType) and isinstance(obj, dict):
+        names = ty.names
+        for key, value in obj.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key not in names:
+                if key != skip:
+                    return where
+                continue
+            found = undeclared_field(value, ty.fields[names.index(key)][1], where)
+            if found is not None:
+                return found
+    elif isinstance(ty, ArrayType) and isinstance(obj, list):
+        for i, value in enumerate(obj):
+            found = undeclared_field(value, ty.element, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def encode_value(e: Emitted) -> bytes:

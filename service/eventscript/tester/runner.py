@@ -99,10 +99,10 @@ class Pipeline:
     def advance(self, t: int) -> None:
         self.clock.advance_to(t)
 
-    def _decoded(self, name: str, raw: Any) -> tuple[str, Any] | None:
+    def _decoded(self, name: str, raw: Any, where: object = None) -> tuple[str, Any] | None:
         """A trace event as the first stage takes it: its value converted to the declared type
         (an undeclared name goes as it is: the engine reports $error 1), or None when the value
-        does not fit (reported here as $error 6)."""
+        does not fit (reported here as $error 6, with ``where`` it came from in the trace)."""
         first = self.engines[0]
         declared = self._inputs.get(name)
         if declared is None:
@@ -110,7 +110,8 @@ class Pipeline:
         try:
             return name, decode(typed_argument(raw, declared.ty), declared.ty)
         except DecodeError as exc:
-            self.sink(OutputLine(Emitted(first.name, ERROR_EVENT, [ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}"],
+            at = f"{where}: " if where is not None else ""
+            self.sink(OutputLine(Emitted(first.name, ERROR_EVENT, [ErrorCode.BAD_INPUT_VALUE, f"{at}{name}: {exc}"],
                                          ERROR_TYPE, self.clock.now(), None), 0, len(self.engines) == 1, None))
             return None
 
@@ -125,7 +126,7 @@ class Pipeline:
         by one: it is read one event at a time, so a timestamp moves the clock (firing timers)
         between two events, and the timers due after an event fire before the next is taken."""
         for item in timed_events(items, self.start, self.clock.now, self.advance):
-            event = self._decoded(item.name, event_argument(item))
+            event = self._decoded(item.name, event_argument(item), item.pos)
             if event is not None:
                 yield event
                 self.clock.run_due()

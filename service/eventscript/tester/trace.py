@@ -14,6 +14,7 @@ nest at most as deeply as program constructs, strings may not hold lone UTF-16 s
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -175,6 +176,14 @@ class TraceParser:
                 self.depth -= 1
         return self._value()
 
+    @staticmethod
+    def _finite(t: Token) -> Any:
+        """A number token's value; a decimal beyond a double's range (``1e400``) is refused, where
+        it would silently become Infinity."""
+        if t.kind == "FLOAT" and not math.isfinite(t.value):  # type: ignore[arg-type]
+            raise TraceError(t.pos, f"{t.text} is beyond the range of a double (at most about 1.8e308)")
+        return t.value
+
     def _string(self, t: Token) -> str:
         """The lexer has refused lone surrogates and joined pairs; this is the reader's guard
         should a string token ever carry one (no output could)."""
@@ -191,14 +200,14 @@ class TraceParser:
             n = self.tok
             if n.kind in ("INT", "FLOAT"):
                 self.advance()
-                return -n.value  # type: ignore[operator]
+                return -self._finite(n)
             raise TraceError(n.pos, "expected a number after '-'")
         if t.kind == "STRING":
             self.advance()
             return self._string(t)
         if t.kind in ("INT", "FLOAT"):
             self.advance()
-            return t.value
+            return self._finite(t)
         if t.kind in ("true", "false"):
             self.advance()
             return t.kind == "true"
@@ -240,16 +249,93 @@ def parse_trace(source: SourceFile) -> list[TraceItem]:
     items = TraceParser(tokens).parse()
     if items and not isinstance(items[0], Timestamp):
         raise TraceError(items[0].pos, "a trace must start with a [timestamp]")
+    _check_order(items)
     return items
 
 
+def _check_order(items: list[TraceItem]) -> None:
+    """Timestamps never go backwards (the clock's rule, ``check_clock_time``): checked here, where
+    every command reads traces (``test``, ``dev``, ``produce``), so that they all accept the same
+    files and a bad one is refused before anything runs."""
+    last: Timestamp | None = None
+    for item in items:
+        if isinstance(item, Timestamp):
+            if last is not None:
+                try:
+                    check_clock_time(item.time, last.time)
+                except ValueError as exc:
+                    raise TraceError(item.pos, f"{exc}; a timestamp may not be earlier than the one before it "
+                                               f"(line {last.pos.line})") from None
+            last = item
+
+
 def read_trace(path: str | Path) -> list[TraceItem]:
-    """Read and parse a trace file; OSError if it cannot be read, TraceError for anything in it."""
+    """Read and parse a trace file, in the trace format or as JSON lines (see :func:`is_json_lines`);
+    OSError if it cannot be read, TraceError for anything in it."""
     try:
         source = SourceFile.read(path)
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from None
-    return parse_trace(source)
+    return parse_json_lines(source) if is_json_lines(source) else parse_trace(source)
+
+
+def is_json_lines(source: SourceFile) -> bool:
+    """Whether a trace file is JSON lines, as ``eventscript tail`` prints records: its first
+    character that is not white space is ``{`` (a trace starts with ``[`` or a comment)."""
+    return source.text.lstrip().startswith("{")
+
+
+def parse_json_lines(source: SourceFile) -> list[TraceItem]:
+    """Captured traffic as a trace: one JSON object per line with ``time`` (ISO-8601) and ``event``
+    (its name) and ``value`` (other fields, such as ``key`` or ``topic``, are ignored). A line's
+    time becomes a timestamp when it differs from the line before; times may not go backwards
+    (``tail`` prints each partition in turn: sort several partitions' lines by time first)."""
+    import orjson
+
+    from ..engine.timeutil import TimeRangeError, parse_time
+
+    items: list[TraceItem] = []
+    last_time: int | None = None
+    offset = 0
+    for line in source.text.splitlines(keepends=True):
+        start, offset = offset, offset + len(line)
+        if not line.strip():
+            continue
+        pos = source.pos(start + len(line) - len(line.lstrip()))
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise TraceError(pos, f"not a JSON object: {exc}; each line of a JSON-lines trace is one record as "
+                                  f"'eventscript tail' prints it") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("time"), str) or not isinstance(obj.get("event"), str):
+            raise TraceError(pos, 'expected an object with "time" (ISO-8601 text), "event" (a name) and "value", '
+                                  'as \'eventscript tail\' prints records')
+        try:
+            when = check_clock_time(parse_time(obj["time"]))
+        except (ValueError, TimeRangeError) as exc:
+            raise TraceError(pos, f"invalid time {obj['time']!r}: {exc}") from None
+        if _nesting(obj.get("value")) > MAX_NESTING:
+            raise TraceError(pos, f"the value nests too deeply: at most {MAX_NESTING} levels of arrays and "
+                                  f"structures are allowed")
+        if when != last_time:
+            items.append(Timestamp(when, pos))
+            last_time = when
+        items.append(TraceEvent(obj["event"], [] if "value" not in obj else [obj["value"]], pos))
+    _check_order(items)
+    return items
+
+
+def _nesting(value: Any) -> int:
+    """How deeply arrays and objects nest in a JSON value (without recursion: the value may be
+    as deep as orjson allows, deeper than Python's stack)."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        v, depth = todo.pop()
+        if isinstance(v, (list, dict)):
+            depth += 1
+            deepest = max(deepest, depth)
+            todo.extend((child, depth) for child in (v.values() if isinstance(v, dict) else v))
+    return deepest
 
 
 def _not_utf8(path: str | Path, exc: UnicodeDecodeError) -> TraceError:
@@ -263,13 +349,92 @@ def _not_utf8(path: str | Path, exc: UnicodeDecodeError) -> TraceError:
 
 
 def typed_argument(raw: Any, ty: Any) -> Any:
-    """A trace value shaped for its declared type: a structure with one field may be written
-    positionally, ``A("b")`` for ``{string k;} A`` (a mapping of its field names is taken as is)."""
-    from ..language.types import StructType
+    """A trace value shaped for its declared type, and checked against it with the trace format's
+    strict rule (conformance README, "The trace format"): a structure with one field may be written
+    positionally, ``A("b")`` for ``{string k;} A`` (a mapping of its field names is taken as is).
+
+    :class:`DecodeError` (the runner's ``$error`` 6) for a value that does not conform; see
+    :func:`check_trace_value`."""
+    from ..language.types import OBJECT, StructType
 
     one_field = isinstance(ty, StructType) and len(ty.fields) == 1
-    as_written = isinstance(raw, list) or (isinstance(raw, dict) and one_field and set(raw) == set(ty.names))
-    return [raw] if one_field and not as_written else raw
+    # A mapping for a one-field structure is a builder unless that field could itself hold a
+    # mapping (a structure or an object): then only a mapping of exactly its field name is.
+    holds_mapping = one_field and (isinstance(ty.fields[0][1], StructType) or ty.fields[0][1] == OBJECT)
+    as_written = isinstance(raw, list) or (isinstance(raw, dict) and one_field
+                                           and (set(raw) == set(ty.names) or not holds_mapping))
+    shaped = [raw] if one_field and not as_written else raw
+    check_trace_value(shaped, ty)
+    return shaped
+
+
+def check_trace_value(obj: Any, ty: Any, path: str = "") -> None:
+    """Raise :class:`DecodeError` unless ``obj`` conforms to ``ty`` as a trace writes it.
+
+    Traces are written by people, so they are read strictly, more so than Kafka records (whose
+    producers add fields over time; ``engine.encoding.decode`` converts what it can): an integer
+    is promoted where a ``double`` is declared and nothing else is converted — no ``3.0`` for a
+    ``long``, a ``time`` only as ISO-8601 text, no field a structure does not declare. A double
+    may also be ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``, as the output writes them (no
+    literal can: a trace or a captured output must be able to carry them).
+    """
+    from ..engine.encoding import DecodeError
+    from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, ArrayType, StructType
+
+    def fail(expected: str) -> None:
+        raise DecodeError(path, f"expected {expected}, got {_written(obj)}")
+
+    if ty == LONG:
+        if type(obj) is not int:
+            fail("a long (an integer such as 3)")
+    elif ty == DOUBLE:
+        if type(obj) not in (int, float) and obj not in _NON_FINITE:
+            fail('a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity")')
+    elif ty == BOOLEAN:
+        if type(obj) is not bool:
+            fail("a boolean (true or false)")
+    elif ty == STRING:
+        if type(obj) is not str:
+            fail("a string in double quotes")
+    elif ty == TIME:
+        if type(obj) is not str:
+            fail('a time as ISO-8601 text, e.g. "2026-01-01T09:00:00Z"')
+    elif isinstance(ty, ArrayType):
+        if type(obj) is not list:
+            fail(f"an array {ty}")
+        for i, v in enumerate(obj):
+            check_trace_value(v, ty.element, f"{path}[{i}]")
+    elif isinstance(ty, StructType):
+        if type(obj) is dict:
+            extra = [k for k in obj if k not in ty.names]
+            if extra:
+                raise DecodeError(path, f"unknown field {extra[0]!r}: the structure {ty} has "
+                                        f"{', '.join(ty.names) or 'no fields'}")
+            for name, ft in ty.fields:
+                if name in obj:  # a missing field: decode says so
+                    check_trace_value(obj[name], ft, f"{path}.{name}" if path else name)
+        elif type(obj) is list and len(obj) == len(ty.fields):
+            for v, (name, ft) in zip(obj, ty.fields, strict=True):
+                check_trace_value(v, ft, f"{path}.{name}" if path else name)
+        else:
+            fail(f"a structure {ty}")
+
+
+#: How the output writes the doubles no number literal can (conformance README, output format).
+_NON_FINITE = ("NaN", "Infinity", "-Infinity")
+
+
+def _written(obj: Any) -> str:
+    """A trace value as it was written, for messages."""
+    if isinstance(obj, bool):
+        return "true" if obj else "false"
+    if isinstance(obj, str):
+        return f"the string {obj[:60]!r}"
+    if isinstance(obj, list):
+        return "an array"
+    if isinstance(obj, dict):
+        return "a structure"
+    return f"the number {obj!r}"
 
 
 def event_argument(event: TraceEvent) -> Any:

@@ -13,7 +13,10 @@ actually runs rather than what the source text suggests:
 
 Parallel transitions with the same target and the same actions are merged into one edge listing
 all their symbols, since a DFA over a classified alphabet would otherwise draw a fan of identical
-arrows. A lazy DFA (a program whose DFA exceeds the compiler's state limit) is explored only up
+arrows. Actions are compared as what runs (the action units and timers), never by their shortened
+labels: two blocks that read alike once cut (one emitting "logout", the other "timeout") stay two
+edges; ``full_labels`` draws action blocks as the compiled program keeps them (up to 60
+characters, ``language/lower.py``). A lazy DFA (a program whose DFA exceeds the compiler's state limit) is explored only up
 to a bound, and the drawing says so; an eager DFA above the same bound is cut the same way,
 because Graphviz cannot lay out tens of thousands of states legibly either.
 """
@@ -177,13 +180,13 @@ class Labels:
     def symbol(self, sym: int) -> str:
         return self._symbol.get(sym, f"#{sym}")
 
-    def unit(self, u: int) -> str:
+    def unit(self, u: int, limit: int = ACTION_TEXT_LIMIT) -> str:
         unit = self.program.units[u]
         marker = self._store_marker.get(u)
         if marker is not None and len(unit.actions) == 1 and isinstance(unit.actions[0], ir.Store):
             is_time = all(self.program.symbols[s].kind == "time" for s in marker.symbols)
             return f"{unit.actions[0].name} := {'time' if is_time else 'value'}"
-        return block_text(unit.text)
+        return block_text(unit.text, limit)
 
     def timer_start(self, timers: tuple[int, ...]) -> str:
         return f"start({', '.join(self.symbol(s) for s in timers)})"
@@ -276,8 +279,8 @@ def _caption(compiled: CompiledProgram, ex: Explored, limit: int) -> str:
     return f"{compiled.name}: {what}\ndouble circle: accepting; filled: terminal (the instance ends)"
 
 
-def to_dot(compiled: CompiledProgram, *, max_states: int = DEFAULT_MAX_STATES) -> str:
-    """The program's automaton as Graphviz DOT text."""
+def to_dot(compiled: CompiledProgram, *, max_states: int = DEFAULT_MAX_STATES, full_labels: bool = False) -> str:
+    """The program's automaton as Graphviz DOT text (action blocks shortened unless ``full_labels``)."""
     if max_states < 1:
         raise ValueError("max_states must be at least 1")
     program = compiled.program
@@ -285,8 +288,10 @@ def to_dot(compiled: CompiledProgram, *, max_states: int = DEFAULT_MAX_STATES) -
     labels = Labels(program)
     ex = explore(compiled, max_states)
 
+    limit = 1 << 30 if full_labels else ACTION_TEXT_LIMIT
+
     def actions(units: Units, source_timed: bool, target: Hashable) -> tuple[str, ...]:
-        out = [labels.unit(u) for u in units]
+        out = [labels.unit(u, limit) for u in units]
         timers = ex.timers[target]
         if timers:
             out.append(labels.timer_start(timers))
@@ -319,18 +324,19 @@ def to_dot(compiled: CompiledProgram, *, max_states: int = DEFAULT_MAX_STATES) -
             attrs["tooltip"] = "NFA states {" + ",".join(str(s) for s in sorted(key)) + "}"
         lines.append(f"  s{i}{_attrs(**attrs)};")
 
-    # Merge parallel transitions: same source, target and actions → one edge, several symbols.
-    edges: dict[tuple[int, str, tuple[str, ...]], list[int]] = {}
+    # Merge parallel transitions: same source, target and actions (the units that run, not their
+    # shortened text) → one edge, several symbols.
+    edges: dict[tuple[int, str, Units, tuple[str, ...]], list[int]] = {}
     for i, key in enumerate(ex.keys):
         timed = bool(ex.timers[key])
         for sym in sorted(ex.rows[i]):
             target, units = ex.rows[i][sym]
             j = ex.index.get(target)
             node = f"s{j}" if j is not None else "__more"
-            edges.setdefault((i, node, actions(units, timed, target)), []).append(sym)
+            edges.setdefault((i, node, tuple(units), actions(units, timed, target)), []).append(sym)
     if not ex.complete:
         lines.append('  __more [shape=plaintext, label="… states not drawn"];')
-    for (i, node, acts), syms in edges.items():
+    for (i, node, _units, acts), syms in edges.items():
         head = ", ".join(labels.symbol(s) for s in syms)
         label = "\n".join([head + (" /" if acts else ""), *acts])
         extra = {"style": "dashed"} if node == "__more" else {}
@@ -347,18 +353,21 @@ def _attrs(**attrs: str) -> str:
 # Rendering
 
 
-def render(compiled: CompiledProgram, path: Path, *, max_states: int = DEFAULT_MAX_STATES) -> int:
+def render(compiled: CompiledProgram, path: Path, *, max_states: int = DEFAULT_MAX_STATES,
+           full_labels: bool = False) -> int:
     """Write the drawing to ``path``: DOT text for ``.dot``/``.gv``, an image drawn by Graphviz
-    for ``.svg``/``.png``. Returns the exit status (0 ok, 1 cannot write, 2 unknown format)."""
-    return write_drawing(lambda: to_dot(compiled, max_states=max_states), path, "eventscript graph")
+    for ``.svg``/``.png``. Returns the exit status (0 ok, 1 not drawn or cannot write, 2 unknown format)."""
+    return write_drawing(lambda: to_dot(compiled, max_states=max_states, full_labels=full_labels), path,
+                         "eventscript graph")
 
 
 def write_drawing(dot_text: Callable[[], str], path: Path, command: str) -> int:
     """Write DOT text, or the image Graphviz draws from it, as ``path``'s suffix asks; the exit
-    status of ``command`` (0 ok, 1 cannot write, 2 unknown format).
+    status of ``command`` (0 ok, 1 the image was not drawn or cannot write, 2 unknown format).
 
     Without a working ``dot`` the DOT text is still useful (it can be drawn elsewhere), so it is
-    written beside the requested file with a one-line note rather than failing the command."""
+    written beside the requested file with a one-line note; the status is still 1, since the file
+    asked for does not exist (a script or make rule must not go on as if it did)."""
     suffix = path.suffix.lower()
     if suffix not in DOT_SUFFIXES and suffix not in IMAGE_FORMATS:
         print(f"{command}: {path}: unknown output format {suffix or '(no suffix)'!r}; "
@@ -378,8 +387,9 @@ def write_drawing(dot_text: Callable[[], str], path: Path, command: str) -> int:
     except OSError as exc:
         print(f"{command}: cannot write {exc.filename or path}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    print(f"{command}: {problem}; wrote the DOT text to {fallback} instead of {path}", file=sys.stderr)
-    return 0
+    print(f"{command}: {problem}; wrote the DOT text to {fallback} instead of {path} (install Graphviz, "
+          f"e.g. apt-get install graphviz, or ask for a .dot file)", file=sys.stderr)
+    return 1
 
 
 def _run_dot(text: str, fmt: str) -> tuple[bytes | None, str]:

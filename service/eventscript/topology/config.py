@@ -25,18 +25,37 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from .errors import TopologyError
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-class TopologyError(Exception):
-    """A topology that cannot be used; the message says where and what to do."""
+#: What Kafka accepts in a topic name (at most 249 characters); consumer groups and internal topics
+#: are named from the application and program names, so those follow the same rule.
+_KAFKA_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def kafka_name(value: str) -> str:
+    """A Kafka topic name, or ValueError saying what is wrong with it (Kafka would refuse it later)."""
+    if not _KAFKA_NAME.fullmatch(value):
+        raise ValueError(f"{value!r} cannot name a Kafka topic: use letters, digits, '.', '_' and '-' only, "
+                         f"at most 249 of them")
+    return value
 
 
 class _Model(BaseModel):
@@ -107,7 +126,7 @@ class NameFrom(_Model):
 
 
 class InputConfig(_Model):
-    topic: str
+    topic: Annotated[str, AfterValidator(kafka_name)]
     #: The event name of every record of this topic ...
     event: str | None = None
     #: ... or where to find it in each record (a header, or a top-level field of the JSON value,
@@ -123,6 +142,9 @@ class InputConfig(_Model):
     #: How they place records: murmur2 (Java client, Kafka Streams) or consistent_random
     #: (librdkafka's default: confluent-kafka and other librdkafka-based producers).
     partitioner: Literal["murmur2", "consistent_random"] = "murmur2"
+    #: Fields of a record's value that the event's type does not declare: ignore them (producers
+    #: add fields over time) or make the record an $error 6, as a trace's extra field is.
+    extra_fields: Literal["ignore", "error"] = "ignore"
 
     @model_validator(mode="after")
     def _name_source(self) -> InputConfig:
@@ -137,7 +159,8 @@ class InputConfig(_Model):
 
 
 class TopicSpec(_Model):
-    partitions: int = Field(default=1, ge=1)
+    #: Kafka stores partition counts as 32-bit integers.
+    partitions: int = Field(default=1, ge=1, le=2**31 - 1)
     #: Replication factor; None: the broker's default (default.replication.factor).
     replication: int | None = Field(default=None, ge=1)
     config: dict[str, str] = Field(default_factory=dict)
@@ -183,9 +206,9 @@ class ProgramConfig(_Model):
     source: str
     inputs: list[InputConfig] = Field(min_length=1)
     #: Output event name → topic; the key 'default' catches every other output event.
-    outputs: dict[str, str] = Field(default_factory=dict)
+    outputs: dict[str, Annotated[str, AfterValidator(kafka_name)]] = Field(default_factory=dict)
     #: Topic for $error events (default: "<program>-errors").
-    errors: str | None = None
+    errors: Annotated[str, AfterValidator(kafka_name)] | None = None
     guarantee: Literal["exactly_once", "at_least_once"] = "exactly_once"
     #: How often a batch is committed (default: 100 ms with exactly_once, as outputs become
     #: visible only at commit; 1000 ms with at_least_once, where commits only bound re-processing).
@@ -250,11 +273,11 @@ class StateQueryConfig(_Model):
 
 class Topology(_Model):
     #: Prefix of consumer groups and internal topics.
-    application: str = "eventscript"
+    application: Annotated[str, AfterValidator(kafka_name)] = "eventscript"
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     programs: list[ProgramConfig] = Field(min_length=1)
     #: Topics to create when missing.
-    topics: dict[str, TopicSpec] = Field(default_factory=dict)
+    topics: dict[Annotated[str, AfterValidator(kafka_name)], TopicSpec] = Field(default_factory=dict)
     #: Create missing topics (inputs listed under topics:, outputs, errors, internal topics).
     #: false: topics are managed elsewhere (Strimzi KafkaTopic, Terraform); the worker then only
     #: checks that they exist with the partition counts it needs.
@@ -343,7 +366,7 @@ def _loc(loc: tuple[Any, ...]) -> str:
 
 
 def parse_topology(data: Any, source: str = "<topology>", base_dir: Path | None = None,
-                   env: dict[str, str] | None = None) -> Topology:
+                   env: dict[str, str] | None = None, where: Callable[..., str] | None = None) -> Topology:
     if not isinstance(data, dict):
         raise TopologyError(f"{source}: a topology is a mapping with 'kafka', 'programs' and 'topics'")
     try:
@@ -360,22 +383,17 @@ def parse_topology(data: Any, source: str = "<topology>", base_dir: Path | None 
                 msg = "unknown setting (check its spelling and indentation)"
             elif err["type"] == "missing":
                 msg = "required setting is missing"
-            lines.append(f"  {_loc(err['loc'])}: {msg}")
+            at = f"{where(*err['loc'])}: " if where else ""
+            lines.append(f"  {at}{_loc(err['loc'])}: {msg}")
         raise TopologyError("\n".join(lines)) from None
     topo.base_dir = base_dir or Path(".")
     return topo
 
 
 def load_topology(path: str | Path, env: dict[str, str] | None = None) -> Topology:
+    """A topology file, read with limits (topology/load.py); schema errors name file:line:col."""
+    from .load import read_topology_file
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TopologyError(f"{p}: cannot read the topology: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
-        raise TopologyError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    return parse_topology(data, str(p), p.parent, env)
+    data, positions = read_topology_file(p)
+    return parse_topology(data, str(p), p.parent, env, where=positions.where)

@@ -101,7 +101,7 @@ class TopologySimulation:
             self.engines[st.index].start()
         self.clock.run_due()
 
-    def feed_trace_event(self, name: str, raw: Any) -> None:
+    def feed_trace_event(self, name: str, raw: Any, where: object = None) -> None:
         targets = self.sources.get(name)
         if not targets:
             first = self.graph.stages[0]
@@ -118,7 +118,8 @@ class TopologySimulation:
             try:
                 value = decode(typed_argument(raw, declared.ty), declared.ty)
             except DecodeError as exc:
-                self.sink(TopicLine(Emitted(st.name, ERROR_EVENT, [ErrorCode.BAD_INPUT_VALUE, f"{name}: {exc}"],
+                self.sink(TopicLine(Emitted(st.name, ERROR_EVENT, [ErrorCode.BAD_INPUT_VALUE,
+                                                          f"{where}: {name}: {exc}" if where else f"{name}: {exc}"],
                                             ERROR_TYPE, self.clock.now(), None), st.config.error_topic, None))
                 continue
             engine.feed(as_name, value)
@@ -129,5 +130,5 @@ def simulate(graph: TopologyGraph, items: list[TraceItem], sink: Callable[[Topic
     """Run ``items`` through the topology; raises :class:`TraceError` for a timestamp going back."""
     sim = TopologySimulation(graph, sink)
     for item in timed_events(items, sim.start, sim.clock.now, sim.clock.advance_to):
-        sim.feed_trace_event(item.name, event_argument(item))
+        sim.feed_trace_event(item.name, event_argument(item), item.pos)
     return sim

@@ -1,0 +1,34 @@
+"""The backfill's progress lines (issue 27): the last line is not printed twice, and a rate (or an
+ETA) appears only once enough records were read for it to mean something."""
+
+from __future__ import annotations
+
+import io
+
+from eventscript.backfill.progress import RATE_FROM, Progress
+from eventscript.backfill.runner import TaskSummary
+
+
+def _lines(records_per_task: int, tasks: int = 2) -> list[str]:
+    out = io.StringIO()
+    progress = Progress(tasks, records_per_task * tasks, out)
+    for t in range(tasks):
+        progress.task_done(TaskSummary(task=t, records=records_per_task, sent=1, keys=1))
+    progress.finish()
+    return out.getvalue().splitlines()
+
+
+def test_the_last_line_is_printed_once() -> None:
+    lines = _lines(17)
+    assert len(lines) == 2
+    assert lines[-1].startswith("backfill: 2/2 partitions done, 34 records read")
+
+
+def test_a_small_job_shows_no_rate() -> None:
+    assert not any("records/s" in line or "ETA" in line for line in _lines(17))
+
+
+def test_a_large_job_shows_its_rate_and_eta() -> None:
+    lines = _lines(RATE_FROM)
+    assert "records/s" in lines[0] and "ETA" in lines[0]  # one task of two done
+    assert "records/s" in lines[-1] and "ETA" not in lines[-1]

@@ -1,0 +1,162 @@
+"""``eventscript dev`` and ``run`` as a new user meets them (issue 27): a second run works and says
+where its state is, Ctrl-C shows what was collected and exits 130, a wrong --program is one line,
+outputs stream with --follow, and the workers say when they are ready and what they did. Each runs
+the command in a subprocess, as a user does; the embedded broker is the command's own."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+CLI = [sys.executable, "-m", "eventscript.cli.main"]
+TIMEOUT = 180
+
+ECHO = "in string S\nout string O\n( S(x) { !>O(x); } )*\n"
+TRACE = '[2026-01-01 00:00:00]\nS("a")\n[00:01]\nS("b")\n'
+TOPOLOGY = """\
+application: devtest
+programs:
+  - name: echo
+    source: echo.es
+    inputs:
+      - topic: words
+        event: S
+    outputs:
+      O: echoed
+topics:
+  words: {external: true, events: [S]}
+"""
+
+
+@pytest.fixture
+def echo(tmp_path: Path) -> Path:
+    (tmp_path / "echo.es").write_text(ECHO)
+    (tmp_path / "echo.trace").write_text(TRACE)
+    (tmp_path / "topology.yaml").write_text(TOPOLOGY)
+    return tmp_path
+
+
+def eventscript(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def _state_folder(stderr: str) -> Path:
+    match = re.search(r"^state in (\S+) \(fresh, removed at the end; --state-dir DIR to choose\)$", stderr, re.M)
+    assert match, stderr
+    return Path(match.group(1))
+
+
+def test_dev_twice_on_the_readme_topology_each_with_a_fresh_state(tmp_path: Path) -> None:
+    """The README's big-trades topology run twice in a row: the second run hung on the state the
+    first left in the shipped state_dir."""
+    shutil.copytree(ROOT / "topologies" / "big-trades", tmp_path / "big-trades")
+    cwd = tmp_path / "big-trades"
+    runs = [eventscript("dev", "topology.yaml", "--trace", "sample.trace", "--until-idle", "2", "--show", cwd=cwd)
+            for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+        assert "Traceback" not in run.stderr
+    first, second = (_state_folder(r.stderr) for r in runs)
+    assert first != second and not first.exists() and not second.exists()  # fresh each time, removed at the end
+    expected = (cwd / "expected.jsonl").read_text().count("\n")
+    for run in runs:
+        shown = run.stdout.split("== three-big-trades\n", 1)[1].split("==", 1)[0]
+        assert shown.count('"event":"ThreeBigTrades"') == expected, run.stdout
+
+
+def test_dev_keeps_the_state_where_it_is_told(echo: Path) -> None:
+    run = eventscript("dev", "topology.yaml", "--trace", "echo.trace", "--until-idle", "1", "--state-dir", "kept",
+                      cwd=echo)
+    assert run.returncode == 0, run.stderr
+    assert f"state in {echo / 'kept'}\n" in run.stderr
+    assert (echo / "kept" / "echo").is_dir()
+
+
+def test_dev_with_an_unknown_program_is_one_line_before_any_broker(echo: Path) -> None:
+    run = eventscript("dev", "topology.yaml", "--trace", "echo.trace", "--program", "nosuch", cwd=echo)
+    assert run.returncode == 2
+    assert run.stderr.strip() == "error: no program named 'nosuch' (programs: echo)"
+
+
+def _port_closed(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def _read_until(stream, prefix: str, deadline: float) -> list[str]:  # type: ignore[no-untyped-def]
+    lines = []
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.startswith(prefix):
+            return lines
+    pytest.fail(f"no line starting with {prefix!r}: {''.join(lines)}")
+
+
+def test_ctrl_c_on_dev_show_prints_what_was_collected_and_exits_130(echo: Path) -> None:
+    """SIGINT to the whole process group, as a terminal's Ctrl-C: the broker used to die first, and
+    --show then failed with a traceback and printed nothing."""
+    proc = subprocess.Popen([*CLI, "dev", "topology.yaml", "--trace", "echo.trace", "--show"], cwd=echo,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        err = _read_until(proc.stderr, "ready:", time.monotonic() + TIMEOUT)
+        port = int(re.search(r"on 127\.0\.0\.1:(\d+)", "".join(err)).group(1))  # type: ignore[union-attr]
+        os.killpg(proc.pid, signal.SIGINT)
+        out, rest = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    stderr = "".join(err) + rest
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "stopped:\n  echo: " in stderr
+    assert out.startswith("== echoed\n") and "== echo-errors\n" in out
+    assert _port_closed(port)  # the broker, in its own process group, was still stopped
+
+
+def test_dev_follow_prints_outputs_while_running(echo: Path) -> None:
+    proc = subprocess.Popen([*CLI, "dev", "topology.yaml", "--trace", "echo.trace", "--follow", "--until-idle", "4"],
+                            cwd=echo, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()  # type: ignore[union-attr]
+        running = proc.poll() is None
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert running, "the first output came only after the command ended"
+    lines = [first, *out.splitlines(keepends=True)]
+    assert [line.count('"topic":"echoed"') for line in lines] == [1, 1]
+    assert '"value":"a"' in lines[0] and '"value":"b"' in lines[1]
+
+
+def test_run_says_when_it_is_ready_and_what_it_did(echo: Path) -> None:
+    from eventscript.kafka.broker import EmbeddedBroker
+
+    with EmbeddedBroker() as broker:
+        bootstrap = ["--bootstrap-servers", broker.bootstrap]
+        produced = eventscript("produce", "topology.yaml", "--trace", "echo.trace", *bootstrap, cwd=echo)
+        assert produced.returncode == 0, produced.stderr
+        run = eventscript("run", "topology.yaml", "--until-idle", "1", *bootstrap, cwd=echo)
+    assert run.returncode == 0, run.stderr
+    assert f"ready: echo on {broker.bootstrap}; stops after 1 s without input\n" in run.stderr
+    summary = run.stderr.split("stopped:\n", 1)[1]
+    # Two events and the trace's two timestamps, published as tick records (kafka/tools.py).
+    assert re.match(r"  echo: 4 records in, 4 events processed, [1-9]\d* records written", summary), summary
