@@ -1,0 +1,193 @@
+"""One chaos run on a three-broker Apache Kafka cluster: three workers, a steady producer with
+poison records, the faults of ``ChaosPlan.steps`` one after the other, each once the workers
+have made progress since the previous one; then every output is awaited, the workers stopped as
+an operator would, and the topics judged (``chaos_verdict.judge``).
+
+Every wait is for a condition (new outputs, a rebalance seen in the logs, a broker listed again),
+bounded by a timeout that only a stuck run meets.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chaos_fleet import Fleet, PoisonedProducer, log_lines
+from chaos_plan import ChaosPlan
+from chaos_verdict import Verdict, judge
+from kafka_helpers import Broker, TopicWatcher, read_many, topology, unique, wait_for
+
+#: A stuck run fails after these (seconds); a healthy one meets none of them.
+PROGRESS_TIMEOUT = 120.0
+DRAIN_TIMEOUT = 240.0
+
+
+@dataclass
+class ChaosRun:
+    plan: ChaosPlan
+    verdict: Verdict
+    logs: list[Path]
+
+    def figures(self) -> str:
+        f = self.verdict.figures
+        return (f"chaos {self.plan.describe()}: records in {f['records in']} (+{f['poison in']} poison), "
+                f"outputs {f['outputs']}/{f['expected outputs']} ({f['timer outputs']} timer outputs, "
+                f"{f['output repeats']} repeats), errors {f['errors']} ({f['error repeats']} repeats), "
+                f"worker kills {f['kills']}, freezes {f['freezes']}, joins {f['joins']}, leaves {f['leaves']}, "
+                f"workers revived after exiting {f['revived']}, broker kills {f['broker kills']}, "
+                f"assignments {f['assignments']}, wall time {f['wall time']:.0f} s")
+
+
+def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
+    started = time.monotonic()
+    broker = Broker(cluster.bootstrap, "apache", cluster=cluster)
+    name = unique(f"chaos-{plan.guarantee[:3]}-{plan.clock}")
+    (tmp / "chaos.es").write_text(plan.program)
+    app = unique("chaos")
+    program = {"name": name, "source": "chaos.es", "clock": plan.clock, "guarantee": plan.guarantee,
+               "commit_interval_ms": plan.commit_interval_ms,
+               "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+               "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}
+    consumer = {"session.timeout.ms": plan.session_timeout_ms,
+                "heartbeat.interval.ms": max(250, plan.session_timeout_ms // 4)}
+    topos = [topology(broker, tmp, [program], {f"{name}-in": {"partitions": plan.partitions}},
+                      file=f"w{i}.yaml", application=app, state=f"state-{i}",
+                      kafka={"bootstrap_servers": cluster.bootstrap, "consumer": consumer,
+                             "static_membership": True})
+             for i in range(4)]
+    from eventscript.kafka.admin import Admin
+    from eventscript.kafka.config import load_topology
+
+    topo = load_topology(topos[0])
+    Admin(topo).prepare(topo.programs)
+    changelog = topo.changelog_topic(topo.programs[0])
+    fleet = Fleet(topos, [tmp / f"w{i}.log" for i in range(4)])
+    producer = PoisonedProducer(broker, f"{name}-in", plan.partitions)
+    stop_producing = threading.Event()
+    rnd = random.Random(plan.seed)
+    broker_kills = 0
+    watcher = None
+    writing = None
+    try:
+        for slot in range(3):
+            fleet.start(slot)
+        watcher = TopicWatcher(broker, f"{name}-out")
+        writing = producer.start_until(stop_producing, rate=plan.rate, keys=plan.keys, poison=plan.poison,
+                                       seed=plan.seed)
+
+        def progress(n: int = plan.progress) -> None:
+            before = watcher.distinct()
+
+            def made() -> bool:
+                fleet.revive()
+                return watcher.distinct() >= before + n
+
+            wait_for(made, PROGRESS_TIMEOUT, interval=0.1, what=f"{n} new outputs")
+
+        progress()
+        for step in plan.steps:
+            action, _, arg = step.partition(":")
+            time.sleep(rnd.uniform(0.0, 0.5))  # somewhere in a batch, not right after the last output
+            if action == "kill":
+                fleet.kill(int(arg))
+            elif action == "join":
+                fleet.join(3)
+                wait_for(lambda: fleet.assignments([3]) > 0, PROGRESS_TIMEOUT, what="the fourth worker's tasks")
+            elif action == "leave":
+                fleet.leave(3)
+            elif action == "freeze":
+                frozen = int(arg)
+                _freeze_past_session(fleet, frozen)
+                try:
+                    progress()  # the others process the frozen worker's tasks
+                finally:
+                    fleet.thaw(frozen)
+            elif action == "broker":
+                leader = cluster.leader(changelog, 0)
+                cluster.kill(leader)
+                broker_kills += 1
+                progress()  # the workers go on with two brokers
+                cluster.restart(leader, timeout=PROGRESS_TIMEOUT)
+            else:
+                raise ValueError(f"unknown chaos step {step!r}")
+            progress()
+        stop_producing.set()
+        writing.join(90)
+        inputs = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
+        from chaos_verdict import is_poison
+
+        expected = _expected_outputs(plan, [m for m in inputs if not is_poison(m)])
+
+        def drained() -> bool:
+            fleet.revive()
+            return watcher.distinct() >= expected
+
+        try:
+            wait_for(drained, DRAIN_TIMEOUT + plan.quiet, interval=0.2, what="every output")
+        except AssertionError:
+            pass  # judged below: the verdict says which outputs are missing
+        statuses = fleet.stop_all()
+        raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)
+    finally:
+        stop_producing.set()
+        if watcher is not None:
+            watcher.close()
+        if writing is not None:
+            writing.join(90)
+        fleet.kill_all()
+    verdict = judge(plan.program, plan.clock, plan.guarantee, inputs, raw[f"{name}-out"], raw[f"{name}-err"])
+    if not verdict.ok:
+        dump_records(tmp / "records.jsonl", [*inputs, *raw[f"{name}-out"], *raw[f"{name}-err"]])
+    for slot, status in statuses:
+        if status != 0:
+            verdict.add("workers", f"worker {slot} stopped with status {status} (SIGTERM)")
+    verdict.figures.update(fleet.counts)
+    verdict.figures.update({"broker kills": broker_kills, "assignments": fleet.assignments(),
+                            "exits": fleet.exits, "wall time": time.monotonic() - started})
+    if fleet.exits:
+        verdict.figures["exit lines"] = log_lines(fleet.logs, r"fenced|Fatal|FATAL|Traceback|exit")[:20]
+    return ChaosRun(plan, verdict, fleet.logs)
+
+
+def dump_records(path: Path, records: list[Any]) -> None:
+    """Every record a failed run read, one JSON line each, to study the failure afterwards."""
+    import base64
+
+    import orjson
+
+    with path.open("wb") as out:
+        for m in records:
+            value = m.value()
+            out.write(orjson.dumps({
+                "topic": m.topic(), "partition": m.partition(), "offset": m.offset(),
+                "timestamp": m.timestamp()[1], "key": (m.key() or b"").decode(errors="replace"),
+                "headers": {k: (v or b"").decode(errors="replace") for k, v in (m.headers() or [])},
+                "value": base64.b64encode(value).decode() if value is not None else None,
+            }) + b"\n")
+
+
+def _freeze_past_session(fleet: Fleet, slot: int) -> None:
+    """SIGSTOP a worker until the others were assigned its tasks (it left the group on its session
+    timeout); the caller resumes it (SIGCONT) once they processed some: it wakes up a zombie."""
+    others = [s for s in sorted(fleet.wanted) if s != slot]
+    before = fleet.assignments(others)
+    fleet.freeze(slot)
+    try:
+        wait_for(lambda: fleet.assignments(others) > before, PROGRESS_TIMEOUT, interval=0.1,
+                 what=f"the other workers to take worker {slot}'s tasks")
+    except BaseException:
+        fleet.thaw(slot)
+        raise
+
+
+def _expected_outputs(plan: ChaosPlan, good: list[Any]) -> int:
+    from chaos_verdict import wall_oracle
+    from kafka_helpers import Oracle
+
+    want = Oracle(plan.program, "Tick", good).outputs if plan.clock == "record" else wall_oracle(
+        plan.program, "Tick", good)
+    return sum(len(v) for v in want.values())

@@ -1,0 +1,66 @@
+"""The project's fault harness (issue 18 item 5) on a three-broker Apache Kafka cluster: a steady
+producer with 1% poison records, three workers killed -9 in rotation, a fourth joining and
+leaving, a worker frozen past its session timeout and resumed, a broker killed -9 and restarted;
+under both guarantees and both clocks. See chaos_run.py for the run and chaos_verdict.py for the
+verdict per key.
+
+``make test`` runs one short round per variant. ``make chaos`` sets ``CHAOS_LONG=1`` and runs the
+rounds, rate and seed of the ``CHAOS_*`` variables (chaos_plan.from_env); the figures are printed
+either way (``-s`` shows them).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chaos_plan import ChaosPlan, from_env
+from chaos_run import run_chaos
+
+LONG = bool(os.environ.get("CHAOS_LONG"))
+
+VARIANTS = [
+    pytest.param("exactly_once", "record", id="exactly_once-record"),
+    pytest.param("at_least_once", "record", id="at_least_once-record"),
+    pytest.param("exactly_once", "wall", id="exactly_once-wall"),
+    pytest.param("at_least_once", "wall", id="at_least_once-wall"),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Three KRaft nodes (replication 3, min ISR 2) for the module; their logs are kept when a
+    test failed."""
+    from eventscript.brokers import KafkaCluster, KafkaNotFetched, kafka_jars
+
+    try:
+        jars = kafka_jars(fetch=True)
+    except KafkaNotFetched as exc:
+        pytest.skip(f"the fault harness needs Apache Kafka's three brokers: {exc}")
+    failed_before = request.session.testsfailed
+    cluster = KafkaCluster(3, jars=jars).start(timeout=120)
+    try:
+        yield cluster
+    finally:
+        keep = request.session.testsfailed > failed_before
+        cluster.close(keep=keep)
+        if keep:
+            print(f"\nthe three brokers' logs are kept in {cluster.directory}")
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+@pytest.mark.parametrize(("guarantee", "clock"), VARIANTS)
+def test_chaos(cluster: Any, tmp_path: Path, guarantee: str, clock: str) -> None:
+    plan = ChaosPlan(guarantee=guarantee, clock=clock)
+    if LONG:
+        plan = from_env(ChaosPlan(guarantee=guarantee, clock=clock, rounds=5, rate=150.0, progress=150))
+    run = run_chaos(cluster, tmp_path, plan)
+    print(run.figures())
+    assert run.verdict.figures["kills"] == 3 * plan.rounds and run.verdict.figures["broker kills"] == plan.rounds
+    assert run.verdict.figures["poison in"] > 0, "no poison record was produced: raise the rate or the rounds"
+    assert run.verdict.figures["timer outputs"] > 0, "no timer output was exercised"
+    assert run.verdict.ok, f"{plan.describe()}\n{run.verdict.summary()}\nexits: {run.verdict.figures['exits']}"
