@@ -75,7 +75,7 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
     try:
         for slot in range(3):
             fleet.start(slot)
-        watcher = TopicWatcher(broker, f"{name}-out")
+        watcher = LastEventWatcher(broker, f"{name}-out")
         writing = producer.start_until(stop_producing, rate=plan.rate, keys=plan.keys, poison=plan.poison,
                                        seed=plan.seed)
 
@@ -120,10 +120,14 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
         inputs = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
         from chaos_verdict import is_poison
 
-        expected = _expected_outputs(plan, [m for m in inputs if not is_poison(m)])
+        good = [m for m in inputs if not is_poison(m)]
+        expected = _expected_outputs(plan, good)
+        keys = {m.key() for m in good}
 
         def drained() -> bool:
             fleet.revive()
+            if plan.clock == "wall":  # every key quiet at the end (a stall may add timer outputs)
+                return watcher.distinct() >= expected and all(watcher.last.get(k) == b"Quiet" for k in keys)
             return watcher.distinct() >= expected
 
         try:
@@ -184,7 +188,30 @@ def _freeze_past_session(fleet: Fleet, slot: int) -> None:
         raise
 
 
+class LastEventWatcher(TopicWatcher):
+    """``TopicWatcher`` that also keeps the event of each key's latest output (``last``)."""
+
+    def __init__(self, broker: Broker, topic: str) -> None:
+        self.last: dict[bytes, bytes] = {}
+        super().__init__(broker, topic)
+
+    def _run(self) -> None:
+        from eventscript.kafka import codec
+
+        while not self.stop.is_set():
+            for m in self.consumer.consume(500, 0.2):
+                if m.error() is None:
+                    rid = codec.header(m.headers(), codec.HEADER_ID)
+                    if rid is not None:
+                        self.ids.add(rid)
+                    event = codec.header(m.headers(), codec.HEADER_EVENT)
+                    if m.key() is not None and event is not None:
+                        self.last[m.key()] = event
+        self.consumer.close()
+
+
 def _expected_outputs(plan: ChaosPlan, good: list[Any]) -> int:
+    """How many outputs at least (on the wall clock, a key that stalls adds a timer output)."""
     from chaos_verdict import wall_oracle
     from kafka_helpers import Oracle
 

@@ -3,11 +3,13 @@ and error topics after the run.
 
 - nothing lost and nothing wrong: a key's outputs, each ``es-id`` once, equal what the engine
   emits for the key's records in one uninterrupted run (record clock: ``kafka_helpers.Oracle``,
-  one engine per partition as the worker's tasks; wall clock: no stall, so every event is counted
-  and the quiet timer fires once at the end);
+  one engine per partition as the worker's tasks; wall clock: ``wall_oracle``, the key's timer
+  firing after its last record and wherever the run shows that the key really stalled past its
+  quiet period, which a fault may cause: ``wall_stalls`` checks each such stall);
 - nothing twice under exactly-once: no ``es-id`` appears twice, on either topic;
 - at-least-once repeats are byte-identical copies (key, value, headers, timestamp) under the same
-  ``es-id``;
+  ``es-id`` (repeats that differ only in their emission time are counted apart:
+  ``Verdict.time_only_repeats``);
 - every poison record is on the error topic once (after dropping repeats), with its original
   bytes; no good record is;
 - every wall-clock timer output once after dropping repeats (the ``Quiet`` outputs: part of the
@@ -34,9 +36,11 @@ def is_poison(m: Any) -> bool:
     return False
 
 
-def wall_oracle(program_text: str, event: str, records: list[Any]) -> dict[str, list[Line]]:
-    """Outputs per key of an uninterrupted wall-clock run in which no key stalls: every record
-    processed before its key's timer is due, then the timers fire (time moves past them)."""
+def wall_oracle(program_text: str, event: str, records: list[Any],
+                stalls: dict[str, set[int]] | None = None) -> dict[str, list[Line]]:
+    """Outputs per key of an uninterrupted wall-clock run: the key's records in order, its timer
+    firing after the last one and, where ``stalls`` says so (key → numbers of records after
+    which the key really stalled past its quiet period in the run), after those."""
     from eventscript.automata.compile import compile_source
     from eventscript.engine.encoding import encode
     from eventscript.engine.engine import Engine
@@ -44,19 +48,54 @@ def wall_oracle(program_text: str, event: str, records: list[Any]) -> dict[str, 
 
     program = compile_source(program_text, name="oracle").require()
     out: dict[str, list[Line]] = {}
-    clock = SimulatedTimeProvider()
+    by_key: dict[str, list[Any]] = {}
+    for m in sorted(records, key=lambda m: (m.partition(), m.offset())):
+        by_key.setdefault(orjson.dumps(decode_key(m.key())).decode(), []).append(m)
 
     def sink(e: Any) -> None:
         key = list(e.key) if e.key is not None else None
         out.setdefault(orjson.dumps(key).decode(), []).append((e.name, encode(e.value, e.ty), key))
 
-    engine = Engine(program, sink, clock)
-    clock.advance_to(1_000_000)
-    for m in sorted(records, key=lambda m: (m.partition(), m.offset())):
-        engine.feed_json(event, orjson.loads(m.value()))
-    clock.advance_to(clock.now() + 10 ** 12)
-    clock.run_due()
+    for key, msgs in by_key.items():
+        clock = SimulatedTimeProvider()
+        engine = Engine(program, sink, clock)  # one per key: its timer fires when its time passes
+        clock.advance_to(1_000_000)
+        after = (stalls or {}).get(key, set())
+        for i, m in enumerate(msgs, 1):
+            engine.feed_json(event, orjson.loads(m.value()))
+            if i in after:
+                clock.advance_to(clock.now() + 10 ** 12)
+                clock.run_due()
+        clock.advance_to(clock.now() + 10 ** 12)
+        clock.run_due()
     return out
+
+
+def _es_time(m: Any) -> int:
+    raw = codec.header(m.headers(), codec.HEADER_TIME)
+    return int(raw) if raw is not None else m.timestamp()[1] * 1000
+
+
+def wall_stalls(kept: list[Any], timer_event: str, verdict: Verdict) -> dict[str, set[int]]:
+    """Where a key's timer fired mid-stream in a wall-clock run (key → number of records of the
+    key processed before): legitimate only where the key's next record was processed at or after
+    the timer's deadline (the timer output's time), which the verdict checks."""
+    stalls: dict[str, set[int]] = {}
+    by_key: dict[str, list[Any]] = {}
+    for m in sorted(kept, key=lambda m: (m.partition(), m.offset())):
+        by_key.setdefault(orjson.dumps(decode_key(m.key())).decode(), []).append(m)
+    for key, msgs in by_key.items():
+        records = 0
+        for i, m in enumerate(msgs):
+            if codec.header(m.headers(), codec.HEADER_EVENT) != timer_event.encode():
+                records += 1
+                continue
+            if i + 1 < len(msgs):
+                stalls.setdefault(key, set()).add(records)
+                if _es_time(msgs[i + 1]) < _es_time(m):
+                    verdict.add(key, f"the timer fired at {_es_time(m)} us, but the next record was processed "
+                                     f"at {_es_time(msgs[i + 1])} us, before that deadline")
+    return stalls
 
 
 @dataclass
@@ -64,6 +103,12 @@ class Verdict:
     #: Problems per key ("errors" for the error topic), each a sentence.
     problems: dict[str, list[str]] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
+    #: Repeats whose bytes differ only in the emission time (es-time header and timestamp): on
+    #: the wall clock a record processed again is processed at another time. Examples (first,
+    #: repeat) in ``time_only_examples``; kept apart from ``problems`` so that a test can tell
+    #: this known difference from any other.
+    time_only_repeats: int = 0
+    time_only_examples: list[tuple[Any, Any]] = field(default_factory=list)
 
     def add(self, key: str, problem: str) -> None:
         self.problems.setdefault(key, []).append(problem)
@@ -76,7 +121,7 @@ class Verdict:
         keys = sorted(self.problems)
         lines = [f"{len(keys)} keys with problems:"]
         for key in keys[:limit]:
-            lines.extend(f"  {key}: {p}" for p in self.problems[key][:3])
+            lines.extend(f"  {key}: {p[:500]}" for p in self.problems[key][:3])
         if len(keys) > limit:
             lines.append(f"  ... and {len(keys) - limit} more keys")
         return "\n".join(lines)
@@ -84,6 +129,10 @@ class Verdict:
 
 def _raw(m: Any) -> tuple[Any, ...]:
     return (m.key(), m.value(), tuple(m.headers() or ()), m.timestamp()[1])
+
+
+def _timeless(m: Any) -> tuple[Any, ...]:
+    return (m.key(), m.value(), tuple(h for h in m.headers() or () if h[0] != codec.HEADER_TIME))
 
 
 def _distinct(records: list[Any], guarantee: str, verdict: Verdict, topic_kind: str) -> tuple[list[Any], int]:
@@ -105,7 +154,11 @@ def _distinct(records: list[Any], guarantee: str, verdict: Verdict, topic_kind: 
         if guarantee == "exactly_once":
             verdict.add(key, f"{topic_kind} {rid.decode()} twice under exactly-once "
                              f"({first.partition()}:{first.offset()} and {m.partition()}:{m.offset()})")
-        if _raw(first) != _raw(m):
+        if _raw(first) != _raw(m) and _timeless(first) == _timeless(m):
+            verdict.time_only_repeats += 1
+            if len(verdict.time_only_examples) < 3:
+                verdict.time_only_examples.append((_raw(first), _raw(m)))
+        elif _raw(first) != _raw(m):
             verdict.add(key, f"{topic_kind} {rid.decode()} repeated with different bytes: "
                              f"{_raw(first)} != {_raw(m)}")
     return list(kept.values()), repeats
@@ -125,10 +178,9 @@ def judge(program_text: str, clock: str, guarantee: str, inputs: list[Any], outp
     verdict = Verdict()
     good = [m for m in inputs if not is_poison(m)]
     poison = [m for m in inputs if is_poison(m)]
-    want = (Oracle(program_text, "Tick", good).outputs if clock == "record"
-            else wall_oracle(program_text, "Tick", good))
-
     kept, out_repeats = _distinct(outputs, guarantee, verdict, "output")
+    want = (Oracle(program_text, "Tick", good).outputs if clock == "record"
+            else wall_oracle(program_text, "Tick", good, wall_stalls(kept, "Quiet", verdict)))
     got: dict[str, list[Line]] = {}
     for m in sorted(kept, key=lambda m: (m.partition(), m.offset())):
         event = codec.header(m.headers(), codec.HEADER_EVENT)
@@ -161,6 +213,7 @@ def judge(program_text: str, clock: str, guarantee: str, inputs: list[Any], outp
         "records in": len(good), "poison in": len(poison),
         "outputs": sum(len(v) for v in got.values()), "expected outputs": sum(len(v) for v in want.values()),
         "timer outputs": sum(1 for v in got.values() for line in v if line[0] == "Quiet"),
-        "output repeats": out_repeats, "errors": len(kept_errors), "error repeats": err_repeats,
+        "output repeats": out_repeats, "repeats differing in time only": verdict.time_only_repeats,
+        "errors": len(kept_errors), "error repeats": err_repeats,
     })
     return verdict
