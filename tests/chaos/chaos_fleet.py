@@ -131,6 +131,9 @@ class PoisonedProducer(KeyedProducer):
     """``KeyedProducer`` at a steady rate until told to stop, with a share of poison records:
     bytes that do not decode as JSON, keyed and placed like a good record of the same key."""
 
+    #: How many rounds of lone keys were sent (chaos_run._lone_keys names them by it).
+    lone = 0
+
     def run_until(self, stop: threading.Event, rate: float, keys: int, poison: float, seed: int,
                   step_ms: int = 250) -> None:
         # Timestamps from a day ago (record time runs faster than the wall: ``step_ms`` per

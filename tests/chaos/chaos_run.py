@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,9 +102,16 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
                 fleet.leave(3)
             elif action == "freeze":
                 frozen = int(arg)
+                # On the wall clock, one lone record per partition first: its key's timer falls
+                # due while the worker is frozen, so the worker wakes up holding an overdue timer
+                # that its successor already fired (issue 20 fault 2's zombie).
+                lone = _lone_keys(producer, plan) if plan.clock == "wall" else []
+                wait_for(_all_last(watcher, lone, b"Count"), PROGRESS_TIMEOUT, what="the lone records' outputs")
                 _freeze_past_session(fleet, frozen)
                 try:
                     progress()  # the others process the frozen worker's tasks
+                    wait_for(_all_last(watcher, lone, b"Quiet"), PROGRESS_TIMEOUT + plan.quiet,
+                             what="the lone keys' timer outputs")
                 finally:
                     fleet.thaw(frozen)
             elif action == "broker":
@@ -172,6 +180,28 @@ def dump_records(path: Path, records: list[Any]) -> None:
                 "headers": {k: (v or b"").decode(errors="replace") for k, v in (m.headers() or [])},
                 "value": base64.b64encode(value).decode() if value is not None else None,
             }) + b"\n")
+
+
+def _all_last(watcher: LastEventWatcher, keys: list[bytes], event: bytes) -> Callable[[], bool]:
+    return lambda: all(watcher.last.get(k) == event for k in keys)
+
+
+def _lone_keys(producer: PoisonedProducer, plan: ChaosPlan) -> list[bytes]:
+    """Sends one record to a new key on each input partition (a key no other record has) and
+    returns the keys."""
+    from eventscript.kafka.partitioner import partition_of
+
+    keys: dict[int, bytes] = {}
+    i = 0
+    while len(keys) < plan.partitions:
+        k = f"lone-{producer.lone}-{i}".encode()
+        keys.setdefault(partition_of(k, plan.partitions), k)
+        i += 1
+    producer.lone += 1
+    for k in keys.values():
+        producer.send(k.decode(), {producer.field: k.decode(), "n": -1}, int(time.time() * 1000) - 24 * 3600 * 1000)
+    producer.producer.flush(30)
+    return list(keys.values())
 
 
 def _freeze_past_session(fleet: Fleet, slot: int) -> None:

@@ -111,16 +111,18 @@ def test_a_repeat_is_an_error_under_exactly_once_only(guarantee: str) -> None:
     assert verdict.ok == (guarantee == "at_least_once"), verdict.problems
 
 
-def test_a_repeat_with_other_bytes_is_reported_and_one_differing_in_time_only_counted_apart() -> None:
+def test_a_repeat_with_other_bytes_is_reported_except_at_least_once_on_the_wall_clock() -> None:
+    """There it is counted apart and the latest copy judged: a record processed again after a
+    stall may meet a timer that fired in between."""
     inputs, outputs, errors = _clean()
     first = outputs[0]
-    other_value = Msg("out", 0, 99, first.key(), b'{"k":"a","count":7,"last":0}', first.headers(), first._timestamp)
-    verdict = judge(PLAN.program, "wall", "at_least_once", inputs, [*outputs, other_value], errors)
-    assert "different bytes" in verdict.problems['["a"]'][0]
     later = [(n, v) if n != codec.HEADER_TIME else (n, b"99999999999") for n, v in first.headers()]
     other_time = Msg("out", 0, 99, first.key(), first.value(), later, 99_999_999)
+    verdict = judge(PLAN.program, "record", "at_least_once", inputs, [*outputs, other_time], errors)
+    assert any("different bytes" in p for p in verdict.problems['["a"]'])
     verdict = judge(PLAN.program, "wall", "at_least_once", inputs, [*outputs, other_time], errors)
-    assert verdict.ok and verdict.time_only_repeats == 1
+    assert verdict.differing_repeats == 1 and not any("different bytes" in p for ps in verdict.problems.values()
+                                                      for p in ps)
 
 
 def test_a_poison_record_missing_or_altered_on_the_error_topic_is_reported() -> None:
