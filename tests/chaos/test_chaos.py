@@ -65,13 +65,15 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 @pytest.mark.kafka
 @pytest.mark.slow
+@pytest.mark.timeout(3 * 3600 if LONG else 600)
 @pytest.mark.parametrize(("guarantee", "clock"), VARIANTS)
-def test_chaos(cluster: Any, tmp_path: Path, guarantee: str, clock: str) -> None:
+def test_chaos(cluster: Any, tmp_path: Path, guarantee: str, clock: str, capsys: pytest.CaptureFixture[str]) -> None:
     plan = ChaosPlan(guarantee=guarantee, clock=clock)
     if LONG:
         plan = from_env(ChaosPlan(guarantee=guarantee, clock=clock, rounds=5, rate=150.0, progress=150))
     run = run_chaos(cluster, tmp_path, plan)
-    print(run.figures())
+    with capsys.disabled():  # the figures, also where pytest captures the output (make test)
+        print(f"\n{run.figures()}")
     assert run.verdict.figures["kills"] == 3 * plan.rounds and run.verdict.figures["broker kills"] == plan.rounds
     assert run.verdict.figures["poison in"] > 0, "no poison record was produced: raise the rate or the rounds"
     assert run.verdict.figures["timer outputs"] > 0, "no timer output was exercised"
