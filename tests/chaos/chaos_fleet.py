@@ -33,7 +33,14 @@ class Fleet:
         #: (slot, exit status, time) of each worker that exited on its own.
         self.exits: list[tuple[int, int, float]] = []
 
+    def mark(self, slot: int, what: str) -> None:
+        """A line in the worker's log saying what the harness did to it (``MARK`` lines: the
+        log's evidence reads in order, and ``wedged`` splits the log by process)."""
+        with self.logs[slot].open("a") as log:
+            log.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {MARK} {what}\n")
+
     def start(self, slot: int) -> None:
+        self.mark(slot, "started")
         self.procs[slot] = start_worker(self.topologies[slot], "-v", log=self.logs[slot])
         self.wanted.add(slot)
 
@@ -43,6 +50,7 @@ class Fleet:
             proc = self.procs[slot]
             if proc is not None and proc.poll() is not None:
                 self.exits.append((slot, proc.returncode, time.time()))
+                self.mark(slot, f"exited by itself with status {proc.returncode}")
                 self.counts["revived"] += 1
                 self.start(slot)
 
@@ -52,6 +60,7 @@ class Fleet:
         assert proc is not None
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        self.mark(slot, "killed -9")
         self.counts["kills"] += 1
         self.start(slot)
 
@@ -59,11 +68,13 @@ class Fleet:
         proc = self.procs[slot]
         assert proc is not None
         proc.send_signal(signal.SIGSTOP)
+        self.mark(slot, "frozen (SIGSTOP)")
         self.counts["freezes"] += 1
 
     def thaw(self, slot: int) -> None:
         proc = self.procs[slot]
         assert proc is not None
+        self.mark(slot, "resumed (SIGCONT)")
         proc.send_signal(signal.SIGCONT)
 
     def join(self, slot: int) -> None:
@@ -110,6 +121,30 @@ class Fleet:
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait(30)
+
+
+#: Marks the harness's own lines in a worker's log.
+MARK = "CHAOS:"
+
+
+def wedged(log: Path) -> list[str]:
+    """Where a worker's client hit a fatal error (librdkafka's FATAL: the client is unusable)
+    and the worker neither rejoined (no later "assigned tasks") nor exited by itself before the
+    harness killed or stopped it: it ran on without a consumer. One line of evidence each."""
+    found: list[str] = []
+    fatal: str | None = None
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+        if MARK in line:
+            if fatal is not None and "exited by itself" not in line:
+                found.append(f"{log.name}: {fatal[:300]} ... then nothing until: {line}")
+            fatal = None
+        elif " FATAL " in line and fatal is None:
+            fatal = line
+        elif "assigned tasks" in line:
+            fatal = None
+    if fatal is not None:
+        found.append(f"{log.name}: {fatal[:300]} ... then nothing until the end of the log")
+    return found
 
 
 def _count(log: Path, text: str) -> int:

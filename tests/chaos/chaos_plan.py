@@ -53,6 +53,11 @@ class ChaosPlan:
     wall_quiet: int = 15
     #: Group session timeout (ms) of the workers: a frozen worker is out of the group after it.
     session_timeout_ms: int = 3000
+    #: Whether a wedged worker (a fatal client error, then neither rejoined nor exited:
+    #: ``chaos_fleet.wedged``) fails the run, or is only reported in the figures. It depends on
+    #: which broker coordinated the group when one was killed, so the short run only reports it
+    #: (a test that fails by chance is no test); the long run fails on it.
+    wedged_fail: bool = False
     commit_interval_ms: int = 100
 
     @property

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos_fleet import Fleet, PoisonedProducer, log_lines
+from chaos_fleet import Fleet, PoisonedProducer, log_lines, wedged
 from chaos_plan import ChaosPlan
 from chaos_verdict import Verdict, judge
 from kafka_helpers import Broker, TopicWatcher, read_many, topology, unique, wait_for
@@ -40,7 +40,8 @@ class ChaosRun:
                 f"{f['output repeats']} repeats), errors {f['errors']} ({f['error repeats']} repeats), "
                 f"worker kills {f['kills']}, freezes {f['freezes']}, joins {f['joins']}, leaves {f['leaves']}, "
                 f"workers revived after exiting {f['revived']}, broker kills {f['broker kills']}, "
-                f"assignments {f['assignments']}, wall time {f['wall time']:.0f} s")
+                f"assignments {f['assignments']}, wedged workers {len(f['wedged'])}, wall time {f['wall time']:.0f} s"
+                + "".join(f"\n  wedged: {w}" for w in f["wedged"]))
 
 
 def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
@@ -157,7 +158,11 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
     for slot, status in statuses:
         if status != 0:
             verdict.add("workers", f"worker {slot} stopped with status {status} (SIGTERM)")
+    wedges = [w for log in fleet.logs for w in wedged(log)]
+    if wedges and plan.wedged_fail:
+        verdict.problems["workers"] = [*verdict.problems.get("workers", []), *wedges]
     verdict.figures.update(fleet.counts)
+    verdict.figures["wedged"] = wedges
     verdict.figures.update({"broker kills": broker_kills, "assignments": fleet.assignments(),
                             "exits": fleet.exits, "wall time": time.monotonic() - started})
     if fleet.exits:

@@ -70,7 +70,8 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
 def test_chaos(cluster: Any, tmp_path: Path, guarantee: str, clock: str, capsys: pytest.CaptureFixture[str]) -> None:
     plan = ChaosPlan(guarantee=guarantee, clock=clock)
     if LONG:
-        plan = from_env(ChaosPlan(guarantee=guarantee, clock=clock, rounds=5, rate=150.0, progress=150))
+        plan = from_env(ChaosPlan(guarantee=guarantee, clock=clock, rounds=5, rate=150.0, progress=150,
+                                  wedged_fail=True))
     run = run_chaos(cluster, tmp_path, plan)
     with capsys.disabled():  # the figures, also where pytest captures the output (make test)
         print(f"\n{run.figures()}")
