@@ -90,40 +90,45 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
 
             wait_for(made, PROGRESS_TIMEOUT, interval=0.1, what=f"{n} new outputs")
 
-        progress()
-        for step in plan.steps:
-            action, _, arg = step.partition(":")
-            time.sleep(rnd.uniform(0.0, 0.5))  # somewhere in a batch, not right after the last output
-            if action == "kill":
-                fleet.kill(int(arg))
-            elif action == "join":
-                fleet.join(3)
-                wait_for(lambda: fleet.assignments([3]) > 0, PROGRESS_TIMEOUT, what="the fourth worker's tasks")
-            elif action == "leave":
-                fleet.leave(3)
-            elif action == "freeze":
-                frozen = int(arg)
-                # On the wall clock, one lone record per partition first: its key's timer falls
-                # due while the worker is frozen, so the worker wakes up holding an overdue timer
-                # that its successor already fired (issue 20 fault 2's zombie).
-                lone = _lone_keys(producer, plan) if plan.clock == "wall" else []
-                wait_for(_all_last(watcher, lone, b"Count"), PROGRESS_TIMEOUT, what="the lone records' outputs")
-                _freeze_past_session(fleet, frozen)
-                try:
-                    progress()  # the others process the frozen worker's tasks
-                    wait_for(_all_last(watcher, lone, b"Quiet"), PROGRESS_TIMEOUT + plan.quiet,
-                             what="the lone keys' timer outputs")
-                finally:
-                    fleet.thaw(frozen)
-            elif action == "broker":
-                leader = cluster.leader(changelog, 0)
-                cluster.kill(leader)
-                broker_kills += 1
-                progress()  # the workers go on with two brokers
-                cluster.restart(leader, timeout=PROGRESS_TIMEOUT)
-            else:
-                raise ValueError(f"unknown chaos step {step!r}")
+        stuck = None  # a wait that timed out: the run goes on to its verdict, which says so
+        step = "start"
+        try:
             progress()
+            for step in plan.steps:
+                action, _, arg = step.partition(":")
+                time.sleep(rnd.uniform(0.0, 0.5))  # somewhere in a batch, not right after the last output
+                if action == "kill":
+                    fleet.kill(int(arg))
+                elif action == "join":
+                    fleet.join(3)
+                    wait_for(lambda: fleet.assignments([3]) > 0, PROGRESS_TIMEOUT, what="the fourth worker's tasks")
+                elif action == "leave":
+                    fleet.leave(3)
+                elif action == "freeze":
+                    frozen = int(arg)
+                    # On the wall clock, one lone record per partition first: its key's timer falls
+                    # due while the worker is frozen, so the worker wakes up holding an overdue timer
+                    # that its successor already fired (issue 20 fault 2's zombie).
+                    lone = _lone_keys(producer, plan) if plan.clock == "wall" else []
+                    wait_for(_all_last(watcher, lone, b"Count"), PROGRESS_TIMEOUT, what="the lone records' outputs")
+                    _freeze_past_session(fleet, frozen)
+                    try:
+                        progress()  # the others process the frozen worker's tasks
+                        wait_for(_all_last(watcher, lone, b"Quiet"), PROGRESS_TIMEOUT + plan.quiet,
+                                 what="the lone keys' timer outputs")
+                    finally:
+                        fleet.thaw(frozen)
+                elif action == "broker":
+                    leader = cluster.leader(changelog, 0)
+                    cluster.kill(leader)
+                    broker_kills += 1
+                    progress()  # the workers go on with two brokers
+                    cluster.restart(leader, timeout=PROGRESS_TIMEOUT)
+                else:
+                    raise ValueError(f"unknown chaos step {step!r}")
+                progress()
+        except AssertionError as exc:
+            stuck = f"the harness gave up at step {step}: {exc}"
         stop_producing.set()
         writing.join(90)
         inputs = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
@@ -153,6 +158,8 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
             writing.join(90)
         fleet.kill_all()
     verdict = judge(plan.program, plan.clock, plan.guarantee, inputs, raw[f"{name}-out"], raw[f"{name}-err"])
+    if stuck is not None:
+        verdict.add("harness", stuck)
     if not verdict.ok:
         dump_records(tmp / "records.jsonl", [*inputs, *raw[f"{name}-out"], *raw[f"{name}-err"]])
     for slot, status in statuses:

@@ -75,10 +75,10 @@ def test_chaos(cluster: Any, tmp_path: Path, guarantee: str, clock: str, capsys:
     run = run_chaos(cluster, tmp_path, plan)
     with capsys.disabled():  # the figures, also where pytest captures the output (make test)
         print(f"\n{run.figures()}")
+    assert run.verdict.ok, f"{plan.describe()}\n{run.verdict.summary()}\nexits: {run.verdict.figures['exits']}"
     assert run.verdict.figures["kills"] == 3 * plan.rounds and run.verdict.figures["broker kills"] == plan.rounds
     assert run.verdict.figures["poison in"] > 0, "no poison record was produced: raise the rate or the rounds"
     assert run.verdict.figures["timer outputs"] > 0, "no timer output was exercised"
-    assert run.verdict.ok, f"{plan.describe()}\n{run.verdict.summary()}\nexits: {run.verdict.figures['exits']}"
     if run.verdict.differing_repeats:
         raise WallRepeatsDiffer(f"{run.verdict.differing_repeats} repeats differ from their first copy, for "
                                 f"example {run.verdict.differing_examples[0]}")
