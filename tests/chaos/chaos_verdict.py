@@ -105,8 +105,9 @@ class Verdict:
     #: At-least-once on the wall clock: repeats whose bytes differ from the first copy. A record
     #: processed again after a rewind is processed at another time, which its outputs carry
     #: (es-time header, timestamp, an $error's "time") and which may fire a timer before it; the
-    #: verdict then judges the latest copy (the history the committed state follows) and counts
-    #: the difference here, apart from ``problems``, so that a test can tell it from any other.
+    #: verdict then judges the latest copy where the value differs (the history the committed
+    #: state follows), the first where only the time does, and counts the difference here, apart
+    #: from ``problems``, so that a test can tell it from any other.
     differing_repeats: int = 0
     differing_examples: list[tuple[Any, Any]] = field(default_factory=list)
 
@@ -131,10 +132,16 @@ def _raw(m: Any) -> tuple[Any, ...]:
     return (m.key(), m.value(), tuple(m.headers() or ()), m.timestamp()[1])
 
 
+def _timeless(m: Any) -> tuple[Any, ...]:
+    """A record's bytes without its emission time (es-time header and record timestamp)."""
+    return (m.key(), m.value(), tuple(h for h in m.headers() or () if h[0] != codec.HEADER_TIME))
+
+
 def _distinct(records: list[Any], guarantee: str, verdict: Verdict, topic_kind: str,
               tolerate_differences: bool) -> tuple[list[Any], int]:
     """Each es-id once; repeats must be byte-identical (unless ``tolerate_differences``: then the
-    latest copy is kept and the difference counted), and under exactly-once there must be none.
+    difference is counted, and the latest copy kept where its value differs), and under
+    exactly-once there must be none.
     Returns the records kept and the number of repeats dropped."""
     kept: dict[bytes, Any] = {}
     repeats = 0
@@ -158,7 +165,11 @@ def _distinct(records: list[Any], guarantee: str, verdict: Verdict, topic_kind: 
             verdict.differing_repeats += 1
             if len(verdict.differing_examples) < 3:
                 verdict.differing_examples.append((_raw(first), _raw(m)))
-            kept[rid] = m
+            if _timeless(first) != _timeless(m):
+                # Another value: the record met another state the second time (a timer fired
+                # first), and the key's later outputs follow that copy. A copy that differs in
+                # its time alone keeps the first one's place (a zombie's late copy, say).
+                kept[rid] = m
         else:
             verdict.add(key, f"{topic_kind} {rid.decode()} repeated with different bytes: "
                              f"{_raw(first)} != {_raw(m)}")

@@ -121,8 +121,8 @@ def test_a_repeat_with_other_bytes_is_reported_except_at_least_once_on_the_wall_
     verdict = judge(PLAN.program, "record", "at_least_once", inputs, [*outputs, other_time], errors)
     assert any("different bytes" in p for p in verdict.problems['["a"]'])
     verdict = judge(PLAN.program, "wall", "at_least_once", inputs, [*outputs, other_time], errors)
-    assert verdict.differing_repeats == 1 and not any("different bytes" in p for ps in verdict.problems.values()
-                                                      for p in ps)
+    # (a late copy that differs in its time alone keeps the first copy's place: the key's order holds)
+    assert verdict.ok and verdict.differing_repeats == 1, verdict.problems
 
 
 def test_a_poison_record_missing_or_altered_on_the_error_topic_is_reported() -> None:
