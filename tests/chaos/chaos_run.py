@@ -40,7 +40,8 @@ class ChaosRun:
                 f"{f['output repeats']} repeats), errors {f['errors']} ({f['error repeats']} repeats), "
                 f"worker kills {f['kills']}, freezes {f['freezes']}, joins {f['joins']}, leaves {f['leaves']}, "
                 f"workers revived after exiting {f['revived']}, broker kills {f['broker kills']}, "
-                f"assignments {f['assignments']}, wedged workers {len(f['wedged'])}, wall time {f['wall time']:.0f} s"
+                f"assignments seen (rebalances reaching a worker) {f['assignments']}, "
+                f"wedged workers {len(f['wedged'])}, wall time {f['wall time']:.0f} s"
                 + "".join(f"\n  wedged: {w}" for w in f["wedged"]))
 
 
