@@ -235,8 +235,29 @@ class LastEventWatcher(TopicWatcher):
     """``TopicWatcher`` that also keeps the event of each key's latest output (``last``)."""
 
     def __init__(self, broker: Broker, topic: str) -> None:
+        # Not TopicWatcher's: on three brokers a topic just created may be unknown for a moment
+        # to the broker asked, and a watcher assigned no partition would wait forever.
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        from eventscript.kafka import clients
+        from eventscript.kafka.config import KafkaConfig
+
         self.last: dict[bytes, bytes] = {}
-        super().__init__(broker, topic)
+        self.consumer = Consumer(clients.consumer_config(KafkaConfig(bootstrap_servers=broker.bootstrap),
+                                                         unique("watch")))
+        parts: list[int] = []
+
+        def known() -> bool:
+            md = self.consumer.list_topics(topic, timeout=10).topics.get(topic)
+            parts[:] = sorted(md.partitions) if md is not None and md.error is None else []
+            return bool(parts)
+
+        wait_for(known, PROGRESS_TIMEOUT, what=f"the brokers to know {topic}")
+        self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        self.ids: set[bytes] = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
 
     def _run(self) -> None:
         from eventscript.kafka import codec
