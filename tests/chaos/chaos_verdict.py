@@ -119,7 +119,8 @@ class Verdict:
         return not self.problems
 
     def summary(self, limit: int = 12) -> str:
-        keys = sorted(self.problems)
+        # (the run's own problems first: they explain the keys' ones)
+        keys = sorted(self.problems, key=lambda k: (k.startswith("["), k))
         lines = [f"{len(keys)} keys with problems:"]
         for key in keys[:limit]:
             lines.extend(f"  {key}: {p[:500]}" for p in self.problems[key][:3])
