@@ -6,7 +6,7 @@ verdict per key.
 
 ``make test`` runs one short round per variant. ``make chaos`` sets ``CHAOS_LONG=1`` and runs the
 rounds, rate and seed of the ``CHAOS_*`` variables (chaos_plan.from_env); the figures are printed
-either way (``-s`` shows them).
+either way, past pytest's capture. tests/chaos/README.md has the figures and what the harness found.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from chaos_plan import ChaosPlan, from_env
 from chaos_run import run_chaos
 
 LONG = bool(os.environ.get("CHAOS_LONG"))
-
 
 
 class WallRepeatsDiffer(AssertionError):
