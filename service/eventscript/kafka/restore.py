@@ -95,6 +95,8 @@ class Restoration:
     skipped: dict[int, int] = field(default_factory=dict)
     remaining: set[int] = field(default_factory=set)
     starts: dict[int, int] = field(default_factory=dict)
+    #: The keys of the records skipped (not covered): written again at the task's next commit.
+    uncommitted: dict[int, set[bytes]] = field(default_factory=dict)
 
     def begin(self) -> None:
         self.starts = {p: t.store.checkpoint for p, t in self.tasks.items()}
@@ -102,6 +104,7 @@ class Restoration:
         for p in self.tasks:
             self.pending[p] = {}
             self.applied[p] = self.skipped[p] = 0
+            self.uncommitted[p] = set()
         self.restorer.assign([TopicPartition(self.changelog_topic, p, off if off > 0 else OFFSET_BEGINNING)
                               for p, off in self.starts.items()])
 
@@ -127,6 +130,7 @@ class Restoration:
                     self.applied[p] += 1
                 else:
                     self.skipped[p] += 1
+                    self.uncommitted[p].add(key)
                 if len(self.pending[p]) >= WRITE_BATCH:
                     self.tasks[p].store.write(self.pending[p], self.last[p], None)
                     self.pending[p] = {}
@@ -135,6 +139,7 @@ class Restoration:
         """A task given away while it restores: forget it (its partition still reports its end)."""
         self.tasks.pop(p, None)
         self.pending.pop(p, None)
+        self.uncommitted.pop(p, None)
 
     def finish(self) -> list[Task]:
         """Write what is left, move each store to the committed position, load the tasks."""
@@ -143,5 +148,8 @@ class Restoration:
             log.info("%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)",
                      self.program, p, self.starts.get(p, 0), self.applied.get(p, 0), self.skipped.get(p, 0))
             task.load_from_store()
+            # A later commit may cover the skipped records' input position: then a replay applies
+            # them, unless the task writes those keys again (Task.rewrite_at_next_commit).
+            task.rewrite_at_next_commit(self.uncommitted.get(p, ()))
         self.restorer.unassign()
         return list(self.tasks.values())

@@ -62,7 +62,7 @@ from .metrics import restore_to_go, stats_config
 from .producer import BatchProducer
 from .restore import Restoration, RestoreError
 from .standby import Standbys, standby_tasks
-from .state import Position, same_position, tp_name
+from .state import Position, tp_name
 
 log = logging.getLogger("eventscript.kafka.worker")
 
@@ -808,10 +808,10 @@ class ProgramWorker:
     # -- restoring ------------------------------------------------------------------------------------
 
     def _restore_pending(self) -> None:
-        """Restore the tasks waiting for it: a task whose local store is at the committed state
-        at once; the others by replaying their changelog partitions together, one time-boxed
-        slice per turn of the loop (kafka/restore.py), so the worker keeps polling and stays in
-        its group however long the replay takes."""
+        """Restore the tasks waiting for it by replaying their changelog partitions together from
+        their stores' checkpoints (a current store: only the tail), one time-boxed slice per turn
+        of the loop (kafka/restore.py), so the worker keeps polling and stays in its group however
+        long the replay takes."""
         assert self.consumer is not None and self._restorer is not None
         if self._restoring is None:
             if not self.restore_queue:
@@ -824,16 +824,10 @@ class ProgramWorker:
                 log.warning("%s: cannot read the committed offsets to restore tasks %s (%s); retrying",
                             self.cfg.name, sorted(t.partition for t in tasks), exc)
                 return  # the tasks stay paused in restore_queue; tried again on the next turn
-            replay: dict[int, Task] = {}
-            for task in tasks:
-                if same_position(task.store.position, committed[task.partition]):
-                    task.load_from_store()  # the local store is exactly at the committed state
-                    self._restored([task])
-                else:
-                    replay[task.partition] = task
-            if not replay:
-                self._restore_done()
-                return
+            # Also a store at the committed position reads the changelog past its checkpoint:
+            # another owner's commits that moved no input (timers) are there, and the records of a
+            # batch that never committed, which the task must write again (issue 20, faults 1, 2).
+            replay = {task.partition: task for task in tasks}
             self._restoring = Restoration(self.cfg.name, self._restorer, self.changelog_topic, replay,
                                           {p: committed[p] for p in replay})
             self._restoring.begin()

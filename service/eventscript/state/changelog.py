@@ -4,9 +4,12 @@ restore and the backfill's handover).
 Each changelog record carries, in its ``es-pos`` header, the input position of the task after the
 batch that wrote it. On restore a record is applied only if that position is not beyond the
 committed input offsets: records of a transaction that never committed are ignored, even on a
-broker that shows aborted transactions to read_committed readers. (Processing is deterministic in
-which instances it touches, so any instance an aborted batch wrote is written again, later in the
-changelog, by the batch that re-processes the same records.)
+broker that shows aborted transactions to read_committed readers. Once a later commit covers
+that position a replay does apply them, and the batch that re-processed the same records need not
+have written those keys again (its batch may hold more records: an instance created and ended
+inside it writes nothing). So the task writes every such key again at its first commit after a
+rewind or a restore (``Task.rewrite_at_next_commit``), later in the changelog than the records of
+the batch that never committed (issue 20, fault 1).
 """
 
 from __future__ import annotations

@@ -154,6 +154,14 @@ class Task:
         #: ``_on_terminate``). ``_creating``: the record being fed is creating its key's instance.
         self._fresh: dict[int, Any] = {}
         self._creating = False
+        #: The changelog records of the last commit (its keys: see ``rewind``), and the keys to
+        #: write again at the next commit: changelog records of a batch that was never committed
+        #: may be in the log (at-least-once; an aborted transaction on a broker that shows it), and
+        #: a replay applies them once a later commit covers their input position. The retry may
+        #: leave such a key unwritten (an instance created and ended inside its batch writes
+        #: nothing), so the next commit writes each one's committed value again over it.
+        self._last_sent: dict[bytes, bytes | None] = {}
+        self._rewrite: set[bytes] = set()
         self.engine.origin_of = self._on_create
         self.engine.on_terminate = self._on_terminate
         self.engine.before_timer = self.ids.begin_timer
@@ -214,8 +222,17 @@ class Task:
         since, load the committed state again, and process nothing until ``resume``."""
         self.group.clear()
         self.collector.outbox.clear()
+        self.rewrite_at_next_commit(self._last_sent)  # the batch that was not committed wrote them
+        self._last_sent = {}
         self.load_from_store()
         self.state = TaskState.RESTORING
+
+    def rewrite_at_next_commit(self, keys: Iterable[bytes]) -> None:
+        """Changelog records of these keys may be in the log from a batch that was never
+        committed (the last one before a rewind; those a restore skipped): the next commit writes
+        each key's current value (a tombstone if it has none), so that no replay that applies them
+        once a later commit covers them keeps them (issue 20, fault 1: ghost instances)."""
+        self._rewrite.update(keys)
 
     def resume(self) -> None:
         """Its inputs are back at the committed positions: drop records fetched before the seek,
@@ -641,6 +658,13 @@ class Task:
         if self.clock.timers.next_seq != self._seq_saved:
             self._seq_saved = self.clock.timers.next_seq
             changes[SEQ_KEY] = b"%d" % self._seq_saved
+        if self._rewrite:
+            get = self.store.get  # the committed value: a key this batch did not change has no other
+            for kb in self._rewrite:
+                if kb not in changes:
+                    changes[kb] = get(kb)
+            self._rewrite = set()
+        self._last_sent = changes
         if changes:
             headers = [("es-pos", position_header(self.position))]  # one list for the whole commit
             self.send_changelog(self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000)
