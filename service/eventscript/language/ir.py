@@ -426,7 +426,7 @@ class ProgramIR(Node):
 
 
 _CLASSES: dict[str, type[Node]] = {
-    c.TAG: c for c in Node.__subclasses__() if c.TAG  # type: ignore[misc]
+    c.TAG: c for c in Node.__subclasses__() if c.TAG
 }
 
 

@@ -248,12 +248,12 @@ class TypeSynthesis(CheckerState):
                 got = ", ".join(str(a) for a in args)
                 self.err(e.pos, f"no version of {e.name} takes ({got})", f"available: {sigs}")
             return None
-        for arg, p in zip(e.args, ov.params):
-            if isinstance(p, Type) and arg.ty is None:
-                if p == DOUBLE:
-                    self._soft_expect(arg, p)
+        for arg, param in zip(e.args, ov.params):
+            if isinstance(param, Type) and arg.ty is None:
+                if param == DOUBLE:
+                    self._soft_expect(arg, param)
                 else:
-                    self.expect(arg, p)
+                    self.expect(arg, param)
         e.target = ov
         return ov.result
 
