@@ -171,7 +171,8 @@ def next_match(after: int, components: Sequence[int | None], micro: int = 0, tz:
     best: int | None = None
     for fields in _walk(components, lower):
         try:
-            cand = datetime(*fields, micro, tzinfo=tz)
+            year, month, day, hour, minute, second = fields
+            cand = datetime(year, month, day, hour, minute, second, micro, tzinfo=tz)
         except ValueError:
             continue
         if tz is UTC:
