@@ -183,7 +183,7 @@ class StepRecorder:
             step.actions = [terms.unit(u) for u in terms.start()[1]]
             step.timers = _timer_changes(terms, None, step.after)
 
-        engine.feed = recorded_feed  # type: ignore[method-assign]
+        engine.feed = recorded_feed
         engine.fire_timer = recorded_fire  # type: ignore[method-assign]
         engine.start = recorded_start  # type: ignore[method-assign]
 

@@ -144,7 +144,8 @@ class _Differ:
         candidates.sort(key=lambda c: c[:4])
         used_old: set[int] = set()
         used_new: set[int] = set()
-        total, pairs = 0.0, []
+        total = 0.0
+        pairs: list[tuple[str, int, int]] = []
         for neg, _, i, j, p in candidates:
             if i in used_old or j in used_new:
                 continue
