@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 
 class BrokerError(Exception):
@@ -54,7 +55,7 @@ class EmbeddedBroker:
         self.port = port or free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self._log_path = log_path
-        self._log_file = None
+        self._log_file: IO[bytes] | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 20.0) -> EmbeddedBroker:
