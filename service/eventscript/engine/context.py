@@ -162,7 +162,7 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
 
     def __contains__(self, key: object) -> bool:
         try:
-            return self.gk(key) in self.table  # type: ignore[arg-type]
+            return self.gk(key) in self.table  # type: ignore[arg-type]  # any object may be asked: TypeError below
         except (KeyError, TypeError):
             return False
 

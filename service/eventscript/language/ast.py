@@ -142,6 +142,8 @@ class FieldInit:
 @dataclass
 class StructBuild(Expr):
     fields: list[FieldInit]
+    #: Filled by the checker: the structure type expected here, when the fields are its fields.
+    expected: Any = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass
