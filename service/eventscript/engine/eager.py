@@ -187,7 +187,7 @@ class EagerExecutor:
                         bodies.append(body)
                 tr.code = code
             distinct = len(codes) - (None in codes)
-            targets = {tr.target.key for st in states if (tr := st.row[sym]) is not None}  # type: ignore[union-attr]  # all linked by now
+            targets = {tr.target.key for st in states if (tr := st.row[sym]) is not None}  # type: ignore[union-attr]  # __init__ resolved every target
             plans[sym] = SymbolPlan(bodies, distinct > len(bodies), total, ends,
                                     uniform=total and len(codes) == 1 and len(bodies) == 1,
                                     target=targets.pop() if total and len(targets) == 1 else None)
@@ -242,7 +242,7 @@ class CompactExecutor(EagerExecutor):
         nxt, fns = [], []
         for sym in range(self.nsym):
             rows = [st.row[sym] for st in states]
-            nxt.append(tuple(None if tr is None else tr.target.key for tr in rows))  # type: ignore[union-attr]  # all linked by now
+            nxt.append(tuple(None if tr is None else tr.target.key for tr in rows))  # type: ignore[union-attr]  # __init__ resolved every target
             fns.append(tuple(None if tr is None else tr.fn for tr in rows))
             ns[N.indexed(N.TARGET_OF, sym)], ns[N.indexed(N.FUNCTION_OF, sym)] = nxt[-1], fns[-1]
             ns[N.indexed(N.CODE_OF, sym)] = tuple(0 if tr is None else tr.code for tr in rows)
