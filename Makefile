@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 
-.PHONY: setup run test lint unit conformance bench clean fuzz ops kafka
+.PHONY: setup run test lint typecheck unit conformance bench clean fuzz ops kafka
 
 $(STAMP): pyproject.toml constraints.txt scripts/install-system-deps scripts/install-helm
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ run: $(RUN_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check service tests bench
+
+# mypy on the package at the strictness set in pyproject.toml's [tool.mypy]. Not yet part of lint.
+typecheck: $(STAMP)
+	$(BIN)/mypy service/eventscript
 
 unit: $(STAMP)
 	$(BIN)/pytest -q

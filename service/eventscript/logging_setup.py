@@ -23,7 +23,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
 from pythonjsonlogger.json import JsonFormatter
@@ -85,10 +85,11 @@ def text_formatter() -> logging.Formatter:
 
 
 def resolve(log_format: str | None, level: str | None,
-            env: dict[str, str] | None = None) -> tuple[str, str] | None:
+            env: Mapping[str, str] | None = None) -> tuple[str, str] | None:
     """The (format, level) asked for by the options or, failing them, the environment; None when
     neither asks (the commands then configure logging as they always did)."""
-    env = os.environ if env is None else env
+    if env is None:
+        env = os.environ
     fmt = log_format or env.get("EVENTSCRIPT_LOG_FORMAT") or None
     lvl = level or env.get("EVENTSCRIPT_LOG_LEVEL") or None
     if fmt is None and lvl is None:

@@ -292,7 +292,8 @@ def warn_simultaneous_timers(timer_sets: Iterable[list[int]], program: ir.Progra
                              d: Diagnostics) -> None:
     reported: set[tuple[int, int]] = set()
     for syms in timer_sets:
-        markers = sorted(program.symbols[s].marker for s in syms)  # type: ignore[type-var]
+        # every time symbol has its marker
+        markers = sorted(m for s in syms if (m := program.symbols[s].marker) is not None)
         for i in range(1, len(markers)):
             pair = (markers[0], markers[i])
             if pair in reported:

@@ -186,5 +186,7 @@ def _explore_lazy(efa: EFA, occ: OccurrenceTable, program: ir.ProgramIR
     return order, timer_sets, terminal, succ, complete
 
 
-def compile_file(path: str | Path, **kwargs) -> Compilation:  # type: ignore[no-untyped-def]
-    return compile_source(SourceFile.read(path), **kwargs)
+def compile_file(path: str | Path, *, name: str | None = None, state_limit: int = DEFAULT_STATE_LIMIT,
+                 resolve_externals: bool = True, force_lazy: bool = False) -> Compilation:
+    return compile_source(SourceFile.read(path), name=name, state_limit=state_limit,
+                          resolve_externals=resolve_externals, force_lazy=force_lazy)

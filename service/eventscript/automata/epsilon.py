@@ -210,11 +210,11 @@ def _closures(nfa: ENFA, live: list[bool]) -> tuple[list[Shared], list[frozenset
             raise AutomatonTooLarge("too many distinct epsilon paths with actions; simplify nested "
                                     "alternatives of action blocks")
         closure = frozenset(items)
-        k = interned.get(closure)
-        if k is None:
-            k = interned[closure] = len(distinct)
+        index = interned.get(closure)
+        if index is None:
+            index = interned[closure] = len(distinct)
             distinct.append(closure)
-        shared[ci] = (k, ())
+        shared[ci] = (index, ())
     return [shared[comp_of[v]] for v in range(n)], distinct
 
 

@@ -25,7 +25,7 @@ do not implement ``Machine``; they share the engine's own executor interface ins
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any, Protocol
 
 from .actions import Occurrence, OccurrenceTable, merge
@@ -42,7 +42,8 @@ class Machine(Protocol):
 
     def start(self) -> tuple[Hashable, Units]: ...
 
-    def transitions(self, key: Any) -> dict[int, tuple[Hashable, Units]]: ...
+    # A Mapping (read-only, so covariant): each kind answers rows keyed by its own state keys.
+    def transitions(self, key: Any) -> Mapping[int, tuple[Hashable, Units]]: ...
 
     def accepting(self, key: Any) -> bool: ...
 

@@ -26,7 +26,7 @@ language through De Morgan's laws and complemented DFAs; the direct product is s
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ..language import ir
 from .actions import OccurrenceTable, Path, strands
@@ -49,6 +49,10 @@ class OperandBuilder(Protocol):
 #: share one (every edge that pairs the same two follow sets), so it is built and embedded once:
 #: in ``( A0() B0() | A1() B1() | ... )* & ( . . )*`` each B leads back to all n starts.
 Targets = list[tuple[int, Path]]
+#: A product state before numbering: the left operand's state and the right's (a state of the
+#: intersection's right operand, or the difference's right state set as a bit mask).
+PairKey = tuple[int, int]
+_Counted = TypeVar("_Counted")
 
 #: How many (product state, action path) pairs one product may enumerate while building its edges.
 #: Each edge pairs every action path of the left operand's step with every one of the right's;
@@ -64,8 +68,8 @@ class _Product:
     def __init__(self, kind: str, limit: int) -> None:
         self.kind = kind
         self.limit = limit
-        self.index: dict[Hashable, int] = {}
-        self.keys: list[Hashable] = []
+        self.index: dict[PairKey, int] = {}
+        self.keys: list[PairKey] = []
         self.rows: list[list[tuple[int, int]]] = []  # per state: (symbol, target set)
         self.target_sets: list[Targets] = []
         #: Target set keys -> their index: callers look here first, so that most edges (which
@@ -74,7 +78,7 @@ class _Product:
         #: Pairs left of MAX_PATH_PAIRS.
         self.budget = MAX_PATH_PAIRS
 
-    def state(self, key: Hashable) -> int:
+    def state(self, key: PairKey) -> int:
         i = self.index.get(key)
         if i is None:
             if len(self.keys) >= self.limit:
@@ -84,7 +88,7 @@ class _Product:
             self.keys.append(key)
         return i
 
-    def counted(self, pairs: Iterable[tuple[Hashable, Path]]) -> Iterator[tuple[Hashable, Path]]:
+    def counted(self, pairs: Iterable[_Counted]) -> Iterator[_Counted]:
         """``pairs``, charged to the product's budget of path pairs (MAX_PATH_PAIRS)."""
         for pair in pairs:
             self.budget -= 1
@@ -94,7 +98,7 @@ class _Product:
                     f"simplify them (nested optional repetitions of action blocks multiply the paths)")
             yield pair
 
-    def target_set(self, key: Hashable, build: Callable[[], Iterable[tuple[Hashable, Path]]]) -> int:
+    def target_set(self, key: Hashable, build: Callable[[], Iterable[tuple[PairKey, Path]]]) -> int:
         """The target set for ``key``, built (product states found on the way) the first time."""
         t = self.known.get(key)
         if t is None:
@@ -111,21 +115,21 @@ def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tu
         for p in strands([pl, pr]))))
     i = 0
     while i < len(prod.keys):
-        ls, r = prod.keys[i]  # type: ignore[misc]
+        ls, r = prod.keys[i]
         i += 1
         row: dict[tuple[int, int], None] = {}
         lrow, rrow = left.edges[ls], right.edges[r]
         for sym in sorted(lrow.keys() & rrow.keys()):
             for el in lrow[sym]:
                 for er in rrow[sym]:
-                    def build(el: EFAEdge = el, er: EFAEdge = er) -> Iterable[tuple[Hashable, Path]]:
+                    def build(el: EFAEdge = el, er: EFAEdge = er) -> Iterable[tuple[PairKey, Path]]:
                         return (((lt, rt), p)
                                 for lt, pl in left.targets(el) for rt, pr in right.targets(er)
                                 for p in strands([pl, pr]))
 
                     row[(sym, prod.target_set((el.follow, el.prefix, er.follow, er.prefix), build))] = None
         prod.rows.append(list(row))
-    accepting = [ls == left.final and r == right.final for ls, r in prod.keys]  # type: ignore[misc]
+    accepting = [ls == left.final and r == right.final for ls, r in prod.keys]
     return prod, entries, accepting
 
 
@@ -141,7 +145,7 @@ def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tupl
     right_rows: dict[int, dict[int, tuple[int, int]]] = {}  # right states -> symbol -> (reached, acting)
     i = 0
     while i < len(prod.keys):
-        ls, sr = prod.keys[i]  # type: ignore[misc]
+        ls, sr = prod.keys[i]
         i += 1
         rrow = right_rows.get(sr)
         if rrow is None:
@@ -155,14 +159,14 @@ def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tupl
                 t = prod.known.get(key)
                 if t is None:
                     def build(el: EFAEdge = el, sr2: int = sr2, rpaths: tuple[Path, ...] = rpaths
-                              ) -> Iterable[tuple[Hashable, Path]]:
+                              ) -> Iterable[tuple[PairKey, Path]]:
                         return (((lt, sr2), p) for lt, pl in left.targets(el) for p in strands([pl, *rpaths]))
 
                     t = prod.target_set(key, build)
                 row[(sym, t)] = None
         prod.rows.append(list(row))
     final = pos.final
-    accepting = [ls == left.final and not sr & final for ls, sr in prod.keys]  # type: ignore[misc]
+    accepting = [ls == left.final and not sr & final for ls, sr in prod.keys]
     return prod, entries, accepting
 
 

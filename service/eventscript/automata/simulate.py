@@ -18,6 +18,8 @@ to those states, and is computed once per such pair.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .actions import OccurrenceTable, Path, merge
 from .epsilon import EFA
 
@@ -305,9 +307,9 @@ class PositionSets(Positions):
         return to_mask(data)
 
 
-def to_mask(states: object) -> int:
+def to_mask(states: Iterable[int]) -> int:
     m = 0
-    for s in states:  # type: ignore[attr-defined]
+    for s in states:
         m |= 1 << s
     return m
 

@@ -106,10 +106,13 @@ def jsonl_line(row: Row) -> bytes:
     topic, partition, offset, ts, key, value, headers = row
     obj: dict[str, Any] = {"topic": topic, "partition": partition, "offset": offset, "timestamp": ts}
     for name, raw in (("key", key), ("value", value)):
+        if raw is None:
+            obj[name] = None
+            continue
         try:
-            obj[name] = None if raw is None else raw.decode()
+            obj[name] = raw.decode()
         except UnicodeDecodeError:
-            obj[f"{name}_base64"] = base64.b64encode(raw).decode()  # type: ignore[arg-type]
+            obj[f"{name}_base64"] = base64.b64encode(raw).decode()
     if headers:
         obj["headers"] = [[k, None if v is None else v.decode("utf-8", "replace")] for k, v in headers]
     return orjson.dumps(obj) + b"\n"

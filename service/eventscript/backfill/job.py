@@ -120,9 +120,9 @@ def export_plan(topo: Topology, cfg: ProgramConfig, paths: list[str], *, partiti
         raise BackfillError(f"the export has records of partitions {', '.join(beyond)}, but the inputs have {n} "
                             f"partitions; give the right count with --partitions")
     ranges: dict[tuple[str, int], OffsetRange] = {}
-    for (t, p), e in found.items():
+    for (topic, part), e in found.items():
         assert e.first is not None and e.last is not None
-        ranges[(t, p)] = cut.bounded(t, p, e.first, e.last + 1, lo, hi, e.times)
+        ranges[(topic, part)] = cut.bounded(topic, part, e.first, e.last + 1, lo, hi, e.times)
     return Plan(program=program_spec(topo, cfg, n), source=SourceSpec("export", paths=list(paths)),
                 slices=cut.slices(topics, n, ranges), until_us=until_us, batch_size=batch_size)
 

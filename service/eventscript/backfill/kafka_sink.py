@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import msgpack
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..kafka import clients
 from ..kafka.admin import Admin
@@ -106,7 +106,8 @@ class Transaction:
             part = -1 if partition is None else partition
             while True:
                 try:
-                    produce(topic, value, key, part, None, None, ts, headers)
+                    # arg-type: the stub's list of (str, str | bytes | None) is invariant; ours hold bytes
+                    produce(topic, value, key, part, None, None, ts, headers)  # type: ignore[arg-type]
                     break
                 except BufferError:
                     poll(0.05)
@@ -159,7 +160,7 @@ class Transaction:
 
 def kafka_reason(exc: KafkaException) -> str:
     err = exc.args[0] if exc.args else None
-    return err.str() if hasattr(err, "str") else str(exc)
+    return err.str() if isinstance(err, KafkaError) else str(exc)
 
 
 class KafkaSink:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from ..kafka import clients
 from ..topology.config import KafkaConfig, ProgramConfig, Topology
@@ -50,7 +50,7 @@ def kafka_plan(topo: Topology, cfg: ProgramConfig, *, start: str | None = None, 
             md = consumer.list_topics(timeout=timeout)
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
-            reason = err.str() if hasattr(err, "str") else str(exc)
+            reason = err.str() if isinstance(err, KafkaError) else str(exc)
             raise BackfillError(f"cannot reach Kafka at {topo.kafka.bootstrap_servers} ({reason}); check the address "
                                 f"(--bootstrap-servers) and that the broker is running") from None
         counts: dict[str, int] = {}
@@ -96,7 +96,8 @@ def log_ends(consumer: Consumer, marks: dict[tuple[str, int], tuple[int, int]],
             for m in consumer.consume(FETCH, min(1.0, timeout)):
                 err = m.error()
                 if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                    ends[(m.topic(), m.partition())] = m.offset()
+                    topic, p, offset = _where(m)
+                    ends[(topic, p)] = offset
                 elif err is not None and (err.fatal() or not err.retriable()):
                     raise BackfillError(f"finding the end of {m.topic()}:{m.partition()}: {err.str()}")
     finally:
@@ -110,8 +111,18 @@ def _offset_for(consumer: Consumer, topic: str, p: int, bound: cut.Bound | None,
         return low if default is None else default
     if bound.offset is not None:
         return min(max(bound.offset, low), high)
+    assert bound.time_ms is not None  # a bound is an offset or a time
     found = consumer.offsets_for_times([TopicPartition(topic, p, bound.time_ms)], timeout=timeout)[0]
     return high if found.offset < 0 else min(max(found.offset, low), high)
+
+
+def _where(m: Message) -> tuple[str, int, int]:
+    """A consumed record's (or end of partition's) topic, partition and offset. confluent-kafka
+    types them optional, as a client-level error has none; these always have them."""
+    topic, p, offset = m.topic(), m.partition(), m.offset()
+    if topic is None or p is None or offset is None:
+        raise KafkaReadError(f"a consumed message has no topic, partition or offset ({m.error()})")
+    return topic, p, offset
 
 
 def read_ranges(kafka: dict[str, Any], ranges: list[OffsetRange]) -> Iterator[Row]:
@@ -132,19 +143,20 @@ def read_ranges(kafka: dict[str, Any], ranges: list[OffsetRange]) -> Iterator[Ro
                 left = ", ".join(f"{t}:{p}" for t, p in active)
                 raise KafkaReadError(f"no record and no end of partition from {left} for {STALL_SECONDS:.0f} s")
             for m in msgs:
-                tp = (m.topic(), m.partition())
-                r = active.get(tp)
                 err = m.error()
-                if err is not None:
-                    if err.code() != KafkaError._PARTITION_EOF:
-                        if err.fatal() or not err.retriable():
-                            raise KafkaReadError(f"{m.topic()}:{m.partition()}: {err.str()}")
-                        continue
+                if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                    if err.fatal() or not err.retriable():
+                        raise KafkaReadError(f"{m.topic()}:{m.partition()}: {err.str()}")
+                    continue
+                topic, p, off = _where(m)
+                tp = (topic, p)
+                r = active.get(tp)
+                if err is not None:  # the end of a partition
                     if r is None:
                         continue
-                    if m.offset() < r.end:
+                    if off < r.end:
                         raise KafkaReadError(
-                            f"{r.topic}:{r.partition} ended at offset {m.offset()} before the end of its range "
+                            f"{r.topic}:{r.partition} ended at offset {off} before the end of its range "
                             f"[{r.start}, {r.end}): records were deleted, or a transaction is still open; run the "
                             f"backfill again (or set --to)")
                     yield _end(r)
@@ -152,13 +164,14 @@ def read_ranges(kafka: dict[str, Any], ranges: list[OffsetRange]) -> Iterator[Ro
                     continue
                 if r is None:
                     continue
-                off = m.offset()
                 if off >= r.end:
                     yield _end(r)
                     del active[tp]
                     consumer.pause([TopicPartition(r.topic, r.partition)])
                     continue
-                yield (m.topic(), m.partition(), off, m.timestamp()[1], m.key(), m.value(), m.headers())
+                # a consumed record's headers are (str, bytes) pairs (the stubs' union is produce's argument)
+                headers = cast(list[tuple[str, bytes | None]] | None, m.headers())
+                yield (topic, p, off, m.timestamp()[1], m.key(), m.value(), headers)
                 if off >= r.end - 1:
                     yield _end(r)
                     del active[tp]

@@ -110,7 +110,7 @@ def _headers_to_arrow(headers: Headers | None) -> list[dict[str, Any]]:
 
 def input_batch(rows: list[tuple[str, int, int, int, bytes | None, bytes | None, Headers | None]]) -> pa.RecordBatch:
     """An input batch from (topic, partition, offset, timestamp ms, key, value, headers) tuples."""
-    cols = list(zip(*rows)) if rows else [[] for _ in INPUT_SCHEMA.names]
+    cols: list[Any] = list(zip(*rows)) if rows else [[] for _ in INPUT_SCHEMA.names]
     arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols[:6], INPUT_SCHEMA)]
     arrays.append(pa.array([_headers_to_arrow(h) for h in cols[6]], type=HEADER_TYPE))
     return pa.RecordBatch.from_arrays(arrays, schema=INPUT_SCHEMA)

@@ -179,7 +179,7 @@ class TaskStage:
         """The task's final changelog records: one per live instance and per task state key, as the
         worker writes them, with the cut as their input position (``es-pos``)."""
         task = self.task
-        headers = [("es-pos", position_header(self.cut_position()))]
+        headers: codec.Headers = [("es-pos", position_header(self.cut_position()))]
         now_ms = task.clock.now() // 1000
         topic, p = task.changelog_topic, task.partition
         for key in TASK_STATE_KEYS:

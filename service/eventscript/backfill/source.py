@@ -20,10 +20,17 @@ from .records import INPUT_DDL, input_batch
 SOURCE_NAME = "eventscript_backfill"
 
 
-class SliceInput(InputPartition):  # type: ignore[misc]
+class SliceInput(InputPartition):
     def __init__(self, index: int) -> None:
         super().__init__(index)
         self.index = index
+
+
+def slice_index(partition: InputPartition) -> int:
+    """The slice a partition reads: Spark hands ``BackfillReader.partitions``' own back to ``read``."""
+    if not isinstance(partition, SliceInput):
+        raise TypeError(f"not a backfill slice: {partition!r}")
+    return partition.index
 
 
 def slice_rows(plan: Plan, piece: TaskSlice) -> Iterator[Any]:
@@ -59,18 +66,18 @@ def slice_batches(plan: Plan, piece: TaskSlice) -> Iterator[pa.RecordBatch]:
         yield input_batch(rows)
 
 
-class BackfillReader(DataSourceReader):  # type: ignore[misc]
+class BackfillReader(DataSourceReader):
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
 
     def partitions(self) -> list[InputPartition]:
         return [SliceInput(i) for i in range(self.plan.reads)]
 
-    def read(self, partition: SliceInput) -> Iterator[pa.RecordBatch]:
-        yield from slice_batches(self.plan, self.plan.slice_of(partition.index))
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from slice_batches(self.plan, self.plan.slice_of(slice_index(partition)))
 
 
-class BackfillSource(DataSource):  # type: ignore[misc]
+class BackfillSource(DataSource):
     """``spark.read.format("eventscript_backfill").option("plan", plan.to_json()).load()``."""
 
     @classmethod
@@ -93,7 +100,7 @@ class FusedReader(BackfillReader):
         super().__init__(plan)
         self.pack = pack
 
-    def read(self, partition: SliceInput) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from .executor import packed, worker_setup
         from .key_parallel import run_key_stage
         from .stages import run_partition
@@ -101,7 +108,8 @@ class FusedReader(BackfillReader):
         worker_setup()
         plan = self.plan
         stage = run_key_stage if plan.key_groups else run_partition
-        batches = stage(plan, partition.index, slice_batches(plan, plan.slice_of(partition.index)))
+        index = slice_index(partition)
+        batches = stage(plan, index, slice_batches(plan, plan.slice_of(index)))
         yield from packed(batches, self.pack, plan.program.repartition_topic)
 
 

@@ -78,6 +78,7 @@ def format_double(x: float) -> str:
         d = Decimal(repr(a)).normalize()
         t = d.as_tuple()
         ds = "".join(map(str, t.digits))
+        # operator: the exponent is a str ('n', 'N', 'F') only for NaN and infinity, returned above
         exponent = len(ds) - 1 + t.exponent  # type: ignore[operator]
         mantissa = ds[0] + ("." + ds[1:] if len(ds) > 1 else "")
     if "." not in mantissa:

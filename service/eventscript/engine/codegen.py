@@ -88,7 +88,7 @@ def _flat(t: Type) -> bool:
 def _fresh(e: ir.Node) -> bool:
     """A value built by this very expression, shared with nothing, needs no snapshot."""
     if isinstance(e, ir.Build):
-        return all(_fresh(x) or not needs_copy(x.ty) for x in e.values)
+        return all(_fresh(x) or not needs_copy(ir.type_of(x)) for x in e.values)
     if isinstance(e, ir.New):
         return True
     if isinstance(e, ir.Cond):
@@ -137,8 +137,8 @@ class CodeGen:
         c >= 0 only upwards, subtracting it only downwards (operands are in range); 0: both."""
         right = e.right.value if isinstance(e.right, ir.Const) else None
         left = e.left.value if isinstance(e.left, ir.Const) else None
-        if e.op == "+" and (right is not None or left is not None):
-            c = right if right is not None else left
+        c = right if right is not None else left
+        if e.op == "+" and c is not None:
             return 1 if c >= 0 else -1
         if e.op == "-" and right is not None:
             return -1 if right >= 0 else 1
@@ -231,7 +231,7 @@ class CodeGen:
         if e.fn == "now":
             return "_now()"
         if e.fn == "string_any":
-            t = e.args[0].ty
+            t = ir.type_of(e.args[0])
             x = args[0]
             if t == DOUBLE:
                 return f"_fmtd({x})"
@@ -244,12 +244,12 @@ class CodeGen:
             return f"str({x})"
         if e.fn in _AFTER_US:
             # Inline for speed; a result outside years 1..9999 is $error 8 (and the epoch).
-            t = f"({args[1]} + {args[0]} * {_AFTER_US[e.fn]})"
-            return f"(_t if {MIN_TIME} <= (_t := {t}) <= {MAX_TIME} else _trange(ctx, _t))"
+            us = f"({args[1]} + {args[0]} * {_AFTER_US[e.fn]})"
+            return f"(_t if {MIN_TIME} <= (_t := {us}) <= {MAX_TIME} else _trange(ctx, _t))"
         if e.fn in _EPOCH_US:
             # A time of years 1..9999 only (docs/language.md 4.1); else $error 8 and the epoch.
-            t = f"({args[0]} * {_EPOCH_US[e.fn]})"
-            return f"(_t if {MIN_TIME} <= (_t := {t}) <= {MAX_TIME} else _trange(ctx, _t))"
+            us = f"({args[0]} * {_EPOCH_US[e.fn]})"
+            return f"(_t if {MIN_TIME} <= (_t := {us}) <= {MAX_TIME} else _trange(ctx, _t))"
         if e.fn in builtins.FAILING:
             return f"_b_{e.fn}(_err, ctx, {', '.join(args)})"
         return f"_b_{e.fn}({', '.join(args)})"
@@ -341,7 +341,7 @@ class CodeGen:
         out.append(f"    # {self.p.symbols[sym].name}")
         if isinstance(spec, ir.ElapseSpec):
             amount = self.expr(spec.amount)
-            if spec.amount.ty == DOUBLE:
+            if ir.type_of(spec.amount) == DOUBLE:
                 out.append(f"    d = _elapse_d(ctx, now, {amount}, {spec.unit_us})")
             else:
                 out.append(f"    d = now + max(0, {amount}) * {spec.unit_us}")

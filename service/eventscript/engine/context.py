@@ -11,7 +11,7 @@ variables that referred to one array still do after a restore.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping, ValuesView
+from collections.abc import Callable, Iterator, MutableMapping, Sequence, ValuesView
 from typing import Any, NamedTuple
 
 import msgpack
@@ -89,7 +89,7 @@ class InstanceContext:
     @property
     def key(self) -> tuple[Any, ...] | None:
         """The group key (None for the instance of an ungrouped program)."""
-        return self.gk  # type: ignore[no-any-return]
+        return self.gk
 
     #: What created the instance, as the host names it (for the Kafka worker and the backfill:
     #: the coordinates of the record that started it), and how many time events it has
@@ -162,7 +162,7 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
 
     def __contains__(self, key: object) -> bool:
         try:
-            return self.gk(key) in self.table  # type: ignore[arg-type]
+            return self.gk(key) in self.table  # type: ignore[arg-type]  # any object may be asked: TypeError below
         except (KeyError, TypeError):
             return False
 
@@ -186,7 +186,7 @@ class GroupContexts(MutableMapping[tuple[Any, ...], InstanceContext]):
         if self.view is not None:
             view = self.view
             return {gk: view(gk, st) for gk, st in self.table.items()}.values()
-        return self.table.values()  # type: ignore[return-value]
+        return self.table.values()
 
     def clear(self) -> None:
         self.table.clear()
@@ -288,7 +288,7 @@ class ContextSnapshot(NamedTuple):
     fires: int
 
 
-def encode(state: Any, variables: list[Any], key: tuple[Any, ...] | None, timer: tuple[int, int, int] | None,
+def encode(state: Any, variables: list[Any], key: Sequence[Any] | None, timer: Sequence[int] | None,
            terminated: bool = False, origin: str | None = None, fires: int = 0) -> bytes:
     """Serialize (state id, variables, key, (deadline, symbol, seq) of the pending timer, whether
     the instance has terminated — an ungrouped program stays terminated —, its origin and its

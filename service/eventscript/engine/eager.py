@@ -9,7 +9,7 @@ and a context is only built for actions that need one (``CodeGen.compact_step``)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Any
 
 from ..automata.machine import DFAMachine
@@ -32,7 +32,7 @@ class RState:
 
     __slots__ = ("accepting", "ends", "key", "row", "terminal", "timed", "timer_fn", "timers")
 
-    def __init__(self, key: Hashable, accepting: bool, nsym: int) -> None:
+    def __init__(self, key: int, accepting: bool, nsym: int) -> None:
         self.key = key
         self.accepting = accepting
         self.row: list[RTrans | None] = [None] * nsym
@@ -51,7 +51,7 @@ class RState:
 class RTrans:
     __slots__ = ("code", "fn", "target", "target_key", "units")
 
-    def __init__(self, target_key: Hashable, units: tuple[int, ...]) -> None:
+    def __init__(self, target_key: int, units: tuple[int, ...]) -> None:
         self.target_key = target_key
         self.target: RState | None = None
         self.units = units
@@ -79,7 +79,7 @@ class EagerExecutor:
         self.program = program
         self.machine = machine
         self.nsym = len(program.symbols)
-        self.states: dict[Hashable, RState] = {}
+        self.states: dict[int, RState] = {}
         start_key, init_units = machine.start()
         self.start = self._state(start_key)
         self.start_terminal = self.start.terminal
@@ -134,7 +134,7 @@ class EagerExecutor:
         return self.code.function_of(units, target.timers, bool(source is not None and source.timed
                                                                  and not target.timed))
 
-    def _state(self, key: Hashable) -> RState:
+    def _state(self, key: int) -> RState:
         st = self.states.get(key)
         if st is not None:
             return st
@@ -187,7 +187,7 @@ class EagerExecutor:
                         bodies.append(body)
                 tr.code = code
             distinct = len(codes) - (None in codes)
-            targets = {tr.target.key for st in states if (tr := st.row[sym]) is not None}  # type: ignore[union-attr]
+            targets = {tr.target.key for st in states if (tr := st.row[sym]) is not None}  # type: ignore[union-attr]  # __init__ resolved every target
             plans[sym] = SymbolPlan(bodies, distinct > len(bodies), total, ends,
                                     uniform=total and len(codes) == 1 and len(bodies) == 1,
                                     target=targets.pop() if total and len(targets) == 1 else None)
@@ -202,6 +202,12 @@ class CompactExecutor(EagerExecutor):
 
     kind = "compact"
     compact = True
+    #: Set by ``of`` (the executor is made from an eager one's attributes, not by ``__init__``).
+    table: dict[Any, Any]
+    context_class: type[InstanceContext]
+    #: A table entry's state number is at this index of its record (None: bare numbers).
+    record: int | None
+    _nvars: int
 
     @classmethod
     def of(cls, eager: EagerExecutor, table: dict[Any, Any],
@@ -210,8 +216,7 @@ class CompactExecutor(EagerExecutor):
         self.__dict__.update(eager.__dict__)
         self.table = table
         self.context_class = context_class
-        #: A table entry's state number is at this index of its record (None: bare numbers).
-        self.record: int | None = nvars if nvars or eager.init_fn is not None else None
+        self.record = nvars if nvars or eager.init_fn is not None else None
         self._nvars = nvars
         return self
 
@@ -237,7 +242,7 @@ class CompactExecutor(EagerExecutor):
         nxt, fns = [], []
         for sym in range(self.nsym):
             rows = [st.row[sym] for st in states]
-            nxt.append(tuple(None if tr is None else tr.target.key for tr in rows))  # type: ignore[union-attr]
+            nxt.append(tuple(None if tr is None else tr.target.key for tr in rows))  # type: ignore[union-attr]  # __init__ resolved every target
             fns.append(tuple(None if tr is None else tr.fn for tr in rows))
             ns[N.indexed(N.TARGET_OF, sym)], ns[N.indexed(N.FUNCTION_OF, sym)] = nxt[-1], fns[-1]
             ns[N.indexed(N.CODE_OF, sym)] = tuple(0 if tr is None else tr.code for tr in rows)
@@ -258,7 +263,7 @@ class CompactExecutor(EagerExecutor):
     def entry_state(self, gk: Any) -> int | None:
         """The state number the table holds for ``gk`` (None: no entry)."""
         entry = self.table.get(gk)
-        return entry if entry is None or self.record is None else entry[-1]  # type: ignore[no-any-return]
+        return entry if entry is None or self.record is None else entry[-1]
 
     def _recorder(self) -> Callable[[Any], list[Any]]:
         """``_rec(gk)`` for a compact feed of records: a key's new record at the start state,

@@ -40,7 +40,7 @@ from typing import Any
 
 from ..automata.compiled import CompiledProgram
 from ..automata.hybrid import TransitionCache
-from ..automata.machine import DFAMachine, Machine
+from ..automata.machine import DFAMachine, LazyDFA, Machine
 from ..automata.simulate import PositionSets
 from ..language import ir
 from ..language.external_functions import resolve_external
@@ -223,9 +223,10 @@ class Engine:
         number (and variables) instead of a context: a grouped program without timers whose host
         persists nothing and gave no hook that takes contexts."""
         machine = self.machine
-        if not isinstance(machine, DFAMachine):
+        if isinstance(machine, LazyDFA):
             return LazyExecutor(self._code, self.program, machine, lazy_mode, self.lazy_cache_states,
                                 mode_source=f"lazy_mode (or ${LAZY_MODE_ENV})")
+        assert isinstance(machine, DFAMachine), machine  # the two kinds there are
         eager = EagerExecutor(self._code, self.program, machine)
         if compact and self.grouped and not self.program.time_symbols:
             return CompactExecutor.of(eager, self._table, self._context_class, self.nvars)
@@ -382,10 +383,10 @@ class Engine:
         if self.compiled.source_name:
             dirs.append(Path(self.compiled.source_name).resolve().parent)
         for ext in self.program.externals:
-            fn, problem = resolve_external(ext.impl, dirs)
-            if fn is None:
+            impl, problem = resolve_external(ext.impl, dirs)
+            if impl is None:
                 raise EngineError(f"external function {ext.name}: {problem}")
-            ns[N.indexed(N.EXTERNAL, ext.index)] = make_external(ext, fn, self._error)
+            ns[N.indexed(N.EXTERNAL, ext.index)] = make_external(ext, impl, self._error)
         return ns
 
     def _define(self, name: str, source: str) -> Callable[..., Any]:
@@ -523,7 +524,7 @@ class Engine:
         made = self._feed_many
         if made is None:
             made = self._feed_many = self._define("feed_many", feed_many_source(self._feed_source, self._hoistable))
-            self.feed_many = made  # type: ignore[method-assign]  (a host that bound this method keeps calling it)
+            self.feed_many = made  # type: ignore[method-assign]  # a host that bound this method keeps calling it
         made(events)
 
     def feed_json(self, name: str, obj: Any) -> InstanceContext | None:

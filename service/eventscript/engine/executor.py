@@ -22,9 +22,13 @@ class Executor(Protocol):
     kind: str
     #: Does the instance table hold state numbers (or records) instead of contexts?
     compact: bool
-    #: The lazy DFA's step tables and transition cache (None for an eager DFA).
-    positions: PositionSets | None
-    cache: TransitionCache | None
+    #: The lazy DFA's step tables and transition cache (None for an eager DFA). Read-only here,
+    #: so that each executor may declare the narrower type it has.
+    @property
+    def positions(self) -> PositionSets | None: ...
+    @property
+    def cache(self) -> TransitionCache | None: ...
+
     #: The start state, whether an instance there has ended, and the initial actions (None: none).
     start: Any
     start_terminal: bool

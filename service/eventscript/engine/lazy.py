@@ -136,4 +136,4 @@ class LazyExecutor:
             timers = ps.symbols(n, self._time_syms)
             fn = self._functions[key] = self.code.function_of(ps.units(m, sym), timers,
                                                               bool(m & timed) and not timers)
-        return fn  # type: ignore[return-value]
+        return fn  # type: ignore[return-value]  # not the _NOFN sentinel: replaced just above

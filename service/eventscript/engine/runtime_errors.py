@@ -84,7 +84,10 @@ class RuntimeChecks:
         except (OverflowError, ValueError):  # infinite or NaN
             self._error(ctx, ErrorCode.INVALID_OPERATION, f"elapse amount {amount} is not a usable duration")
             return None
-        return d if d <= MAX_TIME else self.deadline_out_of_range(ctx, d)
+        if d <= MAX_TIME:
+            return d
+        self.deadline_out_of_range(ctx, d)
+        return None
 
     def time_out_of_range(self, ctx: InstanceContext, t: int) -> int:
         self._error(ctx, ErrorCode.INVALID_OPERATION, f"time out of range ({t} µs is outside years 1 to 9999)")

@@ -67,6 +67,12 @@ class TimerQueue:
         self.backlog_deadline = NO_BACKLOG
         self.backlog_seq = 0
 
+    def _pull(self, now: int) -> None:
+        """Bring back the held-out timers due at ``now`` (only a backing sets a backlog deadline)."""
+        if self.backing is None:
+            raise RuntimeError("a timer backlog without a backing to pull it from")
+        self.backing.pull(self, now)
+
     def set(self, target: TimerTarget, ctx: Any, deadline: int, seq: int | None = None) -> list[Any]:
         """(Re)start ctx's timer. A new timer sorts after every timer set before it."""
         old = ctx.timer
@@ -121,7 +127,7 @@ class TimerQueue:
         heap = self._heap
         while heap or self.backlog_deadline <= now:
             if not heap:
-                self.backing.pull(self, now)  # type: ignore[union-attr]
+                self._pull(now)
                 continue
             e = heap[0]
             target = e[3]
@@ -130,7 +136,7 @@ class TimerQueue:
                 self._dead -= 1
                 continue
             if self.backlog_deadline <= now and (self.backlog_deadline, self.backlog_seq) <= (e[0], e[1]):
-                self.backing.pull(self, now)  # type: ignore[union-attr]
+                self._pull(now)
                 continue
             if e[0] > now:
                 return None

@@ -12,6 +12,7 @@ import operator
 import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
+from typing import SupportsIndex
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Integer division: timedelta / timedelta is a float, which rounds MAX_TIME one microsecond past
@@ -49,8 +50,8 @@ def check_clock_time(t: object, now: int | None = None) -> int:
     if type(t) is not int:
         if isinstance(t, float) and t.is_integer():
             t = int(t)
-        elif not isinstance(t, bool) and hasattr(type(t), "__index__"):  # numpy integers and the like
-            t = operator.index(t)  # type: ignore[arg-type]
+        elif not isinstance(t, bool) and isinstance(t, SupportsIndex):  # numpy integers and the like
+            t = operator.index(t)
         else:
             shown = f"{type(t).__name__} {t!r:.60}"
             raise ValueError(f"a time must be an int of microseconds since the epoch, got {shown}")
@@ -171,7 +172,8 @@ def next_match(after: int, components: Sequence[int | None], micro: int = 0, tz:
     best: int | None = None
     for fields in _walk(components, lower):
         try:
-            cand = datetime(*fields, micro, tzinfo=tz)
+            year, month, day, hour, minute, second = fields
+            cand = datetime(year, month, day, hour, minute, second, micro, tzinfo=tz)
         except ValueError:
             continue
         if tz is UTC:

@@ -183,7 +183,8 @@ class StepRecorder:
             step.actions = [terms.unit(u) for u in terms.start()[1]]
             step.timers = _timer_changes(terms, None, step.after)
 
-        engine.feed = recorded_feed  # type: ignore[method-assign]
+        engine.feed = recorded_feed
+        # method-assign: the recorder wraps this engine's methods for the run it records
         engine.fire_timer = recorded_fire  # type: ignore[method-assign]
         engine.start = recorded_start  # type: ignore[method-assign]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -85,10 +85,10 @@ class ProgramTerms:
 
     def key(self, state: Any) -> Hashable:
         """The machine's key for a state in snapshot form."""
-        return self.machine.state_from_json(state)  # type: ignore[no-any-return]
+        return self.machine.state_from_json(state)
 
-    def transitions(self, state: Any) -> dict[int, tuple[Hashable, tuple[int, ...]]]:
-        return self.machine.transitions(self.key(state))  # type: ignore[no-any-return]
+    def transitions(self, state: Any) -> Mapping[int, tuple[Hashable, tuple[int, ...]]]:
+        return self.machine.transitions(self.key(state))
 
     def accepting(self, state: Any) -> bool:
         return bool(self.machine.accepting(self.key(state)))

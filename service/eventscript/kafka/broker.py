@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 
 class BrokerError(Exception):
@@ -72,7 +73,7 @@ class EmbeddedBroker:
         self._own_process_group = own_process_group
         self.bootstrap = f"127.0.0.1:{self.port}"
         self._log_path = log_path
-        self._log_file = None
+        self._log_file: IO[bytes] | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 20.0) -> EmbeddedBroker:

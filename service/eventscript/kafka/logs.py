@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 
 _NUMBERS = re.compile(r"\d+")
 
@@ -19,7 +20,7 @@ _NUMBERS = re.compile(r"\d+")
 class RepeatFilter(logging.Filter):
     """Let through the first of a run of like WARNING+ records per ``window`` seconds."""
 
-    def __init__(self, window: float = 10.0, clock: object = time.monotonic) -> None:
+    def __init__(self, window: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.window = window
         self._clock = clock
@@ -29,7 +30,7 @@ class RepeatFilter(logging.Filter):
         if record.levelno < logging.WARNING:
             return True
         key = (record.name, record.levelno, _NUMBERS.sub("#", record.getMessage())[:300])
-        now = self._clock()  # type: ignore[operator]
+        now = self._clock()
         seen = self._seen.get(key)
         if seen is not None and now - seen[0] < self.window:
             seen[1] += 1

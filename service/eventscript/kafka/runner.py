@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import TextIO
 
 from ..automata.compile import compile_file
 from ..automata.compiled import CompiledProgram
@@ -34,7 +35,8 @@ log = logging.getLogger("eventscript.kafka")
 GRACE_SECONDS = 30.0
 
 
-def compile_programs(topo: Topology, cfgs: list[ProgramConfig], out=sys.stderr) -> dict[str, CompiledProgram]:  # type: ignore[no-untyped-def]
+def compile_programs(topo: Topology, cfgs: list[ProgramConfig],
+                     out: TextIO = sys.stderr) -> dict[str, CompiledProgram]:
     compiled: dict[str, CompiledProgram] = {}
     failed = False
     for cfg in cfgs:
@@ -106,7 +108,10 @@ class TopologyRunner:
                                       self.supplier)
                         for cfg in self.cfgs]
         for w in self.workers:
-            self.metrics.register(w.cfg.name, lambda w=w: w.ready, w.partitions)
+            def ready(w: ProgramWorker = w) -> bool:
+                return w.ready
+
+            self.metrics.register(w.cfg.name, ready, w.partitions)
 
     def alive(self) -> bool:
         return all(w.alive for w in self.workers)

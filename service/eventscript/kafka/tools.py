@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -123,7 +123,8 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
             partition = 0
         value_bytes, headers = _record_value(inp, item.name, payload)
         producer.produce(inp.topic, value=value_bytes, key=key, partition=partition, timestamp=now_ms,
-                         headers=headers, on_delivery=delivered)
+                         # arg-type: the stub's list of (str, str | bytes | None) is invariant; ours hold bytes
+                         headers=headers, on_delivery=delivered)  # type: ignore[arg-type]
         sent += 1
         producer.poll(0)
     producer.flush(30)
@@ -158,13 +159,14 @@ def read_topic(kafka: KafkaConfig, topic: str, *, idle: float = 2.0, limit: int 
             for m in msgs:
                 err = m.error()
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        at_end.add(m.partition())
+                    if err.code() == KafkaError._PARTITION_EOF and (p := m.partition()) is not None:
+                        at_end.add(p)
                     continue
                 at_end.discard(m.partition())
                 last = time.monotonic()
                 if dedupe:
-                    rid = codec.header(m.headers(), codec.HEADER_ID)
+                    # a consumed record's headers are (str, bytes) pairs (the stub's union is produce's argument)
+                    rid = codec.header(cast(codec.Headers | None, m.headers()), codec.HEADER_ID)
                     if rid is not None:
                         if rid in seen:
                             continue

@@ -58,6 +58,8 @@ class Expr:
 @dataclass
 class IntLit(Expr):
     value: int
+    #: The literal is the negation of a written one (-5): a second minus (- -5) is an operator.
+    negated: bool = field(default=False, init=False, repr=False, compare=False)
 
 
 @dataclass
@@ -140,6 +142,8 @@ class FieldInit:
 @dataclass
 class StructBuild(Expr):
     fields: list[FieldInit]
+    #: Filled by the checker: the structure type expected here, when the fields are its fields.
+    expected: Any = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass

@@ -70,9 +70,10 @@ class DeclarationChecks(CheckerState):
         if decl.name in self.externals:
             self.err(decl.pos, f"function {decl.name!r} is declared twice")
             return
-        if result is None or any(p is None for p in params):
+        resolved = tuple(p for p in params if p is not None)
+        if result is None or len(resolved) != len(params):
             return
-        fn = ExternalFunction(decl.name, tuple(params), result, decl.impl, decl.pos, len(self.externals))  # type: ignore[arg-type]
+        fn = ExternalFunction(decl.name, resolved, result, decl.impl, decl.pos, len(self.externals))
         if ":" not in decl.impl:
             self.err(decl.impl_pos, f"{decl.impl!r} does not name a Python callable",
                      'write the implementation as "package.module:attribute"')

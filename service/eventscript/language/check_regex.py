@@ -7,6 +7,7 @@ expressions; every site is kept for inference (``type_inference``).
 from __future__ import annotations
 
 import calendar
+import functools
 from collections.abc import Callable
 
 from . import ast
@@ -109,13 +110,15 @@ class RegexSites(CheckerState):
             elif isinstance(c, ast.FloatLit) and what == "second" and not 0 <= c.value < 60:
                 self.err(c.pos, f"second {c.value} is out of range: seconds are from 0 to less than 60",
                          PATTERN_RANGE_HINT)
-        if ok and p.date is not None and all(isinstance(c, ast.IntLit) for c in p.date[1:]):
+        if ok and p.date is not None:
             year, month, day = p.date
+            if not (isinstance(month, ast.IntLit) and isinstance(day, ast.IntLit)):
+                return
             y = year.value if isinstance(year, ast.IntLit) else 2000  # a leap year: any year may match
-            days = calendar.monthrange(y, month.value)[1]  # type: ignore[union-attr]
-            if day.value > days:  # type: ignore[union-attr]
-                which = f"{y:04d}-{month.value:02d}" if isinstance(year, ast.IntLit) else f"month {month.value}"  # type: ignore[union-attr]
-                self.err(day.pos, f"day {day.value} never comes: {which} has {days} days")  # type: ignore[union-attr]
+            days = calendar.monthrange(y, month.value)[1]
+            if day.value > days:
+                which = f"{y:04d}-{month.value:02d}" if isinstance(year, ast.IntLit) else f"month {month.value}"
+                self.err(day.pos, f"day {day.value} never comes: {which} has {days} days")
 
     def _collect_arrive(self, r: ast.RArrive) -> None:
         p = r.pattern
@@ -133,7 +136,7 @@ class RegexSites(CheckerState):
                 self._collect_expr(c, {})
                 if i == last and p.time is not None and len(p.time) == 3 and isinstance(c, ast.FloatLit):
                     continue  # fractional seconds
-                self.sites.append(lambda c=c: self._typed_site(c, LONG, "an arrive pattern component"))  # type: ignore[misc]
+                self.sites.append(functools.partial(self._typed_site, c, LONG, "an arrive pattern component"))
         self._marker_target(r.target, r.target_pos, TIME)
 
     def _typed_site(self, e: ast.Expr, t: Type, what: str,

@@ -12,11 +12,16 @@ reports errors).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .checked import EventClass, ExternalFunction, InputEvent, OutputEvent, Variable
 from .diagnostics import Diagnostics, Severity
 from .source import Pos
 from .types import Type
+
+if TYPE_CHECKING:
+    from . import ast
+    from .checked import LoopIndex
 
 RESERVED_PREFIX = "$"
 #: A bound on the passes of type inference. Every pass but the last types a variable (or fixes
@@ -41,7 +46,8 @@ class CheckerState:
         self.key_types: list[Type] | None = None
         #: Events declared with a type that has errors (reported there, not again at each use).
         self.broken_events: set[str] = set()
-        self.sites: list[Callable[[], None]] = []
+        #: The typing sites, run for their effect at each pass (what one returns is dropped).
+        self.sites: list[Callable[[], object]] = []
         self.loop_slots = 0
         self.reporting = False
         self.changed = False
@@ -60,3 +66,30 @@ class CheckerState:
             if callable(hint):
                 hint = hint() if self.d.has_room(Severity.ERROR) else None
             self.d.error(pos, msg, hint)
+
+    if TYPE_CHECKING:
+        # The methods one stage calls on another: each is defined by the stage named, and
+        # ``Checker`` inherits them all. Declared here (for the type checker only) so that every
+        # stage is checked against the others' signatures rather than seen as calling unknowns.
+
+        # check_declarations
+        def resolve_type(self, t: ast.TypeExpr) -> Type | None: ...
+
+        # check_regex
+        def variable(self, name: str, pos: Pos) -> Variable: ...
+        def _typed_site(self, e: ast.Expr, t: Type, what: str,
+                        hint: Callable[[Type], str | None] | None = None) -> None: ...
+
+        # check_actions
+        def _collect_action(self, a: ast.Action, scope: dict[str, LoopIndex]) -> None: ...
+        def _collect_expr(self, e: ast.Expr, scope: dict[str, LoopIndex]) -> None: ...
+        def _unknown_function(self, e: ast.Call) -> None: ...
+
+        # type_inference
+        def _give_type(self, v: Variable, t: Type, pos: Pos) -> None: ...
+        def _soft_expect(self, e: ast.Expr, t: Type) -> Type | None: ...
+
+        # type_synthesis
+        def expect(self, e: ast.Expr, t: Type) -> Type | None: ...
+        def _settle_order(self, v: Variable, t: Type) -> None: ...
+        def synth(self, e: ast.Expr) -> Type | None: ...

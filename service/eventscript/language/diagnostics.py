@@ -152,8 +152,8 @@ class Diagnostics:
 
     def sorted(self) -> list[Diagnostic | Omitted]:
         """The kept diagnostics in file order, then a summary of any left out."""
-        kept: list[Diagnostic | Omitted] = sorted(self._items, key=lambda d: (d.pos.source.name, d.pos.offset))
-        return kept + self.omitted
+        kept = sorted(self._items, key=lambda d: (d.pos.source.name, d.pos.offset))
+        return [*kept, *self.omitted]
 
     def __iter__(self) -> Iterator[Diagnostic]:
         return iter(self._items)

@@ -165,6 +165,18 @@ class New(Node):
     size: Node
 
 
+#: The expression nodes: the ones with a type (``ty``). Fields hold a plain ``Node`` (actions and
+#: regular expressions share the class), so code that needs an expression's type asks ``type_of``.
+Expr = Const | Var | Loop | EventVal | Key | Unary | Binary | ToDouble | Cond | Call | Extern | Index | Field | Build | New
+
+
+def type_of(node: Node) -> Type:
+    """The type of an expression node (a statement or a regular expression node has none)."""
+    if not isinstance(node, Expr):
+        raise TypeError(f"{type(node).__name__} is not an expression")
+    return node.ty
+
+
 # ---------------------------------------------------------------------------------------
 # Actions
 
@@ -426,7 +438,7 @@ class ProgramIR(Node):
 
 
 _CLASSES: dict[str, type[Node]] = {
-    c.TAG: c for c in Node.__subclasses__() if c.TAG  # type: ignore[misc]
+    c.TAG: c for c in Node.__subclasses__() if c.TAG
 }
 
 

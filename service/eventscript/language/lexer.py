@@ -107,6 +107,16 @@ class Token:
     def __repr__(self) -> str:
         return f"Token({self.kind!r}, {self.text!r} @ {self.pos})"
 
+    def int_value(self) -> int:
+        """The value of an INT token, typed (the parser asks only after checking the kind)."""
+        assert isinstance(self.value, int), self
+        return self.value
+
+    def float_value(self) -> float:
+        """The value of a FLOAT token, typed (the parser asks only after checking the kind)."""
+        assert isinstance(self.value, float), self
+        return self.value
+
 
 class Lexer:
     """Turns one source file (and what it includes) into a token list."""

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import ast, ir, stdlib
+from .checked import InputEvent
 from .checker import CheckedProgram, EventValue, LoopIndex, Variable
 from .source import Pos
 from .types import DOUBLE, EMPTY, LONG, STRING, StructType, Type, promote
@@ -132,7 +133,7 @@ class Lowerer:
             self.symbol_of[name] = s.index
         return s.index
 
-    def _input(self, ev) -> ir.Input:  # type: ignore[no-untyped-def]
+    def _input(self, ev: InputEvent) -> ir.Input:
         group = [self.expr(g) for g in ev.entry.group] if ev.entry.group is not None else None
 
         def case(node: ast.CaseNode) -> ir.Node:

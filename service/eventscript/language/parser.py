@@ -24,6 +24,8 @@ A ``{`` after a regular-expression element starts a multiplier when an integer a
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import ast
 from .diagnostics import Diagnostics
 from .lexer import Token, tokenize
@@ -359,12 +361,12 @@ class Parser:
             elif self._at_multiplier():
                 op = self.advance()
                 self._enter(op.pos)
-                low = int(self.advance().value)  # type: ignore[arg-type]
-                high: int | None = low
+                low = self.advance().int_value()
+                high = low
                 if self.accept(","):
                     high = None
                     if self.at("INT"):
-                        high = int(self.advance().value)  # type: ignore[arg-type]
+                        high = self.advance().int_value()
                 self.expect("}", hint="multipliers are written {i}, {i,j} or {i,}")
                 if high is not None and high < low:
                     raise ParseError(op.pos, f"in {{{low},{high}}} the upper bound is below the lower bound")
@@ -470,10 +472,10 @@ class Parser:
             return ast.Wild(t.pos)
         if t.kind == "INT":
             self.advance()
-            return ast.IntLit(t.pos, int(t.value))  # type: ignore[arg-type]
+            return ast.IntLit(t.pos, t.int_value())
         if t.kind == "FLOAT":
             self.advance()
-            return ast.FloatLit(t.pos, float(t.value))  # type: ignore[arg-type]
+            return ast.FloatLit(t.pos, t.float_value())
         if t.kind == "(":
             self.advance()
             e = self.parse_expr()
@@ -602,7 +604,7 @@ class Parser:
         finally:
             self._leave()
 
-    def _binary(self, ops: tuple[str, ...], sub) -> ast.Expr:  # type: ignore[no-untyped-def]
+    def _binary(self, ops: tuple[str, ...], sub: Callable[[], ast.Expr]) -> ast.Expr:
         left = sub()
         operators = self.operators
         try:
@@ -641,10 +643,9 @@ class Parser:
                 operand = self.parse_unary()
             finally:
                 self._leave()
-            if op.kind == "-" and isinstance(operand, ast.IntLit) and operand.value >= 0 and not getattr(
-                    operand, "_negated", False):
+            if op.kind == "-" and isinstance(operand, ast.IntLit) and operand.value >= 0 and not operand.negated:
                 lit = ast.IntLit(op.pos, -operand.value)
-                lit._negated = True  # type: ignore[attr-defined]
+                lit.negated = True
                 return lit
             if op.kind == "-" and isinstance(operand, ast.FloatLit):
                 return ast.FloatLit(op.pos, -operand.value)
@@ -676,10 +677,10 @@ class Parser:
         k = t.kind
         if k == "INT":
             self.advance()
-            return ast.IntLit(t.pos, int(t.value))  # type: ignore[arg-type]
+            return ast.IntLit(t.pos, t.int_value())
         if k == "FLOAT":
             self.advance()
-            return ast.FloatLit(t.pos, float(t.value))  # type: ignore[arg-type]
+            return ast.FloatLit(t.pos, t.float_value())
         if k == "STRING":
             self.advance()
             return ast.StrLit(t.pos, str(t.value))

@@ -133,10 +133,11 @@ def resolve(name: str, args: Sequence[Type | None]) -> Overload | None:
     overloads = [o for o in BUILTINS.get(name, []) if len(o.params) == len(args)]
     if len(overloads) == 1 and any(a is None for a in args):
         return overloads[0]
-    if any(a is None for a in args):
+    known = [a for a in args if a is not None]
+    if len(known) != len(args):
         return None
     for promote in (False, True):
         for o in overloads:
-            if all(_accepts(p, a, promote) for p, a in zip(o.params, args)):  # type: ignore[arg-type]
+            if all(_accepts(p, a, promote) for p, a in zip(o.params, known)):
                 return o
     return None

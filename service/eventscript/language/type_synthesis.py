@@ -48,7 +48,7 @@ class TypeSynthesis(CheckerState):
             self._soft_expect(e.otherwise, t)
         elif isinstance(e, ast.StructBuild) and isinstance(t, StructType):
             if sorted(f.name for f in e.fields) == sorted(t.names):
-                e._expected = t  # type: ignore[attr-defined]
+                e.expected = t
             for f in e.fields:
                 k = t.field_index(f.name)
                 if k is not None:
@@ -248,12 +248,12 @@ class TypeSynthesis(CheckerState):
                 got = ", ".join(str(a) for a in args)
                 self.err(e.pos, f"no version of {e.name} takes ({got})", f"available: {sigs}")
             return None
-        for arg, p in zip(e.args, ov.params):
-            if isinstance(p, Type) and arg.ty is None:
-                if p == DOUBLE:
-                    self._soft_expect(arg, p)
+        for arg, param in zip(e.args, ov.params):
+            if isinstance(param, Type) and arg.ty is None:
+                if param == DOUBLE:
+                    self._soft_expect(arg, param)
                 else:
-                    self.expect(arg, p)
+                    self.expect(arg, param)
         e.target = ov
         return ov.result
 
@@ -272,7 +272,7 @@ class TypeSynthesis(CheckerState):
                 fields.append((f.name, t))
         if not known:
             return None
-        expected: StructType | None = getattr(e, "_expected", None)
+        expected: StructType | None = e.expected
         if expected is not None:
             by_name = dict(fields)
             if all(by_name.get(n) == t for n, t in expected.fields):

@@ -18,7 +18,7 @@ class Type:
     def __hash__(self) -> int:
         h = self.__dict__.get("_hash")
         if h is None:
-            h = hash((type(self).__name__, *(getattr(self, f) for f in self.__dataclass_fields__)))  # type: ignore[attr-defined]
+            h = hash((type(self).__name__, *(getattr(self, f) for f in self.__dataclass_fields__)))  # type: ignore[attr-defined]  # subclasses are dataclasses
             object.__setattr__(self, "_hash", h)
         return h
 
@@ -78,7 +78,7 @@ class StructType(Type):
 
 # Frozen dataclasses generate a __hash__ that rehashes every field on each call; use the cached one.
 for _cls in (PrimitiveType, ArrayType, StructType):
-    _cls.__hash__ = Type.__hash__  # type: ignore[method-assign]
+    _cls.__hash__ = Type.__hash__  # type: ignore[method-assign]  # deliberately, as said above
 
 BOOLEAN = PrimitiveType("boolean")
 DOUBLE = PrimitiveType("double")

@@ -8,7 +8,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..automata.compile import Compilation, compile_source
 from ..engine.engine import EngineError
@@ -19,6 +19,9 @@ from ..language.source import SourceFile
 from ..tester.trace import TraceError, parse_trace
 from . import drawing
 from .limits import LimitExceeded, Limits
+
+if TYPE_CHECKING:  # for the annotation only: _run_topology imports the topology package when it runs
+    from ..topology.model import TopologyGraph
 
 
 class RequestError(Exception):
@@ -39,7 +42,7 @@ def sources_of(body: Any, limits: Limits) -> list[Source]:
     if not isinstance(programs, list) or not programs:
         raise RequestError("the request has no programs")
     limits.check_programs(len(programs))
-    out = []
+    out: list[Source] = []
     for p in programs:
         if not isinstance(p, dict) or not isinstance(p.get("name"), str) or not isinstance(p.get("text"), str):
             raise RequestError("each program needs a name and a text")
@@ -114,7 +117,8 @@ def run(body: Any, limits: Limits) -> dict[str, Any]:
         if topology is not None:
             recording, graph = _run_topology(sources, topology, items, limits)
             result["pipeline"] = drawing.pipeline(graph)
-            compiled = [st.compilation.program for st in graph.stages]
+            # every stage compiled (_run_topology refuses a topology with one that did not)
+            compiled = [st.compilation.require() for st in graph.stages if st.compilation is not None]
         else:
             compiled = [c.require() for c in comps]
             names = [s.name[:-3] if s.name.endswith(".es") else s.name for s in sources]
@@ -135,7 +139,8 @@ class _TopologyProblem(Exception):
     pass
 
 
-def _run_topology(sources: list[Source], yaml_text: str, items: list[Any], limits: Limits):  # type: ignore[no-untyped-def]
+def _run_topology(sources: list[Source], yaml_text: str, items: list[Any],
+                  limits: Limits) -> tuple[Recording, TopologyGraph]:
     """A topology runs from files: the YAML and the programs go to a temporary folder, as they
     would sit in the topology's own."""
     from ..topology.check import check as check_topology

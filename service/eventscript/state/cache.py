@@ -192,7 +192,7 @@ class InstanceCache:
         order), keyed as the engine keys it (``table_key``)."""
         contexts: Any = self.engine.contexts
         table = getattr(contexts, "table", None)  # a view over the engine's own table
-        return table if isinstance(table, dict) else contexts  # type: ignore[no-any-return]
+        return table if isinstance(table, dict) else contexts
 
     def _measure(self) -> None:
         table = self._table()

@@ -152,7 +152,7 @@ class TaskStore:
         if single is not None:
             yield SINGLE_KEY, single
         for k, v in self.db.items(from_key=_GROUPED_FROM):  # past the metadata and the timer index
-            if is_instance_key(k):
+            if isinstance(k, bytes) and is_instance_key(k):  # always bytes: the store is opened raw
                 yield k, v
 
     def has_instances(self) -> bool:

@@ -64,13 +64,13 @@ class TimerIndex:
             self.horizon = (deadline, seq)
             raw = store.get(kb)
             key, timer = snapshot_fields(raw) if raw is not None else (None, None)
-            if key is None or timer != (deadline, seq):
+            if raw is None or key is None or timer != (deadline, seq):
                 store.delete(entry)
                 self.dropped += 1
             elif key in contexts:
                 passed[kb] = entry
             else:
-                restore(raw)  # type: ignore[arg-type]
+                restore(raw)
                 self.loaded += 1
         self._set_backlog(queue, following)
 

@@ -133,9 +133,9 @@ def shape_of(compiled: CompiledProgram) -> Shape:
         first: Copy | None = None
         for sym, es in row.items():
             cs = []
-            for e in es:
-                c = ident_copy.get(e.origin, Copy(-1, e.origin))
-                after[c] = after.get(c, 0) | follow_masks[e.follow]
+            for edge in es:
+                c = ident_copy.get(edge.origin, Copy(-1, edge.origin))
+                after[c] = after.get(c, 0) | follow_masks[edge.follow]
                 cs.append(c)
                 first = first or c
             per_symbol[sym] = frozenset(cs)

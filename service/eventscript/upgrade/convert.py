@@ -85,9 +85,9 @@ def _variables(plan: Plan, old: list[Any]) -> list[Any]:
     out: list[Any] = [UNSET] * len(plan.new.program.variables)
     for v in plan.variables:
         if v.how == "carried":
-            out[v.slot] = old[v.old_slot]  # type: ignore[index]
+            out[v.slot] = old[v.old_slot]  # type: ignore[index]  # a carried variable has its old slot
         elif v.how == "promoted":
-            value = old[v.old_slot]  # type: ignore[index]
+            value = old[v.old_slot]  # type: ignore[index]  # so has a promoted one
             out[v.slot] = value if value is UNSET else float(value)
         elif v.how == "initial":
             out[v.slot] = v.value

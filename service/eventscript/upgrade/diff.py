@@ -93,14 +93,14 @@ class _Differ:
             return (0.5 if same_text else 0.2), (("u", o.unit, n.unit),)
         best: tuple[float, _Pairs] = (0.0, ())
         if type(o) is type(n):
-            if isinstance(o, ir.RSeq):
-                best = self._align(o.items, n.items)  # type: ignore[attr-defined]
-            elif isinstance(o, ir.RAlt):
-                best = self._pair_up(o.items, n.items)  # type: ignore[attr-defined]
-            elif isinstance(o, ir.RRepeat):
-                best = self.sim(o.item, n.item)  # type: ignore[attr-defined]
-            elif isinstance(o, (ir.RInter, ir.RDiff)):
-                left, right = self.sim(o.left, n.left), self.sim(o.right, n.right)  # type: ignore[attr-defined]
+            if isinstance(o, ir.RSeq) and isinstance(n, ir.RSeq):
+                best = self._align(o.items, n.items)
+            elif isinstance(o, ir.RAlt) and isinstance(n, ir.RAlt):
+                best = self._pair_up(o.items, n.items)
+            elif isinstance(o, ir.RRepeat) and isinstance(n, ir.RRepeat):
+                best = self.sim(o.item, n.item)
+            elif isinstance(o, (ir.RInter, ir.RDiff)) and isinstance(n, (ir.RInter, ir.RDiff)):
+                left, right = self.sim(o.left, n.left), self.sim(o.right, n.right)
                 best = (left[0] + right[0], left[1] + right[1])
         if best[0] == 0.0 or type(o) is not type(n):
             for child in _children(n):  # o wrapped in n
@@ -144,7 +144,8 @@ class _Differ:
         candidates.sort(key=lambda c: c[:4])
         used_old: set[int] = set()
         used_new: set[int] = set()
-        total, pairs = 0.0, []
+        total = 0.0
+        pairs: list[tuple[str, int, int]] = []
         for neg, _, i, j, p in candidates:
             if i in used_old or j in used_new:
                 continue

@@ -54,7 +54,7 @@ def constant_elapse_us(p: ir.ProgramIR, symbol: int) -> int | None:
     if not isinstance(amount, ir.Const):
         return None
     value = amount.value
-    if spec.amount.ty == DOUBLE:
+    if ir.type_of(spec.amount) == DOUBLE:
         try:
             return max(0, round(float(value) * spec.unit_us))
         except (OverflowError, ValueError):
@@ -127,5 +127,6 @@ def deadline(rules: list[Rearm], old: ir.ProgramIR, pending: tuple[int, int] | N
 
 
 def _marker_text(p: ir.ProgramIR, symbol: int) -> str:
-    m = p.markers[p.symbols[symbol].marker] if p.symbols[symbol].marker is not None else None
+    marker = p.symbols[symbol].marker
+    m = p.markers[marker] if marker is not None else None
     return f"{m.text} at {m.line}:{m.col}" if m is not None else p.symbols[symbol].name
