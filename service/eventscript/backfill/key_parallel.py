@@ -38,7 +38,7 @@ from ..task.keys import scheme_for
 from ..task.routing import key_group
 from ..task.task import Task
 from .plan import Plan
-from .records import INPUT_DDL, INPUT_SCHEMA, ArrowRecord, input_batch, records_of, stats_batch
+from .records import INPUT_DDL, INPUT_SCHEMA, ArrowRecord, InputRow, input_batch, records_of, stats_batch
 from .runner import (
     END_MARKER_OFFSET,
     WAIT_FOR_ALL_INPUTS_MS,
@@ -166,7 +166,8 @@ class KeyStage(TaskStage):
             yield out
         topic = self.piece.ranges[0].topic if self.piece.ranges else ""
         final = task.clock.now()
-        ends = [(topic, p, PARTITION_END_OFFSET, final // 1000, None, None, None)] * self.groups
+        end: InputRow = (topic, p, PARTITION_END_OFFSET, final // 1000, None, None, None)
+        ends = [end] * self.groups
         n = self.groups
         yield _keyed(input_batch(ends), self.routes, [final] * n, [LAST_SEQ] * n, [True] * n)
 

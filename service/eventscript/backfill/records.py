@@ -108,7 +108,11 @@ def _headers_to_arrow(headers: Headers | None) -> list[dict[str, Any]]:
     return [{"key": k, "value": v} for k, v in (headers or [])]
 
 
-def input_batch(rows: list[tuple[str, int, int, int, bytes | None, bytes | None, Headers | None]]) -> pa.RecordBatch:
+#: An input record as the backfill reads it: (topic, partition, offset, timestamp ms, key, value, headers).
+InputRow = tuple[str, int, int, int, bytes | None, bytes | None, Headers | None]
+
+
+def input_batch(rows: list[InputRow]) -> pa.RecordBatch:
     """An input batch from (topic, partition, offset, timestamp ms, key, value, headers) tuples."""
     cols: list[Any] = list(zip(*rows)) if rows else [[] for _ in INPUT_SCHEMA.names]
     arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols[:6], INPUT_SCHEMA)]

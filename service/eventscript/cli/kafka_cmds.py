@@ -28,7 +28,7 @@ def _logging(verbose: bool) -> None:
     LIBRDKAFKA_LOG.setLevel(logging.NOTSET if verbose else logging.CRITICAL)
 
 
-def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _load(args: argparse.Namespace):
     from ..topology.config import load_topology
 
     topo = load_topology(args.topology)
@@ -74,7 +74,7 @@ def run_run(args: argparse.Namespace) -> int:
     return _run_and_report(runner, args.until_idle, f"on {topo.kafka.bootstrap_servers}")
 
 
-def _run_and_report(runner, until_idle: float | None, where: str) -> int:  # type: ignore[no-untyped-def]
+def _run_and_report(runner, until_idle: float | None, where: str) -> int:
     """Run the workers, saying when they are ready and, when they stop, what they did; 130 when a
     signal stopped them (the workers finish their batch first)."""
     from .progress import ReadyNotice, summary
@@ -278,9 +278,10 @@ def run_tail(args: argparse.Namespace) -> int:
 
 def _reason(exc: Exception) -> str:
     """librdkafka's reason, without the KafkaError{code=...} wrapping."""
+    from confluent_kafka import KafkaError
+
     err = exc.args[0] if exc.args else None
-    text = err.str() if hasattr(err, "str") else str(exc)
-    return str(text)
+    return err.str() if isinstance(err, KafkaError) else str(exc)
 
 
 __all__ = [name for name in dir() if name.startswith(("setup_", "run_"))] + ["Path"]

@@ -86,8 +86,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"eventscript playground: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
               f"choose another --port", file=sys.stderr)
         return 2
-    host, port = server.server_address[:2]
-    shown = f"[{host}]" if ":" in str(host) else host
+    address = server.server_address
+    host = address[0].decode() if isinstance(address[0], bytes) else str(address[0])
+    port = address[1]
+    shown = f"[{host}]" if ":" in host else host
     print(f"EventScript playground on http://{shown}:{port}/ (Ctrl-C to stop)", flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         extra = ", external functions included" if args.allow_externals else ""

@@ -20,7 +20,7 @@ def add_state_limit(p: argparse.ArgumentParser) -> None:
 
 
 def compile_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warnings: bool = False,
-                      out=None) -> Compilation | None:  # type: ignore[no-untyped-def]
+                      out=None) -> Compilation | None:
     """Compile a file; print errors (and warnings if asked) to ``out``; None on failure."""
     out = out or sys.stderr
     if Path(path).suffix.lower() in (".yaml", ".yml"):
@@ -45,7 +45,7 @@ def compile_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warn
 
 
 def load_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warnings: bool = False,
-                   out=None) -> CompiledProgram | None:  # type: ignore[no-untyped-def]
+                   out=None) -> CompiledProgram | None:
     """A program from source, or from the JSON file ``eventscript compile`` writes (told apart by
     content, see :func:`looks_compiled`); errors are printed to ``out``; None on failure."""
     out = out or sys.stderr

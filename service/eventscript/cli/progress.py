@@ -140,10 +140,10 @@ class Follower:
                     err = m.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
-                            at_end.add((m.topic(), m.partition()))
+                            at_end.add((str(m.topic()), int(m.partition() or 0)))
                         continue
-                    at_end.discard((m.topic(), m.partition()))
-                    rid = codec.header(m.headers(), codec.HEADER_ID)
+                    at_end.discard((str(m.topic()), int(m.partition() or 0)))
+                    rid = codec.header(m.headers(), codec.HEADER_ID)  # type: ignore[arg-type]  # headers of a consumed record are a list
                     if rid is not None:
                         if rid in seen:
                             continue
@@ -151,7 +151,7 @@ class Follower:
                     self._out.write(orjson.dumps({"topic": m.topic(), **record_to_json(m)}).decode() + "\n")
                     self._out.flush()
                     self.printed += 1
-                if stopping and (len(at_end) == len(parts) or time.monotonic() > deadline):
+                if deadline is not None and (len(at_end) == len(parts) or time.monotonic() > deadline):
                     return  # drained what was committed before the stop
         finally:
             consumer.close()

@@ -34,7 +34,7 @@ def _is_topology(paths: list[str]) -> bool:
     return len(paths) == 1 and Path(paths[0]).suffix.lower() in (".yaml", ".yml")
 
 
-def _read_trace(path: str):  # type: ignore[no-untyped-def]
+def _read_trace(path: str):
     try:
         return read_trace(path)
     except OSError as exc:
@@ -44,7 +44,7 @@ def _read_trace(path: str):  # type: ignore[no-untyped-def]
     return None
 
 
-def _finish(args: argparse.Namespace, lines: list[dict]) -> int:  # type: ignore[type-arg]
+def _finish(args: argparse.Namespace, lines: list[dict]) -> int:
     """Compare the collected output with --expect."""
     try:
         expected = read_expected(Path(args.expect).read_text(encoding="utf-8"))
@@ -63,7 +63,7 @@ def _finish(args: argparse.Namespace, lines: list[dict]) -> int:  # type: ignore
     return 0
 
 
-def _explained(args: argparse.Namespace, record) -> int:  # type: ignore[no-untyped-def]
+def _explained(args: argparse.Namespace, record) -> int:
     """``--explain``: run with every step recorded (``eventscript.explain``) and print the steps;
     with ``--expect``, then compare the outputs."""
     from ..explain.text import explanation
@@ -106,7 +106,7 @@ def run_topology(args: argparse.Namespace) -> int:
     from ..engine.tuning import configure_gc
 
     configure_gc()
-    lines: list[dict] = []  # type: ignore[type-arg]
+    lines: list[dict] = []
     out = sys.stdout
 
     def sink(line: TopicLine) -> None:
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
     configure_gc()
     names = [Path(p).stem for p in args.programs]
-    lines: list[dict] = []  # type: ignore[type-arg]
+    lines: list[dict] = []
     out = sys.stdout
     expecting = args.expect is not None
 

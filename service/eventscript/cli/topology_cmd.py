@@ -31,7 +31,7 @@ def setup(p: argparse.ArgumentParser) -> None:
     g.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, FILE.png or FILE.dot")
 
 
-def _load(path: str):  # type: ignore[no-untyped-def]
+def _load(path: str):
     from ..topology.model import load_graph
 
     try:
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     return {"check": _check, "plan": _plan, "graph": _graph}[args.topology_command](graph, args)
 
 
-def _check(graph, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+def _check(graph, args: argparse.Namespace) -> int:
     from ..topology.check import Severity, check
 
     findings = check(graph)
@@ -65,7 +65,7 @@ def _check(graph, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-d
     return 0
 
 
-def _plan(graph, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+def _plan(graph, args: argparse.Namespace) -> int:
     from ..topology.plan import PlanRefused, apply, plan, render
 
     if not args.bootstrap_servers and not args.apply:
@@ -93,7 +93,7 @@ def _plan(graph, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-de
     return 0
 
 
-def _graph(graph, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+def _graph(graph, args: argparse.Namespace) -> int:
     from ..topology.graph import render
 
     return render(graph, Path(args.output))

@@ -99,7 +99,7 @@ class KeyScheme:
             return None
         ty = self.types[0]
         if ty == STRING:
-            return lambda value: value.encode("utf-8", "surrogatepass")  # type: ignore[no-any-return]
+            return lambda value: value.encode("utf-8", "surrogatepass")
         if ty == LONG:
             if self.format == "bytes":
                 return _LONG_BYTES.pack

@@ -52,7 +52,7 @@ class TraceEvent:
 TraceItem = Timestamp | TraceEvent
 
 
-class _Positional(list):  # type: ignore[type-arg]
+class _Positional(list):
     """Several arguments: a structure written positionally."""
 
 
@@ -95,8 +95,7 @@ class TraceParser:
         return items
 
     def _int(self, what: str) -> int:
-        t = self.expect("INT", what)
-        return int(t.value)  # type: ignore[arg-type]
+        return self.expect("INT", what).int_value()
 
     def timestamp(self) -> Timestamp:
         open_ = self.advance()
@@ -133,9 +132,9 @@ class TraceParser:
                 if self.tok.kind == ":":  # milliseconds after a colon, as in the document
                     self.advance()
                     ms = self.expect("INT", "milliseconds")
-                    if int(ms.value) > 999:  # type: ignore[arg-type]
+                    if ms.int_value() > 999:
                         raise TraceError(ms.pos, "milliseconds after a colon must be 0 to 999")
-                    micro = int(ms.value) * 1000  # type: ignore[arg-type]
+                    micro = ms.int_value() * 1000
         self.expect("]", "']'")
         return Timestamp(self._make(open_.pos, hour, minute, second, micro), open_.pos)
 

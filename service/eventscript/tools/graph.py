@@ -26,7 +26,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +46,7 @@ DOT_SUFFIXES = (".dot", ".gv")
 DOT_TIMEOUT = 300
 
 Units = tuple[int, ...]
-Row = dict[int, tuple[Hashable, Units]]
+Row = Mapping[int, tuple[Hashable, Units]]
 
 # Characters that must be backslash-escaped inside a quoted DOT label. Quotes and backslashes
 # would end or corrupt the string; braces, angle brackets and bars are record-label syntax, and
@@ -274,7 +274,8 @@ def _caption(compiled: CompiledProgram, ex: Explored, limit: int) -> str:
     elif ex.complete:
         what = f"{drawn} DFA state{'s' if drawn != 1 else ''}"
     else:
-        what = (f"DFA of {compiled.machine.size} states: only the first {drawn} reachable "
+        size = compiled.machine.size if isinstance(compiled.machine, DFAMachine) else "?"
+        what = (f"DFA of {size} states: only the first {drawn} reachable "
                 f"states are drawn (bound {limit})")
     return f"{compiled.name}: {what}\ndouble circle: accepting; filled: terminal (the instance ends)"
 
