@@ -836,7 +836,10 @@ class ProgramWorker:
                 return
             self._restoring = Restoration(self.cfg.name, self._restorer, self.changelog_topic, replay,
                                           {p: committed[p] for p in replay})
-            self._restoring.begin()
+            try:
+                self._restoring.begin()
+            except RestoreError as exc:
+                raise WorkerError(str(exc)) from exc
         restoration = self._restoring
         for p in list(restoration.tasks):
             if self.tasks.get(p) is not restoration.tasks[p]:
