@@ -104,7 +104,10 @@ class GroupHold:
         self.consumer = Consumer(conf)
         self._produced = 0
         try:
-            self.consumer.subscribe([target.repartition_topic], on_assign=self._on_assign)
+            # What the workers subscribe to (the repartition topic), else the topics of the cut:
+            # any subscription joins the group.
+            topics = sorted({tp.topic for tp in target.offsets} | ({target.repartition_topic} - {""}))
+            self.consumer.subscribe(topics or [target.changelog_topic], on_assign=self._on_assign)
             deadline = time.monotonic() + HOLD_JOIN_TIMEOUT
             while not self._assigned:
                 if time.monotonic() >= deadline:
