@@ -159,3 +159,28 @@ def test_created_topics_get_min_insync_replicas_with_their_replication(tmp_path:
     made = {t.topic: t for t in admin.client.created}
     assert made["x"].config.get("min.insync.replicas") == want
     assert made["y"].config["min.insync.replicas"] == "1", "a given setting was overridden"
+
+
+@pytest.mark.kafka
+def test_a_repartition_topic_with_a_finite_retention_is_warned_of(broker: Broker, tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 20 fault 4: a repartition topic made by an earlier version (7 days) still deletes
+    unprocessed records; the start says so and how to fix it."""
+    import logging
+
+    broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
+    name = unique("oldrep")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
+                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
+                    {f"{name}-in": {"partitions": 2}})
+    topo = load_topology(path)
+    repartition = topo.repartition_topic(topo.programs[0])
+    client = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for fut in client.create_topics([NewTopic(repartition, 2, 1, config={"retention.ms": "604800000"})]).values():
+        fut.result(30)
+    caplog.set_level(logging.WARNING, "eventscript.kafka.admin")
+    Admin(topo).prepare(topo.programs)
+    assert any(f"repartition topic {repartition} has retention.ms=604800000" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]

@@ -116,7 +116,23 @@ class Admin:
                     needed[topic] = TopicSpec(partitions=parts, replication=self._replication(cfg))
         self.create(needed)
         self.check_changelogs([self.topo.changelog_topic(cfg) for cfg in programs])
+        self.warn_repartition_retention([self.topo.repartition_topic(cfg) for cfg in programs])
         return result
+
+    def warn_repartition_retention(self, topics: list[str]) -> None:
+        """Warn of a repartition topic with a finite retention (made by an earlier version, or
+        elsewhere): records older than it are deleted before a lagging or restoring task reads
+        them (re-published records keep their original timestamps)."""
+        if self.topo.repartition_retention_ms != -1:
+            return  # the topology asks for it
+        configs = self.topic_configs(topics)
+        for topic in topics:
+            retention = configs.get(topic, {}).get("retention.ms")
+            if retention is not None and retention != "-1":
+                log.warning("repartition topic %s has retention.ms=%s: records older than that are deleted even if "
+                            "no task has processed them; set it to -1 (kafka-configs.sh --alter --entity-type topics "
+                            "--entity-name %s --add-config retention.ms=-1): the workers delete what was committed",
+                            topic, retention, topic)
 
     def check_changelogs(self, topics: list[str]) -> None:
         """Refuse a changelog topic whose records are deleted by time or size (``cleanup.policy``
