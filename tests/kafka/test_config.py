@@ -159,3 +159,16 @@ def test_key_schemes_write_keys_as_producers_do() -> None:
     assert crc.partition(b"sensor-1", 7) == zlib.crc32(b"sensor-1") % 7
     java = KeyScheme("string", "murmur2", (STRING,))
     assert java.partition(b"sensor-1", 7) == (murmur2(b"sensor-1") & 0x7FFFFFFF) % 7
+
+
+def test_a_session_timeout_given_alone_gets_heartbeats_at_a_third_of_it() -> None:
+    """The 45 s default session heartbeats every 3 s; a short session given without a heartbeat
+    interval (dev's 6 s) heartbeats at a third of it, not at the default's 3 s."""
+    from eventscript.kafka.clients import consumer_config
+    from eventscript.topology.config import KafkaConfig
+
+    assert consumer_config(KafkaConfig(), "g")["session.timeout.ms"] >= 45_000
+    short = consumer_config(KafkaConfig(consumer={"session.timeout.ms": 6000}), "g")
+    assert short["heartbeat.interval.ms"] == 2000
+    both = consumer_config(KafkaConfig(consumer={"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}), "g")
+    assert both["heartbeat.interval.ms"] == 500

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
+import yaml
 from kafka_helpers import (
     Broker,
     KeyedProducer,
@@ -113,3 +115,71 @@ def test_a_worker_restarted_within_its_session_timeout_moves_no_task(broker: Bro
     assert repeats == 0, "a read_committed reader saw a record twice"
     wrong = {k: (len(got.get(k, [])), len(v)) for k, v in oracle.outputs.items() if got.get(k) != v}
     assert not wrong, f"keys whose outputs differ from an uninterrupted run (got, want): {wrong}"
+
+
+#: How long the restarted worker stays away: a pod rescheduled and started again (the image
+#: pulled, the store opened) takes longer than librdkafka's old 10 s session timeout.
+POD_RESTART_S = 15
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_the_default_session_timeout_outlasts_a_pod_restart(broker: Broker, tmp_path: Path) -> None:
+    """Issue 20 fault 9: with the worker's default consumer settings (no session.timeout.ms in
+    the topology), a worker away for POD_RESTART_S gets its tasks back and the other worker sees
+    no rebalance (failed with the old 10 s default: b took a's tasks, then gave them back)."""
+    broker.require_real("static membership")
+    name = unique("static-default")
+    app = unique("app")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    program = [{"name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 100,
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}]
+    topics = {f"{name}-in": {"partitions": PARTITIONS}}
+    files = [topology(broker, tmp_path, program, topics, file=f"{w}.yaml", application=app, state=f"state-{w}",
+                      instance_id=f"worker-{w}") for w in ("a", "b")]
+    for f in files:  # the worker's defaults, not the tests' short session
+        doc = yaml.safe_load(f.read_text())
+        doc["kafka"]["consumer"] = {}
+        f.write_text(yaml.safe_dump(doc, sort_keys=False))
+    from eventscript.kafka.admin import Admin
+    from eventscript.kafka.config import load_topology
+
+    t = load_topology(files[0])
+    assert t.kafka.static_membership and "session.timeout.ms" not in t.kafka.consumer
+    Admin(t).prepare(t.programs)
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
+    writing = producer.start(4000, 40, rate=60)
+    watcher = TopicWatcher(broker, f"{name}-out")
+    workers = [start_worker(files[0], "-v", log=logs[0]), start_worker(files[1], "-v", log=logs[1])]
+    try:
+        wait_for(lambda: _held(logs[0]) | _held(logs[1]) == set(range(PARTITIONS))
+                 and _held(logs[0]) and _held(logs[1]), 180, what="both workers holding tasks")
+        watcher.wait_for_more(20)
+        a_tasks, b_before = _held(logs[0]), _assignments(logs[1])
+
+        workers[0].send_signal(signal.SIGTERM)
+        assert workers[0].wait(60) == 0, logs[0].read_text()[-3000:]
+        restarted_at = len(_assignments(logs[0]))
+        # Away as long as a pod restart: the duration is the scenario, not a wait for a condition.
+        time.sleep(POD_RESTART_S)
+        workers[0] = start_worker(files[0], "-v", log=logs[0])
+        wait_for(lambda: len(_assignments(logs[0])) > restarted_at, 90, what="worker a assigned again")
+        watcher.wait_for_more(20)
+        b_after = _assignments(logs[1])
+    finally:
+        watcher.close()
+        producer.stop.set()
+        writing.join(30)
+        for w in workers:
+            if w.poll() is None:
+                w.send_signal(signal.SIGTERM)
+        for w in workers:
+            if w.poll() is None and w.wait(60) is None:
+                w.kill()
+
+    after = _assignments(logs[0])[restarted_at:]
+    assert after and after[0] == ("assigned", sorted(a_tasks)), f"worker a got {after} back, had {sorted(a_tasks)}"
+    rebalances_of_b = b_after[len(b_before):]
+    assert rebalances_of_b == [], f"worker b was rebalanced while a was away {POD_RESTART_S} s: {rebalances_of_b}"

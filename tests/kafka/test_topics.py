@@ -4,6 +4,7 @@ nothing and only checks that every topic exists with the partitions it needs."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -70,3 +71,116 @@ def test_created_internal_topics_have_the_configuration_state_needs(broker: Brok
     assert configs[repartition.name]["cleanup.policy"].value == "delete"
     md = client.list_topics(changelog.name, timeout=10)
     assert len(md.topics[changelog.name].partitions) == 2
+
+
+@pytest.mark.kafka
+def test_the_repartition_topic_keeps_records_until_they_are_committed(broker: Broker, tmp_path: Path) -> None:
+    """Issue 20 fault 4: the repartition topic is created with infinite retention (re-published
+    records keep their original timestamps, so a finite retention deletes old history before a
+    lagging task reads it); the workers delete what was committed. Was 7 days."""
+    from confluent_kafka.admin import ConfigResource
+
+    broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
+    name = unique("repretention")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
+                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
+                    {f"{name}-in": {"partitions": 2}})
+    topo = load_topology(path)
+    Admin(topo).prepare(topo.programs)
+    client = AdminClient({"bootstrap.servers": broker.bootstrap})
+    repartition = ConfigResource(ConfigResource.Type.TOPIC, topo.repartition_topic(topo.programs[0]))
+    config = client.describe_configs([repartition])[repartition].result(30)
+    assert config["retention.ms"].value == "-1", config["retention.ms"].value
+    assert config["cleanup.policy"].value == "delete"
+
+
+@pytest.mark.kafka
+def test_a_changelog_that_deletes_by_time_is_refused_at_start(broker: Broker, tmp_path: Path) -> None:
+    """Issue 20 fault 10: with create_topics false, a changelog created elsewhere with
+    cleanup.policy=delete loses the state of quiet keys after its retention, silently; the start
+    refuses it, naming the topic, the setting and the fix."""
+    broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
+    name = unique("badchangelog")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
+                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
+                    create_topics=False)
+    topo = load_topology(path)
+    changelog = topo.changelog_topic(topo.programs[0])
+    client = AdminClient({"bootstrap.servers": broker.bootstrap})
+    made = [NewTopic(f"{name}-in", 2, 1), NewTopic(f"{name}-out", 2, 1), NewTopic(f"{name}-err", 2, 1),
+            NewTopic(topo.repartition_topic(topo.programs[0]), 2, 1),
+            NewTopic(changelog, 2, 1, config={"cleanup.policy": "delete"})]
+    for fut in client.create_topics(made).values():
+        fut.result(30)
+    with pytest.raises(TopologyError) as err:
+        Admin(topo).prepare(topo.programs)
+    assert f"changelog topic {changelog} has cleanup.policy=delete" in str(err.value)
+    assert "cleanup.policy=compact" in str(err.value)
+
+
+class _RecordingAdminClient:
+    """An AdminClient stand-in: records the topics asked for, which then exist."""
+
+    def __init__(self) -> None:
+        self.created: list[NewTopic] = []
+
+    def list_topics(self, timeout: float) -> object:
+        topic = SimpleNamespace(error=None, partitions={0: None, 1: None})
+        return SimpleNamespace(topics={t.topic: topic for t in self.created})
+
+    def create_topics(self, topics: list[NewTopic], **_: object) -> dict[str, object]:
+        self.created.extend(topics)
+        return {}
+
+
+@pytest.mark.parametrize(("replication", "want"), [(3, "2"), (5, "2"), (2, "1"), (1, None), (None, None)])
+def test_created_topics_get_min_insync_replicas_with_their_replication(tmp_path: Path, replication: int | None,
+                                                                        want: str | None) -> None:
+    """Issue 20 fault 10: with three replicas or more a record acknowledged (acks=all) is on two
+    brokers (min.insync.replicas 2); with the broker's default replication nothing is assumed."""
+    from eventscript.kafka import admin as admin_module
+
+    (tmp_path / "p.es").write_text(PROGRAM)
+    doc = {"application": "a", "kafka": {"bootstrap_servers": "localhost:1"}, "replication": replication,
+           "programs": [{"name": "p", "source": "p.es", "inputs": [{"topic": "in", "event": "Hit"}],
+                         "outputs": {"default": "out"}}]}
+    import yaml
+
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(doc))
+    admin = Admin.__new__(Admin)
+    admin.topo = load_topology(tmp_path / "t.yaml")
+    admin.client = _RecordingAdminClient()
+    admin.create({"x": admin_module.TopicSpec(partitions=2), "y": admin_module.TopicSpec(
+        partitions=2, config={"min.insync.replicas": "1"})})
+    made = {t.topic: t for t in admin.client.created}
+    assert made["x"].config.get("min.insync.replicas") == want
+    assert made["y"].config["min.insync.replicas"] == "1", "a given setting was overridden"
+
+
+@pytest.mark.kafka
+def test_a_repartition_topic_with_a_finite_retention_is_warned_of(broker: Broker, tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 20 fault 4: a repartition topic made by an earlier version (7 days) still deletes
+    unprocessed records; the start says so and how to fix it."""
+    import logging
+
+    broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
+    name = unique("oldrep")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
+                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
+                    {f"{name}-in": {"partitions": 2}})
+    topo = load_topology(path)
+    repartition = topo.repartition_topic(topo.programs[0])
+    client = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for fut in client.create_topics([NewTopic(repartition, 2, 1, config={"retention.ms": "604800000"})]).values():
+        fut.result(30)
+    caplog.set_level(logging.WARNING, "eventscript.kafka.admin")
+    Admin(topo).prepare(topo.programs)
+    assert any(f"repartition topic {repartition} has retention.ms=604800000" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]

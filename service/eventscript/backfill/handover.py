@@ -13,8 +13,17 @@ Preconditions, checked before Spark starts and again just before the transaction
 
 - the group has no active member (running workers would be overwritten under them);
 - the group has no committed offset, unless ``force`` (then the cut replaces them);
-- the changelog topic is empty (a compacted changelog keeps old instances' latest records,
-  which a restore would mix with the handed-over ones; there is no force for this).
+- the changelog topic holds no committed record (a compacted changelog keeps old instances'
+  latest records, which a restore would mix with the handed-over ones; there is no force for
+  this). Records of an aborted attempt do not count: a hand-over that failed can be made again.
+
+Live workers are kept out while the transaction is open (:class:`GroupHold`): the hand-over
+joins the program's consumer group itself, with an assignor the workers do not use, before the
+second check and until the commit. A worker started meanwhile is refused by the broker
+(INCONSISTENT_GROUP_PROTOCOL; librdkafka retries) and joins once the hold is released, to find
+the committed cut and state; the offsets go into the transaction with the hold's generation,
+so the broker refuses them if the group changed hands (the hold was thrown out) rather than
+overwrite a worker's offsets.
 
 The state rows reach the driver through ``job.outputs(on_state=...)``; instance records are
 spooled to a local file (a state may not fit in memory), the task state keys are merged per
@@ -24,14 +33,18 @@ highest timer sequence number, the highest repartition marks).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 from confluent_kafka import (
+    OFFSET_BEGINNING,
     Consumer,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
+    KafkaError,
     KafkaException,
     TopicPartition,
 )
@@ -48,6 +61,15 @@ from .records import OutputRow
 #: Group states in which no member is there (a group that never existed is reported Empty or Dead).
 _NO_MEMBERS = {ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD}
 TIMEOUT = 10.0
+_COORDINATOR_BUSY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                     KafkaError.COORDINATOR_NOT_AVAILABLE}
+#: The hold's assignor: one the workers' consumers (cooperative-sticky) do not offer, so that the
+#: broker refuses them while the hold is a member.
+HOLD_ASSIGNOR = "roundrobin"
+#: Seconds the hold waits to become the group's member.
+HOLD_JOIN_TIMEOUT = 60.0
+#: Records produced between two polls of the hold (which keep it in the group).
+HOLD_POLL_EVERY = 5_000
 
 
 class HandoverError(Exception):
@@ -61,6 +83,77 @@ class HandoverTarget:
     group_id: str
     changelog_topic: str
     offsets: list[TopicPartition] = field(default_factory=list)
+    #: The topic the workers subscribe to (the hold subscribes to it too).
+    repartition_topic: str = ""
+
+
+class GroupHold:
+    """The program's consumer group, held by the hand-over (see the module docstring): a member
+    that subscribes to what the workers subscribe to, with another assignor, takes no record
+    (every partition paused) and leaves at ``release``."""
+
+    def __init__(self, topo: Topology, target: HandoverTarget) -> None:
+        self.group_id = target.group_id
+        self._assigned = False
+        conf = clients.consumer_config(topo.kafka, target.group_id, **{
+            "partition.assignment.strategy": HOLD_ASSIGNOR,
+            # Polled between records while the transaction is open; a long Spark-side pause must
+            # not make librdkafka leave the group on its own.
+            "max.poll.interval.ms": 3_600_000})
+        conf.pop("group.instance.id", None)
+        self.consumer = Consumer(conf)
+        self._produced = 0
+        try:
+            # What the workers subscribe to (the repartition topic), else the topics of the cut:
+            # any subscription joins the group.
+            topics = sorted({tp.topic for tp in target.offsets} | ({target.repartition_topic} - {""}))
+            self.consumer.subscribe(topics or [target.changelog_topic], on_assign=self._on_assign)
+            deadline = time.monotonic() + HOLD_JOIN_TIMEOUT
+            while not self._assigned:
+                if time.monotonic() >= deadline:
+                    raise HandoverError(f"--handover: could not join consumer group {self.group_id} within "
+                                        f"{HOLD_JOIN_TIMEOUT:.0f} s to keep workers out; check the brokers")
+                self._poll(0.2)
+        except BaseException:
+            self.consumer.close()
+            raise
+
+    def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        consumer.assign(partitions)
+        if partitions:
+            consumer.pause(partitions)
+        self._assigned = True
+
+    def _poll(self, timeout: float) -> None:
+        m = self.consumer.poll(timeout)
+        if m is None or m.error() is None:
+            return
+        err = m.error()
+        if err.code() == KafkaError.INCONSISTENT_GROUP_PROTOCOL:
+            raise HandoverError(f"--handover: workers joined consumer group {self.group_id} (it runs another "
+                                f"assignor than the hand-over's): stop them first")
+        if err.fatal():
+            raise HandoverError(f"--handover: consumer group {self.group_id}: {err.str()}")
+
+    @property
+    def member_id(self) -> str:
+        return str(self.consumer.memberid() or "")
+
+    def keep_alive(self, _record: Any = None) -> None:
+        """Called per record produced: poll now and then (heartbeats run on their own)."""
+        self._produced += 1
+        if self._produced % HOLD_POLL_EVERY == 0:
+            self._poll(0)
+
+    def metadata(self) -> Any:
+        return self.consumer.consumer_group_metadata()
+
+    def release(self) -> None:
+        """Leave the group: the workers may join."""
+        try:
+            self.consumer.close()
+        except (KafkaException, RuntimeError):
+            pass  # closed already; the session timeout removes the member anyway
 
 
 def refusal_for_source(inputs: list[str] | None, until_us: int | None) -> str | None:
@@ -80,27 +173,35 @@ def prepare(topo: Topology, cfg: ProgramConfig, plan: Plan, force: bool) -> Hand
         Admin(topo).prepare([cfg])
     except TopologyError as exc:
         raise HandoverError(f"--handover: {exc}") from None
-    target = HandoverTarget(topo.group_id(cfg), topo.changelog_topic(cfg))
+    target = HandoverTarget(topo.group_id(cfg), topo.changelog_topic(cfg), repartition_topic=topo.repartition_topic(cfg))
     check(topo, target, force)
     target.offsets = cut_offsets(plan) + repartition_ends(topo, cfg, plan)
     return target
 
 
-def check(topo: Topology, target: HandoverTarget, force: bool) -> None:
-    """Refuse (HandoverError) unless the group is idle, (unless ``force``) has no offsets, and the
-    changelog is empty."""
+def check(topo: Topology, target: HandoverTarget, force: bool, holder: str | None = None) -> None:
+    """Refuse (HandoverError) unless the group is idle (no member but ``holder``, the hand-over's
+    hold), (unless ``force``) has no offsets, and the changelog holds no committed record."""
     admin = AdminClient(clients.admin_config(topo.kafka))
     g = target.group_id
-    try:
-        desc = admin.describe_consumer_groups([g], request_timeout=TIMEOUT)[g].result(TIMEOUT)
-        committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
-                                                      request_timeout=TIMEOUT)[g].result(TIMEOUT)
-    except KafkaException as exc:
-        raise HandoverError(f"--handover: cannot read consumer group {g} on {topo.kafka.bootstrap_servers}: "
-                            f"{kafka_reason(exc)}") from None
-    if desc.members or desc.state not in _NO_MEMBERS:
+    deadline = time.monotonic() + 3 * TIMEOUT
+    while True:
+        try:
+            desc = admin.describe_consumer_groups([g], request_timeout=TIMEOUT)[g].result(TIMEOUT)
+            committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
+                                                          request_timeout=TIMEOUT)[g].result(TIMEOUT)
+            break
+        except KafkaException as exc:
+            # A coordinator moving or loading (a new cluster's first group): asked again.
+            if exc.args[0].code() in _COORDINATOR_BUSY and time.monotonic() < deadline:
+                time.sleep(0.5)
+                continue
+            raise HandoverError(f"--handover: cannot read consumer group {g} on {topo.kafka.bootstrap_servers}: "
+                                f"{kafka_reason(exc)}") from None
+    others = [m for m in desc.members if m.member_id != holder]
+    if others or (holder is None and desc.state not in _NO_MEMBERS):
         raise HandoverError(
-            f"--handover: consumer group {g} has active members ({len(desc.members)} member(s), state "
+            f"--handover: consumer group {g} has active members ({len(others)} member(s), state "
             f"{desc.state.name.lower()}): workers of application {topo.application} are running; stop them "
             f"first (the hand-over replaces their offsets and state)")
     offsets = [tp for tp in committed.topic_partitions or [] if tp.offset >= 0]
@@ -120,17 +221,35 @@ def check(topo: Topology, target: HandoverTarget, force: bool) -> None:
 
 
 def _nonempty_partitions(topo: Topology, topic: str) -> list[int]:
+    """The partitions holding a committed record. Read (read_committed) rather than compared by
+    offsets: an aborted hand-over leaves records and markers that move the offsets but are no
+    state, and the hand-over must be retryable after it."""
     consumer = Consumer(clients.consumer_config(topo.kafka, f"{topic}.handover-check"))
     try:
         md = consumer.list_topics(topic, timeout=TIMEOUT).topics.get(topic)
         if md is None or md.error is not None:
             return []
-        out = []
+        out: set[int] = set()
+        to_read: set[int] = set()
         for p in sorted(md.partitions):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT, cached=False)
             if high > low:
-                out.append(p)
-        return out
+                to_read.add(p)
+        if to_read:
+            consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(to_read)])
+            deadline = time.monotonic() + 6 * TIMEOUT
+            while to_read:
+                if time.monotonic() >= deadline:
+                    raise HandoverError(f"--handover: reading the changelog topic {topic} did not reach its end "
+                                        f"(partitions {', '.join(map(str, sorted(to_read)))}); try again")
+                for m in consumer.consume(num_messages=500, timeout=0.5):
+                    err = m.error()
+                    if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                        continue
+                    to_read.discard(m.partition())
+                    if err is None:
+                        out.add(m.partition())
+        return sorted(out)
     except KafkaException as exc:
         raise HandoverError(f"--handover: cannot read the changelog topic {topic}: {kafka_reason(exc)}") from None
     finally:
@@ -209,9 +328,15 @@ def _merged(a: Record, b: Record) -> Record:
 
 
 def write(txn: Transaction, topo: Topology, target: HandoverTarget, state: HandoverState, force: bool) -> None:
-    """Add the hand-over to an open transaction and commit it (the preconditions checked again
-    first: workers may have started while Spark ran)."""
+    """Add the hand-over to an open transaction and commit it, the group held (workers kept out)
+    from before the preconditions are checked again (workers may have started while Spark ran)
+    until the commit."""
     check(topo, target, force)
-    txn.produce(state.records())
-    txn.commit(target.offsets, target.group_id, topo.kafka)
+    hold = GroupHold(topo, target)
+    try:
+        check(topo, target, force, holder=hold.member_id)
+        txn.produce(state.records(), on_record=hold.keep_alive)
+        txn.commit(target.offsets, target.group_id, topo.kafka, group_metadata=hold.metadata())
+    finally:
+        hold.release()
 

@@ -123,8 +123,10 @@ class Transaction:
         return n
 
     def commit(self, offsets: list[TopicPartition] | None = None, group_id: str | None = None,
-               kafka: KafkaConfig | None = None) -> None:
-        """Flush, add the consumer group's offsets (if any) and commit; on failure abort and raise."""
+               kafka: KafkaConfig | None = None, group_metadata: Any = None) -> None:
+        """Flush, add the consumer group's offsets (if any) and commit; on failure abort and raise.
+        ``group_metadata``: that of a member of the group (the hand-over's hold), whose generation
+        the broker checks, so that the offsets are refused if the group changed hands."""
         try:
             if self.producer.flush(self.timeout_ms / 1000) > 0:
                 raise SinkError(f"records still undelivered after {self.timeout_ms / 1000:.0f} s")
@@ -132,14 +134,17 @@ class Transaction:
                 raise SinkError(f"the producer failed: {self._fatal[0]}")
             if offsets:
                 assert group_id is not None and kafka is not None
-                # A consumer of the group that never joins it: its metadata (generation -1, no
-                # member id) lets the broker take the offsets while the group has no members.
-                consumer = Consumer(clients.consumer_config(kafka, group_id))
-                try:
-                    self.producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(),
-                                                              STEP_TIMEOUT)
-                finally:
-                    consumer.close()
+                if group_metadata is not None:
+                    self.producer.send_offsets_to_transaction(offsets, group_metadata, STEP_TIMEOUT)
+                else:
+                    # A consumer of the group that never joins it: its metadata (generation -1, no
+                    # member id) lets the broker take the offsets while the group has no members.
+                    consumer = Consumer(clients.consumer_config(kafka, group_id))
+                    try:
+                        self.producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(),
+                                                                  STEP_TIMEOUT)
+                    finally:
+                        consumer.close()
             self.producer.commit_transaction(STEP_TIMEOUT)
             self._open = False
         except KafkaException as exc:

@@ -67,9 +67,9 @@ class Admin:
             shown = ", ".join(f"{name} ({spec.partitions} partition(s))" for name, spec in sorted(absent.items()))
             raise TopologyError(f"missing topics: {shown}; create them (create_topics is false, so the worker "
                                 f"does not), or set create_topics: true")
-        default_rf = self.topo.replication or -1  # -1: the broker's default.replication.factor
-        missing = [NewTopic(name, spec.partitions, spec.replication or default_rf, config=dict(spec.config))
-                   for name, spec in absent.items()]
+        missing = [NewTopic(name, spec.partitions, spec.replication or self.topo.replication or -1,
+                            config=created_config(spec.config, spec.replication or self.topo.replication))
+                   for name, spec in absent.items()]  # replication -1: the broker's default.replication.factor
         futures = self.client.create_topics(missing, operation_timeout=CREATE_TIMEOUT, request_timeout=CREATE_TIMEOUT)
         for name, fut in futures.items():
             try:
@@ -115,7 +115,59 @@ class Admin:
                 if topic not in counts and topic not in self.topo.topics:
                     needed[topic] = TopicSpec(partitions=parts, replication=self._replication(cfg))
         self.create(needed)
+        self.check_changelogs([self.topo.changelog_topic(cfg) for cfg in programs])
+        self.warn_repartition_retention([self.topo.repartition_topic(cfg) for cfg in programs])
         return result
+
+    def warn_repartition_retention(self, topics: list[str]) -> None:
+        """Warn of a repartition topic with a finite retention (made by an earlier version, or
+        elsewhere): records older than it are deleted before a lagging or restoring task reads
+        them (re-published records keep their original timestamps)."""
+        if self.topo.repartition_retention_ms != -1:
+            return  # the topology asks for it
+        configs = self.topic_configs(topics)
+        for topic in topics:
+            retention = configs.get(topic, {}).get("retention.ms")
+            if retention is not None and retention != "-1":
+                log.warning("repartition topic %s has retention.ms=%s: records older than that are deleted even if "
+                            "no task has processed them; set it to -1 (kafka-configs.sh --alter --entity-type topics "
+                            "--entity-name %s --add-config retention.ms=-1): the workers delete what was committed",
+                            topic, retention, topic)
+
+    def check_changelogs(self, topics: list[str]) -> None:
+        """Refuse a changelog topic whose records are deleted by time or size (``cleanup.policy``
+        other than ``compact``): the state of an instance not updated within the retention would
+        be lost at the next restore, silently (a topic created elsewhere, ``create_topics: false``)."""
+        configs = self.topic_configs(topics)
+        for topic in topics:
+            policy = configs.get(topic, {}).get("cleanup.policy")
+            if policy is not None and policy.replace(" ", "") != "compact":
+                raise TopologyError(
+                    f"changelog topic {topic} has cleanup.policy={policy}: its records are deleted after "
+                    f"retention.ms, and the state they hold is lost at the next restore; set cleanup.policy=compact "
+                    f"(kafka-configs.sh --alter --entity-type topics --entity-name {topic} --add-config "
+                    f"cleanup.policy=compact, or the topic's KafkaTopic), or delete the topic and let the worker "
+                    f"create it (create_topics: true)")
+
+    def topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        """Each topic's configuration (the values in force, defaults included)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        if not resources:
+            return {}
+        out: dict[str, dict[str, str]] = {}
+        try:
+            futures = self.client.describe_configs(resources, request_timeout=METADATA_TIMEOUT)
+            for res, fut in futures.items():
+                entries = fut.result(METADATA_TIMEOUT + 1)
+                out[res.name] = {name: e.value for name, e in entries.items() if e.value is not None}
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.code() in UNANSWERED:
+                raise KafkaUnavailable(self.topo.kafka.bootstrap_servers, "reading topic configurations", err) from None
+            raise TopologyError(f"cannot read the configuration of topics {', '.join(topics)}: {err.str()}") from None
+        return out
 
     def _replication(self, cfg: ProgramConfig) -> int | None:
         """The inputs' replication factor where topics: gives it, else the topology's (None: the
@@ -136,6 +188,17 @@ class Admin:
             raise TopologyError(f"program {cfg.name}: input topics must be co-partitioned (same partition count), "
                                 f"but they have {shown}; give them the same number of partitions")
         return next(iter(parts.values()))
+
+
+def created_config(config: dict[str, str], replication: int | None) -> dict[str, str]:
+    """A created topic's configuration: the one given, and with a known replication factor of 3
+    or more ``min.insync.replicas`` 2 (``acks=all`` then waits for a second copy, so a record
+    acknowledged survives the loss of one broker; with 2 replicas, 1, so that one broker down
+    does not stop every write). Given settings win."""
+    out = dict(config)
+    if replication is not None and replication >= 2:
+        out.setdefault("min.insync.replicas", str(min(2, replication - 1)))
+    return out
 
 
 def describe(topo: Topology) -> dict[str, Any]:

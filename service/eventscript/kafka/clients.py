@@ -77,8 +77,11 @@ def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict
         "isolation.level": "read_committed",
         "enable.partition.eof": True,
         "partition.assignment.strategy": "cooperative-sticky",
-        "session.timeout.ms": 10_000,
-        "heartbeat.interval.ms": 2_000,
+        # Kafka's own default: longer than a pod's restart, so that a static member restarted
+        # within it keeps its tasks and the others see no rebalance (docs/operations.md; measured
+        # in tests/kafka/test_static_membership.py). A crashed worker's tasks wait this long.
+        "session.timeout.ms": 45_000,
+        "heartbeat.interval.ms": 3_000,
         "max.poll.interval.ms": 300_000,
         "fetch.max.bytes": 52_428_800,
         # A stream processor wants records soon; some brokers (Tansu) hold a fetch for the whole
@@ -88,6 +91,11 @@ def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict
     })
     conf.update(kafka.consumer)
     conf.update(overrides)
+    given = {**kafka.consumer, **overrides}
+    if "session.timeout.ms" in given and "heartbeat.interval.ms" not in given:
+        # A shorter session given alone (dev's 6 s, tests' 3 s): heartbeats at a third of it, as
+        # Kafka advises, rather than at the default's 3 s.
+        conf["heartbeat.interval.ms"] = min(3_000, max(100, int(given["session.timeout.ms"]) // 3))
     return conf
 
 

@@ -12,9 +12,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 log = logging.getLogger("eventscript.kafka.worker")
+
+#: Delivery errors of records purged from the queue by an abort (``abort_transaction`` purges
+#: what was not sent): their batch is already aborted, so they say nothing of the next one.
+PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 
 
 class BatchProducer:
@@ -54,13 +58,27 @@ class BatchProducer:
 
     def on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         if err is not None:
-            self.delivery_error = err
+            if err.code() not in PURGED:
+                self.delivery_error = err
             return
         if msg.topic() == self.changelog_topic:
             p = msg.partition()
             end = msg.offset() + 1
             if end > self.changelog_end.get(p, 0):
                 self.changelog_end[p] = end
+
+    def refused(self, exc: KafkaException) -> None:
+        """``produce`` raised: with exactly-once the transaction has become abortable (a delivery
+        failed) or is in a state that takes no record (librdkafka's ``_STATE``). The record is
+        dropped and the batch fails: the commit sees ``delivery_error``, aborts and rewinds, and
+        the record is processed again. Anything else is raised (a programming error)."""
+        err: KafkaError = exc.args[0]
+        if not self.eos or not (err.code() == KafkaError._STATE or err.txn_requires_abort() or err.fatal()):
+            raise exc
+        if self.delivery_error is None:
+            log.warning("%s: the producer refused a record (%s); the batch is aborted and processed again",
+                        self.name, err)
+            self.delivery_error = err
 
     def senders(self) -> tuple[Any, Any]:
         """The tasks' ``send`` and ``send_changelog`` (made on first use, over the producer)."""
@@ -94,6 +112,9 @@ class BatchProducer:
                     break
                 except BufferError:  # the producer's queue is full: let it deliver
                     full_since = self._queue_full(full_since)
+                except KafkaException as exc:  # the transaction is abortable: the batch fails
+                    self.refused(exc)
+                    return
             self.produced += 1
 
         def send_changelog(topic: str, partition: int, records: dict[bytes, bytes | None], headers: Any,
@@ -112,6 +133,9 @@ class BatchProducer:
                 except BufferError:  # the producer's queue is full: let it deliver
                     send(topic, partition, k, v, headers, ts, False)
                     self.produced -= 1
+                except KafkaException as exc:  # the transaction is abortable: the batch fails
+                    self.refused(exc)
+                    return
             k, v = next(items)
             send(topic, partition, k, v, headers, ts, True)
             self.produced += len(records) - 1

@@ -17,15 +17,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
 from ..task.task import Task
-from .state import HEADER_POSITION, Position, committed_covers, decode_position
+from .state import HEADER_POSITION, Position, TaskStore, committed_covers, decode_position
 
 log = logging.getLogger("eventscript.kafka.worker")
 
 #: Records applied to a store in one write batch.
 WRITE_BATCH = 1000
+#: Seconds to wait for a changelog partition's end offset.
+END_TIMEOUT = 10.0
 
 #: A changelog record as the restore reads it: partition, offset, key, value (None: a
 #: tombstone) and its ``es-pos`` header (the input position of the batch that wrote it).
@@ -55,6 +57,29 @@ def read_changelog(program: str, consumer: Any, batch: int, timeout: float) -> t
                 hdr = v
         records.append((m.partition(), m.offset(), m.key(), m.value(), hdr))
     return records, at_end
+
+
+def start_offset(program: str, consumer: Any, topic: str, partition: int, store: TaskStore, who: str) -> int:
+    """Where to read a task's changelog from: the store's checkpoint, unless it is beyond the
+    changelog's end -- the changelog was recreated (a partition-count fix, a forced hand-over, a
+    new broker or cluster) and the store belongs to the old log, whose instances must not be
+    mixed with the new one's: then the store is wiped, the replay starts from the beginning and
+    the log says so. 0: from the beginning. ``who`` names the reader in the log line."""
+    checkpoint = store.checkpoint
+    if checkpoint <= 0:
+        return 0
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=END_TIMEOUT, cached=False)
+    except KafkaException as exc:
+        raise RestoreError(f"{program}: cannot read the end of changelog {topic}:{partition} to check task "
+                           f"{partition}'s local store against it: {exc}") from exc
+    if checkpoint <= end:
+        return checkpoint
+    log.warning("%s task %d: the local store's checkpoint (offset %d) is beyond the end of changelog %s:%d (%d): "
+                "the changelog was recreated; the store (%s) is wiped and the %s replays the changelog from the start",
+                program, partition, checkpoint, topic, partition, end, store.path, who)
+    store.wipe()
+    return 0
 
 
 class Coverage:
@@ -99,7 +124,8 @@ class Restoration:
     uncommitted: dict[int, set[bytes]] = field(default_factory=dict)
 
     def begin(self) -> None:
-        self.starts = {p: t.store.checkpoint for p, t in self.tasks.items()}
+        self.starts = {p: start_offset(self.program, self.restorer, self.changelog_topic, p, t.store, "restore")
+                       for p, t in self.tasks.items()}
         self.remaining = set(self.tasks)
         for p in self.tasks:
             self.pending[p] = {}

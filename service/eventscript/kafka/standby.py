@@ -32,7 +32,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from .restore import ChangelogRecord, Coverage, read_changelog
+from .restore import ChangelogRecord, Coverage, RestoreError, read_changelog, start_offset
 from .state import Position, TaskStore, tp_name
 
 log = logging.getLogger("eventscript.kafka.worker")
@@ -102,8 +102,13 @@ class Standbys:
         tps = []
         for p in new:
             store = TaskStore(self.state_root / f"task-{p}")
+            try:
+                start = start_offset(self.program, self.reader, self.changelog_topic, p, store, "standby")
+            except RestoreError as exc:  # tried again at the next retarget
+                log.warning("%s: no standby for task %d now: %s", self.program, p, exc)
+                store.close()
+                continue
             self.tasks[p] = StandbyTask(p, store)
-            start = store.checkpoint
             tps.append(TopicPartition(self.changelog_topic, p, start if start > 0 else OFFSET_BEGINNING))
             log.info("%s: standby for task %d from changelog offset %d", self.program, p, start)
         self.reader.incremental_assign(tps)

@@ -57,6 +57,7 @@ from ..automata.compiled import CompiledProgram
 from ..task.task import Task
 from ..topology.config import ProgramConfig, Topology
 from . import clients
+from .input_partitions import InputPartitionWatch
 from .logs import rate_limit
 from .metrics import restore_to_go, stats_config
 from .producer import BatchProducer
@@ -110,6 +111,9 @@ class ProgramWorker:
         self.state_root = topo.state_path(cfg)
         self.tasks: dict[int, Task] = {}
         self.restore_queue: list[int] = []
+        #: Stops the worker when an input gets partitions its tasks do not cover (input_partitions.py).
+        self._input_watch = InputPartitionWatch(cfg.name, [i.topic for i in cfg.inputs], partitions,
+                                                [self.changelog_topic, self.rep_topic])
         #: The changelog replay under way (tasks in it stay in restore_queue until it ends).
         self._restoring: Restoration | None = None
         self._restore_started = 0.0
@@ -281,6 +285,7 @@ class ProgramWorker:
         if self._rewinding:
             self._finish_rewind()
         got = self._take(self.consumer.consume(num_messages=BATCH, timeout=self._poll_timeout()))
+        self._input_watch.check(self.consumer)
         self._restore_pending()
         if self._standbys is not None:
             self._standbys.step()
@@ -830,7 +835,10 @@ class ProgramWorker:
             replay = {task.partition: task for task in tasks}
             self._restoring = Restoration(self.cfg.name, self._restorer, self.changelog_topic, replay,
                                           {p: committed[p] for p in replay})
-            self._restoring.begin()
+            try:
+                self._restoring.begin()
+            except RestoreError as exc:
+                raise WorkerError(str(exc)) from exc
         restoration = self._restoring
         for p in list(restoration.tasks):
             if self.tasks.get(p) is not restoration.tasks[p]:

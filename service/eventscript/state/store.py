@@ -266,6 +266,17 @@ class TaskStore:
                 pass
         return total
 
+    def wipe(self) -> None:
+        """Delete everything the store holds (its changelog was recreated: what it has belongs to
+        another log); it reads as empty afterwards and is made again at the next write."""
+        import shutil
+
+        self.close()
+        self._db = None
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.timer_hints.clear()
+        self.passed_index.clear()
+
     def close(self) -> None:
         if self._db is None:
             return

@@ -285,13 +285,23 @@ class Topology(_Model):
     #: Replication factor of the topics the worker creates and that topics: does not list
     #: (None: the broker's default).
     replication: int | None = Field(default=None, ge=1)
-    #: retention.ms of repartition topics (their records are also deleted once consumed).
-    repartition_retention_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=1)
+    #: retention.ms of repartition topics; -1 (the default): kept until consumed and committed,
+    #: then deleted by the workers (DeleteRecords), as Kafka Streams does. A finite retention
+    #: deletes records a lagging or restoring task has not processed yet (re-published records
+    #: keep their original timestamps, so old history is deleted at once).
+    repartition_retention_ms: int = Field(default=-1, ge=-1)
     health: HealthConfig = Field(default_factory=HealthConfig)
     state_query: StateQueryConfig = Field(default_factory=StateQueryConfig)
     state_dir: str = "state"
     #: Identifies this worker for transactions (stable across restarts of the same worker).
     instance_id: str | None = None
+
+    @field_validator("repartition_retention_ms")
+    @classmethod
+    def _retention_not_zero(cls, v: int) -> int:
+        if v == 0:
+            raise ValueError("0 would delete every record at once; give -1 (kept until committed) or milliseconds")
+        return v
 
     #: Where the file was read from (sources and state directories are relative to it).
     base_dir: Path = Field(default=Path("."), exclude=True)

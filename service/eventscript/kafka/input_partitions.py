@@ -1,0 +1,74 @@
+"""Partitions added to an input topic while the program runs (issue 20 fault 6).
+
+A program's tasks are fixed when it starts: one per partition of its (co-partitioned) inputs,
+each with a changelog and a repartition partition of its own, and each key's state lives in the
+task its key hashed to. A partition added to an input later is read by no task (the worker
+assigns input partitions by task number), and it moves keys to other partitions, away from their
+state. Kafka Streams stops the application in this case; so does the worker: it reads the
+inputs' partition counts now and then, and stops with a message that says what happened and
+what to do, instead of running on with records nobody reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+log = logging.getLogger("eventscript.kafka.worker")
+
+#: Seconds between reads of the inputs' partition counts (a metadata request per input topic).
+CHECK_INTERVAL = 30.0
+#: Seconds to wait for the metadata of one topic.
+METADATA_TIMEOUT = 5.0
+
+
+class InputPartitionsChanged(Exception):
+    """An input topic's partition count is no longer the one the program started with."""
+
+
+class InputPartitionWatch:
+    """Checks a program's input topics against the partition count its tasks were made for."""
+
+    def __init__(self, program: str, topics: list[str], partitions: int, internal: list[str]) -> None:
+        self.program = program
+        self.topics = topics
+        self.partitions = partitions
+        #: The program's changelog and repartition topics (named in the message: they keep the old count).
+        self.internal = internal
+        self._last = time.monotonic()
+
+    def check(self, client: Any) -> None:
+        """Raise :class:`InputPartitionsChanged` if an input has another partition count now (at
+        most every CHECK_INTERVAL seconds; a broker that does not answer is asked again later).
+        ``client``: anything with librdkafka's ``list_topics`` (the worker's consumer)."""
+        if time.monotonic() - self._last < CHECK_INTERVAL:
+            return
+        self._last = time.monotonic()
+        for topic in self.topics:
+            try:
+                md = client.list_topics(topic, timeout=METADATA_TIMEOUT).topics.get(topic)
+            except KafkaException as exc:
+                log.debug("%s: cannot read the partitions of input %s now: %s", self.program, topic, exc)
+                return
+            if md is None or md.error is not None or not md.partitions:
+                continue  # being recreated, or not visible now: asked again later
+            have = len(md.partitions)
+            if have != self.partitions:
+                raise InputPartitionsChanged(_message(self.program, topic, have, self.partitions, self.internal))
+
+
+def _message(program: str, topic: str, have: int, tasks: int, internal: list[str]) -> str:
+    if have > tasks:
+        lost = (f"partitions {tasks}..{have - 1} are read by no task, and keys now hash to other partitions than "
+                f"the ones holding their state")
+    else:
+        lost = "the topic was recreated with fewer partitions"
+    return (f"program {program}: input topic {topic} now has {have} partitions, but the program's {tasks} tasks "
+            f"(and its topics {', '.join(internal)}) were made for {tasks}: {lost}. Stopped. To go on, either "
+            f"give {topic} {tasks} partitions again (recreate it) or start the program over with {have} partitions: "
+            f"stop every worker, give every input {have} partitions, run `eventscript reset TOPOLOGY --program "
+            f"{program}` (it deletes the changelog, the repartition topic and this machine's state; `--local-only` "
+            f"on the others) and start the workers")
