@@ -126,9 +126,9 @@ class GroupHold:
 
     def _poll(self, timeout: float) -> None:
         m = self.consumer.poll(timeout)
-        if m is None or m.error() is None:
+        err = m.error() if m is not None else None
+        if err is None:
             return
-        err = m.error()
         if err.code() == KafkaError.INCONSISTENT_GROUP_PROTOCOL:
             raise HandoverError(f"--handover: workers joined consumer group {self.group_id} (it runs another "
                                 f"assignor than the hand-over's): stop them first")
@@ -246,9 +246,10 @@ def _nonempty_partitions(topo: Topology, topic: str) -> list[int]:
                     err = m.error()
                     if err is not None and err.code() != KafkaError._PARTITION_EOF:
                         continue
-                    to_read.discard(m.partition())
+                    partition = int(m.partition() or 0)  # a consumed record or end always has one
+                    to_read.discard(partition)
                     if err is None:
-                        out.add(m.partition())
+                        out.add(partition)
         return sorted(out)
     except KafkaException as exc:
         raise HandoverError(f"--handover: cannot read the changelog topic {topic}: {kafka_reason(exc)}") from None
