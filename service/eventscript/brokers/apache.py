@@ -253,9 +253,13 @@ class KafkaCluster:
             out, _ = proc.communicate(timeout=120)
             if proc.returncode != 0:
                 raise KafkaStartError(f"formatting node {node.node_id}'s storage failed: {out.decode()[-2000:]}")
-        for node in self.nodes:
-            self._launch(node)
-        self.wait_ready(timeout)
+        try:
+            for node in self.nodes:
+                self._launch(node)
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()  # no broker outlives a failed start; the folder stays for its logs
+            raise
         return self
 
     def _launch(self, node: KafkaNode) -> None:
