@@ -249,10 +249,18 @@ class KafkaCluster:
     def start(self, timeout: float = 60.0) -> KafkaCluster:
         """Formats every node (in parallel), starts them, and waits until all brokers are known."""
         formats = [(n, self._format(n)) for n in self.nodes]
-        for node, proc in formats:
-            out, _ = proc.communicate(timeout=120)
-            if proc.returncode != 0:
-                raise KafkaStartError(f"formatting node {node.node_id}'s storage failed: {out.decode()[-2000:]}")
+        try:
+            for node, proc in formats:
+                out, _ = proc.communicate(timeout=timeout * 3)
+                if proc.returncode != 0:
+                    raise KafkaStartError(f"formatting node {node.node_id}'s storage failed: {out.decode()[-2000:]}")
+        except subprocess.TimeoutExpired:
+            raise KafkaStartError(f"formatting the storage took more than {timeout * 3:.0f} s") from None
+        finally:
+            for _, proc in formats:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
         try:
             for node in self.nodes:
                 self._launch(node)
