@@ -78,6 +78,8 @@ def test_changelog_leader_killed_and_restarted_loses_and_duplicates_nothing(
 
     t = load_topology(topo)
     assert t.kafka.consumer["session.timeout.ms"] == SESSION_TIMEOUT_MS
+    Admin(t).create(t.topics)
+    cluster.describe_replicas(f"{name}-in")  # every broker knows the input before the rest is planned
     Admin(t).prepare(t.programs)
     changelog = t.changelog_topic(t.programs[0])
     replicas = cluster.describe_replicas(changelog)
