@@ -121,3 +121,11 @@ def test_three_nodes_survive_the_kill_of_a_leader_and_take_it_back(tmp_path: Pat
         cluster.stop_node(cluster.leader("t", 1))
         got = _read_all(cluster.bootstrap, "t", 3, 200)
         assert sorted(got, key=int) == sorted([str(i).encode() for i in range(100)] * 2, key=int)
+
+
+def test_cluster_ids_never_look_like_an_option() -> None:
+    """The storage tool takes the id as an argument: one starting with '-' failed a start."""
+    from eventscript.brokers.apache import _cluster_id
+
+    ids = [_cluster_id() for _ in range(2000)]  # about 1 in 64 random ids starts with '-'
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)

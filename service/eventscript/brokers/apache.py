@@ -116,8 +116,12 @@ def _free_ports(n: int) -> list[int]:
 
 
 def _cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding, not starting with
+    '-' (the storage tool would read it as an option; Kafka's own Uuid.randomUuid avoids it too)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
 
 
 @dataclass
@@ -249,13 +253,25 @@ class KafkaCluster:
     def start(self, timeout: float = 60.0) -> KafkaCluster:
         """Formats every node (in parallel), starts them, and waits until all brokers are known."""
         formats = [(n, self._format(n)) for n in self.nodes]
-        for node, proc in formats:
-            out, _ = proc.communicate(timeout=120)
-            if proc.returncode != 0:
-                raise KafkaStartError(f"formatting node {node.node_id}'s storage failed: {out.decode()[-2000:]}")
-        for node in self.nodes:
-            self._launch(node)
-        self.wait_ready(timeout)
+        try:
+            for node, proc in formats:
+                out, _ = proc.communicate(timeout=timeout * 3)
+                if proc.returncode != 0:
+                    raise KafkaStartError(f"formatting node {node.node_id}'s storage failed: {out.decode()[-2000:]}")
+        except subprocess.TimeoutExpired:
+            raise KafkaStartError(f"formatting the storage took more than {timeout * 3:.0f} s") from None
+        finally:
+            for _, proc in formats:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        try:
+            for node in self.nodes:
+                self._launch(node)
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()  # no broker outlives a failed start; the folder stays for its logs
+            raise
         return self
 
     def _launch(self, node: KafkaNode) -> None:
