@@ -96,6 +96,10 @@ def _fresh(e: ir.Node) -> bool:
     return False
 
 
+#: A case clause of at most this many classes gets a compact feed step specialised per class
+#: (``CodeGen._case_steps``); a longer one takes the generic step, to keep the feed short.
+CASE_LEAVES = 8
+
 #: Python's parser accepts at most 200 nested parentheses. Below this expression depth the
 #: generated code inlines the 64-bit wrap (two levels per operator); deeper, it calls _wrap (one).
 INLINE_DEPTH = 30
@@ -540,6 +544,9 @@ class CodeGen:
             if gk != "ev":
                 out.append(f"{ind}gk = {gk}")
                 gk = "gk"
+            if self._specialise_classes(inp.classify, plans):
+                out += [ind + line for line in self._case_steps(inp.classify, gk, plans, record)]
+                continue
             plan = None
             if isinstance(inp.classify, ir.CaseSymbol) and inp.classify.symbol in plans:
                 sym, plan = str(inp.classify.symbol), plans[inp.classify.symbol]
@@ -571,6 +578,75 @@ class CodeGen:
             out += [ind + line for line in self.compact_step(sym, gk, plan, record)]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
+
+    @staticmethod
+    def _case_leaves(node: ir.Node) -> int:
+        """How many symbols a case clause's arms end in (a symbol named twice counts twice)."""
+        if isinstance(node, ir.CaseSymbol):
+            return 1
+        assert isinstance(node, ir.CaseArm)
+        return CodeGen._case_leaves(node.then) + CodeGen._case_leaves(node.otherwise)
+
+    def _specialise_classes(self, node: ir.Node, plans: dict[int, SymbolPlan]) -> bool:
+        """Does an input's case clause get a specialised step per class (:meth:`_case_steps`)?
+        Only for a clause of at most CASE_LEAVES classes whose symbols all have a plan: past
+        that the feed grows more than it gains."""
+        if not isinstance(node, ir.CaseArm) or self._case_leaves(node) > CASE_LEAVES:
+            return False
+        return all(sym in plans for sym in self._case_symbols(node))
+
+    @staticmethod
+    def _case_symbols(node: ir.Node) -> list[int]:
+        if isinstance(node, ir.CaseSymbol):
+            return [node.symbol]
+        assert isinstance(node, ir.CaseArm)
+        return CodeGen._case_symbols(node.then) + CodeGen._case_symbols(node.otherwise)
+
+    def _case_steps(self, node: ir.Node, gk: str, plans: dict[int, SymbolPlan], record: int | None) -> list[str]:
+        """A compact feed's step for an input with a case clause, specialised per class: the
+        clause becomes an if/else statement whose every arm runs the step of its symbol as an
+        input of that one symbol gets it (one-dimensional tables, actions inlined, checks the
+        symbol cannot need left out), instead of the generic step through ``_NS[sym][st]`` and
+        a function call per event. A table of records looks the key up (and makes a new key's
+        record, running its initial actions) before classifying, as the generic step does; a
+        table of state numbers has nothing to run, so each arm looks the key up itself."""
+        out: list[str] = []
+        if record is not None:
+            out += [f"v = _cget({gk})", "if v is None:", f"    v = _rec({gk})"]
+        conditions = self._case_conditions(node)
+        if any("ctx" in c for c in conditions):  # an error while classifying carries the key (language.md 7.7)
+            out.append(f"ctx = _keyed({gk})")
+        self._case_arm(node, gk, plans, record, "", out)
+        return out
+
+    def _case_conditions(self, node: ir.Node) -> list[str]:
+        if isinstance(node, ir.CaseSymbol):
+            return []
+        assert isinstance(node, ir.CaseArm)
+        return [self.expr(node.cond), *self._case_conditions(node.then), *self._case_conditions(node.otherwise)]
+
+    def _case_arm(self, node: ir.Node, gk: str, plans: dict[int, SymbolPlan], record: int | None,
+                  ind: str, out: list[str]) -> None:
+        if isinstance(node, ir.CaseArm):
+            out.append(f"{ind}if {self.expr(node.cond)}:")
+            self._case_arm(node.then, gk, plans, record, ind + "    ", out)
+            out.append(f"{ind}else:")
+            self._case_arm(node.otherwise, gk, plans, record, ind + "    ", out)
+            return
+        assert isinstance(node, ir.CaseSymbol)
+        sym, plan = str(node.symbol), plans[node.symbol]
+        lines: list[str] = []
+        if record is not None:
+            if self._reads_state(plan):
+                lines.append(f"st = v[{record}]")
+        elif plan.total:
+            if self._reads_state(plan):
+                lines.append(f"st = _cget({gk}, _S)")
+        else:  # see _compact_feed: a first event that cannot start leaves no instance
+            lines += [f"st = _cget({gk})", "if st is None:",
+                      f"    if _N{sym}[_S] is None:", f"        return _unexpected_key({gk}, name, {sym})",
+                      "    st = _S"]
+        out += [ind + line for line in lines + self.compact_step(sym, gk, plan, record)]
 
     @staticmethod
     def _compact_table(kind: str, sym: str) -> str:
