@@ -115,6 +115,8 @@ class CodeGen:
         #: ``gk``, not ``ctx.gk``, and outputs are built inline (``emit_by_key``), so that a match that
         #: only emits builds no context.
         self.by_key = False
+        #: Generating a compact feed whose new records are built inline (see :meth:`_new_record`).
+        self._inline_records = False
 
     # -- expressions ---------------------------------------------------------------------
 
@@ -412,7 +414,7 @@ class CodeGen:
 
     def feed(self, grouped: bool, keyed: bool = False, lazy: list[str] | None = None,
              track_dirty: bool = False, plans: dict[int, SymbolPlan] | None = None, compact: bool = False,
-             record: int | None = None) -> str:
+             record: int | None = None, inline_records: bool = False) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
         instance lookup, classification, transition and termination. This is the hot path.
 
@@ -436,10 +438,11 @@ class CodeGen:
         table ``_tab`` holds each key's state number, no context (see :meth:`compact_step`); the
         feed then returns None. ``record``: a compact table whose
         entries are records (lists) of the variables then the state number, at index ``record``
-        (for programs with variables or initial actions).
+        (for programs with variables or initial actions); ``inline_records``: there are no
+        initial actions, so a new key's record is built in the feed, not by a call of ``_rec``.
         """
         if compact:
-            return self._compact_feed(keyed, plans or {}, record)
+            return self._compact_feed(keyed, plans or {}, record, inline_records)
         one = self.one_key
         touch = ["elif _dirty is not None:", "    _dirty[id(ctx)] = ctx"] if track_dirty else []
         out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):"]
@@ -522,14 +525,16 @@ class CodeGen:
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
 
-    def _compact_feed(self, keyed: bool, plans: dict[int, SymbolPlan], record: int | None) -> str:
+    def _compact_feed(self, keyed: bool, plans: dict[int, SymbolPlan], record: int | None,
+                      inline_records: bool = False) -> str:
         """``feed`` over a table of state numbers or records (see :meth:`feed`). Per symbol k,
         ``_N{k}`` is the target of each state (None: no transition), ``_K{k}`` the code of its
         transition's function (``RTrans.code``) and ``_F{k}`` the function; ``_E`` says which
         states end an instance; ``_NS``/``_FS`` list them by symbol. A key missing from a table
         of state numbers is at ``_S``; one missing from a table of records gets a new record
-        from ``_rec(gk)`` (its initial actions run)."""
+        from ``_rec(gk)`` (its initial actions run), or built inline when there are none."""
         one = self.one_key
+        self._inline_records = inline_records
         out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):"]
         for k, inp in enumerate(self.p.inputs):
             out.append(f"    {'if' if k == 0 else 'elif'} name == {inp.name!r}:")
@@ -558,7 +563,7 @@ class CodeGen:
                 entry = "st" if record is None else "v"
                 out.append(f"{ind}{entry} = _cget({gk})")
                 if record is not None:  # a key's first event creates its record (initial actions) first
-                    out += [f"{ind}if v is None:", f"{ind}    v = _rec({gk})"]
+                    out += [f"{ind}if v is None:", f"{ind}    {self._new_record(gk, record)}"]
                 if plan is None:
                     classify = self._classify(inp.classify)
                     if "ctx" in classify:  # an error while classifying carries the key (language.md 7.7)
@@ -578,6 +583,14 @@ class CodeGen:
             out += [ind + line for line in self.compact_step(sym, gk, plan, record)]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
+
+    def _new_record(self, gk: str, record: int) -> str:
+        """The line giving a compact feed's new key its record ``v`` in the table: the record
+        built inline (its variables unset, the start state) when there are no initial actions
+        (a call of ``_rec`` per new key costs a frame), else by ``_rec``, which runs them."""
+        if not self._inline_records:
+            return f"v = _rec({gk})"
+        return f"v = _tab[{gk}] = [{'UNSET, ' * record}_S]"
 
     @staticmethod
     def _case_leaves(node: ir.Node) -> int:
@@ -612,7 +625,7 @@ class CodeGen:
         table of state numbers has nothing to run, so each arm looks the key up itself."""
         out: list[str] = []
         if record is not None:
-            out += [f"v = _cget({gk})", "if v is None:", f"    v = _rec({gk})"]
+            out += [f"v = _cget({gk})", "if v is None:", f"    {self._new_record(gk, record)}"]
         conditions = self._case_conditions(node)
         if any("ctx" in c for c in conditions):  # an error while classifying carries the key (language.md 7.7)
             out.append(f"ctx = _keyed({gk})")
