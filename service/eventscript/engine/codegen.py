@@ -96,6 +96,10 @@ def _fresh(e: ir.Node) -> bool:
     return False
 
 
+#: A case clause of at most this many classes gets a compact feed step specialised per class
+#: (``CodeGen._case_steps``); a longer one takes the generic step, to keep the feed short.
+CASE_LEAVES = 8
+
 #: Python's parser accepts at most 200 nested parentheses. Below this expression depth the
 #: generated code inlines the 64-bit wrap (two levels per operator); deeper, it calls _wrap (one).
 INLINE_DEPTH = 30
@@ -111,6 +115,8 @@ class CodeGen:
         #: ``gk``, not ``ctx.gk``, and outputs are built inline (``emit_by_key``), so that a match that
         #: only emits builds no context.
         self.by_key = False
+        #: Generating a compact feed whose new records are built inline (see :meth:`_new_record`).
+        self._inline_records = False
 
     # -- expressions ---------------------------------------------------------------------
 
@@ -408,7 +414,7 @@ class CodeGen:
 
     def feed(self, grouped: bool, keyed: bool = False, lazy: list[str] | None = None,
              track_dirty: bool = False, plans: dict[int, SymbolPlan] | None = None, compact: bool = False,
-             record: int | None = None) -> str:
+             record: int | None = None, inline_records: bool = False) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
         instance lookup, classification, transition and termination. This is the hot path.
 
@@ -432,10 +438,11 @@ class CodeGen:
         table ``_tab`` holds each key's state number, no context (see :meth:`compact_step`); the
         feed then returns None. ``record``: a compact table whose
         entries are records (lists) of the variables then the state number, at index ``record``
-        (for programs with variables or initial actions).
+        (for programs with variables or initial actions); ``inline_records``: there are no
+        initial actions, so a new key's record is built in the feed, not by a call of ``_rec``.
         """
         if compact:
-            return self._compact_feed(keyed, plans or {}, record)
+            return self._compact_feed(keyed, plans or {}, record, inline_records)
         one = self.one_key
         touch = ["elif _dirty is not None:", "    _dirty[id(ctx)] = ctx"] if track_dirty else []
         out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):"]
@@ -518,14 +525,16 @@ class CodeGen:
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
 
-    def _compact_feed(self, keyed: bool, plans: dict[int, SymbolPlan], record: int | None) -> str:
+    def _compact_feed(self, keyed: bool, plans: dict[int, SymbolPlan], record: int | None,
+                      inline_records: bool = False) -> str:
         """``feed`` over a table of state numbers or records (see :meth:`feed`). Per symbol k,
         ``_N{k}`` is the target of each state (None: no transition), ``_K{k}`` the code of its
         transition's function (``RTrans.code``) and ``_F{k}`` the function; ``_E`` says which
         states end an instance; ``_NS``/``_FS`` list them by symbol. A key missing from a table
         of state numbers is at ``_S``; one missing from a table of records gets a new record
-        from ``_rec(gk)`` (its initial actions run)."""
+        from ``_rec(gk)`` (its initial actions run), or built inline when there are none."""
         one = self.one_key
+        self._inline_records = inline_records
         out = ["def feed_keyed(name, ev, key):" if keyed else "def feed(name, ev):"]
         for k, inp in enumerate(self.p.inputs):
             out.append(f"    {'if' if k == 0 else 'elif'} name == {inp.name!r}:")
@@ -540,6 +549,9 @@ class CodeGen:
             if gk != "ev":
                 out.append(f"{ind}gk = {gk}")
                 gk = "gk"
+            if self._specialise_classes(inp.classify, plans):
+                out += [ind + line for line in self._case_steps(inp.classify, gk, plans, record)]
+                continue
             plan = None
             if isinstance(inp.classify, ir.CaseSymbol) and inp.classify.symbol in plans:
                 sym, plan = str(inp.classify.symbol), plans[inp.classify.symbol]
@@ -551,7 +563,7 @@ class CodeGen:
                 entry = "st" if record is None else "v"
                 out.append(f"{ind}{entry} = _cget({gk})")
                 if record is not None:  # a key's first event creates its record (initial actions) first
-                    out += [f"{ind}if v is None:", f"{ind}    v = _rec({gk})"]
+                    out += [f"{ind}if v is None:", f"{ind}    {self._new_record(gk, record)}"]
                 if plan is None:
                     classify = self._classify(inp.classify)
                     if "ctx" in classify:  # an error while classifying carries the key (language.md 7.7)
@@ -571,6 +583,83 @@ class CodeGen:
             out += [ind + line for line in self.compact_step(sym, gk, plan, record)]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
+
+    def _new_record(self, gk: str, record: int) -> str:
+        """The line giving a compact feed's new key its record ``v`` in the table: the record
+        built inline (its variables unset, the start state) when there are no initial actions
+        (a call of ``_rec`` per new key costs a frame), else by ``_rec``, which runs them."""
+        if not self._inline_records:
+            return f"v = _rec({gk})"
+        return f"v = _tab[{gk}] = [{'UNSET, ' * record}_S]"
+
+    @staticmethod
+    def _case_leaves(node: ir.Node) -> int:
+        """How many symbols a case clause's arms end in (a symbol named twice counts twice)."""
+        if isinstance(node, ir.CaseSymbol):
+            return 1
+        assert isinstance(node, ir.CaseArm)
+        return CodeGen._case_leaves(node.then) + CodeGen._case_leaves(node.otherwise)
+
+    def _specialise_classes(self, node: ir.Node, plans: dict[int, SymbolPlan]) -> bool:
+        """Does an input's case clause get a specialised step per class (:meth:`_case_steps`)?
+        Only for a clause of at most CASE_LEAVES classes whose symbols all have a plan: past
+        that the feed grows more than it gains."""
+        if not isinstance(node, ir.CaseArm) or self._case_leaves(node) > CASE_LEAVES:
+            return False
+        return all(sym in plans for sym in self._case_symbols(node))
+
+    @staticmethod
+    def _case_symbols(node: ir.Node) -> list[int]:
+        if isinstance(node, ir.CaseSymbol):
+            return [node.symbol]
+        assert isinstance(node, ir.CaseArm)
+        return CodeGen._case_symbols(node.then) + CodeGen._case_symbols(node.otherwise)
+
+    def _case_steps(self, node: ir.Node, gk: str, plans: dict[int, SymbolPlan], record: int | None) -> list[str]:
+        """A compact feed's step for an input with a case clause, specialised per class: the
+        clause becomes an if/else statement whose every arm runs the step of its symbol as an
+        input of that one symbol gets it (one-dimensional tables, actions inlined, checks the
+        symbol cannot need left out), instead of the generic step through ``_NS[sym][st]`` and
+        a function call per event. A table of records looks the key up (and makes a new key's
+        record, running its initial actions) before classifying, as the generic step does; a
+        table of state numbers has nothing to run, so each arm looks the key up itself."""
+        out: list[str] = []
+        if record is not None:
+            out += [f"v = _cget({gk})", "if v is None:", f"    {self._new_record(gk, record)}"]
+        conditions = self._case_conditions(node)
+        if any("ctx" in c for c in conditions):  # an error while classifying carries the key (language.md 7.7)
+            out.append(f"ctx = _keyed({gk})")
+        self._case_arm(node, gk, plans, record, "", out)
+        return out
+
+    def _case_conditions(self, node: ir.Node) -> list[str]:
+        if isinstance(node, ir.CaseSymbol):
+            return []
+        assert isinstance(node, ir.CaseArm)
+        return [self.expr(node.cond), *self._case_conditions(node.then), *self._case_conditions(node.otherwise)]
+
+    def _case_arm(self, node: ir.Node, gk: str, plans: dict[int, SymbolPlan], record: int | None,
+                  ind: str, out: list[str]) -> None:
+        if isinstance(node, ir.CaseArm):
+            out.append(f"{ind}if {self.expr(node.cond)}:")
+            self._case_arm(node.then, gk, plans, record, ind + "    ", out)
+            out.append(f"{ind}else:")
+            self._case_arm(node.otherwise, gk, plans, record, ind + "    ", out)
+            return
+        assert isinstance(node, ir.CaseSymbol)
+        sym, plan = str(node.symbol), plans[node.symbol]
+        lines: list[str] = []
+        if record is not None:
+            if self._reads_state(plan):
+                lines.append(f"st = v[{record}]")
+        elif plan.total:
+            if self._reads_state(plan):
+                lines.append(f"st = _cget({gk}, _S)")
+        else:  # see _compact_feed: a first event that cannot start leaves no instance
+            lines += [f"st = _cget({gk})", "if st is None:",
+                      f"    if _N{sym}[_S] is None:", f"        return _unexpected_key({gk}, name, {sym})",
+                      "    st = _S"]
+        out += [ind + line for line in lines + self.compact_step(sym, gk, plan, record)]
 
     @staticmethod
     def _compact_table(kind: str, sym: str) -> str:

@@ -228,7 +228,8 @@ class CompactExecutor(EagerExecutor):
         return eager
 
     def feed_options(self) -> dict[str, Any]:
-        return {"plans": self.symbol_plans(True), "compact": True, "record": self.record}
+        return {"plans": self.symbol_plans(True), "compact": True, "record": self.record,
+                "inline_records": self.init_fn is None}
 
     def namespace(self) -> dict[str, Any]:
         """The names the compact feed reads (``CodeGen._compact_feed``): per symbol, each state's
