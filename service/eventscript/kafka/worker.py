@@ -83,6 +83,20 @@ class WorkerError(Exception):
     pass
 
 
+class MemberEnded(Exception):
+    """The group member can go no further: its consumer reported a fatal error (librdkafka's
+    ``_FATAL``, e.g. "Static consumer fenced by other consumer with same group.instance.id", whose
+    ``fatal()`` is false, or any error whose ``fatal()`` is true). The consumer will never fetch or
+    commit again, so the worker drops its tasks without committing and rejoins with a new consumer
+    (``ProgramWorker._rejoin``) rather than staying alive with partitions no one processes."""
+
+
+#: Rejoins allowed within ``REJOIN_WINDOW`` seconds before the worker gives up (two workers run with
+#: the same instance id and fence each other in turn: a configuration error only a person can fix).
+MAX_REJOINS = 5
+REJOIN_WINDOW = 60.0
+
+
 class StoppedWaiting(Exception):
     """A stop was asked for while a transactional call waited for the broker. The call's outcome
     is unknown and librdkafka accepts no other transactional call until it ends, so the worker
@@ -162,6 +176,8 @@ class ProgramWorker:
         self._purge_supported = True
         self._purge_failures = 0
         self._admin: Any = None
+        #: When the worker last rejoined its group with a new consumer (``_rejoin``).
+        self._rejoins: list[float] = []
 
     # -- status ----------------------------------------------------------------------------------
 
@@ -200,12 +216,13 @@ class ProgramWorker:
         after every partition reached its end)."""
         try:
             self._open()
-            assert self.consumer is not None
-            self.consumer.subscribe([self.rep_topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
-                                    on_lost=self._on_lost)
+            self._join()
             while not self.stopping.is_set():
                 self.last_loop = time.monotonic()
-                self._iterate()
+                try:
+                    self._iterate()
+                except MemberEnded as exc:
+                    self._rejoin(exc)
                 if until_idle is not None and self._idle_for() >= until_idle:
                     break
         except StoppedWaiting as exc:
@@ -220,11 +237,7 @@ class ProgramWorker:
     def _open(self) -> None:
         kafka = self.topo.kafka
         rate_limit(log, logging.getLogger("eventscript.kafka.task"), clients.LIBRDKAFKA_LOG)
-        # Static membership: a worker restarted within the session timeout (a rolling deploy, a
-        # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
-        static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
-        conf = clients.consumer_config(kafka, self.group_id, on_commit=self._on_commit, **static)
-        self.consumer = self.supplier.consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
+        self.consumer = self._new_consumer()
         txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
         # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
         # failed delivery fatal; it does not cover message timeouts, so records never time out
@@ -241,10 +254,76 @@ class ProgramWorker:
         if self.cfg.num_standby > 0:
             reader = self.supplier.consumer(clients.consumer_config(
                 kafka, f"{self.group_id}.standby.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
-            consumer = self.consumer
+            # (self.consumer, not a copy: a rejoin replaces the consumer)
             self._standbys = Standbys(self.cfg.name, self.changelog_topic,
                                       [i.topic for i in self.cfg.inputs] + [self.rep_topic], self.state_root, reader,
-                                      lambda tps: consumer.committed(tps, timeout=1.0))
+                                      lambda tps: self._member().committed(tps, timeout=1.0))
+
+    def _new_consumer(self) -> Consumer:
+        """The group member's consumer (made at start and again on each rejoin)."""
+        kafka = self.topo.kafka
+        # Static membership: a worker restarted within the session timeout (a rolling deploy, a
+        # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
+        static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
+        conf = clients.consumer_config(kafka, self.group_id, on_commit=self._on_commit, **static)
+        return self.supplier.consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
+
+    def _member(self) -> Consumer:
+        assert self.consumer is not None
+        return self.consumer
+
+    def _join(self) -> None:
+        self._member().subscribe([self.rep_topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                 on_lost=self._on_lost)
+
+    def _rejoin(self, exc: MemberEnded) -> None:
+        """End the group member whose consumer failed fatally and join again with a new consumer:
+        every task is closed without committing (its batch is processed again by whoever owns it
+        next, from the committed offsets and the committed state), an open transaction is aborted,
+        and the new member restores whatever tasks the group gives it. As Kafka Streams does on a
+        TaskMigratedException. A worker that must rejoin again and again (``MAX_REJOINS`` within
+        ``REJOIN_WINDOW``) stops with an error instead."""
+        now = time.monotonic()
+        self._rejoins = [t for t in self._rejoins if now - t < REJOIN_WINDOW] + [now]
+        if len(self._rejoins) > MAX_REJOINS:
+            raise WorkerError(f"{self.cfg.name}: the group member ended {len(self._rejoins)} times within "
+                              f"{REJOIN_WINDOW:.0f} s (last: {exc}); is another worker running with instance id "
+                              f"{self.instance_id!r}? Give each worker its own instance id") from exc
+        log.warning("%s: %s; closing every task without committing and joining the group again",
+                    self.cfg.name, exc)
+        self._fault("rejoined")
+        self._drop_all_tasks()
+        old, self.consumer = self.consumer, None
+        if old is not None:
+            try:
+                old.close()  # (no task left: the revoke callback commits nothing)
+            except Exception as close_exc:
+                log.warning("%s: closing the ended consumer: %s", self.cfg.name, close_exc)
+        self.consumer = self._new_consumer()
+        self._join()
+
+    def _drop_all_tasks(self) -> None:
+        """Close every task without committing and forget the batch: nothing of it was committed."""
+        if self.output is not None and self.output.txn_open:
+            self._abort()
+        for task in self.tasks.values():
+            task.close()
+        self.tasks.clear()
+        self.restore_queue.clear()
+        self._rewinding.clear()
+        if self._restoring is not None:
+            self._restoring = None
+            if self._restorer is not None:
+                self._restorer.unassign()
+        self._pending_store.clear()
+        if self.output is not None:
+            self.output.changelog_end.clear()
+        self._dirty_since_commit = False
+        self._rewind_deferred = False
+        self.commit_failed = False
+        self.assignment_lost = True  # not ready until the group assigns tasks again
+        self._retarget_standbys()
+        self._rebalanced("lost")
 
     def _close(self) -> None:
         try:
@@ -320,8 +399,10 @@ class ProgramWorker:
                     if task is not None:
                         task.mark_eof(m.topic(), m.partition())
                     continue
-                if err.fatal():
-                    raise WorkerError(f"consumer: {err}")
+                if err.fatal() or err.code() == KafkaError._FATAL:
+                    # librdkafka reports its fatal consumer errors with code _FATAL and fatal()
+                    # false: either way the consumer is dead.
+                    raise MemberEnded(f"consumer failed fatally: {err}")
                 log.warning("%s: consumer: %s", self.cfg.name, err)
                 continue
             task = tasks.get(m.partition())
