@@ -95,6 +95,9 @@ class MemberEnded(Exception):
 #: the same instance id and fence each other in turn: a configuration error only a person can fix).
 MAX_REJOINS = 5
 REJOIN_WINDOW = 60.0
+#: Commit errors that mean the group gave this member's tasks to another (Kafka Streams'
+#: TaskMigratedException): every task is lost, and the member rejoins.
+MIGRATED = (KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.FENCED_INSTANCE_ID)
 
 
 class StoppedWaiting(Exception):
@@ -176,8 +179,16 @@ class ProgramWorker:
         self._purge_supported = True
         self._purge_failures = 0
         self._admin: Any = None
+        #: Each task's committed input offsets, as read when it was restored or rewound and moved on
+        #: by each commit: every commit sends every running task's position starting from them, so
+        #: that a commit always carries offsets, and with them the group generation that fences a
+        #: zombie (a task that processed nothing since would otherwise send none).
+        self._committed_at: dict[int, Position] = {}
         #: When the worker last rejoined its group with a new consumer (``_rejoin``).
         self._rejoins: list[float] = []
+        #: The member ended inside a rebalance callback, which must not raise: raised after the
+        #: consumer's call returns (``_raise_if_ended``), before anything else is processed.
+        self._ended: MemberEnded | None = None
 
     # -- status ----------------------------------------------------------------------------------
 
@@ -276,6 +287,11 @@ class ProgramWorker:
         self._member().subscribe([self.rep_topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
                                  on_lost=self._on_lost)
 
+    def _raise_if_ended(self) -> None:
+        ended, self._ended = self._ended, None
+        if ended is not None:
+            raise ended
+
     def _rejoin(self, exc: MemberEnded) -> None:
         """End the group member whose consumer failed fatally and join again with a new consumer:
         every task is closed without committing (its batch is processed again by whoever owns it
@@ -309,6 +325,7 @@ class ProgramWorker:
         for task in self.tasks.values():
             task.close()
         self.tasks.clear()
+        self._committed_at.clear()
         self.restore_queue.clear()
         self._rewinding.clear()
         if self._restoring is not None:
@@ -331,6 +348,9 @@ class ProgramWorker:
                 self._commit()
         except StoppedWaiting as exc:
             log.warning("%s: final commit: %s", self.cfg.name, exc)
+        except MemberEnded as exc:
+            log.warning("%s: final commit: %s; closing the tasks without committing", self.cfg.name, exc)
+            self._drop_all_tasks()
         except Exception:
             log.exception("%s: final commit failed", self.cfg.name)
         if self.consumer is not None:
@@ -360,6 +380,7 @@ class ProgramWorker:
         if self._rewinding:
             self._finish_rewind()
         got = self._take(self.consumer.consume(num_messages=BATCH, timeout=self._poll_timeout()))
+        self._raise_if_ended()
         self._restore_pending()
         if self._standbys is not None:
             self._standbys.step()
@@ -487,9 +508,10 @@ class ProgramWorker:
     # -- committing -----------------------------------------------------------------------------------
 
     def _positions(self) -> list[TopicPartition]:
+        """Every running task's input positions: its committed offsets moved on by what it processed."""
         out = []
-        for task in self.tasks.values():
-            for name, off in task.position.items():
+        for p, task in self.tasks.items():
+            for name, off in {**self._committed_at.get(p, {}), **task.position}.items():
                 topic, _, part = name.rpartition(":")
                 out.append(TopicPartition(topic, int(part), off))
         return out
@@ -561,6 +583,8 @@ class ProgramWorker:
             if p not in output.changelog_end and task.position:
                 task.store.write({}, None, dict(task.position))
         output.changelog_end.clear()
+        for p, task in owned.items():
+            self._committed_at.setdefault(p, {}).update(task.position)
         if self._rewind_deferred:  # the assignment was lost while the commit waited
             self._rewind_deferred = False
             self._rewind()
@@ -676,6 +700,7 @@ class ProgramWorker:
                 # A commit usually takes a few milliseconds: poll in short slices at first (the
                 # consumer returns at the end of its timeout, not when the result arrives).
                 self._take(consumer.consume(num_messages=BATCH, timeout=0.002 if waited < 0.1 else 0.1))
+                self._raise_if_ended()
         finally:
             self._commit_waiting = False
             self._txn_waiting = False
@@ -686,6 +711,18 @@ class ProgramWorker:
 
     def _commit_failed(self, exc: KafkaException) -> None:
         err: KafkaError = exc.args[0]
+        if err.code() in MIGRATED:
+            # Another member owns the tasks now (this one was a zombie: frozen, cut off, or
+            # fenced): nothing of this batch may be committed, and going back to the last commit
+            # would process records and fire timers the new owner has already handled.
+            self._fault("commit_failed")
+            assert self.output is not None
+            self.output.delivery_error = None
+            if self.eos and self.output.txn_open:
+                if err.fatal():
+                    raise WorkerError(f"{self.cfg.name}: transaction failed fatally: {err}") from exc
+                self._abort()
+            raise MemberEnded(f"commit failed: {err} (the group moved the tasks to another member)") from exc
         log.warning("%s: commit failed: %s; going back to the last commit", self.cfg.name, err)
         self.commit_failed = True
         self._fault("commit_failed")
@@ -780,6 +817,8 @@ class ProgramWorker:
                 return
             moved = True
             for tp in committed:
+                if tp.offset >= 0:
+                    self._committed_at.setdefault(tp.partition, {})[tp_name(tp.topic, tp.partition)] = tp.offset
                 tp.offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
                 try:
                     self.consumer.seek(tp)
@@ -836,6 +875,8 @@ class ProgramWorker:
                 self._commit()  # finish and commit the batch before giving the tasks away
             except StoppedWaiting as exc:
                 log.warning("%s: commit on revocation: %s", self.cfg.name, exc)
+            except MemberEnded as exc:
+                self._ended = exc  # every task is lost: rejoin once the consumer's call returns
             except WorkerError:
                 raise  # the transaction is in an unknown state: going on would commit it later
             except Exception:
@@ -846,6 +887,7 @@ class ProgramWorker:
         for p in revoked:
             task = self.tasks.pop(p)
             task.close()
+            self._committed_at.pop(p, None)
             self._rewinding.discard(p)
             if p in self.restore_queue:
                 self.restore_queue.remove(p)
@@ -869,6 +911,7 @@ class ProgramWorker:
             task = self.tasks.pop(p, None)
             if task is not None:
                 task.close()
+            self._committed_at.pop(p, None)
             self._rewinding.discard(p)
             if p in self.restore_queue:
                 self.restore_queue.remove(p)
@@ -954,4 +997,6 @@ class ProgramWorker:
         out: dict[int, Position] = {t.partition: {} for t in tasks}
         for tp in self.consumer.committed(tps, timeout=min(TXN_TIMEOUT, TXN_SLICE)):
             out[tp.partition][tp_name(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else 0
+            if tp.offset >= 0:
+                self._committed_at.setdefault(tp.partition, {})[tp_name(tp.topic, tp.partition)] = tp.offset
         return out
