@@ -1,5 +1,5 @@
-"""A consumer that failed fatally ends the group member, and the worker joins again with a new one
-(issue 20, the wedged worker of tests/chaos/README.md).
+"""A consumer or an exactly-once producer that failed fatally ends the group member, and the worker
+joins again with new clients (issue 20: the wedged worker of tests/chaos/README.md, and fault 8).
 
 After a broker kill the chaos harness saw librdkafka report "Static consumer fenced by other
 consumer with same group.instance.id" as a consumer error of code ``_FATAL`` whose ``fatal()`` is
@@ -9,6 +9,11 @@ delivers that error once the worker has processed some records and from then on 
 as a dead consumer does. The worker must close its tasks without committing, make a new consumer,
 rejoin, and process every record: per key, the outputs with repeated ids dropped equal an
 uninterrupted run (``kafka_helpers.Oracle``).
+
+Fault 8: an exactly-once worker whose producer was fenced (``_FENCED``, fatal: a newer producer of
+its transactional id, or its transaction rolled back while it was frozen) exited and relied on
+being restarted. Here the first producer's ``commit_transaction`` fails so, and every
+transactional call after it too; the worker must close its tasks, make a new producer and rejoin.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 from kafka_helpers import Broker, KeyedProducer, Oracle, outputs_by_key, read_many, topology, unique, wait_for
 
 from count_programs import COUNT
@@ -72,10 +77,45 @@ class DyingConsumer:
         return getattr(self._client, name)
 
 
+class FencedProducer:
+    """The worker's real producer, whose first ``commit_transaction`` after ``arm()`` fails with a
+    fatal ``_FENCED`` error, as does every transactional call after it (as librdkafka's)."""
+
+    CALLS = ("begin_transaction", "send_offsets_to_transaction", "commit_transaction", "abort_transaction")
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.armed = threading.Event()
+        self.dead = False
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if name not in self.CALLS:
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.dead or (name == "commit_transaction" and self.armed.is_set()):
+                self.dead = True
+                raise KafkaException(KafkaError(KafkaError._FENCED, "injected: producer fenced", fatal=True))
+            return attr(*args, **kwargs)
+
+        return call
+
+
 @pytest.mark.kafka
 @pytest.mark.slow
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
 def test_fatal_consumer_error_rejoins(broker: Broker, tmp_path: Path, guarantee: str) -> None:
+    _run(broker, tmp_path, guarantee, "consumer")
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_fenced_producer_rejoins(broker: Broker, tmp_path: Path) -> None:
+    _run(broker, tmp_path, "exactly_once", "producer")
+
+
+def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
     from eventscript.kafka.clients import ClientSupplier
     from eventscript.kafka.config import load_topology
     from eventscript.kafka.runner import TopologyRunner
@@ -88,8 +128,13 @@ def test_fatal_consumer_error_rejoins(broker: Broker, tmp_path: Path, guarantee:
         "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
     }], {f"{name}-in": {"partitions": PARTITIONS}})
     members: list[DyingConsumer] = []
+    producers: list[FencedProducer] = []
 
     class Supplier(ClientSupplier):
+        def producer(self, conf: dict[str, Any]) -> Any:
+            producers.append(FencedProducer(super().producer(conf)))
+            return producers[-1]
+
         def consumer(self, conf: dict[str, Any]) -> Any:
             client = super().consumer(conf)
             if ".restore." in conf["group.id"] or ".standby." in conf["group.id"]:
@@ -107,8 +152,9 @@ def test_fatal_consumer_error_rejoins(broker: Broker, tmp_path: Path, guarantee:
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
     writing = producer.start(RECORDS, KEYS, rate=RATE)
     wait_for(lambda: producer.sent >= RECORDS // 3, 60, what="a third of the records written")
-    members[0].armed.set()
-    wait_for(lambda: members[0].dead, 30, what="the fatal error delivered")
+    dying = members[0] if failing == "consumer" else producers[0]
+    dying.armed.set()
+    wait_for(lambda: dying.dead, 30, what="the fatal error delivered")
     writing.join(60)
     t.join(180)
     if t.is_alive():
@@ -116,7 +162,9 @@ def test_fatal_consumer_error_rejoins(broker: Broker, tmp_path: Path, guarantee:
         t.join(30)
         raise AssertionError("the worker did not become idle")
     assert result == [0], [w.failure for w in runner.workers]
-    assert len(members) >= 2, "the worker made no new consumer after its consumer failed fatally"
+    assert len(members) >= 2, f"the worker made no new consumer after its {failing} failed fatally"
+    if failing == "producer":
+        assert len(producers) >= 2, "the worker made no new producer after its producer was fenced"
 
     raw = read_many(broker, [f"{name}-in", f"{name}-out", f"{name}-err"], dedupe=False)
     assert len(raw[f"{name}-in"]) == RECORDS

@@ -88,7 +88,15 @@ class MemberEnded(Exception):
     ``_FATAL``, e.g. "Static consumer fenced by other consumer with same group.instance.id", whose
     ``fatal()`` is false, or any error whose ``fatal()`` is true). The consumer will never fetch or
     commit again, so the worker drops its tasks without committing and rejoins with a new consumer
-    (``ProgramWorker._rejoin``) rather than staying alive with partitions no one processes."""
+    (``ProgramWorker._rejoin``) rather than staying alive with partitions no one processes.
+
+    ``producer_failed``: the exactly-once producer failed fatally too (fenced by a newer producer
+    of its transactional id, or its transaction timed out while the worker was frozen): it is
+    replaced as well, and its transaction is left to the broker (it was aborted or fenced)."""
+
+    def __init__(self, message: str, producer_failed: bool = False) -> None:
+        super().__init__(message)
+        self.producer_failed = producer_failed
 
 
 #: Rejoins allowed within ``REJOIN_WINDOW`` seconds before the worker gives up (two workers run with
@@ -249,17 +257,7 @@ class ProgramWorker:
         kafka = self.topo.kafka
         rate_limit(log, logging.getLogger("eventscript.kafka.task"), clients.LIBRDKAFKA_LOG)
         self.consumer = self._new_consumer()
-        txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
-        # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
-        # failed delivery fatal; it does not cover message timeouts, so records never time out
-        # (an undelivered record keeps the batch from committing instead).
-        extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
-        conf = clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra)
-        self.producer = self.supplier.producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
-        self.output = BatchProducer(self.cfg.name, self.producer, self.eos, self.changelog_topic, self._queue_full)
-        if self.eos:
-            producer = self.producer
-            self._txn_call("initialising", lambda t: producer.init_transactions(t), fault=None)
+        self._new_producer()
         self._restorer = self.supplier.consumer(clients.consumer_config(
             kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
         if self.cfg.num_standby > 0:
@@ -269,6 +267,24 @@ class ProgramWorker:
             self._standbys = Standbys(self.cfg.name, self.changelog_topic,
                                       [i.topic for i in self.cfg.inputs] + [self.rep_topic], self.state_root, reader,
                                       lambda tps: self._member().committed(tps, timeout=1.0))
+
+    def _new_producer(self) -> None:
+        """The worker's producer and its batch side (made at start, and again on a rejoin after the
+        exactly-once producer failed fatally: a new one fences the old transactional epoch)."""
+        kafka = self.topo.kafka
+        txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
+        # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
+        # failed delivery fatal; it does not cover message timeouts, so records never time out
+        # (an undelivered record keeps the batch from committing instead).
+        extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
+        conf = clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra)
+        self.output = None  # (the old one's error_cb must not report into the new batch)
+        self.producer = self.supplier.producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
+        self.output = BatchProducer(self.cfg.name, self.producer, self.eos, self.changelog_topic, self._queue_full)
+        self._produced_counted = self._produced_at_commit = 0  # (the new producer counts from 0)
+        if self.eos:
+            producer = self.producer
+            self._txn_call("initialising", lambda t: producer.init_transactions(t), fault=None)
 
     def _new_consumer(self) -> Consumer:
         """The group member's consumer (made at start and again on each rejoin)."""
@@ -308,7 +324,16 @@ class ProgramWorker:
         log.warning("%s: %s; closing every task without committing and joining the group again",
                     self.cfg.name, exc)
         self._fault("rejoined")
+        if exc.producer_failed and self.output is not None:
+            self.output.txn_open = False  # a failed producer's transaction cannot be aborted: the broker ends it
         self._drop_all_tasks()
+        if exc.producer_failed and self.producer is not None:
+            old_producer, self.producer = self.producer, None
+            try:
+                old_producer.purge()  # its queued records belong to the failed transaction
+            except Exception as purge_exc:
+                log.warning("%s: dropping the failed producer's records: %s", self.cfg.name, purge_exc)
+            self._new_producer()
         old, self.consumer = self.consumer, None
         if old is not None:
             try:
@@ -350,6 +375,8 @@ class ProgramWorker:
             log.warning("%s: final commit: %s", self.cfg.name, exc)
         except MemberEnded as exc:
             log.warning("%s: final commit: %s; closing the tasks without committing", self.cfg.name, exc)
+            if exc.producer_failed and self.output is not None:
+                self.output.txn_open = False  # (the broker ends a failed producer's transaction)
             self._drop_all_tasks()
         except Exception:
             log.exception("%s: final commit failed", self.cfg.name)
@@ -718,9 +745,10 @@ class ProgramWorker:
             self._fault("commit_failed")
             assert self.output is not None
             self.output.delivery_error = None
+            if self.eos and err.fatal():
+                raise MemberEnded(f"commit failed: {err} (the group moved the tasks to another member)",
+                                  producer_failed=True) from exc
             if self.eos and self.output.txn_open:
-                if err.fatal():
-                    raise WorkerError(f"{self.cfg.name}: transaction failed fatally: {err}") from exc
                 self._abort()
             raise MemberEnded(f"commit failed: {err} (the group moved the tasks to another member)") from exc
         log.warning("%s: commit failed: %s; going back to the last commit", self.cfg.name, err)
@@ -734,7 +762,10 @@ class ProgramWorker:
             # no flags but leaves the transaction in the abortable state. An abort librdkafka
             # refuses is fatal (``_abort``).
             if err.fatal():
-                raise WorkerError(f"{self.cfg.name}: transaction failed fatally: {err}") from exc
+                # Fenced (a newer producer of this transactional id, or the transaction timed out
+                # while the worker was frozen): another member may own the tasks now. Close them
+                # without committing and rejoin with a new producer, as Kafka Streams does.
+                raise MemberEnded(f"transaction failed fatally: {err}", producer_failed=True) from exc
             self._abort()
         self._rewind()
 
