@@ -92,11 +92,18 @@ class MemberEnded(Exception):
 
     ``producer_failed``: the exactly-once producer failed fatally too (fenced by a newer producer
     of its transactional id, or its transaction timed out while the worker was frozen): it is
-    replaced as well, and its transaction is left to the broker (it was aborted or fenced)."""
+    replaced as well, and its transaction is left to the broker (it was aborted or fenced).
 
-    def __init__(self, message: str, producer_failed: bool = False) -> None:
+    ``consumer_failed``: the consumer is dead and is replaced (a new member joins); otherwise the
+    consumer lives on and the tasks of its current assignment are made again, restored from the
+    committed state (a commit refused for the group's generation: the consumer's own rebalance
+    then says what it really owns), which spares the group a rebalance per refused commit.
+    """
+
+    def __init__(self, message: str, producer_failed: bool = False, consumer_failed: bool = False) -> None:
         super().__init__(message)
         self.producer_failed = producer_failed
+        self.consumer_failed = consumer_failed
 
 
 #: Rejoins allowed within ``REJOIN_WINDOW`` seconds before the worker gives up (two workers run with
@@ -309,14 +316,15 @@ class ProgramWorker:
             raise ended
 
     def _rejoin(self, exc: MemberEnded) -> None:
-        """End the group member whose consumer failed fatally and join again with a new consumer:
-        every task is closed without committing (its batch is processed again by whoever owns it
+        """End the group member whose tasks were lost and join again (with a new consumer if its
+        consumer failed fatally, see :class:`MemberEnded`): every task is closed without committing (its batch is processed again by whoever owns it
         next, from the committed offsets and the committed state), an open transaction is aborted,
         and the new member restores whatever tasks the group gives it. As Kafka Streams does on a
         TaskMigratedException. A worker that must rejoin again and again (``MAX_REJOINS`` within
         ``REJOIN_WINDOW``) stops with an error instead."""
         now = time.monotonic()
-        self._rejoins = [t for t in self._rejoins if now - t < REJOIN_WINDOW] + [now]
+        if exc.consumer_failed:
+            self._rejoins = [t for t in self._rejoins if now - t < REJOIN_WINDOW] + [now]
         if len(self._rejoins) > MAX_REJOINS:
             raise WorkerError(f"{self.cfg.name}: the group member ended {len(self._rejoins)} times within "
                               f"{REJOIN_WINDOW:.0f} s (last: {exc}); is another worker running with instance id "
@@ -326,6 +334,7 @@ class ProgramWorker:
         self._fault("rejoined")
         if exc.producer_failed and self.output is not None:
             self.output.txn_open = False  # a failed producer's transaction cannot be aborted: the broker ends it
+        owned = sorted(self.tasks)
         self._drop_all_tasks()
         if exc.producer_failed and self.producer is not None:
             old_producer, self.producer = self.producer, None
@@ -334,6 +343,11 @@ class ProgramWorker:
             except Exception as purge_exc:
                 log.warning("%s: dropping the failed producer's records: %s", self.cfg.name, purge_exc)
             self._new_producer()
+        if not exc.consumer_failed:
+            consumer = self._member()
+            consumer.incremental_unassign([tp for p in owned for tp in self._task_partitions(p)])
+            self._on_assign(consumer, [TopicPartition(self.rep_topic, p) for p in owned])
+            return
         old, self.consumer = self.consumer, None
         if old is not None:
             try:
@@ -450,7 +464,7 @@ class ProgramWorker:
                 if err.fatal() or err.code() == KafkaError._FATAL:
                     # librdkafka reports its fatal consumer errors with code _FATAL and fatal()
                     # false: either way the consumer is dead.
-                    raise MemberEnded(f"consumer failed fatally: {err}")
+                    raise MemberEnded(f"consumer failed fatally: {err}", consumer_failed=True)
                 log.warning("%s: consumer: %s", self.cfg.name, err)
                 continue
             task = tasks.get(m.partition())
@@ -751,6 +765,12 @@ class ProgramWorker:
             if self.eos and self.output.txn_open:
                 self._abort()
             raise MemberEnded(f"commit failed: {err} (the group moved the tasks to another member)") from exc
+        if self.eos and err.fatal():
+            # Fenced (a newer producer of this transactional id, or the transaction timed out
+            # while the worker was frozen): another member may own the tasks now. Close them
+            # without committing and rejoin with a new producer, as Kafka Streams does.
+            self._fault("commit_failed")
+            raise MemberEnded(f"transaction failed fatally: {err}", producer_failed=True) from exc
         log.warning("%s: commit failed: %s; going back to the last commit", self.cfg.name, err)
         self.commit_failed = True
         self._fault("commit_failed")
@@ -761,11 +781,6 @@ class ProgramWorker:
             # whose delivery failed (a stall outlasting message.timeout.ms), whose report carries
             # no flags but leaves the transaction in the abortable state. An abort librdkafka
             # refuses is fatal (``_abort``).
-            if err.fatal():
-                # Fenced (a newer producer of this transactional id, or the transaction timed out
-                # while the worker was frozen): another member may own the tasks now. Close them
-                # without committing and rejoin with a new producer, as Kafka Streams does.
-                raise MemberEnded(f"transaction failed fatally: {err}", producer_failed=True) from exc
             self._abort()
         self._rewind()
 
