@@ -155,7 +155,8 @@ def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert faults.injected == len(faults.at), f"only {faults.injected} of {len(faults.at)} faults were injected"
     faults_seen = {s.labels["kind"]: s.value for fam in runner.metrics.registry.collect() for s in fam.samples
                    if s.name == "eventscript_faults_total"}
-    assert faults_seen["rewound"] >= faults.injected, faults_seen
+    # (a commit refused for the group's generation makes the member rejoin instead of rewinding)
+    assert faults_seen["rewound"] + faults_seen["rejoined"] >= faults.injected, faults_seen
 
     raw = read_many(broker, [f"{name}-in", f"{name}-out", f"{name}-err"], dedupe=False)
     assert len(raw[f"{name}-in"]) == producer.sent >= RECORDS

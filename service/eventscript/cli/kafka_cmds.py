@@ -75,8 +75,8 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def _run_and_report(runner, until_idle: float | None, where: str) -> int:
-    """Run the workers, saying when they are ready and, when they stop, what they did; 130 when a
-    signal stopped them (the workers finish their batch first)."""
+    """Run the workers, saying when they are ready and, when they stop, what they did; 130 when
+    Ctrl-C stopped them, 0 after SIGTERM (an orderly stop); the workers finish their batch first."""
     from .progress import ReadyNotice, summary
 
     names = ", ".join(w.cfg.name for w in runner.workers)

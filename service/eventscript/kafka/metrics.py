@@ -51,7 +51,7 @@ KINDS = ("consumed", "processed", "produced", "errors", "repartitioned")
 #: What the worker counts through :meth:`Metrics.count` that is not a record: committed batches.
 COMMITS = "commits"
 #: The ``kind`` label values of eventscript_faults_total and eventscript_rebalances_total.
-FAULTS = ("commit_failed", "transaction_aborted", "rewound", "assignment_lost")
+FAULTS = ("commit_failed", "transaction_aborted", "rewound", "assignment_lost", "rejoined")
 REBALANCES = ("assigned", "revoked", "lost")
 #: librdkafka statistics are emitted this often unless the topology's kafka settings say otherwise.
 STATS_INTERVAL_MS = 10_000

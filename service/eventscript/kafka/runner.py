@@ -99,6 +99,7 @@ class TopologyRunner:
         self.workers: list[ProgramWorker] = []
         self.health: HealthServer | None = None
         self._signals = 0
+        self._first_signal: int | None = None
 
     def prepare(self) -> None:
         compiled = compile_programs(self.topo, self.cfgs)
@@ -125,11 +126,15 @@ class TopologyRunner:
 
     @property
     def interrupted(self) -> bool:
-        """Whether a signal (SIGINT, SIGTERM) stopped the workers."""
-        return self._signals > 0
+        """Whether Ctrl-C (SIGINT) stopped the workers. SIGTERM is an orchestrator's orderly stop
+        (a pod deleted, a rollout): the workers finish their batch and the process exits 0, as
+        Kubernetes and process supervisors expect of a clean stop."""
+        return self._first_signal == signal.SIGINT
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self._signals += 1
+        if self._first_signal is None:
+            self._first_signal = signum
         if self._signals > 1:
             log.warning("second signal: exiting now")
             os._exit(130)

@@ -84,6 +84,38 @@ class WorkerError(Exception):
     pass
 
 
+class MemberEnded(Exception):
+    """The group member can go no further: its consumer reported a fatal error (librdkafka's
+    ``_FATAL``, e.g. "Static consumer fenced by other consumer with same group.instance.id", whose
+    ``fatal()`` is false, or any error whose ``fatal()`` is true). The consumer will never fetch or
+    commit again, so the worker drops its tasks without committing and rejoins with a new consumer
+    (``ProgramWorker._rejoin``) rather than staying alive with partitions no one processes.
+
+    ``producer_failed``: the exactly-once producer failed fatally too (fenced by a newer producer
+    of its transactional id, or its transaction timed out while the worker was frozen): it is
+    replaced as well, and its transaction is left to the broker (it was aborted or fenced).
+
+    ``consumer_failed``: the consumer is dead and is replaced (a new member joins); otherwise the
+    consumer lives on and the tasks of its current assignment are made again, restored from the
+    committed state (a commit refused for the group's generation: the consumer's own rebalance
+    then says what it really owns), which spares the group a rebalance per refused commit.
+    """
+
+    def __init__(self, message: str, producer_failed: bool = False, consumer_failed: bool = False) -> None:
+        super().__init__(message)
+        self.producer_failed = producer_failed
+        self.consumer_failed = consumer_failed
+
+
+#: Rejoins allowed within ``REJOIN_WINDOW`` seconds before the worker gives up (two workers run with
+#: the same instance id and fence each other in turn: a configuration error only a person can fix).
+MAX_REJOINS = 5
+REJOIN_WINDOW = 60.0
+#: Commit errors that mean the group gave this member's tasks to another (Kafka Streams'
+#: TaskMigratedException): every task is lost, and the member rejoins.
+MIGRATED = (KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.FENCED_INSTANCE_ID)
+
+
 class StoppedWaiting(Exception):
     """A stop was asked for while a transactional call waited for the broker. The call's outcome
     is unknown and librdkafka accepts no other transactional call until it ends, so the worker
@@ -166,6 +198,16 @@ class ProgramWorker:
         self._purge_supported = True
         self._purge_failures = 0
         self._admin: Any = None
+        #: Each task's committed input offsets, as read when it was restored or rewound and moved on
+        #: by each commit: every commit sends every running task's position starting from them, so
+        #: that a commit always carries offsets, and with them the group generation that fences a
+        #: zombie (a task that processed nothing since would otherwise send none).
+        self._committed_at: dict[int, Position] = {}
+        #: When the worker last rejoined its group with a new consumer (``_rejoin``).
+        self._rejoins: list[float] = []
+        #: The member ended inside a rebalance callback, which must not raise: raised after the
+        #: consumer's call returns (``_raise_if_ended``), before anything else is processed.
+        self._ended: MemberEnded | None = None
 
     # -- status ----------------------------------------------------------------------------------
 
@@ -204,12 +246,13 @@ class ProgramWorker:
         after every partition reached its end)."""
         try:
             self._open()
-            assert self.consumer is not None
-            self.consumer.subscribe([self.rep_topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
-                                    on_lost=self._on_lost)
+            self._join()
             while not self.stopping.is_set():
                 self.last_loop = time.monotonic()
-                self._iterate()
+                try:
+                    self._iterate()
+                except MemberEnded as exc:
+                    self._rejoin(exc)
                 if until_idle is not None and self._idle_for() >= until_idle:
                     break
         except StoppedWaiting as exc:
@@ -224,31 +267,123 @@ class ProgramWorker:
     def _open(self) -> None:
         kafka = self.topo.kafka
         rate_limit(log, logging.getLogger("eventscript.kafka.task"), clients.LIBRDKAFKA_LOG)
-        # Static membership: a worker restarted within the session timeout (a rolling deploy, a
-        # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
-        static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
-        conf = clients.consumer_config(kafka, self.group_id, on_commit=self._on_commit, **static)
-        self.consumer = self.supplier.consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
+        self.consumer = self._new_consumer()
+        self._new_producer()
+        self._restorer = self.supplier.consumer(clients.consumer_config(
+            kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
+        if self.cfg.num_standby > 0:
+            reader = self.supplier.consumer(clients.consumer_config(
+                kafka, f"{self.group_id}.standby.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
+            # (self.consumer, not a copy: a rejoin replaces the consumer)
+            self._standbys = Standbys(self.cfg.name, self.changelog_topic,
+                                      [i.topic for i in self.cfg.inputs] + [self.rep_topic], self.state_root, reader,
+                                      lambda tps: self._member().committed(tps, timeout=1.0))
+
+    def _new_producer(self) -> None:
+        """The worker's producer and its batch side (made at start, and again on a rejoin after the
+        exactly-once producer failed fatally: a new one fences the old transactional epoch)."""
+        kafka = self.topo.kafka
         txid = f"{self.group_id}.{self.instance_id}" if self.eos else None
         # At-least-once: a record must never be dropped unnoticed. The gapless guarantee makes a
         # failed delivery fatal; it does not cover message timeouts, so records never time out
         # (an undelivered record keeps the batch from committing instead).
         extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
         conf = clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra)
+        self.output = None  # (the old one's error_cb must not report into the new batch)
         self.producer = self.supplier.producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
         self.output = BatchProducer(self.cfg.name, self.producer, self.eos, self.changelog_topic, self._queue_full)
+        self._produced_counted = self._produced_at_commit = 0  # (the new producer counts from 0)
         if self.eos:
             producer = self.producer
             self._txn_call("initialising", lambda t: producer.init_transactions(t), fault=None)
-        self._restorer = self.supplier.consumer(clients.consumer_config(
-            kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
-        if self.cfg.num_standby > 0:
-            reader = self.supplier.consumer(clients.consumer_config(
-                kafka, f"{self.group_id}.standby.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
-            consumer = self.consumer
-            self._standbys = Standbys(self.cfg.name, self.changelog_topic,
-                                      [i.topic for i in self.cfg.inputs] + [self.rep_topic], self.state_root, reader,
-                                      lambda tps: consumer.committed(tps, timeout=1.0))
+
+    def _new_consumer(self) -> Consumer:
+        """The group member's consumer (made at start and again on each rejoin)."""
+        kafka = self.topo.kafka
+        # Static membership: a worker restarted within the session timeout (a rolling deploy, a
+        # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
+        static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
+        conf = clients.consumer_config(kafka, self.group_id, on_commit=self._on_commit, **static)
+        return self.supplier.consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
+
+    def _member(self) -> Consumer:
+        assert self.consumer is not None
+        return self.consumer
+
+    def _join(self) -> None:
+        self._member().subscribe([self.rep_topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                 on_lost=self._on_lost)
+
+    def _raise_if_ended(self) -> None:
+        ended, self._ended = self._ended, None
+        if ended is not None:
+            raise ended
+
+    def _rejoin(self, exc: MemberEnded) -> None:
+        """End the group member whose tasks were lost and join again (with a new consumer if its
+        consumer failed fatally, see :class:`MemberEnded`): every task is closed without committing (its batch is processed again by whoever owns it
+        next, from the committed offsets and the committed state), an open transaction is aborted,
+        and the new member restores whatever tasks the group gives it. As Kafka Streams does on a
+        TaskMigratedException. A worker that must rejoin again and again (``MAX_REJOINS`` within
+        ``REJOIN_WINDOW``) stops with an error instead."""
+        now = time.monotonic()
+        if exc.consumer_failed:
+            self._rejoins = [t for t in self._rejoins if now - t < REJOIN_WINDOW] + [now]
+        if len(self._rejoins) > MAX_REJOINS:
+            raise WorkerError(f"{self.cfg.name}: the group member ended {len(self._rejoins)} times within "
+                              f"{REJOIN_WINDOW:.0f} s (last: {exc}); is another worker running with instance id "
+                              f"{self.instance_id!r}? Give each worker its own instance id") from exc
+        log.warning("%s: %s; closing every task without committing and joining the group again",
+                    self.cfg.name, exc)
+        self._fault("rejoined")
+        if exc.producer_failed and self.output is not None:
+            self.output.txn_open = False  # a failed producer's transaction cannot be aborted: the broker ends it
+        owned = sorted(self.tasks)
+        self._drop_all_tasks()
+        if exc.producer_failed and self.producer is not None:
+            old_producer, self.producer = self.producer, None
+            try:
+                old_producer.purge()  # its queued records belong to the failed transaction
+            except Exception as purge_exc:
+                log.warning("%s: dropping the failed producer's records: %s", self.cfg.name, purge_exc)
+            self._new_producer()
+        if not exc.consumer_failed:
+            consumer = self._member()
+            consumer.incremental_unassign([tp for p in owned for tp in self._task_partitions(p)])
+            self._on_assign(consumer, [TopicPartition(self.rep_topic, p) for p in owned])
+            return
+        old, self.consumer = self.consumer, None
+        if old is not None:
+            try:
+                old.close()  # (no task left: the revoke callback commits nothing)
+            except Exception as close_exc:
+                log.warning("%s: closing the ended consumer: %s", self.cfg.name, close_exc)
+        self.consumer = self._new_consumer()
+        self._join()
+
+    def _drop_all_tasks(self) -> None:
+        """Close every task without committing and forget the batch: nothing of it was committed."""
+        if self.output is not None and self.output.txn_open:
+            self._abort()
+        for task in self.tasks.values():
+            task.close()
+        self.tasks.clear()
+        self._committed_at.clear()
+        self.restore_queue.clear()
+        self._rewinding.clear()
+        if self._restoring is not None:
+            self._restoring = None
+            if self._restorer is not None:
+                self._restorer.unassign()
+        self._pending_store.clear()
+        if self.output is not None:
+            self.output.changelog_end.clear()
+        self._dirty_since_commit = False
+        self._rewind_deferred = False
+        self.commit_failed = False
+        self.assignment_lost = True  # not ready until the group assigns tasks again
+        self._retarget_standbys()
+        self._rebalanced("lost")
 
     def _close(self) -> None:
         try:
@@ -256,6 +391,11 @@ class ProgramWorker:
                 self._commit()
         except StoppedWaiting as exc:
             log.warning("%s: final commit: %s", self.cfg.name, exc)
+        except MemberEnded as exc:
+            log.warning("%s: final commit: %s; closing the tasks without committing", self.cfg.name, exc)
+            if exc.producer_failed and self.output is not None:
+                self.output.txn_open = False  # (the broker ends a failed producer's transaction)
+            self._drop_all_tasks()
         except Exception:
             log.exception("%s: final commit failed", self.cfg.name)
         if self.consumer is not None:
@@ -285,6 +425,7 @@ class ProgramWorker:
         if self._rewinding:
             self._finish_rewind()
         got = self._take(self.consumer.consume(num_messages=BATCH, timeout=self._poll_timeout()))
+        self._raise_if_ended()
         self._input_watch.check(self.consumer)
         self._restore_pending()
         if self._standbys is not None:
@@ -325,8 +466,10 @@ class ProgramWorker:
                     if task is not None:
                         task.mark_eof(m.topic(), m.partition())
                     continue
-                if err.fatal():
-                    raise WorkerError(f"consumer: {err}")
+                if err.fatal() or err.code() == KafkaError._FATAL:
+                    # librdkafka reports its fatal consumer errors with code _FATAL and fatal()
+                    # false: either way the consumer is dead.
+                    raise MemberEnded(f"consumer failed fatally: {err}", consumer_failed=True)
                 log.warning("%s: consumer: %s", self.cfg.name, err)
                 continue
             task = tasks.get(m.partition())
@@ -411,9 +554,10 @@ class ProgramWorker:
     # -- committing -----------------------------------------------------------------------------------
 
     def _positions(self) -> list[TopicPartition]:
+        """Every running task's input positions: its committed offsets moved on by what it processed."""
         out = []
-        for task in self.tasks.values():
-            for name, off in task.position.items():
+        for p, task in self.tasks.items():
+            for name, off in {**self._committed_at.get(p, {}), **task.position}.items():
                 topic, _, part = name.rpartition(":")
                 out.append(TopicPartition(topic, int(part), off))
         return out
@@ -485,6 +629,8 @@ class ProgramWorker:
             if p not in output.changelog_end and task.position:
                 task.store.write({}, None, dict(task.position))
         output.changelog_end.clear()
+        for p, task in owned.items():
+            self._committed_at.setdefault(p, {}).update(task.position)
         if self._rewind_deferred:  # the assignment was lost while the commit waited
             self._rewind_deferred = False
             self._rewind()
@@ -600,6 +746,7 @@ class ProgramWorker:
                 # A commit usually takes a few milliseconds: poll in short slices at first (the
                 # consumer returns at the end of its timeout, not when the result arrives).
                 self._take(consumer.consume(num_messages=BATCH, timeout=0.002 if waited < 0.1 else 0.1))
+                self._raise_if_ended()
         finally:
             self._commit_waiting = False
             self._txn_waiting = False
@@ -610,6 +757,25 @@ class ProgramWorker:
 
     def _commit_failed(self, exc: KafkaException) -> None:
         err: KafkaError = exc.args[0]
+        if err.code() in MIGRATED:
+            # Another member owns the tasks now (this one was a zombie: frozen, cut off, or
+            # fenced): nothing of this batch may be committed, and going back to the last commit
+            # would process records and fire timers the new owner has already handled.
+            self._fault("commit_failed")
+            assert self.output is not None
+            self.output.delivery_error = None
+            if self.eos and err.fatal():
+                raise MemberEnded(f"commit failed: {err} (the group moved the tasks to another member)",
+                                  producer_failed=True) from exc
+            if self.eos and self.output.txn_open:
+                self._abort()
+            raise MemberEnded(f"commit failed: {err} (the group moved the tasks to another member)") from exc
+        if self.eos and err.fatal():
+            # Fenced (a newer producer of this transactional id, or the transaction timed out
+            # while the worker was frozen): another member may own the tasks now. Close them
+            # without committing and rejoin with a new producer, as Kafka Streams does.
+            self._fault("commit_failed")
+            raise MemberEnded(f"transaction failed fatally: {err}", producer_failed=True) from exc
         log.warning("%s: commit failed: %s; going back to the last commit", self.cfg.name, err)
         self.commit_failed = True
         self._fault("commit_failed")
@@ -620,8 +786,6 @@ class ProgramWorker:
             # whose delivery failed (a stall outlasting message.timeout.ms), whose report carries
             # no flags but leaves the transaction in the abortable state. An abort librdkafka
             # refuses is fatal (``_abort``).
-            if err.fatal():
-                raise WorkerError(f"{self.cfg.name}: transaction failed fatally: {err}") from exc
             self._abort()
         self._rewind()
 
@@ -704,6 +868,8 @@ class ProgramWorker:
                 return
             moved = True
             for tp in committed:
+                if tp.offset >= 0:
+                    self._committed_at.setdefault(tp.partition, {})[tp_name(tp.topic, tp.partition)] = tp.offset
                 tp.offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
                 try:
                     self.consumer.seek(tp)
@@ -760,6 +926,8 @@ class ProgramWorker:
                 self._commit()  # finish and commit the batch before giving the tasks away
             except StoppedWaiting as exc:
                 log.warning("%s: commit on revocation: %s", self.cfg.name, exc)
+            except MemberEnded as exc:
+                self._ended = exc  # every task is lost: rejoin once the consumer's call returns
             except WorkerError:
                 raise  # the transaction is in an unknown state: going on would commit it later
             except Exception:
@@ -770,6 +938,7 @@ class ProgramWorker:
         for p in revoked:
             task = self.tasks.pop(p)
             task.close()
+            self._committed_at.pop(p, None)
             self._rewinding.discard(p)
             if p in self.restore_queue:
                 self.restore_queue.remove(p)
@@ -793,6 +962,7 @@ class ProgramWorker:
             task = self.tasks.pop(p, None)
             if task is not None:
                 task.close()
+            self._committed_at.pop(p, None)
             self._rewinding.discard(p)
             if p in self.restore_queue:
                 self.restore_queue.remove(p)
@@ -875,4 +1045,6 @@ class ProgramWorker:
         out: dict[int, Position] = {t.partition: {} for t in tasks}
         for tp in self.consumer.committed(tps, timeout=min(TXN_TIMEOUT, TXN_SLICE)):
             out[tp.partition][tp_name(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else 0
+            if tp.offset >= 0:
+                self._committed_at.setdefault(tp.partition, {})[tp_name(tp.topic, tp.partition)] = tp.offset
         return out
