@@ -621,9 +621,8 @@ class ProgramWorker:
         # and a task revoked meanwhile (and perhaps assigned again: a new one, restoring) is not.
         owned = {p: task for p, task in committing.items() if self.tasks.get(p) is task}
         for p, changes in self._pending_store.items():
-            task = owned.get(p)
-            if task is not None:
-                task.store.write(changes, output.changelog_end.get(p), dict(task.position))
+            if (held := owned.get(p)) is not None:
+                held.store.write(changes, output.changelog_end.get(p), dict(held.position))
         self._pending_store.clear()
         for p, task in owned.items():
             if p not in output.changelog_end and task.position:
