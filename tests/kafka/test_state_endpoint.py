@@ -21,6 +21,7 @@ from kafka_helpers import Broker, free_port, topology, unique, wait_for
 
 from eventscript.cli.main import main
 from eventscript.kafka import clients
+from eventscript.kafka.admin import Admin
 from eventscript.kafka.config import KafkaConfig, load_topology
 from eventscript.kafka.partitioner import partition_of
 from eventscript.kafka.runner import TopologyRunner
@@ -48,15 +49,21 @@ def _setup(broker: Broker, tmp_path: Path, file: str = "topology.yaml", state: s
     }], {f"{name}-opened": {"partitions": PARTITIONS}, f"{name}-closed": {"partitions": PARTITIONS}},
         file=file, state=state, application=application,
         health={"port": free_port()}, state_query={"enabled": True, "token": TOKEN})
+    # The topics exist, with their partitions, before the records are sent: Apache Kafka creates
+    # a topic first produced to with its default of one partition (auto.create.topics.enable).
+    t = load_topology(topo)
+    Admin(t).prepare(t.programs)
     return name, topo
 
 
 def _send(broker: Broker, topic: str, keys: list[str], ms: int) -> None:
     p = Producer(clients.producer_config(KafkaConfig(bootstrap_servers=broker.bootstrap)))
+    failed: list[Any] = []
     for i, k in enumerate(keys):
         p.produce(topic, key=k.encode(), value=orjson.dumps({"k": k, "n": i}),
-                  partition=partition_of(k.encode(), PARTITIONS), timestamp=T0 + ms)
-    p.flush(30)
+                  partition=partition_of(k.encode(), PARTITIONS), timestamp=T0 + ms,
+                  on_delivery=lambda err, _msg: failed.append(err) if err else None)
+    assert p.flush(30) == 0 and not failed, f"records to {topic} were not delivered: {failed}"
 
 
 class Running:
