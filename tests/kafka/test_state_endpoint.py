@@ -21,6 +21,7 @@ from kafka_helpers import Broker, free_port, topology, unique, wait_for
 
 from eventscript.cli.main import main
 from eventscript.kafka import clients
+from eventscript.kafka.admin import Admin
 from eventscript.kafka.config import KafkaConfig, load_topology
 from eventscript.kafka.partitioner import partition_of
 from eventscript.kafka.runner import TopologyRunner
@@ -38,25 +39,33 @@ DOORS = ["front", "back", "side", "garage", "attic", "cellar"]
 
 
 def _setup(broker: Broker, tmp_path: Path, file: str = "topology.yaml", state: str = "state",
-           application: str | None = None, name: str | None = None, standby: int = 0) -> tuple[str, Path]:
+           application: str | None = None, name: str | None = None, standby: int = 0,
+           program: str = PROGRAM) -> tuple[str, Path]:
     name = name or unique("ste")
-    (tmp_path / "p.es").write_text(PROGRAM)
+    (tmp_path / "p.es").write_text(program)
+    inputs = [{"topic": f"{name}-opened", "event": "Opened"}, {"topic": f"{name}-closed", "event": "Closed"}]
     topo = topology(broker, tmp_path, [{
         "name": name, "source": "p.es", "clock": "record", "num_standby": standby, "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-opened", "event": "Opened"}, {"topic": f"{name}-closed", "event": "Closed"}],
+        "inputs": [i for i in inputs if i["event"] in program],
         "outputs": {"default": f"{name}-out"},
     }], {f"{name}-opened": {"partitions": PARTITIONS}, f"{name}-closed": {"partitions": PARTITIONS}},
         file=file, state=state, application=application,
         health={"port": free_port()}, state_query={"enabled": True, "token": TOKEN})
+    # The topics exist, with their partitions, before the records are sent: Apache Kafka creates
+    # a topic first produced to with its default of one partition (auto.create.topics.enable).
+    t = load_topology(topo)
+    Admin(t).prepare(t.programs)
     return name, topo
 
 
 def _send(broker: Broker, topic: str, keys: list[str], ms: int) -> None:
     p = Producer(clients.producer_config(KafkaConfig(bootstrap_servers=broker.bootstrap)))
+    failed: list[Any] = []
     for i, k in enumerate(keys):
         p.produce(topic, key=k.encode(), value=orjson.dumps({"k": k, "n": i}),
-                  partition=partition_of(k.encode(), PARTITIONS), timestamp=T0 + ms)
-    p.flush(30)
+                  partition=partition_of(k.encode(), PARTITIONS), timestamp=T0 + ms,
+                  on_delivery=lambda err, _msg: failed.append(err) if err else None)
+    assert p.flush(30) == 0 and not failed, f"records to {topic} were not delivered: {failed}"
 
 
 class Running:
@@ -225,3 +234,118 @@ def test_answers_during_a_rebalance_are_the_asked_keys_committed_state(broker: B
     for k, body in answered:
         assert body["key"] == [k] and body["instance"]["variables"][1]["value"]["k"] == k
         assert body["instance"]["variables"][0]["value"] == 1  # each door opened once: committed, whole
+
+
+COUNTER = """
+in {string k; long n;} Opened group(Opened.k)
+out {string k; long n;} Never
+{ times = 0; }
+( Opened(o) { times = times + 1; } )*
+"""
+
+
+def _variables(body: Any) -> dict[str, Any]:
+    return {v["name"]: v["value"] for v in body["instance"]["variables"]}
+
+
+@pytest.mark.kafka
+def test_three_workers_answer_every_key_with_whole_committed_state_through_rebalances(
+        broker: Broker, tmp_path: Path) -> None:
+    """Issue 23's check on three workers (with standbys): rounds of records keep coming while b
+    joins, c joins and b leaves; every key is asked through every worker all along. Round r sends
+    every key a record with n = r, so a committed state is whole when ``times == o.n + 1`` and
+    ``o.k`` is the key: a torn read (a count from one commit, a record from another) or another
+    key's data breaks it. Each answer is 200 (owner or standby), 421 (owned elsewhere) or 503
+    (moving); at the end every worker's answers reach the last round."""
+    broker.require_real("static members and standbys through rebalances")
+    application, name = unique("app"), unique("ste")
+    topos = []
+    for w in "abc":
+        topos.append(_setup(broker, tmp_path, f"{w}.yaml", f"state-{w}", application, name, standby=1,
+                            program=COUNTER)[1])
+    sent = [0]  # rounds delivered
+    seen: list[tuple[str, str, int, Any]] = []
+    stop_sending, stop_asking = threading.Event(), threading.Event()
+
+    def send_rounds() -> None:
+        producer = Producer(clients.producer_config(KafkaConfig(bootstrap_servers=broker.bootstrap)))
+        while not stop_sending.wait(0.05):  # a pace, not a wait: rounds keep coming through the rebalances
+            _send_round(producer, f"{name}-opened", sent[0])
+            sent[0] += 1
+
+    def ask() -> None:
+        while not stop_asking.is_set():
+            for label, w in list(workers.items()):
+                for k in DOORS:
+                    status, body = _get(w, f"/state/{name}?key={k}")
+                    seen.append((label, k, status, body))
+
+    def owning(*runners: TopologyRunner) -> bool:
+        tasks = [set(r.workers[0].tasks) for r in runners]
+        every = set().union(*tasks)
+        return all(tasks) and len(every) == PARTITIONS and sum(map(len, tasks)) == PARTITIONS \
+            and all(r.ready() for r in runners)
+
+    workers: dict[str, TopologyRunner] = {}
+    sender = threading.Thread(target=send_rounds, daemon=True)
+    asking = threading.Thread(target=ask, daemon=True)
+    b = Running(topos[1])
+    try:
+        with Running(topos[0]) as a:
+            workers["a"] = a
+            sender.start()
+            wait_for(lambda: all(_get(a, f"/state/{name}?key={k}")[0] == 200 for k in DOORS), timeout=90,
+                     what="every door committed on worker a")
+            asking.start()
+            workers["b"] = b.__enter__()
+            wait_for(lambda: owning(a, b.runner), timeout=120, what="a and b to share the tasks")
+            with Running(topos[2]) as c:
+                workers["c"] = c
+                wait_for(lambda: owning(a, b.runner, c), timeout=120, what="a, b and c to share the tasks")
+                del workers["b"]
+                b.__exit__(None, None, None)  # a static member: the group rebalances when its session ends
+                wait_for(lambda: owning(a, c), timeout=120, what="a and c to take b's tasks")
+                stop_sending.set()
+                sender.join(60)
+                last = sent[0]
+
+                def caught_up() -> bool:
+                    for w in (a, c):
+                        for k in DOORS:
+                            status, body = _get(w, f"/state/{name}?key={k}")
+                            if status == 200 and _variables(body)["times"] != last:
+                                return False
+                            if status not in (200, 421):
+                                return False
+                    return True
+
+                wait_for(caught_up, timeout=120, what="every worker's answers to reach the last round")
+                stop_asking.set()
+                asking.join(60)
+    finally:
+        stop_sending.set()
+        stop_asking.set()
+        if b.thread.is_alive():
+            b.__exit__(None, None, None)
+    statuses = {s for _, _, s, _ in seen}
+    assert statuses <= {200, 421, 503}, [(label, k, s, body["served_by"], body["committed"], body.get("note"))
+                                          for label, k, s, body in seen if s not in (200, 421, 503)][:3]
+    answered = [(label, k, body) for label, k, s, body in seen if s == 200]
+    assert {label for label, _, _, _ in seen} == {"a", "b", "c"}  # asked through every worker
+    assert "owner" in {body["served_by"]["role"] for _, _, body in answered}
+    for label, k, body in answered:
+        v = _variables(body)
+        assert body["key"] == [k] and v["o"]["k"] == k, (label, k, body)  # never another key's data
+        assert v["times"] == v["o"]["n"] + 1, (label, k, body)  # never a torn read
+        assert v["times"] <= last
+    assert len(answered) > len(DOORS) * 6
+
+
+def _send_round(p: Producer, topic: str, n: int) -> None:
+    """One record with ``n`` for every door (n = the round, so a key's count is n + 1)."""
+    failed: list[Any] = []
+    for k in DOORS:
+        p.produce(topic, key=k.encode(), value=orjson.dumps({"k": k, "n": n}),
+                  partition=partition_of(k.encode(), PARTITIONS), timestamp=T0 + n,
+                  on_delivery=lambda err, _msg: failed.append(err) if err else None)
+    assert p.flush(30) == 0 and not failed, f"round {n} was not delivered: {failed}"

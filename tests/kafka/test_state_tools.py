@@ -144,7 +144,10 @@ def test_reset_to_earliest_then_rerun_gives_the_same_outputs(broker: Broker, tmp
     assert f"commit {name}-opened:0 -> offset 0 (earliest)" in said and "dry run" in said
     assert (tmp_path / "state" / name).exists()  # the dry run changed nothing
 
-    assert main(["reset", str(topo), "--program", name, "--to-earliest"]) == 0
+    # The stopped worker, a static member (as deployed), stays in the group until its session
+    # times out: --wait waits for the group to empty rather than refusing at once.
+    assert main(["reset", str(topo), "--program", name, "--to-earliest", "--wait", "60"]) == 0, \
+        capsys.readouterr().err
     said = capsys.readouterr().out
     assert f"deleted topic {t_changelog(topo, name)}" in said
     assert not (tmp_path / "state" / name).exists()
@@ -172,7 +175,11 @@ def test_reset_is_refused_while_the_group_has_members(broker: Broker, tmp_path: 
         wait_for(runner.ready, timeout=60, what="the worker to join and restore")
         assert main(["reset", str(topo), "--program", name]) == 2
         err = capsys.readouterr().err
-        assert "stop every worker" in err
+        assert "stop every worker" in err and "--wait" in err
+        if broker.real:  # Tansu lists no members
+            assert "static: group.instance.id" in err and "session.timeout.ms: 3 s" in err, err
+        assert main(["reset", str(topo), "--program", name, "--wait", "1"]) == 2  # a running worker stays
+        assert "stop every worker" in capsys.readouterr().err
     finally:
         runner.stop()
         thread.join(60)

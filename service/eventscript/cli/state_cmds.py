@@ -216,6 +216,9 @@ def setup_reset(p: argparse.ArgumentParser) -> None:
     p.add_argument("--local-only", action="store_true",
                    help="only delete this machine's local state (on the other machines, after a reset)")
     p.add_argument("--dry-run", action="store_true", help="print what would be done, change nothing")
+    p.add_argument("--wait", metavar="SECONDS", type=float, default=0.0,
+                   help="wait up to SECONDS for the consumer group to have no members (workers stopped with "
+                        "static membership stay members until their session times out); default: refuse at once")
 
 
 def _datetime(text: str) -> datetime:
@@ -242,7 +245,7 @@ def run_reset(args: argparse.Namespace) -> int:
         if args.dry_run:
             print("(dry run: nothing changed)")
             return 0
-        for line in apply_reset(topo, cfg, plan):
+        for line in apply_reset(topo, cfg, plan, wait=args.wait):
             print(f"done: {line}")
         return 0
     except TopologyError as exc:

@@ -13,6 +13,10 @@ new state:
    with ``--local-only``, or delete their state volumes.
 
 Refused while the group has members (workers still running would keep processing and committing).
+Workers stopped with static membership (as deployed) stay members until their session times out,
+as they send no LeaveGroup: ``--wait S`` waits up to S seconds for the group to empty. Kafka
+Streams' reset tool offers ``--force`` instead, removing the static members with the admin API's
+RemoveMembersFromConsumerGroup; confluent-kafka (librdkafka) has no such call, so waiting is the way.
 """
 
 from __future__ import annotations
@@ -114,10 +118,36 @@ def describe_group(topo: Topology, cfg: ProgramConfig) -> Any:
 
 
 def group_members(topo: Topology, cfg: ProgramConfig) -> tuple[str, list[str]]:
-    """The group's state and its members (``client_id@host``). Some brokers (Tansu) list no
-    members: a group that is not empty (nor gone) then counts as having some."""
+    """The group's state and its members (``client_id@host``, with ``group.instance.id`` for a
+    static member). Some brokers (Tansu) list no members: a group that is not empty (nor gone)
+    then counts as having some."""
     desc = describe_group(topo, cfg)
-    return desc.state.name, [f"{m.client_id}@{m.host}" for m in desc.members]
+    return desc.state.name, [f"{m.client_id}@{m.host}"
+                             + (f" (static: group.instance.id {m.group_instance_id})"
+                                if getattr(m, "group_instance_id", None) else "")
+                             for m in desc.members]
+
+
+def session_timeout_s(topo: Topology) -> float:
+    """The workers' session timeout (``kafka.consumer`` of the topology, or the default): how long
+    a stopped static member stays in the group."""
+    return int(clients.consumer_config(topo.kafka, "-")["session.timeout.ms"]) / 1000
+
+
+def _has_members(state: str, members: list[str]) -> bool:
+    return bool(members) or state not in ("EMPTY", "DEAD", "UNKNOWN")
+
+
+def wait_for_empty_group(topo: Topology, cfg: ProgramConfig, timeout: float) -> tuple[str, list[str]]:
+    """The group's state and members once it has none, or as they are when ``timeout`` s have
+    passed: workers stopped with static membership stay members until their session times out
+    (they send no LeaveGroup, so that a restart keeps their tasks)."""
+    deadline = time.monotonic() + timeout
+    state, members = group_members(topo, cfg)
+    while _has_members(state, members) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        state, members = group_members(topo, cfg)
+    return state, members
 
 
 def plan_reset(topo: Topology, cfg: ProgramConfig, *, to_datetime: datetime | None = None,
@@ -190,16 +220,23 @@ def _check_time_offset(consumer: Any, topic: str, p: int, offset: int, ms: int, 
         consumer.unassign()
 
 
-def apply_reset(topo: Topology, cfg: ProgramConfig, plan: ResetPlan) -> list[str]:
-    """Do what ``plan`` says, refused while the group has members; returns what was done."""
+def apply_reset(topo: Topology, cfg: ProgramConfig, plan: ResetPlan, wait: float = 0.0) -> list[str]:
+    """Do what ``plan`` says, refused while the group has members (after waiting up to ``wait``
+    seconds for them to leave); returns what was done."""
     done: list[str] = []
     if not plan.local_only:
-        state, members = group_members(topo, cfg)
-        if members or state not in ("EMPTY", "DEAD", "UNKNOWN"):
-            raise ResetRefused(f"group {plan.group} is {state.lower()}"
-                               + (f" with members {', '.join(members)}" if members else "")
-                               + ": stop every worker of the program first (a member that crashed leaves when its "
-                                 "session times out), then reset")
+        state, members = wait_for_empty_group(topo, cfg, wait)
+        if _has_members(state, members):
+            static = any("(static:" in m for m in members)
+            timeout = session_timeout_s(topo)
+            raise ResetRefused(
+                f"group {plan.group} is {state.lower()}"
+                + (f" with members {', '.join(members)}" if members else "")
+                + ": stop every worker of the program first, then reset. "
+                + (f"Stopped workers with static membership stay members until their session times out "
+                   f"(session.timeout.ms: {timeout:g} s after they stopped)" if static else
+                   f"A worker that crashed leaves when its session times out ({timeout:g} s)")
+                + f"; give --wait {max(2 * timeout, 30):g} to wait for the group to empty")
         admin = _admin(topo)
         if plan.delete_topics:
             for t, fut in admin.delete_topics(plan.delete_topics, request_timeout=30).items():

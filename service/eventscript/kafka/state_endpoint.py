@@ -11,7 +11,9 @@ request must carry ``Authorization: Bearer <token>``. Answers (JSON):
 - 400: bad parameters (an unknown one, a key that does not fit the group key), the message says
   what to give;
 - 401: the token is missing or wrong; 403: the endpoint is off (``state_query.enabled: false``);
-- 421: this worker neither owns the key's task nor stands by for it: the body names the owner as the
+- 421: this worker neither owns the key's task nor stands by for it, or its standby has no instance
+  for the key (only the owner says a key is absent: a standby may not have read as far, e.g. one
+  that just started on a worker that joined): the body names the owner as the
   consumer group describes it (member, client id, host, and a URL assuming every worker serves the
   same port), when the broker lists members;
 - 503: the key's task is restoring, or moved while it was read: ask again.
@@ -125,6 +127,12 @@ class StateEndpoint:
                 answer.owner = {"worker": worker.instance_id, "this_worker": True}
             elif standby is not None:
                 answer = answer_from_store(terms, standby.store, key, p, other_thread=True)
+                if answer.status == "absent":  # not authoritative: the standby may not have read that far
+                    return _reply(421, {
+                        "error": f"this worker's standby of task {p} (the key's) has no instance for the key up to "
+                                 f"changelog offset {answer.committed['changelog_offset']}, which may be behind "
+                                 f"the owner's (a standby that just started): ask the owner",
+                        "task": p, "owner": self._owner(worker, p)})
                 answer.committed["position"] = None  # a standby's store holds no committed position
                 answer.served_by = {**me, "role": "standby", "freshness":
                                     f"changelog applied to offset {answer.committed['changelog_offset']}; "
