@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger(__name__)
+
 #: The Kafka version ``scripts/get-kafka`` pins (keep the two in step).
 KAFKA_VERSION = "4.1.1"
 
@@ -318,7 +320,7 @@ class KafkaCluster:
         node = self.node(node_id)
         if node.proc is not None and node.proc.poll() is None:
             node.proc.send_signal(signal.SIGKILL)
-            node.proc.wait(30)
+            _reap(node.proc)
 
     def stop_node(self, node_id: int, timeout: float = 60.0) -> None:
         """A controlled shutdown of one node (SIGTERM): it hands its leaderships over first."""
@@ -329,7 +331,7 @@ class KafkaCluster:
                 node.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 node.proc.kill()
-                node.proc.wait(30)
+                _reap(node.proc)
 
     def restart(self, node_id: int, timeout: float = 60.0) -> None:
         """Starts a stopped or killed node again on its ports and data, and waits until it
@@ -422,7 +424,7 @@ class KafkaCluster:
                     node.proc.wait(5)
                 except subprocess.TimeoutExpired:
                     node.proc.kill()
-                    node.proc.wait(30)
+                    _reap(node.proc)
 
     def close(self, keep: bool = False) -> None:
         """Stops the cluster and removes its folder, unless ``keep`` (then its logs stay for a look)."""
@@ -442,3 +444,13 @@ class KafkaCluster:
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         self.close(keep=exc_type is not None)
+
+
+def _reap(proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    """Waits for a killed JVM to be gone. SIGKILL cannot be refused, but on a machine loaded far
+    past its cores the exit (unmapping a JVM's heap) has taken over 30 s; a stop is never an error
+    for that: past ``timeout`` it says so in the log and leaves the reaping to the OS."""
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        log.warning("Kafka node pid %d was killed but has not exited after %.0f s", proc.pid, timeout)
