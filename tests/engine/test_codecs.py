@@ -144,3 +144,12 @@ def test_snapshots_keep_shared_arrays_shared_and_plain_ones_plain() -> None:
     assert restored[2] is UNSET
     plain = context.encode(1, [7, "x", True, 1.5], None, None)
     assert context.decode(plain).variables == [7, "x", True, 1.5]
+
+
+def test_epoch_milliseconds_past_year_9999_say_out_of_range() -> None:
+    """A time given as epoch milliseconds beyond the range says so (it said 'expected a time ... got
+    integer', which reads as if an integer could not be a time); both decoders agree."""
+    for decoder in (decoder_for(TIME), lambda obj: decode(obj, TIME)):
+        with pytest.raises(DecodeError, match="out of range: a time lies in years 1 to 9999"):
+            decoder(1_735_689_600_000_000)  # microseconds written where milliseconds belong
+        assert decoder(1_735_689_600_000) == 1_735_689_600_000_000

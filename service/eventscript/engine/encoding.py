@@ -117,6 +117,8 @@ def decode(obj: Any, t: Type, path: str = "") -> Any:
             us = obj * 1000  # epoch milliseconds
             if MIN_TIME <= us <= MAX_TIME:
                 return us
+            raise DecodeError(path, f"epoch milliseconds {obj} are out of range: a time lies in years 1 to 9999 "
+                                    f"(was the value written in microseconds or nanoseconds?)")
         raise DecodeError(path, f"expected a time (ISO-8601 text or epoch milliseconds), got {_show(obj)}")
     if t == OBJECT:
         return obj
