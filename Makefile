@@ -38,10 +38,14 @@ run: $(RUN_STAMP)
 	$(BIN)/eventscript check topologies/sensors/overheat.es topologies/sensors/site_alarm.es
 	$(BIN)/eventscript dev topologies/sensors/topology.yaml --trace topologies/sensors/sample.trace --until-idle 2 --show
 
+# Lint, format and types: ruff's rules, ruff's formatting (line length in pyproject.toml) and mypy on
+# the package at the strictness set in pyproject.toml's [tool.mypy]. The tools are pinned there, so a
+# fresh clone checks with the versions the code was checked with.
 lint: $(STAMP)
 	$(BIN)/ruff check service tests bench
+	$(BIN)/ruff format --check service tests bench
+	$(BIN)/mypy service/eventscript
 
-# mypy on the package at the strictness set in pyproject.toml's [tool.mypy]. Not yet part of lint.
 typecheck: $(STAMP)
 	$(BIN)/mypy service/eventscript
 
