@@ -6,6 +6,12 @@ input partitions as far as they have been fetched (ties in the configured topic 
 repartition topic last), and always in offset order within a partition. A task may wait up to
 ``max_task_idle_ms`` for a record from every input partition before merging. Records with an
 earlier timestamp that arrive after later ones were processed are processed as they come.
+
+Inputs written by other tasks on record time carry progress markers (``progress.py``): such a
+*gated* partition holds its records back until every task writing there has marked progress up to
+their timestamps, so the merge releases records in record-time order across every upstream task.
+Markers never reach the program: ``add`` takes them out as they arrive (a marker speaks of the
+records before it, which are buffered by then).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
+from .progress import InputProgress, read_marker
 from .record import Record
 
 
@@ -40,11 +47,41 @@ class InputPartition:
     #: A grouped program's records of this input must be keyed (an input topic not configured
     #: with ``keyed: false`` nor ``key: none``).
     needs_key: bool = False
+    #: Other tasks write progress markers here (a topic a program writes, or the repartition topic).
+    markers: bool = False
+    #: Gated: the progress of every task writing here (None: records go as fetched, today's rule).
+    progress: InputProgress | None = None
+    #: The latest record timestamp added (ms; None: none yet) and when (monotonic s): how far an
+    #: external partition has come, for the task's own progress.
+    seen_ms: int | None = None
+    seen_at: float = 0.0
+
+    def frontier(self, now: float) -> int | None:
+        """The record time before which this partition has nothing more to give (ms): its first
+        buffered record's or its watermark (gated), else the latest timestamp seen (external);
+        None: not known yet. An external partition idle for its ``idle_timeout_ms`` holds
+        nothing back (``MAX_FRONTIER``)."""
+        if self.progress is not None:
+            w = self.progress.watermark
+            if w is not None and self.buffer:
+                return min(w, self.buffer[0].timestamp()[1])
+            return w
+        if self.buffer:
+            return self.buffer[0].timestamp()[1]
+        cfg = self.config
+        if cfg is not None and cfg.idle_timeout_ms is not None and self.seen_ms is not None \
+                and (now - self.seen_at) * 1000 >= cfg.idle_timeout_ms:
+            return MAX_FRONTIER
+        return self.seen_ms
 
     def __post_init__(self) -> None:
         self.name = tp_name(self.topic, self.partition)
         cfg = self.config
         self.needs_key = cfg is not None and cfg.keyed is not False and cfg.key != "none"
+
+
+#: The frontier of an input that holds nothing back.
+MAX_FRONTIER = 1 << 62
 
 
 class PartitionGroup:
@@ -57,6 +94,44 @@ class PartitionGroup:
         #: "topic:partition" → the offset after the last record processed.
         self.position: Position = {}
         self._idle_since: float | None = None
+        #: The gated inputs (none: the merge is today's), and the records held back when the
+        #: last ``process`` stopped at their watermark.
+        self.gated: list[InputPartition] = []
+        self.held_back = 0
+        #: Markers read (for the metrics).
+        self.markers_read = 0
+
+    def gate(self) -> None:
+        """Take note of which inputs are gated (after their ``progress`` is set)."""
+        self.gated = [ip for ip in self.inputs if ip.progress is not None]
+
+    def watermark(self) -> int | None:
+        """The least watermark of the gated inputs: records up to it may be released (None: one
+        gated input has not heard from all its writers; MAX_FRONTIER: none is gated)."""
+        bound = MAX_FRONTIER
+        for ip in self.gated:
+            w = ip.progress.watermark  # type: ignore[union-attr]
+            if w is None:
+                return None
+            if w < bound:
+                bound = w
+        return bound
+
+    def frontier(self, *, external_only: bool = False) -> int | None:
+        """The least frontier of the inputs (``InputPartition.frontier``; with ``external_only``
+        of the inputs that are not the repartition topic): the record time before which the task
+        has nothing more to process, or to re-publish."""
+        now = time.monotonic()
+        least = MAX_FRONTIER
+        for ip in self.inputs:
+            if external_only and ip.config is None:
+                continue
+            f = ip.frontier(now)
+            if f is None:
+                return None
+            if f < least:
+                least = f
+        return least
 
     def add(self, msg: Record) -> bool:
         """Buffer ``msg``; whether it is one of the group's (all of a task's partitions have its
@@ -64,6 +139,17 @@ class PartitionGroup:
         ip = self.by_topic.get(msg.topic())
         if ip is None:
             return False
+        if ip.markers:
+            marker = read_marker(msg.headers())
+            if marker is not None:
+                self.markers_read += 1
+                if ip.progress is not None:
+                    ip.progress.hear(*marker)
+                return True
+        ts = msg.timestamp()[1]
+        if ip.seen_ms is None or ts > ip.seen_ms:
+            ip.seen_ms = ts
+        ip.seen_at = time.monotonic()
         ip.buffer.append(msg)
         ip.eof = False
         return True
@@ -92,6 +178,8 @@ class PartitionGroup:
     def process(self, max_idle_ms: int, process_one: Callable[[InputPartition, Any], None]) -> int:
         """Hand buffered records to ``process_one`` in timestamp order, advancing the position
         past each; returns how many."""
+        if self.gated:
+            return self._process_gated(process_one)
         done = 0
         inputs = self.inputs
         position = self.position
@@ -136,4 +224,28 @@ class PartitionGroup:
             process_one(best, msg)
             position[best.name] = msg.offset() + 1
             done += 1
+        return done
+
+    def _process_gated(self, process_one: Callable[[InputPartition, Any], None]) -> int:
+        """``process`` with gated inputs: records in timestamp order up to the watermark (no idle
+        wait: the markers say what may still come); the rest are held back."""
+        bound = self.watermark()
+        done = 0
+        inputs = self.inputs
+        position = self.position
+        while bound is not None:
+            best: InputPartition | None = None
+            best_key: tuple[int, int] | None = None
+            for ip in inputs:
+                if ip.buffer:
+                    k = (ip.buffer[0].timestamp()[1], ip.order)
+                    if best_key is None or k < best_key:
+                        best, best_key = ip, k
+            if best is None or best_key is None or best_key[0] > bound:
+                break
+            msg = best.buffer.popleft()
+            process_one(best, msg)
+            position[best.name] = msg.offset() + 1
+            done += 1
+        self.held_back = sum(len(ip.buffer) for ip in inputs)
         return done

@@ -39,13 +39,15 @@ from ..state.changelog import (
 from ..state.store import TaskStore
 from ..state.timers import TimerIndex
 from ..topology.config import InputConfig, ProgramConfig
+from ..topology.progress import ProgressPlan
 from . import codec
 from .clock import TaskClock, clock_for
 from .codec import BadRecord, Headers
 from .collector import OutRecord, RecordCollector, Send, SendChangelog, changelog_through, drop
 from .ids import OutputIds
 from .lifecycle import TaskState
-from .merge import InputPartition, PartitionGroup
+from .merge import MAX_FRONTIER, InputPartition, PartitionGroup
+from .progress import InputProgress, marker_headers
 from .record import Record
 from .routing import NOT_OWNED, KeyFilter, Routing
 
@@ -141,6 +143,10 @@ class Task:
         self._ctx_key_bytes = self.routing.ctx_key_bytes()
         #: Counts since the worker last collected them (consumed, processed, outputs, errors, ...).
         self.counts: collections.Counter[str] = collections.Counter()
+        #: Progress markers (``set_progress``): what the task writes them on, and the progress it
+        #: last wrote on each topic (the repartition topic's is how far it has re-published).
+        self.progress_plan: ProgressPlan | None = None
+        self._marked: dict[str, int] = {}
         for out in program.program.outputs:
             topic = cfg.output_topic(out.name)
             if topic is not None:
@@ -603,6 +609,68 @@ class Task:
         """With a key filter: the record at each offset of ``topic`` stands for other keys'
         records: instead of processing it, move the clock to the record time (ms) paired with it."""
         self._stand_ins.setdefault(topic, {}).update(stubs)
+
+    # -- event time across topics (task/progress.py) ----------------------------------------------
+
+    def set_progress(self, plan: ProgressPlan) -> None:
+        """Write and wait on progress markers as ``plan`` says (set before the first record)."""
+        self.progress_plan = plan
+        for ip in self.inputs:
+            if ip.config is None:
+                if plan.repartition:
+                    ip.markers = True
+                    ip.progress = InputProgress(frozenset(
+                        f"{plan.program}/{t}" for t in range(plan.tasks) if t != self.partition))
+            elif ip.topic in plan.marked:
+                ip.markers = True
+                writers = plan.writers.get(ip.topic)
+                if writers:
+                    ip.progress = InputProgress(writers)
+        self.group.gate()
+
+    @property
+    def held_back(self) -> int:
+        """Records buffered when the last ``process`` stopped at its inputs' watermark."""
+        return self.group.held_back
+
+    def move_to_progress(self) -> int:
+        """A gated task on record time moves its clock to where all its inputs have come (the
+        least of their frontiers), firing the timers due by then, as a record there would: a
+        quiet task's timers fire and its progress moves on. Returns how many fired."""
+        if not self.group.gated or self.state is not TaskState.RUNNING or not (self.started or self.grouped):
+            return 0
+        target = self.group.frontier()
+        if target is None or target >= MAX_FRONTIER or target * 1000 <= self.clock.now():
+            return 0
+        return self.clock.to_record(target)
+
+    def write_progress(self, force: bool = False) -> int:
+        """Write markers of the task's progress on every partition of its marked topics, where
+        it moved since last written (``force``: everywhere, so that a reader that restarted hears
+        from a quiet task again); returns how many were written. Call it before the commit: the
+        markers go in the batch of the outputs they speak of."""
+        plan = self.progress_plan
+        if plan is None or self.state is not TaskState.RUNNING:
+            return 0
+        written = 0
+        clock_ms = self.clock.now() // 1000  # every later output has a timestamp at least this
+        targets = [(t, n, clock_ms) for t, n in plan.outputs.items()]
+        if plan.repartition:
+            republished = self.group.frontier(external_only=True)  # every later copy is at least this
+            if republished is not None and republished < MAX_FRONTIER:
+                targets.append((self.repartition_topic, plan.tasks, republished))
+        for topic, partitions, progress in targets:
+            if not force and self._marked.get(topic) == progress:
+                continue
+            self._marked[topic] = progress
+            headers = marker_headers(plan.program, self.partition, progress)
+            for q in range(partitions):
+                if topic == self.repartition_topic and q == self.partition:
+                    continue
+                self.send(topic, q, None, None, headers, progress, False)
+                written += 1
+        self.counts["markers"] += written
+        return written
 
     # -- committing ----------------------------------------------------------------------------------
 
