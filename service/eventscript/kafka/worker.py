@@ -56,6 +56,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from ..automata.compiled import CompiledProgram
 from ..task.task import Task
 from ..topology.config import ProgramConfig, Topology
+from ..topology.progress import progress_plan, topology_partitions
 from . import clients
 from .logs import rate_limit
 from .metrics import restore_to_go, stats_config
@@ -108,6 +109,7 @@ class ProgramWorker:
         self.changelog_topic = topo.changelog_topic(cfg)
         self.eos = cfg.guarantee == "exactly_once"
         self.state_root = topo.state_path(cfg)
+        self.progress_plan = progress_plan(topo, cfg, topology_partitions(topo, {i.topic: partitions for i in cfg.inputs}))
         self.tasks: dict[int, Task] = {}
         self.restore_queue: list[int] = []
         #: The changelog replay under way (tasks in it stay in restore_queue until it ends).
@@ -287,7 +289,7 @@ class ProgramWorker:
         worked = 0
         for task in list(self.tasks.values()):
             worked += task.process(self.cfg.max_task_idle_ms)
-            worked += self._fire_timers(task)
+            worked += self._fire_timers(task) + task.move_to_progress()
             if task.counts:
                 for kind, n in task.counts.items():
                     self._stat(kind, n)
@@ -302,6 +304,8 @@ class ProgramWorker:
         self._produce_outboxes()
         self.producer.poll(0)
         due = time.monotonic() - self._last_commit >= self.commit_interval
+        if due and sum(task.write_progress() for task in self.tasks.values()):
+            self._dirty_since_commit = True  # progress markers go out with the batch
         if self._dirty_since_commit and (due or self.output.produced - self._produced_at_commit > MAX_OUTBOX):
             self._commit()
         if not got and not worked and self.idle_since is None and self._all_caught_up():
@@ -735,6 +739,7 @@ class ProgramWorker:
                 self._standbys.release(p)  # its warm store becomes the task's
             task = self.tasks[p] = Task(p, self.program, self.cfg, self.cfg.inputs, self.rep_topic,
                                         self.changelog_topic, self.partitions, self.state_root / f"task-{p}")
+            task.set_progress(self.progress_plan)
             assert self.output is not None
             task.attach(*self.output.senders())
             self.restore_queue.append(p)

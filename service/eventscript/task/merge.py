@@ -134,8 +134,9 @@ class PartitionGroup:
         return least
 
     def add(self, msg: Record) -> bool:
-        """Buffer ``msg``; whether it is one of the group's (all of a task's partitions have its
-        partition number, so its topic tells)."""
+        """Buffer ``msg``; whether it is one of the group's records (all of a task's partitions
+        have its partition number, so its topic tells). A progress marker is taken in, not
+        buffered: False (the host does not count it as a record consumed)."""
         ip = self.by_topic.get(msg.topic())
         if ip is None:
             return False
@@ -145,7 +146,9 @@ class PartitionGroup:
                 self.markers_read += 1
                 if ip.progress is not None:
                     ip.progress.hear(*marker)
-                return True
+                if not ip.buffer:  # everything before it is processed: the position passes it
+                    self.position[ip.name] = msg.offset() + 1
+                return False
         ts = msg.timestamp()[1]
         if ip.seen_ms is None or ts > ip.seen_ms:
             ip.seen_ms = ts

@@ -22,7 +22,11 @@ from dataclasses import dataclass, field
 from ..topology.headers import HEADER_PROGRESS
 from .codec import Headers, header
 
-__all__ = ["HEADER_PROGRESS", "InputProgress", "marker_headers", "read_marker"]
+__all__ = ["HEADER_PROGRESS", "RESEND_S", "InputProgress", "marker_headers", "read_marker"]
+
+#: A task writes its markers again this often (s) even when its progress stands still: a reader
+#: that restarted after them needs to hear from every writer before its time moves.
+RESEND_S = 10.0
 
 
 def marker_headers(program: str, task: int, progress_ms: int) -> Headers:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,7 +48,7 @@ from .collector import OutRecord, RecordCollector, Send, SendChangelog, changelo
 from .ids import OutputIds
 from .lifecycle import TaskState
 from .merge import MAX_FRONTIER, InputPartition, PartitionGroup
-from .progress import InputProgress, marker_headers
+from .progress import RESEND_S, InputProgress, marker_headers
 from .record import Record
 from .routing import NOT_OWNED, KeyFilter, Routing
 
@@ -147,6 +148,7 @@ class Task:
         #: last wrote on each topic (the repartition topic's is how far it has re-published).
         self.progress_plan: ProgressPlan | None = None
         self._marked: dict[str, int] = {}
+        self._resend_at = 0.0
         for out in program.program.outputs:
             topic = cfg.output_topic(out.name)
             if topic is not None:
@@ -219,6 +221,7 @@ class Task:
         """Its inputs go back to the committed positions: drop what was fetched, processed or kept
         since, load the committed state again, and process nothing until ``resume``."""
         self.group.clear()
+        self._marked.clear()  # the markers of the batch rewound may not have been written
         self.collector.outbox.clear()
         self.load_from_store()
         self.state = TaskState.RESTORING
@@ -646,12 +649,17 @@ class Task:
 
     def write_progress(self, force: bool = False) -> int:
         """Write markers of the task's progress on every partition of its marked topics, where
-        it moved since last written (``force``: everywhere, so that a reader that restarted hears
-        from a quiet task again); returns how many were written. Call it before the commit: the
-        markers go in the batch of the outputs they speak of."""
+        it moved since last written, and everywhere every ``RESEND_S`` or with ``force`` (so that
+        a reader that restarted after a quiet task's last marker hears from it again); returns
+        how many were written. The host calls it as it commits: the markers go in the batch of
+        the outputs before them."""
         plan = self.progress_plan
         if plan is None or self.state is not TaskState.RUNNING:
             return 0
+        now = time.monotonic()
+        if now >= self._resend_at:
+            force = True
+            self._resend_at = now + RESEND_S
         written = 0
         clock_ms = self.clock.now() // 1000  # every later output has a timestamp at least this
         targets = [(t, n, clock_ms) for t, n in plan.outputs.items()]
