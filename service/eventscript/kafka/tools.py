@@ -3,9 +3,11 @@
 ``produce`` publishes a timed trace to a program's input topics: each event becomes a record on
 the topic its name maps to, with the trace time as record timestamp, keyed and placed as the
 topic's producers would (its key format and partitioner: kafka/keys.py), so it lands on the
-partition of its instance; on partition 0 for an ungrouped program. Each timestamp also becomes a *tick* — a record with an ``es-tick`` header on every
-partition of the program's first input topic — so that with ``clock: record`` time advances and
-timers fire exactly where the tester would fire them, also when no event follows.
+partition of its instance; on partition 0 for an ungrouped program. Each timestamp also becomes a
+*tick* — a record with an ``es-tick`` header on every partition of each of the program's input
+topics — so that with ``clock: record`` time advances and timers fire exactly where the tester
+would fire them, also when no event follows, and a partition with no event does not hold back
+the progress of the tasks downstream (task/progress.py).
 
 ``tail`` prints records in the conformance JSON-lines encoding (``time``, ``event``, ``value``,
 ``key``), using the headers the worker writes; ``$error`` records are printed with their code
@@ -68,7 +70,8 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
     producer = Producer(clients.producer_config(kafka))
     types = {i.name: i.ty for i in program.program.inputs}
     key_types = program.program.key_types
-    tick_topic = cfg.inputs[0].topic
+    # Every input topic: a task's time waits on all its input partitions (task/progress.py).
+    tick_topics = list(dict.fromkeys(i.topic for i in cfg.inputs))
     sent = 0
     now_ms = 0
     from ..engine.engine import Engine
@@ -83,9 +86,10 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
     for item in items:
         if isinstance(item, Timestamp):
             now_ms = item.time // 1000
-            for p in range(partitions):
-                producer.produce(tick_topic, value=b"{}", partition=p, timestamp=now_ms,
-                                 headers=[(codec.HEADER_TICK, b"1")], on_delivery=delivered)
+            for tick_topic in tick_topics:
+                for p in range(partitions):
+                    producer.produce(tick_topic, value=b"{}", partition=p, timestamp=now_ms,
+                                     headers=[(codec.HEADER_TICK, b"1")], on_delivery=delivered)
             continue
         assert isinstance(item, TraceEvent)
         inp = _input_for(cfg, item.name)

@@ -1,0 +1,85 @@
+"""Event time that crosses topics (issue 21): every shipped topology, on several partitions per
+topic, run task by task over an in-memory log in random schedules, gives per key the simulated
+run's records in order, and every schedule gives them the same es-ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eventscript.task.progress import InputProgress, marker_headers, read_marker
+from eventscript.tester.trace import read_trace
+from eventscript.topology.config import load_topology
+from eventscript.topology.model import load_graph
+from eventscript.topology.simulate import simulate
+
+from .pipeline_log import PipelineRun, with_partitions
+
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
+TOPOLOGY_FILES = sorted(TOPOLOGIES.glob("*/topology.yaml"))
+
+
+def simulated(path: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """``eventscript test``'s records, per topic and key."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    simulate(load_graph(path), read_trace(str(path.parent / "sample.trace")),
+             lambda line: out.setdefault((line.topic or "", repr(line.to_json().get("key"))), []).append(
+                 line.to_json()))
+    return out
+
+
+def shown(lines: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What must agree with the simulated run: time, event, value (an $error's code)."""
+    return [(x["time"], x["event"], x["value"]["code"] if x["event"] == "$error" else x["value"]) for x in lines]
+
+
+def run(path: Path, counts: dict[str, int] | None, seed: int, tmp: Path) -> PipelineRun:
+    topo = load_topology(path)
+    every = {t: 3 for t in load_graph(path).all_topics()}
+    pipeline = PipelineRun(with_partitions(topo, counts or every), path, tmp / f"seed-{seed}")
+    pipeline.publish(path.parent / "sample.trace")
+    pipeline.run(seed)
+    return pipeline
+
+
+@pytest.mark.parametrize("path", TOPOLOGY_FILES, ids=lambda p: p.parent.name)
+def test_three_partitions_per_topic_give_the_simulated_records_per_key(path: Path, tmp_path: Path) -> None:
+    want = {k: shown(v) for k, v in simulated(path).items()}
+    ids = None
+    for seed in (1, 2):
+        pipeline = run(path, None, seed, tmp_path)
+        got = pipeline.results()
+        assert {k: shown(v) for k, v in got.items()} == want
+        assert pipeline.held_back() == 0
+        seed_ids = {k: [x["es-id"] for x in v] for k, v in got.items()}
+        assert ids is None or seed_ids == ids
+        ids = seed_ids
+
+
+def test_different_partition_counts_per_stage(tmp_path: Path) -> None:
+    path = TOPOLOGIES / "sensors" / "topology.yaml"
+    counts = {"readings": 3, "sensor-events": 5, "site-alarms": 2, "sensor-errors": 4}
+    pipeline = run(path, counts, 7, tmp_path)
+    assert {k: shown(v) for k, v in pipeline.results().items()} == {k: shown(v) for k, v in simulated(path).items()}
+
+
+def test_a_marker_names_its_writer_and_progress() -> None:
+    assert read_marker(marker_headers("overheat", 2, 1_700_000_000_123)) == ("overheat/2", 1_700_000_000_123)
+    assert read_marker([("es-event", b"X")]) is None
+    assert read_marker(None) is None
+
+
+def test_the_watermark_waits_for_every_writer_and_never_goes_back() -> None:
+    progress = InputProgress(frozenset({"a/0", "a/1"}))
+    progress.hear("a/0", 50)
+    assert progress.watermark is None  # a/1 not heard from
+    progress.hear("a/1", 30)
+    assert progress.watermark == 30
+    progress.hear("a/1", 20)  # an older marker read again
+    assert progress.watermark == 30
+    progress.hear("b/0", 10)  # not a writer of this partition
+    assert progress.watermark == 30
+    progress.hear("a/1", 70)
+    assert progress.watermark == 50
