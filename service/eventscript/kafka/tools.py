@@ -11,7 +11,7 @@ the progress of the tasks downstream (task/progress.py).
 
 ``tail`` prints records in the conformance JSON-lines encoding (``time``, ``event``, ``value``,
 ``key``), using the headers the worker writes; ``$error`` records are printed with their code
-and message. ``--dedupe`` drops records whose ``es-id`` was already seen (outputs are idempotent
+and message; progress markers only with ``--markers`` (as JSON lines of their own). ``--dedupe`` drops records whose ``es-id`` was already seen (outputs are idempotent
 by id; needed on brokers that expose aborted transactions).
 """
 
@@ -27,11 +27,14 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 
 from ..automata.compiled import CompiledProgram
 from ..engine.encoding import DecodeError, decode, encode
+from ..engine.timeutil import format_time
 from ..task import codec
 from ..task.codec import record_to_json
 from ..task.keys import scheme_for
+from ..task.progress import read_marker
 from ..tester.trace import Timestamp, TraceEvent, TraceItem, event_argument, typed_argument
 from ..topology.config import InputConfig, KafkaConfig, ProgramConfig
+from ..topology.headers import HEADER_PROGRESS
 from . import clients
 
 
@@ -137,9 +140,10 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
 
 
 def read_topic(kafka: KafkaConfig, topic: str, *, idle: float = 2.0, limit: int | None = None,
-               dedupe: bool = False, timeout: float = 120.0) -> Iterator[Any]:
+               dedupe: bool = False, timeout: float = 120.0, markers: bool = False) -> Iterator[Any]:
     """Records of every partition of a topic from the beginning, read_committed, until every
-    partition has reported its end and nothing new came for ``idle`` seconds."""
+    partition has reported its end and nothing new came for ``idle`` seconds. Progress markers
+    (task/progress.py) are left out unless ``markers``."""
     consumer = Consumer(clients.consumer_config(kafka, f"eventscript-tail-{time.time_ns()}"))
     try:
         md = consumer.list_topics(topic, timeout=10)
@@ -163,6 +167,8 @@ def read_topic(kafka: KafkaConfig, topic: str, *, idle: float = 2.0, limit: int 
                     continue
                 at_end.discard(m.partition())
                 last = time.monotonic()
+                if not markers and codec.header(m.headers(), HEADER_PROGRESS) is not None:
+                    continue
                 if dedupe:
                     rid = codec.header(m.headers(), codec.HEADER_ID)
                     if rid is not None:
@@ -182,7 +188,10 @@ def read_topic(kafka: KafkaConfig, topic: str, *, idle: float = 2.0, limit: int 
 def tail(kafka: KafkaConfig, topic: str, out: TextIO, **kwargs: Any) -> int:
     n = 0
     for m in read_topic(kafka, topic, **kwargs):
-        out.write(orjson.dumps(record_to_json(m)).decode() + "\n")
+        marker = read_marker(m.headers())
+        line = record_to_json(m) if marker is None else {
+            "progress": {"writer": marker[0], "time": format_time(marker[1] * 1000)}, "partition": m.partition()}
+        out.write(orjson.dumps(line).decode() + "\n")
         out.flush()
         n += 1
     return n
