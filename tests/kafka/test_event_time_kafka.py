@@ -1,5 +1,5 @@
-"""Event time that crosses topics on Apache Kafka (issue 21): every shipped topology with three
-partitions per topic gives per key the simulated run's records in order, with the es-ids the
+"""Event time that crosses topics on Apache Kafka (issue 21): every shipped topology (three
+partitions per topic or more, sensors' stages on 3 and 4) gives per key the simulated run's records in order, with the es-ids the
 in-memory run of the same layout gives (tests/task/test_event_time.py), under both guarantees;
 and after a worker is killed -9 midway."""
 
@@ -24,10 +24,14 @@ from task.test_event_time import run as run_in_memory  # noqa: E402
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
-def on_broker(path: Path, broker: Any, tmp: Path, guarantee: str, partitions: int = 3) -> Path:
-    """The shipped topology on the test broker: every topic on ``partitions`` partitions, its
-    own application id and state directory."""
+def on_broker(path: Path, broker: Any, tmp: Path, guarantee: str) -> Path:
+    """The shipped topology on the test broker (its partition counts: three or more per topic),
+    with its own application id, topic names and state directory."""
+    from eventscript.topology.config import load_topology
     from eventscript.topology.model import load_graph
+    from eventscript.topology.progress import topology_partitions
+
+    partitions_of = topology_partitions(load_topology(path))
 
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     doc["application"] = unique(doc.get("application", "t"))
@@ -37,7 +41,7 @@ def on_broker(path: Path, broker: Any, tmp: Path, guarantee: str, partitions: in
     topics = doc.setdefault("topics", {})
     for t in load_graph(path).all_topics():
         spec = topics.get(t) or {}
-        spec["partitions"] = partitions
+        spec["partitions"] = partitions_of(t)
         topics[t] = spec
     # Topic names of their own, so that runs on one broker do not share topics.
     names = {t: f"{t}-{doc['application']}" for t in topics}
@@ -84,7 +88,7 @@ def produce(topology: Path, original: Path) -> None:
 
 @pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
 @pytest.mark.parametrize("path", TOPOLOGY_FILES, ids=lambda p: p.parent.name)
-def test_three_partitions_per_topic_on_kafka(path: Path, guarantee: str, broker: Any, tmp_path: Path) -> None:
+def test_shipped_topologies_on_kafka(path: Path, guarantee: str, broker: Any, tmp_path: Path) -> None:
     topology = on_broker(path, broker, tmp_path, guarantee)
     produce(topology, path)
     assert run_in_thread(topology, until_idle=3.0, timeout=240) == 0

@@ -13,6 +13,7 @@ from eventscript.task.progress import InputProgress, marker_headers, read_marker
 from eventscript.tester.trace import read_trace
 from eventscript.topology.config import load_topology
 from eventscript.topology.model import load_graph
+from eventscript.topology.progress import topology_partitions
 from eventscript.topology.simulate import simulate
 
 from .pipeline_log import PipelineRun, with_partitions
@@ -37,15 +38,14 @@ def shown(lines: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 def run(path: Path, counts: dict[str, int] | None, seed: int, tmp: Path) -> PipelineRun:
     topo = load_topology(path)
-    every = {t: 3 for t in load_graph(path).all_topics()}
-    pipeline = PipelineRun(with_partitions(topo, counts or every), path, tmp / f"seed-{seed}")
+    pipeline = PipelineRun(with_partitions(topo, counts or {}), path, tmp / f"seed-{seed}")
     pipeline.publish(path.parent / "sample.trace")
     pipeline.run(seed)
     return pipeline
 
 
 @pytest.mark.parametrize("path", TOPOLOGY_FILES, ids=lambda p: p.parent.name)
-def test_three_partitions_per_topic_give_the_simulated_records_per_key(path: Path, tmp_path: Path) -> None:
+def test_the_shipped_partition_counts_give_the_simulated_records_per_key(path: Path, tmp_path: Path) -> None:
     want = {k: shown(v) for k, v in simulated(path).items()}
     ids = None
     for seed in (1, 2):
@@ -58,7 +58,17 @@ def test_three_partitions_per_topic_give_the_simulated_records_per_key(path: Pat
         ids = seed_ids
 
 
-def test_different_partition_counts_per_stage(tmp_path: Path) -> None:
+def test_every_shipped_topic_has_three_partitions_or_more_and_one_stage_its_own_count() -> None:
+    counts = {}
+    for path in TOPOLOGY_FILES:
+        topo = load_topology(path)
+        partitions_of = topology_partitions(topo)
+        counts[path.parent.name] = {t: partitions_of(t) for t in load_graph(path).all_topics()}
+    assert all(n >= 3 for c in counts.values() for n in c.values()), counts
+    assert any(len(set(c.values())) > 1 for c in counts.values())
+
+
+def test_other_partition_counts_per_stage(tmp_path: Path) -> None:
     path = TOPOLOGIES / "sensors" / "topology.yaml"
     counts = {"readings": 3, "sensor-events": 5, "site-alarms": 2, "sensor-errors": 4}
     pipeline = run(path, counts, 7, tmp_path)
