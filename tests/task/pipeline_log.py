@@ -181,4 +181,7 @@ class PipelineRun:
                     line = record_to_json(rec)
                     line["es-id"] = (header(rec.headers(), HEADER_ID) or b"").decode()
                     out[(topic, repr(line.get("key")))].append(line)
+        for (_, key), lines in out.items():  # as on Kafka, where unkeyed records keep no order
+            if key == "None":
+                lines.sort(key=lambda x: (x["time"], x["es-id"]))
         return dict(out)

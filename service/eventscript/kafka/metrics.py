@@ -16,6 +16,11 @@ disk (its table files plus the memtables, whose write-ahead log is on disk too),
 ``eventscript_restore_remaining_records{program, task}`` is how many changelog records a task being
 restored has still to read (the changelog's end, as last fetched, minus where the restore is), so a
 restore that never ends is seen while it runs, not only when it finishes.
+``eventscript_event_time_seconds{program, task}`` is a record-time task's clock,
+``eventscript_event_time_lag_seconds{program, task}`` the wall clock minus it, and
+``eventscript_held_back_records{program, task}`` the records it holds back until every task
+writing its inputs has marked progress up to them (task/progress.py); the alert on a clock that
+stands still while its inputs grow is in observability/.
 ``eventscript_timer_lateness_seconds{program}`` tells how late wall-clock timers fire: each time
 a task fires its due timers, how long after its deadline the earliest of them fired (a worker
 that is overloaded, paused or catching up after a restart fires them late; the alert on it is
@@ -123,6 +128,13 @@ class Metrics:
                                         "wall-clock timer fired (the earliest of those a task fired at once)",
                                         ["program"], registry=self.registry, buckets=LATENESS_BUCKETS)
         self.task_gauge = Gauge("eventscript_tasks", "Tasks owned", ["program"], registry=self.registry)
+        self.event_time = Gauge("eventscript_event_time_seconds", "A task's record clock (Unix seconds): where "
+                                "its inputs' progress has let it come", ["program", "task"], registry=self.registry)
+        self.event_time_lag = Gauge("eventscript_event_time_lag_seconds", "Wall time minus a task's record clock",
+                                    ["program", "task"], registry=self.registry)
+        self.held_back = Gauge("eventscript_held_back_records", "Records a task holds back until every task "
+                               "writing its inputs has marked progress up to them", ["program", "task"],
+                               registry=self.registry)
         self.instance_gauge = Gauge("eventscript_instances", "Live instance contexts (one per group key)",
                                     ["program"], registry=self.registry)
         self.lag_gauge = Gauge("eventscript_consumer_lag", "The worker's own estimate of input records not yet "
@@ -195,7 +207,15 @@ class Metrics:
         """Export the records each restoring task has still to read; ``{}`` once none restores."""
         self._per_task(self.restore_remaining, program, remaining)
 
-    def _per_task(self, gauge: Gauge, program: str, values: dict[int, int]) -> None:
+    def event_times(self, program: str, clocks: dict[int, tuple[int, int]]) -> None:
+        """Export each record-time task's clock (µs), its lag behind the wall clock and the records
+        it holds back (task → (clock, held back))."""
+        now = time.time()
+        self._per_task(self.event_time, program, {p: c / 1e6 for p, (c, _) in clocks.items()})
+        self._per_task(self.event_time_lag, program, {p: now - c / 1e6 for p, (c, _) in clocks.items()})
+        self._per_task(self.held_back, program, {p: h for p, (_, h) in clocks.items()})
+
+    def _per_task(self, gauge: Gauge, program: str, values: dict[int, Any]) -> None:
         """Set ``gauge{program, task}`` for the tasks given and drop the series of the others."""
         now = {str(p) for p in values}
         for p, value in values.items():

@@ -494,6 +494,8 @@ class ProgramWorker:
             self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()),
                                 self._lag())
             self.metrics.state_sizes(self.cfg.name, lambda: {p: t.store.disk_bytes() for p, t in self.tasks.items()})
+            if self.cfg.clock == "record":
+                self.metrics.event_times(self.cfg.name, {p: (t.clock.now(), t.held_back) for p, t in self.tasks.items()})
 
     def _purge_repartition(self) -> None:
         """Delete the repartition records every task has consumed and committed."""
