@@ -93,3 +93,24 @@ def test_the_watermark_waits_for_every_writer_and_never_goes_back() -> None:
     assert progress.watermark == 30
     progress.hear("a/1", 70)
     assert progress.watermark == 50
+
+
+def test_a_source_partition_read_to_its_end_stops_holding_time_back_after_its_idle_timeout() -> None:
+    from eventscript.task.merge import MAX_FRONTIER, InputPartition
+    from eventscript.topology.config import InputConfig
+
+    from .pipeline_log import LogRecord
+
+    at_once = InputPartition("in", 0, 0, InputConfig(topic="in", event="A"))
+    patient = InputPartition("in", 0, 0, InputConfig(topic="in", event="A", idle_timeout_ms=60_000))
+    for ip in (at_once, patient):
+        assert ip.frontier(0.0) is None  # nothing read yet
+        ip.buffer.append(LogRecord("in", 0, 0, 1_000, None, b"{}", None))
+        ip.seen_ms, ip.seen_at = 1_000, 100.0
+        assert ip.frontier(100.0) == 1_000  # its first buffered record
+        ip.buffer.clear()
+        assert ip.frontier(100.0) == 1_000  # not at its end: more may come at 1 s or later
+        ip.eof = True
+    assert at_once.frontier(100.0) == MAX_FRONTIER and at_once.idled
+    assert patient.frontier(159.0) == 1_000 and not patient.idled
+    assert patient.frontier(160.0) == MAX_FRONTIER and patient.idled

@@ -54,13 +54,16 @@ class InputPartition:
     #: The latest record timestamp added (ms; None: none yet) and when (monotonic s): how far an
     #: external partition has come, for the task's own progress.
     seen_ms: int | None = None
-    seen_at: float = 0.0
+    seen_at: float = field(default_factory=time.monotonic)
+    #: Set when the partition stopped holding time back for being idle (for the metrics).
+    idled: bool = False
 
     def frontier(self, now: float) -> int | None:
         """The record time before which this partition has nothing more to give (ms): its first
         buffered record's or its watermark (gated), else the latest timestamp seen (external);
-        None: not known yet. An external partition idle for its ``idle_timeout_ms`` holds
-        nothing back (``MAX_FRONTIER``)."""
+        None: not known yet. A source partition read to its end with nothing new for its
+        ``idle_timeout_ms`` (0 by default: at once, as the merge takes what is fetched) holds
+        nothing back (``MAX_FRONTIER``; ``idled`` says it happened)."""
         if self.progress is not None:
             w = self.progress.watermark
             if w is not None and self.buffer:
@@ -69,9 +72,9 @@ class InputPartition:
         if self.buffer:
             return self.buffer[0].timestamp()[1]
         cfg = self.config
-        if cfg is not None and cfg.idle_timeout_ms is not None and self.seen_ms is not None \
-                and (now - self.seen_at) * 1000 >= cfg.idle_timeout_ms:
-            return MAX_FRONTIER
+        if self.eof and cfg is not None and (now - self.seen_at) * 1000 >= (cfg.idle_timeout_ms or 0):
+            self.idled = True
+            return MAX_FRONTIER  # caught up and idle: what is not written yet is not waited for
         return self.seen_ms
 
     def __post_init__(self) -> None:

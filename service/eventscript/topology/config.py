@@ -123,10 +123,11 @@ class InputConfig(_Model):
     #: How they place records: murmur2 (Java client, Kafka Streams) or consistent_random
     #: (librdkafka's default: confluent-kafka and other librdkafka-based producers).
     partitioner: Literal["murmur2", "consistent_random"] = "murmur2"
-    #: A source partition with nothing new for this long stops holding back the record time of
-    #: the program's repartition topic and of the programs downstream (None: it holds it back
-    #: until it has records again, as Flink's sources without ``withIdleness``).
-    idle_timeout_ms: int | None = Field(default=None, ge=1)
+    #: A source partition read to its end with nothing new for this long stops holding back the
+    #: record time of the program's tasks and of the programs downstream (task/progress.py).
+    #: None (or 0): at once, as a task's merge takes what is fetched; longer waits for slow
+    #: producers (Flink's ``withIdleness``), at the cost of that much latency when one is quiet.
+    idle_timeout_ms: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _name_source(self) -> InputConfig:
