@@ -114,3 +114,17 @@ def test_a_source_partition_read_to_its_end_stops_holding_time_back_after_its_id
     assert at_once.frontier(100.0) == MAX_FRONTIER and at_once.idled
     assert patient.frontier(159.0) == 1_000 and not patient.idled
     assert patient.frontier(160.0) == MAX_FRONTIER and patient.idled
+
+
+def test_a_writer_that_was_idle_holds_time_back_again_but_the_watermark_never_goes_back() -> None:
+    from eventscript.task.progress import IDLE
+
+    progress = InputProgress(frozenset({"a/0", "a/1"}))
+    progress.hear("a/0", 50)
+    progress.hear("a/1", IDLE)  # read to its ends: it holds nothing back
+    assert progress.watermark == 50
+    progress.hear("a/1", 40)  # records again: it counts again, from where it is
+    progress.hear("a/0", 90)
+    assert progress.watermark == 50  # not back to 40: what a/1 writes below 50 is late
+    progress.hear("a/1", 70)
+    assert progress.watermark == 70

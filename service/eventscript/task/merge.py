@@ -24,7 +24,7 @@ from typing import Any
 
 from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
-from .progress import InputProgress, read_marker
+from .progress import IDLE, InputProgress, read_marker
 from .record import Record
 
 
@@ -83,8 +83,8 @@ class InputPartition:
         self.needs_key = cfg is not None and cfg.keyed is not False and cfg.key != "none"
 
 
-#: The frontier of an input that holds nothing back.
-MAX_FRONTIER = 1 << 62
+#: The frontier of an input that holds nothing back (an idle writer's progress, ``IDLE``).
+MAX_FRONTIER = IDLE
 
 
 class PartitionGroup:
@@ -240,6 +240,20 @@ class PartitionGroup:
         inputs = self.inputs
         position = self.position
         while bound is not None:
+            nonempty = [ip for ip in inputs if ip.buffer]
+            if len(nonempty) == 1:  # nothing to merge: take its records in offset order up to the bound
+                ip = nonempty[0]
+                buf = ip.buffer
+                msg = None
+                try:
+                    while buf and buf[0].timestamp()[1] <= bound:
+                        msg = buf.popleft()
+                        process_one(ip, msg)
+                        done += 1
+                finally:
+                    if msg is not None:
+                        position[ip.name] = msg.offset() + 1
+                break
             best: InputPartition | None = None
             best_key: tuple[int, int] | None = None
             for ip in inputs:

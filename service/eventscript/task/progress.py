@@ -22,7 +22,11 @@ from dataclasses import dataclass, field
 from ..topology.headers import HEADER_PROGRESS
 from .codec import Headers, header
 
-__all__ = ["HEADER_PROGRESS", "RESEND_S", "InputProgress", "marker_headers", "read_marker"]
+__all__ = ["HEADER_PROGRESS", "IDLE", "RESEND_S", "InputProgress", "marker_headers", "read_marker"]
+
+#: The progress of a task with nothing more to write until its inputs have new records (every
+#: one of them read to its end and idle): it holds nothing back.
+IDLE = 1 << 62
 
 #: A task writes its markers again this often (s) even when its progress stands still: a reader
 #: that restarted after them needs to hear from every writer before its time moves.
@@ -54,9 +58,17 @@ class InputProgress:
     watermark: int | None = None
 
     def hear(self, writer: str, progress_ms: int) -> None:
-        """A marker: progress never goes back (a marker read again after a rewind is older)."""
-        if writer not in self.writers or progress_ms <= self.heard.get(writer, -1 << 62):
+        """A marker. A writer's progress never goes back (a marker read again after a rewind is
+        older), except after it was idle (``IDLE``): it holds time back again from where it is.
+        The watermark never goes back: a record older than it, written by a writer that was
+        idle, is processed as it comes (as a late record of a source is)."""
+        if writer not in self.writers:
+            return
+        before = self.heard.get(writer)
+        if before is not None and progress_ms <= before and before != IDLE:
             return
         self.heard[writer] = progress_ms
         if len(self.heard) == len(self.writers):
-            self.watermark = min(self.heard.values())
+            least = min(self.heard.values())
+            if self.watermark is None or least > self.watermark:
+                self.watermark = least

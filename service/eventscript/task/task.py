@@ -662,20 +662,24 @@ class Task:
             self._resend_at = now + RESEND_S
         written = 0
         clock_ms = self.clock.now() // 1000  # every later output has a timestamp at least this
-        targets = [(t, n, clock_ms) for t, n in plan.outputs.items()]
+        # ... unless every input is idle with nothing buffered: then nothing comes until they
+        # have records again (IDLE holds nothing back; the readers take the next marker after).
+        output = MAX_FRONTIER if self.group.frontier() == MAX_FRONTIER else clock_ms
+        targets = [(t, n, output) for t, n in plan.outputs.items()]
         if plan.repartition:
             republished = self.group.frontier(external_only=True)  # every later copy is at least this
-            if republished is not None and republished < MAX_FRONTIER:
+            if republished is not None:
                 targets.append((self.repartition_topic, plan.tasks, republished))
         for topic, partitions, progress in targets:
             if not force and self._marked.get(topic) == progress:
                 continue
             self._marked[topic] = progress
             headers = marker_headers(plan.program, self.partition, progress)
+            ts = progress if progress < MAX_FRONTIER else clock_ms  # (a timestamp the broker keeps)
             for q in range(partitions):
                 if topic == self.repartition_topic and q == self.partition:
                     continue
-                self.send(topic, q, None, None, headers, progress, False)
+                self.send(topic, q, None, None, headers, ts, False)
                 written += 1
         self.counts["markers"] += written
         return written
