@@ -20,6 +20,7 @@ def exported() -> dict[str, set[str]]:
     m.state_sizes("p", lambda: {0: 1})
     m.restore_progress("p", {0: 1})
     m.event_times("p", {0: (1_000_000, 1)})
+    m.count("p", "idle_partitions")
     m.observe_commit("p", 0.1)
     m.observe_restore("p", 0.1)
     m.kafka.update("p", "consumer", {"type": "consumer", "msg_cnt": 0,

@@ -114,6 +114,7 @@ def test_a_source_partition_read_to_its_end_stops_holding_time_back_after_its_id
     assert at_once.frontier(100.0) == MAX_FRONTIER and at_once.idled
     assert patient.frontier(159.0) == 1_000 and not patient.idled
     assert patient.frontier(160.0) == MAX_FRONTIER and patient.idled
+    assert patient.frontier(161.0) == MAX_FRONTIER and patient.times_idled == 1  # counted once
 
 
 def test_a_writer_that_was_idle_holds_time_back_again_but_the_watermark_never_goes_back() -> None:

@@ -52,9 +52,11 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 #: The ``kind`` label values of eventscript_records_total.
-KINDS = ("consumed", "processed", "produced", "errors", "repartitioned")
-#: What the worker counts through :meth:`Metrics.count` that is not a record: committed batches.
+KINDS = ("consumed", "processed", "produced", "errors", "repartitioned", "markers")
+#: What the worker counts through :meth:`Metrics.count` that is not a record: committed batches,
+#: and source partitions that stopped holding record time back (read to their end and idle).
 COMMITS = "commits"
+IDLE_PARTITIONS = "idle_partitions"
 #: The ``kind`` label values of eventscript_faults_total and eventscript_rebalances_total.
 FAULTS = ("commit_failed", "transaction_aborted", "rewound", "assignment_lost")
 REBALANCES = ("assigned", "revoked", "lost")
@@ -128,6 +130,9 @@ class Metrics:
                                         "wall-clock timer fired (the earliest of those a task fired at once)",
                                         ["program"], registry=self.registry, buckets=LATENESS_BUCKETS)
         self.task_gauge = Gauge("eventscript_tasks", "Tasks owned", ["program"], registry=self.registry)
+        self.idle_partitions = Counter("eventscript_idle_partitions_total", "Times a source partition stopped "
+                                       "holding record time back: read to its end, nothing new for its input's "
+                                       "idle_timeout_ms", ["program"], registry=self.registry)
         self.event_time = Gauge("eventscript_event_time_seconds", "A task's record clock (Unix seconds): where "
                                 "its inputs' progress has let it come", ["program", "task"], registry=self.registry)
         self.event_time_lag = Gauge("eventscript_event_time_lag_seconds", "Wall time minus a task's record clock",
@@ -172,6 +177,8 @@ class Metrics:
         """Count ``n`` records of ``kind``; the worker's "commits" go to eventscript_commits_total."""
         if kind == COMMITS:
             self.commits.labels(program).inc(n)
+        elif kind == IDLE_PARTITIONS:
+            self.idle_partitions.labels(program).inc(n)
         else:
             self.records.labels(program, kind).inc(n)
 

@@ -55,8 +55,10 @@ class InputPartition:
     #: external partition has come, for the task's own progress.
     seen_ms: int | None = None
     seen_at: float = field(default_factory=time.monotonic)
-    #: Set when the partition stopped holding time back for being idle (for the metrics).
+    #: Set when the partition stopped holding time back for being idle, until its next record;
+    #: and how many times that happened (for the metrics).
     idled: bool = False
+    times_idled: int = 0
 
     def frontier(self, now: float) -> int | None:
         """The record time before which this partition has nothing more to give (ms): its first
@@ -73,7 +75,9 @@ class InputPartition:
             return self.buffer[0].timestamp()[1]
         cfg = self.config
         if self.eof and cfg is not None and (now - self.seen_at) * 1000 >= (cfg.idle_timeout_ms or 0):
-            self.idled = True
+            if not self.idled:
+                self.idled = True
+                self.times_idled += 1
             return MAX_FRONTIER  # caught up and idle: what is not written yet is not waited for
         return self.seen_ms
 
@@ -156,6 +160,7 @@ class PartitionGroup:
         if ip.seen_ms is None or ts > ip.seen_ms:
             ip.seen_ms = ts
         ip.seen_at = time.monotonic()
+        ip.idled = False
         ip.buffer.append(msg)
         ip.eof = False
         return True

@@ -682,6 +682,11 @@ class Task:
                 self.send(topic, q, None, None, headers, ts, False)
                 written += 1
         self.counts["markers"] += written
+        idled = sum(ip.times_idled for ip in self.inputs)
+        if idled:
+            self.counts["idle_partitions"] += idled
+            for ip in self.inputs:
+                ip.times_idled = 0
         return written
 
     # -- committing ----------------------------------------------------------------------------------
