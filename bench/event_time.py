@@ -9,11 +9,11 @@ rounds (the machine may be shared: the load average is printed):
 - markers: gated on the three writers; each writer marks its progress every ``--commit-ms`` of
            wall time, as its commits would, in the batches the host adds (a fetch of 2,000).
 
-Printed: records/s (best of ``--repeat``) for each, the markers' share, and for the markers run
-the time a record waits between being added and being processed (p50/p99): what the markers add
-to latency when writers commit every ``--commit-ms``.
+Printed: records/s (best of ``--repeat``) for each, the markers' share, and for both runs the time
+a record waits between being added and being processed (p50/p99) when fetches come at ``--rate``
+records/s: what the markers add to latency when writers commit every ``--commit-ms``.
 
-Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS]
+Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS] [--rate R]
 """
 
 from __future__ import annotations
@@ -72,7 +72,9 @@ def make_task(store: Path, gated: bool) -> Task:
     return task
 
 
-def run(recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float] | None) -> float:
+def run(recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float] | None, rate: float = 0) -> float:
+    """Records/s; with ``waits``, each record's wait between add and process is appended, and with
+    ``rate`` the fetches come at that many records/s (as from live writers) rather than at once."""
     store = Path(tempfile.mkdtemp(prefix="bench-event-time-"))
     try:
         task = make_task(store, gated)
@@ -85,6 +87,8 @@ def run(recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float]
         buf = task.inputs[0].buffer
         for at in range(0, len(recs), FETCH):
             batch = recs[at:at + FETCH]
+            if rate:
+                time.sleep(max(0.0, started + at / rate - time.perf_counter()))
             now = time.perf_counter()
             for r in batch:
                 task.add(r)
@@ -107,6 +111,9 @@ def run(recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float]
                 task.add(LogRecord("mid", 0, offset + w, recs[-1].ts + 1, None, None,
                                    list(marker_headers("up", w, recs[-1].ts + 1))))
             task.process(0)
+        done = time.perf_counter()
+        while pending:  # released by the writers' last commit
+            waits.extend([done - pending.popleft()[1]] * FETCH)  # type: ignore[union-attr]
         elapsed = time.perf_counter() - started
         assert task.held_back == 0 and task.counts["processed"] == len(recs), task.counts
         task.close()
@@ -121,22 +128,28 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--commit-ms", type=float, default=100.0)
+    ap.add_argument("--rate", type=float, default=20_000.0, help="records/s fetched in the latency runs")
     args = ap.parse_args()
     recs = records(args.records, args.keys)
     best = {"today": 0.0, "markers": 0.0}
     for _ in range(args.repeat):
         for name in best:
             best[name] = max(best[name], run(recs, name == "markers", args.commit_ms, None))
-    waits: list[float] = []
-    run(recs, True, args.commit_ms, waits)
-    waits.sort()
+    latency = {}
+    for name in best:
+        waits: list[float] = []
+        run(recs, name == "markers", args.commit_ms, waits, args.rate)
+        waits.sort()
+        latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.records:,} records, "
           f"{args.keys:,} keys, best of {args.repeat}")
     for name, rate in best.items():
         print(f"  {name:8s} {rate:12,.0f} records/s")
     print(f"  markers cost {100 * (1 - best['markers'] / best['today']):.1f}% of throughput")
-    print(f"  wait between add and process with markers every {args.commit_ms:g} ms: "
-          f"p50 {1000 * statistics.median(waits):.1f} ms, p99 {1000 * waits[int(len(waits) * 0.99)]:.1f} ms")
+    print(f"  wait between add and process, fetches of {FETCH:,} at {args.rate:,.0f} records/s, markers every "
+          f"{args.commit_ms:g} ms:")
+    for name, (p50, p99) in latency.items():
+        print(f"  {name:8s} p50 {1000 * p50:7.1f} ms   p99 {1000 * p99:7.1f} ms")
 
 
 if __name__ == "__main__":
