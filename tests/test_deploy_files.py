@@ -55,6 +55,8 @@ def _exported() -> tuple[set[str], set[str], set[str]]:
     m.register("p", lambda: True, 2)
     m.state_sizes("p", lambda: {0: 1})
     m.restore_progress("p", {0: 1})
+    m.event_times("p", {0: (1_000_000, 1)})
+    m.count("p", "idle_partitions")
     m.count("p", "consumed")
     m.observe_commit("p", 0.01)
     m.observe_restore("p", 0.01)

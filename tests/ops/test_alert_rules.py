@@ -63,7 +63,7 @@ def test_promtool_unit_tests_pass() -> None:
 
 
 @pytest.mark.parametrize("dropped", ["EventScriptJobAbsent", "EventScriptLagGrowing", "EventScriptTimersLate",
-                                     "EventScriptRestoreStuck", "EventScriptStateVolumeFilling",
+                                     "EventScriptRestoreStuck", "EventScriptStateVolumeFilling", "EventScriptEventTimeStuck",
                                      "EventScriptRolloutStuck"])
 def test_promtool_unit_tests_fail_without_an_alert(tmp_path: Path, dropped: str) -> None:
     """The unit tests can fail: without the alert (as before issue 13), its firing case fails."""

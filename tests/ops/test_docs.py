@@ -19,6 +19,8 @@ def exported() -> dict[str, set[str]]:
     m.register("p", lambda: True, 2)
     m.state_sizes("p", lambda: {0: 1})
     m.restore_progress("p", {0: 1})
+    m.event_times("p", {0: (1_000_000, 1)})
+    m.count("p", "idle_partitions")
     m.observe_commit("p", 0.1)
     m.observe_restore("p", 0.1)
     m.kafka.update("p", "consumer", {"type": "consumer", "msg_cnt": 0,

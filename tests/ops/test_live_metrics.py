@@ -90,7 +90,8 @@ def test_missing_finds_what_is_not_exported() -> None:
 def test_a_live_worker_exports_what_dashboard_and_rules_use(broker: Broker, tmp_path: Path) -> None:
     name = unique("live")
     (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
+    # Record time: the event-time series are exported too (wall-clock programs have none).
+    path = topology(broker, tmp_path, [{"name": name, "source": "p.es", "clock": "record",
                                         "inputs": [{"topic": f"{name}-in", "event": "A"}],
                                         "outputs": {"default": f"{name}-out"}}], {f"{name}-in": {"partitions": 2}})
     doc: dict[str, Any] = yaml.safe_load(path.read_text())

@@ -245,6 +245,8 @@ def setup_tail(p: argparse.ArgumentParser) -> None:
                    help="stop when every partition is at its end and nothing came for this long (default 2)")
     p.add_argument("--follow", action="store_true", help="keep printing new records until interrupted")
     p.add_argument("--dedupe", action="store_true", help="skip records whose es-id was already printed")
+    p.add_argument("--markers", action="store_true",
+                   help="also print the progress markers of the tasks writing the topic (hidden by default)")
     p.add_argument("-v", "--verbose", action="store_true", help="also print librdkafka's own log lines")
 
 
@@ -265,7 +267,7 @@ def run_tail(args: argparse.Namespace) -> int:
         kafka.bootstrap_servers = bootstrap
     try:
         tail(kafka, args.topic, sys.stdout, idle=float("inf") if args.follow else args.idle, dedupe=args.dedupe,
-             timeout=float("inf") if args.follow else 3600)
+             timeout=float("inf") if args.follow else 3600, markers=args.markers)
     except ProduceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -16,6 +16,11 @@ disk (its table files plus the memtables, whose write-ahead log is on disk too),
 ``eventscript_restore_remaining_records{program, task}`` is how many changelog records a task being
 restored has still to read (the changelog's end, as last fetched, minus where the restore is), so a
 restore that never ends is seen while it runs, not only when it finishes.
+``eventscript_event_time_seconds{program, task}`` is a record-time task's clock,
+``eventscript_event_time_lag_seconds{program, task}`` the wall clock minus it, and
+``eventscript_held_back_records{program, task}`` the records it holds back until every task
+writing its inputs has marked progress up to them (task/progress.py); the alert on a clock that
+stands still while its inputs grow is in observability/.
 ``eventscript_timer_lateness_seconds{program}`` tells how late wall-clock timers fire: each time
 a task fires its due timers, how long after its deadline the earliest of them fired (a worker
 that is overloaded, paused or catching up after a restart fires them late; the alert on it is
@@ -47,9 +52,11 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 #: The ``kind`` label values of eventscript_records_total.
-KINDS = ("consumed", "processed", "produced", "errors", "repartitioned")
-#: What the worker counts through :meth:`Metrics.count` that is not a record: committed batches.
+KINDS = ("consumed", "processed", "produced", "errors", "repartitioned", "markers")
+#: What the worker counts through :meth:`Metrics.count` that is not a record: committed batches,
+#: and source partitions that stopped holding record time back (read to their end and idle).
 COMMITS = "commits"
+IDLE_PARTITIONS = "idle_partitions"
 #: The ``kind`` label values of eventscript_faults_total and eventscript_rebalances_total.
 FAULTS = ("commit_failed", "transaction_aborted", "rewound", "assignment_lost", "rejoined")
 REBALANCES = ("assigned", "revoked", "lost")
@@ -123,6 +130,16 @@ class Metrics:
                                         "wall-clock timer fired (the earliest of those a task fired at once)",
                                         ["program"], registry=self.registry, buckets=LATENESS_BUCKETS)
         self.task_gauge = Gauge("eventscript_tasks", "Tasks owned", ["program"], registry=self.registry)
+        self.idle_partitions = Counter("eventscript_idle_partitions_total", "Times a source partition stopped "
+                                       "holding record time back: read to its end, nothing new for its input's "
+                                       "idle_timeout_ms", ["program"], registry=self.registry)
+        self.event_time = Gauge("eventscript_event_time_seconds", "A task's record clock (Unix seconds): where "
+                                "its inputs' progress has let it come", ["program", "task"], registry=self.registry)
+        self.event_time_lag = Gauge("eventscript_event_time_lag_seconds", "Wall time minus a task's record clock",
+                                    ["program", "task"], registry=self.registry)
+        self.held_back = Gauge("eventscript_held_back_records", "Records a task holds back until every task "
+                               "writing its inputs has marked progress up to them", ["program", "task"],
+                               registry=self.registry)
         self.instance_gauge = Gauge("eventscript_instances", "Live instance contexts (one per group key)",
                                     ["program"], registry=self.registry)
         self.lag_gauge = Gauge("eventscript_consumer_lag", "The worker's own estimate of input records not yet "
@@ -160,6 +177,8 @@ class Metrics:
         """Count ``n`` records of ``kind``; the worker's "commits" go to eventscript_commits_total."""
         if kind == COMMITS:
             self.commits.labels(program).inc(n)
+        elif kind == IDLE_PARTITIONS:
+            self.idle_partitions.labels(program).inc(n)
         else:
             self.records.labels(program, kind).inc(n)
 
@@ -195,7 +214,15 @@ class Metrics:
         """Export the records each restoring task has still to read; ``{}`` once none restores."""
         self._per_task(self.restore_remaining, program, remaining)
 
-    def _per_task(self, gauge: Gauge, program: str, values: dict[int, int]) -> None:
+    def event_times(self, program: str, clocks: dict[int, tuple[int, int]]) -> None:
+        """Export each record-time task's clock (µs), its lag behind the wall clock and the records
+        it holds back (task → (clock, held back))."""
+        now = time.time()
+        self._per_task(self.event_time, program, {p: c / 1e6 for p, (c, _) in clocks.items()})
+        self._per_task(self.event_time_lag, program, {p: now - c / 1e6 for p, (c, _) in clocks.items()})
+        self._per_task(self.held_back, program, {p: h for p, (_, h) in clocks.items()})
+
+    def _per_task(self, gauge: Gauge, program: str, values: dict[int, Any]) -> None:
         """Set ``gauge{program, task}`` for the tasks given and drop the series of the others."""
         now = {str(p) for p in values}
         for p, value in values.items():

@@ -3,13 +3,15 @@
 ``produce`` publishes a timed trace to a program's input topics: each event becomes a record on
 the topic its name maps to, with the trace time as record timestamp, keyed and placed as the
 topic's producers would (its key format and partitioner: kafka/keys.py), so it lands on the
-partition of its instance; on partition 0 for an ungrouped program. Each timestamp also becomes a *tick* — a record with an ``es-tick`` header on every
-partition of the program's first input topic — so that with ``clock: record`` time advances and
-timers fire exactly where the tester would fire them, also when no event follows.
+partition of its instance; on partition 0 for an ungrouped program. Each timestamp also becomes a
+*tick* — a record with an ``es-tick`` header on every partition of each of the program's input
+topics — so that with ``clock: record`` time advances and timers fire exactly where the tester
+would fire them, also when no event follows, and a partition with no event does not hold back
+the progress of the tasks downstream (task/progress.py).
 
 ``tail`` prints records in the conformance JSON-lines encoding (``time``, ``event``, ``value``,
 ``key``), using the headers the worker writes; ``$error`` records are printed with their code
-and message. ``--dedupe`` drops records whose ``es-id`` was already seen (outputs are idempotent
+and message; progress markers only with ``--markers`` (as JSON lines of their own). ``--dedupe`` drops records whose ``es-id`` was already seen (outputs are idempotent
 by id; needed on brokers that expose aborted transactions).
 """
 
@@ -25,11 +27,14 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 
 from ..automata.compiled import CompiledProgram
 from ..engine.encoding import DecodeError, decode, encode
+from ..engine.timeutil import format_time
 from ..task import codec
 from ..task.codec import record_to_json
 from ..task.keys import scheme_for
+from ..task.progress import read_marker
 from ..tester.trace import Timestamp, TraceEvent, TraceItem, event_argument, typed_argument
 from ..topology.config import InputConfig, KafkaConfig, ProgramConfig
+from ..topology.headers import HEADER_PROGRESS
 from . import clients
 
 
@@ -70,7 +75,8 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
     producer = producer if producer is not None else Producer(clients.producer_config(kafka))
     types = {i.name: i.ty for i in program.program.inputs}
     key_types = program.program.key_types
-    tick_topic = cfg.inputs[0].topic
+    # Every input topic: a task's time waits on all its input partitions (task/progress.py).
+    tick_topics = list(dict.fromkeys(i.topic for i in cfg.inputs))
     sent = 0
     now_ms = 0
     from ..engine.engine import Engine
@@ -85,9 +91,10 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
     for item in items:
         if isinstance(item, Timestamp):
             now_ms = item.time // 1000
-            for p in range(partitions):
-                producer.produce(tick_topic, value=b"{}", partition=p, timestamp=now_ms,
-                                 headers=[(codec.HEADER_TICK, b"1")], on_delivery=delivered)
+            for tick_topic in tick_topics:
+                for p in range(partitions):
+                    producer.produce(tick_topic, value=b"{}", partition=p, timestamp=now_ms,
+                                     headers=[(codec.HEADER_TICK, b"1")], on_delivery=delivered)
             continue
         assert isinstance(item, TraceEvent)
         inp = _input_for(cfg, item.name)
@@ -138,9 +145,10 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
 
 
 def read_topic(kafka: KafkaConfig, topic: str, *, idle: float = 2.0, limit: int | None = None,
-               dedupe: bool = False, timeout: float = 120.0) -> Iterator[Any]:
+               dedupe: bool = False, timeout: float = 120.0, markers: bool = False) -> Iterator[Any]:
     """Records of every partition of a topic from the beginning, read_committed, until every
-    partition has reported its end and nothing new came for ``idle`` seconds."""
+    partition has reported its end and nothing new came for ``idle`` seconds. Progress markers
+    (task/progress.py) are left out unless ``markers``."""
     consumer = Consumer(clients.consumer_config(kafka, f"eventscript-tail-{time.time_ns()}"))
     try:
         md = consumer.list_topics(topic, timeout=10)
@@ -164,6 +172,8 @@ def read_topic(kafka: KafkaConfig, topic: str, *, idle: float = 2.0, limit: int 
                     continue
                 at_end.discard(m.partition())
                 last = time.monotonic()
+                if not markers and codec.header(m.headers(), HEADER_PROGRESS) is not None:
+                    continue
                 if dedupe:
                     # a consumed record's headers are (str, bytes) pairs (the stub's union is produce's argument)
                     rid = codec.header(cast(codec.Headers | None, m.headers()), codec.HEADER_ID)
@@ -184,7 +194,10 @@ def read_topic(kafka: KafkaConfig, topic: str, *, idle: float = 2.0, limit: int 
 def tail(kafka: KafkaConfig, topic: str, out: TextIO, **kwargs: Any) -> int:
     n = 0
     for m in read_topic(kafka, topic, **kwargs):
-        out.write(orjson.dumps(record_to_json(m)).decode() + "\n")
+        marker = read_marker(m.headers())
+        line = record_to_json(m) if marker is None else {
+            "progress": {"writer": marker[0], "time": format_time(marker[1] * 1000)}, "partition": m.partition()}
+        out.write(orjson.dumps(line).decode() + "\n")
         out.flush()
         n += 1
     return n

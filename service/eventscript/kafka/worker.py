@@ -56,6 +56,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from ..automata.compiled import CompiledProgram
 from ..task.task import Task
 from ..topology.config import ProgramConfig, Topology
+from ..topology.progress import progress_plan, topology_partitions
 from . import clients
 from .input_partitions import InputPartitionWatch
 from .logs import rate_limit
@@ -141,6 +142,7 @@ class ProgramWorker:
         self.changelog_topic = topo.changelog_topic(cfg)
         self.eos = cfg.guarantee == "exactly_once"
         self.state_root = topo.state_path(cfg)
+        self.progress_plan = progress_plan(topo, cfg, topology_partitions(topo, {i.topic: partitions for i in cfg.inputs}))
         self.tasks: dict[int, Task] = {}
         self.restore_queue: list[int] = []
         #: Stops the worker when an input gets partitions its tasks do not cover (input_partitions.py).
@@ -433,7 +435,7 @@ class ProgramWorker:
         worked = 0
         for task in list(self.tasks.values()):
             worked += task.process(self.cfg.max_task_idle_ms)
-            worked += self._fire_timers(task)
+            worked += self._fire_timers(task) + task.move_to_progress()
             if task.counts:
                 for kind, n in task.counts.items():
                     self._stat(kind, n)
@@ -448,6 +450,8 @@ class ProgramWorker:
         self._produce_outboxes()
         self.producer.poll(0)
         due = time.monotonic() - self._last_commit >= self.commit_interval
+        if due and sum(task.write_progress() for task in self.tasks.values()):
+            self._dirty_since_commit = True  # progress markers go out with the batch
         if self._dirty_since_commit and (due or self.output.produced - self._produced_at_commit > MAX_OUTBOX):
             self._commit()
         if not got and not worked and self.idle_since is None and self._all_caught_up():
@@ -640,6 +644,8 @@ class ProgramWorker:
             self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()),
                                 self._lag())
             self.metrics.state_sizes(self.cfg.name, lambda: {p: t.store.disk_bytes() for p, t in self.tasks.items()})
+            if self.cfg.clock == "record":
+                self.metrics.event_times(self.cfg.name, {p: (t.clock.now(), t.held_back) for p, t in self.tasks.items()})
 
     def _purge_repartition(self) -> None:
         """Delete the repartition records every task has consumed and committed."""
@@ -905,6 +911,7 @@ class ProgramWorker:
                 self._standbys.release(p)  # its warm store becomes the task's
             task = self.tasks[p] = Task(p, self.program, self.cfg, self.cfg.inputs, self.rep_topic,
                                         self.changelog_topic, self.partitions, self.state_root / f"task-{p}")
+            task.set_progress(self.progress_plan)
             assert self.output is not None
             task.attach(*self.output.senders())
             self.restore_queue.append(p)

@@ -5,7 +5,9 @@ among that cause's emissions. A cause is named by its key's own history only —
 its original coordinates (also when it came through the repartition topic), a timer firing by
 the instance's origin and its count of time events, an ungrouped program's start by "start" —
 so a rewound, restarted or moved task, and the backfill in any mode, give an output the same id,
-and a reader can drop repeats by id.
+and a reader can drop repeats by id. A record another program wrote is named by its own ``es-id``,
+not by where it landed: the offsets of a topic many tasks write depend on how their writes
+interleave, its ids do not (and a repeat of it, under at-least-once, names the same cause).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class OutputIds:
         self.count = 1  # a new cause's first emission
         cause = self.cause
         m = self.msg
-        if cause is None and m is not None and self.head is not None:
+        if cause is None and m is not None and self.head is not None and not _upstream_id(m):
             # An input record (not a re-published one): "program/topic:" is the partition's own.
             base = self.head + b"%d:%d/" % (m.partition(), m.offset())
         else:
@@ -90,6 +92,9 @@ class OutputIds:
         m = self.msg
         if m is None:
             return self.cause or "start"
+        upstream = _upstream_id(m)
+        if upstream:
+            return upstream.decode()
         if m.topic() == self.repartition_topic:
             source = codec.header(m.headers(), codec.HEADER_SOURCE)
             if source is not None:
@@ -114,3 +119,9 @@ class OutputIds:
                         key = v
                 return RecordInfo(topic, int(part), int(off), m.timestamp()[1], key, original or None, m.value())
         return RecordInfo(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), headers, m.value())
+
+
+def _upstream_id(m: Record) -> bytes | None:
+    """The ``es-id`` of a record a program wrote (also on its re-published copy), else None."""
+    headers = m.headers()
+    return codec.header(headers, codec.HEADER_ID) if headers else None

@@ -6,6 +6,12 @@ input partitions as far as they have been fetched (ties in the configured topic 
 repartition topic last), and always in offset order within a partition. A task may wait up to
 ``max_task_idle_ms`` for a record from every input partition before merging. Records with an
 earlier timestamp that arrive after later ones were processed are processed as they come.
+
+Inputs written by other tasks on record time carry progress markers (``progress.py``): such a
+*gated* partition holds its records back until every task writing there has marked progress up to
+their timestamps, so the merge releases records in record-time order across every upstream task.
+Markers never reach the program: ``add`` takes them out as they arrive (a marker speaks of the
+records before it, which are buffered by then).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
+from .progress import IDLE, InputProgress, read_marker
 from .record import Record
 
 
@@ -40,11 +47,48 @@ class InputPartition:
     #: A grouped program's records of this input must be keyed (an input topic not configured
     #: with ``keyed: false`` nor ``key: none``).
     needs_key: bool = False
+    #: Other tasks write progress markers here (a topic a program writes, or the repartition topic).
+    markers: bool = False
+    #: Gated: the progress of every task writing here (None: records go as fetched, today's rule).
+    progress: InputProgress | None = None
+    #: The latest record timestamp added (ms; None: none yet) and when (monotonic s): how far an
+    #: external partition has come, for the task's own progress.
+    seen_ms: int | None = None
+    seen_at: float = field(default_factory=time.monotonic)
+    #: Set when the partition stopped holding time back for being idle, until its next record;
+    #: and how many times that happened (for the metrics).
+    idled: bool = False
+    times_idled: int = 0
+
+    def frontier(self, now: float) -> int | None:
+        """The record time before which this partition has nothing more to give (ms): its first
+        buffered record's or its watermark (gated), else the latest timestamp seen (external);
+        None: not known yet. A source partition read to its end with nothing new for its
+        ``idle_timeout_ms`` (0 by default: at once, as the merge takes what is fetched) holds
+        nothing back (``MAX_FRONTIER``; ``idled`` says it happened)."""
+        if self.progress is not None:
+            w = self.progress.watermark
+            if w is not None and self.buffer:
+                return min(w, self.buffer[0].timestamp()[1])
+            return w
+        if self.buffer:
+            return self.buffer[0].timestamp()[1]
+        cfg = self.config
+        if self.eof and cfg is not None and (now - self.seen_at) * 1000 >= (cfg.idle_timeout_ms or 0):
+            if not self.idled:
+                self.idled = True
+                self.times_idled += 1
+            return MAX_FRONTIER  # caught up and idle: what is not written yet is not waited for
+        return self.seen_ms
 
     def __post_init__(self) -> None:
         self.name = tp_name(self.topic, self.partition)
         cfg = self.config
         self.needs_key = cfg is not None and cfg.keyed is not False and cfg.key != "none"
+
+
+#: The frontier of an input that holds nothing back (an idle writer's progress, ``IDLE``).
+MAX_FRONTIER = IDLE
 
 
 class PartitionGroup:
@@ -57,13 +101,66 @@ class PartitionGroup:
         #: "topic:partition" → the offset after the last record processed.
         self.position: Position = {}
         self._idle_since: float | None = None
+        #: The gated inputs (none: the merge is today's), and the records held back when the
+        #: last ``process`` stopped at their watermark.
+        self.gated: list[InputPartition] = []
+        self.held_back = 0
+        #: Markers read (for the metrics).
+        self.markers_read = 0
+
+    def gate(self) -> None:
+        """Take note of which inputs are gated (after their ``progress`` is set)."""
+        self.gated = [ip for ip in self.inputs if ip.progress is not None]
+
+    def watermark(self) -> int | None:
+        """The least watermark of the gated inputs: records up to it may be released (None: one
+        gated input has not heard from all its writers; MAX_FRONTIER: none is gated)."""
+        bound = MAX_FRONTIER
+        for ip in self.gated:
+            w = ip.progress.watermark  # type: ignore[union-attr]
+            if w is None:
+                return None
+            if w < bound:
+                bound = w
+        return bound
+
+    def frontier(self, *, external_only: bool = False) -> int | None:
+        """The least frontier of the inputs (``InputPartition.frontier``; with ``external_only``
+        of the inputs that are not the repartition topic): the record time before which the task
+        has nothing more to process, or to re-publish."""
+        now = time.monotonic()
+        least = MAX_FRONTIER
+        for ip in self.inputs:
+            if external_only and ip.config is None:
+                continue
+            f = ip.frontier(now)
+            if f is None:
+                return None
+            if f < least:
+                least = f
+        return least
 
     def add(self, msg: Record) -> bool:
-        """Buffer ``msg``; whether it is one of the group's (all of a task's partitions have its
-        partition number, so its topic tells)."""
+        """Buffer ``msg``; whether it is one of the group's records (all of a task's partitions
+        have its partition number, so its topic tells). A progress marker is taken in, not
+        buffered: False (the host does not count it as a record consumed)."""
         ip = self.by_topic.get(msg.topic())
         if ip is None:
             return False
+        if ip.markers:
+            marker = read_marker(msg.headers())
+            if marker is not None:
+                self.markers_read += 1
+                if ip.progress is not None:
+                    ip.progress.hear(*marker)
+                if not ip.buffer:  # everything before it is processed: the position passes it
+                    self.position[ip.name] = msg.offset() + 1
+                return False
+        ts = msg.timestamp()[1]
+        if ip.seen_ms is None or ts > ip.seen_ms:
+            ip.seen_ms = ts
+        ip.seen_at = time.monotonic()
+        ip.idled = False
         ip.buffer.append(msg)
         ip.eof = False
         return True
@@ -92,6 +189,8 @@ class PartitionGroup:
     def process(self, max_idle_ms: int, process_one: Callable[[InputPartition, Any], None]) -> int:
         """Hand buffered records to ``process_one`` in timestamp order, advancing the position
         past each; returns how many."""
+        if self.gated:
+            return self._process_gated(process_one)
         done = 0
         inputs = self.inputs
         position = self.position
@@ -136,4 +235,42 @@ class PartitionGroup:
             process_one(best, msg)
             position[best.name] = msg.offset() + 1
             done += 1
+        return done
+
+    def _process_gated(self, process_one: Callable[[InputPartition, Any], None]) -> int:
+        """``process`` with gated inputs: records in timestamp order up to the watermark (no idle
+        wait: the markers say what may still come); the rest are held back."""
+        bound = self.watermark()
+        done = 0
+        inputs = self.inputs
+        position = self.position
+        while bound is not None:
+            nonempty = [ip for ip in inputs if ip.buffer]
+            if len(nonempty) == 1:  # nothing to merge: take its records in offset order up to the bound
+                ip = nonempty[0]
+                buf = ip.buffer
+                msg = None
+                try:
+                    while buf and buf[0].timestamp()[1] <= bound:
+                        msg = buf.popleft()
+                        process_one(ip, msg)
+                        done += 1
+                finally:
+                    if msg is not None:
+                        position[ip.name] = msg.offset() + 1
+                break
+            best: InputPartition | None = None
+            best_key: tuple[int, int] | None = None
+            for ip in inputs:
+                if ip.buffer:
+                    k = (ip.buffer[0].timestamp()[1], ip.order)
+                    if best_key is None or k < best_key:
+                        best, best_key = ip, k
+            if best is None or best_key is None or best_key[0] > bound:
+                break
+            msg = best.buffer.popleft()
+            process_one(best, msg)
+            position[best.name] = msg.offset() + 1
+            done += 1
+        self.held_back = sum(len(ip.buffer) for ip in inputs)
         return done

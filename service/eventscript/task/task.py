@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,13 +40,15 @@ from ..state.changelog import (
 from ..state.store import TaskStore
 from ..state.timers import TimerIndex
 from ..topology.config import InputConfig, ProgramConfig
+from ..topology.progress import ProgressPlan
 from . import codec
 from .clock import TaskClock, clock_for
 from .codec import BadRecord, Headers
 from .collector import OutRecord, RecordCollector, Send, SendChangelog, changelog_through, drop
 from .ids import OutputIds
 from .lifecycle import TaskState
-from .merge import InputPartition, PartitionGroup
+from .merge import MAX_FRONTIER, InputPartition, PartitionGroup
+from .progress import RESEND_S, InputProgress, marker_headers
 from .record import Record
 from .routing import NOT_OWNED, KeyFilter, Routing
 
@@ -141,6 +144,11 @@ class Task:
         self._ctx_key_bytes = self.routing.ctx_key_bytes()
         #: Counts since the worker last collected them (consumed, processed, outputs, errors, ...).
         self.counts: collections.Counter[str] = collections.Counter()
+        #: Progress markers (``set_progress``): what the task writes them on, and the progress it
+        #: last wrote on each topic (the repartition topic's is how far it has re-published).
+        self.progress_plan: ProgressPlan | None = None
+        self._marked: dict[str, int] = {}
+        self._resend_at = 0.0
         for out in program.program.outputs:
             topic = cfg.output_topic(out.name)
             if topic is not None:
@@ -221,6 +229,7 @@ class Task:
         """Its inputs go back to the committed positions: drop what was fetched, processed or kept
         since, load the committed state again, and process nothing until ``resume``."""
         self.group.clear()
+        self._marked.clear()  # the markers of the batch rewound may not have been written
         self.collector.outbox.clear()
         self.rewrite_at_next_commit(self._last_sent)  # the batch that was not committed wrote them
         self._last_sent = {}
@@ -620,6 +629,82 @@ class Task:
         """With a key filter: the record at each offset of ``topic`` stands for other keys'
         records: instead of processing it, move the clock to the record time (ms) paired with it."""
         self._stand_ins.setdefault(topic, {}).update(stubs)
+
+    # -- event time across topics (task/progress.py) ----------------------------------------------
+
+    def set_progress(self, plan: ProgressPlan) -> None:
+        """Write and wait on progress markers as ``plan`` says (set before the first record)."""
+        self.progress_plan = plan
+        for ip in self.inputs:
+            if ip.config is None:
+                if plan.repartition:
+                    ip.markers = True
+                    ip.progress = InputProgress(frozenset(
+                        f"{plan.program}/{t}" for t in range(plan.tasks) if t != self.partition))
+            elif ip.topic in plan.marked:
+                ip.markers = True
+                writers = plan.writers.get(ip.topic)
+                if writers:
+                    ip.progress = InputProgress(writers)
+        self.group.gate()
+
+    @property
+    def held_back(self) -> int:
+        """Records buffered when the last ``process`` stopped at its inputs' watermark."""
+        return self.group.held_back
+
+    def move_to_progress(self) -> int:
+        """A gated task on record time moves its clock to where all its inputs have come (the
+        least of their frontiers), firing the timers due by then, as a record there would: a
+        quiet task's timers fire and its progress moves on. Returns how many fired."""
+        if not self.group.gated or self.state is not TaskState.RUNNING or not (self.started or self.grouped):
+            return 0
+        target = self.group.frontier()
+        if target is None or target >= MAX_FRONTIER or target * 1000 <= self.clock.now():
+            return 0
+        return self.clock.to_record(target)
+
+    def write_progress(self, force: bool = False) -> int:
+        """Write markers of the task's progress on every partition of its marked topics, where
+        it moved since last written, and everywhere every ``RESEND_S`` or with ``force`` (so that
+        a reader that restarted after a quiet task's last marker hears from it again); returns
+        how many were written. The host calls it as it commits: the markers go in the batch of
+        the outputs before them."""
+        plan = self.progress_plan
+        if plan is None or self.state is not TaskState.RUNNING:
+            return 0
+        now = time.monotonic()
+        if now >= self._resend_at:
+            force = True
+            self._resend_at = now + RESEND_S
+        written = 0
+        clock_ms = self.clock.now() // 1000  # every later output has a timestamp at least this
+        # ... unless every input is idle with nothing buffered: then nothing comes until they
+        # have records again (IDLE holds nothing back; the readers take the next marker after).
+        output = MAX_FRONTIER if self.group.frontier() == MAX_FRONTIER else clock_ms
+        targets = [(t, n, output) for t, n in plan.outputs.items()]
+        if plan.repartition:
+            republished = self.group.frontier(external_only=True)  # every later copy is at least this
+            if republished is not None:
+                targets.append((self.repartition_topic, plan.tasks, republished))
+        for topic, partitions, progress in targets:
+            if not force and self._marked.get(topic) == progress:
+                continue
+            self._marked[topic] = progress
+            headers = marker_headers(plan.program, self.partition, progress)
+            ts = progress if progress < MAX_FRONTIER else clock_ms  # (a timestamp the broker keeps)
+            for q in range(partitions):
+                if topic == self.repartition_topic and q == self.partition:
+                    continue
+                self.send(topic, q, None, None, headers, ts, False)
+                written += 1
+        self.counts["markers"] += written
+        idled = sum(ip.times_idled for ip in self.inputs)
+        if idled:
+            self.counts["idle_partitions"] += idled
+            for ip in self.inputs:
+                ip.times_idled = 0
+        return written
 
     # -- committing ----------------------------------------------------------------------------------
 

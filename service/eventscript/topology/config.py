@@ -145,6 +145,11 @@ class InputConfig(_Model):
     #: Fields of a record's value that the event's type does not declare: ignore them (producers
     #: add fields over time) or make the record an $error 6, as a trace's extra field is.
     extra_fields: Literal["ignore", "error"] = "ignore"
+    #: A source partition read to its end with nothing new for this long stops holding back the
+    #: record time of the program's tasks and of the programs downstream (task/progress.py).
+    #: None (or 0): at once, as a task's merge takes what is fetched; longer waits for slow
+    #: producers (Flink's ``withIdleness``), at the cost of that much latency when one is quiet.
+    idle_timeout_ms: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _name_source(self) -> InputConfig:

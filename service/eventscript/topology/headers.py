@@ -17,3 +17,6 @@ HEADER_INPUT = "es-input"
 HEADER_SOURCE_KEY = "es-source-key"
 #: Headers the worker adds to a re-published copy (not part of the original record).
 REPUBLISH_HEADERS = frozenset((HEADER_SOURCE, HEADER_INPUT, HEADER_SOURCE_KEY))
+#: A progress marker (task/progress.py): "task p of program P has written everything before this
+#: record time"; no key, no value. Programs never see it; other consumers skip records with it.
+HEADER_PROGRESS = "es-progress"

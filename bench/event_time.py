@@ -1,0 +1,156 @@
+"""What progress markers cost a downstream task (issue 21), in process, on one core.
+
+A downstream task of a grouped counting program reads one partition of an intermediate topic that
+three upstream tasks write, at 100k keys (``--keys``): records in time order, one every ms of
+record time, interleaved from the three writers. Two runs of the same records, interleaved
+rounds (the machine may be shared: the load average is printed):
+
+- today:   no progress plan (the merge takes what is fetched);
+- markers: gated on the three writers; each writer marks its progress every ``--commit-ms`` of
+           wall time, as its commits would, in the batches the host adds (a fetch of 2,000).
+
+Printed: records/s (best of ``--repeat``) for each, the markers' share, and for both runs the time
+a record waits between being added and being processed (p50/p99) when fetches come at ``--rate``
+records/s: what the markers add to latency when writers commit every ``--commit-ms``.
+
+Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS] [--rate R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "task"))
+
+from pipeline_log import LogRecord
+
+from eventscript.automata.compile import compile_source
+from eventscript.task.progress import InputProgress, marker_headers
+from eventscript.task.task import Task
+from eventscript.topology.config import InputConfig, ProgramConfig
+from eventscript.topology.progress import ProgressPlan
+
+COUNT = """
+in {string k;} Hit group(Hit.k)
+out {string k; long n;} Count
+{ n = 0; }
+( Hit() { n = n + 1; !>Count({k: group[0], n: n}); } )*
+"""
+T0 = 1_767_225_600_000
+FETCH = 2_000
+WRITERS = 3
+
+
+def records(n: int, keys: int) -> list[LogRecord]:
+    out = []
+    for i in range(n):
+        k = f"k{(i * 7919) % keys}"
+        out.append(LogRecord("mid", 0, i, T0 + i, orjson.dumps([k]), orjson.dumps({"k": k}), [("es-id", b"u/%d/1" % i)]))
+    return out
+
+
+def make_task(store: Path, gated: bool) -> Task:
+    cfg = ProgramConfig(name="down", source="d.es", clock="record", inputs=[InputConfig(topic="mid", event="Hit")],
+                        outputs={"default": "out"}, errors="err")
+    task = Task(0, compile_source(COUNT, name="down").require(), cfg, cfg.inputs, "down-rep", "down-changelog", 1,
+                store)
+    task.load_from_store()
+    task.attach(lambda *a: None)
+    if gated:
+        task.set_progress(ProgressPlan("down", 1, writers={"mid": frozenset(f"up/{w}" for w in range(WRITERS))},
+                                       marked=frozenset({"mid"})))
+    return task
+
+
+def run(recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float] | None, rate: float = 0) -> float:
+    """Records/s; with ``waits``, each record's wait between add and process is appended, and with
+    ``rate`` the fetches come at that many records/s (as from live writers) rather than at once."""
+    store = Path(tempfile.mkdtemp(prefix="bench-event-time-"))
+    try:
+        task = make_task(store, gated)
+        if gated:
+            assert isinstance(task.inputs[0].progress, InputProgress)
+        pending: collections.deque[tuple[int, float]] = collections.deque()  # (offset, when added)
+        started = time.perf_counter()
+        next_commit = started + commit_ms / 1000
+        offset = len(recs)
+        buf = task.inputs[0].buffer
+        for at in range(0, len(recs), FETCH):
+            batch = recs[at:at + FETCH]
+            if rate:
+                time.sleep(max(0.0, started + at / rate - time.perf_counter()))
+            now = time.perf_counter()
+            for r in batch:
+                task.add(r)
+            if waits is not None:
+                pending.append((batch[-1].o, now))
+            if gated and now >= next_commit:  # the writers commit: they have written all up to here
+                progress = batch[-1].ts + 1
+                for w in range(WRITERS):
+                    task.add(LogRecord("mid", 0, offset, progress, None, None, list(marker_headers("up", w, progress))))
+                    offset += 1
+                next_commit = now + commit_ms / 1000
+            task.process(0)
+            if waits is not None:
+                done = time.perf_counter()
+                first_left = buf[0].o if buf else len(recs)
+                while pending and pending[0][0] < first_left:  # a whole fetch released: its wait, per record
+                    waits.extend([done - pending.popleft()[1]] * FETCH)
+        if gated:  # the end: the writers' last commit
+            for w in range(WRITERS):
+                task.add(LogRecord("mid", 0, offset + w, recs[-1].ts + 1, None, None,
+                                   list(marker_headers("up", w, recs[-1].ts + 1))))
+            task.process(0)
+        done = time.perf_counter()
+        while pending:  # released by the writers' last commit
+            waits.extend([done - pending.popleft()[1]] * FETCH)  # type: ignore[union-attr]
+        elapsed = time.perf_counter() - started
+        assert task.held_back == 0 and task.counts["processed"] == len(recs), task.counts
+        task.close()
+        return len(recs) / elapsed
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--keys", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--commit-ms", type=float, default=100.0)
+    ap.add_argument("--rate", type=float, default=20_000.0, help="records/s fetched in the latency runs")
+    args = ap.parse_args()
+    recs = records(args.records, args.keys)
+    best = {"today": 0.0, "markers": 0.0}
+    for _ in range(args.repeat):
+        for name in best:
+            best[name] = max(best[name], run(recs, name == "markers", args.commit_ms, None))
+    latency = {}
+    for name in best:
+        waits: list[float] = []
+        run(recs, name == "markers", args.commit_ms, waits, args.rate)
+        waits.sort()
+        latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.records:,} records, "
+          f"{args.keys:,} keys, best of {args.repeat}")
+    for name, rate in best.items():
+        print(f"  {name:8s} {rate:12,.0f} records/s")
+    print(f"  markers cost {100 * (1 - best['markers'] / best['today']):.1f}% of throughput")
+    print(f"  wait between add and process, fetches of {FETCH:,} at {args.rate:,.0f} records/s, markers every "
+          f"{args.commit_ms:g} ms:")
+    for name, (p50, p99) in latency.items():
+        print(f"  {name:8s} p50 {1000 * p50:7.1f} ms   p99 {1000 * p99:7.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

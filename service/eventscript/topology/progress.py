@@ -1,0 +1,75 @@
+"""Which topics of a topology carry progress markers, and who writes them (``task/progress.py``).
+
+A program on record time writes markers on every topic it writes that a program reads; a reader
+on record time waits on a topic (is *gated* there) when every program writing it is on record
+time, and then needs a marker from each of their tasks. A program's task count is its inputs'
+partition count, so the plan needs only the partition count of each topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .config import ProgramConfig, Topology
+
+
+@dataclass(frozen=True)
+class ProgressPlan:
+    """The markers of one program's tasks: what they write and what they wait on."""
+
+    program: str
+    tasks: int
+    #: Topic → partition count: the topics its tasks write markers on.
+    outputs: dict[str, int] = field(default_factory=dict)
+    #: Input topic → the writers ("program/task") it is gated on.
+    writers: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: Input topics other programs write (their records may be markers, gated or not).
+    marked: frozenset[str] = frozenset()
+    #: The tasks mark their progress on the program's repartition topic, and wait on it.
+    repartition: bool = False
+
+
+def _writes(cfg: ProgramConfig) -> set[str]:
+    return {*cfg.outputs.values(), cfg.error_topic}
+
+
+def progress_plan(topo: Topology, cfg: ProgramConfig, partitions_of: Callable[[str], int]) -> ProgressPlan:
+    """The plan of program ``cfg``; ``partitions_of(topic)`` is a topic's partition count."""
+
+    def tasks_of(p: ProgramConfig) -> int:
+        return max((partitions_of(i.topic) for i in p.inputs), default=1)
+
+    read = {i.topic for p in topo.programs for i in p.inputs}
+    record = cfg.clock == "record"
+    tasks = tasks_of(cfg)
+    outputs = {t: partitions_of(t) for t in sorted(_writes(cfg) & read)} if record else {}
+    writers: dict[str, frozenset[str]] = {}
+    marked: set[str] = set()
+    for inp in cfg.inputs:
+        upstream = [p for p in topo.programs if inp.topic in _writes(p)]
+        if not upstream:
+            continue
+        marked.add(inp.topic)
+        if record and all(p.clock == "record" for p in upstream):
+            writers[inp.topic] = frozenset(f"{p.name}/{t}" for p in upstream for t in range(tasks_of(p)))
+    return ProgressPlan(cfg.name, tasks, outputs, writers, frozenset(marked), record and tasks > 1)
+
+
+def topology_partitions(topo: Topology, counts: dict[str, int] | None = None) -> Callable[[str], int]:
+    """A topic's partition count: the broker's (``counts``) where known, else the topology's
+    ``topics:``, else its writer's task count (the worker creates undeclared outputs so), else 1."""
+    counts = counts or {}
+
+    def partitions_of(topic: str, seen: frozenset[str] = frozenset()) -> int:
+        if topic in counts:
+            return counts[topic]
+        spec = topo.topics.get(topic)
+        if spec is not None:
+            return spec.partitions
+        for p in topo.programs:
+            if topic in _writes(p) and p.inputs and topic not in seen:
+                return max(partitions_of(i.topic, seen | {topic}) for i in p.inputs)
+        return 1
+
+    return partitions_of
