@@ -143,7 +143,7 @@ class Follower:
                             at_end.add((str(m.topic()), int(m.partition() or 0)))
                         continue
                     at_end.discard((str(m.topic()), int(m.partition() or 0)))
-                    rid = codec.header(m.headers(), codec.HEADER_ID)  # type: ignore[arg-type]  # headers of a consumed record are a list
+                    rid = codec.header(m.headers(), codec.HEADER_ID)
                     if rid is not None:
                         if rid in seen:
                             continue

@@ -137,7 +137,7 @@ class EngineHooks:
     output name -> handler(ctx, value), instead of the consumer (``set_output_handler``).
     """
 
-    origin_of: Callable[[], str] | None = None
+    origin_of: Callable[[], str | None] | None = None
     before_timer: Callable[[InstanceContext], None] | None = None
     loader: Callable[[tuple[Any, ...]], InstanceContext | None] | None = None
     on_terminate: Callable[[InstanceContext], None] | None = None
@@ -314,12 +314,12 @@ class Engine:
         self._error(ctx, code, message)
 
     @property
-    def origin_of(self) -> Callable[[], str] | None:
+    def origin_of(self) -> Callable[[], str | None] | None:
         """Host hook for output ids: what names the cause of a new instance."""
         return self._origin_of
 
     @origin_of.setter
-    def origin_of(self, hook: Callable[[], str] | None) -> None:
+    def origin_of(self, hook: Callable[[], str | None] | None) -> None:
         if hook is not None:
             self._decompact()
         self._origin_of = hook

@@ -130,8 +130,7 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
             partition = 0
         value_bytes, headers = _record_value(inp, item.name, payload)
         producer.produce(inp.topic, value=value_bytes, key=key, partition=partition, timestamp=now_ms,
-                         # arg-type: the stub's list of (str, str | bytes | None) is invariant; ours hold bytes
-                         headers=headers, on_delivery=delivered)  # type: ignore[arg-type]
+                         headers=headers, on_delivery=delivered)
         sent += 1
         producer.poll(0)
     producer.flush(30)

@@ -450,7 +450,7 @@ class ProgramWorker:
         self._produce_outboxes()
         self.producer.poll(0)
         due = time.monotonic() - self._last_commit >= self.commit_interval
-        if due and sum(task.write_progress() for task in self.tasks.values()):
+        if due and sum([task.write_progress() for task in self.tasks.values()]) > 0:
             self._dirty_since_commit = True  # progress markers go out with the batch
         if self._dirty_since_commit and (due or self.output.produced - self._produced_at_commit > MAX_OUTBOX):
             self._commit()

@@ -76,7 +76,9 @@ class BadRecord(Exception):
         self.message = message
 
 
-def header(headers: Headers | None, name: str) -> bytes | None:
+def header(headers: Any, name: str) -> bytes | None:
+    """The value of header ``name``: ``headers`` as a record carries them (a list of pairs; typed
+    loosely, as confluent-kafka's stubs type a consumed message's headers as list or dict)."""
     if not headers:
         return None
     for k, v in headers:

@@ -324,7 +324,7 @@ class Task:
 
         def handler(ctx: Any, value: Any) -> None:
             t = now()
-            headers = [ev_header, prog_header, (codec.HEADER_ID, next_id())]
+            headers: codec.Headers = [ev_header, prog_header, (codec.HEADER_ID, next_id())]
             if t % 1000:
                 headers.append((codec.HEADER_TIME, str(t).encode()))  # sub-millisecond emission time
             try:
@@ -751,7 +751,7 @@ class Task:
             self._rewrite = set()
         self._last_sent = changes
         if changes:
-            headers = [("es-pos", position_header(self.position))]  # one list for the whole commit
+            headers: codec.Headers = [("es-pos", position_header(self.position))]  # one list for the commit
             self.send_changelog(self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000)
         return changes
 
