@@ -63,8 +63,9 @@ elapse[1 hour]() { !>Quiet({k: group[0], count: count}); }
 T0 = 1_767_225_600_000
 
 
-def make_export(path: Path, records: int, keys: int, partitions: int, cfg: ProgramConfig, skew: float,
-                by_partition: bool = False) -> None:
+def make_export(
+    path: Path, records: int, keys: int, partitions: int, cfg: ProgramConfig, skew: float, by_partition: bool = False
+) -> None:
     """Records keyed and placed as the program's producers do (its key scheme), so none is on the
     wrong partition; keys in random order, ``skew`` > 1 makes low-numbered keys more frequent.
     Row groups of 100,000 records in record order, every partition's records in each (a task
@@ -142,8 +143,11 @@ def measure(name: str, records: int, run: Callable[[], object]) -> float:
     cpu = sum(parts.values())
     RESULTS.setdefault(name, []).append((records / wall, records / cpu))
     split = ", ".join(f"{k} {v:.1f}" for k, v in parts.items())
-    print(f"{name:44s} {records / wall:>9,.0f} records/s {records / cpu:>9,.0f} records/CPU-s  "
-          f"({wall:.1f} s wall, {cpu:.1f} CPU-s: {split})", flush=True)
+    print(
+        f"{name:44s} {records / wall:>9,.0f} records/s {records / cpu:>9,.0f} records/CPU-s  "
+        f"({wall:.1f} s wall, {cpu:.1f} CPU-s: {split})",
+        flush=True,
+    )
     return records / cpu
 
 
@@ -157,21 +161,37 @@ def main() -> None:
     ap.add_argument("--key-groups", type=int, default=4, help="key groups of the key-parallel runs")
     ap.add_argument("--split", type=int, default=2, help="tasks per partition of the key-split runs")
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--by-partition", action="store_true",
-                    help="the export's row groups by partition: each task reads only its partition's (as from Kafka)")
+    ap.add_argument(
+        "--by-partition",
+        action="store_true",
+        help="the export's row groups by partition: each task reads only its partition's (as from Kafka)",
+    )
     ap.add_argument("--quick", action="store_true", help="only the whole backfills (no read-only/noop runs)")
-    ap.add_argument("--only", default="", help="comma-separated substrings of the run names to measure "
-                                               "(e.g. 'to JSON lines' ), the others are left out")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="comma-separated substrings of the run names to measure (e.g. 'to JSON lines' ), the others are left out",
+    )
     args = ap.parse_args()
     ONLY.extend(part for part in args.only.split(",") if part)
     configure_gc()
     tmp = Path(tempfile.mkdtemp(prefix="bench-backfill-"))
     (tmp / "ticks.es").write_text(PROGRAM)
-    topo = parse_topology({
-        "programs": [{"name": "ticks", "source": str(tmp / "ticks.es"), "inputs": [{"topic": "ticks-in", "event": "Tick"}],
-                      "outputs": {"default": "ticks-out"}, "errors": "ticks-err", "clock": "record"}],
-        "topics": {"ticks-in": {"partitions": args.partitions}},
-    })
+    topo = parse_topology(
+        {
+            "programs": [
+                {
+                    "name": "ticks",
+                    "source": str(tmp / "ticks.es"),
+                    "inputs": [{"topic": "ticks-in", "event": "Tick"}],
+                    "outputs": {"default": "ticks-out"},
+                    "errors": "ticks-err",
+                    "clock": "record",
+                }
+            ],
+            "topics": {"ticks-in": {"partitions": args.partitions}},
+        }
+    )
     export = tmp / "export.parquet"
     make_export(export, args.records, args.keys, args.partitions, topo.programs[0], args.skew, args.by_partition)
     plan = export_plan(topo, topo.programs[0], [str(export)])
@@ -179,19 +199,30 @@ def main() -> None:
     split = dataclasses.replace(plan, split=args.split)
     two_slots = dataclasses.replace(plan, split_each=auto_split(plan, 2))
     n = args.records
-    print(f"{n:,} records, {args.keys:,} keys (skew {args.skew}), {args.partitions} partitions"
-          f"{' (row groups by partition)' if args.by_partition else ''}, "
-          f"{args.key_groups} key groups in key-parallel runs, {args.split} tasks per partition in key-split runs; "
-          f"{args.rounds} round(s); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(
+        f"{n:,} records, {args.keys:,} keys (skew {args.skew}), {args.partitions} partitions"
+        f"{' (row groups by partition)' if args.by_partition else ''}, "
+        f"{args.key_groups} key groups in key-parallel runs, {args.split} tasks per partition in key-split runs; "
+        f"{args.rounds} round(s); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
     for _ in range(args.rounds):
         measure("single process: task stage only", n, lambda: sum(1 for _ in run_locally(plan)))
         measure("single process: to JSON lines", n, lambda: write_file(run_locally(plan), tmp / "one.jsonl"))
-        measure("single process: key-parallel stages", n, lambda: sum(
-            1 for _ in key_parallel_locally(keyed, lambda i: slice_batches(keyed, keyed.slices[i]))))
-        measure(f"single process: key-split, {args.split} per partition, to JSON lines", n,
-                lambda: write_file(run_locally(split), tmp / "one.jsonl"))
-        measure(f"single process: key-split as on 2 slots {two_slots.split_each}, to JSON lines", n,
-                lambda: write_file(run_locally(two_slots), tmp / "one.jsonl"))
+        measure(
+            "single process: key-parallel stages",
+            n,
+            lambda: sum(1 for _ in key_parallel_locally(keyed, lambda i: slice_batches(keyed, keyed.slices[i]))),
+        )
+        measure(
+            f"single process: key-split, {args.split} per partition, to JSON lines",
+            n,
+            lambda: write_file(run_locally(split), tmp / "one.jsonl"),
+        )
+        measure(
+            f"single process: key-split as on 2 slots {two_slots.split_each}, to JSON lines",
+            n,
+            lambda: write_file(run_locally(two_slots), tmp / "one.jsonl"),
+        )
         for master in args.masters.split(","):
             bench_master(master, plan, keyed, split, n, tmp, args.quick)
         print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
@@ -210,13 +241,29 @@ def bench_master(master: str, plan: Plan, keyed: Plan, split: Plan, n: int, tmp:
     command = dataclasses.replace(plan, split_each=auto_split(plan, slots))  # what `backfill` runs by default
     spark.sparkContext.setLogLevel("ERROR")
     # Both kinds of Python worker: the data source's and mapInArrow's (the first run of each pays for them).
-    measure(f"{master}: warm-up (JVM, Python workers)", n, lambda: (output_frame(spark, plan).count(),
-                                                                    output_frame(spark, command, fused=True).count()))
+    measure(
+        f"{master}: warm-up (JVM, Python workers)",
+        n,
+        lambda: (output_frame(spark, plan).count(), output_frame(spark, command, fused=True).count()),
+    )
     if not quick:
-        measure(f"{master}: data source read only", n, lambda: spark.read.format("eventscript_backfill")
-                .option("plan", plan.to_json()).load().write.format("noop").mode("overwrite").save())
-        measure(f"{master}: tasks, outputs not collected", n,
-                lambda: output_frame(spark, plan).write.format("noop").mode("overwrite").save())
+        measure(
+            f"{master}: data source read only",
+            n,
+            lambda: (
+                spark.read.format("eventscript_backfill")
+                .option("plan", plan.to_json())
+                .load()
+                .write.format("noop")
+                .mode("overwrite")
+                .save()
+            ),
+        )
+        measure(
+            f"{master}: tasks, outputs not collected",
+            n,
+            lambda: output_frame(spark, plan).write.format("noop").mode("overwrite").save(),
+        )
 
     def full(p: Plan, fused: bool = False, fmt: str = "jsonl") -> None:
         totals = Totals()
@@ -225,8 +272,11 @@ def bench_master(master: str, plan: Plan, keyed: Plan, split: Plan, n: int, tmp:
             check_totals(totals, p)  # no record on a partition its key does not belong to
             sink.commit()
 
-    print(f"{master}: {slots} slots: the command runs {command.reads} task(s), per partition "
-          f"{[command.splits_of(i) for i in range(len(command.slices))]}", flush=True)
+    print(
+        f"{master}: {slots} slots: the command runs {command.reads} task(s), per partition "
+        f"{[command.splits_of(i) for i in range(len(command.slices))]}",
+        flush=True,
+    )
     measure(f"{master}: the command (auto split), to JSON lines", n, lambda: full(command, fused=True))
     measure(f"{master}: partition mode, to JSON lines, mapInArrow", n, lambda: full(plan))
     measure(f"{master}: partition mode, to JSON lines", n, lambda: full(plan, fused=True))
@@ -245,19 +295,22 @@ def summary() -> None:
             continue
         rate = statistics.median(r for r, _ in runs)
         per_cpu = statistics.median(c for _, c in runs)
-        print(f"| {name} | {rate / 1000:,.0f} k | {per_cpu / 1000:,.0f} k | {1e6 / per_cpu:.1f} | {base / per_cpu:.2f}x |")
+        print(
+            f"| {name} | {rate / 1000:,.0f} k | {per_cpu / 1000:,.0f} k | {1e6 / per_cpu:.1f} | {base / per_cpu:.2f}x |"
+        )
     masters = sorted({name.split(":")[0] for name in RESULTS if name.startswith("local[")})
     if len(masters) == 2:
         first, second = masters
         print(f"\n{second} versus {first}, records/s (medians; per round in brackets):")
         for name in RESULTS:
             if name.startswith(first + ":") and "warm-up" not in name:
-                other = second + name[len(first):]
+                other = second + name[len(first) :]
                 if other in RESULTS:
                     ratio = statistics.median(r for r, _ in RESULTS[other]) / statistics.median(
-                        r for r, _ in RESULTS[name])
+                        r for r, _ in RESULTS[name]
+                    )
                     rounds = ", ".join(f"{b[0] / a[0]:.2f}" for a, b in zip(RESULTS[name], RESULTS[other]))
-                    print(f"  {name[len(first) + 2:]:48s} {ratio:.2f}x  [{rounds}]")
+                    print(f"  {name[len(first) + 2 :]:48s} {ratio:.2f}x  [{rounds}]")
 
 
 if __name__ == "__main__":

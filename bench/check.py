@@ -61,8 +61,10 @@ def document_program() -> tuple[str, str]:
         doc = []
     if doc:
         largest = max(doc, key=lambda p: p.size)
-        return (f"the language document's largest complete program (line {largest.line}, {largest.size} chars)",
-                largest.text.strip() + "\n")
+        return (
+            f"the language document's largest complete program (line {largest.line}, {largest.size} chars)",
+            largest.text.strip() + "\n",
+        )
     if not conformance:
         sys.exit("neither the language document nor the conformance suite is beside the checkout (../shared)")
     biggest = max(conformance, key=lambda c: c.stat().st_size)
@@ -137,8 +139,10 @@ def row(name: str, info: dict[str, list[float] | str], label: str = "") -> str:
     target = ""
     if name in TARGETED:
         target = "  (target met)" if statistics.median(wall) <= TARGET_MS else "  (target NOT met)"
-    return (f"  {name:<17} {label:<7} {info['kind']:<30} median {statistics.median(wall):7.1f} ms  "
-            f"p95 {percentile(wall, 0.95):7.1f} ms  CPU median {statistics.median(cpu):7.1f} ms{target}")
+    return (
+        f"  {name:<17} {label:<7} {info['kind']:<30} median {statistics.median(wall):7.1f} ms  "
+        f"p95 {percentile(wall, 0.95):7.1f} ms  CPU median {statistics.median(cpu):7.1f} ms{target}"
+    )
 
 
 def compare(names: list[str], args: argparse.Namespace) -> None:
@@ -147,17 +151,31 @@ def compare(names: list[str], args: argparse.Namespace) -> None:
     merged: dict[str, dict[str, dict[str, list[float] | str]]] = {t: {} for t in trees}
     for _ in range(args.rounds):
         for label, service in trees.items():
-            r = subprocess.run([sys.executable, __file__, "--child", str(service), "--repeat",
-                                str(max(1, args.repeat // args.rounds)), "--only", ",".join(names)],
-                               capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+            r = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    str(service),
+                    "--repeat",
+                    str(max(1, args.repeat // args.rounds)),
+                    "--only",
+                    ",".join(names),
+                ],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PYTHONHASHSEED": "0"},
+            )
             if r.returncode != 0:
                 sys.exit(f"the {label} tree failed:\n{r.stderr}")
             for name, info in json.loads(r.stdout).items():
                 m = merged[label].setdefault(name, {"kind": info["kind"], "wall": [], "cpu": []})
                 m["wall"] += info["wall"]  # type: ignore[operator]
                 m["cpu"] += info["cpu"]  # type: ignore[operator]
-    print(f"compile time, this tree vs {trees['against']}, {args.rounds} alternating rounds, "
-          f"{args.repeat} compilations per program and tree:")
+    print(
+        f"compile time, this tree vs {trees['against']}, {args.rounds} alternating rounds, "
+        f"{args.repeat} compilations per program and tree:"
+    )
     for name in names:
         print(row(name, merged["this"][name], "this"))
         print(row(name, merged["against"][name], "against"))
@@ -188,15 +206,19 @@ def main() -> None:
         return
     load = os.getloadavg()[0]
     info = measure(names, args.repeat)
-    print(f"compile time (in-process compile_source, full check), {args.repeat} runs of each program, "
-          f"round-robin; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after:")
+    print(
+        f"compile time (in-process compile_source, full check), {args.repeat} runs of each program, "
+        f"round-robin; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after:"
+    )
     print(f"  document = {document_program()[0]}")
     for name in names:
         print(row(name, info[name]))
     if args.cli_repeat:
         cli = cli_wall_ms(programs()["document"], args.cli_repeat)
-        print(f"  CLI 'eventscript check' on the document's program, {args.cli_repeat} runs: median "
-              f"{statistics.median(cli):.0f} ms, min {min(cli):.0f} ms (interpreter start-up and imports included)")
+        print(
+            f"  CLI 'eventscript check' on the document's program, {args.cli_repeat} runs: median "
+            f"{statistics.median(cli):.0f} ms, min {min(cli):.0f} ms (interpreter start-up and imports included)"
+        )
 
 
 if __name__ == "__main__":

@@ -164,10 +164,15 @@ BLOW_UP = [
 def blow_up(n: int, repeat: int) -> None:
     rnd = random.Random(1)
     events = [("A" if rnd.random() < 0.5 else "B", {}) for _ in range(n)]
-    programs = {(k, lazy): compile_source(blow_up_source(k), force_lazy=lazy).require()
-                for _, k, lazy, mode in BLOW_UP if mode is not None}
-    print(f"\nblow-up .* A() .{{k}} {{ !>Z({{}}); }}: {n:,} random A/B events, interleaved, best of {repeat} "
-          f"(load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    programs = {
+        (k, lazy): compile_source(blow_up_source(k), force_lazy=lazy).require()
+        for _, k, lazy, mode in BLOW_UP
+        if mode is not None
+    }
+    print(
+        f"\nblow-up .* A() .{{k}} {{ !>Z({{}}); }}: {n:,} random A/B events, interleaved, best of {repeat} "
+        f"(load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())})"
+    )
     best: dict[str, tuple[float, float, str]] = {}
     for _ in range(repeat):
         for label, k, lazy, mode in BLOW_UP:
@@ -179,8 +184,12 @@ def blow_up(n: int, repeat: int) -> None:
             else:
                 prog = programs[(k, lazy)]
                 counter = itertools.count()
-                eng = Engine(prog, lambda e, c=counter: next(c), SimulatedTimeProvider(T0),
-                             lazy_mode=None if mode == "dfa" else mode)
+                eng = Engine(
+                    prog,
+                    lambda e, c=counter: next(c),
+                    SimulatedTimeProvider(T0),
+                    lazy_mode=None if mode == "dfa" else mode,
+                )
                 eng.start()
                 feed = eng.feed
                 t, c = time.perf_counter(), time.process_time()
@@ -196,8 +205,7 @@ def blow_up(n: int, repeat: int) -> None:
             if label not in best or wall < best[label][0]:
                 best[label] = (wall, cpu, kind)
     for label, (wall, cpu, kind) in best.items():
-        print(f"  {label:38s} {n / wall:12,.0f} events/s   wall {wall:6.3f} s  cpu {cpu:6.3f} s  "
-              f"(ends on: {kind})")
+        print(f"  {label:38s} {n / wall:12,.0f} events/s   wall {wall:6.3f} s  cpu {cpu:6.3f} s  (ends on: {kind})")
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
@@ -207,9 +215,9 @@ def blow_up(n: int, repeat: int) -> None:
 #: Bs of the match in a variable. The events of one run are ("A" | "B" | "C", key).
 GROUPED = {
     "abc": "in string A group(A), string B group(B), string C group(C)\nout string Z\n"
-           "( .* A() B()+ C() { !>Z(group[0]); } )*\n",
+    "( .* A() B()+ C() { !>Z(group[0]); } )*\n",
     "count": "in string A group(A), string B group(B), string C group(C)\nout {string key; long n;} Z\n"
-             "( .* A() { n = 0; } ( B() { n = n + 1; } )+ C() { !>Z({key: group[0], n: n}); } )*\n",
+    "( .* A() { n = 0; } ( B() { n = n + 1; } )+ C() { !>Z({key: group[0], n: n}); } )*\n",
 }
 
 
@@ -267,7 +275,7 @@ def grouped_events(n: int, keys: int, order: str, seed: int = 5) -> list[tuple[s
         picked = [pool[rnd.randrange(keys)] for _ in range(n)]
     else:
         rnd.shuffle(pool)
-        cum = list(itertools.accumulate(1.0 / (r ** ZIPF_S) for r in range(1, keys + 1)))
+        cum = list(itertools.accumulate(1.0 / (r**ZIPF_S) for r in range(1, keys + 1)))
         picked = rnd.choices(pool, cum_weights=cum, k=n)
     return list(zip(names, picked))
 
@@ -380,8 +388,10 @@ def grouped(n: int, repeat: int, key_counts: list[int], memory_keys: int, batch:
     ``feed_many`` over batches of that many events (0: all in one call); one round runs the
     engine(s) and the loop once per input, in an order that rotates between rounds."""
     how = "" if batch is None else f", feed_many batches of {batch or n:,} events"
-    print(f"\ngrouped A B+ C beside a dict-of-states loop: {n:,} events, interleaved rounds, best and median of "
-          f"{repeat}{how} (load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    print(
+        f"\ngrouped A B+ C beside a dict-of-states loop: {n:,} events, interleaved rounds, best and median of "
+        f"{repeat}{how} (load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())})"
+    )
     inputs = {(keys, order): grouped_events(n, keys, order) for keys in key_counts for order in ("random", "zipf")}
     runs: dict[tuple, list[tuple[float, float]]] = collections.defaultdict(list)
     snaps: dict[tuple, tuple[float, float, int]] = {}
@@ -389,10 +399,10 @@ def grouped(n: int, repeat: int, key_counts: list[int], memory_keys: int, batch:
     for r in range(repeat):
         for (keys, order), events in inputs.items():
             size = batch or n
-            batches = [events[i:i + size] for i in range(0, n, size)] if batch is not None else []
+            batches = [events[i : i + size] for i in range(0, n, size)] if batch is not None else []
             for kind in GROUPED:
                 counts = {}
-                for who in whos[r % len(whos):] + whos[:r % len(whos)]:
+                for who in whos[r % len(whos) :] + whos[: r % len(whos)]:
                     if who == "loop":
                         w, c, counts[who] = run_grouped_loop(kind, events)
                     elif who == "feed_many":
@@ -405,10 +415,12 @@ def grouped(n: int, repeat: int, key_counts: list[int], memory_keys: int, batch:
                     runs[(kind, keys, order, who)].append((w, c))
                 if len(set(counts.values())) != 1:
                     raise SystemExit(f"{kind}, {keys} keys {order}: match counts differ: {counts}")
-    print(f"  {'program':6s} {'keys':>9s} {'order':6s} {'engine':9s} {'ev/s best':>11s} {'ev/s med':>11s} "
-          f"{'cpu s med':>9s} {'loop ev/s med':>13s} {'cpu s med':>9s} {'ratio best':>10s} {'med':>5s} {'(cpu med)':>9s} "
-          f"{'snapshots/s':>12s} {'restores/s':>11s} {'bytes':>6s}")
-    for (keys, order) in inputs:
+    print(
+        f"  {'program':6s} {'keys':>9s} {'order':6s} {'engine':9s} {'ev/s best':>11s} {'ev/s med':>11s} "
+        f"{'cpu s med':>9s} {'loop ev/s med':>13s} {'cpu s med':>9s} {'ratio best':>10s} {'med':>5s} {'(cpu med)':>9s} "
+        f"{'snapshots/s':>12s} {'restores/s':>11s} {'bytes':>6s}"
+    )
+    for keys, order in inputs:
         for kind in GROUPED:
             loop = runs[(kind, keys, order, "loop")]
             lw, lc = statistics.median(w for w, _ in loop), statistics.median(c for _, c in loop)
@@ -418,17 +430,21 @@ def grouped(n: int, repeat: int, key_counts: list[int], memory_keys: int, batch:
                 mine = runs[(kind, keys, order, who)]
                 ew, ec = statistics.median(w for w, _ in mine), statistics.median(c for _, c in mine)
                 ebest = min(w for w, _ in mine)
-                print(f"  {kind:6s} {keys:9,d} {order:6s} {who:9s} {n / ebest:11,.0f} {n / ew:11,.0f} {ec:9.3f} "
-                      f"{n / lw:13,.0f} {lc:9.3f} {lbest / ebest:10.2f} {lw / ew:5.2f} {lc / ec:9.2f} "
-                      f"{sr:12,.0f} {rr:11,.0f} {size:6d}")
+                print(
+                    f"  {kind:6s} {keys:9,d} {order:6s} {who:9s} {n / ebest:11,.0f} {n / ew:11,.0f} {ec:9.3f} "
+                    f"{n / lw:13,.0f} {lc:9.3f} {lbest / ebest:10.2f} {lw / ew:5.2f} {lc / ec:9.2f} "
+                    f"{sr:12,.0f} {rr:11,.0f} {size:6d}"
+                )
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if memory_keys:
         print(f"\nbytes per key, {memory_keys:,} keys (one A each), each measured in a fresh process:")
         for kind in GROUPED:
             eng_m, loop_m = bytes_per_key("engine", kind, memory_keys), bytes_per_key("loop", kind, memory_keys)
-            print(f"  {kind:6s} engine: RSS {eng_m['rss']:6.0f}  tracemalloc {eng_m['tracemalloc']:6.0f}   "
-                  f"loop: RSS {loop_m['rss']:6.0f}  tracemalloc {loop_m['tracemalloc']:6.0f}   "
-                  f"ratio (RSS) {eng_m['rss'] / loop_m['rss']:.2f}")
+            print(
+                f"  {kind:6s} engine: RSS {eng_m['rss']:6.0f}  tracemalloc {eng_m['tracemalloc']:6.0f}   "
+                f"loop: RSS {loop_m['rss']:6.0f}  tracemalloc {loop_m['tracemalloc']:6.0f}   "
+                f"ratio (RSS) {eng_m['rss'] / loop_m['rss']:.2f}"
+            )
 
 
 # -- a realistic grouped program beside a hand-written loop (issue 26) ---------------------------
@@ -485,7 +501,7 @@ def realistic_events(n: int, keys: int, order: str, seed: int = 13) -> list[tupl
         picked = [pool[rnd.randrange(keys)] for _ in range(n)]
     else:
         rnd.shuffle(pool)
-        cum = list(itertools.accumulate(1.0 / (r ** ZIPF_S) for r in range(1, keys + 1)))
+        cum = list(itertools.accumulate(1.0 / (r**ZIPF_S) for r in range(1, keys + 1)))
         picked = rnd.choices(pool, cum_weights=cum, k=n)
     return [("Trade", [sym, round(rnd.random() * 100.0, 2), rnd.randint(1, 1000)]) for sym in picked]
 
@@ -543,10 +559,12 @@ def check_realistic(events: list) -> int:
     theirs: list = []
     loop_realistic(events, theirs.append)
     if mine != theirs:
-        diff = next(i for i, (a, b) in enumerate(zip(mine + [None] * len(theirs), theirs + [None] * len(mine)))
-                    if a != b)
-        raise SystemExit(f"realistic: the engine emits {len(mine)} matches, the loop {len(theirs)}; "
-                         f"first difference at match {diff}")
+        diff = next(
+            i for i, (a, b) in enumerate(zip(mine + [None] * len(theirs), theirs + [None] * len(mine))) if a != b
+        )
+        raise SystemExit(
+            f"realistic: the engine emits {len(mine)} matches, the loop {len(theirs)}; first difference at match {diff}"
+        )
     return len(mine)
 
 
@@ -570,7 +588,7 @@ def run_realistic(who: str, events: list, batch: int, variant: str = "full") -> 
         return w, c, len(got)
     eng, hits = realistic_engine(variant)
     if who == "feed_many":
-        batches = [events[i:i + batch] for i in range(0, len(events), batch)]
+        batches = [events[i : i + batch] for i in range(0, len(events), batch)]
         feed_many = eng.feed_many
 
         def go() -> int:
@@ -584,6 +602,7 @@ def run_realistic(who: str, events: list, batch: int, variant: str = "full") -> 
             for name, value in events:
                 feed(name, value)
             return 0
+
     w, c, _ = timed(go)
     return w, c, len(hits)
 
@@ -593,10 +612,12 @@ def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool) -
     random and Zipf key orders; one round runs each contender once per input, in a rotating
     order. With ``ablate``, also the ablations of REALISTIC fed per event."""
     size = batch or n
-    print(f"\nrealistic program (structure events, case clause, group(Trade.sym), marker variables, emit of a "
-          f"structure) beside a dict-of-states loop: {n:,} events, {keys:,} keys, interleaved rounds, best and "
-          f"median of {repeat}, feed_many in batches of {size:,} (load average before: "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    print(
+        f"\nrealistic program (structure events, case clause, group(Trade.sym), marker variables, emit of a "
+        f"structure) beside a dict-of-states loop: {n:,} events, {keys:,} keys, interleaved rounds, best and "
+        f"median of {repeat}, feed_many in batches of {size:,} (load average before: "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})"
+    )
     inputs = {order: realistic_events(n, keys, order) for order in ("random", "zipf")}
     matches = {order: check_realistic(events) for order, events in inputs.items()}
     whos = ["feed", "feed_many", "loop"]
@@ -606,7 +627,7 @@ def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool) -
     runs: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
     for r in range(repeat):
         for order, events in inputs.items():
-            for who in whos[r % len(whos):] + whos[:r % len(whos)]:
+            for who in whos[r % len(whos) :] + whos[: r % len(whos)]:
                 if who.startswith("feed: "):
                     variant = who[6:]
                     w, c, got = run_realistic("feed", variants[order][variant], size, variant)
@@ -615,8 +636,10 @@ def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool) -
                 if got != matches[order]:
                     raise SystemExit(f"realistic {order}, {who}: {got:,} matches, the loop {matches[order]:,}")
                 runs[(order, who)].append((w, c))
-    print(f"  {'order':6s} {'contender':22s} {'matches':>8s} {'ev/s best':>11s} {'ev/s med':>11s} "
-          f"{'ev/CPU-s med':>12s} {'cpu s med':>9s} {'x loop (wall best)':>18s} {'(CPU med)':>9s}")
+    print(
+        f"  {'order':6s} {'contender':22s} {'matches':>8s} {'ev/s best':>11s} {'ev/s med':>11s} "
+        f"{'ev/CPU-s med':>12s} {'cpu s med':>9s} {'x loop (wall best)':>18s} {'(CPU med)':>9s}"
+    )
     for order in inputs:
         loop = runs[(order, "loop")]
         lbest, lcpu = min(w for w, _ in loop), statistics.median(c for _, c in loop)
@@ -624,8 +647,10 @@ def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool) -
             mine = runs[(order, who)]
             best, wmed = min(w for w, _ in mine), statistics.median(w for w, _ in mine)
             cmed = statistics.median(c for _, c in mine)
-            print(f"  {order:6s} {who:22s} {matches[order]:8,d} {n / best:11,.0f} {n / wmed:11,.0f} "
-                  f"{n / cmed:12,.0f} {cmed:9.3f} {lbest / best:18.2f} {lcpu / cmed:9.2f}")
+            print(
+                f"  {order:6s} {who:22s} {matches[order]:8,d} {n / best:11,.0f} {n / wmed:11,.0f} "
+                f"{n / cmed:12,.0f} {cmed:9.3f} {lbest / best:18.2f} {lcpu / cmed:9.2f}"
+            )
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
@@ -635,15 +660,23 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only")
     ap.add_argument("--default-gc", action="store_true", help="do not apply the hosts' GC tuning")
-    ap.add_argument("--keys", default="1000,10000,100000,1000000",
-                    help="key counts of the grouped comparison (comma-separated)")
-    ap.add_argument("--memory-keys", type=int, default=1_000_000,
-                    help="keys of the bytes-per-key measurement (0: skip it)")
-    ap.add_argument("--batch", type=int, nargs="?", const=0,
-                    help="grouped: also time Engine.feed_many over batches of this many events (none: all in one)")
+    ap.add_argument(
+        "--keys", default="1000,10000,100000,1000000", help="key counts of the grouped comparison (comma-separated)"
+    )
+    ap.add_argument(
+        "--memory-keys", type=int, default=1_000_000, help="keys of the bytes-per-key measurement (0: skip it)"
+    )
+    ap.add_argument(
+        "--batch",
+        type=int,
+        nargs="?",
+        const=0,
+        help="grouped: also time Engine.feed_many over batches of this many events (none: all in one)",
+    )
     ap.add_argument("--realistic-keys", type=int, default=10_000, help="keys of the realistic program")
-    ap.add_argument("--ablate", action="store_true",
-                    help="realistic: also time the program with one feature taken away at a time")
+    ap.add_argument(
+        "--ablate", action="store_true", help="realistic: also time the program with one feature taken away at a time"
+    )
     ap.add_argument("--memory-probe", help=argparse.SUPPRESS)  # engine|loop:kind:keys, in a child process
     args = ap.parse_args()
     if args.memory_probe:
@@ -652,8 +685,10 @@ def main() -> None:
         return
     if not args.default_gc:
         configure_gc()
-    print(f"engine throughput, one core, best of {args.repeat} runs of {args.events:,} events "
-          f"({'default' if args.default_gc else 'host-tuned'} GC)")
+    print(
+        f"engine throughput, one core, best of {args.repeat} runs of {args.events:,} events "
+        f"({'default' if args.default_gc else 'host-tuned'} GC)"
+    )
     benches = {
         "keypad (ungrouped, case clause)": (keypad, False, 1_000_000),
         "big-trades stage 2 (10,000 keys, timers)": (big_trades, True, 500_000),

@@ -41,8 +41,9 @@ OLD = "eventscript_old"
 
 def extract(commit: str, into: Path) -> None:
     """``service/eventscript`` at ``commit`` as package OLD under ``into``."""
-    data = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "service/eventscript"],
-                          check=True, capture_output=True).stdout
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit, "service/eventscript"], check=True, capture_output=True
+    ).stdout
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         for m in tar.getmembers():
             m.name = m.name.replace("service/eventscript", OLD, 1)
@@ -50,8 +51,11 @@ def extract(commit: str, into: Path) -> None:
 
 
 def modules(package: str) -> tuple[ModuleType, ModuleType, ModuleType]:
-    return (importlib.import_module(f"{package}.automata.compile"), importlib.import_module(f"{package}.engine.engine"),
-            importlib.import_module(f"{package}.engine.time_provider"))
+    return (
+        importlib.import_module(f"{package}.automata.compile"),
+        importlib.import_module(f"{package}.engine.engine"),
+        importlib.import_module(f"{package}.engine.time_provider"),
+    )
 
 
 def run(mods: tuple[ModuleType, ModuleType, ModuleType], kind: str, events: list[Any]) -> tuple[float, float, int]:
@@ -86,7 +90,10 @@ def main() -> None:
         extract(args.commit, Path(tmp))
         sys.path.insert(0, tmp)
         old, new = modules(OLD), modules("eventscript")
-        print("| program | keys | order | old CPU s | new CPU s | loop CPU s | old (CPU) | new (CPU) | old (wall) | new (wall) |")
+        print(
+            "| program | keys | order | old CPU s | new CPU s | loop CPU s | old (CPU) | new (CPU) | old (wall) | "
+            "new (wall) |"
+        )
         print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
         for k in (int(x) for x in args.keys.split(",")):
             for order in ("random", "zipf"):
@@ -99,12 +106,17 @@ def main() -> None:
                         res["old"].append(run(old, kind, events))
                         res["new"].append(run(new, kind, events))
                     assert len({r[2] for v in res.values() for r in v}) == 1, "match counts differ"
-                    med = {w: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v))
-                           for w, v in res.items()}
+                    med = {
+                        w: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v))
+                        for w, v in res.items()
+                    }
                     lw, lc = med["loop"]
-                    print(f"| {kind} | {k // 1000} k | {order} | {med['old'][1]:.3f} | {med['new'][1]:.3f} | {lc:.3f} "
-                          f"| {lc / med['old'][1]:.2f} | {lc / med['new'][1]:.2f} | {lw / med['old'][0]:.2f} "
-                          f"| {lw / med['new'][0]:.2f} |", flush=True)
+                    print(
+                        f"| {kind} | {k // 1000} k | {order} | {med['old'][1]:.3f} | {med['new'][1]:.3f} | {lc:.3f} "
+                        f"| {lc / med['old'][1]:.2f} | {lc / med['new'][1]:.2f} | {lw / med['old'][0]:.2f} "
+                        f"| {lw / med['new'][0]:.2f} |",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

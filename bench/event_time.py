@@ -55,20 +55,32 @@ def records(n: int, keys: int) -> list[LogRecord]:
     out = []
     for i in range(n):
         k = f"k{(i * 7919) % keys}"
-        out.append(LogRecord("mid", 0, i, T0 + i, orjson.dumps([k]), orjson.dumps({"k": k}), [("es-id", b"u/%d/1" % i)]))
+        out.append(
+            LogRecord("mid", 0, i, T0 + i, orjson.dumps([k]), orjson.dumps({"k": k}), [("es-id", b"u/%d/1" % i)])
+        )
     return out
 
 
 def make_task(store: Path, gated: bool) -> Task:
-    cfg = ProgramConfig(name="down", source="d.es", clock="record", inputs=[InputConfig(topic="mid", event="Hit")],
-                        outputs={"default": "out"}, errors="err")
-    task = Task(0, compile_source(COUNT, name="down").require(), cfg, cfg.inputs, "down-rep", "down-changelog", 1,
-                store)
+    cfg = ProgramConfig(
+        name="down",
+        source="d.es",
+        clock="record",
+        inputs=[InputConfig(topic="mid", event="Hit")],
+        outputs={"default": "out"},
+        errors="err",
+    )
+    task = Task(
+        0, compile_source(COUNT, name="down").require(), cfg, cfg.inputs, "down-rep", "down-changelog", 1, store
+    )
     task.load_from_store()
     task.attach(lambda *a: None)
     if gated:
-        task.set_progress(ProgressPlan("down", 1, writers={"mid": frozenset(f"up/{w}" for w in range(WRITERS))},
-                                       marked=frozenset({"mid"})))
+        task.set_progress(
+            ProgressPlan(
+                "down", 1, writers={"mid": frozenset(f"up/{w}" for w in range(WRITERS))}, marked=frozenset({"mid"})
+            )
+        )
     return task
 
 
@@ -86,7 +98,7 @@ def run(recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float]
         offset = len(recs)
         buf = task.inputs[0].buffer
         for at in range(0, len(recs), FETCH):
-            batch = recs[at:at + FETCH]
+            batch = recs[at : at + FETCH]
             if rate:
                 time.sleep(max(0.0, started + at / rate - time.perf_counter()))
             now = time.perf_counter()
@@ -108,8 +120,17 @@ def run(recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float]
                     waits.extend([done - pending.popleft()[1]] * FETCH)
         if gated:  # the end: the writers' last commit
             for w in range(WRITERS):
-                task.add(LogRecord("mid", 0, offset + w, recs[-1].ts + 1, None, None,
-                                   list(marker_headers("up", w, recs[-1].ts + 1))))
+                task.add(
+                    LogRecord(
+                        "mid",
+                        0,
+                        offset + w,
+                        recs[-1].ts + 1,
+                        None,
+                        None,
+                        list(marker_headers("up", w, recs[-1].ts + 1)),
+                    )
+                )
             task.process(0)
         done = time.perf_counter()
         while pending:  # released by the writers' last commit
@@ -141,13 +162,17 @@ def main() -> None:
         run(recs, name == "markers", args.commit_ms, waits, args.rate)
         waits.sort()
         latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.records:,} records, "
-          f"{args.keys:,} keys, best of {args.repeat}")
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.records:,} records, "
+        f"{args.keys:,} keys, best of {args.repeat}"
+    )
     for name, rate in best.items():
         print(f"  {name:8s} {rate:12,.0f} records/s")
     print(f"  markers cost {100 * (1 - best['markers'] / best['today']):.1f}% of throughput")
-    print(f"  wait between add and process, fetches of {FETCH:,} at {args.rate:,.0f} records/s, markers every "
-          f"{args.commit_ms:g} ms:")
+    print(
+        f"  wait between add and process, fetches of {FETCH:,} at {args.rate:,.0f} records/s, markers every "
+        f"{args.commit_ms:g} ms:"
+    )
     for name, (p50, p99) in latency.items():
         print(f"  {name:8s} p50 {1000 * p50:7.1f} ms   p99 {1000 * p99:7.1f} ms")
 

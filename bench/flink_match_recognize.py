@@ -75,7 +75,7 @@ def process_tree_cpu(root: int) -> float:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         pid, ppid = int(entry), int(fields[1])
         children.setdefault(ppid, []).append(pid)
         cpu[pid] = (int(fields[11]) + int(fields[12])) / ticks
@@ -111,8 +111,12 @@ def flink_child(input_csv: str, output_dir: str) -> None:
 def run_flink(python: str, input_csv: Path, workdir: Path, round_no: int) -> dict[str, float]:
     out = workdir / f"matches-{round_no}"
     start = time.perf_counter()
-    proc = subprocess.Popen([python, __file__, "--flink-child", str(input_csv), str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [python, __file__, "--flink-child", str(input_csv), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     peak_cpu = 0.0
     while proc.poll() is None:  # the JVM is gone once the child exits: sample while it runs
         peak_cpu = max(peak_cpu, process_tree_cpu(proc.pid))
@@ -139,16 +143,21 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=10_000)
     ap.add_argument("--order", choices=("random", "zipf"), default="random")
     ap.add_argument("--rounds", type=int, default=2, help="alternating engine / Flink rounds")
-    ap.add_argument("--flink-python", default="/tmp/flinkvenv/bin/python",
-                    help="python of a virtual environment with apache-flink installed")
+    ap.add_argument(
+        "--flink-python",
+        default="/tmp/flinkvenv/bin/python",
+        help="python of a virtual environment with apache-flink installed",
+    )
     ap.add_argument("--flink-child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.flink_child:
         flink_child(*args.flink_child)
         return
     if not Path(args.flink_python).exists():
-        sys.exit(f"no python at {args.flink_python}: install apache-flink into a virtual environment of its "
-                 f"own (see this script's docstring) and pass its python with --flink-python")
+        sys.exit(
+            f"no python at {args.flink_python}: install apache-flink into a virtual environment of its "
+            f"own (see this script's docstring) and pass its python with --flink-python"
+        )
 
     sys.path.insert(0, str(HERE))
     import engine as engine_bench
@@ -176,24 +185,37 @@ def main() -> None:
             results["flink"].append(run_flink(args.flink_python, input_csv, work, r))
     counts = {int(x["matches"]) for rs in results.values() for x in rs} | {len(loop_matches)}
     n = args.events
-    print(f"per-key A B+ C: {n:,} events, {args.keys:,} keys, {args.order} key order, {args.rounds} alternating "
-          f"rounds; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(
+        f"per-key A B+ C: {n:,} events, {args.keys:,} keys, {args.order} key order, {args.rounds} alternating "
+        f"rounds; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after"
+    )
     for x in results["engine"]:
-        print(f"  engine (in-process, events pre-built): {int(x['matches']):,} matches, wall {x['wall']:.2f} s, "
-              f"CPU {x['cpu']:.2f} s, {n / x['wall'] / 1e6:.2f} M events/s, {n / x['cpu'] / 1e6:.2f} M events/CPU-s")
+        print(
+            f"  engine (in-process, events pre-built): {int(x['matches']):,} matches, wall {x['wall']:.2f} s, "
+            f"CPU {x['cpu']:.2f} s, {n / x['wall'] / 1e6:.2f} M events/s, {n / x['cpu'] / 1e6:.2f} M events/CPU-s"
+        )
     for x in results["flink"]:
-        print(f"  Flink MATCH_RECOGNIZE (parallelism 1): {int(x['matches']):,} matches, job wall {x['job_wall']:.2f} s, "
-              f"job CPU {x['job_cpu']:.2f} s, {n / x['job_wall'] / 1e3:.0f} k events/s, "
-              f"{n / x['job_cpu'] / 1e3:.0f} k events/CPU-s; whole process wall {x['process_wall']:.1f} s, "
-              f"CPU {x['process_cpu']:.1f} s")
-    print(f"  Flink's fixed cost (the same job on the first {SMALL_EVENTS:,} events): job wall {fixed['job_wall']:.2f} s, "
-          f"job CPU {fixed['job_cpu']:.2f} s; without it: "
-          + ", ".join(f"{(n - SMALL_EVENTS) / max(1e-9, x['job_wall'] - fixed['job_wall']) / 1e3:.0f} k events/s"
-                      for x in results["flink"]))
+        print(
+            f"  Flink MATCH_RECOGNIZE (parallelism 1): {int(x['matches']):,} matches, job wall {x['job_wall']:.2f} s, "
+            f"job CPU {x['job_cpu']:.2f} s, {n / x['job_wall'] / 1e3:.0f} k events/s, "
+            f"{n / x['job_cpu'] / 1e3:.0f} k events/CPU-s; whole process wall {x['process_wall']:.1f} s, "
+            f"CPU {x['process_cpu']:.1f} s"
+        )
+    print(
+        f"  Flink's fixed cost (the same job on the first {SMALL_EVENTS:,} events): job wall {fixed['job_wall']:.2f} "
+        f"s, "
+        f"job CPU {fixed['job_cpu']:.2f} s; without it: "
+        + ", ".join(
+            f"{(n - SMALL_EVENTS) / max(1e-9, x['job_wall'] - fixed['job_wall']) / 1e3:.0f} k events/s"
+            for x in results["flink"]
+        )
+    )
     best_engine = min(x["wall"] for x in results["engine"])
     best_flink = min(x["job_wall"] for x in results["flink"])
-    print(f"  engine / Flink job, best wall each: {best_flink / best_engine:.1f}x; median CPU ratio "
-          f"{statistics.median(x['job_cpu'] for x in results['flink']) / statistics.median(x['cpu'] for x in results['engine']):.1f}x")
+    cpu_ratio = statistics.median(x["job_cpu"] for x in results["flink"]) / statistics.median(
+        x["cpu"] for x in results["engine"]
+    )
+    print(f"  engine / Flink job, best wall each: {best_flink / best_engine:.1f}x; median CPU ratio {cpu_ratio:.1f}x")
     if len(counts) != 1:
         sys.exit(f"MATCH COUNTS DISAGREE: {sorted(counts)}")
     print(f"  match counts agree: {counts.pop():,}")

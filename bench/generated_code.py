@@ -20,9 +20,13 @@ from pathlib import Path
 from typing import Any
 
 CASES = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "cases"
-KINDS: dict[str, dict[str, Any]] = {"eager": {"compact": False}, "compact": {"compact": True},
-                                    "tracked": {"track_dirty": True}, "lazy": {"lazy_mode": "cache"},
-                                    "simulate": {"lazy_mode": "simulate"}}
+KINDS: dict[str, dict[str, Any]] = {
+    "eager": {"compact": False},
+    "compact": {"compact": True},
+    "tracked": {"track_dirty": True},
+    "lazy": {"lazy_mode": "cache"},
+    "simulate": {"lazy_mode": "simulate"},
+}
 
 
 def main() -> None:

@@ -23,8 +23,12 @@ LARGEST = "document/unaccompanied-visitor"
 
 def doors_trace(events: int) -> str:
     half = events // 4
-    lines = ["[2026-01-01 08:00:00]", *(f'Opened("d{i}") Closed("d{i}")' for i in range(half)),
-             "[2026-01-01 08:01:00]", *(f'Opened("d{i}") Closed("d{i}")' for i in range(half))]
+    lines = [
+        "[2026-01-01 08:00:00]",
+        *(f'Opened("d{i}") Closed("d{i}")' for i in range(half)),
+        "[2026-01-01 08:01:00]",
+        *(f'Opened("d{i}") Closed("d{i}")' for i in range(half)),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -44,15 +48,18 @@ def main() -> None:
     check_body = {"programs": largest["programs"]}
     run_body = {**doors, "trace": doors_trace(10_000)}
     cases = {
-        f"check {LARGEST} ({len(largest['programs'][0]['text'])} bytes)":
-            lambda: json_line(service.check(check_body, Limits())),
+        f"check {LARGEST} ({len(largest['programs'][0]['text'])} bytes)": lambda: json_line(
+            service.check(check_body, Limits())
+        ),
         "run doors over 10,000 events": lambda: orjson.dumps(service.run(run_body, Limits())),  # as the server answers
     }
     for name, fn in cases.items():
         fn()
         walls, cpus = zip(*(timed(fn) for _ in range(args.repeat)))
-        print(f"{name}: median wall {statistics.median(walls):.1f} ms, median CPU {statistics.median(cpus):.1f} ms "
-              f"(best wall {min(walls):.1f} ms, {args.repeat} runs)")
+        print(
+            f"{name}: median wall {statistics.median(walls):.1f} ms, median CPU {statistics.median(cpus):.1f} ms "
+            f"(best wall {min(walls):.1f} ms, {args.repeat} runs)"
+        )
 
 
 if __name__ == "__main__":

@@ -75,32 +75,51 @@ def cumulative(stats: pstats.Stats, suffix: str, name: str) -> tuple[float, int]
 
 
 #: The client's calls that block (waiting on the broker or a timeout): their own time is waiting.
-WAITS = [f"<method '{m}' of 'cimpl.{cls}' objects>" for cls, m in (
-    ("Consumer", "consume"), ("Consumer", "commit"), ("Consumer", "committed"), ("Consumer", "poll"),
-    ("Producer", "flush"), ("Producer", "poll"), ("Producer", "commit_transaction"),
-    ("Producer", "send_offsets_to_transaction"), ("Producer", "begin_transaction"),
-    ("Producer", "init_transactions"), ("Producer", "abort_transaction"))]
+WAITS = [
+    f"<method '{m}' of 'cimpl.{cls}' objects>"
+    for cls, m in (
+        ("Consumer", "consume"),
+        ("Consumer", "commit"),
+        ("Consumer", "committed"),
+        ("Consumer", "poll"),
+        ("Producer", "flush"),
+        ("Producer", "poll"),
+        ("Producer", "commit_transaction"),
+        ("Producer", "send_offsets_to_transaction"),
+        ("Producer", "begin_transaction"),
+        ("Producer", "init_transactions"),
+        ("Producer", "abort_transaction"),
+    )
+]
 
 
 def waited(stats: pstats.Stats) -> float:
-    return sum(tt for (_f, _l, func), (_cc, _nc, tt, _ct, _c) in stats.stats.items()  # type: ignore[attr-defined]
-               if func in WAITS)
+    return sum(
+        tt
+        for (_f, _l, func), (_cc, _nc, tt, _ct, _c) in stats.stats.items()  # type: ignore[attr-defined]
+        if func in WAITS
+    )
 
 
-def report(stats: pstats.Stats, parts: list[tuple[str, str, str]], total: float, records: int, top: int,
-           unit: str = "record") -> None:
+def report(
+    stats: pstats.Stats, parts: list[tuple[str, str, str]], total: float, records: int, top: int, unit: str = "record"
+) -> None:
     waits = waited(stats)
-    print(f"profiled {total:.2f} s, of which {waits:.2f} s blocked in the client's calls (WAITS); the shares are of "
-          f"the rest, {total - waits:.2f} s (with cProfile's overhead): {(total - waits) / records * 1e6:.1f} µs "
-          f"per {unit}")
+    print(
+        f"profiled {total:.2f} s, of which {waits:.2f} s blocked in the client's calls (WAITS); the shares are of "
+        f"the rest, {total - waits:.2f} s (with cProfile's overhead): {(total - waits) / records * 1e6:.1f} µs "
+        f"per {unit}"
+    )
     total -= waits
     rows = []
     for label, suffix, name in parts:
         seconds, calls = cumulative(stats, suffix, name)
         if calls:
             rows.append((label, seconds, calls))
-    print(f"  {'part (cumulative; indented parts are inside the one above)':58s} {'share':>6s} {'µs/' + unit:>10s} "
-          f"{'calls':>10s}")
+    print(
+        f"  {'part (cumulative; indented parts are inside the one above)':58s} {'share':>6s} {'µs/' + unit:>10s} "
+        f"{'calls':>10s}"
+    )
     for label, seconds, calls in rows:
         print(f"  {label:58s} {seconds / total:6.1%} {seconds / records * 1e6:10.2f} {calls:10,d}")
     out = io.StringIO()
@@ -110,7 +129,7 @@ def report(stats: pstats.Stats, parts: list[tuple[str, str, str]], total: float,
     stats.stream = stream  # type: ignore[attr-defined]
     print(f"\ntop {top} by own time:")
     text = out.getvalue()
-    print(text[text.index("ncalls"):].rstrip())
+    print(text[text.index("ncalls") :].rstrip())
 
 
 def profile_worker(args: argparse.Namespace) -> None:
@@ -139,14 +158,26 @@ def profile_worker(args: argparse.Namespace) -> None:
         source = tmp / "counter.es"
         source.write_text(COUNTER)
         name = "profiled"
-        topo = parse_topology({
-            "application": f"profile-{time.time_ns() % 10**8}",
-            "kafka": {"bootstrap_servers": broker.bootstrap,
-                      "consumer": {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}},
-            "programs": [{"name": name, "source": str(source), "guarantee": args.guarantee, "clock": "wall",
-                          "inputs": [{"topic": topic, "event": "Reading"}], "outputs": {"default": f"{topic}-out"}}],
-            "state_dir": str(tmp / "state"),
-        })
+        topo = parse_topology(
+            {
+                "application": f"profile-{time.time_ns() % 10**8}",
+                "kafka": {
+                    "bootstrap_servers": broker.bootstrap,
+                    "consumer": {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500},
+                },
+                "programs": [
+                    {
+                        "name": name,
+                        "source": str(source),
+                        "guarantee": args.guarantee,
+                        "clock": "wall",
+                        "inputs": [{"topic": topic, "event": "Reading"}],
+                        "outputs": {"default": f"{topic}-out"},
+                    }
+                ],
+                "state_dir": str(tmp / "state"),
+            }
+        )
         runner = TopologyRunner(topo)
         runner.prepare()
         t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
@@ -159,8 +190,10 @@ def profile_worker(args: argparse.Namespace) -> None:
             time.sleep(0.05)
         runner.stop()  # the final commit (changelog, store writes) runs in the profiled thread
         t.join(120)
-    print(f"worker thread, counter program, {args.guarantee}, {args.records:,} records over {args.keys:,} keys "
-          f"({args.order} order), {args.partitions} partitions; thread CPU {spent[0]:.2f} s under cProfile")
+    print(
+        f"worker thread, counter program, {args.guarantee}, {args.records:,} records over {args.keys:,} keys "
+        f"({args.order} order), {args.partitions} partitions; thread CPU {spent[0]:.2f} s under cProfile"
+    )
     stats = pstats.Stats(profiler)
     if args.save:
         stats.dump_stats(args.save)
@@ -191,8 +224,10 @@ def profile_engine(args: argparse.Namespace) -> None:
                 feed(name, value)
 
         profiler.runcall(go)
-    print(f"engine, realistic program, {args.events:,} events over {args.keys:,} keys ({args.order} order), "
-          f"{'feed_many' if args.batch else 'feed per event'}; {len(hits):,} matches")
+    print(
+        f"engine, realistic program, {args.events:,} events over {args.keys:,} keys ({args.order} order), "
+        f"{'feed_many' if args.batch else 'feed per event'}; {len(hits):,} matches"
+    )
     stats = pstats.Stats(profiler)
     if args.save:
         stats.dump_stats(args.save)

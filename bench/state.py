@@ -103,17 +103,25 @@ def record(i: int, k: int) -> ArrowRecord:
 
 
 def make_task(program: str, store: Path, cache_mib: float | None, cache_instances: int | None) -> Task:
-    cfg = ProgramConfig(name="bench", source="bench.es", clock="record", inputs=[InputConfig(topic="in", event="Tick")],
-                        outputs={"default": "out"}, errors="err",
-                        state={"cache_mib": cache_mib or 256, "cache_instances": cache_instances})
-    task = Task(0, compile_source(PROGRAMS[program], name="bench").require(), cfg, cfg.inputs, "rep", "changelog", 1,
-                store)
+    cfg = ProgramConfig(
+        name="bench",
+        source="bench.es",
+        clock="record",
+        inputs=[InputConfig(topic="in", event="Tick")],
+        outputs={"default": "out"},
+        errors="err",
+        state={"cache_mib": cache_mib or 256, "cache_instances": cache_instances},
+    )
+    task = Task(
+        0, compile_source(PROGRAMS[program], name="bench").require(), cfg, cfg.inputs, "rep", "changelog", 1, store
+    )
     task.load_from_store()
     return task
 
 
-def run_task(program: str, keys: int, skewed: int, cache_mib: float | None, cache_instances: int | None,
-             commit_every: int) -> dict[str, Any]:
+def run_task(
+    program: str, keys: int, skewed: int, cache_mib: float | None, cache_instances: int | None, commit_every: int
+) -> dict[str, Any]:
     """One task over the records, committing as the worker does; timed around the task only."""
     configure_gc()
     with tempfile.TemporaryDirectory(prefix="bench-state-") as tmp:
@@ -146,15 +154,26 @@ def run_task(program: str, keys: int, skewed: int, cache_mib: float | None, cach
         gc.collect()
         end = rss()
         out = {
-            "mode": "task", "program": program, "keys": keys, "records": n, "cache_mib": cache_mib,
-            "cache_instances": cache_instances, "capacity": task.cache.capacity,
+            "mode": "task",
+            "program": program,
+            "keys": keys,
+            "records": n,
+            "cache_mib": cache_mib,
+            "cache_instances": cache_instances,
+            "capacity": task.cache.capacity,
             "estimated_bytes_per_instance": round(task.cache.bytes_per_instance),
-            "in_memory": len(task.engine.contexts), "evicted": task.cache.evicted,
-            "loaded_by_records": task.cache.loaded, "loaded_by_timers": task.timer_index.loaded,
-            "records_per_s": round(n / wall), "records_per_cpu_s": round(n / cpu), "wall_s": round(wall, 1),
-            "cpu_s": round(cpu, 1), "rss_start_mib": round(base / MIB), "rss_end_mib": round(end / MIB),
-            "peak_rss_mib": round(peak_rss() / MIB), "rocksdb": {k: round(v / MIB, 1) for k, v in
-                                                                  task.store.memory().items()},
+            "in_memory": len(task.engine.contexts),
+            "evicted": task.cache.evicted,
+            "loaded_by_records": task.cache.loaded,
+            "loaded_by_timers": task.timer_index.loaded,
+            "records_per_s": round(n / wall),
+            "records_per_cpu_s": round(n / cpu),
+            "wall_s": round(wall, 1),
+            "cpu_s": round(cpu, 1),
+            "rss_start_mib": round(base / MIB),
+            "rss_end_mib": round(end / MIB),
+            "peak_rss_mib": round(peak_rss() / MIB),
+            "rocksdb": {k: round(v / MIB, 1) for k, v in task.store.memory().items()},
         }
         task.close()
         return out
@@ -179,7 +198,7 @@ def run_engine(program: str, keys: int) -> dict[str, Any]:
     loads, feed = orjson.loads, engine.feed_json
 
     def feed_half(h: int) -> None:
-        for v in values[h * (keys // 2):keys if h else keys // 2]:
+        for v in values[h * (keys // 2) : keys if h else keys // 2]:
             feed("Tick", loads(v))
 
     return {"mode": "engine", "program": program, "keys": keys, "bytes_per_instance": marginal(feed_half, keys)}
@@ -193,9 +212,9 @@ def run_task_memory(program: str, keys: int) -> dict[str, Any]:
         records = [record(i, k) for i, k in enumerate(key_order(keys, 0))]
 
         def feed_half(h: int) -> None:
-            part = records[h * (keys // 2):keys if h else keys // 2]
+            part = records[h * (keys // 2) : keys if h else keys // 2]
             for i in range(0, len(part), 10_000):
-                for r in part[i:i + 10_000]:
+                for r in part[i : i + 10_000]:
                     task.add(r)
                 task.process(0)
                 changes = task.changelog_records()
@@ -204,10 +223,15 @@ def run_task_memory(program: str, keys: int) -> dict[str, Any]:
 
         used = marginal(feed_half, keys)
         sample = list(task.engine.contexts.values())[:: max(1, keys // 64)]
-        out = {"mode": "task-memory", "program": program, "keys": keys, "bytes_per_instance": used,
-               "estimated": round(sum(instance_bytes(c) for c in sample) / len(sample)),
-               "rocksdb_mib": {k: round(v / MIB, 1) for k, v in task.store.memory().items()},
-               "in_memory": len(task.engine.contexts)}
+        out = {
+            "mode": "task-memory",
+            "program": program,
+            "keys": keys,
+            "bytes_per_instance": used,
+            "estimated": round(sum(instance_bytes(c) for c in sample) / len(sample)),
+            "rocksdb_mib": {k: round(v / MIB, 1) for k, v in task.store.memory().items()},
+            "in_memory": len(task.engine.contexts),
+        }
         task.close()
         return out
 
@@ -224,11 +248,19 @@ def main() -> None:
     ap.add_argument("--cache-mib", type=float, default=256)
     ap.add_argument("--skewed", type=int, default=None, help="records after the first pass (default: keys / 2)")
     ap.add_argument("--commit-every", type=int, default=10_000)
-    ap.add_argument("--per-instance-keys", type=int, default=200_000,
-                    help="instances for the bytes-per-instance comparison (0: skip it)")
-    ap.add_argument("--unbounded-up-to", type=int, default=1_000_000,
-                    help="also run key counts up to this with every instance in memory (the old behaviour), "
-                         "alternating with the cached runs")
+    ap.add_argument(
+        "--per-instance-keys",
+        type=int,
+        default=200_000,
+        help="instances for the bytes-per-instance comparison (0: skip it)",
+    )
+    ap.add_argument(
+        "--unbounded-up-to",
+        type=int,
+        default=1_000_000,
+        help="also run key counts up to this with every instance in memory (the old behaviour), "
+        "alternating with the cached runs",
+    )
     ap.add_argument("--rounds", type=int, default=1, help="rounds of the alternating runs")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -244,15 +276,21 @@ def main() -> None:
             result = run_task_memory(program, int(keys))
         print(json.dumps(result))
         return
-    print(f"# bench/state.py  program={a.program}  cache={a.cache_mib:g} MiB  commit every {a.commit_every} records; "
-          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"# bench/state.py  program={a.program}  cache={a.cache_mib:g} MiB  commit every {a.commit_every} records; "
+        f"load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
     if a.per_instance_keys:
         n = str(a.per_instance_keys)
         eng, tsk = child(["engine", a.program, n]), child(["task-memory", a.program, n])
-        print(f"memory per instance in memory, the second half of {a.per_instance_keys:,} instances (RSS delta, "
-              f"fresh processes): bare engine {eng['bytes_per_instance']} B, task {tsk['bytes_per_instance']} B "
-              f"({tsk['bytes_per_instance'] / max(1, eng['bytes_per_instance']):.2f}×; the cache estimates "
-              f"{tsk['estimated']} B); task's RocksDB {tsk['rocksdb_mib']} MiB", flush=True)
+        print(
+            f"memory per instance in memory, the second half of {a.per_instance_keys:,} instances (RSS delta, "
+            f"fresh processes): bare engine {eng['bytes_per_instance']} B, task {tsk['bytes_per_instance']} B "
+            f"({tsk['bytes_per_instance'] / max(1, eng['bytes_per_instance']):.2f}×; the cache estimates "
+            f"{tsk['estimated']} B); task's RocksDB {tsk['rocksdb_mib']} MiB",
+            flush=True,
+        )
     for keys in [int(k) for k in a.keys.split(",")]:
         skewed = keys // 2 if a.skewed is None else a.skewed
         runs = [("cache", [])]
@@ -262,12 +300,15 @@ def main() -> None:
             for label, extra in runs:
                 r = child(["task", a.program, str(keys), str(skewed), str(a.cache_mib), str(a.commit_every), *extra])
                 print(json.dumps(r), flush=True)
-                print(f"{keys:>11,} keys, {r['records']:,} records, {label}: {r['records_per_s']:,} records/s, "
-                      f"{r['records_per_cpu_s']:,} records/CPU-s ({r['wall_s']} s, {r['cpu_s']} CPU-s); peak RSS "
-                      f"{r['peak_rss_mib']} MiB (end {r['rss_end_mib']}); {r['in_memory']:,} in memory "
-                      f"(capacity {r['capacity']:,} at ~{r['estimated_bytes_per_instance']} B each), "
-                      f"{r['evicted']:,} evictions, {r['loaded_by_records']:,} + {r['loaded_by_timers']:,} loads "
-                      f"(records + timers)", flush=True)
+                print(
+                    f"{keys:>11,} keys, {r['records']:,} records, {label}: {r['records_per_s']:,} records/s, "
+                    f"{r['records_per_cpu_s']:,} records/CPU-s ({r['wall_s']} s, {r['cpu_s']} CPU-s); peak RSS "
+                    f"{r['peak_rss_mib']} MiB (end {r['rss_end_mib']}); {r['in_memory']:,} in memory "
+                    f"(capacity {r['capacity']:,} at ~{r['estimated_bytes_per_instance']} B each), "
+                    f"{r['evicted']:,} evictions, {r['loaded_by_records']:,} + {r['loaded_by_timers']:,} loads "
+                    f"(records + timers)",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

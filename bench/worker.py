@@ -89,8 +89,9 @@ def create(bootstrap: str, topics: list[str], partitions: int) -> None:
     time.sleep(0.5)
 
 
-def preload(kafka: KafkaConfig, topic: str, n: int, partitions: int, keys: int, seed: int = 1,
-            skew: float = 0.0) -> None:
+def preload(
+    kafka: KafkaConfig, topic: str, n: int, partitions: int, keys: int, seed: int = 1, skew: float = 0.0
+) -> None:
     """n records over ``keys`` plain-string keys in random order, each on its key's partition:
     uniform, or with ``skew`` > 0 Zipf-like (the key of rank r drawn with weight 1 / r**skew)."""
     import random
@@ -105,8 +106,12 @@ def preload(kafka: KafkaConfig, topic: str, n: int, partitions: int, keys: int, 
     for i, key in enumerate(drawn):
         name = f"k{key}"
         k = name.encode()
-        p.produce(topic, key=k, value=orjson.dumps({"k": name, "v": i * 0.5, "sent": 0}),
-                  partition=partition_of(k, partitions))
+        p.produce(
+            topic,
+            key=k,
+            value=orjson.dumps({"k": name, "v": i * 0.5, "sent": 0}),
+            partition=partition_of(k, partitions),
+        )
         if i % 10_000 == 0:
             p.poll(0)
     p.flush(60)
@@ -179,8 +184,10 @@ class Window:
     def line(self, what: str, n: int, ref: float | None = None) -> str:
         rate = n / self.wall
         share = f" ({rate / ref:4.0%} of the loop)" if ref else ""
-        return (f"  {what:27s} {rate:9,.0f} records/s{share}; {n / self.cpu:9,.0f} records/CPU-s "
-                f"(process {self.cpu:5.1f} s, broker {self.broker_cpu:5.1f} s, wall {self.wall:5.1f} s)")
+        return (
+            f"  {what:27s} {rate:9,.0f} records/s{share}; {n / self.cpu:9,.0f} records/CPU-s "
+            f"(process {self.cpu:5.1f} s, broker {self.broker_cpu:5.1f} s, wall {self.wall:5.1f} s)"
+        )
 
 
 def ceiling(kafka: KafkaConfig, src: str, dst: str, n: int, window: Window) -> float:
@@ -223,10 +230,20 @@ def ceiling(kafka: KafkaConfig, src: str, dst: str, n: int, window: Window) -> f
 def topology_doc(kafka: KafkaConfig, name: str, src: str, dst: str, guarantee: str, state: str, source: Path) -> dict:
     return {
         "application": name,
-        "kafka": {"bootstrap_servers": kafka.bootstrap_servers,
-                  "consumer": {"session.timeout.ms": 3000, "heartbeat.interval.ms": 750, **EXTRA}},
-        "programs": [{"name": name, "source": str(source), "guarantee": guarantee, "clock": "wall",
-                      "inputs": [{"topic": src, "event": "Reading"}], "outputs": {"default": dst}}],
+        "kafka": {
+            "bootstrap_servers": kafka.bootstrap_servers,
+            "consumer": {"session.timeout.ms": 3000, "heartbeat.interval.ms": 750, **EXTRA},
+        },
+        "programs": [
+            {
+                "name": name,
+                "source": str(source),
+                "guarantee": guarantee,
+                "clock": "wall",
+                "inputs": [{"topic": src, "event": "Reading"}],
+                "outputs": {"default": dst},
+            }
+        ],
         "state_dir": state,
     }
 
@@ -243,8 +260,16 @@ def commit_stats(runner: TopologyRunner, name: str) -> tuple[int, float]:
     return int(count), total
 
 
-def worker_throughput(kafka: KafkaConfig, src: str, guarantee: str, n: int, source: Path, tmp: str,
-                      window: Window, program: dict | None = None) -> tuple[float, int, float]:
+def worker_throughput(
+    kafka: KafkaConfig,
+    src: str,
+    guarantee: str,
+    n: int,
+    source: Path,
+    tmp: str,
+    window: Window,
+    program: dict | None = None,
+) -> tuple[float, int, float]:
     """Records/s of the worker over ``n`` pre-loaded records; and its commits and their seconds."""
     name = f"bench-{guarantee}-{time.time_ns() % 10**8}"
     doc = topology_doc(kafka, name, src, f"{name}-out", guarantee, f"{tmp}/{name}", source)
@@ -320,8 +345,12 @@ def restore_time(kafka: KafkaConfig, instances: int, partitions: int, tmp: str, 
     t.start()
 
     def observed(what: str) -> float:
-        return sum(s.value for family in runner.metrics.registry.collect() for s in family.samples
-                   if s.name == f"eventscript_restore_seconds_{what}" and s.labels.get("program") == name)
+        return sum(
+            s.value
+            for family in runner.metrics.registry.collect()
+            for s in family.samples
+            if s.name == f"eventscript_restore_seconds_{what}" and s.labels.get("program") == name
+        )
 
     # Not runner.ready(): a worker whose first assignment is empty is ready before it has tasks.
     while not observed("count") or not runner.ready():
@@ -333,8 +362,9 @@ def restore_time(kafka: KafkaConfig, instances: int, partitions: int, tmp: str, 
     return seconds
 
 
-def latency(kafka: KafkaConfig, partitions: int, guarantee: str, rate: float, seconds: float, source: Path,
-            tmp: str) -> tuple[float, float, int]:
+def latency(
+    kafka: KafkaConfig, partitions: int, guarantee: str, rate: float, seconds: float, source: Path, tmp: str
+) -> tuple[float, float, int]:
     name = f"lat-{guarantee}-{time.time_ns() % 10**8}"
     src, dst = f"{name}-in", f"{name}-out"
     create(kafka.bootstrap_servers, [src], partitions)
@@ -364,8 +394,12 @@ def latency(kafka: KafkaConfig, partitions: int, guarantee: str, rate: float, se
     begin = time.perf_counter()
     for i in range(total):
         k = keys[i % KEYS]
-        p.produce(src, key=k, value=orjson.dumps({"k": f"k{i % KEYS}", "v": 1.0, "sent": int(time.time() * 1000)}),
-                  partition=partition_of(k, partitions))
+        p.produce(
+            src,
+            key=k,
+            value=orjson.dumps({"k": f"k{i % KEYS}", "v": 1.0, "sent": int(time.time() * 1000)}),
+            partition=partition_of(k, partitions),
+        )
         p.poll(0)
         behind = begin + (i + 1) / rate - time.perf_counter()
         if behind > 0:
@@ -392,13 +426,20 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=2000.0, help="records/s for the latency runs")
     ap.add_argument("--latency-seconds", type=float, default=10.0)
     ap.add_argument("--keys", default="1000,100000", help="key counts, comma-separated")
-    ap.add_argument("--program", default="echo", help=f"programs run by the workers, comma-separated: {', '.join(PROGRAMS)}")
+    ap.add_argument(
+        "--program", default="echo", help=f"programs run by the workers, comma-separated: {', '.join(PROGRAMS)}"
+    )
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--skew", type=float, default=0.0, help="Zipf exponent of the key order (0: uniform)")
-    ap.add_argument("--restore", type=int, default=0,
-                    help="only measure a restore of this many instances from the changelog (no local store)")
-    ap.add_argument("--commit-intervals", default="",
-                    help="also run exactly-once with these commit intervals (ms, comma-separated)")
+    ap.add_argument(
+        "--restore",
+        type=int,
+        default=0,
+        help="only measure a restore of this many instances from the changelog (no local store)",
+    )
+    ap.add_argument(
+        "--commit-intervals", default="", help="also run exactly-once with these commit intervals (ms, comma-separated)"
+    )
     args = ap.parse_args()
     PARTS.instrument()
     broker = None
@@ -423,17 +464,21 @@ def main() -> None:
         if args.restore:
             w = Window(pid)
             seconds = restore_time(kafka, args.restore, args.partitions, tmp, w)
-            print(f"restore of {args.restore:,} instances from the changelog, no local store: {seconds:.1f} s "
-                  f"({args.restore / seconds:,.0f} instances/s); from start to ready {w.wall:.1f} s, "
-                  f"process CPU {w.cpu:.1f} s, broker CPU {w.broker_cpu:.1f} s")
+            print(
+                f"restore of {args.restore:,} instances from the changelog, no local store: {seconds:.1f} s "
+                f"({args.restore / seconds:,.0f} instances/s); from start to ready {w.wall:.1f} s, "
+                f"process CPU {w.cpu:.1f} s, broker CPU {w.broker_cpu:.1f} s"
+            )
             return
         for keys in (int(k) for k in args.keys.split(",")):
             src = f"bench-in-{time.time_ns() % 10**8}"
             create(bootstrap, [src], args.partitions)
             preload(kafka, src, args.records, args.partitions, keys, skew=args.skew)
             order = f"Zipf-skewed (s = {args.skew})" if args.skew > 0 else "uniform"
-            print(f"{args.records:,} records, {keys:,} keys in random {order} order, on {args.partitions} partitions "
-                  f"({'Tansu' if broker else bootstrap})")
+            print(
+                f"{args.records:,} records, {keys:,} keys in random {order} order, on {args.partitions} partitions "
+                f"({'Tansu' if broker else bootstrap})"
+            )
             for rnd in range(args.rounds):
                 print(f" round {rnd + 1}")
                 w = Window(pid)
@@ -448,12 +493,16 @@ def main() -> None:
                     program = {"commit_interval_ms": interval} if interval else {}
                     _, commits, seconds = worker_throughput(kafka, src, g, args.records, path, tmp, w, program)
                     what = f"{name}, {g}" + (f" {interval} ms" if interval else "")
-                    print(f"{w.line(what, args.records, top)}; {commits} commits, {seconds / w.wall:4.0%} of the "
-                          f"wall time in them")
+                    print(
+                        f"{w.line(what, args.records, top)}; {commits} commits, {seconds / w.wall:4.0%} of the "
+                        f"wall time in them"
+                    )
                     print(w.parts)
         for g in ("at_least_once", "exactly_once") if args.latency_seconds > 0 else ():
             p50, p99, n = latency(kafka, args.partitions, g, args.rate, args.latency_seconds, source, tmp)
-            print(f"latency {g:14s} at {args.rate:,.0f} records/s: p50 {p50:6.1f} ms, p99 {p99:6.1f} ms ({n:,} records)")
+            print(
+                f"latency {g:14s} at {args.rate:,.0f} records/s: p50 {p50:6.1f} ms, p99 {p99:6.1f} ms ({n:,} records)"
+            )
     finally:
         if broker is not None:
             broker.stop()

@@ -70,8 +70,12 @@ QUIET_SECONDS = 0.5
 BUSY_WINDOW = 4
 #: Client settings every contender gets (the worker's own defaults, kafka/clients.py, where they
 #: matter here): Tansu holds a fetch for its whole wait even when data arrives, so keep it short.
-CONSUMER = {"auto.offset.reset": "earliest", "fetch.wait.max.ms": 100, "session.timeout.ms": 10_000,
-            "heartbeat.interval.ms": 2_000}
+CONSUMER = {
+    "auto.offset.reset": "earliest",
+    "fetch.wait.max.ms": 100,
+    "session.timeout.ms": 10_000,
+    "heartbeat.interval.ms": 2_000,
+}
 PRODUCER = {"linger.ms": 5, "enable.idempotence": True, "acks": "all"}
 
 #: The EventScript contender's program: one counter per key, emitting the key and its count.
@@ -90,8 +94,12 @@ def setup_quix() -> None:
     (CACHE / ".gitignore").write_text("*\n")
     subprocess.run([sys.executable, "-m", "venv", str(QUIX_VENV)], check=True)
     subprocess.run([str(QUIX_PYTHON), "-m", "pip", "install", "--quiet", "quixstreams"], check=True)
-    version = subprocess.run([str(QUIX_PYTHON), "-c", "import quixstreams; print(quixstreams.__version__)"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    version = subprocess.run(
+        [str(QUIX_PYTHON), "-c", "import quixstreams; print(quixstreams.__version__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     print(f"Quix Streams {version} in {QUIX_VENV}")
 
 
@@ -110,8 +118,7 @@ def child_loop(bootstrap: str, topic: str, out: str, group: str) -> None:
 
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                  **CONSUMER})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **CONSUMER})
     p = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
     counts: dict[bytes, int] = {}
     wait_for_release()
@@ -152,14 +159,26 @@ def child_eventscript(bootstrap: str, topic: str, out: str, group: str, guarante
     source = Path(state) / "counter.es"
     source.parent.mkdir(parents=True, exist_ok=True)
     source.write_text(COUNTER)
-    topo = parse_topology({
-        "application": group,
-        "kafka": {"bootstrap_servers": bootstrap,
-                  "consumer": {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}},
-        "programs": [{"name": "counter", "source": str(source), "guarantee": guarantee, "clock": "wall",
-                      "inputs": [{"topic": topic, "event": "Reading"}], "outputs": {"default": out}}],
-        "state_dir": str(Path(state) / "state"),
-    })
+    topo = parse_topology(
+        {
+            "application": group,
+            "kafka": {
+                "bootstrap_servers": bootstrap,
+                "consumer": {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500},
+            },
+            "programs": [
+                {
+                    "name": "counter",
+                    "source": str(source),
+                    "guarantee": guarantee,
+                    "clock": "wall",
+                    "inputs": [{"topic": topic, "event": "Reading"}],
+                    "outputs": {"default": out},
+                }
+            ],
+            "state_dir": str(Path(state) / "state"),
+        }
+    )
     runner = TopologyRunner(topo)
     runner.prepare()
     stop = threading.Event()
@@ -268,7 +287,7 @@ def preload(bootstrap: str, topic: str, n: int, partitions: int, keys: int, orde
     names = [f"k{i}" for i in range(keys)]
     if order == "zipf":
         rnd.shuffle(names)
-        cum = list(itertools.accumulate(1.0 / r ** ZIPF_S for r in range(1, keys + 1)))
+        cum = list(itertools.accumulate(1.0 / r**ZIPF_S for r in range(1, keys + 1)))
         drawn = rnd.choices(names, cum_weights=cum, k=n)
     else:
         drawn = [names[rnd.randrange(keys)] for _ in range(n)]
@@ -277,8 +296,12 @@ def preload(bootstrap: str, topic: str, n: int, partitions: int, keys: int, orde
     for i, name in enumerate(drawn):
         while True:
             try:
-                p.produce(topic, key=name.encode(), value=orjson.dumps({"k": name, "v": i * 0.5, "sent": 0}),
-                          partition=parts[name])
+                p.produce(
+                    topic,
+                    key=name.encode(),
+                    value=orjson.dumps({"k": name, "v": i * 0.5, "sent": 0}),
+                    partition=parts[name],
+                )
                 break
             except BufferError:
                 p.poll(0.05)
@@ -292,9 +315,15 @@ class OutputCounter:
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"count-{time.time_ns()}",
-                                  "isolation.level": "read_committed", "enable.auto.commit": False,
-                                  "fetch.wait.max.ms": 50})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"count-{time.time_ns()}",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 50,
+            }
+        )
         self.consumer.assign([TopicPartition(topic, q, OFFSET_BEGINNING) for q in range(partitions)])
         self.count = 0
 
@@ -315,12 +344,33 @@ def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str) 
         args = [sys.executable, __file__, "--child", "loop", broker.bootstrap, topic, out, group]
     elif who.startswith("es-"):
         guarantee = "at_least_once" if who == "es-alo" else "exactly_once"
-        args = [sys.executable, __file__, "--child", "eventscript", broker.bootstrap, topic, out, group, guarantee,
-                state]
+        args = [
+            sys.executable,
+            __file__,
+            "--child",
+            "eventscript",
+            broker.bootstrap,
+            topic,
+            out,
+            group,
+            guarantee,
+            state,
+        ]
     else:
         guarantee = "at-least-once" if who == "quix-alo" else "exactly-once"
-        args = [str(QUIX_PYTHON), "-c", QUIX_CHILD, broker.bootstrap, topic, out, group, guarantee, state,
-                json.dumps({k: v for k, v in CONSUMER.items() if k != "auto.offset.reset"}), json.dumps(PRODUCER)]
+        args = [
+            str(QUIX_PYTHON),
+            "-c",
+            QUIX_CHILD,
+            broker.bootstrap,
+            topic,
+            out,
+            group,
+            guarantee,
+            state,
+            json.dumps({k: v for k, v in CONSUMER.items() if k != "auto.offset.reset"}),
+            json.dumps(PRODUCER),
+        ]
     log = open(Path(tmp) / f"{group}.log", "wb")  # noqa: SIM115 - the child's stderr, closed with it
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline() if proc.stdout is not None else ""
@@ -377,7 +427,14 @@ def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str
             raise SystemExit(f"{who}: {counter.count:,} output records for {n:,} inputs")
         if timeline:
             print_timeline(who, samples)
-        return {"wall": wall, "steady": wall - start, "cpu": used, "broker": broker_used, "first": first_out, "rss": rss}
+        return {
+            "wall": wall,
+            "steady": wall - start,
+            "cpu": used,
+            "broker": broker_used,
+            "first": first_out,
+            "rss": rss,
+        }
     finally:
         counter.close()
         if proc.poll() is None:
@@ -402,7 +459,7 @@ def work_start(samples: list[tuple[float, float, int]], first_out: float) -> flo
         used_in_span += used - (samples[i - span][1] if i >= span else 0.0)
         if i + 1 >= span and used_in_span < QUIET_SHARE * QUIET_SECONDS:
             quiet_end = i
-    for t, used, _seen in samples[quiet_end + 1:]:
+    for t, used, _seen in samples[quiet_end + 1 :]:
         if used > 0:
             start = t - SAMPLE_SECONDS
             break
@@ -414,7 +471,7 @@ def print_timeline(who: str, samples: list[tuple[float, float, int]]) -> None:
     print(f"  {who} timeline (s from release: cores busy, outputs seen):")
     line = []
     for i in range(0, len(samples), 4):
-        chunk = samples[i:i + 4]
+        chunk = samples[i : i + 4]
         cores = sum(c for _, c, _ in chunk) / (len(chunk) * SAMPLE_SECONDS)
         line.append(f"{chunk[0][0]:5.1f}: {cores:3.1f} {chunk[-1][2]:>7,d}")
         if len(line) == 6:
@@ -452,9 +509,11 @@ def main() -> None:
         whos = [w for w in whos if not w.startswith("quix")]
     tmp = tempfile.mkdtemp(prefix="es-peers-")
     with Broker() as broker:
-        print(f"counter per key, each contender its own process on {'Tansu' if broker.embedded else broker.bootstrap}"
-              f", {args.partitions} partitions, {args.records:,} records; load average "
-              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; logs in {tmp}")
+        print(
+            f"counter per key, each contender its own process on {'Tansu' if broker.embedded else broker.bootstrap}"
+            f", {args.partitions} partitions, {args.records:,} records; load average "
+            f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; logs in {tmp}"
+        )
         for keys in (int(k) for k in args.keys.split(",")):
             for order in args.orders.split(","):
                 topic = f"peers-in-{keys}-{order}-{time.time_ns() % 10**8}"
@@ -463,17 +522,20 @@ def main() -> None:
                 print(f"{keys:,} keys, {order} order")
                 loop_rate = None
                 for r in range(args.rounds):
-                    for who in whos[r % len(whos):] + whos[:r % len(whos)]:
+                    for who in whos[r % len(whos) :] + whos[: r % len(whos)]:
                         got = race(who, broker, topic, args.records, args.partitions, tmp, args.timeline)
                         rate = args.records / got["steady"]
                         if who == "loop":
                             loop_rate = rate
                         share = f" ({rate / loop_rate:.2f}x loop)" if loop_rate and who != "loop" else ""
-                        print(f"  round {r + 1} {who:9s} {rate:9,.0f} records/s{share:14s} "
-                              f"{args.records / got['cpu']:9,.0f} records/CPU-s  wall {got['steady']:6.1f} s "
-                              f"(from release {got['wall']:5.1f} s)  "
-                              f"cpu {got['cpu']:6.1f} s  broker cpu {got['broker']:5.1f} s  "
-                              f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB", flush=True)
+                        print(
+                            f"  round {r + 1} {who:9s} {rate:9,.0f} records/s{share:14s} "
+                            f"{args.records / got['cpu']:9,.0f} records/CPU-s  wall {got['steady']:6.1f} s "
+                            f"(from release {got['wall']:5.1f} s)  "
+                            f"cpu {got['cpu']:6.1f} s  broker cpu {got['broker']:5.1f} s  "
+                            f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB",
+                            flush=True,
+                        )
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -35,8 +35,9 @@ CASES = SHARED / "conformance" / "cases"
 LANGUAGE_DOCUMENT = next((SHARED / "seeds").glob("000_*.txt"), None) if (SHARED / "seeds").exists() else None
 
 
-def run_program(source: str | list[str], trace: str, *, state_limit: int = 40_000,
-                force_lazy: bool = False) -> list[dict[str, Any]]:
+def run_program(
+    source: str | list[str], trace: str, *, state_limit: int = 40_000, force_lazy: bool = False
+) -> list[dict[str, Any]]:
     """Compile program text (or a pipeline of them), run a trace, return the output JSON lines."""
     from eventscript.automata.compile import compile_source
     from eventscript.language.source import SourceFile
@@ -44,8 +45,10 @@ def run_program(source: str | list[str], trace: str, *, state_limit: int = 40_00
     from eventscript.tester.trace import parse_trace
 
     sources = [source] if isinstance(source, str) else source
-    programs = [compile_source(s, name=f"stage{i + 1}", state_limit=state_limit, force_lazy=force_lazy).require()
-                for i, s in enumerate(sources)]
+    programs = [
+        compile_source(s, name=f"stage{i + 1}", state_limit=state_limit, force_lazy=force_lazy).require()
+        for i, s in enumerate(sources)
+    ]
     lines: list[dict[str, Any]] = []
     run_trace(programs, parse_trace(SourceFile("<trace>", trace)), lambda line: lines.append(line.to_json()))
     return lines
@@ -112,8 +115,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     from eventscript.brokers.apache import KAFKA_VERSION
 
-    names = {"apache": f"Apache Kafka {KAFKA_VERSION} (started by the tests)", "tansu": "the embedded Tansu broker",
-             "kafka": "the Kafka of KAFKA_BOOTSTRAP_SERVERS or a container"}
+    names = {
+        "apache": f"Apache Kafka {KAFKA_VERSION} (started by the tests)",
+        "tansu": "the embedded Tansu broker",
+        "kafka": "the Kafka of KAFKA_BOOTSTRAP_SERVERS or a container",
+    }
     ran = ", ".join(f"{n} on {names.get(kind, kind)}" for kind, n in sorted(_KAFKA_TESTS_RAN.items()))
     terminalreporter.write_line(f"Kafka tests run: {ran}")
 
@@ -128,8 +134,9 @@ def spark():
         pytest.skip("PySpark needs a Java runtime (java on PATH)")
     from eventscript.backfill.job import spark_session
 
-    session = spark_session("local[2]", ui=False, conf={"spark.sql.shuffle.partitions": "2",
-                                                        "spark.driver.memory": "1g"})
+    session = spark_session(
+        "local[2]", ui=False, conf={"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"}
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

@@ -38,9 +38,16 @@ def package_of(module: str) -> str:
 def without_main_block(tree: ast.Module) -> ast.Module:
     """The module without its ``if __name__ == "__main__":`` block: what a script does when run
     (backfill/submit.py starts the CLI) is no dependency of the module."""
-    tree.body = [n for n in tree.body
-                 if not (isinstance(n, ast.If) and isinstance(n.test, ast.Compare)
-                         and isinstance(n.test.left, ast.Name) and n.test.left.id == "__name__")]
+    tree.body = [
+        n
+        for n in tree.body
+        if not (
+            isinstance(n, ast.If)
+            and isinstance(n.test, ast.Compare)
+            and isinstance(n.test.left, ast.Name)
+            and n.test.left.id == "__name__"
+        )
+    ]
     return tree
 
 
@@ -54,7 +61,7 @@ def imported_modules(module: str, path: Path, known: set[str]) -> set[str]:
         targets: list[str] = []
         if isinstance(node, ast.ImportFrom):
             if node.level:
-                base = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+                base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
                 prefix = ".".join([*base, *(node.module.split(".") if node.module else [])])
             elif node.module and (node.module == "eventscript" or node.module.startswith("eventscript.")):
                 prefix = node.module.removeprefix("eventscript").lstrip(".")
@@ -85,7 +92,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
     def visit(node: str, path: tuple[str, ...]) -> list[str] | None:
         if node in path:
-            return [*path[path.index(node):], node]
+            return [*path[path.index(node) :], node]
         if node in done:
             return None
         for dep in sorted(graph.get(node, ())):
@@ -147,8 +154,11 @@ BACKFILL_KAFKA_IO = {"backfill.kafka_source", "backfill.kafka_sink", "backfill.h
 def test_the_backfill_stages_import_only_the_task_from_the_hosts() -> None:
     allowed = {"task", "state", "engine", "topology", "automata", "language", "backfill", ""}
     graph = import_graph()
-    wrong = {m: sorted(d for d in deps if package_of(d) not in allowed)
-             for m, deps in graph.items() if package_of(m) == "backfill" and m not in BACKFILL_KAFKA_IO}
+    wrong = {
+        m: sorted(d for d in deps if package_of(d) not in allowed)
+        for m, deps in graph.items()
+        if package_of(m) == "backfill" and m not in BACKFILL_KAFKA_IO
+    }
     assert not {m: d for m, d in wrong.items() if d}
 
 
@@ -202,13 +212,11 @@ def cross_package_private_uses() -> list[tuple[str, str, int, str]]:
     return found
 
 
-def test_the_private_name_check_catches_a_read_across_packages(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_private_name_check_catches_a_read_across_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     (tmp_path / "a" / "m.py").write_text("class A:\n    def __init__(self):\n        self._secret = 1\n")
-    (tmp_path / "b" / "n.py").write_text("def peek(a):\n    return a._secret + a._own\n\n"
-                                         "class B:\n    _own = 0\n")
+    (tmp_path / "b" / "n.py").write_text("def peek(a):\n    return a._secret + a._own\n\nclass B:\n    _own = 0\n")
     monkeypatch.setitem(globals(), "SERVICE", tmp_path)
     assert cross_package_private_uses() == [("b/n.py", "_secret", 2, "reads")]
 
@@ -217,6 +225,7 @@ def test_no_module_uses_another_packages_private_names() -> None:
     found = cross_package_private_uses()
     stale = set(KNOWN_PRIVATE_READS) - {(path, name) for path, name, _, _ in found}
     assert not stale, f"gone: take them off KNOWN_PRIVATE_READS: {sorted(stale)}"
-    wrong = [f"{path}:{line}: {how} {name}" for path, name, line, how in found
-             if (path, name) not in KNOWN_PRIVATE_READS]
+    wrong = [
+        f"{path}:{line}: {how} {name}" for path, name, line, how in found if (path, name) not in KNOWN_PRIVATE_READS
+    ]
     assert not wrong, "private names of another package (give the package a public accessor):\n" + "\n".join(wrong)

@@ -61,10 +61,18 @@ def _exported() -> tuple[set[str], set[str], set[str]]:
     m.observe_commit("p", 0.01)
     m.observe_restore("p", 0.01)
     m.tasks("p", 1)
-    m.kafka.update("p", "consumer", {"type": "consumer", "msg_cnt": 0,
-                                     "brokers": {"b": {"nodeid": 1, "nodename": "b", "rtt": {"cnt": 1, "avg": 1, "p99": 1}}},
-                                     "topics": {"t": {"partitions": {"0": {"partition": 0, "fetch_state": "active",
-                                                                           "ls_offset": 1, "app_offset": 0}}}}})
+    m.kafka.update(
+        "p",
+        "consumer",
+        {
+            "type": "consumer",
+            "msg_cnt": 0,
+            "brokers": {"b": {"nodeid": 1, "nodename": "b", "rtt": {"cnt": 1, "avg": 1, "p99": 1}}},
+            "topics": {
+                "t": {"partitions": {"0": {"partition": 0, "fetch_state": "active", "ls_offset": 1, "app_offset": 0}}}
+            },
+        },
+    )
     families: set[str] = set()
     names: set[str] = set()
     labels: set[str] = set()
@@ -104,11 +112,21 @@ KINDS = _kinds()
 
 
 def test_the_worker_exports_what_the_files_rely_on() -> None:
-    for name in ("eventscript_records_total", "eventscript_commits_total", "eventscript_commit_seconds_bucket",
-                 "eventscript_restore_seconds_bucket", "eventscript_restore_seconds_count", "eventscript_tasks",
-                 "eventscript_kafka_consumer_lag", "eventscript_ready", "eventscript_build_info",
-                 "process_resident_memory_bytes", "eventscript_state_bytes", "eventscript_partitions",
-                 "eventscript_restore_remaining_records"):
+    for name in (
+        "eventscript_records_total",
+        "eventscript_commits_total",
+        "eventscript_commit_seconds_bucket",
+        "eventscript_restore_seconds_bucket",
+        "eventscript_restore_seconds_count",
+        "eventscript_tasks",
+        "eventscript_kafka_consumer_lag",
+        "eventscript_ready",
+        "eventscript_build_info",
+        "process_resident_memory_bytes",
+        "eventscript_state_bytes",
+        "eventscript_partitions",
+        "eventscript_restore_remaining_records",
+    ):
         assert name in EXPORTED, f"{name} is not exported (exported: {sorted(EXPORTED)})"
     assert {"program", "kind", "le", "topic", "partition", "task"} <= EXPORTED_LABELS
     assert {"consumed", "processed", "produced", "errors", "repartitioned"} <= KINDS
@@ -120,8 +138,22 @@ def test_the_worker_exports_what_the_files_rely_on() -> None:
 
 # -- PromQL -------------------------------------------------------------------------------------------
 
-_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
-             "offset", "atan2", "inf", "nan"}
+_KEYWORDS = {
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "atan2",
+    "inf",
+    "nan",
+}
 _STRING = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')
 _GRAFANA_VAR = re.compile(r"\$\{?\w+(?::\w+)?\}?")
 _MATCHERS = re.compile(r"\{([^{}]*)\}")
@@ -168,15 +200,20 @@ def promql_problems(expr: str, known: set[str]) -> list[str]:
 
 
 def test_promql_checks_catch_unknown_names() -> None:
-    expr = ('histogram_quantile(0.99, sum by (program, le) (rate(eventscript_commit_seconds_bucket'
-            '{job=~"$job", program=~"${program}"}[$__rate_interval] offset 1h))) > 1e3 '
-            'unless on (program) count(up == 0) or vector(0)')
+    expr = (
+        "histogram_quantile(0.99, sum by (program, le) (rate(eventscript_commit_seconds_bucket"
+        '{job=~"$job", program=~"${program}"}[$__rate_interval] offset 1h))) > 1e3 '
+        "unless on (program) count(up == 0) or vector(0)"
+    )
     assert promql_metric_names(expr) == {"eventscript_commit_seconds_bucket", "up"}
     assert promql_problems(expr, METRICS) == []
     assert promql_problems('rate(eventscript_records{kind="processed"}[5m])', METRICS) == [
-        "unknown metric eventscript_records"]
+        "unknown metric eventscript_records"
+    ]
     assert promql_problems('sum by (programme) (rate(eventscript_records_total{kind="procesed"}[5m]))', METRICS) == [
-        "unknown label programme", "unknown kind 'procesed'"]
+        "unknown label programme",
+        "unknown kind 'procesed'",
+    ]
     assert promql_problems("sum(rate(eventscript_tasks[5m])", METRICS) == ["unbalanced brackets"]
 
 
@@ -240,11 +277,13 @@ def test_dashboard_has_the_panels_operators_need(dashboard: dict[str, Any]) -> N
 
     assert some(r"sum by \(program, kind\) \(rate\(eventscript_records_total\{"), "records/s by kind"
     assert some(r'rate\(eventscript_records_total\{[^}]*kind="errors"'), "error rate"
-    assert some(r'kind="errors"[^/]*/ sum by \(program\) \(rate\(eventscript_records_total\{[^}]*kind="processed"'), \
+    assert some(r'kind="errors"[^/]*/ sum by \(program\) \(rate\(eventscript_records_total\{[^}]*kind="processed"'), (
         "error ratio (errors / processed)"
+    )
     for q in ("0.5", "0.99"):
-        assert some(rf"histogram_quantile\({q}, sum by \(program, le\) \(rate\(eventscript_commit_seconds_bucket"), \
+        assert some(rf"histogram_quantile\({q}, sum by \(program, le\) \(rate\(eventscript_commit_seconds_bucket"), (
             f"commit latency p{q}"
+        )
     assert some(r"histogram_quantile\(0.99, .*eventscript_restore_seconds_bucket"), "restore time p99"
     assert some(r"sum by \(program\) \(eventscript_tasks\{"), "tasks per program"
     assert some(r"sum by \(program\) \(eventscript_kafka_consumer_lag\{"), "lag per program"
@@ -253,15 +292,21 @@ def test_dashboard_has_the_panels_operators_need(dashboard: dict[str, Any]) -> N
     assert some(r"rate\(eventscript_commits_total\{"), "commits/s from their own counter"
     # Restore p99 shows no NaN in hours without a restore: the quantile is kept only where one happened.
     restore = [e for e in exprs if "eventscript_restore_seconds_bucket" in e]
-    assert restore and all(re.search(r"and on \(program\) \(sum by \(program\) \(increase\("
-                                     r"eventscript_restore_seconds_count\{[^}]*\}\[1h\]\)\) > 0\)", e)
-                           for e in restore), restore
+    assert restore and all(
+        re.search(
+            r"and on \(program\) \(sum by \(program\) \(increase\("
+            r"eventscript_restore_seconds_count\{[^}]*\}\[1h\]\)\) > 0\)",
+            e,
+        )
+        for e in restore
+    ), restore
     assert some(r'kind="consumed"') and some(r'kind="processed"'), "consumed vs processed"
     # The state disk (issue 25): the stores' size and the volume's use, and restores in progress.
     assert some(r"sum by \(program\) \(eventscript_state_bytes\{"), "state on disk per program"
     assert some(r"by \(program, task, instance\) \(eventscript_state_bytes\{"), "state on disk per task"
-    assert some(r'kubelet_volume_stats_used_bytes\{persistentvolumeclaim=~"state-\(\$job\)-\[0-9\]\+"\}'), \
+    assert some(r'kubelet_volume_stats_used_bytes\{persistentvolumeclaim=~"state-\(\$job\)-\[0-9\]\+"\}'), (
         "state volume used (the PVCs are state-<job>-N: the job label is the StatefulSet's name)"
+    )
     assert some(r"eventscript_restore_remaining_records\{"), "restore: records to go"
 
 
@@ -275,7 +320,7 @@ def test_dashboard_layout(dashboard: dict[str, Any]) -> None:
         assert g["x"] >= 0 and g["w"] > 0 and g["x"] + g["w"] <= 24, p["title"]
         boxes.append((p["title"], g["x"], g["y"], g["x"] + g["w"], g["y"] + g["h"]))
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             overlap = a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]
             assert not overlap, f"panels {a[0]!r} and {b[0]!r} overlap"
 
@@ -284,16 +329,42 @@ def test_dashboard_layout(dashboard: dict[str, Any]) -> None:
 
 _BY = r"by \(namespace, job, program\)"
 ALERTS = {  # alert: (for, what its expression compares, what it computes once recorded series are expanded)
-    "EventScriptJobAbsent": ("5m", r"^absent\(up\{[^}]*\}\) or sum by \(namespace, job\) \(up\{[^}]*\}\) == 0$",
-                             r"absent\(up"),
+    "EventScriptJobAbsent": (
+        "5m",
+        r"^absent\(up\{[^}]*\}\) or sum by \(namespace, job\) \(up\{[^}]*\}\) == 0$",
+        r"absent\(up",
+    ),
     "EventScriptWorkerDown": ("5m", r"^up\{[^}]*\} == 0$", r"^up\{"),
-    "EventScriptWorkerNotReady": ("15m", r"== 0$", r"max by \(namespace, job, instance, program\) \(eventscript_ready\{"),
-    "EventScriptLagGrowing": ("15m", r"> 1000 and deriv\(.*\[15m\]\) > 0$",
-                              rf"sum {_BY} \(eventscript_kafka_consumer_lag\{{"),
-    "EventScriptCommitsFailing": ("5m", r"> 3$", r'eventscript_faults_total\{[^}]*kind=~"commit_failed\|transaction_aborted"'),
-    "EventScriptRebalancing": ("10m", r"> 0$", r"^max by \(namespace, job, program\) \( ?increase\(eventscript_rebalances_total\{"),
-    "EventScriptRestoreSlow": ("1m", r"> 0\.5$", r'eventscript_restore_seconds_count\{.*\) - .*eventscript_restore_seconds_bucket\{[^}]*le="120\.0"'),
-    "EventScriptRestoreStuck": ("5m", r"delta\(.*\[10m\]\) >= 0$", r"eventscript_restore_remaining_records\{[^}]*\} > 0"),
+    "EventScriptWorkerNotReady": (
+        "15m",
+        r"== 0$",
+        r"max by \(namespace, job, instance, program\) \(eventscript_ready\{",
+    ),
+    "EventScriptLagGrowing": (
+        "15m",
+        r"> 1000 and deriv\(.*\[15m\]\) > 0$",
+        rf"sum {_BY} \(eventscript_kafka_consumer_lag\{{",
+    ),
+    "EventScriptCommitsFailing": (
+        "5m",
+        r"> 3$",
+        r'eventscript_faults_total\{[^}]*kind=~"commit_failed\|transaction_aborted"',
+    ),
+    "EventScriptRebalancing": (
+        "10m",
+        r"> 0$",
+        r"^max by \(namespace, job, program\) \( ?increase\(eventscript_rebalances_total\{",
+    ),
+    "EventScriptRestoreSlow": (
+        "1m",
+        r"> 0\.5$",
+        r'eventscript_restore_seconds_count\{.*\) - .*eventscript_restore_seconds_bucket\{[^}]*le="120\.0"',
+    ),
+    "EventScriptRestoreStuck": (
+        "5m",
+        r"delta\(.*\[10m\]\) >= 0$",
+        r"eventscript_restore_remaining_records\{[^}]*\} > 0",
+    ),
     "EventScriptPartitionsUnowned": ("10m", r"eventscript_partitions\{[^}]*\}\) > sum", r"eventscript_tasks\{"),
     "EventScriptStateVolumeFilling": ("5m", r"> 0\.85$", r"kubelet_volume_stats_used_bytes\{"),
     "EventScriptStateVolumeFullSoon": ("1h", r"predict_linear\(.*\[6h\], 2 \* 86400\) < 0$", r"available_bytes"),
@@ -301,12 +372,19 @@ ALERTS = {  # alert: (for, what its expression compares, what it computes once r
     "EventScriptPodOOMKilled": ("1m", r"\[15m\]\) > 0$", r'reason="OOMKilled"'),
     "EventScriptRolloutStuck": ("15m", r"== 0$", r"kube_statefulset_status_replicas_ready\{"),
     "EventScriptBackfillFailed": ("1m", r"== 1$", r"kube_job_failed\{"),
-    "EventScriptErrorsHigh": ("10m", r"> 0\.05$",
-                              rf'eventscript_records_total\{{[^}}]*kind="errors"[^/]*/ sum {_BY} '
-                              r'\(rate\(eventscript_records_total\{[^}]*kind="processed"'),
+    "EventScriptErrorsHigh": (
+        "10m",
+        r"> 0\.05$",
+        rf'eventscript_records_total\{{[^}}]*kind="errors"[^/]*/ sum {_BY} '
+        r'\(rate\(eventscript_records_total\{[^}]*kind="processed"',
+    ),
     "EventScriptCommitSlow": ("10m", r"> 2$", r"histogram_quantile\(0\.99, .*eventscript_commit_seconds_bucket"),
-    "EventScriptNoProgress": ("10m", r'kind="consumed"\} > 0\) unless on \(namespace, job, program\) '
-                              r'\(.*kind="processed"\} > 0\)', r"eventscript_records_total"),
+    "EventScriptNoProgress": (
+        "10m",
+        r'kind="consumed"\} > 0\) unless on \(namespace, job, program\) '
+        r'\(.*kind="processed"\} > 0\)',
+        r"eventscript_records_total",
+    ),
     "EventScriptTasksUnassigned": ("5m", r"== 0$", rf"^\(sum {_BY} \(eventscript_tasks\{{"),
 }
 
@@ -390,9 +468,20 @@ def test_rules_parse_as_promql(rules: list[dict[str, Any]], dashboard: dict[str,
 
 # -- Helm chart ---------------------------------------------------------------------------------------------------
 
-TEMPLATES = ["_helpers.tpl", "configmap.yaml", "statefulset.yaml", "service.yaml", "pdb.yaml", "servicemonitor.yaml",
-             "NOTES.txt", "serviceaccount.yaml", "hpa.yaml", "scaledobject.yaml", "networkpolicy.yaml",
-             "prometheusrule.yaml"]
+TEMPLATES = [
+    "_helpers.tpl",
+    "configmap.yaml",
+    "statefulset.yaml",
+    "service.yaml",
+    "pdb.yaml",
+    "servicemonitor.yaml",
+    "NOTES.txt",
+    "serviceaccount.yaml",
+    "hpa.yaml",
+    "scaledobject.yaml",
+    "networkpolicy.yaml",
+    "prometheusrule.yaml",
+]
 _ACTION = re.compile(r"\{\{(.*?)\}\}", re.S)
 _OPENERS = {"if", "range", "with", "define", "block"}
 
@@ -490,8 +579,9 @@ def test_values_topology_validates(values: dict[str, Any]) -> None:
     assert data["kafka"]["bootstrap_servers"] == "${KAFKA_BOOTSTRAP_SERVERS}"
     assert data["state_dir"] == "${EVENTSCRIPT_STATE_DIR:-/var/lib/eventscript}"
     assert "instance_id" not in data, "each replica's instance id is its pod name"
-    topo = parse_topology(_health_from_chart(data, values), "values.yaml topology", Path("/etc/eventscript"),
-                          env=TOPOLOGY_ENV)
+    topo = parse_topology(
+        _health_from_chart(data, values), "values.yaml topology", Path("/etc/eventscript"), env=TOPOLOGY_ENV
+    )
     assert topo.kafka.bootstrap_servers == "k:9092"
     assert topo.state_dir == "/tmp/x"
     assert (topo.health.host, topo.health.port) == ("0.0.0.0", values["health"]["port"])
@@ -571,14 +661,18 @@ def test_dockerfile(values: dict[str, Any]) -> None:
     args = dict(rest.partition("=")[::2] for w, rest in ins if w == "ARG" and "=" in rest)
     assert args.get(user.strip("${}"), user) not in {"root", "0", ""}, "runs as a non-root user"
     assert "/var/lib/eventscript" in _one(ins, "VOLUME")
-    assert any(w == "COPY" and rest.split()[-1].rstrip("/") + "/" == IMAGE_TOPOLOGIES and "topologies" in rest.split()[0]
-               for w, rest in ins), "topologies/ is copied to /app/topologies"
+    assert any(
+        w == "COPY" and rest.split()[-1].rstrip("/") + "/" == IMAGE_TOPOLOGIES and "topologies" in rest.split()[0]
+        for w, rest in ins
+    ), "topologies/ is copied to /app/topologies"
     installs = [rest for w, rest in ins if w == "RUN" and "pip install" in rest]
     assert installs and not any("[dev]" in r or "-e " in r for r in installs)
 
 
 def test_dockerignore_keeps_what_the_build_needs() -> None:
-    patterns = {line.strip() for line in DOCKERIGNORE.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    patterns = {
+        line.strip() for line in DOCKERIGNORE.read_text().splitlines() if line.strip() and not line.startswith("#")
+    }
     assert {".venv", ".git", "**/__pycache__", "state", "tests"} <= patterns
     for needed in ("pyproject.toml", "README.md", "service", "topologies"):
         assert needed not in patterns and f"{needed}/" not in patterns and f"/{needed}" not in patterns
@@ -596,8 +690,13 @@ def _render(overrides: dict[str, Any]) -> list[dict[str, Any]]:
     beside = Path(sys.executable).parent / "helm"  # scripts/install-helm
     helm = str(beside) if beside.is_file() else shutil.which("helm")
     if helm:
-        proc = subprocess.run([helm, "template", "demo", str(CHART), "--namespace", "streams", "-f", "-"],
-                              input=json.dumps(overrides), capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            [helm, "template", "demo", str(CHART), "--namespace", "streams", "-f", "-"],
+            input=json.dumps(overrides),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         texts = [proc.stdout]
     else:
         chart = pytest.importorskip("helm_python.chart", reason="rendering needs helm or helm-python-sdk")
@@ -628,16 +727,29 @@ def test_rendered_chart(values: dict[str, Any]) -> None:
     assert sts["spec"]["serviceName"] == svc["metadata"]["name"] and svc["spec"]["clusterIP"] == "None"
     assert [c["metadata"]["name"] for c in sts["spec"]["volumeClaimTemplates"]] == ["state"]
     assert "state" not in {v["name"] for v in pod["volumes"]}
-    topo = parse_topology(yaml.safe_load(cm["data"]["topology.yaml"]), "configmap", Path("/etc/eventscript"),
-                          env=TOPOLOGY_ENV)
+    topo = parse_topology(
+        yaml.safe_load(cm["data"]["topology.yaml"]), "configmap", Path("/etc/eventscript"), env=TOPOLOGY_ENV
+    )
     assert (topo.health.host, topo.health.port) == ("0.0.0.0", values["health"]["port"])
-    assert container["args"] == ["run", "/etc/eventscript/topology.yaml", "--health-port", str(values["health"]["port"])]
+    assert container["args"] == [
+        "run",
+        "/etc/eventscript/topology.yaml",
+        "--health-port",
+        str(values["health"]["port"]),
+    ]
 
 
 def test_rendered_chart_options() -> None:
-    docs = _render({"persistence": {"enabled": False}, "serviceMonitor": {"enabled": True},
-                    "kafka": {"existingSecret": "kafka"}, "podDisruptionBudget": {"enabled": False},
-                    "programs": ["overheat"], "sources": {"x.es": "in {} A\n(A())*\n"}})
+    docs = _render(
+        {
+            "persistence": {"enabled": False},
+            "serviceMonitor": {"enabled": True},
+            "kafka": {"existingSecret": "kafka"},
+            "podDisruptionBudget": {"enabled": False},
+            "programs": ["overheat"],
+            "sources": {"x.es": "in {} A\n(A())*\n"},
+        }
+    )
     assert {d["kind"] for d in docs} == {"ConfigMap", "StatefulSet", "Service", "ServiceMonitor", "ServiceAccount"}
     (sts,) = _kind(docs, "StatefulSet")
     pod = sts["spec"]["template"]["spec"]

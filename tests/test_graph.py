@@ -150,10 +150,12 @@ def test_edges_follow_the_machine_exactly() -> None:
     assert isinstance(c.machine, DFAMachine)
     d = read_dot(to_dot(c))
     names = {s.index: s.name for s in c.program.symbols}
-    drawn = {(src, t, sym) for src, t, lab in d.edges if src != "__start"
-             for sym in lab.split(" /")[0].split(", ")}
-    expected = {(f"s{k}", f"s{t}", names[sym]) for k in range(c.machine.size)
-                for sym, (t, _) in c.machine.transitions(k).items()}
+    drawn = {(src, t, sym) for src, t, lab in d.edges if src != "__start" for sym in lab.split(" /")[0].split(", ")}
+    expected = {
+        (f"s{k}", f"s{t}", names[sym])
+        for k in range(c.machine.size)
+        for sym, (t, _) in c.machine.transitions(k).items()
+    }
     assert drawn == expected
 
 
@@ -346,8 +348,9 @@ def test_unknown_suffix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert list(tmp_path.iterdir()) == [tmp_path / "prog.es"]
 
 
-def test_falls_back_to_dot_text_without_graphviz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_falls_back_to_dot_text_without_graphviz(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     out = tmp_path / "keypad.svg"
     assert main(["graph", write_program(tmp_path, KEYPAD), "-o", str(out)]) == 1  # the .svg asked for is missing
@@ -359,8 +362,9 @@ def test_falls_back_to_dot_text_without_graphviz(tmp_path: Path, monkeypatch: py
     assert "'dot' was not found" in err[0] and str(fallback) in err[0]
 
 
-def test_falls_back_when_graphviz_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_falls_back_when_graphviz_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     fake = bindir / "dot"

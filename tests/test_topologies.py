@@ -23,8 +23,16 @@ def test_shipped_programs_compile_without_errors(program: Path) -> None:
 @pytest.mark.parametrize("folder", sorted(PIPELINES))
 def test_sample_traces_give_the_expected_output(folder: str, capsys: pytest.CaptureFixture[str]) -> None:
     d = TOPOLOGIES / folder
-    status = main(["test", "--trace", str(d / "sample.trace"), *[str(d / p) for p in PIPELINES[folder]],
-                   "--expect", str(d / "expected.jsonl")])
+    status = main(
+        [
+            "test",
+            "--trace",
+            str(d / "sample.trace"),
+            *[str(d / p) for p in PIPELINES[folder]],
+            "--expect",
+            str(d / "expected.jsonl"),
+        ]
+    )
     assert status == 0, capsys.readouterr().out
 
 
@@ -49,7 +57,8 @@ def test_shipped_topologies_pass_topology_check(path: Path) -> None:
 
 @pytest.mark.parametrize("path", TOPOLOGY_FILES, ids=lambda p: p.parent.name)
 def test_shipped_topologies_give_their_expected_output_in_simulated_time(
-        path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     d = path.parent
     status = main(["test", "--trace", str(d / "sample.trace"), str(path), "--expect", str(d / "expected.jsonl")])
     assert status == 0, capsys.readouterr().out
@@ -65,8 +74,15 @@ def test_shipped_topologies_have_a_readme_with_their_picture(path: Path) -> None
 
 def test_at_least_six_pipelines_ship() -> None:
     assert {p.parent.name for p in TOPOLOGY_FILES} >= {
-        "sensors", "big-trades", "radiation", "visitor-escort", "fridge-alerts", "sensor-silence", "windows-alarm",
-        "sector-divergence"}
+        "sensors",
+        "big-trades",
+        "radiation",
+        "visitor-escort",
+        "fridge-alerts",
+        "sensor-silence",
+        "windows-alarm",
+        "sector-divergence",
+    }
 
 
 def _show_sections(text: str) -> dict[str, list[dict[str, object]]]:
@@ -100,16 +116,33 @@ def test_shipped_topologies_give_the_same_output_on_the_embedded_broker(path: Pa
     d = path.parent
     env = {**os.environ, "EVENTSCRIPT_STATE_DIR": str(tmp_path / "state")}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
-    done = subprocess.run([sys.executable, "-m", "eventscript.cli.main", "dev", str(path), "--trace",
-                           str(d / "sample.trace"), "--until-idle", "5", "--show"],
-                          capture_output=True, text=True, timeout=600, env=env, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eventscript.cli.main",
+            "dev",
+            str(path),
+            "--trace",
+            str(d / "sample.trace"),
+            "--until-idle",
+            "5",
+            "--show",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     shown = _show_sections(done.stdout)
     results = load_graph(path).sink_topics
 
     def canon(lines: list[dict[str, object]]) -> list[str]:
-        return sorted(json.dumps({k: x.get(k) for k in ("time", "event", "value", "key")}, sort_keys=True)
-                      for x in lines)
+        return sorted(
+            json.dumps({k: x.get(k) for k in ("time", "event", "value", "key")}, sort_keys=True) for x in lines
+        )
 
     got = [x for t in results for x in shown.get(t, [])]
     want = read_expected((d / "expected.jsonl").read_text(encoding="utf-8"))

@@ -34,8 +34,9 @@ FORMATS = ("json", "text")
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 #: The structured fields a line may carry beyond time, level, logger and message.
 CONTEXT_FIELDS = ("program", "task", "partition", "key")
-_CONTEXT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("eventscript_log_context",
-                                                                                   default=None)
+_CONTEXT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "eventscript_log_context", default=None
+)
 _ONE_TASK = re.compile(r"\btask (\d+)\b")
 _WORKER_THREAD = "worker-"
 
@@ -75,17 +76,18 @@ class ContextFilter(logging.Filter):
 
 
 def json_formatter() -> logging.Formatter:
-    return JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
-                         rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-                         datefmt="%Y-%m-%dT%H:%M:%S%z")
+    return JsonFormatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s",
+        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+        datefmt="%Y-%m-%dT%H:%M:%S%z",
+    )
 
 
 def text_formatter() -> logging.Formatter:
     return logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def resolve(log_format: str | None, level: str | None,
-            env: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+def resolve(log_format: str | None, level: str | None, env: Mapping[str, str] | None = None) -> tuple[str, str] | None:
     """The (format, level) asked for by the options or, failing them, the environment; None when
     neither asks (the commands then configure logging as they always did)."""
     if env is None:

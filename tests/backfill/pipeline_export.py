@@ -36,14 +36,17 @@ def partitions_of(topo: Topology, topic: str) -> int:
 def stage_order(graph: TopologyGraph) -> list[ProgramConfig]:
     """The programs in topological order: every program after the programs writing its inputs."""
     writers = {t: {w.stage.name for w in ws} for t, ws in graph.writes.items()}
-    deps = {st.name: {w for i in st.config.inputs for w in writers.get(i.topic, set()) if w != st.name}
-            for st in graph.stages}
+    deps = {
+        st.name: {w for i in st.config.inputs for w in writers.get(i.topic, set()) if w != st.name}
+        for st in graph.stages
+    }
     by_name = {st.name: st.config for st in graph.stages}
     return [by_name[n] for n in graphlib.TopologicalSorter(deps).static_order()]
 
 
-def as_published(rows: list[OutputRow], topo: Topology, topics: set[str],
-                 offsets: dict[tuple[str, int], int]) -> list[Row]:
+def as_published(
+    rows: list[OutputRow], topo: Topology, topics: set[str], offsets: dict[tuple[str, int], int]
+) -> list[Row]:
     """Output records on ``topics`` as a topic export: the worker's producer places a keyed
     record by murmur2 of its key (``partitioner: murmur2_random``), and the broker numbers each
     partition's records in the order they come (``offsets``: each partition's next offset);
@@ -60,8 +63,10 @@ def as_published(rows: list[OutputRow], topo: Topology, topics: set[str],
         elif key is not None:
             p = partition_of(key, n)
         else:
-            raise AssertionError(f"an unkeyed record on {topic} ({n} partitions): the worker's producer places "
-                                 f"it at random, so no export can say where it lands")
+            raise AssertionError(
+                f"an unkeyed record on {topic} ({n} partitions): the worker's producer places "
+                f"it at random, so no export can say where it lands"
+            )
         offset = offsets.get((topic, p), 0)
         offsets[(topic, p)] = offset + 1
         out.append((topic, p, offset, r.timestamp()[1], key, r.value(), list(r.headers())))
@@ -87,10 +92,17 @@ def with_mode(plan: Plan, mode: Mode) -> Plan:
     return dataclasses.replace(plan, key_groups=mode)
 
 
-def backfill_pipeline(graph: TopologyGraph, trace: Path, monkeypatch: Any, tmp: Path, key_groups: Mode = 0,
-                      also: tuple[Mode, ...] = (), published_as: Callable[[list[OutputRow]], list[OutputRow]]
-                      = lambda rows: rows) -> dict[Mode, dict[str, list[OutputRow]]]:
-    """Every program's output records (all its topics), by mode (``Mode``) and program name. Each program is backfilled over the records its input topics would hold:
+def backfill_pipeline(
+    graph: TopologyGraph,
+    trace: Path,
+    monkeypatch: Any,
+    tmp: Path,
+    key_groups: Mode = 0,
+    also: tuple[Mode, ...] = (),
+    published_as: Callable[[list[OutputRow]], list[OutputRow]] = lambda rows: rows,
+) -> dict[Mode, dict[str, list[OutputRow]]]:
+    """Every program's output records (all its topics), by mode (``Mode``) and program name. Each program is
+    backfilled over the records its input topics would hold:
     the trace's for the external topics (published to the first program, as ``eventscript dev
     --trace`` does), and for the others the outputs of the earlier programs in mode
     ``key_groups``, in the order ``published_as`` gives them (default: as the tasks produced
@@ -98,8 +110,9 @@ def backfill_pipeline(graph: TopologyGraph, trace: Path, monkeypatch: Any, tmp: 
     topo = graph.topology
     first = topo.programs[0]
     external = set(graph.external_topics)
-    assert external <= {i.topic for i in first.inputs}, \
+    assert external <= {i.topic for i in first.inputs}, (
         f"external topics {sorted(external)} are not all inputs of the first program {first.name}"
+    )
     internal = {t for t in graph.reads if t not in external}
     published: list[Row] = trace_rows(topo, trace, monkeypatch, partitions_of(topo, first.inputs[0].topic))
     offsets: dict[tuple[str, int], int] = {}

@@ -35,11 +35,21 @@ T0 = parse_time("2026-01-01T00:00:00Z")
 def topology(tmp: Path, partitions: int, program: str = PROGRAM) -> Topology:
     src = tmp / "ticks.es"
     src.write_text(program)
-    return parse_topology({
-        "programs": [{"name": "ticks", "source": str(src), "inputs": [{"topic": "ticks-in", "event": "Tick"}],
-                      "outputs": {"default": "ticks-out"}, "errors": "ticks-err", "clock": "record"}],
-        "topics": {"ticks-in": {"partitions": partitions}},
-    })
+    return parse_topology(
+        {
+            "programs": [
+                {
+                    "name": "ticks",
+                    "source": str(src),
+                    "inputs": [{"topic": "ticks-in", "event": "Tick"}],
+                    "outputs": {"default": "ticks-out"},
+                    "errors": "ticks-err",
+                    "clock": "record",
+                }
+            ],
+            "topics": {"ticks-in": {"partitions": partitions}},
+        }
+    )
 
 
 def trace_time(t: int) -> str:
@@ -72,8 +82,9 @@ def by_key(lines: list[dict[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
     return dict(out)
 
 
-def export_of(tmp: Path, topo: Topology, trace: str, monkeypatch: pytest.MonkeyPatch, partitions: int,
-              fmt: str = "jsonl") -> Path:
+def export_of(
+    tmp: Path, topo: Topology, trace: str, monkeypatch: pytest.MonkeyPatch, partitions: int, fmt: str = "jsonl"
+) -> Path:
     path = tmp / "trace.txt"
     path.write_text(trace)
     rows = trace_rows(topo, path, monkeypatch, partitions)
@@ -83,8 +94,9 @@ def export_of(tmp: Path, topo: Topology, trace: str, monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.parametrize("partitions", [1, 3])
-def test_each_key_gets_the_testers_events_in_the_testers_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                               partitions: int) -> None:
+def test_each_key_gets_the_testers_events_in_the_testers_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partitions: int
+) -> None:
     trace = random_trace(7)
     topo = topology(tmp_path, partitions)
     plan = export_plan(topo, topo.programs[0], [str(export_of(tmp_path, topo, trace, monkeypatch, partitions))])
@@ -130,12 +142,13 @@ def test_until_fires_the_timers_pending_after_the_last_record(tmp_path: Path, mo
     assert [x["event"] for x in plain] == ["Count"]  # as the worker: nothing fires past the last record
     until = parse_time("2026-01-01T00:01:00Z")
     later = [output_json(r) for r in run_locally(export_plan(topo, topo.programs[0], [path], until_us=until))]
-    assert [(x["event"], x["time"]) for x in later] == [("Count", "2026-01-01T00:00:00.000000Z"),
-                                                       ("Quiet", "2026-01-01T00:00:30.000000Z")]
+    assert [(x["event"], x["time"]) for x in later] == [
+        ("Count", "2026-01-01T00:00:00.000000Z"),
+        ("Quiet", "2026-01-01T00:00:30.000000Z"),
+    ]
 
 
-def test_from_and_to_narrow_every_partition_by_offset_or_time(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_from_and_to_narrow_every_partition_by_offset_or_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     topo = topology(tmp_path, 1)
     trace = "".join(f'[2026-01-01 00:00:{i:02d}]\nTick({{k: "a", n: {i}}})\n' for i in range(10))
     path = [str(export_of(tmp_path, topo, trace, monkeypatch, 1))]
@@ -187,27 +200,31 @@ def test_exports_that_cannot_be_read_say_where(tmp_path: Path) -> None:
     bad.write_text('{"topic": "ticks-in", "partition": 0, "offset": 0, "timestamp": 1, "value": "{}"}\nnot json\n')
     with pytest.raises(ExportError, match=r"bad\.jsonl:2:1: not JSON"):
         export_plan(topo, topo.programs[0], [str(bad)])
-    unordered = write_jsonl_export([("ticks-in", 0, 5, 1, None, b"{}", None), ("ticks-in", 0, 3, 1, None, b"{}", None)],
-                                   tmp_path / "u.jsonl")
+    unordered = write_jsonl_export(
+        [("ticks-in", 0, 5, 1, None, b"{}", None), ("ticks-in", 0, 3, 1, None, b"{}", None)], tmp_path / "u.jsonl"
+    )
     with pytest.raises(ExportError, match="offset 3 comes after offset 5"):
         export_plan(topo, topo.programs[0], [str(unordered)])
     with pytest.raises(ExportError, match=r"a \.parquet or a \.jsonl"):
         export_plan(topo, topo.programs[0], [str(tmp_path / "x.csv")])
 
 
-def test_sinks_write_the_worker_records_and_appear_only_when_committed(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sinks_write_the_worker_records_and_appear_only_when_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     topo = topology(tmp_path, 2)
-    plan = export_plan(topo, topo.programs[0],
-                       [str(export_of(tmp_path, topo, random_trace(5, events=50), monkeypatch, 2))])
+    plan = export_plan(
+        topo, topo.programs[0], [str(export_of(tmp_path, topo, random_trace(5, events=50), monkeypatch, 2))]
+    )
     rows = list(run_locally(plan))
     with FileSink(tmp_path / "out.parquet") as sink:
         sink.write_all(rows)
         assert not (tmp_path / "out.parquet").exists()
         sink.commit()
     back = read_parquet_outputs(tmp_path / "out.parquet")
-    assert [(r["topic"], r["key"], r["value"], r["headers"], r["timestamp"]) for r in back] == \
-        [(r.topic(), r.key(), r.value(), r.headers(), r.timestamp()[1]) for r in rows]
+    assert [(r["topic"], r["key"], r["value"], r["headers"], r["timestamp"]) for r in back] == [
+        (r.topic(), r.key(), r.value(), r.headers(), r.timestamp()[1]) for r in rows
+    ]
     assert [r["id"] for r in back] == [codec.header(r.headers(), codec.HEADER_ID).decode() for r in rows]  # type: ignore[union-attr]
     with FileSink(tmp_path / "never.jsonl") as sink:
         sink.write_all(rows)  # no commit: a failed backfill leaves no file
@@ -222,9 +239,22 @@ def test_an_unreachable_broker_is_said_once_before_spark_starts(tmp_path: Path) 
     (tmp_path / "ticks.es").write_text(PROGRAM)
     (tmp_path / "topology.yaml").write_text(
         "kafka:\n  bootstrap_servers: 127.0.0.1:1\nprograms:\n  - name: ticks\n    source: ticks.es\n"
-        "    inputs:\n      - topic: ticks-in\n        event: Tick\n")
-    proc = subprocess.run([sys.executable, "-m", "eventscript.cli.main", "backfill", str(tmp_path / "topology.yaml"),
-                           "--output", str(tmp_path / "out.jsonl")], capture_output=True, text=True, timeout=60)
+        "    inputs:\n      - topic: ticks-in\n        event: Tick\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eventscript.cli.main",
+            "backfill",
+            str(tmp_path / "topology.yaml"),
+            "--output",
+            str(tmp_path / "out.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and lines[0].startswith("error: cannot reach Kafka at 127.0.0.1:1"), proc.stderr[:2000]

@@ -69,14 +69,16 @@ def python_without_eventscript(tmp: Path) -> Path:
     path = tmp / "python-executor"
     path.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -S "$@"\n')
     path.chmod(0o755)
-    probe = subprocess.run([str(path), "-c", "import pyarrow, pyspark, orjson; import eventscript"],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [str(path), "-c", "import pyarrow, pyspark, orjson; import eventscript"], capture_output=True, text=True
+    )
     assert "No module named 'eventscript'" in probe.stderr, probe.stderr
     return path
 
 
 def test_spark_submit_to_a_local_cluster_gives_the_testers_outputs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if shutil.which("java") is None:
         pytest.skip("no Java runtime: scripts/install-system-deps installs default-jre-headless")
     home = spark_home(tmp_path)
@@ -84,13 +86,35 @@ def test_spark_submit_to_a_local_cluster_gives_the_testers_outputs(
     trace = random_trace(5, events=300)
     export = export_of(tmp_path, load_topology(topo_path), trace, monkeypatch, 3)
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "SPARK_HOME": str(home),
-           "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "PYSPARK_PYTHON": str(python_without_eventscript(tmp_path))}
-    command = [str(bin_dir / "spark-submit"), "--master", MASTER, "--py-files", str(package_zip(tmp_path)),
-               "--conf", "spark.executor.memory=512m", "--driver-java-options", QUICK_JVM,
-               "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM}", submit.__file__,
-               "backfill", "topology.yaml", "--input", str(export), "--output", "out.jsonl", "--no-ui"]
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "SPARK_HOME": str(home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYSPARK_PYTHON": str(python_without_eventscript(tmp_path)),
+    }
+    command = [
+        str(bin_dir / "spark-submit"),
+        "--master",
+        MASTER,
+        "--py-files",
+        str(package_zip(tmp_path)),
+        "--conf",
+        "spark.executor.memory=512m",
+        "--driver-java-options",
+        QUICK_JVM,
+        "--conf",
+        f"spark.executor.extraJavaOptions={QUICK_JVM}",
+        submit.__file__,
+        "backfill",
+        "topology.yaml",
+        "--input",
+        str(export),
+        "--output",
+        "out.jsonl",
+        "--no-ui",
+    ]
     proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     said = f"stdout:\n{proc.stdout[-2000:]}\nstderr:\n{proc.stderr[-4000:]}"
     assert proc.returncode == 0, said

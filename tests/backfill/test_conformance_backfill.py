@@ -33,8 +33,9 @@ def _export(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type
 
 
 @pytest.mark.spark
-def test_every_case_backfilled_on_spark_equals_the_tester(spark: Any, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_case_backfilled_on_spark_equals_the_tester(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     failures = []
     for case in SINGLE:
         (tmp_path / case).mkdir()

@@ -27,8 +27,9 @@ def row_path(paths: list[str], ranges: list[OffsetRange]) -> pa.Table:
 
 
 @pytest.mark.parametrize("bounds", [(None, None), ("3", "40"), ("2026-01-01T00:01:00Z", None)])
-def test_parquet_ranges_read_by_arrow_equal_the_row_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         bounds: tuple[str | None, str | None]) -> None:
+def test_parquet_ranges_read_by_arrow_equal_the_row_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bounds: tuple[str | None, str | None]
+) -> None:
     topo = topology(tmp_path, 3)
     path = str(export_of(tmp_path, topo, random_trace(8, events=200), monkeypatch, 3, fmt="parquet"))
     plan = export_plan(topo, topo.programs[0], [path], start=bounds[0], stop=bounds[1], batch_size=17)
@@ -41,12 +42,14 @@ def test_parquet_ranges_read_by_arrow_equal_the_row_path(tmp_path: Path, monkeyp
 
 
 def test_parquet_ranges_read_by_arrow_say_what_is_wrong(tmp_path: Path) -> None:
-    unordered = write_parquet_export([("t", 0, 5, 1, None, b"{}", None), ("t", 0, 3, 2, None, b"{}", None)],
-                                     tmp_path / "u.parquet")
+    unordered = write_parquet_export(
+        [("t", 0, 5, 1, None, b"{}", None), ("t", 0, 3, 2, None, b"{}", None)], tmp_path / "u.parquet"
+    )
     with pytest.raises(ExportError, match="offset 3 comes after offset 5"):
         list(export.range_batches([str(unordered)], [OffsetRange("t", 0, 0, 9)], 100) or [])
-    short = write_parquet_export([("t", 0, 0, 1, None, b"{}", None), ("t", 0, 1, 2, None, b"{}", None)],
-                                 tmp_path / "s.parquet")
+    short = write_parquet_export(
+        [("t", 0, 0, 1, None, b"{}", None), ("t", 0, 1, 2, None, b"{}", None)], tmp_path / "s.parquet"
+    )
     with pytest.raises(ExportError, match=r"t:0: the export ends \(its last record at offset 1\) before the end"):
         list(export.range_batches([str(short)], [OffsetRange("t", 0, 0, 5)], 100) or [])
     assert export.range_batches([str(short)], [OffsetRange("t", 0, 0, 2)], 9) is not None
@@ -78,11 +81,11 @@ def test_several_parquet_ranges_read_by_arrow_give_the_tasks_the_row_paths_outpu
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
-def test_packed_outputs_write_the_same_file_as_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    fmt: str) -> None:
+def test_packed_outputs_write_the_same_file_as_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
     topo = topology(tmp_path, 2)
-    plan = export_plan(topo, topo.programs[0],
-                       [str(export_of(tmp_path, topo, random_trace(6, events=150), monkeypatch, 2))])
+    plan = export_plan(
+        topo, topo.programs[0], [str(export_of(tmp_path, topo, random_trace(6, events=150), monkeypatch, 2))]
+    )
     rows = list(run_locally(plan))
     with FileSink(tmp_path / f"rows.{fmt}") as sink:
         sink.write_all(rows)
@@ -93,8 +96,9 @@ def test_packed_outputs_write_the_same_file_as_rows(tmp_path: Path, monkeypatch:
 
         def packed(self, pack_format: str):  # type: ignore[no-untyped-def]
             for i, piece in enumerate(plan.slices):
-                for batch in packed(run_partition(plan, i, slice_batches(plan, piece)), pack_format,
-                                    plan.program.repartition_topic):
+                for batch in packed(
+                    run_partition(plan, i, slice_batches(plan, piece)), pack_format, plan.program.repartition_topic
+                ):
                     if batch.column("kind")[0].as_py() == "packed":
                         yield batch.column("value")[0].as_py(), batch.column("partition")[0].as_py()
 

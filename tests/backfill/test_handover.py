@@ -104,8 +104,12 @@ def distinct_by_id(records: list[Any]) -> list[Any]:
         rid = codec.header(m.headers(), codec.HEADER_ID)
         assert rid is not None
         first = kept.setdefault(rid, m)
-        assert (first.key(), first.value(), first.headers(), first.timestamp()) == \
-            (m.key(), m.value(), m.headers(), m.timestamp()), f"{rid!r} repeated with other contents"
+        assert (first.key(), first.value(), first.headers(), first.timestamp()) == (
+            m.key(),
+            m.value(),
+            m.headers(),
+            m.timestamp(),
+        ), f"{rid!r} repeated with other contents"
     return list(kept.values())
 
 
@@ -113,7 +117,8 @@ def distinct_by_id(records: list[Any]) -> list[Any]:
 @pytest.mark.spark
 @pytest.mark.parametrize("split", ["1", "2"], ids=["partition-mode", "key-split"])
 def test_workers_go_on_from_the_handover_with_nothing_lost_and_nothing_twice(
-        spark: Any, broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str], split: str) -> None:
+    spark: Any, broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str], split: str
+) -> None:
     """In key-split mode (``--split 2``) each of a partition's two tasks hands over its keys and
     the partition's record clock."""
     path, topo = program_topology(broker, tmp_path)
@@ -136,9 +141,11 @@ def test_workers_go_on_from_the_handover_with_nothing_lost_and_nothing_twice(
     log = tmp_path / "worker.log"
     watcher = TopicWatcher(broker, out)
     worker = start_worker(path, "-v", log=log)
-    writing = threading.Thread(target=producer.run, daemon=True,
-                               kwargs={"count": rest, "keys": keys, "rate": 100, "seed": 2,
-                                       "t0": T0 + history * STEP_MS, "step_ms": STEP_MS})
+    writing = threading.Thread(
+        target=producer.run,
+        daemon=True,
+        kwargs={"count": rest, "keys": keys, "rate": 100, "seed": 2, "t0": T0 + history * STEP_MS, "step_ms": STEP_MS},
+    )
     writing.start()
     try:
         wait_for(lambda: watcher.distinct() >= backfilled + 40, 60, interval=0.1, what="the worker's first outputs")
@@ -181,8 +188,9 @@ def test_contexts_of_two_tasks_with_equal_timers_restore_into_one_worker(broker:
     cfg = topo.programs[0]
     topic, out = cfg.inputs[0].topic, cfg.output_topic("Count")
     assert out is not None
-    rows = [(topic, 0, i, T0, k.encode(), b'{"k": "%s", "n": %d}' % (k.encode(), i), None)
-            for i, k in enumerate(["a", "b"])]
+    rows = [
+        (topic, 0, i, T0, k.encode(), b'{"k": "%s", "n": %d}' % (k.encode(), i), None) for i, k in enumerate(["a", "b"])
+    ]
     producer = Producer(clients.producer_config(topo.kafka))
     for r in [*rows, (topic, 0, 2, T0 + 60_000, b"c", b'{"k": "c", "n": 2}', None)]:
         producer.produce(topic, r[5], r[4], 0, timestamp=r[3])
@@ -196,22 +204,28 @@ def test_contexts_of_two_tasks_with_equal_timers_restore_into_one_worker(broker:
             collect_state(run_partition(plan, 0, slice_batches(plan, plan.slices[0])), state)
         timers = [decode(r[3]).timer for r in state.records() if r[2][:1] == b"["]
         assert len(timers) == 2 and timers[0] is not None and timers[0] == timers[1]  # (deadline, symbol, seq)
-        target = ho.HandoverTarget(topo.group_id(cfg), topo.changelog_topic(cfg),
-                                   [TopicPartition(topic, 0, 2), TopicPartition(topo.repartition_topic(cfg), 0, 0)])
+        target = ho.HandoverTarget(
+            topo.group_id(cfg),
+            topo.changelog_topic(cfg),
+            [TopicPartition(topic, 0, 2), TopicPartition(topo.repartition_topic(cfg), 0, 0)],
+        )
         txn = Transaction(topo.kafka, unique("txn"))
         ho.write(txn, topo, target, state, force=False)
     finally:
         state.close()
 
     assert run_in_thread(path, until_idle=1.5) == 0
-    got = sorted((orjson.loads(m.value())["k"], codec.header(m.headers(), codec.HEADER_EVENT))
-                 for m in read_many(broker, [out], idle=0.3)[out])
+    got = sorted(
+        (orjson.loads(m.value())["k"], codec.header(m.headers(), codec.HEADER_EVENT))
+        for m in read_many(broker, [out], idle=0.3)[out]
+    )
     assert got == [("a", b"Quiet"), ("b", b"Quiet"), ("c", b"Count")]
 
 
 @pytest.mark.kafka
 def test_a_handover_is_refused_when_its_preconditions_do_not_hold(
-        broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     from eventscript.kafka import clients
@@ -237,30 +251,35 @@ def test_a_handover_is_refused_when_its_preconditions_do_not_hold(
     assert f"consumer group {group} already has committed offsets ({topic}:0@3)" in err and "--force" in err
 
     producer = Producer(clients.producer_config(topo.kafka))
-    producer.produce(topo.changelog_topic(cfg), b"x", b"[\"k\"]", 1)
+    producer.produce(topo.changelog_topic(cfg), b"x", b'["k"]', 1)
     producer.flush(10)
     err = refused("--force")
     assert f"the changelog topic {topo.changelog_topic(cfg)} is not empty (partitions 1)" in err
 
-    member = Consumer(clients.consumer_config(topo.kafka, group, **{"session.timeout.ms": 3000,
-                                                                    "heartbeat.interval.ms": 500}))
+    member = Consumer(
+        clients.consumer_config(topo.kafka, group, **{"session.timeout.ms": 3000, "heartbeat.interval.ms": 500})
+    )
     member.subscribe([topo.repartition_topic(cfg)])
     try:
-        wait_for(lambda: member.poll(0.2) is not None or bool(member.assignment()), 30, interval=0,
-                 what="the member to join")
+        wait_for(
+            lambda: member.poll(0.2) is not None or bool(member.assignment()), 30, interval=0, what="the member to join"
+        )
         err = refused("--force")
         assert f"consumer group {group} has active members" in err and "stop them first" in err
     finally:
         member.close()
 
 
-def test_key_parallel_tasks_hand_over_the_partition_modes_state(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_parallel_tasks_hand_over_the_partition_modes_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Several key groups' tasks of one partition: their records merged per partition give the
     instances, record clock and cut position of partition mode (timer sequence numbers aside:
     each group's engine numbers its own timers)."""
     topo = export_topology(tmp_path, 2)
-    plan = export_plan(topo, topo.programs[0], [str(export_of(tmp_path, topo, random_trace(17, events=200), monkeypatch, 2))])
+    plan = export_plan(
+        topo, topo.programs[0], [str(export_of(tmp_path, topo, random_trace(17, events=200), monkeypatch, 2))]
+    )
     plan = dataclasses.replace(plan, handover=True)
 
     def handed_over(batches: Iterator[pa.RecordBatch]) -> dict[tuple[int, bytes], tuple[Any, ...]]:
@@ -278,10 +297,12 @@ def test_key_parallel_tasks_hand_over_the_partition_modes_state(tmp_path: Path,
         finally:
             state.close()
 
-    by_partition = handed_over(b for i, piece in enumerate(plan.slices)
-                               for b in run_partition(plan, i, slice_batches(plan, piece)))
-    by_key_group = handed_over(key_parallel.run_locally(dataclasses.replace(plan, key_groups=3),
-                                                        lambda i: slice_batches(plan, plan.slices[i])))
+    by_partition = handed_over(
+        b for i, piece in enumerate(plan.slices) for b in run_partition(plan, i, slice_batches(plan, piece))
+    )
+    by_key_group = handed_over(
+        key_parallel.run_locally(dataclasses.replace(plan, key_groups=3), lambda i: slice_batches(plan, plan.slices[i]))
+    )
     assert sum(1 for _, k in by_partition if k[:1] == b"[") > 3
     assert {p for p, k in by_partition if k == CLOCK_KEY} == {0, 1}
     assert by_key_group == by_partition

@@ -29,8 +29,9 @@ T0 = 1_767_225_600_000  # ms
 
 def _target(topo: Any) -> ho.HandoverTarget:
     cfg = topo.programs[0]
-    return ho.HandoverTarget(topo.group_id(cfg), topo.changelog_topic(cfg),
-                             repartition_topic=topo.repartition_topic(cfg))
+    return ho.HandoverTarget(
+        topo.group_id(cfg), topo.changelog_topic(cfg), repartition_topic=topo.repartition_topic(cfg)
+    )
 
 
 @pytest.mark.kafka
@@ -63,16 +64,19 @@ class _StateStartingAWorker:
         self.tasks_before_commit: set[int] = set()
 
     def refused(self) -> bool:
-        return any("INCONSISTENT_GROUP_PROTOCOL" in r.getMessage() or "inconsistent group protocol"
-                   in r.getMessage().lower() for r in self.caplog.records)
+        return any(
+            "INCONSISTENT_GROUP_PROTOCOL" in r.getMessage() or "inconsistent group protocol" in r.getMessage().lower()
+            for r in self.caplog.records
+        )
 
     def records(self) -> Any:
         from eventscript.kafka.config import load_topology
 
         self.runner = TopologyRunner(load_topology(self.path))
         self.runner.prepare()
-        self.thread = threading.Thread(target=lambda: self.runner and self.runner.run(install_signals=False),
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=lambda: self.runner and self.runner.run(install_signals=False), daemon=True
+        )
         self.thread.start()
         worker = self.runner.workers[0]
         wait_for(lambda: worker.tasks or self.refused(), 90, what="the worker joining or being refused")
@@ -82,14 +86,16 @@ class _StateStartingAWorker:
 
 @pytest.mark.kafka
 def test_a_worker_started_during_a_handover_gets_no_task_until_it_commits(
-        broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     broker.require_real("consumer groups as Apache Kafka runs them")
     caplog.set_level(logging.WARNING)
     path, topo = program_topology(broker, tmp_path)
     cfg = topo.programs[0]
     target = _target(topo)
-    target.offsets = [TopicPartition(i.topic, p, 0) for i in cfg.inputs for p in range(2)] + \
-        [TopicPartition(target.repartition_topic, p, 0) for p in range(2)]
+    target.offsets = [TopicPartition(i.topic, p, 0) for i in cfg.inputs for p in range(2)] + [
+        TopicPartition(target.repartition_topic, p, 0) for p in range(2)
+    ]
     state = _StateStartingAWorker(path, caplog)
     txn = Transaction(topo.kafka, transactional_id(topo, cfg))
     try:
@@ -97,8 +103,11 @@ def test_a_worker_started_during_a_handover_gets_no_task_until_it_commits(
         assert state.tasks_before_commit == set(), "a worker took tasks while the hand-over was open"
         assert state.runner is not None
         worker = state.runner.workers[0]
-        wait_for(lambda: len(worker.tasks) == 2 and not worker.restore_queue, 120,
-                 what="the worker taking its tasks after the hand-over")
+        wait_for(
+            lambda: len(worker.tasks) == 2 and not worker.restore_queue,
+            120,
+            what="the worker taking its tasks after the hand-over",
+        )
         assert worker.tasks[0].store.get(b"k") == b"handed-over state", "the worker did not restore the hand-over"
     finally:
         if state.runner is not None:

@@ -31,11 +31,22 @@ def program_topology(broker: Broker, tmp: Path, partitions: int = PARTITIONS) ->
     """A topology of one program (``PROGRAM``, record clock) on its own topics, created."""
     name = unique("bf")
     (tmp / "ticks.es").write_text(PROGRAM)
-    path = topology(broker, tmp, [{
-        "name": name, "source": "ticks.es", "clock": "record", "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
-    }], {f"{name}-in": {"partitions": partitions}})
+    path = topology(
+        broker,
+        tmp,
+        [
+            {
+                "name": name,
+                "source": "ticks.es",
+                "clock": "record",
+                "commit_interval_ms": 50,
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": partitions}},
+    )
     topo = load_topology(path)
     Admin(topo).prepare(topo.programs)
     return path, topo
@@ -52,11 +63,11 @@ def publish(topo: Topology, tmp: Path, trace: str) -> None:
 
     cfg = topo.programs[0]
     (tmp / "trace.txt").write_text(trace)
-    produce_trace(topo.kafka, cfg, compile_programs(topo, [cfg])[cfg.name], read_trace(tmp / "trace.txt"),
-                  PARTITIONS)
+    produce_trace(topo.kafka, cfg, compile_programs(topo, [cfg])[cfg.name], read_trace(tmp / "trace.txt"), PARTITIONS)
     producer = Producer(clients.producer_config(topo.kafka))
-    producer.produce(cfg.inputs[0].topic, b"not json", b"k1", partition_of(b"k1", PARTITIONS),
-                     timestamp=2_000_000_000_000)
+    producer.produce(
+        cfg.inputs[0].topic, b"not json", b"k1", partition_of(b"k1", PARTITIONS), timestamp=2_000_000_000_000
+    )
     producer.flush(10)
 
 
@@ -65,7 +76,8 @@ def written(m: Any) -> tuple[Any, ...]:
 
 
 def test_the_backfill_writes_the_workers_records_to_the_programs_topics_or_others(
-        spark: Any, broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spark: Any, broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, topo = program_topology(broker, tmp_path)
     cfg = topo.programs[0]
     out, err = cfg.output_topic("Count"), cfg.error_topic
@@ -77,8 +89,10 @@ def test_the_backfill_writes_the_workers_records_to_the_programs_topics_or_other
     said = capsys.readouterr().err
     got = read_many(broker, [out, err], dedupe=False)
     # The worker's task (without Spark) over the same cut gives the same records, byte for byte.
-    want = sorted((r.topic(), r.key(), r.value(), tuple(r.headers()), r.timestamp()[1])
-                  for r in run_locally(kafka_plan(topo, cfg)))
+    want = sorted(
+        (r.topic(), r.key(), r.value(), tuple(r.headers()), r.timestamp()[1])
+        for r in run_locally(kafka_plan(topo, cfg))
+    )
     assert sorted(written(m) for m in got[out] + got[err]) == want
     assert f"wrote {len(want)} records in one transaction" in said
     # Placed by key as the worker's producer places them, and per key as the tester says.
@@ -100,20 +114,37 @@ def test_the_backfill_writes_the_workers_records_to_the_programs_topics_or_other
     # Other topics: --output-topic for one event, default for the rest, --error-topic; and the
     # key-parallel mode, whose records are the same.
     quiet, rest, errors = unique("quiet"), unique("rest"), unique("errors")
-    assert main(["backfill", str(path), "--no-ui", "--key-groups", "3", "--output-topic", f"Quiet={quiet}",
-                 "--output-topic", f"default={rest}", "--error-topic", errors]) == 0
+    assert (
+        main(
+            [
+                "backfill",
+                str(path),
+                "--no-ui",
+                "--key-groups",
+                "3",
+                "--output-topic",
+                f"Quiet={quiet}",
+                "--output-topic",
+                f"default={rest}",
+                "--error-topic",
+                errors,
+            ]
+        )
+        == 0
+    )
     other = read_many(broker, [quiet, rest, errors], dedupe=False)
     moved = {quiet: "Quiet", rest: "Count"}
     for topic, event in moved.items():
-        assert other[topic] and all(codec.header(m.headers(), codec.HEADER_EVENT) == event.encode()
-                                    for m in other[topic])
-    assert sorted(written(m)[1:] for m in other[quiet] + other[rest] + other[errors]) == \
-        sorted(w[1:] for w in want)
+        assert other[topic] and all(
+            codec.header(m.headers(), codec.HEADER_EVENT) == event.encode() for m in other[topic]
+        )
+    assert sorted(written(m)[1:] for m in other[quiet] + other[rest] + other[errors]) == sorted(w[1:] for w in want)
     capsys.readouterr()
 
 
 def test_sink_options_that_cannot_work_are_refused_before_spark_starts(
-        broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, _ = program_topology(broker, tmp_path)
     assert main(["backfill", str(path), "--output-topic", "Alarm=x", "--no-ui"]) == 2
     assert "--output-topic Alarm=...: program" in capsys.readouterr().err
@@ -124,8 +155,9 @@ def test_sink_options_that_cannot_work_are_refused_before_spark_starts(
     assert "'Quiet': write EVENT=TOPIC" in capsys.readouterr().err
 
 
-def test_a_failed_backfill_leaves_nothing_in_the_topics(spark: Any, broker: Broker, tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failed_backfill_leaves_nothing_in_the_topics(
+    spark: Any, broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from confluent_kafka import Producer
 
     from eventscript.kafka import clients
@@ -136,8 +168,9 @@ def test_a_failed_backfill_leaves_nothing_in_the_topics(spark: Any, broker: Brok
     for i, key in enumerate([b"a", b"b", b"c", b"d"]):
         # Every key on both partitions: half of them on a partition the key does not hash to.
         for p in range(PARTITIONS):
-            producer.produce(cfg.inputs[0].topic, b'{"k": "%s", "n": %d}' % (key, i), key, p,
-                             timestamp=1_767_225_600_000 + i)
+            producer.produce(
+                cfg.inputs[0].topic, b'{"k": "%s", "n": %d}' % (key, i), key, p, timestamp=1_767_225_600_000 + i
+            )
     producer.flush(10)
     assert main(["backfill", str(path), "--no-ui"]) == 1
     assert "on a partition their group key does not hash to" in capsys.readouterr().err
@@ -153,8 +186,10 @@ def test_a_sink_that_fails_while_committing_aborts_its_transaction(broker: Broke
     _, topo = program_topology(broker, tmp_path)
     out = topo.programs[0].output_topic("Count")
     assert out is not None
-    rows = [OutputRow(0, out, None, b"k%d" % i, b"{}", [(codec.HEADER_ID, b"x/%d" % i)], 1_767_225_600_000)
-            for i in range(5)]
+    rows = [
+        OutputRow(0, out, None, b"k%d" % i, b"{}", [(codec.HEADER_ID, b"x/%d" % i)], 1_767_225_600_000)
+        for i in range(5)
+    ]
     aborted: list[Transaction] = []
     txn_id = unique("txn")
 

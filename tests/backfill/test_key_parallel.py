@@ -65,12 +65,21 @@ out {string k; long n; string via;} Seen, {string k;} Quiet
 def two_input_topology(tmp: Path, partitions: int, second: dict[str, Any] | None = None) -> Topology:
     """Program "two" over topics a-in and b-in (``second``: more settings of input b-in)."""
     (tmp / "two.es").write_text(TWO_INPUTS)
-    return parse_topology({
-        "programs": [{"name": "two", "source": str(tmp / "two.es"),
-                      "inputs": [{"topic": "a-in", "event": "A"}, {"topic": "b-in", "event": "B", **(second or {})}],
-                      "outputs": {"default": "two-out"}, "errors": "two-err", "clock": "record"}],
-        "topics": {"a-in": {"partitions": partitions}, "b-in": {"partitions": partitions}},
-    })
+    return parse_topology(
+        {
+            "programs": [
+                {
+                    "name": "two",
+                    "source": str(tmp / "two.es"),
+                    "inputs": [{"topic": "a-in", "event": "A"}, {"topic": "b-in", "event": "B", **(second or {})}],
+                    "outputs": {"default": "two-out"},
+                    "errors": "two-err",
+                    "clock": "record",
+                }
+            ],
+            "topics": {"a-in": {"partitions": partitions}, "b-in": {"partitions": partitions}},
+        }
+    )
 
 
 def scrambled_rows(cfg: ProgramConfig, partitions: int, seed: int, events: int = 400, keys: int = 15) -> list[Row]:
@@ -135,12 +144,20 @@ def assert_same_per_key(plan: Plan, modes: tuple[Mode, ...] = KEY_PARALLEL) -> l
 def keyed_by_scheme(rows: list[Row]) -> list[Row]:
     """The records with the undecodable ones unkeyed: every keyed record is then what key-split
     mode takes it for (the unkeyed ones every task of the partition decodes)."""
-    return [(t, p, o, ts, None if value == b"not json" else key, value, headers)
-            for t, p, o, ts, key, value, headers in rows]
+    return [
+        (t, p, o, ts, None if value == b"not json" else key, value, headers)
+        for t, p, o, ts, key, value, headers in rows
+    ]
 
 
-def scrambled_plan(tmp: Path, topo: Topology, partitions: int, seed: int, until_us: int | None = None,
-                   modes: tuple[Mode, ...] = KEY_PARALLEL) -> Plan:
+def scrambled_plan(
+    tmp: Path,
+    topo: Topology,
+    partitions: int,
+    seed: int,
+    until_us: int | None = None,
+    modes: tuple[Mode, ...] = KEY_PARALLEL,
+) -> Plan:
     rows = scrambled_rows(topo.programs[0], partitions, seed)
     if modes == KEY_SPLIT:
         rows = keyed_by_scheme(rows)
@@ -190,8 +207,15 @@ def test_until_fires_the_same_timers_in_every_key_group(tmp_path: Path, modes: t
     assert len(assert_same_per_key(until, modes[-2:])) > len(outputs_of(plain, 0))
 
 
-def keys_in(cfg: ProgramConfig, partitions: int, groups: int, partition: int, group: int, count: int,
-            group_of: Callable[[bytes, int], int] = key_group) -> list[str]:
+def keys_in(
+    cfg: ProgramConfig,
+    partitions: int,
+    groups: int,
+    partition: int,
+    group: int,
+    count: int,
+    group_of: Callable[[bytes, int], int] = key_group,
+) -> list[str]:
     """Keys of a given partition and key group (``group_of``: key-parallel mode's hash, or
     key-split mode's)."""
     scheme = scheme_for(cfg, [STRING])
@@ -206,8 +230,15 @@ def keys_in(cfg: ProgramConfig, partitions: int, groups: int, partition: int, gr
 
 
 def key_row(scheme: Any, k: str, p: int, offset: int, seconds: int, value: bytes | None = None) -> Row:
-    return ("ticks-in", p, offset, T0_MS + seconds * 1000, scheme.key_bytes((k,)),
-            value or orjson.dumps({"k": k, "n": offset}), None)
+    return (
+        "ticks-in",
+        p,
+        offset,
+        T0_MS + seconds * 1000,
+        scheme.key_bytes((k,)),
+        value or orjson.dumps({"k": k, "n": offset}),
+        None,
+    )
 
 
 @pytest.mark.parametrize("mode", [2, "split:2"], ids=["key-parallel", "key-split"])
@@ -234,6 +265,7 @@ def test_each_partitions_clock_reaches_every_group_and_stops_at_its_last_record(
 
 def compare_per_key(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> list[str]:
     """The tester's comparison, key by key: key groups interleave keys differently from one task."""
+
     def split(lines: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for x in lines:
@@ -252,7 +284,8 @@ def _conformance_plan(case: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.skipif(not SINGLE, reason="../shared/conformance is not beside the checkout")
 def test_every_conformance_case_in_key_parallel_and_key_split_modes_equals_the_tester(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Key-split mode runs the cases it can split (one keyed input; the others run in partition
     mode, as the command does) and may refuse one whose keyed records do not decode: the
     command then runs it in partition mode."""
@@ -294,8 +327,9 @@ def test_key_groups_get_a_spark_task_each(spark: Any) -> None:
 
 
 @pytest.mark.spark
-def test_key_parallel_on_spark_equals_the_partition_mode(spark: Any, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_parallel_on_spark_equals_the_partition_mode(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     topo = two_input_topology(tmp_path, 2)
     plan = dataclasses.replace(scrambled_plan(tmp_path, topo, 2, 9, until_us=T0 + 3_600_000_000), key_groups=3)
     totals = Totals()
@@ -309,8 +343,9 @@ def test_key_parallel_on_spark_equals_the_partition_mode(spark: Any, tmp_path: P
     trace = tmp_path / "t" / "trace.txt"
     trace.write_text(random_trace(4, events=120))
     rows = trace_rows(ticks, trace, monkeypatch, 3)
-    plan = dataclasses.replace(export_plan(ticks, ticks.programs[0], [str(write_jsonl_export(rows, tmp_path / "t.jsonl"))]),
-                               key_groups=2)
+    plan = dataclasses.replace(
+        export_plan(ticks, ticks.programs[0], [str(write_jsonl_export(rows, tmp_path / "t.jsonl"))]), key_groups=2
+    )
     want = per_key(outputs_of(plan, 0))
     for fused in (True, False):  # the key stage in the data source, or in a mapInArrow stage after it
         got = [output_json(r) for r in outputs(spark, plan, Totals(), fused=fused)]

@@ -77,8 +77,12 @@ def test_a_keyed_record_that_does_not_move_the_clock_stops_key_split_mode(tmp_pa
     plan = export_plan(topo, cfg, [str(write_jsonl_export(ahead, tmp_path / "ahead.jsonl"))])
     with pytest.raises(SplitMismatchError, match=r"ticks-in:0:1 reached no instance"):
         split_outputs(plan, 2)
-    behind = [key_row(scheme, a, 0, 0, 0), key_row(scheme, a, 0, 1, 20), key_row(scheme, b, 0, 2, 10, b"not json"),
-              key_row(scheme, a, 0, 3, 40)]
+    behind = [
+        key_row(scheme, a, 0, 0, 0),
+        key_row(scheme, a, 0, 1, 20),
+        key_row(scheme, b, 0, 2, 10, b"not json"),
+        key_row(scheme, a, 0, 3, 40),
+    ]
     plan = export_plan(topo, cfg, [str(write_jsonl_export(behind, tmp_path / "behind.jsonl"))])
     assert any(x["event"] == "$error" for x in assert_same_per_key(plan, ("split:2",)))
 
@@ -102,18 +106,28 @@ def test_the_mode_is_chosen_from_the_slots_and_refused_where_it_cannot_work(tmp_
     plan = export_plan(topo, trace, [str(write_jsonl_export(rows, tmp_path / "e.jsonl"))])
     # 2 slots: two partitions whole, then the third's two halves (4 tasks: 1.5 partitions per slot);
     # 4: 12 quarters in 3 rounds; 8: 6 halves in one round.
-    assert [auto_split(plan, slots) for slots in (1, 2, 3, 4, 8)] == \
-        [[1, 1, 1], [1, 1, 2], [1, 1, 1], [4, 4, 4], [2, 2, 2]]
+    assert [auto_split(plan, slots) for slots in (1, 2, 3, 4, 8)] == [
+        [1, 1, 1],
+        [1, 1, 2],
+        [1, 1, 1],
+        [4, 4, 4],
+        [2, 2, 2],
+    ]
     uneven = dataclasses.replace(plan, split_each=[1, 1, 2])
     assert uneven.reads == 4 and [uneven.read_at(i) for i in range(4)] == [(0, 0), (1, 0), (2, 0), (2, 1)]
     two = two_input_topology(tmp_path, 3)
     path = write_jsonl_export([("a-in", p, 0, T0_MS, b"k", b"{}", None) for p in range(3)], tmp_path / "two.jsonl")
     two_plan = export_plan(two, two.programs[0], [str(path)])
     # Several inputs: a skipped record costs far more (MERGED_SKIP_COST): only an idle slot pays for it.
-    assert split_refusal(two_plan) is None and \
-        [auto_split(two_plan, n) for n in (2, 4, 8)] == [[1, 1, 2], [1, 1, 1], [2, 2, 2]]  # one input, 4: [4, 4, 4]
-    for second, why in (({"key": "json"}, "b-in's record keys are in format json, not the string"),
-                        ({"keyed": False}, "input b-in has no record keys")):
+    assert split_refusal(two_plan) is None and [auto_split(two_plan, n) for n in (2, 4, 8)] == [
+        [1, 1, 2],
+        [1, 1, 1],
+        [2, 2, 2],
+    ]  # one input, 4: [4, 4, 4]
+    for second, why in (
+        ({"key": "json"}, "b-in's record keys are in format json, not the string"),
+        ({"keyed": False}, "input b-in has no record keys"),
+    ):
         mixed = two_input_topology(tmp_path, 3, second)
         mixed_plan = export_plan(mixed, mixed.programs[0], [str(path)])
         assert why in (split_refusal(mixed_plan) or "") and auto_split(mixed_plan, 8) == [1, 1, 1]
@@ -121,10 +135,21 @@ def test_the_mode_is_chosen_from_the_slots_and_refused_where_it_cannot_work(tmp_
         backfill(mixed, mixed.programs[0], output=str(tmp_path / "o.jsonl"), inputs=[str(path)], split=2)
     ungrouped = tmp_path / "all.es"
     ungrouped.write_text("in {string k;} Tick\nout {string k;} Seen\n( Tick(t) { !>Seen({k: t.k}); } )*\n")
-    one = parse_topology({"programs": [{"name": "all", "source": str(ungrouped),
-                                        "inputs": [{"topic": "ticks-in", "event": "Tick"}],
-                                        "outputs": {"default": "o"}, "errors": "e", "clock": "record"}],
-                          "topics": {"ticks-in": {"partitions": 3}}})
+    one = parse_topology(
+        {
+            "programs": [
+                {
+                    "name": "all",
+                    "source": str(ungrouped),
+                    "inputs": [{"topic": "ticks-in", "event": "Tick"}],
+                    "outputs": {"default": "o"},
+                    "errors": "e",
+                    "clock": "record",
+                }
+            ],
+            "topics": {"ticks-in": {"partitions": 3}},
+        }
+    )
     assert auto_split(export_plan(one, one.programs[0], [str(tmp_path / "e.jsonl")]), 8) == [1, 1, 1]
 
 
@@ -139,8 +164,9 @@ def test_partitions_split_unevenly_give_every_key_the_partition_modes_outputs(tm
         assert sum(1 for i in range(uneven.reads) if uneven.read_at(i)[1] == 0) == 3
 
 
-def test_split_tasks_filter_keys_through_the_tasks_hook_and_open_no_store(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_split_tasks_filter_keys_through_the_tasks_hook_and_open_no_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A split task runs the worker's ``Task`` as it is, telling it which keys it owns
     (``Task.set_key_filter``), not by replacing its methods; without hand-over it writes no
     state, so it never opens RocksDB (~50 ms per task)."""
@@ -159,32 +185,40 @@ def test_split_tasks_filter_keys_through_the_tasks_hook_and_open_no_store(tmp_pa
         task = stage.task
         assert task.key_filter is stage
         assert not {"_process_one", "_forward", "_error_record", "_advance"} & set(vars(task))
-        assert all(getattr(fn, "__module__", None) != SplitStage.__module__
-                   for fn in (task.engine.feed, task.engine.feed_keyed))
+        assert all(
+            getattr(fn, "__module__", None) != SplitStage.__module__
+            for fn in (task.engine.feed, task.engine.feed_keyed)
+        )
         assert task.store._db is None and not task.store.path.exists()
 
 
 @pytest.mark.parametrize("inputs", [1, 2])
-def test_split_tasks_hand_over_the_partition_modes_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         inputs: int) -> None:
+def test_split_tasks_hand_over_the_partition_modes_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inputs: int
+) -> None:
     """The state rows of a partition's tasks, merged as the driver merges them, are partition
     mode's: instances, record clock and cut position (timer sequence numbers aside: each task's
     engine numbers its own timers); with two inputs, over late records."""
     if inputs == 1:
         topo = topology(tmp_path, 2)
-        plan = export_plan(topo, topo.programs[0], [str(export_of(tmp_path, topo, random_trace(17, events=200),
-                                                                  monkeypatch, 2))])
+        plan = export_plan(
+            topo, topo.programs[0], [str(export_of(tmp_path, topo, random_trace(17, events=200), monkeypatch, 2))]
+        )
     else:
         plan = scrambled_plan(tmp_path, two_input_topology(tmp_path, 2), 2, 8, modes=KEY_SPLIT)
 
     def handed_over(plan: Plan) -> dict[tuple[int, bytes], tuple[Any, ...]]:
         state = ho.HandoverState()
         try:
-            collect_state((b for i in range(plan.reads)
-                           for b in run_partition(plan, i, slice_batches(plan, plan.slice_of(i)))), state)
-            return {(p, key): (instance_state(value) if key[:1] == b"[" else value, tuple(headers))
-                    for _, p, key, value, headers, _ in state.records()
-                    if key != SEQ_KEY and p is not None and key is not None}
+            collect_state(
+                (b for i in range(plan.reads) for b in run_partition(plan, i, slice_batches(plan, plan.slice_of(i)))),
+                state,
+            )
+            return {
+                (p, key): (instance_state(value) if key[:1] == b"[" else value, tuple(headers))
+                for _, p, key, value, headers, _ in state.records()
+                if key != SEQ_KEY and p is not None and key is not None
+            }
         finally:
             state.close()
 
@@ -211,12 +245,21 @@ out {string k; long n; string via;} Seen, {string k; long seen;} Quiet
 
 def three_input_topology(tmp: Path, partitions: int) -> Topology:
     (tmp / "three.es").write_text(THREE_INPUTS)
-    return parse_topology({
-        "programs": [{"name": "three", "source": str(tmp / "three.es"),
-                      "inputs": [{"topic": f"{e.lower()}-in", "event": e} for e in "ABC"],
-                      "outputs": {"default": "three-out"}, "errors": "three-err", "clock": "record"}],
-        "topics": {f"{e.lower()}-in": {"partitions": partitions} for e in "ABC"},
-    })
+    return parse_topology(
+        {
+            "programs": [
+                {
+                    "name": "three",
+                    "source": str(tmp / "three.es"),
+                    "inputs": [{"topic": f"{e.lower()}-in", "event": e} for e in "ABC"],
+                    "outputs": {"default": "three-out"},
+                    "errors": "three-err",
+                    "clock": "record",
+                }
+            ],
+            "topics": {f"{e.lower()}-in": {"partitions": partitions} for e in "ABC"},
+        }
+    )
 
 
 @pytest.fixture
@@ -237,7 +280,8 @@ def stubs(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 
 def test_several_inputs_reach_each_group_in_task_ps_merge_order_at_its_clock(
-        tmp_path: Path, stubs: dict[str, int]) -> None:
+    tmp_path: Path, stubs: dict[str, int]
+) -> None:
     """Late records on two and three topics: where task p's merge puts a group's records depends
     on the other groups' records, which no group's task decodes. Small batches: a run of another
     group's records, and a topic's latest timestamp, go on into the next batch."""
@@ -245,7 +289,9 @@ def test_several_inputs_reach_each_group_in_task_ps_merge_order_at_its_clock(
         plan = scrambled_plan(tmp_path, topo, partitions, 5, modes=KEY_SPLIT)
         for size in (7, plan.batch_size):
             want = assert_same_per_key(dataclasses.replace(plan, batch_size=size), KEY_SPLIT)
-            assert {x["value"]["via"] for x in want if x["event"] == "Seen"} == set("ABC"[:len(topo.programs[0].inputs)])
+            assert {x["value"]["via"] for x in want if x["event"] == "Seen"} == set(
+                "ABC"[: len(topo.programs[0].inputs)]
+            )
     assert stubs["skipped"] > stubs["stubs"] > 1000  # most records are stubs of their own; some share one
 
 
@@ -261,13 +307,24 @@ def as_topic_per_event(case: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) ->
     if program.key_types is None:
         return None
     events = [i.name for i in program.inputs]
-    inputs = [{"topic": f"in-{e}", "event": e} for e in events] + \
-        ([{"topic": "in-again", "event": events[0]}] if len(events) == 1 else [])
-    topo = parse_topology({
-        "programs": [{"name": "prog", "source": str(CASES / case / "program.es"), "inputs": inputs,
-                      "outputs": {"default": "prog-out"}, "errors": "prog-err", "clock": "record"}],
-        "topics": {i["topic"]: {"partitions": 2} for i in inputs},
-    })
+    inputs = [{"topic": f"in-{e}", "event": e} for e in events] + (
+        [{"topic": "in-again", "event": events[0]}] if len(events) == 1 else []
+    )
+    topo = parse_topology(
+        {
+            "programs": [
+                {
+                    "name": "prog",
+                    "source": str(CASES / case / "program.es"),
+                    "inputs": inputs,
+                    "outputs": {"default": "prog-out"},
+                    "errors": "prog-err",
+                    "clock": "record",
+                }
+            ],
+            "topics": {i["topic"]: {"partitions": 2} for i in inputs},
+        }
+    )
     rows = trace_rows(topo, CASES / case / "input.trace", monkeypatch, 2)
     if len(events) == 1:  # every other record of the one event's topic to the second topic
         turns = itertools.cycle(["in-again", f"in-{events[0]}"])
@@ -282,7 +339,8 @@ def as_topic_per_event(case: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.mark.skipif(not SINGLE, reason="../shared/conformance is not beside the checkout")
 def test_grouped_conformance_cases_on_several_topics_give_every_key_the_partition_modes_outputs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stubs: dict[str, int]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stubs: dict[str, int]
+) -> None:
     failures, cases = [], 0
     for case in SINGLE:
         plan = as_topic_per_event(case, tmp_path, monkeypatch)
@@ -307,7 +365,8 @@ def test_grouped_conformance_cases_on_several_topics_give_every_key_the_partitio
 
 @pytest.mark.spark
 def test_key_split_on_spark_equals_the_partition_mode_and_falls_back_when_it_must(
-        spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     topo = topology(tmp_path, 3, REPEATING)
     cfg = topo.programs[0]
     plan = scrambled_plan(tmp_path, topo, 3, 9, until_us=T0 + 3_600_000_000, modes=KEY_SPLIT)
@@ -321,8 +380,9 @@ def test_key_split_on_spark_equals_the_partition_mode_and_falls_back_when_it_mus
     export = plan.source.paths[0]
     chosen = auto_split(plan, 2)
     assert max(chosen) > 1
-    assert backfill(topo, cfg, output=str(out), inputs=[export], until_us=plan.until_us, spark=spark, ui=False,
-                    err=None).tasks == sum(chosen)
+    assert backfill(
+        topo, cfg, output=str(out), inputs=[export], until_us=plan.until_us, spark=spark, ui=False, err=None
+    ).tasks == sum(chosen)
     lines = [orjson.loads(x) for x in out.read_text().splitlines()]
     assert per_key(lines) == per_key(split_outputs(plan, 0))
     # A keyed record key-split mode cannot take for what its key says: partition mode runs instead.
@@ -342,8 +402,9 @@ def test_a_batch_of_keys_gets_the_groups_of_its_keys_one_by_one() -> None:
     """The vectorized key hash (the filter of every batch) and the one-key hash (group keys, and
     errors about records) must agree, or a key would be run by two tasks or none."""
     rnd = random.Random(3)
-    keys = [None if rnd.random() < 0.1 else bytes(rnd.randrange(256) for _ in range(rnd.randrange(30)))
-            for _ in range(3000)]
+    keys = [
+        None if rnd.random() < 0.1 else bytes(rnd.randrange(256) for _ in range(rnd.randrange(30))) for _ in range(3000)
+    ]
     for splits in (2, 3, 7):
         for column in (pa.array(keys, type=pa.binary()).slice(5), pa.array(keys, type=pa.large_binary())):
             want = [0 if k is None else key_group(k, splits) for k in column.to_pylist()]

@@ -22,12 +22,23 @@ pytestmark = pytest.mark.spark
 def topology_file(tmp: Path, partitions: int, bootstrap: str = "localhost:9092") -> Path:
     (tmp / "ticks.es").write_text(PROGRAM)
     path = tmp / "topology.yaml"
-    path.write_text(yaml.safe_dump({
-        "kafka": {"bootstrap_servers": bootstrap},
-        "programs": [{"name": "ticks", "source": "ticks.es", "inputs": [{"topic": "ticks-in", "event": "Tick"}],
-                      "outputs": {"default": "ticks-out"}, "errors": "ticks-err"}],
-        "topics": {"ticks-in": {"partitions": partitions}},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "kafka": {"bootstrap_servers": bootstrap},
+                "programs": [
+                    {
+                        "name": "ticks",
+                        "source": "ticks.es",
+                        "inputs": [{"topic": "ticks-in", "event": "Tick"}],
+                        "outputs": {"default": "ticks-out"},
+                        "errors": "ticks-err",
+                    }
+                ],
+                "topics": {"ticks-in": {"partitions": partitions}},
+            }
+        )
+    )
     return path
 
 
@@ -36,7 +47,8 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def test_the_command_backfills_an_export_like_the_tester_and_the_task_stage(
-        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from eventscript.kafka.config import load_topology
 
     topo_path = topology_file(tmp_path, 3)
@@ -44,21 +56,50 @@ def test_the_command_backfills_an_export_like_the_tester_and_the_task_stage(
     trace = random_trace(21, events=400)
     export = export_of(tmp_path, topo, trace, monkeypatch, 3, fmt="parquet")
     out = tmp_path / "out.jsonl"
-    assert main(["backfill", str(topo_path), "--input", str(export), "--output", str(out), "--master", "local[2]",
-                 "--no-ui"]) == 0
+    assert (
+        main(
+            [
+                "backfill",
+                str(topo_path),
+                "--input",
+                str(export),
+                "--output",
+                str(out),
+                "--master",
+                "local[2]",
+                "--no-ui",
+            ]
+        )
+        == 0
+    )
     got = read_lines(out)
     assert by_key(got) == by_key(run_tester(PROGRAM, trace))
     # Same records, same ids as the worker's task gives them (called here without Spark).
     plan = export_plan(topo, topo.programs[0], [str(export)])
-    assert sorted(json.dumps(x, sort_keys=True) for x in got) == \
-        sorted(json.dumps(output_json(r), sort_keys=True) for r in run_locally(plan))
+    assert sorted(json.dumps(x, sort_keys=True) for x in got) == sorted(
+        json.dumps(output_json(r), sort_keys=True) for r in run_locally(plan)
+    )
     err = capsys.readouterr().err
     # 3 partitions on 2 slots: key-split mode, two partitions whole and the third in 2 tasks (docs/backfill.md)
     assert f"4/4 tasks done, {plan.records} records read" in err and f"wrote {len(got)} records" in err
 
     parquet = tmp_path / "out.parquet"
-    assert main(["backfill", str(topo_path), "--input", str(export), "--output", str(parquet),
-                 "--until", "2030-01-01T00:00:00Z", "--no-ui"]) == 0
+    assert (
+        main(
+            [
+                "backfill",
+                str(topo_path),
+                "--input",
+                str(export),
+                "--output",
+                str(parquet),
+                "--until",
+                "2030-01-01T00:00:00Z",
+                "--no-ui",
+            ]
+        )
+        == 0
+    )
     rows = read_parquet_outputs(parquet)
     quiet_before = sum(1 for x in got if x["event"] == "Quiet")
     waiting = sum(1 for lines in by_key(got).values() if lines[-1][1] == "Count")  # a timer still pending
@@ -67,8 +108,9 @@ def test_the_command_backfills_an_export_like_the_tester_and_the_task_stage(
     assert {r["id"] for r in rows} >= {x["id"] for x in got}
 
 
-def test_a_failed_backfill_says_why_and_writes_nothing(spark: Any, tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failed_backfill_says_why_and_writes_nothing(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from trace_export import write_jsonl_export
 
     topo_path = topology_file(tmp_path, 2)
@@ -78,8 +120,10 @@ def test_a_failed_backfill_says_why_and_writes_nothing(spark: Any, tmp_path: Pat
     assert main(["backfill", str(topo_path), "--input", str(export), "--output", str(out), "--no-ui"]) == 1
     assert "on a partition their group key does not hash to" in capsys.readouterr().err
     assert not out.exists()
-    assert main(["backfill", str(topo_path), "--input", str(tmp_path / "missing.jsonl"), "--output", str(out),
-                 "--no-ui"]) == 2
+    assert (
+        main(["backfill", str(topo_path), "--input", str(tmp_path / "missing.jsonl"), "--output", str(out), "--no-ui"])
+        == 2
+    )
     assert "missing.jsonl: no such export file" in capsys.readouterr().err
 
 
@@ -106,14 +150,16 @@ def test_kafka_topics_read_to_the_cut(spark: Any, broker: Any, tmp_path: Path) -
     assert by_key(read_lines(out)) == by_key(expected_lines(case))
 
 
-def test_the_fused_source_gives_the_same_rows_as_map_in_arrow(spark: Any, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fused_source_gives_the_same_rows_as_map_in_arrow(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from eventscript.backfill.job import output_frame
     from eventscript.kafka.config import load_topology
 
     topo = load_topology(topology_file(tmp_path, 2))
-    plan = export_plan(topo, topo.programs[0],
-                       [str(export_of(tmp_path, topo, random_trace(4, events=60), monkeypatch, 2))])
+    plan = export_plan(
+        topo, topo.programs[0], [str(export_of(tmp_path, topo, random_trace(4, events=60), monkeypatch, 2))]
+    )
     fused = [r.asDict(recursive=True) for r in output_frame(spark, plan, fused=True).collect()]
     mapped = [r.asDict(recursive=True) for r in output_frame(spark, plan).collect()]
     assert fused == mapped and len(fused) > 60
@@ -147,15 +193,18 @@ def test_outputs_of_every_task_at_once_come_in_task_order_each_computed_once(spa
 
 
 def test_the_command_in_key_parallel_mode_gives_every_key_the_partition_modes_outputs(
-        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from eventscript.kafka.config import load_topology
 
     topo_path = topology_file(tmp_path, 2)
     topo: Topology = load_topology(topo_path)
     export = export_of(tmp_path, topo, random_trace(12, events=200), monkeypatch, 2, fmt="parquet")
     out = tmp_path / "out.jsonl"
-    assert main(["backfill", str(topo_path), "--input", str(export), "--output", str(out), "--key-groups", "3",
-                 "--no-ui"]) == 0
+    assert (
+        main(["backfill", str(topo_path), "--input", str(export), "--output", str(out), "--key-groups", "3", "--no-ui"])
+        == 0
+    )
     got = read_lines(out)
     want = [output_json(r) for r in run_locally(export_plan(topo, topo.programs[0], [str(export)]))]
     assert by_key(got) == by_key(want) and len(got) == len(want) > 200

@@ -42,7 +42,8 @@ def per_key(lines: list[dict[str, Any]], fields: tuple[str, ...]) -> dict[str, l
     for x in lines:
         where = x["value"]["source"]["partition"] if x["event"] == "$error" else None
         out[orjson.dumps([x.get("key"), where]).decode()].append(
-            tuple(orjson.dumps(x.get(f), option=orjson.OPT_SORT_KEYS).decode() for f in fields))
+            tuple(orjson.dumps(x.get(f), option=orjson.OPT_SORT_KEYS).decode() for f in fields)
+        )
     return dict(out)
 
 
@@ -80,7 +81,8 @@ def assert_sinks_hold(graph: TopologyGraph, results: dict[str, list[OutputRow]],
 
 
 def test_partition_mode_stage_by_stage_gives_the_testers_records(
-        graph: TopologyGraph, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    graph: TopologyGraph, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     trace = graph.file.parent / "sample.trace"
     results = backfill_pipeline(graph, trace, monkeypatch, tmp_path)[0]
     assert_sinks_hold(graph, results, "partition mode, outputs published in task order")
@@ -88,7 +90,8 @@ def test_partition_mode_stage_by_stage_gives_the_testers_records(
 
 @pytest.mark.parametrize("mode", [KEY_GROUPS, "split:2"], ids=["key-parallel", "key-split"])
 def test_key_parallel_and_key_split_modes_give_every_key_the_partition_modes_ids_and_values_at_every_stage(
-        graph: TopologyGraph, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mode: Mode) -> None:
+    graph: TopologyGraph, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mode: Mode
+) -> None:
     """Each stage in partition mode and in ``mode`` over the same export (partition mode's
     chain): the same records per key, with the same es-ids, unique."""
     trace = graph.file.parent / "sample.trace"
@@ -104,7 +107,8 @@ def test_key_parallel_and_key_split_modes_give_every_key_the_partition_modes_ids
 
 
 def test_key_parallel_mode_stage_by_stage_in_record_time_order_gives_the_testers_records(
-        graph: TopologyGraph, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    graph: TopologyGraph, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Key-parallel mode all along, each stage's outputs published in record-time order.
 
     In the order its tasks produce them (key group after key group) they do not give the tester's

@@ -27,8 +27,16 @@ class RecordingProducer:
         self.rows = rows
         self.next_offset: dict[tuple[str, int], int] = {}
 
-    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = 0,
-                timestamp: int = 0, headers: list[tuple[str, bytes]] | None = None, on_delivery: Any = None) -> None:
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = 0,
+        timestamp: int = 0,
+        headers: list[tuple[str, bytes]] | None = None,
+        on_delivery: Any = None,
+    ) -> None:
         off = self.next_offset.get((topic, partition), 0)
         self.next_offset[(topic, partition)] = off + 1
         self.rows.append((topic, partition, off, timestamp, key, value, list(headers) if headers else None))
@@ -42,17 +50,21 @@ class RecordingProducer:
 
 def case_topology(case: str, partitions: int = 1, name: str = "prog") -> Topology:
     """A one-program topology for a conformance case, as the worker's conformance test builds it."""
-    return parse_topology({
-        "programs": [{
-            "name": name,
-            "source": str(CASES / case / "program.es"),
-            "inputs": [{"topic": f"{name}-in", "event_from": {"header": "es-event"}}],
-            "outputs": {"default": f"{name}-out"},
-            "errors": f"{name}-err",
-            "clock": "record",
-        }],
-        "topics": {f"{name}-in": {"partitions": partitions}},
-    })
+    return parse_topology(
+        {
+            "programs": [
+                {
+                    "name": name,
+                    "source": str(CASES / case / "program.es"),
+                    "inputs": [{"topic": f"{name}-in", "event_from": {"header": "es-event"}}],
+                    "outputs": {"default": f"{name}-out"},
+                    "errors": f"{name}-err",
+                    "clock": "record",
+                }
+            ],
+            "topics": {f"{name}-in": {"partitions": partitions}},
+        }
+    )
 
 
 def trace_rows(topo: Topology, trace: Path, monkeypatch: Any, partitions: int = 1) -> list[Row]:

@@ -158,8 +158,13 @@ def tail(log: Path, chars: int = 3000) -> str:
 def log_lines(logs: list[Path], pattern: str) -> list[str]:
     """The lines of the workers' logs matching ``pattern``, prefixed with the log's name."""
     rx = re.compile(pattern)
-    return [f"{log.name}: {line}" for log in logs if log.exists()
-            for line in log.read_text(errors="replace").splitlines() if rx.search(line)]
+    return [
+        f"{log.name}: {line}"
+        for log in logs
+        if log.exists()
+        for line in log.read_text(errors="replace").splitlines()
+        if rx.search(line)
+    ]
 
 
 class PoisonedProducer(KeyedProducer):
@@ -169,8 +174,9 @@ class PoisonedProducer(KeyedProducer):
     #: How many rounds of lone keys were sent (chaos_run._lone_keys names them by it).
     lone = 0
 
-    def run_until(self, stop: threading.Event, rate: float, keys: int, poison: float, seed: int,
-                  step_ms: int = 250) -> None:
+    def run_until(
+        self, stop: threading.Event, rate: float, keys: int, poison: float, seed: int, step_ms: int = 250
+    ) -> None:
         # Timestamps from a day ago (record time runs faster than the wall: ``step_ms`` per
         # record): records older than the topics' retention (7 days) are deleted as soon as a
         # broker checks it, which a restarted broker does at once; records more than an hour in
@@ -199,8 +205,9 @@ class PoisonedProducer(KeyedProducer):
 
         kb = key.encode()
         value = b"\xff" + rnd.randbytes(rnd.randrange(1, 24))  # never UTF-8, so never JSON
-        self.producer.produce(self.topic, key=kb, value=value, partition=partition_of(kb, self.partitions),
-                              timestamp=timestamp)
+        self.producer.produce(
+            self.topic, key=kb, value=value, partition=partition_of(kb, self.partitions), timestamp=timestamp
+        )
         self.sent += 1
         self.poisoned += 1
 

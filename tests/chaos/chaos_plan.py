@@ -73,17 +73,24 @@ class ChaosPlan:
         return list(ROUND) * self.rounds
 
     def describe(self) -> str:
-        return (f"guarantee={self.guarantee} clock={self.clock} seed={self.seed} keys={self.keys} "
-                f"partitions={self.partitions} rate={self.rate:g}/s poison={self.poison:g} rounds={self.rounds}")
+        return (
+            f"guarantee={self.guarantee} clock={self.clock} seed={self.seed} keys={self.keys} "
+            f"partitions={self.partitions} rate={self.rate:g}/s poison={self.poison:g} rounds={self.rounds}"
+        )
 
 
 def from_env(plan: ChaosPlan) -> ChaosPlan:
     """``plan`` with the sizes ``CHAOS_SEED``, ``CHAOS_ROUNDS``, ``CHAOS_RATE``, ``CHAOS_KEYS``,
     ``CHAOS_PROGRESS`` and ``CHAOS_WALL_QUIET`` set in the environment (``make chaos``)."""
     changes: dict[str, object] = {}
-    for field, var, cast in (("seed", "CHAOS_SEED", int), ("rounds", "CHAOS_ROUNDS", int),
-                             ("rate", "CHAOS_RATE", float), ("keys", "CHAOS_KEYS", int),
-                             ("progress", "CHAOS_PROGRESS", int), ("wall_quiet", "CHAOS_WALL_QUIET", int)):
+    for field, var, cast in (
+        ("seed", "CHAOS_SEED", int),
+        ("rounds", "CHAOS_ROUNDS", int),
+        ("rate", "CHAOS_RATE", float),
+        ("keys", "CHAOS_KEYS", int),
+        ("progress", "CHAOS_PROGRESS", int),
+        ("wall_quiet", "CHAOS_WALL_QUIET", int),
+    ):
         raw = os.environ.get(var)
         if raw:
             try:

@@ -35,14 +35,16 @@ class ChaosRun:
 
     def figures(self) -> str:
         f = self.verdict.figures
-        return (f"chaos {self.plan.describe()}: records in {f['records in']} (+{f['poison in']} poison), "
-                f"outputs {f['outputs']}/{f['expected outputs']} ({f['timer outputs']} timer outputs, "
-                f"{f['output repeats']} repeats), errors {f['errors']} ({f['error repeats']} repeats), "
-                f"worker kills {f['kills']}, freezes {f['freezes']}, joins {f['joins']}, leaves {f['leaves']}, "
-                f"workers revived after exiting {f['revived']}, broker kills {f['broker kills']}, "
-                f"assignments seen (rebalances reaching a worker) {f['assignments']}, "
-                f"wedged workers {len(f['wedged'])}, wall time {f['wall time']:.0f} s"
-                + "".join(f"\n  wedged: {w}" for w in f["wedged"]))
+        return (
+            f"chaos {self.plan.describe()}: records in {f['records in']} (+{f['poison in']} poison), "
+            f"outputs {f['outputs']}/{f['expected outputs']} ({f['timer outputs']} timer outputs, "
+            f"{f['output repeats']} repeats), errors {f['errors']} ({f['error repeats']} repeats), "
+            f"worker kills {f['kills']}, freezes {f['freezes']}, joins {f['joins']}, leaves {f['leaves']}, "
+            f"workers revived after exiting {f['revived']}, broker kills {f['broker kills']}, "
+            f"assignments seen (rebalances reaching a worker) {f['assignments']}, "
+            f"wedged workers {len(f['wedged'])}, wall time {f['wall time']:.0f} s"
+            + "".join(f"\n  wedged: {w}" for w in f["wedged"])
+        )
 
 
 def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
@@ -51,17 +53,33 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
     name = unique(f"chaos-{plan.guarantee[:3]}-{plan.clock}")
     (tmp / "chaos.es").write_text(plan.program)
     app = unique("chaos")
-    program = {"name": name, "source": "chaos.es", "clock": plan.clock, "guarantee": plan.guarantee,
-               "commit_interval_ms": plan.commit_interval_ms,
-               "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-               "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}
-    consumer = {"session.timeout.ms": plan.session_timeout_ms,
-                "heartbeat.interval.ms": max(250, plan.session_timeout_ms // 4)}
-    topos = [topology(broker, tmp, [program], {f"{name}-in": {"partitions": plan.partitions}},
-                      file=f"w{i}.yaml", application=app, state=f"state-{i}",
-                      kafka={"bootstrap_servers": cluster.bootstrap, "consumer": consumer,
-                             "static_membership": True})
-             for i in range(4)]
+    program = {
+        "name": name,
+        "source": "chaos.es",
+        "clock": plan.clock,
+        "guarantee": plan.guarantee,
+        "commit_interval_ms": plan.commit_interval_ms,
+        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+        "outputs": {"default": f"{name}-out"},
+        "errors": f"{name}-err",
+    }
+    consumer = {
+        "session.timeout.ms": plan.session_timeout_ms,
+        "heartbeat.interval.ms": max(250, plan.session_timeout_ms // 4),
+    }
+    topos = [
+        topology(
+            broker,
+            tmp,
+            [program],
+            {f"{name}-in": {"partitions": plan.partitions}},
+            file=f"w{i}.yaml",
+            application=app,
+            state=f"state-{i}",
+            kafka={"bootstrap_servers": cluster.bootstrap, "consumer": consumer, "static_membership": True},
+        )
+        for i in range(4)
+    ]
     from eventscript.kafka.admin import Admin
     from eventscript.kafka.config import load_topology
 
@@ -79,8 +97,9 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
         for slot in range(3):
             fleet.start(slot)
         watcher = LastEventWatcher(broker, f"{name}-out")
-        writing = producer.start_until(stop_producing, rate=plan.rate, keys=plan.keys, poison=plan.poison,
-                                       seed=plan.seed)
+        writing = producer.start_until(
+            stop_producing, rate=plan.rate, keys=plan.keys, poison=plan.poison, seed=plan.seed
+        )
 
         def progress(n: int = plan.progress) -> None:
             before = watcher.distinct()
@@ -115,8 +134,11 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
                     _freeze_past_session(fleet, frozen)
                     try:
                         progress()  # the others process the frozen worker's tasks
-                        wait_for(_all_last(watcher, lone, b"Quiet"), PROGRESS_TIMEOUT + plan.quiet,
-                                 what="the lone keys' timer outputs")
+                        wait_for(
+                            _all_last(watcher, lone, b"Quiet"),
+                            PROGRESS_TIMEOUT + plan.quiet,
+                            what="the lone keys' timer outputs",
+                        )
                     finally:
                         fleet.thaw(frozen)
                 elif action == "broker":
@@ -171,8 +193,14 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
         verdict.problems["workers"] = [*verdict.problems.get("workers", []), *wedges]
     verdict.figures.update(fleet.counts)
     verdict.figures["wedged"] = wedges
-    verdict.figures.update({"broker kills": broker_kills, "assignments": fleet.assignments(),
-                            "exits": fleet.exits, "wall time": time.monotonic() - started})
+    verdict.figures.update(
+        {
+            "broker kills": broker_kills,
+            "assignments": fleet.assignments(),
+            "exits": fleet.exits,
+            "wall time": time.monotonic() - started,
+        }
+    )
     if fleet.exits:
         verdict.figures["exit lines"] = log_lines(fleet.logs, r"fenced|Fatal|FATAL|Traceback|exit")[:20]
     return ChaosRun(plan, verdict, fleet.logs)
@@ -187,12 +215,20 @@ def dump_records(path: Path, records: list[Any]) -> None:
     with path.open("wb") as out:
         for m in records:
             value = m.value()
-            out.write(orjson.dumps({
-                "topic": m.topic(), "partition": m.partition(), "offset": m.offset(),
-                "timestamp": m.timestamp()[1], "key": (m.key() or b"").decode(errors="replace"),
-                "headers": {k: (v or b"").decode(errors="replace") for k, v in (m.headers() or [])},
-                "value": base64.b64encode(value).decode() if value is not None else None,
-            }) + b"\n")
+            out.write(
+                orjson.dumps(
+                    {
+                        "topic": m.topic(),
+                        "partition": m.partition(),
+                        "offset": m.offset(),
+                        "timestamp": m.timestamp()[1],
+                        "key": (m.key() or b"").decode(errors="replace"),
+                        "headers": {k: (v or b"").decode(errors="replace") for k, v in (m.headers() or [])},
+                        "value": base64.b64encode(value).decode() if value is not None else None,
+                    }
+                )
+                + b"\n"
+            )
 
 
 def _all_last(watcher: LastEventWatcher, keys: list[bytes], event: bytes) -> Callable[[], bool]:
@@ -224,8 +260,12 @@ def _freeze_past_session(fleet: Fleet, slot: int) -> None:
     before = fleet.assignments(others)
     fleet.freeze(slot)
     try:
-        wait_for(lambda: fleet.assignments(others) > before, PROGRESS_TIMEOUT, interval=0.1,
-                 what=f"the other workers to take worker {slot}'s tasks")
+        wait_for(
+            lambda: fleet.assignments(others) > before,
+            PROGRESS_TIMEOUT,
+            interval=0.1,
+            what=f"the other workers to take worker {slot}'s tasks",
+        )
     except BaseException:
         fleet.thaw(slot)
         raise
@@ -243,8 +283,9 @@ class LastEventWatcher(TopicWatcher):
         from eventscript.kafka.config import KafkaConfig
 
         self.last: dict[bytes, bytes] = {}
-        self.consumer = Consumer(clients.consumer_config(KafkaConfig(bootstrap_servers=broker.bootstrap),
-                                                         unique("watch")))
+        self.consumer = Consumer(
+            clients.consumer_config(KafkaConfig(bootstrap_servers=broker.bootstrap), unique("watch"))
+        )
         parts: list[int] = []
 
         def known() -> bool:
@@ -279,6 +320,9 @@ def _expected_outputs(plan: ChaosPlan, good: list[Any]) -> int:
     from chaos_verdict import wall_oracle
     from kafka_helpers import Oracle
 
-    want = Oracle(plan.program, "Tick", good).outputs if plan.clock == "record" else wall_oracle(
-        plan.program, "Tick", good)
+    want = (
+        Oracle(plan.program, "Tick", good).outputs
+        if plan.clock == "record"
+        else wall_oracle(plan.program, "Tick", good)
+    )
     return sum(len(v) for v in want.values())

@@ -35,8 +35,9 @@ def is_poison(m: Any) -> bool:
     return False
 
 
-def wall_oracle(program_text: str, event: str, records: list[Any],
-                stalls: dict[str, set[int]] | None = None) -> dict[str, list[Line]]:
+def wall_oracle(
+    program_text: str, event: str, records: list[Any], stalls: dict[str, set[int]] | None = None
+) -> dict[str, list[Line]]:
     """Outputs per key of an uninterrupted wall-clock run: the key's records in order, its timer
     firing after the last one and, where ``stalls`` says so (key → numbers of records after
     which the key really stalled past its quiet period in the run), after those."""
@@ -63,9 +64,9 @@ def wall_oracle(program_text: str, event: str, records: list[Any],
         for i, m in enumerate(msgs, 1):
             engine.feed_json(event, orjson.loads(m.value()))
             if i in after:
-                clock.advance_to(clock.now() + 10 ** 12)
+                clock.advance_to(clock.now() + 10**12)
                 clock.run_due()
-        clock.advance_to(clock.now() + 10 ** 12)
+        clock.advance_to(clock.now() + 10**12)
         clock.run_due()
     return out
 
@@ -92,8 +93,11 @@ def wall_stalls(kept: list[Any], timer_event: str, verdict: Verdict) -> dict[str
             if i + 1 < len(msgs):
                 stalls.setdefault(key, set()).add(records)
                 if _es_time(msgs[i + 1]) < _es_time(m):
-                    verdict.add(key, f"the timer fired at {_es_time(m)} us, but the next record was processed "
-                                     f"at {_es_time(msgs[i + 1])} us, before that deadline")
+                    verdict.add(
+                        key,
+                        f"the timer fired at {_es_time(m)} us, but the next record was processed "
+                        f"at {_es_time(msgs[i + 1])} us, before that deadline",
+                    )
     return stalls
 
 
@@ -138,8 +142,9 @@ def _timeless(m: Any) -> tuple[Any, ...]:
     return (m.key(), m.value(), tuple(h for h in m.headers() or () if h[0] != codec.HEADER_TIME))
 
 
-def _distinct(records: list[Any], guarantee: str, verdict: Verdict, topic_kind: str,
-              tolerate_differences: bool) -> tuple[list[Any], int]:
+def _distinct(
+    records: list[Any], guarantee: str, verdict: Verdict, topic_kind: str, tolerate_differences: bool
+) -> tuple[list[Any], int]:
     """Each es-id once; repeats must be byte-identical (unless ``tolerate_differences``: then the
     difference is counted, and the latest copy kept where its value differs), and under
     exactly-once there must be none.
@@ -158,8 +163,11 @@ def _distinct(records: list[Any], guarantee: str, verdict: Verdict, topic_kind: 
             continue
         repeats += 1
         if guarantee == "exactly_once":
-            verdict.add(key, f"{topic_kind} {rid.decode()} twice under exactly-once "
-                             f"({first.partition()}:{first.offset()} and {m.partition()}:{m.offset()})")
+            verdict.add(
+                key,
+                f"{topic_kind} {rid.decode()} twice under exactly-once "
+                f"({first.partition()}:{first.offset()} and {m.partition()}:{m.offset()})",
+            )
         if _raw(first) == _raw(m):
             continue
         if tolerate_differences:
@@ -172,8 +180,7 @@ def _distinct(records: list[Any], guarantee: str, verdict: Verdict, topic_kind: 
                 # its time alone keeps the first one's place (a zombie's late copy, say).
                 kept[rid] = m
         else:
-            verdict.add(key, f"{topic_kind} {rid.decode()} repeated with different bytes: "
-                             f"{_raw(first)} != {_raw(m)}")
+            verdict.add(key, f"{topic_kind} {rid.decode()} repeated with different bytes: {_raw(first)} != {_raw(m)}")
     return list(kept.values()), repeats
 
 
@@ -186,21 +193,24 @@ def _first_difference(got: list[Line], want: list[Line]) -> str:
     return f"{len(got) - len(want)} outputs too many (first extra: {got[len(want)]})"
 
 
-def judge(program_text: str, clock: str, guarantee: str, inputs: list[Any], outputs: list[Any],
-          errors: list[Any]) -> Verdict:
+def judge(
+    program_text: str, clock: str, guarantee: str, inputs: list[Any], outputs: list[Any], errors: list[Any]
+) -> Verdict:
     verdict = Verdict()
     good = [m for m in inputs if not is_poison(m)]
     poison = [m for m in inputs if is_poison(m)]
     tolerate = clock == "wall" and guarantee == "at_least_once"
     kept, out_repeats = _distinct(outputs, guarantee, verdict, "output", tolerate)
-    want = (Oracle(program_text, "Tick", good).outputs if clock == "record"
-            else wall_oracle(program_text, "Tick", good, wall_stalls(kept, "Quiet", verdict)))
+    want = (
+        Oracle(program_text, "Tick", good).outputs
+        if clock == "record"
+        else wall_oracle(program_text, "Tick", good, wall_stalls(kept, "Quiet", verdict))
+    )
     got: dict[str, list[Line]] = {}
     for m in sorted(kept, key=lambda m: (m.partition(), m.offset())):
         event = codec.header(m.headers(), codec.HEADER_EVENT)
         key = decode_key(m.key())
-        got.setdefault(orjson.dumps(key).decode(), []).append(
-            ((event or b"?").decode(), orjson.loads(m.value()), key))
+        got.setdefault(orjson.dumps(key).decode(), []).append(((event or b"?").decode(), orjson.loads(m.value()), key))
     for key in sorted(set(want) | set(got)):
         if got.get(key, []) != want.get(key, []):
             verdict.add(key, _first_difference(got.get(key, []), want.get(key, [])))
@@ -218,16 +228,25 @@ def judge(program_text: str, clock: str, guarantee: str, inputs: list[Any], outp
             verdict.add(key, f"poison record {m.partition()}:{m.offset()} has {len(docs)} error records")
             continue
         if docs[0]["source"].get("value") != base64.b64encode(m.value()).decode():
-            verdict.add(key, f"poison record {m.partition()}:{m.offset()}: the error record's bytes "
-                             f"{docs[0]['source'].get('value')!r} are not the original's")
+            verdict.add(
+                key,
+                f"poison record {m.partition()}:{m.offset()}: the error record's bytes "
+                f"{docs[0]['source'].get('value')!r} are not the original's",
+            )
     for where, docs in sorted(about.items()):
         verdict.add("errors", f"an error record about {where}, which is no poison record: {docs[0]}")
 
-    verdict.figures.update({
-        "records in": len(good), "poison in": len(poison),
-        "outputs": sum(len(v) for v in got.values()), "expected outputs": sum(len(v) for v in want.values()),
-        "timer outputs": sum(1 for v in got.values() for line in v if line[0] == "Quiet"),
-        "output repeats": out_repeats, "differing repeats": verdict.differing_repeats,
-        "errors": len(kept_errors), "error repeats": err_repeats,
-    })
+    verdict.figures.update(
+        {
+            "records in": len(good),
+            "poison in": len(poison),
+            "outputs": sum(len(v) for v in got.values()),
+            "expected outputs": sum(len(v) for v in want.values()),
+            "timer outputs": sum(1 for v in got.values() for line in v if line[0] == "Quiet"),
+            "output repeats": out_repeats,
+            "differing repeats": verdict.differing_repeats,
+            "errors": len(kept_errors),
+            "error repeats": err_repeats,
+        }
+    )
     return verdict

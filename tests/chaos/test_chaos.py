@@ -32,18 +32,26 @@ WEDGED_REASON = (
     "issue 20 fault 2 (FENCED_INSTANCE_ID on a commit must mean every task lost, and a rejoin): a worker whose "
     "static consumer librdkafka fenced goes on without it (Worker._take tests err.fatal(), but librdkafka reports "
     "its fatal error as code _FATAL with fatal() false), so the group keeps its tasks with it and their outputs "
-    "never come")
+    "never come"
+)
 
 VARIANTS = [
     pytest.param("exactly_once", "record", id="exactly_once-record"),
     pytest.param("at_least_once", "record", id="at_least_once-record"),
     pytest.param("exactly_once", "wall", id="exactly_once-wall"),
-    pytest.param("at_least_once", "wall", id="at_least_once-wall", marks=pytest.mark.xfail(
-        strict=True, raises=WallRepeatsDiffer,
-        reason="issue 20 fault 11 (the promise of byte-identical at-least-once repeats, another cause): on the "
-               "wall clock a record processed again after a kill or a rewind is processed at another time, "
-               "which its outputs carry (es-time header, timestamp, an $error's time) and which may fire a "
-               "timer before it (another value under the same es-id)")),
+    pytest.param(
+        "at_least_once",
+        "wall",
+        id="at_least_once-wall",
+        marks=pytest.mark.xfail(
+            strict=True,
+            raises=WallRepeatsDiffer,
+            reason="issue 20 fault 11 (the promise of byte-identical at-least-once repeats, another cause): on the "
+            "wall clock a record processed again after a kill or a rewind is processed at another time, "
+            "which its outputs carry (es-time header, timestamp, an $error's time) and which may fire a "
+            "timer before it (another value under the same es-id)",
+        ),
+    ),
 ]
 
 
@@ -75,8 +83,9 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
 def test_chaos(cluster: Any, tmp_path: Path, guarantee: str, clock: str, capsys: pytest.CaptureFixture[str]) -> None:
     plan = ChaosPlan(guarantee=guarantee, clock=clock)
     if LONG:
-        plan = from_env(ChaosPlan(guarantee=guarantee, clock=clock, rounds=5, rate=150.0, progress=150,
-                                  wedged_fail=True))
+        plan = from_env(
+            ChaosPlan(guarantee=guarantee, clock=clock, rounds=5, rate=150.0, progress=150, wedged_fail=True)
+        )
     run = run_chaos(cluster, tmp_path, plan)
     with capsys.disabled():  # the figures, also where pytest captures the output (make test)
         print(f"\n{run.figures()}")
@@ -90,5 +99,7 @@ def test_chaos(cluster: Any, tmp_path: Path, guarantee: str, clock: str, capsys:
     assert run.verdict.figures["poison in"] > 0, "no poison record was produced: raise the rate or the rounds"
     assert run.verdict.figures["timer outputs"] > 0, "no timer output was exercised"
     if run.verdict.differing_repeats:
-        raise WallRepeatsDiffer(f"{run.verdict.differing_repeats} repeats differ from their first copy, for "
-                                f"example {run.verdict.differing_examples[0]}")
+        raise WallRepeatsDiffer(
+            f"{run.verdict.differing_repeats} repeats differ from their first copy, for "
+            f"example {run.verdict.differing_examples[0]}"
+        )

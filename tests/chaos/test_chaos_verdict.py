@@ -66,16 +66,27 @@ def _outputs(lines: list[tuple[str, Any, list[str]]], start_us: int = 10_000_000
     out = []
     for i, (event, value, key) in enumerate(lines):
         t = start_us + i * 1_000_000
-        headers = [(codec.HEADER_EVENT, event.encode()), (codec.HEADER_ID, f"p/in:0:{i}/1".encode()),
-                   (codec.HEADER_TIME, str(t).encode())]
+        headers = [
+            (codec.HEADER_EVENT, event.encode()),
+            (codec.HEADER_ID, f"p/in:0:{i}/1".encode()),
+            (codec.HEADER_TIME, str(t).encode()),
+        ]
         out.append(Msg("out", 0, i, key[0].encode(), orjson.dumps(value), headers, t // 1000))
     return out
 
 
 def _error_about(poison: Msg, offset: int = 0) -> Msg:
-    doc = {"code": 6, "message": "bad", "program": "p",
-           "source": {"topic": "in", "partition": poison.partition(), "offset": poison.offset(),
-                      "value": base64.b64encode(poison.value() or b"").decode()}}
+    doc = {
+        "code": 6,
+        "message": "bad",
+        "program": "p",
+        "source": {
+            "topic": "in",
+            "partition": poison.partition(),
+            "offset": poison.offset(),
+            "value": base64.b64encode(poison.value() or b"").decode(),
+        },
+    }
     return Msg("err", 0, offset, poison.key(), orjson.dumps(doc), [(codec.HEADER_ID, f"p/err/{offset}".encode())])
 
 
@@ -139,15 +150,26 @@ def test_a_wall_timer_fired_before_the_next_record_came_is_checked_against_its_d
     record was processed after the timer's deadline (a real stall), wrong when before."""
     inputs, _, errors = _clean()
     good = [m for m in inputs if m.offset() != 2]
-    lines = [("Count", {"k": "a", "count": 1, "last": 0}, ["a"]), ("Quiet", {"k": "a", "count": 1}, ["a"]),
-             ("Count", {"k": "a", "count": 1, "last": 3}, ["a"]), ("Quiet", {"k": "a", "count": 1}, ["a"])]
+    lines = [
+        ("Count", {"k": "a", "count": 1, "last": 0}, ["a"]),
+        ("Quiet", {"k": "a", "count": 1}, ["a"]),
+        ("Count", {"k": "a", "count": 1, "last": 3}, ["a"]),
+        ("Quiet", {"k": "a", "count": 1}, ["a"]),
+    ]
     b_lines = wall_oracle(PLAN.program, "Tick", [m for m in good if m.key() == b"b"])['["b"]']
     stalled = _outputs(lines + b_lines)
     assert judge(PLAN.program, "wall", "exactly_once", inputs, stalled, errors).ok
     early = list(stalled)
     # The quiet output's time set after the next record's processing time: it fired too early.
     q = early[1]
-    early[1] = Msg("out", 0, 1, q.key(), q.value(),
-                   [(n, v) if n != codec.HEADER_TIME else (n, b"99000000") for n, v in q.headers()], 99_000)
+    early[1] = Msg(
+        "out",
+        0,
+        1,
+        q.key(),
+        q.value(),
+        [(n, v) if n != codec.HEADER_TIME else (n, b"99000000") for n, v in q.headers()],
+        99_000,
+    )
     verdict = judge(PLAN.program, "wall", "exactly_once", inputs, early, errors)
     assert "before that deadline" in verdict.problems['["a"]'][0]

@@ -59,10 +59,15 @@ def test_a_damaged_compiled_program_is_a_clean_error(files: Path, capsys: pytest
 
 @pytest.mark.parametrize("command", ["check", "compile", "graph", "test"])
 @pytest.mark.parametrize("limit", ["-5", "0", "many"])
-def test_state_limit_must_be_positive(files: Path, command: str, limit: str,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
-    args = {"check": [], "compile": [], "graph": ["-o", str(files / "g.dot")],
-            "test": ["--trace", str(files / "echo.trace")]}[command]
+def test_state_limit_must_be_positive(
+    files: Path, command: str, limit: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = {
+        "check": [],
+        "compile": [],
+        "graph": ["-o", str(files / "g.dot")],
+        "test": ["--trace", str(files / "echo.trace")],
+    }[command]
     with pytest.raises(SystemExit) as info:
         main([command, *args, "--state-limit", limit, str(files / "echo.es")])
     assert info.value.code == 2
@@ -82,11 +87,21 @@ def test_a_trace_that_is_not_utf8_is_a_clean_error(files: Path, capsys: pytest.C
     assert "not UTF-8 text: byte 0xE9 at byte offset 28" in capsys.readouterr().err
 
 
-def test_expected_lines_that_are_not_objects_are_a_clean_error(files: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_expected_lines_that_are_not_objects_are_a_clean_error(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (files / "expected.jsonl").write_text('{"time": "2026-01-01T00:00:00.000000Z", "event": "O", "value": "a"}\n7\n')
-    assert main(["test", "--trace", str(files / "echo.trace"), str(files / "echo.es"),
-                 "--expect", str(files / "expected.jsonl")]) == 2
+    assert (
+        main(
+            [
+                "test",
+                "--trace",
+                str(files / "echo.trace"),
+                str(files / "echo.es"),
+                "--expect",
+                str(files / "expected.jsonl"),
+            ]
+        )
+        == 2
+    )
     assert "line 2: expected a JSON object" in capsys.readouterr().err
 
 
@@ -116,8 +131,10 @@ def test_kafka_commands_say_cannot_reach_kafka_once(files: Path) -> None:
         "run": [*cli, "run", str(files / "topology.yaml")],
         "produce": [*cli, "produce", str(files / "topology.yaml"), "--trace", str(files / "echo.trace")],
     }
-    procs = {name: subprocess.Popen(cmd, cwd=files, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name, cmd in commands.items()}
+    procs = {
+        name: subprocess.Popen(cmd, cwd=files, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, cmd in commands.items()
+    }
     for name, proc in procs.items():
         try:
             out, err = proc.communicate(timeout=60)
@@ -134,8 +151,10 @@ def test_kafka_commands_say_cannot_reach_kafka_once(files: Path) -> None:
 def test_produce_reads_the_trace_before_contacting_kafka(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (files / "topology.yaml").write_text(TOPOLOGY.format(broker=NO_BROKER))
     (files / "deep.trace").write_text("[2026-01-01 00:00:00]\nS(" + "[" * 500 + ")\n")
-    for trace, says in (("missing.trace", "cannot read the trace: No such file or directory"),
-                        ("deep.trace", "nests too deeply")):
+    for trace, says in (
+        ("missing.trace", "cannot read the trace: No such file or directory"),
+        ("deep.trace", "nests too deeply"),
+    ):
         started = time.monotonic()
         assert main(["produce", str(files / "topology.yaml"), "--trace", str(files / trace)]) == 2
         assert says in capsys.readouterr().err
@@ -160,8 +179,9 @@ def test_backfill_split_refuses_other_values(value: str, capsys: pytest.CaptureF
     assert "--split" in capsys.readouterr().err
 
 
-def test_ctrl_c_while_contacting_kafka_is_one_line(files: Path, capsys: pytest.CaptureFixture[str],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_while_contacting_kafka_is_one_line(
+    files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ctrl-C during the wait for a broker that does not answer (10-30 s) ends `run` with one
     line and status 130, not a traceback."""
     from eventscript.kafka.runner import TopologyRunner

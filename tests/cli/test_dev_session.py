@@ -64,8 +64,10 @@ def test_dev_twice_on_the_readme_topology_each_with_a_fresh_state(tmp_path: Path
     first left in the shipped state_dir."""
     shutil.copytree(ROOT / "topologies" / "big-trades", tmp_path / "big-trades")
     cwd = tmp_path / "big-trades"
-    runs = [eventscript("dev", "topology.yaml", "--trace", "sample.trace", "--until-idle", "2", "--show", cwd=cwd)
-            for _ in range(2)]
+    runs = [
+        eventscript("dev", "topology.yaml", "--trace", "sample.trace", "--until-idle", "2", "--show", cwd=cwd)
+        for _ in range(2)
+    ]
     for run in runs:
         assert run.returncode == 0, run.stderr
         assert "Traceback" not in run.stderr
@@ -78,8 +80,9 @@ def test_dev_twice_on_the_readme_topology_each_with_a_fresh_state(tmp_path: Path
 
 
 def test_dev_keeps_the_state_where_it_is_told(echo: Path) -> None:
-    run = eventscript("dev", "topology.yaml", "--trace", "echo.trace", "--until-idle", "1", "--state-dir", "kept",
-                      cwd=echo)
+    run = eventscript(
+        "dev", "topology.yaml", "--trace", "echo.trace", "--until-idle", "1", "--state-dir", "kept", cwd=echo
+    )
     assert run.returncode == 0, run.stderr
     assert f"state in {echo / 'kept'}\n" in run.stderr
     assert (echo / "kept" / "echo").is_dir()
@@ -112,8 +115,14 @@ def _read_until(stream, prefix: str, deadline: float) -> list[str]:  # type: ign
 def test_ctrl_c_on_dev_show_prints_what_was_collected_and_exits_130(echo: Path) -> None:
     """SIGINT to the whole process group, as a terminal's Ctrl-C: the broker used to die first, and
     --show then failed with a traceback and printed nothing."""
-    proc = subprocess.Popen([*CLI, "dev", "topology.yaml", "--trace", "echo.trace", "--show"], cwd=echo,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "dev", "topology.yaml", "--trace", "echo.trace", "--show"],
+        cwd=echo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         err = _read_until(proc.stderr, "ready:", time.monotonic() + TIMEOUT)
         port = int(re.search(r"on 127\.0\.0\.1:(\d+)", "".join(err)).group(1))  # type: ignore[union-attr]
@@ -134,8 +143,14 @@ def test_ctrl_c_on_dev_show_prints_what_was_collected_and_exits_130(echo: Path) 
 def test_dev_follow_prints_outputs_while_running(echo: Path) -> None:
     """Without --until-idle the command runs until stopped: both outputs must come while it runs,
     before the Ctrl-C that ends it."""
-    proc = subprocess.Popen([*CLI, "dev", "topology.yaml", "--trace", "echo.trace", "--follow"], cwd=echo,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "dev", "topology.yaml", "--trace", "echo.trace", "--follow"],
+        cwd=echo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)  # type: ignore[union-attr]
     reader.start()

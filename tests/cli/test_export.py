@@ -35,7 +35,7 @@ def _lines(path: Path) -> list[dict]:  # type: ignore[type-arg]
 def _quick_start() -> tuple[list[str], str]:
     """docs/backfill.md's quick start: its commands (after the cd) and the output line it shows."""
     text = (ROOT / "docs" / "backfill.md").read_text(encoding="utf-8")
-    section = text[text.index("## Quick start"):text.index("## When to backfill")]
+    section = text[text.index("## Quick start") : text.index("## When to backfill")]
     blocks = re.findall(r"^```\n(.*?)^```$", section, re.S | re.M)
     commands = [line for line in blocks[0].splitlines() if line.startswith("eventscript ")]
     return commands, blocks[1].strip()
@@ -57,7 +57,10 @@ def test_the_backfill_quick_start_runs_and_prints_what_the_tester_prints(big_tra
     assert ran.returncode == 0, ran.stderr[-3000:]
     # Spark's start-up lines are hidden without -v (the JVM's own module warning is not Spark's to hide).
     lines = [line for line in ran.stderr.splitlines() if not line.startswith("WARNING: Using incubator modules")]
-    assert [line.split(",")[0] for line in lines] == ["backfill: 1/1 partitions done", "wrote 15 records to filtered.jsonl"]
+    assert [line.split(",")[0] for line in lines] == [
+        "backfill: 1/1 partitions done",
+        "wrote 15 records to filtered.jsonl",
+    ]
     output = big_trades / "filtered.jsonl"
     assert output.read_text().splitlines()[0] == shown
     tested = eventscript("test", "--trace", "sample.trace", "filter.es", cwd=big_trades)
@@ -69,19 +72,34 @@ def test_the_backfill_quick_start_runs_and_prints_what_the_tester_prints(big_tra
 def test_an_export_from_a_topic_holds_what_was_produced(big_trades: Path) -> None:
     from eventscript.kafka.broker import EmbeddedBroker
 
-    assert eventscript("export", "topology.yaml", "--trace", "sample.trace", "-o", "from-trace.jsonl",
-                       cwd=big_trades).returncode == 0
+    assert (
+        eventscript(
+            "export", "topology.yaml", "--trace", "sample.trace", "-o", "from-trace.jsonl", cwd=big_trades
+        ).returncode
+        == 0
+    )
     with EmbeddedBroker() as broker:
         kafka = ["--bootstrap-servers", broker.bootstrap]
         produced = eventscript("produce", "topology.yaml", "--trace", "sample.trace", *kafka, cwd=big_trades)
         assert produced.returncode == 0, produced.stderr
-        done = eventscript("export", "topology.yaml", "--topic", "trades", "-o", "from-topic.jsonl", "--idle", "1",
-                           *kafka, cwd=big_trades)
+        done = eventscript(
+            "export",
+            "topology.yaml",
+            "--topic",
+            "trades",
+            "-o",
+            "from-topic.jsonl",
+            "--idle",
+            "1",
+            *kafka,
+            cwd=big_trades,
+        )
     assert done.returncode == 0, done.stderr
 
     def records(name: str) -> list[tuple]:  # type: ignore[type-arg]
-        return [(r["topic"], r["partition"], r.get("key"), r["value"], r.get("headers"))
-                for r in _lines(big_trades / name)]
+        return [
+            (r["topic"], r["partition"], r.get("key"), r["value"], r.get("headers")) for r in _lines(big_trades / name)
+        ]
 
     assert records("from-topic.jsonl") == records("from-trace.jsonl")
 
@@ -100,11 +118,36 @@ def test_time_order_sorts_a_key_parallel_backfill_by_record_time(big_trades: Pat
         pytest.skip("the backfill needs Java")
     filtered = eventscript("test", "--trace", "sample.trace", "filter.es", cwd=big_trades)
     (big_trades / "filtered.jsonl").write_text(filtered.stdout)
-    assert eventscript("export", "topology.yaml", "--trace", "filtered.jsonl", "--program", "three-big-trades",
-                       "-o", "big.jsonl", cwd=big_trades).returncode == 0
-    ran = eventscript("backfill", "topology.yaml", "--program", "three-big-trades", "--input", "big.jsonl",
-                      "--key-groups", "3", "--output", "three.jsonl", "--time-order", "--no-ui", cwd=big_trades,
-                      timeout=600)
+    assert (
+        eventscript(
+            "export",
+            "topology.yaml",
+            "--trace",
+            "filtered.jsonl",
+            "--program",
+            "three-big-trades",
+            "-o",
+            "big.jsonl",
+            cwd=big_trades,
+        ).returncode
+        == 0
+    )
+    ran = eventscript(
+        "backfill",
+        "topology.yaml",
+        "--program",
+        "three-big-trades",
+        "--input",
+        "big.jsonl",
+        "--key-groups",
+        "3",
+        "--output",
+        "three.jsonl",
+        "--time-order",
+        "--no-ui",
+        cwd=big_trades,
+        timeout=600,
+    )
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "sorted 5 records of three.jsonl by record time" in ran.stderr
     got = [{k: line[k] for k in ("time", "event", "value", "key")} for line in _lines(big_trades / "three.jsonl")]

@@ -25,10 +25,13 @@ def _decode(value: dict, **settings: object):  # type: ignore[no-untyped-def, ty
 GOOD = {"sensor": "s1", "temp": 21.5, "tags": [{"k": "a"}]}
 
 
-@pytest.mark.parametrize(("extra", "path"), [
-    ({**GOOD, "debug": True}, "debug"),
-    ({**GOOD, "tags": [{"k": "a"}, {"k": "b", "v": 1}]}, "tags[1].v"),
-])
+@pytest.mark.parametrize(
+    ("extra", "path"),
+    [
+        ({**GOOD, "debug": True}, "debug"),
+        ({**GOOD, "tags": [{"k": "a"}, {"k": "b", "v": 1}]}, "tags[1].v"),
+    ],
+)
 def test_extra_fields_are_ignored_by_default_and_refused_when_asked(extra: dict, path: str) -> None:  # type: ignore[type-arg]
     name, value = _decode(extra)  # by default the extra field is dropped
     assert name == "Reading" and value[:2] == ["s1", 21.5] and value[2][0] == ["a"]
@@ -40,8 +43,10 @@ def test_extra_fields_are_ignored_by_default_and_refused_when_asked(extra: dict,
 
 def test_the_field_naming_the_event_is_not_extra() -> None:
     cfg = InputConfig(topic="mixed", event_from={"field": "type"}, extra_fields="error")  # type: ignore[arg-type]
-    assert decode_record(cfg, orjson.dumps({"type": "Reading", **GOOD}), None, TYPES) == ("Reading",
-                                                                                          ["s1", 21.5, [["a"]]])
+    assert decode_record(cfg, orjson.dumps({"type": "Reading", **GOOD}), None, TYPES) == (
+        "Reading",
+        ["s1", 21.5, [["a"]]],
+    )
 
 
 def test_a_conforming_record_decodes_the_same_either_way() -> None:

@@ -34,14 +34,17 @@ def test_check_on_a_topology_names_the_topology_command(tmp_path: Path) -> None:
     result = eventscript("check", "topology.yaml", cwd=tmp_path)
     assert result.returncode == 1
     lines = result.stdout.strip().splitlines()
-    assert lines == ["topology.yaml: error: this is a topology, not a program; check it with 'eventscript topology "
-                     "check topology.yaml' (or run it whole with 'eventscript test --trace TRACE topology.yaml')"]
+    assert lines == [
+        "topology.yaml: error: this is a topology, not a program; check it with 'eventscript topology "
+        "check topology.yaml' (or run it whole with 'eventscript test --trace TRACE topology.yaml')"
+    ]
 
 
 def test_a_helper_module_exiting_on_import_is_a_diagnostic(tmp_path: Path) -> None:
     (tmp_path / "quitter.py").write_text("import sys\nsys.exit(3)\n\ndef f(x):\n    return x\n")
-    (tmp_path / "p.es").write_text('function long f(long): "quitter:f"\nin long A\nout long B\n'
-                                   "( A(x) { !>B(f(x)); } )*\n")
+    (tmp_path / "p.es").write_text(
+        'function long f(long): "quitter:f"\nin long A\nout long B\n( A(x) { !>B(f(x)); } )*\n'
+    )
     result = eventscript("check", "p.es", cwd=tmp_path)
     assert result.returncode == 1, result  # was 3, silently
     assert "cannot import module 'quitter': it called sys.exit(3) while being imported" in result.stdout
@@ -58,7 +61,9 @@ def test_a_missing_expect_file_is_one_plain_line(tmp_path: Path) -> None:
 def test_graph_without_graphviz_fails_and_says_where_the_dot_text_is(tmp_path: Path) -> None:
     (tmp_path / "echo.es").write_text(ECHO)
     (tmp_path / "empty").mkdir()
-    result = eventscript("graph", "echo.es", "-o", "x.png", cwd=tmp_path, env={**os.environ, "PATH": str(tmp_path / "empty")})
+    result = eventscript(
+        "graph", "echo.es", "-o", "x.png", cwd=tmp_path, env={**os.environ, "PATH": str(tmp_path / "empty")}
+    )
     assert result.returncode == 1, result
     assert not (tmp_path / "x.png").exists() and (tmp_path / "x.dot").exists()
     assert "Graphviz 'dot' was not found on PATH; wrote the DOT text to x.dot instead of x.png" in result.stderr

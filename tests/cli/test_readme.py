@@ -50,16 +50,17 @@ def test_python_snippets_print_what_the_readme_shows(tmp_path: Path, code: str, 
 
 
 def test_the_door_example_prints_what_the_readme_says(tmp_path: Path) -> None:
-    """"What it is": the first program, over the trace given in the text, prints the line shown."""
+    """ "What it is": the first program, over the trace given in the text, prints the line shown."""
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## What it is"):text.index("This repository has:")]
+    section = text[text.index("## What it is") : text.index("This repository has:")]
     program = _blocks(section)[0][1]
     trace = re.search(r"Over the trace `([^`]*)`", section.replace("\n", " "), re.S).group(1)  # type: ignore[union-attr]
     shown = re.search(r"`eventscript test` prints\s*`([^`]*)`", section).group(1)  # type: ignore[union-attr]
     (tmp_path / "door.es").write_text(program)
     (tmp_path / "door.trace").write_text(trace)
-    done = subprocess.run([*CLI, "test", "--trace", "door.trace", "door.es"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [*CLI, "test", "--trace", "door.trace", "door.es"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == shown
 
@@ -67,7 +68,7 @@ def test_the_door_example_prints_what_the_readme_says(tmp_path: Path) -> None:
 def _walkthrough() -> tuple[str, list[str]]:
     """The folder the walk-through cds into and its eventscript commands, comments removed."""
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## From one program to a pipeline"):text.index("## Documentation")]
+    section = text[text.index("## From one program to a pipeline") : text.index("## Documentation")]
     folder, commands = "", []
     for _, body in _blocks(section):
         for line in body.splitlines():
@@ -85,8 +86,7 @@ def test_the_walkthrough_commands_succeed(tmp_path: Path) -> None:
     work = tmp_path / "walk"
     shutil.copytree(ROOT / folder, work)
     for command in commands:
-        done = subprocess.run([*CLI, *shlex.split(command)[1:]], cwd=work, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run([*CLI, *shlex.split(command)[1:]], cwd=work, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
         assert "Traceback" not in done.stderr, command
 

@@ -25,8 +25,10 @@ def topo(tmp_path: Path) -> Path:
 def test_dump_and_reset_say_cannot_reach_kafka_once(topo: Path) -> None:
     cli = [sys.executable, "-m", "eventscript.cli.main"]
     commands = {"dump": [*cli, "state", "dump", str(topo)], "reset": [*cli, "reset", str(topo), "--dry-run"]}
-    procs = {name: subprocess.Popen(cmd, cwd=topo.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name, cmd in commands.items()}
+    procs = {
+        name: subprocess.Popen(cmd, cwd=topo.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, cmd in commands.items()
+    }
     for name, proc in procs.items():
         try:
             _, err = proc.communicate(timeout=60)
@@ -67,14 +69,27 @@ def test_state_asks_the_owner_a_worker_points_to(topo: Path, capsys: pytest.Capt
 
     import orjson
 
-    answer = {"program": "echo", "key": ["a"], "task": 1, "status": "present", "note": None,
-              "instance": {"state": 1, "ended": False, "accepting": False, "waiting": [
-                  {"marker": 0, "text": "S(x)", "line": 3, "col": 3, "time": False}],
-                  "variables": [{"name": "x", "type": "string", "value": "a"}], "timer": None,
-                  "origin": None, "origin_why": "not kept: a program without timers"},
-              "last_record": {"known": False, "why": "not kept"},
-              "committed": {"position": {"strings:1": 7}, "changelog_offset": 3, "record_clock": None},
-              "served_by": {"worker": "w2", "role": "owner"}, "owner": {"worker": "w2"}}
+    answer = {
+        "program": "echo",
+        "key": ["a"],
+        "task": 1,
+        "status": "present",
+        "note": None,
+        "instance": {
+            "state": 1,
+            "ended": False,
+            "accepting": False,
+            "waiting": [{"marker": 0, "text": "S(x)", "line": 3, "col": 3, "time": False}],
+            "variables": [{"name": "x", "type": "string", "value": "a"}],
+            "timer": None,
+            "origin": None,
+            "origin_why": "not kept: a program without timers",
+        },
+        "last_record": {"known": False, "why": "not kept"},
+        "committed": {"position": {"strings:1": 7}, "changelog_offset": 3, "record_clock": None},
+        "served_by": {"worker": "w2", "role": "owner"},
+        "owner": {"worker": "w2"},
+    }
     asked: list[tuple[str, str, str | None]] = []
 
     def server(reply: Any) -> ThreadingHTTPServer:
@@ -101,8 +116,21 @@ def test_state_asks_the_owner_a_worker_points_to(topo: Path, capsys: pytest.Capt
     other = server(lambda: (421, {"error": "ask its owner", "task": 1, "owner": {"known": True, "url": url}}))
     other.name = "other"  # type: ignore[attr-defined]
     try:
-        assert main(["state", str(topo), "--key", "a", "--url", f"http://127.0.0.1:{other.server_address[1]}",
-                     "--token", "t0k"]) == 0
+        assert (
+            main(
+                [
+                    "state",
+                    str(topo),
+                    "--key",
+                    "a",
+                    "--url",
+                    f"http://127.0.0.1:{other.server_address[1]}",
+                    "--token",
+                    "t0k",
+                ]
+            )
+            == 0
+        )
     finally:
         owner.shutdown()
         other.shutdown()

@@ -32,8 +32,10 @@ BAD_FILES: dict[str, tuple[bytes, str]] = {
     "deep": (("application: " + "[" * 5000 + "]" * 5000 + "\n").encode(), "nests more than 64 levels deep"),
     "alias bomb": (_alias_bomb().encode(), "aliases (*name) expand to more than 100,000 values"),
     "too large": (b"# " + b"x" * (1 << 20) + b"\n", "larger than 1 MiB"),
-    "a program": (PROGRAM.encode(), "this looks like an EventScript program, not a topology; check it with "
-                                    "'eventscript check t.yaml'"),
+    "a program": (
+        PROGRAM.encode(),
+        "this looks like an EventScript program, not a topology; check it with 'eventscript check t.yaml'",
+    ),
 }
 
 COMMANDS: dict[str, list[str]] = {
@@ -88,14 +90,21 @@ topics:
 """
 
 
-@pytest.mark.parametrize(("change", "where", "message"), [
-    ({"application": "big trades"}, "t.yaml:1:14: application:", "'big trades' cannot name a Kafka topic"),
-    ({"partitions": "99999999999999999999"}, "t.yaml:12:39: topics.words.partitions:",
-     "Input should be less than or equal to 2147483647"),
-    ({"clock": "sundial"}, "t.yaml:5:12: programs[0].clock:", "Input should be 'wall' or 'record'"),
-])
-def test_schema_errors_name_the_line_and_the_key_path(tmp_path: Path, change: dict[str, str], where: str,
-                                                      message: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "where", "message"),
+    [
+        ({"application": "big trades"}, "t.yaml:1:14: application:", "'big trades' cannot name a Kafka topic"),
+        (
+            {"partitions": "99999999999999999999"},
+            "t.yaml:12:39: topics.words.partitions:",
+            "Input should be less than or equal to 2147483647",
+        ),
+        ({"clock": "sundial"}, "t.yaml:5:12: programs[0].clock:", "Input should be 'wall' or 'record'"),
+    ],
+)
+def test_schema_errors_name_the_line_and_the_key_path(
+    tmp_path: Path, change: dict[str, str], where: str, message: str
+) -> None:
     (tmp_path / "echo.es").write_text(PROGRAM)
     values = {"application": "demo", "clock": "record", "partitions": "1", **change}
     (tmp_path / "t.yaml").write_text(TOPOLOGY.format(**values))

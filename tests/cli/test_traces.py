@@ -30,18 +30,28 @@ def run_trace(tmp_path: Path, events: str) -> tuple[subprocess.CompletedProcess[
     return result, [json.loads(line) for line in result.stdout.splitlines()]
 
 
-@pytest.mark.parametrize(("event", "says"), [
-    ("N(3.0)", "t.trace:2:1: N: expected a long (an integer such as 3), got the number 3.0"),
-    ("T(1767225600000)", 't.trace:2:1: T: expected a time as ISO-8601 text, e.g. "2026-01-01T09:00:00Z", '
-                         "got the number 1767225600000"),
-    ('P({a: "x", b: 1})', "t.trace:2:1: P: unknown field 'b': the structure {string a;} has a"),
-    ("D(true)", 't.trace:2:1: D: expected a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity"), '
-                'got true'),
-    ('D("nan")', 't.trace:2:1: D: expected a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity"), '
-                "got the string 'nan'"),
-])
-def test_a_value_that_does_not_conform_is_error_6_naming_the_trace_line(tmp_path: Path, event: str,
-                                                                       says: str) -> None:
+@pytest.mark.parametrize(
+    ("event", "says"),
+    [
+        ("N(3.0)", "t.trace:2:1: N: expected a long (an integer such as 3), got the number 3.0"),
+        (
+            "T(1767225600000)",
+            't.trace:2:1: T: expected a time as ISO-8601 text, e.g. "2026-01-01T09:00:00Z", '
+            "got the number 1767225600000",
+        ),
+        ('P({a: "x", b: 1})', "t.trace:2:1: P: unknown field 'b': the structure {string a;} has a"),
+        (
+            "D(true)",
+            't.trace:2:1: D: expected a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity"), got true',
+        ),
+        (
+            'D("nan")',
+            't.trace:2:1: D: expected a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity"), '
+            "got the string 'nan'",
+        ),
+    ],
+)
+def test_a_value_that_does_not_conform_is_error_6_naming_the_trace_line(tmp_path: Path, event: str, says: str) -> None:
     result, lines = run_trace(tmp_path, event)
     assert result.returncode == 0, result.stderr
     assert [(line["event"], line["value"]["code"]) for line in lines] == [("$error", 6)]
@@ -49,8 +59,9 @@ def test_a_value_that_does_not_conform_is_error_6_naming_the_trace_line(tmp_path
 
 
 def test_conforming_values_and_the_integer_promotion_still_run(tmp_path: Path) -> None:
-    result, lines = run_trace(tmp_path, 'N(3) T("2026-01-01T09:00:00Z") P({a: "x"}) P("y") D(2) D(2.5) D("NaN") '
-                                        'D("-Infinity")')
+    result, lines = run_trace(
+        tmp_path, 'N(3) T("2026-01-01T09:00:00Z") P({a: "x"}) P("y") D(2) D(2.5) D("NaN") D("-Infinity")'
+    )
     assert result.returncode == 0, result.stderr
     assert [line["value"] for line in lines] == ["n", "t", "x", "y", "d", "d", "d", "d"]
 
@@ -59,8 +70,10 @@ def test_conforming_values_and_the_integer_promotion_still_run(tmp_path: Path) -
 def test_a_number_beyond_a_double_is_a_trace_error(tmp_path: Path, number: str) -> None:
     result, lines = run_trace(tmp_path, f"D({number})")
     assert result.returncode == 2 and lines == []
-    assert result.stderr.strip() == f"t.trace:2:{3 if number[0] == '1' else 4}: error: 1e400 is beyond the range " \
-                                    f"of a double (at most about 1.8e308)"
+    assert (
+        result.stderr.strip() == f"t.trace:2:{3 if number[0] == '1' else 4}: error: 1e400 is beyond the range "
+        f"of a double (at most about 1.8e308)"
+    )
 
 
 TOPOLOGY = """\
@@ -76,11 +89,15 @@ topics:
 """
 
 
-@pytest.mark.parametrize("command", [["test", "--trace", "t.trace", "p.es"],
-                                     ["test", "--trace", "t.trace", "topology.yaml"],
-                                     ["produce", "topology.yaml", "--trace", "t.trace",
-                                      "--bootstrap-servers", "127.0.0.1:1"],
-                                     ["dev", "topology.yaml", "--trace", "t.trace"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["test", "--trace", "t.trace", "p.es"],
+        ["test", "--trace", "t.trace", "topology.yaml"],
+        ["produce", "topology.yaml", "--trace", "t.trace", "--bootstrap-servers", "127.0.0.1:1"],
+        ["dev", "topology.yaml", "--trace", "t.trace"],
+    ],
+)
 def test_every_command_refuses_a_timestamp_going_back(tmp_path: Path, command: list[str]) -> None:
     (tmp_path / "p.es").write_text(PROGRAM)
     (tmp_path / "topology.yaml").write_text(TOPOLOGY)
@@ -88,9 +105,11 @@ def test_every_command_refuses_a_timestamp_going_back(tmp_path: Path, command: l
     result = eventscript(*command, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stdout == ""  # refused before anything ran
-    assert result.stderr.strip() == ("t.trace:3:1: error: time 2026-01-01T00:00:30.000000Z goes back in time: the "
-                                     "clock is already at 2026-01-01T00:01:00.000000Z; a timestamp may not be earlier "
-                                     "than the one before it (line 1)")
+    assert result.stderr.strip() == (
+        "t.trace:3:1: error: time 2026-01-01T00:00:30.000000Z goes back in time: the "
+        "clock is already at 2026-01-01T00:01:00.000000Z; a timestamp may not be earlier "
+        "than the one before it (line 1)"
+    )
 
 
 def test_json_lines_as_printed_replay_like_the_trace_they_came_from(tmp_path: Path) -> None:
@@ -111,14 +130,22 @@ def test_json_lines_as_printed_replay_like_the_trace_they_came_from(tmp_path: Pa
     assert replay.stdout == pipeline.stdout and '"ThreeBigTrades"' in replay.stdout
 
 
-@pytest.mark.parametrize(("lines", "says"), [
-    ('{"time": "2026-01-01T00:00:00Z", "event": "N", "value": 1}\n{"time": "2026-01-01T00:00:01Z", "event": ',
-     "t.jsonl:2:1: error: not a JSON object"),
-    ('{"event": "N", "value": 1}', 't.jsonl:1:1: error: expected an object with "time" (ISO-8601 text)'),
-    ('{"time": "2026-01-01T00:00:01Z", "event": "N", "value": 1}\n{"time": "2026-01-01T00:00:00Z", "event": "N", '
-     '"value": 2}', "t.jsonl:2:1: error: time 2026-01-01T00:00:00.000000Z goes back in time"),
-    ('{"time": "yesterday", "event": "N", "value": 1}', "t.jsonl:1:1: error: invalid time 'yesterday'"),
-])
+@pytest.mark.parametrize(
+    ("lines", "says"),
+    [
+        (
+            '{"time": "2026-01-01T00:00:00Z", "event": "N", "value": 1}\n{"time": "2026-01-01T00:00:01Z", "event": ',
+            "t.jsonl:2:1: error: not a JSON object",
+        ),
+        ('{"event": "N", "value": 1}', 't.jsonl:1:1: error: expected an object with "time" (ISO-8601 text)'),
+        (
+            '{"time": "2026-01-01T00:00:01Z", "event": "N", "value": 1}\n'
+            '{"time": "2026-01-01T00:00:00Z", "event": "N", "value": 2}',
+            "t.jsonl:2:1: error: time 2026-01-01T00:00:00.000000Z goes back in time",
+        ),
+        ('{"time": "yesterday", "event": "N", "value": 1}', "t.jsonl:1:1: error: invalid time 'yesterday'"),
+    ],
+)
 def test_bad_json_lines_traces_are_one_message(tmp_path: Path, lines: str, says: str) -> None:
     (tmp_path / "p.es").write_text(PROGRAM)
     (tmp_path / "t.jsonl").write_text(lines + "\n")
@@ -130,8 +157,10 @@ def test_bad_json_lines_traces_are_one_message(tmp_path: Path, lines: str, says:
 
 def test_json_lines_values_are_checked_as_strictly_as_a_trace(tmp_path: Path) -> None:
     (tmp_path / "p.es").write_text(PROGRAM)
-    (tmp_path / "t.jsonl").write_text('{"time":"2026-01-01T00:00:00.000000Z","event":"N","value":3.0,"key":[1]}\n'
-                                      '{"time":"2026-01-01T00:00:00.000000Z","event":"N","value":3}\n')
+    (tmp_path / "t.jsonl").write_text(
+        '{"time":"2026-01-01T00:00:00.000000Z","event":"N","value":3.0,"key":[1]}\n'
+        '{"time":"2026-01-01T00:00:00.000000Z","event":"N","value":3}\n'
+    )
     result = eventscript("test", "--trace", "t.jsonl", "p.es", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]

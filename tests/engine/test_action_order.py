@@ -78,7 +78,15 @@ def test_update_emit_reset_with_a_counter(lazy: bool) -> None:
     ( { !>S("reset"); n = 0; } ( V(x) { n = n + x; !>S("upd " + n); } )* E() { !>S("emit " + n); } )*
     """
     assert vals(src, "V(1) E() V(2) V(3) E()", lazy) == [
-        "reset", "upd 1", "emit 1", "reset", "upd 2", "upd 5", "emit 5", "reset"]
+        "reset",
+        "upd 1",
+        "emit 1",
+        "reset",
+        "upd 2",
+        "upd 5",
+        "emit 5",
+        "reset",
+    ]
 
 
 def test_merge_of_a_looping_path_with_a_parallel_path_written_after(lazy: bool) -> None:
@@ -90,7 +98,16 @@ def test_merge_of_a_looping_path_with_a_parallel_path_written_after(lazy: bool) 
     ( V(y) { !>S("other " + y); } )*
     """
     assert vals(src, "V(1) V(2) V(3)", lazy) == [
-        "reset", "upd 1", "other 1", "upd 2", "emit", "reset", "other 2", "upd 3", "other 3"]
+        "reset",
+        "upd 1",
+        "other 1",
+        "upd 2",
+        "emit",
+        "reset",
+        "other 2",
+        "upd 3",
+        "other 3",
+    ]
 
 
 def test_merge_of_a_looping_path_with_a_parallel_path_written_before(lazy: bool) -> None:
@@ -102,7 +119,16 @@ def test_merge_of_a_looping_path_with_a_parallel_path_written_before(lazy: bool)
     ( { !>S("reset"); } ( V(x) { !>S("upd " + x); } ){2} { !>S("emit"); } )*
     """
     assert vals(src, "V(1) V(2) V(3)", lazy) == [
-        "reset", "other 1", "upd 1", "other 2", "upd 2", "emit", "reset", "other 3", "upd 3"]
+        "reset",
+        "other 1",
+        "upd 1",
+        "other 2",
+        "upd 2",
+        "emit",
+        "reset",
+        "other 3",
+        "upd 3",
+    ]
 
 
 def test_paths_sharing_a_variable_follow_program_text(lazy: bool) -> None:
@@ -126,12 +152,20 @@ def test_coupon_and_software_example(lazy: bool) -> None:
     |
     ( CompPurchase(cp) { !>GiveSoftware(cp.customerID); } | OtherPurchase() )*
     """
-    lines = run_program(src, T + 'Purchase("c1", false) Purchase("c1", true) Purchase("c2", true) '
-                                 'Purchase("c1", true) Purchase("c1", false) Purchase("c1", false) '
-                                 'Purchase("c1", false)', force_lazy=lazy)
+    lines = run_program(
+        src,
+        T + 'Purchase("c1", false) Purchase("c1", true) Purchase("c2", true) '
+        'Purchase("c1", true) Purchase("c1", false) Purchase("c1", false) '
+        'Purchase("c1", false)',
+        force_lazy=lazy,
+    )
     assert [(line["event"], line["value"]) for line in lines] == [
-        ("GiveSoftware", "c1"), ("GiveSoftware", "c2"), ("GiveCoupon", "c1"), ("GiveSoftware", "c1"),
-        ("GiveCoupon", "c1")]
+        ("GiveSoftware", "c1"),
+        ("GiveSoftware", "c2"),
+        ("GiveCoupon", "c1"),
+        ("GiveSoftware", "c1"),
+        ("GiveCoupon", "c1"),
+    ]
 
 
 def test_copies_made_by_a_multiplier_are_one_action(lazy: bool) -> None:

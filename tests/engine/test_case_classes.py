@@ -20,12 +20,20 @@ from reference.compare import compiles, run_tester
 from reference.generate import START, micros_of, render
 from reference.interpreter import Trace, run_reference
 
-CONDITIONS = ["T.v > 5", "T.p > 50.0", "T.s == \"a\"", "12 / T.v > 2", "T.v % 2 == 0 && T.p < 20.0", "T.v < 0"]
+CONDITIONS = ["T.v > 5", "T.p > 50.0", 'T.s == "a"', "12 / T.v > 2", "T.v % 2 == 0 && T.p < 20.0", "T.v < 0"]
 CLASSES = ["K1", "K2", "K3", "K4"]
 #: Statements of an action block; ``a`` and ``b`` are the markers' variables (reads of one not
 #: yet set are $error 3), ``n`` a counter, ``M`` a structure output, ``O`` a long one.
-STATEMENTS = ["!>M({s: a.s, v: a.v, p: b.p});", "!>O(a.v);", "!>O(group[0] == \"a\" ? 1 : 2);", "n = n + 1;",
-              "!>O(n);", "a.v > 3 ? !>M({s: b.s, v: n, p: a.p});", "b = a;", "!>M({s: group[0], v: 12 / a.v, p: 0.5});"]
+STATEMENTS = [
+    "!>M({s: a.s, v: a.v, p: b.p});",
+    "!>O(a.v);",
+    '!>O(group[0] == "a" ? 1 : 2);',
+    "n = n + 1;",
+    "!>O(n);",
+    "a.v > 3 ? !>M({s: b.s, v: n, p: a.p});",
+    "b = a;",
+    "!>M({s: group[0], v: 12 / a.v, p: 0.5});",
+]
 VALUES = [{"s": s, "p": p, "v": v} for s in ("a", "b", "c") for p, v in ((10.0, 0), (60.5, 7), (15.0, 4), (99.0, -3))]
 
 
@@ -66,8 +74,7 @@ def case_programs(draw: st.DrawFn) -> str:
     body = sequence() if draw(st.integers(0, 3)) else f"( {sequence()} | {sequence()} )"
     form = draw(st.sampled_from([".* - ( .* {} )", "( .* {} )*", "( {} )*", ". ( {} )*", "{}"]))
     init = draw(st.sampled_from(["", "{ n = 0; }", "{ n = 0; !>O(7); }"]))
-    return (f"{decls}\nout {{string s; long v; double p;}} M, long O\n{init}\n"
-            f"{form.format(body)}\n")
+    return f"{decls}\nout {{string s; long v; double p;}} M, long O\n{init}\n{form.format(body)}\n"
 
 
 @st.composite
@@ -90,8 +97,11 @@ def case_traces(draw: st.DrawFn) -> tuple[Trace, str]:
     return Trace(items), render(items, start)
 
 
-SETTINGS = settings(max_examples=120, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 
 
 @SETTINGS
@@ -122,17 +132,29 @@ def test_case_classes_per_event_and_batched(data: st.DataObject) -> None:
 def test_a_case_clause_gets_a_step_per_class() -> None:
     """The realistic program's feed: no generic two-dimensional step nor function call, and the
     ``Large(a)`` store inlined; the matches are those of its hand-written equivalent."""
-    src = ("in {string sym; double price; long vol;} Trade group(Trade.sym)\n"
-           "  case { Trade.vol > 900 ? Large : Trade.price > 50.0 ? Up : Down }\n"
-           "out {string sym; long vol; double price;} Match\n"
-           ".* - ( .* Large(a) Up()+ Down(d) { !>Match({sym: a.sym, vol: a.vol, price: d.price}); } )\n")
+    src = (
+        "in {string sym; double price; long vol;} Trade group(Trade.sym)\n"
+        "  case { Trade.vol > 900 ? Large : Trade.price > 50.0 ? Up : Down }\n"
+        "out {string sym; long vol; double price;} Match\n"
+        ".* - ( .* Large(a) Up()+ Down(d) { !>Match({sym: a.sym, vol: a.vol, price: d.price}); } )\n"
+    )
     got: list[Any] = []
     engine = Engine(compile_source(src, name="p").require(), lambda e: got.append((e.value, e.key)))
     feed = engine._feed_source
     assert "_NS[" not in feed and "_FS[" not in feed and "fn(" not in feed, feed
     assert "= ev" in feed, feed
-    events = [["x", 60.0, 950], ["y", 60.0, 10], ["x", 70.0, 5], ["x", 80.0, 5], ["x", 10.0, 5], ["x", 10.0, 5],
-              ["y", 10.0, 5], ["y", 60.0, 950], ["y", 55.0, 1], ["y", 1.5, 2]]
+    events = [
+        ["x", 60.0, 950],
+        ["y", 60.0, 10],
+        ["x", 70.0, 5],
+        ["x", 80.0, 5],
+        ["x", 10.0, 5],
+        ["x", 10.0, 5],
+        ["y", 10.0, 5],
+        ["y", 60.0, 950],
+        ["y", 55.0, 1],
+        ["y", 1.5, 2],
+    ]
     for value in events:
         engine.feed("Trade", value)
     assert got == [(["x", 950, 10.0], ("x",)), (["y", 950, 1.5], ("y",))]

@@ -20,15 +20,36 @@ from eventscript.language.types import (
 )
 
 POINT = StructType((("x", DOUBLE), ("y", DOUBLE)))
-NESTED = StructType((("name", STRING), ("at", POINT), ("path", ArrayType(POINT)), ("when", TIME),
-                     ("n", LONG), ("ok", BOOLEAN), ("any", OBJECT), ("e", EMPTY)))
+NESTED = StructType(
+    (
+        ("name", STRING),
+        ("at", POINT),
+        ("path", ArrayType(POINT)),
+        ("when", TIME),
+        ("n", LONG),
+        ("ok", BOOLEAN),
+        ("any", OBJECT),
+        ("e", EMPTY),
+    )
+)
 
 GOOD = [
     (EMPTY, {}),
     (EMPTY, {"extra": 1}),
     (POINT, {"x": 1, "y": 2.5}),
-    (NESTED, {"name": "a", "at": {"x": 1.0, "y": -2.0}, "path": [{"x": 0, "y": 0}], "when": "2026-01-01T00:00:00Z",
-              "n": 7, "ok": True, "any": {"k": [1]}, "e": {}}),
+    (
+        NESTED,
+        {
+            "name": "a",
+            "at": {"x": 1.0, "y": -2.0},
+            "path": [{"x": 0, "y": 0}],
+            "when": "2026-01-01T00:00:00Z",
+            "n": 7,
+            "ok": True,
+            "any": {"k": [1]},
+            "e": {},
+        },
+    ),
     (ArrayType(LONG), [1, 2, 3]),
     (ArrayType(DOUBLE), [1, 2.5, "NaN"]),
 ]
@@ -82,14 +103,24 @@ def test_java_double_text() -> None:
     from eventscript.engine.builtins import format_double
 
     assert [format_double(x) for x in (1.0, 0.001, 1e-4, 1234567.0, 1e7, 12345678.9, -2.5e20, -0.0)] == [
-        "1.0", "0.001", "1.0E-4", "1234567.0", "1.0E7", "1.23456789E7", "-2.5E20", "-0.0"]
+        "1.0",
+        "0.001",
+        "1.0E-4",
+        "1234567.0",
+        "1.0E7",
+        "1.23456789E7",
+        "-2.5E20",
+        "-0.0",
+    ]
 
 
 def test_a_timer_firing_forever_at_one_instant_is_stopped() -> None:
     from conftest import run_program
 
-    out = run_program("in double X\nout {} Z\n{ d = 1.0; }\n( X(d) | elapse[d seconds]() { !>Z({}); } )*",
-                      "[2026-01-01 00:00:00] X(0.0) [00:00:05]")
+    out = run_program(
+        "in double X\nout {} Z\n{ d = 1.0; }\n( X(d) | elapse[d seconds]() { !>Z({}); } )*",
+        "[2026-01-01 00:00:00] X(0.0) [00:00:05]",
+    )
     zs = [o for o in out if o["event"] == "Z"]
     errors = [o["value"]["code"] for o in out if o["event"] == "$error"]
     assert len(zs) == 1000 and errors == [8]  # stopped, with an $error 8, instead of hanging

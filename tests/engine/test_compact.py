@@ -26,8 +26,11 @@ from eventscript.engine.time_provider import SimulatedTimeProvider
 from reference import generate
 from reference.compare import compiles, run_tester
 
-ABC = "in string A group(A), string B group(B), string C group(C)\nout string Z\n( .* A() B()+ C() { !>Z(group[0]); } )*\n"
-PAIR = "in {string a; long b;} E group(E.a, E.b), long F group(\"f\", F)\nout long O\nE() F() { !>O(group[1]); } E()\n"
+ABC = (
+    "in string A group(A), string B group(B), string C group(C)\n"
+    "out string Z\n( .* A() B()+ C() { !>Z(group[0]); } )*\n"
+)
+PAIR = 'in {string a; long b;} E group(E.a, E.b), long F group("f", F)\nout long O\nE() F() { !>O(group[1]); } E()\n'
 
 
 def _both(run: Any) -> tuple[Any, Any]:
@@ -37,8 +40,9 @@ def _both(run: Any) -> tuple[Any, Any]:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_random_programs_compact_and_not(data: st.DataObject) -> None:
-    source, spec = data.draw(keyed_programs(["!>O(group[0]);", "!>T(1);", "!>O(100 / group[0]);"], markers=("",),
-                                            timers=False))
+    source, spec = data.draw(
+        keyed_programs(["!>O(group[0]);", "!>T(1);", "!>O(100 / group[0]);"], markers=("",), timers=False)
+    )
     assume(compiles(source))
     _, text = data.draw(generate.traces(spec))
     note(f"program:\n{source}\ntrace:\n{text}")
@@ -50,8 +54,13 @@ def test_random_programs_compact_and_not(data: st.DataObject) -> None:
 @given(data=st.data())
 def test_random_programs_with_variables_compact_and_not(data: st.DataObject) -> None:
     """Records: variables stored by markers, counted, read before set ($error 3), initial actions."""
-    source, spec = data.draw(keyed_programs([*RETIRING_STATEMENTS, "!>O(100 / v);", "!>O(group[0]);"], timers=False,
-                                            inits=("", '{ n = 0; d = 0.0; s = ""; t = now(); }', "{ !>T(0); }")))
+    source, spec = data.draw(
+        keyed_programs(
+            [*RETIRING_STATEMENTS, "!>O(100 / v);", "!>O(group[0]);"],
+            timers=False,
+            inits=("", '{ n = 0; d = 0.0; s = ""; t = now(); }', "{ !>T(0); }"),
+        )
+    )
     assume(compiles(source))
     _, text = data.draw(generate.traces(spec))
     note(f"program:\n{source}\ntrace:\n{text}")
@@ -59,8 +68,11 @@ def test_random_programs_with_variables_compact_and_not(data: st.DataObject) -> 
     assert on == off
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                                                   HealthCheck.data_too_large])
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 @given(data=st.data())
 def test_random_grouped_programs_compact_and_not(data: st.DataObject) -> None:
     """The differential generator's grouped programs (arrays, structures, case clauses, keys
@@ -120,8 +132,9 @@ def test_errors_and_two_value_keys() -> None:
         eng.feed("F", 3)
         eng.feed("E", ["f", 3])  # ends the instance
         eng.feed("Z", 1)
-    assert [(e.name, e.key, e.value if e.name != "$error" else e.value[0]) for e in a] == \
-        [(e.name, e.key, e.value if e.name != "$error" else e.value[0]) for e in b]
+    assert [(e.name, e.key, e.value if e.name != "$error" else e.value[0]) for e in a] == [
+        (e.name, e.key, e.value if e.name != "$error" else e.value[0]) for e in b
+    ]
     assert compact.instance_count == normal.instance_count
 
 
@@ -149,9 +162,11 @@ def test_an_output_handler_turns_a_compact_engine_into_a_normal_one() -> None:
     assert seen == [(("x",), "x")] and a == []
 
 
-COUNT = ("in string A group(A), string B group(B), string C group(C)\nout {string key; long n;} Z\n"
-         "{ total = 0; }\n( .* A() { n = 0; } ( B() { n = n + 1; total = total + 1; } )+ C() "
-         "{ !>Z({key: group[0], n: n}); } )*\n")
+COUNT = (
+    "in string A group(A), string B group(B), string C group(C)\nout {string key; long n;} Z\n"
+    "{ total = 0; }\n( .* A() { n = 0; } ( B() { n = n + 1; total = total + 1; } )+ C() "
+    "{ !>Z({key: group[0], n: n}); } )*\n"
+)
 
 
 def test_records_hold_variables_and_look_like_contexts() -> None:
@@ -191,8 +206,11 @@ def test_initial_actions_run_once_per_record() -> None:
     for x in [1, 2, 3, 5]:
         compact.feed("A", x)
         normal.feed("A", x)
-    assert [(e.value, e.key) for e in a] == [(e.value, e.key) for e in b] == \
-        [(7, (1,)), (2, (1,)), (7, (0,)), (3, (0,)), (5, (1,)), (10, (1,))]
+    assert (
+        [(e.value, e.key) for e in a]
+        == [(e.value, e.key) for e in b]
+        == [(7, (1,)), (2, (1,)), (7, (0,)), (3, (0,)), (5, (1,)), (10, (1,))]
+    )
     later: list[Emitted] = []
     compact.consumer = later.append  # the inline emissions follow the consumer
     compact.feed("A", 4)

@@ -57,10 +57,20 @@ def test_the_suite_is_there(cases_dir: Path) -> None:
 def test_compare_reports_differences() -> None:
     # The comparison the cases rely on is strict where the README says so.
     want = [{"time": "t", "event": "E", "value": 1.0}, {"time": "t", "event": "$error", "value": {"code": 2}}]
-    assert compare(want, [{"time": "t", "event": "E", "value": 1.0 + 1e-12},
-                          {"time": "t", "event": "$error", "value": {"code": 2, "message": "any"}}]) == []
-    assert compare(want, [{"time": "t", "event": "E", "value": 1},
-                          {"time": "t", "event": "$error", "value": {"code": 2}}])
-    assert compare(want, [{"time": "t", "event": "E", "value": 1.0},
-                          {"time": "t", "event": "$error", "value": {"code": 3}}])
+    assert (
+        compare(
+            want,
+            [
+                {"time": "t", "event": "E", "value": 1.0 + 1e-12},
+                {"time": "t", "event": "$error", "value": {"code": 2, "message": "any"}},
+            ],
+        )
+        == []
+    )
+    assert compare(
+        want, [{"time": "t", "event": "E", "value": 1}, {"time": "t", "event": "$error", "value": {"code": 2}}]
+    )
+    assert compare(
+        want, [{"time": "t", "event": "E", "value": 1.0}, {"time": "t", "event": "$error", "value": {"code": 3}}]
+    )
     assert compare(want, want[:1])

@@ -22,8 +22,10 @@ from eventscript.engine.time_provider import SimulatedTimeProvider
 #: Programs (one value, two values): A's case clause fails for A == 0 ($error 4); B is not
 #: accepted at the start ($error 2).
 ONE = "in long A group(A % 5) case { 12 / A >= 3 ? Hi : Lo }, long B group(B % 5)\nout long O\n( Hi() B() | Lo() )*\n"
-TWO = ("in long A group(A % 5, \"k\") case { 12 / A >= 3 ? Hi : Lo }, long B group(B % 5, \"k\")\n"
-       "out long O\n( Hi() B() | Lo() )*\n")
+TWO = (
+    'in long A group(A % 5, "k") case { 12 / A >= 3 ? Hi : Lo }, long B group(B % 5, "k")\n'
+    "out long O\n( Hi() B() | Lo() )*\n"
+)
 
 ENGINES: dict[str, dict[str, Any]] = {
     "eager": {"compact": False},
@@ -36,8 +38,9 @@ ENGINES: dict[str, dict[str, Any]] = {
 def _engine(src: str, kind: str) -> tuple[Engine, list[Emitted]]:
     lazy = kind.startswith("lazy")
     out: list[Emitted] = []
-    engine = Engine(compile_source(src, name="k", force_lazy=lazy).require(), out.append, SimulatedTimeProvider(),
-                    **ENGINES[kind])
+    engine = Engine(
+        compile_source(src, name="k", force_lazy=lazy).require(), out.append, SimulatedTimeProvider(), **ENGINES[kind]
+    )
     assert (engine.positions is not None) == lazy
     assert engine.compact == (kind == "eager-compact")
     return engine, out

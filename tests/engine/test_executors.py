@@ -23,7 +23,10 @@ from eventscript.engine.executor import Executor
 from eventscript.engine.lazy import LazyExecutor
 from eventscript.engine.time_provider import SimulatedTimeProvider
 
-COUNT = "in string A group(A), string B group(B)\nout {string k; long n;} Z\n( A() ( B() { n = n + 1; } )* A() { !>Z({k: group[0], n: n}); } )*\n"
+COUNT = (
+    "in string A group(A), string B group(B)\nout {string k; long n;} Z\n"
+    "( A() ( B() { n = n + 1; } )* A() { !>Z({k: group[0], n: n}); } )*\n"
+)
 TIMED = "in string A group(A)\nout string Z\n( A() elapse[1 minutes]() { !>Z(group[0]); } )*\n"
 EVENTS = [("A", "x"), ("B", "x"), ("A", "y"), ("B", "x"), ("A", "x"), ("A", "y"), ("B", "q")]
 
@@ -31,21 +34,25 @@ EVENTS = [("A", "x"), ("B", "x"), ("A", "y"), ("B", "x"), ("A", "x"), ("A", "y")
 def _engine(src: str, **options: Any) -> tuple[Engine, list[Emitted]]:
     lazy = options.pop("force_lazy", False)
     out: list[Emitted] = []
-    return Engine(compile_source(src, name="p", force_lazy=lazy).require(), out.append, SimulatedTimeProvider(),
-                  **options), out
+    return Engine(
+        compile_source(src, name="p", force_lazy=lazy).require(), out.append, SimulatedTimeProvider(), **options
+    ), out
 
 
-@pytest.mark.parametrize(("src", "options", "chosen"), [
-    (COUNT, {}, CompactExecutor),
-    (COUNT, {"compact": False}, EagerExecutor),
-    (COUNT, {"track_dirty": True}, EagerExecutor),
-    (COUNT, {"hooks": EngineHooks(on_terminate=lambda ctx: None)}, EagerExecutor),
-    (COUNT, {"hooks": EngineHooks(outputs={"Z": lambda ctx, v: None})}, EagerExecutor),
-    (COUNT, {"hooks": EngineHooks(before_timer=lambda ctx: None)}, CompactExecutor),  # (no context needed)
-    (TIMED, {}, EagerExecutor),
-    (COUNT, {"force_lazy": True}, LazyExecutor),
-    (TIMED, {"force_lazy": True, "lazy_mode": "simulate"}, LazyExecutor),
-])
+@pytest.mark.parametrize(
+    ("src", "options", "chosen"),
+    [
+        (COUNT, {}, CompactExecutor),
+        (COUNT, {"compact": False}, EagerExecutor),
+        (COUNT, {"track_dirty": True}, EagerExecutor),
+        (COUNT, {"hooks": EngineHooks(on_terminate=lambda ctx: None)}, EagerExecutor),
+        (COUNT, {"hooks": EngineHooks(outputs={"Z": lambda ctx, v: None})}, EagerExecutor),
+        (COUNT, {"hooks": EngineHooks(before_timer=lambda ctx: None)}, CompactExecutor),  # (no context needed)
+        (TIMED, {}, EagerExecutor),
+        (COUNT, {"force_lazy": True}, LazyExecutor),
+        (TIMED, {"force_lazy": True, "lazy_mode": "simulate"}, LazyExecutor),
+    ],
+)
 def test_executor_chosen_once_from_machine_and_options(src: str, options: dict[str, Any], chosen: type) -> None:
     engine, _ = _engine(src, **options)
     assert type(engine.executor) is chosen
@@ -57,8 +64,11 @@ def test_executor_chosen_once_from_machine_and_options(src: str, options: dict[s
 def _run_with_hooks(given_at_construction: bool) -> tuple[Engine, list[Any], list[str], list[Any]]:
     ended: list[str] = []
     handled: list[Any] = []
-    hooks = EngineHooks(origin_of=lambda: "cause", on_terminate=lambda ctx: ended.append(ctx.key),
-                        outputs={"Z": lambda ctx, v: handled.append((ctx.key, v, ctx.origin))})
+    hooks = EngineHooks(
+        origin_of=lambda: "cause",
+        on_terminate=lambda ctx: ended.append(ctx.key),
+        outputs={"Z": lambda ctx, v: handled.append((ctx.key, v, ctx.origin))},
+    )
     if given_at_construction:
         engine, out = _engine(COUNT, hooks=hooks)
     else:

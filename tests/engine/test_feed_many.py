@@ -109,8 +109,11 @@ def _check(source: str, text: str, sizes: list[int], mode: str) -> None:
 
 
 SIZES = st.lists(st.integers(1, 12), min_size=1, max_size=6)
-SETTINGS = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 
 
 @SETTINGS
@@ -126,8 +129,12 @@ def test_random_programs_batched_and_not(data: st.DataObject) -> None:
 @given(data=st.data())
 def test_random_programs_with_variables_batched_and_not(data: st.DataObject) -> None:
     """Grouped programs that count, store and end often (records in a compact engine)."""
-    source, spec = data.draw(keyed_programs([*RETIRING_STATEMENTS, "!>O(100 / v);", "!>O(group[0]);"],
-                                            inits=("", '{ n = 0; d = 0.0; s = ""; t = now(); }', "{ !>T(0); }")))
+    source, spec = data.draw(
+        keyed_programs(
+            [*RETIRING_STATEMENTS, "!>O(100 / v);", "!>O(group[0]);"],
+            inits=("", '{ n = 0; d = 0.0; s = ""; t = now(); }', "{ !>T(0); }"),
+        )
+    )
     assume(compiles(source))
     _, text = data.draw(generate.traces(spec))
     _check(source, text, data.draw(SIZES), data.draw(st.sampled_from(list(MODES))))
@@ -159,8 +166,10 @@ def test_the_lazy_cache_switching_itself_off_within_a_batch() -> None:
     prog = compile_source(src, name="p", state_limit=64).require()
     events = [("A" if (i * 7919) % 5 < 2 else "B", (i * 104729) % 1000) for i in range(3000)]
     outs: list[list[Any]] = [[], []]
-    engines = [Engine(prog, lambda e, k=k: outs[k].append((e.value, e.key)), lazy_mode="auto", lazy_cache_states=8)
-               for k in range(2)]
+    engines = [
+        Engine(prog, lambda e, k=k: outs[k].append((e.value, e.key)), lazy_mode="auto", lazy_cache_states=8)
+        for k in range(2)
+    ]
     engines[0].feed_many(events)
     for name, value in events:
         engines[1].feed(name, value)
@@ -173,9 +182,13 @@ def test_the_tester_fires_a_timer_due_now_between_two_events_of_one_instant() ->
     that an event makes due at once fires before the next event of the same timestamp."""
     src = "in long A, long B\nout long Z\n( A() elapse[0 msec]() { !>Z(1); } | B() { !>Z(2); } )*\n"
     lines: list[dict[str, Any]] = []
-    run_trace([compile_source(src, name="p").require()],
-              parse_trace(SourceFile("<trace>", "[2026-01-01 00:00:00.000]\nA(1)\nB(2)\nA(3)\n[2026-01-01 00:00:01.000]\nB(4)\n")),
-              lambda line: lines.append(line.to_json()))
+    run_trace(
+        [compile_source(src, name="p").require()],
+        parse_trace(
+            SourceFile("<trace>", "[2026-01-01 00:00:00.000]\nA(1)\nB(2)\nA(3)\n[2026-01-01 00:00:01.000]\nB(4)\n")
+        ),
+        lambda line: lines.append(line.to_json()),
+    )
     assert [(line["event"], line["value"]) for line in lines] == [("Z", 1), ("Z", 2), ("Z", 1), ("Z", 2)]
 
 

@@ -47,24 +47,28 @@ def _line(sec: int, event: str, value: Any, key: str) -> dict[str, Any]:
 
 
 def test_a_discarded_first_event_creates_the_instance_and_runs_its_initial_actions() -> None:
-    trace = "[2026-01-01 00:00:00] B(\"k\")\n[2026-01-01 00:00:07] A(\"k\")\n[2026-01-01 00:00:09] A(\"j\")\n"
+    trace = '[2026-01-01 00:00:00] B("k")\n[2026-01-01 00:00:07] A("k")\n[2026-01-01 00:00:09] A("j")\n'
     expected = [
-        _line(0, "Started", "k", "k"), _line(0, "$error", 2, "k"),  # created, then B discarded
+        _line(0, "Started", "k", "k"),
+        _line(0, "$error", 2, "k"),  # created, then B discarded
         _line(7, "Took", 7, "k"),  # t0 is the first event's time, not A's
-        _line(9, "Started", "j", "j"), _line(9, "Took", 0, "j"),
+        _line(9, "Started", "j", "j"),
+        _line(9, "Took", 0, "j"),
     ]
     for run in _runs(STARTED, trace):
         assert run == expected
 
 
 def test_the_start_state_timer_runs_from_a_discarded_first_event() -> None:
-    trace = "[2026-01-01 00:00:00] B(\"k\")\n[2026-01-01 00:00:03] A(\"j\")\n[2026-01-01 00:00:20]\n"
+    trace = '[2026-01-01 00:00:00] B("k")\n[2026-01-01 00:00:03] A("j")\n[2026-01-01 00:00:20]\n'
     expected = [
         _line(0, "$error", 2, "k"),
-        _line(5, "Quiet", "k", "k"),   # 5 s after k's instance started with the discarded B
+        _line(5, "Quiet", "k", "k"),  # 5 s after k's instance started with the discarded B
         _line(8, "Quiet", "j", "j"),
-        _line(10, "Quiet", "k", "k"), _line(13, "Quiet", "j", "j"),
-        _line(15, "Quiet", "k", "k"), _line(18, "Quiet", "j", "j"),
+        _line(10, "Quiet", "k", "k"),
+        _line(13, "Quiet", "j", "j"),
+        _line(15, "Quiet", "k", "k"),
+        _line(18, "Quiet", "j", "j"),
         _line(20, "Quiet", "k", "k"),
     ]
     for run in _runs(TIMED, trace):
@@ -72,15 +76,20 @@ def test_the_start_state_timer_runs_from_a_discarded_first_event() -> None:
 
 
 @pytest.mark.parametrize("retire", ["on", "off"])
-def test_a_start_state_with_no_way_out_ends_the_new_instance_each_time(retire: str,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_start_state_with_no_way_out_ends_the_new_instance_each_time(
+    retire: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A program that is its initial block alone: every event of a key creates an instance,
     whose initial actions run, then is discarded; the instance, at an accepting state with no way
     out, ends at once, so the key's next event creates another."""
     monkeypatch.setenv("EVENTSCRIPT_RETIRE", retire)
     src = "in string A group(A)\nout string Hello\n{ !>Hello(group[0]); }\n"
-    trace = "[2026-01-01 00:00:00] A(\"k\")\n[2026-01-01 00:00:01] A(\"k\")\n"
-    expected = [_line(0, "Hello", "k", "k"), _line(0, "$error", 2, "k"),
-                _line(1, "Hello", "k", "k"), _line(1, "$error", 2, "k")]
+    trace = '[2026-01-01 00:00:00] A("k")\n[2026-01-01 00:00:01] A("k")\n'
+    expected = [
+        _line(0, "Hello", "k", "k"),
+        _line(0, "$error", 2, "k"),
+        _line(1, "Hello", "k", "k"),
+        _line(1, "$error", 2, "k"),
+    ]
     for run in _runs(src, trace):
         assert run == expected

@@ -87,7 +87,9 @@ def test_every_fixed_name_is_generated_somewhere() -> None:
     engine_dir = Path(N.__file__).parent
     text = "".join((engine_dir / f).read_text() for f in ("codegen.py", "lazy.py"))
     defined = {N.FEED, N.FEED_KEYED, N.FEED_MANY, N.FEED_LOOP, N.MISS}
-    unwritten = {n for n in N.FIXED - defined if not re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", text)}
+    unwritten = {
+        n for n in N.FIXED - defined if not re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", text)
+    }
     assert not unwritten, f"declared in engine.names but in no generated template: {sorted(unwritten)}"
 
 

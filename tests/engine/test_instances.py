@@ -69,14 +69,23 @@ def test_snapshot_restore_snapshot_gives_the_same_bytes(data: st.DataObject) -> 
     restored = [fresh.restore(s) for s in snaps]
     assert [fresh.snapshot(ctx) for ctx in restored] == snaps, src
     for old, new in zip(instances(engine), restored):
-        assert (new.key, new.vars, new.terminated, new.tsym if new.timer else None) == \
-               (old.key, old.vars, old.terminated, old.tsym if old.timer else None)
+        assert (new.key, new.vars, new.terminated, new.tsym if new.timer else None) == (
+            old.key,
+            old.vars,
+            old.terminated,
+            old.tsym if old.timer else None,
+        )
     assert fresh.instance_count == engine.instance_count
 
 
 def values(depth: int = 2) -> st.SearchStrategy[Any]:
-    scalars = st.one_of(st.just(UNSET), st.integers(-(1 << 63), (1 << 63) - 1), st.booleans(),
-                        st.floats(allow_nan=False), st.text(max_size=8))
+    scalars = st.one_of(
+        st.just(UNSET),
+        st.integers(-(1 << 63), (1 << 63) - 1),
+        st.booleans(),
+        st.floats(allow_nan=False),
+        st.text(max_size=8),
+    )
     if depth == 0:
         return scalars
     return st.one_of(scalars, st.lists(values(depth - 1), max_size=4))
@@ -93,10 +102,16 @@ def test_random_values_survive_the_encoding(variables: list[Any], share: bool, o
     data = context.encode([3, 5], variables, ("k", 7), (123, 2, 9), False, "origin", 4)
     snap = context.decode(data)
     assert snap.variables == variables
-    assert (snap.state, snap.key, snap.timer, snap.terminated, snap.origin, snap.fires) == \
-           ([3, 5], ("k", 7), (123, 2, 9), False, "origin", 4)
+    assert (snap.state, snap.key, snap.timer, snap.terminated, snap.origin, snap.fires) == (
+        [3, 5],
+        ("k", 7),
+        (123, 2, 9),
+        False,
+        "origin",
+        4,
+    )
     if share:
-        a, b, c = snap.variables[-3 - obj:len(snap.variables) - obj]
+        a, b, c = snap.variables[-3 - obj : len(snap.variables) - obj]
         assert a is b and c[0] is a
 
 
@@ -107,8 +122,9 @@ def test_the_plain_packer_writes_what_the_general_encoder_writes() -> None:
 
 
 def counter_engine(out: list[Emitted] | None = None) -> Engine:
-    prog = compile_source("in string Hit group(Hit)\nout long Count\n{ n = 0; }\n"
-                          "( Hit() { n = n + 1; !>Count(n); } )*\n", name="c").require()
+    prog = compile_source(
+        "in string Hit group(Hit)\nout long Count\n{ n = 0; }\n( Hit() { n = n + 1; !>Count(n); } )*\n", name="c"
+    ).require()
     return Engine(prog, (out.append if out is not None else (lambda e: None)), SimulatedTimeProvider())
 
 
@@ -121,14 +137,25 @@ def test_snapshots_of_earlier_formats_restore(version: int) -> None:
     if version == 2:
         payload += ["topic/0/17", 3]
     ctx = counter_engine().restore(msgpack.packb(payload))
-    assert (ctx.key, ctx.vars, ctx.origin, ctx.fires) == (("a",), [5], "topic/0/17" if version == 2 else None,
-                                                          3 if version == 2 else 0)
+    assert (ctx.key, ctx.vars, ctx.origin, ctx.fires) == (
+        ("a",),
+        [5],
+        "topic/0/17" if version == 2 else None,
+        3 if version == 2 else 0,
+    )
 
 
-@pytest.mark.parametrize("data", [b"", b"\x93\x01\x02\x03", msgpack.packb([2, 0, 5, ["a"], None, False, None, 0]),
-                                  msgpack.packb([2, 0, [0], ["a"], [1, 2], False, None, 0]),
-                                  msgpack.packb([2, 0, [0], None, None, False, None, 0]),
-                                  msgpack.packb([2, 0, [0], ["a", "b"], None, False, None, 0])])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x93\x01\x02\x03",
+        msgpack.packb([2, 0, 5, ["a"], None, False, None, 0]),
+        msgpack.packb([2, 0, [0], ["a"], [1, 2], False, None, 0]),
+        msgpack.packb([2, 0, [0], None, None, False, None, 0]),
+        msgpack.packb([2, 0, [0], ["a", "b"], None, False, None, 0]),
+    ],
+)
 def test_bad_snapshots_are_refused_with_a_value_error(data: bytes) -> None:
     with pytest.raises(ValueError):
         counter_engine().restore(data)
@@ -154,8 +181,10 @@ def test_hosts_see_group_key_tuples() -> None:
 
 
 def test_a_two_value_key_stays_a_tuple() -> None:
-    prog = compile_source("in {string a; long b;} E group(E.a, E.b)\nout string O\n"
-                          "( E(e) { !>O(group[0] + string(group[1])); } )*\n", name="t").require()
+    prog = compile_source(
+        "in {string a; long b;} E group(E.a, E.b)\nout string O\n( E(e) { !>O(group[0] + string(group[1])); } )*\n",
+        name="t",
+    ).require()
     out: list[Emitted] = []
     engine = Engine(prog, out.append, SimulatedTimeProvider(), retire=False)  # keep the instance to look at
     engine.feed("E", ["x", 1])

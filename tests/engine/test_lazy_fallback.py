@@ -213,8 +213,7 @@ def test_a_thrashing_lazy_dfa_falls_back_and_a_small_one_stays_cached() -> None:
     counts = {}
     for k, lazy in ((20, False), (4, True)):
         out: list[Any] = []
-        eng = Engine(_program(_blow_up(k), lazy=lazy), out.append, SimulatedTimeProvider(0),
-                     lazy_cache_states=1000)
+        eng = Engine(_program(_blow_up(k), lazy=lazy), out.append, SimulatedTimeProvider(0), lazy_cache_states=1000)
         eng.start()
         for name, v in events:
             eng.feed(name, v)

@@ -39,8 +39,9 @@ from eventscript.language.source import SourceFile
 from eventscript.tester.runner import OutputLine
 from eventscript.tester.trace import Timestamp, TraceItem, event_argument, parse_trace
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                            HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 
 # ---------------------------------------------------------------------------------------
 # program generation
@@ -59,10 +60,21 @@ class Spec:
 def actions(draw: st.DrawFn, spec: Spec) -> str:
     if spec.tagged:
         return "{ @ }"
-    choices = ["n = n + 1;", "n = n + v;", "!>O(n);", "!>O(n * 10 + v);", "n > 3 ? !>O(-n);",
-               "n = n % 7;", "!>O(100 / v);", "n > 1 ? { !>O(n); n = 0; } : n = n + 2;",
-               "arr[n % 3] = n;", "!>O(alias[0] * 10 + alias[1]);", "!>O(millisecondsBetween(t, now()));",
-               "t = now();", "for (i: 1, n % 3) !>O(i);"]
+    choices = [
+        "n = n + 1;",
+        "n = n + v;",
+        "!>O(n);",
+        "!>O(n * 10 + v);",
+        "n > 3 ? !>O(-n);",
+        "n = n % 7;",
+        "!>O(100 / v);",
+        "n > 1 ? { !>O(n); n = 0; } : n = n + 2;",
+        "arr[n % 3] = n;",
+        "!>O(alias[0] * 10 + alias[1]);",
+        "!>O(millisecondsBetween(t, now()));",
+        "t = now();",
+        "for (i: 1, n % 3) !>O(i);",
+    ]
     if spec.grouped:
         choices.append("!>O(group[0] * 1000 + n);")
     items = draw(st.lists(st.sampled_from(choices), min_size=1, max_size=3))
@@ -72,7 +84,11 @@ def actions(draw: st.DrawFn, spec: Spec) -> str:
 @st.composite
 def atom(draw: st.DrawFn, spec: Spec, depth: int) -> tuple[str, bool]:
     """(text, nullable)"""
-    kinds = ["marker"] * 6 + ["wild", "elapse", "elapse", "elapse", "action", "action"] + (["group"] * 3 if depth > 0 else [])
+    kinds = (
+        ["marker"] * 6
+        + ["wild", "elapse", "elapse", "elapse", "action", "action"]
+        + (["group"] * 3 if depth > 0 else [])
+    )
     kinds += ["arrive", "stacked", "stacked"]
     if spec.tagged:
         kinds = [k for k in kinds if k not in ("elapse", "arrive")]
@@ -210,9 +226,13 @@ def compiled(src: str, *, lazy: bool = False) -> CompiledProgram:
 # a single-engine runner with a snapshot/restore point
 
 
-def run_engine(prog: CompiledProgram, trace: str, *, cut: int | None = None,
-               make: Callable[[CompiledProgram, Any, SimulatedTimeProvider], Engine] | None = None
-               ) -> list[dict[str, Any]]:
+def run_engine(
+    prog: CompiledProgram,
+    trace: str,
+    *,
+    cut: int | None = None,
+    make: Callable[[CompiledProgram, Any, SimulatedTimeProvider], Engine] | None = None,
+) -> list[dict[str, Any]]:
     """Run ``trace`` like the tester does; before item ``cut``, snapshot every instance and go on
     in a fresh engine (same compiled program) on a fresh clock set to the same time."""
     items: list[TraceItem] = parse_trace(SourceFile("<trace>", trace))
@@ -381,8 +401,9 @@ def test_eager_and_lazy_dfa_agree_with_multiplied_actions(data: st.DataObject) -
     src, _ = data.draw(tagged_programs())
     compiled(src)
     events = data.draw(st.lists(st.tuples(st.sampled_from(["A", "B"]), st.integers(0, 5)), max_size=12))
-    assert (outputs_per_transition(compiled(src), events)
-            == outputs_per_transition(compiled(src, lazy=True), events)), src
+    assert outputs_per_transition(compiled(src), events) == outputs_per_transition(compiled(src, lazy=True), events), (
+        src
+    )
 
 
 def test_generated_programs_mostly_compile() -> None:

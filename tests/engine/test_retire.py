@@ -33,9 +33,11 @@ from eventscript.language.types import BOOLEAN, LONG
 from reference import generate
 from reference.compare import compiles, run_tester
 
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                           HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 
 ECHO = "in double Reading group(Reading)\nout double Echo\n( Reading(r) { !>Echo(r); } )*\n"
 
@@ -56,23 +58,26 @@ def _retires(p: CompiledProgram) -> bool:
 # the analysis
 
 
-@pytest.mark.parametrize(("body", "retires"), [
-    ("( A(x) { !>O(x); } )*", True),  # the echo: x is stored before every read
-    ("( A(x) B() { !>O(x); } | B() )*", True),  # x is live after A, not at the start
-    ("( A(x) B() { !>O(x); } )*", True),  # B is discarded at the start: its $error carries the key all the same
-    ("( A(x) { y = x; !>O(y); } )*", True),  # written, then read
-    ("{ n = 0; } ( A() { n = n + 1; } )*", False),  # the counter
-    ("( A(x) { !>O(y); y = x; } )*", False),  # read what the previous match wrote
-    ("( A(x) { x > 1 ? y = x; !>O(y); } )*", False),  # a write inside a conditional defines nothing
-    ("( A(x) { for (i: 1, x) y = i; !>O(y); } )*", False),  # nor one inside a loop
-    ("( A() B(x) { !>O(x); } | B() { !>O(x); } )*", False),  # x read before any store on one path
-    ("{ n = 0; } ( A() elapse[(n % 3 + 1) seconds]() )*", False),  # a timer expression reads n
-    ("( A(x) elapse[(x % 3 + 1) seconds]() )*", True),  # ... x, stored just before
-    ("( elapse[1 seconds]() { !>O(1); } | A() )*", False),  # a timer is pending at the start
-    ("{ !>O(0); } ( A(x) { !>O(x); } )*", False),  # the initial actions emit
-    ("{ n = 10 / 0; } ( A(x) { !>O(x); } )*", False),  # ... or may report an $error
-    ("{ n = 0; t = now(); a = new long[2]; b = a; } ( A(x) { !>O(x); } )*", True),  # ... only assign
-])
+@pytest.mark.parametrize(
+    ("body", "retires"),
+    [
+        ("( A(x) { !>O(x); } )*", True),  # the echo: x is stored before every read
+        ("( A(x) B() { !>O(x); } | B() )*", True),  # x is live after A, not at the start
+        ("( A(x) B() { !>O(x); } )*", True),  # B is discarded at the start: its $error carries the key all the same
+        ("( A(x) { y = x; !>O(y); } )*", True),  # written, then read
+        ("{ n = 0; } ( A() { n = n + 1; } )*", False),  # the counter
+        ("( A(x) { !>O(y); y = x; } )*", False),  # read what the previous match wrote
+        ("( A(x) { x > 1 ? y = x; !>O(y); } )*", False),  # a write inside a conditional defines nothing
+        ("( A(x) { for (i: 1, x) y = i; !>O(y); } )*", False),  # nor one inside a loop
+        ("( A() B(x) { !>O(x); } | B() { !>O(x); } )*", False),  # x read before any store on one path
+        ("{ n = 0; } ( A() elapse[(n % 3 + 1) seconds]() )*", False),  # a timer expression reads n
+        ("( A(x) elapse[(x % 3 + 1) seconds]() )*", True),  # ... x, stored just before
+        ("( elapse[1 seconds]() { !>O(1); } | A() )*", False),  # a timer is pending at the start
+        ("{ !>O(0); } ( A(x) { !>O(x); } )*", False),  # the initial actions emit
+        ("{ n = 10 / 0; } ( A(x) { !>O(x); } )*", False),  # ... or may report an $error
+        ("{ n = 0; t = now(); a = new long[2]; b = a; } ( A(x) { !>O(x); } )*", True),  # ... only assign
+    ],
+)
 def test_which_start_states_retire(body: str, retires: bool) -> None:
     assert _retires(_prog(body)) is retires
 
@@ -93,16 +98,16 @@ def test_a_classifier_reading_a_variable_stops_retiring() -> None:
     assert _retires(p)
     inp = p.program.inputs[0]
     assert isinstance(inp.classify, ir.CaseArm)
-    reading = dataclasses.replace(inp.classify, cond=ir.Binary(BOOLEAN, ">", LONG, ir.Var(LONG, 0, "x"),
-                                                                ir.Const(LONG, 4)))
+    reading = dataclasses.replace(
+        inp.classify, cond=ir.Binary(BOOLEAN, ">", LONG, ir.Var(LONG, 0, "x"), ir.Const(LONG, 4))
+    )
     program = dataclasses.replace(p.program, inputs=[dataclasses.replace(inp, classify=reading)])
     assert not retiring_states(program, p.machine)  # type: ignore[arg-type]
 
 
 def test_use_and_def_of_an_action_sequence() -> None:
     x, y = ir.Var(LONG, 0, "x"), ir.Var(LONG, 1, "y")
-    seq = [ir.Emit(0, x), ir.SetVar(1, "y", ir.Const(LONG, 1)), ir.Emit(0, y),
-           ir.If(y, [ir.SetVar(0, "x", y)], [])]
+    seq = [ir.Emit(0, x), ir.SetVar(1, "y", ir.Const(LONG, 1)), ir.Emit(0, y), ir.If(y, [ir.SetVar(0, "x", y)], [])]
     assert use_def(seq) == ({0}, {1})
     assert use_def([ir.Store(0, "x"), ir.Emit(0, x)]) == (set(), {0})
 
@@ -135,11 +140,20 @@ def test_a_retiring_instance_is_released_like_a_terminated_one() -> None:
     assert ctx is not None and not ctx.terminated and kept.instance_count == 1
 
 
-@pytest.mark.parametrize(("env", "track_dirty", "compact", "kept"), [
-    ("off", True, True, 1), ("on", False, False, 0), ("auto", True, True, 0), ("auto", False, False, 1),
-    ("", False, False, 1), ("auto", False, True, 1), ("on", False, True, 0)])
+@pytest.mark.parametrize(
+    ("env", "track_dirty", "compact", "kept"),
+    [
+        ("off", True, True, 1),
+        ("on", False, False, 0),
+        ("auto", True, True, 0),
+        ("auto", False, False, 1),
+        ("", False, False, 1),
+        ("auto", False, True, 1),
+        ("on", False, True, 0),
+    ],
+)
 def test_the_environment_variable(env: str, track_dirty: bool, compact: bool, kept: int) -> None:
-    """"auto" (the default) retires for hosts that persist instances, who pay per instance, and
+    """ "auto" (the default) retires for hosts that persist instances, who pay per instance, and
     in compact engines of bare state numbers (test_compact), not of records (the echo's: a new
     record per event would cost more than keeping one)."""
     prog = compile_source(ECHO, name="echo").require()
@@ -198,20 +212,42 @@ def test_conformance_case_with_and_without(case: Path, env: str) -> None:
 
 #: Statements that write variables before reading them more often than the reference's do, so
 #: that many generated programs retire; and some that count, which must keep them.
-RETIRING_STATEMENTS = ["n = v;", "!>O(n);", "v = 2;", "!>O(v);", "d = 0.5;", "!>P(d);", 'n = 3; !>S(s + n);',
-                       "n > 1 ? v = 1;", "!>O(n * 10 + v);", "t = now();", "!>O(millisecondsBetween(t, now()));",
-                       "n = n + 1;", "d = d + v;", 's = s + "a";']
+RETIRING_STATEMENTS = [
+    "n = v;",
+    "!>O(n);",
+    "v = 2;",
+    "!>O(v);",
+    "d = 0.5;",
+    "!>P(d);",
+    "n = 3; !>S(s + n);",
+    "n > 1 ? v = 1;",
+    "!>O(n * 10 + v);",
+    "t = now();",
+    "!>O(millisecondsBetween(t, now()));",
+    "n = n + 1;",
+    "d = d + v;",
+    's = s + "a";',
+]
 
 
 @st.composite
-def keyed_programs(draw: st.DrawFn, statements: list[str], markers: tuple[str, ...] = ("v", "", "n"),
-                   timers: bool = True, inits: tuple[str, ...] = ("",)) -> tuple[str, generate.Spec]:
+def keyed_programs(
+    draw: st.DrawFn,
+    statements: list[str],
+    markers: tuple[str, ...] = ("v", "", "n"),
+    timers: bool = True,
+    inits: tuple[str, ...] = ("",),
+) -> tuple[str, generate.Spec]:
     """Grouped programs ``( alternatives of short sequences )*`` whose action blocks take
     ``statements`` and whose markers store into ``markers``: the start state is often entered again."""
     names = ["A", "B", "C"][: draw(st.integers(2, 3))]
-    plain = [f"{name}({var})" for name in names for var in markers] + ["."] + (["elapse[1 seconds](t)"] if timers else [])
-    items = st.one_of(st.sampled_from(plain),
-                      st.lists(st.sampled_from(statements), min_size=1, max_size=3).map(lambda s: "{ " + " ".join(s) + " }"))
+    plain = (
+        [f"{name}({var})" for name in names for var in markers] + ["."] + (["elapse[1 seconds](t)"] if timers else [])
+    )
+    items = st.one_of(
+        st.sampled_from(plain),
+        st.lists(st.sampled_from(statements), min_size=1, max_size=3).map(lambda s: "{ " + " ".join(s) + " }"),
+    )
     sequences = st.lists(items, min_size=1, max_size=3).map(" ".join)
     alternatives = draw(st.lists(sequences, min_size=1, max_size=3))
     body = " | ".join(f"{names[k % len(names)]}({markers[0]}) {alt}" for k, alt in enumerate(alternatives))
@@ -221,8 +257,9 @@ def keyed_programs(draw: st.DrawFn, statements: list[str], markers: tuple[str, .
 
 
 def retiring_programs() -> st.SearchStrategy[tuple[str, generate.Spec]]:
-    return keyed_programs(RETIRING_STATEMENTS,
-                          inits=("", '{ n = 0; d = 0.0; s = ""; t = now(); }', "{ v = 1; }", "{ !>T(0); }"))
+    return keyed_programs(
+        RETIRING_STATEMENTS, inits=("", '{ n = 0; d = 0.0; s = ""; t = now(); }', "{ v = 1; }", "{ !>T(0); }")
+    )
 
 
 def _reenters(source: str) -> bool:
@@ -264,8 +301,12 @@ def test_the_retiring_generator_makes_programs_that_retire() -> None:
     """Else the test above would compare nothing of interest."""
     seen = {True: 0, False: 0}
 
-    @settings(max_examples=60, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @settings(
+        max_examples=60,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     @given(data=st.data())
     def count(data: st.DataObject) -> None:
         source, _ = data.draw(retiring_programs())

@@ -55,49 +55,73 @@ def assert_same_double(got: Any, want: float) -> None:
 
 class TestLongArithmetic:
     def test_addition_and_subtraction_wrap_at_64_bits(self) -> None:
-        assert go("a = 9223372036854775807; !>L(a + 1); b = -9223372036854775807 - 1; !>L(b - 1); "
-                  "!>L(a + a); !>L(b + b);", "long L") == [
-            -9223372036854775808, 9223372036854775807, -2, 0]
+        assert go(
+            "a = 9223372036854775807; !>L(a + 1); b = -9223372036854775807 - 1; !>L(b - 1); !>L(a + a); !>L(b + b);",
+            "long L",
+        ) == [-9223372036854775808, 9223372036854775807, -2, 0]
 
     def test_a_constant_operand_wraps_either_way(self) -> None:
         """The generated code checks one side when an operand is a constant (codegen._overflow_side)."""
-        assert go("a = 9223372036854775807; b = -9223372036854775807 - 1; !>L(1 + a); !>L(a - -1); "
-                  "!>L(b + -1); !>L(-1 + b); !>L(0 - b); !>L(-1 - a); !>L(a + 0); !>L(b - 0);", "long L") == [
-            -9223372036854775808, -9223372036854775808, 9223372036854775807, 9223372036854775807,
-            -9223372036854775808, -9223372036854775808, 9223372036854775807, -9223372036854775808]
+        assert go(
+            "a = 9223372036854775807; b = -9223372036854775807 - 1; !>L(1 + a); !>L(a - -1); "
+            "!>L(b + -1); !>L(-1 + b); !>L(0 - b); !>L(-1 - a); !>L(a + 0); !>L(b - 0);",
+            "long L",
+        ) == [
+            -9223372036854775808,
+            -9223372036854775808,
+            9223372036854775807,
+            9223372036854775807,
+            -9223372036854775808,
+            -9223372036854775808,
+            9223372036854775807,
+            -9223372036854775808,
+        ]
 
     def test_multiplication_wraps(self) -> None:
-        assert go("a = 9223372036854775807; !>L(a * 2); !>L(a * a); c = 4294967296; !>L(c * c); "
-                  "!>L(c * c * 3 + 5);", "long L") == [-2, 1, 0, 5]
+        assert go(
+            "a = 9223372036854775807; !>L(a * 2); !>L(a * a); c = 4294967296; !>L(c * c); !>L(c * c * 3 + 5);", "long L"
+        ) == [-2, 1, 0, 5]
 
     def test_unary_minus_of_the_minimum_is_the_minimum(self) -> None:
-        assert go("m = -9223372036854775807 - 1; !>L(-m); !>L(m * -1); !>L(-(m + 1)); !>L(abs(m));",
-                  "long L") == [-9223372036854775808, -9223372036854775808, 9223372036854775807,
-                                -9223372036854775808]
+        assert go("m = -9223372036854775807 - 1; !>L(-m); !>L(m * -1); !>L(-(m + 1)); !>L(abs(m));", "long L") == [
+            -9223372036854775808,
+            -9223372036854775808,
+            9223372036854775807,
+            -9223372036854775808,
+        ]
 
     def test_division_truncates_toward_zero(self) -> None:
-        assert go("!>L(7 / 2); !>L(-7 / 2); !>L(7 / -2); !>L(-7 / -2); !>L(1 / 3); !>L(-1 / 3);",
-                  "long L") == [3, -3, -3, 3, 0, 0]
+        assert go("!>L(7 / 2); !>L(-7 / 2); !>L(7 / -2); !>L(-7 / -2); !>L(1 / 3); !>L(-1 / 3);", "long L") == [
+            3,
+            -3,
+            -3,
+            3,
+            0,
+            0,
+        ]
 
     def test_remainder_takes_the_sign_of_the_dividend(self) -> None:
-        assert go("!>L(7 % 3); !>L(-7 % 3); !>L(7 % -3); !>L(-7 % -3); !>L(-6 % 3); !>L(5 % 7);",
-                  "long L") == [1, -1, 1, -1, 0, 5]
+        assert go("!>L(7 % 3); !>L(-7 % 3); !>L(7 % -3); !>L(-7 % -3); !>L(-6 % 3); !>L(5 % 7);", "long L") == [
+            1,
+            -1,
+            1,
+            -1,
+            0,
+            5,
+        ]
 
     def test_minimum_divided_by_minus_one_wraps(self) -> None:
-        assert go("m = -9223372036854775807 - 1; !>L(m / -1); !>L(m % -1);", "long L") == [
-            -9223372036854775808, 0]
+        assert go("m = -9223372036854775807 - 1; !>L(m / -1); !>L(m % -1);", "long L") == [-9223372036854775808, 0]
 
     def test_division_by_zero_is_error_4_and_yields_zero(self) -> None:
         assert go("z = 0; !>L(5 / z); !>L(5 % z);", "long L") == ["$error 4", 0, "$error 4", 0]
 
     def test_evaluation_goes_on_after_division_by_zero(self) -> None:
         # x / 0 + 1 is 1: the failing operation yields 0 and the enclosing expression goes on.
-        assert go("z = 0; x = 10; !>L(x / z + 1); !>L(2 * (x % z) - 3);", "long L") == [
-            "$error 4", 1, "$error 4", -3]
+        assert go("z = 0; x = 10; !>L(x / z + 1); !>L(2 * (x % z) - 3);", "long L") == ["$error 4", 1, "$error 4", -3]
 
     def test_two_errors_in_one_expression_come_in_evaluation_order(self) -> None:
-        lines = run_program("in {} Go\nout long L\nGo() { z = 0; !>L(1 / z + v[3]); v = new long[1]; }",
-                            GO)
+        lines = run_program("in {} Go\nout long L\nGo() { z = 0; !>L(1 / z + v[3]); v = new long[1]; }", GO)
         assert values(lines) == ["$error 4", "$error 3", "$error 5", 0]
 
 
@@ -107,9 +131,10 @@ class TestLongArithmetic:
 
 class TestDoubles:
     def test_division_by_zero_gives_infinities_and_nan_as_strings(self) -> None:
-        assert go("z = 0.0; !>D(1.0 / z); !>D(-1.0 / z); !>D(0.0 / z); !>D(1.0 / -z); !>D(5.0 % z); "
-                  "!>D(-5.5 % 2.0);", "double D") == ["Infinity", "-Infinity", "NaN", "-Infinity", "NaN",
-                                                      -1.5]
+        assert go(
+            "z = 0.0; !>D(1.0 / z); !>D(-1.0 / z); !>D(0.0 / z); !>D(1.0 / -z); !>D(5.0 % z); !>D(-5.5 % 2.0);",
+            "double D",
+        ) == ["Infinity", "-Infinity", "NaN", "-Infinity", "NaN", -1.5]
 
     def test_no_error_event_for_double_division_by_zero(self) -> None:
         lines = run_program("in {} Go\nout double D\nGo() { z = 0.0; !>D(3.0 / z); }", GO)
@@ -121,8 +146,11 @@ class TestDoubles:
         assert all(isinstance(line["value"], float) for line in lines)
 
     def test_long_is_promoted_to_double_in_mixed_operators(self) -> None:
-        got = go("n = 7; x = 2.0; !>D(n / x); !>D(n + 0.5); !>D(n * 1.5); !>D(n - 0.25); !>D(n % 2.5); "
-                 "!>B(n < 7.5); !>B(n == 7.0); !>L(n / 2);", "double D, boolean B, long L")
+        got = go(
+            "n = 7; x = 2.0; !>D(n / x); !>D(n + 0.5); !>D(n * 1.5); !>D(n - 0.25); !>D(n % 2.5); "
+            "!>B(n < 7.5); !>B(n == 7.0); !>L(n / 2);",
+            "double D, boolean B, long L",
+        )
         assert got == [3.5, 7.5, 10.5, 6.75, 2.0, True, True, 3]
 
     def test_long_is_promoted_in_a_conditional_expression(self) -> None:
@@ -135,29 +163,40 @@ class TestDoubles:
 
 class TestStringsAndComparisons:
     def test_concatenation_with_numbers_booleans_and_times(self) -> None:
-        got = go('t = time("2026-03-04T05:06:07Z"); !>S("n=" + 42 + ", d=" + 2.5 + ", b=" + true + ", t=" + t); '
-                 '!>S(1 + 2 + "x" + 1 + 2); !>S("" + -3 + false); !>S("d" + 100.0);', "string S")
+        got = go(
+            't = time("2026-03-04T05:06:07Z"); !>S("n=" + 42 + ", d=" + 2.5 + ", b=" + true + ", t=" + t); '
+            '!>S(1 + 2 + "x" + 1 + 2); !>S("" + -3 + false); !>S("d" + 100.0);',
+            "string S",
+        )
         assert got == ["n=42, d=2.5, b=true, t=2026-03-04T05:06:07.000000Z", "3x12", "-3false", "d100.0"]
 
     def test_string_comparisons(self) -> None:
-        got = go('!>B("abc" < "abd"); !>B("B" < "a"); !>B("ab" < "abc"); !>B("x" == "x"); !>B("x" != "x"); '
-                 '!>B("b" >= "ab"); !>B("" <= "");', "boolean B")
+        got = go(
+            '!>B("abc" < "abd"); !>B("B" < "a"); !>B("ab" < "abc"); !>B("x" == "x"); !>B("x" != "x"); '
+            '!>B("b" >= "ab"); !>B("" <= "");',
+            "boolean B",
+        )
         assert got == [True, True, True, True, False, True, True]
 
     def test_time_comparisons(self) -> None:
-        got = go('a = time("2026-01-01T00:00:00Z"); b = secondsAfter(1, a); !>B(a < b); !>B(b <= a); '
-                 '!>B(a == microsecondsAfter(0, a)); !>B(a != b); !>B(b > a); !>B(now() == a);', "boolean B")
+        got = go(
+            'a = time("2026-01-01T00:00:00Z"); b = secondsAfter(1, a); !>B(a < b); !>B(b <= a); '
+            "!>B(a == microsecondsAfter(0, a)); !>B(a != b); !>B(b > a); !>B(now() == a);",
+            "boolean B",
+        )
         assert got == [True, False, True, True, True, True]
 
     def test_conditional_expression_and_nesting(self) -> None:
-        got = go('n = 5; !>S(n > 3 ? "big" : "small"); !>S(n > 9 ? "huge" : n > 3 ? "mid" : "low"); '
-                 '!>L((n < 3 ? 10 : 20) + 1);', "string S, long L")
+        got = go(
+            'n = 5; !>S(n > 3 ? "big" : "small"); !>S(n > 9 ? "huge" : n > 3 ? "mid" : "low"); '
+            "!>L((n < 3 ? 10 : 20) + 1);",
+            "string S, long L",
+        )
         assert got == ["big", "mid", 21]
 
     def test_boolean_operators_short_circuit(self) -> None:
         # The right operand is not evaluated (no $error 4) when the left decides.
-        got = go("z = 0; !>B(false && 1 / z == 0); !>B(true || 1 / z == 0); !>B(true && 1 / z == 0);",
-                 "boolean B")
+        got = go("z = 0; !>B(false && 1 / z == 0); !>B(true || 1 / z == 0); !>B(true && 1 / z == 0);", "boolean B")
         assert got == [False, True, "$error 4", True]
 
 
@@ -170,18 +209,20 @@ POINT = "type P = {long x; string s;}"
 
 class TestStructuresAndArrays:
     def test_structure_builder_in_any_field_order_is_emitted_in_declared_order(self) -> None:
-        lines = run_program(f"{POINT}\nin {{}} Go\nout P O\nGo() {{ !>O({{s: \"a\", x: 1}}); "
-                            f"!>O({{x: 2, s: \"b\"}}); p = {{x: 3, s: \"c\"}}; !>O(p); }}", GO)
+        lines = run_program(
+            f'{POINT}\nin {{}} Go\nout P O\nGo() {{ !>O({{s: "a", x: 1}}); '
+            f'!>O({{x: 2, s: "b"}}); p = {{x: 3, s: "c"}}; !>O(p); }}',
+            GO,
+        )
         assert [line["value"] for line in lines] == [{"x": 1, "s": "a"}, {"x": 2, "s": "b"}, {"x": 3, "s": "c"}]
         assert [list(line["value"]) for line in lines] == [["x", "s"]] * 3
 
     def test_variable_holding_a_builder_in_another_field_order(self) -> None:
-        comp = check_source(f"{POINT}\nin {{}} Go\nout P O\nGo() {{ p = {{s: \"a\", x: 1}}; !>O(p); }}")
+        comp = check_source(f'{POINT}\nin {{}} Go\nout P O\nGo() {{ p = {{s: "a", x: 1}}; !>O(p); }}')
         assert comp.ok, [str(d) for d in comp.diagnostics]
 
     def test_field_read_and_assignment(self) -> None:
-        got = go('p = {x: 1, s: "a"}; p.x = p.x + 41; p.s = p.s + "b"; !>O(p); !>L(p.x);', "P O, long L",
-                 decls=POINT)
+        got = go('p = {x: 1, s: "a"}; p.x = p.x + 41; p.s = p.s + "b"; !>O(p); !>L(p.x);', "P O, long L", decls=POINT)
         assert got == [{"x": 42, "s": "ab"}, 42]
 
     def test_arrays_are_shared_by_reference(self) -> None:
@@ -196,9 +237,11 @@ class TestStructuresAndArrays:
     def test_emitted_values_are_snapshots(self) -> None:
         # Choice 9, checked on the run-time values themselves: keep the Emitted objects and look
         # at them after later events changed the array and the structure they came from.
-        src = ("type N = {long[] a; {long x;} p;}\nin long Set\nout long[] A, N O\n"
-               "{ v = new long[2]; n = {a: v, p: {x: 0}}; }\n"
-               "( Set(k) { v[0] = k; n.p.x = k; !>A(v); !>O(n); } )*")
+        src = (
+            "type N = {long[] a; {long x;} p;}\nin long Set\nout long[] A, N O\n"
+            "{ v = new long[2]; n = {a: v, p: {x: 0}}; }\n"
+            "( Set(k) { v[0] = k; n.p.x = k; !>A(v); !>O(n); } )*"
+        )
         prog = check_source(src).require()
         got: list[Emitted] = []
         clock = SimulatedTimeProvider(parse_time("2026-01-01T00:00:00Z"))
@@ -209,19 +252,30 @@ class TestStructuresAndArrays:
         assert [e.value for e in got] == [[1, 0], [[1, 0], [1]], [2, 0], [[2, 0], [2]], [3, 0], [[3, 0], [3]]]
 
     def test_emitted_snapshot_seen_by_a_later_pipeline_stage(self) -> None:
-        stage1 = ("in long Set, {} Show\nout long[] A\n{ v = new long[2]; }\n"
-                  "( Set(k) { v[0] = k; !>A(v); v[1] = k * 10; } | Show() { !>A(v); } )*")
-        stage2 = ("in long[] A\nout long[] Kept\n"
-                  "A(first) ( A(x) { !>Kept(first); } )*")
+        stage1 = (
+            "in long Set, {} Show\nout long[] A\n{ v = new long[2]; }\n"
+            "( Set(k) { v[0] = k; !>A(v); v[1] = k * 10; } | Show() { !>A(v); } )*"
+        )
+        stage2 = "in long[] A\nout long[] Kept\nA(first) ( A(x) { !>Kept(first); } )*"
         lines = run_program([stage1, stage2], "[2026-01-01 00:00:00] Set(1) Set(2) Show() Set(7)")
         assert values(lines) == [[1, 0], [1, 0], [1, 0]]
 
     def test_new_array_defaults(self) -> None:
-        got = go("!>L(new long[2]); !>D(new double[2]); !>S(new string[1]); !>B(new boolean[1]); "
-                 "!>T(new time[1]); !>PA(new P[2]); !>L(new long[0]);",
-                 "long[] L, double[] D, string[] S, boolean[] B, time[] T, P[] PA", decls=POINT)
-        assert got == [[0, 0], [0.0, 0.0], [""], [False], ["1970-01-01T00:00:00.000000Z"],
-                       [{"x": 0, "s": ""}, {"x": 0, "s": ""}], []]
+        got = go(
+            "!>L(new long[2]); !>D(new double[2]); !>S(new string[1]); !>B(new boolean[1]); "
+            "!>T(new time[1]); !>PA(new P[2]); !>L(new long[0]);",
+            "long[] L, double[] D, string[] S, boolean[] B, time[] T, P[] PA",
+            decls=POINT,
+        )
+        assert got == [
+            [0, 0],
+            [0.0, 0.0],
+            [""],
+            [False],
+            ["1970-01-01T00:00:00.000000Z"],
+            [{"x": 0, "s": ""}, {"x": 0, "s": ""}],
+            [],
+        ]
 
     def test_new_array_of_structures_gives_distinct_elements(self) -> None:
         got = go("a = new P[2]; a[0].x = 5; !>PA(a);", "P[] PA", decls=POINT)
@@ -258,8 +312,19 @@ class TestVariablesAndActions:
 
     def test_unset_variables_are_error_3_with_defaults(self) -> None:
         assert values(run_program(self.SRC, "[2026-01-01 00:00:00] Go(1)")) == [
-            "$error 3", 1, "$error 3", "!", "$error 3", 0.0, "$error 3", False,
-            "$error 3", "1970-01-01T00:00:00.000000Z", "$error 3", []]
+            "$error 3",
+            1,
+            "$error 3",
+            "!",
+            "$error 3",
+            0.0,
+            "$error 3",
+            False,
+            "$error 3",
+            "1970-01-01T00:00:00.000000Z",
+            "$error 3",
+            [],
+        ]
 
     def test_unset_error_comes_at_the_time_of_the_event(self) -> None:
         lines = run_program(self.SRC, "[2026-01-01 00:00:00] [00:00:05] Go(1)")
@@ -276,8 +341,11 @@ class TestVariablesAndActions:
         assert values(run_program(src, "[2026-01-01 00:00:00] A() B()")) == [1]
 
     def test_for_loops_are_inclusive_and_empty_when_b_below_a(self) -> None:
-        got = go("for (i: 1, 3) !>L(i); for (i: 3, 1) !>L(100 + i); for (i: -1, -1) !>L(i * 10); "
-                 "n = 0; for (i: 1, 4) { n = n + i; } !>L(n);", "long L")
+        got = go(
+            "for (i: 1, 3) !>L(i); for (i: 3, 1) !>L(100 + i); for (i: -1, -1) !>L(i * 10); "
+            "n = 0; for (i: 1, 4) { n = n + i; } !>L(n);",
+            "long L",
+        )
         assert got == [1, 2, 3, -10, 10]
 
     def test_for_bounds_are_evaluated_once(self) -> None:
@@ -291,7 +359,12 @@ class TestVariablesAndActions:
         ( Go(k) { k > 2 ? { !>S("big"); k > 4 ? !>S("huge"); : !>S("medium"); } : !>S("small"); } )*
         """
         assert values(run_program(src, "[2026-01-01 00:00:00] Go(1) Go(3) Go(5)")) == [
-            "small", "big", "medium", "big", "huge"]
+            "small",
+            "big",
+            "medium",
+            "big",
+            "huge",
+        ]
 
     def test_sliding_window_example_from_the_document(self) -> None:
         src = """
@@ -335,114 +408,188 @@ TIME_A = 'a = time("2024-02-29T13:45:30.123456Z");'
 
 class TestBuiltins:
     def test_time_arithmetic(self) -> None:
-        got = go(TIME_A + "!>T(secondsAfter(90, a)); !>T(daysAfter(1, a)); !>T(hoursAfter(-2, a)); "
-                 "!>T(minutesAfter(15, a)); !>T(millisecondsAfter(1, a)); !>T(microsecondsAfter(-1, a)); "
-                 "!>T(daysAfter(366, a));", "time T")
-        assert got == ["2024-02-29T13:47:00.123456Z", "2024-03-01T13:45:30.123456Z",
-                       "2024-02-29T11:45:30.123456Z", "2024-02-29T14:00:30.123456Z",
-                       "2024-02-29T13:45:30.124456Z", "2024-02-29T13:45:30.123455Z",
-                       "2025-03-01T13:45:30.123456Z"]
+        got = go(
+            TIME_A + "!>T(secondsAfter(90, a)); !>T(daysAfter(1, a)); !>T(hoursAfter(-2, a)); "
+            "!>T(minutesAfter(15, a)); !>T(millisecondsAfter(1, a)); !>T(microsecondsAfter(-1, a)); "
+            "!>T(daysAfter(366, a));",
+            "time T",
+        )
+        assert got == [
+            "2024-02-29T13:47:00.123456Z",
+            "2024-03-01T13:45:30.123456Z",
+            "2024-02-29T11:45:30.123456Z",
+            "2024-02-29T14:00:30.123456Z",
+            "2024-02-29T13:45:30.124456Z",
+            "2024-02-29T13:45:30.123455Z",
+            "2025-03-01T13:45:30.123456Z",
+        ]
 
     def test_between_functions_truncate_toward_zero(self) -> None:
-        got = go(TIME_A + 'b = time("2024-03-01T00:00:00Z"); !>L(secondsBetween(a, b)); '
-                 "!>L(secondsBetween(b, a)); !>L(daysBetween(a, b)); !>L(hoursBetween(a, b)); "
-                 "!>L(minutesBetween(b, a)); !>L(millisecondsBetween(a, b)); !>L(microsecondsBetween(a, b)); "
-                 "!>L(daysBetween(a, daysAfter(3, a)));", "long L")
+        got = go(
+            TIME_A + 'b = time("2024-03-01T00:00:00Z"); !>L(secondsBetween(a, b)); '
+            "!>L(secondsBetween(b, a)); !>L(daysBetween(a, b)); !>L(hoursBetween(a, b)); "
+            "!>L(minutesBetween(b, a)); !>L(millisecondsBetween(a, b)); !>L(microsecondsBetween(a, b)); "
+            "!>L(daysBetween(a, daysAfter(3, a)));",
+            "long L",
+        )
         assert got == [36869, -36869, 0, 10, -614, 36869876, 36869876544, 3]
 
     def test_time_fields(self) -> None:
-        got = go(TIME_A + "!>L(year(a)); !>L(month(a)); !>L(day(a)); !>L(hour(a)); !>L(minute(a)); "
-                 "!>L(second(a)); !>L(millisecond(a)); !>L(microsecond(a)); !>L(dayOfWeek(a)); "
-                 "!>L(dayOfYear(a)); !>L(dayOfWeek(time(\"2026-01-04T23:59:59Z\")));", "long L")
+        got = go(
+            TIME_A + "!>L(year(a)); !>L(month(a)); !>L(day(a)); !>L(hour(a)); !>L(minute(a)); "
+            "!>L(second(a)); !>L(millisecond(a)); !>L(microsecond(a)); !>L(dayOfWeek(a)); "
+            '!>L(dayOfYear(a)); !>L(dayOfWeek(time("2026-01-04T23:59:59Z")));',
+            "long L",
+        )
         # 2024-02-29 was a Thursday (ISO 4); 2026-01-04 is a Sunday (ISO 7).
         assert got == [2024, 2, 29, 13, 45, 30, 123, 123456, 4, 60, 7]
 
     def test_time_arithmetic_out_of_range_is_error_8_and_the_epoch(self) -> None:
-        got = go("t = daysAfter(3000000, now()); !>T(t); !>L(year(t)); !>T(secondsAfter(-1, t));",
-                 "time T, long L")
+        got = go("t = daysAfter(3000000, now()); !>T(t); !>L(year(t)); !>T(secondsAfter(-1, t));", "time T, long L")
         assert got == ["$error 8", "1970-01-01T00:00:00.000000Z", 1970, "1969-12-31T23:59:59.000000Z"]
 
     def test_a_time_made_out_of_range_is_error_8_and_the_epoch(self) -> None:
         # docs/language.md 4.1, 7.7: a time is of years 1 to 9999, so the time is never made
-        got = go("t = timeOfEpochMicros(253402300800000000); !>L(year(t)); !>L(month(t) + 1); "
-                 "u = timeOfEpochMillis(-62135596800001); !>L(year(u));", "long L")
+        got = go(
+            "t = timeOfEpochMicros(253402300800000000); !>L(year(t)); !>L(month(t) + 1); "
+            "u = timeOfEpochMillis(-62135596800001); !>L(year(u));",
+            "long L",
+        )
         assert got == ["$error 8", 1970, 2, "$error 8", 1970]
 
     def test_fields_at_the_ends_of_the_time_range(self) -> None:
-        got = go("t = timeOfEpochMicros(253402300799999999); !>L(year(t)); !>L(microsecond(t)); !>T(t); "
-                 "u = timeOfEpochMicros(-62135596800000000); !>L(year(u)); !>T(u);", "long L, time T")
+        got = go(
+            "t = timeOfEpochMicros(253402300799999999); !>L(year(t)); !>L(microsecond(t)); !>T(t); "
+            "u = timeOfEpochMicros(-62135596800000000); !>L(year(u)); !>T(u);",
+            "long L, time T",
+        )
         assert got == [9999, 999999, "9999-12-31T23:59:59.999999Z", 1, "0001-01-01T00:00:00.000000Z"]
 
     def test_epoch_conversions(self) -> None:
-        got = go(TIME_A + "!>L(epochMillis(a)); !>L(epochMicros(a)); !>T(timeOfEpochMillis(1000)); "
-                 "!>T(timeOfEpochMicros(-1)); !>L(epochMillis(timeOfEpochMicros(-1)));", "long L, time T")
-        assert got == [1709214330123, 1709214330123456, "1970-01-01T00:00:01.000000Z",
-                       "1969-12-31T23:59:59.999999Z", -1]
+        got = go(
+            TIME_A + "!>L(epochMillis(a)); !>L(epochMicros(a)); !>T(timeOfEpochMillis(1000)); "
+            "!>T(timeOfEpochMicros(-1)); !>L(epochMillis(timeOfEpochMicros(-1)));",
+            "long L, time T",
+        )
+        assert got == [
+            1709214330123,
+            1709214330123456,
+            "1970-01-01T00:00:01.000000Z",
+            "1969-12-31T23:59:59.999999Z",
+            -1,
+        ]
 
     def test_long_of_double_truncates_saturates_and_maps_nan_to_zero(self) -> None:
-        got = go("z = 0.0; !>L(long(3.99)); !>L(long(-3.99)); !>L(long(0.0 / z)); !>L(long(1.0e30)); "
-                 "!>L(long(-1.0e30)); !>L(long(1.0 / z)); !>L(long(-0.5));", "long L")
+        got = go(
+            "z = 0.0; !>L(long(3.99)); !>L(long(-3.99)); !>L(long(0.0 / z)); !>L(long(1.0e30)); "
+            "!>L(long(-1.0e30)); !>L(long(1.0 / z)); !>L(long(-0.5));",
+            "long L",
+        )
         assert got == [3, -3, 0, 9223372036854775807, -9223372036854775808, 9223372036854775807, 0]
 
     def test_long_of_string(self) -> None:
-        got = go('!>L(long("12")); !>L(long("-7")); !>L(long("+5")); !>L(long("x") + 1); !>L(long("1.5")); '
-                 '!>L(long("")); !>L(long("9223372036854775808")); !>L(long("1_000"));', "long L")
+        got = go(
+            '!>L(long("12")); !>L(long("-7")); !>L(long("+5")); !>L(long("x") + 1); !>L(long("1.5")); '
+            '!>L(long("")); !>L(long("9223372036854775808")); !>L(long("1_000"));',
+            "long L",
+        )
         assert got == [12, -7, 5, "$error 8", 1, "$error 8", 0, "$error 8", 0, "$error 8", 0, "$error 8", 0]
 
     def test_double_conversions(self) -> None:
-        got = go('!>D(double(3)); !>D(double("2.5")); !>D(double("-1e3")); !>D(double("abc")); '
-                 '!>D(double("1_0.5"));', "double D")
+        got = go(
+            '!>D(double(3)); !>D(double("2.5")); !>D(double("-1e3")); !>D(double("abc")); !>D(double("1_0.5"));',
+            "double D",
+        )
         assert got == [3.0, 2.5, -1000.0, "$error 8", 0.0, "$error 8", 0.0]
 
     def test_time_of_string(self) -> None:
-        got = go('!>T(time("2026-05-06T07:08:09+02:00")); !>T(time("2026-05-06")); !>T(time("garbage")); '
-                 '!>T(time("2026-13-01T00:00:00Z"));', "time T")
-        assert got == ["2026-05-06T05:08:09.000000Z", "2026-05-06T00:00:00.000000Z",
-                       "$error 8", "1970-01-01T00:00:00.000000Z", "$error 8", "1970-01-01T00:00:00.000000Z"]
+        got = go(
+            '!>T(time("2026-05-06T07:08:09+02:00")); !>T(time("2026-05-06")); !>T(time("garbage")); '
+            '!>T(time("2026-13-01T00:00:00Z"));',
+            "time T",
+        )
+        assert got == [
+            "2026-05-06T05:08:09.000000Z",
+            "2026-05-06T00:00:00.000000Z",
+            "$error 8",
+            "1970-01-01T00:00:00.000000Z",
+            "$error 8",
+            "1970-01-01T00:00:00.000000Z",
+        ]
 
     def test_string_of_values(self) -> None:
-        got = go(TIME_A + '!>S(string(42)); !>S(string(-9223372036854775807 - 1)); !>S(string(-1.5)); '
-                 '!>S(string(100.0)); !>S(string(1.0e-5)); !>S(string(1.0e20)); z = 0.0; !>S(string(0.0 / z)); '
-                 '!>S(string(-1.0 / z)); !>S(string(true)); !>S(string(false)); !>S(string(a)); !>S(string("s"));',
-                 "string S")
-        assert got == ["42", "-9223372036854775808", "-1.5", "100.0", "1.0E-5", "1.0E20", "NaN", "-Infinity",
-                       "true", "false", "2024-02-29T13:45:30.123456Z", "s"]
+        got = go(
+            TIME_A + "!>S(string(42)); !>S(string(-9223372036854775807 - 1)); !>S(string(-1.5)); "
+            "!>S(string(100.0)); !>S(string(1.0e-5)); !>S(string(1.0e20)); z = 0.0; !>S(string(0.0 / z)); "
+            '!>S(string(-1.0 / z)); !>S(string(true)); !>S(string(false)); !>S(string(a)); !>S(string("s"));',
+            "string S",
+        )
+        assert got == [
+            "42",
+            "-9223372036854775808",
+            "-1.5",
+            "100.0",
+            "1.0E-5",
+            "1.0E20",
+            "NaN",
+            "-Infinity",
+            "true",
+            "false",
+            "2024-02-29T13:45:30.123456Z",
+            "s",
+        ]
 
     def test_substring(self) -> None:
-        got = go('!>S(substring("hello", 1, 3)); !>S(substring("hello", 0, 5)); !>S(substring("hello", 5, 5)); '
-                 '!>S(substring("hello", 3, 2)); !>S(substring("hello", 0, 6)); !>S(substring("hello", -1, 2) + "!");',
-                 "string S")
+        got = go(
+            '!>S(substring("hello", 1, 3)); !>S(substring("hello", 0, 5)); !>S(substring("hello", 5, 5)); '
+            '!>S(substring("hello", 3, 2)); !>S(substring("hello", 0, 6)); !>S(substring("hello", -1, 2) + "!");',
+            "string S",
+        )
         assert got == ["el", "hello", "", "$error 5", "", "$error 5", "", "$error 5", "!"]
 
     def test_string_functions(self) -> None:
-        got = go('!>L(indexOf("hello", "l")); !>L(indexOf("hello", "z")); !>B(contains("abc", "bc")); '
-                 '!>B(startsWith("abc", "ab")); !>B(endsWith("abc", "b")); !>S(toUpperCase("abc")); '
-                 '!>S(toLowerCase("AbC")); !>S(trim("  a b "));', "long L, boolean B, string S")
+        got = go(
+            '!>L(indexOf("hello", "l")); !>L(indexOf("hello", "z")); !>B(contains("abc", "bc")); '
+            '!>B(startsWith("abc", "ab")); !>B(endsWith("abc", "b")); !>S(toUpperCase("abc")); '
+            '!>S(toLowerCase("AbC")); !>S(trim("  a b "));',
+            "long L, boolean B, string S",
+        )
         assert got == [2, -1, True, True, False, "ABC", "abc", "a b"]
 
     def test_length_of_strings_and_arrays(self) -> None:
-        got = go('!>L(length("héllo")); !>L(length("")); !>L(length(new long[4])); v = new string[0]; '
-                 "!>L(length(v));", "long L")
+        got = go(
+            '!>L(length("héllo")); !>L(length("")); !>L(length(new long[4])); v = new string[0]; !>L(length(v));',
+            "long L",
+        )
         assert got == [5, 0, 4, 0]
 
     def test_min_max_abs(self) -> None:
         z = "z = 0.0; "
-        got = go(z + "!>L(min(3, -4)); !>L(max(3, 9)); !>D(min(1.5, 2)); !>D(max(2, 1.5)); !>D(max(0.0 / z, 1.0)); "
-                 "!>D(min(1.0, 0.0 / z)); !>L(abs(-5)); !>D(abs(-2.5));", "long L, double D")
+        got = go(
+            z + "!>L(min(3, -4)); !>L(max(3, 9)); !>D(min(1.5, 2)); !>D(max(2, 1.5)); !>D(max(0.0 / z, 1.0)); "
+            "!>D(min(1.0, 0.0 / z)); !>L(abs(-5)); !>D(abs(-2.5));",
+            "long L, double D",
+        )
         assert got == [-4, 9, 1.5, 2.0, "NaN", "NaN", 5, 2.5]
 
     def test_sqrt_floor_ceil(self) -> None:
-        got = go("!>D(sqrt(16.0)); !>D(sqrt(2)); !>D(sqrt(-1.0)); !>D(floor(-2.5)); !>D(floor(2.5)); "
-                 "!>D(ceil(-2.5)); !>D(ceil(2.1)); !>D(floor(3));", "double D")
+        got = go(
+            "!>D(sqrt(16.0)); !>D(sqrt(2)); !>D(sqrt(-1.0)); !>D(floor(-2.5)); !>D(floor(2.5)); "
+            "!>D(ceil(-2.5)); !>D(ceil(2.1)); !>D(floor(3));",
+            "double D",
+        )
         assert got == [4.0, math.sqrt(2), "NaN", -3.0, 2.0, -2.0, 3.0, 3.0]
 
     def test_floor_and_ceil_keep_the_sign_of_zero(self) -> None:
-        got = go('!>S(string(ceil(-0.5))); !>S(string(floor(-0.0))); !>S(string(floor(0.5)));', "string S")
+        got = go("!>S(string(ceil(-0.5))); !>S(string(floor(-0.0))); !>S(string(floor(0.5)));", "string S")
         assert got == ["-0.0", "-0.0", "0.0"]
 
     def test_round_is_half_up(self) -> None:
-        got = go("!>L(round(2.5)); !>L(round(-2.5)); !>L(round(-2.6)); !>L(round(0.49999999999999994)); "
-                 "!>L(round(-0.5)); !>L(round(1.0e30)); !>L(round(4503599627370497.0));", "long L")
+        got = go(
+            "!>L(round(2.5)); !>L(round(-2.5)); !>L(round(-2.6)); !>L(round(0.49999999999999994)); "
+            "!>L(round(-0.5)); !>L(round(1.0e30)); !>L(round(4503599627370497.0));",
+            "long L",
+        )
         assert got == [3, -2, -3, 0, 0, 9223372036854775807, 4503599627370497]
 
     def test_round_of_non_finite_values(self) -> None:
@@ -451,11 +598,24 @@ class TestBuiltins:
         assert got == [0, 9223372036854775807, -9223372036854775808]
 
     def test_pow_exp_log(self) -> None:
-        got = go("!>D(pow(2.0, 10)); !>D(pow(0.0, -1.0)); !>D(pow(-0.0, -1.0)); !>D(pow(-10.0, 401.0)); "
-                 "!>D(pow(10.0, 401.0)); !>D(pow(-8.0, 0.5)); !>D(exp(1000.0)); !>D(log(0.0)); !>D(log(-1.0)); "
-                 "!>B(isNaN(log(-1.0)));", "double D, boolean B")
-        assert got == [1024.0, "Infinity", "-Infinity", "-Infinity", "Infinity", "NaN", "Infinity", "-Infinity",
-                       "NaN", True]
+        got = go(
+            "!>D(pow(2.0, 10)); !>D(pow(0.0, -1.0)); !>D(pow(-0.0, -1.0)); !>D(pow(-10.0, 401.0)); "
+            "!>D(pow(10.0, 401.0)); !>D(pow(-8.0, 0.5)); !>D(exp(1000.0)); !>D(log(0.0)); !>D(log(-1.0)); "
+            "!>B(isNaN(log(-1.0)));",
+            "double D, boolean B",
+        )
+        assert got == [
+            1024.0,
+            "Infinity",
+            "-Infinity",
+            "-Infinity",
+            "Infinity",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "NaN",
+            True,
+        ]
 
     def test_now_is_the_time_of_the_event(self) -> None:
         src = "in {} Go\nout time T\n( Go() { !>T(now()); } )*"
@@ -503,8 +663,7 @@ class TestEventsAndInstances:
 
     def test_terminated_ungrouped_program_reports_every_later_event(self) -> None:
         lines = run_program(self.TERMINATING, "[2026-01-01 00:00:00] A() B() A() B() X() [00:00:03] A()")
-        assert simple(lines) == [("L", 1), ("L", 100), ("$error", 2), ("$error", 2), ("$error", 1),
-                                 ("$error", 2)]
+        assert simple(lines) == [("L", 1), ("L", 100), ("$error", 2), ("$error", 2), ("$error", 1), ("$error", 2)]
         assert lines[-1]["time"] == "2026-01-01T00:00:03.000000Z"
 
     def test_program_terminating_at_start(self) -> None:
@@ -522,8 +681,13 @@ class TestEventsAndInstances:
         """
         lines = run_program(src, "[2026-01-01 00:00:00] A() [00:00:05] C() Q() [00:00:12] B() [00:00:30]")
         assert [(line["time"][11:19], *s) for line, s in zip(lines, simple(lines))] == [
-            ("00:00:00", "L", 1), ("00:00:05", "$error", 2), ("00:00:05", "$error", 1),
-            ("00:00:10", "L", -1), ("00:00:12", "L", 1), ("00:00:22", "L", -1)]
+            ("00:00:00", "L", 1),
+            ("00:00:05", "$error", 2),
+            ("00:00:05", "$error", 1),
+            ("00:00:10", "L", -1),
+            ("00:00:12", "L", 1),
+            ("00:00:22", "L", -1),
+        ]
 
     def test_discarded_event_keeps_the_state(self) -> None:
         src = """
@@ -542,9 +706,12 @@ class TestEventsAndInstances:
     """
 
     def test_grouped_instances_are_independent_and_restart_after_terminating(self) -> None:
-        lines = run_program(self.GROUPED, '[2026-01-01 00:00:00] E("x", 1) [00:00:01] E("y", 10) '
-                                          '[00:00:02] E("x", 2) [00:00:03] E("x", 5) [00:00:04] E("y", 20) '
-                                          'E("x", 7)')
+        lines = run_program(
+            self.GROUPED,
+            '[2026-01-01 00:00:00] E("x", 1) [00:00:01] E("y", 10) '
+            '[00:00:02] E("x", 2) [00:00:03] E("x", 5) [00:00:04] E("y", 20) '
+            'E("x", 7)',
+        )
         assert [(line["time"], line["value"], line["key"]) for line in lines] == [
             ("2026-01-01T00:00:02.000000Z", "x:3@2026-01-01T00:00:00.000000Z", ["x"]),
             ("2026-01-01T00:00:04.000000Z", "y:30@2026-01-01T00:00:01.000000Z", ["y"]),
@@ -563,10 +730,14 @@ class TestEventsAndInstances:
         A() B() { !>S(group[0] + " started " + string(st)); }
         """
         lines = run_program(src, '[2026-01-01 00:00:00] B({k: "x"}) [00:00:05] A({k: "x"}) B({k: "x"})')
-        assert [(line["time"][11:19], line["event"], line["value"] if line["event"] != "$error"
-                 else line["value"]["code"]) for line in lines] == [
-            ("00:00:00", "S", "init x"), ("00:00:00", "$error", 2),
-            ("00:00:05", "S", "x started 2026-01-01T00:00:00.000000Z")]
+        assert [
+            (line["time"][11:19], line["event"], line["value"] if line["event"] != "$error" else line["value"]["code"])
+            for line in lines
+        ] == [
+            ("00:00:00", "S", "init x"),
+            ("00:00:00", "$error", 2),
+            ("00:00:05", "S", "x started 2026-01-01T00:00:00.000000Z"),
+        ]
 
     def test_group_components_and_key_encoding(self) -> None:
         src = """
@@ -575,9 +746,14 @@ class TestEventsAndInstances:
         ( E() { !>S(group[0] + "/" + group[1] + "/" + group[2] + "/" + group[3] + "/" + group[4]); } )*
         """
         lines = run_program(src, '[2026-01-01 00:00:00] E("a", 4, 1.5, true, "2026-02-03T04:05:06Z")')
-        assert lines == [{"time": T0, "event": "S",
-                          "value": "a/8/1.5/true/2026-02-03T04:05:06.000000Z",
-                          "key": ["a", 8, 1.5, True, "2026-02-03T04:05:06.000000Z"]}]
+        assert lines == [
+            {
+                "time": T0,
+                "event": "S",
+                "value": "a/8/1.5/true/2026-02-03T04:05:06.000000Z",
+                "key": ["a", 8, 1.5, True, "2026-02-03T04:05:06.000000Z"],
+            }
+        ]
 
     def test_errors_of_a_grouped_instance_carry_its_key(self) -> None:
         src = """
@@ -614,8 +790,9 @@ class TestEventsAndInstances:
         out double F
         ( High(x) { !>F(x); } Low() )*
         """
-        lines = run_program(src, "[2026-01-01 00:00:00] Temperature(20.0) Temperature(120) "
-                                 "Temperature(130.0) Temperature(1.0)")
+        lines = run_program(
+            src, "[2026-01-01 00:00:00] Temperature(20.0) Temperature(120) Temperature(130.0) Temperature(1.0)"
+        )
         assert simple(lines) == [("$error", 2), ("F", 120.0), ("$error", 2)]
 
     def test_classification_with_a_structure_and_a_group(self) -> None:
@@ -625,8 +802,11 @@ class TestEventsAndInstances:
         out string S
         ( Small()* Big(b) { !>S(b.c); } )*
         """
-        lines = run_program(src, '[2026-01-01 00:00:00] Trade("I", 1.0, 5) Trade("I", 100.0, 100) '
-                                 'Trade("J", 100.0, 99) Trade("J", 100.0, 101)')
+        lines = run_program(
+            src,
+            '[2026-01-01 00:00:00] Trade("I", 1.0, 5) Trade("I", 100.0, 100) '
+            'Trade("J", 100.0, 99) Trade("J", 100.0, 101)',
+        )
         assert [(line["value"], line["key"]) for line in lines] == [("I", ["I"]), ("J", ["J"])]
 
 
@@ -652,55 +832,60 @@ class TestInputValues:
             engine.feed_json(name, value)
         return got
 
-    GOOD: ClassVar[dict[str, Any]] = {"id": "a", "x": 1.5, "n": 2, "t": "2026-01-01T10:00:00Z", "b": True,
-                                      "a": [1, 2]}
+    GOOD: ClassVar[dict[str, Any]] = {"id": "a", "x": 1.5, "n": 2, "t": "2026-01-01T10:00:00Z", "b": True, "a": [1, 2]}
 
     def test_conversions(self) -> None:
         got = self.run_json(
             ("E", {**self.GOOD, "x": 1, "t": "2026-01-01T10:00:00+02:00"}),
             ("E", {**self.GOOD, "n": 3.0, "t": 1000, "a": []}),
             ("E", ["p", 2.5, 7, "2026-01-01", False, [5]]),
-            ("D", "NaN"), ("D", "-Infinity"), ("D", 4),
+            ("D", "NaN"),
+            ("D", "-Infinity"),
+            ("D", 4),
         )
         assert [(e.name, e.value) for e in got] == [
             ("O", ["a", 1.0, 2, parse_time("2026-01-01T08:00:00Z"), True, [1, 2]]),
             ("O", ["a", 1.5, 3, 1_000_000, True, []]),
             ("O", ["p", 2.5, 7, parse_time("2026-01-01T00:00:00Z"), False, [5]]),
-            ("OD", got[3].value), ("OD", -math.inf), ("OD", 4.0),
+            ("OD", got[3].value),
+            ("OD", -math.inf),
+            ("OD", 4.0),
         ]
         assert math.isnan(got[3].value)
         assert type(got[0].value[1]) is float and type(got[5].value) is float
 
-    @pytest.mark.parametrize("bad", [
-        {**GOOD, "n": 2.5},
-        {**GOOD, "n": True},
-        {**GOOD, "n": 2 ** 63},
-        {**GOOD, "x": True},
-        {**GOOD, "x": "1.5"},
-        {**GOOD, "id": 3},
-        {**GOOD, "b": 1},
-        {**GOOD, "t": "2026-13-01T10:00:00Z"},
-        {**GOOD, "t": "yesterday"},
-        {**GOOD, "t": True},
-        {**GOOD, "a": [1, "2"]},
-        {**GOOD, "a": None},
-        {k: v for k, v in GOOD.items() if k != "t"},
-        ["p", 2.5, 7],
-        "nope",
-        None,
-    ])
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            {**GOOD, "n": 2.5},
+            {**GOOD, "n": True},
+            {**GOOD, "n": 2**63},
+            {**GOOD, "x": True},
+            {**GOOD, "x": "1.5"},
+            {**GOOD, "id": 3},
+            {**GOOD, "b": 1},
+            {**GOOD, "t": "2026-13-01T10:00:00Z"},
+            {**GOOD, "t": "yesterday"},
+            {**GOOD, "t": True},
+            {**GOOD, "a": [1, "2"]},
+            {**GOOD, "a": None},
+            {k: v for k, v in GOOD.items() if k != "t"},
+            ["p", 2.5, 7],
+            "nope",
+            None,
+        ],
+    )
     def test_ill_typed_values_are_error_6_and_change_nothing(self, bad: Any) -> None:
         got = self.run_json(("E", bad), ("E", self.GOOD))
         assert [(e.name, e.error_code) for e in got] == [("$error", 6), ("O", None)]
         assert got[0].key is None
 
     def test_too_large_integer_for_a_double_is_error_6(self) -> None:
-        got = self.run_json(("D", 10 ** 400), ("D", 1))
+        got = self.run_json(("D", 10**400), ("D", 1))
         assert [(e.name, e.error_code) for e in got] == [("$error", 6), ("OD", None)]
 
     def test_time_out_of_range_is_error_6(self) -> None:
-        got = self.run_json(("E", {**self.GOOD, "t": "9999-12-31T23:59:59-01:00"}),
-                            ("E", {**self.GOOD, "t": 10 ** 15}))
+        got = self.run_json(("E", {**self.GOOD, "t": "9999-12-31T23:59:59-01:00"}), ("E", {**self.GOOD, "t": 10**15}))
         assert [(e.name, e.error_code) for e in got] == [("$error", 6), ("$error", 6)]
 
     def test_undeclared_name_through_feed_json_is_error_1(self) -> None:
@@ -708,21 +893,26 @@ class TestInputValues:
         assert [(e.name, e.error_code) for e in got] == [("$error", 1)]
 
     def test_trace_values(self) -> None:
-        lines = run_program(self.SRC, '[2026-01-01 00:00:00] E("a", 1, 2, "2026-01-01T10:00:00Z", true, [1, 2]) '
-                                      'E({a: [], b: false, t: "2026-01-02", n: -4, x: -2.5, id: "z"}) '
-                                      'D(1e3) D(-7) D(1' + "0" * 400 + ")")
+        lines = run_program(
+            self.SRC,
+            '[2026-01-01 00:00:00] E("a", 1, 2, "2026-01-01T10:00:00Z", true, [1, 2]) '
+            'E({a: [], b: false, t: "2026-01-02", n: -4, x: -2.5, id: "z"}) '
+            "D(1e3) D(-7) D(1" + "0" * 400 + ")",
+        )
         assert simple(lines) == [
             ("O", {"id": "a", "x": 1.0, "n": 2, "t": "2026-01-01T10:00:00.000000Z", "b": True, "a": [1, 2]}),
             ("O", {"id": "z", "x": -2.5, "n": -4, "t": "2026-01-02T00:00:00.000000Z", "b": False, "a": []}),
-            ("OD", 1000.0), ("OD", -7.0), ("$error", 6)]
+            ("OD", 1000.0),
+            ("OD", -7.0),
+            ("$error", 6),
+        ]
 
     def test_trace_value_of_the_wrong_type_is_error_6(self) -> None:
         lines = run_program(self.SRC, '[2026-01-01 00:00:00] D("x") D(true) E(1) D(2.0)')
         assert simple(lines) == [("$error", 6), ("$error", 6), ("$error", 6), ("OD", 2.0)]
 
     def test_trace_positional_structure_with_one_field(self) -> None:
-        lines = run_program("in {string k;} A\nout string S\n( A(a) { !>S(a.k); } )*",
-                            '[2026-01-01 00:00:00] A("b")')
+        lines = run_program("in {string k;} A\nout string S\n( A(a) { !>S(a.k); } )*", '[2026-01-01 00:00:00] A("b")')
         assert simple(lines) == [("S", "b")]
 
     def test_empty_structure_signals(self) -> None:

@@ -22,13 +22,16 @@ def _generic(engine: Engine, ctx: Any) -> bytes:
     return context.encode(ctx.state.key, ctx.vars, ctx.key, None, ctx.terminated, None, 0)
 
 
-@pytest.mark.parametrize("body", [
-    "{ n = 0; } ( R(r) { n = n + 1; } )*",  # a counter and the event's structure
-    "( R(r) { a = new long[2]; a[1] = r.sent; s = r; } )*",  # a flat array and two distinct structures
-    "( R(r) { s = r; } )*",  # one structure in two variables: the generic path numbers it
-    "( R(r) { a = new long[2][]; a[0] = new long[1]; } )*",  # an array of arrays
-    "( R(r) { d = r.v; } R(q) { !>O(q.sent); } )*",  # r set, q unset for a while
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{ n = 0; } ( R(r) { n = n + 1; } )*",  # a counter and the event's structure
+        "( R(r) { a = new long[2]; a[1] = r.sent; s = r; } )*",  # a flat array and two distinct structures
+        "( R(r) { s = r; } )*",  # one structure in two variables: the generic path numbers it
+        "( R(r) { a = new long[2][]; a[0] = new long[1]; } )*",  # an array of arrays
+        "( R(r) { d = r.v; } R(q) { !>O(q.sent); } )*",  # r set, q unset for a while
+    ],
+)
 def test_direct_snapshots_are_the_generic_bytes(body: str) -> None:
     prog = compile_source(HEAD + body + "\n", name="s").require()
     for compact in (True, False):

@@ -99,10 +99,16 @@ def test_copies_of_a_time_marker_are_one_timer(lazy: bool) -> None:
 
 
 def test_copies_of_a_time_marker_in_a_fixed_repetition(lazy: bool) -> None:
-    src = ("in {} Up\nout long Count\n{ n = 0; }\n"
-           "( ( elapse[1 second]() { n = n + 1; !>Count(n); } )? ){3} Up() { !>Count(-1); }")
+    src = (
+        "in {} Up\nout long Count\n{ n = 0; }\n"
+        "( ( elapse[1 second]() { n = n + 1; !>Count(n); } )? ){3} Up() { !>Count(-1); }"
+    )
     assert timeline(src, "[00:00:05] Up()", lazy) == [
-        ("00:00:01", 1), ("00:00:02", 2), ("00:00:03", 3), ("00:00:05", -1)]
+        ("00:00:01", 1),
+        ("00:00:02", 2),
+        ("00:00:03", 3),
+        ("00:00:05", -1),
+    ]
 
 
 def test_paths_through_a_reentered_product_follow_program_text(lazy: bool) -> None:
@@ -177,8 +183,9 @@ def test_copies_of_one_marker_are_reported_as_such() -> None:
     # The ambiguity warning names the marker's copies, not "this marker and the marker at" itself.
     comp = compile_source(COUNT + f"( {ACTION}+ )*", name="t")
     (w,) = comp.diagnostics.warnings
-    assert w.message == ("ambiguous regular expression: an event can match two copies of this marker "
-                         "made by a multiplier")
+    assert w.message == (
+        "ambiguous regular expression: an event can match two copies of this marker made by a multiplier"
+    )
     assert w.hint is not None and "run once per transition" in w.hint
 
 
@@ -197,6 +204,5 @@ def test_operand_paths_of_a_product_stay_apart_in_the_merge(lazy: bool) -> None:
     # two paths, which order nothing. So 2 runs before 1. (The product used to merge the two
     # operand paths into one sequence, 1 then 2 by text; that fake order contradicted the real
     # one and text then decided: 1, 2.)
-    src = ("in {} A, {} B\nout long L\n"
-           "( ( { !>L(1); } A() - ( { !>L(2); } A() )* B() ) | A() )*")
+    src = "in {} A, {} B\nout long L\n( ( { !>L(1); } A() - ( { !>L(2); } A() )* B() ) | A() )*"
     assert vals(src, "A()", lazy) == [1, 2, 2, 1]

@@ -57,8 +57,12 @@ class TestElapse:
         ( A() { !>S("a"); } | elapse[10 seconds](t) { !>S("e"); } )*
         """
         lines = run_program(src, "[2026-01-01 00:00:00] [00:00:05] A() [00:00:12] A() [00:00:40]")
-        assert timeline(lines) == [("00:00:05.000000", "a"), ("00:00:12.000000", "a"),
-                                   ("00:00:22.000000", "e"), ("00:00:32.000000", "e")]
+        assert timeline(lines) == [
+            ("00:00:05.000000", "a"),
+            ("00:00:12.000000", "a"),
+            ("00:00:22.000000", "e"),
+            ("00:00:32.000000", "e"),
+        ]
 
     def test_measured_from_the_state_entry_not_from_an_earlier_state(self) -> None:
         src = """
@@ -77,8 +81,11 @@ class TestElapse:
         ( N(n) | elapse[n seconds]() { !>S("after " + n); } )*
         """
         lines = run_program(src, "[2026-01-01 00:00:00] [00:00:02] N(20) [00:00:23] N(1) [00:00:25]")
-        assert timeline(lines) == [("00:00:22.000000", "after 20"), ("00:00:24.000000", "after 1"),
-                                   ("00:00:25.000000", "after 1")]
+        assert timeline(lines) == [
+            ("00:00:22.000000", "after 20"),
+            ("00:00:24.000000", "after 1"),
+            ("00:00:25.000000", "after 1"),
+        ]
 
     def test_units(self) -> None:
         src = """
@@ -90,12 +97,18 @@ class TestElapse:
         """
         lines = run_program(src, "[2026-01-01 00:00:00] [2026-01-10 00:00:00]")
         assert [(line["time"], line["value"]) for line in lines] == [
-            ("2026-01-01T00:00:01.000000Z", "a"), ("2026-01-01T00:00:02.500000Z", "b"),
-            ("2026-01-01T00:00:02.500002Z", "c"), ("2026-01-02T00:00:02.500002Z", "d"),
-            ("2026-01-02T01:30:02.500002Z", "e"), ("2026-01-02T01:30:32.500002Z", "f"),
-            ("2026-01-02T01:30:32.503002Z", "g"), ("2026-01-02T01:30:32.503003Z", "h"),
-            ("2026-01-02T01:30:34.503003Z", "i"), ("2026-01-02T02:30:34.503003Z", "j"),
-            ("2026-01-04T02:30:34.503003Z", "k")]
+            ("2026-01-01T00:00:01.000000Z", "a"),
+            ("2026-01-01T00:00:02.500000Z", "b"),
+            ("2026-01-01T00:00:02.500002Z", "c"),
+            ("2026-01-02T00:00:02.500002Z", "d"),
+            ("2026-01-02T01:30:02.500002Z", "e"),
+            ("2026-01-02T01:30:32.500002Z", "f"),
+            ("2026-01-02T01:30:32.503002Z", "g"),
+            ("2026-01-02T01:30:32.503003Z", "h"),
+            ("2026-01-02T01:30:34.503003Z", "i"),
+            ("2026-01-02T02:30:34.503003Z", "j"),
+            ("2026-01-04T02:30:34.503003Z", "k"),
+        ]
 
     def test_zero_elapse_set_by_an_event_fires_right_after_it(self) -> None:
         src = """
@@ -104,9 +117,13 @@ class TestElapse:
         ( A(n) { !>S("A" + n); } elapse[n seconds]() { !>S("el " + string(now())); } )*
         """
         lines = run_program(src, "[2026-01-01 00:00:00] A(0) A(5) [00:00:01] A(1) [00:00:05]")
-        assert timeline(lines) == [("00:00:00.000000", "A0"), ("00:00:00.000000", "el 2026-01-01T00:00:00.000000Z"),
-                                   ("00:00:00.000000", "A5"), ("00:00:01.000000", "$error 2"),
-                                   ("00:00:05.000000", "el 2026-01-01T00:00:05.000000Z")]
+        assert timeline(lines) == [
+            ("00:00:00.000000", "A0"),
+            ("00:00:00.000000", "el 2026-01-01T00:00:00.000000Z"),
+            ("00:00:00.000000", "A5"),
+            ("00:00:01.000000", "$error 2"),
+            ("00:00:05.000000", "el 2026-01-01T00:00:05.000000Z"),
+        ]
 
     def test_pending_timer_is_stopped_when_leaving_for_an_untimed_state(self) -> None:
         src = """
@@ -127,11 +144,15 @@ class TestElapse:
         # A deadline beyond year 9999 and a NaN amount cannot fire: $error 8, and the arrive
         # marker of the same state is armed instead.
         lines = run_program(src, '[2026-01-01 00:00:00] X(1e300) [00:00:05] X("NaN") [00:00:40]')
-        assert timeline(lines) == [("00:00:00.000000", "$error 8"), ("00:00:05.000000", "$error 8"),
-                                   ("00:00:30.000000", "half"), ("00:00:30.000000", "$error 8")]
+        assert timeline(lines) == [
+            ("00:00:00.000000", "$error 8"),
+            ("00:00:05.000000", "$error 8"),
+            ("00:00:30.000000", "half"),
+            ("00:00:30.000000", "$error 8"),
+        ]
 
     def test_timers_pending_after_the_last_timestamp_never_fire(self) -> None:
-        src = "out string S\nelapse[10 seconds]() { !>S(\"e\"); }"
+        src = 'out string S\nelapse[10 seconds]() { !>S("e"); }'
         assert run_program(src, "[2026-01-01 00:00:00] [00:00:09.999999]") == []
 
 
@@ -175,11 +196,13 @@ class TestArrive:
         """
         lines = run_program(src, "[2026-01-01 09:29:00] [2026-01-03 00:00:00]")
         assert [(line["time"], line["value"]) for line in lines] == [
-            ("2026-01-01T09:30:00.000000Z", "930"), ("2026-01-01T09:30:15.000000Z", "93015"),
-            ("2026-01-02T09:30:15.000000Z", "next")]
+            ("2026-01-01T09:30:00.000000Z", "930"),
+            ("2026-01-01T09:30:15.000000Z", "93015"),
+            ("2026-01-02T09:30:15.000000Z", "next"),
+        ]
 
     def test_pattern_fires_strictly_after_the_moment_it_is_set(self) -> None:
-        src = "out string S\narrive[9:30]() { !>S(\"x\"); }"
+        src = 'out string S\narrive[9:30]() { !>S("x"); }'
         lines = run_program(src, "[2026-01-01 09:30:00] [2026-01-03 00:00:00]")
         assert [line["time"] for line in lines] == ["2026-01-02T09:30:00.000000Z"]
 
@@ -190,14 +213,18 @@ class TestArrive:
         """
         lines = run_program(src, "[2026-01-01 22:10:00] [2026-01-02 01:00:00]")
         assert [(line["time"], line["value"]) for line in lines] == [
-            ("2026-01-01T23:00:00.000000Z", "hour 23"), ("2026-01-02T00:00:00.000000Z", "hour 0"),
-            ("2026-01-02T01:00:00.000000Z", "hour 1")]
+            ("2026-01-01T23:00:00.000000Z", "hour 23"),
+            ("2026-01-02T00:00:00.000000Z", "hour 0"),
+            ("2026-01-02T01:00:00.000000Z", "hour 1"),
+        ]
 
     def test_every_minute_and_fractional_seconds(self) -> None:
         src = "out string S\n( arrive[.:.:30.5](t) { !>S(string(t)); } )*"
         lines = run_program(src, "[2026-01-01 00:00:31] [00:02:31]")
-        assert timeline(lines) == [("00:01:30.500000", "2026-01-01T00:01:30.500000Z"),
-                                   ("00:02:30.500000", "2026-01-01T00:02:30.500000Z")]
+        assert timeline(lines) == [
+            ("00:01:30.500000", "2026-01-01T00:01:30.500000Z"),
+            ("00:02:30.500000", "2026-01-01T00:02:30.500000Z"),
+        ]
 
     def test_dates(self) -> None:
         src = """
@@ -209,11 +236,15 @@ class TestArrive:
         """
         lines = run_program(src, "[2026-01-01 00:00:00] [2040-01-01 00:00:00]")
         assert [(line["time"], line["value"]) for line in lines] == [
-            ("2026-01-02T00:00:00.000000Z", "d"), ("2026-01-02T10:30:00.000000Z", "dt"),
-            ("2026-01-02T10:30:15.250000Z", "dts"), ("2026-01-31T00:00:00.000000Z", "31"),
+            ("2026-01-02T00:00:00.000000Z", "d"),
+            ("2026-01-02T10:30:00.000000Z", "dt"),
+            ("2026-01-02T10:30:15.250000Z", "dts"),
+            ("2026-01-31T00:00:00.000000Z", "31"),
             # February has no 31st: the next one is in March.
             ("2026-03-31T00:00:00.000000Z", "31 again"),
-            ("2028-02-29T12:00:00.000000Z", "feb29"), ("2032-02-29T12:00:00.000000Z", "feb29 again")]
+            ("2028-02-29T12:00:00.000000Z", "feb29"),
+            ("2032-02-29T12:00:00.000000Z", "feb29 again"),
+        ]
 
     def test_rollover_to_the_next_year(self) -> None:
         src = "out string S\narrive[0:00](t) { !>S(string(t)); }"
@@ -246,8 +277,10 @@ class TestArrive:
         ( arrive[(mins / 60):(mins % 60):00](t) { !>S(string(t)); mins = mins + 1; } )*
         """
         lines = run_program(src, "[2026-01-01 00:00:00] [2026-01-01 02:06:30]")
-        assert timeline(lines) == [("02:05:00.000000", "2026-01-01T02:05:00.000000Z"),
-                                   ("02:06:00.000000", "2026-01-01T02:06:00.000000Z")]
+        assert timeline(lines) == [
+            ("02:05:00.000000", "2026-01-01T02:05:00.000000Z"),
+            ("02:06:00.000000", "2026-01-01T02:06:00.000000Z"),
+        ]
 
     def test_out_of_range_component_is_error_8_and_sets_no_timer(self) -> None:
         src = """
@@ -257,13 +290,13 @@ class TestArrive:
         ( H(h) | arrive[(h):00](t) { !>S(string(t)); } )*
         """
         lines = run_program(src, "[2026-01-01 00:00:00] [2026-01-01 02:00:00] H(3) [2026-01-02 00:00:00]")
-        assert [(line["time"], line["value"] if line["event"] != "$error" else line["value"]["code"])
-                for line in lines] == [("2026-01-01T00:00:00.000000Z", 8),
-                                       ("2026-01-01T03:00:00.000000Z", "2026-01-01T03:00:00.000000Z")]
+        assert [
+            (line["time"], line["value"] if line["event"] != "$error" else line["value"]["code"]) for line in lines
+        ] == [("2026-01-01T00:00:00.000000Z", 8), ("2026-01-01T03:00:00.000000Z", "2026-01-01T03:00:00.000000Z")]
 
     @pytest.mark.parametrize("pattern", ["(m):00", "10:(m)", "2026-(m)-01", "2026-01-(m) 00:00", "(m)-01-01"])
     def test_out_of_range_components(self, pattern: str) -> None:
-        src = f"in long M\nout string S\n{{ m = 1; }}\n( M(m) | arrive[{pattern}]() {{ !>S(\"x\"); }} )*"
+        src = f'in long M\nout string S\n{{ m = 1; }}\n( M(m) | arrive[{pattern}]() {{ !>S("x"); }} )*'
         lines = run_program(src, "[2026-01-01 00:00:00] M(-1) M(10000) [2027-01-01 00:00:00]")
         assert [(line["event"], line["value"]["code"]) for line in lines] == [("$error", 8), ("$error", 8)]
 
@@ -304,7 +337,10 @@ class TestOrdering:
         """
         lines = run_program(src, "[2026-01-01 00:58:30] [01:01:00]")
         assert [(line["time"][11:19], line["event"]) for line in lines] == [
-            ("00:59:00", "StartOfMinute"), ("01:00:00", "StartOfHour"), ("01:01:00", "StartOfMinute")]
+            ("00:59:00", "StartOfMinute"),
+            ("01:00:00", "StartOfHour"),
+            ("01:01:00", "StartOfMinute"),
+        ]
 
     def test_ties_between_instances_fire_in_the_order_their_timers_were_set(self) -> None:
         src = """
@@ -313,11 +349,15 @@ class TestOrdering:
         ( A() | arrive[00:00:10]() { !>S(group[0]); } )*
         """
         # b's timer is set first, then a's and c's; b's A at 00:00:05 sets it again, last.
-        lines = run_program(src, '[2026-01-01 00:00:00] A({k: "b"}) A({k: "a"}) [00:00:00.5] A({k: "c"}) '
-                                 '[00:00:05] A({k: "b"}) [00:00:20]')
+        lines = run_program(
+            src,
+            '[2026-01-01 00:00:00] A({k: "b"}) A({k: "a"}) [00:00:00.5] A({k: "c"}) [00:00:05] A({k: "b"}) [00:00:20]',
+        )
         assert [(line["time"], line["value"]) for line in lines] == [
-            ("2026-01-01T00:00:10.000000Z", "a"), ("2026-01-01T00:00:10.000000Z", "c"),
-            ("2026-01-01T00:00:10.000000Z", "b")]
+            ("2026-01-01T00:00:10.000000Z", "a"),
+            ("2026-01-01T00:00:10.000000Z", "c"),
+            ("2026-01-01T00:00:10.000000Z", "b"),
+        ]
 
     def test_earlier_deadline_of_a_later_instance_fires_first(self) -> None:
         src = """
@@ -325,10 +365,10 @@ class TestOrdering:
         out string S
         A(a) elapse[a.s seconds]() { !>S(group[0]); }
         """
-        lines = run_program(src, '[2026-01-01 00:00:00] A({k: "slow", s: 9}) A({k: "fast", s: 2}) '
-                                 'A({k: "mid", s: 5}) [00:00:30]')
-        assert timeline(lines) == [("00:00:02.000000", "fast"), ("00:00:05.000000", "mid"),
-                                   ("00:00:09.000000", "slow")]
+        lines = run_program(
+            src, '[2026-01-01 00:00:00] A({k: "slow", s: 9}) A({k: "fast", s: 2}) A({k: "mid", s: 5}) [00:00:30]'
+        )
+        assert timeline(lines) == [("00:00:02.000000", "fast"), ("00:00:05.000000", "mid"), ("00:00:09.000000", "slow")]
 
     def test_timers_due_at_a_timestamp_fire_before_its_events(self) -> None:
         src = """
@@ -337,9 +377,11 @@ class TestOrdering:
         ( A() { !>S("A " + string(now())); } | elapse[10 seconds]() { !>S("el " + string(now())); } )*
         """
         lines = run_program(src, "[2026-01-01 00:00:00] [00:00:10] A() [00:00:25]")
-        assert timeline(lines) == [("00:00:10.000000", "el 2026-01-01T00:00:10.000000Z"),
-                                   ("00:00:10.000000", "A 2026-01-01T00:00:10.000000Z"),
-                                   ("00:00:20.000000", "el 2026-01-01T00:00:20.000000Z")]
+        assert timeline(lines) == [
+            ("00:00:10.000000", "el 2026-01-01T00:00:10.000000Z"),
+            ("00:00:10.000000", "A 2026-01-01T00:00:10.000000Z"),
+            ("00:00:20.000000", "el 2026-01-01T00:00:20.000000Z"),
+        ]
 
     def test_timer_events_run_with_the_clock_at_their_deadline(self) -> None:
         src = """
@@ -349,14 +391,17 @@ class TestOrdering:
         lines = run_program(src, "[2026-01-01 00:00:00] [00:00:04]")
         assert timeline(lines) == [
             ("00:00:01.500000", "2026-01-01T00:00:01.500000Z 2026-01-01T00:00:01.500000Z 2026-01-01T00:00:02.500000Z"),
-            ("00:00:03.000000", "2026-01-01T00:00:03.000000Z 2026-01-01T00:00:03.000000Z 2026-01-01T00:00:04.000000Z")]
+            ("00:00:03.000000", "2026-01-01T00:00:03.000000Z 2026-01-01T00:00:03.000000Z 2026-01-01T00:00:04.000000Z"),
+        ]
 
     def test_timers_set_while_firing_fire_in_the_same_advance(self) -> None:
         src = "out string S\n( elapse[1 second]() { !>S(string(now())); } ){3}"
         lines = run_program(src, "[2026-01-01 00:00:00] [00:00:10]")
-        assert timeline(lines) == [("00:00:01.000000", "2026-01-01T00:00:01.000000Z"),
-                                   ("00:00:02.000000", "2026-01-01T00:00:02.000000Z"),
-                                   ("00:00:03.000000", "2026-01-01T00:00:03.000000Z")]
+        assert timeline(lines) == [
+            ("00:00:01.000000", "2026-01-01T00:00:01.000000Z"),
+            ("00:00:02.000000", "2026-01-01T00:00:02.000000Z"),
+            ("00:00:03.000000", "2026-01-01T00:00:03.000000Z"),
+        ]
 
     def test_timer_events_between_timestamps_and_events_in_order(self) -> None:
         src = """
@@ -365,10 +410,15 @@ class TestOrdering:
         ( A() { !>S("A"); } | elapse[4 seconds]() { !>S("tick"); } )*
         """
         lines = run_program(src, "[2026-01-01 00:00:00] [00:00:09] A() A() [00:00:13] A() [00:00:17.5]")
-        assert timeline(lines) == [("00:00:04.000000", "tick"), ("00:00:08.000000", "tick"),
-                                   ("00:00:09.000000", "A"), ("00:00:09.000000", "A"),
-                                   ("00:00:13.000000", "tick"), ("00:00:13.000000", "A"),
-                                   ("00:00:17.000000", "tick")]
+        assert timeline(lines) == [
+            ("00:00:04.000000", "tick"),
+            ("00:00:08.000000", "tick"),
+            ("00:00:09.000000", "A"),
+            ("00:00:09.000000", "A"),
+            ("00:00:13.000000", "tick"),
+            ("00:00:13.000000", "A"),
+            ("00:00:17.000000", "tick"),
+        ]
 
     def test_pipeline_stages_share_one_clock(self) -> None:
         stage1 = """
@@ -388,7 +438,8 @@ class TestOrdering:
             ("00:00:03.000000", "quiet@2026-01-01T00:00:03.000000Z"),
             ("00:00:05.000000", "-1@2026-01-01T00:00:05.000000Z"),
             ("00:00:08.000000", "quiet@2026-01-01T00:00:08.000000Z"),
-            ("00:00:10.000000", "-1@2026-01-01T00:00:10.000000Z")]
+            ("00:00:10.000000", "-1@2026-01-01T00:00:10.000000Z"),
+        ]
 
     def test_pipeline_ties_between_stages_follow_set_order(self) -> None:
         # Both stages' timers are due at 00:00:10; stage 2's was set (at its start) before stage 1
@@ -420,12 +471,16 @@ def test_patterns_in_a_configured_time_zone() -> None:
     clock.advance_to(parse_time("2026-03-31T00:00:00Z"))
     # 09:00 in Paris is 08:00 UTC in winter (CET) and 07:00 UTC from 29 March (CEST).
     assert [format_time(e.time) for e in got] == [
-        "2026-03-28T08:00:00.000000Z", "2026-03-29T07:00:00.000000Z", "2026-03-30T07:00:00.000000Z"]
+        "2026-03-28T08:00:00.000000Z",
+        "2026-03-29T07:00:00.000000Z",
+        "2026-03-30T07:00:00.000000Z",
+    ]
 
 
 def test_every_minute_through_the_repeated_hour_in_a_time_zone() -> None:
-    prog = check_source("out long S\n{ n = 0; }\n( arrive[.:00:00]() { !>S(n); n = 0; } "
-                        "| arrive[.:.:00]() { n = n + 1; } )*").require()
+    prog = check_source(
+        "out long S\n{ n = 0; }\n( arrive[.:00:00]() { !>S(n); n = 0; } | arrive[.:.:00]() { n = n + 1; } )*"
+    ).require()
     got: list[Emitted] = []
     clock = SimulatedTimeProvider(parse_time("2026-10-24T22:00:00Z"))
     engine = Engine(prog, got.append, clock, tz=PARIS)
@@ -433,7 +488,12 @@ def test_every_minute_through_the_repeated_hour_in_a_time_zone() -> None:
     clock.advance_to(parse_time("2026-10-25T03:00:00Z"))
     # Every real hour has 59 more minute marks before the next hour mark, also the repeated one.
     assert [(format_time(e.time)[11:19], e.value) for e in got] == [
-        ("23:00:00", 59), ("00:00:00", 59), ("01:00:00", 59), ("02:00:00", 59), ("03:00:00", 59)]
+        ("23:00:00", 59),
+        ("00:00:00", 59),
+        ("01:00:00", 59),
+        ("02:00:00", 59),
+        ("03:00:00", 59),
+    ]
 
 
 # ---------------------------------------------------------------------------------------
@@ -477,10 +537,21 @@ class TestNextMatch:
         assert nm("2026-03-01T00:00:00Z", (ANY, 2, 30, 0, 0, 0)) is None
         assert nm("2026-03-01T00:00:00Z", (ANY, 4, 31, 0, 0, 0)) is None
 
-    @pytest.mark.parametrize("comps", [(ANY, 13, 1, 0, 0, 0), (ANY, 0, 1, 0, 0, 0), (ANY, ANY, 32, 0, 0, 0),
-                                       (ANY, ANY, 0, 0, 0, 0), (ANY, ANY, ANY, 24, 0, 0), (ANY, ANY, ANY, -1, 0, 0),
-                                       (ANY, ANY, ANY, 0, 60, 0), (ANY, ANY, ANY, 0, 0, 60), (0, 1, 1, 0, 0, 0),
-                                       (10000, 1, 1, 0, 0, 0)])
+    @pytest.mark.parametrize(
+        "comps",
+        [
+            (ANY, 13, 1, 0, 0, 0),
+            (ANY, 0, 1, 0, 0, 0),
+            (ANY, ANY, 32, 0, 0, 0),
+            (ANY, ANY, 0, 0, 0, 0),
+            (ANY, ANY, ANY, 24, 0, 0),
+            (ANY, ANY, ANY, -1, 0, 0),
+            (ANY, ANY, ANY, 0, 60, 0),
+            (ANY, ANY, ANY, 0, 0, 60),
+            (0, 1, 1, 0, 0, 0),
+            (10000, 1, 1, 0, 0, 0),
+        ],
+    )
     def test_out_of_range_components(self, comps: tuple[int | None, ...]) -> None:
         with pytest.raises(TimeRangeError):
             next_match(parse_time("2026-01-01T00:00:00Z"), comps)
@@ -534,18 +605,24 @@ class TestNextMatch:
         self._agrees_with_a_minute_by_minute_search("2026-03-29T00:00:00Z", -241, 0, 1, None, None)
 
     @settings(max_examples=150, deadline=None)
-    @given(base=st.sampled_from(["2026-10-25T00:00:00Z", "2026-03-29T00:00:00Z", "2026-06-30T22:00:00Z"]),
-           minutes=st.integers(-300, 300), sub=st.sampled_from([0, 1, 30_000_000, 59_999_999]),
-           day=st.sampled_from([None, None, 25, 26, 29, 30, 1]), hour=st.sampled_from([None, None, 1, 2, 3, 4, 23]),
-           minute=st.sampled_from([None, 0, 15, 30, 59]))
+    @given(
+        base=st.sampled_from(["2026-10-25T00:00:00Z", "2026-03-29T00:00:00Z", "2026-06-30T22:00:00Z"]),
+        minutes=st.integers(-300, 300),
+        sub=st.sampled_from([0, 1, 30_000_000, 59_999_999]),
+        day=st.sampled_from([None, None, 25, 26, 29, 30, 1]),
+        hour=st.sampled_from([None, None, 1, 2, 3, 4, 23]),
+        minute=st.sampled_from([None, 0, 15, 30, 59]),
+    )
     @example(base="2026-03-29T00:00:00Z", minutes=-241, sub=0, day=1, hour=None, minute=None)
-    def test_agrees_with_a_minute_by_minute_search(self, base: str, minutes: int, sub: int, day: int | None,
-                                                   hour: int | None, minute: int | None) -> None:
+    def test_agrees_with_a_minute_by_minute_search(
+        self, base: str, minutes: int, sub: int, day: int | None, hour: int | None, minute: int | None
+    ) -> None:
         self._agrees_with_a_minute_by_minute_search(base, minutes, sub, day, hour, minute)
 
     @staticmethod
-    def _agrees_with_a_minute_by_minute_search(base: str, minutes: int, sub: int, day: int | None,
-                                               hour: int | None, minute: int | None) -> None:
+    def _agrees_with_a_minute_by_minute_search(
+        base: str, minutes: int, sub: int, day: int | None, hour: int | None, minute: int | None
+    ) -> None:
         after = parse_time(base) + minutes * 60_000_000 + sub
         comps = (None, None, day, hour, minute, 0)
 
@@ -563,7 +640,11 @@ class TestNextMatch:
         else:
             # No match before ``end``: the answer, if any, is a match at ``end`` or later.
             assert got is None or (got >= end and got % step == 0 and matches(got)), (
-                format_time(after), comps, got and format_time(got), format_time(end))
+                format_time(after),
+                comps,
+                got and format_time(got),
+                format_time(end),
+            )
 
 
 class TestTimeText:
@@ -578,8 +659,10 @@ class TestTimeText:
         assert parse_time("1970-01-01T00:00:00Z") == 0
         assert parse_time("1970-01-01T00:00:01.000001Z") == 1_000_001
 
-    @pytest.mark.parametrize("text", ["", "yesterday", "2026-13-01", "2026-02-30", "2026-01-01T25:00:00Z",
-                                      "2026-01-01T10:00:00+5", "26-01-01"])
+    @pytest.mark.parametrize(
+        "text",
+        ["", "yesterday", "2026-13-01", "2026-02-30", "2026-01-01T25:00:00Z", "2026-01-01T10:00:00+5", "26-01-01"],
+    )
     def test_parse_rejects(self, text: str) -> None:
         with pytest.raises(ValueError):
             parse_time(text)

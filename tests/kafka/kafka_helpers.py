@@ -39,8 +39,9 @@ class Broker:
     """The session's broker. ``kind``: "apache" (started here from the fetched jars), "kafka" (a
     container or ``KAFKA_BOOTSTRAP_SERVERS``) or "tansu" (the fallback, with ``why_tansu``)."""
 
-    def __init__(self, bootstrap: str, kind: str, pid: int | None = None, *, cluster: Any = None,
-                 why_tansu: str = "") -> None:
+    def __init__(
+        self, bootstrap: str, kind: str, pid: int | None = None, *, cluster: Any = None, why_tansu: str = ""
+    ) -> None:
         self.bootstrap = bootstrap
         self.kind = kind
         #: The broker's process, when the tests started it: fault tests stop it with SIGSTOP to
@@ -65,8 +66,10 @@ class Broker:
         if not self.real:
             import pytest
 
-            pytest.skip(f"{what} needs Apache Kafka, and the tests run on the embedded Tansu broker because "
-                        f"{self.why_tansu or 'the Kafka kind is tansu'}")
+            pytest.skip(
+                f"{what} needs Apache Kafka, and the tests run on the embedded Tansu broker because "
+                f"{self.why_tansu or 'the Kafka kind is tansu'}"
+            )
 
 
 #: The session's broker once started (the pytest summary says which kind the tests ran on).
@@ -94,8 +97,7 @@ def start_broker(keep_logs: Callable[[], bool] = lambda: False) -> Iterator[Brok
         from eventscript.kafka.broker import EmbeddedBroker
 
         with EmbeddedBroker() as b:
-            yield _session(Broker(b.bootstrap, "tansu", b.proc.pid if b.proc is not None else None,
-                                  why_tansu=str(exc)))
+            yield _session(Broker(b.bootstrap, "tansu", b.proc.pid if b.proc is not None else None, why_tansu=str(exc)))
         return
     cluster = KafkaCluster(1, jars=jars).start()
     try:
@@ -126,17 +128,28 @@ def unique(prefix: str) -> str:
 FAST_GROUP = {"session.timeout.ms": 3000, "heartbeat.interval.ms": 750}
 
 
-def topology(broker: Broker, tmp: Path, programs: list[dict[str, Any]], topics: dict[str, Any] | None = None,
-             *, file: str = "topology.yaml", application: str | None = None, state: str = "state",
-             **extra: Any) -> Path:
+def topology(
+    broker: Broker,
+    tmp: Path,
+    programs: list[dict[str, Any]],
+    topics: dict[str, Any] | None = None,
+    *,
+    file: str = "topology.yaml",
+    application: str | None = None,
+    state: str = "state",
+    **extra: Any,
+) -> Path:
     """Write a topology file for ``programs`` (dicts as in YAML) and return its path. Several
     workers of one application get files with the same ``application`` and their own ``state``."""
     doc: dict[str, Any] = {
         "application": application or unique("t"),
         # Static membership on, as deployed; off only on the Tansu fallback, which mishandles
         # static members (a member that joins gets no tasks while the others lose theirs).
-        "kafka": {"bootstrap_servers": broker.bootstrap, "consumer": dict(FAST_GROUP),
-                  "static_membership": broker.kind != "tansu"},
+        "kafka": {
+            "bootstrap_servers": broker.bootstrap,
+            "consumer": dict(FAST_GROUP),
+            "static_membership": broker.kind != "tansu",
+        },
         "programs": programs,
         "topics": topics or {},
         "state_dir": str(tmp / state),
@@ -147,8 +160,9 @@ def topology(broker: Broker, tmp: Path, programs: list[dict[str, Any]], topics: 
     return path
 
 
-def run_in_thread(topology_path: Path, until_idle: float = 2.0, names: list[str] | None = None,
-                  timeout: float = 180.0) -> int:
+def run_in_thread(
+    topology_path: Path, until_idle: float = 2.0, names: list[str] | None = None, timeout: float = 180.0
+) -> int:
     """Run a topology in this process until it is idle; returns the runner's status."""
     from eventscript.kafka.config import load_topology
     from eventscript.kafka.runner import TopologyRunner
@@ -156,8 +170,9 @@ def run_in_thread(topology_path: Path, until_idle: float = 2.0, names: list[str]
     runner = TopologyRunner(load_topology(topology_path), names)
     runner.prepare()
     result: list[int] = []
-    t = threading.Thread(target=lambda: result.append(runner.run(until_idle=until_idle, install_signals=False)),
-                         daemon=True)
+    t = threading.Thread(
+        target=lambda: result.append(runner.run(until_idle=until_idle, install_signals=False)), daemon=True
+    )
     t.start()
     t.join(timeout)
     if t.is_alive():
@@ -170,13 +185,18 @@ def run_in_thread(topology_path: Path, until_idle: float = 2.0, names: list[str]
 def start_worker(topology_path: Path, *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
     """``eventscript run`` in a subprocess (for tests that kill it)."""
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
-    return subprocess.Popen([sys.executable, "-m", "eventscript.cli.main", "run", str(topology_path), *args],
-                            stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return subprocess.Popen(
+        [sys.executable, "-m", "eventscript.cli.main", "run", str(topology_path), *args],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
 
-def read_many(broker: Broker, topics: list[str], idle: float = 0.5, dedupe: bool = True,
-              snapshot: bool = False) -> dict[str, list[Any]]:
+def read_many(
+    broker: Broker, topics: list[str], idle: float = 0.5, dedupe: bool = True, snapshot: bool = False
+) -> dict[str, list[Any]]:
     """Records of several topics at once (one consumer: Tansu takes about a second to report
     the end of an empty partition, so reading topics one by one is slow).
 
@@ -357,12 +377,18 @@ class KeyedProducer:
         from eventscript.kafka.partitioner import partition_of
 
         kb = key.encode()
-        self.producer.produce(self.topic, key=kb, value=orjson.dumps(value),
-                              partition=partition_of(kb, self.partitions), timestamp=timestamp)
+        self.producer.produce(
+            self.topic,
+            key=kb,
+            value=orjson.dumps(value),
+            partition=partition_of(kb, self.partitions),
+            timestamp=timestamp,
+        )
         self.sent += 1
 
-    def run(self, count: int, keys: int, rate: float, t0: int = 1_767_225_600_000, step_ms: int = 250,
-            seed: int = 42) -> None:
+    def run(
+        self, count: int, keys: int, rate: float, t0: int = 1_767_225_600_000, step_ms: int = 250, seed: int = 42
+    ) -> None:
         import random
 
         rnd = random.Random(seed)
@@ -502,8 +528,9 @@ def outputs_by_key(records: list[Any], identical: bool = True) -> tuple[dict[str
                 assert kept[rid] == raw, f"record {rid!r} appeared twice with different bytes: {kept[rid]} != {raw}"
             else:
                 first, again = kept[rid], raw
-                assert first[0] == again[0] and codec.header(list(first[2]), codec.HEADER_EVENT) == \
-                    codec.header(m.headers(), codec.HEADER_EVENT), f"record {rid!r}: another key or event: {first} != {raw}"
+                assert first[0] == again[0] and codec.header(list(first[2]), codec.HEADER_EVENT) == codec.header(
+                    m.headers(), codec.HEADER_EVENT
+                ), f"record {rid!r}: another key or event: {first} != {raw}"
             repeats += 1
             continue
         kept[rid] = raw
@@ -532,8 +559,7 @@ def committed_states(state_dir: Path) -> dict[str, tuple[Any, ...]]:
     return out
 
 
-def stop_when_all_out(worker: subprocess.Popen[bytes], watcher: Any, total: int, timeout: float,
-                      log: Path) -> None:
+def stop_when_all_out(worker: subprocess.Popen[bytes], watcher: Any, total: int, timeout: float, log: Path) -> None:
     """Wait until ``watcher`` has seen ``total`` distinct outputs, then stop the worker as an
     operator would (SIGTERM) and check that it shut down cleanly."""
     import signal
@@ -543,8 +569,9 @@ def stop_when_all_out(worker: subprocess.Popen[bytes], watcher: Any, total: int,
     assert worker.wait(60) == 0, log.read_text()[-3000:]
 
 
-def tear_down(worker: subprocess.Popen[bytes], watcher: Any, producer: Any,
-              writing: threading.Thread | None = None) -> None:
+def tear_down(
+    worker: subprocess.Popen[bytes], watcher: Any, producer: Any, writing: threading.Thread | None = None
+) -> None:
     """The ``finally`` of a kill test: stop watching and producing, and leave no worker behind."""
     watcher.close()
     producer.stop.set()

@@ -18,8 +18,10 @@ try:
 except KafkaNotFetched as exc:
     NO_KAFKA = str(exc)
 
-pytestmark = [pytest.mark.kafka,
-              pytest.mark.skipif(bool(NO_KAFKA), reason=f"Apache Kafka is not available: {NO_KAFKA}")]
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.skipif(bool(NO_KAFKA), reason=f"Apache Kafka is not available: {NO_KAFKA}"),
+]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -43,8 +45,14 @@ def _produce(bootstrap: str, topic: str, n: int) -> None:
 def _read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[bytes]:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False,
-                         "isolation.level": "read_committed"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     got: list[bytes] = []
     deadline = time.monotonic() + 60

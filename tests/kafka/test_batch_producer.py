@@ -68,8 +68,9 @@ def test_a_record_refused_by_an_abortable_transaction_fails_the_batch_instead_of
     task.process(0)
     task.send_changelog("p-changelog", 0, task.changelog_records(), None, T0)
     assert len(producer.queued) == 2
-    assert output.delivery_error is not None and output.delivery_error.code() == KafkaError._STATE, \
+    assert output.delivery_error is not None and output.delivery_error.code() == KafkaError._STATE, (
         "the commit must see the failure, abort and rewind"
+    )
     task.close()
 
 

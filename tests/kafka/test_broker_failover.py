@@ -59,15 +59,28 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
 @pytest.mark.slow
 @pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
 def test_changelog_leader_killed_and_restarted_loses_and_duplicates_nothing(
-        cluster: KafkaCluster, tmp_path: Path, guarantee: str) -> None:
+    cluster: KafkaCluster, tmp_path: Path, guarantee: str
+) -> None:
     broker = Broker(cluster.bootstrap, "apache", cluster=cluster)
     name = unique("failover")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record", "guarantee": guarantee, "commit_interval_ms": 100,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
-    }], {f"{name}-in": {"partitions": PARTITIONS}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "guarantee": guarantee,
+                "commit_interval_ms": 100,
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": PARTITIONS}},
+    )
     # A session timeout as deployed (not the tests' 3 s): the killed broker may be the group's
     # coordinator, and the group must outlast its move to another broker (the controller notices
     # the kill after broker.session.timeout.ms, 6 s). With 3 s the static member is fenced for

@@ -58,11 +58,23 @@ def test_timer_only_commit_sends_the_committed_offsets(broker: Broker, tmp_path:
 
     name = unique("offsets")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo_path = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "wall", "guarantee": "exactly_once", "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
-    }], {f"{name}-in": {"partitions": 1}})
+    topo_path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "wall",
+                "guarantee": "exactly_once",
+                "commit_interval_ms": 50,
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": 1}},
+    )
     commits: list[list[Any]] = []
 
     class Supplier(ClientSupplier):
@@ -93,8 +105,11 @@ def test_timer_only_commit_sends_the_committed_offsets(broker: Broker, tmp_path:
     commits.clear()
     runner, t = start()  # restores the key, whose timer is due within seconds; no input comes
     try:
-        wait_for(lambda: _events(broker, f"{name}-out") == ["Count", "Quiet"], 60,
-                 what="the restored task's timer output committed")
+        wait_for(
+            lambda: _events(broker, f"{name}-out") == ["Count", "Quiet"],
+            60,
+            what="the restored task's timer output committed",
+        )
     finally:
         stop(runner, t)
     assert commits, "the second worker committed nothing"

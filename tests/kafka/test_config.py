@@ -10,12 +10,14 @@ from eventscript.kafka.config import TopologyError, load_topology, parse_topolog
 
 GOOD = {
     "kafka": {"bootstrap_servers": "${BROKERS:-localhost:9092}"},
-    "programs": [{
-        "name": "p",
-        "source": "p.es",
-        "inputs": [{"topic": "in", "event": "A"}, {"topic": "mixed", "event_from": {"header": "type"}}],
-        "outputs": {"default": "out"},
-    }],
+    "programs": [
+        {
+            "name": "p",
+            "source": "p.es",
+            "inputs": [{"topic": "in", "event": "A"}, {"topic": "mixed", "event_from": {"header": "type"}}],
+            "outputs": {"default": "out"},
+        }
+    ],
 }
 
 
@@ -37,16 +39,28 @@ def test_missing_environment_variable_is_named() -> None:
         parse_topology(data, "t.yaml", env={})
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda d: d["programs"][0].update(clock="sundial"), r"programs\[0\]\.clock: Input should be 'wall' or 'record'"),
-    (lambda d: d["programs"][0]["inputs"][0].update(topik="x"), r"programs\[0\]\.inputs\[0\]\.topik: unknown setting"),
-    (lambda d: d["programs"][0]["inputs"][0].pop("event"), r"programs\[0\]\.inputs\[0\]: give the event name"),
-    (lambda d: d["programs"][0].update(timezone="Mars/Olympus"), r"programs\[0\]\.timezone: unknown time zone"),
-    (lambda d: d["programs"][0].update(name="bad name"), r"programs\[0\]\.name: use letters, digits"),
-    (lambda d: d["programs"][0].pop("source"), r"programs\[0\]\.source: required setting is missing"),
-    (lambda d: d.update(programs=[d["programs"][0], d["programs"][0]]), r"program names must be unique; repeated: p"),
-    (lambda d: d["kafka"].update(security={"protocol": "SASL_SSL"}), r"kafka.security: .*needs a 'sasl' section"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: d["programs"][0].update(clock="sundial"),
+            r"programs\[0\]\.clock: Input should be 'wall' or 'record'",
+        ),
+        (
+            lambda d: d["programs"][0]["inputs"][0].update(topik="x"),
+            r"programs\[0\]\.inputs\[0\]\.topik: unknown setting",
+        ),
+        (lambda d: d["programs"][0]["inputs"][0].pop("event"), r"programs\[0\]\.inputs\[0\]: give the event name"),
+        (lambda d: d["programs"][0].update(timezone="Mars/Olympus"), r"programs\[0\]\.timezone: unknown time zone"),
+        (lambda d: d["programs"][0].update(name="bad name"), r"programs\[0\]\.name: use letters, digits"),
+        (lambda d: d["programs"][0].pop("source"), r"programs\[0\]\.source: required setting is missing"),
+        (
+            lambda d: d.update(programs=[d["programs"][0], d["programs"][0]]),
+            r"program names must be unique; repeated: p",
+        ),
+        (lambda d: d["kafka"].update(security={"protocol": "SASL_SSL"}), r"kafka.security: .*needs a 'sasl' section"),
+    ],
+)
 def test_errors_name_the_path(change, message) -> None:  # type: ignore[no-untyped-def]
     import copy
 
@@ -114,15 +128,22 @@ programs:
         (tmp_path / "p.es").write_text("in {} A out {} B ( A() { !>B({}); } )*")
         topo = load_topology(path)
         seen.clear()
-        ProgramWorker(topo, topo.programs[0], None, 1, "pod-7",  # type: ignore[arg-type]
-                      supplier=RecordingSupplier())._open()
+        ProgramWorker(
+            topo,
+            topo.programs[0],
+            None,
+            1,
+            "pod-7",  # type: ignore[arg-type]
+            supplier=RecordingSupplier(),
+        )._open()
         group_consumer = seen[0]
         assert group_consumer.get("group.instance.id") == ("pod-7" if static else None)
 
 
 def test_program_names_differing_only_in_dot_and_underscore_are_refused() -> None:
-    doc = {"programs": [{"name": n, "source": "p.es", "inputs": [{"topic": "in", "event": "A"}]}
-                        for n in ("a.b", "a_b")]}
+    doc = {
+        "programs": [{"name": n, "source": "p.es", "inputs": [{"topic": "in", "event": "A"}]} for n in ("a.b", "a_b")]
+    }
     with pytest.raises(TopologyError, match=r"differ only in '\.' and '_'"):
         parse_topology(doc)
 
@@ -134,8 +155,9 @@ def test_key_formats_must_fit_the_group_key() -> None:
     two = compile_source("in {string a; long b;} E group(E.a, E.b)  out long N  ( E() { !>N(1); } )*").require()
     one = compile_source("in {time t;} E group(E.t)  out long N  ( E() { !>N(1); } )*").require()
     for fmt, program, problem in (("string", two, "has 2"), ("bytes", two, "has 2"), ("bytes", one, "string, long")):
-        topo = parse_topology({"programs": [{"name": "p", "source": "p.es",
-                                             "inputs": [{"topic": "in", "event": "E", "key": fmt}]}]})
+        topo = parse_topology(
+            {"programs": [{"name": "p", "source": "p.es", "inputs": [{"topic": "in", "event": "E", "key": fmt}]}]}
+        )
         with pytest.raises(TopologyError, match=problem):
             scheme_for(topo.programs[0], program.program.key_types)
 

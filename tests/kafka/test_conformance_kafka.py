@@ -35,8 +35,9 @@ def _compare(want: list[dict[str, Any]], got: list[dict[str, Any]]) -> str | Non
 
 @pytest.mark.kafka
 @pytest.mark.skipif(not SINGLE, reason="../shared/conformance is not beside the checkout")
-@pytest.mark.parametrize("batch", [SINGLE[i:i + BATCH] for i in range(0, len(SINGLE), BATCH)],
-                         ids=lambda b: f"{b[0]}..{b[-1]}")
+@pytest.mark.parametrize(
+    "batch", [SINGLE[i : i + BATCH] for i in range(0, len(SINGLE), BATCH)], ids=lambda b: f"{b[0]}..{b[-1]}"
+)
 def test_conformance_cases_through_kafka(broker: Broker, tmp_path: Path, batch: list[str]) -> None:
     programs = []
     topics = {}
@@ -44,14 +45,16 @@ def test_conformance_cases_through_kafka(broker: Broker, tmp_path: Path, batch: 
     for case in batch:
         n = unique("c")
         names[case] = n
-        programs.append({
-            "name": n,
-            "source": str(CASES / case / "program.es"),
-            "inputs": [{"topic": f"{n}-in", "event_from": {"header": "es-event"}}],
-            "outputs": {"default": f"{n}-out"},
-            "errors": f"{n}-err",
-            "clock": "record",
-        })
+        programs.append(
+            {
+                "name": n,
+                "source": str(CASES / case / "program.es"),
+                "inputs": [{"topic": f"{n}-in", "event_from": {"header": "es-event"}}],
+                "outputs": {"default": f"{n}-out"},
+                "errors": f"{n}-err",
+                "clock": "record",
+            }
+        )
         topics[f"{n}-in"] = {"partitions": 1}
     path = topology(broker, tmp_path, programs, topics)
     topo = load_topology(path)
@@ -70,8 +73,9 @@ def test_conformance_cases_through_kafka(broker: Broker, tmp_path: Path, batch: 
         want = [json.loads(line) for line in (CASES / case / "expected.jsonl").read_text().splitlines() if line.strip()]
         outputs = [record_to_json(m) for m in records[f"{n}-out"]]
         errors = [record_to_json(m) for m in records[f"{n}-err"]]
-        problem = _compare([w for w in want if w["event"] != "$error"], outputs) or \
-            _compare([w for w in want if w["event"] == "$error"], errors)
+        problem = _compare([w for w in want if w["event"] != "$error"], outputs) or _compare(
+            [w for w in want if w["event"] == "$error"], errors
+        )
         if problem:
             failures.append(f"{case}: {problem}")
     assert not failures, "\n".join(failures)

@@ -78,11 +78,22 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
     broker.require_real("exactly-once with no deduplication after kill -9")
     name = unique("crash")
     (tmp_path / "crash.es").write_text(PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "crash.es", "clock": "record", "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
-    }], {f"{name}-in": {"partitions": PARTITIONS}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "crash.es",
+                "clock": "record",
+                "commit_interval_ms": 50,
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": PARTITIONS}},
+    )
     from eventscript.kafka.admin import Admin
     from eventscript.kafka.config import load_topology
 
@@ -143,12 +154,20 @@ def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: P
     name = unique("crash2")
     (tmp_path / "crash.es").write_text(PROGRAM)
     app = unique("app")
-    program = {"name": name, "source": "crash.es", "clock": "record", "commit_interval_ms": 50,
-               "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-               "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}
+    program = {
+        "name": name,
+        "source": "crash.es",
+        "clock": "record",
+        "commit_interval_ms": 50,
+        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+        "outputs": {"default": f"{name}-out"},
+        "errors": f"{name}-err",
+    }
     topics = {f"{name}-in": {"partitions": PARTITIONS}}
-    topos = [topology(broker, tmp_path, [program], topics, file=f"{w}.yaml", application=app, state=f"state-{w}")
-             for w in ("a", "b")]
+    topos = [
+        topology(broker, tmp_path, [program], topics, file=f"{w}.yaml", application=app, state=f"state-{w}")
+        for w in ("a", "b")
+    ]
     from eventscript.kafka.admin import Admin
     from eventscript.kafka.config import load_topology
 

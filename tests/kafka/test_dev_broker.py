@@ -20,10 +20,28 @@ def _dev(broker: str, tmp: Path) -> list[str]:
     """The --show output of a dev run, each topic's lines sorted (order across keys may differ)."""
     env = {**os.environ, "EVENTSCRIPT_STATE_DIR": str(tmp / broker)}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
-    done = subprocess.run([sys.executable, "-m", "eventscript.cli.main", "dev", "--broker", broker,
-                           str(SENSORS / "topology.yaml"), "--trace", str(SENSORS / "sample.trace"),
-                           "--until-idle", "2", "--show"],
-                          capture_output=True, text=True, timeout=300, env=env, check=False, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eventscript.cli.main",
+            "dev",
+            "--broker",
+            broker,
+            str(SENSORS / "topology.yaml"),
+            "--trace",
+            str(SENSORS / "sample.trace"),
+            "--until-idle",
+            "2",
+            "--show",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, f"dev --broker {broker} exited with {done.returncode}: {done.stderr[-3000:]}"
     sections: list[str] = []
     lines: list[str] = []
@@ -51,8 +69,14 @@ def test_dev_on_apache_kafka_prints_what_the_embedded_broker_prints(tmp_path: Pa
 
 def test_dev_says_what_to_do_when_kafka_is_not_fetched(tmp_path: Path) -> None:
     env = {**os.environ, "EVENTSCRIPT_KAFKA_JARS": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "eventscript.cli.main", "dev", "--broker", "kafka",
-                           str(SENSORS / "topology.yaml")], capture_output=True, text=True, timeout=120,
-                          env=env, check=False, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "eventscript.cli.main", "dev", "--broker", "kafka", str(SENSORS / "topology.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+        cwd=ROOT,
+    )
     assert done.returncode == 2
     assert "holds no kafka_2.13 jar" in done.stderr, done.stderr

@@ -58,19 +58,34 @@ out {string k; long count;} Count
 """
 
 
-
 def _task(store: Path, program: str, cache_instances: int | None = None) -> Task:
-    cfg = ProgramConfig(name="p", source="p.es", clock="record", inputs=[InputConfig(topic="in", event="Tick")],
-                        outputs={"default": "out"}, errors="err",
-                        state={"cache_instances": cache_instances} if cache_instances else {})
+    cfg = ProgramConfig(
+        name="p",
+        source="p.es",
+        clock="record",
+        inputs=[InputConfig(topic="in", event="Tick")],
+        outputs={"default": "out"},
+        errors="err",
+        state={"cache_instances": cache_instances} if cache_instances else {},
+    )
     task = Task(0, compile_source(program, name="p").require(), cfg, cfg.inputs, "p-rep", "p-changelog", 1, store)
     task.load_from_store()
     return task
 
 
 def _records(keys: list[str], start: int, count: int, step_ms: int = 1000) -> list[ArrowRecord]:
-    return [ArrowRecord("in", 0, i, T0 + i * step_ms, keys[i % len(keys)].encode(),
-                        orjson.dumps({"k": keys[i % len(keys)], "n": i}), None) for i in range(start, start + count)]
+    return [
+        ArrowRecord(
+            "in",
+            0,
+            i,
+            T0 + i * step_ms,
+            keys[i % len(keys)].encode(),
+            orjson.dumps({"k": keys[i % len(keys)], "n": i}),
+            None,
+        )
+        for i in range(start, start + count)
+    ]
 
 
 def _instances(changes: dict[bytes, bytes | None]) -> dict[bytes, bytes | None]:

@@ -1,5 +1,6 @@
 """Event time that crosses topics on Apache Kafka (issue 21): every shipped topology (three
-partitions per topic or more, sensors' stages on 3 and 4) gives per key the simulated run's records in order, with the es-ids the
+partitions per topic or more, sensors' stages on 3 and 4) gives per key the simulated run's records in order, with
+the es-ids the
 in-memory run of the same layout gives (tests/task/test_event_time.py), under both guarantees;
 and after a worker is killed -9 midway."""
 
@@ -26,8 +27,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 #: Pipelines whose ids may differ from run to run (their records do not): records of one
 #: timestamp from different upstream tasks reach a task in the order they are fetched, and the
 #: first creates the instance whose origin names its timers' outputs (docs/topologies.md).
-TIES = {"sensor-silence": "two averages of site A at one record time from two upstream tasks: which creates the "
-                          "instance (and names its timer's output) depends on the fetch order"}
+TIES = {
+    "sensor-silence": "two averages of site A at one record time from two upstream tasks: which creates the "
+    "instance (and names its timer's output) depends on the fetch order"
+}
 
 
 def on_broker(path: Path, broker: Any, tmp: Path, guarantee: str) -> Path:
@@ -41,8 +44,11 @@ def on_broker(path: Path, broker: Any, tmp: Path, guarantee: str) -> Path:
 
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     doc["application"] = unique(doc.get("application", "t"))
-    doc["kafka"] = {"bootstrap_servers": broker.bootstrap, "consumer": dict(FAST_GROUP),
-                    "static_membership": broker.kind != "tansu"}
+    doc["kafka"] = {
+        "bootstrap_servers": broker.bootstrap,
+        "consumer": dict(FAST_GROUP),
+        "static_membership": broker.kind != "tansu",
+    }
     doc["state_dir"] = str(tmp / "state")
     topics = doc.setdefault("topics", {})
     for t in load_graph(path).all_topics():
@@ -107,8 +113,9 @@ def test_shipped_topologies_on_kafka(path: Path, guarantee: str, broker: Any, tm
     if path.parent.name in TIES:
         pytest.xfail(TIES[path.parent.name])
     reference = run_in_memory(path, None, 1, tmp_path / "memory").results()
-    assert {k: [x["es-id"] for x in v] for k, v in got.items()} == \
-        {k: [x["es-id"] for x in v] for k, v in reference.items()}
+    assert {k: [x["es-id"] for x in v] for k, v in got.items()} == {
+        k: [x["es-id"] for x in v] for k, v in reference.items()
+    }
 
 
 @pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
@@ -121,8 +128,11 @@ def test_a_worker_killed_midway(guarantee: str, broker: Any, tmp_path: Path) -> 
     names = yaml.safe_load(topology.with_suffix(".names").read_text())
     worker = start_worker(topology, log=tmp_path / "worker-1.log")
     try:
-        wait_for(lambda: bool(read_many(broker, [names["sensor-events"]], snapshot=True)[names["sensor-events"]]),
-                 timeout=120, what="the first stage's outputs")
+        wait_for(
+            lambda: bool(read_many(broker, [names["sensor-events"]], snapshot=True)[names["sensor-events"]]),
+            timeout=120,
+            what="the first stage's outputs",
+        )
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.wait(30)

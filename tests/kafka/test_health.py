@@ -31,9 +31,19 @@ def _get(port: int, path: str) -> tuple[int, str]:
 def test_health_readiness_and_metrics(broker: Broker, tmp_path: Path) -> None:
     name = unique("health")
     (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
-                                        "inputs": [{"topic": f"{name}-in", "event": "A"}],
-                                        "outputs": {"default": f"{name}-out"}}], {f"{name}-in": {"partitions": 2}})
+    path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "inputs": [{"topic": f"{name}-in", "event": "A"}],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     port = free_port()
     runner = TopologyRunner(load_topology(path), health_port=port)
     runner.prepare()

@@ -22,16 +22,27 @@ PROGRAM = "in {string k;} Hit group(Hit.k)  out long N  ( Hit() { !>N(1); } )*"
 
 
 @pytest.mark.kafka
-def test_a_worker_stops_when_an_input_gets_more_partitions(broker: Broker, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_stops_when_an_input_gets_more_partitions(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     broker.require_real("adding partitions (CreatePartitions)")
     monkeypatch.setattr(input_partitions, "CHECK_INTERVAL", 0.5)
     name = unique("addparts")
     (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
-                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
-                    {f"{name}-in": {"partitions": 2}})
+    path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     runner = TopologyRunner(load_topology(path))
     runner.prepare()
     status: list[int] = []

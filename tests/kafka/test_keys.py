@@ -40,13 +40,24 @@ KEYS = 24
 
 #: (name, program, input settings, producer settings, record key of a key k (or None), value of k)
 CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], Any, Any]] = [
-    ("plain", BY_NAME, {"partitioner": "consistent_random"}, {}, lambda k: f"s{k}".encode(),
-     lambda k: {"k": f"s{k}"}),
+    ("plain", BY_NAME, {"partitioner": "consistent_random"}, {}, lambda k: f"s{k}".encode(), lambda k: {"k": f"s{k}"}),
     ("java", BY_NAME, {}, {"partitioner": "murmur2_random"}, lambda k: f"s{k}".encode(), lambda k: {"k": f"s{k}"}),
-    ("json", BY_NAME, {"key": "json"}, {"partitioner": "murmur2_random"}, lambda k: orjson.dumps([f"s{k}"]),
-     lambda k: {"k": f"s{k}"}),
-    ("bytes", BY_ID, {"key": "bytes"}, {"partitioner": "murmur2_random"}, lambda k: struct.pack(">q", 1000 + k),
-     lambda k: {"id": 1000 + k}),
+    (
+        "json",
+        BY_NAME,
+        {"key": "json"},
+        {"partitioner": "murmur2_random"},
+        lambda k: orjson.dumps([f"s{k}"]),
+        lambda k: {"k": f"s{k}"},
+    ),
+    (
+        "bytes",
+        BY_ID,
+        {"key": "bytes"},
+        {"partitioner": "murmur2_random"},
+        lambda k: struct.pack(">q", 1000 + k),
+        lambda k: {"id": 1000 + k},
+    ),
     ("none", BY_NAME, {"key": "none"}, {}, lambda k: None, lambda k: {"k": f"s{k}"}),
 ]
 
@@ -57,9 +68,16 @@ def test_records_on_the_partition_of_their_key_are_never_republished(broker: Bro
     programs = []
     for name, source, settings, _, _, _ in CASES:
         (tmp_path / f"{name}.es").write_text(source)
-        programs.append({"name": f"{base}-{name}", "source": f"{name}.es", "clock": "record",
-                         "inputs": [{"topic": f"{base}-{name}-in", "event": "Hit", **settings}],
-                         "outputs": {"default": f"{base}-{name}-out"}, "errors": f"{base}-{name}-err"})
+        programs.append(
+            {
+                "name": f"{base}-{name}",
+                "source": f"{name}.es",
+                "clock": "record",
+                "inputs": [{"topic": f"{base}-{name}-in", "event": "Hit", **settings}],
+                "outputs": {"default": f"{base}-{name}-out"},
+                "errors": f"{base}-{name}-err",
+            }
+        )
     topo_path = topology(broker, tmp_path, programs, {f"{base}-{c[0]}-in": {"partitions": PARTITIONS} for c in CASES})
     topo = load_topology(topo_path)
     Admin(topo).prepare(topo.programs)

@@ -122,11 +122,23 @@ def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
 
     name = unique("fenced")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo_path = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record", "guarantee": guarantee, "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
-    }], {f"{name}-in": {"partitions": PARTITIONS}})
+    topo_path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "guarantee": guarantee,
+                "commit_interval_ms": 50,
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": PARTITIONS}},
+    )
     members: list[DyingConsumer] = []
     producers: list[FencedProducer] = []
 
@@ -145,8 +157,7 @@ def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
     runner = TopologyRunner(load_topology(topo_path), supplier=Supplier())
     runner.prepare()
     result: list[int] = []
-    t = threading.Thread(target=lambda: result.append(runner.run(until_idle=3.0, install_signals=False)),
-                         daemon=True)
+    t = threading.Thread(target=lambda: result.append(runner.run(until_idle=3.0, install_signals=False)), daemon=True)
     t.start()
     wait_for(runner.ready, 60, what="the worker to join")
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
@@ -177,6 +188,10 @@ def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
     assert set(got) == set(oracle.outputs)
     for key, lines in oracle.outputs.items():
         assert got[key] == lines, f"key {key}: outputs differ from the uninterrupted run"
-    faults = {s.labels["kind"]: s.value for fam in runner.metrics.registry.collect() for s in fam.samples
-              if s.name == "eventscript_faults_total"}
+    faults = {
+        s.labels["kind"]: s.value
+        for fam in runner.metrics.registry.collect()
+        for s in fam.samples
+        if s.name == "eventscript_faults_total"
+    }
     assert faults["rejoined"] == 1, faults

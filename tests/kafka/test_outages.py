@@ -73,10 +73,22 @@ def test_killed_right_after_wall_clock_timers_fire(broker: Broker, tmp_path: Pat
     """Every timer output appears once after dropping repeated ids, and none fires early."""
     name = unique("wallkill")
     (tmp_path / "p.es").write_text(WALL_PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "wall", "guarantee": guarantee, "commit_interval_ms": 500,
-        "inputs": [{"topic": f"{name}-in", "event": "Arm"}], "outputs": {"default": f"{name}-out"},
-    }], {f"{name}-in": {"partitions": 2}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "wall",
+                "guarantee": guarantee,
+                "commit_interval_ms": 500,
+                "inputs": [{"topic": f"{name}-in", "event": "Arm"}],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     _prepare(topo)
     keys = [f"w{i}" for i in range(30)]
     producer = KeyedProducer(broker, f"{name}-in", 2)
@@ -136,10 +148,12 @@ elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
 #: Known worker faults these tests hit on Apache Kafka some of the time (a race, so not strict: a
 #: strict xfail would fail whenever the race goes the other way). Remove when issue 20 is fixed.
 FENCED_STATIC_MEMBER = pytest.mark.xfail(
-    strict=False, reason="issue 20 faults 2 and 8: after a broker outage longer than the session timeout the "
+    strict=False,
+    reason="issue 20 faults 2 and 8: after a broker outage longer than the session timeout the "
     "broker may expire the static member first; librdkafka then reports FENCED_INSTANCE_ID as a fatal consumer "
     "error (librdkafka issue 3437) and the worker never recovers: it must close its tasks and rejoin with a new "
-    "consumer")
+    "consumer",
+)
 
 
 @pytest.mark.kafka
@@ -151,9 +165,16 @@ def test_zombie_worker_stopped_past_its_session_timeout(broker: Broker, tmp_path
     name = unique("zombie")
     (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)
     app = unique("app")
-    program = {"name": name, "source": "p.es", "clock": "record", "guarantee": guarantee, "commit_interval_ms": 50,
-               "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-               "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}
+    program = {
+        "name": name,
+        "source": "p.es",
+        "clock": "record",
+        "guarantee": guarantee,
+        "commit_interval_ms": 50,
+        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+        "outputs": {"default": f"{name}-out"},
+        "errors": f"{name}-err",
+    }
     topics = {f"{name}-in": {"partitions": 3}}
     topo_a = topology(broker, tmp_path, [program], topics, file="a.yaml", application=app, state="state-a")
     topo_b = topology(broker, tmp_path, [program], topics, file="b.yaml", application=app, state="state-b")
@@ -167,8 +188,15 @@ def test_zombie_worker_stopped_past_its_session_timeout(broker: Broker, tmp_path
     try:
         watcher.wait_for_more(50, 60)
         b = start_worker(topo_b, "-v", log=log_b)
-        wait_for(lambda: log_b.exists() and "assigned tasks [" in log_b.read_text()
-                 and "assigned tasks []" not in log_b.read_text().splitlines()[-1], 60, what="B joining")
+        wait_for(
+            lambda: (
+                log_b.exists()
+                and "assigned tasks [" in log_b.read_text()
+                and "assigned tasks []" not in log_b.read_text().splitlines()[-1]
+            ),
+            60,
+            what="B joining",
+        )
         watcher.wait_for_more(50, 60)
         a.send_signal(signal.SIGSTOP)
         time.sleep(8)  # past A's 3 s session timeout: B takes over A's tasks
@@ -211,7 +239,9 @@ def _sample(runner: Any, name: str, **labels: str) -> float:
     return total
 
 
-def _runner_in_a_thread(broker: Broker, tmp_path: Path, prefix: str) -> tuple[str, Any, KeyedProducer, threading.Thread]:
+def _runner_in_a_thread(
+    broker: Broker, tmp_path: Path, prefix: str
+) -> tuple[str, Any, KeyedProducer, threading.Thread]:
     """The zombie program's topology (record clock, 50 ms commits, 2 partitions), its runner
     prepared in this process, a producer for its input, and a thread that runs it (not started)."""
     from eventscript.kafka.config import load_topology
@@ -219,10 +249,21 @@ def _runner_in_a_thread(broker: Broker, tmp_path: Path, prefix: str) -> tuple[st
 
     name = unique(prefix)
     (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}], "outputs": {"default": f"{name}-out"},
-    }], {f"{name}-in": {"partitions": 2}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "commit_interval_ms": 50,
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     runner = TopologyRunner(load_topology(topo))
     runner.prepare()
     producer = KeyedProducer(broker, f"{name}-in", 2)
@@ -232,8 +273,9 @@ def _runner_in_a_thread(broker: Broker, tmp_path: Path, prefix: str) -> tuple[st
 @pytest.mark.kafka
 @pytest.mark.slow
 @FENCED_STATIC_MEMBER
-def test_broker_outage_drops_readiness_and_is_counted(broker: Broker, tmp_path: Path,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_broker_outage_drops_readiness_and_is_counted(
+    broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (one the tests started)")
     _, runner, producer, t = _runner_in_a_thread(broker, tmp_path, "outage")
@@ -244,8 +286,9 @@ def test_broker_outage_drops_readiness_and_is_counted(broker: Broker, tmp_path: 
         for i in range(50):
             producer.send(f"k{i % 5}", {"k": f"k{i % 5}", "n": i}, 1_767_225_600_000 + i * 1000)
         producer.producer.flush(10)
-        wait_for(lambda: _sample(runner, "eventscript_records_total", kind="processed") >= 50, 30,
-                 what="records processed")
+        wait_for(
+            lambda: _sample(runner, "eventscript_records_total", kind="processed") >= 50, 30, what="records processed"
+        )
         caplog.clear()
         with caplog.at_level(logging.WARNING):
             os.kill(broker.pid, signal.SIGSTOP)
@@ -257,8 +300,10 @@ def test_broker_outage_drops_readiness_and_is_counted(broker: Broker, tmp_path: 
             os.kill(broker.pid, signal.SIGCONT)
             stopped = False
             outage_lines = [r for r in caplog.records if r.name.startswith("eventscript")]
-        faults = {k: _sample(runner, "eventscript_faults_total", kind=k)
-                  for k in ("commit_failed", "assignment_lost", "rewound")}
+        faults = {
+            k: _sample(runner, "eventscript_faults_total", kind=k)
+            for k in ("commit_failed", "assignment_lost", "rewound")
+        }
         print(f"outage: {len(outage_lines)} warning lines, faults {faults}")
         assert faults["assignment_lost"] + faults["commit_failed"] >= 1, faults
         assert len(outage_lines) < 60, [r.getMessage() for r in outage_lines][:60]
@@ -267,8 +312,11 @@ def test_broker_outage_drops_readiness_and_is_counted(broker: Broker, tmp_path: 
         for i in range(50, 60):
             producer.send(f"k{i % 5}", {"k": f"k{i % 5}", "n": i}, 1_767_225_600_000 + i * 1000)
         producer.producer.flush(10)
-        wait_for(lambda: _sample(runner, "eventscript_records_total", kind="processed") >= 60, 60,
-                 what="processing after the outage")
+        wait_for(
+            lambda: _sample(runner, "eventscript_records_total", kind="processed") >= 60,
+            60,
+            what="processing after the outage",
+        )
     finally:
         if stopped:
             os.kill(broker.pid, signal.SIGCONT)
@@ -301,8 +349,9 @@ class _StopBrokerOnCommit:
 @pytest.mark.kafka
 @pytest.mark.slow
 @FENCED_STATIC_MEMBER
-def test_commit_timing_out_is_resumed_not_aborted(broker: Broker, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_commit_timing_out_is_resumed_not_aborted(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A commit_transaction that times out is still under way in librdkafka, which refuses an
     abort then (``_CONFLICT``); the worker resumes the call until the broker answers, stays
     alive, becomes ready again, and every output appears exactly once in committed data."""
@@ -337,8 +386,11 @@ def test_commit_timing_out_is_resumed_not_aborted(broker: Broker, tmp_path: Path
         for i in range(40, 50):
             producer.send(f"k{i % 5}", {"k": f"k{i % 5}", "n": i}, 1_767_225_600_000 + i * 1000)
         producer.producer.flush(10)
-        wait_for(lambda: _sample(runner, "eventscript_records_total", kind="processed") >= 50, 60,
-                 what="processing after the outage")
+        wait_for(
+            lambda: _sample(runner, "eventscript_records_total", kind="processed") >= 50,
+            60,
+            what="processing after the outage",
+        )
         assert worker.failure is None, worker.failure
     finally:
         os.kill(broker.pid, signal.SIGCONT)

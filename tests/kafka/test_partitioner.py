@@ -48,9 +48,14 @@ def reference_murmur2(data: bytes) -> int:
 
 def test_murmur2_gives_kafkas_test_vectors() -> None:
     # org.apache.kafka.common.utils.UtilsTest.testMurmur2 (signed 32-bit results)
-    cases = {b"21": -973932308, b"foobar": -790332482, b"a-little-bit-long-string": -985981536,
-             b"a-little-bit-longer-string": -1486304829, b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
-             b"abc": 479470107}
+    cases = {
+        b"21": -973932308,
+        b"foobar": -790332482,
+        b"a-little-bit-long-string": -985981536,
+        b"a-little-bit-longer-string": -1486304829,
+        b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+        b"abc": 479470107,
+    }
     for data, signed in cases.items():
         assert murmur2(data) == signed & _MASK, data
 
@@ -64,15 +69,28 @@ def test_murmur2_matches_the_reference_loop() -> None:
         assert murmur2_partition(data, 12) == partition_of(data, 12) == (reference_murmur2(data) & 0x7FFFFFFF) % 12
 
 
-@pytest.mark.parametrize(("fmt", "types"), [
-    ("string", (STRING,)), ("string", (LONG,)), ("bytes", (STRING,)), ("bytes", (LONG,)),
-    ("json", (STRING,)), ("json", (STRING, LONG, BOOLEAN)), ("none", (LONG, STRING)),
-    ("string", (DOUBLE,)), ("json", (DOUBLE, STRING)),
-])
+@pytest.mark.parametrize(
+    ("fmt", "types"),
+    [
+        ("string", (STRING,)),
+        ("string", (LONG,)),
+        ("bytes", (STRING,)),
+        ("bytes", (LONG,)),
+        ("json", (STRING,)),
+        ("json", (STRING, LONG, BOOLEAN)),
+        ("none", (LONG, STRING)),
+        ("string", (DOUBLE,)),
+        ("json", (DOUBLE, STRING)),
+    ],
+)
 def test_routers_give_the_schemes_routing_bytes(fmt: str, types: tuple) -> None:
     scheme = KeyScheme(fmt, "murmur2", types)
-    values = {STRING: ["a", "sensor-1", "ü-é", "\ud800x", "quote\"s", ""], LONG: [0, -1, 2**63 - 1, -2**63, 42],
-              BOOLEAN: [True, False], DOUBLE: [0.5, -1.0]}
+    values = {
+        STRING: ["a", "sensor-1", "ü-é", "\ud800x", 'quote"s', ""],
+        LONG: [0, -1, 2**63 - 1, -(2**63), 42],
+        BOOLEAN: [True, False],
+        DOUBLE: [0.5, -1.0],
+    }
     router = scheme.router()
     one = scheme.value_router()
     rnd = random.Random(3)
@@ -101,20 +119,38 @@ def test_the_consistent_random_partitioner_is_crc32() -> None:
 
 
 def test_a_program_home_scheme_has_a_router_for_plain_string_keys() -> None:
-    cfg = ProgramConfig(name="p", source="p.es", inputs=[InputConfig(topic="in", event="Tick")],
-                        outputs={"default": "out"}, errors="err")
+    cfg = ProgramConfig(
+        name="p",
+        source="p.es",
+        inputs=[InputConfig(topic="in", event="Tick")],
+        outputs={"default": "out"},
+        errors="err",
+    )
     assert scheme_for(cfg, [STRING]).router() is not None
 
 
 def test_value_key_bytes_give_the_canonical_key_bytes() -> None:
-    strings = ["a", "k12345", "sensor-1", "with space", 'quo"te', "back\\slash", "tab\t", "del\x7f", "ü-é", "",
-               "line\nbreak", "</script>", "\u2028"]
+    strings = [
+        "a",
+        "k12345",
+        "sensor-1",
+        "with space",
+        'quo"te',
+        "back\\slash",
+        "tab\t",
+        "del\x7f",
+        "ü-é",
+        "",
+        "line\nbreak",
+        "</script>",
+        "\u2028",
+    ]
     one = value_key_bytes([STRING])
     assert one is not None
     for s in strings:
         assert one(s) == key_bytes((s,), [STRING]), s
     longs = value_key_bytes([LONG])
     assert longs is not None
-    for n in (0, -1, 2**63 - 1, -2**63):
+    for n in (0, -1, 2**63 - 1, -(2**63)):
         assert longs(n) == key_bytes((n,), [LONG])
     assert value_key_bytes([DOUBLE]) is None and value_key_bytes([STRING, LONG]) is None

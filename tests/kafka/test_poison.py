@@ -27,13 +27,25 @@ out {string k; long n;} Echo
 def test_poison_records_go_to_the_error_topic(broker: Broker, tmp_path: Path) -> None:
     name = unique("poison")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record",
-        "inputs": [{"topic": f"{name}-in", "event_from": {"header": "type"}}],
-        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
-    }], {f"{name}-in": {"partitions": 2}},
-        kafka={"bootstrap_servers": broker.bootstrap, "consumer": {"session.timeout.ms": 3000,
-                                                                   "heartbeat.interval.ms": 750}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "inputs": [{"topic": f"{name}-in", "event_from": {"header": "type"}}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+        kafka={
+            "bootstrap_servers": broker.bootstrap,
+            "consumer": {"session.timeout.ms": 3000, "heartbeat.interval.ms": 750},
+        },
+    )
     t = load_topology(topo)
     from eventscript.kafka.admin import Admin
 
@@ -55,8 +67,14 @@ def test_poison_records_go_to_the_error_topic(broker: Broker, tmp_path: Path) ->
     ]
     sent = []
     for i in range(30):
-        producer.produce(f"{name}-in", key=kb, value=orjson.dumps({"k": "a", "n": i}), partition=part,
-                         headers=[("type", b"Reading")], timestamp=1000 + i)
+        producer.produce(
+            f"{name}-in",
+            key=kb,
+            value=orjson.dumps({"k": "a", "n": i}),
+            partition=part,
+            headers=[("type", b"Reading")],
+            timestamp=1000 + i,
+        )
         sent.append(("good", i))
         if i % 4 == 1 and poison:
             key, value, headers = poison.pop(0)

@@ -11,8 +11,15 @@ from kafka_helpers import Broker, unique
 
 
 def _values(broker: Broker, topic: str, isolation: str) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique("iso"),
-                         "isolation.level": isolation, "enable.partition.eof": True, "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": unique("iso"),
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     got: list[bytes] = []
     try:

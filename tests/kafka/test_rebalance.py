@@ -38,12 +38,31 @@ def test_workers_join_and_leave(broker: Broker, tmp_path: Path) -> None:
     name = unique("group")
     app = unique("app")
     (tmp_path / "p.es").write_text(PROGRAM)
-    program = [{"name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 50,
-                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-                "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}]
+    program = [
+        {
+            "name": name,
+            "source": "p.es",
+            "clock": "record",
+            "commit_interval_ms": 50,
+            "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+            "outputs": {"default": f"{name}-out"},
+            "errors": f"{name}-err",
+        }
+    ]
     topics = {f"{name}-in": {"partitions": PARTITIONS}}
-    files = [topology(broker, tmp_path, program, topics, file=f"w{i}.yaml", application=app, state=f"state{i}",
-                      instance_id=f"worker{i}") for i in range(3)]
+    files = [
+        topology(
+            broker,
+            tmp_path,
+            program,
+            topics,
+            file=f"w{i}.yaml",
+            application=app,
+            state=f"state{i}",
+            instance_id=f"worker{i}",
+        )
+        for i in range(3)
+    ]
     from eventscript.kafka.admin import Admin
     from eventscript.kafka.config import load_topology
 

@@ -73,8 +73,14 @@ def _clients(faults: Faults) -> tuple[type[Consumer], type[Producer]]:
 
         def consume(self, *args: Any, **kwargs: Any) -> Any:
             w = faults.worker
-            if (faults.kind == "lost" and w is not None and w.tasks and w.ready
-                    and any(t.position for t in w.tasks.values()) and faults.due("lost")):
+            if (
+                faults.kind == "lost"
+                and w is not None
+                and w.tasks
+                and w.ready
+                and any(t.position for t in w.tasks.values())
+                and faults.due("lost")
+            ):
                 # What librdkafka does when the session times out and the member rejoins: the
                 # lost callback, then the same partition assigned again.
                 lost = [TopicPartition(w.rep_topic, min(w.tasks))]
@@ -96,8 +102,9 @@ def _clients(faults: Faults) -> tuple[type[Consumer], type[Producer]]:
     return FaultyConsumer, FaultyProducer
 
 
-def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guarantee: str,
-                     faults: Faults) -> None:
+def _run_with_faults(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guarantee: str, faults: Faults
+) -> None:
     from eventscript.kafka import worker as worker_module
     from eventscript.kafka.clients import ClientSupplier
     from eventscript.kafka.config import load_topology
@@ -105,11 +112,23 @@ def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     name = unique("recover")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo_path = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record", "guarantee": guarantee, "commit_interval_ms": 30,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
-    }], {f"{name}-in": {"partitions": PARTITIONS}})
+    topo_path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "guarantee": guarantee,
+                "commit_interval_ms": 30,
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": PARTITIONS}},
+    )
     consumer_cls, producer_cls = _clients(faults)
 
     class FaultySupplier(ClientSupplier):
@@ -131,16 +150,18 @@ def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyP
     runner.prepare()
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
     result: list[int] = []
-    t = threading.Thread(target=lambda: result.append(runner.run(until_idle=3.0, install_signals=False)),
-                         daemon=True)
+    t = threading.Thread(target=lambda: result.append(runner.run(until_idle=3.0, install_signals=False)), daemon=True)
     t.start()
     wait_for(runner.ready, 60, what="the worker to join")  # the records must come while it runs
     # Records keep coming until every fault is injected and RECORDS_AFTER more were written after
     # the last one (a count of calls is reached sooner or later, however loaded the machine).
     writing = producer.start(RECORDS_MAX, KEYS, rate=RATE)
     try:
-        wait_for(lambda: faults.injected == len(faults.at) or not writing.is_alive(), 180,
-                 what=f"{len(faults.at)} faults injected")
+        wait_for(
+            lambda: faults.injected == len(faults.at) or not writing.is_alive(),
+            180,
+            what=f"{len(faults.at)} faults injected",
+        )
         enough = max(RECORDS, producer.sent + RECORDS_AFTER)
         wait_for(lambda: producer.sent >= enough or not writing.is_alive(), 120, what="records after the faults")
     finally:
@@ -153,8 +174,12 @@ def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyP
         raise AssertionError("the worker did not become idle")
     assert result == [0], [w.failure for w in runner.workers]
     assert faults.injected == len(faults.at), f"only {faults.injected} of {len(faults.at)} faults were injected"
-    faults_seen = {s.labels["kind"]: s.value for fam in runner.metrics.registry.collect() for s in fam.samples
-                   if s.name == "eventscript_faults_total"}
+    faults_seen = {
+        s.labels["kind"]: s.value
+        for fam in runner.metrics.registry.collect()
+        for s in fam.samples
+        if s.name == "eventscript_faults_total"
+    }
     # (a commit refused for the group's generation makes the member rejoin instead of rewinding)
     assert faults_seen["rewound"] + faults_seen["rejoined"] >= faults.injected, faults_seen
 
@@ -174,8 +199,9 @@ def _run_with_faults(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyP
 @pytest.mark.kafka
 @pytest.mark.slow
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
-def test_commit_failing_with_illegal_generation(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                guarantee: str) -> None:
+def test_commit_failing_with_illegal_generation(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guarantee: str
+) -> None:
     kind = "illegal_generation_alo" if guarantee == "at_least_once" else "illegal_generation_eos"
     _run_with_faults(broker, tmp_path, monkeypatch, guarantee, Faults(kind, (4, 9, 15)))
 

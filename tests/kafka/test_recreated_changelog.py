@@ -55,13 +55,14 @@ def _reader(broker: Broker, group: str) -> Consumer:
 
 @pytest.mark.kafka
 def test_a_restore_wipes_a_store_beyond_the_changelog_end_and_replays_from_the_start(
-        broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     topic = _new_changelog(broker)
     _old_store(tmp_path / "task-0")
-    cfg = ProgramConfig(name="p", source="p.es", inputs=[InputConfig(topic="in", event="Hit")],
-                        outputs={"default": "out"})
-    task = Task(0, compile_source(PROGRAM, name="p").require(), cfg, cfg.inputs, "p-rep", topic, 1,
-                tmp_path / "task-0")
+    cfg = ProgramConfig(
+        name="p", source="p.es", inputs=[InputConfig(topic="in", event="Hit")], outputs={"default": "out"}
+    )
+    task = Task(0, compile_source(PROGRAM, name="p").require(), cfg, cfg.inputs, "p-rep", topic, 1, tmp_path / "task-0")
     restorer = _reader(broker, unique("restore"))
     caplog.set_level(logging.WARNING, "eventscript.kafka.worker")
     try:
@@ -83,13 +84,15 @@ def test_a_restore_wipes_a_store_beyond_the_changelog_end_and_replays_from_the_s
 
 @pytest.mark.kafka
 def test_a_standby_wipes_a_store_beyond_the_changelog_end_and_reads_from_the_start(
-        broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     topic = _new_changelog(broker)
     _old_store(tmp_path / "task-0")
     reader = _reader(broker, unique("standby"))
     caplog.set_level(logging.WARNING, "eventscript.kafka.worker")
-    standbys = Standbys("p", topic, ["in"], tmp_path, reader,
-                        lambda tps: [TopicPartition(tp.topic, tp.partition, 100) for tp in tps])
+    standbys = Standbys(
+        "p", topic, ["in"], tmp_path, reader, lambda tps: [TopicPartition(tp.topic, tp.partition, 100) for tp in tps]
+    )
     try:
         standbys.retarget({0})
         store = standbys.tasks[0].store

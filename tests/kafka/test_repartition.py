@@ -35,10 +35,21 @@ PARTITIONS = 3
 def _run(broker: Broker, tmp_path: Path, program: str, records: list[tuple[bytes, int, str]]) -> tuple[str, Path]:
     name = unique("rep")
     (tmp_path / "p.es").write_text(program)
-    topo = topology(broker, tmp_path, [{"name": name, "source": "p.es", "clock": "record",
-                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
-                    {f"{name}-in": {"partitions": PARTITIONS}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": PARTITIONS}},
+    )
     t = load_topology(topo)
     from eventscript.kafka.admin import Admin
 
@@ -90,8 +101,9 @@ def test_an_ungrouped_program_sees_every_partition(broker: Broker, tmp_path: Pat
 
 
 @pytest.mark.kafka
-def test_consumed_repartition_records_are_purged(broker: Broker, tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_consumed_repartition_records_are_purged(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After a commit the worker deletes the repartition records it has consumed (DeleteRecords),
     so the internal topic does not grow without bound."""
     broker.require_real("DeleteRecords (Tansu 0.6 drops the connection)")
@@ -106,8 +118,9 @@ def test_consumed_repartition_records_are_purged(broker: Broker, tmp_path: Path,
     repartition = t.repartition_topic(t.programs[0])
     got = read_many(broker, [f"{name}-out", repartition], dedupe=False)
     assert len(got[f"{name}-out"]) == len(records)
-    assert wrong > 0 and len([m for m in got[repartition] if read_marker(m.headers()) is None]) < wrong, \
+    assert wrong > 0 and len([m for m in got[repartition] if read_marker(m.headers()) is None]) < wrong, (
         "consumed repartition records were not deleted"
+    )
     # DeleteRecords moved the log start: the deleted records are gone, not merely skipped.
     from confluent_kafka import Consumer, TopicPartition
 

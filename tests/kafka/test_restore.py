@@ -33,8 +33,7 @@ def _send(kafka: KafkaConfig, topic: str, keys: list[str], t0: int) -> None:
     p = Producer(clients.producer_config(kafka))
     for i, k in enumerate(keys):
         kb = k.encode()  # plain string keys, as producers write them (key: string)
-        p.produce(topic, key=kb, value=orjson.dumps({"k": k}), partition=partition_of(kb, PARTITIONS),
-                  timestamp=t0 + i)
+        p.produce(topic, key=kb, value=orjson.dumps({"k": k}), partition=partition_of(kb, PARTITIONS), timestamp=t0 + i)
     p.flush(30)
 
 
@@ -49,10 +48,20 @@ def _counts(broker: Broker, topic: str) -> dict[str, list[int]]:
 def _setup(broker: Broker, tmp_path: Path) -> tuple[str, Path, KafkaConfig]:
     name = unique("restore")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record",
-        "inputs": [{"topic": f"{name}-in", "event": "Hit"}], "outputs": {"default": f"{name}-out"},
-    }], {f"{name}-in": {"partitions": PARTITIONS}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-in": {"partitions": PARTITIONS}},
+    )
     return name, topo, KafkaConfig(bootstrap_servers=broker.bootstrap)
 
 
@@ -94,8 +103,13 @@ def test_uncommitted_changelog_records_are_ignored(broker: Broker, tmp_path: Pat
     producer = Producer(clients.producer_config(kafka, f"intruder-{name}"))
     producer.init_transactions(30)
     producer.begin_transaction()
-    producer.produce(t.changelog_topic(t.programs[0]), key=kb, value=engine.snapshot(ctx), partition=p,
-                     headers=[("es-pos", position_header({f"{name}-in:{p}": 10_000}))])
+    producer.produce(
+        t.changelog_topic(t.programs[0]),
+        key=kb,
+        value=engine.snapshot(ctx),
+        partition=p,
+        headers=[("es-pos", position_header({f"{name}-in:{p}": 10_000}))],
+    )
     producer.flush(30)
     producer.abort_transaction(30)
 
@@ -116,8 +130,13 @@ def _changelog_write(t: Any, name: str, kafka: KafkaConfig, key: str, n: int, es
     kb = key_bytes((key,), [STRING])
     assert kb is not None
     producer = Producer(clients.producer_config(kafka))
-    producer.produce(t.changelog_topic(t.programs[0]), key=kb, value=engine.snapshot(ctx),
-                     partition=partition_of(key.encode(), PARTITIONS), headers=[("es-pos", position_header(es_pos))])
+    producer.produce(
+        t.changelog_topic(t.programs[0]),
+        key=kb,
+        value=engine.snapshot(ctx),
+        partition=partition_of(key.encode(), PARTITIONS),
+        headers=[("es-pos", position_header(es_pos))],
+    )
     producer.flush(30)
 
 
@@ -165,7 +184,8 @@ def test_a_current_store_rewrites_the_keys_of_a_batch_that_never_committed(broke
 
 @pytest.mark.kafka
 def test_a_restart_with_its_local_store_replays_only_the_changelog_tail(
-        broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A store that is current is used as it is; one that is behind (a worker killed between the
     commit and the store write, or a store restored from an older volume snapshot) replays the
     changelog from its checkpoint, not from the start."""
@@ -205,7 +225,8 @@ def test_a_restart_with_its_local_store_replays_only_the_changelog_tail(
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_a_restore_longer_than_max_poll_interval_keeps_the_worker_in_its_group(
-        broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The changelog replay runs a slice per turn of the loop, so a restore that takes longer than
     max.poll.interval.ms does not get the worker thrown out of its group."""
     import threading
@@ -258,8 +279,12 @@ def test_a_restore_longer_than_max_poll_interval_keeps_the_worker_in_its_group(
     th.join(120)
     assert not th.is_alive()
     assert runner.workers[0].failure is None
-    samples = {(s.name, s.labels.get("kind")): s.value for fam in runner.metrics.registry.collect()
-               for s in fam.samples if s.name == "eventscript_rebalances_total"}
+    samples = {
+        (s.name, s.labels.get("kind")): s.value
+        for fam in runner.metrics.registry.collect()
+        for s in fam.samples
+        if s.name == "eventscript_rebalances_total"
+    }
     assert samples[("eventscript_rebalances_total", "lost")] == 0, samples
     assert samples[("eventscript_rebalances_total", "assigned")] == 1, samples
     assert time.monotonic() - started > 8, "the replay was not slow enough to test anything"

@@ -66,8 +66,9 @@ class _Record(ArrowRecord):
 
 def _record(partition: int, offset: int, key: bytes, value: bytes | None, input_offset: int) -> _Record:
     """A changelog record of a batch that reached ``input_offset`` on the task's input."""
-    return _Record("cl", partition, offset, 0, key, value,
-                   [("es-pos", position_header({f"in:{partition}": input_offset}))])
+    return _Record(
+        "cl", partition, offset, 0, key, value, [("es-pos", position_header({f"in:{partition}": input_offset}))]
+    )
 
 
 class _Reader:
@@ -107,13 +108,23 @@ def test_a_standby_applies_only_the_committed_prefix_of_the_changelog(tmp_path: 
 
     committed = {"in": 0}
     reader = _Reader()
-    standbys = Standbys("p", "cl", ["in"], tmp_path, reader,
-                        lambda tps: [TopicPartition(tp.topic, tp.partition, committed[tp.topic]) for tp in tps])
+    standbys = Standbys(
+        "p",
+        "cl",
+        ["in"],
+        tmp_path,
+        reader,
+        lambda tps: [TopicPartition(tp.topic, tp.partition, committed[tp.topic]) for tp in tps],
+    )
     standbys.retarget({1})
     assert reader.assigned == [("cl", 1, OFFSET_BEGINNING)]
     # Batch A (input offset 10) committed; batch B (20) aborted; batch C (30) re-writes k2.
-    reader.queue = [_record(1, 0, b'["k1"]', b"a1", 10), _record(1, 1, b'["k2"]', b"b2", 20),
-                    _record(1, 2, b'["k2"]', b"c2", 30), _record(1, 3, b'["k3"]', None, 30)]
+    reader.queue = [
+        _record(1, 0, b'["k1"]', b"a1", 10),
+        _record(1, 1, b'["k2"]', b"b2", 20),
+        _record(1, 2, b'["k2"]', b"c2", 30),
+        _record(1, 3, b'["k3"]', None, 30),
+    ]
     committed["in"] = 10
     standbys.step()
     store = standbys.tasks[1].store
@@ -153,8 +164,15 @@ def test_a_standby_takes_over_a_killed_workers_task_from_the_changelog_tail(brok
     name = unique("standby")
     app = unique("sb")
     (tmp_path / "p.es").write_text(PROGRAM)
-    program = {"name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 50, "num_standby": 1,
-               "inputs": [{"topic": f"{name}-in", "event": "Hit"}], "outputs": {"default": f"{name}-out"}}
+    program = {
+        "name": name,
+        "source": "p.es",
+        "clock": "record",
+        "commit_interval_ms": 50,
+        "num_standby": 1,
+        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+        "outputs": {"default": f"{name}-out"},
+    }
     topics = {f"{name}-in": {"partitions": PARTITIONS}}
     topo_a = topology(broker, tmp_path, [program], topics, file="a.yaml", application=app, state="state-a")
     topo_b = topology(broker, tmp_path, [program], topics, file="b.yaml", application=app, state="state-b")
@@ -168,9 +186,19 @@ def test_a_standby_takes_over_a_killed_workers_task_from_the_changelog_tail(brok
     watcher = TopicWatcher(broker, f"{name}-out")
     try:
         # Each worker owns one task and stands by for the other's.
-        wait_for(lambda: _running({log_a: a, log_b: b}) and log_a.exists() and log_b.exists() and len(_owned(log_a.read_text())) == 1
-                 and len(_owned(log_b.read_text())) == 1 and "standby for task" in log_a.read_text()
-                 and "standby for task" in log_b.read_text(), 60, what="one task and one standby each")
+        wait_for(
+            lambda: (
+                _running({log_a: a, log_b: b})
+                and log_a.exists()
+                and log_b.exists()
+                and len(_owned(log_a.read_text())) == 1
+                and len(_owned(log_b.read_text())) == 1
+                and "standby for task" in log_a.read_text()
+                and "standby for task" in log_b.read_text()
+            ),
+            60,
+            what="one task and one standby each",
+        )
         producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
         producer.run(FIRST, KEYS, rate=5000)
         wait_for(lambda: _running({log_a: a, log_b: b}) and watcher.distinct() >= FIRST, 60, what="the first outputs")
@@ -179,8 +207,11 @@ def test_a_standby_takes_over_a_killed_workers_task_from_the_changelog_tail(brok
         a.send_signal(signal.SIGKILL)
         a.wait()
         producer.run(SECOND, KEYS, rate=5000, t0=T0 + FIRST * 250, seed=43)
-        wait_for(lambda: _running({log_b: b}) and watcher.distinct() >= FIRST + SECOND, 60,
-                 what="the outputs after the fail-over")
+        wait_for(
+            lambda: _running({log_b: b}) and watcher.distinct() >= FIRST + SECOND,
+            60,
+            what="the outputs after the fail-over",
+        )
         b.send_signal(signal.SIGTERM)
         assert b.wait(60) == 0, log_b.read_text()[-3000:]
     finally:
@@ -189,11 +220,11 @@ def test_a_standby_takes_over_a_killed_workers_task_from_the_changelog_tail(brok
             if w.poll() is None:
                 w.kill()
     text = log_b.read_text()
-    stopped = re.findall(rf"standby for task {taken} stopped at changelog offset (\d+) \((\d+) records applied\)",
-                         text)
+    stopped = re.findall(rf"standby for task {taken} stopped at changelog offset (\d+) \((\d+) records applied\)", text)
     assert stopped and int(stopped[-1][1]) > 0, "the survivor's standby applied nothing"
-    restores = [(int(o), int(n)) for o, n in
-                re.findall(rf"task {taken}: changelog from offset (\d+): (\d+) applied", text)]
+    restores = [
+        (int(o), int(n)) for o, n in re.findall(rf"task {taken}: changelog from offset (\d+): (\d+) applied", text)
+    ]
     assert restores, text[-3000:]
     offset, applied = restores[-1]
     assert offset == int(stopped[-1][0]) > 0, "the take-over replayed the changelog from the start"

@@ -33,10 +33,19 @@ def _runner(broker: Broker, tmp_path: Path) -> Any:
 
     name = unique("start")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"},
-    }], {f"{name}-in": {"partitions": 2}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     return TopologyRunner(load_topology(topo))
 
 
@@ -70,8 +79,7 @@ def _assert_clear(exc: BaseException | None, broker: Broker) -> None:
 
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_started_while_the_broker_is_stalled(broker: Broker, tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_started_while_the_broker_is_stalled(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The broker stalled before the worker asks for anything: one clear line naming the
     bootstrap servers and what to check."""
     from eventscript.kafka import admin
@@ -91,8 +99,9 @@ def test_started_while_the_broker_is_stalled(broker: Broker, tmp_path: Path,
 
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_broker_stalls_while_topics_are_created(broker: Broker, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_broker_stalls_while_topics_are_created(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The broker answers the metadata request, then stalls just before the topics are created:
     the creation must give up within its timeout with the same clear line (it waited on a future
     with no timeout), and a second start once the broker is back must succeed."""

@@ -50,8 +50,15 @@ from eventscript.state.changelog import SEQ_KEY
 
 
 def _task(store: Path, cache: int, program: str = PROGRAM) -> Task:
-    cfg = ProgramConfig(name="cached", source="p.es", clock="record", inputs=[InputConfig(topic="in", event="Tick")],
-                        outputs={"default": "out"}, errors="err", state={"cache_instances": cache})
+    cfg = ProgramConfig(
+        name="cached",
+        source="p.es",
+        clock="record",
+        inputs=[InputConfig(topic="in", event="Tick")],
+        outputs={"default": "out"},
+        errors="err",
+        state={"cache_instances": cache},
+    )
     task = Task(0, compile_source(program, name="cached").require(), cfg, cfg.inputs, "rep", "changelog", 1, store)
     task.load_from_store()
     return task
@@ -79,8 +86,14 @@ def _feed(task: Task, records: list[ArrowRecord]) -> list[OutRecord]:
 
 
 def _lines(records: list[OutRecord]) -> list[tuple[str, Any, Any]]:
-    return [((codec.header(r.headers, codec.HEADER_EVENT) or b"").decode(), orjson.loads(r.value or b"null"),
-             decode_key(r.key)) for r in records]
+    return [
+        (
+            (codec.header(r.headers, codec.HEADER_EVENT) or b"").decode(),
+            orjson.loads(r.value or b"null"),
+            decode_key(r.key),
+        )
+        for r in records
+    ]
 
 
 def _raw(records: list[OutRecord]) -> list[tuple[Any, ...]]:
@@ -102,7 +115,7 @@ def test_a_task_far_larger_than_its_cache_gives_the_oracles_output(tmp_path: Pat
             task.close()
             task = _task(tmp_path / "t", cache)
             assert len(task.engine.contexts) == 0
-        got += _feed(task, records[i:i + batch])
+        got += _feed(task, records[i : i + batch])
         most = max(most, len(task.engine.contexts))
         _commit(task)
         assert len(task.engine.contexts) <= cache
@@ -174,8 +187,9 @@ def test_timers_of_equal_deadline_and_sequence_fire_in_key_order(tmp_path: Path)
         snap = decode(engine.snapshot(engine.feed_json("Tick", {"k": k, "n": 0})))
         assert snap.timer is not None
         deadline, tsym, _ = snap.timer
-        changes[orjson.dumps([k])] = encode(snap.state, snap.variables, snap.key, (deadline, tsym, 7), False,
-                                            "in:0:0", 0)
+        changes[orjson.dumps([k])] = encode(
+            snap.state, snap.variables, snap.key, (deadline, tsym, 7), False, "in:0:0", 0
+        )
     changes[SEQ_KEY] = b"8"
     writer = _task(tmp_path / "t", 16)
     writer.store.write(changes, None, None)
@@ -186,7 +200,6 @@ def test_timers_of_equal_deadline_and_sequence_fire_in_key_order(tmp_path: Path)
     out = _feed(task, [ArrowRecord("in", 0, 0, T0 + 60_000, b"z", orjson.dumps({"k": "z", "n": 0}), None)])
     assert [(e, v["k"]) for e, v, _ in _lines(out)] == [("Quiet", "a"), ("Quiet", "b"), ("Quiet", "c"), ("Count", "z")]
     task.close()
-
 
 
 def test_wall_clock_timers_of_evicted_instances_fire_in_order(tmp_path: Path) -> None:
@@ -205,8 +218,15 @@ def test_wall_clock_timers_of_evicted_instances_fire_in_order(tmp_path: Path) ->
 
     def run(store: Path, cache: int) -> tuple[list[tuple[Any, ...]], int | None, int]:
         now = [start_us]
-        cfg = ProgramConfig(name="wall", source="p.es", clock="wall", inputs=[InputConfig(topic="in", event="Tick")],
-                            outputs={"default": "out"}, errors="err", state={"cache_instances": cache})
+        cfg = ProgramConfig(
+            name="wall",
+            source="p.es",
+            clock="wall",
+            inputs=[InputConfig(topic="in", event="Tick")],
+            outputs={"default": "out"},
+            errors="err",
+            state={"cache_instances": cache},
+        )
         task = Task(0, compile_source(program, name="wall").require(), cfg, cfg.inputs, "rep", "changelog", 1, store)
         task.clock._clock = lambda: now[0] * 1000  # type: ignore[attr-defined]
         task.load_from_store()
@@ -235,11 +255,23 @@ def test_a_worker_with_a_small_cache_killed_and_restarted_is_exact(broker: Broke
     events included, and the stores hold the oracle's instances."""
     name = unique("cache")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 50, "state": {"cache_instances": 48},
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err",
-    }], {f"{name}-in": {"partitions": 3}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "commit_interval_ms": 50,
+                "state": {"cache_instances": 48},
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": 3}},
+    )
     Admin(load_topology(topo)).prepare(load_topology(topo).programs)  # before the producer creates it
     log = tmp_path / "worker.log"
     producer = KeyedProducer(broker, f"{name}-in", 3)
@@ -293,9 +325,11 @@ def test_memory_stays_bounded_with_far_more_live_instances_than_the_cache(tmp_pa
         if start == 50_000:
             gc.collect()
             base = _rss()
-        chunk = order[start:start + batch]
-        records = [ArrowRecord("in", 0, start + j, T0 + start + j, k.encode(), orjson.dumps({"k": k, "n": start + j}),
-                               None) for j, k in enumerate(chunk)]
+        chunk = order[start : start + batch]
+        records = [
+            ArrowRecord("in", 0, start + j, T0 + start + j, k.encode(), orjson.dumps({"k": k, "n": start + j}), None)
+            for j, k in enumerate(chunk)
+        ]
         for line in _lines(_feed(task, records)):
             wrong += line[0] != "Count" or line[1]["count"] != want[outputs] or line[1]["k"] != order[outputs]
             outputs += 1

@@ -38,19 +38,40 @@ TOKEN = "s3cret"
 DOORS = ["front", "back", "side", "garage", "attic", "cellar"]
 
 
-def _setup(broker: Broker, tmp_path: Path, file: str = "topology.yaml", state: str = "state",
-           application: str | None = None, name: str | None = None, standby: int = 0,
-           program: str = PROGRAM) -> tuple[str, Path]:
+def _setup(
+    broker: Broker,
+    tmp_path: Path,
+    file: str = "topology.yaml",
+    state: str = "state",
+    application: str | None = None,
+    name: str | None = None,
+    standby: int = 0,
+    program: str = PROGRAM,
+) -> tuple[str, Path]:
     name = name or unique("ste")
     (tmp_path / "p.es").write_text(program)
     inputs = [{"topic": f"{name}-opened", "event": "Opened"}, {"topic": f"{name}-closed", "event": "Closed"}]
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record", "num_standby": standby, "commit_interval_ms": 50,
-        "inputs": [i for i in inputs if i["event"] in program],
-        "outputs": {"default": f"{name}-out"},
-    }], {f"{name}-opened": {"partitions": PARTITIONS}, f"{name}-closed": {"partitions": PARTITIONS}},
-        file=file, state=state, application=application,
-        health={"port": free_port()}, state_query={"enabled": True, "token": TOKEN})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "num_standby": standby,
+                "commit_interval_ms": 50,
+                "inputs": [i for i in inputs if i["event"] in program],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-opened": {"partitions": PARTITIONS}, f"{name}-closed": {"partitions": PARTITIONS}},
+        file=file,
+        state=state,
+        application=application,
+        health={"port": free_port()},
+        state_query={"enabled": True, "token": TOKEN},
+    )
     # The topics exist, with their partitions, before the records are sent: Apache Kafka creates
     # a topic first produced to with its default of one partition (auto.create.topics.enable).
     t = load_topology(topo)
@@ -62,9 +83,14 @@ def _send(broker: Broker, topic: str, keys: list[str], ms: int) -> None:
     p = Producer(clients.producer_config(KafkaConfig(bootstrap_servers=broker.bootstrap)))
     failed: list[Any] = []
     for i, k in enumerate(keys):
-        p.produce(topic, key=k.encode(), value=orjson.dumps({"k": k, "n": i}),
-                  partition=partition_of(k.encode(), PARTITIONS), timestamp=T0 + ms,
-                  on_delivery=lambda err, _msg: failed.append(err) if err else None)
+        p.produce(
+            topic,
+            key=k.encode(),
+            value=orjson.dumps({"k": k, "n": i}),
+            partition=partition_of(k.encode(), PARTITIONS),
+            timestamp=T0 + ms,
+            on_delivery=lambda err, _msg: failed.append(err) if err else None,
+        )
     assert p.flush(30) == 0 and not failed, f"records to {topic} were not delivered: {failed}"
 
 
@@ -88,8 +114,9 @@ class Running:
 
 def _get(runner: TopologyRunner, path: str, token: str | None = TOKEN) -> tuple[int, Any]:
     assert runner.health is not None
-    req = urllib.request.Request(f"http://127.0.0.1:{runner.health.port}{path}",
-                                 headers={"Authorization": f"Bearer {token}"} if token else {})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{runner.health.port}{path}", headers={"Authorization": f"Bearer {token}"} if token else {}
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             return resp.status, orjson.loads(resp.read())
@@ -103,6 +130,7 @@ def test_the_endpoint_answers_about_a_key(broker: Broker, tmp_path: Path, capsys
     _send(broker, f"{name}-opened", DOORS, 0)
     _send(broker, f"{name}-closed", ["back"], 1_000)
     with Running(topo) as runner:
+
         def answered(key: str, times: int) -> bool:
             status, body = _get(runner, f"/state/{name}?key={key}")
             return status == 200 and body["instance"]["variables"][0]["value"] == times
@@ -121,8 +149,12 @@ def test_the_endpoint_answers_about_a_key(broker: Broker, tmp_path: Path, capsys
 
         status, body = _get(runner, f"/state/{name}?key=nobody")
         assert status == 404 and body["status"] == "absent"
-        for bad in (f"/state/{name}", f"/state/{name}?key=front&key=back", f"/state/{name}?key=front&colour=red",
-                    f"/state/{name}?key=front&task=1"):
+        for bad in (
+            f"/state/{name}",
+            f"/state/{name}?key=front&key=back",
+            f"/state/{name}?key=front&colour=red",
+            f"/state/{name}?key=front&task=1",
+        ):
             status, body = _get(runner, bad)
             assert status == 400 and body["error"], bad
         assert _get(runner, "/state/no-such-program?key=front")[0] == 404
@@ -133,10 +165,12 @@ def test_the_endpoint_answers_about_a_key(broker: Broker, tmp_path: Path, capsys
         url = f"http://127.0.0.1:{runner.health.port}"
         assert main(["state", str(topo), "--program", name, "--key", "front", "--url", url, "--token", TOKEN]) == 0
         text = capsys.readouterr().out
-        assert f"{name} key [\"front\"]" in text and "waits for" in text and "elapse[5 minutes]@" in text
+        assert f'{name} key ["front"]' in text and "waits for" in text and "elapse[5 minutes]@" in text
         assert "times (long) = 1" in text and "timer: due 2026-01-01T00:05:00.000000Z" in text
-        assert main(["state", str(topo), "--program", name, "--key", "nobody", "--url", url, "--token", TOKEN,
-                     "--json"]) == 1
+        assert (
+            main(["state", str(topo), "--program", name, "--key", "nobody", "--url", url, "--token", TOKEN, "--json"])
+            == 1
+        )
         assert orjson.loads(capsys.readouterr().out)["status"] == "absent"
 
         runner.topo.state_query.enabled = False  # what a topology without state_query gets
@@ -152,6 +186,7 @@ def test_two_workers_answer_every_key_from_the_owner_or_a_standby(broker: Broker
     _, topo_b = _setup(broker, tmp_path, "b.yaml", "state-b", application, name, standby=1)
     _send(broker, f"{name}-opened", DOORS, 0)
     with Running(topo_a) as a, Running(topo_b) as b:
+
         def owned() -> bool:
             tasks = [set(a.workers[0].tasks), set(b.workers[0].tasks)]
             return bool(tasks[0]) and bool(tasks[1]) and not tasks[0] & tasks[1] and len(tasks[0] | tasks[1]) == 4
@@ -177,7 +212,9 @@ def test_two_workers_answer_every_key_from_the_owner_or_a_standby(broker: Broker
 
 def test_topology_files_without_state_query_keep_it_off(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
-    path.write_text(yaml.safe_dump({"programs": [{"name": "p", "source": "p.es", "inputs": [{"topic": "in", "event": "Hit"}]}]}))
+    path.write_text(
+        yaml.safe_dump({"programs": [{"name": "p", "source": "p.es", "inputs": [{"topic": "in", "event": "Hit"}]}]})
+    )
     assert load_topology(path).state_query.enabled is False
 
 
@@ -194,8 +231,11 @@ def test_answers_during_a_rebalance_are_the_asked_keys_committed_state(broker: B
     seen: list[tuple[str, int, Any]] = []
     stop = threading.Event()
     with Running(topo_a) as a:
-        wait_for(lambda: all(_get(a, f"/state/{name}?key={k}")[0] == 200 for k in DOORS), timeout=90,
-                 what="every door committed on worker a")
+        wait_for(
+            lambda: all(_get(a, f"/state/{name}?key={k}")[0] == 200 for k in DOORS),
+            timeout=90,
+            what="every door committed on worker a",
+        )
         workers = [a]
 
         def ask() -> None:
@@ -216,15 +256,17 @@ def test_answers_during_a_rebalance_are_the_asked_keys_committed_state(broker: B
                     return all(tasks) and a.ready() and b.ready()
 
                 wait_for(split, timeout=120, what="worker b to take tasks")
-                wait_for(lambda: all(_get(w, f"/state/{name}?key={k}")[0] in (200, 421) for w in workers
-                                     for k in DOORS), timeout=60, what="the moved tasks to be restored")
+                wait_for(
+                    lambda: all(_get(w, f"/state/{name}?key={k}")[0] in (200, 421) for w in workers for k in DOORS),
+                    timeout=60,
+                    what="the moved tasks to be restored",
+                )
                 stop.set()
                 asking.join(60)
                 for k in DOORS:  # the worker that does not own the key's task points to the owner
                     statuses = sorted(_get(w, f"/state/{name}?key={k}")[0] for w in workers)
                     assert statuses == [200, 421], (k, statuses)
-                    owner_less = [body for w in workers for s, body in [_get(w, f"/state/{name}?key={k}")]
-                                  if s == 421]
+                    owner_less = [body for w in workers for s, body in [_get(w, f"/state/{name}?key={k}")] if s == 421]
                     assert owner_less[0]["owner"] is not None and owner_less[0]["task"] >= 0
         finally:
             stop.set()
@@ -250,7 +292,8 @@ def _variables(body: Any) -> dict[str, Any]:
 
 @pytest.mark.kafka
 def test_three_workers_answer_every_key_with_whole_committed_state_through_rebalances(
-        broker: Broker, tmp_path: Path) -> None:
+    broker: Broker, tmp_path: Path
+) -> None:
     """Issue 23's check on three workers (with standbys): rounds of records keep coming while b
     joins, c joins and b leaves; every key is asked through every worker all along. Round r sends
     every key a record with n = r, so a committed state is whole when ``times == o.n + 1`` and
@@ -261,8 +304,9 @@ def test_three_workers_answer_every_key_with_whole_committed_state_through_rebal
     application, name = unique("app"), unique("ste")
     topos = []
     for w in "abc":
-        topos.append(_setup(broker, tmp_path, f"{w}.yaml", f"state-{w}", application, name, standby=1,
-                            program=COUNTER)[1])
+        topos.append(
+            _setup(broker, tmp_path, f"{w}.yaml", f"state-{w}", application, name, standby=1, program=COUNTER)[1]
+        )
     sent = [0]  # rounds delivered
     seen: list[tuple[str, str, int, Any]] = []
     stop_sending, stop_asking = threading.Event(), threading.Event()
@@ -283,8 +327,12 @@ def test_three_workers_answer_every_key_with_whole_committed_state_through_rebal
     def owning(*runners: TopologyRunner) -> bool:
         tasks = [set(r.workers[0].tasks) for r in runners]
         every = set().union(*tasks)
-        return all(tasks) and len(every) == PARTITIONS and sum(map(len, tasks)) == PARTITIONS \
+        return (
+            all(tasks)
+            and len(every) == PARTITIONS
+            and sum(map(len, tasks)) == PARTITIONS
             and all(r.ready() for r in runners)
+        )
 
     workers: dict[str, TopologyRunner] = {}
     sender = threading.Thread(target=send_rounds, daemon=True)
@@ -294,8 +342,11 @@ def test_three_workers_answer_every_key_with_whole_committed_state_through_rebal
         with Running(topos[0]) as a:
             workers["a"] = a
             sender.start()
-            wait_for(lambda: all(_get(a, f"/state/{name}?key={k}")[0] == 200 for k in DOORS), timeout=90,
-                     what="every door committed on worker a")
+            wait_for(
+                lambda: all(_get(a, f"/state/{name}?key={k}")[0] == 200 for k in DOORS),
+                timeout=90,
+                what="every door committed on worker a",
+            )
             asking.start()
             workers["b"] = b.__enter__()
             wait_for(lambda: owning(a, b.runner), timeout=120, what="a and b to share the tasks")
@@ -328,8 +379,11 @@ def test_three_workers_answer_every_key_with_whole_committed_state_through_rebal
         if b.thread.is_alive():
             b.__exit__(None, None, None)
     statuses = {s for _, _, s, _ in seen}
-    assert statuses <= {200, 421, 503}, [(label, k, s, body["served_by"], body["committed"], body.get("note"))
-                                          for label, k, s, body in seen if s not in (200, 421, 503)][:3]
+    assert statuses <= {200, 421, 503}, [
+        (label, k, s, body["served_by"], body["committed"], body.get("note"))
+        for label, k, s, body in seen
+        if s not in (200, 421, 503)
+    ][:3]
     answered = [(label, k, body) for label, k, s, body in seen if s == 200]
     assert {label for label, _, _, _ in seen} == {"a", "b", "c"}  # asked through every worker
     assert "owner" in {body["served_by"]["role"] for _, _, body in answered}
@@ -345,7 +399,12 @@ def _send_round(p: Producer, topic: str, n: int) -> None:
     """One record with ``n`` for every door (n = the round, so a key's count is n + 1)."""
     failed: list[Any] = []
     for k in DOORS:
-        p.produce(topic, key=k.encode(), value=orjson.dumps({"k": k, "n": n}),
-                  partition=partition_of(k.encode(), PARTITIONS), timestamp=T0 + n,
-                  on_delivery=lambda err, _msg: failed.append(err) if err else None)
+        p.produce(
+            topic,
+            key=k.encode(),
+            value=orjson.dumps({"k": k, "n": n}),
+            partition=partition_of(k.encode(), PARTITIONS),
+            timestamp=T0 + n,
+            on_delivery=lambda err, _msg: failed.append(err) if err else None,
+        )
     assert p.flush(30) == 0 and not failed, f"round {n} was not delivered: {failed}"

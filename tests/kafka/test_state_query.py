@@ -59,9 +59,14 @@ def _doors_task(tmp: Path):
     from eventscript.kafka.config import InputConfig, ProgramConfig
     from eventscript.kafka.task import Task
 
-    cfg = ProgramConfig(name="doors", source="d.es", clock="record",
-                        inputs=[InputConfig(topic="opened", event="Opened"), InputConfig(topic="closed", event="Closed")],
-                        outputs={"default": "out"}, errors="err")
+    cfg = ProgramConfig(
+        name="doors",
+        source="d.es",
+        clock="record",
+        inputs=[InputConfig(topic="opened", event="Opened"), InputConfig(topic="closed", event="Closed")],
+        outputs={"default": "out"},
+        errors="err",
+    )
     task = Task(0, compile_source(DOORS, name="doors").require(), cfg, cfg.inputs, "d-rep", "d-changelog", 1, tmp)
     task.load_from_store()
     return task
@@ -74,8 +79,14 @@ def _rec(topic: str, offset: int, ms: int, key: str, n: int) -> Record:
 def test_an_open_door_waits_for_closed_or_its_timer(tmp_path: Path) -> None:
     task = _doors_task(tmp_path / "t")
     terms = ProgramTerms(task.program)
-    _feed(task, [_rec("opened", 0, T0, "front", 1), _rec("opened", 1, T0 + 1000, "back", 2),
-                 _rec("closed", 0, T0 + 2000, "back", 3)])
+    _feed(
+        task,
+        [
+            _rec("opened", 0, T0, "front", 1),
+            _rec("opened", 1, T0 + 1000, "back", 2),
+            _rec("closed", 0, T0 + 2000, "back", 3),
+        ],
+    )
     _commit(task)
     front = answer_from_store(terms, task.store, ("front",), 0).to_json()
     assert front["status"] == "present" and front["key"] == ["front"]
@@ -83,11 +94,13 @@ def test_an_open_door_waits_for_closed_or_its_timer(tmp_path: Path) -> None:
     waiting = [(m["text"], m["line"], m["col"]) for m in inst["waiting"]]
     lines = DOORS.splitlines()
     for text, line, col in waiting:  # each marker is where the answer says it is
-        assert lines[line - 1][col - 1:].startswith(text.split("[")[0].rstrip("()")), (text, line, col)
+        assert lines[line - 1][col - 1 :].startswith(text.split("[")[0].rstrip("()")), (text, line, col)
     # (both Closed() markers read one symbol: a DFA state cannot tell them apart, explain/terms.py)
     assert {w[0] for w in waiting} == {"Closed()", "elapse[5 minutes]"}
-    assert inst["variables"] == [{"name": "opened", "type": "long", "value": 1},
-                                 {"name": "o", "type": "{string k; long n;}", "value": {"k": "front", "n": 1}}]
+    assert inst["variables"] == [
+        {"name": "opened", "type": "long", "value": 1},
+        {"name": "o", "type": "{string k; long n;}", "value": {"k": "front", "n": 1}},
+    ]
     timer = inst["timer"]
     assert timer["deadline"] == format_time((T0 + 5 * 60_000) * 1000)
     assert timer["marker"]["text"] == "elapse[5 minutes]" and "counted from when" in timer["how"]
@@ -172,11 +185,19 @@ def test_the_answer_agrees_with_the_testers_explanation(tmp_path: Path) -> None:
     from eventscript.tester.trace import parse_trace
 
     task = _doors_task(tmp_path / "t")
-    _feed(task, [_rec("opened", 0, T0, "front", 1), _rec("closed", 0, T0 + 1000, "front", 1),
-                 _rec("opened", 1, T0 + 2000, "front", 2)])
+    _feed(
+        task,
+        [
+            _rec("opened", 0, T0, "front", 1),
+            _rec("closed", 0, T0 + 1000, "front", 1),
+            _rec("opened", 1, T0 + 2000, "front", 2),
+        ],
+    )
     _commit(task)
-    trace = ('[2026-01-01 00:00:00] Opened({k: "front", n: 1}) [00:00:01] Closed({k: "front", n: 1}) '
-             '[00:00:02] Opened({k: "front", n: 2})')
+    trace = (
+        '[2026-01-01 00:00:00] Opened({k: "front", n: 1}) [00:00:01] Closed({k: "front", n: 1}) '
+        '[00:00:02] Opened({k: "front", n: 2})'
+    )
     recording = record_pipeline([task.program], parse_trace(SourceFile("<t>", trace)))
     [view] = recording.recorder.live(0)
     terms = ProgramTerms(task.program)

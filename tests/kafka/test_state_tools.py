@@ -49,11 +49,23 @@ ANY_N = _AnyInt()
 def _setup(broker: Broker, tmp_path: Path) -> tuple[str, Path]:
     name = unique("stt")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record",
-        "inputs": [{"topic": f"{name}-opened", "event": "Opened"}, {"topic": f"{name}-closed", "event": "Closed"}],
-        "outputs": {"default": f"{name}-out"},
-    }], {f"{name}-opened": {"partitions": PARTITIONS}, f"{name}-closed": {"partitions": PARTITIONS}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "inputs": [
+                    {"topic": f"{name}-opened", "event": "Opened"},
+                    {"topic": f"{name}-closed", "event": "Closed"},
+                ],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-opened": {"partitions": PARTITIONS}, f"{name}-closed": {"partitions": PARTITIONS}},
+    )
     from eventscript.kafka.admin import Admin
 
     t = load_topology(topo)
@@ -65,16 +77,30 @@ def _send(broker: Broker, records: list[tuple[str, str, int]]) -> None:
     """(topic, key, ms after T0) records, keyed by the door, in order."""
     p = Producer(clients.producer_config(KafkaConfig(bootstrap_servers=broker.bootstrap)))
     for i, (topic, k, ms) in enumerate(records):
-        p.produce(topic, key=k.encode(), value=orjson.dumps({"k": k, "n": i}),
-                  partition=partition_of(k.encode(), PARTITIONS), timestamp=T0 + ms)
+        p.produce(
+            topic,
+            key=k.encode(),
+            value=orjson.dumps({"k": k, "n": i}),
+            partition=partition_of(k.encode(), PARTITIONS),
+            timestamp=T0 + ms,
+        )
     p.flush(30)
 
 
 def _doors(name: str) -> list[tuple[str, str, int]]:
     o, c = f"{name}-opened", f"{name}-closed"
-    return [(o, "front", 0), (o, "back", 1_000), (o, "side", 2_000), (c, "back", 3_000), (o, "garage", 4_000),
-            # record time moves past front's and side's deadlines (5 min): both alert, then wait for Closed
-            (o, "attic", 400_000), (c, "side", 401_000), (o, "cellar", 402_000), (o, "porch", 402_000)]
+    return [
+        (o, "front", 0),
+        (o, "back", 1_000),
+        (o, "side", 2_000),
+        (c, "back", 3_000),
+        (o, "garage", 4_000),
+        # record time moves past front's and side's deadlines (5 min): both alert, then wait for Closed
+        (o, "attic", 400_000),
+        (c, "side", 401_000),
+        (o, "cellar", 402_000),
+        (o, "porch", 402_000),
+    ]
 
 
 @pytest.mark.kafka
@@ -122,8 +148,9 @@ def test_state_dump_equals_what_the_workers_hold(broker: Broker, tmp_path: Path,
     import pyarrow.parquet as pq
 
     table = pq.read_table(parquet).to_pylist()
-    assert sorted((json.loads(r["key"])[0], r["status"]) for r in table) == \
-        sorted((r["key"][0], r["status"]) for r in rows)
+    assert sorted((json.loads(r["key"])[0], r["status"]) for r in table) == sorted(
+        (r["key"][0], r["status"]) for r in rows
+    )
 
 
 def _outputs(broker: Broker, topic: str) -> list[tuple[bytes | None, bytes, tuple]]:
@@ -146,14 +173,13 @@ def test_reset_to_earliest_then_rerun_gives_the_same_outputs(broker: Broker, tmp
 
     # The stopped worker, a static member (as deployed), stays in the group until its session
     # times out: --wait waits for the group to empty rather than refusing at once.
-    assert main(["reset", str(topo), "--program", name, "--to-earliest", "--wait", "60"]) == 0, \
-        capsys.readouterr().err
+    assert main(["reset", str(topo), "--program", name, "--to-earliest", "--wait", "60"]) == 0, capsys.readouterr().err
     said = capsys.readouterr().out
     assert f"deleted topic {t_changelog(topo, name)}" in said
     assert not (tmp_path / "state" / name).exists()
     assert run_in_thread(topo, until_idle=1.0) == 0
     both = _outputs(broker, f"{name}-out")
-    assert both[len(first):] == first  # the same records again: keys, values and ids
+    assert both[len(first) :] == first  # the same records again: keys, values and ids
 
 
 def t_changelog(topo: Path, name: str) -> str:
@@ -231,15 +257,24 @@ def test_state_dump_on_spark_equals_the_one_process_dump(broker: Broker, spark, 
     assert run_in_thread(topo, until_idle=1.0) == 0
     out = tmp_path / "dump.jsonl"
     assert main(["state", "dump", str(topo), "--program", name, "--output", str(out)]) == 0
-    rows = sorted((r["task"], r["key"], r["status"], r["changelog_offset"], r["instance"])
-                  for r in map(json.loads, out.read_text().splitlines()))
+    rows = sorted(
+        (r["task"], r["key"], r["status"], r["changelog_offset"], r["instance"])
+        for r in map(json.loads, out.read_text().splitlines())
+    )
     t = load_topology(topo)
     cfg = t.program(name)
     program = compile_programs(t, [cfg])[name]
     assert dump_on_spark(spark, t, cfg, program, tmp_path / "dump.parquet") == len(rows)
-    got = sorted((r["task"], json.loads(r["key"]), r["status"], r["changelog_offset"],
-                  json.loads(r["instance"]) if r["instance"] else None)
-                 for r in (row.asDict() for row in spark.read.parquet(str(tmp_path / "dump.parquet")).collect()))
+    got = sorted(
+        (
+            r["task"],
+            json.loads(r["key"]),
+            r["status"],
+            r["changelog_offset"],
+            json.loads(r["instance"]) if r["instance"] else None,
+        )
+        for r in (row.asDict() for row in spark.read.parquet(str(tmp_path / "dump.parquet")).collect())
+    )
     assert got == rows and rows
     assert main(["state", "dump", str(topo), "--program", name, "--spark", "local[1]"]) == 2
     assert "--output DIR.parquet" in capsys.readouterr().err

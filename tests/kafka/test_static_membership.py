@@ -40,8 +40,10 @@ SESSION_TIMEOUT_MS = 45_000
 
 def _assignments(log: Path) -> list[tuple[str, list[int]]]:
     """("assigned"|"revoked", partitions) lines of a worker's log, in order."""
-    return [(kind, [int(p) for p in parts.split(",") if p.strip()])
-            for kind, parts in re.findall(r": (assigned|revoked) tasks \[([\d, ]*)\]", log.read_text())]
+    return [
+        (kind, [int(p) for p in parts.split(",") if p.strip()])
+        for kind, parts in re.findall(r": (assigned|revoked) tasks \[([\d, ]*)\]", log.read_text())
+    ]
 
 
 def _held(log: Path) -> set[int]:
@@ -58,12 +60,31 @@ def test_a_worker_restarted_within_its_session_timeout_moves_no_task(broker: Bro
     name = unique("static")
     app = unique("app")
     (tmp_path / "p.es").write_text(PROGRAM)
-    program = [{"name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 100,
-                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-                "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}]
+    program = [
+        {
+            "name": name,
+            "source": "p.es",
+            "clock": "record",
+            "commit_interval_ms": 100,
+            "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+            "outputs": {"default": f"{name}-out"},
+            "errors": f"{name}-err",
+        }
+    ]
     topics = {f"{name}-in": {"partitions": PARTITIONS}}
-    files = [topology(broker, tmp_path, program, topics, file=f"{w}.yaml", application=app, state=f"state-{w}",
-                      instance_id=f"worker-{w}") for w in ("a", "b")]
+    files = [
+        topology(
+            broker,
+            tmp_path,
+            program,
+            topics,
+            file=f"{w}.yaml",
+            application=app,
+            state=f"state-{w}",
+            instance_id=f"worker-{w}",
+        )
+        for w in ("a", "b")
+    ]
     for f in files:  # the session timeout as deployed, not the tests' short one
         f.write_text(f.read_text().replace("session.timeout.ms: 3000", f"session.timeout.ms: {SESSION_TIMEOUT_MS}"))
     from eventscript.kafka.admin import Admin
@@ -78,8 +99,11 @@ def test_a_worker_restarted_within_its_session_timeout_moves_no_task(broker: Bro
     watcher = TopicWatcher(broker, f"{name}-out")
     workers = [start_worker(files[0], "-v", log=logs[0]), start_worker(files[1], "-v", log=logs[1])]
     try:
-        wait_for(lambda: _held(logs[0]) | _held(logs[1]) == set(range(PARTITIONS))
-                 and _held(logs[0]) and _held(logs[1]), 120, what="both workers holding tasks")
+        wait_for(
+            lambda: _held(logs[0]) | _held(logs[1]) == set(range(PARTITIONS)) and _held(logs[0]) and _held(logs[1]),
+            120,
+            what="both workers holding tasks",
+        )
         watcher.wait_for_more(50)
         a_tasks, b_before = _held(logs[0]), _assignments(logs[1])
 
@@ -109,7 +133,7 @@ def test_a_worker_restarted_within_its_session_timeout_moves_no_task(broker: Bro
 
     after = _assignments(logs[0])[restarted_at:]
     assert after and after[0] == ("assigned", sorted(a_tasks)), f"worker a got {after} back, had {sorted(a_tasks)}"
-    rebalances_of_b = b_after[len(b_before):]
+    rebalances_of_b = b_after[len(b_before) :]
     assert rebalances_of_b == [], f"worker b was rebalanced while a restarted: {rebalances_of_b}"
     got, repeats = outputs_by_key(read_many(broker, [f"{name}-out"], dedupe=False)[f"{name}-out"])
     assert repeats == 0, "a read_committed reader saw a record twice"
@@ -132,12 +156,31 @@ def test_the_default_session_timeout_outlasts_a_pod_restart(broker: Broker, tmp_
     name = unique("static-default")
     app = unique("app")
     (tmp_path / "p.es").write_text(PROGRAM)
-    program = [{"name": name, "source": "p.es", "clock": "record", "commit_interval_ms": 100,
-                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-                "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}]
+    program = [
+        {
+            "name": name,
+            "source": "p.es",
+            "clock": "record",
+            "commit_interval_ms": 100,
+            "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+            "outputs": {"default": f"{name}-out"},
+            "errors": f"{name}-err",
+        }
+    ]
     topics = {f"{name}-in": {"partitions": PARTITIONS}}
-    files = [topology(broker, tmp_path, program, topics, file=f"{w}.yaml", application=app, state=f"state-{w}",
-                      instance_id=f"worker-{w}") for w in ("a", "b")]
+    files = [
+        topology(
+            broker,
+            tmp_path,
+            program,
+            topics,
+            file=f"{w}.yaml",
+            application=app,
+            state=f"state-{w}",
+            instance_id=f"worker-{w}",
+        )
+        for w in ("a", "b")
+    ]
     for f in files:  # the worker's defaults, not the tests' short session
         doc = yaml.safe_load(f.read_text())
         doc["kafka"]["consumer"] = {}
@@ -154,8 +197,11 @@ def test_the_default_session_timeout_outlasts_a_pod_restart(broker: Broker, tmp_
     watcher = TopicWatcher(broker, f"{name}-out")
     workers = [start_worker(files[0], "-v", log=logs[0]), start_worker(files[1], "-v", log=logs[1])]
     try:
-        wait_for(lambda: _held(logs[0]) | _held(logs[1]) == set(range(PARTITIONS))
-                 and _held(logs[0]) and _held(logs[1]), 180, what="both workers holding tasks")
+        wait_for(
+            lambda: _held(logs[0]) | _held(logs[1]) == set(range(PARTITIONS)) and _held(logs[0]) and _held(logs[1]),
+            180,
+            what="both workers holding tasks",
+        )
         watcher.wait_for_more(20)
         a_tasks, b_before = _held(logs[0]), _assignments(logs[1])
 
@@ -181,5 +227,5 @@ def test_the_default_session_timeout_outlasts_a_pod_restart(broker: Broker, tmp_
 
     after = _assignments(logs[0])[restarted_at:]
     assert after and after[0] == ("assigned", sorted(a_tasks)), f"worker a got {after} back, had {sorted(a_tasks)}"
-    rebalances_of_b = b_after[len(b_before):]
+    rebalances_of_b = b_after[len(b_before) :]
     assert rebalances_of_b == [], f"worker b was rebalanced while a was away {POD_RESTART_S} s: {rebalances_of_b}"

@@ -35,17 +35,29 @@ elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
 T0 = 1_767_225_600_000  # ms
 
 
-def Record(offset: int, ts_ms: int, key: str, n: int, topic: str = "in", partition: int = 0,
-           headers: list[tuple[str, bytes | None]] | None = None) -> ArrowRecord:
+def Record(
+    offset: int,
+    ts_ms: int,
+    key: str,
+    n: int,
+    topic: str = "in",
+    partition: int = 0,
+    headers: list[tuple[str, bytes | None]] | None = None,
+) -> ArrowRecord:
     """An input record of key ``key`` and value {"k": key, "n": n}, with the ``Message``
     accessors the worker's task calls (the backfill's record class)."""
-    return ArrowRecord(topic, partition, offset, ts_ms, orjson.dumps([key]), orjson.dumps({"k": key, "n": n}),
-                       headers)
+    return ArrowRecord(topic, partition, offset, ts_ms, orjson.dumps([key]), orjson.dumps({"k": key, "n": n}), headers)
 
 
 def _task(store: Path, clock: str = "record", program: str = PROGRAM, event: str = "Tick") -> Task:
-    cfg = ProgramConfig(name="p", source="p.es", clock=clock, inputs=[InputConfig(topic="in", event=event)],
-                        outputs={"default": "out"}, errors="err")
+    cfg = ProgramConfig(
+        name="p",
+        source="p.es",
+        clock=clock,
+        inputs=[InputConfig(topic="in", event=event)],
+        outputs={"default": "out"},
+        errors="err",
+    )
     task = Task(0, compile_source(program, name="p").require(), cfg, cfg.inputs, "p-rep", "p-changelog", 1, store)
     task.load_from_store()
     return task
@@ -133,8 +145,12 @@ def test_timer_output_ids_depend_only_on_the_keys_history(tmp_path: Path) -> Non
     """Key a's timer fires when another key's record moves the clock (one task holding a and b),
     or when a's own next record does (a task, or a key-parallel backfill, holding only a): its
     outputs get the same ids and bytes either way."""
-    a0, b1, b2, a3 = (Record(0, T0, "a", 0), Record(1, T0 + 10_000, "b", 1), Record(2, T0 + 50_000, "b", 2),
-                      Record(3, T0 + 60_000, "a", 3))
+    a0, b1, b2, a3 = (
+        Record(0, T0, "a", 0),
+        Record(1, T0 + 10_000, "b", 1),
+        Record(2, T0 + 50_000, "b", 2),
+        Record(3, T0 + 60_000, "a", 3),
+    )
     shared = _feed(_task(tmp_path / "shared"), [a0, b1, b2, a3])
     alone = _feed(_task(tmp_path / "alone"), [a0, a3])
     key_a = b"a"  # output keys take the inputs' key format: a plain string by default
@@ -152,8 +168,7 @@ def test_ids_are_unique_across_instances_of_one_key(tmp_path: Path) -> None:
 
 def test_a_repartitioned_record_is_named_by_its_original(tmp_path: Path) -> None:
     direct = _feed(_task(tmp_path / "direct"), [Record(7, T0, "a", 0)])
-    copy = Record(3, T0, "a", 0, topic="p-rep", headers=[(codec.HEADER_SOURCE, b"in:0:7"),
-                                                          (codec.HEADER_INPUT, b"in")])
+    copy = Record(3, T0, "a", 0, topic="p-rep", headers=[(codec.HEADER_SOURCE, b"in:0:7"), (codec.HEADER_INPUT, b"in")])
     via_rep = _feed(_task(tmp_path / "rep"), [copy])
     assert _ids(via_rep) == _ids(direct) == [b"p/in:0:7/1"]
 
@@ -209,8 +224,14 @@ def test_an_object_value_with_a_lone_surrogate_is_still_written(tmp_path: Path) 
     function object chr(long): "builtins:chr"
     ( N(n) { !>O(chr(n)); } )*
     """
-    cfg = ProgramConfig(name="p", source="p.es", clock="record", inputs=[InputConfig(topic="in", event="N")],
-                        outputs={"default": "out"}, errors="err")
+    cfg = ProgramConfig(
+        name="p",
+        source="p.es",
+        clock="record",
+        inputs=[InputConfig(topic="in", event="N")],
+        outputs={"default": "out"},
+        errors="err",
+    )
     task = Task(0, compile_source(program, name="p").require(), cfg, cfg.inputs, "p-rep", "p-cl", 1, tmp_path / "t")
     task.load_from_store()
     r = Record(0, T0, "x", 0)
@@ -237,17 +258,25 @@ def test_a_key_filter_runs_its_keys_and_lets_the_others_move_the_clock(tmp_path:
     """A task told it owns key a only (key-split backfill) gives a's outputs, ids and timers as a
     task owning every key does — b's records still move the record clock, so a's timer (due at
     30 s) fires when b's record at 40 s arrives — and runs no instance of b."""
-    records = [Record(0, T0, "a", 1), Record(1, T0 + 10_000, "b", 2), Record(2, T0 + 40_000, "b", 3),
-               Record(3, T0 + 50_000, "a", 4)]
+    records = [
+        Record(0, T0, "a", 1),
+        Record(1, T0 + 10_000, "b", 2),
+        Record(2, T0 + 40_000, "b", 3),
+        Record(3, T0 + 50_000, "a", 4),
+    ]
     everyone = _feed(_task(tmp_path / "all"), records)
     task = _task(tmp_path / "a")
     only_a = OnlyKey("a")
     task.set_key_filter(only_a)
     got = _feed(task, records)
-    assert [(r.key, r.value, r.headers) for r in got] == \
-        [(r.key, r.value, r.headers) for r in everyone if r.key == b"a"]
-    assert [(dict(r.headers)["es-event"], r.timestamp) for r in got] == \
-        [(b"Count", T0), (b"Quiet", T0 + 30_000), (b"Count", T0 + 50_000)]
+    assert [(r.key, r.value, r.headers) for r in got] == [
+        (r.key, r.value, r.headers) for r in everyone if r.key == b"a"
+    ]
+    assert [(dict(r.headers)["es-event"], r.timestamp) for r in got] == [
+        (b"Count", T0),
+        (b"Quiet", T0 + 30_000),
+        (b"Count", T0 + 50_000),
+    ]
     assert only_a.passed_by == [1, 2]
     assert task.engine.instance_count == 1 and task.clock.now() == (T0 + 50_000) * 1000
 

@@ -20,10 +20,20 @@ PROGRAM = "in {string k;} Hit group(Hit.k)  out long N  ( Hit() { !>N(1); } )*"
 def test_topics_managed_elsewhere_are_checked_not_created(broker: Broker, tmp_path: Path) -> None:
     name = unique("managed")
     (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
-                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
-                    create_topics=False)
+    path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        create_topics=False,
+    )
     topo = load_topology(path)
     client = AdminClient({"bootstrap.servers": broker.bootstrap})
     for fut in client.create_topics([NewTopic(f"{name}-in", 2, 1)]).values():
@@ -31,16 +41,23 @@ def test_topics_managed_elsewhere_are_checked_not_created(broker: Broker, tmp_pa
     with pytest.raises(TopologyError) as err:
         Admin(topo).prepare(topo.programs)
     message = str(err.value)
-    for topic in (f"{name}-out", f"{name}-err", topo.changelog_topic(topo.programs[0]),
-                  topo.repartition_topic(topo.programs[0])):
+    for topic in (
+        f"{name}-out",
+        f"{name}-err",
+        topo.changelog_topic(topo.programs[0]),
+        topo.repartition_topic(topo.programs[0]),
+    ):
         assert topic in message
     assert "create_topics" in message
     assert f"{name}-out" not in Admin(topo).partition_counts(), "a topic was created although create_topics is false"
 
     # An internal topic with the wrong partition count is refused; with the right ones it starts.
-    wrong = [NewTopic(f"{name}-out", 2, 1), NewTopic(f"{name}-err", 1, 1),
-             NewTopic(topo.changelog_topic(topo.programs[0]), 3, 1),
-             NewTopic(topo.repartition_topic(topo.programs[0]), 2, 1)]
+    wrong = [
+        NewTopic(f"{name}-out", 2, 1),
+        NewTopic(f"{name}-err", 1, 1),
+        NewTopic(topo.changelog_topic(topo.programs[0]), 3, 1),
+        NewTopic(topo.repartition_topic(topo.programs[0]), 2, 1),
+    ]
     for fut in client.create_topics(wrong).values():
         fut.result(30)
     with pytest.raises(TopologyError, match="has 3 partitions but the inputs have 2"):
@@ -56,10 +73,20 @@ def test_created_internal_topics_have_the_configuration_state_needs(broker: Brok
     broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
     name = unique("configs")
     (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
-                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
-                    {f"{name}-in": {"partitions": 2}})
+    path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     topo = load_topology(path)
     Admin(topo).prepare(topo.programs)
     client = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -83,10 +110,20 @@ def test_the_repartition_topic_keeps_records_until_they_are_committed(broker: Br
     broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
     name = unique("repretention")
     (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
-                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
-                    {f"{name}-in": {"partitions": 2}})
+    path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     topo = load_topology(path)
     Admin(topo).prepare(topo.programs)
     client = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -104,16 +141,30 @@ def test_a_changelog_that_deletes_by_time_is_refused_at_start(broker: Broker, tm
     broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
     name = unique("badchangelog")
     (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
-                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
-                    create_topics=False)
+    path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        create_topics=False,
+    )
     topo = load_topology(path)
     changelog = topo.changelog_topic(topo.programs[0])
     client = AdminClient({"bootstrap.servers": broker.bootstrap})
-    made = [NewTopic(f"{name}-in", 2, 1), NewTopic(f"{name}-out", 2, 1), NewTopic(f"{name}-err", 2, 1),
-            NewTopic(topo.repartition_topic(topo.programs[0]), 2, 1),
-            NewTopic(changelog, 2, 1, config={"cleanup.policy": "delete"})]
+    made = [
+        NewTopic(f"{name}-in", 2, 1),
+        NewTopic(f"{name}-out", 2, 1),
+        NewTopic(f"{name}-err", 2, 1),
+        NewTopic(topo.repartition_topic(topo.programs[0]), 2, 1),
+        NewTopic(changelog, 2, 1, config={"cleanup.policy": "delete"}),
+    ]
     for fut in client.create_topics(made).values():
         fut.result(30)
     with pytest.raises(TopologyError) as err:
@@ -138,32 +189,43 @@ class _RecordingAdminClient:
 
 
 @pytest.mark.parametrize(("replication", "want"), [(3, "2"), (5, "2"), (2, "1"), (1, None), (None, None)])
-def test_created_topics_get_min_insync_replicas_with_their_replication(tmp_path: Path, replication: int | None,
-                                                                        want: str | None) -> None:
+def test_created_topics_get_min_insync_replicas_with_their_replication(
+    tmp_path: Path, replication: int | None, want: str | None
+) -> None:
     """Issue 20 fault 10: with three replicas or more a record acknowledged (acks=all) is on two
     brokers (min.insync.replicas 2); with the broker's default replication nothing is assumed."""
     from eventscript.kafka import admin as admin_module
 
     (tmp_path / "p.es").write_text(PROGRAM)
-    doc = {"application": "a", "kafka": {"bootstrap_servers": "localhost:1"}, "replication": replication,
-           "programs": [{"name": "p", "source": "p.es", "inputs": [{"topic": "in", "event": "Hit"}],
-                         "outputs": {"default": "out"}}]}
+    doc = {
+        "application": "a",
+        "kafka": {"bootstrap_servers": "localhost:1"},
+        "replication": replication,
+        "programs": [
+            {"name": "p", "source": "p.es", "inputs": [{"topic": "in", "event": "Hit"}], "outputs": {"default": "out"}}
+        ],
+    }
     import yaml
 
     (tmp_path / "t.yaml").write_text(yaml.safe_dump(doc))
     admin = Admin.__new__(Admin)
     admin.topo = load_topology(tmp_path / "t.yaml")
     admin.client = _RecordingAdminClient()
-    admin.create({"x": admin_module.TopicSpec(partitions=2), "y": admin_module.TopicSpec(
-        partitions=2, config={"min.insync.replicas": "1"})})
+    admin.create(
+        {
+            "x": admin_module.TopicSpec(partitions=2),
+            "y": admin_module.TopicSpec(partitions=2, config={"min.insync.replicas": "1"}),
+        }
+    )
     made = {t.topic: t for t in admin.client.created}
     assert made["x"].config.get("min.insync.replicas") == want
     assert made["y"].config["min.insync.replicas"] == "1", "a given setting was overridden"
 
 
 @pytest.mark.kafka
-def test_a_repartition_topic_with_a_finite_retention_is_warned_of(broker: Broker, tmp_path: Path,
-                                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_a_repartition_topic_with_a_finite_retention_is_warned_of(
+    broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Issue 20 fault 4: a repartition topic made by an earlier version (7 days) still deletes
     unprocessed records; the start says so and how to fix it."""
     import logging
@@ -171,10 +233,20 @@ def test_a_repartition_topic_with_a_finite_retention_is_warned_of(broker: Broker
     broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
     name = unique("oldrep")
     (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(broker, tmp_path, [{"name": name, "source": "p.es",
-                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                                        "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}],
-                    {f"{name}-in": {"partitions": 2}})
+    path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                "outputs": {"default": f"{name}-out"},
+                "errors": f"{name}-err",
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     topo = load_topology(path)
     repartition = topo.repartition_topic(topo.programs[0])
     client = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -182,5 +254,6 @@ def test_a_repartition_topic_with_a_finite_retention_is_warned_of(broker: Broker
         fut.result(30)
     caplog.set_level(logging.WARNING, "eventscript.kafka.admin")
     Admin(topo).prepare(topo.programs)
-    assert any(f"repartition topic {repartition} has retention.ms=604800000" in r.getMessage()
-               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    assert any(
+        f"repartition topic {repartition} has retention.ms=604800000" in r.getMessage() for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]

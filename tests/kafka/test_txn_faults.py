@@ -89,8 +89,9 @@ class Plan:
         if not self.steps:
             self.fired.set()
         if action == "abortable":
-            raise KafkaException(KafkaError(KafkaError._STATE, "injected: the transaction must be aborted",
-                                            txn_requires_abort=True))
+            raise KafkaException(
+                KafkaError(KafkaError._STATE, "injected: the transaction must be aborted", txn_requires_abort=True)
+            )
         if action == "fail":
             raise KafkaException(KafkaError(KafkaError._STATE, f"injected: {method} failed"))
         if action == "delivery_failed":
@@ -146,10 +147,22 @@ def _install(monkeypatch: pytest.MonkeyPatch, plan: Plan) -> Any:
 def _program(broker: Broker, tmp_path: Path, guarantee: str) -> tuple[str, Path]:
     name = unique("stall")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "record", "guarantee": guarantee, "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}], "outputs": {"default": f"{name}-out"},
-    }], {f"{name}-in": {"partitions": 2}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "guarantee": guarantee,
+                "commit_interval_ms": 50,
+                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     return name, topo
 
 
@@ -177,6 +190,7 @@ def _restart_until_idle(topo: Path) -> None:
 
 def _wait_ready(runner: Any, what: str) -> None:
     """Wait for readiness; a worker that failed meanwhile fails the test at once."""
+
     def ready_or_failed() -> bool:
         return runner.ready() or any(w.failure is not None for w in runner.workers)
 
@@ -200,8 +214,11 @@ def _wait_all_out(broker: Broker, name: str, runner: Any) -> None:
     total = sum(len(v) for v in _oracle(broker, name).outputs.values())
     watcher = TopicWatcher(broker, f"{name}-out")
     try:
-        wait_for(lambda: watcher.distinct() >= total or any(w.failure is not None for w in runner.workers), 90,
-                 what="every output")
+        wait_for(
+            lambda: watcher.distinct() >= total or any(w.failure is not None for w in runner.workers),
+            90,
+            what="every output",
+        )
     finally:
         watcher.close()
 
@@ -247,10 +264,12 @@ STEPS = [
 
 @pytest.mark.kafka
 @pytest.mark.slow
-@pytest.mark.parametrize(("guarantee", "when", "steps"), STEPS,
-                         ids=[f"{g[:3]}-{s.replace(' ', '-')}" for g, _, s in STEPS])
-def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                    guarantee: str, when: str, steps: str) -> None:
+@pytest.mark.parametrize(
+    ("guarantee", "when", "steps"), STEPS, ids=[f"{g[:3]}-{s.replace(' ', '-')}" for g, _, s in STEPS]
+)
+def test_broker_stalled_at_one_step(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guarantee: str, when: str, steps: str
+) -> None:
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (one the tests started)")
     at_start = when == "start"
@@ -283,10 +302,13 @@ def test_broker_stalled_at_one_step(broker: Broker, tmp_path: Path, monkeypatch:
 
 @pytest.mark.kafka
 @pytest.mark.slow
-@pytest.mark.parametrize(("guarantee", "steps"), [("exactly_once", "producer.commit_transaction:stall"),
-                                                  ("at_least_once", "producer.flush:stall")])
-def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  guarantee: str, steps: str) -> None:
+@pytest.mark.parametrize(
+    ("guarantee", "steps"),
+    [("exactly_once", "producer.commit_transaction:stall"), ("at_least_once", "producer.flush:stall")],
+)
+def test_stopped_while_the_broker_stalls_a_commit(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guarantee: str, steps: str
+) -> None:
     """SIGTERM (runner.stop) while the commit waits for a stopped broker (exactly-once: in
     commit_transaction, whose outcome is unknown): the worker stops within the grace period
     without failing; the next worker gives every output once."""
@@ -309,8 +331,10 @@ def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path
         took = time.monotonic() - started
         assert not t.is_alive(), "the worker did not stop while the broker was away"
         assert runner.workers[0].failure is None, runner.workers[0].failure
-        print(f"stopped in {took:.1f} s; longest calls:",
-              {k: round(v, 1) for k, v in sorted(plan.longest.items()) if v >= 0.5})
+        print(
+            f"stopped in {took:.1f} s; longest calls:",
+            {k: round(v, 1) for k, v in sorted(plan.longest.items()) if v >= 0.5},
+        )
     finally:
         _resume_and_stop(plan, runner, t)
     _then_every_output_once(broker, plan, producer, topo, name)
@@ -319,8 +343,9 @@ def test_stopped_while_the_broker_stalls_a_commit(broker: Broker, tmp_path: Path
 @pytest.mark.kafka
 @pytest.mark.slow
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
-def test_failed_worker_commits_nothing_on_its_way_out(broker: Broker, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch, guarantee: str) -> None:
+def test_failed_worker_commits_nothing_on_its_way_out(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guarantee: str
+) -> None:
     """A worker that fails in the middle of a record (here: an injected bug) leaves its group on
     the way out; the revocation must not commit the half-done batch, whose position is already
     past the failed record: the next worker processes that record again and nothing is lost."""
@@ -367,14 +392,24 @@ SLICE = 0.5
 
 @pytest.mark.kafka
 @pytest.mark.slow
-@pytest.mark.parametrize(("guarantee", "steps", "producer_conf"), [
-    # a synchronous commit has no timeout: the worker was silent for the whole outage
-    ("at_least_once", "consumer.commit:stall", {}),
-    # a queue of 5 records is full at once while the broker is away: send() waited in a loop
-    ("exactly_once", "producer.produce:stall", {"queue.buffering.max.messages": 5}),
-], ids=["alo-commit", "eos-full-queue"])
-def test_alive_and_stoppable_while_the_broker_stalls(broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    guarantee: str, steps: str, producer_conf: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("guarantee", "steps", "producer_conf"),
+    [
+        # a synchronous commit has no timeout: the worker was silent for the whole outage
+        ("at_least_once", "consumer.commit:stall", {}),
+        # a queue of 5 records is full at once while the broker is away: send() waited in a loop
+        ("exactly_once", "producer.produce:stall", {"queue.buffering.max.messages": 5}),
+    ],
+    ids=["alo-commit", "eos-full-queue"],
+)
+def test_alive_and_stoppable_while_the_broker_stalls(
+    broker: Broker,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    guarantee: str,
+    steps: str,
+    producer_conf: dict[str, Any],
+) -> None:
     """While a call waits for a stopped broker the worker must say it is alive (its liveness
     probe would restart it after 60 s) and a stop must end the wait while the broker is still
     away, without failing and without committing; the next worker gives every output once."""

@@ -28,10 +28,21 @@ def _fired(broker: Broker, topic: str) -> list[dict]:  # type: ignore[type-arg]
 def test_wall_clock_timers(broker: Broker, tmp_path: Path) -> None:
     name = unique("wall")
     (tmp_path / "p.es").write_text(PROGRAM)
-    topo = topology(broker, tmp_path, [{
-        "name": name, "source": "p.es", "clock": "wall", "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Arm"}], "outputs": {"default": f"{name}-out"},
-    }], {f"{name}-in": {"partitions": 2}})
+    topo = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "wall",
+                "commit_interval_ms": 50,
+                "inputs": [{"topic": f"{name}-in", "event": "Arm"}],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     from eventscript.kafka.admin import Admin
     from eventscript.kafka.config import load_topology
 
@@ -55,8 +66,11 @@ def test_wall_clock_timers(broker: Broker, tmp_path: Path) -> None:
         n_changelog = len(read_many(broker, [changelog], idle=0.2, dedupe=False)[changelog])
         producer.send("killed", {"k": "killed"}, int(time.time() * 1000))
         producer.producer.flush(10)
-        wait_for(lambda: len(read_many(broker, [changelog], idle=0.2, dedupe=False)[changelog]) > n_changelog, 20,
-                 what="the armed timer to be committed")
+        wait_for(
+            lambda: len(read_many(broker, [changelog], idle=0.2, dedupe=False)[changelog]) > n_changelog,
+            20,
+            what="the armed timer to be committed",
+        )
         worker.send_signal(signal.SIGKILL)
         worker.wait()
         time.sleep(4)  # the deadline passes while no worker runs

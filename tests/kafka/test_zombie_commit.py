@@ -47,12 +47,21 @@ def test_zombie_commit_after_timer_is_fenced(broker: Broker, tmp_path: Path) -> 
     name = unique("zombie")
     (tmp_path / "p.es").write_text(PROGRAM)
     app = unique("app")
-    program = {"name": name, "source": "p.es", "clock": "wall", "guarantee": "exactly_once",
-               "commit_interval_ms": 1, "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-               "outputs": {"default": f"{name}-out"}, "errors": f"{name}-err"}
+    program = {
+        "name": name,
+        "source": "p.es",
+        "clock": "wall",
+        "guarantee": "exactly_once",
+        "commit_interval_ms": 1,
+        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
+        "outputs": {"default": f"{name}-out"},
+        "errors": f"{name}-err",
+    }
     topics = {f"{name}-in": {"partitions": 1}}
-    topos = [topology(broker, tmp_path, [program], topics, file=f"{w}.yaml", application=app, state=f"state-{w}")
-             for w in ("a", "b")]
+    topos = [
+        topology(broker, tmp_path, [program], topics, file=f"{w}.yaml", application=app, state=f"state-{w}")
+        for w in ("a", "b")
+    ]
     from eventscript.kafka.admin import Admin
     from eventscript.kafka.config import load_topology
 
@@ -69,17 +78,26 @@ def test_zombie_commit_after_timer_is_fenced(broker: Broker, tmp_path: Path) -> 
         wait_for(lambda: [e for e, _ in _outputs(broker, out)] == ["Count"], 60, what="A's committed Count")
         a.send_signal(signal.SIGSTOP)  # the timer is due in 4 s, while A is frozen
         b = start_worker(topos[1], "-v", log=logs[1])
-        wait_for(lambda: [e for e, _ in _outputs(broker, out)] == ["Count", "Quiet"], 90,
-                 what="B to fire the overdue timer and commit")
+        wait_for(
+            lambda: [e for e, _ in _outputs(broker, out)] == ["Count", "Quiet"],
+            90,
+            what="B to fire the overdue timer and commit",
+        )
         a.send_signal(signal.SIGCONT)  # A fires its overdue timer too, and commits
         # A's commit and its consumer's own discovery of the lost session race (its threads resume
         # together); the commit comes first in most runs, which is the case under test.
-        wait_for(lambda: "commit failed" in logs[0].read_text() or "assignment lost" in logs[0].read_text(), 60,
-                 what="A's commit to fail or its assignment to be lost")
+        wait_for(
+            lambda: "commit failed" in logs[0].read_text() or "assignment lost" in logs[0].read_text(),
+            60,
+            what="A's commit to fail or its assignment to be lost",
+        )
         ended = "commit failed" if "commit failed" in logs[0].read_text() else "assignment lost"
         print(f"the zombie found out by: {ended}")
-        wait_for(lambda: "assigned tasks" in logs[0].read_text().rpartition(ended)[2]
-                 or a.poll() is not None, 60, what="A to rejoin the group")
+        wait_for(
+            lambda: "assigned tasks" in logs[0].read_text().rpartition(ended)[2] or a.poll() is not None,
+            60,
+            what="A to rejoin the group",
+        )
         for w in (a, b):
             if w.poll() is None:
                 w.send_signal(signal.SIGTERM)
@@ -93,4 +111,5 @@ def test_zombie_commit_after_timer_is_fenced(broker: Broker, tmp_path: Path) -> 
                 w.wait()
     events = _outputs(broker, out)
     assert events == [("Count", {"k": "k", "count": 1}), ("Quiet", {"k": "k", "count": 1})], (
-        f"a read_committed reader saw {events}\n--- A's log:\n{logs[0].read_text()[-4000:]}")
+        f"a read_committed reader saw {events}\n--- A's log:\n{logs[0].read_text()[-4000:]}"
+    )

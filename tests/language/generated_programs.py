@@ -69,8 +69,7 @@ def _action_lines(rng: random.Random, tag: int, stored: list[str], count: int, i
     return lines
 
 
-def _patterns(rng: random.Random, lines: int, patterns: int, symbols: int, prefix: str,
-              wildcards: float) -> list[str]:
+def _patterns(rng: random.Random, lines: int, patterns: int, symbols: int, prefix: str, wildcards: float) -> list[str]:
     """``patterns`` alternatives of ``prefix`` + 3 to 5 markers + an action block, about ``lines``
     lines in all."""
     per = max(3, lines // max(1, patterns))
@@ -82,8 +81,9 @@ def _patterns(rng: random.Random, lines: int, patterns: int, symbols: int, prefi
     return out
 
 
-def difference_program(lines: int = 500, patterns: int = 41, *, symbols: int = SYMBOLS, wildcards: float = 0.25,
-                       seed: int = 1) -> str:
+def difference_program(
+    lines: int = 500, patterns: int = 41, *, symbols: int = SYMBOLS, wildcards: float = 0.25, seed: int = 1
+) -> str:
     """``.* - ( .* P1 {...} | ... | .* Pn {...} )``: every event sequence that does not end with
     one of the patterns; each pattern's actions run when it is matched (document §3.3.1). Inner
     markers are a wildcard ``.`` with probability ``wildcards``, which multiplies the states of
@@ -94,8 +94,9 @@ def difference_program(lines: int = 500, patterns: int = 41, *, symbols: int = S
     return "\n".join([*head, ".* - (", *body, ")"]) + "\n"
 
 
-def intersection_program(lines: int = 500, patterns: int = 41, *, symbols: int = SYMBOLS, wildcards: float = 0.25,
-                         seed: int = 2) -> str:
+def intersection_program(
+    lines: int = 500, patterns: int = 41, *, symbols: int = SYMBOLS, wildcards: float = 0.25, seed: int = 2
+) -> str:
     """``( P1 {...} | ... | Pn {...} | . )* & ( .* E0() .* )``: runs of the patterns, among any
     events, in a sequence that has seen an E0."""
     rng = random.Random(seed)
@@ -117,11 +118,15 @@ def nested_program(lines: int = 500, depth: int = 12, *, symbols: int = SYMBOLS,
             return [f"{indent}E{rng.randrange(symbols)}(last) {{ total = total + last; }}"]
         markers, stored = _markers(rng, 2, d, symbols)
         other, other_stored = _markers(rng, 1, depth + d, symbols)
-        return [f"{indent}( {markers}",
-                *_action_lines(rng, d, stored, per_block, indent + "    "),
-                f"{indent}  (", *level(d + 1), f"{indent}  )*",
-                f"{indent}| {other}",
-                *_action_lines(rng, depth + d, other_stored, per_block, indent + "    "),
-                f"{indent})*"]
+        return [
+            f"{indent}( {markers}",
+            *_action_lines(rng, d, stored, per_block, indent + "    "),
+            f"{indent}  (",
+            *level(d + 1),
+            f"{indent}  )*",
+            f"{indent}| {other}",
+            *_action_lines(rng, depth + d, other_stored, per_block, indent + "    "),
+            f"{indent})*",
+        ]
 
     return "\n".join([*head, *level(0)]) + "\n"

@@ -84,8 +84,11 @@ def starts_with_declaration(text: str) -> bool:
 def _continues(text: str) -> bool:
     """Could this block be the rest of a program whose declarations came before it?"""
     w = first_word(text)
-    return w == "out" or w in ("(", "{", ".") or (w not in DECL_KEYWORDS and w[:1].isalpha()
-                                                    and re.match(r"\s*\w+\s*\(", _strip_comments(text)) is not None)
+    return (
+        w == "out"
+        or w in ("(", "{", ".")
+        or (w not in DECL_KEYWORDS and w[:1].isalpha() and re.match(r"\s*\w+\s*\(", _strip_comments(text)) is not None)
+    )
 
 
 def _scan(text: str) -> tuple[int | None, bool]:

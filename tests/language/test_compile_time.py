@@ -55,7 +55,9 @@ def automaton(text: str) -> tuple[EFA, OccurrenceTable]:
     return eliminate(Builder(program, occ, 40_000).build(program.regex)), occ
 
 
-def reference_dfa(efa: EFA, occ: OccurrenceTable) -> list[tuple[frozenset[int], bool, dict[int, tuple[int, tuple[int, ...]]]]]:
+def reference_dfa(
+    efa: EFA, occ: OccurrenceTable
+) -> list[tuple[frozenset[int], bool, dict[int, tuple[int, tuple[int, ...]]]]]:
     """The subset construction on frozensets, one whole row at a time (what ``determinize`` did)."""
     index = {efa.start.states: 0}
     order = [efa.start.states]
@@ -75,8 +77,10 @@ def reference_dfa(efa: EFA, occ: OccurrenceTable) -> list[tuple[frozenset[int], 
 
 
 def as_comparable(dfa: DFA) -> list[tuple[frozenset[int], bool, dict[int, tuple[int, tuple[int, ...]]]]]:
-    return [(frozenset(bits(s.nfa)), s.accepting, {sym: (t, dfa.sequences[q]) for sym, (t, q) in s.trans.items()})
-            for s in dfa.states]
+    return [
+        (frozenset(bits(s.nfa)), s.accepting, {sym: (t, dfa.sequences[q]) for sym, (t, q) in s.trans.items()})
+        for s in dfa.states
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(SMALL_PROGRAMS))
@@ -126,8 +130,12 @@ def test_generated_programs_give_the_same_outputs_on_the_eager_and_the_lazy_dfa(
 
 
 def test_generators_write_programs_of_the_size_asked() -> None:
-    for lines, text in [(500, difference_program()), (500, intersection_program()), (500, nested_program()),
-                        (1000, difference_program(1000, 82))]:
+    for lines, text in [
+        (500, difference_program()),
+        (500, intersection_program()),
+        (500, nested_program()),
+        (1000, difference_program(1000, 82)),
+    ]:
         assert abs(text.count("\n") - lines) <= lines // 10
         assert compile_source(text).ok
     assert difference_program().count("  | .* ") == 40  # 41 patterns under -
@@ -186,8 +194,7 @@ def test_the_automata_package_has_no_import_cycle_and_the_nfa_is_a_leaf() -> Non
         visit(module, ())
 
 
-def test_past_its_work_budget_the_eager_construction_gives_way_to_the_lazy_dfa(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_its_work_budget_the_eager_construction_gives_way_to_the_lazy_dfa(monkeypatch: pytest.MonkeyPatch) -> None:
     """A program whose subset construction would take too long (a random program with many
     nested action blocks took 18 s before it met the state limit) runs on the lazy DFA, with
     the same outputs; within the budget the same program stays eager."""

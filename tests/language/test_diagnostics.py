@@ -51,85 +51,237 @@ def at(d: Diagnostic) -> tuple[int, int]:
 
 
 class TestSyntaxErrors:
-    @pytest.mark.parametrize(("text", "line", "col", "message", "hint"), [
-        ("in long A\nout long B\n( A(x) { !>B(x) } )*", 3, 17, "expected ';', found '}'",
-         "every emit action ends with ';'"),
-        ("in long A\nout long B\n( A(x) { y = x } )*", 3, 16, "expected ';', found '}'",
-         "every assignment ends with ';'"),
-        ("in long A\nout long B\n( A(x) { !>B(x); } ", 3, 20, "expected ')', found the end of the file",
-         "the '(' at 3:1 is not closed"),
-        ("in long A\nout long B\nA(x) { !>B(((x + 1); }", 3, 20, "expected ')', found ';'",
-         "the '(' at 3:12 is not closed"),
-        ("in {} A\nout {} B\nA B()", 3, 3, "expected '(' after event name A",
-         "write A() to match the event, or A(x) to keep its value in x"),
-        ("in {} A\nout {} B\nA(x y)", 3, 5, "expected ')', found 'y'", "an event marker holds at most one variable name"),
-        ("in {} A\nout {} B\n.() A()", 3, 1, "the wildcard '.' takes no parentheses",
-         "write '.' alone: its value has no single type"),
-        ("in {} A\nout {} B\nA() () ", 3, 6, "empty parentheses in the regular expression",
-         "an event marker needs its name: Name()"),
-        ("in {} A\nout {} B\nA()\nin {} C", 4, 1, "declarations must come before the regular expression", None),
-        ("in {} A\nout {} B\nA() )", 3, 5, "unexpected ')' in the regular expression",
-         "this parenthesis has no matching '('"),
-        ("in {} A\nout {} B\nA() }", 3, 5, "unexpected '}' in the regular expression",
-         "this brace has no matching '{'"),
-        ("in {} A\nout {} B\nA() {3,2}", 3, 5, "in {3,2} the upper bound is below the lower bound", None),
-        ("in {} A\nout {} B\nA() elapse[3 weeks]()", 3, 14, "unknown time unit 'weeks'",
-         "use day(s), hour(s), minute(s), second(s)/sec, millisecond(s)/msec or microsecond(s)/usec"),
-        ("in {} A\nout {} B\nA() elapse[3]()", 3, 13, "expected a time unit (days, hours, minutes, seconds, msec, "
-         "usec), found ']'", None),
-        ("in {} A\nout {} B\nA() arrive[9]()", 3, 12, "a time pattern has two (H:MM) or three (H:MM:SS) components",
-         "write arrive[9:00](), arrive[.:00:00]() or arrive[(someTime)]()"),
-        ("in {} A\nout {} B\nA() arrive[1:2:3:4]()", 3, 12,
-         "a time pattern has two (H:MM) or three (H:MM:SS) components", None),
-        ("in {} A\nout {} B\nA() arrive[t:00]()", 3, 12,
-         "expected a number, '.' or a parenthesized expression in the arrive pattern, found 't'", None),
-        ("in {} A group(A) group(A)\nout {} B\nA()", 1, 18, "A has two group clauses", None),
-        ("in {} A case { A } case { A }\nout {} B\nA()", 1, 20, "A has two case clauses", None),
-        ("in long A case { A > 1 ? 3 : Lo }\nout {} B\nA()", 1, 26,
-         "an event-case arm must be an event name or another 'condition ? Name : ...'",
-         "write: case { X > 0 ? Positive : Other }"),
-        ("in long A\nout {} B\nA(x) { x + 1 = 2; }", 3, 10, "cannot assign to this expression",
-         "the left side of '=' must be a variable, a[i] or s.f"),
-        ("in long A\nout {} B\nA(x) { f(x) = 2; }", 3, 8, "cannot assign to this expression", None),
-        ("in long A\nout {} B\nA(x) { x; }", 3, 9, "expected '=' or '?' after the expression, found ';'",
-         "an action is an assignment x = e;, an emit !>Name(e);, a conditional c ? action or a for loop"),
-        ("in long A\nout {} B\nA(x) { y = !>B(); }", 3, 12, "an emit action cannot be used as a value", None),
-        ("in long A\nout {} B\nA(x) { y = x +; }", 3, 15, "expected an expression, found ';'", None),
-        ("in long A\nout {} B\nA(x) { y = x ? 1; }", 3, 17, "expected ':', found ';'",
-         "a conditional expression is written c ? a : b"),
-        ("in long A\nout {} B\nA(x) { y = {a 1}; }", 3, 15, "expected ':', found '1'",
-         "a structure is written {name: value, ...}"),
-        ("in long A\nout {} B\nA(x) { for i: 0, 1) y = i; }", 3, 12, "expected '(', found 'i'",
-         "write for (i: 0, n-1) action"),
-        ("in long A\nout {} B\nA(x) { y = group 0; }", 3, 18, "expected '[', found '0'",
-         "the group key is read as group[0], group[1], ..."),
-        ("in long A\nout {} B\nA(x) { y = new double(3); }", 3, 22, "expected '[', found '('",
-         "write new double[n]"),
-        ("in long A\nout {} B\nA(x) { s = \"abc; }", 3, 12, "unterminated string literal",
-         'close it with " on the same line'),
-        ("in long A\nout {} B\nA(x) { s = \"a\\qb\"; }", 3, 14, "unknown escape sequence \\q", None),
-        ("in long A\nout {} B\nA(x) { s = \"\\u12\"; }", 3, 13,
-         "bad \\u escape: four hexadecimal digits must follow", None),
-        ("in long A\nout {} B\nA(x) /* never closed", 3, 6, "unterminated comment", "close it with */"),
-        ("in long A\nout {} B\nA(x) @", 3, 6, "unexpected character '@'", None),
-        ("in long A\nout {} B\n", 3, 1, "the program has no regular expression",
-         "after the declarations, write the regular expression of events to match"),
-        ("", 1, 1, "the program has no regular expression", None),
-        ("in {long a double b} A\nout {} B\nA()", 1, 12, "expected ';' after field a",
-         "structure fields are written { string name; double value; }"),
-        ("in A\nout {} B\nA()", 2, 1, "expected an input event name, found 'out'", None),
-        ("in long\nout {} B\nA()", 2, 1, "expected an input event name, found 'out'", None),
-        ("out 5 B\nA()", 1, 5, "expected a type, found '5'",
-         "types are boolean, double, long, string, time, object, T[], { T name; ... } or a name defined with "
-         "'type'"),
-        ("type = long\nin {} A\nout {} B\nA()", 1, 6, "expected a type name, found '='", None),
-        ("type T long\nin {} A\nout {} B\nA()", 1, 8, "expected '=', found 'long'", "write: type Name = { ... }"),
-        ("function long f(long) \"m:f\"\nin {} A\nout {} B\nA()", 1, 23, "expected ':', found '\"m:f\"'",
-         'write: function string f(string): "package.module:attribute"'),
-        ("function long f(long): m\nin {} A\nout {} B\nA()", 1, 24,
-         "expected a string naming the implementation, found 'm'",
-         'write the Python callable as "package.module:attribute"'),
-    ])
+    @pytest.mark.parametrize(
+        ("text", "line", "col", "message", "hint"),
+        [
+            (
+                "in long A\nout long B\n( A(x) { !>B(x) } )*",
+                3,
+                17,
+                "expected ';', found '}'",
+                "every emit action ends with ';'",
+            ),
+            (
+                "in long A\nout long B\n( A(x) { y = x } )*",
+                3,
+                16,
+                "expected ';', found '}'",
+                "every assignment ends with ';'",
+            ),
+            (
+                "in long A\nout long B\n( A(x) { !>B(x); } ",
+                3,
+                20,
+                "expected ')', found the end of the file",
+                "the '(' at 3:1 is not closed",
+            ),
+            (
+                "in long A\nout long B\nA(x) { !>B(((x + 1); }",
+                3,
+                20,
+                "expected ')', found ';'",
+                "the '(' at 3:12 is not closed",
+            ),
+            (
+                "in {} A\nout {} B\nA B()",
+                3,
+                3,
+                "expected '(' after event name A",
+                "write A() to match the event, or A(x) to keep its value in x",
+            ),
+            (
+                "in {} A\nout {} B\nA(x y)",
+                3,
+                5,
+                "expected ')', found 'y'",
+                "an event marker holds at most one variable name",
+            ),
+            (
+                "in {} A\nout {} B\n.() A()",
+                3,
+                1,
+                "the wildcard '.' takes no parentheses",
+                "write '.' alone: its value has no single type",
+            ),
+            (
+                "in {} A\nout {} B\nA() () ",
+                3,
+                6,
+                "empty parentheses in the regular expression",
+                "an event marker needs its name: Name()",
+            ),
+            ("in {} A\nout {} B\nA()\nin {} C", 4, 1, "declarations must come before the regular expression", None),
+            (
+                "in {} A\nout {} B\nA() )",
+                3,
+                5,
+                "unexpected ')' in the regular expression",
+                "this parenthesis has no matching '('",
+            ),
+            (
+                "in {} A\nout {} B\nA() }",
+                3,
+                5,
+                "unexpected '}' in the regular expression",
+                "this brace has no matching '{'",
+            ),
+            ("in {} A\nout {} B\nA() {3,2}", 3, 5, "in {3,2} the upper bound is below the lower bound", None),
+            (
+                "in {} A\nout {} B\nA() elapse[3 weeks]()",
+                3,
+                14,
+                "unknown time unit 'weeks'",
+                "use day(s), hour(s), minute(s), second(s)/sec, millisecond(s)/msec or microsecond(s)/usec",
+            ),
+            (
+                "in {} A\nout {} B\nA() elapse[3]()",
+                3,
+                13,
+                "expected a time unit (days, hours, minutes, seconds, msec, usec), found ']'",
+                None,
+            ),
+            (
+                "in {} A\nout {} B\nA() arrive[9]()",
+                3,
+                12,
+                "a time pattern has two (H:MM) or three (H:MM:SS) components",
+                "write arrive[9:00](), arrive[.:00:00]() or arrive[(someTime)]()",
+            ),
+            (
+                "in {} A\nout {} B\nA() arrive[1:2:3:4]()",
+                3,
+                12,
+                "a time pattern has two (H:MM) or three (H:MM:SS) components",
+                None,
+            ),
+            (
+                "in {} A\nout {} B\nA() arrive[t:00]()",
+                3,
+                12,
+                "expected a number, '.' or a parenthesized expression in the arrive pattern, found 't'",
+                None,
+            ),
+            ("in {} A group(A) group(A)\nout {} B\nA()", 1, 18, "A has two group clauses", None),
+            ("in {} A case { A } case { A }\nout {} B\nA()", 1, 20, "A has two case clauses", None),
+            (
+                "in long A case { A > 1 ? 3 : Lo }\nout {} B\nA()",
+                1,
+                26,
+                "an event-case arm must be an event name or another 'condition ? Name : ...'",
+                "write: case { X > 0 ? Positive : Other }",
+            ),
+            (
+                "in long A\nout {} B\nA(x) { x + 1 = 2; }",
+                3,
+                10,
+                "cannot assign to this expression",
+                "the left side of '=' must be a variable, a[i] or s.f",
+            ),
+            ("in long A\nout {} B\nA(x) { f(x) = 2; }", 3, 8, "cannot assign to this expression", None),
+            (
+                "in long A\nout {} B\nA(x) { x; }",
+                3,
+                9,
+                "expected '=' or '?' after the expression, found ';'",
+                "an action is an assignment x = e;, an emit !>Name(e);, a conditional c ? action or a for loop",
+            ),
+            ("in long A\nout {} B\nA(x) { y = !>B(); }", 3, 12, "an emit action cannot be used as a value", None),
+            ("in long A\nout {} B\nA(x) { y = x +; }", 3, 15, "expected an expression, found ';'", None),
+            (
+                "in long A\nout {} B\nA(x) { y = x ? 1; }",
+                3,
+                17,
+                "expected ':', found ';'",
+                "a conditional expression is written c ? a : b",
+            ),
+            (
+                "in long A\nout {} B\nA(x) { y = {a 1}; }",
+                3,
+                15,
+                "expected ':', found '1'",
+                "a structure is written {name: value, ...}",
+            ),
+            (
+                "in long A\nout {} B\nA(x) { for i: 0, 1) y = i; }",
+                3,
+                12,
+                "expected '(', found 'i'",
+                "write for (i: 0, n-1) action",
+            ),
+            (
+                "in long A\nout {} B\nA(x) { y = group 0; }",
+                3,
+                18,
+                "expected '[', found '0'",
+                "the group key is read as group[0], group[1], ...",
+            ),
+            (
+                "in long A\nout {} B\nA(x) { y = new double(3); }",
+                3,
+                22,
+                "expected '[', found '('",
+                "write new double[n]",
+            ),
+            (
+                'in long A\nout {} B\nA(x) { s = "abc; }',
+                3,
+                12,
+                "unterminated string literal",
+                'close it with " on the same line',
+            ),
+            ('in long A\nout {} B\nA(x) { s = "a\\qb"; }', 3, 14, "unknown escape sequence \\q", None),
+            (
+                'in long A\nout {} B\nA(x) { s = "\\u12"; }',
+                3,
+                13,
+                "bad \\u escape: four hexadecimal digits must follow",
+                None,
+            ),
+            ("in long A\nout {} B\nA(x) /* never closed", 3, 6, "unterminated comment", "close it with */"),
+            ("in long A\nout {} B\nA(x) @", 3, 6, "unexpected character '@'", None),
+            (
+                "in long A\nout {} B\n",
+                3,
+                1,
+                "the program has no regular expression",
+                "after the declarations, write the regular expression of events to match",
+            ),
+            ("", 1, 1, "the program has no regular expression", None),
+            (
+                "in {long a double b} A\nout {} B\nA()",
+                1,
+                12,
+                "expected ';' after field a",
+                "structure fields are written { string name; double value; }",
+            ),
+            ("in A\nout {} B\nA()", 2, 1, "expected an input event name, found 'out'", None),
+            ("in long\nout {} B\nA()", 2, 1, "expected an input event name, found 'out'", None),
+            (
+                "out 5 B\nA()",
+                1,
+                5,
+                "expected a type, found '5'",
+                "types are boolean, double, long, string, time, object, T[], { T name; ... } or a name defined with "
+                "'type'",
+            ),
+            ("type = long\nin {} A\nout {} B\nA()", 1, 6, "expected a type name, found '='", None),
+            ("type T long\nin {} A\nout {} B\nA()", 1, 8, "expected '=', found 'long'", "write: type Name = { ... }"),
+            (
+                'function long f(long) "m:f"\nin {} A\nout {} B\nA()',
+                1,
+                23,
+                "expected ':', found '\"m:f\"'",
+                'write: function string f(string): "package.module:attribute"',
+            ),
+            (
+                "function long f(long): m\nin {} A\nout {} B\nA()",
+                1,
+                24,
+                "expected a string naming the implementation, found 'm'",
+                'write the Python callable as "package.module:attribute"',
+            ),
+        ],
+    )
     def test_syntax_error(self, text: str, line: int, col: int, message: str, hint: str | None) -> None:
         errs = diags(text, Severity.ERROR)
         found = [e for e in errs if e.message == message]
@@ -142,9 +294,11 @@ class TestSyntaxErrors:
         # Regression: recovery skipped the keyword of the following declaration, so 'out {} B'
         # was lost and a spurious "no regular expression" followed.
         assert errors("in long A case { A > 1 ? 3 : Lo }\nout {} B\nA() { !>B({}); }") == [
-            (1, 26, "an event-case arm must be an event name or another 'condition ? Name : ...'")]
+            (1, 26, "an event-case arm must be an event name or another 'condition ? Name : ...'")
+        ]
         assert errors("in long\nout {} B\nin {} A\nA() { !>B({}); }") == [
-            (2, 1, "expected an input event name, found 'out'")]
+            (2, 1, "expected an input event name, found 'out'")
+        ]
 
     def test_errors_in_several_actions_are_all_reported(self) -> None:
         errs = errors("in long A\nout long B\n( A(x) { y = ; !>B(x) z = 1; !>B(x); } )*")
@@ -171,26 +325,42 @@ class TestDeclarationErrors:
         assert e.hint is not None and "names defined earlier with 'type Name = ...'" in e.hint
 
     def test_type_used_before_its_definition(self) -> None:
-        e = diags("type B = A[]\ntype A = long\nin B X\nout long O\n( X(x) { !>O(x[0]); } )*",
-                  Severity.ERROR)[0]
+        e = diags("type B = A[]\ntype A = long\nin B X\nout long O\n( X(x) { !>O(x[0]); } )*", Severity.ERROR)[0]
         assert (at(e), e.message) == ((1, 10), "unknown type 'A'")
 
-    @pytest.mark.parametrize(("text", "pos", "message"), [
-        ("in long A, long A\nout long B\n( A(x) { !>B(x); } )*", (1, 17), "input event 'A' is declared twice"),
-        ("in long A\nin double A\nout long B\n( A(x) { !>B(x); } )*", (2, 11), "input event 'A' is declared twice"),
-        ("in long A\nout long B, long B\n( A(x) { !>B(x); } )*", (2, 18), "output event 'B' is declared twice"),
-        ("type T = long\ntype T = long\nin T A\nout long B\n( A(x) { !>B(x); } )*", (2, 6),
-         "type 'T' is defined twice"),
-        ('in long A\nout long B\nfunction long f(long): "math:floor"\nfunction long f(double): "math:floor"\n'
-         "( A(x) { !>B(f(x)); } )*", (4, 15), "function 'f' is declared twice"),
-        ("in {long a; double a;} A\nout {} B\n( A() )*", (1, 20), "field 'a' appears twice in this structure type"),
-        ("in long A\nout {long a;} B\n( A(x) { !>B({a: x, a: x}); } )*", (3, 21), "field 'a' is given twice"),
-        ("type long = double\nin long A\nout {} B\nA()", (1, 6), "'long' is a built-in type and cannot be redefined"),
-        ('in long A\nout {} B\nfunction time now(): "m:f"\nA()', (3, 15),
-         "function 'now' would hide the built-in function of that name"),
-        ("in {} $A\nout {} B\nA()", (1, 7), "'$A': names starting with '$' are reserved"),
-        ("in {} A\nout {} $error\nA()", (2, 8), "'$error': names starting with '$' are reserved"),
-    ])
+    @pytest.mark.parametrize(
+        ("text", "pos", "message"),
+        [
+            ("in long A, long A\nout long B\n( A(x) { !>B(x); } )*", (1, 17), "input event 'A' is declared twice"),
+            ("in long A\nin double A\nout long B\n( A(x) { !>B(x); } )*", (2, 11), "input event 'A' is declared twice"),
+            ("in long A\nout long B, long B\n( A(x) { !>B(x); } )*", (2, 18), "output event 'B' is declared twice"),
+            (
+                "type T = long\ntype T = long\nin T A\nout long B\n( A(x) { !>B(x); } )*",
+                (2, 6),
+                "type 'T' is defined twice",
+            ),
+            (
+                'in long A\nout long B\nfunction long f(long): "math:floor"\nfunction long f(double): "math:floor"\n'
+                "( A(x) { !>B(f(x)); } )*",
+                (4, 15),
+                "function 'f' is declared twice",
+            ),
+            ("in {long a; double a;} A\nout {} B\n( A() )*", (1, 20), "field 'a' appears twice in this structure type"),
+            ("in long A\nout {long a;} B\n( A(x) { !>B({a: x, a: x}); } )*", (3, 21), "field 'a' is given twice"),
+            (
+                "type long = double\nin long A\nout {} B\nA()",
+                (1, 6),
+                "'long' is a built-in type and cannot be redefined",
+            ),
+            (
+                'in long A\nout {} B\nfunction time now(): "m:f"\nA()',
+                (3, 15),
+                "function 'now' would hide the built-in function of that name",
+            ),
+            ("in {} $A\nout {} B\nA()", (1, 7), "'$A': names starting with '$' are reserved"),
+            ("in {} A\nout {} $error\nA()", (2, 8), "'$error': names starting with '$' are reserved"),
+        ],
+    )
     def test_duplicate_and_reserved_declarations(self, text: str, pos: tuple[int, int], message: str) -> None:
         assert (*pos, message) in errors(text)
 
@@ -198,8 +368,10 @@ class TestDeclarationErrors:
         # Regression: an input or output whose type had errors was then reported as undeclared at
         # every marker and emit, and its marker variables as never set.
         assert errors("in {long a; double a;} A, Nope C\nout Nope B\n( A(x) { !>B(x.a); } | C(y) { !>B(y); } )*") == [
-            (1, 20, "field 'a' appears twice in this structure type"), (1, 27, "unknown type 'Nope'"),
-            (2, 5, "unknown type 'Nope'")]
+            (1, 20, "field 'a' appears twice in this structure type"),
+            (1, 27, "unknown type 'Nope'"),
+            (2, 5, "unknown type 'Nope'"),
+        ]
 
     def test_same_name_for_an_input_and_an_output_is_allowed(self) -> None:
         assert check_source("in double R\nout double R\n( R(x) { !>R(x); } )*").ok
@@ -243,26 +415,30 @@ class TestTypeErrors:
         assert e.hint == "write 0.0 for a double constant"
 
     def test_explicit_conversions_are_accepted(self) -> None:
-        assert check_source("in double A\nout long B\n( A(x) { y = 0; y = long(x); z = 0.0; z = double(y); "
-                            "!>B(long(z)); } )*").ok
+        assert check_source(
+            "in double A\nout long B\n( A(x) { y = 0; y = long(x); z = 0.0; z = double(y); !>B(long(z)); } )*"
+        ).ok
 
-    @pytest.mark.parametrize(("expr", "col", "message"), [
-        ('"a" - 1', 18, "'-' needs long or double operands, not 'string' and 'long'"),
-        ("true ? 1 : \"a\"", 14, "the branches of '?:' have different types: 'long' and 'string'"),
-        ('-"a"', 14, "unary '-' needs a long or double operand, not 'string'"),
-        ("!x", 14, "'!' needs a boolean operand, not 'long'"),
-        ("x && true ? 1 : 0", 14, "'&&' needs boolean operands, not 'long'"),
-        ("x == \"a\" ? 1 : 0", 16, "cannot compare 'long' with 'string'"),
-        ("true < false ? 1 : 0", 19, "'<' compares numbers, strings or times, not 'boolean' and 'boolean'"),
-        ("x ? 1 : 0", 14, "the condition of '?:' must be boolean, not 'long'"),
-        ("x.f", 16, "field 'f' of 'long', which is not a structure"),
-        ("x[0]", 15, "only arrays can be subscripted; this is 'long'"),
-        ("new long[1][true]", 26, "a subscript must be long, not 'boolean'"),
-        ("length(new long[1.5])", 30, "an array size must be long, not 'double'"),
-        ("secondsAfter(x)", 14, "no version of secondsAfter takes (long)"),
-        ("{a: 1}.b", 21, "'{long a;}' has no field 'b'"),
-        ("9223372036854775808", 14, "integer literal 9223372036854775808 does not fit in a 64-bit long"),
-    ])
+    @pytest.mark.parametrize(
+        ("expr", "col", "message"),
+        [
+            ('"a" - 1', 18, "'-' needs long or double operands, not 'string' and 'long'"),
+            ('true ? 1 : "a"', 14, "the branches of '?:' have different types: 'long' and 'string'"),
+            ('-"a"', 14, "unary '-' needs a long or double operand, not 'string'"),
+            ("!x", 14, "'!' needs a boolean operand, not 'long'"),
+            ("x && true ? 1 : 0", 14, "'&&' needs boolean operands, not 'long'"),
+            ('x == "a" ? 1 : 0', 16, "cannot compare 'long' with 'string'"),
+            ("true < false ? 1 : 0", 19, "'<' compares numbers, strings or times, not 'boolean' and 'boolean'"),
+            ("x ? 1 : 0", 14, "the condition of '?:' must be boolean, not 'long'"),
+            ("x.f", 16, "field 'f' of 'long', which is not a structure"),
+            ("x[0]", 15, "only arrays can be subscripted; this is 'long'"),
+            ("new long[1][true]", 26, "a subscript must be long, not 'boolean'"),
+            ("length(new long[1.5])", 30, "an array size must be long, not 'double'"),
+            ("secondsAfter(x)", 14, "no version of secondsAfter takes (long)"),
+            ("{a: 1}.b", 21, "'{long a;}' has no field 'b'"),
+            ("9223372036854775808", 14, "integer literal 9223372036854775808 does not fit in a 64-bit long"),
+        ],
+    )
     def test_expression_type_errors(self, expr: str, col: int, message: str) -> None:
         assert (3, col, message) in errors(f"in long A\nout long B\n( A(x) {{ !>B({expr}); }} )*")
 
@@ -276,22 +452,26 @@ class TestTypeErrors:
 
     def test_cannot_assign_to_a_loop_index(self) -> None:
         assert (3, 24, "cannot assign to the loop index 'i'") in errors(
-            "in long A\nout long B\n( A(x) { for (i: 0, 3) i = 2; !>B(x); } )*")
+            "in long A\nout long B\n( A(x) { for (i: 0, 3) i = 2; !>B(x); } )*"
+        )
 
-    @pytest.mark.parametrize(("marker", "col", "message"), [
-        ('elapse["a" sec]()', 13, "an elapse amount must be long or double, not 'string'"),
-        ("arrive[x]()", 13, "an arrive time must be 'time', not 'long'"),
-        ("arrive[(x > 1)]()", 16, "an arrive time must be 'time', not 'boolean'"),
-        ("arrive[(1.5):00]()", 14, "an arrive pattern component must be 'long', not 'double'"),
-        ("arrive[25:00]()", 13, "hour 25 is out of range 0..23"),
-        ("arrive[10:60]()", 16, "minute 60 is out of range 0..59"),
-        ("arrive[10:00:61]()", 19, "second 61 is out of range 0..59"),
-        ("arrive[10:00:60.5]()", 19, "second 60.5 is out of range: seconds are from 0 to less than 60"),
-        ("arrive[2026-13-01 0:00]()", 18, "month 13 is out of range 1..12"),
-        ("arrive[2026-02-29 0:00]()", 21, "day 29 never comes: 2026-02 has 28 days"),
-        ("arrive[.-04-31]()", 18, "day 31 never comes: month 4 has 30 days"),
-        ("arrive[0-01-01]()", 13, "year 0 is out of range 1..9999"),
-    ])
+    @pytest.mark.parametrize(
+        ("marker", "col", "message"),
+        [
+            ('elapse["a" sec]()', 13, "an elapse amount must be long or double, not 'string'"),
+            ("arrive[x]()", 13, "an arrive time must be 'time', not 'long'"),
+            ("arrive[(x > 1)]()", 16, "an arrive time must be 'time', not 'boolean'"),
+            ("arrive[(1.5):00]()", 14, "an arrive pattern component must be 'long', not 'double'"),
+            ("arrive[25:00]()", 13, "hour 25 is out of range 0..23"),
+            ("arrive[10:60]()", 16, "minute 60 is out of range 0..59"),
+            ("arrive[10:00:61]()", 19, "second 61 is out of range 0..59"),
+            ("arrive[10:00:60.5]()", 19, "second 60.5 is out of range: seconds are from 0 to less than 60"),
+            ("arrive[2026-13-01 0:00]()", 18, "month 13 is out of range 1..12"),
+            ("arrive[2026-02-29 0:00]()", 21, "day 29 never comes: 2026-02 has 28 days"),
+            ("arrive[.-04-31]()", 18, "day 31 never comes: month 4 has 30 days"),
+            ("arrive[0-01-01]()", 13, "year 0 is out of range 1..9999"),
+        ],
+    )
     def test_time_marker_errors(self, marker: str, col: int, message: str) -> None:
         assert (3, col, message) in errors(f"in long A\nout long B\nA(x) {marker} {{ !>B(x); }}")
 
@@ -311,8 +491,10 @@ class TestUndeclaredNames:
         text = "in long A\nout long B\n( A(x) { !>B(x + y); } )*"
         assert errors(text) == []
         (d,) = diags(text, Severity.WARNING)
-        assert (at(d), d.message) == ((3, 18), "'y' is never given a value: each read is $error 3 and gives "
-                                               "the default value")
+        assert (at(d), d.message) == (
+            (3, 18),
+            "'y' is never given a value: each read is $error 3 and gives the default value",
+        )
         assert d.hint == "set it in an action (x = ...;) or with an event marker (Event(x))"
 
     def test_variable_never_set_and_untyped_is_an_error(self) -> None:
@@ -328,10 +510,17 @@ class TestUndeclaredNames:
     def test_a_variable_never_set_runs_with_error_3_and_the_default(self) -> None:
         comp = check_source("in {} Get\nout long V\n( Get() { !>V(x); !>V(x + 1); } )*")
         out: list[dict] = []
-        run_trace([comp.require()], parse_trace(SourceFile("<trace>", "[2026-01-01 00:00:00] Get()")),
-                  lambda line: out.append(line.to_json()))
+        run_trace(
+            [comp.require()],
+            parse_trace(SourceFile("<trace>", "[2026-01-01 00:00:00] Get()")),
+            lambda line: out.append(line.to_json()),
+        )
         assert [(o["event"], o["value"].get("code") if o["event"] == "$error" else o["value"]) for o in out] == [
-            ("$error", 3), ("V", 0), ("$error", 3), ("V", 1)]
+            ("$error", 3),
+            ("V", 0),
+            ("$error", 3),
+            ("V", 1),
+        ]
 
     def test_unknown_function(self) -> None:
         e = only_error("in long A\nout long B\n( A(x) { !>B(foo(x)); } )*")
@@ -365,13 +554,20 @@ class TestUndeclaredNames:
         e = only_error("in long A\nout long B\n( A(x) { !>$error(x); } )*")
         assert (at(e), e.message) == ((3, 12), "$error events are emitted by the engine, not by programs")
 
-    @pytest.mark.parametrize(("value", "col", "message", "hint"), [
-        ("1.5", 13, "B carries 'long' but this value is 'double'",
-         "EventScript never converts on assignment: write long(...) to truncate"),
-        ('"7"', 13, "B carries 'long' but this value is 'string'", None),
-        ("{}", 13, "B carries 'long' but this value is '{}'", None),
-        ("", 9, "!>B() has no value but B carries 'long'", None),
-    ])
+    @pytest.mark.parametrize(
+        ("value", "col", "message", "hint"),
+        [
+            (
+                "1.5",
+                13,
+                "B carries 'long' but this value is 'double'",
+                "EventScript never converts on assignment: write long(...) to truncate",
+            ),
+            ('"7"', 13, "B carries 'long' but this value is 'string'", None),
+            ("{}", 13, "B carries 'long' but this value is '{}'", None),
+            ("", 9, "!>B() has no value but B carries 'long'", None),
+        ],
+    )
     def test_emit_of_a_wrongly_typed_value(self, value: str, col: int, message: str, hint: str | None) -> None:
         e = only_error(f"in long A\nout long B\n( A() {{ !>B({value}); }} )*")
         assert (at(e), e.message, e.hint) == ((3, col), message, hint)
@@ -386,7 +582,9 @@ class TestUndeclaredNames:
 
     def test_cannot_infer_a_type(self) -> None:
         assert errors("in long A\nout long B\n( A(x) { a = new long[1]; y = z; z = y; !>B(x + a[0]); } )*") == [
-            (3, 27, "cannot infer the type of 'y'"), (3, 31, "cannot infer the type of 'z'")]
+            (3, 27, "cannot infer the type of 'y'"),
+            (3, 31, "cannot infer the type of 'z'"),
+        ]
 
 
 # ---------------------------------------------------------------------------------------
@@ -405,23 +603,31 @@ class TestGroupingAndClassification:
         assert e.hint == "every group clause must have the same number of key components"
 
     def test_group_clauses_with_different_component_types(self) -> None:
-        assert errors("in long A group(A, \"k\")\nin string C group(C, 1)\nout long B\n( A(x) { !>B(x); } | C() )*") == [
+        assert errors('in long A group(A, "k")\nin string C group(C, 1)\nout long B\n( A(x) { !>B(x); } | C() )*') == [
             (2, 19, "key component 0 is 'string' here but 'long' in the group clause of A"),
-            (2, 22, "key component 1 is 'long' here but 'string' in the group clause of A")]
+            (2, 22, "key component 1 is 'long' here but 'string' in the group clause of A"),
+        ]
 
     def test_group_key_component_must_be_primitive(self) -> None:
         e = only_error("in {long a;} A group(A)\nout long B\n( A(x) { !>B(x.a); } )*")
         assert (at(e), e.message) == (
-            (1, 22), "a group key component must be boolean, long, double, string or time, not '{long a;}'")
+            (1, 22),
+            "a group key component must be boolean, long, double, string or time, not '{long a;}'",
+        )
 
-    @pytest.mark.parametrize(("ref", "col", "message"), [
-        ("group[1]", 27, "group[1] is out of range: the group key has 1 component(s), group[0] to group[0]"),
-        ("group[-1]", 27, "group[-1] is out of range: the group key has 1 component(s), group[0] to group[0]"),
-        ("group[n]", 27, "the index of group[...] must be an integer constant"),
-        ("group[0 + 0]", 29, "the index of group[...] must be an integer constant"),
-    ])
+    @pytest.mark.parametrize(
+        ("ref", "col", "message"),
+        [
+            ("group[1]", 27, "group[1] is out of range: the group key has 1 component(s), group[0] to group[0]"),
+            ("group[-1]", 27, "group[-1] is out of range: the group key has 1 component(s), group[0] to group[0]"),
+            ("group[n]", 27, "the index of group[...] must be an integer constant"),
+            ("group[0 + 0]", 29, "the index of group[...] must be an integer constant"),
+        ],
+    )
     def test_group_reference_errors(self, ref: str, col: int, message: str) -> None:
-        assert (3, col, message) in errors(f"in long A group(A)\nout long B\n( A(x) {{ n = 0; !>B({ref} + n + x); }} )*")
+        assert (3, col, message) in errors(
+            f"in long A group(A)\nout long B\n( A(x) {{ n = 0; !>B({ref} + n + x); }} )*"
+        )
 
     def test_group_reference_without_grouping(self) -> None:
         e = only_error("in long A\nout long B\n( A(x) { !>B(group[0] + x); } )*")
@@ -429,21 +635,30 @@ class TestGroupingAndClassification:
 
     def test_group_reference_in_a_clause(self) -> None:
         assert (1, 27, "group[...] cannot be used in a case clause") in errors(
-            "in long A group(A) case { group[0] > 1 ? P : N }\nout long B\n( A(x) { !>B(x); } )*")
+            "in long A group(A) case { group[0] > 1 ? P : N }\nout long B\n( A(x) { !>B(x); } )*"
+        )
 
     def test_case_condition_using_a_variable(self) -> None:
-        errs = diags("in long A case { A > limit ? Hi : Lo }\nout long B\n{ limit = 3; } ( Hi(x) { !>B(x); } | Lo() )*",
-                     Severity.ERROR)
+        errs = diags(
+            "in long A case { A > limit ? Hi : Lo }\nout long B\n{ limit = 3; } ( Hi(x) { !>B(x); } | Lo() )*",
+            Severity.ERROR,
+        )
         assert [(at(e), e.message) for e in errs] == [((1, 22), "'limit' cannot be used in a case clause")]
         assert errs[0].hint is not None and "not the program's variables" in errs[0].hint
 
     def test_group_clause_using_another_event(self) -> None:
         assert (1, 17, "'C' cannot be used in a group clause") in errors(
-            "in long A group(C), long C group(C)\nout long B\n( A(x) { !>B(x); } | C() )*")
+            "in long A group(C), long C group(C)\nout long B\n( A(x) { !>B(x); } | C() )*"
+        )
 
-    @pytest.mark.parametrize(("decl", "col"), [("in long A case { nosuch(A) ? P : N }", 18),
-                                               ("in long A group(nosuch(A))", 17),
-                                               ("in long A case { f() ? P : N }", 18)])
+    @pytest.mark.parametrize(
+        ("decl", "col"),
+        [
+            ("in long A case { nosuch(A) ? P : N }", 18),
+            ("in long A group(nosuch(A))", 17),
+            ("in long A case { f() ? P : N }", 18),
+        ],
+    )
     def test_unknown_function_in_a_clause(self, decl: str, col: int) -> None:
         # Regression: not reported, and the unresolved call crashed the lowering (AttributeError).
         name = "f" if "f()" in decl else "nosuch"
@@ -451,13 +666,16 @@ class TestGroupingAndClassification:
         assert (at(e), e.message) == ((1, col), f"unknown function {name!r}")
 
     def test_functions_in_clauses(self) -> None:
-        comp = check_source('function long f(long): "math:floor"\nin long A group(f(A) % 2) case { abs(A) > 2 ? P : N }\n'
-                            "out long B\n( P(x) { !>B(group[0]); } | N() )*")
+        comp = check_source(
+            'function long f(long): "math:floor"\nin long A group(f(A) % 2) case { abs(A) > 2 ? P : N }\n'
+            "out long B\n( P(x) { !>B(group[0]); } | N() )*"
+        )
         assert comp.ok, [str(e) for e in comp.diagnostics.errors]
 
     def test_case_condition_must_be_boolean(self) -> None:
         assert (1, 20, "a case condition must be boolean, not 'long'") in errors(
-            "in long A case { A + 1 ? P : N }\nout long B\n( P(x) { !>B(x); } | N() )*")
+            "in long A case { A + 1 ? P : N }\nout long B\n( P(x) { !>B(x); } | N() )*"
+        )
 
     def test_class_name_clashing_with_an_input_name(self) -> None:
         e = only_error("in long A case { A > 3 ? A : Lo }\nout long B\n( A(x) { !>B(x); } | Lo() )*")
@@ -470,8 +688,9 @@ class TestGroupingAndClassification:
         assert (at(e), e.message) == ((1, 42), "'Hi' is already an event class of a case clause")
 
     def test_class_of_two_inputs_with_different_types(self) -> None:
-        errs = errors("in long A case { A > 3 ? Hi : Lo }, double C case { C > 3.0 ? Hi : Lo }\nout long B\n"
-                      "( Hi() | Lo() )*")
+        errs = errors(
+            "in long A case { A > 3 ? Hi : Lo }, double C case { C > 3.0 ? Hi : Lo }\nout long B\n( Hi() | Lo() )*"
+        )
         assert errs[0][:2] == (1, 63) and errs[0][2].startswith("event class 'Hi' would carry 'double' here but 'long'")
 
 
@@ -483,16 +702,21 @@ class TestAutomatonDiagnostics:
     def test_cyclic_path_with_actions_but_no_event_marker(self) -> None:
         e = only_error("in {} E\nout {} Y\n(E()* { !>Y({}); })*")
         assert e.severity is Severity.ERROR
-        assert (at(e), e.message) == ((3, 7), "this action is on a cyclic path with no event marker, so it would "
-                                              "run forever")
+        assert (at(e), e.message) == (
+            (3, 7),
+            "this action is on a cyclic path with no event marker, so it would run forever",
+        )
         assert e.hint is not None and "(A() {...})*" in e.hint
 
-    @pytest.mark.parametrize("body", [
-        "( { !>Z({}); } )*",
-        "( A()? { !>Z({}); } )+",
-        "( (A() | { !>Z({}); }) B()? )*",
-        "( A(){0,3} { !>Z({}); } ){2,}",
-    ])
+    @pytest.mark.parametrize(
+        "body",
+        [
+            "( { !>Z({}); } )*",
+            "( A()? { !>Z({}); } )+",
+            "( (A() | { !>Z({}); }) B()? )*",
+            "( A(){0,3} { !>Z({}); } ){2,}",
+        ],
+    )
     def test_other_cyclic_paths(self, body: str) -> None:
         errs = errors("in {} A, {} B\nout {} Z\n" + body)
         assert errs and errs[0][2].startswith("this action is on a cyclic path with no event marker")
@@ -506,16 +730,16 @@ class TestAutomatonDiagnostics:
         assert comp.ok  # a warning, not an error
         (w,) = comp.diagnostics.warnings
         assert at(w) == (3, 16)
-        assert w.message.startswith("ambiguous regular expression: an event can match this marker and the marker "
-                                    "at 3:3 (")
+        assert w.message.startswith(
+            "ambiguous regular expression: an event can match this marker and the marker at 3:3 ("
+        )
         assert w.hint is not None and "program-text order" in w.hint
 
     def test_repetition_ambiguity(self) -> None:
         # A P may start another round of the repetition or what follows it.
         ws = warnings("in {} P, {} Q, {} R\nout {} Z\n(P() Q())* P() R() { !>Z({}); }")
         assert [(line, col) for line, col, _ in ws] == [(3, 12)]
-        assert ws[0][2].startswith("ambiguous regular expression: an event can match this marker and the marker "
-                                   "at 3:2")
+        assert ws[0][2].startswith("ambiguous regular expression: an event can match this marker and the marker at 3:2")
 
     def test_unambiguous_expressions_get_no_warning(self) -> None:
         for body in ("(A() B() | B() A())*", "A() (B() { !>Z({}); })* C() { !>Z({}); }", "(A() | B())* C()"):
@@ -542,19 +766,22 @@ class TestAutomatonDiagnostics:
 
     def test_marker_variable_never_read(self) -> None:
         assert warnings("in long A\nout long B\n( A(x) { !>B(1); } )*") == [
-            (3, 5, "variable 'x' is set but never read")]
+            (3, 5, "variable 'x' is set but never read")
+        ]
 
     def test_potentially_nonterminating_grouped_program(self) -> None:
         comp = check_source("in long A group(A)\nout long B\n( A(x) { !>B(x); } )*")
         assert comp.ok
         (w,) = comp.diagnostics.warnings
         assert at(w) == (3, 3)  # where the regular expression starts
-        assert w.message.startswith("this grouped program never ends an instance: every group key ever seen keeps "
-                                    "its instance in memory")
+        assert w.message.startswith(
+            "this grouped program never ends an instance: every group key ever seen keeps its instance in memory"
+        )
 
     def test_grouped_program_that_may_not_end_some_instances(self) -> None:
-        ws = warnings("in long A group(A), long B group(B), long C group(C)\nout long O\n"
-                      "A() | B() ( C(x) { !>O(x); } )*")
+        ws = warnings(
+            "in long A group(A), long B group(B), long C group(C)\nout long O\nA() | B() ( C(x) { !>O(x); } )*"
+        )
         assert len(ws) == 1 and ws[0][2].startswith("this grouped program may never end some instances")
 
     def test_terminating_grouped_programs_get_no_warning(self) -> None:
@@ -568,12 +795,14 @@ class TestAutomatonDiagnostics:
         (w,) = comp.diagnostics.warnings
         assert at(w) == (2, 34)
         assert w.message.startswith("this time marker and the one at 2:3 (") and w.message.endswith(
-            "may fire at the same instant")
+            "may fire at the same instant"
+        )
         assert w.hint == "when they do, only the one written first fires"
 
     def test_elapse_markers_that_may_fire_simultaneously(self) -> None:
-        ws = warnings("in {} A\nout {} Z\n( A() | elapse[1 sec]() { !>Z({}); } | elapse[n sec]() )*".replace(
-            "n sec", "2 sec"))
+        ws = warnings(
+            "in {} A\nout {} Z\n( A() | elapse[1 sec]() { !>Z({}); } | elapse[n sec]() )*".replace("n sec", "2 sec")
+        )
         assert [(line, col) for line, col, _ in ws] == [(3, 40)]
 
     def test_one_time_marker_at_a_time_gets_no_warning(self) -> None:
@@ -586,8 +815,10 @@ class TestAutomatonDiagnostics:
 
     def test_automaton_too_large(self) -> None:
         e = only_error("in {} A\nout {} Z\nA(){99999999999}")
-        assert (at(e), e.message) == ((3, 1), "the automaton would need more than 400000 NFA states; reduce the "
-                                              "multipliers")
+        assert (at(e), e.message) == (
+            (3, 1),
+            "the automaton would need more than 400000 NFA states; reduce the multipliers",
+        )
 
     def test_state_limit_falls_back_to_the_lazy_dfa_without_error(self) -> None:
         comp = compile_source("in {} A, {} B\nout {} Z\n( .* A() .{12} { !>Z({}); } )", state_limit=100)
@@ -607,46 +838,64 @@ def _module(tmp_path: Path, body: str) -> str:
 
 class TestExternalFunctions:
     def test_resolved_beside_the_program_and_called(self, tmp_path: Path) -> None:
-        mod = _module(tmp_path, "import math\n\ndef dist(x1, y1, x2, y2):\n    return math.hypot(x2 - x1, y2 - y1)\n\n"
-                                "def label(n, when):\n    return f'{n}@{when.hour}'\n\n"
-                                "class Geo:\n    @staticmethod\n    def mid(p):\n        return {'x': p['x'] / 2, 'y': p['y'] / 2}\n")
+        mod = _module(
+            tmp_path,
+            "import math\n\ndef dist(x1, y1, x2, y2):\n    return math.hypot(x2 - x1, y2 - y1)\n\n"
+            "def label(n, when):\n    return f'{n}@{when.hour}'\n\n"
+            "class Geo:\n    @staticmethod\n    def mid(p):\n        return {'x': p['x'] / 2, 'y': p['y'] / 2}\n",
+        )
         program = tmp_path / "prog.es"
         program.write_text(
             f'function double dist(double, double, double, double): "{mod}:dist"\n'
             f'function string label(long n, time t): "{mod}:label"\n'
             f'function {{double x; double y;}} mid({{double x; double y;}}): "{mod}:Geo.mid"\n'
             "in {double x; double y;} P\nout double D, string L, {double x; double y;} M\n"
-            "( P(p) { !>D(dist(0, 0, p.x, p.y)); !>L(label(7, now())); !>M(mid(p)); } )*\n")
+            "( P(p) { !>D(dist(0, 0, p.x, p.y)); !>L(label(7, now())); !>M(mid(p)); } )*\n"
+        )
         comp = compile_file(program)
         assert comp.ok, [str(d) for d in comp.diagnostics]
         assert comp.checked is not None and comp.checked.externals["dist"].function is not None
         out: list[dict] = []
-        run_trace([comp.require()], parse_trace(SourceFile("<trace>", "[2026-01-01 09:00:00] P({x: 3.0, y: 4.0})")),
-                  lambda line: out.append(line.to_json()))
+        run_trace(
+            [comp.require()],
+            parse_trace(SourceFile("<trace>", "[2026-01-01 09:00:00] P({x: 3.0, y: 4.0})")),
+            lambda line: out.append(line.to_json()),
+        )
         assert [(o["event"], o["value"]) for o in out] == [("D", 5.0), ("L", "7@9"), ("M", {"x": 1.5, "y": 2.0})]
 
     def test_wrong_argument_count_and_type(self, tmp_path: Path) -> None:
         mod = _module(tmp_path, "def f(a):\n    return a\n")
         program = tmp_path / "prog.es"
-        program.write_text(f'function long f(long): "{mod}:f"\nin long A\nout long B\n'
-                           '( A(x) { !>B(f(x, x)); !>B(f("s")); !>B(f(1.5)); } )*\n')
+        program.write_text(
+            f'function long f(long): "{mod}:f"\nin long A\nout long B\n'
+            '( A(x) { !>B(f(x, x)); !>B(f("s")); !>B(f(1.5)); } )*\n'
+        )
         errs = [(d.pos.line, d.pos.col, d.message) for d in compile_file(program).diagnostics.errors]
-        assert errs == [(4, 14, "f takes 1 argument(s), not 2"), (4, 30, "argument of f must be 'long', not 'string'"),
-                        (4, 43, "argument of f must be 'long', not 'double'")]
+        assert errs == [
+            (4, 14, "f takes 1 argument(s), not 2"),
+            (4, 30, "argument of f must be 'long', not 'string'"),
+            (4, 43, "argument of f must be 'long', not 'double'"),
+        ]
 
     def test_implementation_without_a_colon(self) -> None:
-        e = only_error('function string lookup(string): "org.example.Lookup"\nin string A\nout string B\n'
-                       "( A(x) { !>B(lookup(x)); } )*")
+        e = only_error(
+            'function string lookup(string): "org.example.Lookup"\nin string A\nout string B\n'
+            "( A(x) { !>B(lookup(x)); } )*"
+        )
         assert (at(e), e.message) == ((1, 33), "'org.example.Lookup' does not name a Python callable")
         assert e.hint == 'write the implementation as "package.module:attribute"'
 
     def test_missing_module(self, tmp_path: Path) -> None:
         program = tmp_path / "prog.es"
-        program.write_text('in long A\nout long B\nfunction long f(long):\n    "no_such_module_xyz.sub:f"\n'
-                           "( A(x) { !>B(f(x)); } )*\n")
+        program.write_text(
+            'in long A\nout long B\nfunction long f(long):\n    "no_such_module_xyz.sub:f"\n( A(x) { !>B(f(x)); } )*\n'
+        )
         (e,) = compile_file(program).diagnostics.errors
-        assert (at(e), e.message) == ((4, 5), "cannot resolve external function f: cannot import module "
-                                              "'no_such_module_xyz.sub': No module named 'no_such_module_xyz'")
+        assert (at(e), e.message) == (
+            (4, 5),
+            "cannot resolve external function f: cannot import module "
+            "'no_such_module_xyz.sub': No module named 'no_such_module_xyz'",
+        )
         assert e.hint == "the module is searched on the Python path and beside the program file"
 
     def test_module_that_fails_to_import(self, tmp_path: Path) -> None:
@@ -660,10 +909,14 @@ class TestExternalFunctions:
     def test_missing_attribute(self, tmp_path: Path) -> None:
         mod = _module(tmp_path, "def g(x):\n    return x\n")
         program = tmp_path / "prog.es"
-        program.write_text(f'function long f(long): "{mod}:nothere"\nin long A\nout long B\n( A(x) {{ !>B(f(x)); }} )*\n')
+        program.write_text(
+            f'function long f(long): "{mod}:nothere"\nin long A\nout long B\n( A(x) {{ !>B(f(x)); }} )*\n'
+        )
         (e,) = compile_file(program).diagnostics.errors
-        assert (at(e), e.message) == ((1, 24), f"cannot resolve external function f: module '{mod}' has no "
-                                               f"attribute 'nothere'")
+        assert (at(e), e.message) == (
+            (1, 24),
+            f"cannot resolve external function f: module '{mod}' has no attribute 'nothere'",
+        )
 
     def test_not_callable(self, tmp_path: Path) -> None:
         mod = _module(tmp_path, "LIMIT = 3\n")
@@ -675,12 +928,16 @@ class TestExternalFunctions:
     @pytest.mark.parametrize("impl", ["mod:", ":f"])
     def test_empty_module_or_attribute(self, impl: str) -> None:
         e = only_error(f'function long f(long): "{impl}"\nin long A\nout long B\n( A(x) {{ !>B(f(x)); }} )*')
-        assert e.message == f"cannot resolve external function f: {impl!r} does not name a Python callable; " \
-                            f"write \"package.module:attribute\""
+        assert (
+            e.message == f"cannot resolve external function f: {impl!r} does not name a Python callable; "
+            f'write "package.module:attribute"'
+        )
 
     def test_resolution_can_be_skipped(self) -> None:
-        comp = compile_source('function long f(long): "nowhere_xyz:f"\nin long A\nout long B\n( A(x) { !>B(f(x)); } )*',
-                              resolve_externals=False)
+        comp = compile_source(
+            'function long f(long): "nowhere_xyz:f"\nin long A\nout long B\n( A(x) { !>B(f(x)); } )*',
+            resolve_externals=False,
+        )
         assert comp.ok
 
     def test_search_path_is_restored(self, tmp_path: Path) -> None:
@@ -703,7 +960,7 @@ class TestRendering:
             "test:3:25: error: unknown function 'q'",
             "    ( A(x) { z = 1; !>B(x + q()); } )*",  # the tab is shown as one space, as it is counted
             "    " + " " * 24 + "^",
-            "    hint: declare an external function with: function <type> name(<types>): \"module:attr\"",
+            '    hint: declare an external function with: function <type> name(<types>): "module:attr"',
         ]
 
     def test_position_at_the_end_of_the_file(self) -> None:
@@ -720,8 +977,9 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 class TestCheckCommand:
-    def test_errors_are_printed_with_position_line_and_caret(self, tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    def test_errors_are_printed_with_position_line_and_caret(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         bad = _write(tmp_path, "bad.es", "in long A\nout long B\n( A(x) { !>B(x) } )*\n")
         status = cli_main(["check", str(bad)])
         out = capsys.readouterr().out.split("\n")
@@ -739,15 +997,18 @@ class TestCheckCommand:
         assert cli_main(["check", "-q", str(ok)]) == 0
         assert capsys.readouterr().out == ""
 
-    def test_several_files_and_diagnostics_in_position_order(self, tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    def test_several_files_and_diagnostics_in_position_order(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         good = _write(tmp_path, "good.es", "in long A\nout long B\n( A(x) { !>B(x); } )*\n")
         bad = _write(tmp_path, "bad.es", "in long A\nout long B\n( A(x) { !>B(q()); y = 1; !>C(x); } )*\n")
         assert cli_main(["check", str(good), str(bad)]) == 1
         lines = [line for line in capsys.readouterr().out.split("\n") if ": error: " in line or ": warning: " in line]
-        assert lines == [f"{bad}:3:14: error: unknown function 'q'",
-                         f"{bad}:3:20: warning: variable 'y' is set but never read",
-                         f"{bad}:3:29: error: undeclared output event 'C'"]
+        assert lines == [
+            f"{bad}:3:14: error: unknown function 'q'",
+            f"{bad}:3:20: warning: variable 'y' is set but never read",
+            f"{bad}:3:29: error: undeclared output event 'C'",
+        ]
 
     def test_missing_file(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         assert cli_main(["check", str(tmp_path / "none.es")]) == 1
@@ -760,8 +1021,11 @@ class TestCheckCommand:
         cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "eventscript.cli.main"]
         r = subprocess.run([*cmd, "check", str(bad)], capture_output=True, text=True, timeout=60)
         assert r.returncode == 1
-        assert r.stdout.split("\n")[:3] == [f"{bad}:3:13: error: 'y' is never given a value, and nothing gives "
-                                            "it a type", "    ( A() { !>B(y == y ? 1 : 2); } )*", "                ^"]
+        assert r.stdout.split("\n")[:3] == [
+            f"{bad}:3:13: error: 'y' is never given a value, and nothing gives it a type",
+            "    ( A() { !>B(y == y ? 1 : 2); } )*",
+            "                ^",
+        ]
         r = subprocess.run([*cmd, "check", str(warn)], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0
         assert r.stdout.startswith(f"{warn}:3:10: warning: variable 'y' is set but never read")
@@ -771,8 +1035,10 @@ def test_a_product_whose_operands_pair_too_many_action_paths_is_a_compile_error(
     """Nested optional repetitions of action blocks give each operand of ``&`` thousands of action
     paths per step; pairing them all took minutes (a random program of the property tests seemed
     to hang the compiler). Past automata.product.MAX_PATH_PAIRS it is an error at the ``&``."""
-    side = ("{ !>O(100 / v); n > 1 ? { !>O(n); n = 0; } : n = n + 2; } ( elapse[2 seconds]() | "
-            "( ( Lo(v)? { !>O(100 / v); n > 1 ? { !>O(n); n = 0; } : n = n + 2; } ){0,2} ){0,2}{0,2} ){0,2}")
+    side = (
+        "{ !>O(100 / v); n > 1 ? { !>O(n); n = 0; } : n = n + 2; } ( elapse[2 seconds]() | "
+        "( ( Lo(v)? { !>O(100 / v); n > 1 ? { !>O(n); n = 0; } : n = n + 2; } ){0,2} ){0,2}{0,2} ){0,2}"
+    )
     src = f"in long A case {{ A > 4 ? Hi : Lo }}, long B\nout long O\n{{ n = 0; }}\n{side} & {side}\n"
     comp = compile_source(src, name="paths")
     errors = [d for d in comp.diagnostics if d.severity is Severity.ERROR]

@@ -163,8 +163,9 @@ def test_document_program(program: DocProgram) -> None:
     errs = comp.diagnostics.errors
     if typo is None:
         assert not errs, [str(e) for e in errs]
-        assert {kind(w) for w in comp.diagnostics.warnings} == _expected_warnings(program), \
-            [str(w) for w in comp.diagnostics.warnings]
+        assert {kind(w) for w in comp.diagnostics.warnings} == _expected_warnings(program), [
+            str(w) for w in comp.diagnostics.warnings
+        ]
         return
     expected, _ = TYPOS[typo]
     assert [(e.message, _text_at(e)) for e in errs] == expected
@@ -196,8 +197,11 @@ def test_distance_debouncing_corrected_runs() -> None:
     text = find("(.-DefinitelyCold()*").text
     for wrong, right in TYPOS["(.-DefinitelyCold()*"][1]:
         text = text.replace(wrong, right)
-    out = run_program(text, "[2026-01-01 00:00:00] Temperature(41.0) Temperature(36.0) Temperature(34.0) "
-                            "Temperature(44.0) Temperature(46.0)")
+    out = run_program(
+        text,
+        "[2026-01-01 00:00:00] Temperature(41.0) Temperature(36.0) Temperature(34.0) "
+        "Temperature(44.0) Temperature(46.0)",
+    )
     assert [o["event"] for o in out] == ["Warm", "Cold", "Warm"]
 
 
@@ -215,8 +219,11 @@ def test_dfa_blowup_has_at_least_two_to_the_k_plus_one_states(k: int) -> None:
 
 
 def _declaration_fragments() -> list[DocProgram]:
-    return [p for p in programs() if not p.complete and "..." not in p.text
-            and re.match(r"\s*(in|out|type|function)\b", p.text)]
+    return [
+        p
+        for p in programs()
+        if not p.complete and "..." not in p.text and re.match(r"\s*(in|out|type|function)\b", p.text)
+    ]
 
 
 def test_declaration_fragments() -> None:
@@ -260,8 +267,13 @@ def test_emit_of_a_structure_builder_fragment() -> None:
     decl = find("number exposure").text.split("\n")[0].replace("number", "double")
     emit = find("!>EmployeeExposure(").text.strip()
     out = run_program(f"{decl}\nin {{}} Go\n( Go() {{ {emit} }} )*", "[2026-01-01 00:00:00] Go()")
-    assert out == [{"time": "2026-01-01T00:00:00.000000Z", "event": "EmployeeExposure",
-                    "value": {"employeeID": "771803", "exposure": 10.3}}]
+    assert out == [
+        {
+            "time": "2026-01-01T00:00:00.000000Z",
+            "event": "EmployeeExposure",
+            "value": {"employeeID": "771803", "exposure": 10.3},
+        }
+    ]
 
 
 def _declarations(text: str) -> str:
@@ -298,7 +310,10 @@ def test_less_tricky_start_of_hour() -> None:
     assert [(o["time"][11:19], o["event"]) for o in out] == [("01:00:00", "StartOfHour")]
     out = run_program(text.replace("arrive[.:00](t)", "arrive[.:.:00](t)"), trace)
     assert [(o["time"][11:19], o["event"]) for o in out] == [
-        ("00:59:00", "StartOfMinute"), ("01:00:00", "StartOfHour"), ("01:01:00", "StartOfMinute")]
+        ("00:59:00", "StartOfMinute"),
+        ("01:00:00", "StartOfHour"),
+        ("01:01:00", "StartOfMinute"),
+    ]
 
 
 def test_inspection_alternatives() -> None:
@@ -316,15 +331,16 @@ def test_inspection_alternatives() -> None:
 def test_factored_unaccompanied_visitor() -> None:
     # Section 4.4: the repetition of the initial version, factored; same machine.
     initial = find("UnaccompaniedVisitor", complete=True).text
-    factored_repetition = next(p.text for p in programs()
-                               if not p.complete and "HostLocation(h)" in p.text).strip()
+    factored_repetition = next(p.text for p in programs() if not p.complete and "HostLocation(h)" in p.text).strip()
     start = initial.index("(\n  HostLocation(h)")
     end = initial.rindex("Unregister()")
     factored = initial[:start] + factored_repetition + "\n" + initial[end:]
     assert warning_kinds(factored) == warning_kinds(initial) == {"simultaneous"}
-    trace = ('[2026-01-01 00:00:00] HostLocation({visitorID: "v1", x: 3.5, y: 7.2}) '
-             'VisitorLocation({visitorID: "v1", x: 30.0, y: 7.2}) [00:00:30] '
-             'HostLocation({visitorID: "v1", x: 3.5, y: 7.2}) [00:02:00] Unregister("v1") [00:05:00]')
+    trace = (
+        '[2026-01-01 00:00:00] HostLocation({visitorID: "v1", x: 3.5, y: 7.2}) '
+        'VisitorLocation({visitorID: "v1", x: 30.0, y: 7.2}) [00:00:30] '
+        'HostLocation({visitorID: "v1", x: 3.5, y: 7.2}) [00:02:00] Unregister("v1") [00:05:00]'
+    )
     assert run_program(factored, trace) == run_program(initial, trace)
 
 

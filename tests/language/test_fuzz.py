@@ -66,12 +66,60 @@ def check_sane(comp: Compilation, source: SourceFile) -> None:
 # ---------------------------------------------------------------------------------------
 # Random token sequences
 
-WORDS = sorted(KEYWORDS) + list(PUNCTUATION) + [
-    "A", "B", "C", "x", "y", "n", "T", "long", "double", "boolean", "string", "time", "object", "{}",
-    "0", "1", "42", "2.5", "1e3", "9223372036854775808", '"s"', '"a\\n"', "sec", "minutes", "msec", "days",
-    "now()", "group[0]", "A()", "A(x)", "B(y)", ".", ".*", "9:00", ".:00:00", "2038-01-19", "Hi", "Lo",
-    "//c\n", "/*c*/", "\n", '#include "inc.es"\n', '#include "missing.es"\n', "#", "@", "\\", "'", "$x",
-]
+WORDS = (
+    sorted(KEYWORDS)
+    + list(PUNCTUATION)
+    + [
+        "A",
+        "B",
+        "C",
+        "x",
+        "y",
+        "n",
+        "T",
+        "long",
+        "double",
+        "boolean",
+        "string",
+        "time",
+        "object",
+        "{}",
+        "0",
+        "1",
+        "42",
+        "2.5",
+        "1e3",
+        "9223372036854775808",
+        '"s"',
+        '"a\\n"',
+        "sec",
+        "minutes",
+        "msec",
+        "days",
+        "now()",
+        "group[0]",
+        "A()",
+        "A(x)",
+        "B(y)",
+        ".",
+        ".*",
+        "9:00",
+        ".:00:00",
+        "2038-01-19",
+        "Hi",
+        "Lo",
+        "//c\n",
+        "/*c*/",
+        "\n",
+        '#include "inc.es"\n',
+        '#include "missing.es"\n',
+        "#",
+        "@",
+        "\\",
+        "'",
+        "$x",
+    ]
+)
 
 
 @FUZZ
@@ -92,22 +140,46 @@ def test_random_tokens_after_valid_declarations(words: list[str]) -> None:
 
 @st.composite
 def expressions(draw: st.DrawFn, depth: int = 0) -> str:
-    leaves = st.sampled_from(["0", "1", "-3", "2.5", "x", "y", "n", "true", "false", '"s"', "now()", "group[0]",
-                              "group[1]", "a[0]", "s.f", "{}", "A"])
+    leaves = st.sampled_from(
+        [
+            "0",
+            "1",
+            "-3",
+            "2.5",
+            "x",
+            "y",
+            "n",
+            "true",
+            "false",
+            '"s"',
+            "now()",
+            "group[0]",
+            "group[1]",
+            "a[0]",
+            "s.f",
+            "{}",
+            "A",
+        ]
+    )
     if depth > 3:
         return draw(leaves)
     k = draw(st.integers(0, 9))
     sub = expressions(depth + 1)
     if k == 0:
-        return f"({draw(sub)} {draw(st.sampled_from(['+', '-', '*', '/', '%', '==', '!=', '<', '>=', '&&', '||']))} " \
-               f"{draw(sub)})"
+        return (
+            f"({draw(sub)} {draw(st.sampled_from(['+', '-', '*', '/', '%', '==', '!=', '<', '>=', '&&', '||']))} "
+            f"{draw(sub)})"
+        )
     if k == 1:
         return f"{draw(st.sampled_from(['!', '-']))}{draw(sub)}"
     if k == 2:
         return f"{draw(sub)} ? {draw(sub)} : {draw(sub)}"
     if k == 3:
-        fn = draw(st.sampled_from(["secondsAfter", "min", "max", "long", "double", "string", "length", "abs",
-                                   "hour", "f", "nosuch"]))
+        fn = draw(
+            st.sampled_from(
+                ["secondsAfter", "min", "max", "long", "double", "string", "length", "abs", "hour", "f", "nosuch"]
+            )
+        )
         return f"{fn}({', '.join(draw(st.lists(sub, max_size=3)))})"
     if k == 4:
         return f"{{f: {draw(sub)}, g: {draw(sub)}}}"
@@ -153,8 +225,23 @@ def regexes(draw: st.DrawFn, depth: int = 0) -> str:
         unit = draw(st.sampled_from(["sec", "minutes", "msec", "usec", "days", "hour"]))
         return f"elapse[{amount} {unit}]({draw(st.sampled_from(['', 't']))})"
     if k == 3:
-        pattern = draw(st.sampled_from(["9:00", ".:00", ".:.:30", "(t)", "t", "2030-01-01 1:2:3", "(x):(n)",
-                                        "25:00", "2026-02-30", ".-.-. .:.:.", "0:00:01.5"]))
+        pattern = draw(
+            st.sampled_from(
+                [
+                    "9:00",
+                    ".:00",
+                    ".:.:30",
+                    "(t)",
+                    "t",
+                    "2030-01-01 1:2:3",
+                    "(x):(n)",
+                    "25:00",
+                    "2026-02-30",
+                    ".-.-. .:.:.",
+                    "0:00:01.5",
+                ]
+            )
+        )
         return f"arrive[{pattern}]({draw(st.sampled_from(['', 't']))})"
     if k == 4:
         return " ".join(draw(st.lists(sub, min_size=1, max_size=3)))
@@ -222,10 +309,48 @@ def _conformance_texts() -> list[str]:
 REAL = _conformance_texts() or [
     "in long A group(A)\nout long B\n( A(x) { n = 0; for (i: 0, x) n = n + i; x > 1 ? !>B(n); : !>B(-n); } )*",
 ]
-SNIPPETS = ["(", ")", "{", "}", "[", "]", ";", ",", ":", "?", "*", "|", "&", "-", ".", "!>", "=", "==", "\"",
-            "/*", "//", "\n", "{3}", "{2,}", "A()", "x", "1", "1.5", "group[0]", "elapse[1 sec]()", "arrive[9:00]()",
-            "in long Q\n", "out long Q\n", "type Q = long\n", "case { x ? P : Q }", "group(x)", "\x00", "²", "é",
-            "#include \"inc.es\"\n"]
+SNIPPETS = [
+    "(",
+    ")",
+    "{",
+    "}",
+    "[",
+    "]",
+    ";",
+    ",",
+    ":",
+    "?",
+    "*",
+    "|",
+    "&",
+    "-",
+    ".",
+    "!>",
+    "=",
+    "==",
+    '"',
+    "/*",
+    "//",
+    "\n",
+    "{3}",
+    "{2,}",
+    "A()",
+    "x",
+    "1",
+    "1.5",
+    "group[0]",
+    "elapse[1 sec]()",
+    "arrive[9:00]()",
+    "in long Q\n",
+    "out long Q\n",
+    "type Q = long\n",
+    "case { x ? P : Q }",
+    "group(x)",
+    "\x00",
+    "²",
+    "é",
+    '#include "inc.es"\n',
+]
 
 
 @st.composite
@@ -267,8 +392,20 @@ def test_every_prefix_of_a_real_program(text: str, data: st.DataObject) -> None:
 # Deep nesting and random text
 
 
-OPENERS = [("(", ")"), ("{", "}"), ("[", "]"), ("A() (", ")*"), ("!>O(", ");"), ("-", ""), ("!", ""),
-           ("x ? ", " : y"), ("{a: ", "}"), ("f(", ")"), ("new long[", "]"), ("x > 1 ? { ", " }")]
+OPENERS = [
+    ("(", ")"),
+    ("{", "}"),
+    ("[", "]"),
+    ("A() (", ")*"),
+    ("!>O(", ");"),
+    ("-", ""),
+    ("!", ""),
+    ("x ? ", " : y"),
+    ("{a: ", "}"),
+    ("f(", ")"),
+    ("new long[", "]"),
+    ("x > 1 ? { ", " }"),
+]
 
 
 @st.composite
@@ -279,9 +416,12 @@ def nestings(draw: st.DrawFn) -> list[tuple[str, str]]:
 
 
 @FUZZ
-@given(nestings(), st.sampled_from(["A()", "x", "1", ""]),
-       st.sampled_from(["in long A\nout long O\n", "in long A\nout long O\nA(x) { y = ", ""]),
-       st.booleans())
+@given(
+    nestings(),
+    st.sampled_from(["A()", "x", "1", ""]),
+    st.sampled_from(["in long A\nout long O\n", "in long A\nout long O\nA(x) { y = ", ""]),
+    st.booleans(),
+)
 def test_deep_nesting(nest: list[tuple[str, str]], core: str, prefix: str, closed: bool) -> None:
     text = prefix + "".join(o for o, _ in nest) + core + ("".join(c for _, c in reversed(nest)) if closed else "")
     compile_text(text)
@@ -301,7 +441,7 @@ def test_random_bytes(data: bytes) -> None:
 
 
 @FUZZ
-@given(st.text(alphabet=st.sampled_from(list("(){}[];:?.*+|&-!>=<,0123456789Ax \n\"/#")), max_size=200))
+@given(st.text(alphabet=st.sampled_from(list('(){}[];:?.*+|&-!>=<,0123456789Ax \n"/#')), max_size=200))
 def test_random_punctuation_soup(text: str) -> None:
     compile_text(text)
 
@@ -310,21 +450,24 @@ def test_random_punctuation_soup(text: str) -> None:
 # Regressions found by fuzzing
 
 
-@pytest.mark.parametrize("text", [
-    "in long A\nout long B\n( A(x) { !>B(²); } )*",             # ValueError: int('²') in the lexer
-    "in long A\nout long B\n( A(x) { !>B(1²); } )*",
-    '#include "a\x00b"\nin {} A\nout {} B\nA()',                 # ValueError: embedded null byte
-    "in long A\nout long B\n A() { !>B(" + "(" * 150 + "1" + ")" * 150 + "); }",   # RecursionError
-    "in long A\nout long B\n " + "(" * 300 + "A()" + ")" * 300,
-    "in long A\nout long B\n A() { !>B(" + "+".join(["1"] * 5000) + "); }",
-    "in long A\nout long B\n A(x) { !>B(x" + ".f" * 3000 + "); }",
-    "in long A\nout long B\n A(x) { !>B(x" + "[0]" * 3000 + "); }",
-    "in long A\nout long B\n A()" + "*" * 3000,
-    "in long" + "[]" * 3000 + " A\nout long B\n A()",
-    "in " + "{" * 600 + "long x;" + "} y;" * 599 + "} A\nout long B\n A()",
-    "in long A case { f() ? Hi : Lo }\nA()",                   # AttributeError in the lowering
-    "in long A group(nosuch(A))\nout {} Z\nA()",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "in long A\nout long B\n( A(x) { !>B(²); } )*",  # ValueError: int('²') in the lexer
+        "in long A\nout long B\n( A(x) { !>B(1²); } )*",
+        '#include "a\x00b"\nin {} A\nout {} B\nA()',  # ValueError: embedded null byte
+        "in long A\nout long B\n A() { !>B(" + "(" * 150 + "1" + ")" * 150 + "); }",  # RecursionError
+        "in long A\nout long B\n " + "(" * 300 + "A()" + ")" * 300,
+        "in long A\nout long B\n A() { !>B(" + "+".join(["1"] * 5000) + "); }",
+        "in long A\nout long B\n A(x) { !>B(x" + ".f" * 3000 + "); }",
+        "in long A\nout long B\n A(x) { !>B(x" + "[0]" * 3000 + "); }",
+        "in long A\nout long B\n A()" + "*" * 3000,
+        "in long" + "[]" * 3000 + " A\nout long B\n A()",
+        "in " + "{" * 600 + "long x;" + "} y;" * 599 + "} A\nout long B\n A()",
+        "in long A case { f() ? Hi : Lo }\nA()",  # AttributeError in the lowering
+        "in long A group(nosuch(A))\nout {} Z\nA()",
+    ],
+)
 def test_crash_regressions(text: str) -> None:
     comp = compile_text(text)
     assert comp.diagnostics.errors

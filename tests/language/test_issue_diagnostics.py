@@ -55,36 +55,44 @@ def values(text: str, trace: str) -> list[object]:
 class TestInferenceOrder:
     HEAD = "in {} A, long B, double C  out double D, long L  { d = 0.5; }\n"
 
-    @pytest.mark.parametrize("alternatives", [
-        ("A() { !>D(d * x); }", "B(x)"),
-        ("B(x)", "A() { !>D(d * x); }"),
-    ])
+    @pytest.mark.parametrize(
+        "alternatives",
+        [
+            ("A() { !>D(d * x); }", "B(x)"),
+            ("B(x)", "A() { !>D(d * x); }"),
+        ],
+    )
     def test_the_reported_program_in_both_orders(self, alternatives: tuple[str, str]) -> None:
         # Regression: with the A alternative first, x was typed double by d * x and the marker
         # B(x) was then rejected ("'x' receives 'long' here but is 'double'").
         text = f"in {{}} A, long B  out double D  {{ d = 0.5; }}  ( {alternatives[0]} | {alternatives[1]} )*"
         assert values(text, f"{T0} B(3) A()") == [1.5]
 
-    @pytest.mark.parametrize("use", [
-        "!>D(d * x);",              # arithmetic operand
-        "!>D(x * d);",
-        "x < d ? !>D(1.0);",        # comparison operand
-        "!>D(d > 0.0 ? x : d);",    # ?: branch
-        "!>D(sqrt(x));",            # double parameter of a built-in
-        "y = x + d; !>D(y);",       # through an assignment
-        "!>D(x > 1 ? d : x);",
-    ])
+    @pytest.mark.parametrize(
+        "use",
+        [
+            "!>D(d * x);",  # arithmetic operand
+            "!>D(x * d);",
+            "x < d ? !>D(1.0);",  # comparison operand
+            "!>D(d > 0.0 ? x : d);",  # ?: branch
+            "!>D(sqrt(x));",  # double parameter of a built-in
+            "y = x + d; !>D(y);",  # through an assignment
+            "!>D(x > 1 ? d : x);",
+        ],
+    )
     def test_a_promoting_use_before_the_marker_keeps_the_markers_type(self, use: str) -> None:
-        for text in (self.HEAD + f"( A() {{ {use} }} | B(x) )*", self.HEAD + f"( B(x) | A() {{ {use} }} )*",
-                     self.HEAD + f"( A() {{ {use} }} )* B(x)"):
+        for text in (
+            self.HEAD + f"( A() {{ {use} }} | B(x) )*",
+            self.HEAD + f"( B(x) | A() {{ {use} }} )*",
+            self.HEAD + f"( A() {{ {use} }} )* B(x)",
+        ):
             comp = check_source(text)
             assert not comp.diagnostics.errors, (text, [str(e) for e in comp.diagnostics.errors])
             assert comp.checked is not None
             assert {v.name: v.ty for v in comp.checked.variables}["x"] == LONG
 
     def test_a_double_parameter_of_an_external_function(self) -> None:
-        text = ('function double half(double): "math:fabs"\n' + self.HEAD
-                + "( A() { !>D(half(x)); } | B(x) )*")
+        text = 'function double half(double): "math:fabs"\n' + self.HEAD + "( A() { !>D(half(x)); } | B(x) )*"
         assert not errors(text)
 
     def test_guesses_still_type_variables_nothing_else_types(self) -> None:
@@ -96,10 +104,22 @@ class TestInferenceOrder:
 
 
 ALTERNATIVES = [
-    "B(x)", "C(y)", "A() { !>D(d * x); }", "A() { !>D(x * 1.5); }", "A() { !>D(x < d ? 1.0 : sqrt(x)); }",
-    "A() { z = x + y; !>D(z); }", "A() { w = y * x; !>D(w); }", "A() { !>L(x + 1); }", "A() { q = x; !>L(q); }",
-    "A() { !>D(d > 0.0 ? x : y); }", "A() { u = x; }", "A() { u = u + 0.5; !>D(u); }", "C(u)", "B(u)",
-    "A() { t = x > 2; t ? !>L(x); }", "A() { r = y; r = x; }",
+    "B(x)",
+    "C(y)",
+    "A() { !>D(d * x); }",
+    "A() { !>D(x * 1.5); }",
+    "A() { !>D(x < d ? 1.0 : sqrt(x)); }",
+    "A() { z = x + y; !>D(z); }",
+    "A() { w = y * x; !>D(w); }",
+    "A() { !>L(x + 1); }",
+    "A() { q = x; !>L(q); }",
+    "A() { !>D(d > 0.0 ? x : y); }",
+    "A() { u = x; }",
+    "A() { u = u + 0.5; !>D(u); }",
+    "C(u)",
+    "B(u)",
+    "A() { t = x > 2; t ? !>L(x); }",
+    "A() { r = y; r = x; }",
 ]
 
 
@@ -198,7 +218,7 @@ class TestBoundedOutput:
         _, quoted, caret, _ = d.render().split("\n")
         assert len(quoted) <= 4 + QUOTE_WIDTH + 6
         assert quoted.startswith("    ...") and quoted.endswith("...")
-        assert quoted[caret.index("^"):].startswith("Nope()")
+        assert quoted[caret.index("^") :].startswith("Nope()")
 
     def test_a_short_line_is_quoted_whole(self) -> None:
         d = only_error("in {} A out {} Z ( A() B() )*")
@@ -210,8 +230,12 @@ class TestBoundedOutput:
         # With 1,000 declared events, the "did you mean" search of every error took 40 s; it is
         # made only for the errors shown.
         program = tmp_path / "big.es"
-        program.write_text("in " + ", ".join(f"{{}} Event{i}" for i in range(1000)) + "\nout {} Z "
-                           + " | ".join(f"M{i}()" for i in range(10_000)))
+        program.write_text(
+            "in "
+            + ", ".join(f"{{}} Event{i}" for i in range(1000))
+            + "\nout {} Z "
+            + " | ".join(f"M{i}()" for i in range(10_000))
+        )
         out = io.StringIO()
         with redirect_stdout(out):
             status = cli_main(["check", str(program)])
@@ -219,8 +243,9 @@ class TestBoundedOutput:
         text = out.getvalue()
         assert len(text) < 40_000  # 50 messages of about 500 characters, not a gigabyte
         assert text.count(": error: undeclared input event") == MAX_MESSAGES
-        assert text.rstrip().endswith(f"error: and {10_000 - MAX_MESSAGES} more errors (only the first "
-                                      f"{MAX_MESSAGES} are shown)")
+        assert text.rstrip().endswith(
+            f"error: and {10_000 - MAX_MESSAGES} more errors (only the first {MAX_MESSAGES} are shown)"
+        )
 
     def test_the_cap_keeps_the_first_errors_and_counts_the_rest(self) -> None:
         comp = check_source("in {} A out {} Z " + " | ".join(f"M{i}()" for i in range(60)))
@@ -235,19 +260,32 @@ class TestBoundedOutput:
 
 
 class TestOperatorChains:
-    @pytest.mark.parametrize(("op", "term", "ty", "expected"), [
-        ("+", "1", "long", 140), ("+", "1.0", "double", 140.0), ("+", '"a"', "string", "a" * 140),
-        ("&&", "true", "boolean", True), ("*", "x", "long", 1),
-    ])
+    @pytest.mark.parametrize(
+        ("op", "term", "ty", "expected"),
+        [
+            ("+", "1", "long", 140),
+            ("+", "1.0", "double", 140.0),
+            ("+", '"a"', "string", "a" * 140),
+            ("&&", "true", "boolean", True),
+            ("*", "x", "long", 1),
+        ],
+    )
     def test_a_flat_chain_of_140_terms_runs(self, op: str, term: str, ty: str, expected: object) -> None:
         # Regression: a flat sum of 97 terms was "nesting is too deep" (limit 100 levels).
         text = f"in long A out {ty} L ( A(x) {{ y = {f' {op} '.join([term] * 140)}; !>L(y); }} )*"
         assert values(text, f"{T0} A(1)") == [expected]
 
-    @pytest.mark.parametrize(("op", "term", "ty"), [
-        ("+", "x", "long"), ("+", "1.5", "double"), ("+", '"a"', "string"), ("||", "false", "boolean"),
-        ("-", "x", "long"), ("%", "x", "long"),
-    ])
+    @pytest.mark.parametrize(
+        ("op", "term", "ty"),
+        [
+            ("+", "x", "long"),
+            ("+", "1.5", "double"),
+            ("+", '"a"', "string"),
+            ("||", "false", "boolean"),
+            ("-", "x", "long"),
+            ("%", "x", "long"),
+        ],
+    )
     def test_the_longest_accepted_chain_compiles_to_python_and_runs(self, op: str, term: str, ty: str) -> None:
         # The generated Python nests one level per operator, and Python compiles at most 200
         # nested parentheses: whatever the front end accepts must get through.
@@ -276,8 +314,9 @@ class TestOperatorChains:
         inner = "x"
         for _ in range(40):
             inner = f"(1 + 1 + 1 + 1 + {inner})"
-        assert only_error(f"in long A out long L ( A(x) {{ !>L({inner}); }} )*").message == \
-            "this expression is too deep"
+        assert (
+            only_error(f"in long A out long L ( A(x) {{ !>L({inner}); }} )*").message == "this expression is too deep"
+        )
 
 
 class TestForNesting:
@@ -306,9 +345,14 @@ class TestForNesting:
 
 
 class TestHints:
-    @pytest.mark.parametrize(("cond", "hint_part"), [
-        ("x", "x != 0"), ("1.5", "n != 0"), ('"s"', 's != ""'),
-    ])
+    @pytest.mark.parametrize(
+        ("cond", "hint_part"),
+        [
+            ("x", "x != 0"),
+            ("1.5", "n != 0"),
+            ('"s"', 's != ""'),
+        ],
+    )
     def test_a_non_boolean_condition(self, cond: str, hint_part: str) -> None:
         e = only_error(f"in long A out long L ( A(x) {{ {cond} ? !>L(x); }} )*".replace("x != 0", "n != 0"))
         assert e.message.startswith("a condition must be 'boolean'")
@@ -339,13 +383,19 @@ class TestHints:
         # Regression: two "unexpected character" errors, no hint, and the text between them
         # read as a name.
         e = only_error("in {} A out string S ( A() { !>S('abc'); } )*")
-        assert (e.message, e.pos.col) == ("unexpected character \"'\"", 34)
+        assert (e.message, e.pos.col) == ('unexpected character "\'"', 34)
         assert e.hint == 'strings are written in double quotes: "text"'
 
-    @pytest.mark.parametrize(("call", "suggestion"), [
-        ("sqr(1.0)", "sqrt"), ("lenght(\"a\")", "length"), ("Sqrt(1.0)", "sqrt"), ("twise(1.0)", "twice"),
-        ("minuteAfter(1, now())", "minutesAfter"),
-    ])
+    @pytest.mark.parametrize(
+        ("call", "suggestion"),
+        [
+            ("sqr(1.0)", "sqrt"),
+            ('lenght("a")', "length"),
+            ("Sqrt(1.0)", "sqrt"),
+            ("twise(1.0)", "twice"),
+            ("minuteAfter(1, now())", "minutesAfter"),
+        ],
+    )
     def test_did_you_mean_a_function(self, call: str, suggestion: str) -> None:
         text = f'function double twice(double): "math:fabs"\nin {{}} A out double D ( A() {{ v = {call}; }} )*'
         e = next(e for e in errors(text) if e.message.startswith("unknown function"))
@@ -355,14 +405,17 @@ class TestHints:
         e = next(e for e in errors("in {} A out double D ( A() { !>D(frobnicate(1.0)); } )*"))
         assert e.hint is not None and e.hint.startswith("declare an external function")
 
-    @pytest.mark.parametrize(("text", "suggestion"), [
-        ("in {} Tick out {} Z ( Tik() )*", "Tick"),
-        ("in {} Mean out {} Z ( Maen() )*", "Mean"),
-        ("in long A case { A > 0 ? Positive : Other } out {} Z ( Postive() )*", "Positive"),
-        ("in {} A out {} Alarm ( A() { !>Alarn({}); } )*", "Alarm"),
-        ("type Reading = {long v;} in Readng A out {} Z ( A() )*", "Reading"),
-        ("in {} A out lnog L ( A() )*", "long"),
-    ])
+    @pytest.mark.parametrize(
+        ("text", "suggestion"),
+        [
+            ("in {} Tick out {} Z ( Tik() )*", "Tick"),
+            ("in {} Mean out {} Z ( Maen() )*", "Mean"),
+            ("in long A case { A > 0 ? Positive : Other } out {} Z ( Postive() )*", "Positive"),
+            ("in {} A out {} Alarm ( A() { !>Alarn({}); } )*", "Alarm"),
+            ("type Reading = {long v;} in Readng A out {} Z ( A() )*", "Reading"),
+            ("in {} A out lnog L ( A() )*", "long"),
+        ],
+    )
     def test_did_you_mean_an_event_or_type(self, text: str, suggestion: str) -> None:
         e = errors(text)[0]
         assert e.hint is not None and e.hint.startswith(f"did you mean {suggestion!r}?"), e.hint
@@ -370,8 +423,12 @@ class TestHints:
     def test_a_long_list_of_declared_events_is_cut(self) -> None:
         decls = "in " + ", ".join(f"{{}} E{i:02d}" for i in range(30))
         e = only_error(decls + " out {} Z ( Nope() )*")
-        assert e.hint == "declare it with 'in <type> Nope' (declared: " + ", ".join(
-            f"E{i:02d}" for i in range(10)) + " and 20 more)"
+        assert (
+            e.hint
+            == "declare it with 'in <type> Nope' (declared: "
+            + ", ".join(f"E{i:02d}" for i in range(10))
+            + " and 20 more)"
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -382,15 +439,18 @@ ZERO_LOOP = "this elapse of zero or less can fire again at the same instant, for
 
 
 class TestZeroElapseLoops:
-    @pytest.mark.parametrize(("regex", "col"), [
-        ("( A() | elapse[0 sec]() )*", 9),
-        ("( elapse[0 sec]() )+", 3),
-        ("( A()? elapse[-1 hours]() )*", 8),
-        ("( A() | elapse[0.0 days]() { n = 1; } ){2,}", 9),
-        ("( elapse[0.4 usec]() )*", 3),                       # rounds to zero microseconds
-        ("B() ( ( elapse[0 sec]() )* A() )*", 9),
-        ("( A()* elapse[0 msec]() elapse[0 sec]() )*", 8),
-    ])
+    @pytest.mark.parametrize(
+        ("regex", "col"),
+        [
+            ("( A() | elapse[0 sec]() )*", 9),
+            ("( elapse[0 sec]() )+", 3),
+            ("( A()? elapse[-1 hours]() )*", 8),
+            ("( A() | elapse[0.0 days]() { n = 1; } ){2,}", 9),
+            ("( elapse[0.4 usec]() )*", 3),  # rounds to zero microseconds
+            ("B() ( ( elapse[0 sec]() )* A() )*", 9),
+            ("( A()* elapse[0 msec]() elapse[0 sec]() )*", 8),
+        ],
+    )
     def test_reported(self, regex: str, col: int) -> None:
         # Regression: accepted; at run time the timer fired 1,000 times at one instant ($error 8).
         e = only_error("in {} A, {} B out {} Z\n" + regex)
@@ -398,15 +458,18 @@ class TestZeroElapseLoops:
         assert (e.pos.line, e.pos.col) == (2, col)
         assert e.hint is not None and e.hint.startswith("give it a positive amount")
 
-    @pytest.mark.parametrize("regex", [
-        "( A() elapse[0 sec]() )*",                 # each round needs an A
-        "( elapse[0 sec]() ){0,3}",                 # bounded: fires three times, then moves on
-        "A() elapse[0 sec]() B()",                  # not in a loop
-        "( elapse[0 sec]() elapse[1 sec]() )*",     # each round takes a second
-        "( elapse[0.6 usec]() )*",                  # one microsecond
-        "{ n = 0; } ( elapse[(n) sec]() )*",        # computed: left to run time
-        "( (elapse[0 sec]() & A()) | B() )*",       # inside '&': not analysed
-    ])
+    @pytest.mark.parametrize(
+        "regex",
+        [
+            "( A() elapse[0 sec]() )*",  # each round needs an A
+            "( elapse[0 sec]() ){0,3}",  # bounded: fires three times, then moves on
+            "A() elapse[0 sec]() B()",  # not in a loop
+            "( elapse[0 sec]() elapse[1 sec]() )*",  # each round takes a second
+            "( elapse[0.6 usec]() )*",  # one microsecond
+            "{ n = 0; } ( elapse[(n) sec]() )*",  # computed: left to run time
+            "( (elapse[0 sec]() & A()) | B() )*",  # inside '&': not analysed
+        ],
+    )
     def test_not_reported(self, regex: str) -> None:
         comp = check_source("in {} A, {} B out {} Z\n" + regex)
         assert not [e for e in comp.diagnostics.errors if e.message.startswith(ZERO_LOOP)]
@@ -417,20 +480,33 @@ class TestZeroElapseLoops:
 
 
 class TestAmbiguousArrivePatterns:
-    @pytest.mark.parametrize(("pattern", "message", "hint"), [
-        (".:00", "arrive[.:00] is read as hours:minutes, so it fires every hour (at minute 00), not every "
-                 "minute (at second 00)",
-         "write arrive[.:00:00] for this reading, or arrive[.:.:00] for every minute (at second 00)"),
-        (".:.", "arrive[.:.] is read as hours:minutes, so it fires every minute (at second 00), not every second",
-         "write arrive[.:.:00] for this reading, or arrive[.:.:.] for every second"),
-        ("2026-01-01 .:30", "arrive[2026-01-01 .:30] is read as hours:minutes, so it fires every hour (at minute "
-                            "30), not every minute (at second 30)",
-         "write arrive[2026-01-01 .:30:00] for this reading, or arrive[2026-01-01 .:.:30] for every minute "
-         "(at second 30)"),
-    ])
+    @pytest.mark.parametrize(
+        ("pattern", "message", "hint"),
+        [
+            (
+                ".:00",
+                "arrive[.:00] is read as hours:minutes, so it fires every hour (at minute 00), not every "
+                "minute (at second 00)",
+                "write arrive[.:00:00] for this reading, or arrive[.:.:00] for every minute (at second 00)",
+            ),
+            (
+                ".:.",
+                "arrive[.:.] is read as hours:minutes, so it fires every minute (at second 00), not every second",
+                "write arrive[.:.:00] for this reading, or arrive[.:.:.] for every second",
+            ),
+            (
+                "2026-01-01 .:30",
+                "arrive[2026-01-01 .:30] is read as hours:minutes, so it fires every hour (at minute "
+                "30), not every minute (at second 30)",
+                "write arrive[2026-01-01 .:30:00] for this reading, or arrive[2026-01-01 .:.:30] for every minute "
+                "(at second 30)",
+            ),
+        ],
+    )
     def test_warned(self, pattern: str, message: str, hint: str) -> None:
-        ws = [w for w in warnings(f"in {{}} A out {{}} Z\n( A() | arrive[{pattern}]() )*")
-              if "hours:minutes" in w.message]
+        ws = [
+            w for w in warnings(f"in {{}} A out {{}} Z\n( A() | arrive[{pattern}]() )*") if "hours:minutes" in w.message
+        ]
         assert [(w.pos.line, w.pos.col, w.message, w.hint) for w in ws] == [(2, 16, message, hint)]
 
     @pytest.mark.parametrize("pattern", ["9:30", ".:00:00", ".:.:00", "(h):00", "2026-01-01", "t"])
@@ -440,6 +516,8 @@ class TestAmbiguousArrivePatterns:
 
     def test_the_reading_is_unchanged(self) -> None:
         # A warning, not an error: the program still runs, hourly.
-        out = run_program("in {} A out {} Z\n( A() | arrive[.:00]() { !>Z({}); } )*",
-                          "[2026-01-01 09:30:00] A() [2026-01-01 11:30:00]")
+        out = run_program(
+            "in {} A out {} Z\n( A() | arrive[.:00]() { !>Z({}); } )*",
+            "[2026-01-01 09:30:00] A() [2026-01-01 11:30:00]",
+        )
         assert [o["time"][11:19] for o in out] == ["10:00:00", "11:00:00"]

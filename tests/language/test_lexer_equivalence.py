@@ -92,7 +92,7 @@ class ReferenceLexer(Lexer):
                 i = self._string(src, i, out)
                 continue
             if ch == "'" and text.find("'", i + 1, _line_end(text, i)) > 0:
-                self.diagnostics.error(src.pos(i), "unexpected character \"'\"", _unexpected_hint(ch))
+                self.diagnostics.error(src.pos(i), 'unexpected character "\'"', _unexpected_hint(ch))
                 i = self._string(src, i, out, quote="'")
                 continue
             for p in PUNCTUATION:
@@ -131,24 +131,29 @@ class ReferenceLexer(Lexer):
         else:
             significant = lexeme.lstrip("0") or "0"
             if len(significant) > MAX_INT_DIGITS:
-                self.diagnostics.error(src.pos(i), f"integer literal out of range: it has {len(significant)} digits",
-                                       LONG_RANGE_HINT)
+                self.diagnostics.error(
+                    src.pos(i), f"integer literal out of range: it has {len(significant)} digits", LONG_RANGE_HINT
+                )
                 out.append(Token("INT", lexeme, 0, src.pos(i)))
             else:
                 out.append(Token("INT", lexeme, int(significant), src.pos(i)))
         return j
 
 
-def _lexed(lexer_class: type[Lexer], source: SourceFile,
-           allow_include: bool) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+def _lexed(
+    lexer_class: type[Lexer], source: SourceFile, allow_include: bool
+) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
     """Tokens and diagnostics of ``source`` as comparable tuples (a value's type counts: 1 is not 1.0)."""
     diagnostics = Diagnostics()
     tokens = lexer_class(diagnostics, allow_include=allow_include).tokenize(source)
-    token_rows = [(t.kind, t.text, type(t.value).__name__, t.value, t.pos.source.name, t.pos.offset,
-                   t.pos.line, t.pos.col) for t in tokens]
+    token_rows = [
+        (t.kind, t.text, type(t.value).__name__, t.value, t.pos.source.name, t.pos.offset, t.pos.line, t.pos.col)
+        for t in tokens
+    ]
     diagnostic_rows: list[tuple[object, ...]] = [
         (d.severity, d.message, d.hint, d.code, d.pos.source.name, d.pos.offset, d.pos.line, d.pos.col)
-        for d in diagnostics]
+        for d in diagnostics
+    ]
     diagnostic_rows += [(o.severity, o.message, o.source_name) for o in diagnostics.omitted]
     return token_rows, diagnostic_rows
 
@@ -229,16 +234,88 @@ def test_generated_programs(name: str, text: str) -> None:
 
 
 EDGE_CASES = [
-    "", " ", "\n", "\t\v\f\r\n x", "\r\n\r\nA()\r\n", "\ufeffin long A", "a\n\n   b\n\tc  ",
-    '"unterminated', '"unterminated\nnext line', '"a\\', '"\\q"', '"\\u12"', '"\\u00e9\\u00E9"', '"\\uD83D\\uDE00"',
-    '"\\uD83D"', '"\\uDE00x"', '"\\uD83D\\u0041"', '"lone \ud800 half"', "\ud800", '"a\\\nb" c\n d',
-    "'single'", "'", "'open\n'", "`x` \u2018y\u2019 \u201cz\u201d", "x # y", "#", "  #include", "#define X",
-    '#include "inc.es"\nA', '#include "missing.es"', '#include "self.es"', '#include "bad.es"\nafter',
-    "#include inc.es", '#include "a\x00b"', "/* /* */ x", "/*", "/*/", "/* a\n b\n */ c", "/**/d\n/*\n*/#include",
-    "// only", "//\n//", "a//b\nc", "a/b/*c*/d/", "1", "007", "1.5", "1.", "1.e3", "1e", "1e+", "1e-3x", "1E5",
-    "2.5e+10msec", "1..2", ".5", "9" * 4001, "0" * 5000 + "1", "1" * 4000, "9:00", "2038-01-19",
-    "é", "éa1_", "ẞig", "x²", "²", "٣", "Ⅻ", "$", "$x", "$1", "_", "a$b", "x\u200by", "\x00", "@", "\\",
-    "!>!>=!==<=>=&&||&|!", "a->b", "<<<>>>", "{}[]()", "x.y.z", "A()*|B()&C()-D()",
+    "",
+    " ",
+    "\n",
+    "\t\v\f\r\n x",
+    "\r\n\r\nA()\r\n",
+    "\ufeffin long A",
+    "a\n\n   b\n\tc  ",
+    '"unterminated',
+    '"unterminated\nnext line',
+    '"a\\',
+    '"\\q"',
+    '"\\u12"',
+    '"\\u00e9\\u00E9"',
+    '"\\uD83D\\uDE00"',
+    '"\\uD83D"',
+    '"\\uDE00x"',
+    '"\\uD83D\\u0041"',
+    '"lone \ud800 half"',
+    "\ud800",
+    '"a\\\nb" c\n d',
+    "'single'",
+    "'",
+    "'open\n'",
+    "`x` \u2018y\u2019 \u201cz\u201d",
+    "x # y",
+    "#",
+    "  #include",
+    "#define X",
+    '#include "inc.es"\nA',
+    '#include "missing.es"',
+    '#include "self.es"',
+    '#include "bad.es"\nafter',
+    "#include inc.es",
+    '#include "a\x00b"',
+    "/* /* */ x",
+    "/*",
+    "/*/",
+    "/* a\n b\n */ c",
+    "/**/d\n/*\n*/#include",
+    "// only",
+    "//\n//",
+    "a//b\nc",
+    "a/b/*c*/d/",
+    "1",
+    "007",
+    "1.5",
+    "1.",
+    "1.e3",
+    "1e",
+    "1e+",
+    "1e-3x",
+    "1E5",
+    "2.5e+10msec",
+    "1..2",
+    ".5",
+    "9" * 4001,
+    "0" * 5000 + "1",
+    "1" * 4000,
+    "9:00",
+    "2038-01-19",
+    "é",
+    "éa1_",
+    "ẞig",
+    "x²",
+    "²",
+    "٣",
+    "Ⅻ",
+    "$",
+    "$x",
+    "$1",
+    "_",
+    "a$b",
+    "x\u200by",
+    "\x00",
+    "@",
+    "\\",
+    "!>!>=!==<=>=&&||&|!",
+    "a->b",
+    "<<<>>>",
+    "{}[]()",
+    "x.y.z",
+    "A()*|B()&C()-D()",
 ]
 
 
@@ -254,15 +331,19 @@ def test_included_files_keep_their_own_positions(scratch: Path) -> None:
     floats = [t for t in tokens if t.kind == "FLOAT"]
     assert [(Path(t.pos.source.name).name, t.pos.line, t.pos.col) for t in floats] == [("inc.es", 4, 5)]
     assert [(t.text, t.pos.line, t.pos.col) for t in tokens if t.pos.source.name == "program.es"] == [
-        ("A", 1, 1), ("B", 3, 1), ("", 3, 2)]
+        ("A", 1, 1),
+        ("B", 3, 1),
+        ("", 3, 2),
+    ]
 
 
 # ---------------------------------------------------------------------------------------
 # Random and mutated text
 
 LEXER_ALPHABET = [*"(){}[];:?.*+|&-!><=,%/#\"'\\$_0123456789eEuxAzé² \t\n\r", "\ud800", "\u201c"]
-SETTINGS = settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                            HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 
 
 @SETTINGS

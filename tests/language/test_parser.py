@@ -68,31 +68,43 @@ def syntax_errors(text: str) -> list[tuple[int, int, str]]:
 
 class TestDeclarations:
     def test_several_names_per_input_and_output_declaration(self) -> None:
-        comp = clean("in double S1, long S2, {} S3, string S4\n"
-                     "out long O1, {} O2, {double x; double y;} O3\n"
-                     "( S1(a) { !>O3({x: a, y: a}); } | S2(n) { !>O1(n); } | S3() { !>O2({}); } | S4() )*")
+        comp = clean(
+            "in double S1, long S2, {} S3, string S4\n"
+            "out long O1, {} O2, {double x; double y;} O3\n"
+            "( S1(a) { !>O3({x: a, y: a}); } | S2(n) { !>O1(n); } | S3() { !>O2({}); } | S4() )*"
+        )
         assert comp.checked is not None
         assert {n: e.ty for n, e in comp.checked.inputs.items()} == {
-            "S1": DOUBLE, "S2": LONG, "S3": EMPTY, "S4": STRING}
+            "S1": DOUBLE,
+            "S2": LONG,
+            "S3": EMPTY,
+            "S4": STRING,
+        }
         assert [e.index for e in comp.checked.inputs.values()] == [0, 1, 2, 3]
         assert {n: e.ty for n, e in comp.checked.outputs.items()} == {
-            "O1": LONG, "O2": EMPTY, "O3": StructType((("x", DOUBLE), ("y", DOUBLE)))}
+            "O1": LONG,
+            "O2": EMPTY,
+            "O3": StructType((("x", DOUBLE), ("y", DOUBLE))),
+        }
 
     def test_several_declarations_of_each_kind_in_any_order(self) -> None:
-        program = tree("out long O\nin long A\ntype T = long\nin T B\nout T P\nfunction long f(long): \"m:f\"\n"
-                       "A() B()")
+        program = tree('out long O\nin long A\ntype T = long\nin T B\nout T P\nfunction long f(long): "m:f"\nA() B()')
         kinds = [type(d).__name__ for d in program.decls]
         assert kinds == ["OutputDecl", "InputDecl", "TypeDecl", "InputDecl", "OutputDecl", "FunctionDecl"]
 
     def test_declarations_span_lines(self) -> None:
-        comp = clean("in\n  { string id;\n    double v; }\n  Reading\n  group(Reading.id),\n  long Other group(\"x\")\n"
-                     "out\n  double V\n( Reading(r) { !>V(r.v); } | Other() )*")
+        comp = clean(
+            'in\n  { string id;\n    double v; }\n  Reading\n  group(Reading.id),\n  long Other group("x")\n'
+            "out\n  double V\n( Reading(r) { !>V(r.v); } | Other() )*"
+        )
         assert comp.checked is not None and comp.checked.key_types == [STRING]
 
     def test_case_clause_with_nested_conditional_arms(self) -> None:
-        src = ("in double T case { T < 10.0 ? Cold : T < 20.0 ? Cool : T < 30.0 ? Warm : Hot }\n"
-               "out long O\n"
-               "( Cold() { !>O(1); } | Cool() { !>O(2); } | Warm() { !>O(3); } | Hot() { !>O(4); } )*")
+        src = (
+            "in double T case { T < 10.0 ? Cold : T < 20.0 ? Cool : T < 30.0 ? Warm : Hot }\n"
+            "out long O\n"
+            "( Cold() { !>O(1); } | Cool() { !>O(2); } | Warm() { !>O(3); } | Hot() { !>O(4); } )*"
+        )
         comp = clean(src)
         assert comp.checked is not None
         assert comp.checked.inputs["T"].classes == ["Cold", "Cool", "Warm", "Hot"]
@@ -103,8 +115,10 @@ class TestDeclarations:
         assert values(src, f"{T0} T(5.0) T(19.9) T(20) T(29.0) T(30.0) T(100.0)") == [1, 2, 3, 3, 4, 4]
 
     def test_case_arm_nested_in_the_then_position(self) -> None:
-        src = ("in long K case { K >= 0 ? (K >= 10 ? Big : Small) : Negative }\nout long O\n"
-               "( Big() { !>O(1); } | Small() { !>O(2); } | Negative() { !>O(3); } )*")
+        src = (
+            "in long K case { K >= 0 ? (K >= 10 ? Big : Small) : Negative }\nout long O\n"
+            "( Big() { !>O(1); } | Small() { !>O(2); } | Negative() { !>O(3); } )*"
+        )
         clean(src)
         assert values(src, f"{T0} K(15) K(3) K(-1) K(10) K(0)") == [1, 2, 3, 1, 2]
 
@@ -113,18 +127,19 @@ class TestDeclarations:
         assert values(src, f"{T0} K(3) K(-3)") == [3, -3]
 
     def test_group_clause_with_several_components(self) -> None:
-        src = ("in {string who; long n; boolean b;} E group(E.who, E.n * 2, E.b),\n"
-               "   string F group(F, 7, true)\n"
-               "out string O\n"
-               "( E() { !>O(group[0] + \"/\" + group[1] + \"/\" + group[2]); } | F() { !>O(\"f\"); } )*")
+        src = (
+            "in {string who; long n; boolean b;} E group(E.who, E.n * 2, E.b),\n"
+            "   string F group(F, 7, true)\n"
+            "out string O\n"
+            '( E() { !>O(group[0] + "/" + group[1] + "/" + group[2]); } | F() { !>O("f"); } )*'
+        )
         comp = clean(src)
         assert comp.checked is not None
         assert comp.checked.key_types == [STRING, LONG, BOOLEAN]
         entry = comp.checked.inputs["E"].entry
         assert entry.group is not None and len(entry.group) == 3
         out = run_program(src, f'{T0} E({{who: "ann", n: 2, b: false}}) F("bob")')
-        assert [(o["value"], o["key"]) for o in out] == [("ann/4/false", ["ann", 4, False]),
-                                                         ("f", ["bob", 7, True])]
+        assert [(o["value"], o["key"]) for o in out] == [("ann/4/false", ["ann", 4, False]), ("f", ["bob", 7, True])]
 
     def test_group_and_case_clauses_in_either_order(self) -> None:
         for clauses in ("group(E.k) case { E.v > 0 ? P : N }", "case { E.v > 0 ? P : N } group(E.k)"):
@@ -134,9 +149,11 @@ class TestDeclarations:
             assert comp.checked.inputs["E"].classes == ["P", "N"]
 
     def test_type_definitions_and_their_use_in_later_ones(self) -> None:
-        comp = clean("type Pt = {double lat; double lon;}\ntype Path = Pt[]\ntype Route = {string id; Path b;}\n"
-                     "in Route SetRoute, {string id; {double lat; double lon;}[] b;} Same\n"
-                     "out Path Legs\n( SetRoute(z) { !>Legs(z.b); } | Same(s) { !>Legs(s.b); } )*")
+        comp = clean(
+            "type Pt = {double lat; double lon;}\ntype Path = Pt[]\ntype Route = {string id; Path b;}\n"
+            "in Route SetRoute, {string id; {double lat; double lon;}[] b;} Same\n"
+            "out Path Legs\n( SetRoute(z) { !>Legs(z.b); } | Same(s) { !>Legs(s.b); } )*"
+        )
         assert comp.checked is not None
         point = StructType((("lat", DOUBLE), ("lon", DOUBLE)))
         route = StructType((("id", STRING), ("b", ArrayType(point))))
@@ -145,22 +162,29 @@ class TestDeclarations:
         assert comp.checked.outputs["Legs"].ty == ArrayType(point)
 
     def test_type_definition_of_primitive_and_array(self) -> None:
-        comp = clean("type Id = string\ntype Ids = Id[]\ntype Grid = double[][]\nin Ids A, Grid G\nout Id O\n"
-                     "( A(a) { !>O(a[0]); } | G(g) { !>O(string(g[0][1])); } )*")
+        comp = clean(
+            "type Id = string\ntype Ids = Id[]\ntype Grid = double[][]\nin Ids A, Grid G\nout Id O\n"
+            "( A(a) { !>O(a[0]); } | G(g) { !>O(string(g[0][1])); } )*"
+        )
         assert comp.checked is not None
         assert comp.checked.inputs["A"].ty == ArrayType(STRING)
         assert comp.checked.inputs["G"].ty == ArrayType(ArrayType(DOUBLE))
 
     def test_function_declarations(self) -> None:
-        program = tree('function string getenv(string): "os:getenv"\n'
-                       'function double dist(double x1, double y1, double, double): "geo:dist"\n'
-                       'function {double x; double y;} origin(): "geo:origin"\n'
-                       'function long[] ids(string[] names): "m:ids"\n'
-                       "in {} A\nout {} Z\nA()")
+        program = tree(
+            'function string getenv(string): "os:getenv"\n'
+            'function double dist(double x1, double y1, double, double): "geo:dist"\n'
+            'function {double x; double y;} origin(): "geo:origin"\n'
+            'function long[] ids(string[] names): "m:ids"\n'
+            "in {} A\nout {} Z\nA()"
+        )
         decls = [d for d in program.decls if isinstance(d, ast.FunctionDecl)]
         assert [(d.name, len(d.params), d.impl) for d in decls] == [
-            ("getenv", 1, "os:getenv"), ("dist", 4, "geo:dist"), ("origin", 0, "geo:origin"),
-            ("ids", 1, "m:ids")]
+            ("getenv", 1, "os:getenv"),
+            ("dist", 4, "geo:dist"),
+            ("origin", 0, "geo:origin"),
+            ("ids", 1, "m:ids"),
+        ]
         comp = compile_source(program.pos.source.text, resolve_externals=False)
         assert not comp.diagnostics.errors
         assert comp.checked is not None
@@ -170,12 +194,15 @@ class TestDeclarations:
         assert ext["ids"].params == (ArrayType(STRING),) and ext["ids"].result == ArrayType(LONG)
 
     def test_structure_and_array_types(self) -> None:
-        comp = clean("in {long[] a; {string s; time t;}[] b; {} e; object o;}[] X, {} Y\nout long O\n"
-                     "( X(x) { !>O(length(x[0].a) + length(x[0].b)); } | Y() )*")
+        comp = clean(
+            "in {long[] a; {string s; time t;}[] b; {} e; object o;}[] X, {} Y\nout long O\n"
+            "( X(x) { !>O(length(x[0].a) + length(x[0].b)); } | Y() )*"
+        )
         assert comp.checked is not None
         inner = StructType((("s", STRING), ("t", TIME)))
-        assert comp.checked.inputs["X"].ty == ArrayType(StructType((
-            ("a", ArrayType(LONG)), ("b", ArrayType(inner)), ("e", EMPTY), ("o", OBJECT))))
+        assert comp.checked.inputs["X"].ty == ArrayType(
+            StructType((("a", ArrayType(LONG)), ("b", ArrayType(inner)), ("e", EMPTY), ("o", OBJECT)))
+        )
 
     def test_structure_type_fields_may_end_without_semicolon(self) -> None:
         comp = clean("in {long a; double b} X\nout double O\n( X(x) { !>O(x.b); } )*")
@@ -215,9 +242,21 @@ class TestRegularExpressions:
         assert isinstance(r, ast.RInter)
         assert isinstance(r.left, ast.RDiff) and isinstance(r.left.left, ast.RInter)
 
-    @pytest.mark.parametrize(("suffix", "low", "high"), [
-        ("*", 0, None), ("+", 1, None), ("?", 0, 1), ("{3}", 3, 3), ("{2,5}", 2, 5), ("{2,}", 2, None),
-        ("{0}", 0, 0), ("{0,}", 0, None), ("{ 4 }", 4, 4), ("{4 ,6}", 4, 6)])
+    @pytest.mark.parametrize(
+        ("suffix", "low", "high"),
+        [
+            ("*", 0, None),
+            ("+", 1, None),
+            ("?", 0, 1),
+            ("{3}", 3, 3),
+            ("{2,5}", 2, 5),
+            ("{2,}", 2, None),
+            ("{0}", 0, 0),
+            ("{0,}", 0, None),
+            ("{ 4 }", 4, 4),
+            ("{4 ,6}", 4, 6),
+        ],
+    )
     def test_multipliers(self, suffix: str, low: int, high: int | None) -> None:
         r = regex(f"A(){suffix}")
         assert isinstance(r, ast.RRepeat)
@@ -273,14 +312,26 @@ class TestRegularExpressions:
         out = run_program(src, f"{T0} B()")
         assert [o["event"] for o in out] == ["$error"]
 
-    @pytest.mark.parametrize(("unit", "micros"), [
-        ("day", 86_400_000_000), ("days", 86_400_000_000),
-        ("hour", 3_600_000_000), ("hours", 3_600_000_000),
-        ("minute", 60_000_000), ("minutes", 60_000_000),
-        ("second", 1_000_000), ("seconds", 1_000_000), ("sec", 1_000_000),
-        ("millisecond", 1_000), ("milliseconds", 1_000), ("msec", 1_000),
-        ("microsecond", 1), ("microseconds", 1), ("usec", 1),
-    ])
+    @pytest.mark.parametrize(
+        ("unit", "micros"),
+        [
+            ("day", 86_400_000_000),
+            ("days", 86_400_000_000),
+            ("hour", 3_600_000_000),
+            ("hours", 3_600_000_000),
+            ("minute", 60_000_000),
+            ("minutes", 60_000_000),
+            ("second", 1_000_000),
+            ("seconds", 1_000_000),
+            ("sec", 1_000_000),
+            ("millisecond", 1_000),
+            ("milliseconds", 1_000),
+            ("msec", 1_000),
+            ("microsecond", 1),
+            ("microseconds", 1),
+            ("usec", 1),
+        ],
+    )
     @pytest.mark.parametrize("keyword", ["elapse", "elapsed"])
     def test_elapse_units(self, keyword: str, unit: str, micros: int) -> None:
         r = regex(f"A() {keyword}[3 {unit}](t) {{ !>O(epochMicros(t)); }}")
@@ -293,34 +344,44 @@ class TestRegularExpressions:
         assert [o["value"] for o in out] == [start + 3 * micros]
 
     def test_elapse_amount_is_an_expression(self) -> None:
-        src = ("in long N\nout long O\n"
-               "N(n) elapse[n * 2 + 1 sec]() { !>O(1); } N(m) elapse[(m) msec]() { !>O(2); } "
-               "elapse[1.5 sec]() { !>O(3); }")
+        src = (
+            "in long N\nout long O\n"
+            "N(n) elapse[n * 2 + 1 sec]() { !>O(1); } N(m) elapse[(m) msec]() { !>O(2); } "
+            "elapse[1.5 sec]() { !>O(3); }"
+        )
         out = run_program(src, f"{T0} N(2) [00:00:10] N(250) [00:00:20]")
         assert [(o["time"][11:23], o["value"]) for o in out] == [
-            ("00:00:05.000", 1), ("00:00:10.250", 2), ("00:00:11.750", 3)]
+            ("00:00:05.000", 1),
+            ("00:00:10.250", 2),
+            ("00:00:11.750", 3),
+        ]
 
-    @pytest.mark.parametrize(("pattern", "fires"), [
-        ("2026-01-02 03:04:05", "2026-01-02T03:04:05"),
-        ("2026-01-03", "2026-01-03T00:00:00"),
-        ("2026-1-2 3:04", "2026-01-02T03:04:00"),
-        ("9:30", "2026-01-01T09:30:00"),
-        ("09:30:15", "2026-01-01T09:30:15"),
-        ("0:00:01.5", "2026-01-01T00:00:01.500"),
-        (".:15", "2026-01-01T00:15:00"),
-        (".:.:30", "2026-01-01T00:00:30"),
-        (".:00:00", "2026-01-01T01:00:00"),
-        ("2026-.-02 .:.:07", "2026-01-02T00:00:07"),
-        ("(h):(m)", "2026-01-01T02:30:00"),
-        ("(h + 1):(m - 30):(5)", "2026-01-01T03:00:05"),
-        ("(2026)-(1)-(2) 0:00", "2026-01-02T00:00:00"),
-        ("(deadline)", "2026-01-01T00:00:42"),
-        ("deadline", "2026-01-01T00:00:42"),
-        ("(secondsAfter(7, deadline))", "2026-01-01T00:00:49"),
-    ])
+    @pytest.mark.parametrize(
+        ("pattern", "fires"),
+        [
+            ("2026-01-02 03:04:05", "2026-01-02T03:04:05"),
+            ("2026-01-03", "2026-01-03T00:00:00"),
+            ("2026-1-2 3:04", "2026-01-02T03:04:00"),
+            ("9:30", "2026-01-01T09:30:00"),
+            ("09:30:15", "2026-01-01T09:30:15"),
+            ("0:00:01.5", "2026-01-01T00:00:01.500"),
+            (".:15", "2026-01-01T00:15:00"),
+            (".:.:30", "2026-01-01T00:00:30"),
+            (".:00:00", "2026-01-01T01:00:00"),
+            ("2026-.-02 .:.:07", "2026-01-02T00:00:07"),
+            ("(h):(m)", "2026-01-01T02:30:00"),
+            ("(h + 1):(m - 30):(5)", "2026-01-01T03:00:05"),
+            ("(2026)-(1)-(2) 0:00", "2026-01-02T00:00:00"),
+            ("(deadline)", "2026-01-01T00:00:42"),
+            ("deadline", "2026-01-01T00:00:42"),
+            ("(secondsAfter(7, deadline))", "2026-01-01T00:00:49"),
+        ],
+    )
     def test_arrive_patterns(self, pattern: str, fires: str) -> None:
-        src = ("in {} A\nout time O\n"
-               f"{{ h = 2; m = 30; deadline = secondsAfter(42, now()); }} A() arrive[{pattern}](t) {{ !>O(t); }}")
+        src = (
+            "in {} A\nout time O\n"
+            f"{{ h = 2; m = 30; deadline = secondsAfter(42, now()); }} A() arrive[{pattern}](t) {{ !>O(t); }}"
+        )
         comp = check_source(src)
         assert not comp.diagnostics.errors, [str(e) for e in comp.diagnostics.errors]
         out = run_program(src, f"{T0} A() [2026-01-05 00:00:00]")
@@ -353,12 +414,21 @@ class TestRegularExpressions:
         assert isinstance(p.time_expr, ast.Call)
 
     def test_action_blocks_anywhere_in_a_sequence(self) -> None:
-        src = ("in {} A, {} B\nout long O\n"
-               "{ !>O(0); } { !>O(1); } A() { !>O(2); } { !>O(3); } B() { !>O(4); } { !>O(5); }")
+        src = (
+            "in {} A, {} B\nout long O\n{ !>O(0); } { !>O(1); } A() { !>O(2); } { !>O(3); } B() { !>O(4); } { !>O(5); }"
+        )
         r = regex("{ !>O(0); } { !>O(1); } A() { !>O(2); } { !>O(3); } B() { !>O(4); } { !>O(5); }")
         assert isinstance(r, ast.RSeq)
-        assert [type(i).__name__ for i in r.items] == ["RActions", "RActions", "RMarker", "RActions", "RActions",
-                                                       "RMarker", "RActions", "RActions"]
+        assert [type(i).__name__ for i in r.items] == [
+            "RActions",
+            "RActions",
+            "RMarker",
+            "RActions",
+            "RActions",
+            "RMarker",
+            "RActions",
+            "RActions",
+        ]
         out = run_program(src, T0)
         assert [o["value"] for o in out] == [0, 1]  # initial actions run at the start
         assert values(src, f"{T0} A() B()") == [0, 1, 2, 3, 4, 5]
@@ -390,13 +460,16 @@ class TestMultiplierOrActionBlock:
         r = regex(text)
         assert isinstance(r, ast.RSeq) and isinstance(r.items[1], ast.RActions)
 
-    @pytest.mark.parametrize(("text", "col", "found"), [
-        ("A() {3;}", 7, "';'"),     # an integer then ';': an action block whose action is not one
-        ("A() {n}", 7, "'}'"),      # a name is not an integer: an action block
-        ("A() {k}", 7, "'}'"),
-        ("A() {-1}", 8, "'}'"),     # a negative count is not a multiplier
-        ("A() {3 4}", 8, "'4'"),
-    ])
+    @pytest.mark.parametrize(
+        ("text", "col", "found"),
+        [
+            ("A() {3;}", 7, "';'"),  # an integer then ';': an action block whose action is not one
+            ("A() {n}", 7, "'}'"),  # a name is not an integer: an action block
+            ("A() {k}", 7, "'}'"),
+            ("A() {-1}", 8, "'}'"),  # a negative count is not a multiplier
+            ("A() {3 4}", 8, "'4'"),
+        ],
+    )
     def test_near_misses_are_action_blocks_with_a_syntax_error(self, text: str, col: int, found: str) -> None:
         errs = syntax_errors("in {} A\nout long O\n" + text)
         assert errs and errs[0][:2] == (3, col)
@@ -420,25 +493,30 @@ class TestMultiplierOrActionBlock:
 
 class TestActions:
     def test_emit_and_assignments_to_identifiers_subscripts_and_fields(self) -> None:
-        src = ("in long N\nout long O, {long a; long[] b;} S\n"
-               "( N(n) { x = n; arr = new long[3]; arr[0] = x; arr[n - 1] = 2 * x;\n"
-               "  s = {a: 0, b: arr}; s.a = arr[0] + arr[n - 1]; s.b[1] = 7; !>O(s.a); !>S(s); } )*")
+        src = (
+            "in long N\nout long O, {long a; long[] b;} S\n"
+            "( N(n) { x = n; arr = new long[3]; arr[0] = x; arr[n - 1] = 2 * x;\n"
+            "  s = {a: 0, b: arr}; s.a = arr[0] + arr[n - 1]; s.b[1] = 7; !>O(s.a); !>S(s); } )*"
+        )
         assert values(src, f"{T0} N(3)") == [9, {"a": 9, "b": [3, 7, 6]}]
 
     def test_nested_field_and_subscript_targets(self) -> None:
-        src = ("in long N\nout long O\n"
-               "( N(n) { g = new {long[] v;}[2]; g[1] = {v: new long[2]}; g[1].v[1] = n; !>O(g[1].v[1]); } )*")
+        src = (
+            "in long N\nout long O\n"
+            "( N(n) { g = new {long[] v;}[2]; g[1] = {v: new long[2]}; g[1].v[1] = n; !>O(g[1].v[1]); } )*"
+        )
         assert values(src, f"{T0} N(5)") == [5]
 
     def test_conditional_actions_with_blocks_and_else(self) -> None:
-        src = ("in long N\nout long O\n"
-               "( N(n) { n > 0 ? { !>O(1); n > 10 ? { !>O(2); } : { !>O(3); } } : !>O(4); } )*")
+        src = "in long N\nout long O\n( N(n) { n > 0 ? { !>O(1); n > 10 ? { !>O(2); } : { !>O(3); } } : !>O(4); } )*"
         assert values(src, f"{T0} N(20) N(5) N(-1)") == [1, 2, 1, 3, 4]
 
     def test_else_if_chains(self) -> None:
         # The document's style: c1 ? a1; : c2 ? a2; : a3;
-        src = ('in string S\nout long O\n'
-               '( S(a) { a=="on" ? !>O(1); : a=="idle" ? !>O(2); : a=="off" ? !>O(3); : !>O(0); } )*')
+        src = (
+            "in string S\nout long O\n"
+            '( S(a) { a=="on" ? !>O(1); : a=="idle" ? !>O(2); : a=="off" ? !>O(3); : !>O(0); } )*'
+        )
         assert values(src, f'{T0} S("idle") S("off") S("on") S("?")') == [2, 3, 1, 0]
 
     def test_dangling_else_binds_to_the_nearest_condition(self) -> None:
@@ -450,10 +528,12 @@ class TestActions:
         assert values(src, f"{T0} N(1) N(0) N(2)") == [1, 2]
 
     def test_for_loops_run_from_low_to_high_inclusive(self) -> None:
-        src = ("in long N\nout long O\n"
-               "( N(n) { s = 0; for (i: 0, n - 1) s = s + i; !>O(s);\n"
-               "         for (i: 1, n) { for (j: i, n) !>O(10 * i + j); }\n"
-               "         for (i: 5, 4) !>O(-1); } )*")
+        src = (
+            "in long N\nout long O\n"
+            "( N(n) { s = 0; for (i: 0, n - 1) s = s + i; !>O(s);\n"
+            "         for (i: 1, n) { for (j: i, n) !>O(10 * i + j); }\n"
+            "         for (i: 5, 4) !>O(-1); } )*"
+        )
         assert values(src, f"{T0} N(3)") == [3, 11, 12, 13, 22, 23, 33]
 
     def test_for_loop_index_is_local_and_shadows(self) -> None:
@@ -474,8 +554,9 @@ class TestActions:
         assert values(src, f"{T0} A()") == [{}, {}]
 
     def test_action_trees(self) -> None:
-        program = tree("in long N\nout long O\nN(n) { x = 1; a[0] = 2; s.f = 3; !>O(x); c ? !>O(1); : x = 2; "
-                       "for (i: 0, 3) { } }")
+        program = tree(
+            "in long N\nout long O\nN(n) { x = 1; a[0] = 2; s.f = 3; !>O(x); c ? !>O(1); : x = 2; for (i: 0, 3) { } }"
+        )
         assert isinstance(program.regex, ast.RSeq)
         block = program.regex.items[1]
         assert isinstance(block, ast.RActions)
@@ -494,31 +575,61 @@ class TestActions:
 
 EXPRESSIONS = [
     # (type, expression, value) with x = 3, a = [0, 1, 2], s = {f: 4}
-    ("long", "1 + 2 * 3", 7), ("long", "(1 + 2) * 3", 9), ("long", "10 - 4 - 3", 3),
-    ("long", "100 / 10 / 5", 2), ("long", "7 % 4 * 2", 6), ("long", "2 * 7 % 4", 2), ("long", "-2 * 3", -6),
-    ("long", "- x * 3", -9), ("long", "-x - -x", 0), ("long", "- -x", 3), ("long", "5 / 2", 2),
-    ("long", "-7 / 2", -3), ("long", "-7 % 2", -1), ("long", "true ? 1 : 0 + 5", 1),
-    ("long", "false ? 1 : true ? 2 : 3", 2), ("long", "x > 2 ? x > 5 ? 1 : 2 : 3", 2), ("long", "2 * -x", -6),
-    ("long", "x - 1 - 1", 1), ("long", 'length("abc") * 2', 6), ("long", "a[1] + a[2] * 10", 21),
-    ("long", "a[a[2]]", 2), ("long", "s.f * 2", 8), ("long", "{f: 3, g: {h: 5}}.g.h", 5), ("long", "max(x, 4)", 4),
-    ("long", "long(2.9)", 2), ("long", "new long[x + 1][0] + length(new double[x])", 3),
+    ("long", "1 + 2 * 3", 7),
+    ("long", "(1 + 2) * 3", 9),
+    ("long", "10 - 4 - 3", 3),
+    ("long", "100 / 10 / 5", 2),
+    ("long", "7 % 4 * 2", 6),
+    ("long", "2 * 7 % 4", 2),
+    ("long", "-2 * 3", -6),
+    ("long", "- x * 3", -9),
+    ("long", "-x - -x", 0),
+    ("long", "- -x", 3),
+    ("long", "5 / 2", 2),
+    ("long", "-7 / 2", -3),
+    ("long", "-7 % 2", -1),
+    ("long", "true ? 1 : 0 + 5", 1),
+    ("long", "false ? 1 : true ? 2 : 3", 2),
+    ("long", "x > 2 ? x > 5 ? 1 : 2 : 3", 2),
+    ("long", "2 * -x", -6),
+    ("long", "x - 1 - 1", 1),
+    ("long", 'length("abc") * 2', 6),
+    ("long", "a[1] + a[2] * 10", 21),
+    ("long", "a[a[2]]", 2),
+    ("long", "s.f * 2", 8),
+    ("long", "{f: 3, g: {h: 5}}.g.h", 5),
+    ("long", "max(x, 4)", 4),
+    ("long", "long(2.9)", 2),
+    ("long", "new long[x + 1][0] + length(new double[x])", 3),
     ("long", "-9223372036854775808 / -1 + 0", -9223372036854775808),
-    ("boolean", "!false && false", False), ("boolean", "true || false && false", True),
-    ("boolean", "false && true || true", True), ("boolean", "1 < 2 == true", True), ("boolean", "1 + 2 < 4", True),
-    ("boolean", "!(1 > 2)", True), ("boolean", "!!true", True), ("boolean", "x == 3 && !(x != 3)", True),
-    ("boolean", "1 < 2 != 2 < 1", True), ("boolean", '"a" < "b"', True), ("boolean", "1 == 1.0", True),
+    ("boolean", "!false && false", False),
+    ("boolean", "true || false && false", True),
+    ("boolean", "false && true || true", True),
+    ("boolean", "1 < 2 == true", True),
+    ("boolean", "1 + 2 < 4", True),
+    ("boolean", "!(1 > 2)", True),
+    ("boolean", "!!true", True),
+    ("boolean", "x == 3 && !(x != 3)", True),
+    ("boolean", "1 < 2 != 2 < 1", True),
+    ("boolean", '"a" < "b"', True),
+    ("boolean", "1 == 1.0", True),
     ("boolean", "now() == now()", True),
-    ("double", "5 / 2.0", 2.5), ("double", "1 + 0.5", 1.5), ("double", "x / 2.0", 1.5), ("double", "-0.5 * 2", -1.0),
-    ("double", "double(x) / 2", 1.5), ("double", "1e3 + 2.5E-1", 1000.25),
-    ("string", '"a" + 1 + 2', "a12"), ("string", '1 + 2 + "a"', "3a"), ("string", '"x" + true', "xtrue"),
+    ("double", "5 / 2.0", 2.5),
+    ("double", "1 + 0.5", 1.5),
+    ("double", "x / 2.0", 1.5),
+    ("double", "-0.5 * 2", -1.0),
+    ("double", "double(x) / 2", 1.5),
+    ("double", "1e3 + 2.5E-1", 1000.25),
+    ("string", '"a" + 1 + 2', "a12"),
+    ("string", '1 + 2 + "a"', "3a"),
+    ("string", '"x" + true', "xtrue"),
     ("string", r'"q\"\\\t\u0041"', 'q"\\\tA'),
 ]
 
 
 @pytest.mark.parametrize(("ty", "expr", "value"), EXPRESSIONS)
 def test_expression_precedence_and_values(ty: str, expr: str, value: object) -> None:
-    src = (f"in long A\nout {ty} B\n"
-           f"( A(x) {{ a = new long[3]; a[1] = 1; a[2] = 2; s = {{f: 4}}; !>B({expr}); }} )*")
+    src = f"in long A\nout {ty} B\n( A(x) {{ a = new long[3]; a[1] = 1; a[2] = 2; s = {{f: 4}}; !>B({expr}); }} )*"
     assert values(src, f"{T0} A(3)") == [value]
 
 
@@ -549,15 +660,21 @@ def test_negative_literals_fold_and_long_range() -> None:
     clean("in {} A\nout long O\nA() { !>O(-9223372036854775808); !>O(9223372036854775807); }")
     errs = check_source("in {} A\nout long O\nA() { !>O(9223372036854775808); }").diagnostics.errors
     assert [(e.pos.line, e.pos.col, e.message) for e in errs] == [
-        (3, 11, "integer literal 9223372036854775808 does not fit in a 64-bit long")]
+        (3, 11, "integer literal 9223372036854775808 does not fit in a 64-bit long")
+    ]
 
 
 def test_structure_builders_new_arrays_and_calls() -> None:
-    src = ("type P = {double x; double y;}\nin P A\nout P O, double[] D, string S\n"
-           "( A(p) { q = {y: p.y * 2.0, x: p.x}; !>O(q); d = new double[2]; d[0] = sqrt(p.x); !>D(d);\n"
-           "         !>S(toUpperCase(substring(\"abcdef\", 1, 3)) + string(hoursAfter(1, now()))); } )*")
+    src = (
+        "type P = {double x; double y;}\nin P A\nout P O, double[] D, string S\n"
+        "( A(p) { q = {y: p.y * 2.0, x: p.x}; !>O(q); d = new double[2]; d[0] = sqrt(p.x); !>D(d);\n"
+        '         !>S(toUpperCase(substring("abcdef", 1, 3)) + string(hoursAfter(1, now()))); } )*'
+    )
     assert values(src, f"{T0} A({{x: 4.0, y: 1.5}})") == [
-        {"x": 4.0, "y": 3.0}, [2.0, 0.0], "BC2026-01-01T01:00:00.000000Z"]
+        {"x": 4.0, "y": 3.0},
+        [2.0, 0.0],
+        "BC2026-01-01T01:00:00.000000Z",
+    ]
 
 
 def test_empty_structure_builder_and_empty_argument_list() -> None:
@@ -570,10 +687,12 @@ def test_empty_structure_builder_and_empty_argument_list() -> None:
 
 
 def test_comments_anywhere() -> None:
-    src = ("// leading comment\n/* block\n   comment { ( */ in /* here */ long // there\n N\n"
-           "out long /* { */ O // } )\n"
-           "( N(n) /* between */ { /* in a block */ !>O( n /* in an expression */ + 1 ); // end\n"
-           "} // after\n)* /* trailing */ // no newline at the end")
+    src = (
+        "// leading comment\n/* block\n   comment { ( */ in /* here */ long // there\n N\n"
+        "out long /* { */ O // } )\n"
+        "( N(n) /* between */ { /* in a block */ !>O( n /* in an expression */ + 1 ); // end\n"
+        "} // after\n)* /* trailing */ // no newline at the end"
+    )
     assert values(src, f"{T0} N(1) N(2)") == [2, 3]
 
 
@@ -648,7 +767,8 @@ class TestInclude:
         main.write_text('#include "main.es"\nin {} A\nout {} Z\nA()\n')
         errs = compile_file(main).diagnostics.errors
         assert [(e.pos.line, e.pos.col, e.message) for e in errs] == [
-            (1, 1, "#include cycle: 'main.es' is already being included")]
+            (1, 1, "#include cycle: 'main.es' is already being included")
+        ]
 
     def test_two_file_cycle_is_reported_where_it_closes(self, tmp_path: Path) -> None:
         # main.es -> types.es -> main.es: the cycle closes in types.es, and main.es is not
@@ -682,8 +802,9 @@ class TestInclude:
         errs = check_source("#define X 1\nin {} A\nout {} Z\nA()").diagnostics.errors
         assert [(e.pos.line, e.pos.col, e.message) for e in errs] == [(1, 1, "unknown directive '#define X 1'")]
 
-    def test_include_from_text_is_relative_to_the_working_directory(self, tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_include_from_text_is_relative_to_the_working_directory(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         (tmp_path / "decls.es").write_text("in long N\nout long O\n")
         monkeypatch.chdir(tmp_path)
         assert values('#include "decls.es"\n( N(n) { !>O(n); } )*', f"{T0} N(8)") == [8]
@@ -709,20 +830,31 @@ class TestInclude:
 class TestNesting:
     def test_moderate_nesting_is_fine(self) -> None:
         depth = 30
-        src = ("in long A\nout long B\n" + "(" * depth + "A(x) { !>B(" + "(" * depth + "x" + " + 1)" * depth
-               + "); }" + ")*" * depth)
+        src = (
+            "in long A\nout long B\n"
+            + "(" * depth
+            + "A(x) { !>B("
+            + "(" * depth
+            + "x"
+            + " + 1)" * depth
+            + "); }"
+            + ")*" * depth
+        )
         assert values(src, f"{T0} A(1)") == [1 + depth]
 
-    @pytest.mark.parametrize("body", [
-        "A() { !>B(" + "(" * 500 + "1" + ")" * 500 + "); }",
-        "(" * 500 + "A()" + ")" * 500,
-        "A() { !>B(" + "-" * 500 + "1); }",
-        "A() { !>B(x" + ".f" * 2000 + "); }",
-        "A() { !>B(x" + "[0]" * 2000 + "); }",
-        "A()" + "*" * 2000,
-        "A() " + "{" * 500 + "}" * 500,
-        "A(x) { " + "x > 1 ? " * 500 + "!>B(x); }",
-    ])
+    @pytest.mark.parametrize(
+        "body",
+        [
+            "A() { !>B(" + "(" * 500 + "1" + ")" * 500 + "); }",
+            "(" * 500 + "A()" + ")" * 500,
+            "A() { !>B(" + "-" * 500 + "1); }",
+            "A() { !>B(x" + ".f" * 2000 + "); }",
+            "A() { !>B(x" + "[0]" * 2000 + "); }",
+            "A()" + "*" * 2000,
+            "A() " + "{" * 500 + "}" * 500,
+            "A(x) { " + "x > 1 ? " * 500 + "!>B(x); }",
+        ],
+    )
     def test_deep_nesting_is_a_diagnostic(self, body: str) -> None:
         # Regression: deep expressions, regular expressions, operator chains and postfix chains
         # raised RecursionError out of the parser or the checker.
@@ -758,11 +890,19 @@ class TestStructureFieldOrder:
     def test_variable_holding_a_builder_then_an_event_value(self) -> None:
         src = self.POINT + '{ p = {s: "-", x: 0}; } ( A(p) { !>O(p); } | Go() { !>O(p); } )*'
         assert values(src, f'{T0} Go() A({{x: 5, s: "b"}}) Go()') == [
-            {"x": 0, "s": "-"}, {"x": 5, "s": "b"}, {"x": 5, "s": "b"}]
+            {"x": 0, "s": "-"},
+            {"x": 5, "s": "b"},
+            {"x": 5, "s": "b"},
+        ]
 
-    @pytest.mark.parametrize("body", ['p = {s: "a", x: 1}; q = p; r = q; !>O(r);',
-                                      '!>O(r); r = q; q = p; p = {s: "a", x: 1};',
-                                      'q = p; !>O(q); p = {s: "a", x: 1};'])
+    @pytest.mark.parametrize(
+        "body",
+        [
+            'p = {s: "a", x: 1}; q = p; r = q; !>O(r);',
+            '!>O(r); r = q; q = p; p = {s: "a", x: 1};',
+            'q = p; !>O(q); p = {s: "a", x: 1};',
+        ],
+    )
     def test_the_order_travels_through_copies_whatever_the_text_order(self, body: str) -> None:
         # docs/language.md 4.4 and 4.6: the emit's order reaches p through q and r.
         src = self.POINT + "( Go() { " + body + " } )*"

@@ -62,9 +62,18 @@ def test_promtool_unit_tests_pass() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("dropped", ["EventScriptJobAbsent", "EventScriptLagGrowing", "EventScriptTimersLate",
-                                     "EventScriptRestoreStuck", "EventScriptStateVolumeFilling", "EventScriptEventTimeStuck",
-                                     "EventScriptRolloutStuck"])
+@pytest.mark.parametrize(
+    "dropped",
+    [
+        "EventScriptJobAbsent",
+        "EventScriptLagGrowing",
+        "EventScriptTimersLate",
+        "EventScriptRestoreStuck",
+        "EventScriptStateVolumeFilling",
+        "EventScriptEventTimeStuck",
+        "EventScriptRolloutStuck",
+    ],
+)
 def test_promtool_unit_tests_fail_without_an_alert(tmp_path: Path, dropped: str) -> None:
     """The unit tests can fail: without the alert (as before issue 13), its firing case fails."""
     promtool = need("promtool")
@@ -75,7 +84,8 @@ def test_promtool_unit_tests_fail_without_an_alert(tmp_path: Path, dropped: str)
     (tmp_path / "observability" / "prometheus" / "rules.yaml").write_text(yaml.safe_dump(rules))
     (tmp_path / "tests" / "ops").mkdir(parents=True)
     shutil.copy(UNIT_TESTS, tmp_path / "tests" / "ops" / "rules_test.yaml")
-    proc = subprocess.run([promtool, "test", "rules", "rules_test.yaml"], capture_output=True, text=True,
-                          cwd=tmp_path / "tests" / "ops")
+    proc = subprocess.run(
+        [promtool, "test", "rules", "rules_test.yaml"], capture_output=True, text=True, cwd=tmp_path / "tests" / "ops"
+    )
     assert proc.returncode != 0
     assert dropped in proc.stdout + proc.stderr

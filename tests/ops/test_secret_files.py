@@ -20,8 +20,9 @@ VALUES = Path(__file__).parent / "values" / "secret-files.yaml"
 
 
 def _sasl(**fields: str) -> KafkaConfig:
-    return KafkaConfig(security={"protocol": "SASL_SSL", "sasl": {"mechanism": "SCRAM-SHA-512", "username": "u",
-                                                                    **fields}})
+    return KafkaConfig(
+        security={"protocol": "SASL_SSL", "sasl": {"mechanism": "SCRAM-SHA-512", "username": "u", **fields}}
+    )
 
 
 def test_the_password_is_read_from_its_file_at_each_client(tmp_path: Path) -> None:
@@ -34,8 +35,11 @@ def test_the_password_is_read_from_its_file_at_each_client(tmp_path: Path) -> No
 
 
 def test_a_missing_password_file_says_which_setting_and_what_to_do(tmp_path: Path) -> None:
-    with pytest.raises(TopologyError, match=r"kafka\.security\.sasl\.password_file: cannot read .*/nope "
-                                            r"\(No such file or directory\): mount the Secret there"):
+    with pytest.raises(
+        TopologyError,
+        match=r"kafka\.security\.sasl\.password_file: cannot read .*/nope "
+        r"\(No such file or directory\): mount the Secret there",
+    ):
         clients.common(_sasl(password_file=str(tmp_path / "nope")))
 
 

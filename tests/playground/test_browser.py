@@ -74,7 +74,10 @@ def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
     run(page)
     rows = page.query_selector_all("#outputs tbody tr")
     assert [r.query_selector_all("td")[4].inner_text() for r in rows] == [
-        '{"who":"ann","n":1}', '{"who":"bob","n":1}', '{"who":"ann","n":2}']
+        '{"who":"ann","n":1}',
+        '{"who":"bob","n":1}',
+        '{"who":"ann","n":2}',
+    ]
 
 
 def _selected_node(page: Any) -> str | None:
@@ -145,8 +148,9 @@ def test_save_as_test_case_passes_the_conformance_runner(page: Any, playground: 
     if not RUNNER.exists():
         pytest.skip("the shared conformance runner is not beside the project")
     env = {**os.environ, "ES_TEST_CMD": f"{sys.executable} -m eventscript.cli.main test"}
-    done = subprocess.run([sys.executable, str(RUNNER), str(folder)], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, str(RUNNER), str(folder)], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     assert done.returncode == 0 and "1 passed, 0 failed" in done.stdout, done.stdout + done.stderr
 
 
@@ -199,8 +203,11 @@ def test_speed_of_diagnostics_and_of_a_large_run(page: Any, record_property: Any
     answered_ms = int(page.get_attribute("body", "data-fetched") or 0)
     assert page.inner_text("#outputs-count").startswith("0 of 0")
     assert "of 10000" in page.inner_text("#position")
-    print(f"\nplayground: diagnostics {diag_ms:.0f} ms after a keystroke (median of 15; "
-          f"min {min(times):.0f}, max {max(times):.0f}); 10,000-event run shown in {run_ms:.0f} ms, the server's answer parsed after {answered_ms} ms")
+    print(
+        f"\nplayground: diagnostics {diag_ms:.0f} ms after a keystroke (median of 15; "
+        f"min {min(times):.0f}, max {max(times):.0f}); 10,000-event run shown in {run_ms:.0f} ms, the server's "
+        f"answer parsed after {answered_ms} ms"
+    )
     record_property("diagnostics_ms", round(diag_ms))
     record_property("run_10000_ms", round(run_ms))
     assert diag_ms < 1000 and run_ms < 10_000  # the machine may be shared: load averages of 10-16 seen

@@ -44,8 +44,7 @@ def test_an_event_step_says_key_states_actions_and_timer() -> None:
     assert [a["text"] for a in first.actions] == ["{ n = 1; }"]
     waiting = [(m.text, m.line, m.col) for m in terms.waiting(first.after.state)]
     assert ("elapse[5 minutes]", 5, 5) in waiting and ("Closed()", 4, 5) in waiting
-    assert first.timers == [{"change": "set", "marker": "elapse[5 minutes]@5:5",
-                             "deadline": 1767254700000000}]
+    assert first.timers == [{"change": "set", "marker": "elapse[5 minutes]@5:5", "deadline": 1767254700000000}]
     closed_back = rec.steps[2]
     assert closed_back.key == ["back"] and closed_back.timers[0]["change"] == "stopped"
     assert [(m.text, m.line) for m in terms.waiting(closed_back.after.state)] == [("Opened()", 3)]
@@ -88,8 +87,11 @@ def _snapshots(engines, terms):  # type: ignore[no-untyped-def]
     return views
 
 
-@pytest.mark.parametrize(("programs", "trace"), _programs_and_traces(),
-                         ids=lambda x: x.stem if isinstance(x, Path) else "+".join(p.stem for p in x))
+@pytest.mark.parametrize(
+    ("programs", "trace"),
+    _programs_and_traces(),
+    ids=lambda x: x.stem if isinstance(x, Path) else "+".join(p.stem for p in x),
+)
 def test_the_state_after_event_n_is_the_testers(programs: list[Path], trace: Path) -> None:
     """For every prefix of the trace ending after an event, the recorded run's instances equal
     those of the tester's own run (``run_trace``, a ``feed_many``) over that prefix, and the
@@ -115,8 +117,17 @@ def test_the_state_after_event_n_is_the_testers(programs: list[Path], trace: Pat
 
 def test_cli_explain_prints_steps_and_checks_expectations(capsys: pytest.CaptureFixture[str]) -> None:
     d = TOPOLOGIES / "doors"
-    status = main(["test", "--explain", "--trace", str(d / "sample.trace"), str(d / "left_open.es"),
-                   "--expect", str(d / "expected.jsonl")])
+    status = main(
+        [
+            "test",
+            "--explain",
+            "--trace",
+            str(d / "sample.trace"),
+            str(d / "left_open.es"),
+            "--expect",
+            str(d / "expected.jsonl"),
+        ]
+    )
     out = capsys.readouterr().out
     assert status == 0, out
     assert "#0 " in out and "before: no instance (the event creates it)" in out
@@ -140,8 +151,17 @@ def test_a_lazy_dfa_is_explained_by_its_nfa_states() -> None:
 
 def test_cli_explain_of_a_topology_nests_the_second_stage(capsys: pytest.CaptureFixture[str]) -> None:
     d = TOPOLOGIES / "big-trades"
-    status = main(["test", "--explain", "--trace", str(d / "sample.trace"), str(d / "topology.yaml"),
-                   "--expect", str(d / "expected.jsonl")])
+    status = main(
+        [
+            "test",
+            "--explain",
+            "--trace",
+            str(d / "sample.trace"),
+            str(d / "topology.yaml"),
+            "--expect",
+            str(d / "expected.jsonl"),
+        ]
+    )
     out = capsys.readouterr().out
     assert status == 0, out
     assert "\n  #" in out and "[three-big-trades] FilteredTrade(" in out and "[filter] Trade(" in out

@@ -74,7 +74,7 @@ def test_a_step_names_its_outputs_and_states_are_explained() -> None:
     stage = result["stages"][0]
     timer = next(s for s in result["steps"] if s["kind"] == "timer")
     assert [result["outputs"][i]["event"] for i in timer["outputs"]] == ["LeftOpen"]
-    before = next(s for s in reversed(result["steps"][:timer["i"]]) if s["key"] == timer["key"])
+    before = next(s for s in reversed(result["steps"][: timer["i"]]) if s["key"] == timer["key"])
     waiting = stage["states"][json.dumps(before["after"]["state"])]["waiting"]
     assert {m["text"] for m in waiting} >= {"Closed()", "elapse[5 minutes]"}
     assert [stage["units"][u]["line"] for u in timer["actions"]] == [7]
@@ -82,7 +82,7 @@ def test_a_step_names_its_outputs_and_states_are_explained() -> None:
 
 def test_a_trace_error_says_where() -> None:
     ex = examples.load("topologies/doors")
-    result = service.run({**ex, "trace": "[2026-01-01 08:00:00]\nOpened(\"front\"\n"}, Limits())
+    result = service.run({**ex, "trace": '[2026-01-01 08:00:00]\nOpened("front"\n'}, Limits())
     where = result["trace_error"]
     assert where["line"] in (2, 3) and f"trace:{where['line']}:{where['col']}:" in result["error"]
 
@@ -110,12 +110,15 @@ def _ticks(n: int) -> str:
     return "[2026-01-01 00:00:00]\n" + "Tick()\n" * n
 
 
-@pytest.mark.parametrize(("limits", "words"), [
-    (Limits(outputs=5), "more than 5 events"),
-    (Limits(steps=7), "more than 7 steps"),
-    (Limits(run_seconds=0.0), "longer than 0 s"),
-    (Limits(trace_bytes=100), "over the playground's limit of 100"),
-])
+@pytest.mark.parametrize(
+    ("limits", "words"),
+    [
+        (Limits(outputs=5), "more than 5 events"),
+        (Limits(steps=7), "more than 7 steps"),
+        (Limits(run_seconds=0.0), "longer than 0 s"),
+        (Limits(trace_bytes=100), "over the playground's limit of 100"),
+    ],
+)
 def test_limits_stop_a_run_with_a_message(limits: Limits, words: str) -> None:
     result = service.run({"programs": [{"name": "p.es", "text": COUNTER}], "trace": _ticks(50)}, limits)
     assert words in result["error"]
@@ -143,8 +146,14 @@ def test_save_case_writes_a_conformance_case_that_passes(tmp_path: Path) -> None
 
 def _conformance(*folders: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ES_TEST_CMD": f"{sys.executable} -m eventscript.cli.main test"}
-    return subprocess.run([sys.executable, str(RUNNER), *map(str, folders)], capture_output=True, text=True,
-                          env=env, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, str(RUNNER), *map(str, folders)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_save_case_of_a_pipeline_writes_stages(tmp_path: Path) -> None:
@@ -203,7 +212,9 @@ def test_http_serves_the_page_and_answers_json(playground: tuple[str, Any]) -> N
     assert _get(url + "/api/examples/../../server.py")[0] == 404
     status, listed = _get(url + "/api/examples")
     assert status == 200 and any(e["id"] == "topologies/big-trades" for e in json.loads(listed))
-    status, answer = _post(url + "/api/check", json.dumps({"programs": [{"name": "p.es", "text": "in {} A\nA("}]}).encode())
+    status, answer = _post(
+        url + "/api/check", json.dumps({"programs": [{"name": "p.es", "text": "in {} A\nA("}]}).encode()
+    )
     assert status == 200 and answer["programs"][0]["diagnostics"][0]["line"] == 2
     status, answer = _post(url + "/api/check", b"not json")
     assert status == 400 and "not JSON" in answer["error"]
@@ -221,12 +232,28 @@ def test_the_command_prints_its_address_and_serves(tmp_path: Path) -> None:
     """``eventscript playground FILE --port 0`` prints the address it listens on; the page it
     serves opens with the file named."""
     program = TOPOLOGIES / "doors" / "left_open.es"
-    proc = subprocess.Popen([sys.executable, "-m", "eventscript.cli.main", "playground", str(program), "--port", "0",
-                             "--cases-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "eventscript.cli.main",
+            "playground",
+            str(program),
+            "--port",
+            "0",
+            "--cases-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert line.startswith("EventScript playground on http://127.0.0.1:"), line + (proc.stderr.read() if proc.stderr else "")
+        assert line.startswith("EventScript playground on http://127.0.0.1:"), line + (
+            proc.stderr.read() if proc.stderr else ""
+        )
         url = line.split()[3].rstrip("/")
         status, body = _get(url + "/api/initial")
         opened = json.loads(body)

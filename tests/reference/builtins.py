@@ -16,7 +16,9 @@ from typing import Any
 OUT_OF_BOUNDS, INVALID_OPERATION = 5, 8
 _DAY = 86_400_000_000
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ISO_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?)?(Z|[+-][0-9]{2}:[0-9]{2})?")
+_ISO_TEXT = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?)?(Z|[+-][0-9]{2}:[0-9]{2})?"
+)
 _LONG_TEXT = re.compile(r"[+-]?[0-9]+")
 _DOUBLE_TEXT = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[dDfF]?")
 
@@ -25,8 +27,7 @@ def iso_text(t: int) -> str:
     """A time as the output writes it (docs/language.md 10.2): ISO-8601 UTC, six fractional
     digits, ``Z``, the year in four digits (strftime writes year 930 as ``930``)."""
     d = _date(t)
-    return (f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}."
-            f"{d.microsecond:06d}Z")
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}.{d.microsecond:06d}Z"
 
 
 def _date(t: int) -> datetime:
@@ -89,7 +90,13 @@ def _round(x: float) -> int:
 
 
 _PURE: dict[str, Callable[..., Any]] = {
-    "sqrt": _sqrt, "log": _log, "exp": _exp, "pow": _pow, "floor": _floor, "ceil": _ceil, "round": _round,
+    "sqrt": _sqrt,
+    "log": _log,
+    "exp": _exp,
+    "pow": _pow,
+    "floor": _floor,
+    "ceil": _ceil,
+    "round": _round,
     "isNaN": lambda x: x != x,
     "indexOf": lambda s, sub: s.find(sub),
     "startsWith": lambda s, p: s.startswith(p),
@@ -111,8 +118,16 @@ _PURE: dict[str, Callable[..., Any]] = {
 MIN_TIME = (datetime(1, 1, 1, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
 MAX_TIME = (datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
 #: Functions that make a time from a count of units (docs/language.md 8), and their unit.
-TIME_MAKERS = {"microsecondsAfter": 1, "millisecondsAfter": 1000, "secondsAfter": 10**6, "minutesAfter": 60 * 10**6,
-               "hoursAfter": 3600 * 10**6, "daysAfter": _DAY, "timeOfEpochMillis": 1000, "timeOfEpochMicros": 1}
+TIME_MAKERS = {
+    "microsecondsAfter": 1,
+    "millisecondsAfter": 1000,
+    "secondsAfter": 10**6,
+    "minutesAfter": 60 * 10**6,
+    "hoursAfter": 3600 * 10**6,
+    "daysAfter": _DAY,
+    "timeOfEpochMillis": 1000,
+    "timeOfEpochMicros": 1,
+}
 
 
 def make_time(name: str, args: list[Any], error: Callable[[int, str], None]) -> int:
@@ -144,8 +159,7 @@ def call(name: str, args: list[Any], error: Callable[[int, str], None]) -> Any:
         return make_time(name, args, error)
     fn = _PURE.get(name)
     if fn is not None:
-        return fn(*[float(a) if isinstance(a, int) and name in ("sqrt", "log", "exp", "pow") else a
-                    for a in args])
+        return fn(*[float(a) if isinstance(a, int) and name in ("sqrt", "log", "exp", "pow") else a for a in args])
     if name == "substring":
         text, begin, end = args
         if not 0 <= begin <= end <= len(text):

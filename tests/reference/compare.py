@@ -17,7 +17,9 @@ def compiles(source: str) -> bool:
     return compile_source(source, name="ref").ok
 
 
-def run_tester(source: str | list[str], trace_text: str, *, lazy: bool, error_keys: bool = False) -> list[dict[str, Any]]:
+def run_tester(
+    source: str | list[str], trace_text: str, *, lazy: bool, error_keys: bool = False
+) -> list[dict[str, Any]]:
     """What ``eventscript test`` prints for a program (or a pipeline of them), one dict per line;
     ``$error`` reduced to its code (and its key, with ``error_keys``).
 
@@ -31,14 +33,16 @@ def run_tester(source: str | list[str], trace_text: str, *, lazy: bool, error_ke
     return cached
 
 
-def _run(source: str | list[str], trace_text: str, *, lazy: bool, mode: str = "auto",
-         error_keys: bool = False) -> list[dict[str, Any]]:
-    programs = [compile_source(s, name=f"stage{i + 1}", force_lazy=lazy).require()
-                for i, s in enumerate([source] if isinstance(source, str) else source)]
+def _run(
+    source: str | list[str], trace_text: str, *, lazy: bool, mode: str = "auto", error_keys: bool = False
+) -> list[dict[str, Any]]:
+    programs = [
+        compile_source(s, name=f"stage{i + 1}", force_lazy=lazy).require()
+        for i, s in enumerate([source] if isinstance(source, str) else source)
+    ]
     lines: list[dict[str, Any]] = []
     with mock.patch.dict(os.environ, {LAZY_MODE_ENV: mode}):
-        run_trace(programs, parse_trace(SourceFile("<trace>", trace_text)),
-                  lambda line: lines.append(line.to_json()))
+        run_trace(programs, parse_trace(SourceFile("<trace>", trace_text)), lambda line: lines.append(line.to_json()))
     return [comparable(line, error_keys=error_keys) for line in lines]
 
 

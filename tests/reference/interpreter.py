@@ -29,8 +29,14 @@ from .terms import EPS, Acts, Matcher, Symbol, Term, from_ast
 
 UNDECLARED, UNEXPECTED, BAD_VALUE = 1, 2, 6
 FIRINGS_AT_ONE_INSTANT = 1000
-_UNIT_MICROS = {"day": 86_400_000_000, "hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
-                "millisecond": 1000, "microsecond": 1}
+_UNIT_MICROS = {
+    "day": 86_400_000_000,
+    "hour": 3_600_000_000,
+    "minute": 60_000_000,
+    "second": 1_000_000,
+    "millisecond": 1000,
+    "microsecond": 1,
+}
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -135,16 +141,23 @@ class Reference:
         if self.downstream is not None:
             self.downstream.feed_emitted(name, value, ty)
             return
-        line: dict[str, Any] = {"time": format_time(self.now), "event": name,
-                                "value": json_double(value) if ty == DOUBLE else
-                                format_time(value) if ty == TIME else value}
+        line: dict[str, Any] = {
+            "time": format_time(self.now),
+            "event": name,
+            "value": json_double(value) if ty == DOUBLE else format_time(value) if ty == TIME else value,
+        }
         if key is not None:
             line["key"] = list(key)
         self.out.append(line)
 
     def _scope(self, inst: Instance) -> Scope:
-        return Scope(inst.variables, self.now, lambda c, m: self._error(c, m, inst.key),
-                     lambda n, v: self._emit(n, v, inst.key), key=inst.key)
+        return Scope(
+            inst.variables,
+            self.now,
+            lambda c, m: self._error(c, m, inst.key),
+            lambda n, v: self._emit(n, v, inst.key),
+            key=inst.key,
+        )
 
     # -- transitions -------------------------------------------------------------------
 
@@ -198,7 +211,9 @@ class Reference:
         8 and the marker does not fire (5.4, 7.7); ``.`` is a wildcard in any place."""
         if pattern.time_expr is not None:
             return max(self.now, evaluate(pattern.time_expr, scope))
-        date = [None if c is None or isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.date or [None] * 3]
+        date = [
+            None if c is None or isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.date or [None] * 3
+        ]
         clock = [None if isinstance(c, ast.Wild) else evaluate(c, scope) for c in pattern.time or []]
         hour, minute, second = ([*clock, 0, 0, 0])[:3]
         for value, low, high in zip([*date, hour, minute], (1, 1, 1, 0, 0), (9999, 12, 31, 23, 59)):
@@ -333,8 +348,12 @@ class Reference:
     def _fire_due(self, to: int) -> None:
         """Every stage's timers due by ``to``, earliest first, then in the order they were set."""
         while True:
-            due = [(i, stage) for stage in self.clock.stages for i in stage._live()
-                   if i.timer is not None and i.timer[0] <= to]
+            due = [
+                (i, stage)
+                for stage in self.clock.stages
+                for i in stage._live()
+                if i.timer is not None and i.timer[0] <= to
+            ]
             if not due:
                 return
             inst, stage = min(due, key=lambda d: d[0].timer[:2])  # type: ignore[index]
@@ -388,8 +407,11 @@ def _fits(value: Any, ty: Any) -> bool:
         # (docs/language.md 4.4), as in a program.
         if isinstance(value, list):  # written positionally: the declared order
             return len(value) == len(ty.fields) and all(_fits(v, t) for v, (_, t) in zip(value, ty.fields))
-        return isinstance(value, dict) and sorted(value) == sorted(n for n, _ in ty.fields) and all(
-            _fits(value[n], t) for n, t in ty.fields)
+        return (
+            isinstance(value, dict)
+            and sorted(value) == sorted(n for n, _ in ty.fields)
+            and all(_fits(value[n], t) for n, t in ty.fields)
+        )
     if isinstance(ty, ArrayType):
         return isinstance(value, list) and all(_fits(v, ty.element) for v in value)
     if ty == TIME:  # ISO-8601 text only

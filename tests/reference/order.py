@@ -23,7 +23,7 @@ def action_order(strands: Iterable[tuple[int, ...]]) -> list[int]:
     before: set[tuple[int, int]] = set()
     for strand in firsts:
         for i, a in enumerate(strand):
-            for b in strand[i + 1:]:
+            for b in strand[i + 1 :]:
                 before.add((a, b))
     nodes = {a for strand in firsts for a in strand}
     edges = {(a, b) for a, b in before if (b, a) not in before or a < b}

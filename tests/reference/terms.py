@@ -124,8 +124,9 @@ class Matcher:
     def __init__(self, root: Term, markers: dict[int, Marker], alphabet: Iterable[Symbol]) -> None:
         self.root = root
         self.markers = markers
-        self.alphabet = list(alphabet) + [("time", m.offset) for m in markers.values()
-                                          if m.kind in ("elapse", "arrive")]
+        self.alphabet = list(alphabet) + [
+            ("time", m.offset) for m in markers.values() if m.kind in ("elapse", "arrive")
+        ]
         self._lead: dict[Term, list[tuple[Acts, Term]]] = {}
         self._step: dict[tuple[Term, Symbol], list[tuple[Acts, Term]]] = {}
         self._feasible: dict[Term, bool] = {EPS: True}

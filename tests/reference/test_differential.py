@@ -17,9 +17,11 @@ from .generate import programs, traces
 from .interpreter import Trace, run_reference
 
 EXAMPLES = int(os.environ.get("REFERENCE_EXAMPLES", "90"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                           HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 
 
 def _agree(source: str | list[str], trace: Trace, text: str) -> None:

@@ -40,8 +40,7 @@ def test_paths_through_an_intersection_merge_in_text_order() -> None:
 
 
 def test_actions_of_a_difference_right_operand_react_to_its_match() -> None:
-    src = ("in {} Fail, {} Login, {} Logout\nout {} Suspicious\n"
-           ".* - ( .* Fail() Fail() Login() { !>Suspicious({}); } )")
+    src = "in {} Fail, {} Login, {} Logout\nout {} Suspicious\n.* - ( .* Fail() Fail() Login() { !>Suspicious({}); } )"
     events = [(n, {}) for n in ["Fail", "Login", "Fail", "Fail", "Login", "Logout", "Login"]]
     assert _values(src, events) == [{}]
 
@@ -52,16 +51,21 @@ def test_a_path_wrapping_round_a_loop_keeps_its_order() -> None:
 
 
 def test_termination_then_error_2() -> None:
-    src = ("in {} Open, long Item, {} Close\nout long Total\nOpen() { total = 0; }\n"
-           "( Item(x) { total = total + x; } )*\nClose() { !>Total(total); }")
+    src = (
+        "in {} Open, long Item, {} Close\nout long Total\nOpen() { total = 0; }\n"
+        "( Item(x) { total = total + x; } )*\nClose() { !>Total(total); }"
+    )
     events = [("Open", {}), ("Item", 5), ("Item", 7), ("Close", {}), ("Item", 1)]
     assert _values(src, events) == [12, 2]
 
 
-@pytest.mark.parametrize(("source", "events"), [
-    ("in long A\nout long T\n( A() | ( A() & ( A() | { !>T(1); } ) ) )*", []),
-    ("in long A, long C\nout long T\n( . | { !>T(5); } ){0,2} & . A()", [("C", 9)]),
-])
+@pytest.mark.parametrize(
+    ("source", "events"),
+    [
+        ("in long A\nout long T\n( A() | ( A() & ( A() | { !>T(1); } ) ) )*", []),
+        ("in long A, long C\nout long T\n( . | { !>T(5); } ){0,2} & . A()", [("C", 9)]),
+    ],
+)
 def test_infeasible_intersection_paths_run_no_actions(source: str, events: list[tuple[str, Any]]) -> None:
     items = _items(events)
     assert run_tester(source, render(items, T0), lazy=False) == run_reference(source, Trace(items))
@@ -81,8 +85,10 @@ def test_a_new_grouped_instance_evaluates_its_start_states_time_markers() -> Non
     # new instance enters its start state before its first event moves it on: n is not set yet.
     src = "in long A group(A % 2)\nout long O\n( elapse[(n) sec]() | A(v) { n = v; !>O(v); } )*"
     items = [("time", T0), ("event", "A", 5), ("time", T0 + 1_000_000)]
-    want = [{"time": "2026-01-01T00:00:00.000000Z", "event": "$error", "value": 3},
-            {"time": "2026-01-01T00:00:00.000000Z", "event": "O", "value": 5, "key": [1]}]
+    want = [
+        {"time": "2026-01-01T00:00:00.000000Z", "event": "$error", "value": 3},
+        {"time": "2026-01-01T00:00:00.000000Z", "event": "O", "value": 5, "key": [1]},
+    ]
     assert run_reference(src, Trace(items)) == want
     assert run_tester(src, render(items, T0), lazy=False) == want
 
@@ -122,13 +128,17 @@ BARE = "in long A group(A % 2), long B group(B % 2)\nout long O\n( A() B() { !>O
 KEEP_ALL = {RETIRE_ENV: "off", COMPACT_ENV: "off"}
 
 
-@pytest.mark.parametrize(("source", "events", "env"), [
-    (RETIRING, RETIRING_EVENTS, {RETIRE_ENV: "on"}),
-    (CLASSIFYING, [("A", 0), ("A", 0)], {RETIRE_ENV: "on"}),
-    (BARE, RETIRING_EVENTS, {}),  # what `eventscript test` does by default
-])
+@pytest.mark.parametrize(
+    ("source", "events", "env"),
+    [
+        (RETIRING, RETIRING_EVENTS, {RETIRE_ENV: "on"}),
+        (CLASSIFYING, [("A", 0), ("A", 0)], {RETIRE_ENV: "on"}),
+        (BARE, RETIRING_EVENTS, {}),  # what `eventscript test` does by default
+    ],
+)
 def test_retiring_an_instance_does_not_change_the_key_of_a_later_errors_line(
-        source: str, events: list[tuple[str, Any]], env: dict[str, str]) -> None:
+    source: str, events: list[tuple[str, Any]], env: dict[str, str]
+) -> None:
     items = _items(events)
     with mock.patch.dict(os.environ, KEEP_ALL):
         kept = run_tester(source, render(items, T0), lazy=False, error_keys=True)
@@ -175,8 +185,10 @@ def test_a_long_compared_with_a_double_is_promoted() -> None:
 def test_a_computed_arrive_component_out_of_range_is_error_8_and_does_not_fire() -> None:
     # docs/language.md 5.4: a computed component out of range is $error 8 and the marker does not
     # fire; a date may hold wildcards. n = 70 is no second; n = 20 fires at 00:00:20.
-    src = ("in long A\nout long O\n{ n = 70; }\n"
-           "( A(v) { n = v; } | arrive[.:.:(n)](t) { !>O(second(t)); } | arrive[.-.-01 00:00:50]() { !>O(50); } )*")
+    src = (
+        "in long A\nout long O\n{ n = 70; }\n"
+        "( A(v) { n = v; } | arrive[.:.:(n)](t) { !>O(second(t)); } | arrive[.-.-01 00:00:50]() { !>O(50); } )*"
+    )
     items = [("time", T0), ("event", "A", 20), ("time", T0 + 65_000_000)]
     _agree(src, items, [8, 20, 50])
 
@@ -185,8 +197,12 @@ def test_a_trace_builder_may_name_fields_in_any_order() -> None:
     # docs/language.md 4.4: a builder takes its field order from the type its context fixes; in a
     # trace that is the event's declared type. Written positionally, the values come in that order.
     src = "in {string s; long k;} H\nout string S\n( H(h) { !>S(h.s + h.k); } )*"
-    items = [("time", T0), ("event", "H", {"k": 1, "s": "x"}), ("event", "H", {"k": 2, "s": "y"}, True),
-             ("time", T0 + 1_000_000)]
+    items = [
+        ("time", T0),
+        ("event", "H", {"k": 1, "s": "x"}),
+        ("event", "H", {"k": 2, "s": "y"}, True),
+        ("time", T0 + 1_000_000),
+    ]
     _agree(src, items, ["x1", 6])
 
 
@@ -202,8 +218,10 @@ def test_a_time_made_from_epoch_units_beyond_year_9999_is_error_8_and_the_epoch(
 def test_an_elapse_that_cannot_fire_is_error_8() -> None:
     # docs/language.md 7.7, code 8: a non-finite elapse amount (1.0 / 0.0) and, like any time beyond
     # year 9999, a deadline that far: the marker does not fire; the other marker still does.
-    src = ("in long A\nout long T\n{ d = 0.0; }\n"
-           "( elapse[(1.0 / d) sec]() | elapse[1.0E15 days]() | elapse[2 sec]() { !>T(1); } )")
+    src = (
+        "in long A\nout long T\n{ d = 0.0; }\n"
+        "( elapse[(1.0 / d) sec]() | elapse[1.0E15 days]() | elapse[2 sec]() { !>T(1); } )"
+    )
     _agree(src, _items([]), [8, 8, 1])
 
 
@@ -217,7 +235,7 @@ def test_a_field_assignment_evaluates_its_structure_before_its_value() -> None:
 def test_a_pipeline_stage_has_started_before_any_event_reaches_it() -> None:
     # docs/language.md 10.3: the stages share one clock and start at the first timestamp; stage 1's
     # start emits S (undeclared in stage 2: $error 1) and T: stage 2's initial actions come first.
-    first = "in long A\nout string S, long T\n{ !>S(\"x\"); !>T(1); }\n( A() )*"
+    first = 'in long A\nout string S, long T\n{ !>S("x"); !>T(1); }\n( A() )*'
     second = "in long T\nout long O\n{ !>O(0); }\n( T(v) { !>O(v); } )*"
     items = _items([])
     want = [0, 1, 1]
@@ -237,7 +255,7 @@ def test_a_timer_firing_1000_times_at_one_instant_stops_until_the_next_event() -
 def test_time_of_text_that_is_not_iso_8601_is_error_8() -> None:
     # docs/language.md 8, time(s): "00:00:010" has three digits of seconds, which ISO-8601 does not
     # allow (Python's fromisoformat reads it as 1.0 seconds): $error 8 and the epoch.
-    src = "in long A\nout time M\n( A(v) { !>M(time(\"2026-01-01T00:00:0\" + v + \"Z\")); } )*"
+    src = 'in long A\nout time M\n( A(v) { !>M(time("2026-01-01T00:00:0" + v + "Z")); } )*'
     _agree(src, _items([("A", 10), ("A", 7)]), [8, "1970-01-01T00:00:00.000000Z", "2026-01-01T00:00:07.000000Z"])
 
 

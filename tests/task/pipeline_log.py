@@ -69,8 +69,9 @@ class MemoryLog:
             self.topics[topic] = [[] for _ in range(self.partitions_of(topic))]
         return self.topics[topic]
 
-    def send(self, topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Any, ts: int,
-             changelog: bool) -> None:
+    def send(
+        self, topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Any, ts: int, changelog: bool
+    ) -> None:
         if changelog:
             return
         parts = self.partition_list(topic)
@@ -81,8 +82,16 @@ class MemoryLog:
 
     # -- the confluent_kafka.Producer calls of produce_trace --
 
-    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = -1,
-                timestamp: int = 0, headers: Any = None, on_delivery: Any = None) -> None:
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = -1,
+        timestamp: int = 0,
+        headers: Any = None,
+        on_delivery: Any = None,
+    ) -> None:
         self.send(topic, partition, key, value, headers, timestamp, False)
 
     def poll(self, timeout: float = 0) -> int:
@@ -118,8 +127,9 @@ class PipelineRun:
             rep = topo.repartition_topic(cfg)
             self.log.topics[rep] = [[] for _ in range(plan.tasks)]
             for p in range(plan.tasks):
-                task = Task(p, program, cfg, cfg.inputs, rep, topo.changelog_topic(cfg), plan.tasks,
-                            store / f"{cfg.name}-{p}")
+                task = Task(
+                    p, program, cfg, cfg.inputs, rep, topo.changelog_topic(cfg), plan.tasks, store / f"{cfg.name}-{p}"
+                )
                 task.load_from_store()
                 task.attach(self.log.send)
                 task.set_progress(plan)
@@ -134,8 +144,13 @@ class PipelineRun:
         real = tools.Producer
         tools.Producer = lambda conf: self.log  # type: ignore[assignment,misc]
         try:
-            tools.produce_trace(self.topo.kafka, first, stage.compilation.program,  # type: ignore[union-attr]
-                                read_trace(str(trace)), self.partitions_of(first.inputs[0].topic))
+            tools.produce_trace(
+                self.topo.kafka,
+                first,
+                stage.compilation.program,  # type: ignore[union-attr]
+                read_trace(str(trace)),
+                self.partitions_of(first.inputs[0].topic),
+            )
         finally:
             tools.Producer = real  # type: ignore[misc]
 
@@ -146,7 +161,7 @@ class PipelineRun:
             part = self.log.partition_list(topic)[task.partition]
             at = cursors[topic]
             n = len(part) - at if take_all else rng.randint(0, min(4, len(part) - at))
-            for rec in part[at:at + n]:
+            for rec in part[at : at + n]:
                 task.add(rec)
             cursors[topic] = at + n
             happened += n

@@ -25,9 +25,11 @@ TOPOLOGY_FILES = sorted(TOPOLOGIES.glob("*/topology.yaml"))
 def simulated(path: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """``eventscript test``'s records, per topic and key."""
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    simulate(load_graph(path), read_trace(str(path.parent / "sample.trace")),
-             lambda line: out.setdefault((line.topic or "", repr(line.to_json().get("key"))), []).append(
-                 line.to_json()))
+    simulate(
+        load_graph(path),
+        read_trace(str(path.parent / "sample.trace")),
+        lambda line: out.setdefault((line.topic or "", repr(line.to_json().get("key"))), []).append(line.to_json()),
+    )
     return out
 
 

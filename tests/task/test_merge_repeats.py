@@ -30,8 +30,14 @@ T0 = 1_767_225_600_000  # ms
 
 def make_task(store: Path) -> Task:
     """A task reading the same event from two topics, "a" and "b"."""
-    cfg = ProgramConfig(name="p", source="p.es", clock="record", outputs={"default": "out"}, errors="err",
-                        inputs=[InputConfig(topic="a", event="Hit"), InputConfig(topic="b", event="Hit")])
+    cfg = ProgramConfig(
+        name="p",
+        source="p.es",
+        clock="record",
+        outputs={"default": "out"},
+        errors="err",
+        inputs=[InputConfig(topic="a", event="Hit"), InputConfig(topic="b", event="Hit")],
+    )
     task = Task(0, compile_source(COUNT, name="p").require(), cfg, cfg.inputs, "p-rep", "p-changelog", 1, store)
     task.load_from_store()
     return task

@@ -68,13 +68,26 @@ class PlainRecord:
 
 
 def tick(offset: int, ts: int, key: str, cls: Any = PlainRecord) -> Any:
-    return cls("in", 0, offset, ts, orjson.dumps([key]), orjson.dumps({"k": key, "n": offset}), *(
-        [None] if cls is ArrowRecord else []))
+    return cls(
+        "in",
+        0,
+        offset,
+        ts,
+        orjson.dumps([key]),
+        orjson.dumps({"k": key, "n": offset}),
+        *([None] if cls is ArrowRecord else []),
+    )
 
 
 def make_task(store: Path, clock: str = "record") -> Task:
-    cfg = ProgramConfig(name="p", source="p.es", clock=clock, inputs=[InputConfig(topic="in", event="Tick")],
-                        outputs={"default": "out"}, errors="err")
+    cfg = ProgramConfig(
+        name="p",
+        source="p.es",
+        clock=clock,
+        inputs=[InputConfig(topic="in", event="Tick")],
+        outputs={"default": "out"},
+        errors="err",
+    )
     return Task(0, compile_source(COUNT, name="p").require(), cfg, cfg.inputs, "p-rep", "p-changelog", 1, store)
 
 
@@ -148,8 +161,11 @@ def test_a_dry_run_feeds_nothing_and_tells_the_observer_keys_and_clocks(tmp_path
     for r in records:
         task.add(r)
     assert task.process(0) == 3
-    assert seen == [(0, ("a",), 0, T0 * 1000), (1, ("b",), T0 * 1000, (T0 + 40_000) * 1000),
-                    (2, ("a",), (T0 + 40_000) * 1000, -1)]
+    assert seen == [
+        (0, ("a",), 0, T0 * 1000),
+        (1, ("b",), T0 * 1000, (T0 + 40_000) * 1000),
+        (2, ("a",), (T0 + 40_000) * 1000, -1),
+    ]
     assert task.engine.instance_count == 0  # no instance, so no timer of "a" fired at +30 s
     assert task.take_outputs() == []
     task.close()

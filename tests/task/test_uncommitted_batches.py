@@ -34,8 +34,14 @@ CHANGELOG = "p-changelog"
 
 
 def make_task(store: Path) -> Task:
-    cfg = ProgramConfig(name="p", source="p.es", clock="record", inputs=[InputConfig(topic="in", event="Tick")],
-                        outputs={"default": "out"}, errors="err")
+    cfg = ProgramConfig(
+        name="p",
+        source="p.es",
+        clock="record",
+        inputs=[InputConfig(topic="in", event="Tick")],
+        outputs={"default": "out"},
+        errors="err",
+    )
     task = Task(0, compile_source(PAIR, name="p").require(), cfg, cfg.inputs, "p-rep", CHANGELOG, 1, store)
     return task
 
@@ -53,8 +59,11 @@ class ChangelogPartition:
         self._next: int | None = None
 
     def append(self, key: bytes | None, value: bytes | None, headers: Any) -> None:
-        self.records.append(confluent_kafka.Message(topic=CHANGELOG, partition=0, offset=len(self.records),
-                                                    key=key, value=value, headers=list(headers)))
+        self.records.append(
+            confluent_kafka.Message(
+                topic=CHANGELOG, partition=0, offset=len(self.records), key=key, value=value, headers=list(headers)
+            )
+        )
 
     def assign(self, tps: list[confluent_kafka.TopicPartition]) -> None:
         (tp,) = tps
@@ -62,12 +71,17 @@ class ChangelogPartition:
 
     def consume(self, num_messages: int, timeout: float) -> list[confluent_kafka.Message]:
         assert self._next is not None
-        out = self.records[self._next:self._next + num_messages]
+        out = self.records[self._next : self._next + num_messages]
         self._next += len(out)
         if self._next >= len(self.records):
-            out.append(confluent_kafka.Message(topic=CHANGELOG, partition=0, offset=self._next,
-                                               error=confluent_kafka.KafkaError(
-                                                   confluent_kafka.KafkaError._PARTITION_EOF)))
+            out.append(
+                confluent_kafka.Message(
+                    topic=CHANGELOG,
+                    partition=0,
+                    offset=self._next,
+                    error=confluent_kafka.KafkaError(confluent_kafka.KafkaError._PARTITION_EOF),
+                )
+            )
         return out
 
     def unassign(self) -> None:

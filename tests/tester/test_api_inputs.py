@@ -40,15 +40,18 @@ def test_feed_json_rejects_a_lone_surrogate_as_error_6() -> None:
     assert out[1].value == "fine \U0001f600"
 
 
-@pytest.mark.parametrize(("t", "says"), [
-    (parse_time("2025-12-31T23:59:59Z"), "goes back in time"),
-    (math.nan, "got float nan"),
-    (math.inf, "got float inf"),
-    (10**20, "outside years 1 to 9999"),
-    (MAX_TIME + 1, "outside years 1 to 9999"),
-    (True, "got bool"),
-    ("2026-01-02", "got str"),
-])
+@pytest.mark.parametrize(
+    ("t", "says"),
+    [
+        (parse_time("2025-12-31T23:59:59Z"), "goes back in time"),
+        (math.nan, "got float nan"),
+        (math.inf, "got float inf"),
+        (10**20, "outside years 1 to 9999"),
+        (MAX_TIME + 1, "outside years 1 to 9999"),
+        (True, "got bool"),
+        ("2026-01-02", "got str"),
+    ],
+)
 def test_advance_to_refuses_what_the_trace_reader_refuses(t: object, says: str) -> None:
     eng, clock, out = engine(TICKING)
     eng.feed("Go", [])
@@ -100,8 +103,9 @@ def test_an_external_function_returning_a_lone_surrogate_is_error_7() -> None:
     ( N(n) { !>S(chr(n)); } )*
     """
     lines = run(program, "[2026-01-01 00:00:00]\nN(55296)\nN(233)")
-    assert [(line["event"], line["value"].get("code") if line["event"] == "$error" else line["value"])
-            for line in lines] == [("$error", 7), ("S", ""), ("S", "é")]
+    assert [
+        (line["event"], line["value"].get("code") if line["event"] == "$error" else line["value"]) for line in lines
+    ] == [("$error", 7), ("S", ""), ("S", "é")]
 
 
 def test_an_external_error_message_with_a_lone_surrogate_is_spelled_out(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -41,8 +41,9 @@ def run_cases(*cases: Path) -> subprocess.CompletedProcess[str]:
     command = str(EVENTSCRIPT) if EVENTSCRIPT.exists() else shutil.which("eventscript")
     assert command, "no eventscript command: install the project into this environment"
     env = dict(os.environ, ES_TEST_CMD=f"{command} test", ES_CASE_TIMEOUT="60")
-    return subprocess.run([sys.executable, str(RUNNER), *map(str, cases)], capture_output=True,
-                          text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(RUNNER), *map(str, cases)], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def _marks(case: Path) -> list[pytest.MarkDecorator]:
@@ -53,8 +54,9 @@ def _marks(case: Path) -> list[pytest.MarkDecorator]:
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=_marks(c)) for c in CASE_DIRS])
 def test_own_case(case: Path) -> None:
     result = run_cases(case)
-    assert result.returncode == 0 and "1 passed, 0 failed" in result.stdout, \
+    assert result.returncode == 0 and "1 passed, 0 failed" in result.stdout, (
         f"{case.name}:\n{result.stdout}{result.stderr}"
+    )
 
 
 def test_every_case_is_complete() -> None:

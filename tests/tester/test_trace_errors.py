@@ -32,15 +32,18 @@ def error_of(trace: str) -> TraceError:
     return info.value
 
 
-@pytest.mark.parametrize(("trace", "says"), [
-    ("[2026-01-01 9223372036854775807:00:00]", "hour 9223372036854775807 is out of range 0..23"),
-    ("[99999999999-01-01 00:00:00]", "year 99999999999 is out of range 1..9999"),
-    ("[2026-01-01 00:00:00]\n[00:00:" + "9" * 30 + "]", "second"),
-    ("[2026-01-01 00:00:1e3]", "seconds must be digits"),
-    ("[2026-01-01 00:00:1.5e3]", "seconds must be digits"),
-    ("[2026-02-30]", "day is out of range for month"),
-    ("[0-01-01]", "year 0 is out of range"),
-])
+@pytest.mark.parametrize(
+    ("trace", "says"),
+    [
+        ("[2026-01-01 9223372036854775807:00:00]", "hour 9223372036854775807 is out of range 0..23"),
+        ("[99999999999-01-01 00:00:00]", "year 99999999999 is out of range 1..9999"),
+        ("[2026-01-01 00:00:00]\n[00:00:" + "9" * 30 + "]", "second"),
+        ("[2026-01-01 00:00:1e3]", "seconds must be digits"),
+        ("[2026-01-01 00:00:1.5e3]", "seconds must be digits"),
+        ("[2026-02-30]", "day is out of range for month"),
+        ("[0-01-01]", "year 0 is out of range"),
+    ],
+)
 def test_impossible_timestamps_are_trace_errors(trace: str, says: str) -> None:
     err = error_of(trace)
     assert says in err.message

@@ -35,10 +35,42 @@ EXTRA_SPAN_US = 30 * 24 * 3600 * 1_000_000
 #: Per input, reading and running together.
 BUDGET_S = 5.0
 
-INSERTS = [b"0", b"9", b"99999999999999999999", b"-", b".", b"e", b"1e3", b":", b"[", b"]", b"{", b"}", b"(",
-           b")", b",", b'"', b"\\", b"\\u", b"\\ud800", b"\\udc00", b"\\ud83d\\ude00", b"\\n", b"//", b"\n",
-           b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xef\xbb\xbf", b"[" * 200, b"]" * 50, b"Start()", b"true",
-           b"[2026-01-01]", b"[9999-12-31 23:59:59]"]
+INSERTS = [
+    b"0",
+    b"9",
+    b"99999999999999999999",
+    b"-",
+    b".",
+    b"e",
+    b"1e3",
+    b":",
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b"(",
+    b")",
+    b",",
+    b'"',
+    b"\\",
+    b"\\u",
+    b"\\ud800",
+    b"\\udc00",
+    b"\\ud83d\\ude00",
+    b"\\n",
+    b"//",
+    b"\n",
+    b"\xff",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b"\xef\xbb\xbf",
+    b"[" * 200,
+    b"]" * 50,
+    b"Start()",
+    b"true",
+    b"[2026-01-01]",
+    b"[9999-12-31 23:59:59]",
+]
 
 
 @cache

@@ -33,10 +33,18 @@ def two_stage(first: str = "first.es", second: str = "second.es", **overrides: A
     topo: dict[str, Any] = {
         "application": "t",
         "programs": [
-            {"name": "first", "source": first, "inputs": [{"topic": "readings", "event": "Reading"}],
-             "outputs": {"default": "hot"}},
-            {"name": "second", "source": second, "inputs": [{"topic": "hot", "event_from": {"header": "es-event"}}],
-             "outputs": {"default": "alarms"}},
+            {
+                "name": "first",
+                "source": first,
+                "inputs": [{"topic": "readings", "event": "Reading"}],
+                "outputs": {"default": "hot"},
+            },
+            {
+                "name": "second",
+                "source": second,
+                "inputs": [{"topic": "hot", "event_from": {"header": "es-event"}}],
+                "outputs": {"default": "alarms"},
+            },
         ],
         "topics": {"readings": {"partitions": 2, "external": True}},
     }

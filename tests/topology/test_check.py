@@ -19,8 +19,10 @@ def test_a_fitting_topology_has_no_findings(write_topology: Callable[..., Path])
 
 
 def test_a_program_that_does_not_compile(write_topology: Callable[..., Path]) -> None:
-    f = only(findings(write_topology, two_stage(), {"first.es": READINGS, "second.es": "in {long x;} A\n( B() )*"}),
-             "compile")
+    f = only(
+        findings(write_topology, two_stage(), {"first.es": READINGS, "second.es": "in {long x;} A\n( B() )*"}),
+        "compile",
+    )
     assert f.severity is Severity.ERROR
     assert "program second does not compile" in f.message and "second.es:2:" in f.message
     assert f.where.endswith("topology.yaml:11:11")  # programs[1].source
@@ -45,8 +47,10 @@ def test_an_output_route_for_an_undeclared_event(write_topology: Callable[..., P
     topo["programs"][1]["outputs"] = {"Alarms": "alarms"}
     found = findings(write_topology, topo)
     f = only(found, "unknown-output")
-    assert "routes output Alarms to topic alarms, but second.es declares no output Alarms (its outputs: Alarm)" \
+    assert (
+        "routes output Alarms to topic alarms, but second.es declares no output Alarms (its outputs: Alarm)"
         in f.message
+    )
     w = only(found, "unrouted-output")  # and Alarm itself now goes nowhere
     assert w.severity is Severity.WARNING and "declares output Alarm" in w.message and "dropped" in w.message
 
@@ -55,8 +59,7 @@ def test_a_reader_that_cannot_decode_program_records(write_topology: Callable[..
     topo = two_stage()
     topo["programs"][1]["inputs"][0] = {"topic": "hot", "event_from": {"field": "type"}}
     f = only(findings(write_topology, topo), "undecodable")
-    assert "program second reads topic hot with event_from: {field: type}, but programs (first) write it" \
-        in f.message
+    assert "program second reads topic hot with event_from: {field: type}, but programs (first) write it" in f.message
     assert "event_from: {header: es-event}" in (f.hint or "")
 
 
@@ -65,32 +68,49 @@ def test_a_fixed_event_name_nobody_writes_there(write_topology: Callable[..., Pa
     topo = two_stage()
     topo["programs"][1]["inputs"][0] = {"topic": "hot", "event": "Warm"}
     f = only(findings(write_topology, topo, {"first.es": READINGS, "second.es": second}), "not-written")
-    assert "program second reads event Warm from topic hot, but no program writes Warm there " \
-           "(written there: Hot (first))" in f.message
+    assert (
+        "program second reads event Warm from topic hot, but no program writes Warm there "
+        "(written there: Hot (first))" in f.message
+    )
 
 
 def test_an_event_written_to_a_reader_that_does_not_declare_it(write_topology: Callable[..., Path]) -> None:
-    first = READINGS.replace("out {string site; string sensor; double peak;} Hot",
-                             "out {string site; string sensor; double peak;} Hot, {string sensor;} Cold")
+    first = READINGS.replace(
+        "out {string site; string sensor; double peak;} Hot",
+        "out {string site; string sensor; double peak;} Hot, {string sensor;} Cold",
+    )
     f = only(findings(write_topology, two_stage(), {"first.es": first, "second.es": ALARM}), "undeclared-input")
-    assert "program first writes event Cold to topic hot, which program second reads, but second.es declares " \
-           "no input Cold" in f.message
+    assert (
+        "program first writes event Cold to topic hot, which program second reads, but second.es declares "
+        "no input Cold" in f.message
+    )
 
 
-@pytest.mark.parametrize(("reader_type", "difference"), [
-    ("{string site; string sensor; long peak;}", "field 3 is 'double peak' in the writer but 'long peak' in the reader"),
-    ("{string site; string name; double peak;}", "field 2 is 'string sensor' in the writer but 'string name' in"),
-    ("{string sensor; string site; double peak;}", "field 1 is 'string site' in the writer but 'string sensor' in"),
-    ("{string site; string sensor;}", "the writer has an extra field 3 'double peak'"),
-    ("{string site; string sensor; double peak; long n;}", "the reader expects a field 4 'long n'"),
-])
-def test_types_must_agree_field_by_field(write_topology: Callable[..., Path], reader_type: str,
-                                         difference: str) -> None:
-    second = ("in " + reader_type + " Hot group(Hot.site)\nout {string site;} Alarm\n"
-              "( Hot(h) { !>Alarm({site: h.site}); } )*\n")
+@pytest.mark.parametrize(
+    ("reader_type", "difference"),
+    [
+        (
+            "{string site; string sensor; long peak;}",
+            "field 3 is 'double peak' in the writer but 'long peak' in the reader",
+        ),
+        ("{string site; string name; double peak;}", "field 2 is 'string sensor' in the writer but 'string name' in"),
+        ("{string sensor; string site; double peak;}", "field 1 is 'string site' in the writer but 'string sensor' in"),
+        ("{string site; string sensor;}", "the writer has an extra field 3 'double peak'"),
+        ("{string site; string sensor; double peak; long n;}", "the reader expects a field 4 'long n'"),
+    ],
+)
+def test_types_must_agree_field_by_field(
+    write_topology: Callable[..., Path], reader_type: str, difference: str
+) -> None:
+    second = (
+        "in " + reader_type + " Hot group(Hot.site)\nout {string site;} Alarm\n"
+        "( Hot(h) { !>Alarm({site: h.site}); } )*\n"
+    )
     f = only(findings(write_topology, two_stage(), {"first.es": READINGS, "second.es": second}), "type")
-    assert "type mismatch on topic hot: program first writes Hot as {string site; string sensor; double peak;}" \
+    assert (
+        "type mismatch on topic hot: program first writes Hot as {string site; string sensor; double peak;}"
         in f.message
+    )
     assert "first.es:3:" in f.message and "second.es:1:" in f.message  # both declarations
     assert f"program second reads it as Hot {reader_type}" in f.message
     assert difference in f.message
@@ -100,8 +120,10 @@ def test_a_grouped_reader_of_an_ungrouped_writer_needs_keyed_false(write_topolog
     first = READINGS.replace(" group(Reading.sensor)", "")
     found = findings(write_topology, two_stage(), {"first.es": first, "second.es": ALARM})
     f = only(found, "keys")
-    assert "program second is grouped, so its input records must be keyed, but program first is not grouped" \
-        in f.message and "$error 6" in f.message
+    assert (
+        "program second is grouped, so its input records must be keyed, but program first is not grouped" in f.message
+        and "$error 6" in f.message
+    )
     assert "keyed: false" in (f.hint or "")
     topo = two_stage()
     topo["programs"][1]["inputs"][0]["keyed"] = False
@@ -123,17 +145,21 @@ in {string site; string sensor; double peak;} Hot group(Hot.site)
 out {string site; string sensor; double celsius;} Reading
 ( Hot(h) { !>Reading({site: h.site, sensor: h.sensor, celsius: h.peak}); } )*
 """
-    topo["programs"][1] = {"name": "second", "source": "second.es",
-                           "inputs": [{"topic": "hot", "event_from": {"header": "es-event"}}],
-                           "outputs": {"default": "readings"}}
+    topo["programs"][1] = {
+        "name": "second",
+        "source": "second.es",
+        "inputs": [{"topic": "hot", "event_from": {"header": "es-event"}}],
+        "outputs": {"default": "readings"},
+    }
     f = only(findings(write_topology, topo, {"first.es": READINGS, "second.es": back}), "cycle")
     assert "the programs form a cycle: first → second → first" in f.message
 
 
 def test_an_input_nobody_writes(write_topology: Callable[..., Path]) -> None:
-    second = ALARM.replace("in {string site; string sensor; double peak;} Hot group(Hot.site)",
-                           "in {string site; string sensor; double peak;} Hot group(Hot.site),\n"
-                           "   {string site;} Reset group(Reset.site)")
+    second = ALARM.replace(
+        "in {string site; string sensor; double peak;} Hot group(Hot.site)",
+        "in {string site; string sensor; double peak;} Hot group(Hot.site),\n   {string site;} Reset group(Reset.site)",
+    )
     f = only(findings(write_topology, two_stage(), {"first.es": READINGS, "second.es": second}), "unfed-input")
     assert f.severity is Severity.WARNING
     assert "program second declares input Reset (" in f.message and "second.es:3:" in f.message
@@ -143,14 +169,17 @@ def test_an_input_nobody_writes(write_topology: Callable[..., Path]) -> None:
 def test_an_undeclared_source_topic(write_topology: Callable[..., Path]) -> None:
     f = only(findings(write_topology, two_stage(topics={})), "unwritten-topic")
     assert f.severity is Severity.ERROR
-    assert ("topic readings is read by program first but written by no program of the topology, and it is not "
-            "declared as an external source") in f.message
+    assert (
+        "topic readings is read by program first but written by no program of the topology, and it is not "
+        "declared as an external source"
+    ) in f.message
     assert f.hint is not None and "readings: {external: true, partitions: N}" in f.hint
     assert f.where.endswith("topology.yaml:6:12")
 
 
-def test_the_command_fails_on_errors_and_prints_where(write_topology: Callable[..., Path],
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_fails_on_errors_and_prints_where(
+    write_topology: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     topo = copy.deepcopy(two_stage())
     topo["programs"][0]["inputs"][0]["event"] = "Readng"
     path = write_topology(topo, OK)
@@ -160,8 +189,9 @@ def test_the_command_fails_on_errors_and_prints_where(write_topology: Callable[.
     assert "1 error(s)" in out.err
 
 
-def test_the_command_passes_and_strict_fails_on_warnings(write_topology: Callable[..., Path],
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_passes_and_strict_fails_on_warnings(
+    write_topology: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     topo = two_stage()
     del topo["programs"][1]["outputs"]
     path = write_topology(topo, OK)

@@ -50,8 +50,9 @@ def test_the_plan_lists_every_topic_with_its_role(write_topology: Callable[..., 
 
 
 def test_the_plan_compares_with_the_broker(write_topology: Callable[..., Path]) -> None:
-    graph = load_graph(write_topology(two_stage(topics={"readings": {"partitions": 2}, "hot": {"partitions": 2}}),
-                                      PROGRAMS))
+    graph = load_graph(
+        write_topology(two_stage(topics={"readings": {"partitions": 2}, "hot": {"partitions": 2}}), PROGRAMS)
+    )
     topics = plan(graph, {"readings": 2, "hot": 4})
     text = render(topics, with_broker=True)
     assert "exists (2 partitions)" in text
@@ -60,21 +61,34 @@ def test_the_plan_compares_with_the_broker(write_topology: Callable[..., Path]) 
 
 
 def test_apply_creates_what_is_missing(write_topology: Callable[..., Path]) -> None:
-    graph = load_graph(write_topology(two_stage(topics={"readings": {"partitions": 2}, "hot": {"partitions": 2}}),
-                                      PROGRAMS))
+    graph = load_graph(
+        write_topology(two_stage(topics={"readings": {"partitions": 2}, "hot": {"partitions": 2}}), PROGRAMS)
+    )
     admin = FakeAdmin({"readings": 2})
     created = apply(graph, admin)
-    assert {t.name for t in created} == set(admin.created) == {
-        "hot", "alarms", "first-errors", "second-errors", "t.first-repartition", "t.first-changelog",
-        "t.second-repartition", "t.second-changelog"}
+    assert (
+        {t.name for t in created}
+        == set(admin.created)
+        == {
+            "hot",
+            "alarms",
+            "first-errors",
+            "second-errors",
+            "t.first-repartition",
+            "t.first-changelog",
+            "t.second-repartition",
+            "t.second-changelog",
+        }
+    )
     assert admin.created["t.first-changelog"].config == {"cleanup.policy": "compact"}
     assert admin.created["t.second-changelog"].partitions == 2
     assert apply(graph, admin) == []  # nothing left to create
 
 
 def test_apply_refuses_to_change_partition_counts(write_topology: Callable[..., Path]) -> None:
-    graph = load_graph(write_topology(two_stage(topics={"readings": {"partitions": 2}, "hot": {"partitions": 2}}),
-                                      PROGRAMS))
+    graph = load_graph(
+        write_topology(two_stage(topics={"readings": {"partitions": 2}, "hot": {"partitions": 2}}), PROGRAMS)
+    )
     admin = FakeAdmin({"readings": 2, "hot": 4})
     with pytest.raises(PlanRefused, match=r"refusing to change partition counts .*hot has 4 partitions, the plan 2"):
         apply(graph, admin)
@@ -87,8 +101,9 @@ def test_apply_refuses_an_undeclared_missing_source(write_topology: Callable[...
         apply(graph, FakeAdmin({}))
 
 
-def test_the_plan_command_without_a_broker(write_topology: Callable[..., Path],
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_plan_command_without_a_broker(
+    write_topology: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["topology", "plan", str(write_topology(two_stage(), PROGRAMS))]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["topic", "role", "partitions", "replication", "cleanup"]

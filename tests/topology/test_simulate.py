@@ -55,11 +55,22 @@ def test_two_stages_route_by_the_topic_map(write_topology: Callable[..., Path], 
 def test_fan_out_and_fan_in(write_topology: Callable[..., Path], tmp_path: Path) -> None:
     topo = two_stage()
     topo["programs"][1]["outputs"] = {"default": "merged-in"}
-    topo["programs"].append({"name": "count", "source": "count.es", "inputs": [{"topic": "hot", "event": "Hot"}],
-                             "outputs": {"default": "merged-in"}})
-    topo["programs"].append({"name": "merge", "source": "merge.es",
-                             "inputs": [{"topic": "merged-in", "event_from": {"header": "es-event"}}],
-                             "outputs": {"default": "seen"}})
+    topo["programs"].append(
+        {
+            "name": "count",
+            "source": "count.es",
+            "inputs": [{"topic": "hot", "event": "Hot"}],
+            "outputs": {"default": "merged-in"},
+        }
+    )
+    topo["programs"].append(
+        {
+            "name": "merge",
+            "source": "merge.es",
+            "inputs": [{"topic": "merged-in", "event_from": {"header": "es-event"}}],
+            "outputs": {"default": "seen"},
+        }
+    )
     path = write_topology(topo, {"first.es": READINGS, "second.es": ALARM, "count.es": COUNT, "merge.es": MERGE})
     out = run(path, TRACE, tmp_path)
     # each Hot goes to both readers of 'hot' (in topology order); both feed 'merge'
@@ -67,14 +78,17 @@ def test_fan_out_and_fan_in(write_topology: Callable[..., Path], tmp_path: Path)
     assert {o["topic"] for o in out} == {"seen"}
 
 
-def test_errors_of_every_program_are_output_with_their_topic(write_topology: Callable[..., Path],
-                                                             tmp_path: Path) -> None:
+def test_errors_of_every_program_are_output_with_their_topic(
+    write_topology: Callable[..., Path], tmp_path: Path
+) -> None:
     second = ALARM.replace("!>Alarm({site: h.site, peak: h.peak});", "!>Alarm({site: h.site, peak: 1.0 / 0.0});")
     second = second.replace("double peak;} Alarm", "long peak;} Alarm").replace("1.0 / 0.0", "1 / 0")
     out = run(write_topology(two_stage(), {"first.es": READINGS, "second.es": second}), TRACE, tmp_path)
     errors = [o for o in out if o["event"] == "$error"]
     assert [(o["event"], o["value"]["code"], o["program"], o["topic"]) for o in errors] == [
-        ("$error", 4, "second", "second-errors"), ("$error", 4, "second", "second-errors")]
+        ("$error", 4, "second", "second-errors"),
+        ("$error", 4, "second", "second-errors"),
+    ]
 
 
 def test_timers_of_all_programs_share_one_clock(write_topology: Callable[..., Path], tmp_path: Path) -> None:
@@ -84,16 +98,25 @@ out {string site;} Quiet
 ( Alarm(a) elapse[5 min]() { !>Quiet({site: a.site}); } )*
 """
     topo = two_stage()
-    topo["programs"].append({"name": "late", "source": "late.es",
-                             "inputs": [{"topic": "alarms", "event": "Alarm"}], "outputs": {"default": "quiet"}})
+    topo["programs"].append(
+        {
+            "name": "late",
+            "source": "late.es",
+            "inputs": [{"topic": "alarms", "event": "Alarm"}],
+            "outputs": {"default": "quiet"},
+        }
+    )
     path = write_topology(topo, {"first.es": READINGS, "second.es": ALARM, "late.es": late})
     out = run(path, TRACE + "[00:10:00]\n", tmp_path)
-    assert [(o["time"], o["event"]) for o in out] == [("2026-01-01T00:05:00.000000Z", "Quiet"),
-                                                      ("2026-01-01T00:06:00.000000Z", "Quiet")]
+    assert [(o["time"], o["event"]) for o in out] == [
+        ("2026-01-01T00:05:00.000000Z", "Quiet"),
+        ("2026-01-01T00:06:00.000000Z", "Quiet"),
+    ]
 
 
-def test_the_test_command_takes_a_topology(write_topology: Callable[..., Path], tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_test_command_takes_a_topology(
+    write_topology: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write_topology(two_stage(), {"first.es": READINGS, "second.es": ALARM})
     trace = tmp_path / "t.trace"
     trace.write_text(TRACE, encoding="utf-8")
@@ -106,8 +129,9 @@ def test_the_test_command_takes_a_topology(write_topology: Callable[..., Path], 
     assert "1 events expected, 2 emitted" in capsys.readouterr().out
 
 
-def test_the_test_command_refuses_a_miswired_topology(write_topology: Callable[..., Path], tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_test_command_refuses_a_miswired_topology(
+    write_topology: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     topo = two_stage()
     topo["programs"][0]["inputs"][0]["event"] = "Readng"
     path = write_topology(topo, {"first.es": READINGS, "second.es": ALARM})

@@ -21,7 +21,9 @@ from .conftest import ALARM, OK, READINGS, findings, only, two_stage
 
 READING_TYPE = "{string site; string sensor; double celsius;}"
 #: The second stage with one more input, Reset, that nothing in the two-stage topology writes.
-SECOND_WITH_RESET = ALARM.replace("Hot group(Hot.site)", "Hot group(Hot.site),\n   {string site;} Reset group(Reset.site)")
+SECOND_WITH_RESET = ALARM.replace(
+    "Hot group(Hot.site)", "Hot group(Hot.site),\n   {string site;} Reset group(Reset.site)"
+)
 
 
 def with_source(**spec: Any) -> dict[str, Any]:
@@ -50,8 +52,9 @@ def test_a_topic_declared_external_that_a_program_writes(write_topology: Callabl
     topo["topics"]["hot"] = {"partitions": 2, "external": True}
     f = only(findings(write_topology, topo), "external-written")
     assert f.severity is Severity.ERROR
-    assert "topic hot is declared external (written from outside the topology), but program first writes it" \
-        in f.message
+    assert (
+        "topic hot is declared external (written from outside the topology), but program first writes it" in f.message
+    )
     assert f.where.endswith("topology.yaml:24:15")  # topics.hot.external
 
 
@@ -88,14 +91,20 @@ def test_a_declared_event_the_header_reader_does_not_declare(write_topology: Cal
 
 def test_an_input_no_declared_event_feeds_is_a_warning(write_topology: Callable[..., Path]) -> None:
     second = SECOND_WITH_RESET
-    found = findings(write_topology, _second_reads_a_source_by_header(events=["Hot"]),
-                     {"first.es": READINGS, "second.es": second})
+    found = findings(
+        write_topology, _second_reads_a_source_by_header(events=["Hot"]), {"first.es": READINGS, "second.es": second}
+    )
     f = only(found, "unfed-input")
     assert "program second declares input Reset (" in f.message
     assert "no external topic's 'events:' lists it" in f.message
     # Without 'events:' a source may carry any event, so nothing is reported.
-    assert [x for x in findings(write_topology, _second_reads_a_source_by_header(),
-                                {"first.es": READINGS, "second.es": second}) if x.code == "unfed-input"] == []
+    assert [
+        x
+        for x in findings(
+            write_topology, _second_reads_a_source_by_header(), {"first.es": READINGS, "second.es": second}
+        )
+        if x.code == "unfed-input"
+    ] == []
 
 
 def test_a_declared_type_that_differs_from_the_readers(write_topology: Callable[..., Path]) -> None:
@@ -107,15 +116,19 @@ def test_a_declared_type_that_differs_from_the_readers(write_topology: Callable[
     assert "field 3 is 'long celsius' in the declaration but 'double celsius' in the reader" in f.message
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("{string site; strin sensor;}", "unknown type 'strin'"),
-    ("{string site", "expected"),
-    ("double extra", "unexpected 'extra' after the type"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{string site; strin sensor;}", "unknown type 'strin'"),
+        ("{string site", "expected"),
+        ("double extra", "unexpected 'extra' after the type"),
+    ],
+)
 def test_a_declared_type_that_is_not_a_type(write_topology: Callable[..., Path], text: str, problem: str) -> None:
     f = only(findings(write_topology, with_source(events={"Reading": text})), "event-type")
-    assert f"topic readings declares event Reading with the type {text!r}, which is not an EventScript type" \
-        in f.message
+    assert (
+        f"topic readings declares event Reading with the type {text!r}, which is not an EventScript type" in f.message
+    )
     assert problem in f.message
     assert f.where.endswith("topology.yaml:23:16")  # topics.readings.events.Reading
 
@@ -123,19 +136,26 @@ def test_a_declared_type_that_is_not_a_type(write_topology: Callable[..., Path],
 def test_types_in_a_declaration_are_parsed_as_in_a_program() -> None:
     assert parse_event_type("long") == (LONG, None)
     assert parse_event_type("{string s; double[][] m;}") == (
-        StructType((("s", STRING), ("m", ArrayType(ArrayType(DOUBLE))))), None)
+        StructType((("s", STRING), ("m", ArrayType(ArrayType(DOUBLE))))),
+        None,
+    )
     assert parse_event_type("{long a; long a;}")[1] == "field 'a' appears twice in this structure type"
     assert parse_event_type("")[0] is None and parse_event_type("{long a;} ;")[0] is None
 
 
-@pytest.mark.parametrize(("spec", "message"), [
-    ({"events": ["Reading"]}, "'events' lists what producers outside the topology write: add 'external: true'"),
-    ({"external": True, "events": {"Reading": {"string site; double celsius;": None}}},
-     "the type of Reading is read as a YAML mapping: quote it"),
-])
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"events": ["Reading"]}, "'events' lists what producers outside the topology write: add 'external: true'"),
+        (
+            {"external": True, "events": {"Reading": {"string site; double celsius;": None}}},
+            "the type of Reading is read as a YAML mapping: quote it",
+        ),
+    ],
+)
 def test_a_bad_declaration_is_refused_when_the_file_is_read(
-        write_topology: Callable[..., Path], capsys: pytest.CaptureFixture[str], spec: dict[str, Any],
-        message: str) -> None:
+    write_topology: Callable[..., Path], capsys: pytest.CaptureFixture[str], spec: dict[str, Any], message: str
+) -> None:
     path = write_topology(two_stage(topics={"readings": spec}), OK)
     assert main(["topology", "check", str(path)]) == 2
     err = capsys.readouterr().err
@@ -143,10 +163,12 @@ def test_a_bad_declaration_is_refused_when_the_file_is_read(
 
 
 def test_the_simulation_feeds_a_source_only_the_events_it_declares(
-        write_topology: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_topology: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A trace event the source's declaration does not list reaches no program: an $error line."""
-    path = write_topology(_second_reads_a_source_by_header(events=["Hot"]), {"first.es": READINGS,
-                                                                              "second.es": SECOND_WITH_RESET})
+    path = write_topology(
+        _second_reads_a_source_by_header(events=["Hot"]), {"first.es": READINGS, "second.es": SECOND_WITH_RESET}
+    )
     trace = tmp_path / "t.trace"
     trace.write_text('[2026-01-01 00:00:00]\nHot("s", "a", 1.5)\nReset("s")\n', encoding="utf-8")
     assert main(["test", "--trace", str(trace), str(path)]) == 0

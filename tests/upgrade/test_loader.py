@@ -21,8 +21,14 @@ def snapshots(src: str) -> dict[str, bytes]:
     """Snapshots of three doors: front opened at 0, back opened and checked, side opened then closed."""
     engine = Engine(compiled(src), lambda e: None)
     engine.start()
-    for name, door in [("Opened", "front"), ("Opened", "back"), ("Checked", "back"), ("Opened", "side"),
-                       ("Checked", "side"), ("Closed", "side")]:
+    for name, door in [
+        ("Opened", "front"),
+        ("Opened", "back"),
+        ("Checked", "back"),
+        ("Opened", "side"),
+        ("Checked", "side"),
+        ("Closed", "side"),
+    ]:
         engine.feed(name, [door])
     return {key[0]: engine.snapshot(ctx) for key, ctx in engine.contexts.items()}
 

@@ -29,8 +29,9 @@ def verdicts(plan) -> list[tuple[str, int | None]]:  # type: ignore[no-untyped-d
     return [(s.verdict, s.new_state) for s in plan.states]
 
 
-def check_live_run(old_src: str, new_src: str, items: list[tuple[str, str]], cut: int,
-                   restarted: frozenset[str] = frozenset()) -> list[str]:
+def check_live_run(
+    old_src: str, new_src: str, items: list[tuple[str, str]], cut: int, restarted: frozenset[str] = frozenset()
+) -> list[str]:
     """Upgrade at ``cut`` and compare with the reference; returns the verdicts met."""
     old, new = compiled(old_src), compiled(new_src)
     plan = make_plan(old, new)
@@ -39,11 +40,21 @@ def check_live_run(old_src: str, new_src: str, items: list[tuple[str, str]], cut
     return sorted(c.verdict for c in conversions)
 
 
-TRACE = [("time", "08:00:00"), ("Opened", "front"), ("Opened", "back"), ("time", "08:01:00"),
-         ("Closed", "back"), ("Opened", "back"),
-         ("time", "08:02:00"),  # the cut is before this item (index 6)
-         ("Closed", "side"), ("time", "08:04:00"), ("Closed", "back"), ("time", "08:30:00"),
-         ("Opened", "front"), ("time", "09:00:00")]
+TRACE = [
+    ("time", "08:00:00"),
+    ("Opened", "front"),
+    ("Opened", "back"),
+    ("time", "08:01:00"),
+    ("Closed", "back"),
+    ("Opened", "back"),
+    ("time", "08:02:00"),  # the cut is before this item (index 6)
+    ("Closed", "side"),
+    ("time", "08:04:00"),
+    ("Closed", "back"),
+    ("time", "08:30:00"),
+    ("Opened", "front"),
+    ("time", "09:00:00"),
+]
 CUT = 6
 
 
@@ -67,7 +78,8 @@ def test_a_comment_or_whitespace_change_keeps_the_fingerprint_and_every_state() 
 
 def test_an_alternative_added_carries_every_state() -> None:
     new_src = DOORS.replace(DECLS, DECLS + ", {string door;} Locked group(Locked.door)").replace(
-        "( Closed()\n", "( Closed()\n  | Locked()\n")
+        "( Closed()\n", "( Closed()\n  | Locked()\n"
+    )
     plan = make_plan(compiled(DOORS), compiled(new_src))
     assert plan.exit_code == 0, plan.to_json()
     after_opened = plan.states[1]
@@ -79,11 +91,14 @@ def test_an_alternative_added_carries_every_state() -> None:
 
 
 def test_alternatives_reordered_carry_every_state() -> None:
-    new_src = DOORS.replace("""( Closed()
+    new_src = DOORS.replace(
+        """( Closed()
   | elapse[5 minutes]() { !>LeftOpen({door: group[0]}); } Closed()
-  )""", """( elapse[5 minutes]() { !>LeftOpen({door: group[0]}); } Closed()
+  )""",
+        """( elapse[5 minutes]() { !>LeftOpen({door: group[0]}); } Closed()
   | Closed()
-  )""")
+  )""",
+    )
     assert new_src != DOORS
     plan = make_plan(compiled(DOORS), compiled(new_src))
     assert plan.exit_code == 0
@@ -140,24 +155,44 @@ def test_a_state_removed_restarts_the_instances_only_it_could_hold() -> None:
     assert "no longer has" in by_old[2].reason
     # back has been checked (restarts); front has only opened, at the cut's instant (carried, and
     # its new timer armed at the upgrade is the one the new program would have armed then).
-    items = [("time", "08:00:00"), ("Opened", "back"), ("Checked", "back"), ("Opened", "front"),
-             ("time", "08:01:00"), ("Closed", "back"), ("Opened", "back"), ("time", "08:20:00")]
+    items = [
+        ("time", "08:00:00"),
+        ("Opened", "back"),
+        ("Checked", "back"),
+        ("Opened", "front"),
+        ("time", "08:01:00"),
+        ("Closed", "back"),
+        ("Opened", "back"),
+        ("time", "08:20:00"),
+    ]
     assert check_live_run(CHECKED, new_src, items, 4, restarted=frozenset({"back"})) == [CARRIED, RESTARTED]
 
 
 def test_a_variable_added_takes_its_initial_constant() -> None:
-    new_src = DOORS.replace("out {string door;} LeftOpen", "out {string door;} LeftOpen, long Closings").replace(
-        "( Opened()", "{ n = 0; }\n( Opened()").replace(
-        "( Closed()\n", "( Closed() { n = n + 1; }\n").replace(
-        "!>LeftOpen({door: group[0]});", "!>LeftOpen({door: group[0]}); !>Closings(n);")
+    new_src = (
+        DOORS.replace("out {string door;} LeftOpen", "out {string door;} LeftOpen, long Closings")
+        .replace("( Opened()", "{ n = 0; }\n( Opened()")
+        .replace("( Closed()\n", "( Closed() { n = n + 1; }\n")
+        .replace("!>LeftOpen({door: group[0]});", "!>LeftOpen({door: group[0]}); !>Closings(n);")
+    )
     plan = make_plan(compiled(DOORS), compiled(new_src))
     assert plan.exit_code == 0
     assert [(v.name, v.how, v.value) for v in plan.variables] == [("n", "initial", 0)]
-    items = [("time", "08:00:00"), ("Opened", "front"), ("Opened", "back"), ("time", "08:01:00"),
-             ("Closed", "back"), ("Opened", "back"), ("time", "08:20:00")]
+    items = [
+        ("time", "08:00:00"),
+        ("Opened", "front"),
+        ("Opened", "back"),
+        ("time", "08:01:00"),
+        ("Closed", "back"),
+        ("Opened", "back"),
+        ("time", "08:20:00"),
+    ]
     assert check_live_run(DOORS, new_src, items, 3) == [CARRIED, CARRIED]
     out, _ = run_upgraded(plan, render(items), 3)
-    assert {(line["key"][0], line["value"]) for line in out if line["event"] == "Closings"} == {("front", 0), ("back", 1)}
+    assert {(line["key"][0], line["value"]) for line in out if line["event"] == "Closings"} == {
+        ("front", 0),
+        ("back", 1),
+    }
 
 
 def test_a_variable_whose_type_changed_cannot_be_applied() -> None:
@@ -166,16 +201,22 @@ def test_a_variable_whose_type_changed_cannot_be_applied() -> None:
     plan = make_plan(compiled(old_src), compiled(new_src))
     assert plan.exit_code == 2
     assert any("variable n: long in the old program, string in the new one" in p for p in plan.problems)
-    long_to_double = make_plan(compiled(old_src), compiled(old_src.replace("n = 0;", "n = 0.0;").replace(
-        "n + 1", "n + 1.0")))
+    long_to_double = make_plan(
+        compiled(old_src), compiled(old_src.replace("n = 0;", "n = 0.0;").replace("n + 1", "n + 1.0"))
+    )
     assert long_to_double.exit_code == 0 and [v.how for v in long_to_double.variables] == ["promoted"]
 
 
-@pytest.mark.parametrize("edit", [
-    ("group(Opened.door)", 'group(Opened.door + "!")'),  # the same key type, another clause
-    ("{string door;} Opened group(Opened.door), {string door;} Closed group(Closed.door)",
-     "{long door;} Opened group(Opened.door), {long door;} Closed group(Closed.door)"),
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        ("group(Opened.door)", 'group(Opened.door + "!")'),  # the same key type, another clause
+        (
+            "{string door;} Opened group(Opened.door), {string door;} Closed group(Closed.door)",
+            "{long door;} Opened group(Opened.door), {long door;} Closed group(Closed.door)",
+        ),
+    ],
+)
 def test_a_group_key_changed_cannot_be_applied(edit: tuple[str, str]) -> None:
     new_src = DOORS.replace(*edit).replace("LeftOpen({door: group[0]})", "LeftOpen({door: string(group[0])})")
     old = compiled(DOORS)
@@ -217,8 +258,17 @@ def test_an_ungrouped_instance_carries_its_state_and_variables() -> None:
     new_src = RISES.replace("5.0", "2.0")
     plan = make_plan(compiled(RISES), compiled(new_src))
     assert plan.exit_code == 0 and [v.how for v in plan.variables] == ["carried", "carried"]
-    items = [("time", "08:00:00"), ("Temp", 10.0), ("Temp", 13.0), ("Temp", 20.0),  # cut: waiting for b, a = 20
-             ("time", "08:01:00"), ("Temp", 23.5), ("Temp", 1.0), ("Temp", 4.0), ("time", "08:02:00")]
+    items = [
+        ("time", "08:00:00"),
+        ("Temp", 10.0),
+        ("Temp", 13.0),
+        ("Temp", 20.0),  # cut: waiting for b, a = 20
+        ("time", "08:01:00"),
+        ("Temp", 23.5),
+        ("Temp", 1.0),
+        ("Temp", 4.0),
+        ("time", "08:02:00"),
+    ]
     assert check_live_run(RISES, new_src, items, 4) == [CARRIED]
     out, _ = run_upgraded(plan, render(items), 4)
     assert [line["value"] for line in out] == [3.5, 3.0]  # 23.5 - 20 and 4 - 1 pass the new threshold only
@@ -229,8 +279,15 @@ def test_a_restarted_ungrouped_instance_starts_afresh_at_the_upgrade() -> None:
     plan = make_plan(compiled(old_src), compiled(RISES))
     assert [s.verdict for s in plan.states] == [CARRIED, CARRIED, RESTARTED]
     assert plan.dropped_variables == ["c"]
-    items = [("time", "08:00:00"), ("Temp", 10.0), ("Temp", 11.0),  # cut: after c, which is gone
-             ("time", "08:01:00"), ("Temp", 30.0), ("Temp", 40.0), ("time", "08:02:00")]
+    items = [
+        ("time", "08:00:00"),
+        ("Temp", 10.0),
+        ("Temp", 11.0),  # cut: after c, which is gone
+        ("time", "08:01:00"),
+        ("Temp", 30.0),
+        ("Temp", 40.0),
+        ("time", "08:02:00"),
+    ]
     out, conversions = run_upgraded(plan, render(items), 3)
     assert [c.verdict for c in conversions] == [RESTARTED]
     assert out == run_tester(compiled(RISES), [("time", "08:00:00"), *items[3:]])  # a fresh instance

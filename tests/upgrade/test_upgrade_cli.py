@@ -18,7 +18,9 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def test_every_state_carried_exits_0_and_says_where_each_goes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_state_carried_exits_0_and_says_where_each_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old = write(tmp_path, "old.es", DOORS)
     new = write(tmp_path, "new.es", DOORS.replace("5 minutes", "10 minutes"))
     assert main(["upgrade", "plan", old, new]) == 0
@@ -41,8 +43,9 @@ def test_a_restart_exits_1_with_the_reason_in_json(tmp_path: Path, capsys: pytes
     assert "no longer has" in restarted[0]["reason"] and "Checked()" in restarted[0]["reason"]
 
 
-def test_a_group_key_change_exits_2_and_compiled_programs_are_read(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_group_key_change_exits_2_and_compiled_programs_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old = write(tmp_path, "old.es", DOORS)
     assert main(["compile", old, "-o", str(tmp_path / "old.json")]) == 0
     new = write(tmp_path, "new.es", DOORS.replace("group(Opened.door)", 'group(Opened.door + "!")'))
@@ -50,8 +53,9 @@ def test_a_group_key_change_exits_2_and_compiled_programs_are_read(tmp_path: Pat
     assert "error: input Opened: its group clause changed" in capsys.readouterr().out
 
 
-def test_a_program_that_does_not_compile_exits_2_with_its_diagnostic(tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_program_that_does_not_compile_exits_2_with_its_diagnostic(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old = write(tmp_path, "old.es", DOORS)
     new = write(tmp_path, "new.es", DOORS.replace("Closed()\n", "Closed(\n", 1))
     assert main(["upgrade", "plan", old, new]) == 2
@@ -74,8 +78,13 @@ PROGRAM = """  - name: {name}
 def test_topologies_pair_their_programs_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path, "doors.es", DOORS)
     write(tmp_path, "doors2.es", DOORS.replace("( Opened()", "// edited\n( Opened()"))
-    old = write(tmp_path, "old.yaml", TOPOLOGY.format(programs=PROGRAM.format(name="doors", source="doors.es")
-                                                      + PROGRAM.format(name="gone", source="doors.es")))
+    old = write(
+        tmp_path,
+        "old.yaml",
+        TOPOLOGY.format(
+            programs=PROGRAM.format(name="doors", source="doors.es") + PROGRAM.format(name="gone", source="doors.es")
+        ),
+    )
     new = write(tmp_path, "new.yaml", TOPOLOGY.format(programs=PROGRAM.format(name="doors", source="doors2.es")))
     assert main(["upgrade", "plan", old, new, "--json"]) == 1  # 'gone' is removed: its instances are dropped
     result = json.loads(capsys.readouterr().out)

@@ -22,8 +22,9 @@ from eventscript.upgrade.fingerprint import fingerprint
 from eventscript.upgrade.plan import CARRIED, make_plan
 from reference.generate import programs, traces
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                            HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 
 
 def eager(src: str) -> CompiledProgram:
@@ -45,8 +46,9 @@ def test_a_program_upgraded_to_itself_carries_every_state_unchanged(data: st.Dat
     prog = eager(src)
     plan = make_plan(prog, prog, trust_fingerprint=False)
     assert plan.problems == []
-    assert [(s.verdict, s.new_state) for s in plan.states if not s.already_ended] == \
-        [(CARRIED, s.old_state) for s in plan.states if not s.already_ended], src
+    assert [(s.verdict, s.new_state) for s in plan.states if not s.already_ended] == [
+        (CARRIED, s.old_state) for s in plan.states if not s.already_ended
+    ], src
     assert all(r.how == "keep" for s in plan.states for rules in s.rearm.values() for r in rules), src
     assert [v.how for v in plan.variables] == ["carried"] * len(prog.program.variables)
     assert plan.exit_code == 0

@@ -44,8 +44,9 @@ def run_tester(prog: CompiledProgram, items: list[Item]) -> list[dict[str, Any]]
     return lines
 
 
-def run_upgraded(plan: Plan, text: str, cut: int, *, make_engine: Any = None
-                 ) -> tuple[list[dict[str, Any]], list[Conversion]]:
+def run_upgraded(
+    plan: Plan, text: str, cut: int, *, make_engine: Any = None
+) -> tuple[list[dict[str, Any]], list[Conversion]]:
     """Run ``plan.old`` like the tester over ``text`` up to item ``cut``; there convert every
     instance with ``plan`` (at the clock's time), restore the results into an engine of
     ``plan.new`` on a fresh clock, and go on. Returns the outputs and the conversions."""
@@ -56,6 +57,7 @@ def run_upgraded(plan: Plan, text: str, cut: int, *, make_engine: Any = None
     def sink_for(prog: CompiledProgram) -> Any:
         def sink(e: Emitted) -> None:
             out.append(OutputLine(e, 0, True, prog.program.key_types).to_json())
+
         return sink
 
     clock = SimulatedTimeProvider()
@@ -90,8 +92,9 @@ def run_upgraded(plan: Plan, text: str, cut: int, *, make_engine: Any = None
     return out, conversions
 
 
-def reference(old: CompiledProgram, new: CompiledProgram, items: list[Item], cut: int,
-              restarted: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+def reference(
+    old: CompiledProgram, new: CompiledProgram, items: list[Item], cut: int, restarted: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
     """What an upgrade at item ``cut`` must give, from two tester runs that know nothing of
     plans: the old program's outputs over the trace up to the cut, then the new program's
     outputs past the cut when it runs the whole trace; for the keys in ``restarted``, the new
@@ -101,4 +104,4 @@ def reference(old: CompiledProgram, new: CompiledProgram, items: list[Item], cut
     before = run_tester(old, items[:cut])
     kept = [it for i, it in enumerate(items) if i >= cut or it[0] == "time" or it[1] not in restarted]  # (keys: doors)
     new_cut = cut - (len(items) - len(kept))
-    return before + run_tester(new, kept)[len(run_tester(new, kept[:new_cut])):]
+    return before + run_tester(new, kept)[len(run_tester(new, kept[:new_cut])) :]

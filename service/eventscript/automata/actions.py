@@ -99,7 +99,7 @@ def merge(paths: Iterable[Path], table: OccurrenceTable) -> Path:
     before: set[tuple[int, int]] = set()
     for p in strands:
         for i, a in enumerate(p):
-            for b in p[i + 1:]:
+            for b in p[i + 1 :]:
                 before.add((a, b))
     preds: dict[int, set[int]] = {n: set() for p in strands for n in p}
     for a, b in before:

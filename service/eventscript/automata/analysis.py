@@ -232,9 +232,11 @@ def warn_reads(program: ir.ProgramIR, maybe_unset: set[int], pos: Positions, d: 
     never_set = {v.slot for v in program.variables if v.never_set}  # the checker warned once for all reads
     for v in all_reads(program):
         if id(v) in maybe_unset and id(v) in pos.reads and v.slot not in never_set:
-            d.warning(pos.reads[id(v)], f"{v.name!r} may be read before it is set",
-                      "on some path to this point no action or event marker has set it; reading it "
-                      "then gives $error 3")
+            d.warning(
+                pos.reads[id(v)],
+                f"{v.name!r} may be read before it is set",
+                "on some path to this point no action or event marker has set it; reading it then gives $error 3",
+            )
 
 
 # ---------------------------------------------------------------------------------------
@@ -276,20 +278,26 @@ def warn_ambiguity(pairs: set[tuple[int, int]], program: ir.ProgramIR, pos: Posi
         seen_second.add(b)
         if a == b:
             # Two copies of one marker, made by a multiplier: e.g. ( ( Up() {...} )+ )*.
-            d.warning(pos.markers[b], "ambiguous regular expression: an event can match two copies of this "
-                                      "marker made by a multiplier",
-                      "the copies' actions are one action and run once per transition; if the nested "
-                      "repetition is not meant, write a single one (e.g. R* instead of (R+)*)")
+            d.warning(
+                pos.markers[b],
+                "ambiguous regular expression: an event can match two copies of this marker made by a multiplier",
+                "the copies' actions are one action and run once per transition; if the nested "
+                "repetition is not meant, write a single one (e.g. R* instead of (R+)*)",
+            )
             continue
         ma = program.markers[a] if a >= 0 else None
         where = f"the marker at {ma.line}:{ma.col} ({ma.text})" if ma else "an intersection or difference"
-        d.warning(pos.markers[b], f"ambiguous regular expression: an event can match this marker and {where}",
-                  "all feasible paths are followed and their actions run in program-text order; "
-                  "make sure that is what you mean")
+        d.warning(
+            pos.markers[b],
+            f"ambiguous regular expression: an event can match this marker and {where}",
+            "all feasible paths are followed and their actions run in program-text order; "
+            "make sure that is what you mean",
+        )
 
 
-def warn_simultaneous_timers(timer_sets: Iterable[list[int]], program: ir.ProgramIR, pos: Positions,
-                             d: Diagnostics) -> None:
+def warn_simultaneous_timers(
+    timer_sets: Iterable[list[int]], program: ir.ProgramIR, pos: Positions, d: Diagnostics
+) -> None:
     reported: set[tuple[int, int]] = set()
     for syms in timer_sets:
         # every time symbol has its marker
@@ -300,10 +308,11 @@ def warn_simultaneous_timers(timer_sets: Iterable[list[int]], program: ir.Progra
                 continue
             reported.add(pair)
             first = program.markers[markers[0]]
-            d.warning(pos.markers[markers[i]],
-                      f"this time marker and the one at {first.line}:{first.col} ({first.text}) may fire at the "
-                      f"same instant",
-                      "when they do, only the one written first fires")
+            d.warning(
+                pos.markers[markers[i]],
+                f"this time marker and the one at {first.line}:{first.col} ({first.text}) may fire at the same instant",
+                "when they do, only the one written first fires",
+            )
 
 
 def warn_nontermination(can_end: bool, all_can_end: bool, pos: Positions, d: Diagnostics) -> None:
@@ -314,6 +323,8 @@ def warn_nontermination(can_end: bool, all_can_end: bool, pos: Positions, d: Dia
         msg = "this grouped program may never end some instances"
     else:
         return
-    d.warning(pos.regex, msg + ": every group key ever seen keeps its instance in memory (a resource leak "
-                               "when keys are open-ended)",
-              "if keys are open-ended, let the expression terminate, e.g. end it with elapse[...]()")
+    d.warning(
+        pos.regex,
+        msg + ": every group key ever seen keeps its instance in memory (a resource leak when keys are open-ended)",
+        "if keys are open-ended, let the expression terminate, e.g. end it with elapse[...]()",
+    )

@@ -55,9 +55,14 @@ class Compilation:
         return self.program
 
 
-def compile_source(source: SourceFile | str, *, name: str | None = None,
-                   state_limit: int = DEFAULT_STATE_LIMIT, resolve_externals: bool = True,
-                   force_lazy: bool = False) -> Compilation:
+def compile_source(
+    source: SourceFile | str,
+    *,
+    name: str | None = None,
+    state_limit: int = DEFAULT_STATE_LIMIT,
+    resolve_externals: bool = True,
+    force_lazy: bool = False,
+) -> Compilation:
     if isinstance(source, str):
         source = SourceFile(name=name or "<program>", text=source)
     if name is None:
@@ -68,8 +73,11 @@ def compile_source(source: SourceFile | str, *, name: str | None = None,
             return _compile(source, name, d, state_limit, resolve_externals, force_lazy)
     except RecursionError:
         # The parser bounds nesting, so this is a last resort: report, never raise.
-        d.error(source.pos(0), "the program is nested too deeply to compile",
-                "split deeply nested expressions or regular expressions into smaller parts")
+        d.error(
+            source.pos(0),
+            "the program is nested too deeply to compile",
+            "split deeply nested expressions or regular expressions into smaller parts",
+        )
         return Compilation(d)
 
 
@@ -91,8 +99,9 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _compile(source: SourceFile, name: str, d: Diagnostics, state_limit: int, resolve_externals: bool,
-             force_lazy: bool) -> Compilation:
+def _compile(
+    source: SourceFile, name: str, d: Diagnostics, state_limit: int, resolve_externals: bool, force_lazy: bool
+) -> Compilation:
     tree = parse(source, d)
     if d.has_errors:
         return Compilation(d)
@@ -109,10 +118,12 @@ def _compile(source: SourceFile, name: str, d: Diagnostics, state_limit: int, re
         nfa = builder.build(program_ir.regex)
         if builder.cyclic:
             for unit in sorted({occ.items[o].unit for o in builder.cyclic}):
-                d.error(positions.units[unit],
-                        "this action is on a cyclic path with no event marker, so it would run forever",
-                        "put an event marker on every loop that contains actions, e.g. (A() {...})* "
-                        "instead of (A()* {...})*")
+                d.error(
+                    positions.units[unit],
+                    "this action is on a cyclic path with no event marker, so it would run forever",
+                    "put an event marker on every loop that contains actions, e.g. (A() {...})* "
+                    "instead of (A()* {...})*",
+                )
             return comp
         efa = eliminate(nfa)
     except AutomatonTooLarge as exc:
@@ -143,8 +154,11 @@ def _compile(source: SourceFile, name: str, d: Diagnostics, state_limit: int, re
     analysis.warn_ambiguity(analysis.ambiguous_pairs(efa, state_sets), program_ir, positions, d)
     analysis.warn_simultaneous_timers((t for t in timer_sets if len(t) > 1), program_ir, positions, d)
     if state_sets and not state_sets[0]:
-        d.warning(positions.regex, "the regular expression matches no sequence of events",
-                  "every event will be reported as unexpected ($error 2)")
+        d.warning(
+            positions.regex,
+            "the regular expression matches no sequence of events",
+            "every event will be reported as unexpected ($error 2)",
+        )
     elif program_ir.grouped and complete:
         can_end = can_reach(succ, terminal)
         analysis.warn_nontermination(can_end[0], all(can_end), positions, d)
@@ -153,8 +167,9 @@ def _compile(source: SourceFile, name: str, d: Diagnostics, state_limit: int, re
     return comp
 
 
-def _explore_lazy(efa: EFA, occ: OccurrenceTable, program: ir.ProgramIR
-                  ) -> tuple[list[int], list[list[int]], list[bool], list[list[int]], bool]:
+def _explore_lazy(
+    efa: EFA, occ: OccurrenceTable, program: ir.ProgramIR
+) -> tuple[list[int], list[list[int]], list[bool], list[list[int]], bool]:
     """The first ``ANALYSIS_BUDGET`` states of the lazy DFA, breadth-first as ``determinize``
     numbers them (bit masks of NFA states), for the analyses: each state's timer symbols, whether
     it is terminal, its successors among them, and whether that was every state."""
@@ -186,7 +201,18 @@ def _explore_lazy(efa: EFA, occ: OccurrenceTable, program: ir.ProgramIR
     return order, timer_sets, terminal, succ, complete
 
 
-def compile_file(path: str | Path, *, name: str | None = None, state_limit: int = DEFAULT_STATE_LIMIT,
-                 resolve_externals: bool = True, force_lazy: bool = False) -> Compilation:
-    return compile_source(SourceFile.read(path), name=name, state_limit=state_limit,
-                          resolve_externals=resolve_externals, force_lazy=force_lazy)
+def compile_file(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    state_limit: int = DEFAULT_STATE_LIMIT,
+    resolve_externals: bool = True,
+    force_lazy: bool = False,
+) -> Compilation:
+    return compile_source(
+        SourceFile.read(path),
+        name=name,
+        state_limit=state_limit,
+        resolve_externals=resolve_externals,
+        force_lazy=force_lazy,
+    )

@@ -60,8 +60,10 @@ class CompiledProgram:
             raise ValueError("not a compiled EventScript program (missing format marker)")
         version = data.get("version")
         if version != VERSION:
-            raise ValueError(f"compiled program version {version} is not supported (this engine reads "
-                             f"version {VERSION}); recompile it with 'eventscript compile'")
+            raise ValueError(
+                f"compiled program version {version} is not supported (this engine reads "
+                f"version {VERSION}); recompile it with 'eventscript compile'"
+            )
         program = ir.from_json(data["program"])
         if not isinstance(program, ir.ProgramIR):
             raise ValueError("compiled program has no program section")

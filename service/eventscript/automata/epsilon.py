@@ -207,8 +207,9 @@ def _closures(nfa: ENFA, live: list[bool]) -> tuple[list[Shared], list[frozenset
             else:
                 items.update(distinct[k])
         if len(items) > MAX_CLOSURE:
-            raise AutomatonTooLarge("too many distinct epsilon paths with actions; simplify nested "
-                                    "alternatives of action blocks")
+            raise AutomatonTooLarge(
+                "too many distinct epsilon paths with actions; simplify nested alternatives of action blocks"
+            )
         closure = frozenset(items)
         index = interned.get(closure)
         if index is None:

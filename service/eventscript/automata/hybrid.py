@@ -38,8 +38,15 @@ GROWTH = 4
 
 
 class TransitionCache:
-    def __init__(self, nsym: int, capacity: int, *, enabled: bool = True, adaptive: bool = True,
-                 on_switch_off: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        nsym: int,
+        capacity: int,
+        *,
+        enabled: bool = True,
+        adaptive: bool = True,
+        on_switch_off: Callable[[], None] | None = None,
+    ) -> None:
         if capacity < 1:
             raise ValueError("the lazy DFA's cache needs room for at least one transition")
         self.capacity = capacity

@@ -132,8 +132,10 @@ class LazyDFA:
     def transitions(self, key: frozenset[int]) -> dict[int, tuple[frozenset[int], Units]]:
         row = self._cache.get(key)
         if row is None:
-            row = {sym: (target, self.occ.units(merge(paths, self.occ)))
-                   for sym, (target, paths) in transitions(self.efa, key).items()}
+            row = {
+                sym: (target, self.occ.units(merge(paths, self.occ)))
+                for sym, (target, paths) in transitions(self.efa, key).items()
+            }
             self._cache[key] = row
         return row
 

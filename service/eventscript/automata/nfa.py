@@ -44,8 +44,9 @@ class ENFA:
 
     def node(self) -> int:
         if len(self.eps) >= MAX_NODES:
-            raise AutomatonTooLarge(f"the automaton would need more than {MAX_NODES} NFA states; "
-                                    f"reduce the multipliers")
+            raise AutomatonTooLarge(
+                f"the automaton would need more than {MAX_NODES} NFA states; reduce the multipliers"
+            )
         self.eps.append([])
         self.sym.append([])
         return len(self.eps) - 1

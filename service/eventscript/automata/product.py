@@ -82,8 +82,10 @@ class _Product:
         i = self.index.get(key)
         if i is None:
             if len(self.keys) >= self.limit:
-                raise AutomatonTooLarge(f"the {self.kind} needs more than {self.limit} states; raise the state "
-                                        f"limit or simplify its operands")
+                raise AutomatonTooLarge(
+                    f"the {self.kind} needs more than {self.limit} states; raise the state "
+                    f"limit or simplify its operands"
+                )
             i = self.index[key] = len(self.keys)
             self.keys.append(key)
         return i
@@ -95,7 +97,8 @@ class _Product:
             if self.budget < 0:
                 raise AutomatonTooLarge(
                     f"the {self.kind} pairs more than {MAX_PATH_PAIRS:,} action paths of its operands; "
-                    f"simplify them (nested optional repetitions of action blocks multiply the paths)")
+                    f"simplify them (nested optional repetitions of action blocks multiply the paths)"
+                )
             yield pair
 
     def target_set(self, key: Hashable, build: Callable[[], Iterable[tuple[PairKey, Path]]]) -> int:
@@ -110,9 +113,16 @@ class _Product:
 
 def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tuple[_Product, Targets, list[bool]]:
     prod = _Product("intersection", limit)
-    entries = list(dict.fromkeys(prod.counted(
-        (prod.state((ls, r)), p) for ls, pl in left.start.targets for r, pr in right.start.targets
-        for p in strands([pl, pr]))))
+    entries = list(
+        dict.fromkeys(
+            prod.counted(
+                (prod.state((ls, r)), p)
+                for ls, pl in left.start.targets
+                for r, pr in right.start.targets
+                for p in strands([pl, pr])
+            )
+        )
+    )
     i = 0
     while i < len(prod.keys):
         ls, r = prod.keys[i]
@@ -122,10 +132,14 @@ def _intersection(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tu
         for sym in sorted(lrow.keys() & rrow.keys()):
             for el in lrow[sym]:
                 for er in rrow[sym]:
+
                     def build(el: EFAEdge = el, er: EFAEdge = er) -> Iterable[tuple[PairKey, Path]]:
-                        return (((lt, rt), p)
-                                for lt, pl in left.targets(el) for rt, pr in right.targets(er)
-                                for p in strands([pl, pr]))
+                        return (
+                            ((lt, rt), p)
+                            for lt, pl in left.targets(el)
+                            for rt, pr in right.targets(er)
+                            for p in strands([pl, pr])
+                        )
 
                     row[(sym, prod.target_set((el.follow, el.prefix, er.follow, er.prefix), build))] = None
         prod.rows.append(list(row))
@@ -140,8 +154,15 @@ def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tupl
     prod = _Product("difference", limit)
     pos = Positions(right, occ)
     start_r = pos.start
-    entries = list(dict.fromkeys(prod.counted(
-        (prod.state((ls, start_r)), p) for ls, pl in left.start.targets for p in strands([pl, *right.start.paths]))))
+    entries = list(
+        dict.fromkeys(
+            prod.counted(
+                (prod.state((ls, start_r)), p)
+                for ls, pl in left.start.targets
+                for p in strands([pl, *right.start.paths])
+            )
+        )
+    )
     right_rows: dict[int, dict[int, tuple[int, int]]] = {}  # right states -> symbol -> (reached, acting)
     i = 0
     while i < len(prod.keys):
@@ -158,8 +179,10 @@ def _difference(left: EFA, right: EFA, occ: OccurrenceTable, limit: int) -> tupl
                 key = (el.follow, el.prefix, sr2, rpaths)
                 t = prod.known.get(key)
                 if t is None:
-                    def build(el: EFAEdge = el, sr2: int = sr2, rpaths: tuple[Path, ...] = rpaths
-                              ) -> Iterable[tuple[PairKey, Path]]:
+
+                    def build(
+                        el: EFAEdge = el, sr2: int = sr2, rpaths: tuple[Path, ...] = rpaths
+                    ) -> Iterable[tuple[PairKey, Path]]:
                         return (((lt, sr2), p) for lt, pl in left.targets(el) for p in strands([pl, *rpaths]))
 
                     t = prod.target_set(key, build)

@@ -77,8 +77,10 @@ class Positions:
         self.final = 0 if efa.final is None else 1 << efa.final
         self.start = follow_masks[efa.initial]
         #: Per state: its (symbol, successors, itself as a bit if its edges on it carry actions).
-        self._out_edges = [tuple((sym, self.succ[sym][s], (1 << s) & self.act[sym]) for sym in sorted(row))
-                           for s, row in enumerate(efa.edges)]
+        self._out_edges = [
+            tuple((sym, self.succ[sym][s], (1 << s) & self.act[sym]) for sym in sorted(row))
+            for s, row in enumerate(efa.edges)
+        ]
         self._steps: list[dict[int, int]] = [{} for _ in range(nsym)]
         self._mean_degree = sum(map(len, self._out_edges)) / max(1, efa.size)
         #: Per symbol: the union of succ[sym] over the bits of each chunk value met, by

@@ -22,8 +22,11 @@ from .simulate import Positions
 
 class StateLimitExceeded(Exception):
     def __init__(self, limit: int, work: bool = False) -> None:
-        super().__init__(f"building the DFA would take more than {WORK_LIMIT} steps" if work
-                         else f"the DFA would have more than {limit} states")
+        super().__init__(
+            f"building the DFA would take more than {WORK_LIMIT} steps"
+            if work
+            else f"the DFA would have more than {limit} states"
+        )
         self.limit = limit
         self.work = work
 

@@ -35,8 +35,9 @@ class Bound:
         try:
             return Bound(time_ms=parse_time(t) // 1000)
         except ValueError as exc:
-            raise CutError(f"{option} {text!r}: give an offset (a whole number) or a time such as "
-                           f"2026-01-31T12:00:00Z ({exc})") from None
+            raise CutError(
+                f"{option} {text!r}: give an offset (a whole number) or a time such as 2026-01-31T12:00:00Z ({exc})"
+            ) from None
 
 
 def first_offset_at(times: list[tuple[int, int]], time_ms: int, end: int) -> int:
@@ -48,8 +49,15 @@ def first_offset_at(times: list[tuple[int, int]], time_ms: int, end: int) -> int
     return end
 
 
-def bounded(topic: str, partition: int, low: int, high: int, start: Bound | None, stop: Bound | None,
-            times: list[tuple[int, int]] | None = None) -> OffsetRange:
+def bounded(
+    topic: str,
+    partition: int,
+    low: int,
+    high: int,
+    start: Bound | None,
+    stop: Bound | None,
+    times: list[tuple[int, int]] | None = None,
+) -> OffsetRange:
     """The range [low, high) of a partition narrowed by --from and --to."""
     begin, end = low, high
     if start is not None:

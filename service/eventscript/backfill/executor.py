@@ -37,5 +37,3 @@ def packed(batches: Iterator[pa.RecordBatch], fmt: str | None, repartition_topic
         out = batch.filter(pc.not_equal(batch.column("topic"), repartition_topic))
         if out.num_rows:
             yield packed_batch(out.column("task")[0].as_py(), pack(out, fmt), out.num_rows)
-
-

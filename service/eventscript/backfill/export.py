@@ -68,8 +68,12 @@ def _headers_field(raw: Any, where: str) -> list[tuple[str, bytes | None]] | Non
     pairs = raw.items() if isinstance(raw, dict) else raw
     out: list[tuple[str, bytes | None]] = []
     for h in pairs:
-        if not (isinstance(h, (list, tuple)) and len(h) == 2 and isinstance(h[0], str)
-                and (h[1] is None or isinstance(h[1], str))):
+        if not (
+            isinstance(h, (list, tuple))
+            and len(h) == 2
+            and isinstance(h[0], str)
+            and (h[1] is None or isinstance(h[1], str))
+        ):
             raise ExportError(f"{where}: headers must be [name, text or null] pairs, got {orjson.dumps(h)!r}")
         out.append((h[0], None if h[1] is None else h[1].encode()))
     return out or None
@@ -94,11 +98,19 @@ def jsonl_rows(path: str | Path) -> Iterator[Row]:
             except orjson.JSONDecodeError as exc:
                 raise ExportError(f"{where}: not JSON: {exc}") from None
             if not isinstance(obj, dict) or not isinstance(obj.get("topic"), str):
-                raise ExportError(f"{where}: each line is an object with a 'topic' (text), 'partition', 'offset', "
-                                  f"'timestamp', 'key', 'value' and 'headers'")
-            yield (obj["topic"], _int_field(obj, "partition", where), _int_field(obj, "offset", where),
-                   _int_field(obj, "timestamp", where), _bytes_field(obj, "key", where),
-                   _bytes_field(obj, "value", where), _headers_field(obj.get("headers"), where))
+                raise ExportError(
+                    f"{where}: each line is an object with a 'topic' (text), 'partition', 'offset', "
+                    f"'timestamp', 'key', 'value' and 'headers'"
+                )
+            yield (
+                obj["topic"],
+                _int_field(obj, "partition", where),
+                _int_field(obj, "offset", where),
+                _int_field(obj, "timestamp", where),
+                _bytes_field(obj, "key", where),
+                _bytes_field(obj, "value", where),
+                _headers_field(obj.get("headers"), where),
+            )
 
 
 def jsonl_line(row: Row) -> bytes:
@@ -201,8 +213,10 @@ def extents(paths: list[str], topics: set[str], with_times: bool = False) -> dic
 
 
 def _out_of_order(topic: str, partition: int, offset: int, last: int) -> str:
-    return (f"{topic}:{partition}: offset {offset} comes after offset {last}; an export must list each "
-            f"partition's records in offset order, each offset once")
+    return (
+        f"{topic}:{partition}: offset {offset} comes after offset {last}; an export must list each "
+        f"partition's records in offset order, each offset once"
+    )
 
 
 def _range_rows(paths: list[str], r: OffsetRange) -> Iterator[tuple[int, Row]]:
@@ -222,8 +236,10 @@ def _range_rows(paths: list[str], r: OffsetRange) -> Iterator[tuple[int, Row]]:
         yield last_ts, row
     if last_offset is None or last_offset < r.end - 1:
         seen = "no record" if last_offset is None else f"its last record at offset {last_offset}"
-        raise ExportError(f"{r.topic}:{r.partition}: the export ends ({seen}) before the end of the range "
-                          f"[{r.start}, {r.end}) to read")
+        raise ExportError(
+            f"{r.topic}:{r.partition}: the export ends ({seen}) before the end of the range "
+            f"[{r.start}, {r.end}) to read"
+        )
     yield last_ts, (r.topic, r.partition, -1, last_ts, None, None, None)
 
 
@@ -251,8 +267,9 @@ def _parquet_range(paths: list[str], r: OffsetRange, batch_size: int) -> Iterato
                 ordered = offsets if last_offset is None else pa.chunked_array([[last_offset], *offsets.chunks])
                 back = pc.index(pc.less_equal(ordered[1:], ordered[:-1]), True).as_py()
                 if back >= 0:
-                    raise ExportError(_out_of_order(r.topic, r.partition, ordered[back + 1].as_py(),
-                                                    ordered[back].as_py()))
+                    raise ExportError(
+                        _out_of_order(r.topic, r.partition, ordered[back + 1].as_py(), ordered[back].as_py())
+                    )
                 last_offset = offsets[-1].as_py()
             table = table.filter(pc.and_(pc.greater_equal(offsets, r.start), pc.less(offsets, r.end)))
             if table.num_rows:
@@ -262,8 +279,10 @@ def _parquet_range(paths: list[str], r: OffsetRange, batch_size: int) -> Iterato
             break
     if last_offset is None or last_offset < r.end - 1:
         seen = "no record" if last_offset is None else f"its last record at offset {last_offset}"
-        raise ExportError(f"{r.topic}:{r.partition}: the export ends ({seen}) before the end of the range "
-                          f"[{r.start}, {r.end}) to read")
+        raise ExportError(
+            f"{r.topic}:{r.partition}: the export ends ({seen}) before the end of the range "
+            f"[{r.start}, {r.end}) to read"
+        )
     from .records import input_batch
 
     yield input_batch([(r.topic, r.partition, -1, last_ts, None, None, None)])

@@ -61,8 +61,11 @@ from .records import OutputRow
 #: Group states in which no member is there (a group that never existed is reported Empty or Dead).
 _NO_MEMBERS = {ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD}
 TIMEOUT = 10.0
-_COORDINATOR_BUSY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                     KafkaError.COORDINATOR_NOT_AVAILABLE}
+_COORDINATOR_BUSY = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+}
 #: The hold's assignor: one the workers' consumers (cooperative-sticky) do not offer, so that the
 #: broker refuses them while the hold is a member.
 HOLD_ASSIGNOR = "roundrobin"
@@ -95,11 +98,16 @@ class GroupHold:
     def __init__(self, topo: Topology, target: HandoverTarget) -> None:
         self.group_id = target.group_id
         self._assigned = False
-        conf = clients.consumer_config(topo.kafka, target.group_id, **{
-            "partition.assignment.strategy": HOLD_ASSIGNOR,
-            # Polled between records while the transaction is open; a long Spark-side pause must
-            # not make librdkafka leave the group on its own.
-            "max.poll.interval.ms": 3_600_000})
+        conf = clients.consumer_config(
+            topo.kafka,
+            target.group_id,
+            **{
+                "partition.assignment.strategy": HOLD_ASSIGNOR,
+                # Polled between records while the transaction is open; a long Spark-side pause must
+                # not make librdkafka leave the group on its own.
+                "max.poll.interval.ms": 3_600_000,
+            },
+        )
         conf.pop("group.instance.id", None)
         self.consumer = Consumer(conf)
         self._produced = 0
@@ -111,8 +119,10 @@ class GroupHold:
             deadline = time.monotonic() + HOLD_JOIN_TIMEOUT
             while not self._assigned:
                 if time.monotonic() >= deadline:
-                    raise HandoverError(f"--handover: could not join consumer group {self.group_id} within "
-                                        f"{HOLD_JOIN_TIMEOUT:.0f} s to keep workers out; check the brokers")
+                    raise HandoverError(
+                        f"--handover: could not join consumer group {self.group_id} within "
+                        f"{HOLD_JOIN_TIMEOUT:.0f} s to keep workers out; check the brokers"
+                    )
                 self._poll(0.2)
         except BaseException:
             self.consumer.close()
@@ -130,8 +140,10 @@ class GroupHold:
         if err is None:
             return
         if err.code() == KafkaError.INCONSISTENT_GROUP_PROTOCOL:
-            raise HandoverError(f"--handover: workers joined consumer group {self.group_id} (it runs another "
-                                f"assignor than the hand-over's): stop them first")
+            raise HandoverError(
+                f"--handover: workers joined consumer group {self.group_id} (it runs another "
+                f"assignor than the hand-over's): stop them first"
+            )
         if err.fatal():
             raise HandoverError(f"--handover: consumer group {self.group_id}: {err.str()}")
 
@@ -159,11 +171,15 @@ class GroupHold:
 def refusal_for_source(inputs: list[str] | None, until_us: int | None) -> str | None:
     """Why a hand-over cannot be made from these options (None: it can)."""
     if inputs:
-        return ("--handover needs the Kafka source: the workers go on from Kafka offsets, which an export does "
-                "not fix; leave out --input")
+        return (
+            "--handover needs the Kafka source: the workers go on from Kafka offsets, which an export does "
+            "not fix; leave out --input"
+        )
     if until_us is not None:
-        return ("--handover with --until: timers fired up to --until would move the record clock past records "
-                "the workers have yet to read; leave out --until (pending timers go to the workers)")
+        return (
+            "--handover with --until: timers fired up to --until would move the record clock past records "
+            "the workers have yet to read; leave out --until (pending timers go to the workers)"
+        )
     return None
 
 
@@ -173,7 +189,9 @@ def prepare(topo: Topology, cfg: ProgramConfig, plan: Plan, force: bool) -> Hand
         Admin(topo).prepare([cfg])
     except TopologyError as exc:
         raise HandoverError(f"--handover: {exc}") from None
-    target = HandoverTarget(topo.group_id(cfg), topo.changelog_topic(cfg), repartition_topic=topo.repartition_topic(cfg))
+    target = HandoverTarget(
+        topo.group_id(cfg), topo.changelog_topic(cfg), repartition_topic=topo.repartition_topic(cfg)
+    )
     check(topo, target, force)
     target.offsets = cut_offsets(plan) + repartition_ends(topo, cfg, plan)
     return target
@@ -188,22 +206,25 @@ def check(topo: Topology, target: HandoverTarget, force: bool, holder: str | Non
     while True:
         try:
             desc = admin.describe_consumer_groups([g], request_timeout=TIMEOUT)[g].result(TIMEOUT)
-            committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
-                                                          request_timeout=TIMEOUT)[g].result(TIMEOUT)
+            committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)], request_timeout=TIMEOUT)[
+                g
+            ].result(TIMEOUT)
             break
         except KafkaException as exc:
             # A coordinator moving or loading (a new cluster's first group): asked again.
             if exc.args[0].code() in _COORDINATOR_BUSY and time.monotonic() < deadline:
                 time.sleep(0.5)
                 continue
-            raise HandoverError(f"--handover: cannot read consumer group {g} on {topo.kafka.bootstrap_servers}: "
-                                f"{kafka_reason(exc)}") from None
+            raise HandoverError(
+                f"--handover: cannot read consumer group {g} on {topo.kafka.bootstrap_servers}: {kafka_reason(exc)}"
+            ) from None
     others = [m for m in desc.members if m.member_id != holder]
     if others or (holder is None and desc.state not in _NO_MEMBERS):
         raise HandoverError(
             f"--handover: consumer group {g} has active members ({len(others)} member(s), state "
             f"{desc.state.name.lower()}): workers of application {topo.application} are running; stop them "
-            f"first (the hand-over replaces their offsets and state)")
+            f"first (the hand-over replaces their offsets and state)"
+        )
     offsets = [tp for tp in committed.topic_partitions or [] if tp.offset >= 0]
     if offsets and not force:
         shown = ", ".join(f"{tp.topic}:{tp.partition}@{tp.offset}" for tp in offsets[:5])
@@ -211,13 +232,15 @@ def check(topo: Topology, target: HandoverTarget, force: bool, holder: str | Non
         raise HandoverError(
             f"--handover: consumer group {g} already has committed offsets ({shown}{more}): application "
             f"{topo.application} has run before. Hand over to a new application id, or give --force to replace "
-            f"the offsets with the cut")
+            f"the offsets with the cut"
+        )
     nonempty = _nonempty_partitions(topo, target.changelog_topic)
     if nonempty:
         raise HandoverError(
             f"--handover: the changelog topic {target.changelog_topic} is not empty (partitions "
             f"{', '.join(map(str, nonempty))}): a restore would mix its records with the handed-over state. Delete "
-            f"the topic (and the workers' state directories) or hand over to a new application id")
+            f"the topic (and the workers' state directories) or hand over to a new application id"
+        )
 
 
 def _nonempty_partitions(topo: Topology, topic: str) -> list[int]:
@@ -240,8 +263,10 @@ def _nonempty_partitions(topo: Topology, topic: str) -> list[int]:
             deadline = time.monotonic() + 6 * TIMEOUT
             while to_read:
                 if time.monotonic() >= deadline:
-                    raise HandoverError(f"--handover: reading the changelog topic {topic} did not reach its end "
-                                        f"(partitions {', '.join(map(str, sorted(to_read)))}); try again")
+                    raise HandoverError(
+                        f"--handover: reading the changelog topic {topic} did not reach its end "
+                        f"(partitions {', '.join(map(str, sorted(to_read)))}); try again"
+                    )
                 for m in consumer.consume(num_messages=500, timeout=0.5):
                     err = m.error()
                     if err is not None and err.code() != KafkaError._PARTITION_EOF:
@@ -275,8 +300,10 @@ def repartition_ends(topo: Topology, cfg: ProgramConfig, plan: Plan) -> list[Top
     topic = topo.repartition_topic(cfg)
     consumer = Consumer(clients.consumer_config(topo.kafka, f"{topic}.handover-check"))
     try:
-        marks = {(topic, p): consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT, cached=False)
-                 for p in range(plan.program.partitions)}
+        marks = {
+            (topic, p): consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT, cached=False)
+            for p in range(plan.program.partitions)
+        }
         ends = log_ends(consumer, marks, TIMEOUT)
     except KafkaException as exc:
         raise HandoverError(f"--handover: cannot read the repartition topic {topic}: {kafka_reason(exc)}") from None
@@ -340,4 +367,3 @@ def write(txn: Transaction, topo: Topology, target: HandoverTarget, state: Hando
         txn.commit(target.offsets, target.group_id, topo.kafka, group_metadata=hold.metadata())
     finally:
         hold.release()
-

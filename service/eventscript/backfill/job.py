@@ -79,10 +79,12 @@ def spark_session(master: str | None = DEFAULT_MASTER, ui: bool = True, conf: di
     builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     if local:
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    builder = (builder.appName("eventscript-backfill")
-               .config("spark.ui.enabled", "true" if ui else "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.python.worker.reuse", "true"))
+    builder = (
+        builder.appName("eventscript-backfill")
+        .config("spark.ui.enabled", "true" if ui else "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.python.worker.reuse", "true")
+    )
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
@@ -100,9 +102,17 @@ def register_source(spark: Any) -> None:
 # -- plans ------------------------------------------------------------------------------------------------
 
 
-def export_plan(topo: Topology, cfg: ProgramConfig, paths: list[str], *, partitions: int | None = None,
-                start: str | None = None, stop: str | None = None, until_us: int | None = None,
-                batch_size: int = 10_000) -> Plan:
+def export_plan(
+    topo: Topology,
+    cfg: ProgramConfig,
+    paths: list[str],
+    *,
+    partitions: int | None = None,
+    start: str | None = None,
+    stop: str | None = None,
+    until_us: int | None = None,
+    batch_size: int = 10_000,
+) -> Plan:
     """The plan for a backfill over topic exports: the cut is what the export holds."""
     # Executors run in working directories of their own: hand them absolute paths.
     paths = [p if "://" in p else str(Path(p).resolve()) for p in paths]
@@ -117,29 +127,39 @@ def export_plan(topo: Topology, cfg: ProgramConfig, paths: list[str], *, partiti
     n = partitions or _declared_partitions(topo, cfg) or (max((p for _, p in found), default=0) + 1)
     beyond = sorted(f"{t}:{p}" for t, p in found if p >= n)
     if beyond:
-        raise BackfillError(f"the export has records of partitions {', '.join(beyond)}, but the inputs have {n} "
-                            f"partitions; give the right count with --partitions")
+        raise BackfillError(
+            f"the export has records of partitions {', '.join(beyond)}, but the inputs have {n} "
+            f"partitions; give the right count with --partitions"
+        )
     ranges: dict[tuple[str, int], OffsetRange] = {}
     for (topic, part), e in found.items():
         assert e.first is not None and e.last is not None
         ranges[(topic, part)] = cut.bounded(topic, part, e.first, e.last + 1, lo, hi, e.times)
-    return Plan(program=program_spec(topo, cfg, n), source=SourceSpec("export", paths=list(paths)),
-                slices=cut.slices(topics, n, ranges), until_us=until_us, batch_size=batch_size)
+    return Plan(
+        program=program_spec(topo, cfg, n),
+        source=SourceSpec("export", paths=list(paths)),
+        slices=cut.slices(topics, n, ranges),
+        until_us=until_us,
+        batch_size=batch_size,
+    )
 
 
 def _declared_partitions(topo: Topology, cfg: ProgramConfig) -> int | None:
     counts = {topo.topics[i.topic].partitions for i in cfg.inputs if i.topic in topo.topics}
     if len(counts) > 1:
-        raise BackfillError(f"program {cfg.name}: its input topics are declared with different partition counts "
-                            f"({', '.join(map(str, sorted(counts)))}); inputs must be co-partitioned")
+        raise BackfillError(
+            f"program {cfg.name}: its input topics are declared with different partition counts "
+            f"({', '.join(map(str, sorted(counts)))}); inputs must be co-partitioned"
+        )
     return next(iter(counts), None)
 
 
 # -- running --------------------------------------------------------------------------------------------------
 
 
-def _stage_function(plan_json: str, stage: str,
-                    fmt: str | None = None) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _stage_function(
+    plan_json: str, stage: str, fmt: str | None = None
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A ``mapInArrow`` function: ``stage`` ("tasks", "keys" or "groups") of Spark partition i,
     its outputs packed in ``fmt`` (None: one row per record)."""
 
@@ -154,8 +174,11 @@ def _stage_function(plan_json: str, stage: str,
         ctx = TaskContext.get()
         assert ctx is not None
         plan = Plan.from_json(plan_json)
-        body = {"tasks": stages.run_partition, "keys": key_parallel.run_key_stage,
-                "groups": key_parallel.run_key_group}[stage]
+        body = {
+            "tasks": stages.run_partition,
+            "keys": key_parallel.run_key_stage,
+            "groups": key_parallel.run_key_group,
+        }[stage]
         yield from packed(body(plan, ctx.partitionId(), batches), fmt, plan.program.repartition_topic)
 
     return run
@@ -198,8 +221,15 @@ class JobOutputs:
     ``on_summary``) as they arrive; rows of kind "state" (a task's final changelog records, sent
     with ``plan.handover``) go to ``on_state``."""
 
-    def __init__(self, spark: Any, plan: Plan, totals: Totals, on_summary: Callable[[TaskSummary], None],
-                 on_state: Callable[[OutputRow], None] | None, fused: bool = False) -> None:
+    def __init__(
+        self,
+        spark: Any,
+        plan: Plan,
+        totals: Totals,
+        on_summary: Callable[[TaskSummary], None],
+        on_state: Callable[[OutputRow], None] | None,
+        fused: bool = False,
+    ) -> None:
         self.spark, self.plan, self.totals = spark, plan, totals
         self.on_summary, self.on_state, self.fused = on_summary, on_state, fused
 
@@ -216,8 +246,17 @@ class JobOutputs:
                 self.on_summary(s)
             elif kind == "state":
                 if self.on_state is not None:
-                    self.on_state(OutputRow(row.task, row.topic, row.partition, _bytes(row.key), _bytes(row.value),
-                                            [(h.key, _bytes(h.value)) for h in row.headers or []], row.timestamp))
+                    self.on_state(
+                        OutputRow(
+                            row.task,
+                            row.topic,
+                            row.partition,
+                            _bytes(row.key),
+                            _bytes(row.value),
+                            [(h.key, _bytes(h.value)) for h in row.headers or []],
+                            row.timestamp,
+                        )
+                    )
             else:
                 raise BackfillError(f"a task sent a row of unknown kind {kind!r}")
 
@@ -266,9 +305,14 @@ class JobOutputs:
             yield from unpack_rows(data)
 
 
-def outputs(spark: Any, plan: Plan, totals: Totals,
-            on_summary: Callable[[TaskSummary], None] = lambda s: None,
-            on_state: Callable[[OutputRow], None] | None = None, fused: bool = True) -> JobOutputs:
+def outputs(
+    spark: Any,
+    plan: Plan,
+    totals: Totals,
+    on_summary: Callable[[TaskSummary], None] = lambda s: None,
+    on_state: Callable[[OutputRow], None] | None = None,
+    fused: bool = True,
+) -> JobOutputs:
     """The output records (see :class:`JobOutputs`): iterate them, or hand them to
     ``FileSink.write_all``, which takes them packed. The data source runs the first stage itself
     (``fused``: records never cross into the JVM and back; see "Performance" in
@@ -296,6 +340,7 @@ def check_totals(totals: Totals, plan: Plan) -> None:
             f"{totals.repartitioned} record(s) are on a partition their group key does not hash to (the worker "
             f"re-publishes such records through its repartition topic, in an order only a running worker decides); "
             f"the backfill cannot reproduce that: check the inputs' key format and partitioner in the topology "
-            f"(docs/worker.md), or publish records keyed as they say (as 'eventscript produce' does)")
+            f"(docs/worker.md), or publish records keyed as they say (as 'eventscript produce' does)"
+        )
     if totals.tasks != plan.tasks:
         raise BackfillError(f"only {totals.tasks} of {plan.tasks} tasks reported their end")

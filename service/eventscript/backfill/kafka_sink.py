@@ -88,8 +88,10 @@ class Transaction:
         try:
             self.producer.init_transactions(STEP_TIMEOUT)
         except KafkaException as exc:
-            raise SinkError(f"cannot start a Kafka transaction on {kafka.bootstrap_servers} "
-                            f"(transactional id {txn_id}): {kafka_reason(exc)}") from None
+            raise SinkError(
+                f"cannot start a Kafka transaction on {kafka.bootstrap_servers} "
+                f"(transactional id {txn_id}): {kafka_reason(exc)}"
+            ) from None
         self.producer.begin_transaction()
         self._open = True
 
@@ -122,8 +124,13 @@ class Transaction:
         self.count += n
         return n
 
-    def commit(self, offsets: list[TopicPartition] | None = None, group_id: str | None = None,
-               kafka: KafkaConfig | None = None, group_metadata: Any = None) -> None:
+    def commit(
+        self,
+        offsets: list[TopicPartition] | None = None,
+        group_id: str | None = None,
+        kafka: KafkaConfig | None = None,
+        group_metadata: Any = None,
+    ) -> None:
         """Flush, add the consumer group's offsets (if any) and commit; on failure abort and raise.
         ``group_metadata``: that of a member of the group (the hand-over's hold), whose generation
         the broker checks, so that the offsets are refused if the group changed hands."""
@@ -141,8 +148,9 @@ class Transaction:
                     # member id) lets the broker take the offsets while the group has no members.
                     consumer = Consumer(clients.consumer_config(kafka, group_id))
                     try:
-                        self.producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(),
-                                                                  STEP_TIMEOUT)
+                        self.producer.send_offsets_to_transaction(
+                            offsets, consumer.consumer_group_metadata(), STEP_TIMEOUT
+                        )
                     finally:
                         consumer.close()
             self.producer.commit_transaction(STEP_TIMEOUT)
@@ -174,8 +182,7 @@ class KafkaSink:
     The same shape as :class:`~eventscript.backfill.sink.FileSink`: a context manager with
     ``write_all``, ``commit`` and ``count``."""
 
-    def __init__(self, kafka: KafkaConfig, txn_id: str,
-                 extra: Callable[[Transaction], None] | None = None) -> None:
+    def __init__(self, kafka: KafkaConfig, txn_id: str, extra: Callable[[Transaction], None] | None = None) -> None:
         """``extra``: called with the open transaction after the outputs, before the commit (the
         hand-over adds its changelog records and offsets there)."""
         self.kafka = kafka
@@ -242,19 +249,21 @@ def sink_topics(cfg: ProgramConfig, outputs: Iterable[str]) -> list[str]:
     return sorted(topics)
 
 
-def with_topics(cfg: ProgramConfig, outputs: Iterable[str], output_topics: dict[str, str],
-                error_topic: str | None) -> ProgramConfig:
+def with_topics(
+    cfg: ProgramConfig, outputs: Iterable[str], output_topics: dict[str, str], error_topic: str | None
+) -> ProgramConfig:
     """The program's configuration with its outputs sent to other topics (``--output-topic
     EVENT=TOPIC``, EVENT ``default`` for every output not named) and its $error records to
     ``error_topic``; the task then writes exactly the records it would, to those topics."""
     known = set(outputs)
     unknown = sorted(e for e in output_topics if e != "default" and e not in known)
     if unknown:
-        raise SinkError(f"--output-topic {unknown[0]}=...: program {cfg.name} has no output event {unknown[0]} "
-                        f"(its outputs: {', '.join(sorted(known)) or 'none'}; 'default' names all others)")
+        raise SinkError(
+            f"--output-topic {unknown[0]}=...: program {cfg.name} has no output event {unknown[0]} "
+            f"(its outputs: {', '.join(sorted(known)) or 'none'}; 'default' names all others)"
+        )
     if not output_topics and error_topic is None:
         return cfg
     outs = dict(cfg.outputs)
     outs.update(output_topics)
     return cfg.model_copy(update={"outputs": outs, "errors": error_topic or cfg.errors})
-

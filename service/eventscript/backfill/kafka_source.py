@@ -36,12 +36,23 @@ class KafkaReadError(Exception):
 
 def _consumer(kafka: KafkaConfig, purpose: str) -> Consumer:
     # A group id is required by librdkafka even for assign(); nothing is ever committed to it.
-    return Consumer(clients.consumer_config(kafka, f"eventscript-backfill-{purpose}-{uuid.uuid4().hex[:8]}",
-                                            **{"enable.partition.eof": True}))
+    return Consumer(
+        clients.consumer_config(
+            kafka, f"eventscript-backfill-{purpose}-{uuid.uuid4().hex[:8]}", **{"enable.partition.eof": True}
+        )
+    )
 
 
-def kafka_plan(topo: Topology, cfg: ProgramConfig, *, start: str | None = None, stop: str | None = None,
-               until_us: int | None = None, batch_size: int = 10_000, timeout: float = 10.0) -> Plan:
+def kafka_plan(
+    topo: Topology,
+    cfg: ProgramConfig,
+    *,
+    start: str | None = None,
+    stop: str | None = None,
+    until_us: int | None = None,
+    batch_size: int = 10_000,
+    timeout: float = 10.0,
+) -> Plan:
     """The cut of a program's input topics, from the broker."""
     lo, hi = cut.Bound.parse(start, "--from"), cut.Bound.parse(stop, "--to")
     consumer = _consumer(topo.kafka, "cut")
@@ -51,21 +62,28 @@ def kafka_plan(topo: Topology, cfg: ProgramConfig, *, start: str | None = None, 
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             reason = err.str() if isinstance(err, KafkaError) else str(exc)
-            raise BackfillError(f"cannot reach Kafka at {topo.kafka.bootstrap_servers} ({reason}); check the address "
-                                f"(--bootstrap-servers) and that the broker is running") from None
+            raise BackfillError(
+                f"cannot reach Kafka at {topo.kafka.bootstrap_servers} ({reason}); check the address "
+                f"(--bootstrap-servers) and that the broker is running"
+            ) from None
         counts: dict[str, int] = {}
         for i, inp in enumerate(cfg.inputs):
             t = md.topics.get(inp.topic)
             if t is None or t.error is not None:
-                raise BackfillError(f"program {cfg.name}: input topic {inp.topic} (inputs[{i}]) does not exist on "
-                                    f"{topo.kafka.bootstrap_servers}")
+                raise BackfillError(
+                    f"program {cfg.name}: input topic {inp.topic} (inputs[{i}]) does not exist on "
+                    f"{topo.kafka.bootstrap_servers}"
+                )
             counts[inp.topic] = len(t.partitions)
         if len(set(counts.values())) > 1:
             shown = ", ".join(f"{t}: {n}" for t, n in counts.items())
             raise BackfillError(f"program {cfg.name}: input topics must be co-partitioned, but they have {shown}")
         n = next(iter(counts.values()))
-        marks = {(topic, p): consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)
-                 for topic in counts for p in range(n)}
+        marks = {
+            (topic, p): consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)
+            for topic in counts
+            for p in range(n)
+        }
         ends = log_ends(consumer, marks, timeout)
         ranges: dict[tuple[str, int], OffsetRange] = {}
         for (topic, p), (low, _) in marks.items():
@@ -75,12 +93,18 @@ def kafka_plan(topo: Topology, cfg: ProgramConfig, *, start: str | None = None, 
             ranges[(topic, p)] = OffsetRange(topic, p, begin, max(begin, end))
     finally:
         consumer.close()
-    return Plan(program=program_spec(topo, cfg, n), source=SourceSpec("kafka", kafka=topo.kafka.model_dump()),
-                slices=cut.slices(list(counts), n, ranges), until_us=until_us, batch_size=batch_size)
+    return Plan(
+        program=program_spec(topo, cfg, n),
+        source=SourceSpec("kafka", kafka=topo.kafka.model_dump()),
+        slices=cut.slices(list(counts), n, ranges),
+        until_us=until_us,
+        batch_size=batch_size,
+    )
 
 
-def log_ends(consumer: Consumer, marks: dict[tuple[str, int], tuple[int, int]],
-             timeout: float) -> dict[tuple[str, int], int]:
+def log_ends(
+    consumer: Consumer, marks: dict[tuple[str, int], tuple[int, int]], timeout: float
+) -> dict[tuple[str, int], int]:
     """Each partition's end as the end-of-partition signal tells it (read_committed: the last
     stable offset). The high watermark is not trusted — the embedded broker reports the base
     offset of the last record batch plus one — but taken as a lower bound: reading starts
@@ -105,8 +129,16 @@ def log_ends(consumer: Consumer, marks: dict[tuple[str, int], tuple[int, int]],
     return ends
 
 
-def _offset_for(consumer: Consumer, topic: str, p: int, bound: cut.Bound | None, low: int, high: int,
-                timeout: float, default: int | None = None) -> int:
+def _offset_for(
+    consumer: Consumer,
+    topic: str,
+    p: int,
+    bound: cut.Bound | None,
+    low: int,
+    high: int,
+    timeout: float,
+    default: int | None = None,
+) -> int:
     if bound is None:
         return low if default is None else default
     if bound.offset is not None:
@@ -158,7 +190,8 @@ def read_ranges(kafka: dict[str, Any], ranges: list[OffsetRange]) -> Iterator[Ro
                         raise KafkaReadError(
                             f"{r.topic}:{r.partition} ended at offset {off} before the end of its range "
                             f"[{r.start}, {r.end}): records were deleted, or a transaction is still open; run the "
-                            f"backfill again (or set --to)")
+                            f"backfill again (or set --to)"
+                        )
                     yield _end(r)
                     del active[tp]
                     continue

@@ -58,8 +58,9 @@ KEYLESS_GROUP = 0
 #: route: the key group's route value; clock: task p's record clock (µs) just before the record;
 #: seq: the record's place in task p's order; tick: whether the group's task must be ticked to
 #: ``clock`` first (the record does not move the clock there itself: see ``KeyProbe``).
-KEYED_SCHEMA = pa.schema([*INPUT_SCHEMA, ("route", pa.int32()), ("clock", pa.int64()), ("seq", pa.int64()),
-                          ("tick", pa.bool_())])
+KEYED_SCHEMA = pa.schema(
+    [*INPUT_SCHEMA, ("route", pa.int32()), ("clock", pa.int64()), ("seq", pa.int64()), ("tick", pa.bool_())]
+)
 KEYED_DDL = f"{INPUT_DDL}, route int, clock long, seq long, tick boolean"
 #: The order of a key group's rows: each partition's in task p's order (partitions share nothing,
 #: so any interleaving of them would do; one after the other gives long runs of one task's records).
@@ -179,18 +180,30 @@ class KeyStage(TaskStage):
         route = self.route
         start = self.seq
         self.seq += len(seen)
-        batch = _keyed(input_batch([rec.row() for rec, _, _, _ in seen]), [route(rec, key) for rec, key, _, _ in seen],
-                       [before for _, _, before, _ in seen], list(range(start, self.seq)),
-                       [tick for _, _, _, tick in seen])
+        batch = _keyed(
+            input_batch([rec.row() for rec, _, _, _ in seen]),
+            [route(rec, key) for rec, key, _, _ in seen],
+            [before for _, _, before, _ in seen],
+            list(range(start, self.seq)),
+            [tick for _, _, _, tick in seen],
+        )
         seen.clear()
         return batch
 
 
-def _keyed(batch: pa.RecordBatch, routes: list[int], clocks: list[int], seqs: list[int],
-           ticks: list[bool]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([*batch.columns, pa.array(routes, type=pa.int32()),
-                                       pa.array(clocks, type=pa.int64()), pa.array(seqs, type=pa.int64()),
-                                       pa.array(ticks, type=pa.bool_())], schema=KEYED_SCHEMA)
+def _keyed(
+    batch: pa.RecordBatch, routes: list[int], clocks: list[int], seqs: list[int], ticks: list[bool]
+) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [
+            *batch.columns,
+            pa.array(routes, type=pa.int32()),
+            pa.array(clocks, type=pa.int64()),
+            pa.array(seqs, type=pa.int64()),
+            pa.array(ticks, type=pa.bool_()),
+        ],
+        schema=KEYED_SCHEMA,
+    )
 
 
 # -- stage 2: one key group --------------------------------------------------------------------------------------
@@ -211,8 +224,17 @@ class MergedTaskStage(TaskStage):
         worker's own tick record, as the records of other key groups move task p's clock."""
         task = self.task
         if clock_us > task.clock.now():
-            task.add(ArrowRecord(self.tick_topic, self.piece.partition, END_MARKER_OFFSET, clock_us // 1000, None,
-                                 b"{}", [(codec.HEADER_TICK, b"1")]))
+            task.add(
+                ArrowRecord(
+                    self.tick_topic,
+                    self.piece.partition,
+                    END_MARKER_OFFSET,
+                    clock_us // 1000,
+                    None,
+                    b"{}",
+                    [(codec.HEADER_TICK, b"1")],
+                )
+            )
             task.process(0)
 
     def feed_records(self, records: list[ArrowRecord]) -> None:
@@ -246,8 +268,9 @@ class KeyGroupStage:
         if stage is None:
             index = self.index.get(partition)
             if index is None:
-                raise BackfillError(f"key group {self.group} was given a record of partition {partition}, "
-                                    f"which the plan does not read")
+                raise BackfillError(
+                    f"key group {self.group} was given a record of partition {partition}, which the plan does not read"
+                )
             stage = self.tasks[partition] = MergedTaskStage(self.plan, index, self.store_dir)
         return stage
 

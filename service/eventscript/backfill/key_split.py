@@ -60,7 +60,8 @@ MISMATCH = "SplitMismatchError"
 
 def batch_groups(keys: pa.Array, splits: int) -> np.ndarray:
     """:func:`~eventscript.task.routing.key_group` (the one key-group hash) of every key of a
-    binary column, null keys in group 0, with no Python object per row (a partition's every record passes here in each of its S tasks)."""
+    binary column, null keys in group 0, with no Python object per row (a partition's every record passes here in
+    each of its S tasks)."""
     n = len(keys)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -68,11 +69,14 @@ def batch_groups(keys: pa.Array, splits: int) -> np.ndarray:
     keys = keys.cast(pa.large_binary()) if not wide and not pa.types.is_binary(keys.type) else keys
     bufs = keys.buffers()
     offsets = np.frombuffer(bufs[1], dtype=np.int64 if pa.types.is_large_binary(keys.type) else np.int32)
-    offsets = offsets[keys.offset:keys.offset + n + 1].astype(np.int64)
+    offsets = offsets[keys.offset : keys.offset + n + 1].astype(np.int64)
     starts, ends = offsets[:-1] - offsets[0], offsets[1:] - offsets[0]
     lengths = ends - starts
-    data = (np.frombuffer(bufs[2], dtype=np.uint8)[offsets[0]:offsets[-1]] if bufs[2] is not None
-            else np.zeros(0, dtype=np.uint8)).astype(np.uint64)
+    data = (
+        np.frombuffer(bufs[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+        if bufs[2] is not None
+        else np.zeros(0, dtype=np.uint8)
+    ).astype(np.uint64)
     longest = int(lengths.max()) if n else 0
     with np.errstate(over="ignore"):
         powers = np.full(max(longest - 1, 0), HASH_PRIME, dtype=np.uint64)
@@ -92,9 +96,11 @@ class SplitMismatchError(BackfillError):
 
 
 def mismatch(rec: Any, what: str) -> SplitMismatchError:
-    return SplitMismatchError(f"record {rec.topic()}:{rec.partition()}:{rec.offset()} {what}: key-split mode took it, by "
-                         f"its record key, for a record of its key group that moves the clock to its timestamp; "
-                         f"run in partition mode")
+    return SplitMismatchError(
+        f"record {rec.topic()}:{rec.partition()}:{rec.offset()} {what}: key-split mode took it, by "
+        f"its record key, for a record of its key group that moves the clock to its timestamp; "
+        f"run in partition mode"
+    )
 
 
 def split_refusal(plan: Plan) -> str | None:
@@ -110,8 +116,10 @@ def split_refusal(plan: Plan) -> str | None:
         if inp.key == "none" or inp.keyed is False:
             return f"input {inp.topic} has no record keys to split by"
         if input_format(inp, types) != home:
-            return (f"input {inp.topic}'s record keys are in format {input_format(inp, types)}, not the "
-                    f"{home} of the routing bytes key-split mode hashes")
+            return (
+                f"input {inp.topic}'s record keys are in format {input_format(inp, types)}, not the "
+                f"{home} of the routing bytes key-split mode hashes"
+            )
     return None
 
 
@@ -120,7 +128,8 @@ def auto_split(plan: Plan, slots: int) -> list[int]:
     slots, then with the least work: every partition in S tasks, or the last k partitions in S
     tasks and the others whole (3 partitions on 2 slots: 2 whole, then the third's two halves
     — 4 tasks, not 6). A task of a partition split S ways costs 1/S of its records plus
-    ``SKIP_COST`` (several inputs: ``MERGED_SKIP_COST``) for each of the others; Spark starts the tasks in order, each on the first
+    ``SKIP_COST`` (several inputs: ``MERGED_SKIP_COST``) for each of the others; Spark starts the tasks in order,
+    each on the first
     free slot. All 1 (partition mode) when nothing is faster, or the program cannot be split."""
     sizes = [sum(max(0, r.end - r.start) for r in piece.ranges) for piece in plan.slices]
     whole = [1] * len(sizes)
@@ -209,15 +218,17 @@ class SplitStage(TaskStage, KeyFilter):
             if mark.any():
                 # before each such record the clock moves to the latest timestamp of the other
                 # groups' records before it
-                self.task.move_clock_before(self.cfg.inputs[0].topic,
-                                            zip(offset[enters][mark].tolist(), need[mark].tolist()))
+                self.task.move_clock_before(
+                    self.cfg.inputs[0].topic, zip(offset[enters][mark].tolist(), need[mark].tolist())
+                )
         if not skipped.any():
             return batch, owned
         self.skipped_max = max(self.skipped_max, int(ts[skipped].max()))
         return batch.filter(pa.array(~skipped)), owned
 
-    def _with_stubs(self, batch: pa.RecordBatch, skipped: np.ndarray, ts: np.ndarray,
-                    offset: np.ndarray) -> pa.RecordBatch:
+    def _with_stubs(
+        self, batch: pa.RecordBatch, skipped: np.ndarray, ts: np.ndarray, offset: np.ndarray
+    ) -> pa.RecordBatch:
         """Several inputs: the task merges them by timestamp itself, so the other groups' records
         stay in its inputs, as *stubs* that are never decoded: processing one moves the clock
         where its records would have (``Task.stand_in``). Consecutive
@@ -254,9 +265,11 @@ class SplitStage(TaskStage, KeyFilter):
             self.task.stand_in(topic, zip(offset[last].tolist(), targets.tolist()))
             self.stub_count += len(last)
         if not np.array_equal(first_ts[stub], ts[stub]):
-            batch = batch.set_column(batch.schema.get_field_index("timestamp"), "timestamp",
-                                     pc.replace_with_mask(batch.column("timestamp"), pa.array(stub),
-                                                          pa.array(first_ts[stub])))
+            batch = batch.set_column(
+                batch.schema.get_field_index("timestamp"),
+                "timestamp",
+                pc.replace_with_mask(batch.column("timestamp"), pa.array(stub), pa.array(first_ts[stub])),
+            )
         return batch.filter(pa.array(keep))
 
     def _key_group(self, kb: bytes | None) -> int:

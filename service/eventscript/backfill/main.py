@@ -30,11 +30,21 @@ class BackfillFailed(Exception):
         self.after_start = after_start
 
 
-def make_plan(topo: Topology, cfg: ProgramConfig, inputs: list[str] | None, *, start: str | None,
-              stop: str | None, until_us: int | None, partitions: int | None, batch_size: int) -> Plan:
+def make_plan(
+    topo: Topology,
+    cfg: ProgramConfig,
+    inputs: list[str] | None,
+    *,
+    start: str | None,
+    stop: str | None,
+    until_us: int | None,
+    partitions: int | None,
+    batch_size: int,
+) -> Plan:
     if inputs:
-        return export_plan(topo, cfg, inputs, partitions=partitions, start=start, stop=stop, until_us=until_us,
-                           batch_size=batch_size)
+        return export_plan(
+            topo, cfg, inputs, partitions=partitions, start=start, stop=stop, until_us=until_us, batch_size=batch_size
+        )
     from .kafka_source import kafka_plan
 
     return kafka_plan(topo, cfg, start=start, stop=stop, until_us=until_us, batch_size=batch_size)
@@ -66,34 +76,57 @@ def _order_warnings(topo: Topology, cfg: ProgramConfig, topics: list[str]) -> li
     for reader in topo.programs:
         read = sorted({i.topic for i in reader.inputs} & set(topics))
         if reader.name != cfg.name and read:
-            out.append(f"program {reader.name} reads {', '.join(read)}; key-parallel mode (--key-groups) and "
-                       f"key-split mode (more tasks than partitions) write records of different keys in another order than the worker, so where {reader.name} "
-                       f"groups by another key its results may differ from the worker's: backfill in partition "
-                       f"mode (no --key-groups, --split 1) for topics other programs read")
+            out.append(
+                f"program {reader.name} reads {', '.join(read)}; key-parallel mode (--key-groups) and "
+                f"key-split mode (more tasks than partitions) write records of different keys in another order than "
+                f"the worker, so where {reader.name} "
+                f"groups by another key its results may differ from the worker's: backfill in partition "
+                f"mode (no --key-groups, --split 1) for topics other programs read"
+            )
     return out
 
 
-def _sink_config(topo: Topology, cfg: ProgramConfig, output: str | None, output_topics: dict[str, str],
-                 error_topic: str | None) -> tuple[ProgramConfig, list[str]]:
+def _sink_config(
+    topo: Topology, cfg: ProgramConfig, output: str | None, output_topics: dict[str, str], error_topic: str | None
+) -> tuple[ProgramConfig, list[str]]:
     """Check the sink options: the program's configuration with ``--output-topic`` /
     ``--error-topic``, and the Kafka topics the sink writes (none for a file)."""
     if output is not None:
         sink_format(output)
         if output_topics or error_topic is not None:
-            raise SinkError(f"--output {output} writes a file; --output-topic and --error-topic name Kafka topics: "
-                            f"give one or the other")
+            raise SinkError(
+                f"--output {output} writes a file; --output-topic and --error-topic name Kafka topics: "
+                f"give one or the other"
+            )
         return cfg, []
     names = [o.name for o in compiled_program(program_spec(topo, cfg, 1)).program.outputs]
     cfg = with_topics(cfg, names, output_topics, error_topic)
     return cfg, sink_topics(cfg, names)
 
 
-def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: list[str] | None = None,
-             start: str | None = None, stop: str | None = None, until_us: int | None = None,
-             master: str | None = None, partitions: int | None = None, batch_size: int = 10_000, ui: bool = True,
-             verbose: bool = False, spark: Any = None, err: Any = None, output_topics: dict[str, str] | None = None,
-             error_topic: str | None = None, handover: bool = False, force: bool = False,
-             key_groups: int = 0, split: int | str = "auto") -> Totals:
+def backfill(
+    topo: Topology,
+    cfg: ProgramConfig,
+    *,
+    output: str | None,
+    inputs: list[str] | None = None,
+    start: str | None = None,
+    stop: str | None = None,
+    until_us: int | None = None,
+    master: str | None = None,
+    partitions: int | None = None,
+    batch_size: int = 10_000,
+    ui: bool = True,
+    verbose: bool = False,
+    spark: Any = None,
+    err: Any = None,
+    output_topics: dict[str, str] | None = None,
+    error_topic: str | None = None,
+    handover: bool = False,
+    force: bool = False,
+    key_groups: int = 0,
+    split: int | str = "auto",
+) -> Totals:
     """Run a backfill of one program; returns what its tasks reported.
 
     ``output``: a .jsonl or .parquet file; None: the program's Kafka topics (or ``output_topics``,
@@ -109,8 +142,9 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
         if handover and (refusal := ho.refusal_for_source(inputs, until_us)) is not None:
             raise ho.HandoverError(refusal)
         cfg, topics = _sink_config(topo, cfg, output, output_topics or {}, error_topic)
-        plan = make_plan(topo, cfg, inputs, start=start, stop=stop, until_us=until_us, partitions=partitions,
-                         batch_size=batch_size)
+        plan = make_plan(
+            topo, cfg, inputs, start=start, stop=stop, until_us=until_us, partitions=partitions, batch_size=batch_size
+        )
         plan = dataclasses.replace(plan, key_groups=key_groups)
         if split not in ("auto", 0, 1) and not key_groups:
             if not isinstance(split, int) or split < 1:
@@ -145,8 +179,9 @@ def backfill(topo: Topology, cfg: ProgramConfig, *, output: str | None, inputs: 
         return _run(topo, cfg, plan, spark, err, output, topics, target, ui, force)
     except _SplitMismatch as exc:
         err.write(f"backfill: {exc}: running again in partition mode\n")
-        return _run(topo, cfg, dataclasses.replace(plan, split=0, split_each=[]), spark, err, output, topics, target,
-                    ui, force)
+        return _run(
+            topo, cfg, dataclasses.replace(plan, split=0, split_each=[]), spark, err, output, topics, target, ui, force
+        )
     finally:
         if own_session:
             spark.stop()
@@ -156,17 +191,33 @@ class _SplitMismatch(Exception):
     """A key-split task found a record that does not fit key-split mode (nothing was written)."""
 
 
-def _run(topo: Topology, cfg: ProgramConfig, plan: Plan, spark: Any, err: Any, output: str | None,
-         topics: list[str], target: ho.HandoverTarget | None, ui: bool, force: bool) -> Totals:
+def _run(
+    topo: Topology,
+    cfg: ProgramConfig,
+    plan: Plan,
+    spark: Any,
+    err: Any,
+    output: str | None,
+    topics: list[str],
+    target: ho.HandoverTarget | None,
+    ui: bool,
+    force: bool,
+) -> Totals:
     """The Spark job and the sink (and the hand-over) of one planned backfill."""
     if topics and (plan.key_groups or plan.splits > 1):
         for warning in _order_warnings(topo, cfg, topics):
             err.write(f"backfill: warning: {warning}\n")
     if topics:
-        err.write(f"backfill: the outputs go to Kafka topics {', '.join(topics)} on {topo.kafka.bootstrap_servers}, "
-                  f"in one transaction committed at the end\n")
-    progress = Progress(plan.tasks, plan.records, err,
-                        unit="key groups" if plan.key_groups else "tasks" if plan.splits > 1 else "partitions")
+        err.write(
+            f"backfill: the outputs go to Kafka topics {', '.join(topics)} on {topo.kafka.bootstrap_servers}, "
+            f"in one transaction committed at the end\n"
+        )
+    progress = Progress(
+        plan.tasks,
+        plan.records,
+        err,
+        unit="key groups" if plan.key_groups else "tasks" if plan.splits > 1 else "partitions",
+    )
     progress.spark_ui(spark.sparkContext.uiWebUrl if ui else None)
     totals = Totals()
     state = ho.HandoverState() if target is not None else None
@@ -176,13 +227,17 @@ def _run(topo: Topology, cfg: ProgramConfig, plan: Plan, spark: Any, err: Any, o
         assert target is not None and state is not None
         ho.write(txn, topo, target, state, force)
 
-    sink: FileSink | KafkaSink = (FileSink(output) if output is not None else
-                                  KafkaSink(topo.kafka, txn_id, hand_over if target is not None else None))
+    sink: FileSink | KafkaSink = (
+        FileSink(output)
+        if output is not None
+        else KafkaSink(topo.kafka, txn_id, hand_over if target is not None else None)
+    )
     try:
         with sink:
             try:
-                sink.write_all(outputs(spark, plan, totals, progress.task_done,
-                                       on_state=state.add if state is not None else None))
+                sink.write_all(
+                    outputs(spark, plan, totals, progress.task_done, on_state=state.add if state is not None else None)
+                )
             except Exception as exc:  # a failed Spark job: py4j / captured exceptions
                 if plan.splits > 1 and key_split.MISMATCH in str(exc):
                     raise _SplitMismatch(_spark_failure(exc)) from None
@@ -197,9 +252,11 @@ def _run(topo: Topology, cfg: ProgramConfig, plan: Plan, spark: Any, err: Any, o
         progress.finish()
         _report(err, sink, output)
         if state is not None:
-            err.write(f"handed over {state.instances} instance(s) of {len(state.partitions)} partition(s) to "
-                      f"{plan.program.changelog_topic} and committed the offsets of consumer group "
-                      f"{topo.group_id(cfg)} at the cut: start the workers\n")
+            err.write(
+                f"handed over {state.instances} instance(s) of {len(state.partitions)} partition(s) to "
+                f"{plan.program.changelog_topic} and committed the offsets of consumer group "
+                f"{topo.group_id(cfg)} at the cut: start the workers\n"
+            )
         return totals
     finally:
         if state is not None:

@@ -144,7 +144,13 @@ class Plan:
 def program_spec(topo: Any, cfg: Any, partitions: int) -> ProgramSpec:
     """The spec of a topology's program (reads its source file)."""
     path: Path = topo.source_path(cfg)
-    return ProgramSpec(name=cfg.name, source_path=str(path), source_text=path.read_text(encoding="utf-8"),
-                       state_limit=cfg.state_limit, config_json=cfg.model_dump_json(),
-                       repartition_topic=topo.repartition_topic(cfg), changelog_topic=topo.changelog_topic(cfg),
-                       partitions=partitions)
+    return ProgramSpec(
+        name=cfg.name,
+        source_path=str(path),
+        source_text=path.read_text(encoding="utf-8"),
+        state_limit=cfg.state_limit,
+        config_json=cfg.model_dump_json(),
+        repartition_topic=topo.repartition_topic(cfg),
+        changelog_topic=topo.changelog_topic(cfg),
+        partitions=partitions,
+    )

@@ -48,8 +48,10 @@ class Progress:
     def line(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.records / elapsed
-        text = (f"backfill: {self.done}/{self.tasks} {self.unit} done, {self.records} records read, "
-                f"{self.keys} keys live, {self.sent} records out, ")
+        text = (
+            f"backfill: {self.done}/{self.tasks} {self.unit} done, {self.records} records read, "
+            f"{self.keys} keys live, {self.sent} records out, "
+        )
         if self.records >= RATE_FROM:
             text += f"{rate:,.0f} records/s, "
         text += f"{elapsed:.1f} s"

@@ -3,7 +3,8 @@
 The source yields input records in :data:`INPUT_SCHEMA` (one row per Kafka record: the columns of
 a topic export). The task stage turns each row into an :class:`ArrowRecord`, an object with the
 accessors of a confluent-kafka ``Message``: a :class:`~eventscript.task.record.Record`, what
-:class:`eventscript.task.task.Task` reads — so the worker's own code decodes, routes, merges and processes it. What the task sends
+:class:`eventscript.task.task.Task` reads — so the worker's own code decodes, routes, merges and processes it. What
+the task sends
 comes back as :class:`~eventscript.task.collector.OutRecord` and leaves as :data:`OUTPUT_SCHEMA` rows.
 """
 
@@ -19,34 +20,42 @@ from ..task.collector import OutRecord
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
-INPUT_SCHEMA = pa.schema([
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("offset", pa.int64()),
-    ("timestamp", pa.int64()),  # ms since the epoch (Kafka's record timestamp)
-    ("key", pa.binary()),
-    ("value", pa.binary()),
-    ("headers", HEADER_TYPE),
-])
-INPUT_DDL = ("topic string, partition int, offset long, timestamp long, key binary, value binary, "
-             "headers array<struct<key:string,value:binary>>")
+INPUT_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.int64()),  # ms since the epoch (Kafka's record timestamp)
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("headers", HEADER_TYPE),
+    ]
+)
+INPUT_DDL = (
+    "topic string, partition int, offset long, timestamp long, key binary, value binary, "
+    "headers array<struct<key:string,value:binary>>"
+)
 
 #: kind "out": a record the task sent (an output, an $error, or a re-published copy);
 #: kind "stats": one per task at its end, value = JSON counts (see ``runner.TaskSummary``);
 #: kind "state": a hand-over changelog record; kind "packed": a batch of "out" records encoded
 #: by the task (``sink.pack``; value = the bytes, partition = how many records).
-OUTPUT_SCHEMA = pa.schema([
-    ("kind", pa.string()),
-    ("task", pa.int32()),
-    ("topic", pa.string()),
-    ("partition", pa.int32()),  # None: the producer's partitioner places it by key
-    ("key", pa.binary()),
-    ("value", pa.binary()),
-    ("headers", HEADER_TYPE),
-    ("timestamp", pa.int64()),  # ms
-])
-OUTPUT_DDL = ("kind string, task int, topic string, partition int, key binary, value binary, "
-              "headers array<struct<key:string,value:binary>>, timestamp long")
+OUTPUT_SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("task", pa.int32()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),  # None: the producer's partitioner places it by key
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("headers", HEADER_TYPE),
+        ("timestamp", pa.int64()),  # ms
+    ]
+)
+OUTPUT_DDL = (
+    "kind string, task int, topic string, partition int, key binary, value binary, "
+    "headers array<struct<key:string,value:binary>>, timestamp long"
+)
 
 #: confluent-kafka's TIMESTAMP_CREATE_TIME: what Message.timestamp() reports for producer times.
 CREATE_TIME = 1
@@ -57,8 +66,16 @@ class ArrowRecord:
 
     __slots__ = ("_headers", "_key", "_offset", "_partition", "_topic", "_ts", "_value")
 
-    def __init__(self, topic: str, partition: int, offset: int, ts_ms: int, key: bytes | None,
-                 value: bytes | None, headers: Headers | None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        ts_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None,
+    ) -> None:
         self._topic, self._partition, self._offset, self._ts = topic, partition, offset, ts_ms
         self._key, self._value, self._headers = key, value, headers
 
@@ -123,29 +140,35 @@ def input_batch(rows: list[InputRow]) -> pa.RecordBatch:
 def output_batch(task: int, records: list[OutRecord]) -> pa.RecordBatch:
     """The records a task sent, as an output batch."""
     n = len(records)
-    return pa.RecordBatch.from_arrays([
-        pa.array(["out"] * n, type=pa.string()),
-        pa.array([task] * n, type=pa.int32()),
-        pa.array([r.topic for r in records], type=pa.string()),
-        pa.array([r.partition for r in records], type=pa.int32()),
-        pa.array([r.key for r in records], type=pa.binary()),
-        pa.array([r.value for r in records], type=pa.binary()),
-        pa.array([_headers_to_arrow(r.headers) for r in records], type=HEADER_TYPE),
-        pa.array([r.timestamp for r in records], type=pa.int64()),
-    ], schema=OUTPUT_SCHEMA)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(["out"] * n, type=pa.string()),
+            pa.array([task] * n, type=pa.int32()),
+            pa.array([r.topic for r in records], type=pa.string()),
+            pa.array([r.partition for r in records], type=pa.int32()),
+            pa.array([r.key for r in records], type=pa.binary()),
+            pa.array([r.value for r in records], type=pa.binary()),
+            pa.array([_headers_to_arrow(r.headers) for r in records], type=HEADER_TYPE),
+            pa.array([r.timestamp for r in records], type=pa.int64()),
+        ],
+        schema=OUTPUT_SCHEMA,
+    )
 
 
 def _one_row(kind: str, task: int, value: bytes, partition: int | None = None) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([
-        pa.array([kind], type=pa.string()),
-        pa.array([task], type=pa.int32()),
-        pa.array([None], type=pa.string()),
-        pa.array([partition], type=pa.int32()),
-        pa.array([None], type=pa.binary()),
-        pa.array([value], type=pa.binary()),
-        pa.array([[]], type=HEADER_TYPE),
-        pa.array([None], type=pa.int64()),
-    ], schema=OUTPUT_SCHEMA)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([kind], type=pa.string()),
+            pa.array([task], type=pa.int32()),
+            pa.array([None], type=pa.string()),
+            pa.array([partition], type=pa.int32()),
+            pa.array([None], type=pa.binary()),
+            pa.array([value], type=pa.binary()),
+            pa.array([[]], type=HEADER_TYPE),
+            pa.array([None], type=pa.int64()),
+        ],
+        schema=OUTPUT_SCHEMA,
+    )
 
 
 def stats_batch(task: int, summary_json: bytes) -> pa.RecordBatch:
@@ -158,10 +181,14 @@ def packed_batch(task: int, data: bytes, count: int) -> pa.RecordBatch:
 
 def output_rows(batch: pa.RecordBatch) -> list[OutputRow]:
     """The rows of an output batch as :class:`OutputRow` objects (columns converted once)."""
-    cols = [batch.column(name).to_pylist() for name in ("task", "topic", "partition", "key", "value", "headers",
-                                                        "timestamp")]
-    return [OutputRow(task, topic, partition, key, value, [(h["key"], h["value"]) for h in headers or []], ts)
-            for task, topic, partition, key, value, headers, ts in zip(*cols)]
+    cols = [
+        batch.column(name).to_pylist()
+        for name in ("task", "topic", "partition", "key", "value", "headers", "timestamp")
+    ]
+    return [
+        OutputRow(task, topic, partition, key, value, [(h["key"], h["value"]) for h in headers or []], ts)
+        for task, topic, partition, key, value, headers, ts in zip(*cols)
+    ]
 
 
 class OutputRow:
@@ -169,8 +196,16 @@ class OutputRow:
 
     __slots__ = ("_headers", "_key", "_partition", "_ts", "_value", "task", "topic_name")
 
-    def __init__(self, task: int, topic: str, partition: int | None, key: bytes | None, value: bytes | None,
-                 headers: Headers, ts_ms: int) -> None:
+    def __init__(
+        self,
+        task: int,
+        topic: str,
+        partition: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers,
+        ts_ms: int,
+    ) -> None:
         self.task, self.topic_name, self._partition = task, topic, partition
         self._key, self._value, self._headers, self._ts = key, value, headers, ts_ms
 

@@ -62,11 +62,14 @@ def compiled_program(spec: ProgramSpec) -> CompiledProgram:
     program = _compiled.get(digest)
     if program is None:
         path = Path(spec.source_path)
-        comp = compile_source(SourceFile(name=spec.source_path, text=spec.source_text, path=path),
-                              state_limit=spec.state_limit)
+        comp = compile_source(
+            SourceFile(name=spec.source_path, text=spec.source_text, path=path), state_limit=spec.state_limit
+        )
         if not comp.ok or comp.program is None:
-            raise BackfillError("\n".join(d.render() for d in comp.diagnostics.errors) or
-                                f"{spec.source_path}: the program does not compile")
+            raise BackfillError(
+                "\n".join(d.render() for d in comp.diagnostics.errors)
+                or f"{spec.source_path}: the program does not compile"
+            )
         program = _compiled[digest] = comp.program
     return program
 
@@ -106,8 +109,16 @@ class TaskStage:
         self.plan = plan
         self.piece = piece
         self.cfg = record_clock_config(spec)
-        self.task = Task(piece.partition, compiled_program(spec), self.cfg, self.cfg.inputs, spec.repartition_topic,
-                         spec.changelog_topic, spec.partitions, store_dir / f"task-{piece.partition}")
+        self.task = Task(
+            piece.partition,
+            compiled_program(spec),
+            self.cfg,
+            self.cfg.inputs,
+            spec.repartition_topic,
+            spec.changelog_topic,
+            spec.partitions,
+            store_dir / f"task-{piece.partition}",
+        )
         self.task.load_from_store()  # an empty store: the task starts with no instance
         self.summary = TaskSummary(piece.partition)
         self.task.mark_eof(spec.repartition_topic, piece.partition)  # nothing comes through it here
@@ -125,8 +136,10 @@ class TaskStage:
                 task.mark_eof(rec.topic(), p)
                 continue
             if rec.partition() != p:
-                raise BackfillError(f"task {p} was given record {rec.topic()}:{rec.partition()}:{rec.offset()} "
-                                    f"of another partition (the source's partitions are out of order)")
+                raise BackfillError(
+                    f"task {p} was given record {rec.topic()}:{rec.partition()}:{rec.offset()} "
+                    f"of another partition (the source's partitions are out of order)"
+                )
             ts = rec.timestamp()[1]
             if summary.first_ms is None:
                 summary.first_ms = ts
@@ -146,8 +159,9 @@ class TaskStage:
         until = self.plan.until_us
         if until is not None and self.had_records():
             # A tick, as ``produce`` writes them: the worker's own way to move record time.
-            tick = ArrowRecord(self.cfg.inputs[0].topic, p, END_MARKER_OFFSET, until // 1000, None, b"{}",
-                               [(codec.HEADER_TICK, b"1")])
+            tick = ArrowRecord(
+                self.cfg.inputs[0].topic, p, END_MARKER_OFFSET, until // 1000, None, b"{}", [(codec.HEADER_TICK, b"1")]
+            )
             task.add(tick)
             task.process(WAIT_FOR_ALL_INPUTS_MS)
         out = self._drain()

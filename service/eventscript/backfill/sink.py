@@ -31,16 +31,18 @@ from ..task import codec
 from ..task.codec import record_to_json
 from .records import HEADER_TYPE, OutputRow, output_rows
 
-PARQUET_SCHEMA = pa.schema([
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("timestamp", pa.int64()),
-    ("key", pa.binary()),
-    ("value", pa.binary()),
-    ("headers", HEADER_TYPE),
-    ("event", pa.string()),
-    ("id", pa.string()),
-])
+PARQUET_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("timestamp", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("headers", HEADER_TYPE),
+        ("event", pa.string()),
+        ("id", pa.string()),
+    ]
+)
 PARQUET_ROWS_PER_GROUP = 50_000
 
 
@@ -74,16 +76,19 @@ def _header_text(headers: Any, name: str) -> str | None:
 def parquet_batch(rows: list[OutputRow]) -> pa.RecordBatch:
     """Output records as a batch of the Parquet sink's rows."""
     headers = [r.headers() for r in rows]
-    return pa.RecordBatch.from_arrays([
-        pa.array([r.topic() for r in rows], type=pa.string()),
-        pa.array([r.partition() for r in rows], type=pa.int32()),
-        pa.array([r.timestamp()[1] for r in rows], type=pa.int64()),
-        pa.array([r.key() for r in rows], type=pa.binary()),
-        pa.array([r.value() for r in rows], type=pa.binary()),
-        pa.array([[{"key": k, "value": v} for k, v in h] for h in headers], type=HEADER_TYPE),
-        pa.array([_header_text(h, codec.HEADER_EVENT) for h in headers], type=pa.string()),
-        pa.array([_header_text(h, codec.HEADER_ID) for h in headers], type=pa.string()),
-    ], schema=PARQUET_SCHEMA)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([r.topic() for r in rows], type=pa.string()),
+            pa.array([r.partition() for r in rows], type=pa.int32()),
+            pa.array([r.timestamp()[1] for r in rows], type=pa.int64()),
+            pa.array([r.key() for r in rows], type=pa.binary()),
+            pa.array([r.value() for r in rows], type=pa.binary()),
+            pa.array([[{"key": k, "value": v} for k, v in h] for h in headers], type=HEADER_TYPE),
+            pa.array([_header_text(h, codec.HEADER_EVENT) for h in headers], type=pa.string()),
+            pa.array([_header_text(h, codec.HEADER_ID) for h in headers], type=pa.string()),
+        ],
+        schema=PARQUET_SCHEMA,
+    )
 
 
 def jsonl_text(rows: Iterable[OutputRow]) -> str:

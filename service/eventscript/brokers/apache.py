@@ -34,8 +34,7 @@ KAFKA_VERSION = "4.1.1"
 
 #: JVM options: a small heap so that several brokers fit beside the tests; the client compiler
 #: only, which starts faster and costs less CPU on two cores than the optimising one.
-JVM_OPTIONS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-               "-Djava.awt.headless=true"]
+JVM_OPTIONS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 
 _LOG4J2 = """\
 status = warn
@@ -88,8 +87,10 @@ def kafka_jars(fetch: bool = False) -> Path:
         if not any(path.glob("kafka_2.13-*.jar")):
             raise KafkaNotFetched(f"EVENTSCRIPT_KAFKA_JARS={override} holds no kafka_2.13 jar")
         return path
-    cache = Path(os.environ.get("EVENTSCRIPT_CACHE")
-                 or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eventscript")
+    cache = Path(
+        os.environ.get("EVENTSCRIPT_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eventscript"
+    )
     path = cache / f"kafka-{KAFKA_VERSION}"
     if (path / ".complete").exists():
         return path
@@ -99,8 +100,10 @@ def kafka_jars(fetch: bool = False) -> Path:
         if done.returncode == 0 and (path / ".complete").exists():
             return path
         raise KafkaNotFetched(f"scripts/get-kafka failed: {done.stderr.strip()[-2000:]}")
-    raise KafkaNotFetched(f"no Apache Kafka {KAFKA_VERSION} in {path}: run scripts/get-kafka "
-                          f"(needs Maven and Java 17), or set EVENTSCRIPT_KAFKA_JARS to a folder of its jars")
+    raise KafkaNotFetched(
+        f"no Apache Kafka {KAFKA_VERSION} in {path}: run scripts/get-kafka "
+        f"(needs Maven and Java 17), or set EVENTSCRIPT_KAFKA_JARS to a folder of its jars"
+    )
 
 
 def _free_ports(n: int) -> list[int]:
@@ -169,8 +172,15 @@ class KafkaCluster:
 
     ``settings`` add to or override the server properties of every node."""
 
-    def __init__(self, brokers: int = 1, *, directory: Path | None = None, jars: Path | None = None,
-                 settings: dict[str, Any] | None = None, jvm_options: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        brokers: int = 1,
+        *,
+        directory: Path | None = None,
+        jars: Path | None = None,
+        settings: dict[str, Any] | None = None,
+        jvm_options: list[str] | None = None,
+    ) -> None:
         if brokers < 1:
             raise ValueError("a cluster has at least one broker")
         self.jars = jars or kafka_jars(fetch=True)
@@ -179,8 +189,9 @@ class KafkaCluster:
         self.jvm_options = list(jvm_options or JVM_OPTIONS)
         self.cluster_id = _cluster_id()
         ports = _free_ports(2 * brokers)
-        self.nodes = [KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], self.directory / f"node-{i + 1}")
-                      for i in range(brokers)]
+        self.nodes = [
+            KafkaNode(i + 1, ports[2 * i], ports[2 * i + 1], self.directory / f"node-{i + 1}") for i in range(brokers)
+        ]
         self.bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
         self._admin_client: Any = None
 
@@ -240,15 +251,34 @@ class KafkaCluster:
         (node.directory / "log4j2.properties").write_text(_LOG4J2.format(log=node.log))
 
     def _java(self, node: KafkaNode, main: str, *args: str) -> list[str]:
-        return ["java", *self.jvm_options, f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
-                "-cp", f"{self.jars}/*", main, *args]
+        return [
+            "java",
+            *self.jvm_options,
+            f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
+            "-cp",
+            f"{self.jars}/*",
+            main,
+            *args,
+        ]
 
     def _format(self, node: KafkaNode) -> subprocess.Popen[bytes]:
         """Formats the node's storage (meta.properties and the bootstrap metadata), once."""
         self._write_config(node)
-        return subprocess.Popen(self._java(node, "kafka.tools.StorageTool", "format", "--ignore-formatted",
-                                           "-t", self.cluster_id, "-c", str(node.config)),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return subprocess.Popen(
+            self._java(
+                node,
+                "kafka.tools.StorageTool",
+                "format",
+                "--ignore-formatted",
+                "-t",
+                self.cluster_id,
+                "-c",
+                str(node.config),
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -278,9 +308,13 @@ class KafkaCluster:
 
     def _launch(self, node: KafkaNode) -> None:
         with open(node.directory / "stdout.log", "ab") as out:
-            node.proc = subprocess.Popen(self._java(node, "kafka.Kafka", str(node.config)),
-                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+            node.proc = subprocess.Popen(
+                self._java(node, "kafka.Kafka", str(node.config)),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         (node.directory / "pid").write_text(f"{node.proc.pid}\n")
         _STARTED.append(node)
 
@@ -290,23 +324,35 @@ class KafkaCluster:
         from confluent_kafka.admin import AdminClient
 
         want = brokers if brokers is not None else sum(n.running for n in self.nodes)
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.connection.setup.timeout.ms": 1000,
-                             "topic.metadata.refresh.interval.ms": 250}, logger=_quiet())
+        admin = AdminClient(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "socket.connection.setup.timeout.ms": 1000,
+                "topic.metadata.refresh.interval.ms": 250,
+            },
+            logger=_quiet(),
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for node in self.nodes:
-                if node.proc is not None and node.proc.poll() is not None and node.proc.returncode not in (
-                        -signal.SIGKILL, -signal.SIGTERM, 143, 137):
-                    raise KafkaStartError(f"Kafka node {node.node_id} exited with status {node.proc.returncode}; "
-                                          f"see {node.log}")
+                if (
+                    node.proc is not None
+                    and node.proc.poll() is not None
+                    and node.proc.returncode not in (-signal.SIGKILL, -signal.SIGTERM, 143, 137)
+                ):
+                    raise KafkaStartError(
+                        f"Kafka node {node.node_id} exited with status {node.proc.returncode}; see {node.log}"
+                    )
             try:
                 if len(admin.list_topics(timeout=1).brokers) >= want:
                     return
             except Exception:
                 pass
             time.sleep(0.1)
-        raise KafkaStartError(f"Kafka ({len(self.nodes)} nodes) did not list {want} brokers within {timeout:.0f} s; "
-                              f"see the logs in {self.directory}")
+        raise KafkaStartError(
+            f"Kafka ({len(self.nodes)} nodes) did not list {want} brokers within {timeout:.0f} s; "
+            f"see the logs in {self.directory}"
+        )
 
     def node(self, node_id: int) -> KafkaNode:
         for n in self.nodes:
@@ -347,13 +393,16 @@ class KafkaCluster:
         """Waits until the node itself answers a metadata request (its listener is up)."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{node.port}",
-                             "socket.connection.setup.timeout.ms": 1000}, logger=_quiet())
+        admin = AdminClient(
+            {"bootstrap.servers": f"127.0.0.1:{node.port}", "socket.connection.setup.timeout.ms": 1000}, logger=_quiet()
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not node.running:
-                raise KafkaStartError(f"Kafka node {node.node_id} exited with status "
-                                      f"{node.proc.returncode if node.proc else None}; see {node.log}")
+                raise KafkaStartError(
+                    f"Kafka node {node.node_id} exited with status "
+                    f"{node.proc.returncode if node.proc else None}; see {node.log}"
+                )
             try:
                 if node.node_id in admin.list_topics(timeout=1).brokers:
                     return

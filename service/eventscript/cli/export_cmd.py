@@ -17,17 +17,28 @@ from .arguments import seconds
 def setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("topology", metavar="TOPOLOGY.yaml")
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--trace", metavar="FILE",
-                        help="the records 'eventscript produce' would publish for this trace (no broker needed)")
-    source.add_argument("--topic", action="append", metavar="TOPIC",
-                        help="read this Kafka topic from its beginning (repeatable)")
-    p.add_argument("--program", metavar="NAME", help="with --trace: the program whose inputs receive it "
-                                                     "(default: the first)")
+    source.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="the records 'eventscript produce' would publish for this trace (no broker needed)",
+    )
+    source.add_argument(
+        "--topic", action="append", metavar="TOPIC", help="read this Kafka topic from its beginning (repeatable)"
+    )
+    p.add_argument(
+        "--program", metavar="NAME", help="with --trace: the program whose inputs receive it (default: the first)"
+    )
     p.add_argument("-o", "--output", required=True, metavar="FILE.jsonl", help="the export to write (JSON lines)")
-    p.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="with --topic: override the topology's Kafka "
-                                                                    "address")
-    p.add_argument("--idle", type=seconds, default=2.0, metavar="SECONDS",
-                   help="with --topic: stop when every partition is at its end and nothing came for this long")
+    p.add_argument(
+        "--bootstrap-servers", metavar="HOST:PORT", help="with --topic: override the topology's Kafka address"
+    )
+    p.add_argument(
+        "--idle",
+        type=seconds,
+        default=2.0,
+        metavar="SECONDS",
+        help="with --topic: stop when every partition is at its end and nothing came for this long",
+    )
 
 
 class _FileProducer:
@@ -38,8 +49,16 @@ class _FileProducer:
         self.rows: list[tuple[Any, ...]] = []
         self._next: dict[tuple[str, int], int] = defaultdict(int)
 
-    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = 0,
-                timestamp: int = 0, headers: list[tuple[str, bytes]] | None = None, **_: Any) -> None:
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = 0,
+        timestamp: int = 0,
+        headers: list[tuple[str, bytes]] | None = None,
+        **_: Any,
+    ) -> None:
         offset = self._next[(topic, partition)]
         self._next[(topic, partition)] += 1
         self.rows.append((topic, partition, offset, timestamp, key, value, headers or None))
@@ -90,8 +109,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{out}: error: cannot write the export: {exc.strerror or exc}", file=sys.stderr)
         return 1
     ticks = sum(1 for row in rows if row[6] and any(name == "es-tick" for name, _ in row[6]))
-    print(f"wrote {len(rows)} records to {out}" + (f" ({len(rows) - ticks} events, {ticks} ticks: the trace's "
-                                                   f"timestamps)" if ticks else ""), file=sys.stderr)
+    print(
+        f"wrote {len(rows)} records to {out}"
+        + (f" ({len(rows) - ticks} events, {ticks} ticks: the trace's timestamps)" if ticks else ""),
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -116,13 +138,25 @@ def _from_topics(topo: Any, topics: list[str], idle: float) -> list[tuple[Any, .
     try:
         for topic in topics:
             for m in read_topic(topo.kafka, topic, idle=idle, timeout=3600):
-                rows.append((m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value(),
-                             list(m.headers() or []) or None))
+                rows.append(
+                    (
+                        m.topic(),
+                        m.partition(),
+                        m.offset(),
+                        m.timestamp()[1],
+                        m.key(),
+                        m.value(),
+                        list(m.headers() or []) or None,
+                    )
+                )
     except ProduceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
     except KafkaException as exc:
-        print(f"error: cannot read from Kafka at {topo.kafka.bootstrap_servers} ({exc}); check the address "
-              f"(--bootstrap-servers) and that the broker is running", file=sys.stderr)
+        print(
+            f"error: cannot read from Kafka at {topo.kafka.bootstrap_servers} ({exc}); check the address "
+            f"(--bootstrap-servers) and that the broker is running",
+            file=sys.stderr,
+        )
         return None
     return rows

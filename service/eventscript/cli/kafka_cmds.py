@@ -23,8 +23,11 @@ def _logging(verbose: bool) -> None:
     """
     from ..kafka.clients import LIBRDKAFKA_LOG
 
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     LIBRDKAFKA_LOG.setLevel(logging.NOTSET if verbose else logging.CRITICAL)
 
 
@@ -41,19 +44,24 @@ def _common(p: argparse.ArgumentParser, topology: bool = True) -> None:
     if topology:
         p.add_argument("topology", metavar="TOPOLOGY.yaml")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="override the topology's Kafka address")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="log what the worker does, and librdkafka's own lines")
+    p.add_argument("-v", "--verbose", action="store_true", help="log what the worker does, and librdkafka's own lines")
 
 
 def setup_run(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--program", action="append", metavar="NAME", help="run only this program (repeatable)")
     p.add_argument("--health-port", type=port, metavar="PORT", help="serve /healthz, /readyz and /metrics")
-    p.add_argument("--health-host", metavar="ADDRESS",
-                   help="address the health server listens on (default: the topology's, 127.0.0.1; "
-                        "0.0.0.0 in containers)")
-    p.add_argument("--until-idle", type=seconds, metavar="SECONDS",
-                   help="stop once all input has been processed and nothing new came for this long")
+    p.add_argument(
+        "--health-host",
+        metavar="ADDRESS",
+        help="address the health server listens on (default: the topology's, 127.0.0.1; 0.0.0.0 in containers)",
+    )
+    p.add_argument(
+        "--until-idle",
+        type=seconds,
+        metavar="SECONDS",
+        help="stop once all input has been processed and nothing new came for this long",
+    )
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -91,18 +99,33 @@ def setup_dev(p: argparse.ArgumentParser) -> None:
     p.add_argument("topology", metavar="TOPOLOGY.yaml")
     p.add_argument("--trace", metavar="FILE", help="publish this timed trace to the (first) program's inputs")
     p.add_argument("--program", metavar="NAME", help="the program the trace is for (default: the first)")
-    p.add_argument("--until-idle", type=seconds, metavar="SECONDS",
-                   help="stop once everything has been processed and nothing new came for this long")
-    p.add_argument("--show", action="store_true",
-                   help="at the end (also after Ctrl-C), print the records of the programs' output and error topics")
-    p.add_argument("--broker", choices=["embedded", "kafka"], default="embedded",
-                   help="embedded: the Tansu broker (starts at once, no Java); kafka: Apache Kafka from the "
-                        "jars scripts/get-kafka fetches (needs Java 17)")
-    p.add_argument("--follow", action="store_true",
-                   help="print the records of the output and error topics as they are written")
-    p.add_argument("--state-dir", metavar="DIR",
-                   help="keep the programs' state in DIR (default: a fresh temporary folder, removed at the end, "
-                        "since the embedded broker starts empty each run)")
+    p.add_argument(
+        "--until-idle",
+        type=seconds,
+        metavar="SECONDS",
+        help="stop once everything has been processed and nothing new came for this long",
+    )
+    p.add_argument(
+        "--show",
+        action="store_true",
+        help="at the end (also after Ctrl-C), print the records of the programs' output and error topics",
+    )
+    p.add_argument(
+        "--broker",
+        choices=["embedded", "kafka"],
+        default="embedded",
+        help="embedded: the Tansu broker (starts at once, no Java); kafka: Apache Kafka from the "
+        "jars scripts/get-kafka fetches (needs Java 17)",
+    )
+    p.add_argument(
+        "--follow", action="store_true", help="print the records of the output and error topics as they are written"
+    )
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="keep the programs' state in DIR (default: a fresh temporary folder, removed at the end, "
+        "since the embedded broker starts empty each run)",
+    )
     p.add_argument("--health-port", type=port, metavar="PORT")
     p.add_argument("-v", "--verbose", action="store_true")
 
@@ -150,8 +173,10 @@ def run_dev(args: argparse.Namespace) -> int:
     from .progress import Follower, output_topics, remove_state_dir, use_state_dir
 
     state, temporary = use_state_dir(topo, args.state_dir)
-    print(f"state in {state}" + (" (fresh, removed at the end; --state-dir DIR to choose)" if temporary else ""),
-          file=sys.stderr)
+    print(
+        f"state in {state}" + (" (fresh, removed at the end; --state-dir DIR to choose)" if temporary else ""),
+        file=sys.stderr,
+    )
     try:
         bootstrap, stop_broker = _dev_broker(args.broker)
     except (BrokerError, KafkaNotFetched, KafkaStartError) as exc:
@@ -238,15 +263,26 @@ def run_produce(args: argparse.Namespace) -> int:
 
 def setup_tail(p: argparse.ArgumentParser) -> None:
     p.add_argument("topic", metavar="TOPIC")
-    p.add_argument("--bootstrap-servers", metavar="HOST:PORT",
-                   help="Kafka address (default: $KAFKA_BOOTSTRAP_SERVERS, or --topology's)")
+    p.add_argument(
+        "--bootstrap-servers",
+        metavar="HOST:PORT",
+        help="Kafka address (default: $KAFKA_BOOTSTRAP_SERVERS, or --topology's)",
+    )
     p.add_argument("--topology", metavar="TOPOLOGY.yaml", help="take the Kafka settings from a topology")
-    p.add_argument("--idle", type=seconds, default=2.0, metavar="SECONDS",
-                   help="stop when every partition is at its end and nothing came for this long (default 2)")
+    p.add_argument(
+        "--idle",
+        type=seconds,
+        default=2.0,
+        metavar="SECONDS",
+        help="stop when every partition is at its end and nothing came for this long (default 2)",
+    )
     p.add_argument("--follow", action="store_true", help="keep printing new records until interrupted")
     p.add_argument("--dedupe", action="store_true", help="skip records whose es-id was already printed")
-    p.add_argument("--markers", action="store_true",
-                   help="also print the progress markers of the tasks writing the topic (hidden by default)")
+    p.add_argument(
+        "--markers",
+        action="store_true",
+        help="also print the progress markers of the tasks writing the topic (hidden by default)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="also print librdkafka's own log lines")
 
 
@@ -266,14 +302,24 @@ def run_tail(args: argparse.Namespace) -> int:
     if bootstrap:
         kafka.bootstrap_servers = bootstrap
     try:
-        tail(kafka, args.topic, sys.stdout, idle=float("inf") if args.follow else args.idle, dedupe=args.dedupe,
-             timeout=float("inf") if args.follow else 3600, markers=args.markers)
+        tail(
+            kafka,
+            args.topic,
+            sys.stdout,
+            idle=float("inf") if args.follow else args.idle,
+            dedupe=args.dedupe,
+            timeout=float("inf") if args.follow else 3600,
+            markers=args.markers,
+        )
     except ProduceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KafkaException as exc:
-        print(f"error: cannot reach Kafka at {kafka.bootstrap_servers} ({_reason(exc)}); check the address "
-              f"(--bootstrap-servers) and that the broker is running", file=sys.stderr)
+        print(
+            f"error: cannot reach Kafka at {kafka.bootstrap_servers} ({_reason(exc)}); check the address "
+            f"(--bootstrap-servers) and that the broker is running",
+            file=sys.stderr,
+        )
         return 2
     return 0
 

@@ -11,14 +11,24 @@ from . import commands
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="eventscript", description="EventScript: regular expressions with actions, "
-                                "run as event processors.")
+    p = argparse.ArgumentParser(
+        prog="eventscript", description="EventScript: regular expressions with actions, run as event processors."
+    )
     p.add_argument("--version", action="version", version="eventscript 0.1.0")
-    p.add_argument("--log-format", choices=FORMATS, help="json: one JSON object per line (program, task, "
-                   "partition, key); text: readable lines (default: $EVENTSCRIPT_LOG_FORMAT, else the "
-                   "command's own terminal output)")
-    p.add_argument("--log-level", type=str.upper, choices=LEVELS, metavar="LEVEL",
-                   help="DEBUG, INFO (default with --log-format), WARNING, ERROR (default: $EVENTSCRIPT_LOG_LEVEL)")
+    p.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        help="json: one JSON object per line (program, task, "
+        "partition, key); text: readable lines (default: $EVENTSCRIPT_LOG_FORMAT, else the "
+        "command's own terminal output)",
+    )
+    p.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LEVELS,
+        metavar="LEVEL",
+        help="DEBUG, INFO (default with --log-format), WARNING, ERROR (default: $EVENTSCRIPT_LOG_LEVEL)",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, (help_, setup, _) in commands.COMMANDS.items():

@@ -12,21 +12,39 @@ from .arguments import positive_int
 
 
 def setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="*", metavar="PROGRAM.es | TOPOLOGY.yaml",
-                   help="what the page opens with: programs (a pipeline, in order) or one topology file")
-    p.add_argument("--trace", metavar="FILE", help="the trace the page opens with (default: sample.trace beside "
-                                                   "the first file, if there is one)")
+    p.add_argument(
+        "files",
+        nargs="*",
+        metavar="PROGRAM.es | TOPOLOGY.yaml",
+        help="what the page opens with: programs (a pipeline, in order) or one topology file",
+    )
+    p.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="the trace the page opens with (default: sample.trace beside the first file, if there is one)",
+    )
     p.add_argument("--port", type=int, default=8765, metavar="N", help="the port (default 8765; 0: any free port)")
-    p.add_argument("--host", default="127.0.0.1", metavar="H",
-                   help="the address to listen on (default 127.0.0.1: this machine only). Anyone who can "
-                        "reach another address can run programs on this machine, within the limits")
-    p.add_argument("--allow-externals", action="store_true",
-                   help="let programs declare external (Python) functions; off by default, since they run "
-                        "arbitrary code")
-    p.add_argument("--cases-dir", default="playground-cases", metavar="DIR",
-                   help="where 'save as test case' writes case folders (default ./playground-cases)")
-    p.add_argument("--run-seconds", type=positive_int, default=10, metavar="S",
-                   help="longest run of a trace (default 10 s)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="H",
+        help="the address to listen on (default 127.0.0.1: this machine only). Anyone who can "
+        "reach another address can run programs on this machine, within the limits",
+    )
+    p.add_argument(
+        "--allow-externals",
+        action="store_true",
+        help="let programs declare external (Python) functions; off by default, since they run arbitrary code",
+    )
+    p.add_argument(
+        "--cases-dir",
+        default="playground-cases",
+        metavar="DIR",
+        help="where 'save as test case' writes case folders (default ./playground-cases)",
+    )
+    p.add_argument(
+        "--run-seconds", type=positive_int, default=10, metavar="S", help="longest run of a trace (default 10 s)"
+    )
 
 
 def _read(path: Path) -> str:
@@ -48,8 +66,10 @@ def initial(files: list[str], trace: str | None) -> dict[str, Any]:
     elif paths:
         odd = [str(p) for p in paths if p.suffix != ".es"]
         if odd:
-            raise ValueError(f"{', '.join(odd)}: the playground opens program sources (.es) or one topology "
-                             f"file (.yaml); compiled programs have no text to show")
+            raise ValueError(
+                f"{', '.join(odd)}: the playground opens program sources (.es) or one topology "
+                f"file (.yaml); compiled programs have no text to show"
+            )
         out["programs"] = [{"name": p.name, "text": _read(p)} for p in paths]
     trace_path = Path(trace) if trace else (paths[0].parent / "sample.trace" if paths else None)
     if trace_path is not None and (trace or trace_path.exists()):
@@ -66,8 +86,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         opening = initial(args.files, args.trace)
     except OSError as exc:
-        print(f"eventscript playground: cannot read {exc.filename or 'the files'}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"eventscript playground: cannot read {exc.filename or 'the files'}: {exc.strerror or exc}", file=sys.stderr
+        )
         return 2
     except UnicodeDecodeError:
         print("eventscript playground: a file named is not UTF-8 text", file=sys.stderr)
@@ -78,13 +99,17 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"eventscript playground: {exc}", file=sys.stderr)
         return 2
-    config = Config(Limits(allow_externals=args.allow_externals, run_seconds=float(args.run_seconds)),
-                    Path(args.cases_dir), opening)
+    config = Config(
+        Limits(allow_externals=args.allow_externals, run_seconds=float(args.run_seconds)), Path(args.cases_dir), opening
+    )
     try:
         server = make_server(config, args.host, args.port)
     except OSError as exc:
-        print(f"eventscript playground: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
-              f"choose another --port", file=sys.stderr)
+        print(
+            f"eventscript playground: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
+            f"choose another --port",
+            file=sys.stderr,
+        )
         return 2
     address = server.server_address
     host = address[0].decode() if isinstance(address[0], bytes) else str(address[0])
@@ -93,8 +118,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"EventScript playground on http://{shown}:{port}/ (Ctrl-C to stop)", flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         extra = ", external functions included" if args.allow_externals else ""
-        print(f"note: listening on {args.host}: whoever reaches it can run programs on this machine (within the "
-              f"limits{extra})", file=sys.stderr, flush=True)
+        print(
+            f"note: listening on {args.host}: whoever reaches it can run programs on this machine (within the "
+            f"limits{extra})",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         server.serve_forever()
     finally:

@@ -14,18 +14,26 @@ from .arguments import positive_int
 
 
 def add_state_limit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--state-limit", type=positive_int, default=DEFAULT_STATE_LIMIT, metavar="N",
-                   help=f"DFA states to build eagerly before switching to the lazy DFA (default {DEFAULT_STATE_LIMIT})")
+    p.add_argument(
+        "--state-limit",
+        type=positive_int,
+        default=DEFAULT_STATE_LIMIT,
+        metavar="N",
+        help=f"DFA states to build eagerly before switching to the lazy DFA (default {DEFAULT_STATE_LIMIT})",
+    )
 
 
-
-def compile_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warnings: bool = False,
-                      out=None) -> Compilation | None:
+def compile_or_report(
+    path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warnings: bool = False, out=None
+) -> Compilation | None:
     """Compile a file; print errors (and warnings if asked) to ``out``; None on failure."""
     out = out or sys.stderr
     if Path(path).suffix.lower() in (".yaml", ".yml"):
-        print(f"{path}: error: this is a topology, not a program; check it with 'eventscript topology check "
-              f"{path}' (or run it whole with 'eventscript test --trace TRACE {path}')", file=out)
+        print(
+            f"{path}: error: this is a topology, not a program; check it with 'eventscript topology check "
+            f"{path}' (or run it whole with 'eventscript test --trace TRACE {path}')",
+            file=out,
+        )
         return None
     try:
         comp = compile_file(path, state_limit=state_limit)
@@ -44,8 +52,9 @@ def compile_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warn
     return comp if comp.ok else None
 
 
-def load_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warnings: bool = False,
-                   out=None) -> CompiledProgram | None:
+def load_or_report(
+    path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warnings: bool = False, out=None
+) -> CompiledProgram | None:
     """A program from source, or from the JSON file ``eventscript compile`` writes (told apart by
     content, see :func:`looks_compiled`); errors are printed to ``out``; None on failure."""
     out = out or sys.stderr
@@ -62,8 +71,7 @@ def load_or_report(path: str, state_limit: int = DEFAULT_STATE_LIMIT, *, warning
         problem = "it nests too deeply"
     except Exception as exc:  # a damaged file can fail anywhere in the loader: say so, no traceback
         problem = f"{type(exc).__name__}: {exc}"
-    print(f"{path}: error: not a valid compiled program ({problem}); recompile it with 'eventscript compile'",
-          file=out)
+    print(f"{path}: error: not a valid compiled program ({problem}); recompile it with 'eventscript compile'", file=out)
     return None
 
 
@@ -89,7 +97,12 @@ def run_check(args: argparse.Namespace) -> int:
 
 def setup_compile(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", metavar="PROGRAM")
-    p.add_argument("-o", "--output", metavar="FILE.json", help="where to write (default: PROGRAM with .json); its directory must exist")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE.json",
+        help="where to write (default: PROGRAM with .json); its directory must exist",
+    )
     add_state_limit(p)
 
 
@@ -111,11 +124,14 @@ def run_compile(args: argparse.Namespace) -> int:
 
 def setup_graph(p: argparse.ArgumentParser) -> None:
     p.add_argument("program", metavar="PROGRAM")
-    p.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="FILE.svg, FILE.png (drawn with Graphviz) or FILE.dot")
-    p.add_argument("--full-labels", action="store_true",
-                   help="draw action blocks as the compiled program keeps them, up to 60 characters "
-                        "(default: shortened to 40)")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="FILE.svg, FILE.png (drawn with Graphviz) or FILE.dot"
+    )
+    p.add_argument(
+        "--full-labels",
+        action="store_true",
+        help="draw action blocks as the compiled program keeps them, up to 60 characters (default: shortened to 40)",
+    )
     add_state_limit(p)
 
 

@@ -70,13 +70,16 @@ def summary(runner: Any) -> str:
     registry = runner.metrics.registry
     parts = []
     for w in runner.workers:
+
         def count(kind: str, name: str = w.cfg.name) -> int:
             value = registry.get_sample_value("eventscript_records_total", {"program": name, "kind": kind})
             return int(value or 0)
 
-        parts.append(f"  {w.cfg.name}: {count('consumed')} records in, {count('processed')} events processed, "
-                     f"{count('produced')} records written (outputs, $error, changelog, repartition), "
-                     f"{count('errors')} $error")
+        parts.append(
+            f"  {w.cfg.name}: {count('consumed')} records in, {count('processed')} events processed, "
+            f"{count('produced')} records written (outputs, $error, changelog, repartition), "
+            f"{count('errors')} $error"
+        )
     return "\n".join(["stopped:", *parts])
 
 
@@ -119,8 +122,11 @@ class Follower:
 
         consumer = Consumer(clients.consumer_config(self._kafka, f"eventscript-follow-{time.time_ns()}"))
         try:
-            parts = [TopicPartition(t, p, OFFSET_BEGINNING) for t in self._topics
-                     for p in sorted(consumer.list_topics(t, timeout=10).topics[t].partitions)]
+            parts = [
+                TopicPartition(t, p, OFFSET_BEGINNING)
+                for t in self._topics
+                for p in sorted(consumer.list_topics(t, timeout=10).topics[t].partitions)
+            ]
             consumer.assign(parts)
             seen: set[bytes] = set()
             at_end: set[tuple[str, int]] = set()

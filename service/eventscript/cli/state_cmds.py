@@ -34,21 +34,38 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def setup_state(p: argparse.ArgumentParser) -> None:
-    p.usage = ("eventscript state TOPOLOGY.yaml --program P --key K [--json] [--url URL]\n"
-               "       eventscript state dump TOPOLOGY.yaml --program P [--output FILE.jsonl|FILE.parquet]")
-    p.add_argument("target", nargs="+", metavar="[dump] TOPOLOGY.yaml",
-                   help="the topology; 'dump TOPOLOGY.yaml' writes every instance from the changelog")
+    p.usage = (
+        "eventscript state TOPOLOGY.yaml --program P --key K [--json] [--url URL]\n"
+        "       eventscript state dump TOPOLOGY.yaml --program P [--output FILE.jsonl|FILE.parquet]"
+    )
+    p.add_argument(
+        "target",
+        nargs="+",
+        metavar="[dump] TOPOLOGY.yaml",
+        help="the topology; 'dump TOPOLOGY.yaml' writes every instance from the changelog",
+    )
     _common(p)
     p.add_argument("--key", metavar="K", help="the group key: its value, or a JSON array of its components")
     p.add_argument("--json", action="store_true", help="print the answer as JSON (for tools)")
-    p.add_argument("--url", metavar="URL", help="a worker's HTTP address (default: the topology's health host "
-                   "and port)")
-    p.add_argument("--token", metavar="TOKEN", help=f"bearer token (default: ${TOKEN_ENV}, else the topology's "
-                   "state_query.token)")
-    p.add_argument("--output", "-o", metavar="FILE", type=Path,
-                   help="dump: write JSON lines (.jsonl) or Parquet (.parquet) here instead of standard output")
-    p.add_argument("--spark", metavar="MASTER", help="dump: on PySpark (local[4], spark://...), one task per changelog "
-                   "partition, into a Parquet dataset (--output DIR.parquet); for large changelogs")
+    p.add_argument(
+        "--url", metavar="URL", help="a worker's HTTP address (default: the topology's health host and port)"
+    )
+    p.add_argument(
+        "--token", metavar="TOKEN", help=f"bearer token (default: ${TOKEN_ENV}, else the topology's state_query.token)"
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        type=Path,
+        help="dump: write JSON lines (.jsonl) or Parquet (.parquet) here instead of standard output",
+    )
+    p.add_argument(
+        "--spark",
+        metavar="MASTER",
+        help="dump: on PySpark (local[4], spark://...), one task per changelog "
+        "partition, into a Parquet dataset (--output DIR.parquet); for large changelogs",
+    )
 
 
 def _load(path: str, bootstrap: str | None) -> Any:
@@ -65,8 +82,10 @@ def _program(topo: Any, name: str | None) -> Any:
 
     if name is None:
         if len(topo.programs) != 1:
-            raise TopologyError(f"the topology has {len(topo.programs)} programs: name one with --program "
-                                f"({', '.join(p.name for p in topo.programs)})")
+            raise TopologyError(
+                f"the topology has {len(topo.programs)} programs: name one with --program "
+                f"({', '.join(p.name for p in topo.programs)})"
+            )
         return topo.programs[0]
     return topo.program(name)
 
@@ -122,17 +141,22 @@ def _dump(topo: Any, cfg: Any, output: Path | None, spark_master: str | None) ->
     tasks = fold_changelog(topo, cfg)
     n = write_rows(dump_rows(program, tasks, cfg.name), output, sys.stdout)
     skipped = sum(t.skipped for t in tasks)
-    print(f"{n} instance(s) of {cfg.name} from {len(tasks)} changelog partition(s)"
-          + (f"; {skipped} record(s) of uncommitted batches skipped" if skipped else "")
-          + (f" -> {output}" if output else ""), file=sys.stderr)
+    print(
+        f"{n} instance(s) of {cfg.name} from {len(tasks)} changelog partition(s)"
+        + (f"; {skipped} record(s) of uncommitted batches skipped" if skipped else "")
+        + (f" -> {output}" if output else ""),
+        file=sys.stderr,
+    )
     return 0
 
 
 def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
     url = args.url or (f"http://{topo.health.host}:{topo.health.port}" if topo.health.port else None)
     if url is None:
-        print("error: the topology serves no HTTP port (health.port is 0): give a worker's address with --url",
-              file=sys.stderr)
+        print(
+            "error: the topology serves no HTTP port (health.port is 0): give a worker's address with --url",
+            file=sys.stderr,
+        )
         return 2
     token = args.token or os.environ.get(TOKEN_ENV) or topo.state_query.token
     query = urllib.parse.urlencode({"key": args.key} if args.key is not None else {})
@@ -161,24 +185,30 @@ def _get(url: str, token: str | None) -> tuple[int, Any]:
         except orjson.JSONDecodeError:
             return exc.code, {"error": raw.decode(errors="replace").strip() or exc.reason}
     except (urllib.error.URLError, OSError) as exc:
-        return 0, {"error": f"cannot reach {url}: {getattr(exc, 'reason', exc)}; is a worker running with its HTTP "
-                            f"port there?"}
+        return 0, {
+            "error": f"cannot reach {url}: {getattr(exc, 'reason', exc)}; is a worker running with its HTTP port there?"
+        }
 
 
 def answer_text(a: dict[str, Any]) -> list[str]:
     """A key's answer for a person: status, who answered and how fresh, the state in program terms."""
     key = orjson.dumps(a.get("key")).decode() if a.get("key") is not None else "(ungrouped: its one instance)"
-    lines = [f"{a['program']} key {key}" + (f" (task {a['task']})" if a.get("task") is not None else "")
-             + f": {a['status']}"]
+    lines = [
+        f"{a['program']} key {key}" + (f" (task {a['task']})" if a.get("task") is not None else "") + f": {a['status']}"
+    ]
     served, committed, owner = a.get("served_by") or {}, a.get("committed") or {}, a.get("owner")
     if served:
-        lines.append(f"  answered by worker {served.get('worker')} from its {served.get('role')} store"
-                     + (f" ({served['freshness']})" if served.get("freshness") else ""))
+        lines.append(
+            f"  answered by worker {served.get('worker')} from its {served.get('role')} store"
+            + (f" ({served['freshness']})" if served.get("freshness") else "")
+        )
     pos = committed.get("position")
     if pos is not None:
         shown = ", ".join(f"{tp}={off}" for tp, off in sorted(pos.items())) or "nothing committed yet"
-        lines.append(f"  as of the commit at {shown}"
-                     + (f", record clock {committed['record_clock']}" if committed.get("record_clock") else ""))
+        lines.append(
+            f"  as of the commit at {shown}"
+            + (f", record clock {committed['record_clock']}" if committed.get("record_clock") else "")
+        )
     if owner:
         lines.append("  owner: " + ", ".join(f"{k} {v}" for k, v in owner.items() if v is not None))
     if a.get("note"):
@@ -186,8 +216,11 @@ def answer_text(a: dict[str, Any]) -> list[str]:
     inst = a.get("instance")
     if inst:
         waiting = ", ".join(f"{m['text']}@{m['line']}:{m['col']}" for m in inst["waiting"]) or "nothing"
-        lines.append(f"  state {inst['state']}: " + ("ended" if inst["ended"] else f"waits for {waiting}")
-                     + (" (accepting)" if inst.get("accepting") else ""))
+        lines.append(
+            f"  state {inst['state']}: "
+            + ("ended" if inst["ended"] else f"waits for {waiting}")
+            + (" (accepting)" if inst.get("accepting") else "")
+        )
         for v in inst["variables"]:
             value = "unset" if v["value"] is None else orjson.dumps(v["value"]).decode()
             lines.append(f"  {v['name']} ({v['type']}) = {value}")
@@ -196,8 +229,11 @@ def answer_text(a: dict[str, Any]) -> list[str]:
             lines.append(f"  timer: due {timer['deadline']}" + (f"; {timer['how']}" if timer.get("how") else ""))
         else:
             lines.append("  timer: none pending")
-        lines.append(f"  created by: {inst['origin']}" if inst.get("origin") else
-                     f"  created by: {inst.get('origin_why', 'unknown')}")
+        lines.append(
+            f"  created by: {inst['origin']}"
+            if inst.get("origin")
+            else f"  created by: {inst.get('origin_why', 'unknown')}"
+        )
     last = a.get("last_record") or {}
     if not last.get("known", True):
         lines.append(f"  last record: {last.get('why')}")
@@ -209,24 +245,41 @@ def setup_reset(p: argparse.ArgumentParser) -> None:
     _common(p)
     to = p.add_mutually_exclusive_group()
     to.add_argument("--to-earliest", action="store_true", help="inputs from their first records (the default)")
-    to.add_argument("--to-datetime", metavar="T", type=_datetime,
-                    help="inputs from their first records at or after T (ISO-8601; UTC unless it says otherwise)")
-    to.add_argument("--to-offsets", metavar="TOPIC:PARTITION=OFFSET", action="append",
-                    help="inputs from these offsets (repeatable or comma-separated; partitions not named: earliest)")
-    p.add_argument("--local-only", action="store_true",
-                   help="only delete this machine's local state (on the other machines, after a reset)")
+    to.add_argument(
+        "--to-datetime",
+        metavar="T",
+        type=_datetime,
+        help="inputs from their first records at or after T (ISO-8601; UTC unless it says otherwise)",
+    )
+    to.add_argument(
+        "--to-offsets",
+        metavar="TOPIC:PARTITION=OFFSET",
+        action="append",
+        help="inputs from these offsets (repeatable or comma-separated; partitions not named: earliest)",
+    )
+    p.add_argument(
+        "--local-only",
+        action="store_true",
+        help="only delete this machine's local state (on the other machines, after a reset)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print what would be done, change nothing")
-    p.add_argument("--wait", metavar="SECONDS", type=float, default=0.0,
-                   help="wait up to SECONDS for the consumer group to have no members (workers stopped with "
-                        "static membership stay members until their session times out); default: refuse at once")
+    p.add_argument(
+        "--wait",
+        metavar="SECONDS",
+        type=float,
+        default=0.0,
+        help="wait up to SECONDS for the consumer group to have no members (workers stopped with "
+        "static membership stay members until their session times out); default: refuse at once",
+    )
 
 
 def _datetime(text: str) -> datetime:
     try:
         dt = datetime.fromisoformat(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an ISO-8601 date-time such as 2026-01-01T08:00:00Z, got {text!r}"
-                                         ) from None
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO-8601 date-time such as 2026-01-01T08:00:00Z, got {text!r}"
+        ) from None
     return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
 
 

@@ -19,14 +19,21 @@ from .program_cmds import add_state_limit, load_or_report
 
 def setup(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, metavar="FILE", help="the timed event trace")
-    p.add_argument("programs", nargs="+", metavar="PROGRAM",
-                   help="one program, or the stages of a pipeline in order: source files, or the JSON files "
-                        "'eventscript compile' writes; or one topology file (TOPOLOGY.yaml) to run whole")
+    p.add_argument(
+        "programs",
+        nargs="+",
+        metavar="PROGRAM",
+        help="one program, or the stages of a pipeline in order: source files, or the JSON files "
+        "'eventscript compile' writes; or one topology file (TOPOLOGY.yaml) to run whole",
+    )
     p.add_argument("--expect", metavar="FILE", help="expected JSON lines: compare and show differences")
     p.add_argument("-W", "--warnings", action="store_true", help="also print compiler warnings")
-    p.add_argument("--explain", action="store_true",
-                   help="print each event's step: the key, the state before and after as the markers waited "
-                        "for (line:col), the actions run, the timers set and the outputs")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="print each event's step: the key, the state before and after as the markers waited "
+        "for (line:col), the actions run, the timers set and the outputs",
+    )
     add_state_limit(p)
 
 

@@ -33,7 +33,7 @@ def _as_loop(feed_source: str) -> list[str]:
         body = line.lstrip()
         ind = "    " + line[: len(line) - len(body)]
         if body == "return" or body.startswith("return "):
-            value = body[len("return"):].strip()
+            value = body[len("return") :].strip()
             if value not in ("", "None", "ctx"):  # a call: its effect stays, its result goes
                 out.append(ind + value)
             out.append(ind + "continue")

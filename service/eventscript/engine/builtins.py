@@ -19,8 +19,14 @@ from .values import LONG_MAX, LONG_MIN, double_to_long, wrap
 #: err(ctx, code, message): reports an $error for the instance ctx (see engine.Engine.report_error).
 Report = Callable[[Any, int, str], None]
 
-US = {"microseconds": 1, "milliseconds": 1_000, "seconds": 1_000_000, "minutes": 60_000_000,
-      "hours": 3_600_000_000, "days": 86_400_000_000}
+US = {
+    "microseconds": 1,
+    "milliseconds": 1_000,
+    "seconds": 1_000_000,
+    "minutes": 60_000_000,
+    "hours": 3_600_000_000,
+    "days": 86_400_000_000,
+}
 
 
 def _after(unit_us: int) -> Callable[[int, int], int]:
@@ -92,7 +98,6 @@ def to_string(x: Any) -> str:
     if isinstance(x, float):
         return format_double(x)
     return str(x)
-
 
 
 def _plain_number(s: str) -> bool:
@@ -221,8 +226,21 @@ IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
     "minutesBetween": _between(US["minutes"]),
     "hoursBetween": _between(US["hours"]),
     "daysBetween": _between(US["days"]),
-    **{name: _field(name) for name in ("year", "month", "day", "hour", "minute", "second", "millisecond",
-                                       "microsecond", "dayOfWeek", "dayOfYear")},
+    **{
+        name: _field(name)
+        for name in (
+            "year",
+            "month",
+            "day",
+            "hour",
+            "minute",
+            "second",
+            "millisecond",
+            "microsecond",
+            "dayOfWeek",
+            "dayOfYear",
+        )
+    },
     "epochMillis": lambda t: t // 1000,
     "epochMicros": lambda t: t,
     "timeOfEpochMillis": lambda n: wrap(n * 1000),
@@ -262,10 +280,24 @@ IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
 }
 
 #: Overloads whose implementation takes the error reporter as first argument.
-FAILING = frozenset({
-    "time_string", "long_string", "double_string", "substring",
-    "year", "month", "day", "hour", "minute", "second", "millisecond", "microsecond", "dayOfWeek", "dayOfYear",
-})
+FAILING = frozenset(
+    {
+        "time_string",
+        "long_string",
+        "double_string",
+        "substring",
+        "year",
+        "month",
+        "day",
+        "hour",
+        "minute",
+        "second",
+        "millisecond",
+        "microsecond",
+        "dayOfWeek",
+        "dayOfYear",
+    }
+)
 
 #: Overloads that need the engine's clock rather than an implementation here.
 CLOCK = frozenset({"now"})

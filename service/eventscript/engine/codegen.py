@@ -59,8 +59,14 @@ def _const(value: Any, t: Type) -> str:
     return repr(value)
 
 
-_AFTER_US = {"microsecondsAfter": 1, "millisecondsAfter": 1_000, "secondsAfter": 1_000_000,
-             "minutesAfter": 60_000_000, "hoursAfter": 3_600_000_000, "daysAfter": 86_400_000_000}
+_AFTER_US = {
+    "microsecondsAfter": 1,
+    "millisecondsAfter": 1_000,
+    "secondsAfter": 1_000_000,
+    "minutesAfter": 60_000_000,
+    "hoursAfter": 3_600_000_000,
+    "daysAfter": 86_400_000_000,
+}
 _EPOCH_US = {"timeOfEpochMicros": 1, "timeOfEpochMillis": 1_000}
 
 _CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
@@ -155,8 +161,7 @@ class CodeGen:
             return _const(e.value, e.ty)
         if isinstance(e, ir.Var):
             if e.checked:
-                return (f"(_u if (_u := v[{e.slot}]) is not UNSET else "
-                        f"_unset(ctx, {e.name!r}, {default_expr(e.ty)}))")
+                return f"(_u if (_u := v[{e.slot}]) is not UNSET else _unset(ctx, {e.name!r}, {default_expr(e.ty)}))"
             return f"v[{e.slot}]"
         if isinstance(e, ir.Loop):
             return f"_l{e.slot}"
@@ -200,8 +205,10 @@ class CodeGen:
         costs as much again: its ``__init__`` is a second Python frame) and given to the consumer
         ``_C``; ``_PN`` is the program's name, ``_OT<k>`` the output's type (``Engine._bind_emitters``)."""
         key = "(gk,)" if self.one_key else "gk"
-        return (f"_m = _NEWE(_EM); _m.program = _PN; _m.name = {self.p.outputs[output].name!r}; "
-                f"_m.value = {value}; _m.ty = _OT{output}; _m.time = _now(); _m.key = {key}; _C(_m)")
+        return (
+            f"_m = _NEWE(_EM); _m.program = _PN; _m.name = {self.p.outputs[output].name!r}; "
+            f"_m.value = {value}; _m.ty = _OT{output}; _m.time = _now(); _m.key = {key}; _C(_m)"
+        )
 
     def _binary(self, e: ir.Binary) -> str:
         lhs, r = self.expr(e.left), self.expr(e.right)
@@ -281,8 +288,9 @@ class CodeGen:
             value = self.expr(a.value)
             if needs_copy(t) and not _fresh(a.value):
                 value = f"[*{value}]" if _flat(t) else f"_copy({value})"
-            out.append(f"{ind}{self.emit_by_key(a.output, value)}" if self.by_key
-                       else f"{ind}_e{a.output}(ctx, {value})")
+            out.append(
+                f"{ind}{self.emit_by_key(a.output, value)}" if self.by_key else f"{ind}_e{a.output}(ctx, {value})"
+            )
         elif isinstance(a, ir.If):
             out.append(f"{ind}if {self.expr(a.cond)}:")
             self._body(a.then, ind + "    ", out)
@@ -366,8 +374,7 @@ class CodeGen:
 
     # -- transitions ----------------------------------------------------------------------
 
-    def transition(self, name: str, units: tuple[int, ...], timers: tuple[int, ...] | None,
-                   disarm: bool) -> str | None:
+    def transition(self, name: str, units: tuple[int, ...], timers: tuple[int, ...] | None, disarm: bool) -> str | None:
         """A function running the units in order, then starting the target state's timer (its time
         symbols ``timers``), or stopping the timer when leaving a timed state for an untimed one.
 
@@ -378,8 +385,9 @@ class CodeGen:
             return None
         return "\n".join([f"def {name}(ctx, ev):", *body])
 
-    def transition_body(self, units: tuple[int, ...], timers: tuple[int, ...] | None,
-                        disarm: bool, by_key: bool = False) -> list[str] | None:
+    def transition_body(
+        self, units: tuple[int, ...], timers: tuple[int, ...] | None, disarm: bool, by_key: bool = False
+    ) -> list[str] | None:
         """The body of :meth:`transition` (indented one level), or None when it would be empty.
         ``by_key``: for a compact feed (see ``by_key``; such programs have no timers)."""
         body: list[str] = []
@@ -411,10 +419,17 @@ class CodeGen:
         parts = ", ".join(self.expr(e) for e in exprs)
         return f"def {name}(ctx, ev):\n    return ({parts},)"
 
-
-    def feed(self, grouped: bool, keyed: bool = False, lazy: list[str] | None = None,
-             track_dirty: bool = False, plans: dict[int, SymbolPlan] | None = None, compact: bool = False,
-             record: int | None = None, inline_records: bool = False) -> str:
+    def feed(
+        self,
+        grouped: bool,
+        keyed: bool = False,
+        lazy: list[str] | None = None,
+        track_dirty: bool = False,
+        plans: dict[int, SymbolPlan] | None = None,
+        compact: bool = False,
+        record: int | None = None,
+        inline_records: bool = False,
+    ) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
         instance lookup, classification, transition and termination. This is the hot path.
 
@@ -462,10 +477,12 @@ class CodeGen:
                 gk = "ev" if not keyed and one and self.expr(inp.group[0]) == "ev" else "gk"
                 out.append(f"{ind}ctx = _cget({gk})")
             else:
-                out += [f"{ind}ctx = _single()",
-                        f"{ind}if ctx.terminated:",
-                        f"{ind}    _err(ctx, 2, 'program has terminated')",
-                        f"{ind}    return ctx"]
+                out += [
+                    f"{ind}ctx = _single()",
+                    f"{ind}if ctx.terminated:",
+                    f"{ind}    _err(ctx, 2, 'program has terminated')",
+                    f"{ind}    return ctx",
+                ]
             planned = plans is not None and lazy is None and isinstance(inp.classify, ir.CaseSymbol)
             classify = None if planned else self._classify(inp.classify)
             if classify is not None and not grouped:
@@ -476,57 +493,64 @@ class CodeGen:
                 # when a key value is first encountered), before the event is classified and
                 # matched; if the start state does not take it, it is discarded ($error 2) as any
                 # instance's. An instance not in memory may be in the host's store (Engine.loader).
-                out += [f"{ind}if ctx is None:",
-                        f"{ind}    if _loader is not None:",
-                        f"{ind}        ctx = _loader({f'({gk},)' if one else gk})",
-                        f"{ind}    if ctx is None:",
-                        f"{ind}        ctx = _create({gk})"]
+                out += [
+                    f"{ind}if ctx is None:",
+                    f"{ind}    if _loader is not None:",
+                    f"{ind}        ctx = _loader({f'({gk},)' if one else gk})",
+                    f"{ind}    if ctx is None:",
+                    f"{ind}        ctx = _create({gk})",
+                ]
                 if classify is not None:
                     out.append(f"{ind}sym = {classify}")
             if lazy is not None:
-                body = ["m = ctx.state",
-                        "if _SIM:",
-                        *(f"    {line}" for line in lazy),
-                        "    if fn is not None:",
-                        "        fn(ctx, ev)",
-                        "    if not n & _OUT:",
-                        "        _terminate(ctx)",
-                        *(f"    {line}" for line in touch),
-                        "    return ctx",
-                        "e = _M[sym].get(m)",
-                        "if e is None:",
-                        "    e = _miss(m, sym)",
-                        "    if e is None:",
-                        "        return _unexpected(ctx, name, sym)",
-                        "ctx.state = e[0]",
-                        "fn = e[1]",
-                        "if fn is not None:",
-                        "    fn(ctx, ev)",
-                        "if e[2]:",
-                        "    _terminate(ctx)",
-                        *touch,
-                        "return ctx"]
+                body = [
+                    "m = ctx.state",
+                    "if _SIM:",
+                    *(f"    {line}" for line in lazy),
+                    "    if fn is not None:",
+                    "        fn(ctx, ev)",
+                    "    if not n & _OUT:",
+                    "        _terminate(ctx)",
+                    *(f"    {line}" for line in touch),
+                    "    return ctx",
+                    "e = _M[sym].get(m)",
+                    "if e is None:",
+                    "    e = _miss(m, sym)",
+                    "    if e is None:",
+                    "        return _unexpected(ctx, name, sym)",
+                    "ctx.state = e[0]",
+                    "fn = e[1]",
+                    "if fn is not None:",
+                    "    fn(ctx, ev)",
+                    "if e[2]:",
+                    "    _terminate(ctx)",
+                    *touch,
+                    "return ctx",
+                ]
             elif planned:
                 assert plans is not None and isinstance(inp.classify, ir.CaseSymbol)
                 body = self._planned_step(inp.classify.symbol, plans[inp.classify.symbol], track_dirty)
             else:
-                body = ["tr = ctx.state.row[sym]",
-                        "if tr is None:",
-                        "    return _unexpected(ctx, name, sym)",
-                        "target = ctx.state = tr.target",
-                        "fn = tr.fn",
-                        "if fn is not None:",
-                        "    fn(ctx, ev)",
-                        "if target.ends:",
-                        "    _terminate(ctx)",
-                        *touch,
-                        "return ctx"]
+                body = [
+                    "tr = ctx.state.row[sym]",
+                    "if tr is None:",
+                    "    return _unexpected(ctx, name, sym)",
+                    "target = ctx.state = tr.target",
+                    "fn = tr.fn",
+                    "if fn is not None:",
+                    "    fn(ctx, ev)",
+                    "if target.ends:",
+                    "    _terminate(ctx)",
+                    *touch,
+                    "return ctx",
+                ]
             out += [ind + line for line in body]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
 
-    def _compact_feed(self, keyed: bool, plans: dict[int, SymbolPlan], record: int | None,
-                      inline_records: bool = False) -> str:
+    def _compact_feed(
+        self, keyed: bool, plans: dict[int, SymbolPlan], record: int | None, inline_records: bool = False
+    ) -> str:
         """``feed`` over a table of state numbers or records (see :meth:`feed`). Per symbol k,
         ``_N{k}`` is the target of each state (None: no transition), ``_K{k}`` the code of its
         transition's function (``RTrans.code``) and ``_F{k}`` the function; ``_E`` says which
@@ -575,8 +599,10 @@ class CodeGen:
                     # leaves a start-state instance, which is the same as none (see _unexpected_key).
                     out.append(f"{ind}if st is None:")
                     if not total:
-                        out += [f"{ind}    if {self._compact_table('N', sym)}[_S] is None:",
-                                f"{ind}        return _unexpected_key({gk}, name, {sym})"]
+                        out += [
+                            f"{ind}    if {self._compact_table('N', sym)}[_S] is None:",
+                            f"{ind}        return _unexpected_key({gk}, name, {sym})",
+                        ]
                     out.append(f"{ind}    st = _S")
                 elif self._reads_state(plan):
                     out.append(f"{ind}st = v[{record}]")
@@ -638,8 +664,9 @@ class CodeGen:
         assert isinstance(node, ir.CaseArm)
         return [self.expr(node.cond), *self._case_conditions(node.then), *self._case_conditions(node.otherwise)]
 
-    def _case_arm(self, node: ir.Node, gk: str, plans: dict[int, SymbolPlan], record: int | None,
-                  ind: str, out: list[str]) -> None:
+    def _case_arm(
+        self, node: ir.Node, gk: str, plans: dict[int, SymbolPlan], record: int | None, ind: str, out: list[str]
+    ) -> None:
         if isinstance(node, ir.CaseArm):
             out.append(f"{ind}if {self.expr(node.cond)}:")
             self._case_arm(node.then, gk, plans, record, ind + "    ", out)
@@ -656,9 +683,13 @@ class CodeGen:
             if self._reads_state(plan):
                 lines.append(f"st = _cget({gk}, _S)")
         else:  # see _compact_feed: a first event that cannot start leaves no instance
-            lines += [f"st = _cget({gk})", "if st is None:",
-                      f"    if _N{sym}[_S] is None:", f"        return _unexpected_key({gk}, name, {sym})",
-                      "    st = _S"]
+            lines += [
+                f"st = _cget({gk})",
+                "if st is None:",
+                f"    if _N{sym}[_S] is None:",
+                f"        return _unexpected_key({gk}, name, {sym})",
+                "    st = _S",
+            ]
         out += [ind + line for line in lines + self.compact_step(sym, gk, plan, record)]
 
     @staticmethod
@@ -702,8 +733,10 @@ class CodeGen:
                 lines.append(f"    {'if' if k == 1 else 'elif'} code == {k}:")
                 lines += ["    " + line for line in cls._by_key(body, gk, variables)]
             if plan.calls:
-                lines += [f"    {'elif' if plan.bodies else 'if'} code:",
-                          f"        {fns}[st](_VC({gk}, _ST[t], {variables}), ev)"]
+                lines += [
+                    f"    {'elif' if plan.bodies else 'if'} code:",
+                    f"        {fns}[st](_VC({gk}, _ST[t], {variables}), ev)",
+                ]
         if plan is not None and plan.target is not None:  # whether t ends the instance is known
             if plan.ends:
                 lines.append(f"_tab.pop({gk}, None)")

@@ -37,8 +37,7 @@ class CodeSpace:
         exec(code, self.ns)
         return self.ns[name]
 
-    def function_of(self, units: tuple[int, ...], timers: tuple[int, ...],
-                    disarm: bool) -> Callable[..., Any] | None:
+    def function_of(self, units: tuple[int, ...], timers: tuple[int, ...], disarm: bool) -> Callable[..., Any] | None:
         """The compiled function running ``units``, then starting the timer of ``timers`` (or
         stopping it when ``disarm``); None when that is nothing. Made once per distinct key."""
         fn_key = (units, timers, disarm)

@@ -288,8 +288,15 @@ class ContextSnapshot(NamedTuple):
     fires: int
 
 
-def encode(state: Any, variables: list[Any], key: Sequence[Any] | None, timer: Sequence[int] | None,
-           terminated: bool = False, origin: str | None = None, fires: int = 0) -> bytes:
+def encode(
+    state: Any,
+    variables: list[Any],
+    key: Sequence[Any] | None,
+    timer: Sequence[int] | None,
+    terminated: bool = False,
+    origin: str | None = None,
+    fires: int = 0,
+) -> bytes:
     """Serialize (state id, variables, key, (deadline, symbol, seq) of the pending timer, whether
     the instance has terminated — an ungrouped program stays terminated —, its origin and its
     count of time events)."""
@@ -345,8 +352,7 @@ def decode_payload(data: bytes) -> list[Any]:
     if type(payload[2]) is not list:
         raise ValueError("an instance-context snapshot whose variables are not a list")
     timer = payload[4]
-    if timer is not None and (type(timer) is not list or len(timer) != 3
-                              or not all(type(x) is int for x in timer)):
+    if timer is not None and (type(timer) is not list or len(timer) != 3 or not all(type(x) is int for x in timer)):
         raise ValueError(f"an instance-context snapshot with a malformed timer {timer!r}")
     key = payload[3]
     if key is not None and type(key) is not list:
@@ -360,6 +366,12 @@ def decode_payload(data: bytes) -> list[Any]:
 
 def decode(data: bytes) -> ContextSnapshot:
     _, state, variables, key, timer, terminated, origin, fires = decode_payload(data)
-    return ContextSnapshot(state, variables, tuple(key) if key is not None else None,
-                           (timer[0], timer[1], timer[2]) if timer is not None else None,
-                           bool(terminated), origin, fires)
+    return ContextSnapshot(
+        state,
+        variables,
+        tuple(key) if key is not None else None,
+        (timer[0], timer[1], timer[2]) if timer is not None else None,
+        bool(terminated),
+        origin,
+        fires,
+    )

@@ -127,12 +127,12 @@ class EagerExecutor:
 
     # -- building ---------------------------------------------------------------------------
 
-    def _function(self, units: tuple[int, ...], target: RState,
-                  source: RState | None) -> Callable[..., Any] | None:
+    def _function(self, units: tuple[int, ...], target: RState, source: RState | None) -> Callable[..., Any] | None:
         """The compiled function of a transition: its units, then the target's timer start, or a
         timer stop when leaving a timed state for an untimed one. Shared between transitions."""
-        return self.code.function_of(units, target.timers, bool(source is not None and source.timed
-                                                                 and not target.timed))
+        return self.code.function_of(
+            units, target.timers, bool(source is not None and source.timed and not target.timed)
+        )
 
     def _state(self, key: int) -> RState:
         st = self.states.get(key)
@@ -182,15 +182,24 @@ class EagerExecutor:
                 if code is None:
                     code = codes[tr.fn] = sum(1 for f in codes if f is not None) + 1
                     body = self.code.gen.transition_body(*keys[tr.fn], by_key=by_key)
-                    if code == len(bodies) + 1 and len(bodies) < INLINE_BODIES and body is not None \
-                            and len(body) <= INLINE_LINES:
+                    if (
+                        code == len(bodies) + 1
+                        and len(bodies) < INLINE_BODIES
+                        and body is not None
+                        and len(body) <= INLINE_LINES
+                    ):
                         bodies.append(body)
                 tr.code = code
             distinct = len(codes) - (None in codes)
             targets = {tr.target.key for st in states if (tr := st.row[sym]) is not None}  # type: ignore[union-attr]  # __init__ resolved every target
-            plans[sym] = SymbolPlan(bodies, distinct > len(bodies), total, ends,
-                                    uniform=total and len(codes) == 1 and len(bodies) == 1,
-                                    target=targets.pop() if total and len(targets) == 1 else None)
+            plans[sym] = SymbolPlan(
+                bodies,
+                distinct > len(bodies),
+                total,
+                ends,
+                uniform=total and len(codes) == 1 and len(bodies) == 1,
+                target=targets.pop() if total and len(targets) == 1 else None,
+            )
         return plans
 
 
@@ -210,8 +219,9 @@ class CompactExecutor(EagerExecutor):
     _nvars: int
 
     @classmethod
-    def of(cls, eager: EagerExecutor, table: dict[Any, Any],
-           context_class: type[InstanceContext], nvars: int) -> CompactExecutor:
+    def of(
+        cls, eager: EagerExecutor, table: dict[Any, Any], context_class: type[InstanceContext], nvars: int
+    ) -> CompactExecutor:
         self = cls.__new__(cls)
         self.__dict__.update(eager.__dict__)
         self.table = table
@@ -228,18 +238,28 @@ class CompactExecutor(EagerExecutor):
         return eager
 
     def feed_options(self) -> dict[str, Any]:
-        return {"plans": self.symbol_plans(True), "compact": True, "record": self.record,
-                "inline_records": self.init_fn is None}
+        return {
+            "plans": self.symbol_plans(True),
+            "compact": True,
+            "record": self.record,
+            "inline_records": self.init_fn is None,
+        }
 
     def namespace(self) -> dict[str, Any]:
         """The names the compact feed reads (``CodeGen._compact_feed``): per symbol, each state's
         target number, function code and function, by state number (an eager DFA's states are
         numbered 0 to n - 1)."""
         states = [self.states[k] for k in range(len(self.states))]
-        ns: dict[str, Any] = {N.TABLE: self.table, N.START_STATE: self.start.key, N.VIEW: self.view,
-                              N.ENDS: tuple(st.ends for st in states), N.STATES: tuple(states),
-                              N.VIEW_CLASS: self.context_class, N.NO_VARIABLES: NO_VARIABLES,
-                              N.NEW_RECORD: self._recorder()}
+        ns: dict[str, Any] = {
+            N.TABLE: self.table,
+            N.START_STATE: self.start.key,
+            N.VIEW: self.view,
+            N.ENDS: tuple(st.ends for st in states),
+            N.STATES: tuple(states),
+            N.VIEW_CLASS: self.context_class,
+            N.NO_VARIABLES: NO_VARIABLES,
+            N.NEW_RECORD: self._recorder(),
+        }
         nxt, fns = [], []
         for sym in range(self.nsym):
             rows = [st.row[sym] for st in states]

@@ -104,8 +104,11 @@ def decode(obj: Any, t: Type, path: str = "") -> Any:
             at = lone_surrogate_at(obj)
             if at is None:
                 return obj
-            raise DecodeError(path, f"the string holds a lone UTF-16 surrogate \\u{ord(obj[at]):04x} at index {at}, "
-                                    f"which is not a character")
+            raise DecodeError(
+                path,
+                f"the string holds a lone UTF-16 surrogate \\u{ord(obj[at]):04x} at index {at}, "
+                f"which is not a character",
+            )
         raise DecodeError(path, f"expected a string, got {_show(obj)}")
     if t == TIME:
         if type(obj) is str:
@@ -117,8 +120,11 @@ def decode(obj: Any, t: Type, path: str = "") -> Any:
             us = obj * 1000  # epoch milliseconds
             if MIN_TIME <= us <= MAX_TIME:
                 return us
-            raise DecodeError(path, f"epoch milliseconds {obj} are out of range: a time lies in years 1 to 9999 "
-                                    f"(was the value written in microseconds or nanoseconds?)")
+            raise DecodeError(
+                path,
+                f"epoch milliseconds {obj} are out of range: a time lies in years 1 to 9999 "
+                f"(was the value written in microseconds or nanoseconds?)",
+            )
         raise DecodeError(path, f"expected a time (ISO-8601 text or epoch milliseconds), got {_show(obj)}")
     if t == OBJECT:
         return obj
@@ -144,8 +150,9 @@ def _show(obj: Any) -> str:
     if obj is None:
         return "null"
     text = repr(obj)
-    kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
-            dict: "object"}.get(type(obj), type(obj).__name__)
+    kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(obj), type(obj).__name__
+    )
     return f"{kind} {text[:60]}"
 
 
@@ -189,17 +196,21 @@ def decoder_for(t: Type) -> Any:
     if dec is not None:
         return dec
     if t == LONG:
+
         def dec(obj: Any) -> Any:
             if type(obj) is int and LONG_MIN <= obj <= LONG_MAX:
                 return obj
             return decode(obj, LONG)
     elif t == DOUBLE:
+
         def dec(obj: Any) -> Any:
             return obj if type(obj) is float else decode(obj, DOUBLE)
     elif t == STRING:
+
         def dec(obj: Any) -> Any:
             return obj if type(obj) is str and obj.isascii() else decode(obj, STRING)
     elif t == BOOLEAN:
+
         def dec(obj: Any) -> Any:
             return obj if type(obj) is bool else decode(obj, BOOLEAN)
     elif t == OBJECT:
@@ -217,8 +228,10 @@ def decoder_for(t: Type) -> Any:
                     pass
             return decode(obj, t)
     else:
+
         def dec(obj: Any) -> Any:
             return decode(obj, t)
+
     _DECODERS[t] = dec
     return dec
 
@@ -226,9 +239,14 @@ def decoder_for(t: Type) -> Any:
 def _struct_codec(t: StructType, encode: bool) -> Any:
     """Generated code for one structure type: one function, no per-field calls for primitive
     fields (only program types reach here, never event data)."""
-    ns: dict[str, Any] = {"_fallback": lambda obj: decode(obj, t), "_MIN": LONG_MIN, "_MAX": LONG_MAX,
-                          "_ed": encode_double, "_isfinite": __import__("math").isfinite,
-                          "_whole": lambda s: lone_surrogate_at(s) is None}
+    ns: dict[str, Any] = {
+        "_fallback": lambda obj: decode(obj, t),
+        "_MIN": LONG_MIN,
+        "_MAX": LONG_MAX,
+        "_ed": encode_double,
+        "_isfinite": __import__("math").isfinite,
+        "_whole": lambda s: lone_surrogate_at(s) is None,
+    }
     lines: list[str] = []
     if encode:
         parts = []

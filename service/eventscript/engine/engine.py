@@ -1,7 +1,8 @@
 """The engine: runs a compiled program over a stream of events (language document §6.1).
 
 For each arriving event: find the instance context of its group key (creating it, and running
-the initial actions in it, on the key's first event, whether or not the event is then accepted), classify the event by its case clause,
+the initial actions in it, on the key's first event, whether or not the event is then accepted), classify the event
+by its case clause,
 look up the transition of the current state on that symbol, run its compiled actions (which
 also start or stop the instance's timer) and move to the target state. An accepting state with
 no way out ends the instance. Errors become ``$error`` events and never stop the engine.
@@ -77,7 +78,8 @@ LAZY_MODE_ENV = "EVENTSCRIPT_LAZY_MODE"
 #: environment variable: "auto" (the default) retires where it saves something, for hosts that
 #: persist instances (``track_dirty``: a store entry and a changelog record per instance) and
 #: in compact engines of bare state numbers (a table entry); elsewhere, records included, a retired
-#: instance would be made again at its key's next event, which costs more than keeping it (~1 µs per match). "on" and "off" force
+#: instance would be made again at its key's next event, which costs more than keeping it (~1 µs per match). "on" and
+#: "off" force
 #: it, so a whole tester or conformance run can be compared: ``EVENTSCRIPT_RETIRE=on eventscript test``.
 RETIRE_ENV = "EVENTSCRIPT_RETIRE"
 RETIRE_MODES = ("auto", "on", "off")
@@ -87,9 +89,24 @@ RETIRE_MODES = ("auto", "on", "off")
 #: created without ``compact`` take it from this environment variable ("on", the default, or "off").
 COMPACT_ENV = "EVENTSCRIPT_COMPACT"
 
-__all__ = ["COMPACT_ENV", "DEFAULT_LAZY_CACHE", "INLINE_BODIES", "INLINE_LINES", "LAZY_MODES", "LAZY_MODE_ENV",
-           "MAX_ARRAY", "MAX_FIRES_AT_ONE_INSTANT", "RETIRE_ENV", "RETIRE_MODES", "Engine", "EngineError",
-           "EngineHooks", "InputRT", "RState", "RTrans"]
+__all__ = [
+    "COMPACT_ENV",
+    "DEFAULT_LAZY_CACHE",
+    "INLINE_BODIES",
+    "INLINE_LINES",
+    "LAZY_MODES",
+    "LAZY_MODE_ENV",
+    "MAX_ARRAY",
+    "MAX_FIRES_AT_ONE_INSTANT",
+    "RETIRE_ENV",
+    "RETIRE_MODES",
+    "Engine",
+    "EngineError",
+    "EngineHooks",
+    "InputRT",
+    "RState",
+    "RTrans",
+]
 
 
 def _no_actions(ctx: InstanceContext, ev: Any) -> None:
@@ -151,11 +168,22 @@ class EngineHooks:
 class Engine:
     """Runs one compiled program. Not thread-safe: one engine per task/partition."""
 
-    def __init__(self, compiled: CompiledProgram, consumer: EventConsumer | None = None,
-                 time: TimeProvider | None = None, *, name: str | None = None, tz: tzinfo = UTC,
-                 search_dirs: Iterable[Path] = (), lazy_cache_states: int = DEFAULT_LAZY_CACHE,
-                 track_dirty: bool = False, lazy_mode: str | None = None, retire: bool | None = None,
-                 compact: bool | None = None, hooks: EngineHooks | None = None) -> None:
+    def __init__(
+        self,
+        compiled: CompiledProgram,
+        consumer: EventConsumer | None = None,
+        time: TimeProvider | None = None,
+        *,
+        name: str | None = None,
+        tz: tzinfo = UTC,
+        search_dirs: Iterable[Path] = (),
+        lazy_cache_states: int = DEFAULT_LAZY_CACHE,
+        track_dirty: bool = False,
+        lazy_mode: str | None = None,
+        retire: bool | None = None,
+        compact: bool | None = None,
+        hooks: EngineHooks | None = None,
+    ) -> None:
         hooks = hooks or EngineHooks()
         self.compiled = compiled
         self.program: ir.ProgramIR = compiled.program
@@ -202,7 +230,8 @@ class Engine:
             compact = os.environ.get(COMPACT_ENV, "on") != "off"
         self.executor: Executor = self._choose_executor(
             lazy_mode or os.environ.get(LAZY_MODE_ENV) or "auto",
-            compact and not track_dirty and not hooks.need_contexts())
+            compact and not track_dirty and not hooks.need_contexts(),
+        )
         self._start: Any = self.executor.start
         self._start_terminal = self.executor.start_terminal
         self._init_fn = self.executor.init_fn or _no_actions
@@ -224,8 +253,14 @@ class Engine:
         persists nothing and gave no hook that takes contexts."""
         machine = self.machine
         if isinstance(machine, LazyDFA):
-            return LazyExecutor(self._code, self.program, machine, lazy_mode, self.lazy_cache_states,
-                                mode_source=f"lazy_mode (or ${LAZY_MODE_ENV})")
+            return LazyExecutor(
+                self._code,
+                self.program,
+                machine,
+                lazy_mode,
+                self.lazy_cache_states,
+                mode_source=f"lazy_mode (or ${LAZY_MODE_ENV})",
+            )
         assert isinstance(machine, DFAMachine), machine  # the two kinds there are
         eager = EagerExecutor(self._code, self.program, machine)
         if compact and self.grouped and not self.program.time_symbols:
@@ -247,8 +282,9 @@ class Engine:
         if not self.grouped:
             self.feed_keyed = self._ungrouped_feed_keyed
         else:
-            self.feed_keyed = self._define(N.FEED_KEYED, self._code.gen.feed(True, keyed=True, track_dirty=track_dirty,
-                                                                            **options))
+            self.feed_keyed = self._define(
+                N.FEED_KEYED, self._code.gen.feed(True, keyed=True, track_dirty=track_dirty, **options)
+            )
 
     def _hoistable(self, name: str) -> bool:
         """May ``feed_many`` read the namespace's ``name`` once per batch? Not names rebound
@@ -397,7 +433,10 @@ class Engine:
         classify = self._define(N.indexed(N.CLASSIFIER, inp.index), src) if src is not None else None
         key = None
         if inp.group is not None:
-            key = self._define(N.indexed(N.GROUP_KEY, inp.index), self._code.gen.group_key(N.indexed(N.GROUP_KEY, inp.index), inp.group))
+            key = self._define(
+                N.indexed(N.GROUP_KEY, inp.index),
+                self._code.gen.group_key(N.indexed(N.GROUP_KEY, inp.index), inp.group),
+            )
         return InputRT(inp.name, inp.index, inp.ty, -1 if sym is None else sym, classify, key)
 
     # -- helpers called by generated code --------------------------------------------------
@@ -423,9 +462,11 @@ class Engine:
         one = self.one_key
         for k, (out_name, ty) in enumerate(zip(self.output_names, self.output_types)):
             if one:  # the key tuple without the property call
+
                 def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
                     consumer(Emitted(name, _n, value, _t, now(), (ctx.gk,)))
             else:
+
                 def emit(ctx: InstanceContext, value: Any, _n: str = out_name, _t: Type = ty) -> None:
                     consumer(Emitted(name, _n, value, _t, now(), ctx.key))
 
@@ -562,9 +603,13 @@ class Engine:
 
     def _unexpected(self, ctx: InstanceContext | None, name: str, sym: int) -> InstanceContext | None:
         inp = self._inputs[name]
-        self._error(ctx, ErrorCode.UNEXPECTED_EVENT,
-                    f"unexpected event {name}" if inp.classify is None
-                    else f"unexpected event {name} ({self.program.symbols[sym].name})")
+        self._error(
+            ctx,
+            ErrorCode.UNEXPECTED_EVENT,
+            f"unexpected event {name}"
+            if inp.classify is None
+            else f"unexpected event {name} ({self.program.symbols[sym].name})",
+        )
         if ctx is None or ctx.state is None:  # (a ``_keyed`` stand-in: no instance)
             return None
         if self.executor.terminal(ctx.state):
@@ -606,9 +651,12 @@ class Engine:
                 # e.g. ( A() | elapse[0 seconds]() )*: each firing re-arms the marker at the same
                 # instant, and time could never move on. Stop the timer and say why.
                 self.time.cancel_timer(ctx)
-                self._error(ctx, ErrorCode.INVALID_OPERATION,
-                            f"the time marker fired {MAX_FIRES_AT_ONE_INSTANT} times at one instant (an elapse "
-                            f"of zero or less in a loop?); its timer is stopped until the next event")
+                self._error(
+                    ctx,
+                    ErrorCode.INVALID_OPERATION,
+                    f"the time marker fired {MAX_FIRES_AT_ONE_INSTANT} times at one instant (an elapse "
+                    f"of zero or less in a loop?); its timer is stopped until the next event",
+                )
                 rare.repeats = 0
                 return
         else:
@@ -725,8 +773,10 @@ class Engine:
             if key is None:
                 raise ValueError("snapshot of an ungrouped instance given to a grouped program")
             if len(key) != self._key_arity:
-                raise ValueError(f"snapshot of an instance keyed by {len(key)} values given to a program "
-                                 f"grouped by {self._key_arity}")
+                raise ValueError(
+                    f"snapshot of an instance keyed by {len(key)} values given to a program "
+                    f"grouped by {self._key_arity}"
+                )
             gk = key[0] if self.one_key else tuple(key)
         elif key is not None:
             raise ValueError("snapshot of a grouped instance given to an ungrouped program")

@@ -22,6 +22,7 @@ class Executor(Protocol):
     kind: str
     #: Does the instance table hold state numbers (or records) instead of contexts?
     compact: bool
+
     #: The lazy DFA's step tables and transition cache (None for an eager DFA). Read-only here,
     #: so that each executor may declare the narrower type it has.
     @property

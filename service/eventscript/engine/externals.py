@@ -85,7 +85,11 @@ def make_external(ext: ir.External, fn: Callable[..., Any], err: Callable[[Any, 
         try:
             return from_python(out, result)
         except Exception as exc:  # a result object's own methods may raise anything
-            err(ctx, ErrorCode.EXTERNAL_FUNCTION, f"external function {name} returned a bad value: {_describe(exc, False)}")
+            err(
+                ctx,
+                ErrorCode.EXTERNAL_FUNCTION,
+                f"external function {name} returned a bad value: {_describe(exc, False)}",
+            )
             return default_value(result)
 
     call.__name__ = f"external_{name}"

@@ -32,15 +32,27 @@ class LazyExecutor:
     kind = "lazy"
     compact = False
 
-    def __init__(self, code: CodeSpace, program: ir.ProgramIR, machine: LazyDFA, mode: str,
-                 cache_states: int, mode_source: str = "lazy_mode") -> None:
+    def __init__(
+        self,
+        code: CodeSpace,
+        program: ir.ProgramIR,
+        machine: LazyDFA,
+        mode: str,
+        cache_states: int,
+        mode_source: str = "lazy_mode",
+    ) -> None:
         if mode not in LAZY_MODES:
             raise ValueError(f"{mode_source} must be one of {', '.join(LAZY_MODES)}, not {mode!r}")
         self.code = code
         nsym = len(program.symbols)
         ps = self.positions = PositionSets(machine.efa, machine.occ, nsym)
-        self.cache = TransitionCache(nsym, cache_states, enabled=mode != "simulate", adaptive=mode == "auto",
-                                     on_switch_off=self._simulate_every_step)
+        self.cache = TransitionCache(
+            nsym,
+            cache_states,
+            enabled=mode != "simulate",
+            adaptive=mode == "auto",
+            on_switch_off=self._simulate_every_step,
+        )
         self._time_syms = tuple(sorted(program.time_symbols))
         timed = 0
         for s in self._time_syms:
@@ -58,11 +70,19 @@ class LazyExecutor:
 
     def namespace(self) -> dict[str, Any]:
         ps = self.positions
-        return {N.CACHE_YOUNG: self.cache.young, N.CACHE: self.cache, N.STEP_TABLES: ps.tables,
-                N.ACTION_MASKS: ps.act, N.OUT_MASK: ps.out, N.STEP: ps.step,
-                N.FUNCTIONS_BY_ACTIONS: self._by_actions, N.NO_FUNCTION: _NOFN,
-                N.LAZY_FUNCTION: self._function, N.LAZY_FUNCTION_MISS: self._function_cached,
-                N.SIMULATE: not self.cache.enabled}
+        return {
+            N.CACHE_YOUNG: self.cache.young,
+            N.CACHE: self.cache,
+            N.STEP_TABLES: ps.tables,
+            N.ACTION_MASKS: ps.act,
+            N.OUT_MASK: ps.out,
+            N.STEP: ps.step,
+            N.FUNCTIONS_BY_ACTIONS: self._by_actions,
+            N.NO_FUNCTION: _NOFN,
+            N.LAZY_FUNCTION: self._function,
+            N.LAZY_FUNCTION_MISS: self._function_cached,
+            N.SIMULATE: not self.cache.enabled,
+        }
 
     def feed_options(self) -> dict[str, Any]:
         return {"lazy": self._simulated_step_lines()}
@@ -100,23 +120,29 @@ class LazyExecutor:
         the target ends the instance), or None when there is none; from the cache's old generation
         if it is there, else computed (and cached unless the cache is off)."""
         step = step_expression(self.positions, "m", "t")
-        lines = [f"def {N.MISS}(m, sym):",
-                 "    if _cache.enabled:",
-                 "        e = _cache.recall(m, sym)",
-                 "        if e is not None:",
-                 "            return e"]
+        lines = [
+            f"def {N.MISS}(m, sym):",
+            "    if _cache.enabled:",
+            "        e = _cache.recall(m, sym)",
+            "        if e is not None:",
+            "            return e",
+        ]
         lines += ["    t = _T[sym]", f"    n = {step}"] if step else ["    n = _step(m, sym)"]
         lines += ["    if not n:", "        return None"]
         if self._time_syms:
             lines += ["    fn = _lfn(m, n, sym)"]
         else:
-            lines += ["    fn = _FN[sym].get(m & _ACT[sym], _NOFN)",
-                      "    if fn is _NOFN:",
-                      "        fn = _fnmiss(m, n, sym)"]
-        lines += ["    e = (n, fn, not n & _OUT)",
-                  "    if _cache.enabled:",
-                  "        _cache.remember(m, sym, e)",
-                  "    return e"]
+            lines += [
+                "    fn = _FN[sym].get(m & _ACT[sym], _NOFN)",
+                "    if fn is _NOFN:",
+                "        fn = _fnmiss(m, n, sym)",
+            ]
+        lines += [
+            "    e = (n, fn, not n & _OUT)",
+            "    if _cache.enabled:",
+            "        _cache.remember(m, sym, e)",
+            "    return e",
+        ]
         return "\n".join(lines)
 
     def _function_cached(self, m: int, n: int, sym: int) -> Callable[..., Any] | None:
@@ -134,6 +160,5 @@ class LazyExecutor:
         fn = self._functions.get(key, _NOFN)
         if fn is _NOFN:
             timers = ps.symbols(n, self._time_syms)
-            fn = self._functions[key] = self.code.function_of(ps.units(m, sym), timers,
-                                                              bool(m & timed) and not timers)
+            fn = self._functions[key] = self.code.function_of(ps.units(m, sym), timers, bool(m & timed) and not timers)
         return fn  # type: ignore[return-value]  # not the _NOFN sentinel: replaced just above

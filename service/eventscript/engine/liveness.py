@@ -38,8 +38,9 @@ from ..language.types import LONG
 from . import builtins
 
 #: Time built-ins that report ``$error`` 8 for a result outside years 1 to 9999 (codegen inlines them).
-_TIME_AFTER = frozenset({"microsecondsAfter", "millisecondsAfter", "secondsAfter", "minutesAfter",
-                         "hoursAfter", "daysAfter"})
+_TIME_AFTER = frozenset(
+    {"microsecondsAfter", "millisecondsAfter", "secondsAfter", "minutesAfter", "hoursAfter", "daysAfter"}
+)
 
 
 def _children(node: ir.Node) -> Iterator[ir.Node]:
@@ -102,8 +103,9 @@ def _harmless(e: ir.Node) -> bool:
     elif isinstance(e, ir.New):
         if not (isinstance(e.size, ir.Const) and 0 <= e.size.value <= 50_000_000):
             return False
-    elif not isinstance(e, (ir.Const, ir.Key, ir.Unary, ir.ToDouble, ir.Cond, ir.Field, ir.Build, ir.Loop,
-                            ir.EventVal)):
+    elif not isinstance(
+        e, (ir.Const, ir.Key, ir.Unary, ir.ToDouble, ir.Cond, ir.Field, ir.Build, ir.Loop, ir.EventVal)
+    ):
         return False
     return all(_harmless(c) for c in _children(e))
 

@@ -108,10 +108,21 @@ FEED_LOOP = "_feed_loop"  #: batch.LOOP
 #: (``feed_many``) must read them per event, not once per batch.
 REBOUND = frozenset({SIMULATE, LOADER, CONSUMER})
 
-_INDEXED = (OUTPUT_TYPE, OUTPUT, TARGET_OF, FUNCTION_OF, CODE_OF, EXTERNAL, TRANSITION, TIMER_START,
-            CLASSIFIER, GROUP_KEY)
-FIXED = frozenset(v for k, v in globals().items() if k.isupper() and isinstance(v, str)
-                  and v not in _INDEXED and v != BUILTIN)
+_INDEXED = (
+    OUTPUT_TYPE,
+    OUTPUT,
+    TARGET_OF,
+    FUNCTION_OF,
+    CODE_OF,
+    EXTERNAL,
+    TRANSITION,
+    TIMER_START,
+    CLASSIFIER,
+    GROUP_KEY,
+)
+FIXED = frozenset(
+    v for k, v in globals().items() if k.isupper() and isinstance(v, str) and v not in _INDEXED and v != BUILTIN
+)
 _INDEXED_NAME = re.compile(f"(?:{'|'.join(map(re.escape, _INDEXED))})[0-9]+|{re.escape(BUILTIN)}[A-Za-z0-9_]+")
 
 

@@ -34,10 +34,18 @@ class RuntimeChecks:
         self.tz = tz
 
     def namespace(self) -> dict[str, Any]:
-        return {N.UNSET_READ: self.unset, N.LONG_DIV: self.ldiv, N.LONG_REM: self.lrem, N.INDEX: self.idx,
-                N.SET_INDEX: self.setidx, N.NEW_ARRAY: self.new, N.TIME_RANGE: self.time_out_of_range,
-                N.DEADLINE_TOO_FAR: self.deadline_out_of_range, N.ELAPSE_DEADLINE: self.elapse_deadline,
-                N.ARRIVE_PATTERN: self.pattern}
+        return {
+            N.UNSET_READ: self.unset,
+            N.LONG_DIV: self.ldiv,
+            N.LONG_REM: self.lrem,
+            N.INDEX: self.idx,
+            N.SET_INDEX: self.setidx,
+            N.NEW_ARRAY: self.new,
+            N.TIME_RANGE: self.time_out_of_range,
+            N.DEADLINE_TOO_FAR: self.deadline_out_of_range,
+            N.ELAPSE_DEADLINE: self.elapse_deadline,
+            N.ARRIVE_PATTERN: self.pattern,
+        }
 
     def unset(self, ctx: InstanceContext, name: str, default: Any) -> Any:
         self._error(ctx, ErrorCode.UNSET_VARIABLE, f"variable {name} has not been set")
@@ -65,13 +73,11 @@ class RuntimeChecks:
         if 0 <= i < len(a):
             a[i] = value
         else:
-            self._error(ctx, ErrorCode.SUBSCRIPT_OUT_OF_BOUNDS,
-                        f"subscript {i} is out of bounds for length {len(a)}")
+            self._error(ctx, ErrorCode.SUBSCRIPT_OUT_OF_BOUNDS, f"subscript {i} is out of bounds for length {len(a)}")
 
     def new(self, ctx: InstanceContext, n: int, factory: Callable[[], Any]) -> list[Any]:
         if n < 0 or n > MAX_ARRAY:
-            self._error(ctx, ErrorCode.INVALID_OPERATION,
-                        f"array size {n} is {'negative' if n < 0 else 'too large'}")
+            self._error(ctx, ErrorCode.INVALID_OPERATION, f"array size {n} is {'negative' if n < 0 else 'too large'}")
             return []
         d = factory()
         if isinstance(d, list):

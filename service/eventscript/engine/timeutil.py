@@ -75,8 +75,9 @@ def format_time(t: int) -> str:
     except TimeRangeError:
         return str(t)
     # Not strftime: %Y does not pad years before 1000 to four digits on every platform.
-    return (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}."
-            f"{dt.microsecond:06d}Z")
+    return (
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}.{dt.microsecond:06d}Z"
+    )
 
 
 _ISO = re.compile(
@@ -106,7 +107,6 @@ def parse_time(text: str) -> int:
     if not MIN_TIME <= t <= MAX_TIME:
         raise TimeRangeError(f"{text!r} is outside years 1 to 9999 (UTC)")
     return t
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -163,8 +163,10 @@ def next_match(after: int, components: Sequence[int | None], micro: int = 0, tz:
     if tz is not UTC:
         # Around a backward shift of the clock (DST ends), instants later than ``after`` can
         # show earlier wall-clock times (the repeated hour): start the walk that much earlier.
-        offsets = [to_datetime(min(MAX_TIME, max(MIN_TIME, after + d)), tz).utcoffset() or timedelta(0)
-                   for d in (-_MAX_SHIFT_US, 0, _MAX_SHIFT_US)]
+        offsets = [
+            to_datetime(min(MAX_TIME, max(MIN_TIME, after + d)), tz).utcoffset() or timedelta(0)
+            for d in (-_MAX_SHIFT_US, 0, _MAX_SHIFT_US)
+        ]
         shift = max(offsets) - min(offsets)
         if shift > timedelta(0):
             start = max(datetime.min, start - shift)

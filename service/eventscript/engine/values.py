@@ -158,6 +158,9 @@ def conforms(value: Any, t: Type) -> bool:
     if isinstance(t, ArrayType):
         return type(value) is list and all(conforms(v, t.element) for v in value)
     if isinstance(t, StructType):
-        return (type(value) is list and len(value) == len(t.fields)
-                and all(conforms(v, ft) for v, (_, ft) in zip(value, t.fields)))
+        return (
+            type(value) is list
+            and len(value) == len(t.fields)
+            and all(conforms(v, ft) for v, (_, ft) in zip(value, t.fields))
+        )
     return False

@@ -11,5 +11,4 @@ from .instance import InstanceView, explain_instance, view_of_snapshot
 from .recorder import Step, StepRecorder
 from .terms import MarkerRef, ProgramTerms
 
-__all__ = ["InstanceView", "MarkerRef", "ProgramTerms", "Step", "StepRecorder", "explain_instance",
-           "view_of_snapshot"]
+__all__ = ["InstanceView", "MarkerRef", "ProgramTerms", "Step", "StepRecorder", "explain_instance", "view_of_snapshot"]

@@ -28,8 +28,13 @@ class InstanceView:
     terminated: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "state": self.state, "vars": self.variables,
-                "timer": list(self.timer) if self.timer else None, "ended": self.terminated}
+        return {
+            "key": self.key,
+            "state": self.state,
+            "vars": self.variables,
+            "timer": list(self.timer) if self.timer else None,
+            "ended": self.terminated,
+        }
 
 
 def _value(value: Any, ty: Any) -> Any:
@@ -65,9 +70,11 @@ def explain_timer(terms: ProgramTerms, timer: tuple[int, int, int] | None) -> di
     if marker is not None:
         out["marker"] = marker.to_json()
         kind = marker.text.split("[", 1)[0].strip()
-        out["how"] = (f"{marker.text} at {marker.line}:{marker.col}: "
-                      + ("counted from when the instance entered its state" if kind == "elapse"
-                         else "the next instant its pattern matches"))
+        out["how"] = f"{marker.text} at {marker.line}:{marker.col}: " + (
+            "counted from when the instance entered its state"
+            if kind == "elapse"
+            else "the next instant its pattern matches"
+        )
     return out
 
 
@@ -81,7 +88,9 @@ def explain_instance(terms: ProgramTerms, view: InstanceView) -> dict[str, Any]:
         "accepting": terms.accepting(view.state),
         "ended": view.terminated,
         "waiting": [] if view.terminated else [m.to_json() for m in terms.waiting(view.state)],
-        "variables": [{"name": var.name, "type": str(var.ty), "value": value}
-                      for var, value in zip(program.variables, view.variables)],
+        "variables": [
+            {"name": var.name, "type": str(var.ty), "value": value}
+            for var, value in zip(program.variables, view.variables)
+        ],
         "timer": explain_timer(terms, view.timer),
     }

@@ -41,18 +41,37 @@ class Step:
         """The step as the playground's page takes it, smaller (a 10,000-event run is sent
         whole): the time in microseconds, no state before (the key's previous step has it, or
         the start state), actions as unit numbers."""
-        return {"i": self.index, "stage": self.stage, "kind": self.kind, "t": self.time, "name": self.name,
-                "value": self.value, "key": self.key, "after": self.after.to_json() if self.after else None,
-                "parent": self.parent, "symbol": self.symbol, "actions": [a["unit"] for a in self.actions],
-                "timers": self.timers, "outputs": self.outputs}
+        return {
+            "i": self.index,
+            "stage": self.stage,
+            "kind": self.kind,
+            "t": self.time,
+            "name": self.name,
+            "value": self.value,
+            "key": self.key,
+            "after": self.after.to_json() if self.after else None,
+            "parent": self.parent,
+            "symbol": self.symbol,
+            "actions": [a["unit"] for a in self.actions],
+            "timers": self.timers,
+            "outputs": self.outputs,
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "i": self.index, "stage": self.stage, "kind": self.kind, "time": format_time(self.time),
-            "name": self.name, "value": self.value, "key": self.key,
+            "i": self.index,
+            "stage": self.stage,
+            "kind": self.kind,
+            "time": format_time(self.time),
+            "name": self.name,
+            "value": self.value,
+            "key": self.key,
             "before": self.before.to_json() if self.before else None,
             "after": self.after.to_json() if self.after else None,
-            "parent": self.parent, "symbol": self.symbol, "actions": self.actions, "timers": self.timers,
+            "parent": self.parent,
+            "symbol": self.symbol,
+            "actions": self.actions,
+            "timers": self.timers,
             "outputs": self.outputs,
         }
 
@@ -132,9 +151,20 @@ class StepRecorder:
             before = self._view_before(stage, ctx)
             ty = engine.input_type(name)
             shown = _json_value(value, ty)
-            step = self._begin(Step(len(self.steps), stage, "event", now(), name, shown,
-                                    before.key if before else None, before, None,
-                                    self._open[-1].index if self._open else None))
+            step = self._begin(
+                Step(
+                    len(self.steps),
+                    stage,
+                    "event",
+                    now(),
+                    name,
+                    shown,
+                    before.key if before else None,
+                    before,
+                    None,
+                    self._open[-1].index if self._open else None,
+                )
+            )
             try:
                 ctx = feed(name, value)
             finally:
@@ -156,9 +186,20 @@ class StepRecorder:
             if before.timer is None:  # the time provider took the entry off the queue: show what fires
                 before = replace(before, timer=(deadline, sym, -1))
             marker = terms.time_marker(sym)
-            step = self._begin(Step(len(self.steps), stage, "timer", deadline,
-                                    str(marker) if marker else terms.symbol(sym), None, before.key, before, None,
-                                    self._open[-1].index if self._open else None))
+            step = self._begin(
+                Step(
+                    len(self.steps),
+                    stage,
+                    "timer",
+                    deadline,
+                    str(marker) if marker else terms.symbol(sym),
+                    None,
+                    before.key,
+                    before,
+                    None,
+                    self._open[-1].index if self._open else None,
+                )
+            )
             try:
                 fire_timer(ctx, deadline)
             finally:
@@ -173,8 +214,20 @@ class StepRecorder:
             if engine.grouped or engine.single is not None:
                 start()
                 return
-            step = self._begin(Step(len(self.steps), stage, "start", now(), "start", None, None, None, None,
-                                    self._open[-1].index if self._open else None))
+            step = self._begin(
+                Step(
+                    len(self.steps),
+                    stage,
+                    "start",
+                    now(),
+                    "start",
+                    None,
+                    None,
+                    None,
+                    None,
+                    self._open[-1].index if self._open else None,
+                )
+            )
             try:
                 start()
             finally:
@@ -209,8 +262,9 @@ def _json_value(value: Any, ty: Any) -> Any:
     return repr(value) if ty is None else _value(value, ty)
 
 
-def _timer_changes(terms: ProgramTerms, before: tuple[int, int, int] | None, after: InstanceView | None,
-                   fired: bool = False) -> list[dict[str, Any]]:
+def _timer_changes(
+    terms: ProgramTerms, before: tuple[int, int, int] | None, after: InstanceView | None, fired: bool = False
+) -> list[dict[str, Any]]:
     """The timers a step set or stopped (deadlines in microseconds): a pending timer with a new
     sequence number was set (restarted) by the step; one that is gone was stopped (or, for a
     timer step, fired)."""

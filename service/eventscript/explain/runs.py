@@ -36,8 +36,12 @@ def _drive(host: Any, items: Iterable[TraceItem]) -> None:
         host.feed_trace_event(item.name, event_argument(item))
 
 
-def record_pipeline(programs: list[CompiledProgram], items: Iterable[TraceItem], names: list[str] | None = None,
-                    before_step: Callable[[StepRecorder], None] | None = None) -> Recording:
+def record_pipeline(
+    programs: list[CompiledProgram],
+    items: Iterable[TraceItem],
+    names: list[str] | None = None,
+    before_step: Callable[[StepRecorder], None] | None = None,
+) -> Recording:
     """Run ``items`` through the pipeline of ``programs``, recording each step. Raises what the
     tester raises (``TraceError``), and whatever ``before_step`` raises to stop the run."""
     box: list[StepRecorder] = []
@@ -52,7 +56,9 @@ def record_pipeline(programs: list[CompiledProgram], items: Iterable[TraceItem],
     return recording
 
 
-def record_topology(graph: Any, items: Iterable[TraceItem], before_step: Callable[[StepRecorder], None] | None = None) -> Recording:
+def record_topology(
+    graph: Any, items: Iterable[TraceItem], before_step: Callable[[StepRecorder], None] | None = None
+) -> Recording:
     """Run ``items`` through a topology (``topology.model.TopologyGraph``), recording each step."""
     from ..topology.simulate import TopicLine, TopologySimulation
 

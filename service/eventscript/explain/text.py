@@ -44,8 +44,11 @@ def step_lines(recording: Recording, step: Step) -> Iterator[str]:
     pad = "  " * depth
     where = f" [{recording.names[step.stage]}]" if len(recording.names) > 1 else ""
     key = f" key {json_line(step.key)}" if step.key is not None else ""
-    what = {"event": f"{step.name}({json_line(step.value)})", "timer": f"timer {step.name}",
-            "start": "start (initial actions)"}[step.kind]
+    what = {
+        "event": f"{step.name}({json_line(step.value)})",
+        "timer": f"timer {step.name}",
+        "start": "start (initial actions)",
+    }[step.kind]
     yield f"{pad}#{step.index} {_short_time(step)}{where} {what}{key}"
     if step.kind != "start":
         yield f"{pad}  before: {state_text(terms, step.before)}"

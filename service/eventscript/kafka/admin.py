@@ -33,17 +33,24 @@ log = logging.getLogger("eventscript.kafka.admin")
 METADATA_TIMEOUT = 10.0
 CREATE_TIMEOUT = 30.0
 #: librdkafka's errors meaning the broker did not answer (as opposed to answering "no").
-UNANSWERED = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE,
-              KafkaError.REQUEST_TIMED_OUT}
+UNANSWERED = {
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._RESOLVE,
+    KafkaError.REQUEST_TIMED_OUT,
+}
 
 
 class KafkaUnavailable(TopologyError):
     """Kafka at the bootstrap servers did not answer."""
 
     def __init__(self, servers: str, doing: str, err: KafkaError) -> None:
-        super().__init__(f"cannot reach Kafka at {servers} ({doing}: {err.str()}); check bootstrap_servers "
-                         f"(or --bootstrap-servers), that the brokers are up and reachable from here, and the "
-                         f"security settings")
+        super().__init__(
+            f"cannot reach Kafka at {servers} ({doing}: {err.str()}); check bootstrap_servers "
+            f"(or --bootstrap-servers), that the brokers are up and reachable from here, and the "
+            f"security settings"
+        )
 
 
 class Admin:
@@ -65,11 +72,19 @@ class Admin:
             return
         if not self.topo.create_topics:
             shown = ", ".join(f"{name} ({spec.partitions} partition(s))" for name, spec in sorted(absent.items()))
-            raise TopologyError(f"missing topics: {shown}; create them (create_topics is false, so the worker "
-                                f"does not), or set create_topics: true")
-        missing = [NewTopic(name, spec.partitions, spec.replication or self.topo.replication or -1,
-                            config=created_config(spec.config, spec.replication or self.topo.replication))
-                   for name, spec in absent.items()]  # replication -1: the broker's default.replication.factor
+            raise TopologyError(
+                f"missing topics: {shown}; create them (create_topics is false, so the worker "
+                f"does not), or set create_topics: true"
+            )
+        missing = [
+            NewTopic(
+                name,
+                spec.partitions,
+                spec.replication or self.topo.replication or -1,
+                config=created_config(spec.config, spec.replication or self.topo.replication),
+            )
+            for name, spec in absent.items()
+        ]  # replication -1: the broker's default.replication.factor
         futures = self.client.create_topics(missing, operation_timeout=CREATE_TIMEOUT, request_timeout=CREATE_TIMEOUT)
         for name, fut in futures.items():
             try:
@@ -82,8 +97,9 @@ class Admin:
                 if err.name() != "TOPIC_ALREADY_EXISTS":
                     raise TopologyError(f"cannot create topic {name}: {err.str()}") from None
             except TimeoutError:
-                raise KafkaUnavailable(self.topo.kafka.bootstrap_servers, f"creating topic {name}",
-                                       KafkaError(KafkaError._TIMED_OUT)) from None
+                raise KafkaUnavailable(
+                    self.topo.kafka.bootstrap_servers, f"creating topic {name}", KafkaError(KafkaError._TIMED_OUT)
+                ) from None
         # Metadata can lag behind creation.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -101,15 +117,17 @@ class Admin:
         for cfg in programs:
             parts = self._input_partitions(cfg, counts)
             result[cfg.name] = parts
-            repartition_config = {"cleanup.policy": "delete",
-                                  "retention.ms": str(self.topo.repartition_retention_ms)}
-            for internal, config in ((self.topo.repartition_topic(cfg), repartition_config),
-                                     (self.topo.changelog_topic(cfg), {"cleanup.policy": "compact"})):
+            repartition_config = {"cleanup.policy": "delete", "retention.ms": str(self.topo.repartition_retention_ms)}
+            for internal, config in (
+                (self.topo.repartition_topic(cfg), repartition_config),
+                (self.topo.changelog_topic(cfg), {"cleanup.policy": "compact"}),
+            ):
                 have = counts.get(internal)
                 if have is not None and have != parts:
                     raise TopologyError(
                         f"program {cfg.name}: internal topic {internal} has {have} partitions but the inputs have "
-                        f"{parts}; delete it (and the program's state) to start over with the new partition count")
+                        f"{parts}; delete it (and the program's state) to start over with the new partition count"
+                    )
                 needed[internal] = TopicSpec(partitions=parts, replication=self._replication(cfg), config=config)
             for topic in {*cfg.outputs.values(), cfg.error_topic}:
                 if topic not in counts and topic not in self.topo.topics:
@@ -129,10 +147,14 @@ class Admin:
         for topic in topics:
             retention = configs.get(topic, {}).get("retention.ms")
             if retention is not None and retention != "-1":
-                log.warning("repartition topic %s has retention.ms=%s: records older than that are deleted even if "
-                            "no task has processed them; set it to -1 (kafka-configs.sh --alter --entity-type topics "
-                            "--entity-name %s --add-config retention.ms=-1): the workers delete what was committed",
-                            topic, retention, topic)
+                log.warning(
+                    "repartition topic %s has retention.ms=%s: records older than that are deleted even if "
+                    "no task has processed them; set it to -1 (kafka-configs.sh --alter --entity-type topics "
+                    "--entity-name %s --add-config retention.ms=-1): the workers delete what was committed",
+                    topic,
+                    retention,
+                    topic,
+                )
 
     def check_changelogs(self, topics: list[str]) -> None:
         """Refuse a changelog topic whose records are deleted by time or size (``cleanup.policy``
@@ -147,7 +169,8 @@ class Admin:
                     f"retention.ms, and the state they hold is lost at the next restore; set cleanup.policy=compact "
                     f"(kafka-configs.sh --alter --entity-type topics --entity-name {topic} --add-config "
                     f"cleanup.policy=compact, or the topic's KafkaTopic), or delete the topic and let the worker "
-                    f"create it (create_topics: true)")
+                    f"create it (create_topics: true)"
+                )
 
     def topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         """Each topic's configuration (the values in force, defaults included)."""
@@ -180,13 +203,17 @@ class Admin:
         parts: dict[str, int] = {}
         for i, inp in enumerate(cfg.inputs):
             if inp.topic not in counts:
-                raise TopologyError(f"program {cfg.name}: input topic {inp.topic} (programs[{cfg.name}].inputs[{i}]) "
-                                    f"does not exist; create it or list it under 'topics:' with its partitions")
+                raise TopologyError(
+                    f"program {cfg.name}: input topic {inp.topic} (programs[{cfg.name}].inputs[{i}]) "
+                    f"does not exist; create it or list it under 'topics:' with its partitions"
+                )
             parts[inp.topic] = counts[inp.topic]
         if len(set(parts.values())) > 1:
             shown = ", ".join(f"{t}: {n}" for t, n in parts.items())
-            raise TopologyError(f"program {cfg.name}: input topics must be co-partitioned (same partition count), "
-                                f"but they have {shown}; give them the same number of partitions")
+            raise TopologyError(
+                f"program {cfg.name}: input topics must be co-partitioned (same partition count), "
+                f"but they have {shown}; give them the same number of partitions"
+            )
         return next(iter(parts.values()))
 
 
@@ -214,8 +241,9 @@ def purge(client: AdminClient, offsets: dict[tuple[str, int], int], timeout: flo
 
     problems: list[str] = []
     try:
-        futures = client.delete_records([TopicPartition(t, p, off) for (t, p), off in offsets.items()],
-                                        request_timeout=timeout)
+        futures = client.delete_records(
+            [TopicPartition(t, p, off) for (t, p), off in offsets.items()], request_timeout=timeout
+        )
         for tp, fut in futures.items():
             try:
                 fut.result(timeout)

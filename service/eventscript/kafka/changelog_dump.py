@@ -72,8 +72,10 @@ def changelog_partitions(topo: Topology, cfg: ProgramConfig) -> tuple[str, int]:
     topic = topo.changelog_topic(cfg)
     counts = Admin(topo).partition_counts()
     if topic not in counts:
-        raise TopologyError(f"program {cfg.name}: no changelog topic {topic} on {topo.kafka.bootstrap_servers}: "
-                            f"has the program run here (application {topo.application!r})?")
+        raise TopologyError(
+            f"program {cfg.name}: no changelog topic {topic} on {topo.kafka.bootstrap_servers}: "
+            f"has the program run here (application {topo.application!r})?"
+        )
     return topic, counts[topic]
 
 
@@ -97,8 +99,10 @@ def fold_partitions(kafka: KafkaConfig, topic: str, program: str, committed: dic
         deadline = time.monotonic() + READ_TIMEOUT
         while remaining:
             if time.monotonic() > deadline:
-                raise TopologyError(f"program {program}: the changelog {topic} did not report its end within "
-                                    f"{READ_TIMEOUT:.0f} s (partitions {sorted(remaining)}); is the broker busy?")
+                raise TopologyError(
+                    f"program {program}: the changelog {topic} did not report its end within "
+                    f"{READ_TIMEOUT:.0f} s (partitions {sorted(remaining)}); is the broker busy?"
+                )
             records, at_end = read_changelog(program, reader, 2000, 0.5)
             remaining -= at_end
             for p, offset, key, value, es_pos in records:
@@ -124,21 +128,37 @@ def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | Non
     types = program.program.key_types
     for task in tasks:
         raw_clock = task.records.get(CLOCK_KEY, (None, 0))[0]
-        committed = {"position": task.committed, "changelog_end": task.end,
-                     "record_clock": format_time(decode_clock(raw_clock)) if raw_clock else None}
+        committed = {
+            "position": task.committed,
+            "changelog_end": task.end,
+            "record_clock": format_time(decode_clock(raw_clock)) if raw_clock else None,
+        }
         for kb in sorted(task.records):
             if not is_instance_key(kb):
                 continue
             value, offset = task.records[kb]
             key = None if kb == SINGLE_KEY or types is None else orjson.loads(kb)
             if value is None:
-                yield {"program": name, "task": task.partition, "key": key, "status": "ended",
-                       "changelog_offset": offset, "instance": None, "committed": committed}
+                yield {
+                    "program": name,
+                    "task": task.partition,
+                    "key": key,
+                    "status": "ended",
+                    "changelog_offset": offset,
+                    "instance": None,
+                    "committed": committed,
+                }
                 continue
             instance = explain_snapshot(terms, value)
-            yield {"program": name, "task": task.partition, "key": key,
-                   "status": "ended" if instance["ended"] else "present", "changelog_offset": offset,
-                   "instance": instance, "committed": committed}
+            yield {
+                "program": name,
+                "task": task.partition,
+                "key": key,
+                "status": "ended" if instance["ended"] else "present",
+                "changelog_offset": offset,
+                "instance": instance,
+                "committed": committed,
+            }
 
 
 def write_rows(rows: Iterator[dict[str, Any]], output: Path | None, out: Any) -> int:
@@ -170,16 +190,26 @@ def _write_parquet(rows: list[dict[str, Any]], output: Path) -> int:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise TopologyError("writing Parquet needs pyarrow: pip install 'eventscript[backfill]', or write "
-                            "--output FILE.jsonl") from None
-    columns: dict[str, list[Any]] = {name: [] for name in ("program", "task", "key", "status", "changelog_offset",
-                                                           "instance", "committed")}
+        raise TopologyError(
+            "writing Parquet needs pyarrow: pip install 'eventscript[backfill]', or write --output FILE.jsonl"
+        ) from None
+    columns: dict[str, list[Any]] = {
+        name: [] for name in ("program", "task", "key", "status", "changelog_offset", "instance", "committed")
+    }
     for row in rows:
         for name, values in columns.items():
             v = row[name]
             values.append(orjson.dumps(v).decode() if name in PARQUET_JSON_FIELDS and v is not None else v)
-    schema = pa.schema([("program", pa.string()), ("task", pa.int32()), ("key", pa.string()),
-                        ("status", pa.string()), ("changelog_offset", pa.int64()), ("instance", pa.string()),
-                        ("committed", pa.string())])
+    schema = pa.schema(
+        [
+            ("program", pa.string()),
+            ("task", pa.int32()),
+            ("key", pa.string()),
+            ("status", pa.string()),
+            ("changelog_offset", pa.int64()),
+            ("instance", pa.string()),
+            ("committed", pa.string()),
+        ]
+    )
     pq.write_table(pa.table(columns, schema=schema), output)
     return len(rows)

@@ -21,8 +21,14 @@ from ..topology.config import ProgramConfig, Topology, TopologyError
 COLUMNS = ("program", "task", "key", "status", "changelog_offset", "instance", "committed")
 
 
-def _rows_of_partitions(kafka: dict[str, Any], topic: str, name: str, program_json: str,
-                        committed: dict[int, dict[str, int]], partitions: Iterator[int]) -> Iterator[tuple[Any, ...]]:
+def _rows_of_partitions(
+    kafka: dict[str, Any],
+    topic: str,
+    name: str,
+    program_json: str,
+    committed: dict[int, dict[str, int]],
+    partitions: Iterator[int],
+) -> Iterator[tuple[Any, ...]]:
     """One Spark task: fold its changelog partitions and yield their rows (runs on an executor)."""
     import orjson
 
@@ -36,8 +42,10 @@ def _rows_of_partitions(kafka: dict[str, Any], topic: str, name: str, program_js
     program = CompiledProgram.loads(program_json)
     tasks = fold_partitions(KafkaConfig.model_validate(kafka), topic, name, mine)
     for row in dump_rows(program, tasks, name):
-        yield tuple(orjson.dumps(row[c]).decode() if c in PARQUET_JSON_FIELDS and row[c] is not None else row[c]
-                    for c in COLUMNS)
+        yield tuple(
+            orjson.dumps(row[c]).decode() if c in PARQUET_JSON_FIELDS and row[c] is not None else row[c]
+            for c in COLUMNS
+        )
 
 
 def dump_on_spark(spark: Any, topo: Topology, cfg: ProgramConfig, program: Any, output: Path) -> int:
@@ -53,11 +61,19 @@ def dump_on_spark(spark: Any, topo: Topology, cfg: ProgramConfig, program: Any, 
     committed = committed_positions(topo, cfg, partitions)
     kafka, name, program_json = topo.kafka.model_dump(), cfg.name, program.dumps()
     rdd = spark.sparkContext.parallelize(range(partitions), partitions).mapPartitions(
-        lambda ps: _rows_of_partitions(kafka, topic, name, program_json, committed, ps))
-    schema = StructType([StructField("program", StringType()), StructField("task", IntegerType()),
-                         StructField("key", StringType()), StructField("status", StringType()),
-                         StructField("changelog_offset", LongType()), StructField("instance", StringType()),
-                         StructField("committed", StringType())])
+        lambda ps: _rows_of_partitions(kafka, topic, name, program_json, committed, ps)
+    )
+    schema = StructType(
+        [
+            StructField("program", StringType()),
+            StructField("task", IntegerType()),
+            StructField("key", StringType()),
+            StructField("status", StringType()),
+            StructField("changelog_offset", LongType()),
+            StructField("instance", StringType()),
+            StructField("committed", StringType()),
+        ]
+    )
     frame = spark.createDataFrame(rdd, schema).cache()
     frame.write.mode("overwrite").parquet(str(output))
     n = int(frame.count())

@@ -36,8 +36,9 @@ def read_secret_file(path: str, setting: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8").rstrip("\r\n")
     except OSError as exc:
-        raise TopologyError(f"{setting}: cannot read {path} ({exc.strerror}): mount the Secret there, "
-                               "or fix the path") from exc
+        raise TopologyError(
+            f"{setting}: cannot read {path} ({exc.strerror}): mount the Secret there, or fix the path"
+        ) from exc
 
 
 def common(kafka: KafkaConfig) -> dict[str, Any]:
@@ -58,8 +59,12 @@ def common(kafka: KafkaConfig) -> dict[str, Any]:
             conf["sasl.password"] = read_secret_file(sasl.password_file, "kafka.security.sasl.password_file")
     ssl = kafka.security.ssl
     if ssl is not None:
-        for key, value in (("ssl.ca.location", ssl.ca_location), ("ssl.certificate.location", ssl.certificate_location),
-                           ("ssl.key.location", ssl.key_location), ("ssl.key.password", ssl.key_password)):
+        for key, value in (
+            ("ssl.ca.location", ssl.ca_location),
+            ("ssl.certificate.location", ssl.certificate_location),
+            ("ssl.key.location", ssl.key_location),
+            ("ssl.key.password", ssl.key_password),
+        ):
             if value is not None:
                 conf[key] = value
         conf["ssl.endpoint.identification.algorithm"] = ssl.endpoint_identification
@@ -69,26 +74,28 @@ def common(kafka: KafkaConfig) -> dict[str, Any]:
 
 def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict[str, Any]:
     conf = common(kafka)
-    conf.update({
-        "group.id": group_id,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "earliest",
-        "isolation.level": "read_committed",
-        "enable.partition.eof": True,
-        "partition.assignment.strategy": "cooperative-sticky",
-        # Kafka's own default: longer than a pod's restart, so that a static member restarted
-        # within it keeps its tasks and the others see no rebalance (docs/operations.md; measured
-        # in tests/kafka/test_static_membership.py). A crashed worker's tasks wait this long.
-        "session.timeout.ms": 45_000,
-        "heartbeat.interval.ms": 3_000,
-        "max.poll.interval.ms": 300_000,
-        "fetch.max.bytes": 52_428_800,
-        # A stream processor wants records soon; some brokers (Tansu) hold a fetch for the whole
-        # wait even when data arrives, so keep it short.
-        "fetch.wait.max.ms": 100,
-        "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
-    })
+    conf.update(
+        {
+            "group.id": group_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "partition.assignment.strategy": "cooperative-sticky",
+            # Kafka's own default: longer than a pod's restart, so that a static member restarted
+            # within it keeps its tasks and the others see no rebalance (docs/operations.md; measured
+            # in tests/kafka/test_static_membership.py). A crashed worker's tasks wait this long.
+            "session.timeout.ms": 45_000,
+            "heartbeat.interval.ms": 3_000,
+            "max.poll.interval.ms": 300_000,
+            "fetch.max.bytes": 52_428_800,
+            # A stream processor wants records soon; some brokers (Tansu) hold a fetch for the whole
+            # wait even when data arrives, so keep it short.
+            "fetch.wait.max.ms": 100,
+            "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
+        }
+    )
     conf.update(kafka.consumer)
     conf.update(overrides)
     given = {**kafka.consumer, **overrides}
@@ -101,16 +108,18 @@ def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict
 
 def producer_config(kafka: KafkaConfig, transactional_id: str | None = None, **overrides: Any) -> dict[str, Any]:
     conf = common(kafka)
-    conf.update({
-        "partitioner": "murmur2_random",
-        "enable.idempotence": True,
-        "acks": "all",
-        "linger.ms": 5,
-        "batch.num.messages": 10_000,
-        "queue.buffering.max.messages": 500_000,
-        "message.max.bytes": MAX_MESSAGE_BYTES,
-        "compression.type": "lz4",
-    })
+    conf.update(
+        {
+            "partitioner": "murmur2_random",
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 500_000,
+            "message.max.bytes": MAX_MESSAGE_BYTES,
+            "compression.type": "lz4",
+        }
+    )
     if transactional_id is not None:
         conf["transactional.id"] = transactional_id
         conf["transaction.timeout.ms"] = 60_000

@@ -14,9 +14,15 @@ from .metrics import Metrics
 
 
 class HealthServer:
-    def __init__(self, host: str, port: int, alive: Callable[[], bool], ready: Callable[[], bool],
-                 metrics: Metrics | None = None,
-                 state: Callable[[str, str, str | None], tuple[int, bytes, str]] | None = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        alive: Callable[[], bool],
+        ready: Callable[[], bool],
+        metrics: Metrics | None = None,
+        state: Callable[[str, str, str | None], tuple[int, bytes, str]] | None = None,
+    ) -> None:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):

@@ -62,13 +62,17 @@ class InputPartitionWatch:
 
 def _message(program: str, topic: str, have: int, tasks: int, internal: list[str]) -> str:
     if have > tasks:
-        lost = (f"partitions {tasks}..{have - 1} are read by no task, and keys now hash to other partitions than "
-                f"the ones holding their state")
+        lost = (
+            f"partitions {tasks}..{have - 1} are read by no task, and keys now hash to other partitions than "
+            f"the ones holding their state"
+        )
     else:
         lost = "the topic was recreated with fewer partitions"
-    return (f"program {program}: input topic {topic} now has {have} partitions, but the program's {tasks} tasks "
-            f"(and its topics {', '.join(internal)}) were made for {tasks}: {lost}. Stopped. To go on, either "
-            f"give {topic} {tasks} partitions again (recreate it) or start the program over with {have} partitions: "
-            f"stop every worker, give every input {have} partitions, run `eventscript reset TOPOLOGY --program "
-            f"{program}` (it deletes the changelog, the repartition topic and this machine's state; `--local-only` "
-            f"on the others) and start the workers")
+    return (
+        f"program {program}: input topic {topic} now has {have} partitions, but the program's {tasks} tasks "
+        f"(and its topics {', '.join(internal)}) were made for {tasks}: {lost}. Stopped. To go on, either "
+        f"give {topic} {tasks} partitions again (recreate it) or start the program over with {have} partitions: "
+        f"stop every worker, give every input {have} partitions, run `eventscript reset TOPOLOGY --program "
+        f"{program}` (it deletes the changelog, the repartition topic and this machine's state; `--local-only` "
+        f"on the others) and start the workers"
+    )

@@ -72,6 +72,7 @@ RESTORE_BUCKETS = (0.01, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 90, 120, 180, 300, 600, 
 #: come many times a second and the disk fills over hours.
 STATE_SIZE_INTERVAL = 15.0
 
+
 def _version(package: str) -> str:
     try:
         return metadata.version(package)
@@ -87,8 +88,12 @@ def build_labels() -> dict[str, str]:
         librdkafka = confluent_kafka.libversion()[0]
     except ImportError:  # pragma: no cover - confluent-kafka is a dependency
         librdkafka = "unknown"
-    return {"version": _version("eventscript"), "python": platform.python_version(),
-            "confluent_kafka": _version("confluent-kafka"), "librdkafka": librdkafka}
+    return {
+        "version": _version("eventscript"),
+        "python": platform.python_version(),
+        "confluent_kafka": _version("confluent-kafka"),
+        "librdkafka": librdkafka,
+    }
 
 
 class Metrics:
@@ -98,56 +103,120 @@ class Metrics:
         ProcessCollector(registry=self.registry)
         GCCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
-        self.build = Info("eventscript_build", "The running build: EventScript, Python, confluent-kafka and "
-                          "librdkafka versions", registry=self.registry)
+        self.build = Info(
+            "eventscript_build",
+            "The running build: EventScript, Python, confluent-kafka and librdkafka versions",
+            registry=self.registry,
+        )
         self.build.info(build_labels())
-        self.records = Counter("eventscript_records_total", "Records and events by kind", ["program", "kind"],
-                               registry=self.registry)
-        self.commits = Counter("eventscript_commits_total", "Batches committed (Kafka transaction or offsets, "
-                               "changelog, local state)", ["program"], registry=self.registry)
-        self.faults = Counter("eventscript_faults_total", "Failures the worker recovered from, by kind: failed "
-                              "commits, aborted transactions, rewinds to the last commit, lost assignments",
-                              ["program", "kind"], registry=self.registry)
-        self.rebalances = Counter("eventscript_rebalances_total", "Rebalance callbacks by kind (assigned, "
-                                  "revoked, lost)", ["program", "kind"], registry=self.registry)
-        self.commit_seconds = Histogram("eventscript_commit_seconds", "Time to commit a batch", ["program"],
-                                        registry=self.registry,
-                                        buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
-        self.restore_seconds = Histogram("eventscript_restore_seconds", "Time to restore a task", ["program"],
-                                         registry=self.registry, buckets=RESTORE_BUCKETS)
-        self.restore_remaining = Gauge("eventscript_restore_remaining_records", "Changelog records a task being "
-                                       "restored has still to read (none once restored)", ["program", "task"],
-                                       registry=self.registry)
-        self.state_bytes = Gauge("eventscript_state_bytes", "RocksDB's estimate of the task's store on disk: "
-                                 "table files plus unflushed memtables (write-ahead log)", ["program", "task"],
-                                 registry=self.registry)
-        self.partitions_gauge = Gauge("eventscript_partitions", "The program's partitions (tasks) in all: "
-                                      "the sum of eventscript_tasks over its workers should equal it",
-                                      ["program"], registry=self.registry)
+        self.records = Counter(
+            "eventscript_records_total", "Records and events by kind", ["program", "kind"], registry=self.registry
+        )
+        self.commits = Counter(
+            "eventscript_commits_total",
+            "Batches committed (Kafka transaction or offsets, changelog, local state)",
+            ["program"],
+            registry=self.registry,
+        )
+        self.faults = Counter(
+            "eventscript_faults_total",
+            "Failures the worker recovered from, by kind: failed "
+            "commits, aborted transactions, rewinds to the last commit, lost assignments",
+            ["program", "kind"],
+            registry=self.registry,
+        )
+        self.rebalances = Counter(
+            "eventscript_rebalances_total",
+            "Rebalance callbacks by kind (assigned, revoked, lost)",
+            ["program", "kind"],
+            registry=self.registry,
+        )
+        self.commit_seconds = Histogram(
+            "eventscript_commit_seconds",
+            "Time to commit a batch",
+            ["program"],
+            registry=self.registry,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+        )
+        self.restore_seconds = Histogram(
+            "eventscript_restore_seconds",
+            "Time to restore a task",
+            ["program"],
+            registry=self.registry,
+            buckets=RESTORE_BUCKETS,
+        )
+        self.restore_remaining = Gauge(
+            "eventscript_restore_remaining_records",
+            "Changelog records a task being restored has still to read (none once restored)",
+            ["program", "task"],
+            registry=self.registry,
+        )
+        self.state_bytes = Gauge(
+            "eventscript_state_bytes",
+            "RocksDB's estimate of the task's store on disk: table files plus unflushed memtables (write-ahead log)",
+            ["program", "task"],
+            registry=self.registry,
+        )
+        self.partitions_gauge = Gauge(
+            "eventscript_partitions",
+            "The program's partitions (tasks) in all: the sum of eventscript_tasks over its workers should equal it",
+            ["program"],
+            registry=self.registry,
+        )
         self._labelled: dict[tuple[str, str], set[str]] = {}
         self._state_read_at: dict[str, float] = {}
-        self.timer_lateness = Histogram("eventscript_timer_lateness_seconds", "How long after its deadline a "
-                                        "wall-clock timer fired (the earliest of those a task fired at once)",
-                                        ["program"], registry=self.registry, buckets=LATENESS_BUCKETS)
+        self.timer_lateness = Histogram(
+            "eventscript_timer_lateness_seconds",
+            "How long after its deadline a wall-clock timer fired (the earliest of those a task fired at once)",
+            ["program"],
+            registry=self.registry,
+            buckets=LATENESS_BUCKETS,
+        )
         self.task_gauge = Gauge("eventscript_tasks", "Tasks owned", ["program"], registry=self.registry)
-        self.idle_partitions = Counter("eventscript_idle_partitions_total", "Times a source partition stopped "
-                                       "holding record time back: read to its end, nothing new for its input's "
-                                       "idle_timeout_ms", ["program"], registry=self.registry)
-        self.event_time = Gauge("eventscript_event_time_seconds", "A task's record clock (Unix seconds): where "
-                                "its inputs' progress has let it come", ["program", "task"], registry=self.registry)
-        self.event_time_lag = Gauge("eventscript_event_time_lag_seconds", "Wall time minus a task's record clock",
-                                    ["program", "task"], registry=self.registry)
-        self.held_back = Gauge("eventscript_held_back_records", "Records a task holds back until every task "
-                               "writing its inputs has marked progress up to them", ["program", "task"],
-                               registry=self.registry)
-        self.instance_gauge = Gauge("eventscript_instances", "Live instance contexts (one per group key)",
-                                    ["program"], registry=self.registry)
-        self.lag_gauge = Gauge("eventscript_consumer_lag", "The worker's own estimate of input records not yet "
-                               "processed, from cached watermarks after each commit (stale when idle; prefer "
-                               "eventscript_kafka_consumer_lag)", ["program"], registry=self.registry)
-        self.ready_gauge = Gauge("eventscript_ready", "1 when the program's worker holds an assignment that "
-                                 "was not lost, has restored its tasks and its last commit succeeded", ["program"],
-                                 registry=self.registry)
+        self.idle_partitions = Counter(
+            "eventscript_idle_partitions_total",
+            "Times a source partition stopped "
+            "holding record time back: read to its end, nothing new for its input's "
+            "idle_timeout_ms",
+            ["program"],
+            registry=self.registry,
+        )
+        self.event_time = Gauge(
+            "eventscript_event_time_seconds",
+            "A task's record clock (Unix seconds): where its inputs' progress has let it come",
+            ["program", "task"],
+            registry=self.registry,
+        )
+        self.event_time_lag = Gauge(
+            "eventscript_event_time_lag_seconds",
+            "Wall time minus a task's record clock",
+            ["program", "task"],
+            registry=self.registry,
+        )
+        self.held_back = Gauge(
+            "eventscript_held_back_records",
+            "Records a task holds back until every task writing its inputs has marked progress up to them",
+            ["program", "task"],
+            registry=self.registry,
+        )
+        self.instance_gauge = Gauge(
+            "eventscript_instances", "Live instance contexts (one per group key)", ["program"], registry=self.registry
+        )
+        self.lag_gauge = Gauge(
+            "eventscript_consumer_lag",
+            "The worker's own estimate of input records not yet "
+            "processed, from cached watermarks after each commit (stale when idle; prefer "
+            "eventscript_kafka_consumer_lag)",
+            ["program"],
+            registry=self.registry,
+        )
+        self.ready_gauge = Gauge(
+            "eventscript_ready",
+            "1 when the program's worker holds an assignment that "
+            "was not lost, has restored its tasks and its last commit succeeded",
+            ["program"],
+            registry=self.registry,
+        )
         self.kafka = KafkaStats(self.registry)
 
     def register(self, program: str, ready: Callable[[], bool], partitions: int | None = None) -> None:
@@ -249,13 +318,24 @@ class KafkaStats:
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.lag = Gauge("eventscript_kafka_consumer_lag", "Records behind the end of each input partition the "
-                         "worker reads (librdkafka statistics)", ["program", "topic", "partition"],
-                         registry=registry)
-        self.rtt = Gauge("eventscript_kafka_broker_rtt_seconds", "Broker request round-trip time (librdkafka "
-                         "statistics)", ["program", "client", "broker", "quantile"], registry=registry)
-        self.queue = Gauge("eventscript_kafka_queue_messages", "Messages in the client's queues (librdkafka "
-                           "statistics msg_cnt)", ["program", "client"], registry=registry)
+        self.lag = Gauge(
+            "eventscript_kafka_consumer_lag",
+            "Records behind the end of each input partition the worker reads (librdkafka statistics)",
+            ["program", "topic", "partition"],
+            registry=registry,
+        )
+        self.rtt = Gauge(
+            "eventscript_kafka_broker_rtt_seconds",
+            "Broker request round-trip time (librdkafka statistics)",
+            ["program", "client", "broker", "quantile"],
+            registry=registry,
+        )
+        self.queue = Gauge(
+            "eventscript_kafka_queue_messages",
+            "Messages in the client's queues (librdkafka statistics msg_cnt)",
+            ["program", "client"],
+            registry=registry,
+        )
         self._partitions: dict[str, set[tuple[str, str]]] = {}
 
     def update(self, program: str, client: str, stats: dict[str, Any]) -> None:
@@ -339,8 +419,9 @@ def changelog_to_go(consumer: Any, topic: str, positions: dict[int, int]) -> dic
     return out
 
 
-def stats_config(metrics: Metrics | None, program: str, client: str,
-                 conf: dict[str, Any] | None = None) -> dict[str, Any]:
+def stats_config(
+    metrics: Metrics | None, program: str, client: str, conf: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """librdkafka settings that feed :class:`KafkaStats` (none without metrics).
 
     ``conf`` is the client's settings so far: a ``statistics.interval.ms`` there (the topology's

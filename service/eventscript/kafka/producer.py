@@ -24,8 +24,9 @@ PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 class BatchProducer:
     """One worker's producer, and the state of the batch being produced."""
 
-    def __init__(self, name: str, producer: Any, eos: bool, changelog_topic: str,
-                 queue_full: Callable[[float], float]) -> None:
+    def __init__(
+        self, name: str, producer: Any, eos: bool, changelog_topic: str, queue_full: Callable[[float], float]
+    ) -> None:
         self.name = name
         self.producer = producer
         self.eos = eos
@@ -76,8 +77,9 @@ class BatchProducer:
         if not self.eos or not (err.code() == KafkaError._STATE or err.txn_requires_abort() or err.fatal()):
             raise exc
         if self.delivery_error is None:
-            log.warning("%s: the producer refused a record (%s); the batch is aborted and processed again",
-                        self.name, err)
+            log.warning(
+                "%s: the producer refused a record (%s); the batch is aborted and processed again", self.name, err
+            )
             self.delivery_error = err
 
     def senders(self) -> tuple[Any, Any]:
@@ -100,8 +102,9 @@ class BatchProducer:
         on_delivery = self.on_delivery
         eos = self.eos
 
-        def send(topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Any, ts: int,
-                 changelog: bool) -> None:
+        def send(
+            topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Any, ts: int, changelog: bool
+        ) -> None:
             if eos and not self.txn_open:
                 self.begin()
             cb = on_delivery if changelog else None
@@ -117,8 +120,9 @@ class BatchProducer:
                     return
             self.produced += 1
 
-        def send_changelog(topic: str, partition: int, records: dict[bytes, bytes | None], headers: Any,
-                           ts: int) -> None:
+        def send_changelog(
+            topic: str, partition: int, records: dict[bytes, bytes | None], headers: Any, ts: int
+        ) -> None:
             """A task's changelog records of one commit (``Task.send_changelog``): one loop here
             rather than a call of ``send`` each; only the last asks for its delivery report."""
             if not records:

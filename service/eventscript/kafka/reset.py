@@ -67,8 +67,10 @@ class ResetPlan:
                 out.append(f"  delete every record of topic {t} (create_topics is false: the topic stays)")
         if self.local_state is not None:
             there = "present" if self.local_state.exists() else "absent"
-            out.append(f"  delete local state {self.local_state} ({there} on this machine; delete it on every "
-                       f"machine that ran the program)")
+            out.append(
+                f"  delete local state {self.local_state} ({there} on this machine; delete it on every "
+                f"machine that ran the program)"
+            )
         return out
 
 
@@ -82,8 +84,9 @@ def parse_offsets(specs: list[str]) -> dict[tuple[str, int], int]:
                 topic, part = where.rsplit(":", 1)
                 out[(topic, int(part))] = int(off)
             except ValueError:
-                raise TopologyError(f"--to-offsets: {item!r} is not TOPIC:PARTITION=OFFSET "
-                                    f"(e.g. readings:0=1500)") from None
+                raise TopologyError(
+                    f"--to-offsets: {item!r} is not TOPIC:PARTITION=OFFSET (e.g. readings:0=1500)"
+                ) from None
             if out[(topic, int(part))] < 0:
                 raise TopologyError(f"--to-offsets: {item!r}: an offset is 0 or more")
     return out
@@ -122,10 +125,11 @@ def group_members(topo: Topology, cfg: ProgramConfig) -> tuple[str, list[str]]:
     static member). Some brokers (Tansu) list no members: a group that is not empty (nor gone)
     then counts as having some."""
     desc = describe_group(topo, cfg)
-    return desc.state.name, [f"{m.client_id}@{m.host}"
-                             + (f" (static: group.instance.id {m.group_instance_id})"
-                                if getattr(m, "group_instance_id", None) else "")
-                             for m in desc.members]
+    return desc.state.name, [
+        f"{m.client_id}@{m.host}"
+        + (f" (static: group.instance.id {m.group_instance_id})" if getattr(m, "group_instance_id", None) else "")
+        for m in desc.members
+    ]
 
 
 def session_timeout_s(topo: Topology) -> float:
@@ -150,8 +154,14 @@ def wait_for_empty_group(topo: Topology, cfg: ProgramConfig, timeout: float) -> 
     return state, members
 
 
-def plan_reset(topo: Topology, cfg: ProgramConfig, *, to_datetime: datetime | None = None,
-               to_offsets: dict[tuple[str, int], int] | None = None, local_only: bool = False) -> ResetPlan:
+def plan_reset(
+    topo: Topology,
+    cfg: ProgramConfig,
+    *,
+    to_datetime: datetime | None = None,
+    to_offsets: dict[tuple[str, int], int] | None = None,
+    local_only: bool = False,
+) -> ResetPlan:
     """What a reset would do (nothing is changed). Inputs go to the earliest offset unless
     ``to_datetime`` (the first record at or after it; the end where there is none) or
     ``to_offsets`` say otherwise."""
@@ -162,12 +172,15 @@ def plan_reset(topo: Topology, cfg: ProgramConfig, *, to_datetime: datetime | No
     inputs = [i.topic for i in cfg.inputs]
     missing = [t for t in inputs if t not in counts]
     if missing:
-        raise ResetRefused(f"program {cfg.name}: input topic(s) {', '.join(missing)} not found on "
-                           f"{topo.kafka.bootstrap_servers}")
+        raise ResetRefused(
+            f"program {cfg.name}: input topic(s) {', '.join(missing)} not found on {topo.kafka.bootstrap_servers}"
+        )
     unknown = [f"{t}:{p}" for t, p in (to_offsets or {}) if t not in inputs or p >= counts.get(t, 0)]
     if unknown:
-        raise ResetRefused(f"--to-offsets names {', '.join(unknown)}, which is not a partition of the program's "
-                           f"inputs ({', '.join(f'{t} ({counts[t]} partitions)' for t in inputs)})")
+        raise ResetRefused(
+            f"--to-offsets names {', '.join(unknown)}, which is not a partition of the program's "
+            f"inputs ({', '.join(f'{t} ({counts[t]} partitions)' for t in inputs)})"
+        )
     from confluent_kafka import Consumer
 
     consumer = Consumer(clients.consumer_config(topo.kafka, f"{plan.group}.reset-plan"))
@@ -186,8 +199,11 @@ def plan_reset(topo: Topology, cfg: ProgramConfig, *, to_datetime: datetime | No
                 if to_offsets and (t, p) in to_offsets:
                     plan.offsets[(t, p)] = (max(low, to_offsets[(t, p)]), "as given")
                 elif to_datetime is not None:
-                    plan.offsets[(t, p)] = (at[p], f"first record at or after {to_datetime.isoformat()}") \
-                        if p in at else (high, f"no record at or after {to_datetime.isoformat()}: the end")
+                    plan.offsets[(t, p)] = (
+                        (at[p], f"first record at or after {to_datetime.isoformat()}")
+                        if p in at
+                        else (high, f"no record at or after {to_datetime.isoformat()}: the end")
+                    )
                 else:
                     plan.offsets[(t, p)] = (low, "earliest")
     except KafkaException as exc:
@@ -213,9 +229,11 @@ def _check_time_offset(consumer: Any, topic: str, p: int, offset: int, ms: int, 
     try:
         for m in consumer.consume(1, 10):
             if m.error() is None and m.timestamp()[1] < ms:
-                raise ResetRefused(f"the broker says {topic}:{p} reaches {when.isoformat()} at offset {offset}, but that "
-                                   f"record's time is {datetime.fromtimestamp(m.timestamp()[1] / 1000, UTC).isoformat()}"
-                                   f": it does not look records up by time; give --to-offsets instead")
+                raise ResetRefused(
+                    f"the broker says {topic}:{p} reaches {when.isoformat()} at offset {offset}, but that "
+                    f"record's time is {datetime.fromtimestamp(m.timestamp()[1] / 1000, UTC).isoformat()}"
+                    f": it does not look records up by time; give --to-offsets instead"
+                )
     finally:
         consumer.unassign()
 
@@ -233,10 +251,14 @@ def apply_reset(topo: Topology, cfg: ProgramConfig, plan: ResetPlan, wait: float
                 f"group {plan.group} is {state.lower()}"
                 + (f" with members {', '.join(members)}" if members else "")
                 + ": stop every worker of the program first, then reset. "
-                + (f"Stopped workers with static membership stay members until their session times out "
-                   f"(session.timeout.ms: {timeout:g} s after they stopped)" if static else
-                   f"A worker that crashed leaves when its session times out ({timeout:g} s)")
-                + f"; give --wait {max(2 * timeout, 30):g} to wait for the group to empty")
+                + (
+                    f"Stopped workers with static membership stay members until their session times out "
+                    f"(session.timeout.ms: {timeout:g} s after they stopped)"
+                    if static
+                    else f"A worker that crashed leaves when its session times out ({timeout:g} s)"
+                )
+                + f"; give --wait {max(2 * timeout, 30):g} to wait for the group to empty"
+            )
         admin = _admin(topo)
         if plan.delete_topics:
             for t, fut in admin.delete_topics(plan.delete_topics, request_timeout=30).items():
@@ -248,16 +270,18 @@ def apply_reset(topo: Topology, cfg: ProgramConfig, plan: ResetPlan, wait: float
         if plan.purge_topics:
             ends = _ends(topo, plan.purge_topics)
             problems = []
-            futures = admin.delete_records([TopicPartition(t, p, off) for (t, p), off in ends.items()],
-                                           request_timeout=30)
+            futures = admin.delete_records(
+                [TopicPartition(t, p, off) for (t, p), off in ends.items()], request_timeout=30
+            )
             for tp, fut in futures.items():
                 try:
                     _result(admin, fut, 60)
                 except (KafkaException, TimeoutError) as exc:
                     problems.append(f"{tp.topic}:{tp.partition}: {exc or 'no answer'}")
             if problems:
-                raise ResetRefused("could not delete the records of " + ", ".join(plan.purge_topics) + ": "
-                                   + "; ".join(problems))
+                raise ResetRefused(
+                    "could not delete the records of " + ", ".join(plan.purge_topics) + ": " + "; ".join(problems)
+                )
             done.append(f"deleted the records of {', '.join(plan.purge_topics)}")
         tps = [TopicPartition(t, p, off) for (t, p), (off, _) in sorted(plan.offsets.items())]
         for fut in admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(plan.group, tps)]).values():
@@ -276,8 +300,10 @@ def _wait_gone(admin: AdminClient, topics: list[str]) -> None:
         if not present & set(topics):
             return
         time.sleep(0.2)
-    raise ResetRefused(f"topics {', '.join(topics)} were still being deleted after {DELETE_WAIT:.0f} s; run reset "
-                       f"again when they are gone")
+    raise ResetRefused(
+        f"topics {', '.join(topics)} were still being deleted after {DELETE_WAIT:.0f} s; run reset "
+        f"again when they are gone"
+    )
 
 
 def _ends(topo: Topology, topics: list[str]) -> dict[tuple[str, int], int]:
@@ -286,8 +312,10 @@ def _ends(topo: Topology, topics: list[str]) -> dict[tuple[str, int], int]:
     consumer = Consumer(clients.consumer_config(topo.kafka, f"{topo.application}.reset-ends"))
     try:
         md = consumer.list_topics(timeout=10)
-        return {(t, p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1]
-                for t in topics for p in md.topics[t].partitions}
+        return {
+            (t, p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1]
+            for t in topics
+            for p in md.topics[t].partitions
+        }
     finally:
         consumer.close()
-

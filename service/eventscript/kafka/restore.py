@@ -71,13 +71,24 @@ def start_offset(program: str, consumer: Any, topic: str, partition: int, store:
     try:
         _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=END_TIMEOUT, cached=False)
     except KafkaException as exc:
-        raise RestoreError(f"{program}: cannot read the end of changelog {topic}:{partition} to check task "
-                           f"{partition}'s local store against it: {exc}") from exc
+        raise RestoreError(
+            f"{program}: cannot read the end of changelog {topic}:{partition} to check task "
+            f"{partition}'s local store against it: {exc}"
+        ) from exc
     if checkpoint <= end:
         return checkpoint
-    log.warning("%s task %d: the local store's checkpoint (offset %d) is beyond the end of changelog %s:%d (%d): "
-                "the changelog was recreated; the store (%s) is wiped and the %s replays the changelog from the start",
-                program, partition, checkpoint, topic, partition, end, store.path, who)
+    log.warning(
+        "%s task %d: the local store's checkpoint (offset %d) is beyond the end of changelog %s:%d (%d): "
+        "the changelog was recreated; the store (%s) is wiped and the %s replays the changelog from the start",
+        program,
+        partition,
+        checkpoint,
+        topic,
+        partition,
+        end,
+        store.path,
+        who,
+    )
     store.wipe()
     return 0
 
@@ -124,15 +135,21 @@ class Restoration:
     uncommitted: dict[int, set[bytes]] = field(default_factory=dict)
 
     def begin(self) -> None:
-        self.starts = {p: start_offset(self.program, self.restorer, self.changelog_topic, p, t.store, "restore")
-                       for p, t in self.tasks.items()}
+        self.starts = {
+            p: start_offset(self.program, self.restorer, self.changelog_topic, p, t.store, "restore")
+            for p, t in self.tasks.items()
+        }
         self.remaining = set(self.tasks)
         for p in self.tasks:
             self.pending[p] = {}
             self.applied[p] = self.skipped[p] = 0
             self.uncommitted[p] = set()
-        self.restorer.assign([TopicPartition(self.changelog_topic, p, off if off > 0 else OFFSET_BEGINNING)
-                              for p, off in self.starts.items()])
+        self.restorer.assign(
+            [
+                TopicPartition(self.changelog_topic, p, off if off > 0 else OFFSET_BEGINNING)
+                for p, off in self.starts.items()
+            ]
+        )
 
     @property
     def done(self) -> bool:
@@ -144,8 +161,9 @@ class Restoration:
         deadline = time.monotonic() + budget
         rules = {p: Coverage(c) for p, c in self.committed.items()}
         while self.remaining and time.monotonic() < deadline:
-            records, at_end = read_changelog(self.program, self.restorer, batch,
-                                             min(0.2, max(0.0, deadline - time.monotonic())))
+            records, at_end = read_changelog(
+                self.program, self.restorer, batch, min(0.2, max(0.0, deadline - time.monotonic()))
+            )
             self.remaining -= at_end
             for p, offset, key, value, es_pos in records:
                 if p not in self.tasks:
@@ -171,8 +189,14 @@ class Restoration:
         """Write what is left, move each store to the committed position, load the tasks."""
         for p, task in self.tasks.items():
             task.store.write(self.pending.get(p, {}), self.last.get(p), self.committed[p])
-            log.info("%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)",
-                     self.program, p, self.starts.get(p, 0), self.applied.get(p, 0), self.skipped.get(p, 0))
+            log.info(
+                "%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)",
+                self.program,
+                p,
+                self.starts.get(p, 0),
+                self.applied.get(p, 0),
+                self.skipped.get(p, 0),
+            )
             task.load_from_store()
             # A later commit may cover the skipped records' input position: then a replay applies
             # them, unless the task writes those keys again (Task.rewrite_at_next_commit).

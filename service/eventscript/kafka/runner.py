@@ -35,8 +35,7 @@ log = logging.getLogger("eventscript.kafka")
 GRACE_SECONDS = 30.0
 
 
-def compile_programs(topo: Topology, cfgs: list[ProgramConfig],
-                     out: TextIO = sys.stderr) -> dict[str, CompiledProgram]:
+def compile_programs(topo: Topology, cfgs: list[ProgramConfig], out: TextIO = sys.stderr) -> dict[str, CompiledProgram]:
     compiled: dict[str, CompiledProgram] = {}
     failed = False
     for cfg in cfgs:
@@ -54,15 +53,18 @@ def compile_programs(topo: Topology, cfgs: list[ProgramConfig],
         declared = {i.name for i in program.program.inputs}
         for i, inp in enumerate(cfg.inputs):
             if inp.event is not None and inp.event not in declared:
-                raise TopologyError(f"program {cfg.name}: inputs[{i}] names event {inp.event!r}, which {path} does not "
-                                    f"declare (declared: {', '.join(sorted(declared))})")
+                raise TopologyError(
+                    f"program {cfg.name}: inputs[{i}] names event {inp.event!r}, which {path} does not "
+                    f"declare (declared: {', '.join(sorted(declared))})"
+                )
         if program.grouped:
             for inp in cfg.inputs:
                 scheme_for(cfg, program.program.key_types, inp)  # TopologyError if the format cannot hold the key
         for o in program.program.outputs:
             if cfg.output_topic(o.name) is None:
-                log.warning("program %s: output event %s has no topic (add it under outputs:, or a 'default')",
-                            cfg.name, o.name)
+                log.warning(
+                    "program %s: output event %s has no topic (add it under outputs:, or a 'default')", cfg.name, o.name
+                )
         compiled[cfg.name] = program
     if failed:
         raise TopologyError("the programs above have errors")
@@ -87,8 +89,14 @@ def instance_id(topo: Topology) -> str:
 
 
 class TopologyRunner:
-    def __init__(self, topo: Topology, names: list[str] | None = None, health_port: int | None = None,
-                 health_host: str | None = None, supplier: ClientSupplier | None = None) -> None:
+    def __init__(
+        self,
+        topo: Topology,
+        names: list[str] | None = None,
+        health_port: int | None = None,
+        health_host: str | None = None,
+        supplier: ClientSupplier | None = None,
+    ) -> None:
         self.topo = topo
         #: Makes the workers' Kafka clients (None: the real ones; tests wrap them).
         self.supplier = supplier
@@ -105,10 +113,12 @@ class TopologyRunner:
         compiled = compile_programs(self.topo, self.cfgs)
         counts = Admin(self.topo).prepare(self.cfgs)
         ident = instance_id(self.topo)
-        self.workers = [ProgramWorker(self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics,
-                                      self.supplier)
-                        for cfg in self.cfgs]
+        self.workers = [
+            ProgramWorker(self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics, self.supplier)
+            for cfg in self.cfgs
+        ]
         for w in self.workers:
+
             def ready(w: ProgramWorker = w) -> bool:
                 return w.ready
 
@@ -151,15 +161,18 @@ class TopologyRunner:
             LIBRDKAFKA_LOG.setLevel(logging.WARNING)
         if self.health_port:
             state = StateEndpoint(self.topo, self.workers, lambda: self.health.port if self.health else 0)
-            self.health = HealthServer(self.health_host, self.health_port, self.alive, self.ready,
-                                       self.metrics, state.answer).start()
+            self.health = HealthServer(
+                self.health_host, self.health_port, self.alive, self.ready, self.metrics, state.answer
+            ).start()
             log.info("health on http://%s:%d/healthz /readyz /metrics", self.health_host, self.health.port)
         if install_signals and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
         configure_gc()
-        threads = [threading.Thread(target=self._run_worker, args=(w, until_idle), name=f"worker-{w.cfg.name}",
-                                    daemon=True) for w in self.workers]
+        threads = [
+            threading.Thread(target=self._run_worker, args=(w, until_idle), name=f"worker-{w.cfg.name}", daemon=True)
+            for w in self.workers
+        ]
         for t in threads:
             t.start()
         try:

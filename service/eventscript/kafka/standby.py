@@ -53,7 +53,7 @@ def standby_tasks(owned: set[int], partitions: int, num_standby: int) -> set[int
         return set()
     others = [t for t in range(partitions) if t not in owned]
     others.sort(key=lambda t: (min((t - q) % partitions for q in owned), t))
-    return set(others[:num_standby * len(owned)])
+    return set(others[: num_standby * len(owned)])
 
 
 def standby_position(changelog_topic: str, partition: int) -> Position:
@@ -77,8 +77,9 @@ class Standbys:
     change of its assignment (and :meth:`release` before it opens a task's store itself), and
     :meth:`step` once per turn of its loop."""
 
-    def __init__(self, program: str, changelog_topic: str, input_topics: list[str], state_root: Path,
-                 reader: Any, committed: Any) -> None:
+    def __init__(
+        self, program: str, changelog_topic: str, input_topics: list[str], state_root: Path, reader: Any, committed: Any
+    ) -> None:
         self.program = program
         self.changelog_topic = changelog_topic
         self.input_topics = input_topics
@@ -126,8 +127,13 @@ class Standbys:
             log.warning("%s: standby task %d: %s", self.program, p, exc)
         self._positions.pop(p, None)
         self._paused.discard(p)
-        log.info("%s: standby for task %d stopped at changelog offset %d (%d records applied)", self.program, p,
-                 task.store.checkpoint, task.applied)
+        log.info(
+            "%s: standby for task %d stopped at changelog offset %d (%d records applied)",
+            self.program,
+            p,
+            task.store.checkpoint,
+            task.applied,
+        )
         task.store.close()
 
     def close(self) -> None:

@@ -64,23 +64,40 @@ class StateEndpoint:
     def answer(self, path: str, query: str, authorization: str | None) -> Reply:
         cfg = self.topo.state_query
         if not cfg.enabled:
-            return _reply(403, {"error": "the state endpoint is off: set state_query: {enabled: true} in the "
-                                         "topology (and a token) to ask workers about keys"})
+            return _reply(
+                403,
+                {
+                    "error": "the state endpoint is off: set state_query: {enabled: true} in the "
+                    "topology (and a token) to ask workers about keys"
+                },
+            )
         if cfg.token and not hmac.compare_digest((authorization or "").encode(), f"Bearer {cfg.token}".encode()):
-            return _reply(401, {"error": "missing or wrong bearer token: send Authorization: Bearer <state_query.token>"})
-        name = urllib.parse.unquote(path[len("/state/"):]).strip("/")
+            return _reply(
+                401, {"error": "missing or wrong bearer token: send Authorization: Bearer <state_query.token>"}
+            )
+        name = urllib.parse.unquote(path[len("/state/") :]).strip("/")
         worker = self.workers.get(name)
         if worker is None:
-            return _reply(404, {"error": f"no program {name!r} on this worker (programs: "
-                                         f"{', '.join(sorted(self.workers)) or 'none'}); ask /state/<program>?key=..."})
+            return _reply(
+                404,
+                {
+                    "error": f"no program {name!r} on this worker (programs: "
+                    f"{', '.join(sorted(self.workers)) or 'none'}); ask /state/<program>?key=..."
+                },
+            )
         try:
             params = urllib.parse.parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
         except ValueError:
             return _reply(400, {"error": f"cannot read the query string {query!r}: use ?key=..."})
         unknown = sorted(set(params) - {"key", "task"})
         if unknown or any(len(v) > 1 for v in params.values()):
-            return _reply(400, {"error": f"parameters: key (once) and, for an ungrouped program, task; got "
-                                         f"{', '.join(unknown) or 'a repeated one'}"})
+            return _reply(
+                400,
+                {
+                    "error": f"parameters: key (once) and, for an ungrouped program, task; got "
+                    f"{', '.join(unknown) or 'a repeated one'}"
+                },
+            )
         program = worker.program
         try:
             key = parse_key(program, params["key"][0] if "key" in params else None, name)
@@ -120,31 +137,45 @@ class StateEndpoint:
         try:
             if task is not None:
                 if not task.restored:
-                    return _reply(503, {"error": f"task {p} is restoring its state on this worker: ask again shortly",
-                                        "task": p})
+                    return _reply(
+                        503, {"error": f"task {p} is restoring its state on this worker: ask again shortly", "task": p}
+                    )
                 answer = answer_from_store(terms, task.store, key, p, other_thread=True)
                 answer.served_by = {**me, "role": "owner"}
                 answer.owner = {"worker": worker.instance_id, "this_worker": True}
             elif standby is not None:
                 answer = answer_from_store(terms, standby.store, key, p, other_thread=True)
                 if answer.status == "absent":  # not authoritative: the standby may not have read that far
-                    return _reply(421, {
-                        "error": f"this worker's standby of task {p} (the key's) has no instance for the key up to "
-                                 f"changelog offset {answer.committed['changelog_offset']}, which may be behind "
-                                 f"the owner's (a standby that just started): ask the owner",
-                        "task": p, "owner": self._owner(worker, p)})
+                    return _reply(
+                        421,
+                        {
+                            "error": f"this worker's standby of task {p} (the key's) has no instance for the key up to "
+                            f"changelog offset {answer.committed['changelog_offset']}, which may be behind "
+                            f"the owner's (a standby that just started): ask the owner",
+                            "task": p,
+                            "owner": self._owner(worker, p),
+                        },
+                    )
                 answer.committed["position"] = None  # a standby's store holds no committed position
-                answer.served_by = {**me, "role": "standby", "freshness":
-                                    f"changelog applied to offset {answer.committed['changelog_offset']}; "
-                                    f"{len(standby.pending)} record(s) read wait for the owner's next commit"}
+                answer.served_by = {
+                    **me,
+                    "role": "standby",
+                    "freshness": f"changelog applied to offset {answer.committed['changelog_offset']}; "
+                    f"{len(standby.pending)} record(s) read wait for the owner's next commit",
+                }
                 answer.owner = self._owner(worker, p)
             else:
-                body = {"error": f"this worker neither owns task {p} (the key's) nor stands by for it: ask its owner",
-                        "task": p, "owner": self._owner(worker, p)}
+                body = {
+                    "error": f"this worker neither owns task {p} (the key's) nor stands by for it: ask its owner",
+                    "task": p,
+                    "owner": self._owner(worker, p),
+                }
                 return _reply(421, body)
         except Exception as exc:  # the store closed or moved under the read (a rebalance)
             log.debug("%s: state of task %d not readable now: %s", worker.cfg.name, p, exc)
-            return _reply(503, {"error": f"task {p} moved while its state was read (a rebalance): ask again", "task": p})
+            return _reply(
+                503, {"error": f"task {p} moved while its state was read (a rebalance): ask again", "task": p}
+            )
         answer.program = worker.cfg.name  # (the compiled program is named after its file)
         return _reply(404 if answer.status == "absent" else 200, answer.to_json())
 
@@ -161,11 +192,19 @@ class StateEndpoint:
             tps = m.assignment.topic_partitions if m.assignment is not None else []
             if any(tp.topic == rep and tp.partition == p for tp in tps):
                 host = (m.host or "").lstrip("/")
-                return {"known": True, "member": m.member_id, "client_id": m.client_id, "host": host,
-                        "url": f"http://{host}:{self.port()}" if host else None,
-                        "url_assumes": "every worker serves its HTTP port on the same number"}
-        return {"known": False, "why": f"no member of group {desc.group_id} lists task {p} (a rebalance, or a broker "
-                                       f"that does not list members)"}
+                return {
+                    "known": True,
+                    "member": m.member_id,
+                    "client_id": m.client_id,
+                    "host": host,
+                    "url": f"http://{host}:{self.port()}" if host else None,
+                    "url_assumes": "every worker serves its HTTP port on the same number",
+                }
+        return {
+            "known": False,
+            "why": f"no member of group {desc.group_id} lists task {p} (a rebalance, or a broker "
+            f"that does not list members)",
+        }
 
 
 def standby_of(worker: Any, p: int) -> Any:

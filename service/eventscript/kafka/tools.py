@@ -11,7 +11,8 @@ the progress of the tasks downstream (task/progress.py).
 
 ``tail`` prints records in the conformance JSON-lines encoding (``time``, ``event``, ``value``,
 ``key``), using the headers the worker writes; ``$error`` records are printed with their code
-and message; progress markers only with ``--markers`` (as JSON lines of their own). ``--dedupe`` drops records whose ``es-id`` was already seen (outputs are idempotent
+and message; progress markers only with ``--markers`` (as JSON lines of their own). ``--dedupe`` drops records whose
+``es-id`` was already seen (outputs are idempotent
 by id; needed on brokers that expose aborted transactions).
 """
 
@@ -67,9 +68,15 @@ def _record_value(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, lis
     return orjson.dumps(payload), headers
 
 
-def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgram, items: list[TraceItem],
-                  partitions: int, warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
-                  producer: Any = None) -> int:
+def produce_trace(
+    kafka: KafkaConfig,
+    cfg: ProgramConfig,
+    program: CompiledProgram,
+    items: list[TraceItem],
+    partitions: int,
+    warn: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+    producer: Any = None,
+) -> int:
     """Publish a trace; returns the number of event records (ticks not counted). ``producer``:
     anything with confluent-kafka's produce/poll/flush (``eventscript export`` writes a file)."""
     producer = producer if producer is not None else Producer(clients.producer_config(kafka))
@@ -93,14 +100,22 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
             now_ms = item.time // 1000
             for tick_topic in tick_topics:
                 for p in range(partitions):
-                    producer.produce(tick_topic, value=b"{}", partition=p, timestamp=now_ms,
-                                     headers=[(codec.HEADER_TICK, b"1")], on_delivery=delivered)
+                    producer.produce(
+                        tick_topic,
+                        value=b"{}",
+                        partition=p,
+                        timestamp=now_ms,
+                        headers=[(codec.HEADER_TICK, b"1")],
+                        on_delivery=delivered,
+                    )
             continue
         assert isinstance(item, TraceEvent)
         inp = _input_for(cfg, item.name)
         if inp is None:
-            warn(f"{item.pos}: {item.name} is not an input of program {cfg.name} and no input takes event "
-                 f"names from records; skipped")
+            warn(
+                f"{item.pos}: {item.name} is not an input of program {cfg.name} and no input takes event "
+                f"names from records; skipped"
+            )
             continue
         raw = event_argument(item)
         ty = types.get(item.name)
@@ -123,14 +138,23 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
                 else:
                     partition = 0
             except DecodeError as exc:  # published as written: the worker decodes it by the input's rules
-                warn(f"{item.pos}: {item.name}: {exc}; published as written (the tester would report $error 6, "
-                     f"the worker decodes it as the input's settings say)")
+                warn(
+                    f"{item.pos}: {item.name}: {exc}; published as written (the tester would report $error 6, "
+                    f"the worker decodes it as the input's settings say)"
+                )
                 payload = raw
         if partition is None:
             partition = 0
         value_bytes, headers = _record_value(inp, item.name, payload)
-        producer.produce(inp.topic, value=value_bytes, key=key, partition=partition, timestamp=now_ms,
-                         headers=headers, on_delivery=delivered)
+        producer.produce(
+            inp.topic,
+            value=value_bytes,
+            key=key,
+            partition=partition,
+            timestamp=now_ms,
+            headers=headers,
+            on_delivery=delivered,
+        )
         sent += 1
         producer.poll(0)
     producer.flush(30)
@@ -143,8 +167,16 @@ def produce_trace(kafka: KafkaConfig, cfg: ProgramConfig, program: CompiledProgr
 # tail
 
 
-def read_topic(kafka: KafkaConfig, topic: str, *, idle: float = 2.0, limit: int | None = None,
-               dedupe: bool = False, timeout: float = 120.0, markers: bool = False) -> Iterator[Any]:
+def read_topic(
+    kafka: KafkaConfig,
+    topic: str,
+    *,
+    idle: float = 2.0,
+    limit: int | None = None,
+    dedupe: bool = False,
+    timeout: float = 120.0,
+    markers: bool = False,
+) -> Iterator[Any]:
     """Records of every partition of a topic from the beginning, read_committed, until every
     partition has reported its end and nothing new came for ``idle`` seconds. Progress markers
     (task/progress.py) are left out unless ``markers``."""
@@ -194,8 +226,11 @@ def tail(kafka: KafkaConfig, topic: str, out: TextIO, **kwargs: Any) -> int:
     n = 0
     for m in read_topic(kafka, topic, **kwargs):
         marker = read_marker(m.headers())
-        line = record_to_json(m) if marker is None else {
-            "progress": {"writer": marker[0], "time": format_time(marker[1] * 1000)}, "partition": m.partition()}
+        line = (
+            record_to_json(m)
+            if marker is None
+            else {"progress": {"writer": marker[0], "time": format_time(marker[1] * 1000)}, "partition": m.partition()}
+        )
         out.write(orjson.dumps(line).decode() + "\n")
         out.flush()
         n += 1

@@ -127,8 +127,16 @@ class StoppedWaiting(Exception):
 
 
 class ProgramWorker:
-    def __init__(self, topo: Topology, cfg: ProgramConfig, program: CompiledProgram, partitions: int,
-                 instance_id: str, metrics: Any = None, supplier: clients.ClientSupplier | None = None) -> None:
+    def __init__(
+        self,
+        topo: Topology,
+        cfg: ProgramConfig,
+        program: CompiledProgram,
+        partitions: int,
+        instance_id: str,
+        metrics: Any = None,
+        supplier: clients.ClientSupplier | None = None,
+    ) -> None:
         self.topo = topo
         #: Makes the worker's Kafka clients (tests pass one that wraps them).
         self.supplier = supplier or clients.ClientSupplier()
@@ -142,12 +150,15 @@ class ProgramWorker:
         self.changelog_topic = topo.changelog_topic(cfg)
         self.eos = cfg.guarantee == "exactly_once"
         self.state_root = topo.state_path(cfg)
-        self.progress_plan = progress_plan(topo, cfg, topology_partitions(topo, {i.topic: partitions for i in cfg.inputs}))
+        self.progress_plan = progress_plan(
+            topo, cfg, topology_partitions(topo, {i.topic: partitions for i in cfg.inputs})
+        )
         self.tasks: dict[int, Task] = {}
         self.restore_queue: list[int] = []
         #: Stops the worker when an input gets partitions its tasks do not cover (input_partitions.py).
-        self._input_watch = InputPartitionWatch(cfg.name, [i.topic for i in cfg.inputs], partitions,
-                                                [self.changelog_topic, self.rep_topic])
+        self._input_watch = InputPartitionWatch(
+            cfg.name, [i.topic for i in cfg.inputs], partitions, [self.changelog_topic, self.rep_topic]
+        )
         #: The changelog replay under way (tasks in it stay in restore_queue until it ends).
         self._restoring: Restoration | None = None
         self._restore_started = 0.0
@@ -217,9 +228,15 @@ class ProgramWorker:
     def ready(self) -> bool:
         """Holds an assignment that was not lost, every task of it restored, and the last commit
         succeeded. Read by the health server's thread, hence the copy of the task table."""
-        return (self.assigned_once and not self.assignment_lost and not self.commit_failed
-                and not self._txn_waiting and not self._rewinding and not self.restore_queue
-                and all(t.restored for t in list(self.tasks.values())))
+        return (
+            self.assigned_once
+            and not self.assignment_lost
+            and not self.commit_failed
+            and not self._txn_waiting
+            and not self._rewinding
+            and not self.restore_queue
+            and all(t.restored for t in list(self.tasks.values()))
+        )
 
     @property
     def alive(self) -> bool:
@@ -271,15 +288,26 @@ class ProgramWorker:
         rate_limit(log, logging.getLogger("eventscript.kafka.task"), clients.LIBRDKAFKA_LOG)
         self.consumer = self._new_consumer()
         self._new_producer()
-        self._restorer = self.supplier.consumer(clients.consumer_config(
-            kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
+        self._restorer = self.supplier.consumer(
+            clients.consumer_config(
+                kafka, f"{self.group_id}.restore.{self.instance_id}", **{"partition.assignment.strategy": "range"}
+            )
+        )
         if self.cfg.num_standby > 0:
-            reader = self.supplier.consumer(clients.consumer_config(
-                kafka, f"{self.group_id}.standby.{self.instance_id}", **{"partition.assignment.strategy": "range"}))
+            reader = self.supplier.consumer(
+                clients.consumer_config(
+                    kafka, f"{self.group_id}.standby.{self.instance_id}", **{"partition.assignment.strategy": "range"}
+                )
+            )
             # (self.consumer, not a copy: a rejoin replaces the consumer)
-            self._standbys = Standbys(self.cfg.name, self.changelog_topic,
-                                      [i.topic for i in self.cfg.inputs] + [self.rep_topic], self.state_root, reader,
-                                      lambda tps: self._member().committed(tps, timeout=1.0))
+            self._standbys = Standbys(
+                self.cfg.name,
+                self.changelog_topic,
+                [i.topic for i in self.cfg.inputs] + [self.rep_topic],
+                self.state_root,
+                reader,
+                lambda tps: self._member().committed(tps, timeout=1.0),
+            )
 
     def _new_producer(self) -> None:
         """The worker's producer and its batch side (made at start, and again on a rejoin after the
@@ -313,8 +341,9 @@ class ProgramWorker:
         return self.consumer
 
     def _join(self) -> None:
-        self._member().subscribe([self.rep_topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
-                                 on_lost=self._on_lost)
+        self._member().subscribe(
+            [self.rep_topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+        )
 
     def _raise_if_ended(self) -> None:
         ended, self._ended = self._ended, None
@@ -323,7 +352,8 @@ class ProgramWorker:
 
     def _rejoin(self, exc: MemberEnded) -> None:
         """End the group member whose tasks were lost and join again (with a new consumer if its
-        consumer failed fatally, see :class:`MemberEnded`): every task is closed without committing (its batch is processed again by whoever owns it
+        consumer failed fatally, see :class:`MemberEnded`): every task is closed without committing (its batch is
+        processed again by whoever owns it
         next, from the committed offsets and the committed state), an open transaction is aborted,
         and the new member restores whatever tasks the group gives it. As Kafka Streams does on a
         TaskMigratedException. A worker that must rejoin again and again (``MAX_REJOINS`` within
@@ -332,11 +362,12 @@ class ProgramWorker:
         if exc.consumer_failed:
             self._rejoins = [t for t in self._rejoins if now - t < REJOIN_WINDOW] + [now]
         if len(self._rejoins) > MAX_REJOINS:
-            raise WorkerError(f"{self.cfg.name}: the group member ended {len(self._rejoins)} times within "
-                              f"{REJOIN_WINDOW:.0f} s (last: {exc}); is another worker running with instance id "
-                              f"{self.instance_id!r}? Give each worker its own instance id") from exc
-        log.warning("%s: %s; closing every task without committing and joining the group again",
-                    self.cfg.name, exc)
+            raise WorkerError(
+                f"{self.cfg.name}: the group member ended {len(self._rejoins)} times within "
+                f"{REJOIN_WINDOW:.0f} s (last: {exc}); is another worker running with instance id "
+                f"{self.instance_id!r}? Give each worker its own instance id"
+            ) from exc
+        log.warning("%s: %s; closing every task without committing and joining the group again", self.cfg.name, exc)
         self._fault("rejoined")
         if exc.producer_failed and self.output is not None:
             self.output.txn_open = False  # a failed producer's transaction cannot be aborted: the broker ends it
@@ -538,8 +569,10 @@ class ProgramWorker:
         since = since or now
         if self.stopping.is_set() and now - since >= TXN_SLICE:
             self._txn_unresolved = True
-            raise StoppedWaiting(f"stopped while the producer's queue stayed full for {now - since:.0f} s (the "
-                                 f"broker is slow or away); the batch is processed again on the next start")
+            raise StoppedWaiting(
+                f"stopped while the producer's queue stayed full for {now - since:.0f} s (the "
+                f"broker is slow or away); the batch is processed again on the next start"
+            )
         self.last_loop = now  # waiting for the broker, not hung
         self.producer.poll(0.05)
         return since
@@ -552,8 +585,15 @@ class ProgramWorker:
             if kept:
                 send = self.output.senders()[0]
                 for r in kept:
-                    send(r.topic, -1 if r.partition is None else r.partition, r.key, r.value, r.headers, r.timestamp,
-                         r.changelog)
+                    send(
+                        r.topic,
+                        -1 if r.partition is None else r.partition,
+                        r.key,
+                        r.value,
+                        r.headers,
+                        r.timestamp,
+                        r.changelog,
+                    )
 
     # -- committing -----------------------------------------------------------------------------------
 
@@ -597,15 +637,18 @@ class ProgramWorker:
                     raise KafkaException(output.delivery_error)
                 if positions:
                     meta = self.consumer.consumer_group_metadata()
-                    self._txn_call("sending the offsets", lambda t: producer.send_offsets_to_transaction(
-                        positions, meta, t))
+                    self._txn_call(
+                        "sending the offsets", lambda t: producer.send_offsets_to_transaction(positions, meta, t)
+                    )
                 self._txn_call("committing", lambda t: producer.commit_transaction(t))
                 output.txn_open = False
             else:
                 remaining = self._flush()
                 if output.delivery_error is not None and output.delivery_error.fatal():
-                    raise WorkerError(f"{self.cfg.name}: producer failed: {output.delivery_error}; "
-                                      f"records since the last commit will be processed again after a restart")
+                    raise WorkerError(
+                        f"{self.cfg.name}: producer failed: {output.delivery_error}; "
+                        f"records since the last commit will be processed again after a restart"
+                    )
                 if remaining or output.delivery_error is not None:
                     raise KafkaException(output.delivery_error or KafkaError(KafkaError._TIMED_OUT))
                 if positions:
@@ -641,11 +684,12 @@ class ProgramWorker:
         if time.monotonic() - self._last_purge >= PURGE_INTERVAL:
             self._purge_repartition()
         if self.metrics is not None:
-            self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()),
-                                self._lag())
+            self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()), self._lag())
             self.metrics.state_sizes(self.cfg.name, lambda: {p: t.store.disk_bytes() for p, t in self.tasks.items()})
             if self.cfg.clock == "record":
-                self.metrics.event_times(self.cfg.name, {p: (t.clock.now(), t.held_back) for p, t in self.tasks.items()})
+                self.metrics.event_times(
+                    self.cfg.name, {p: (t.clock.now(), t.held_back) for p, t in self.tasks.items()}
+                )
 
     def _purge_repartition(self) -> None:
         """Delete the repartition records every task has consumed and committed."""
@@ -669,8 +713,12 @@ class ProgramWorker:
             if self._purge_failures >= 3 or any("UNSUPPORTED" in p.upper() for p in problems):
                 # e.g. the embedded broker, which has no DeleteRecords
                 self._purge_supported = False
-                log.warning("%s: the broker does not delete records (%s): consumed repartition records are "
-                            "kept until the topic's retention removes them", self.cfg.name, problems[0])
+                log.warning(
+                    "%s: the broker does not delete records (%s): consumed repartition records are "
+                    "kept until the topic's retention removes them",
+                    self.cfg.name,
+                    problems[0],
+                )
             else:
                 log.warning("%s: purging the repartition topic: %s", self.cfg.name, "; ".join(problems))
             return
@@ -685,8 +733,7 @@ class ProgramWorker:
         for task in self.tasks.values():
             for ip in task.inputs:
                 try:
-                    _, high = self.consumer.get_watermark_offsets(TopicPartition(ip.topic, ip.partition),
-                                                                   cached=True)
+                    _, high = self.consumer.get_watermark_offsets(TopicPartition(ip.topic, ip.partition), cached=True)
                 except KafkaException:
                     continue
                 pos = task.position.get(ip.name)
@@ -740,13 +787,16 @@ class ProgramWorker:
                 if waited >= TXN_SLICE:
                     if self.stopping.is_set():
                         self._txn_unresolved = True
-                        raise StoppedWaiting(f"stopped while the offset commit waited {waited:.0f} s for the broker; "
-                                             f"the batch is processed again on the next start")
+                        raise StoppedWaiting(
+                            f"stopped while the offset commit waited {waited:.0f} s for the broker; "
+                            f"the batch is processed again on the next start"
+                        )
                     if not self._txn_waiting:
                         self._txn_waiting = True  # not ready while the outcome is unknown
                         self._fault("commit_failed")
-                        log.warning("%s: the offset commit has waited %.0f s for the broker; waiting on",
-                                    self.cfg.name, waited)
+                        log.warning(
+                            "%s: the offset commit has waited %.0f s for the broker; waiting on", self.cfg.name, waited
+                        )
                 self.last_loop = time.monotonic()  # waiting for the broker, not hung
                 # A commit usually takes a few milliseconds: poll in short slices at first (the
                 # consumer returns at the end of its timeout, not when the result arrives).
@@ -770,8 +820,9 @@ class ProgramWorker:
             assert self.output is not None
             self.output.delivery_error = None
             if self.eos and err.fatal():
-                raise MemberEnded(f"commit failed: {err} (the group moved the tasks to another member)",
-                                  producer_failed=True) from exc
+                raise MemberEnded(
+                    f"commit failed: {err} (the group moved the tasks to another member)", producer_failed=True
+                ) from exc
             if self.eos and self.output.txn_open:
                 self._abort()
             raise MemberEnded(f"commit failed: {err} (the group moved the tasks to another member)") from exc
@@ -817,15 +868,16 @@ class ProgramWorker:
                         raise
                     if self.stopping.is_set():
                         self._txn_unresolved = True
-                        raise StoppedWaiting(f"stopped while {what} the transaction waited for the broker "
-                                             f"({err.str()}); the batch is processed again on the next start") from exc
+                        raise StoppedWaiting(
+                            f"stopped while {what} the transaction waited for the broker "
+                            f"({err.str()}); the batch is processed again on the next start"
+                        ) from exc
                     waited += 1
                     self._txn_waiting = True  # not ready while the outcome is unknown
                     self.last_loop = time.monotonic()  # waiting for the broker, not hung
                     if waited == 1 and fault is not None:
                         self._fault(fault)
-                    log.warning("%s: %s the transaction: %s; resuming the call (%d)", self.cfg.name, what, err,
-                                waited)
+                    log.warning("%s: %s the transaction: %s; resuming the call (%d)", self.cfg.name, what, err, waited)
         finally:
             self._txn_waiting = False
 
@@ -881,8 +933,14 @@ class ProgramWorker:
                 except KafkaException as exc:
                     # Resuming would read on from where the input was, past the records the
                     # rewind must process again (their effect is gone from the rebuilt state).
-                    log.warning("%s: cannot move %s:%d back to the committed offset %d (%s); retrying",
-                                self.cfg.name, tp.topic, tp.partition, tp.offset, exc)
+                    log.warning(
+                        "%s: cannot move %s:%d back to the committed offset %d (%s); retrying",
+                        self.cfg.name,
+                        tp.topic,
+                        tp.partition,
+                        tp.offset,
+                        exc,
+                    )
                     moved = False
             if not moved:
                 return
@@ -909,8 +967,16 @@ class ProgramWorker:
             p = tp.partition
             if self._standbys is not None:
                 self._standbys.release(p)  # its warm store becomes the task's
-            task = self.tasks[p] = Task(p, self.program, self.cfg, self.cfg.inputs, self.rep_topic,
-                                        self.changelog_topic, self.partitions, self.state_root / f"task-{p}")
+            task = self.tasks[p] = Task(
+                p,
+                self.program,
+                self.cfg,
+                self.cfg.inputs,
+                self.rep_topic,
+                self.changelog_topic,
+                self.partitions,
+                self.state_root / f"task-{p}",
+            )
             task.set_progress(self.progress_plan)
             assert self.output is not None
             task.attach(*self.output.senders())
@@ -956,8 +1022,11 @@ class ProgramWorker:
         self._rebalanced("revoked")
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        log.warning("%s: assignment lost: %s; its tasks are dropped, the others go back to the last commit",
-                    self.cfg.name, [tp.partition for tp in partitions])
+        log.warning(
+            "%s: assignment lost: %s; its tasks are dropped, the others go back to the last commit",
+            self.cfg.name,
+            [tp.partition for tp in partitions],
+        )
         self.assignment_lost = True
         self._fault("assignment_lost")
         if self.output is not None and self.output.txn_open:
@@ -1002,15 +1071,20 @@ class ProgramWorker:
             try:
                 committed = self._committed(tasks)
             except KafkaException as exc:
-                log.warning("%s: cannot read the committed offsets to restore tasks %s (%s); retrying",
-                            self.cfg.name, sorted(t.partition for t in tasks), exc)
+                log.warning(
+                    "%s: cannot read the committed offsets to restore tasks %s (%s); retrying",
+                    self.cfg.name,
+                    sorted(t.partition for t in tasks),
+                    exc,
+                )
                 return  # the tasks stay paused in restore_queue; tried again on the next turn
             # Also a store at the committed position reads the changelog past its checkpoint:
             # another owner's commits that moved no input (timers) are there, and the records of a
             # batch that never committed, which the task must write again (issue 20, faults 1, 2).
             replay = {task.partition: task for task in tasks}
-            self._restoring = Restoration(self.cfg.name, self._restorer, self.changelog_topic, replay,
-                                          {p: committed[p] for p in replay})
+            self._restoring = Restoration(
+                self.cfg.name, self._restorer, self.changelog_topic, replay, {p: committed[p] for p in replay}
+            )
             try:
                 self._restoring.begin()
             except RestoreError as exc:

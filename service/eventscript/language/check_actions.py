@@ -53,8 +53,15 @@ class ActionSites(CheckerState):
             if a.name.startswith(RESERVED_PREFIX):
                 self.err(a.name_pos, f"{a.name} events are emitted by the engine, not by programs")
             else:
-                self.err(a.name_pos, f"undeclared output event {a.name!r}", lambda: suggest(
-                    a.name, self.outputs, f"declare it with 'out <type> {a.name}' (declared: {listing(self.outputs)})"))
+                self.err(
+                    a.name_pos,
+                    f"undeclared output event {a.name!r}",
+                    lambda: suggest(
+                        a.name,
+                        self.outputs,
+                        f"declare it with 'out <type> {a.name}' (declared: {listing(self.outputs)})",
+                    ),
+                )
             return
         value = a.value
 
@@ -66,8 +73,11 @@ class ActionSites(CheckerState):
             self.expect(value, out.ty)
             got = self.synth(value)
             if got is not None and got != out.ty:
-                self.err(value.pos, f"{a.name} carries {describe(out.ty)} but this value is {describe(got)}",
-                         conversion_hint(value, got, out.ty))
+                self.err(
+                    value.pos,
+                    f"{a.name} carries {describe(out.ty)} but this value is {describe(got)}",
+                    conversion_hint(value, got, out.ty),
+                )
 
         self.sites.append(site)
 
@@ -107,9 +117,15 @@ class ActionSites(CheckerState):
             elif lt is not None and (rt is None or isinstance(value, (ast.StructBuild, ast.CondExpr))):
                 self.expect(value, lt)
                 rt = self.synth(value)
-            elif (lt is not None and rt is not None and lt != rt and isinstance(target, ast.Name)
-                  and isinstance(value, ast.Name) and isinstance(target.ref, Variable)
-                  and isinstance(value.ref, Variable)):
+            elif (
+                lt is not None
+                and rt is not None
+                and lt != rt
+                and isinstance(target, ast.Name)
+                and isinstance(value, ast.Name)
+                and isinstance(target.ref, Variable)
+                and isinstance(value.ref, Variable)
+            ):
                 # q = p with both typed, one by a builder alone: the other's order settles it
                 if value.ref.loose:
                     self._settle_order(value.ref, lt)
@@ -121,8 +137,11 @@ class ActionSites(CheckerState):
                 origin = ""
                 if isinstance(target, ast.Name) and isinstance(target.ref, Variable) and target.ref.origin:
                     origin = f" (from {target.ref.origin})"
-                self.err(value.pos, f"cannot assign {describe(rt)} to {what}, which is {describe(lt)}{origin}",
-                         conversion_hint(value, rt, lt))
+                self.err(
+                    value.pos,
+                    f"cannot assign {describe(rt)} to {what}, which is {describe(lt)}{origin}",
+                    conversion_hint(value, rt, lt),
+                )
 
         self.sites.append(site)
 
@@ -153,19 +172,31 @@ class ActionSites(CheckerState):
         self.sites.append(lambda: self.synth(e))
 
     def _unknown_function(self, e: ast.Call) -> None:
-        self.err(e.pos, f"unknown function {e.name!r}", lambda: suggest(
-            e.name, [*stdlib.BUILTINS, *self.externals],
-            "declare an external function with: function <type> name(<types>): \"module:attr\""))
+        self.err(
+            e.pos,
+            f"unknown function {e.name!r}",
+            lambda: suggest(
+                e.name,
+                [*stdlib.BUILTINS, *self.externals],
+                'declare an external function with: function <type> name(<types>): "module:attr"',
+            ),
+        )
 
     def _group_ref_site(self, e: ast.GroupRef) -> None:
         if self.key_types is None:
-            self.err(e.pos, "group[...] used in a program without group clauses",
-                     "group[n] reads component n of the group key of a grouped program")
+            self.err(
+                e.pos,
+                "group[...] used in a program without group clauses",
+                "group[n] reads component n of the group key of a grouped program",
+            )
             return
         if not isinstance(e.index, ast.IntLit):
             self.err(e.index.pos, "the index of group[...] must be an integer constant")
             return
         n = e.index.value
         if not 0 <= n < len(self.key_types):
-            self.err(e.index.pos, f"group[{n}] is out of range: the group key has {len(self.key_types)} "
-                                  f"component(s), group[0] to group[{len(self.key_types) - 1}]")
+            self.err(
+                e.index.pos,
+                f"group[{n}] is out of range: the group key has {len(self.key_types)} "
+                f"component(s), group[0] to group[{len(self.key_types) - 1}]",
+            )

@@ -26,10 +26,16 @@ class DeclarationChecks(CheckerState):
                 return PRIMITIVES[t.name]
             if t.name in self.typedefs:
                 return self.typedefs[t.name]
-            self.err(t.pos, f"unknown type {t.name!r}", lambda: suggest(
-                t.name, [*PRIMITIVES, *self.typedefs],
-                "types are boolean, double, long, string, time, object, arrays, structures, "
-                "or names defined earlier with 'type Name = ...'"))
+            self.err(
+                t.pos,
+                f"unknown type {t.name!r}",
+                lambda: suggest(
+                    t.name,
+                    [*PRIMITIVES, *self.typedefs],
+                    "types are boolean, double, long, string, time, object, arrays, structures, "
+                    "or names defined earlier with 'type Name = ...'",
+                ),
+            )
             return None
         if isinstance(t, ast.ArrayTypeExpr):
             e = self.resolve_type(t.element)
@@ -64,8 +70,9 @@ class DeclarationChecks(CheckerState):
         result = self.resolve_type(decl.result)
         params = [self.resolve_type(p) for p in decl.params]
         if decl.name in stdlib.BUILTINS:
-            self.err(decl.pos, f"function {decl.name!r} would hide the built-in function of that name",
-                     "choose another name")
+            self.err(
+                decl.pos, f"function {decl.name!r} would hide the built-in function of that name", "choose another name"
+            )
             return
         if decl.name in self.externals:
             self.err(decl.pos, f"function {decl.name!r} is declared twice")
@@ -75,13 +82,19 @@ class DeclarationChecks(CheckerState):
             return
         fn = ExternalFunction(decl.name, resolved, result, decl.impl, decl.pos, len(self.externals))
         if ":" not in decl.impl:
-            self.err(decl.impl_pos, f"{decl.impl!r} does not name a Python callable",
-                     'write the implementation as "package.module:attribute"')
+            self.err(
+                decl.impl_pos,
+                f"{decl.impl!r} does not name a Python callable",
+                'write the implementation as "package.module:attribute"',
+            )
         elif self.resolve_externals:
             fn.function, problem = resolve_external(decl.impl, search)
             if problem:
-                self.err(decl.impl_pos, f"cannot resolve external function {decl.name}: {problem}",
-                         "the module is searched on the Python path and beside the program file")
+                self.err(
+                    decl.impl_pos,
+                    f"cannot resolve external function {decl.name}: {problem}",
+                    "the module is searched on the Python path and beside the program file",
+                )
         self.externals[decl.name] = fn
 
     def _check_name(self, name: str, pos: Pos) -> bool:
@@ -129,15 +142,19 @@ class DeclarationChecks(CheckerState):
         if not self._check_name(name, node.pos):
             return
         if name in self.inputs:
-            self.err(node.pos, f"event class {name!r} has the name of an input event",
-                     "choose a name that is not declared with 'in'")
+            self.err(
+                node.pos,
+                f"event class {name!r} has the name of an input event",
+                "choose a name that is not declared with 'in'",
+            )
             return
         cls = self.classes.get(name)
         if cls is None:
             cls = self.classes[name] = EventClass(name, ev.ty, node.pos)
         elif cls.ty != ev.ty:
-            self.err(node.pos, f"event class {name!r} would carry {describe(ev.ty)} here but "
-                               f"{describe(cls.ty)} at {cls.pos}")
+            self.err(
+                node.pos, f"event class {name!r} would carry {describe(ev.ty)} here but {describe(cls.ty)} at {cls.pos}"
+            )
             return
         if ev not in cls.inputs:
             cls.inputs.append(ev)
@@ -150,9 +167,11 @@ class DeclarationChecks(CheckerState):
             return
         for ev in self.inputs.values():
             if ev.entry.group is None:
-                self.err(ev.pos, f"input event {ev.name} has no group clause, but other input events do",
-                         f"in a grouped program every input event needs group(...); "
-                         f"e.g. group({ev.name}.someField)")
+                self.err(
+                    ev.pos,
+                    f"input event {ev.name} has no group clause, but other input events do",
+                    f"in a grouped program every input event needs group(...); e.g. group({ev.name}.someField)",
+                )
         first = grouped[0]
         key_types: list[Type] | None = None
         for ev in grouped:
@@ -162,25 +181,32 @@ class DeclarationChecks(CheckerState):
                 self._resolve_clause_expr(expr, ev, "group clause")
                 t = self._final_synth(expr)
                 if t is not None and (not isinstance(t, PrimitiveType) or t == OBJECT):
-                    self.err(expr.pos, f"a group key component must be boolean, long, double, string or time, "
-                                       f"not {describe(t)}")
+                    self.err(
+                        expr.pos,
+                        f"a group key component must be boolean, long, double, string or time, not {describe(t)}",
+                    )
                     t = None
                 types.append(t)
             if key_types is None:
                 key_types = [t if t is not None else OBJECT for t in types]
                 continue
             if len(types) != len(key_types):
-                self.err(ev.entry.group_pos or ev.pos,
-                         f"the group clause of {ev.name} has {len(types)} component(s) but the one of "
-                         f"{first.name} has {len(key_types)}",
-                         "every group clause must have the same number of key components")
+                self.err(
+                    ev.entry.group_pos or ev.pos,
+                    f"the group clause of {ev.name} has {len(types)} component(s) but the one of "
+                    f"{first.name} has {len(key_types)}",
+                    "every group clause must have the same number of key components",
+                )
                 continue
             for k, (t, kt) in enumerate(zip(types, key_types)):
                 if t is not None and t != kt:
                     assert ev.entry.group is not None
-                    self.err(ev.entry.group[k].pos,
-                             f"key component {k} is {describe(t)} here but {describe(kt)} in the group clause "
-                             f"of {first.name}", "corresponding key components must have the same type")
+                    self.err(
+                        ev.entry.group[k].pos,
+                        f"key component {k} is {describe(t)} here but {describe(kt)} in the group clause "
+                        f"of {first.name}",
+                        "corresponding key components must have the same type",
+                    )
         self.key_types = key_types
 
     def _case_clause(self, ev: InputEvent) -> None:
@@ -204,9 +230,12 @@ class DeclarationChecks(CheckerState):
                 if e.name == ev.name:
                     e.ref = EventValue(ev)
                 else:
-                    self.err(e.pos, f"{e.name!r} cannot be used in a {where}",
-                             f"a {where} sees only the arriving event's value ({ev.name}), constants and "
-                             f"functions, not the program's variables")
+                    self.err(
+                        e.pos,
+                        f"{e.name!r} cannot be used in a {where}",
+                        f"a {where} sees only the arriving event's value ({ev.name}), constants and "
+                        f"functions, not the program's variables",
+                    )
             elif isinstance(e, ast.GroupRef):
                 self.err(e.pos, f"group[...] cannot be used in a {where}")
             elif isinstance(e, ast.Call) and e.name not in self.externals and e.name not in stdlib.BUILTINS:

@@ -1,5 +1,4 @@
-"""The wording of the checker's hints, and small helpers its parts share.
-"""
+"""The wording of the checker's hints, and small helpers its parts share."""
 
 from __future__ import annotations
 

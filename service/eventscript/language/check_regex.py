@@ -67,9 +67,13 @@ class RegexSites(CheckerState):
                     v.assigned_at = v.assigned_at or r.target_pos
                     v.broken = True
             elif r.name in self.outputs:
-                self.err(r.pos, f"{r.name!r} is an output event; event markers match input events",
-                         f"declare it with 'in' to receive it: in <type> {r.name}")
+                self.err(
+                    r.pos,
+                    f"{r.name!r} is an output event; event markers match input events",
+                    f"declare it with 'in' to receive it: in <type> {r.name}",
+                )
             else:
+
                 def hint() -> str:
                     known = [*self.inputs, *self.classes]
                     return suggest(r.name, known, f"declare it with 'in <type> {r.name}' (declared: {listing(known)})")
@@ -90,8 +94,11 @@ class RegexSites(CheckerState):
             else:
                 self._settle_order(v, t)
             if v.ty != t:
-                self.err(pos, f"{target!r} receives {describe(t)} here but is {describe(v.ty)} "
-                              f"(from {v.origin})", "use a different variable for each type")
+                self.err(
+                    pos,
+                    f"{target!r} receives {describe(t)} here but is {describe(v.ty)} (from {v.origin})",
+                    "use a different variable for each type",
+                )
 
         self.sites.append(site)
 
@@ -108,8 +115,9 @@ class RegexSites(CheckerState):
                 self.err(c.pos, f"{what} {c.value} is out of range {lo}..{hi}", PATTERN_RANGE_HINT)
                 ok = False
             elif isinstance(c, ast.FloatLit) and what == "second" and not 0 <= c.value < 60:
-                self.err(c.pos, f"second {c.value} is out of range: seconds are from 0 to less than 60",
-                         PATTERN_RANGE_HINT)
+                self.err(
+                    c.pos, f"second {c.value} is out of range: seconds are from 0 to less than 60", PATTERN_RANGE_HINT
+                )
         if ok and p.date is not None:
             year, month, day = p.date
             if not (isinstance(month, ast.IntLit) and isinstance(day, ast.IntLit)):
@@ -139,8 +147,7 @@ class RegexSites(CheckerState):
                 self.sites.append(functools.partial(self._typed_site, c, LONG, "an arrive pattern component"))
         self._marker_target(r.target, r.target_pos, TIME)
 
-    def _typed_site(self, e: ast.Expr, t: Type, what: str,
-                    hint: Callable[[Type], str | None] | None = None) -> None:
+    def _typed_site(self, e: ast.Expr, t: Type, what: str, hint: Callable[[Type], str | None] | None = None) -> None:
         self.expect(e, t)
         got = self.synth(e)
         if got is not None and got != t:

@@ -36,8 +36,19 @@ from .external_functions import resolve_external
 from .type_inference import TypeInference
 from .type_synthesis import TypeSynthesis
 
-__all__ = ["CheckedProgram", "Checker", "EventClass", "EventValue", "ExternalFunction", "InputEvent", "LoopIndex",
-           "OutputEvent", "Variable", "check", "resolve_external"]
+__all__ = [
+    "CheckedProgram",
+    "Checker",
+    "EventClass",
+    "EventValue",
+    "ExternalFunction",
+    "InputEvent",
+    "LoopIndex",
+    "OutputEvent",
+    "Variable",
+    "check",
+    "resolve_external",
+]
 
 
 class Checker(DeclarationChecks, RegexSites, ActionSites, TypeInference, TypeSynthesis, CheckerState):
@@ -70,8 +81,9 @@ class Checker(DeclarationChecks, RegexSites, ActionSites, TypeInference, TypeSyn
             time_checks.check_zero_elapse_loops(program.regex, self.d)
             time_checks.check_ambiguous_patterns(program.regex, self.d)
         variables = sorted(self.variables.values(), key=lambda v: v.index)
-        return CheckedProgram(program, self.inputs, self.outputs, self.classes, variables, self.externals,
-                              self.key_types, self.loop_slots)
+        return CheckedProgram(
+            program, self.inputs, self.outputs, self.classes, variables, self.externals, self.key_types, self.loop_slots
+        )
 
 
 def check(program: ast.Program, diagnostics: Diagnostics, *, resolve_externals: bool = True) -> CheckedProgram:

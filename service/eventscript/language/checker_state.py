@@ -27,8 +27,10 @@ RESERVED_PREFIX = "$"
 #: A bound on the passes of type inference. Every pass but the last types a variable (or fixes
 #: the field order of one), so this only guards the compiler against a bug.
 MAX_INFERENCE_PASSES = 100_000
-PATTERN_RANGE_HINT = ("patterns are [YYYY-MM-DD] H:MM or H:MM:SS in UTC, hours 0..23, minutes and seconds 0..59; "
-                      "for midnight write 0:00; '.' matches any value")
+PATTERN_RANGE_HINT = (
+    "patterns are [YYYY-MM-DD] H:MM or H:MM:SS in UTC, hours 0..23, minutes and seconds 0..59; "
+    "for midnight write 0:00; '.' matches any value"
+)
 
 
 class CheckerState:
@@ -77,8 +79,9 @@ class CheckerState:
 
         # check_regex
         def variable(self, name: str, pos: Pos) -> Variable: ...
-        def _typed_site(self, e: ast.Expr, t: Type, what: str,
-                        hint: Callable[[Type], str | None] | None = None) -> None: ...
+        def _typed_site(
+            self, e: ast.Expr, t: Type, what: str, hint: Callable[[Type], str | None] | None = None
+        ) -> None: ...
 
         # check_actions
         def _collect_action(self, a: ast.Action, scope: dict[str, LoopIndex]) -> None: ...

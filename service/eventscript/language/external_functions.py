@@ -17,10 +17,10 @@ from typing import Any
 def resolve_external(impl: str, search_dirs: list[Path]) -> tuple[Callable[..., Any] | None, str | None]:
     """Import ``package.module:attribute``; returns (callable, None) or (None, reason)."""
     if ":" not in impl:
-        return None, (f"{impl!r} does not name a Python callable; write \"package.module:attribute\"")
+        return None, (f'{impl!r} does not name a Python callable; write "package.module:attribute"')
     module_name, _, attr = impl.partition(":")
     if not module_name or not attr:
-        return None, f"{impl!r} does not name a Python callable; write \"package.module:attribute\""
+        return None, f'{impl!r} does not name a Python callable; write "package.module:attribute"'
     added = [str(d) for d in search_dirs if str(d) not in sys.path]
     sys.path[:0] = added
     try:

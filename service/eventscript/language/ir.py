@@ -167,7 +167,9 @@ class New(Node):
 
 #: The expression nodes: the ones with a type (``ty``). Fields hold a plain ``Node`` (actions and
 #: regular expressions share the class), so code that needs an expression's type asks ``type_of``.
-Expr = Const | Var | Loop | EventVal | Key | Unary | Binary | ToDouble | Cond | Call | Extern | Index | Field | Build | New
+Expr = (
+    Const | Var | Loop | EventVal | Key | Unary | Binary | ToDouble | Cond | Call | Extern | Index | Field | Build | New
+)
 
 
 def type_of(node: Node) -> Type:
@@ -437,9 +439,7 @@ class ProgramIR(Node):
 # JSON
 
 
-_CLASSES: dict[str, type[Node]] = {
-    c.TAG: c for c in Node.__subclasses__() if c.TAG
-}
+_CLASSES: dict[str, type[Node]] = {c.TAG: c for c in Node.__subclasses__() if c.TAG}
 
 
 def to_json(x: Any) -> Any:

@@ -17,16 +17,53 @@ from .source import Pos, SourceFile
 
 KEYWORDS = frozenset(
     {
-        "in", "out", "type", "function", "case", "group", "for", "new",
-        "true", "false", "arrive", "elapse", "elapsed",
+        "in",
+        "out",
+        "type",
+        "function",
+        "case",
+        "group",
+        "for",
+        "new",
+        "true",
+        "false",
+        "arrive",
+        "elapse",
+        "elapsed",
     }
 )
 
 # Longest first, so that "<=" wins over "<".
 PUNCTUATION = (
-    "!>", "==", "!=", "<=", ">=", "&&", "||",
-    "(", ")", "[", "]", "{", "}", ",", ";", ":", "?", ".", "=",
-    "<", ">", "+", "-", "*", "/", "%", "!", "&", "|",
+    "!>",
+    "==",
+    "!=",
+    "<=",
+    ">=",
+    "&&",
+    "||",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ";",
+    ":",
+    "?",
+    ".",
+    "=",
+    "<",
+    ">",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "!",
+    "&",
+    "|",
 )
 
 MAX_INCLUDE_DEPTH = 32
@@ -38,17 +75,24 @@ MAX_INCLUDE_DEPTH = 32
 #: are here: a string with an escape, a surrogate or no closing quote goes the long way, which
 #: says what is wrong. ``\w`` is exactly ``str.isalnum()`` or "_", as the language's words are.
 _COMMON_TOKEN = re.compile(
-    "(?:" + "|".join((
-        r"(?P<word>[A-Za-z_$]\w*)",
-        "(?P<punctuation>" + "|".join(re.escape(p) for p in PUNCTUATION if len(p) > 1)
-        + "|[" + "".join(re.escape(p) for p in PUNCTUATION if len(p) == 1 and p != "/") + r"]|/(?![/*]))",
-        r"(?P<newline>\n)",
-        r"(?P<number>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)",
-        '(?P<string>"[^"\\\\\\n\\ud800-\\udfff]*")',
-        r"(?P<space>[ \t\r\f\v]+)",
-        r"(?P<line_comment>//[^\n]*)",
-        r"(?P<block_comment>/\*)",
-    )) + r")[ \t\r\f\v]*"  # the blanks after a token, in the same step
+    "(?:"
+    + "|".join(
+        (
+            r"(?P<word>[A-Za-z_$]\w*)",
+            "(?P<punctuation>"
+            + "|".join(re.escape(p) for p in PUNCTUATION if len(p) > 1)
+            + "|["
+            + "".join(re.escape(p) for p in PUNCTUATION if len(p) == 1 and p != "/")
+            + r"]|/(?![/*]))",
+            r"(?P<newline>\n)",
+            r"(?P<number>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)",
+            '(?P<string>"[^"\\\\\\n\\ud800-\\udfff]*")',
+            r"(?P<space>[ \t\r\f\v]+)",
+            r"(?P<line_comment>//[^\n]*)",
+            r"(?P<block_comment>/\*)",
+        )
+    )
+    + r")[ \t\r\f\v]*"  # the blanks after a token, in the same step
 )
 #: The rest of an identifier after its first character.
 _WORD_TAIL = re.compile(r"\w*")
@@ -57,13 +101,16 @@ _WORD_TAIL = re.compile(r"\w*")
 #: digits) and a double (309), and below Python's limit for converting text to int (4,300 digits)
 #: (a trace may still hold a long integer meant for a double: the runner reports that one).
 MAX_INT_DIGITS = 4000
-LONG_RANGE_HINT = ("a long holds -9223372036854775808 to 9223372036854775807; "
-                   "for larger numbers write a double, e.g. 1e20")
+LONG_RANGE_HINT = (
+    "a long holds -9223372036854775808 to 9223372036854775807; for larger numbers write a double, e.g. 1e20"
+)
 
 
-ESCAPES_HINT = 'the escapes are \\n \\t \\r \\b \\f \\" \\\' \\\\ \\0 and \\uXXXX; write a backslash as \\\\'
-SURROGATE_HINT = ("\\uD800 to \\uDFFF are halves of a UTF-16 pair: write a high half \\uD800-\\uDBFF followed by "
-                  "a low half \\uDC00-\\uDFFF (\"\\uD83D\\uDE00\"), or the character itself")
+ESCAPES_HINT = "the escapes are \\n \\t \\r \\b \\f \\\" \\' \\\\ \\0 and \\uXXXX; write a backslash as \\\\"
+SURROGATE_HINT = (
+    "\\uD800 to \\uDFFF are halves of a UTF-16 pair: write a high half \\uD800-\\uDBFF followed by "
+    'a low half \\uDC00-\\uDFFF ("\\uD83D\\uDE00"), or the character itself'
+)
 
 
 def _is_surrogate(ch: str) -> bool:
@@ -173,8 +220,15 @@ class Lexer:
             if kind == "word":
                 at_line_start = False
                 word = m["word"]
-                out.append(Token(word if word in KEYWORDS else "IDENT", word, word,
-                                 Pos(src, i, line, i - line_start + 1), len(out)))
+                out.append(
+                    Token(
+                        word if word in KEYWORDS else "IDENT",
+                        word,
+                        word,
+                        Pos(src, i, line, i - line_start + 1),
+                        len(out),
+                    )
+                )
             elif kind == "punctuation":
                 at_line_start = False
                 p = m["punctuation"]
@@ -218,7 +272,7 @@ class Lexer:
         if ch == "'" and text.find("'", i + 1, _line_end(text, i)) > 0:
             # 'text' as in other languages: say so once, then read it as a string so that
             # the rest of the program is still checked.
-            self.diagnostics.error(src.pos(i), "unexpected character \"'\"", _unexpected_hint(ch))
+            self.diagnostics.error(src.pos(i), 'unexpected character "\'"', _unexpected_hint(ch))
             return self._string(src, i, out, quote="'")
         self.diagnostics.error(src.pos(i), f"unexpected character {ch!r}", _unexpected_hint(ch))
         return i + 1
@@ -228,8 +282,11 @@ class Lexer:
         if not lexeme.isdigit():  # a fraction or an exponent
             value = float(lexeme)
             if value == float("inf"):  # 1e400: Python rounds it to Infinity without a word
-                self.diagnostics.error(pos, f"{lexeme} is beyond the range of a double (at most about 1.8e308)",
-                                       "write a smaller number; for Infinity, divide: 1.0 / 0.0")
+                self.diagnostics.error(
+                    pos,
+                    f"{lexeme} is beyond the range of a double (at most about 1.8e308)",
+                    "write a smaller number; for Infinity, divide: 1.0 / 0.0",
+                )
                 value = 0.0
             return Token("FLOAT", lexeme, value, pos, index)
         # Leading zeros count towards Python's conversion limit too: convert without them.
@@ -237,12 +294,23 @@ class Lexer:
         if len(significant) > MAX_INT_DIGITS:
             # No type of the language could hold the number. The token keeps 0 so that
             # nothing later trips over it.
-            self.diagnostics.error(pos, f"integer literal out of range: it has {len(significant)} digits",
-                                   LONG_RANGE_HINT)
+            self.diagnostics.error(
+                pos, f"integer literal out of range: it has {len(significant)} digits", LONG_RANGE_HINT
+            )
             return Token("INT", lexeme, 0, pos, index)
         return Token("INT", lexeme, int(significant), pos, index)
 
-    _ESCAPES: ClassVar[dict[str, str]] = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "'": "'", "0": "\0"}
+    _ESCAPES: ClassVar[dict[str, str]] = {
+        "n": "\n",
+        "t": "\t",
+        "r": "\r",
+        "b": "\b",
+        "f": "\f",
+        '"': '"',
+        "\\": "\\",
+        "'": "'",
+        "0": "\0",
+    }
 
     def _string(self, src: SourceFile, i: int, out: list[Token], quote: str = '"') -> int:
         text = src.text
@@ -267,8 +335,9 @@ class Lexer:
                 j += 2
                 continue
             if _is_surrogate(c):  # only from program text given as a Python string (files are UTF-8)
-                self.diagnostics.error(src.pos(j), f"lone surrogate character U+{ord(c):04X} in a string literal",
-                                       SURROGATE_HINT)
+                self.diagnostics.error(
+                    src.pos(j), f"lone surrogate character U+{ord(c):04X} in a string literal", SURROGATE_HINT
+                )
             else:
                 chars.append(c)
             j += 1
@@ -287,8 +356,9 @@ class Lexer:
         """
         code = _hex4(src.text, j + 2)
         if code is None:
-            self.diagnostics.error(src.pos(j), "bad \\u escape: four hexadecimal digits must follow",
-                                   "write e.g. \\u00e9 for \u00e9")
+            self.diagnostics.error(
+                src.pos(j), "bad \\u escape: four hexadecimal digits must follow", "write e.g. \\u00e9 for \u00e9"
+            )
             return j + 2
         if 0xD800 <= code <= 0xDBFF and src.text.startswith("\\u", j + 6):
             low = _hex4(src.text, j + 8)
@@ -332,11 +402,17 @@ class Lexer:
             self.diagnostics.error(pos, "#include nesting is too deep")
             return end
         try:
-            included = SourceFile(name=str(Path(src.name).parent / name) if src.path else name,
-                                  text=target.read_text(encoding="utf-8"), path=target)
+            included = SourceFile(
+                name=str(Path(src.name).parent / name) if src.path else name,
+                text=target.read_text(encoding="utf-8"),
+                path=target,
+            )
         except OSError as exc:
-            self.diagnostics.error(pos, f"cannot read included file {name!r}: {exc.strerror or exc}",
-                                   "the path is relative to the including file")
+            self.diagnostics.error(
+                pos,
+                f"cannot read included file {name!r}: {exc.strerror or exc}",
+                "the path is relative to the including file",
+            )
             return end
         except UnicodeDecodeError:
             self.diagnostics.error(pos, f"included file {name!r} is not UTF-8 text")

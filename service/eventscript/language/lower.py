@@ -17,8 +17,12 @@ from .source import Pos
 from .types import DOUBLE, EMPTY, LONG, STRING, StructType, Type, promote
 
 UNIT_MICROSECONDS = {
-    "day": 86_400_000_000, "hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
-    "millisecond": 1_000, "microsecond": 1,
+    "day": 86_400_000_000,
+    "hour": 3_600_000_000,
+    "minute": 60_000_000,
+    "second": 1_000_000,
+    "millisecond": 1_000,
+    "microsecond": 1,
 }
 
 
@@ -120,11 +124,25 @@ class Lowerer:
         inputs = [self._input(ev) for ev in c.inputs.values()]
         outputs = [ir.Output(o.index, o.name, o.ty) for o in c.outputs.values()]
         variables = [ir.Variable(v.index, v.name, v.ty, v.assigned_at is None) for v in c.variables if v.ty is not None]
-        externals = [ir.External(f.index, f.name, list(f.params), f.result, f.impl)
-                     for f in sorted(c.externals.values(), key=lambda f: f.index)]
-        return ir.ProgramIR(self.name, self.symbols, inputs, outputs, variables, externals,
-                            c.key_types, self.markers, self.units, self.timers, regex, c.loop_slots,
-                            self.time_symbols)
+        externals = [
+            ir.External(f.index, f.name, list(f.params), f.result, f.impl)
+            for f in sorted(c.externals.values(), key=lambda f: f.index)
+        ]
+        return ir.ProgramIR(
+            self.name,
+            self.symbols,
+            inputs,
+            outputs,
+            variables,
+            externals,
+            c.key_types,
+            self.markers,
+            self.units,
+            self.timers,
+            regex,
+            c.loop_slots,
+            self.time_symbols,
+        )
 
     def _symbol(self, name: str, kind: str, marker: int | None = None) -> int:
         s = ir.Symbol(len(self.symbols), name, kind, marker)
@@ -249,8 +267,11 @@ class Lowerer:
             assert k is not None
             return [ir.SetField(self.expr(t.obj), k, value)]
         if isinstance(a, ast.IfAction):
-            return [ir.If(self.expr(a.cond), self.action(a.then),
-                          self.action(a.otherwise) if a.otherwise is not None else [])]
+            return [
+                ir.If(
+                    self.expr(a.cond), self.action(a.then), self.action(a.otherwise) if a.otherwise is not None else []
+                )
+            ]
         if isinstance(a, ast.ForAction):
             idx: LoopIndex = a.index
             return [ir.For(idx.slot, idx.name, self.expr(a.low), self.expr(a.high), self.action(a.body))]
@@ -293,8 +314,12 @@ class Lowerer:
         if isinstance(e, ast.Binary):
             return self._binary(e)
         if isinstance(e, ast.CondExpr):
-            return ir.Cond(t, self.expr(e.cond), self._as(self.expr(e.then), e.then.ty, t),
-                           self._as(self.expr(e.otherwise), e.otherwise.ty, t))
+            return ir.Cond(
+                t,
+                self.expr(e.cond),
+                self._as(self.expr(e.then), e.then.ty, t),
+                self._as(self.expr(e.otherwise), e.otherwise.ty, t),
+            )
         if isinstance(e, ast.Call):
             return self._call(e)
         if isinstance(e, ast.Index):
@@ -333,8 +358,7 @@ class Lowerer:
         target = e.target
         args = [self.expr(a) for a in e.args]
         if isinstance(target, stdlib.Overload):
-            conv = [self._as(a, x.ty, p) if isinstance(p, Type) else a
-                    for a, x, p in zip(args, e.args, target.params)]
+            conv = [self._as(a, x.ty, p) if isinstance(p, Type) else a for a, x, p in zip(args, e.args, target.params)]
             return ir.Call(e.ty, target.id, conv)
         conv = [self._as(a, x.ty, p) for a, x, p in zip(args, e.args, target.params)]
         return ir.Extern(e.ty, target.index, conv)

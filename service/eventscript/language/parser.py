@@ -41,17 +41,33 @@ NESTING_HINT = f"at most {MAX_NESTING} levels of nesting are allowed"
 #: generated from it, nest one level per operator, and Python compiles at most 200 nested
 #: parentheses).
 MAX_EXPRESSION_DEPTH = 150
-EXPRESSION_DEPTH_HINT = (f"an expression may have at most {MAX_EXPRESSION_DEPTH} operators in a chain, counting "
-                         "enclosing parentheses and operators; sum the parts in separate assignments: "
-                         "s = a + b + ...; s = s + ...;")
+EXPRESSION_DEPTH_HINT = (
+    f"an expression may have at most {MAX_EXPRESSION_DEPTH} operators in a chain, counting "
+    "enclosing parentheses and operators; sum the parts in separate assignments: "
+    "s = a + b + ...; s = s + ...;"
+)
 
 TIME_UNITS: dict[str, str] = {
-    "day": "day", "days": "day",
-    "hour": "hour", "hours": "hour",
-    "minute": "minute", "minutes": "minute", "min": "minute", "mins": "minute",
-    "second": "second", "seconds": "second", "sec": "second", "secs": "second",
-    "millisecond": "millisecond", "milliseconds": "millisecond", "msec": "millisecond", "msecs": "millisecond",
-    "microsecond": "microsecond", "microseconds": "microsecond", "usec": "microsecond", "usecs": "microsecond",
+    "day": "day",
+    "days": "day",
+    "hour": "hour",
+    "hours": "hour",
+    "minute": "minute",
+    "minutes": "minute",
+    "min": "minute",
+    "mins": "minute",
+    "second": "second",
+    "seconds": "second",
+    "sec": "second",
+    "secs": "second",
+    "millisecond": "millisecond",
+    "milliseconds": "millisecond",
+    "msec": "millisecond",
+    "msecs": "millisecond",
+    "microsecond": "microsecond",
+    "microseconds": "microsecond",
+    "usec": "microsecond",
+    "usecs": "microsecond",
 }
 
 #: How many for loops may enclose one another: each becomes a Python for statement, and Python
@@ -157,18 +173,25 @@ class Parser:
                 self._skip_to_decl(first)
         regex: ast.Regex | None = None
         if self.at("EOF"):
-            self.diagnostics.error(self.tok.pos, "the program has no regular expression",
-                                   "after the declarations, write the regular expression of events to match")
+            self.diagnostics.error(
+                self.tok.pos,
+                "the program has no regular expression",
+                "after the declarations, write the regular expression of events to match",
+            )
             return ast.Program(decls, None, start)
         try:
             self.depth = self.operators = 0
             regex = self.parse_regex()
             if self.at(*DECL_KEYWORDS):
-                raise ParseError(self.tok.pos, "declarations must come before the regular expression",
-                                 f"move this '{self.tok.text}' declaration above the regular expression")
+                raise ParseError(
+                    self.tok.pos,
+                    "declarations must come before the regular expression",
+                    f"move this '{self.tok.text}' declaration above the regular expression",
+                )
             if not self.at("EOF"):
-                raise ParseError(self.tok.pos, f"unexpected {_describe(self.tok)} in the regular expression",
-                                 self._regex_hint())
+                raise ParseError(
+                    self.tok.pos, f"unexpected {_describe(self.tok)} in the regular expression", self._regex_hint()
+                )
         except ParseError as e:
             self.diagnostics.error(e.pos, e.message, e.hint)
         return ast.Program(decls, regex, start)
@@ -218,8 +241,9 @@ class Parser:
                 params.append(self.parse_param())
         self.expect(")")
         self.expect(":", hint='write: function string f(string): "package.module:attribute"')
-        impl = self.expect("STRING", "a string naming the implementation",
-                           'write the Python callable as "package.module:attribute"')
+        impl = self.expect(
+            "STRING", "a string naming the implementation", 'write the Python callable as "package.module:attribute"'
+        )
         return ast.FunctionDecl(result, name.text, params, str(impl.value), impl.pos, name.pos)
 
     def parse_param(self) -> ast.TypeExpr:
@@ -257,8 +281,11 @@ class Parser:
             return ast.CaseName(e.name, e.pos)
         if isinstance(e, ast.CondExpr):
             return ast.CaseArm(e.cond, self._case_node(e.then), self._case_node(e.otherwise), e.pos)
-        raise ParseError(e.pos, "an event-case arm must be an event name or another 'condition ? Name : ...'",
-                         "write: case { X > 0 ? Positive : Other }")
+        raise ParseError(
+            e.pos,
+            "an event-case arm must be an event name or another 'condition ? Name : ...'",
+            "write: case { X > 0 ? Positive : Other }",
+        )
 
     def parse_output_entry(self) -> ast.OutputEntry:
         ty = self.parse_type()
@@ -294,14 +321,19 @@ class Parser:
                 fname = self.expect("IDENT", "a field name")
                 fields.append(ast.StructField(fty, fname.text, fname.pos))
                 if not self.accept(";") and not self.at("}"):
-                    raise ParseError(self.tok.pos, f"expected ';' after field {fname.text}",
-                                     "structure fields are written { string name; double value; }")
+                    raise ParseError(
+                        self.tok.pos,
+                        f"expected ';' after field {fname.text}",
+                        "structure fields are written { string name; double value; }",
+                    )
             self.expect("}")
             self._leave()
             return ast.StructTypeExpr(fields, t.pos)
-        raise ParseError(t.pos, f"expected a type, found {_describe(t)}",
-                         "types are boolean, double, long, string, time, object, T[], { T name; ... } "
-                         "or a name defined with 'type'")
+        raise ParseError(
+            t.pos,
+            f"expected a type, found {_describe(t)}",
+            "types are boolean, double, long, string, time, object, T[], { T name; ... } or a name defined with 'type'",
+        )
 
     # -- regular expressions ----------------------------------------------------------
 
@@ -324,8 +356,11 @@ class Parser:
 
     def parse_seq(self) -> ast.Regex:
         if not self.at(*_ATOM_START):
-            raise ParseError(self.tok.pos, f"expected an event marker, '(' or an action block, found {_describe(self.tok)}",
-                             "event markers are written Name() or Name(variable)")
+            raise ParseError(
+                self.tok.pos,
+                f"expected an event marker, '(' or an action block, found {_describe(self.tok)}",
+                "event markers are written Name() or Name(variable)",
+            )
         items = [self.parse_postfix()]
         while self.at(*_ATOM_START):
             items.append(self.parse_postfix())
@@ -337,8 +372,11 @@ class Parser:
     def _at_unclosed_multiplier(self) -> bool:
         """``{3`` followed by what cannot continue an expression (``)``, ``|``, a marker, the end):
         a multiplier missing its ``}``, not an action block (which would be reported as unclosed)."""
-        return (self.at("{") and self.peek().kind == "INT"
-                and self.peek(2).kind in (")", "(", "|", "EOF", "IDENT", "elapse", "elapsed", "arrive"))
+        return (
+            self.at("{")
+            and self.peek().kind == "INT"
+            and self.peek(2).kind in (")", "(", "|", "EOF", "IDENT", "elapse", "elapsed", "arrive")
+        )
 
     def parse_postfix(self) -> ast.Regex:
         item = self.parse_atom()
@@ -356,8 +394,9 @@ class Parser:
                 low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[op.kind]
                 item = ast.RRepeat(item.pos, item, low, high, op.pos)
             elif self._at_unclosed_multiplier():
-                raise ParseError(self.tok.pos, "this multiplier is not closed",
-                                 "multipliers are written {i}, {i,j} or {i,}")
+                raise ParseError(
+                    self.tok.pos, "this multiplier is not closed", "multipliers are written {i}, {i,j} or {i,}"
+                )
             elif self._at_multiplier():
                 op = self.advance()
                 self._enter(op.pos)
@@ -379,8 +418,11 @@ class Parser:
         if t.kind == "(":
             self.advance()
             if self.at(")"):
-                raise ParseError(self.tok.pos, "empty parentheses in the regular expression",
-                                 "an event marker needs its name: Name()")
+                raise ParseError(
+                    self.tok.pos,
+                    "empty parentheses in the regular expression",
+                    "an event marker needs its name: Name()",
+                )
             inner = self.parse_regex()
             self.expect(")", hint=f"the '(' at {t.pos.line}:{t.pos.col} is not closed")
             return inner
@@ -390,8 +432,9 @@ class Parser:
         if t.kind == ".":
             self.advance()
             if self.at("(") and self.peek().kind == ")":
-                raise ParseError(t.pos, "the wildcard '.' takes no parentheses",
-                                 "write '.' alone: its value has no single type")
+                raise ParseError(
+                    t.pos, "the wildcard '.' takes no parentheses", "write '.' alone: its value has no single type"
+                )
             return ast.RWildcard(t.pos)
         if t.kind in ("elapse", "elapsed"):
             self.advance()
@@ -399,9 +442,11 @@ class Parser:
             amount = self.parse_expr()
             unit = self.expect("IDENT", "a time unit (days, hours, minutes, seconds, msec, usec)")
             if unit.text not in TIME_UNITS:
-                raise ParseError(unit.pos, f"unknown time unit {unit.text!r}",
-                                 "use day(s), hour(s), minute(s), second(s)/sec, millisecond(s)/msec "
-                                 "or microsecond(s)/usec")
+                raise ParseError(
+                    unit.pos,
+                    f"unknown time unit {unit.text!r}",
+                    "use day(s), hour(s), minute(s), second(s)/sec, millisecond(s)/msec or microsecond(s)/usec",
+                )
             self.expect("]")
             target, tpos = self.parse_marker_target(self._written_since(t))
             return ast.RElapse(t.pos, amount, TIME_UNITS[unit.text], unit.pos, target, tpos, order=t.index)
@@ -415,8 +460,11 @@ class Parser:
         if t.kind == "IDENT":
             self.advance()
             if not self.at("("):
-                raise ParseError(self.tok.pos, f"expected '(' after event name {t.text}",
-                                 f"write {t.text}() to match the event, or {t.text}(x) to keep its value in x")
+                raise ParseError(
+                    self.tok.pos,
+                    f"expected '(' after event name {t.text}",
+                    f"write {t.text}() to match the event, or {t.text}(x) to keep its value in x",
+                )
             target, tpos = self.parse_marker_target(t.text)
             return ast.RMarker(t.pos, t.text, target, tpos, order=t.index)
         raise ParseError(t.pos, f"expected an event marker, found {_describe(t)}")
@@ -424,7 +472,7 @@ class Parser:
     def _written_since(self, t: Token) -> str:
         """The source text from token ``t`` to the current token, on one line (``elapse[1 hour]``),
         so that a hint shows the marker as the user wrote it."""
-        text = t.pos.source.text[t.pos.offset:self.tok.pos.offset]
+        text = t.pos.source.text[t.pos.offset : self.tok.pos.offset]
         return " ".join(text.split()) if self.tok.pos.source is t.pos.source else t.text
 
     def parse_marker_target(self, what: str) -> tuple[str | None, Pos | None]:
@@ -459,8 +507,11 @@ class Parser:
         while self.accept(":"):
             times.append(self.parse_pattern_component())
         if len(times) < 2 or len(times) > 3:
-            raise ParseError(start, "a time pattern has two (H:MM) or three (H:MM:SS) components",
-                             "write arrive[9:00](), arrive[.:00:00]() or arrive[(someTime)]()")
+            raise ParseError(
+                start,
+                "a time pattern has two (H:MM) or three (H:MM:SS) components",
+                "write arrive[9:00](), arrive[.:00:00]() or arrive[(someTime)]()",
+            )
         if not self.at("]"):
             raise ParseError(self.tok.pos, f"unexpected {_describe(self.tok)} in the arrive pattern")
         return ast.ArrivePattern(start, date=date, time=times)
@@ -481,8 +532,9 @@ class Parser:
             e = self.parse_expr()
             self.expect(")")
             return e
-        raise ParseError(t.pos, f"expected a number, '.' or a parenthesized expression in the arrive pattern, "
-                                f"found {_describe(t)}")
+        raise ParseError(
+            t.pos, f"expected a number, '.' or a parenthesized expression in the arrive pattern, found {_describe(t)}"
+        )
 
     # -- actions ----------------------------------------------------------------------
 
@@ -550,8 +602,11 @@ class Parser:
             high = self.parse_expr()
             self.expect(")")
             if self.loops >= MAX_FOR_NESTING:
-                raise ParseError(t.pos, "for loops are nested too deeply",
-                                 f"at most {MAX_FOR_NESTING} for loops may enclose one another")
+                raise ParseError(
+                    t.pos,
+                    "for loops are nested too deeply",
+                    f"at most {MAX_FOR_NESTING} for loops may enclose one another",
+                )
             self._enter(t.pos)
             self.loops += 1
             try:
@@ -568,8 +623,11 @@ class Parser:
             if self.at("="):
                 eq = self.advance()
                 if not isinstance(e, (ast.Name, ast.Index, ast.FieldAccess)):
-                    raise ParseError(e.pos, "cannot assign to this expression",
-                                     "the left side of '=' must be a variable, a[i] or s.f")
+                    raise ParseError(
+                        e.pos,
+                        "cannot assign to this expression",
+                        "the left side of '=' must be a variable, a[i] or s.f",
+                    )
                 value = self.parse_expr()
                 self.expect(";", hint="every assignment ends with ';'")
                 return ast.Assign(eq.pos, e, value)
@@ -582,9 +640,11 @@ class Parser:
                 return ast.IfAction(e.pos, e, then, otherwise)
             if self.at("=="):
                 raise ParseError(self.tok.pos, "expected '=' or '?' after the expression")
-            raise ParseError(self.tok.pos, f"expected '=' or '?' after the expression, found {_describe(self.tok)}",
-                             "an action is an assignment x = e;, an emit !>Name(e);, a conditional c ? action "
-                             "or a for loop")
+            raise ParseError(
+                self.tok.pos,
+                f"expected '=' or '?' after the expression, found {_describe(self.tok)}",
+                "an action is an assignment x = e;, an emit !>Name(e);, a conditional c ? action or a for loop",
+            )
         finally:
             self._leave()
 

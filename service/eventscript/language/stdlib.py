@@ -39,51 +39,97 @@ def _o(id: str, name: str, params: Sequence[ParamType], result: Type, doc: str) 
 
 
 _TIME_AFTER = [
-    ("microsecondsAfter", "microseconds"), ("millisecondsAfter", "milliseconds"), ("secondsAfter", "seconds"),
-    ("minutesAfter", "minutes"), ("hoursAfter", "hours"), ("daysAfter", "days"),
+    ("microsecondsAfter", "microseconds"),
+    ("millisecondsAfter", "milliseconds"),
+    ("secondsAfter", "seconds"),
+    ("minutesAfter", "minutes"),
+    ("hoursAfter", "hours"),
+    ("daysAfter", "days"),
 ]
 _TIME_BETWEEN = [
-    ("microsecondsBetween", "microseconds"), ("millisecondsBetween", "milliseconds"),
-    ("secondsBetween", "seconds"), ("minutesBetween", "minutes"), ("hoursBetween", "hours"),
+    ("microsecondsBetween", "microseconds"),
+    ("millisecondsBetween", "milliseconds"),
+    ("secondsBetween", "seconds"),
+    ("minutesBetween", "minutes"),
+    ("hoursBetween", "hours"),
     ("daysBetween", "days"),
 ]
 _TIME_FIELDS = [
-    ("year", "the year, e.g. 2026"), ("month", "the month, 1 (January) to 12"),
-    ("day", "the day of the month, 1 to 31"), ("hour", "the hour, 0 to 23"), ("minute", "the minute, 0 to 59"),
-    ("second", "the second, 0 to 59"), ("millisecond", "the millisecond within the second, 0 to 999"),
+    ("year", "the year, e.g. 2026"),
+    ("month", "the month, 1 (January) to 12"),
+    ("day", "the day of the month, 1 to 31"),
+    ("hour", "the hour, 0 to 23"),
+    ("minute", "the minute, 0 to 59"),
+    ("second", "the second, 0 to 59"),
+    ("millisecond", "the millisecond within the second, 0 to 999"),
     ("microsecond", "the microsecond within the second, 0 to 999999"),
     ("dayOfWeek", "the ISO day of the week, 1 (Monday) to 7 (Sunday)"),
     ("dayOfYear", "the day of the year, 1 to 366"),
 ]
 
 OVERLOADS: list[Overload] = [
-    _o("now", "now", [], TIME, "The current time: the time of the event being processed (simulated, wall-clock "
-       "or record time, depending on the host)."),
+    _o(
+        "now",
+        "now",
+        [],
+        TIME,
+        "The current time: the time of the event being processed (simulated, wall-clock "
+        "or record time, depending on the host).",
+    ),
     *[_o(n, n, [LONG, TIME], TIME, f"{n}(n, t): the time n {u} after t (n may be negative).") for n, u in _TIME_AFTER],
-    *[_o(n, n, [TIME, TIME], LONG, f"{n}(a, b): whole {u} from a to b, truncated toward zero (negative if b is "
-         "before a).") for n, u in _TIME_BETWEEN],
+    *[
+        _o(
+            n,
+            n,
+            [TIME, TIME],
+            LONG,
+            f"{n}(a, b): whole {u} from a to b, truncated toward zero (negative if b is before a).",
+        )
+        for n, u in _TIME_BETWEEN
+    ],
     *[_o(n, n, [TIME], LONG, f"{n}(t): {d} of t, in UTC.") for n, d in _TIME_FIELDS],
     _o("epochMillis", "epochMillis", [TIME], LONG, "Milliseconds since 1970-01-01T00:00:00Z (floor)."),
     _o("epochMicros", "epochMicros", [TIME], LONG, "Microseconds since 1970-01-01T00:00:00Z."),
     _o("timeOfEpochMillis", "timeOfEpochMillis", [LONG], TIME, "The time n milliseconds after the epoch."),
     _o("timeOfEpochMicros", "timeOfEpochMicros", [LONG], TIME, "The time n microseconds after the epoch."),
-    _o("time_string", "time", [STRING], TIME, "Parses an ISO-8601 date-time (UTC when no offset is given); "
-       "$error 8 and the epoch if it cannot be parsed."),
+    _o(
+        "time_string",
+        "time",
+        [STRING],
+        TIME,
+        "Parses an ISO-8601 date-time (UTC when no offset is given); $error 8 and the epoch if it cannot be parsed.",
+    ),
     # conversions
     _o("long_long", "long", [LONG], LONG, "The value itself."),
-    _o("long_double", "long", [DOUBLE], LONG, "Truncates toward zero, as Java's (long) cast: NaN gives 0, "
-       "values beyond the range give the nearest bound."),
+    _o(
+        "long_double",
+        "long",
+        [DOUBLE],
+        LONG,
+        "Truncates toward zero, as Java's (long) cast: NaN gives 0, values beyond the range give the nearest bound.",
+    ),
     _o("long_string", "long", [STRING], LONG, "Parses a decimal integer; $error 8 and 0 if it cannot be parsed."),
     _o("double_double", "double", [DOUBLE], DOUBLE, "The value itself."),
     _o("double_long", "double", [LONG], DOUBLE, "The nearest double."),
     _o("double_string", "double", [STRING], DOUBLE, "Parses a number; $error 8 and 0.0 if it cannot be parsed."),
-    _o("string_any", "string", [ANY_PRIMITIVE], STRING, "The text of a value: decimal for numbers (doubles always "
-       "with a fraction or exponent), true/false, ISO-8601 UTC for times."),
+    _o(
+        "string_any",
+        "string",
+        [ANY_PRIMITIVE],
+        STRING,
+        "The text of a value: decimal for numbers (doubles always "
+        "with a fraction or exponent), true/false, ISO-8601 UTC for times.",
+    ),
     # strings and arrays
     _o("length_string", "length", [STRING], LONG, "The number of characters of a string."),
     _o("length_array", "length", [ANY_ARRAY], LONG, "The number of elements of an array."),
-    _o("substring", "substring", [STRING, LONG, LONG], STRING, "substring(s, begin, end): characters begin to "
-       "end-1; $error 5 and \"\" if the range is outside the string."),
+    _o(
+        "substring",
+        "substring",
+        [STRING, LONG, LONG],
+        STRING,
+        'substring(s, begin, end): characters begin to end-1; $error 5 and "" if the range is outside the string.',
+    ),
     _o("indexOf", "indexOf", [STRING, STRING], LONG, "The first index of a substring, or -1."),
     _o("contains", "contains", [STRING, STRING], BOOLEAN, "Whether the first string contains the second."),
     _o("startsWith", "startsWith", [STRING, STRING], BOOLEAN, "Whether the first string starts with the second."),

@@ -21,8 +21,12 @@ from .diagnostics import Diagnostics
 
 #: Microseconds per unit, as the engine converts elapse amounts (rounded to the microsecond).
 UNIT_MICROSECONDS: dict[str, int] = {
-    "day": 86_400_000_000, "hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
-    "millisecond": 1_000, "microsecond": 1,
+    "day": 86_400_000_000,
+    "hour": 3_600_000_000,
+    "minute": 60_000_000,
+    "second": 1_000_000,
+    "millisecond": 1_000,
+    "microsecond": 1,
 }
 
 
@@ -72,8 +76,10 @@ def _shape(r: ast.Regex, loops: list[tuple[ast.RRepeat, ast.RElapse]]) -> _Shape
         return _BLOCKS
     if isinstance(r, ast.RSeq):
         shapes = [_shape(item, loops) for item in r.items]
-        return _Shape(empty=all(s.empty for s in shapes),
-                      instant=all(s.empty or s.instant for s in shapes) and any(s.instant for s in shapes))
+        return _Shape(
+            empty=all(s.empty for s in shapes),
+            instant=all(s.empty or s.instant for s in shapes) and any(s.instant for s in shapes),
+        )
     if isinstance(r, ast.RAlt):
         shapes = [_shape(item, loops) for item in r.items]
         return _Shape(empty=any(s.empty for s in shapes), instant=any(s.instant for s in shapes))
@@ -115,10 +121,13 @@ def check_zero_elapse_loops(regex: ast.Regex, d: Diagnostics) -> None:
     loops: list[tuple[ast.RRepeat, ast.RElapse]] = []
     _shape(regex, loops)
     for loop, marker in loops:
-        d.error(marker.pos, "this elapse of zero or less can fire again at the same instant, for ever: the loop "
-                            "it is in can be repeated with no event in between",
-                f"give it a positive amount, or put an event marker in the loop closed by the '{_operator(loop)}' at "
-                f"{loop.op_pos.line}:{loop.op_pos.col}, so that each round needs an event: (A() elapse[0 sec]())*")
+        d.error(
+            marker.pos,
+            "this elapse of zero or less can fire again at the same instant, for ever: the loop "
+            "it is in can be repeated with no event in between",
+            f"give it a positive amount, or put an event marker in the loop closed by the '{_operator(loop)}' at "
+            f"{loop.op_pos.line}:{loop.op_pos.col}, so that each round needs an event: (A() elapse[0 sec]())*",
+        )
 
 
 def _operator(loop: ast.RRepeat) -> str:
@@ -171,5 +180,8 @@ def check_ambiguous_patterns(regex: ast.Regex, d: Diagnostics) -> None:
         else:
             minute = written[cut + 1 :].split(":", 1)[-1].strip()
             reading, other = f"every hour (at minute {minute})", f"every minute (at second {minute})"
-        d.warning(r.pattern.pos, f"arrive[{written}] is read as hours:minutes, so it fires {reading}, not {other}",
-                  f"write {as_hours} for this reading, or {as_minutes} for {other}")
+        d.warning(
+            r.pattern.pos,
+            f"arrive[{written}] is read as hours:minutes, so it fires {reading}, not {other}",
+            f"write {as_hours} for this reading, or {as_minutes} for {other}",
+        )

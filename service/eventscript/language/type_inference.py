@@ -78,16 +78,28 @@ class TypeInference(CheckerState):
             if v.assigned_at is None and v.ty is not None:
                 # The document (2.5, 12) makes a read of a variable never set a warning, not an
                 # error: at run time each read is $error 3 and gives the type's default value.
-                self.d.warning(v.first_pos, f"{v.name!r} is never given a value: each read is $error 3 "
-                                            f"and gives the default value", self._unset_hint(v.name))
+                self.d.warning(
+                    v.first_pos,
+                    f"{v.name!r} is never given a value: each read is $error 3 and gives the default value",
+                    self._unset_hint(v.name),
+                )
             elif v.assigned_at is None:
-                self.d.error(v.first_pos, f"{v.name!r} is never given a value, and nothing gives it a type",
-                             self._unset_hint(v.name))
+                self.d.error(
+                    v.first_pos,
+                    f"{v.name!r} is never given a value, and nothing gives it a type",
+                    self._unset_hint(v.name),
+                )
             elif v.ty is None:
                 if v.broken:
                     continue
-                self.d.error(v.first_pos, f"cannot infer the type of {v.name!r}",
-                             "assign it a value of known type, or use it where its type is required")
+                self.d.error(
+                    v.first_pos,
+                    f"cannot infer the type of {v.name!r}",
+                    "assign it a value of known type, or use it where its type is required",
+                )
             elif v.read_at is None:
-                self.d.warning(v.assigned_at, f"variable {v.name!r} is set but never read",
-                               "remove it, or check the spelling of its uses")
+                self.d.warning(
+                    v.assigned_at,
+                    f"variable {v.name!r} is set but never read",
+                    "remove it, or check the spelling of its uses",
+                )

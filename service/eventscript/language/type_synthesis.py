@@ -59,8 +59,13 @@ class TypeSynthesis(CheckerState):
 
     def _settle_order(self, v: Variable, t: Type) -> None:
         """``p = {s: "a", x: 1}; !>O(p);`` with O carrying {long x; string s;}: p takes O's order."""
-        if (v.loose and isinstance(t, StructType) and isinstance(v.ty, StructType) and v.ty != t
-                and sorted(v.ty.fields, key=field_name) == sorted(t.fields, key=field_name)):
+        if (
+            v.loose
+            and isinstance(t, StructType)
+            and isinstance(v.ty, StructType)
+            and v.ty != t
+            and sorted(v.ty.fields, key=field_name) == sorted(t.fields, key=field_name)
+        ):
             v.ty, v.loose = t, False
             self.changed = True
             for w in v.copies:  # q = p: p takes the order q was given, and the other way round
@@ -201,8 +206,11 @@ class TypeSynthesis(CheckerState):
                 return STRING
             self.err(e.pos, f"cannot concatenate a string and {describe(other)}")
             return STRING
-        self.err(e.pos, f"'{op}' needs long or double operands, not {describe(lt)} and {describe(rt)}",
-                 "times are shifted with secondsAfter(n, t) and compared with <, >, ==")
+        self.err(
+            e.pos,
+            f"'{op}' needs long or double operands, not {describe(lt)} and {describe(rt)}",
+            "times are shifted with secondsAfter(n, t) and compared with <, >, ==",
+        )
         return None
 
     def _synth_cond(self, e: ast.CondExpr) -> Type | None:

@@ -30,8 +30,9 @@ def svg(dot_text: str) -> str | None:
     if exe is None:
         return None
     try:
-        done = subprocess.run([exe, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True,
-                              timeout=DOT_SECONDS, check=False)
+        done = subprocess.run(
+            [exe, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True, timeout=DOT_SECONDS, check=False
+        )
     except (subprocess.TimeoutExpired, OSError):
         return None
     if done.returncode != 0:

@@ -18,8 +18,9 @@ def catalogue() -> list[dict[str, Any]]:
     out = []
     for meta in sorted(EXAMPLES.glob("*/*/example.json")):
         info = json.loads(meta.read_text(encoding="utf-8"))
-        out.append({"id": f"{meta.parent.parent.name}/{meta.parent.name}", "title": info["title"],
-                    "kind": info["kind"]})
+        out.append(
+            {"id": f"{meta.parent.parent.name}/{meta.parent.name}", "title": info["title"], "kind": info["kind"]}
+        )
     out.sort(key=lambda e: (e["kind"] != "topology", e["title"].lower()))
     return out
 
@@ -33,6 +34,11 @@ def load(example_id: str) -> dict[str, Any] | None:
     info = json.loads((folder / "example.json").read_text(encoding="utf-8"))
     programs = [{"name": n, "text": (folder / n).read_text(encoding="utf-8")} for n in info["programs"]]
     topology = folder / "topology.yaml"
-    return {"id": example_id, "title": info["title"], "kind": info["kind"], "programs": programs,
-            "trace": (folder / info["trace"]).read_text(encoding="utf-8"),
-            "topology": topology.read_text(encoding="utf-8") if topology.exists() else None}
+    return {
+        "id": example_id,
+        "title": info["title"],
+        "kind": info["kind"],
+        "programs": programs,
+        "trace": (folder / info["trace"]).read_text(encoding="utf-8"),
+        "topology": topology.read_text(encoding="utf-8") if topology.exists() else None,
+    }

@@ -25,8 +25,10 @@ class Limits:
     def check_program(self, name: str, text: str) -> None:
         size = len(text.encode("utf-8"))
         if size > self.program_bytes:
-            raise LimitExceeded(f"{name}: the program is {size} bytes, over the playground's limit of "
-                                f"{self.program_bytes}; run it with 'eventscript test' instead")
+            raise LimitExceeded(
+                f"{name}: the program is {size} bytes, over the playground's limit of "
+                f"{self.program_bytes}; run it with 'eventscript test' instead"
+            )
 
     def check_programs(self, count: int) -> None:
         if count > self.programs:
@@ -35,8 +37,10 @@ class Limits:
     def check_trace(self, text: str) -> None:
         size = len(text.encode("utf-8"))
         if size > self.trace_bytes:
-            raise LimitExceeded(f"the trace is {size} bytes, over the playground's limit of {self.trace_bytes}; "
-                                f"shorten it, or run it with 'eventscript test'")
+            raise LimitExceeded(
+                f"the trace is {size} bytes, over the playground's limit of {self.trace_bytes}; "
+                f"shorten it, or run it with 'eventscript test'"
+            )
 
     def run_guard(self) -> RunGuard:
         return RunGuard(self)
@@ -53,11 +57,17 @@ class RunGuard:
     def __call__(self, recorder: Any) -> None:
         lim = self.limits
         if len(recorder.outputs) > lim.outputs:
-            raise LimitExceeded(f"the run emitted more than {lim.outputs} events, the playground's limit; "
-                                f"shorten the trace, or run it with 'eventscript test'")
+            raise LimitExceeded(
+                f"the run emitted more than {lim.outputs} events, the playground's limit; "
+                f"shorten the trace, or run it with 'eventscript test'"
+            )
         if len(recorder.steps) >= lim.steps:
-            raise LimitExceeded(f"the run took more than {lim.steps} steps, the playground's limit; "
-                                f"shorten the trace, or run it with 'eventscript test'")
+            raise LimitExceeded(
+                f"the run took more than {lim.steps} steps, the playground's limit; "
+                f"shorten the trace, or run it with 'eventscript test'"
+            )
         if time.monotonic() > self.deadline:
-            raise LimitExceeded(f"the run took longer than {lim.run_seconds:g} s, the playground's limit; "
-                                f"shorten the trace, or run it with 'eventscript test'")
+            raise LimitExceeded(
+                f"the run took longer than {lim.run_seconds:g} s, the playground's limit; "
+                f"shorten the trace, or run it with 'eventscript test'"
+            )

@@ -66,19 +66,25 @@ def make_handler(config: Config) -> type[BaseHTTPRequestHandler]:
             if path == "/favicon.ico":
                 return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
             if path.startswith("/static/"):
-                return self._static(path[len("/static/"):])
+                return self._static(path[len("/static/") :])
             if path == "/api/examples":
                 return self._json(examples.catalogue())
             if path.startswith("/api/examples/"):
-                found = examples.load(path[len("/api/examples/"):])
+                found = examples.load(path[len("/api/examples/") :])
                 return self._json(found) if found else self._json({"error": "no such example"}, HTTPStatus.NOT_FOUND)
             if path == "/api/initial":
                 return self._json(config.initial or {})
             if path == "/api/limits":
                 lim = config.limits
-                return self._json({"program_bytes": lim.program_bytes, "trace_bytes": lim.trace_bytes,
-                                   "run_seconds": lim.run_seconds, "outputs": lim.outputs,
-                                   "allow_externals": lim.allow_externals})
+                return self._json(
+                    {
+                        "program_bytes": lim.program_bytes,
+                        "trace_bytes": lim.trace_bytes,
+                        "run_seconds": lim.run_seconds,
+                        "outputs": lim.outputs,
+                        "allow_externals": lim.allow_externals,
+                    }
+                )
             self._json({"error": f"nothing at {path}"}, HTTPStatus.NOT_FOUND)
 
         def _static(self, name: str) -> None:
@@ -87,8 +93,11 @@ def make_handler(config: Config) -> type[BaseHTTPRequestHandler]:
             if f is None:
                 return self._json({"error": f"no file {name}"}, HTTPStatus.NOT_FOUND)
             ctype = mimetypes.guess_type(f.name)[0] or "application/octet-stream"
-            self._send(HTTPStatus.OK, f.read_bytes(), ctype + ("; charset=utf-8" if ctype.startswith("text/")
-                                                                or ctype.endswith("javascript") else ""))
+            self._send(
+                HTTPStatus.OK,
+                f.read_bytes(),
+                ctype + ("; charset=utf-8" if ctype.startswith("text/") or ctype.endswith("javascript") else ""),
+            )
 
         def do_POST(self) -> None:
             path = urlsplit(self.path).path
@@ -97,9 +106,13 @@ def make_handler(config: Config) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 length = -1
             if length < 0 or length > config.max_body:
-                return self._json({"error": f"the request is over the playground's limit of {config.max_body} "
-                                            f"bytes (program size and trace size limits)"},
-                                  HTTPStatus.REQUEST_ENTITY_TOO_LARGE)
+                return self._json(
+                    {
+                        "error": f"the request is over the playground's limit of {config.max_body} "
+                        f"bytes (program size and trace size limits)"
+                    },
+                    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                )
             try:
                 body = json.loads(self.rfile.read(length) or b"null")
             except (ValueError, UnicodeDecodeError):
@@ -115,9 +128,13 @@ def make_handler(config: Config) -> type[BaseHTTPRequestHandler]:
                 return self._json({"error": str(exc)}, HTTPStatus.BAD_REQUEST)
             except Exception as exc:  # a bug: the page says so rather than waiting forever
                 log.exception("playground request %s failed", path)
-                return self._json({"error": f"the playground failed on this request ({type(exc).__name__}: {exc}); "
-                                            f"please report it with the page's address"},
-                                  HTTPStatus.INTERNAL_SERVER_ERROR)
+                return self._json(
+                    {
+                        "error": f"the playground failed on this request ({type(exc).__name__}: {exc}); "
+                        f"please report it with the page's address"
+                    },
+                    HTTPStatus.INTERNAL_SERVER_ERROR,
+                )
             self._json({"error": f"nothing at {path}"}, HTTPStatus.NOT_FOUND)
 
     return Handler

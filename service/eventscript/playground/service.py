@@ -63,8 +63,15 @@ def compile_one(src: Source, limits: Limits) -> Compilation:
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
-    return {"severity": d.severity.value, "line": d.pos.line, "col": d.pos.col, "offset": d.pos.offset,
-            "message": d.message, "hint": d.hint, "where": str(d.pos)}
+    return {
+        "severity": d.severity.value,
+        "line": d.pos.line,
+        "col": d.pos.col,
+        "offset": d.pos.offset,
+        "message": d.message,
+        "hint": d.hint,
+        "where": str(d.pos),
+    }
 
 
 def diagnostics_of(comp: Compilation) -> list[dict[str, Any]]:
@@ -84,8 +91,10 @@ def _externals_refused(src: Source, comp: Compilation, limits: Limits) -> str | 
     if limits.allow_externals or comp.program is None or not comp.program.program.externals:
         return None
     names = ", ".join(e.name for e in comp.program.program.externals)
-    return (f"{src.name}: the program declares external functions ({names}); the playground runs them only "
-            f"when started with --allow-externals")
+    return (
+        f"{src.name}: the program declares external functions ({names}); the playground runs them only "
+        f"when started with --allow-externals"
+    )
 
 
 def _trace_items(text: str) -> list[Any]:
@@ -103,8 +112,9 @@ def run(body: Any, limits: Limits) -> dict[str, Any]:
     if topology is not None and not isinstance(topology, str):
         raise RequestError("the topology must be YAML text")
     comps = [compile_one(s, limits) for s in sources]
-    result: dict[str, Any] = {"programs": [{"name": s.name, "ok": c.ok, "diagnostics": diagnostics_of(c)}
-                                           for s, c in zip(sources, comps)]}
+    result: dict[str, Any] = {
+        "programs": [{"name": s.name, "ok": c.ok, "diagnostics": diagnostics_of(c)} for s, c in zip(sources, comps)]
+    }
     failed = [s.name for s, c in zip(sources, comps) if not c.ok]
     if failed:
         return {**result, "error": f"{', '.join(failed)}: fix the errors underlined in the program first"}
@@ -124,8 +134,11 @@ def run(body: Any, limits: Limits) -> dict[str, Any]:
             names = [s.name[:-3] if s.name.endswith(".es") else s.name for s in sources]
             recording = record_pipeline(compiled, items, names, limits.run_guard())
     except TraceError as exc:
-        return {**result, "error": str(exc), "trace_error": {"line": exc.pos.line, "col": exc.pos.col,
-                                                             "message": exc.message}}
+        return {
+            **result,
+            "error": str(exc),
+            "trace_error": {"line": exc.pos.line, "col": exc.pos.col, "message": exc.message},
+        }
     except LimitExceeded as exc:
         return {**result, "error": str(exc)}
     except _TopologyProblem as exc:
@@ -139,8 +152,9 @@ class _TopologyProblem(Exception):
     pass
 
 
-def _run_topology(sources: list[Source], yaml_text: str, items: list[Any],
-                  limits: Limits) -> tuple[Recording, TopologyGraph]:
+def _run_topology(
+    sources: list[Source], yaml_text: str, items: list[Any], limits: Limits
+) -> tuple[Recording, TopologyGraph]:
     """A topology runs from files: the YAML and the programs go to a temporary folder, as they
     would sit in the topology's own."""
     from ..topology.check import check as check_topology
@@ -180,17 +194,22 @@ def _shown(recording: Recording, compiled: list[Any]) -> dict[str, Any]:
             if s.stage == i and s.after is not None and s.after.state is not None:
                 met.setdefault(_hashable(s.after.state), s.after.state)
         for state in met.values():
-            states[drawing.state_id(state)] = {"waiting": [m.to_json() for m in terms.waiting(state)], "accepting": terms.accepting(state)}
-        stages.append({
-            "name": name,
-            "grouped": compiled[i].grouped,
-            "variables": [{"name": v.name, "type": str(v.ty)} for v in terms.program.variables],
-            "markers": [m.to_json() for m in terms.markers],
-            "units": [terms.unit(u) for u in range(len(terms.program.units))],
-            "automaton": drawing.automaton(compiled[i]),
-            "states": states,
-            "timers": {str(sym): _timer_marker(terms, sym) for sym in terms.program.time_symbols},
-        })
+            states[drawing.state_id(state)] = {
+                "waiting": [m.to_json() for m in terms.waiting(state)],
+                "accepting": terms.accepting(state),
+            }
+        stages.append(
+            {
+                "name": name,
+                "grouped": compiled[i].grouped,
+                "variables": [{"name": v.name, "type": str(v.ty)} for v in terms.program.variables],
+                "markers": [m.to_json() for m in terms.markers],
+                "units": [terms.unit(u) for u in range(len(terms.program.units))],
+                "automaton": drawing.automaton(compiled[i]),
+                "states": states,
+                "timers": {str(sym): _timer_marker(terms, sym) for sym in terms.program.time_symbols},
+            }
+        )
     return {"stages": stages, "steps": steps, "outputs": recording.outputs}
 
 
@@ -216,8 +235,10 @@ def save_case(body: Any, limits: Limits, cases_dir: Path) -> dict[str, Any]:
     if not isinstance(name, str) or not _CASE_NAME.match(name):
         raise RequestError("a case name is lower-case letters, digits and dashes (say 'door-left-open')")
     if body.get("topology") is not None:
-        return {"error": "a conformance case is one program or a pipeline of programs; a topology with fan-out "
-                         "does not fit: save its programs as a pipeline instead"}
+        return {
+            "error": "a conformance case is one program or a pipeline of programs; a topology with fan-out "
+            "does not fit: save its programs as a pipeline instead"
+        }
     result = run({**body, "topology": None}, limits)
     if "error" in result:
         return {"error": result["error"]}
@@ -233,10 +254,13 @@ def save_case(body: Any, limits: Limits, cases_dir: Path) -> dict[str, Any]:
         for i, s in enumerate(sources, 1):
             files[f"stage{i}.es"] = s.text
     files["input.trace"] = body["trace"] if body["trace"].endswith("\n") else body["trace"] + "\n"
-    files["expected.jsonl"] = "".join(json_line({k: v for k, v in o.items() if k != "step"}) + "\n"
-                                      for o in result["outputs"])
-    files["README.md"] = (f"# {name}\n\nSaved from the EventScript playground: the expected output is what "
-                          f"`eventscript test` emitted when it was saved; check it before relying on it.\n")
+    files["expected.jsonl"] = "".join(
+        json_line({k: v for k, v in o.items() if k != "step"}) + "\n" for o in result["outputs"]
+    )
+    files["README.md"] = (
+        f"# {name}\n\nSaved from the EventScript playground: the expected output is what "
+        f"`eventscript test` emitted when it was saved; check it before relying on it.\n"
+    )
     for fname, text in files.items():
         (folder / fname).write_text(text, encoding="utf-8")
     return {"path": str(folder), "files": sorted(files)}

@@ -110,8 +110,14 @@ class CacheBudget:
 class InstanceCache:
     """Keeps a task's ``engine.contexts`` within its budget, the store holding the rest."""
 
-    def __init__(self, engine: Engine, store: TaskStore, index: TimerIndex, budget: CacheBudget,
-                 key_bytes: Callable[[tuple[Any, ...]], bytes | None]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        store: TaskStore,
+        index: TimerIndex,
+        budget: CacheBudget,
+        key_bytes: Callable[[tuple[Any, ...]], bytes | None],
+    ) -> None:
         self.engine = engine
         self.store = store
         self.index = index
@@ -251,9 +257,15 @@ class InstanceCache:
                 queue.cancel(ctx)
         if victims:
             self.engine.loader = self.load
-            log.log(logging.INFO if not self.evicted else logging.DEBUG,
-                    "%s: %d instance(s) evicted to the store, %d in memory (capacity %d at ~%d bytes each)",
-                    self.store.path.name, len(victims), len(table), self.capacity, self.bytes_per_instance)
+            log.log(
+                logging.INFO if not self.evicted else logging.DEBUG,
+                "%s: %d instance(s) evicted to the store, %d in memory (capacity %d at ~%d bytes each)",
+                self.store.path.name,
+                len(victims),
+                len(table),
+                self.capacity,
+                self.bytes_per_instance,
+            )
             self.evicted += len(victims)
         return len(victims)
 

@@ -40,11 +40,15 @@ from .changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, decode_pos
 from .store import _META_CHECKPOINT, _META_POSITION, TaskStore
 
 #: Reasons given where the task keeps nothing to answer with.
-LAST_RECORD_NOT_KEPT = ("not kept: the task records no per-key record coordinates (each instance's snapshot "
-                        "would have to carry the topic:partition:offset and time of the last record it took)")
+LAST_RECORD_NOT_KEPT = (
+    "not kept: the task records no per-key record coordinates (each instance's snapshot "
+    "would have to carry the topic:partition:offset and time of the last record it took)"
+)
 ORIGIN_NOT_KEPT = "not kept: a program without timers does not record what created its instances"
-ENDED_UNKNOWN = ("no instance in the committed state: the key was never seen, or its instance ended (the store "
-                 "keeps no record of ended instances; `eventscript state dump` shows the changelog's tombstones)")
+ENDED_UNKNOWN = (
+    "no instance in the committed state: the key was never seen, or its instance ended (the store "
+    "keeps no record of ended instances; `eventscript state dump` shows the changelog's tombstones)"
+)
 
 
 class BadKey(ValueError):
@@ -64,8 +68,10 @@ def parse_key(program: CompiledProgram, text: str | None, name: str | None = Non
         return None
     if text is None or text == "":
         shown = ", ".join(str(t) for t in types)
-        raise BadKey(f"program {name} is grouped by ({shown}): give a key, e.g. key=... "
-                     + ("(its value)" if len(types) == 1 else "(a JSON array of the components)"))
+        raise BadKey(
+            f"program {name} is grouped by ({shown}): give a key, e.g. key=... "
+            + ("(its value)" if len(types) == 1 else "(a JSON array of the components)")
+        )
     try:
         obj: Any = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -78,9 +84,11 @@ def parse_key(program: CompiledProgram, text: str | None, name: str | None = Non
         parts = [obj]
     else:
         if not isinstance(obj, list) or len(obj) != len(types):
-            raise BadKey(f"program {name} is grouped by {len(types)} components "
-                         f"({', '.join(str(t) for t in types)}): give them as a JSON array, e.g. "
-                         f"{orjson.dumps(['...'] * len(types)).decode()}")
+            raise BadKey(
+                f"program {name} is grouped by {len(types)} components "
+                f"({', '.join(str(t) for t in types)}): give them as a JSON array, e.g. "
+                f"{orjson.dumps(['...'] * len(types)).decode()}"
+            )
         parts = obj
     try:
         return tuple(decode(p, t, f"key[{i}]") for i, (p, t) in enumerate(zip(parts, types)))
@@ -162,10 +170,18 @@ class KeyAnswer:
     note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"program": self.program, "key": self.key, "task": self.task, "status": self.status,
-                "note": self.note, "instance": self.instance, "last_record": {"known": False,
-                                                                              "why": LAST_RECORD_NOT_KEPT},
-                "committed": self.committed, "served_by": self.served_by, "owner": self.owner}
+        return {
+            "program": self.program,
+            "key": self.key,
+            "task": self.task,
+            "status": self.status,
+            "note": self.note,
+            "instance": self.instance,
+            "last_record": {"known": False, "why": LAST_RECORD_NOT_KEPT},
+            "committed": self.committed,
+            "served_by": self.served_by,
+            "owner": self.owner,
+        }
 
 
 def explain_snapshot(terms: ProgramTerms, raw: bytes) -> dict[str, Any]:
@@ -183,12 +199,14 @@ def explain_snapshot(terms: ProgramTerms, raw: bytes) -> dict[str, Any]:
 
 def committed_fields(read: CommittedRead) -> dict[str, Any]:
     """How fresh an answer read from a store is: the input offsets of the commit it reflects."""
-    return {"position": read.position, "changelog_offset": read.changelog_offset,
-            "record_clock": format_time(read.record_clock) if read.record_clock else None}
+    return {
+        "position": read.position,
+        "changelog_offset": read.changelog_offset,
+        "record_clock": format_time(read.record_clock) if read.record_clock else None,
+    }
 
 
-def answer_key(terms: ProgramTerms, key: tuple[Any, ...] | None, read: CommittedRead, task: int | None
-               ) -> KeyAnswer:
+def answer_key(terms: ProgramTerms, key: tuple[Any, ...] | None, read: CommittedRead, task: int | None) -> KeyAnswer:
     """The answer about ``key`` from one consistent read of its task's store."""
     program = terms.compiled
     shown_key = None
@@ -201,7 +219,8 @@ def answer_key(terms: ProgramTerms, key: tuple[Any, ...] | None, read: Committed
     return KeyAnswer(program.name, shown_key, task, status, instance, committed_fields(read))
 
 
-def answer_from_store(terms: ProgramTerms, store: TaskStore, key: tuple[Any, ...] | None, task: int | None,
-                      other_thread: bool = False) -> KeyAnswer:
+def answer_from_store(
+    terms: ProgramTerms, store: TaskStore, key: tuple[Any, ...] | None, task: int | None, other_thread: bool = False
+) -> KeyAnswer:
     """``answer_key`` over a consistent read of ``store`` (see ``read_committed``)."""
     return answer_key(terms, key, read_committed(store, store_key(terms.compiled, key), other_thread), task)

@@ -69,8 +69,7 @@ def snapshot_fields(raw: bytes) -> tuple[tuple[Any, ...] | None, TimerKey | None
     try:
         payload = msgpack.unpackb(raw, raw=False, strict_map_key=False)
         key, timer = payload[3], payload[4]
-        return (tuple(key) if key is not None else None,
-                (int(timer[0]), int(timer[2])) if timer is not None else None)
+        return (tuple(key) if key is not None else None, (int(timer[0]), int(timer[2])) if timer is not None else None)
     except (ValueError, TypeError, IndexError, msgpack.UnpackException):
         return None, None
 

@@ -87,8 +87,13 @@ def header(headers: Any, name: str) -> bytes | None:
     return None
 
 
-def decode_record(cfg: InputConfig, value: bytes | None, headers: Headers | None,
-                  input_types: dict[str, Type], decoders: dict[str, Any] | None = None) -> tuple[str, Any]:
+def decode_record(
+    cfg: InputConfig,
+    value: bytes | None,
+    headers: Headers | None,
+    input_types: dict[str, Type],
+    decoders: dict[str, Any] | None = None,
+) -> tuple[str, Any]:
     """(event name, run-time value) of an input record, or BadRecord(code, message)."""
     if value is None:
         raise BadRecord(ErrorCode.BAD_INPUT_VALUE, "the record has no value")
@@ -111,8 +116,9 @@ def decode_record(cfg: InputConfig, value: bytes | None, headers: Headers | None
         if cfg.event_from.header is not None:
             raw = header(headers, cfg.event_from.header)
             if raw is None:
-                raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the record has no {cfg.event_from.header!r} header "
-                                                           f"naming its event")
+                raise BadRecord(
+                    ErrorCode.BAD_INPUT_VALUE, f"the record has no {cfg.event_from.header!r} header naming its event"
+                )
             name, payload = raw.decode("utf-8", "replace"), obj
         else:
             f = cfg.event_from.field
@@ -124,8 +130,10 @@ def decode_record(cfg: InputConfig, value: bytes | None, headers: Headers | None
         naming = cfg.event_from.field if cfg.event_from is not None and payload is obj else None
         extra = undeclared_field(payload, input_types[name], skip=naming)
         if extra is not None:
-            raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"{name}: {extra}: a field the event's type does not "
-                                                       f"declare (the input has extra_fields: error)")
+            raise BadRecord(
+                ErrorCode.BAD_INPUT_VALUE,
+                f"{name}: {extra}: a field the event's type does not declare (the input has extra_fields: error)",
+            )
     dec = decoders.get(name) if decoders is not None else None
     if dec is None:
         ty = input_types.get(name)
@@ -186,8 +194,9 @@ def header_time(raw: bytes | None) -> int | None:
         return None
 
 
-def error_value(program: str, code: int, message: str, time_us: int, source: RecordInfo | None,
-                key: Any = None) -> bytes:
+def error_value(
+    program: str, code: int, message: str, time_us: int, source: RecordInfo | None, key: Any = None
+) -> bytes:
     doc: dict[str, Any] = {"code": code, "message": message, "program": program, "time": format_time(time_us)}
     if key is not None:
         doc["key"] = key

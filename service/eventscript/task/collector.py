@@ -38,8 +38,16 @@ class RecordCollector:
     def __init__(self) -> None:
         self.outbox: list[OutRecord] = []
 
-    def send(self, topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Headers,
-             ts: int, changelog: bool) -> None:
+    def send(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers,
+        ts: int,
+        changelog: bool,
+    ) -> None:
         self.outbox.append(OutRecord(topic, None if partition < 0 else partition, key, value, headers, ts, changelog))
 
     def take(self) -> list[OutRecord]:
@@ -48,8 +56,9 @@ class RecordCollector:
         return out
 
 
-def drop(topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Headers, ts: int,
-         changelog: bool) -> None:
+def drop(
+    topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Headers, ts: int, changelog: bool
+) -> None:
     """A dry run's ``send``: the records go nowhere."""
 
 
@@ -57,8 +66,7 @@ def changelog_through(send: Send) -> SendChangelog:
     """A ``send_changelog`` that sends each record through ``send``, the last as the one whose
     delivery moves the store checkpoint (the default; the worker loops in one call)."""
 
-    def send_each(topic: str, partition: int, records: dict[bytes, bytes | None], headers: Headers,
-                  ts: int) -> None:
+    def send_each(topic: str, partition: int, records: dict[bytes, bytes | None], headers: Headers, ts: int) -> None:
         last = len(records) - 1
         for i, (k, v) in enumerate(records.items()):
             send(topic, partition, k, v, headers, ts, i == last)

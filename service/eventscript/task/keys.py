@@ -56,6 +56,8 @@ PARTITIONERS = {"murmur2": murmur2_partition, "consistent_random": crc32_partiti
 @lru_cache(maxsize=65_536)
 def cached_partition(partitioner: str, routing: bytes, partitions: int) -> int:
     return PARTITIONERS[partitioner](routing, partitions)
+
+
 _LONG_BYTES = struct.Struct(">q")
 
 
@@ -135,9 +137,13 @@ def scheme_for(cfg: ProgramConfig, types: list[Type] | None, inp: InputConfig | 
     fmt = input_format(inp, types)
     where = f"program {cfg.name}, input {inp.topic}"
     if types is not None and fmt in ("string", "bytes") and len(types) != 1:
-        raise TopologyError(f"{where}: key: {fmt} holds a group key of one component, but the program's group key "
-                            f"has {len(types)}; use key: json (a JSON array) or key: none")
+        raise TopologyError(
+            f"{where}: key: {fmt} holds a group key of one component, but the program's group key "
+            f"has {len(types)}; use key: json (a JSON array) or key: none"
+        )
     if types is not None and fmt == "bytes" and types[0] not in (STRING, LONG, DOUBLE):
-        raise TopologyError(f"{where}: key: bytes is defined for string, long and double group keys, not "
-                            f"{types[0]}; use key: string or key: json")
+        raise TopologyError(
+            f"{where}: key: bytes is defined for string, long and double group keys, not "
+            f"{types[0]}; use key: string or key: json"
+        )
     return KeyScheme(fmt, inp.partitioner, tuple(types or ()))

@@ -82,8 +82,9 @@ class Routing:
     """A task's group keys → store keys, routing bytes, partitions and output record keys, each
     cached where computing it costs more than a lookup."""
 
-    def __init__(self, cfg: ProgramConfig, key_types: list[Any] | None, partition: int, partitions: int,
-                 one_key: bool) -> None:
+    def __init__(
+        self, cfg: ProgramConfig, key_types: list[Any] | None, partition: int, partitions: int, one_key: bool
+    ) -> None:
         self.partition = partition
         self.partitions = partitions
         self.key_types = key_types

@@ -83,8 +83,17 @@ class _KeyNote:
 
 
 class Task:
-    def __init__(self, partition: int, program: CompiledProgram, cfg: ProgramConfig, inputs: list[InputConfig],
-                 repartition_topic: str, changelog_topic: str, partitions: int, store_path: Path) -> None:
+    def __init__(
+        self,
+        partition: int,
+        program: CompiledProgram,
+        cfg: ProgramConfig,
+        inputs: list[InputConfig],
+        repartition_topic: str,
+        changelog_topic: str,
+        partitions: int,
+        store_path: Path,
+    ) -> None:
         self.partition = partition
         self.cfg = cfg
         self.program = program
@@ -99,8 +108,9 @@ class Task:
         self.by_topic = self.group.by_topic
         self.by_topic_cfg = {c.topic: c for c in inputs}
         self.clock: TaskClock = clock_for(cfg.clock)
-        self.engine = Engine(program, self._consume, self.clock, name=cfg.name, tz=ZoneInfo(cfg.timezone),
-                             track_dirty=True)
+        self.engine = Engine(
+            program, self._consume, self.clock, name=cfg.name, tz=ZoneInfo(cfg.timezone), track_dirty=True
+        )
         #: What the records are fed to: the engine, or in a dry run a note of their keys.
         self._feeds: Any = self.engine
         self.grouped = program.grouped
@@ -113,9 +123,13 @@ class Task:
         #: of them (state/cache.py), and the store's timer index backs the clock's timer queue.
         self.store = TaskStore(store_path)
         self.timer_index = TimerIndex(self.store, self.engine)
-        self.cache = InstanceCache(self.engine, self.store, self.timer_index,
-                                   CacheBudget(cfg.name, cfg.state.cache_mib, cfg.state.cache_instances),
-                                   self.routing.key_bytes)
+        self.cache = InstanceCache(
+            self.engine,
+            self.store,
+            self.timer_index,
+            CacheBudget(cfg.name, cfg.state.cache_mib, cfg.state.cache_instances),
+            self.routing.key_bytes,
+        )
         #: The timer sequence number as last persisted (task state, like the record clock).
         self._seq_saved = 0
         self.hwm: dict[str, int] = {}
@@ -185,7 +199,7 @@ class Task:
 
     @property
     def position(self) -> Position:
-        """"topic:partition" → the offset after the last record processed."""
+        """ "topic:partition" → the offset after the last record processed."""
         return self.group.position
 
     @position.setter
@@ -263,8 +277,16 @@ class Task:
             self.send = drop
             self.send_changelog = changelog_through(drop)
 
-    def _send_one(self, topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Headers,
-                  ts: int, changelog: bool) -> None:
+    def _send_one(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers,
+        ts: int,
+        changelog: bool,
+    ) -> None:
         self.send(topic, partition, key, value, headers, ts, changelog)
 
     # -- restore ------------------------------------------------------------------------------
@@ -294,8 +316,11 @@ class Task:
                 self.engine.restore(raw)
                 self.started = True
         self.state = TaskState.RUNNING
-        log.info("%s task %d: committed state loaded (instances are loaded from the store as needed)",
-                 self.cfg.name, self.partition)
+        log.info(
+            "%s task %d: committed state loaded (instances are loaded from the store as needed)",
+            self.cfg.name,
+            self.partition,
+        )
 
     def start_wall_clock(self) -> None:
         """An ungrouped program on the wall clock starts when its task does."""
@@ -391,8 +416,9 @@ class Task:
             if e.key is None and source is not None:
                 key = source.key  # about a record that reached no instance: keyed as that record
             value = codec.emitted_error_value(e, source, key_json)
-            self.send(self.cfg.error_topic, -1, key, value, codec.output_headers(e, self.cfg.name, self.ids.next()),
-                      ts, False)
+            self.send(
+                self.cfg.error_topic, -1, key, value, codec.output_headers(e, self.cfg.name, self.ids.next()), ts, False
+            )
             self.counts["errors"] += 1
             return
         # Outputs with a topic have their own handler (_output_handler); the others are dropped
@@ -408,8 +434,15 @@ class Task:
         now = self.clock.now()
         value = codec.error_value(self.cfg.name, code, message, now, source)
         e = Emitted(self.cfg.name, ERROR_EVENT, [code, message], None, now, None)  # type: ignore[arg-type]
-        self.send(self.cfg.error_topic, -1, source.key, value, codec.output_headers(e, self.cfg.name, self.ids.next()),
-                  source.timestamp or now // 1000, False)
+        self.send(
+            self.cfg.error_topic,
+            -1,
+            source.key,
+            value,
+            codec.output_headers(e, self.cfg.name, self.ids.next()),
+            source.timestamp or now // 1000,
+            False,
+        )
         self.counts["errors"] += 1
 
     # -- processing -------------------------------------------------------------------------------
@@ -483,8 +516,10 @@ class Task:
         clock = self.clock
         ts = msg.timestamp()[1]
         if ts > clock.max_record_ms:
-            self._error_record(ErrorCode.BAD_INPUT_VALUE, f"the record timestamp {ts} ms is past "
-                                                          f"year 9999: record time cannot move there")
+            self._error_record(
+                ErrorCode.BAD_INPUT_VALUE,
+                f"the record timestamp {ts} ms is past year 9999: record time cannot move there",
+            )
             return
         if headers and codec.header(headers, codec.HEADER_TICK) is not None:
             self._advance(ts)
@@ -502,9 +537,11 @@ class Task:
         feeds = self._feeds
         if self.grouped:
             if ip.needs_key and msg.key() is None:
-                self._error_record(ErrorCode.BAD_INPUT_VALUE,
-                                   "the record has no key; this input's records must be keyed "
-                                   "(set keyed: false in the topology to accept unkeyed records)")
+                self._error_record(
+                    ErrorCode.BAD_INPUT_VALUE,
+                    "the record has no key; this input's records must be keyed "
+                    "(set keyed: false in the topology to accept unkeyed records)",
+                )
                 return
             key_fn = ip.key_fn
             key = key_fn(None, value) if key_fn is not None else self.engine.group_key(name, value)
@@ -538,8 +575,9 @@ class Task:
                         self._fresh[id(ctx)] = ctx
         else:
             if ip.config is not None and cfg.keyed and msg.key() is None:
-                self._error_record(ErrorCode.BAD_INPUT_VALUE, "the record has no key; this input's records must "
-                                                              "be keyed")
+                self._error_record(
+                    ErrorCode.BAD_INPUT_VALUE, "the record has no key; this input's records must be keyed"
+                )
                 return
             if ip.config is not None and self.partition != 0:
                 self._forward(msg, cfg, 0, msg.key())
@@ -639,8 +677,9 @@ class Task:
             if ip.config is None:
                 if plan.repartition:
                     ip.markers = True
-                    ip.progress = InputProgress(frozenset(
-                        f"{plan.program}/{t}" for t in range(plan.tasks) if t != self.partition))
+                    ip.progress = InputProgress(
+                        frozenset(f"{plan.program}/{t}" for t in range(plan.tasks) if t != self.partition)
+                    )
             elif ip.topic in plan.marked:
                 ip.markers = True
                 writers = plan.writers.get(ip.topic)

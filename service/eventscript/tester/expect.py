@@ -59,6 +59,7 @@ def compare(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> lis
     if len(expected) != len(actual):
         problems.append(f"{len(expected)} events expected, {len(actual)} emitted")
     if problems:
+
         def show(lines: list[dict[str, Any]]) -> list[str]:
             return [json_line(x) for x in lines]
 
@@ -78,6 +79,6 @@ def read_expected(text: str) -> list[dict[str, Any]]:
         except ValueError as exc:
             raise ValueError(f"line {number}: not JSON: {exc}") from None
         if not isinstance(obj, dict):
-            raise ValueError(f"line {number}: expected a JSON object like {{\"time\": ..., \"event\": ...}}")
+            raise ValueError(f'line {number}: expected a JSON object like {{"time": ..., "event": ...}}')
         lines.append(obj)
     return lines

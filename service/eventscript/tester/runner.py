@@ -111,8 +111,21 @@ class Pipeline:
             return name, decode(typed_argument(raw, declared.ty), declared.ty)
         except DecodeError as exc:
             at = f"{where}: " if where is not None else ""
-            self.sink(OutputLine(Emitted(first.name, ERROR_EVENT, [ErrorCode.BAD_INPUT_VALUE, f"{at}{name}: {exc}"],
-                                         ERROR_TYPE, self.clock.now(), None), 0, len(self.engines) == 1, None))
+            self.sink(
+                OutputLine(
+                    Emitted(
+                        first.name,
+                        ERROR_EVENT,
+                        [ErrorCode.BAD_INPUT_VALUE, f"{at}{name}: {exc}"],
+                        ERROR_TYPE,
+                        self.clock.now(),
+                        None,
+                    ),
+                    0,
+                    len(self.engines) == 1,
+                    None,
+                )
+            )
             return None
 
     def feed_trace_event(self, name: str, raw: Any) -> None:
@@ -132,8 +145,9 @@ class Pipeline:
                 self.clock.run_due()
 
 
-def timed_events(items: Iterable[TraceItem], start: Callable[[int], None], now: Callable[[], int],
-                 advance: Callable[[int], Any]) -> Iterator[TraceEvent]:
+def timed_events(
+    items: Iterable[TraceItem], start: Callable[[int], None], now: Callable[[], int], advance: Callable[[int], Any]
+) -> Iterator[TraceEvent]:
     """The events of a trace, its timestamps applied on the way (when the next event is asked
     for): the first one ``start``s the clock, each later one ``advance``s it, or raises
     :class:`TraceError` if it is earlier than the one before."""
@@ -154,8 +168,12 @@ def timed_events(items: Iterable[TraceItem], start: Callable[[int], None], now: 
             advance(item.time)
 
 
-def run_trace(programs: list[CompiledProgram], items: list[TraceItem], sink: Callable[[OutputLine], None],
-              names: list[str] | None = None) -> Pipeline:
+def run_trace(
+    programs: list[CompiledProgram],
+    items: list[TraceItem],
+    sink: Callable[[OutputLine], None],
+    names: list[str] | None = None,
+) -> Pipeline:
     """Run the trace ``items`` through the pipeline of ``programs``: one ``feed_many`` call of
     the first stage reads them all (``Pipeline.trace_events``)."""
     pipe = Pipeline(programs, sink, names)

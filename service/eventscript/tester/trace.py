@@ -91,7 +91,9 @@ class TraceParser:
             elif self.tok.kind == "IDENT":
                 items.append(self.event())
             else:
-                raise TraceError(self.tok.pos, f"expected a [timestamp] or an event Name(value), found {self.tok.text!r}")
+                raise TraceError(
+                    self.tok.pos, f"expected a [timestamp] or an event Name(value), found {self.tok.text!r}"
+                )
         return items
 
     def _int(self, what: str) -> int:
@@ -122,8 +124,11 @@ class TraceParser:
             t = self.tok
             if t.kind == "FLOAT":
                 if not _SECONDS_WITH_FRACTION.fullmatch(t.text):
-                    raise TraceError(t.pos, f"seconds must be digits with an optional fraction after a dot, "
-                                            f"e.g. 05 or 05.250, not {t.text!r}")
+                    raise TraceError(
+                        t.pos,
+                        f"seconds must be digits with an optional fraction after a dot, "
+                        f"e.g. 05 or 05.250, not {t.text!r}",
+                    )
                 self.advance()
                 whole, _, frac = t.text.partition(".")
                 second, micro = int(whole), int(frac[:6].ljust(6, "0"))
@@ -145,8 +150,9 @@ class TraceParser:
             dt = datetime(*self.date, hour, minute, second, micro, tzinfo=UTC)
             return check_clock_time(from_datetime(dt))
         except (ValueError, OverflowError) as exc:
-            raise TraceError(pos, f"invalid timestamp: {exc}; write a date of years 1 to 9999 and a time of "
-                                  f"day like 09:30:00") from None
+            raise TraceError(
+                pos, f"invalid timestamp: {exc}; write a date of years 1 to 9999 and a time of day like 09:30:00"
+            ) from None
 
     def event(self) -> TraceEvent:
         name = self.advance()
@@ -167,8 +173,10 @@ class TraceParser:
         if t.kind in ("[", "{"):
             self.depth += 1
             if self.depth > MAX_NESTING:
-                raise TraceError(t.pos, f"the value nests too deeply: at most {MAX_NESTING} levels of arrays and "
-                                        f"structures are allowed")
+                raise TraceError(
+                    t.pos,
+                    f"the value nests too deeply: at most {MAX_NESTING} levels of arrays and structures are allowed",
+                )
             try:
                 return self._value()
             finally:
@@ -263,8 +271,9 @@ def _check_order(items: list[TraceItem]) -> None:
                 try:
                     check_clock_time(item.time, last.time)
                 except ValueError as exc:
-                    raise TraceError(item.pos, f"{exc}; a timestamp may not be earlier than the one before it "
-                                               f"(line {last.pos.line})") from None
+                    raise TraceError(
+                        item.pos, f"{exc}; a timestamp may not be earlier than the one before it (line {last.pos.line})"
+                    ) from None
             last = item
 
 
@@ -304,18 +313,25 @@ def parse_json_lines(source: SourceFile) -> list[TraceItem]:
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise TraceError(pos, f"not a JSON object: {exc}; each line of a JSON-lines trace is one record as "
-                                  f"'eventscript tail' prints it") from None
+            raise TraceError(
+                pos,
+                f"not a JSON object: {exc}; each line of a JSON-lines trace is one record as "
+                f"'eventscript tail' prints it",
+            ) from None
         if not isinstance(obj, dict) or not isinstance(obj.get("time"), str) or not isinstance(obj.get("event"), str):
-            raise TraceError(pos, 'expected an object with "time" (ISO-8601 text), "event" (a name) and "value", '
-                                  'as \'eventscript tail\' prints records')
+            raise TraceError(
+                pos,
+                'expected an object with "time" (ISO-8601 text), "event" (a name) and "value", '
+                "as 'eventscript tail' prints records",
+            )
         try:
             when = check_clock_time(parse_time(obj["time"]))
         except (ValueError, TimeRangeError) as exc:
             raise TraceError(pos, f"invalid time {obj['time']!r}: {exc}") from None
         if _nesting(obj.get("value")) > MAX_NESTING:
-            raise TraceError(pos, f"the value nests too deeply: at most {MAX_NESTING} levels of arrays and "
-                                  f"structures are allowed")
+            raise TraceError(
+                pos, f"the value nests too deeply: at most {MAX_NESTING} levels of arrays and structures are allowed"
+            )
         if when != last_time:
             items.append(Timestamp(when, pos))
             last_time = when
@@ -343,8 +359,10 @@ def _not_utf8(path: str | Path, exc: UnicodeDecodeError) -> TraceError:
     good = data[: exc.start].decode("utf-8", errors="replace")
     source = SourceFile(name=str(path), text=good, path=Path(path))
     bad = data[exc.start : exc.start + 1].hex().upper()
-    return TraceError(source.pos(len(good)), f"the trace is not UTF-8 text: byte 0x{bad} at byte offset {exc.start} "
-                                             f"({exc.reason}); save the file as UTF-8")
+    return TraceError(
+        source.pos(len(good)),
+        f"the trace is not UTF-8 text: byte 0x{bad} at byte offset {exc.start} ({exc.reason}); save the file as UTF-8",
+    )
 
 
 def typed_argument(raw: Any, ty: Any) -> Any:
@@ -360,8 +378,9 @@ def typed_argument(raw: Any, ty: Any) -> Any:
     # A mapping for a one-field structure is a builder unless that field could itself hold a
     # mapping (a structure or an object): then only a mapping of exactly its field name is.
     holds_mapping = one_field and (isinstance(ty.fields[0][1], StructType) or ty.fields[0][1] == OBJECT)
-    as_written = isinstance(raw, list) or (isinstance(raw, dict) and one_field
-                                           and (set(raw) == set(ty.names) or not holds_mapping))
+    as_written = isinstance(raw, list) or (
+        isinstance(raw, dict) and one_field and (set(raw) == set(ty.names) or not holds_mapping)
+    )
     shaped = [raw] if one_field and not as_written else raw
     check_trace_value(shaped, ty)
     return shaped
@@ -407,8 +426,9 @@ def check_trace_value(obj: Any, ty: Any, path: str = "") -> None:
         if type(obj) is dict:
             extra = [k for k in obj if k not in ty.names]
             if extra:
-                raise DecodeError(path, f"unknown field {extra[0]!r}: the structure {ty} has "
-                                        f"{', '.join(ty.names) or 'no fields'}")
+                raise DecodeError(
+                    path, f"unknown field {extra[0]!r}: the structure {ty} has {', '.join(ty.names) or 'no fields'}"
+                )
             for name, ft in ty.fields:
                 if name in obj:  # a missing field: decode says so
                     check_trace_value(obj[name], ft, f"{path}.{name}" if path else name)

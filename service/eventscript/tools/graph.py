@@ -16,7 +16,8 @@ all their symbols, since a DFA over a classified alphabet would otherwise draw a
 arrows. Actions are compared as what runs (the action units and timers), never by their shortened
 labels: two blocks that read alike once cut (one emitting "logout", the other "timeout") stay two
 edges; ``full_labels`` draws action blocks as the compiled program keeps them (up to 60
-characters, ``language/lower.py``). A lazy DFA (a program whose DFA exceeds the compiler's state limit) is explored only up
+characters, ``language/lower.py``). A lazy DFA (a program whose DFA exceeds the compiler's state limit) is explored
+only up
 to a bound, and the drawing says so; an eager DFA above the same bound is cut the same way,
 because Graphviz cannot lay out tens of thousands of states legibly either.
 """
@@ -92,7 +93,7 @@ def balanced_prefix(text: str, open_ch: str, close_ch: str) -> tuple[str, bool]:
             j = i + 1
             while j < n and text[j] != '"':
                 j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
+            out.append(text[i : j + 1])
             i = j + 1
             continue
         if text.startswith("//", i):
@@ -156,9 +157,7 @@ class Labels:
 
     def __init__(self, program: ir.ProgramIR) -> None:
         self.program = program
-        self._store_marker: dict[int, ir.Marker] = {
-            m.store: m for m in program.markers if m.store is not None
-        }
+        self._store_marker: dict[int, ir.Marker] = {m.store: m for m in program.markers if m.store is not None}
         self._symbol: dict[int, str] = {}
         time_text: dict[int, str] = {}
         for s in program.symbols:
@@ -269,14 +268,15 @@ def _caption(compiled: CompiledProgram, ex: Explored, limit: int) -> str:
         if ex.complete:
             what = f"lazy DFA, all {drawn} reachable states"
         else:
-            what = (f"lazy DFA (too large to build eagerly): only the first {drawn} reachable "
-                    f"states are drawn (bound {limit})")
+            what = (
+                f"lazy DFA (too large to build eagerly): only the first {drawn} reachable "
+                f"states are drawn (bound {limit})"
+            )
     elif ex.complete:
         what = f"{drawn} DFA state{'s' if drawn != 1 else ''}"
     else:
         size = compiled.machine.size if isinstance(compiled.machine, DFAMachine) else "?"
-        what = (f"DFA of {size} states: only the first {drawn} reachable "
-                f"states are drawn (bound {limit})")
+        what = f"DFA of {size} states: only the first {drawn} reachable states are drawn (bound {limit})"
     return f"{compiled.name}: {what}\ndouble circle: accepting; filled: terminal (the instance ends)"
 
 
@@ -354,12 +354,14 @@ def _attrs(**attrs: str) -> str:
 # Rendering
 
 
-def render(compiled: CompiledProgram, path: Path, *, max_states: int = DEFAULT_MAX_STATES,
-           full_labels: bool = False) -> int:
+def render(
+    compiled: CompiledProgram, path: Path, *, max_states: int = DEFAULT_MAX_STATES, full_labels: bool = False
+) -> int:
     """Write the drawing to ``path``: DOT text for ``.dot``/``.gv``, an image drawn by Graphviz
     for ``.svg``/``.png``. Returns the exit status (0 ok, 1 not drawn or cannot write, 2 unknown format)."""
-    return write_drawing(lambda: to_dot(compiled, max_states=max_states, full_labels=full_labels), path,
-                         "eventscript graph")
+    return write_drawing(
+        lambda: to_dot(compiled, max_states=max_states, full_labels=full_labels), path, "eventscript graph"
+    )
 
 
 def write_drawing(dot_text: Callable[[], str], path: Path, command: str) -> int:
@@ -371,8 +373,10 @@ def write_drawing(dot_text: Callable[[], str], path: Path, command: str) -> int:
     asked for does not exist (a script or make rule must not go on as if it did)."""
     suffix = path.suffix.lower()
     if suffix not in DOT_SUFFIXES and suffix not in IMAGE_FORMATS:
-        print(f"{command}: {path}: unknown output format {suffix or '(no suffix)'!r}; "
-              f"use .svg, .png or .dot", file=sys.stderr)
+        print(
+            f"{command}: {path}: unknown output format {suffix or '(no suffix)'!r}; use .svg, .png or .dot",
+            file=sys.stderr,
+        )
         return 2
     text = dot_text()
     try:
@@ -388,8 +392,11 @@ def write_drawing(dot_text: Callable[[], str], path: Path, command: str) -> int:
     except OSError as exc:
         print(f"{command}: cannot write {exc.filename or path}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    print(f"{command}: {problem}; wrote the DOT text to {fallback} instead of {path} (install Graphviz, "
-          f"e.g. apt-get install graphviz, or ask for a .dot file)", file=sys.stderr)
+    print(
+        f"{command}: {problem}; wrote the DOT text to {fallback} instead of {path} (install Graphviz, "
+        f"e.g. apt-get install graphviz, or ask for a .dot file)",
+        file=sys.stderr,
+    )
     return 1
 
 
@@ -399,8 +406,9 @@ def _run_dot(text: str, fmt: str) -> tuple[bytes | None, str]:
     if exe is None:
         return None, "Graphviz 'dot' was not found on PATH"
     try:
-        done = subprocess.run([exe, f"-T{fmt}"], input=text.encode("utf-8"), capture_output=True,
-                              timeout=DOT_TIMEOUT, check=False)
+        done = subprocess.run(
+            [exe, f"-T{fmt}"], input=text.encode("utf-8"), capture_output=True, timeout=DOT_TIMEOUT, check=False
+        )
     except subprocess.TimeoutExpired:
         return None, f"Graphviz 'dot' took longer than {DOT_TIMEOUT} s"
     except OSError as exc:

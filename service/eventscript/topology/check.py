@@ -49,13 +49,26 @@ def _compile_problems(graph: TopologyGraph) -> list[Finding]:
     for st in graph.stages:
         where = graph.where_program(st, "source")
         if st.read_error is not None:
-            out.append(Finding(Severity.ERROR, where, f"program {st.name}: {st.path}: {st.read_error}",
-                               "fix 'source:' (it is relative to the topology file)", "unreadable"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    where,
+                    f"program {st.name}: {st.path}: {st.read_error}",
+                    "fix 'source:' (it is relative to the topology file)",
+                    "unreadable",
+                )
+            )
         elif st.compilation is not None and not st.compilation.ok:
-            shown = [d.render() for d in st.compilation.diagnostics.sorted()
-                     if d.severity is Severity.ERROR]
-            out.append(Finding(Severity.ERROR, where, f"program {st.name} does not compile:\n" + "\n".join(shown),
-                               f"run 'eventscript check {st.path}' and fix the program", "compile"))
+            shown = [d.render() for d in st.compilation.diagnostics.sorted() if d.severity is Severity.ERROR]
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    where,
+                    f"program {st.name} does not compile:\n" + "\n".join(shown),
+                    f"run 'eventscript check {st.path}' and fix the program",
+                    "compile",
+                )
+            )
     return out
 
 
@@ -64,19 +77,28 @@ def _declared_names(graph: TopologyGraph, st: Stage) -> list[Finding]:
     out: list[Finding] = []
     for j, inp in enumerate(st.config.inputs):
         if inp.event is not None and inp.event not in st.inputs:
-            out.append(Finding(
-                Severity.ERROR, graph.where_program(st, "inputs", j, "event"),
-                f"program {st.name} reads topic {inp.topic} as event {inp.event}, but {st.path.name} declares no "
-                f"input {inp.event} (its inputs: {', '.join(st.inputs) or 'none'})",
-                "name one of the program's input events, or declare it in the program's 'in' clause",
-                "unknown-input"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    graph.where_program(st, "inputs", j, "event"),
+                    f"program {st.name} reads topic {inp.topic} as event {inp.event}, but {st.path.name} declares no "
+                    f"input {inp.event} (its inputs: {', '.join(st.inputs) or 'none'})",
+                    "name one of the program's input events, or declare it in the program's 'in' clause",
+                    "unknown-input",
+                )
+            )
     for event in st.config.outputs:
         if event != "default" and event not in st.outputs:
-            out.append(Finding(
-                Severity.ERROR, graph.where_program(st, "outputs", event),
-                f"program {st.name} routes output {event} to topic {st.config.outputs[event]}, but {st.path.name} "
-                f"declares no output {event} (its outputs: {', '.join(st.outputs) or 'none'})",
-                "name one of the program's output events, or 'default' for all the others", "unknown-output"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    graph.where_program(st, "outputs", event),
+                    f"program {st.name} routes output {event} to topic {st.config.outputs[event]}, but {st.path.name} "
+                    f"declares no output {event} (its outputs: {', '.join(st.outputs) or 'none'})",
+                    "name one of the program's output events, or 'default' for all the others",
+                    "unknown-output",
+                )
+            )
     return out
 
 
@@ -87,22 +109,37 @@ def _link(graph: TopologyGraph, topic: str, rd: Read) -> list[Finding]:
     where = graph.where_program(rd.stage, "inputs", rd.input_index)
     c = rd.config
     if rd.name_of("x") is None:
-        how = ("format: cloudevents" if c.format == "cloudevents" else
-               f"event_from: {{field: {c.event_from.field}}}" if c.event_from and c.event_from.field else
-               f"event_from: {{header: {c.event_from.header if c.event_from else '?'}}}")
+        how = (
+            "format: cloudevents"
+            if c.format == "cloudevents"
+            else f"event_from: {{field: {c.event_from.field}}}"
+            if c.event_from and c.event_from.field
+            else f"event_from: {{header: {c.event_from.header if c.event_from else '?'}}}"
+        )
         writers = ", ".join(sorted({w.stage.name for w in writes}))
-        return [Finding(Severity.ERROR, where,
-                        f"program {rd.stage.name} reads topic {topic} with {how}, but programs ({writers}) write "
-                        f"it: their records are JSON values with the event name in the '{HEADER_EVENT}' header",
-                        f"read it with 'event_from: {{header: {HEADER_EVENT}}}' or 'event: NAME'", "undecodable")]
+        return [
+            Finding(
+                Severity.ERROR,
+                where,
+                f"program {rd.stage.name} reads topic {topic} with {how}, but programs ({writers}) write "
+                f"it: their records are JSON values with the event name in the '{HEADER_EVENT}' header",
+                f"read it with 'event_from: {{header: {HEADER_EVENT}}}' or 'event: NAME'",
+                "undecodable",
+            )
+        ]
     out: list[Finding] = []
     if c.event is not None and all(w.event != c.event for w in writes):
         written = ", ".join(sorted({f"{w.event} ({w.stage.name})" for w in writes}))
-        out.append(Finding(Severity.ERROR, graph.where_program(rd.stage, "inputs", rd.input_index, "event"),
-                           f"program {rd.stage.name} reads event {c.event} from topic {topic}, but no program "
-                           f"writes {c.event} there (written there: {written})",
-                           f"route {c.event} to {topic} in the writer's 'outputs:', or read the right topic",
-                           "not-written"))
+        out.append(
+            Finding(
+                Severity.ERROR,
+                graph.where_program(rd.stage, "inputs", rd.input_index, "event"),
+                f"program {rd.stage.name} reads event {c.event} from topic {topic}, but no program "
+                f"writes {c.event} there (written there: {written})",
+                f"route {c.event} to {topic} in the writer's 'outputs:', or read the right topic",
+                "not-written",
+            )
+        )
     for w in writes:
         out += _write_fits(graph, w, rd, where)
     return out
@@ -116,31 +153,45 @@ def _write_fits(graph: TopologyGraph, w: Write, rd: Read, where: str) -> list[Fi
     declared = reader.inputs.get(name)
     if declared is None:
         if rd.config.event is None:
-            out.append(Finding(
-                Severity.ERROR, where,
-                f"program {writer.name} writes event {w.event} to topic {w.topic}, which program {reader.name} "
-                f"reads, but {reader.path.name} declares no input {w.event}: each such record would become "
-                f"an $error event",
-                f"declare {w.event} in {reader.path.name}, or route it elsewhere in {writer.name}'s 'outputs:'",
-                "undeclared-input"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    where,
+                    f"program {writer.name} writes event {w.event} to topic {w.topic}, which program {reader.name} "
+                    f"reads, but {reader.path.name} declares no input {w.event}: each such record would become "
+                    f"an $error event",
+                    f"declare {w.event} in {reader.path.name}, or route it elsewhere in {writer.name}'s 'outputs:'",
+                    "undeclared-input",
+                )
+            )
         return out
     out_decl = writer.outputs[w.event]
     diff = type_difference(out_decl.ty, declared.ty)
     if diff is not None:
-        out.append(Finding(
-            Severity.ERROR, where,
-            f"type mismatch on topic {w.topic}: program {writer.name} writes {w.event} as {out_decl.ty} "
-            f"({out_decl.pos}) but program {reader.name} reads it as {name} {declared.ty} ({declared.pos}): {diff}",
-            "declare the same fields, with the same types, in the same order in both programs", "type"))
+        out.append(
+            Finding(
+                Severity.ERROR,
+                where,
+                f"type mismatch on topic {w.topic}: program {writer.name} writes {w.event} as {out_decl.ty} "
+                f"({out_decl.pos}) but program {reader.name} reads it as {name} {declared.ty} ({declared.pos}): {diff}",
+                "declare the same fields, with the same types, in the same order in both programs",
+                "type",
+            )
+        )
     accepts_unkeyed = rd.config.keyed is False or getattr(rd.config, "key", None) == "none"
     if reader.grouped and not writer.grouped and not accepts_unkeyed:
-        out.append(Finding(
-            Severity.ERROR, where,
-            f"program {reader.name} is grouped, so its input records must be keyed, but program {writer.name} "
-            f"is not grouped and writes {w.event} to topic {w.topic} without a key: each record would become "
-            f"$error 6",
-            f"add 'keyed: false' to this input (the worker then keys records by {reader.name}'s group key), "
-            f"or group {writer.name}", "keys"))
+        out.append(
+            Finding(
+                Severity.ERROR,
+                where,
+                f"program {reader.name} is grouped, so its input records must be keyed, but program {writer.name} "
+                f"is not grouped and writes {w.event} to topic {w.topic} without a key: each record would become "
+                f"$error 6",
+                f"add 'keyed: false' to this input (the worker then keys records by {reader.name}'s group key), "
+                f"or group {writer.name}",
+                "keys",
+            )
+        )
     return out
 
 
@@ -151,10 +202,16 @@ def _copartitioned(graph: TopologyGraph) -> list[Finding]:
         counts = {i.topic: specs[i.topic].partitions for i in st.config.inputs if i.topic in specs}
         if len(set(counts.values())) > 1:
             shown = ", ".join(f"{t}: {n}" for t, n in counts.items())
-            out.append(Finding(Severity.ERROR, graph.where_program(st, "inputs"),
-                               f"program {st.name} reads topics with different partition counts ({shown}); a "
-                               f"program's input topics must be co-partitioned",
-                               "give them the same 'partitions:' under 'topics:'", "partitions"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    graph.where_program(st, "inputs"),
+                    f"program {st.name} reads topics with different partition counts ({shown}); a "
+                    f"program's input topics must be co-partitioned",
+                    "give them the same 'partitions:' under 'topics:'",
+                    "partitions",
+                )
+            )
     return out
 
 
@@ -179,13 +236,18 @@ def _cycles(graph: TopologyGraph) -> list[Finding]:
         path.append(st)
         for nxt in _successors(graph, st):
             if state.get(nxt.index) == 1:
-                loop = [*path[path.index(nxt):], nxt]
+                loop = [*path[path.index(nxt) :], nxt]
                 shown = " → ".join(s.name for s in loop)
-                out.append(Finding(Severity.ERROR, graph.where_program(nxt),
-                                   f"the programs form a cycle: {shown}; a topology must be a pipeline "
-                                   f"(each event would feed its own causes)",
-                                   "break the cycle: write the last link to a topic the first program does not "
-                                   "read", "cycle"))
+                out.append(
+                    Finding(
+                        Severity.ERROR,
+                        graph.where_program(nxt),
+                        f"the programs form a cycle: {shown}; a topology must be a pipeline "
+                        f"(each event would feed its own causes)",
+                        "break the cycle: write the last link to a topic the first program does not read",
+                        "cycle",
+                    )
+                )
             elif nxt.index not in state:
                 visit(nxt)
         path.pop()
@@ -202,11 +264,16 @@ def _unread_outputs(graph: TopologyGraph) -> list[Finding]:
     for st in graph.stages:
         for event, decl in st.outputs.items():
             if st.config.output_topic(event) is None:
-                out.append(Finding(Severity.WARNING, graph.where_program(st, "outputs"),
-                                   f"program {st.name} declares output {event} ({decl.pos}) but routes it to no "
-                                   f"topic: its events are dropped",
-                                   f"add '{event}: TOPIC' (or 'default: TOPIC') under the program's 'outputs:'",
-                                   "unrouted-output"))
+                out.append(
+                    Finding(
+                        Severity.WARNING,
+                        graph.where_program(st, "outputs"),
+                        f"program {st.name} declares output {event} ({decl.pos}) but routes it to no "
+                        f"topic: its events are dropped",
+                        f"add '{event}: TOPIC' (or 'default: TOPIC') under the program's 'outputs:'",
+                        "unrouted-output",
+                    )
+                )
     return out
 
 
@@ -231,10 +298,15 @@ def _unfed_inputs(graph: TopologyGraph) -> list[Finding]:
     for st in graph.stages:
         for event, decl in st.inputs.items():
             if not _delivers(graph, st, event):
-                out.append(Finding(Severity.WARNING, graph.where_program(st, "inputs"),
-                                   f"program {st.name} declares input {event} ({decl.pos}) but none of its "
-                                   f"input topics carries it: no program writes it there, and no external "
-                                   f"topic's 'events:' lists it",
-                                   f"add an input topic with 'event: {event}', or route {event} to one of its "
-                                   f"topics", "unfed-input"))
+                out.append(
+                    Finding(
+                        Severity.WARNING,
+                        graph.where_program(st, "inputs"),
+                        f"program {st.name} declares input {event} ({decl.pos}) but none of its "
+                        f"input topics carries it: no program writes it there, and no external "
+                        f"topic's 'events:' lists it",
+                        f"add an input topic with 'event: {event}', or route {event} to one of its topics",
+                        "unfed-input",
+                    )
+                )
     return out

@@ -53,8 +53,9 @@ _KAFKA_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 def kafka_name(value: str) -> str:
     """A Kafka topic name, or ValueError saying what is wrong with it (Kafka would refuse it later)."""
     if not _KAFKA_NAME.fullmatch(value):
-        raise ValueError(f"{value!r} cannot name a Kafka topic: use letters, digits, '.', '_' and '-' only, "
-                         f"at most 249 of them")
+        raise ValueError(
+            f"{value!r} cannot name a Kafka topic: use letters, digits, '.', '_' and '-' only, at most 249 of them"
+        )
     return value
 
 
@@ -155,11 +156,15 @@ class InputConfig(_Model):
     def _name_source(self) -> InputConfig:
         if self.format == "cloudevents":
             if self.event is not None or self.event_from is not None:
-                raise ValueError("a CloudEvents input takes the event name from the 'type' attribute; "
-                                 "remove 'event' and 'event_from'")
+                raise ValueError(
+                    "a CloudEvents input takes the event name from the 'type' attribute; "
+                    "remove 'event' and 'event_from'"
+                )
         elif (self.event is None) == (self.event_from is None):
-            raise ValueError("give the event name of the topic's records ('event: Name') or where to find "
-                             "it ('event_from: {header: ...}' or '{field: ...}')")
+            raise ValueError(
+                "give the event name of the topic's records ('event: Name') or where to find "
+                "it ('event_from: {header: ...}' or '{field: ...}')"
+            )
         return self
 
 
@@ -184,15 +189,18 @@ class TopicSpec(_Model):
         if isinstance(v, dict):
             for name, ty in v.items():
                 if isinstance(ty, dict):
-                    raise ValueError(f"the type of {name} is read as a YAML mapping: quote it, as in "
-                                     f'{name}: "{{string symbol; double price;}}"')
+                    raise ValueError(
+                        f"the type of {name} is read as a YAML mapping: quote it, as in "
+                        f'{name}: "{{string symbol; double price;}}"'
+                    )
         return v
 
     @model_validator(mode="after")
     def _events_of_external(self) -> TopicSpec:
         if self.events and not self.external:
-            raise ValueError("'events' lists what producers outside the topology write: add 'external: true' "
-                             "(or remove 'events')")
+            raise ValueError(
+                "'events' lists what producers outside the topology write: add 'external: true' (or remove 'events')"
+            )
         return self
 
 
@@ -323,8 +331,10 @@ class Topology(_Model):
         for n in names:
             other = folded.setdefault(n.replace(".", "_"), n)
             if other != n:
-                raise ValueError(f"programs {other!r} and {n!r} differ only in '.' and '_': their internal topics "
-                                 f"would collide in Kafka; rename one")
+                raise ValueError(
+                    f"programs {other!r} and {n!r} differ only in '.' and '_': their internal topics "
+                    f"would collide in Kafka; rename one"
+                )
         return self
 
     def program(self, name: str) -> ProgramConfig:
@@ -356,14 +366,16 @@ def substitute_env(value: Any, env: dict[str, str] | None = None, path: str = ""
     """Replace ``${VAR}`` and ``${VAR:-default}`` in every string of a parsed YAML document."""
     env = os.environ if env is None else env  # type: ignore[assignment]
     if isinstance(value, str):
+
         def repl(m: re.Match[str]) -> str:
             name, default = m.group(1), m.group(2)
             if name in env:  # type: ignore[operator]
                 return env[name]  # type: ignore[index]
             if default is not None:
                 return default
-            raise TopologyError(f"{path or 'value'}: environment variable {name} is not set "
-                                f"(set it, or write ${{{name}:-default}})")
+            raise TopologyError(
+                f"{path or 'value'}: environment variable {name} is not set (set it, or write ${{{name}:-default}})"
+            )
 
         return _ENV.sub(repl, value)
     if isinstance(value, dict):
@@ -380,8 +392,13 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def parse_topology(data: Any, source: str = "<topology>", base_dir: Path | None = None,
-                   env: dict[str, str] | None = None, where: Callable[..., str] | None = None) -> Topology:
+def parse_topology(
+    data: Any,
+    source: str = "<topology>",
+    base_dir: Path | None = None,
+    env: dict[str, str] | None = None,
+    where: Callable[..., str] | None = None,
+) -> Topology:
     if not isinstance(data, dict):
         raise TopologyError(f"{source}: a topology is a mapping with 'kafka', 'programs' and 'topics'")
     try:

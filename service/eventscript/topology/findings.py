@@ -38,7 +38,7 @@ def type_difference(a: Type, b: Type) -> str | None:
     if isinstance(a, StructType) and isinstance(b, StructType):
         for k, (fa, fb) in enumerate(zip(a.fields, b.fields), 1):
             if fa != fb:
-                return (f"field {k} is '{fa[1]} {fa[0]}' in the writer but '{fb[1]} {fb[0]}' in the reader")
+                return f"field {k} is '{fa[1]} {fa[0]}' in the writer but '{fb[1]} {fb[0]}' in the reader"
         if len(a.fields) > len(b.fields):
             n, t = a.fields[len(b.fields)]
             return f"the writer has an extra field {len(b.fields) + 1} '{t} {n}'"

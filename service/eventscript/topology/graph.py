@@ -23,7 +23,7 @@ def group_text(st: Stage) -> str:
         pos = ev.entry.group_pos
         if pos is None:
             continue
-        text, _ = balanced_prefix(pos.source.text[pos.offset:pos.offset + 400], "(", ")")
+        text, _ = balanced_prefix(pos.source.text[pos.offset : pos.offset + 400], "(", ")")
         text = " ".join(text.split())
         if text not in shown:
             shown.append(text)
@@ -40,11 +40,13 @@ def _program_id(st: Stage) -> str:
 
 def to_dot(graph: TopologyGraph) -> str:
     name = graph.topology.application
-    lines = [f"digraph {dot_quoted(name)} {{",
-             "  rankdir=LR;",
-             f"  graph [label={dot_quoted(f'topology {name} ({graph.file.name})')}, labelloc=t, fontname=Helvetica];",
-             "  node [fontname=Helvetica];",
-             "  edge [fontname=Helvetica, fontsize=10];"]
+    lines = [
+        f"digraph {dot_quoted(name)} {{",
+        "  rankdir=LR;",
+        f"  graph [label={dot_quoted(f'topology {name} ({graph.file.name})')}, labelloc=t, fontname=Helvetica];",
+        "  node [fontname=Helvetica];",
+        "  edge [fontname=Helvetica, fontsize=10];",
+    ]
     errors_only = {t for t in graph.error_writers if t not in graph.writes and t not in graph.reads}
     for topic in graph.all_topics():
         attrs = "shape=ellipse"
@@ -58,16 +60,20 @@ def to_dot(graph: TopologyGraph) -> str:
         lines.append(f"  {_program_id(st)} [label={dot_quoted(label)}, shape=box, style=rounded];")
     for st in graph.stages:
         for inp in st.config.inputs:
-            what = inp.event or (f"header {inp.event_from.header}" if inp.event_from and inp.event_from.header else
-                                 f"field {inp.event_from.field}" if inp.event_from else inp.format)
+            what = inp.event or (
+                f"header {inp.event_from.header}"
+                if inp.event_from and inp.event_from.header
+                else f"field {inp.event_from.field}"
+                if inp.event_from
+                else inp.format
+            )
             lines.append(f"  {_topic_id(inp.topic)} -> {_program_id(st)} [label={dot_quoted(what)}];")
         routed: dict[str, list[str]] = {}
         for w in (w for ws in graph.writes.values() for w in ws if w.stage is st):
             routed.setdefault(w.topic, []).append(w.event)
         for topic, events in routed.items():
             lines.append(f"  {_program_id(st)} -> {_topic_id(topic)} [label={dot_quoted(', '.join(events))}];")
-        lines.append(f"  {_program_id(st)} -> {_topic_id(st.config.error_topic)} "
-                     f"[label=\"$error\", style=dashed];")
+        lines.append(f'  {_program_id(st)} -> {_topic_id(st.config.error_topic)} [label="$error", style=dashed];')
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -49,8 +49,11 @@ class _LimitedLoader(yaml.SafeLoader):
         try:
             if self._depth > MAX_DEPTH:
                 mark = self.peek_event().start_mark
-                raise _Refused(mark, f"the document nests more than {MAX_DEPTH} levels deep; a topology needs "
-                                     f"a handful: check for unbalanced brackets")
+                raise _Refused(
+                    mark,
+                    f"the document nests more than {MAX_DEPTH} levels deep; a topology needs "
+                    f"a handful: check for unbalanced brackets",
+                )
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -97,8 +100,10 @@ def _where(path: Path, mark: Any) -> str:
 def _decode(path: Path, data: bytes) -> str:
     nul = data.find(b"\0")
     if nul >= 0:
-        raise TopologyError(f"{path}: this is binary data, not a YAML topology (NUL byte at byte offset "
-                            f"{nul}); give the topology file, e.g. topology.yaml")
+        raise TopologyError(
+            f"{path}: this is binary data, not a YAML topology (NUL byte at byte offset "
+            f"{nul}); give the topology file, e.g. topology.yaml"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -106,15 +111,19 @@ def _decode(path: Path, data: bytes) -> str:
         line = good.count("\n") + 1
         col = len(good) - (good.rfind("\n") + 1) + 1
         bad = data[exc.start : exc.start + 1].hex().upper()
-        raise TopologyError(f"{path}:{line}:{col}: the topology is not UTF-8 text: byte 0x{bad} at byte offset "
-                            f"{exc.start}; save the file as UTF-8") from None
+        raise TopologyError(
+            f"{path}:{line}:{col}: the topology is not UTF-8 text: byte 0x{bad} at byte offset "
+            f"{exc.start}; save the file as UTF-8"
+        ) from None
 
 
 def _program_hint(path: Path, text: str) -> str:
     """Why a file is not a topology, when it looks like a program instead."""
     if path.suffix == ".es" or _PROGRAM_LINE.search(text):
-        return (f"{path}: this looks like an EventScript program, not a topology; check it with "
-                f"'eventscript check {path}' and run it with 'eventscript test --trace TRACE {path}'")
+        return (
+            f"{path}: this looks like an EventScript program, not a topology; check it with "
+            f"'eventscript check {path}' and run it with 'eventscript test --trace TRACE {path}'"
+        )
     return ""
 
 
@@ -128,17 +137,22 @@ def read_topology_file(path: str | Path) -> tuple[Any, YamlPositions]:
     except OSError as exc:
         raise TopologyError(f"{p}: cannot read the topology: {exc.strerror or exc}") from None
     if len(data) > MAX_BYTES:
-        raise TopologyError(f"{p}: the file is larger than {MAX_BYTES >> 20} MiB, far more than any topology; "
-                            f"check that this is the topology file")
+        raise TopologyError(
+            f"{p}: the file is larger than {MAX_BYTES >> 20} MiB, far more than any topology; "
+            f"check that this is the topology file"
+        )
     text = _decode(p, data)
     loader = _LimitedLoader(text)
     try:
         root = loader.get_single_node()
         if root is not None:
             if _expanded_size(root) > MAX_NODES:
-                raise _Refused(root.start_mark, f"the document's aliases (*name) expand to more than {MAX_NODES:,} "
-                                                f"values; a topology needs far fewer: write the values out or use "
-                                                f"fewer nested aliases")
+                raise _Refused(
+                    root.start_mark,
+                    f"the document's aliases (*name) expand to more than {MAX_NODES:,} "
+                    f"values; a topology needs far fewer: write the values out or use "
+                    f"fewer nested aliases",
+                )
             document = loader.construct_document(root)
         else:
             document = None
@@ -150,8 +164,10 @@ def read_topology_file(path: str | Path) -> tuple[Any, YamlPositions]:
             raise TopologyError(hint) from None
         mark = getattr(exc, "problem_mark", None)
         if isinstance(exc, yaml.reader.ReaderError):
-            raise TopologyError(f"{p}: not valid YAML: character {exc.character!r} at character offset "
-                                f"{exc.position} cannot appear in a YAML file") from None
+            raise TopologyError(
+                f"{p}: not valid YAML: character {exc.character!r} at character offset "
+                f"{exc.position} cannot appear in a YAML file"
+            ) from None
         raise TopologyError(f"{_where(p, mark)}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
     finally:
         loader.dispose()

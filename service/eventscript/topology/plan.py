@@ -64,8 +64,10 @@ def plan(graph: TopologyGraph, existing: dict[str, int] | None = None) -> list[P
             return specs[topic].partitions
         if existing is not None and topic in existing:
             return existing[topic]
-        writer = next((w.stage.index for w in graph.writes.get(topic, [])),
-                      next((s.index for s in graph.error_writers.get(topic, [])), None))
+        writer = next(
+            (w.stage.index for w in graph.writes.get(topic, [])),
+            next((s.index for s in graph.error_writers.get(topic, [])), None),
+        )
         if writer is None or topic in resolving:
             return None
         resolving.add(topic)
@@ -88,11 +90,20 @@ def plan(graph: TopologyGraph, existing: dict[str, int] | None = None) -> list[P
         role = _role(graph, topic)
         if topic in specs:
             s = specs[topic]
-            out[topic] = PlannedTopic(topic, role, s.partitions, s.replication or getattr(topo, "replication", None),
-                                      s.config.get("cleanup.policy", "delete"), True, config=dict(s.config))
+            out[topic] = PlannedTopic(
+                topic,
+                role,
+                s.partitions,
+                s.replication or getattr(topo, "replication", None),
+                s.config.get("cleanup.policy", "delete"),
+                True,
+                config=dict(s.config),
+            )
             continue
-        writer = next((w.stage.index for w in graph.writes.get(topic, [])),
-                      next((s.index for s in graph.error_writers.get(topic, [])), None))
+        writer = next(
+            (w.stage.index for w in graph.writes.get(topic, [])),
+            next((s.index for s in graph.error_writers.get(topic, [])), None),
+        )
         if writer is None:  # a source topic nobody declared: it must exist already
             reader = graph.reads[topic][0].stage.index
             out[topic] = PlannedTopic(topic, role, None, replication(reader), "delete", False)
@@ -102,10 +113,13 @@ def plan(graph: TopologyGraph, existing: dict[str, int] | None = None) -> list[P
     repartition = {"cleanup.policy": "delete", **({"retention.ms": str(retention)} if retention else {})}
     for st in graph.stages:
         parts = program_partitions(st.index)
-        for name, role, config in ((topo.repartition_topic(st.config), "repartition", repartition),
-                                   (topo.changelog_topic(st.config), "changelog", {"cleanup.policy": "compact"})):
-            out[name] = PlannedTopic(name, role, parts, replication(st.index), config["cleanup.policy"], False,
-                                     config=config)
+        for name, role, config in (
+            (topo.repartition_topic(st.config), "repartition", repartition),
+            (topo.changelog_topic(st.config), "changelog", {"cleanup.policy": "compact"}),
+        ):
+            out[name] = PlannedTopic(
+                name, role, parts, replication(st.index), config["cleanup.policy"], False, config=config
+            )
     if existing is not None:
         for t in out.values():
             t.existing = existing.get(t.name)
@@ -115,7 +129,13 @@ def plan(graph: TopologyGraph, existing: dict[str, int] | None = None) -> list[P
 def render(topics: list[PlannedTopic], with_broker: bool) -> str:
     rows = [["topic", "role", "partitions", "replication", "cleanup", *(["on the broker"] if with_broker else [])]]
     for t in topics:
-        row = [t.name, t.role, "?" if t.partitions is None else str(t.partitions), _replication_text(t.replication), t.cleanup]
+        row = [
+            t.name,
+            t.role,
+            "?" if t.partitions is None else str(t.partitions),
+            _replication_text(t.replication),
+            t.cleanup,
+        ]
         if with_broker:
             if t.existing is None:
                 row.append("missing" if t.role != "source" else "missing (a source: create it or feed it)")
@@ -152,13 +172,17 @@ def apply(graph: TopologyGraph, admin: AdminLike) -> list[PlannedTopic]:
     conflicts = [t for t in topics if t.conflict]
     if conflicts:
         shown = "; ".join(f"{t.name} has {t.existing} partitions, the plan {t.partitions}" for t in conflicts)
-        raise PlanRefused(f"refusing to change partition counts of existing topics ({shown}); nothing was created. "
-                          f"Fix 'partitions:' in the topology to match, or delete the topics (and the programs' "
-                          f"state) to start over")
+        raise PlanRefused(
+            f"refusing to change partition counts of existing topics ({shown}); nothing was created. "
+            f"Fix 'partitions:' in the topology to match, or delete the topics (and the programs' "
+            f"state) to start over"
+        )
     missing_sources = [t.name for t in topics if t.existing is None and t.partitions is None and t.role == "source"]
     if missing_sources:
-        raise PlanRefused(f"source topics {', '.join(missing_sources)} do not exist and their partition counts are "
-                          f"not declared; list them under 'topics:' with 'partitions:'")
+        raise PlanRefused(
+            f"source topics {', '.join(missing_sources)} do not exist and their partition counts are "
+            f"not declared; list them under 'topics:' with 'partitions:'"
+        )
     missing = {t.name: t.spec() for t in topics if t.existing is None}
     admin.create(missing)
     return [t for t in topics if t.name in missing]

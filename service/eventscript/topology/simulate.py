@@ -60,8 +60,9 @@ class TopologySimulation:
         for st in graph.stages:
             compiled = st.compilation.program  # type: ignore[union-attr]
             assert compiled is not None
-            self.engines[st.index] = Engine(compiled, self._router(st, compiled), self.clock, name=st.name,
-                                            tz=ZoneInfo(st.config.timezone))
+            self.engines[st.index] = Engine(
+                compiled, self._router(st, compiled), self.clock, name=st.name, tz=ZoneInfo(st.config.timezone)
+            )
         #: For each trace event name: the programs reading it from a source topic.
         self.sources: dict[str, list[tuple[Stage, str]]] = {}
         for topic in graph.external_topics:
@@ -105,9 +106,20 @@ class TopologySimulation:
         targets = self.sources.get(name)
         if not targets:
             first = self.graph.stages[0]
-            self.sink(TopicLine(Emitted(first.name, ERROR_EVENT,
-                                        [ErrorCode.UNDECLARED_EVENT, f"no program reads {name} from a source topic"],
-                                        ERROR_TYPE, self.clock.now(), None), first.config.error_topic, None))
+            self.sink(
+                TopicLine(
+                    Emitted(
+                        first.name,
+                        ERROR_EVENT,
+                        [ErrorCode.UNDECLARED_EVENT, f"no program reads {name} from a source topic"],
+                        ERROR_TYPE,
+                        self.clock.now(),
+                        None,
+                    ),
+                    first.config.error_topic,
+                    None,
+                )
+            )
             return
         for st, as_name in targets:
             declared = st.inputs.get(as_name)
@@ -118,9 +130,20 @@ class TopologySimulation:
             try:
                 value = decode(typed_argument(raw, declared.ty), declared.ty)
             except DecodeError as exc:
-                self.sink(TopicLine(Emitted(st.name, ERROR_EVENT, [ErrorCode.BAD_INPUT_VALUE,
-                                                          f"{where}: {name}: {exc}" if where else f"{name}: {exc}"],
-                                            ERROR_TYPE, self.clock.now(), None), st.config.error_topic, None))
+                self.sink(
+                    TopicLine(
+                        Emitted(
+                            st.name,
+                            ERROR_EVENT,
+                            [ErrorCode.BAD_INPUT_VALUE, f"{where}: {name}: {exc}" if where else f"{name}: {exc}"],
+                            ERROR_TYPE,
+                            self.clock.now(),
+                            None,
+                        ),
+                        st.config.error_topic,
+                        None,
+                    )
+                )
                 continue
             engine.feed(as_name, value)
         self.clock.run_due()

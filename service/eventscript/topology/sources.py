@@ -68,13 +68,17 @@ def _undeclared_sources(graph: TopologyGraph) -> list[Finding]:
         rd = graph.reads[topic][0]
         near = difflib.get_close_matches(topic, written, n=1, cutoff=0.85)
         spelling = f" (did you mean {near[0]}, written by program {_writer_of(graph, near[0])}?)" if near else ""
-        out.append(Finding(
-            Severity.ERROR, graph.where_program(rd.stage, "inputs", rd.input_index, "topic"),
-            f"topic {topic} is read by program {rd.stage.name} but written by no program of the topology, "
-            f"and it is not declared as an external source",
-            f"if producers outside the topology write it, declare it under 'topics:' as "
-            f"{topic}: {{external: true, partitions: N}}; otherwise check its spelling{spelling}",
-            "unwritten-topic"))
+        out.append(
+            Finding(
+                Severity.ERROR,
+                graph.where_program(rd.stage, "inputs", rd.input_index, "topic"),
+                f"topic {topic} is read by program {rd.stage.name} but written by no program of the topology, "
+                f"and it is not declared as an external source",
+                f"if producers outside the topology write it, declare it under 'topics:' as "
+                f"{topic}: {{external: true, partitions: N}}; otherwise check its spelling{spelling}",
+                "unwritten-topic",
+            )
+        )
     return out
 
 
@@ -87,22 +91,31 @@ def _written_externals(graph: TopologyGraph) -> list[Finding]:
     out: list[Finding] = []
     for topic, spec in graph.topology.topics.items():
         if spec.external and (topic in graph.writes or topic in graph.error_writers):
-            out.append(Finding(
-                Severity.ERROR, graph.positions.where("topics", topic, "external"),
-                f"topic {topic} is declared external (written from outside the topology), but program "
-                f"{_writer_of(graph, topic)} writes it",
-                f"remove 'external: true' from {topic}, or route the program's output to another topic",
-                "external-written"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    graph.positions.where("topics", topic, "external"),
+                    f"topic {topic} is declared external (written from outside the topology), but program "
+                    f"{_writer_of(graph, topic)} writes it",
+                    f"remove 'external: true' from {topic}, or route the program's output to another topic",
+                    "external-written",
+                )
+            )
     return out
 
 
 def _unread_externals(graph: TopologyGraph) -> list[Finding]:
-    return [Finding(Severity.WARNING, graph.positions.where("topics", topic, "external"),
-                    f"topic {topic} is declared as an external source, but no program reads it",
-                    f"read it in a program's 'inputs:', or remove {topic} from 'topics:'", "unread-external")
-            for topic, spec in graph.topology.topics.items()
-            if spec.external and topic not in graph.reads and topic not in graph.writes
-            and topic not in graph.error_writers]
+    return [
+        Finding(
+            Severity.WARNING,
+            graph.positions.where("topics", topic, "external"),
+            f"topic {topic} is declared as an external source, but no program reads it",
+            f"read it in a program's 'inputs:', or remove {topic} from 'topics:'",
+            "unread-external",
+        )
+        for topic, spec in graph.topology.topics.items()
+        if spec.external and topic not in graph.reads and topic not in graph.writes and topic not in graph.error_writers
+    ]
 
 
 def _declared_types(graph: TopologyGraph, topic: str, spec: TopicSpec, out: list[Finding]) -> dict[str, Type]:
@@ -113,11 +126,16 @@ def _declared_types(graph: TopologyGraph, topic: str, spec: TopicSpec, out: list
             continue
         ty, problem = parse_event_type(text)
         if ty is None:
-            out.append(Finding(
-                Severity.ERROR, graph.positions.where("topics", topic, "events", name),
-                f"topic {topic} declares event {name} with the type {text!r}, which is not an EventScript "
-                f"type: {problem}",
-                "write it as in an 'in' clause, for example \"{string symbol; double price;}\"", "event-type"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    graph.positions.where("topics", topic, "events", name),
+                    f"topic {topic} declares event {name} with the type {text!r}, which is not an EventScript "
+                    f"type: {problem}",
+                    "write it as in an 'in' clause, for example \"{string symbol; double price;}\"",
+                    "event-type",
+                )
+            )
         else:
             types[name] = ty
     return types
@@ -129,12 +147,16 @@ def _reader_fits(graph: TopologyGraph, spec: TopicSpec, types: dict[str, Type], 
     where = graph.where_program(reader, "inputs", rd.input_index)
     if rd.config.event is not None:
         if rd.config.event not in spec.events:
-            return [Finding(
-                Severity.ERROR, graph.where_program(reader, "inputs", rd.input_index, "event"),
-                f"program {reader.name} reads event {rd.config.event} from topic {topic}, but the topic's "
-                f"declaration ({graph.positions.where('topics', topic, 'events')}) lists only {listed}",
-                f"add {rd.config.event} to the topic's 'events:', or read one of the events it lists",
-                "external-event")]
+            return [
+                Finding(
+                    Severity.ERROR,
+                    graph.where_program(reader, "inputs", rd.input_index, "event"),
+                    f"program {reader.name} reads event {rd.config.event} from topic {topic}, but the topic's "
+                    f"declaration ({graph.positions.where('topics', topic, 'events')}) lists only {listed}",
+                    f"add {rd.config.event} to the topic's 'events:', or read one of the events it lists",
+                    "external-event",
+                )
+            ]
         names = [rd.config.event]
     else:
         names = list(spec.events)
@@ -142,19 +164,29 @@ def _reader_fits(graph: TopologyGraph, spec: TopicSpec, types: dict[str, Type], 
     for name in names:
         declared = reader.inputs.get(name)
         if declared is None:
-            out.append(Finding(
-                Severity.ERROR, where,
-                f"topic {topic} carries event {name} (its declaration lists {listed}), and program {reader.name} "
-                f"reads the event names from the records, but {reader.path.name} declares no input {name}: "
-                f"each such record would become an $error event",
-                f"declare {name} in {reader.path.name}, or remove it from the topic's 'events:'", "undeclared-input"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    where,
+                    f"topic {topic} carries event {name} (its declaration lists {listed}), and program {reader.name} "
+                    f"reads the event names from the records, but {reader.path.name} declares no input {name}: "
+                    f"each such record would become an $error event",
+                    f"declare {name} in {reader.path.name}, or remove it from the topic's 'events:'",
+                    "undeclared-input",
+                )
+            )
             continue
         diff = type_difference(types[name], declared.ty) if name in types else None
         if diff is not None:
-            out.append(Finding(
-                Severity.ERROR, where,
-                f"type mismatch on topic {topic}: its declaration gives {name} the type {types[name]} "
-                f"({graph.positions.where('topics', topic, 'events', name)}) but program {reader.name} reads it as "
-                f"{declared.ty} ({declared.pos}): {diff.replace('the writer', 'the declaration')}",
-                "declare the same fields, with the same types, in the same order in both", "type"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    where,
+                    f"type mismatch on topic {topic}: its declaration gives {name} the type {types[name]} "
+                    f"({graph.positions.where('topics', topic, 'events', name)}) but program {reader.name} reads it as "
+                    f"{declared.ty} ({declared.pos}): {diff.replace('the writer', 'the declaration')}",
+                    "declare the same fields, with the same types, in the same order in both",
+                    "type",
+                )
+            )
     return out

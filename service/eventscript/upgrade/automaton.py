@@ -95,8 +95,10 @@ def shape_of(compiled: CompiledProgram) -> Shape:
     """The automaton of ``compiled`` rebuilt with its positions; NotPlannable for a lazy DFA."""
     machine = compiled.machine
     if not isinstance(machine, DFAMachine):
-        raise NotPlannable(f"program {compiled.name!r} runs on the lazy DFA (its DFA is too large to build "
-                           f"whole), so its states cannot be listed and mapped")
+        raise NotPlannable(
+            f"program {compiled.name!r} runs on the lazy DFA (its DFA is too large to build "
+            f"whole), so its states cannot be listed and mapped"
+        )
     p = compiled.program
     occ = OccurrenceTable()
     limit = max(DEFAULT_STATE_LIMIT, machine.size + 1)  # (bounds the products' automata too)
@@ -104,10 +106,13 @@ def shape_of(compiled: CompiledProgram) -> Shape:
     efa = eliminate(nfa)
     dfa = determinize(efa, occ, limit)
     if len(dfa.states) != machine.size or any(
-            {sym: t for sym, (t, _) in st.trans.items()} != {sym: t for sym, (t, _) in machine.transitions(i).items()}
-            for i, st in enumerate(dfa.states)):
-        raise NotPlannable(f"program {compiled.name!r}: its automaton, rebuilt from the intermediate form, differs "
-                           f"from the compiled machine (compiled by another version of EventScript?)")
+        {sym: t for sym, (t, _) in st.trans.items()} != {sym: t for sym, (t, _) in machine.transitions(i).items()}
+        for i, st in enumerate(dfa.states)
+    ):
+        raise NotPlannable(
+            f"program {compiled.name!r}: its automaton, rebuilt from the intermediate form, differs "
+            f"from the compiled machine (compiled by another version of EventScript?)"
+        )
 
     ident_copy: dict[int, Copy] = {}
     copies_made: dict[int, int] = {}
@@ -150,7 +155,15 @@ def shape_of(compiled: CompiledProgram) -> Shape:
         for sym, (t, _) in st.trans.items():
             histories[t].add(frozenset().union(*(edge_copies[v].get(sym, frozenset()) for v in members)))
     time_symbols = p.time_symbols
-    return Shape(compiled, efa, masks, {m: i for i, m in enumerate(masks)},
-                 [st.accepting for st in dfa.states], [st.terminal for st in dfa.states],
-                 [tuple(sorted(s for s in st.trans if s in time_symbols)) for st in dfa.states],
-                 waits_before, after, histories)
+    return Shape(
+        compiled,
+        efa,
+        masks,
+        {m: i for i, m in enumerate(masks)},
+        [st.accepting for st in dfa.states],
+        [st.terminal for st in dfa.states],
+        [tuple(sorted(s for s in st.trans if s in time_symbols)) for st in dfa.states],
+        waits_before,
+        after,
+        histories,
+    )

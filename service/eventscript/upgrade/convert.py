@@ -46,17 +46,22 @@ def convert(plan: Plan, data: bytes, now: int) -> Conversion:
         raise UpgradeRefused("; ".join(plan.problems))
     _, state, variables, key, timer, terminated, origin, fires = context.decode_payload(data)
     if type(state) is not int or not 0 <= state < len(plan.states):
-        raise ValueError(f"snapshot state {state!r} is not a state of the old program "
-                         f"({len(plan.states)} states)")
+        raise ValueError(f"snapshot state {state!r} is not a state of the old program ({len(plan.states)} states)")
     if len(variables) != len(plan.old.program.variables):
-        raise ValueError(f"snapshot has {len(variables)} variables, the old program has "
-                         f"{len(plan.old.program.variables)}")
+        raise ValueError(
+            f"snapshot has {len(variables)} variables, the old program has {len(plan.old.program.variables)}"
+        )
     sp = plan.states[state]
     new_vars = _variables(plan, variables)
     if terminated:  # an ended ungrouped instance stays ended
         target = sp.new_state if sp.new_state is not None else 0
-        return Conversion(ENDED, context.encode(target, new_vars, None, None, True, origin, fires),
-                          "the instance had ended", state, target)
+        return Conversion(
+            ENDED,
+            context.encode(target, new_vars, None, None, True, origin, fires),
+            "the instance had ended",
+            state,
+            target,
+        )
     if sp.verdict == RESTARTED:
         return Conversion(RESTARTED, None, sp.reason, state, None)
     if sp.verdict == ENDED:
@@ -68,8 +73,9 @@ def convert(plan: Plan, data: bytes, now: int) -> Conversion:
         pending_deadline, pending_symbol, seq = timer
         rules = sp.rearm.get(pending_symbol)
         if rules is None:
-            raise ValueError(f"snapshot in state {state} has a timer for symbol {pending_symbol}, which that "
-                             f"state does not have")
+            raise ValueError(
+                f"snapshot in state {state} has a timer for symbol {pending_symbol}, which that state does not have"
+            )
         armed = deadline(rules, plan.old.program, (pending_deadline, pending_symbol), now)
         if armed is not None:
             new_timer = (armed[0], armed[1], seq)
@@ -77,8 +83,15 @@ def convert(plan: Plan, data: bytes, now: int) -> Conversion:
         armed = deadline(sp.rearm.get(None, []), plan.old.program, None, now)
         if armed is not None:
             new_timer = (armed[0], armed[1], 0)
-    return Conversion(CARRIED, context.encode(sp.new_state, new_vars, tuple(key) if key is not None else None,
-                                              new_timer, False, origin, fires), "", state, sp.new_state)
+    return Conversion(
+        CARRIED,
+        context.encode(
+            sp.new_state, new_vars, tuple(key) if key is not None else None, new_timer, False, origin, fires
+        ),
+        "",
+        state,
+        sp.new_state,
+    )
 
 
 def _variables(plan: Plan, old: list[Any]) -> list[Any]:

@@ -117,8 +117,7 @@ class _Differ:
         score = [[0.0] * (cols + 1) for _ in range(rows + 1)]
         for i in range(rows - 1, -1, -1):
             for j in range(cols - 1, -1, -1):
-                score[i][j] = max(score[i + 1][j], score[i][j + 1],
-                                  score[i + 1][j + 1] + self.sim(olds[i], news[j])[0])
+                score[i][j] = max(score[i + 1][j], score[i][j + 1], score[i + 1][j + 1] + self.sim(olds[i], news[j])[0])
         pairs: list[tuple[str, int, int]] = []
         i = j = 0
         while i < rows and j < cols:

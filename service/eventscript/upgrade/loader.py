@@ -35,8 +35,9 @@ log = logging.getLogger(__name__)
 class UpgradeLoader:
     """Converts the old version's instances for the new one under a policy, and counts them."""
 
-    def __init__(self, old: CompiledProgram, new: CompiledProgram, policy: str = DEFAULT_POLICY,
-                 program_name: str = "") -> None:
+    def __init__(
+        self, old: CompiledProgram, new: CompiledProgram, policy: str = DEFAULT_POLICY, program_name: str = ""
+    ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"upgrade policy {policy!r}: use one of {', '.join(POLICIES)}")
         self.policy = policy
@@ -54,11 +55,14 @@ class UpgradeLoader:
             raise UpgradeRefused(
                 f"program {self.name}: the stored state was written by version {plan.old_fingerprint}, this is "
                 f"{plan.new_fingerprint}; check the change with 'eventscript upgrade plan OLD NEW', then set "
-                f"'upgrade: carry' (or 'restart') for this program in the topology")
+                f"'upgrade: carry' (or 'restart') for this program in the topology"
+            )
         if plan.problems:
-            raise UpgradeRefused(f"program {self.name}: the upgrade cannot be applied: {'; '.join(plan.problems)}; "
-                                 f"set 'upgrade: restart' to start every instance afresh, or reprocess the history "
-                                 f"with the backfill")
+            raise UpgradeRefused(
+                f"program {self.name}: the upgrade cannot be applied: {'; '.join(plan.problems)}; "
+                f"set 'upgrade: restart' to start every instance afresh, or reprocess the history "
+                f"with the backfill"
+            )
 
     def load(self, data: bytes, now: int) -> Conversion:
         """One old snapshot for the new program (see ``convert``), counted. ``now``: the host's
@@ -74,8 +78,10 @@ class UpgradeLoader:
     def summary(self) -> str:
         """One line: the versions and how many instances were carried, restarted and ended."""
         c = self.counts
-        return (f"program {self.name}: upgraded from {self.plan.old_fingerprint} to {self.plan.new_fingerprint} "
-                f"({self.policy}): {c[CARRIED]} instances carried, {c[RESTARTED]} restarted, {c[ENDED]} ended")
+        return (
+            f"program {self.name}: upgraded from {self.plan.old_fingerprint} to {self.plan.new_fingerprint} "
+            f"({self.policy}): {c[CARRIED]} instances carried, {c[RESTARTED]} restarted, {c[ENDED]} ended"
+        )
 
     def log_summary(self) -> None:
         log.info("%s", self.summary())

@@ -58,9 +58,14 @@ class StatePlan:
     already_ended: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"old_state": self.old_state, "verdict": self.verdict, "new_state": self.new_state,
-                               "reason": self.reason, "waits_before": self.waits_before,
-                               "waits_after": self.waits_after}
+        out: dict[str, Any] = {
+            "old_state": self.old_state,
+            "verdict": self.verdict,
+            "new_state": self.new_state,
+            "reason": self.reason,
+            "waits_before": self.waits_before,
+            "waits_after": self.waits_after,
+        }
         if any(self.rearm.values()):
             out["timers"] = [{"pending": k, "arm": [dataclasses.asdict(r) for r in v]} for k, v in self.rearm.items()]
         return out
@@ -113,11 +118,17 @@ class Plan:
         return {v: sum(1 for s in live if s.verdict == v) for v in (CARRIED, RESTARTED, ENDED)}
 
     def to_json(self) -> dict[str, Any]:
-        return {"old": {"name": self.old.name, "fingerprint": self.old_fingerprint},
-                "new": {"name": self.new.name, "fingerprint": self.new_fingerprint},
-                "exit": self.exit_code, "problems": self.problems, "counts": self.counts(),
-                "variables": [v.to_json() for v in self.variables], "dropped_variables": self.dropped_variables,
-                "markers": self.markers, "states": [s.to_json() for s in self.states]}
+        return {
+            "old": {"name": self.old.name, "fingerprint": self.old_fingerprint},
+            "new": {"name": self.new.name, "fingerprint": self.new_fingerprint},
+            "exit": self.exit_code,
+            "problems": self.problems,
+            "counts": self.counts(),
+            "variables": [v.to_json() for v in self.variables],
+            "dropped_variables": self.dropped_variables,
+            "markers": self.markers,
+            "states": [s.to_json() for s in self.states],
+        }
 
 
 def make_plan(old: CompiledProgram, new: CompiledProgram, *, trust_fingerprint: bool = True) -> Plan:
@@ -137,8 +148,13 @@ def make_plan(old: CompiledProgram, new: CompiledProgram, *, trust_fingerprint: 
         markers = {i: i for i in range(len(old.program.markers))}
     else:
         markers = match_programs(old.program, new.program).markers
-    plan.time_symbols = {s.index: t.index for s in old.program.symbols if s.kind == "time" and s.marker in markers
-                         for t in new.program.symbols if t.kind == "time" and t.marker == markers[s.marker]}
+    plan.time_symbols = {
+        s.index: t.index
+        for s in old.program.symbols
+        if s.kind == "time" and s.marker in markers
+        for t in new.program.symbols
+        if t.kind == "time" and t.marker == markers[s.marker]
+    }
     plan.markers = _marker_changes(old.program, new.program, markers)
     plan.old_timer_symbols = old_shape.timer_symbols
     for state in range(len(old_shape.masks)):
@@ -156,15 +172,19 @@ def _key_problems(old: ir.ProgramIR, new: ir.ProgramIR) -> list[str]:
     if not old.grouped:
         return []
     if [str(t) for t in old.key_types or []] != [str(t) for t in new.key_types or []]:
-        return [f"the group key changed from ({', '.join(map(str, old.key_types or []))}) to "
-                f"({', '.join(map(str, new.key_types or []))}): instances are stored by key"]
+        return [
+            f"the group key changed from ({', '.join(map(str, old.key_types or []))}) to "
+            f"({', '.join(map(str, new.key_types or []))}): instances are stored by key"
+        ]
     problems = []
     new_inputs = {i.name: i for i in new.inputs}
     for inp in old.inputs:
         other = new_inputs.get(inp.name)
         if other is not None and ir.to_json(inp.group) != ir.to_json(other.group):
-            problems.append(f"input {inp.name}: its group clause changed, so its events would reach other "
-                            f"instances than the ones stored under their keys")
+            problems.append(
+                f"input {inp.name}: its group clause changed, so its events would reach other "
+                f"instances than the ones stored under their keys"
+            )
     return problems
 
 
@@ -183,9 +203,11 @@ def _plan_variables(plan: Plan) -> None:
         elif before.ty == LONG and v.ty == DOUBLE:
             plan.variables.append(VariablePlan(v.name, v.ty, v.slot, "promoted", before.slot))
         else:
-            plan.problems.append(f"variable {v.name}: {before.ty} in the old program, {v.ty} in the new one; "
-                                 f"its value cannot be carried (give the new variable another name to start it "
-                                 f"afresh)")
+            plan.problems.append(
+                f"variable {v.name}: {before.ty} in the old program, {v.ty} in the new one; "
+                f"its value cannot be carried (give the new variable another name to start it "
+                f"afresh)"
+            )
     new_names = {v.name for v in plan.new.program.variables}
     plan.dropped_variables = [v.name for v in plan.old.program.variables if v.name not in new_names]
 
@@ -201,8 +223,11 @@ def _initial_constants(compiled: CompiledProgram) -> dict[int, Any]:
             if isinstance(node, ir.SetVar):
                 writes.setdefault(node.slot, []).append(node)
         for action in actions:
-            if isinstance(action, ir.SetVar) and isinstance(action.value, ir.Const) \
-                    and action.value.ty in (LONG, DOUBLE, STRING, BOOLEAN):
+            if (
+                isinstance(action, ir.SetVar)
+                and isinstance(action.value, ir.Const)
+                and action.value.ty in (LONG, DOUBLE, STRING, BOOLEAN)
+            ):
                 top[action.slot] = action.value.value
     return {slot: value for slot, value in top.items() if len(writes[slot]) == 1}
 
@@ -242,10 +267,19 @@ def _marker_changes(old: ir.ProgramIR, new: ir.ProgramIR, markers: dict[int, int
         else:
             nm = new.markers[n]
             kind = "kept" if "".join(m.text.split()) == "".join(nm.text.split()) else "changed"
-            out.append({"change": kind, "old": f"{m.text} at {m.file}:{m.line}:{m.col}",
-                        "new": f"{nm.text} at {nm.file}:{nm.line}:{nm.col}"})
+            out.append(
+                {
+                    "change": kind,
+                    "old": f"{m.text} at {m.file}:{m.line}:{m.col}",
+                    "new": f"{nm.text} at {nm.file}:{nm.line}:{nm.col}",
+                }
+            )
     matched = set(markers.values())
-    out.extend({"change": "added", "new": f"{m.text} at {m.file}:{m.line}:{m.col}"} for m in new.markers if m.index not in matched)
+    out.extend(
+        {"change": "added", "new": f"{m.text} at {m.file}:{m.line}:{m.col}"}
+        for m in new.markers
+        if m.index not in matched
+    )
     return out
 
 
@@ -253,8 +287,9 @@ def _waits(shape: Shape, state: int) -> list[str]:
     return [describe(shape.program, c) for c in shape.waits(state)]
 
 
-def _map_history(history: History, markers: dict[int, int], identical: bool, old: ir.ProgramIR
-                 ) -> tuple[History | None, str]:
+def _map_history(
+    history: History, markers: dict[int, int], identical: bool, old: ir.ProgramIR
+) -> tuple[History | None, str]:
     out = []
     for c in history:
         if c == START or identical:
@@ -268,8 +303,9 @@ def _map_history(history: History, markers: dict[int, int], identical: bool, old
     return frozenset(out), ""
 
 
-def _plan_state(state: int, old: Shape, new: Shape, markers: dict[int, int], time_symbols: dict[int, int],
-                identical: bool) -> StatePlan:
+def _plan_state(
+    state: int, old: Shape, new: Shape, markers: dict[int, int], time_symbols: dict[int, int], identical: bool
+) -> StatePlan:
     sp = StatePlan(state, RESTARTED, waits_before=_waits(old, state))
     if old.terminal[state]:
         sp.verdict, sp.already_ended = ENDED, True
@@ -281,8 +317,14 @@ def _plan_state(state: int, old: Shape, new: Shape, markers: dict[int, int], tim
         mapped, why_not = _map_history(history, markers, identical, old.program)
         target = None if mapped is None else new.state_of(mapped)
         if target is None:
-            why = why or why_not or (f"no state of the new program follows "
-                                     f"{' and '.join(describe(new.program, c) for c in sorted(mapped or ()))}")
+            why = (
+                why
+                or why_not
+                or (
+                    f"no state of the new program follows "
+                    f"{' and '.join(describe(new.program, c) for c in sorted(mapped or ()))}"
+                )
+            )
             continue
         targets.setdefault(target, history)
     if not targets:
@@ -290,9 +332,11 @@ def _plan_state(state: int, old: Shape, new: Shape, markers: dict[int, int], tim
         return sp
     if len(targets) > 1:
         (a, ha), (b, hb) = list(targets.items())[:2]
-        sp.reason = (f"the new program tells apart how an instance got here: after "
-                     f"{' and '.join(describe(old.program, c) for c in sorted(ha))} it is in state {a}, after "
-                     f"{' and '.join(describe(old.program, c) for c in sorted(hb))} in state {b}")
+        sp.reason = (
+            f"the new program tells apart how an instance got here: after "
+            f"{' and '.join(describe(old.program, c) for c in sorted(ha))} it is in state {a}, after "
+            f"{' and '.join(describe(old.program, c) for c in sorted(hb))} in state {b}"
+        )
         return sp
     (target,) = targets
     sp.new_state = target
@@ -303,8 +347,9 @@ def _plan_state(state: int, old: Shape, new: Shape, markers: dict[int, int], tim
         return sp
     pendings: list[int | None] = list(old.timer_symbols[state]) or [None]
     for pending in pendings:
-        rules, why = rearm_rules(old.program, old.timer_symbols[state], pending, new.program, new.timer_symbols[target],
-                                 time_symbols)
+        rules, why = rearm_rules(
+            old.program, old.timer_symbols[state], pending, new.program, new.timer_symbols[target], time_symbols
+        )
         if rules is None:
             sp.reason = why
             return sp

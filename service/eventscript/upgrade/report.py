@@ -10,14 +10,19 @@ from .plan import CARRIED, Plan, StatePlan
 
 def render(plan: Plan, label: str) -> str:
     """Text: the fingerprints, the variables, the markers that changed, then each old state."""
-    lines = [f"{label}: {plan.old_fingerprint} -> {plan.new_fingerprint}"
-             + (" (the same machine)" if plan.old_fingerprint == plan.new_fingerprint else "")]
+    lines = [
+        f"{label}: {plan.old_fingerprint} -> {plan.new_fingerprint}"
+        + (" (the same machine)" if plan.old_fingerprint == plan.new_fingerprint else "")
+    ]
     lines.extend(f"  error: {p}" for p in plan.problems)
     for v in plan.variables:
         if v.how == "carried":
             continue
-        what = {"promoted": "carried, long made double", "initial": f"new, initial value {v.value!r}",
-                "unset": "new, unset until an action sets it"}[v.how]
+        what = {
+            "promoted": "carried, long made double",
+            "initial": f"new, initial value {v.value!r}",
+            "unset": "new, unset until an action sets it",
+        }[v.how]
         lines.append(f"  variable {v.name} ({v.type}): {what}")
     lines.extend(f"  variable {name}: dropped (not in the new program)" for name in plan.dropped_variables)
     for m in plan.markers:
@@ -30,8 +35,10 @@ def render(plan: Plan, label: str) -> str:
     for sp in plan.states:
         lines.extend(_state_lines(plan, sp))
     counts = plan.counts()
-    lines.append(f"  {len(plan.states)} states: {counts['carried']} carried, {counts['restarted']} restarted, "
-                 f"{counts['ended']} ended (exit {plan.exit_code})")
+    lines.append(
+        f"  {len(plan.states)} states: {counts['carried']} carried, {counts['restarted']} restarted, "
+        f"{counts['ended']} ended (exit {plan.exit_code})"
+    )
     return "\n".join(lines)
 
 
@@ -41,14 +48,18 @@ def _state_lines(plan: Plan, sp: StatePlan) -> list[str]:
         return [f"  state {sp.old_state}: ended already ({sp.reason})"]
     if sp.verdict == CARRIED:
         after = "; ".join(sp.waits_after) or "nothing"
-        out = [f"  state {sp.old_state}: carried to state {sp.new_state}",
-               f"      waits for {before}" + ("" if after == before else f"\n      now waits for {after}")]
+        out = [
+            f"  state {sp.old_state}: carried to state {sp.new_state}",
+            f"      waits for {before}" + ("" if after == before else f"\n      now waits for {after}"),
+        ]
         for pending, rules in sp.rearm.items():
             for r in rules:
                 name = _time_marker(plan.new.program, r.symbol)
-                how = {"keep": "keeps its pending deadline",
-                       "entry": f"due {_duration(r.amount_us)} after the state was entered",
-                       "now": f"armed at the upgrade, due {_duration(r.amount_us)} later"}[r.how]
+                how = {
+                    "keep": "keeps its pending deadline",
+                    "entry": f"due {_duration(r.amount_us)} after the state was entered",
+                    "now": f"armed at the upgrade, due {_duration(r.amount_us)} later",
+                }[r.how]
                 cause = "" if pending is None else f" (pending: {_time_marker(plan.old.program, pending)})"
                 out.append(f"      timer {name}{cause}: {how}")
         return out
@@ -73,5 +84,8 @@ def _duration(us: int) -> str:
 def as_json(plans: dict[str, Plan], missing: dict[str, str]) -> dict[str, Any]:
     """Every program's plan, and the programs only one side has; ``exit`` is the worst."""
     codes = [p.exit_code for p in plans.values()] + [1 for _ in missing]
-    return {"exit": max(codes, default=0), "programs": {name: p.to_json() for name, p in plans.items()},
-            "unpaired": missing}
+    return {
+        "exit": max(codes, default=0),
+        "programs": {name: p.to_json() for name, p in plans.items()},
+        "unpaired": missing,
+    }

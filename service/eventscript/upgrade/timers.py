@@ -75,13 +75,22 @@ def _without_symbol(spec: ir.Node) -> ir.Node:
     return ir.ArriveSpec(0, spec.time, spec.components)
 
 
-def rearm_rules(old: ir.ProgramIR, old_symbols: tuple[int, ...], pending: int | None, new: ir.ProgramIR,
-                new_symbols: tuple[int, ...], symbol_match: dict[int, int]) -> tuple[list[Rearm] | None, str]:
+def rearm_rules(
+    old: ir.ProgramIR,
+    old_symbols: tuple[int, ...],
+    pending: int | None,
+    new: ir.ProgramIR,
+    new_symbols: tuple[int, ...],
+    symbol_match: dict[int, int],
+) -> tuple[list[Rearm] | None, str]:
     """How each time symbol of the new state is armed when the old instance's pending timer is
     for ``pending``, one of the old state's ``old_symbols`` (None: the old state has none), or
     None and why it cannot be."""
-    if pending is not None and sorted(symbol_match.get(s, -1) for s in old_symbols) == sorted(new_symbols) \
-            and all(same_spec(old, s, new, symbol_match[s]) for s in old_symbols):
+    if (
+        pending is not None
+        and sorted(symbol_match.get(s, -1) for s in old_symbols) == sorted(new_symbols)
+        and all(same_spec(old, s, new, symbol_match[s]) for s in old_symbols)
+    ):
         return [Rearm(symbol_match[pending], "keep")], ""
     rules: list[Rearm] = []
     entry_known = pending is not None and constant_elapse_us(old, pending) is not None
@@ -92,20 +101,27 @@ def rearm_rules(old: ir.ProgramIR, old_symbols: tuple[int, ...], pending: int | 
         amount = constant_elapse_us(new, sym)
         name = _marker_text(new, sym)
         if amount is None:
-            return None, f"its new time marker {name} is not an elapse of constant duration, and is not " \
-                         f"the pending one unchanged, so its deadline cannot be computed"
+            return (
+                None,
+                f"its new time marker {name} is not an elapse of constant duration, and is not "
+                f"the pending one unchanged, so its deadline cannot be computed",
+            )
         if pending is None:
             rules.append(Rearm(sym, "now", amount))
         elif entry_known:
             rules.append(Rearm(sym, "entry", amount))
         else:
-            return None, f"its pending timer ({_marker_text(old, pending)}) does not tell when the state " \
-                         f"was entered, which the new time marker {name} needs"
+            return (
+                None,
+                f"its pending timer ({_marker_text(old, pending)}) does not tell when the state "
+                f"was entered, which the new time marker {name} needs",
+            )
     return rules, ""
 
 
-def deadline(rules: list[Rearm], old: ir.ProgramIR, pending: tuple[int, int] | None, now: int
-             ) -> tuple[int, int] | None:
+def deadline(
+    rules: list[Rearm], old: ir.ProgramIR, pending: tuple[int, int] | None, now: int
+) -> tuple[int, int] | None:
     """(deadline, symbol) to arm in the new state, or None: ``pending`` is the old instance's
     (deadline, time symbol), ``now`` the conversion instant (microseconds)."""
     best: tuple[int, int] | None = None
