@@ -179,12 +179,27 @@ class PartitionGroup:
         for ip in self.inputs:
             ip.buffer.clear()
             ip.eof = False
+        self._forget_progress()
         self.position = {}
 
     def drop_buffered(self) -> None:
         """Drop the buffered records (fetched before a seek), keeping the end marks."""
         for ip in self.inputs:
             ip.buffer.clear()
+        self._forget_progress()
+
+    def _forget_progress(self) -> None:
+        """Forget how far the inputs had come (the latest timestamps seen, the markers heard): after
+        a rewind the records before them are read again, and a frontier past them would move the
+        task's clock (firing its timers) ahead of records still to be processed. The writers are
+        heard from again: their markers after the committed positions are read again, and each
+        writes its markers anew every ``RESEND_S``."""
+        for ip in self.inputs:
+            ip.seen_ms = None
+            ip.idled = False
+            if ip.progress is not None:
+                ip.progress = InputProgress(ip.progress.writers)
+        self.gate()
 
     def process(self, max_idle_ms: int, process_one: Callable[[InputPartition, Any], None]) -> int:
         """Hand buffered records to ``process_one`` in timestamp order, advancing the position
