@@ -41,7 +41,7 @@ def progress_plan(topo: Topology, cfg: ProgramConfig, partitions_of: Callable[[s
         return max((partitions_of(i.topic) for i in p.inputs), default=1)
 
     read = {i.topic for p in topo.programs for i in p.inputs}
-    record = cfg.clock == "record"
+    record = cfg.clock == "record" and topo.event_time_markers
     tasks = tasks_of(cfg)
     outputs = {t: partitions_of(t) for t in sorted(_writes(cfg) & read)} if record else {}
     writers: dict[str, frozenset[str]] = {}
