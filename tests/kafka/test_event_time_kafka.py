@@ -107,7 +107,10 @@ def produce(topology: Path, original: Path) -> None:
 def test_shipped_topologies_on_kafka(path: Path, guarantee: str, broker: Any, tmp_path: Path) -> None:
     topology = on_broker(path, broker, tmp_path, guarantee)
     produce(topology, path)
-    assert run_in_thread(topology, until_idle=3.0, timeout=240) == 0
+    # 6 s without input before stopping: a downstream task may wait for its writers' markers
+    # before its last outputs (a run with 3 s failed once on a loaded machine and passed alone;
+    # the cause is not established).
+    assert run_in_thread(topology, until_idle=6.0, timeout=240) == 0
     got = results(broker, topology, path)
     assert {k: shown(v) for k, v in got.items()} == {k: shown(v) for k, v in simulated(path).items()}
     if path.parent.name in TIES:
@@ -136,6 +139,9 @@ def test_a_worker_killed_midway(guarantee: str, broker: Any, tmp_path: Path) -> 
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.wait(30)
-    assert run_in_thread(topology, until_idle=3.0, timeout=240) == 0
+    # 6 s without input before stopping: a downstream task may wait for its writers' markers
+    # before its last outputs (a run with 3 s failed once on a loaded machine and passed alone;
+    # the cause is not established).
+    assert run_in_thread(topology, until_idle=6.0, timeout=240) == 0
     got = results(broker, topology, path)
     assert {k: shown(v) for k, v in got.items()} == {k: shown(v) for k, v in simulated(path).items()}
