@@ -12,12 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-from test_task_parts import PlainRecord
 
 from eventscript.automata.compile import compile_source
 from eventscript.task import codec
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig, ProgramConfig
+
+from .test_task_parts import PlainRecord
 
 COUNT = """
 in {string k;} Hit group(Hit.k)

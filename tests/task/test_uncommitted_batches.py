@@ -14,13 +14,14 @@ from typing import Any
 
 import confluent_kafka
 import orjson
-from test_task_parts import PlainRecord
 
 from eventscript.automata.compile import compile_source
 from eventscript.kafka.restore import Restoration
 from eventscript.state.changelog import HEADER_POSITION, Position
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig, ProgramConfig
+
+from .test_task_parts import PlainRecord
 
 #: Two records of a key make a pair, and the instance ends with it.
 PAIR = """

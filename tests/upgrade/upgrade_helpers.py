@@ -11,8 +11,9 @@ from typing import Any
 
 from eventscript.automata.compile import compile_source
 from eventscript.automata.compiled import CompiledProgram
+from eventscript.engine.encoding import DecodeError
 from eventscript.engine.engine import Engine
-from eventscript.engine.events import Emitted
+from eventscript.engine.events import Emitted, ErrorCode
 from eventscript.engine.time_provider import SimulatedTimeProvider
 from eventscript.language.source import SourceFile
 from eventscript.tester.runner import OutputLine, run_trace
@@ -87,7 +88,12 @@ def run_upgraded(
         else:
             ty = engine.input_type(item.name)  # as the tester reads a trace value (positional fields)
             raw = event_argument(item)
-            engine.feed_json(item.name, raw if ty is None else typed_argument(raw, ty))
+            try:
+                value = raw if ty is None else typed_argument(raw, ty)
+            except DecodeError as exc:  # a value that does not conform: $error 6, as the tester says
+                engine.report_error(ErrorCode.BAD_INPUT_VALUE, f"{item.name}: {exc}")
+            else:
+                engine.feed_json(item.name, value)
             clock.run_due()
     return out, conversions
 
