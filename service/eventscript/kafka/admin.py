@@ -232,6 +232,19 @@ def describe(topo: Topology) -> dict[str, Any]:
     return {"bootstrap": topo.kafka.bootstrap_servers, "topics": Admin(topo).partition_counts()}
 
 
+def await_result(client: AdminClient, fut: Any, timeout: float) -> Any:
+    """An admin request's result, polling the client meanwhile: with a Python logger configured
+    (clients.common), some requests' results (describe_consumer_groups, delete_records: measured)
+    arrive only while the client is polled, so waiting on the future alone can stall to its timeout.
+    Raises :class:`TimeoutError` after ``timeout`` seconds, or what the request raised."""
+    deadline = time.monotonic() + timeout
+    while not fut.done():
+        if time.monotonic() > deadline:
+            raise TimeoutError
+        client.poll(0.05)
+    return fut.result()
+
+
 def purge(client: AdminClient, offsets: dict[tuple[str, int], int], timeout: float = 10.0) -> list[str]:
     """Delete records before the given offsets (consumed and committed repartition records, as
     Kafka Streams purges its repartition topics); returns the errors, one line each."""
@@ -246,7 +259,9 @@ def purge(client: AdminClient, offsets: dict[tuple[str, int], int], timeout: flo
         )
         for tp, fut in futures.items():
             try:
-                fut.result(timeout)
+                await_result(client, fut, timeout)
+            except TimeoutError:
+                problems.append(f"{tp.topic}:{tp.partition}: no answer within {timeout:g} s")
             except Exception as exc:  # a broker without DeleteRecords, or a partition moved
                 problems.append(f"{tp.topic}:{tp.partition}: {exc}")
     except (KafkaException, TypeError, ValueError) as exc:

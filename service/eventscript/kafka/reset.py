@@ -33,7 +33,7 @@ from confluent_kafka.admin import AdminClient
 
 from ..topology.config import ProgramConfig, Topology, TopologyError
 from . import clients
-from .admin import Admin, KafkaUnavailable
+from .admin import Admin, KafkaUnavailable, await_result
 
 #: Seconds to wait for a deleted topic to be gone before creating it again.
 DELETE_WAIT = 60.0
@@ -96,24 +96,12 @@ def _admin(topo: Topology) -> AdminClient:
     return AdminClient(clients.admin_config(topo.kafka))
 
 
-def _result(client: AdminClient, fut: Any, timeout: float) -> Any:
-    """An admin request's result, polling the client meanwhile: with a Python logger configured
-    (clients.common), some requests' results (describe_consumer_groups, measured) arrive only
-    while the client is polled."""
-    deadline = time.monotonic() + timeout
-    while not fut.done():
-        if time.monotonic() > deadline:
-            raise TimeoutError
-        client.poll(0.05)
-    return fut.result()
-
-
 def describe_group(topo: Topology, cfg: ProgramConfig) -> Any:
     """The program's consumer group as the broker describes it (state, members, assignments)."""
     group = topo.group_id(cfg)
     try:
         admin = _admin(topo)
-        return _result(admin, admin.describe_consumer_groups([group], request_timeout=10)[group], 15)
+        return await_result(admin, admin.describe_consumer_groups([group], request_timeout=10)[group], 15)
     except KafkaException as exc:
         raise KafkaUnavailable(topo.kafka.bootstrap_servers, f"describing group {group}", exc.args[0]) from None
     except TimeoutError:
@@ -262,7 +250,7 @@ def apply_reset(topo: Topology, cfg: ProgramConfig, plan: ResetPlan, wait: float
         admin = _admin(topo)
         if plan.delete_topics:
             for t, fut in admin.delete_topics(plan.delete_topics, request_timeout=30).items():
-                _result(admin, fut, 60)
+                await_result(admin, fut, 60)
                 done.append(f"deleted topic {t}")
             _wait_gone(admin, plan.delete_topics)
             Admin(topo).prepare([cfg])  # creates the internal topics again, as the worker would
@@ -275,7 +263,7 @@ def apply_reset(topo: Topology, cfg: ProgramConfig, plan: ResetPlan, wait: float
             )
             for tp, fut in futures.items():
                 try:
-                    _result(admin, fut, 60)
+                    await_result(admin, fut, 60)
                 except (KafkaException, TimeoutError) as exc:
                     problems.append(f"{tp.topic}:{tp.partition}: {exc or 'no answer'}")
             if problems:
@@ -285,7 +273,7 @@ def apply_reset(topo: Topology, cfg: ProgramConfig, plan: ResetPlan, wait: float
             done.append(f"deleted the records of {', '.join(plan.purge_topics)}")
         tps = [TopicPartition(t, p, off) for (t, p), (off, _) in sorted(plan.offsets.items())]
         for fut in admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(plan.group, tps)]).values():
-            _result(admin, fut, 30)
+            await_result(admin, fut, 30)
         done.append(f"committed {len(tps)} offset(s) for group {plan.group}")
     if plan.local_state is not None and plan.local_state.exists():
         shutil.rmtree(plan.local_state)
