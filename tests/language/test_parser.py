@@ -915,3 +915,14 @@ class TestStructureFieldOrder:
         assert [(e.pos.line, e.pos.col) for e in errs] == [(4, 40)]
         assert errs[0].message == "Q carries '{string s; long x;}' but this value is '{long x; string s;}'"
         assert errs[0].hint == "the fields are the same but in a different order"
+
+    def test_a_field_of_the_wrong_type_is_named_not_called_an_order(self) -> None:
+        # Regression: a double where the output declares a long got "the fields are the same but in
+        # a different order".
+        errs = check_source(self.POINT + 'Go() { p = {x: 1.5, s: "a"}; !>O(p); }').diagnostics.errors
+        assert len(errs) == 1
+        assert errs[0].hint == "field 'x' is 'double' here but 'long' is wanted"
+        errs = check_source(self.POINT + 'Go() { p = {x: 1.5, s: "a"}; !>Q(p); }').diagnostics.errors
+        assert errs[0].hint == (
+            "field 'x' is 'double' here but 'long' is wanted (and the fields are in a different order)"
+        )

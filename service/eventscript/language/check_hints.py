@@ -52,8 +52,20 @@ def conversion_hint(value: ast.Expr, got: Type, want: Type) -> str | None:
     if want == LONG and got == DOUBLE:
         return "EventScript never converts on assignment: write long(...) to truncate"
     if isinstance(want, StructType) and isinstance(got, StructType) and sorted(want.names) == sorted(got.names):
-        return "the fields are the same but in a different order"
+        return struct_hint(got, want)
     return None
+
+
+def struct_hint(got: StructType, want: StructType) -> str:
+    """Why two structures with the same field names differ: a field's type (named, with what to
+    write), their order, or both."""
+    wanted = dict(want.fields)
+    mistyped = [(n, t, wanted[n]) for n, t in got.fields if t != wanted[n]]
+    if mistyped:
+        name, have, need = mistyped[0]
+        order = " (and the fields are in a different order)" if got.names != want.names else ""
+        return f"field {name!r} is {describe(have)} here but {describe(need)} is wanted{order}"
+    return "the fields are the same but in a different order"
 
 
 def subexpressions(e: ast.Expr) -> list[ast.Expr]:
