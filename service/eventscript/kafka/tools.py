@@ -68,6 +68,28 @@ def _record_value(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, lis
     return orjson.dumps(payload), headers
 
 
+#: Kafka 4's default ``log.message.timestamp.after.max.ms``: records stamped further ahead of the
+#: broker's clock are refused (INVALID_TIMESTAMP).
+FUTURE_LIMIT_MS = 3_600_000
+
+
+def _refusal(err: KafkaError, msg: Any, ahead_ms: int) -> str:
+    """A delivery error in words. Kafka 4 refuses a record stamped too far ahead with
+    INVALID_RECORD ("failed to validate record", measured on 4.1.1; older brokers say
+    INVALID_TIMESTAMP), and a failed delivery carries no timestamp: when the trace reaches ahead of
+    this machine's clock (``ahead_ms``), say which setting refused it and what to do."""
+    if err.code() == KafkaError.INVALID_TIMESTAMP or (err.code() == KafkaError.INVALID_RECORD and ahead_ms > 60_000):
+        where = f"{msg.topic()}:{msg.partition()}" if msg is not None else "the topic"
+        return (
+            f"{where}: the broker refused a record ({err.str()}); the trace reaches {ahead_ms / 3_600_000:.1f} h "
+            f"ahead of this machine's clock, and brokers refuse records stamped more than the topic's "
+            f"message.timestamp.after.max.ms ahead of theirs (1 hour by default on Kafka 4): raise that topic "
+            f"setting (kafka-configs --alter --entity-type topics --add-config message.timestamp.after.max.ms=...) "
+            f"or shift the trace's times"
+        )
+    return str(err)
+
+
 def produce_trace(
     kafka: KafkaConfig,
     cfg: ProgramConfig,
@@ -79,6 +101,7 @@ def produce_trace(
 ) -> int:
     """Publish a trace; returns the number of event records (ticks not counted). ``producer``:
     anything with confluent-kafka's produce/poll/flush (``eventscript export`` writes a file)."""
+    to_kafka = producer is None
     producer = producer if producer is not None else Producer(clients.producer_config(kafka))
     types = {i.name: i.ty for i in program.program.inputs}
     key_types = program.program.key_types
@@ -91,9 +114,18 @@ def produce_trace(
     engine = Engine(program)  # only for group keys
     errors: list[str] = []
 
+    ahead_ms = max((i.time // 1000 for i in items if isinstance(i, Timestamp)), default=0) - int(time.time() * 1000)
+
     def delivered(err: KafkaError | None, msg: Any) -> None:
         if err is not None:
-            errors.append(str(err))
+            errors.append(_refusal(err, msg, ahead_ms))
+
+    if to_kafka and ahead_ms > FUTURE_LIMIT_MS:
+        warn(
+            f"the trace's times reach {ahead_ms / 3_600_000:.1f} h ahead of this machine's clock: Kafka 4 brokers "
+            f"refuse records stamped more than {FUTURE_LIMIT_MS // 3_600_000} h ahead unless the topic's "
+            f"message.timestamp.after.max.ms (or the broker's log.message.timestamp.after.max.ms) allows it"
+        )
 
     for item in items:
         if isinstance(item, Timestamp):
