@@ -248,3 +248,14 @@ def test_lazy_dfa_steps_cost_about_as_much_as_dfa_steps() -> None:
 def test_unknown_lazy_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="lazy_mode"):
         Engine(_program(_blow_up(2), lazy=True), lazy_mode="fast")
+
+
+def test_a_lazy_machine_keeps_every_edge_through_json() -> None:
+    # Regression: from_json dropped each edge's marker and origin (explain/ and upgrade/ read them).
+    src = SourceFile("p.es", "in long A, long B\nout long O\n( A() B() { !>O(1); } | A() A() )*\n")
+    comp = compile_source(src, force_lazy=True)
+    program = comp.program
+    assert program is not None and isinstance(program.machine, LazyDFA)
+    again = LazyDFA.from_json(program.machine.to_json())
+    assert again.efa.edges == program.machine.efa.edges
+    assert any(e.marker >= 0 for row in again.efa.edges for es in row.values() for e in es)

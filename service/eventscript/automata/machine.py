@@ -164,7 +164,7 @@ class LazyDFA:
             "final": self.efa.final,
             "follows": [[[s, list(p)] for s, p in f.targets] for f in self.efa.follows],
             "edges": [
-                [[sym, [[e.follow, list(e.prefix)] for e in es]] for sym, es in sorted(row.items())]
+                [[sym, [[e.follow, list(e.prefix), e.marker, e.origin] for e in es]] for sym, es in sorted(row.items())]
                 for row in self.efa.edges
             ],
             "occurrences": [[o.unit, o.order, o.copy] for o in self.occ.items],
@@ -175,8 +175,13 @@ class LazyDFA:
         occ = OccurrenceTable()
         occ.load([Occurrence(u, order, copy) for u, order, copy in data["occurrences"]])
         follows = [Follow.of(tuple((s, tuple(p)) for s, p in f)) for f in data["follows"]]
+        # Each edge keeps its marker and origin (explain/ and upgrade/ read them); files written before
+        # they were kept hold [follow, prefix] only, read as before (no marker, the edge's index).
         edges = [
-            {sym: [EFAEdge(f, tuple(p), -1, k) for k, (f, p) in enumerate(es)] for sym, es in row}
+            {
+                sym: [EFAEdge(e[0], tuple(e[1]), *(e[2:4] if len(e) >= 4 else (-1, k))) for k, e in enumerate(es)]
+                for sym, es in row
+            }
             for row in data["edges"]
         ]
         efa = EFA(edges, follows, data["initial"], data["final"])
