@@ -357,9 +357,10 @@ def test_commit_timing_out_is_resumed_not_aborted(
     alive, becomes ready again, and every output appears exactly once in committed data."""
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (one the tests started)")
+    from eventscript.kafka import waiting
     from eventscript.kafka import worker as worker_mod
 
-    monkeypatch.setattr(worker_mod, "TXN_TIMEOUT", 2.0)  # the outage below spans several timeouts
+    monkeypatch.setattr(waiting, "TXN_TIMEOUT", 2.0)  # the outage below spans several timeouts
     wrappers: list[_StopBrokerOnCommit] = []
     real_open = worker_mod.ProgramWorker._open
 
