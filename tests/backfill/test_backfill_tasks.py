@@ -25,7 +25,7 @@ from eventscript.engine.timeutil import format_time, parse_time
 from eventscript.kafka import codec
 from eventscript.kafka.config import Topology, parse_topology
 from eventscript.language.source import SourceFile
-from eventscript.tester.runner import run_trace
+from eventscript.tester.pipeline import run_trace
 from eventscript.tester.trace import parse_trace
 
 PROGRAM = COUNT_QUIET
