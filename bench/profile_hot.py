@@ -134,7 +134,7 @@ def report(
 
 def profile_worker(args: argparse.Namespace) -> None:
     from eventscript.kafka.config import parse_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
     from eventscript.kafka.worker import ProgramWorker
     from worker_peers import COUNTER, Broker, create_topics, preload
 

@@ -245,7 +245,7 @@ def _runner_in_a_thread(
     """The zombie program's topology (record clock, 50 ms commits, 2 partitions), its runner
     prepared in this process, a producer for its input, and a thread that runs it (not started)."""
     from eventscript.kafka.config import load_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     name = unique(prefix)
     (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)

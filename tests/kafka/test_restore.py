@@ -233,7 +233,7 @@ def test_a_restore_longer_than_max_poll_interval_keeps_the_worker_in_its_group(
     import time
 
     from eventscript.kafka import restore, task_manager
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     name, topo_path, kafka = _setup(broker, tmp_path)
     t = load_topology(topo_path)

@@ -168,7 +168,7 @@ def _program(broker: Broker, tmp_path: Path, guarantee: str) -> tuple[str, Path]
 
 def _start(topo: Path, until_idle: float | None = None, supplier: Any = None) -> tuple[Any, threading.Thread]:
     from eventscript.kafka.config import load_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     runner = TopologyRunner(load_topology(topo), supplier=supplier)
     runner.prepare()

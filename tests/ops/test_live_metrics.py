@@ -14,7 +14,7 @@ from kafka_helpers import FAST_GROUP, Broker, KeyedProducer, free_port, topology
 from prometheus_client.parser import text_string_to_metric_families
 
 from eventscript.kafka.config import load_topology
-from eventscript.kafka.runner import TopologyRunner
+from eventscript.kafka.supervisor import TopologyRunner
 from test_deploy_files import (
     DASHBOARD,
     KUBERNETES_SERIES,
