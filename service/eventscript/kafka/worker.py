@@ -80,6 +80,9 @@ REJOIN_WINDOW = 60.0
 
 
 class ProgramWorker:
+    """One group member running one program: its clients, its loop, and its parts (the task
+    manager, the checkpoint, the producer side) wired together."""
+
     def __init__(
         self,
         topo: Topology,
