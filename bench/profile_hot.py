@@ -52,9 +52,9 @@ WORKER_PARTS = [
     ("  routing: murmur2 (pure Python)", "kafka/partitioner.py", "murmur2"),
     ("  routing: Task._route_key", "kafka/task.py", "_route_key"),
     ("  routing: Task._place", "kafka/task.py", "_place"),
-    ("outputs produced (_produce_outboxes)", "kafka/worker.py", "_produce_outboxes"),
+    ("outputs produced (Checkpoint.produce_outboxes)", "kafka/checkpoint.py", "produce_outboxes"),
     ("timers (ProgramWorker._fire_timers)", "kafka/worker.py", "_fire_timers"),
-    ("commit, with its waits (ProgramWorker._commit)", "kafka/worker.py", "_commit"),
+    ("commit, with its waits (Checkpoint.commit)", "kafka/checkpoint.py", "commit"),
     ("  changelog records (Task.changelog_records)", "kafka/task.py", "changelog_records"),
     ("    snapshot per dirty key (Engine.snapshot)", "engine/engine.py", "snapshot"),
     ("  store writes (TaskStore.write)", "state/store.py", "write"),
@@ -134,7 +134,7 @@ def report(
 
 def profile_worker(args: argparse.Namespace) -> None:
     from eventscript.kafka.config import parse_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
     from eventscript.kafka.worker import ProgramWorker
     from worker_peers import COUNTER, Broker, create_topics, preload
 

@@ -56,7 +56,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from eventscript.kafka import clients  # noqa: E402
 from eventscript.kafka.config import KafkaConfig, parse_topology  # noqa: E402
 from eventscript.kafka.partitioner import partition_of  # noqa: E402
-from eventscript.kafka.runner import TopologyRunner  # noqa: E402
+from eventscript.kafka.supervisor import TopologyRunner  # noqa: E402
 
 PROGRAM = """
 in {string k; double v; long sent;} Reading group(Reading.k)

@@ -154,7 +154,7 @@ def child_eventscript(bootstrap: str, topic: str, out: str, group: str, guarante
 
     sys.path.insert(0, str(ROOT / "service"))
     from eventscript.kafka.config import parse_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     source = Path(state) / "counter.es"
     source.parent.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,7 @@ def run_program(
     """Compile program text (or a pipeline of them), run a trace, return the output JSON lines."""
     from eventscript.automata.compile import compile_source
     from eventscript.language.source import SourceFile
-    from eventscript.tester.runner import run_trace
+    from eventscript.tester.pipeline import run_trace
     from eventscript.tester.trace import parse_trace
 
     sources = [source] if isinstance(source, str) else source

@@ -229,3 +229,38 @@ def test_no_module_uses_another_packages_private_names() -> None:
         f"{path}:{line}: {how} {name}" for path, name, line, how in found if (path, name) not in KNOWN_PRIVATE_READS
     ]
     assert not wrong, "private names of another package (give the package a public accessor):\n" + "\n".join(wrong)
+
+
+#: Kafka calls that belong to the worker's parts, not to its loop (issue 19): those that commit
+#: (kafka/checkpoint.py) and those that make, assign, rewind or restore tasks (kafka/task_manager.py).
+COMMIT_CALLS = {"commit", "send_offsets_to_transaction", "commit_transaction", "consumer_group_metadata"}
+TASK_CALLS = {"Task", "incremental_assign", "rewind", "Restoration", "Standbys", "seek", "committed"}
+
+
+def calls_in(path: Path, parts: frozenset[str] = frozenset()) -> set[str]:
+    """The names of the functions and methods a module calls (``x.commit(...)`` → ``commit``),
+    except the methods it calls on ``parts`` (``self.checkpoint.commit()``, ``manager.rewind()``:
+    delegating is not doing)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
+                on = node.func.value
+                receiver = on.attr if isinstance(on, ast.Attribute) else on.id if isinstance(on, ast.Name) else ""
+                if receiver not in parts:
+                    found.add(node.func.attr)
+            elif isinstance(node.func, ast.Name):
+                found.add(node.func.id)
+    return found
+
+
+def test_the_worker_loop_leaves_commits_and_tasks_to_its_parts() -> None:
+    """kafka/worker.py is the loop that wires the task manager and the checkpoint: it imports
+    both, and the calls that commit or manage tasks are made in them, not in the loop."""
+    kafka = SERVICE / "kafka"
+    assert {"kafka.task_manager", "kafka.checkpoint"} <= import_graph()["kafka.worker"]
+    in_loop = calls_in(kafka / "worker.py", frozenset({"checkpoint", "task_manager", "manager"}))
+    assert not in_loop & COMMIT_CALLS, f"worker.py commits itself: {sorted(in_loop & COMMIT_CALLS)}"
+    assert not in_loop & TASK_CALLS, f"worker.py manages tasks itself: {sorted(in_loop & TASK_CALLS)}"
+    assert calls_in(kafka / "checkpoint.py") >= COMMIT_CALLS
+    assert calls_in(kafka / "task_manager.py") >= TASK_CALLS

@@ -578,7 +578,7 @@ def _image_path(source: str) -> Path:
 
 
 def test_values_topology_validates(values: dict[str, Any]) -> None:
-    from eventscript.kafka.runner import compile_programs
+    from eventscript.kafka.supervisor import compile_programs
 
     text = values["topology"]
     assert isinstance(text, str), "topology is YAML text (a string replaces the default instead of merging with it)"

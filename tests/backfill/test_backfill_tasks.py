@@ -17,15 +17,15 @@ from eventscript.automata.compile import compile_source
 from eventscript.backfill import export
 from eventscript.backfill.export import ExportError
 from eventscript.backfill.job import Totals, check_totals, export_plan, run_locally
-from eventscript.backfill.runner import BackfillError, TaskSummary
 from eventscript.backfill.sink import FileSink, output_json, read_parquet_outputs
 from eventscript.backfill.source import slice_batches
 from eventscript.backfill.stages import run_partition
+from eventscript.backfill.task_stage import BackfillError, TaskSummary
 from eventscript.engine.timeutil import format_time, parse_time
 from eventscript.kafka import codec
 from eventscript.kafka.config import Topology, parse_topology
 from eventscript.language.source import SourceFile
-from eventscript.tester.runner import run_trace
+from eventscript.tester.pipeline import run_trace
 from eventscript.tester.trace import parse_trace
 
 PROGRAM = COUNT_QUIET

@@ -12,7 +12,7 @@ from eventscript.backfill.main import _spark_failure
 def test_a_known_backfill_error_is_shown_by_its_message() -> None:
     text = (
         "An error occurred while calling o74.getResult.\nTraceback (most recent call last):\n"
-        '  File "x.py", line 3\neventscript.backfill.runner.BackfillError: task 1 was given record t:0:5\n'
+        '  File "x.py", line 3\neventscript.backfill.task_stage.BackfillError: task 1 was given record t:0:5\n'
     )
     assert _spark_failure(Exception(text)) == "task 1 was given record t:0:5"
 

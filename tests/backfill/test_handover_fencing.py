@@ -22,7 +22,7 @@ from test_kafka_sink import program_topology
 
 from eventscript.backfill import handover as ho
 from eventscript.backfill.kafka_sink import Transaction, transactional_id
-from eventscript.kafka.runner import TopologyRunner
+from eventscript.kafka.supervisor import TopologyRunner
 
 T0 = 1_767_225_600_000  # ms
 

@@ -57,7 +57,7 @@ def publish(topo: Topology, tmp: Path, trace: str) -> None:
     from confluent_kafka import Producer
 
     from eventscript.kafka import clients
-    from eventscript.kafka.runner import compile_programs
+    from eventscript.kafka.supervisor import compile_programs
     from eventscript.kafka.tools import produce_trace
     from eventscript.tester.trace import read_trace
 

@@ -300,7 +300,7 @@ def as_topic_per_event(case: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) ->
     one topic per input event (two topics taking turns for a program of one event), keyed by
     the group key, with no header: records key-split mode skips by their keys. None for an
     ungrouped program."""
-    from eventscript.kafka.runner import compile_programs
+    from eventscript.kafka.supervisor import compile_programs
 
     base = case_topology(case)
     program = compile_programs(base, [base.programs[0]])[base.programs[0].name].program

@@ -133,7 +133,7 @@ def test_kafka_topics_read_to_the_cut(spark: Any, broker: Any, tmp_path: Path) -
     """The conformance case key-debounce published with ``produce`` on 2 partitions, read back
     by the Kafka source (the embedded broker's watermarks are wrong: the cut must not trust them)."""
     from eventscript.kafka.admin import Admin
-    from eventscript.kafka.runner import compile_programs
+    from eventscript.kafka.supervisor import compile_programs
     from eventscript.kafka.tools import produce_trace
     from eventscript.tester.trace import read_trace
 

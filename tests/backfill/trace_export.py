@@ -69,7 +69,7 @@ def case_topology(case: str, partitions: int = 1, name: str = "prog") -> Topolog
 
 def trace_rows(topo: Topology, trace: Path, monkeypatch: Any, partitions: int = 1) -> list[Row]:
     """The records ``eventscript produce`` publishes for a trace (events and ticks)."""
-    from eventscript.kafka.runner import compile_programs
+    from eventscript.kafka.supervisor import compile_programs
     from eventscript.tester.trace import read_trace
 
     cfg = topo.programs[0]

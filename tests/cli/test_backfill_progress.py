@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from eventscript.backfill.progress import RATE_FROM, Progress
-from eventscript.backfill.runner import TaskSummary
+from eventscript.backfill.task_stage import TaskSummary
 
 
 def _lines(records_per_task: int, tasks: int = 2) -> list[str]:

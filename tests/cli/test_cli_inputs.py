@@ -184,7 +184,7 @@ def test_ctrl_c_while_contacting_kafka_is_one_line(
 ) -> None:
     """Ctrl-C during the wait for a broker that does not answer (10-30 s) ends `run` with one
     line and status 130, not a traceback."""
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     def interrupted(self: TopologyRunner) -> None:
         raise KeyboardInterrupt

@@ -11,7 +11,7 @@ import pytest
 from conftest import CASES, read_jsonl
 from eventscript.automata.compile import compile_file
 from eventscript.tester.expect import compare
-from eventscript.tester.runner import OutputLine, run_trace
+from eventscript.tester.pipeline import OutputLine, run_trace
 from eventscript.tester.trace import read_trace
 
 CASE_DIRS = sorted(p for p in CASES.iterdir() if p.is_dir()) if CASES.exists() else []

@@ -27,7 +27,7 @@ from eventscript.engine.engine import Engine
 from eventscript.engine.events import Emitted
 from eventscript.engine.time_provider import SimulatedTimeProvider
 from eventscript.language.source import SourceFile
-from eventscript.tester.runner import run_trace
+from eventscript.tester.pipeline import run_trace
 from eventscript.tester.trace import Timestamp, TraceItem, event_argument, parse_trace, typed_argument
 from reference import generate
 from reference.compare import compiles

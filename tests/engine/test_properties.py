@@ -36,7 +36,7 @@ from eventscript.engine.engine import Engine
 from eventscript.engine.events import Emitted
 from eventscript.engine.time_provider import SimulatedTimeProvider
 from eventscript.language.source import SourceFile
-from eventscript.tester.runner import OutputLine
+from eventscript.tester.pipeline import OutputLine
 from eventscript.tester.trace import Timestamp, TraceItem, event_argument, parse_trace
 
 SETTINGS = settings(

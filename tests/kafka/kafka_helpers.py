@@ -165,7 +165,7 @@ def run_in_thread(
 ) -> int:
     """Run a topology in this process until it is idle; returns the runner's status."""
     from eventscript.kafka.config import load_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     runner = TopologyRunner(load_topology(topology_path), names)
     runner.prepare()

@@ -54,7 +54,7 @@ def _events(broker: Broker, topic: str) -> list[str]:
 def test_timer_only_commit_sends_the_committed_offsets(broker: Broker, tmp_path: Path) -> None:
     from eventscript.kafka.clients import ClientSupplier
     from eventscript.kafka.config import load_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     name = unique("offsets")
     (tmp_path / "p.es").write_text(PROGRAM)

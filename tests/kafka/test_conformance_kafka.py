@@ -17,7 +17,7 @@ import pytest
 from kafka_helpers import Broker, read_many, run_in_thread, topology, unique
 
 from eventscript.kafka.config import load_topology
-from eventscript.kafka.runner import compile_programs
+from eventscript.kafka.supervisor import compile_programs
 from eventscript.kafka.tools import produce_trace, record_to_json
 from eventscript.tester.expect import compare
 from eventscript.tester.trace import read_trace

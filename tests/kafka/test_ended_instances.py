@@ -16,12 +16,11 @@ from pathlib import Path
 import msgpack
 import orjson
 import pytest
+from task_builder import stored_task
 from test_task_recovery import T0, _commit, _feed, _raw, _rewind
 
-from eventscript.automata.compile import compile_source
 from eventscript.backfill.records import ArrowRecord
 from eventscript.kafka import codec
-from eventscript.kafka.config import InputConfig, ProgramConfig
 from eventscript.kafka.task import Task
 from eventscript.state.changelog import is_instance_key
 
@@ -59,18 +58,7 @@ out {string k; long count;} Count
 
 
 def _task(store: Path, program: str, cache_instances: int | None = None) -> Task:
-    cfg = ProgramConfig(
-        name="p",
-        source="p.es",
-        clock="record",
-        inputs=[InputConfig(topic="in", event="Tick")],
-        outputs={"default": "out"},
-        errors="err",
-        state={"cache_instances": cache_instances} if cache_instances else {},
-    )
-    task = Task(0, compile_source(program, name="p").require(), cfg, cfg.inputs, "p-rep", "p-changelog", 1, store)
-    task.load_from_store()
-    return task
+    return stored_task(store, program, cache_instances=cache_instances)
 
 
 def _records(keys: list[str], start: int, count: int, step_ms: int = 1000) -> list[ArrowRecord]:

@@ -12,7 +12,7 @@ import pytest
 from kafka_helpers import Broker, free_port, topology, unique, wait_for
 
 from eventscript.kafka.config import load_topology
-from eventscript.kafka.runner import TopologyRunner
+from eventscript.kafka.supervisor import TopologyRunner
 
 PROGRAM = "in {string k;} A group(A.k)\nout {string k;} B\n( A(a) { !>B(a); } )*\n"
 

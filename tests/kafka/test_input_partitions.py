@@ -16,7 +16,7 @@ from kafka_helpers import Broker, topology, unique, wait_for
 
 from eventscript.kafka import input_partitions
 from eventscript.kafka.config import load_topology
-from eventscript.kafka.runner import TopologyRunner
+from eventscript.kafka.supervisor import TopologyRunner
 
 PROGRAM = "in {string k;} Hit group(Hit.k)  out long N  ( Hit() { !>N(1); } )*"
 

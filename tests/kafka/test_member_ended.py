@@ -118,7 +118,7 @@ def test_fenced_producer_rejoins(broker: Broker, tmp_path: Path) -> None:
 def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
     from eventscript.kafka.clients import ClientSupplier
     from eventscript.kafka.config import load_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     name = unique("fenced")
     (tmp_path / "p.es").write_text(PROGRAM)

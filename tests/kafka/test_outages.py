@@ -245,7 +245,7 @@ def _runner_in_a_thread(
     """The zombie program's topology (record clock, 50 ms commits, 2 partitions), its runner
     prepared in this process, a producer for its input, and a thread that runs it (not started)."""
     from eventscript.kafka.config import load_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     name = unique(prefix)
     (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)
@@ -357,9 +357,10 @@ def test_commit_timing_out_is_resumed_not_aborted(
     alive, becomes ready again, and every output appears exactly once in committed data."""
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (one the tests started)")
+    from eventscript.kafka import waiting
     from eventscript.kafka import worker as worker_mod
 
-    monkeypatch.setattr(worker_mod, "TXN_TIMEOUT", 2.0)  # the outage below spans several timeouts
+    monkeypatch.setattr(waiting, "TXN_TIMEOUT", 2.0)  # the outage below spans several timeouts
     wrappers: list[_StopBrokerOnCommit] = []
     real_open = worker_mod.ProgramWorker._open
 

@@ -108,7 +108,7 @@ def _run_with_faults(
     from eventscript.kafka import worker as worker_module
     from eventscript.kafka.clients import ClientSupplier
     from eventscript.kafka.config import load_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     name = unique("recover")
     (tmp_path / "p.es").write_text(PROGRAM)

@@ -107,9 +107,9 @@ def test_consumed_repartition_records_are_purged(
     """After a commit the worker deletes the repartition records it has consumed (DeleteRecords),
     so the internal topic does not grow without bound."""
     broker.require_real("DeleteRecords (Tansu 0.6 drops the connection)")
-    from eventscript.kafka import worker
+    from eventscript.kafka import checkpoint
 
-    monkeypatch.setattr(worker, "PURGE_INTERVAL", 0.0)
+    monkeypatch.setattr(checkpoint, "PURGE_INTERVAL", 0.0)
     keys = [f"k{i}" for i in range(12)]
     records = [(k.encode(), i % PARTITIONS, k) for i, k in enumerate(keys * 3)]
     wrong = sum(1 for _, part, k in records if part != partition_of(k.encode(), PARTITIONS))

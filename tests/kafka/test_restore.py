@@ -232,8 +232,8 @@ def test_a_restore_longer_than_max_poll_interval_keeps_the_worker_in_its_group(
     import threading
     import time
 
-    from eventscript.kafka import restore, worker
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka import restore, task_manager
+    from eventscript.kafka.supervisor import TopologyRunner
 
     name, topo_path, kafka = _setup(broker, tmp_path)
     t = load_topology(topo_path)
@@ -267,7 +267,7 @@ def test_a_restore_longer_than_max_poll_interval_keeps_the_worker_in_its_group(
         real_step(self, budget, batch)
 
     monkeypatch.setattr(restore.Restoration, "step", slow_step)
-    monkeypatch.setattr(worker, "RESTORE_SLICE", 0.01)
+    monkeypatch.setattr(task_manager, "RESTORE_SLICE", 0.01)
     doc = load_topology(topo_path)
     doc.kafka.consumer["max.poll.interval.ms"] = 3000
     runner = TopologyRunner(doc)

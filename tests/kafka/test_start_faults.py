@@ -29,7 +29,7 @@ out {string k; long count;} Count
 
 def _runner(broker: Broker, tmp_path: Path) -> Any:
     from eventscript.kafka.config import load_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     name = unique("start")
     (tmp_path / "p.es").write_text(PROGRAM)

@@ -35,6 +35,7 @@ from kafka_helpers import (
     uninterrupted,
     unique,
 )
+from task_builder import stored_task
 from test_task_recovery import PROGRAM, T0, _commit, _rewind  # the counter with a 30 s quiet timer
 
 from eventscript.automata.compile import compile_source
@@ -50,18 +51,7 @@ from eventscript.state.changelog import SEQ_KEY
 
 
 def _task(store: Path, cache: int, program: str = PROGRAM) -> Task:
-    cfg = ProgramConfig(
-        name="cached",
-        source="p.es",
-        clock="record",
-        inputs=[InputConfig(topic="in", event="Tick")],
-        outputs={"default": "out"},
-        errors="err",
-        state={"cache_instances": cache},
-    )
-    task = Task(0, compile_source(program, name="cached").require(), cfg, cfg.inputs, "rep", "changelog", 1, store)
-    task.load_from_store()
-    return task
+    return stored_task(store, program, name="cached", cache_instances=cache)
 
 
 def _records(keys: int, count: int, seed: int, start: int = 0, t0: int = T0) -> list[ArrowRecord]:

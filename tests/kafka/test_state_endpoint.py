@@ -24,7 +24,7 @@ from eventscript.kafka import clients
 from eventscript.kafka.admin import Admin
 from eventscript.kafka.config import KafkaConfig, load_topology
 from eventscript.kafka.partitioner import partition_of
-from eventscript.kafka.runner import TopologyRunner
+from eventscript.kafka.supervisor import TopologyRunner
 
 PROGRAM = """
 in {string k; long n;} Opened group(Opened.k), {string k; long n;} Closed group(Closed.k)

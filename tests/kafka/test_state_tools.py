@@ -117,7 +117,7 @@ def test_state_dump_equals_what_the_workers_hold(broker: Broker, tmp_path: Path,
     assert run_in_thread(topo, until_idle=1.0) == 0
     t = load_topology(topo)
     cfg = t.program(name)
-    from eventscript.kafka.runner import compile_programs
+    from eventscript.kafka.supervisor import compile_programs
 
     program = compile_programs(t, [cfg])[name]
     terms = ProgramTerms(program)
@@ -189,7 +189,7 @@ def t_changelog(topo: Path, name: str) -> str:
 
 @pytest.mark.kafka
 def test_reset_is_refused_while_the_group_has_members(broker: Broker, tmp_path: Path, capsys) -> None:
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     name, topo = _setup(broker, tmp_path)
     _send(broker, _doors(name)[:2])
@@ -247,7 +247,7 @@ def test_reset_plans_from_a_datetime_and_from_offsets(broker: Broker, tmp_path: 
 @pytest.mark.spark
 def test_state_dump_on_spark_equals_the_one_process_dump(broker: Broker, spark, tmp_path: Path, capsys) -> None:
     from eventscript.kafka.changelog_spark import dump_on_spark
-    from eventscript.kafka.runner import compile_programs
+    from eventscript.kafka.supervisor import compile_programs
 
     name, topo = _setup(broker, tmp_path)
     doors = _doors(name)

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
+from task_builder import stored_task
 
 from eventscript.automata.compile import compile_source
 from eventscript.backfill.records import ArrowRecord
@@ -50,17 +51,7 @@ def Record(
 
 
 def _task(store: Path, clock: str = "record", program: str = PROGRAM, event: str = "Tick") -> Task:
-    cfg = ProgramConfig(
-        name="p",
-        source="p.es",
-        clock=clock,
-        inputs=[InputConfig(topic="in", event=event)],
-        outputs={"default": "out"},
-        errors="err",
-    )
-    task = Task(0, compile_source(program, name="p").require(), cfg, cfg.inputs, "p-rep", "p-changelog", 1, store)
-    task.load_from_store()
-    return task
+    return stored_task(store, program, clock=clock, event=event)
 
 
 def _feed(task: Task, records: list[Record]) -> list[OutRecord]:

@@ -127,10 +127,10 @@ class Wrapped:
 
 def _install(monkeypatch: pytest.MonkeyPatch, plan: Plan) -> Any:
     """A client supplier whose clients are wrapped; transactional calls time out fast."""
-    from eventscript.kafka import worker as worker_mod
+    from eventscript.kafka import waiting
     from eventscript.kafka.clients import ClientSupplier
 
-    monkeypatch.setattr(worker_mod, "TXN_TIMEOUT", TXN_TIMEOUT)
+    monkeypatch.setattr(waiting, "TXN_TIMEOUT", TXN_TIMEOUT)
 
     class WrappingSupplier(ClientSupplier):
         def producer(self, conf: dict[str, Any]) -> Any:
@@ -168,7 +168,7 @@ def _program(broker: Broker, tmp_path: Path, guarantee: str) -> tuple[str, Path]
 
 def _start(topo: Path, until_idle: float | None = None, supplier: Any = None) -> tuple[Any, threading.Thread]:
     from eventscript.kafka.config import load_topology
-    from eventscript.kafka.runner import TopologyRunner
+    from eventscript.kafka.supervisor import TopologyRunner
 
     runner = TopologyRunner(load_topology(topo), supplier=supplier)
     runner.prepare()
@@ -415,11 +415,11 @@ def test_alive_and_stoppable_while_the_broker_stalls(
     away, without failing and without committing; the next worker gives every output once."""
     import yaml
 
-    from eventscript.kafka import worker as worker_mod
+    from eventscript.kafka import waiting
 
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (one the tests started)")
-    monkeypatch.setattr(worker_mod, "TXN_SLICE", SLICE)
+    monkeypatch.setattr(waiting, "TXN_SLICE", SLICE)
     plan = Plan(broker.pid, steps, outage=LONG_OUTAGE)
     supplier = _install(monkeypatch, plan)
     name, topo = _program(broker, tmp_path, guarantee)

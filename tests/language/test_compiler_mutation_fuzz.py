@@ -23,7 +23,7 @@ from conftest import CASES, ROOT
 from eventscript.automata.compile import compile_source
 from eventscript.language.diagnostics import CompileError
 from eventscript.language.source import SourceFile
-from eventscript.tester.runner import run_trace
+from eventscript.tester.pipeline import run_trace
 from eventscript.tester.trace import TraceError, parse_trace
 
 EXAMPLES = int(os.environ.get("MUTATION_EXAMPLES", "100"))

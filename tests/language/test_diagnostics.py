@@ -17,7 +17,7 @@ from eventscript.automata.compile import compile_file, compile_source
 from eventscript.cli.main import main as cli_main
 from eventscript.language.diagnostics import Diagnostic, Severity
 from eventscript.language.source import SourceFile
-from eventscript.tester.runner import run_trace
+from eventscript.tester.pipeline import run_trace
 from eventscript.tester.trace import parse_trace
 
 T0 = "[2026-01-01 00:00:00]"

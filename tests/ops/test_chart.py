@@ -506,7 +506,7 @@ def test_schema_refuses_unsafe_kubernetes_values(typo: str, where: str) -> None:
 def test_the_grace_period_covers_the_workers_stop() -> None:
     import json as json_module
 
-    from eventscript.kafka.worker import TXN_TIMEOUT
+    from eventscript.kafka.waiting import TXN_TIMEOUT
 
     schema = json_module.loads((CHART / "values.schema.json").read_text())
     assert schema["properties"]["terminationGracePeriodSeconds"]["minimum"] > TXN_TIMEOUT

@@ -14,7 +14,7 @@ from kafka_helpers import FAST_GROUP, Broker, KeyedProducer, free_port, topology
 from prometheus_client.parser import text_string_to_metric_families
 
 from eventscript.kafka.config import load_topology
-from eventscript.kafka.runner import TopologyRunner
+from eventscript.kafka.supervisor import TopologyRunner
 from test_deploy_files import (
     DASHBOARD,
     KUBERNETES_SERIES,
@@ -176,7 +176,7 @@ def test_a_live_worker_exports_store_sizes_and_restore_progress(
     import shutil
     import time
 
-    from eventscript.kafka import restore, worker
+    from eventscript.kafka import restore, task_manager
 
     name = unique("disk")
     (tmp_path / "p.es").write_text(COUNTING)
@@ -234,7 +234,7 @@ def test_a_live_worker_exports_store_sizes_and_restore_progress(
         real_step(self, budget, batch)
 
     monkeypatch.setattr(restore.Restoration, "step", slow_step)
-    monkeypatch.setattr(worker, "RESTORE_SLICE", 0.05)
+    monkeypatch.setattr(task_manager, "RESTORE_SLICE", 0.05)
     port = free_port()
     runner, t = _start(path, port)
     try:

@@ -9,7 +9,7 @@ from unittest import mock
 from eventscript.automata.compile import compile_source
 from eventscript.engine.engine import LAZY_MODE_ENV
 from eventscript.language.source import SourceFile
-from eventscript.tester.runner import run_trace
+from eventscript.tester.pipeline import run_trace
 from eventscript.tester.trace import parse_trace
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from eventscript.automata.compile import compile_source
 from eventscript.language.source import SourceFile
-from eventscript.tester.runner import run_trace
+from eventscript.tester.pipeline import run_trace
 from eventscript.tester.trace import TraceError, parse_trace, read_trace
 
 ECHO = """

@@ -26,7 +26,7 @@ from conftest import CASES
 from eventscript.automata.compile import compile_file
 from eventscript.automata.compiled import CompiledProgram
 from eventscript.engine.encoding import json_line
-from eventscript.tester.runner import run_trace
+from eventscript.tester.pipeline import run_trace
 from eventscript.tester.trace import Timestamp, TraceError, TraceItem, read_trace
 
 CASE_DIRS = sorted(p.parent for p in CASES.glob("*/input.trace")) if CASES.exists() else []

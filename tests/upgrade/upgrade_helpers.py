@@ -16,7 +16,7 @@ from eventscript.engine.engine import Engine
 from eventscript.engine.events import Emitted, ErrorCode
 from eventscript.engine.time_provider import SimulatedTimeProvider
 from eventscript.language.source import SourceFile
-from eventscript.tester.runner import OutputLine, run_trace
+from eventscript.tester.pipeline import OutputLine, run_trace
 from eventscript.tester.trace import Timestamp, event_argument, parse_trace, typed_argument
 from eventscript.upgrade.convert import RESTARTED, Conversion, convert
 from eventscript.upgrade.plan import Plan

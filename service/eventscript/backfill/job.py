@@ -2,7 +2,7 @@
 
 Shape: the data source has one Spark partition per Kafka partition number p (all
 co-partitioned inputs of p together); ``mapInArrow`` streams each through one worker task
-(``runner.py``); the driver writes the outputs, task after task, to the sink. Records whose
+(``task_stage.py``); the driver writes the outputs, task after task, to the sink. Records whose
 group key belongs to another partition (the worker would re-publish them through its
 repartition topic, in an order only the running worker knows) stop the backfill with an error.
 """
@@ -23,9 +23,9 @@ from . import cut, export
 from .executor import packed
 from .plan import OffsetRange, Plan, SourceSpec, program_spec
 from .records import OUTPUT_DDL, OutputRow
-from .runner import BackfillError, TaskSummary
 from .sink import unpack_rows
 from .stages import run_partition
+from .task_stage import BackfillError, TaskSummary
 
 DEFAULT_MASTER = "local[*]"
 

@@ -23,7 +23,7 @@ from ..topology.config import KafkaConfig, ProgramConfig, Topology
 from . import cut
 from .export import Row
 from .plan import OffsetRange, Plan, SourceSpec, program_spec
-from .runner import BackfillError
+from .task_stage import BackfillError
 
 #: How long a reader may get nothing at all (no record, no end-of-partition signal).
 STALL_SECONDS = 120.0

@@ -39,7 +39,7 @@ from ..task.routing import key_group
 from ..task.task import Task
 from .plan import Plan
 from .records import INPUT_DDL, INPUT_SCHEMA, ArrowRecord, InputRow, input_batch, records_of, stats_batch
-from .runner import (
+from .task_stage import (
     END_MARKER_OFFSET,
     WAIT_FOR_ALL_INPUTS_MS,
     BackfillError,

@@ -43,7 +43,7 @@ from ..engine.timeutil import MAX_TIME
 from ..task.keys import input_format
 from ..task.routing import HASH_MIX, HASH_PRIME, KeyFilter, key_group
 from .plan import Plan
-from .runner import BackfillError, TaskStage, compiled_program, record_clock_config
+from .task_stage import BackfillError, TaskStage, compiled_program, record_clock_config
 
 #: Record timestamps (ms) the record clock can move to.
 MAX_TS_MS = MAX_TIME // 1000

@@ -18,8 +18,8 @@ from .job import Totals, check_totals, export_plan, outputs, spark_session
 from .kafka_sink import KafkaSink, Transaction, ensure_topics, sink_topics, transactional_id, with_topics
 from .plan import Plan, program_spec
 from .progress import Progress
-from .runner import BackfillError, compiled_program
 from .sink import FileSink, SinkError, sink_format
+from .task_stage import BackfillError, compiled_program
 
 
 class BackfillFailed(Exception):

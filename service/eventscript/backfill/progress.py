@@ -13,7 +13,7 @@ import sys
 import time
 from typing import TextIO
 
-from .runner import TaskSummary
+from .task_stage import TaskSummary
 
 #: Records read before the line shows a rate and an ETA.
 RATE_FROM = 10_000

@@ -1,5 +1,5 @@
 """Which stage runs a Spark partition of partition mode (or key-split mode): the ``mapInArrow``
-body of the first stage, apart from the stages themselves so that ``runner.py`` (the task stage)
+body of the first stage, apart from the stages themselves so that ``task_stage.py``
 and ``key_split.py`` (its key-split variant, built on it) import one way only."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from .key_split import SplitStage
 from .plan import Plan
-from .runner import TaskStage
+from .task_stage import TaskStage
 
 
 def run_partition(plan: Plan, index: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _from_trace(topo: Any, cfg: Any, items: list[Any]) -> list[tuple[Any, ...]]:
-    from ..kafka.runner import compile_programs
+    from ..kafka.supervisor import compile_programs
     from ..kafka.tools import produce_trace
 
     program = compile_programs(topo, [cfg])[cfg.name]

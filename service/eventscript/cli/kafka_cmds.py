@@ -65,7 +65,7 @@ def setup_run(p: argparse.ArgumentParser) -> None:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from ..kafka.runner import TopologyRunner
+    from ..kafka.supervisor import TopologyRunner
     from ..topology.config import TopologyError
 
     _logging(args.verbose)
@@ -151,7 +151,7 @@ def _dev_broker(kind: str) -> tuple[str, Callable[[], None]]:
 def run_dev(args: argparse.Namespace) -> int:
     from ..brokers.apache import KafkaNotFetched, KafkaStartError
     from ..kafka.broker import BrokerError
-    from ..kafka.runner import TopologyRunner
+    from ..kafka.supervisor import TopologyRunner
     from ..kafka.tools import produce_trace, tail
     from ..tester.trace import TraceError, read_trace
     from ..topology.config import TopologyError
@@ -234,7 +234,7 @@ def setup_produce(p: argparse.ArgumentParser) -> None:
 
 def run_produce(args: argparse.Namespace) -> int:
     from ..kafka.admin import Admin
-    from ..kafka.runner import compile_programs
+    from ..kafka.supervisor import compile_programs
     from ..kafka.tools import ProduceError, produce_trace
     from ..tester.trace import TraceError, read_trace
     from ..topology.config import TopologyError

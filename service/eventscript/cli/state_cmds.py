@@ -121,7 +121,7 @@ def run_state(args: argparse.Namespace) -> int:
 
 def _dump(topo: Any, cfg: Any, output: Path | None, spark_master: str | None) -> int:
     from ..kafka.changelog_dump import dump_rows, fold_changelog, write_rows
-    from ..kafka.runner import compile_programs
+    from ..kafka.supervisor import compile_programs
     from ..topology.config import TopologyError
 
     program = compile_programs(topo, [cfg])[cfg.name]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..engine.encoding import json_line
 from ..tester.expect import compare, read_expected
-from ..tester.runner import OutputLine, run_trace
+from ..tester.pipeline import OutputLine, run_trace
 from ..tester.trace import TraceError, read_trace
 from .program_cmds import add_state_limit, load_or_report
 

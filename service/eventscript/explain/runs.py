@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..automata.compiled import CompiledProgram
-from ..tester.runner import OutputLine, Pipeline, timed_events
+from ..tester.pipeline import OutputLine, Pipeline, timed_events
 from ..tester.trace import TraceItem, event_argument
 from .recorder import StepRecorder
 

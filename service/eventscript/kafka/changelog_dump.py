@@ -49,7 +49,7 @@ class FoldedTask:
 
 def committed_positions(topo: Topology, cfg: ProgramConfig, partitions: int) -> dict[int, Position]:
     """The group's committed input position of every task (inputs and repartition topic), as the
-    worker reads it before a restore (``ProgramWorker._committed``). The consumer does not join
+    worker reads it before a restore (``TaskManager.restore_pending``). The consumer does not join
     the group: it only reads its offsets."""
     consumer = Consumer(clients.consumer_config(topo.kafka, topo.group_id(cfg)))
     try:

@@ -2,8 +2,9 @@
 exactly-once), the transaction begun on the batch's first record, and what the delivery reports
 tell the commit (the changelog offsets the stores reach, a failed delivery).
 
-Apart from the loop (``worker.py``) so that what one record costs to send is in one place: the
-tasks call ``send`` twice per record at many keys (an output and, at commit, a changelog record).
+Apart from the loop (``worker.py``) and the commit (``checkpoint.py``) so that what one record
+costs to send is in one place: the tasks call ``send`` twice per record at many keys (an output
+and, at commit, a changelog record).
 """
 
 from __future__ import annotations

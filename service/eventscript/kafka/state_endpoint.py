@@ -208,7 +208,5 @@ class StateEndpoint:
 
 
 def standby_of(worker: Any, p: int) -> Any:
-    """The worker's standby replica of task ``p``, or None (``ProgramWorker._standbys``: the
-    worker keeps no public handle on its standbys yet)."""
-    standbys = getattr(worker, "_standbys", None)
-    return None if standbys is None else dict(standbys.tasks).get(p)
+    """The worker's standby replica of task ``p``, or None (``TaskManager.standby``)."""
+    return worker.task_manager.standby(p)

@@ -22,7 +22,7 @@ from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode
 from ..engine.time_provider import SimulatedTimeProvider
 from ..engine.timeutil import format_time
-from ..tester.runner import feed_emitted, timed_events
+from ..tester.pipeline import feed_emitted, timed_events
 from ..tester.trace import TraceItem, event_argument, typed_argument
 from .model import Stage, TopologyGraph
 

@@ -1,0 +1,201 @@
+"""Runs the programs of a topology in one process: compile, prepare topics, start one worker
+thread per program, serve health and metrics, and stop cleanly on SIGTERM/SIGINT.
+
+SIGTERM asks every worker to finish its batch, commit and leave its group; a worker that has not
+stopped within the grace period is abandoned (its uncommitted batch is re-processed by the next
+owner of its tasks). A second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import TextIO
+
+from ..automata.compile import compile_file
+from ..automata.compiled import CompiledProgram
+from ..engine.tuning import configure_gc
+from ..task.keys import scheme_for
+from ..topology.config import ProgramConfig, Topology, TopologyError
+from .admin import Admin
+from .clients import LIBRDKAFKA_LOG, ClientSupplier
+from .health import HealthServer
+from .metrics import Metrics
+from .state_endpoint import StateEndpoint
+from .worker import ProgramWorker
+
+log = logging.getLogger("eventscript.kafka")
+
+GRACE_SECONDS = 30.0
+
+
+def compile_programs(topo: Topology, cfgs: list[ProgramConfig], out: TextIO = sys.stderr) -> dict[str, CompiledProgram]:
+    compiled: dict[str, CompiledProgram] = {}
+    failed = False
+    for cfg in cfgs:
+        path = topo.source_path(cfg)
+        try:
+            comp = compile_file(path, state_limit=cfg.state_limit)
+        except OSError as exc:
+            raise TopologyError(f"program {cfg.name}: cannot read {path}: {exc.strerror or exc}") from None
+        for d in comp.diagnostics.errors:
+            print(d.render(), file=out)
+        if not comp.ok or comp.program is None:
+            failed = True
+            continue
+        program = comp.program
+        declared = {i.name for i in program.program.inputs}
+        for i, inp in enumerate(cfg.inputs):
+            if inp.event is not None and inp.event not in declared:
+                raise TopologyError(
+                    f"program {cfg.name}: inputs[{i}] names event {inp.event!r}, which {path} does not "
+                    f"declare (declared: {', '.join(sorted(declared))})"
+                )
+        if program.grouped:
+            for inp in cfg.inputs:
+                scheme_for(cfg, program.program.key_types, inp)  # TopologyError if the format cannot hold the key
+        for o in program.program.outputs:
+            if cfg.output_topic(o.name) is None:
+                log.warning(
+                    "program %s: output event %s has no topic (add it under outputs:, or a 'default')", cfg.name, o.name
+                )
+        compiled[cfg.name] = program
+    if failed:
+        raise TopologyError("the programs above have errors")
+    return compiled
+
+
+def instance_id(topo: Topology) -> str:
+    """A stable identity for this worker (transactional ids are derived from it)."""
+    if topo.instance_id:
+        return topo.instance_id
+    env = os.environ.get("EVENTSCRIPT_INSTANCE_ID")
+    if env:
+        return env
+    base = Path(topo.state_dir) if Path(topo.state_dir).is_absolute() else topo.base_dir / topo.state_dir
+    base.mkdir(parents=True, exist_ok=True)
+    f = base / "instance-id"
+    if f.exists():
+        return f.read_text().strip()
+    ident = uuid.uuid4().hex[:12]
+    f.write_text(ident + "\n")
+    return ident
+
+
+class TopologyRunner:
+    def __init__(
+        self,
+        topo: Topology,
+        names: list[str] | None = None,
+        health_port: int | None = None,
+        health_host: str | None = None,
+        supplier: ClientSupplier | None = None,
+    ) -> None:
+        self.topo = topo
+        #: Makes the workers' Kafka clients (None: the real ones; tests wrap them).
+        self.supplier = supplier
+        self.cfgs = [topo.program(n) for n in names] if names else list(topo.programs)
+        self.health_port = topo.health.port if health_port is None else health_port
+        self.health_host = health_host or topo.health.host
+        self.metrics = Metrics()
+        self.workers: list[ProgramWorker] = []
+        self.health: HealthServer | None = None
+        self._signals = 0
+        self._first_signal: int | None = None
+
+    def prepare(self) -> None:
+        compiled = compile_programs(self.topo, self.cfgs)
+        counts = Admin(self.topo).prepare(self.cfgs)
+        ident = instance_id(self.topo)
+        self.workers = [
+            ProgramWorker(self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics, self.supplier)
+            for cfg in self.cfgs
+        ]
+        for w in self.workers:
+
+            def ready(w: ProgramWorker = w) -> bool:
+                return w.ready
+
+            self.metrics.register(w.cfg.name, ready, w.partitions)
+
+    def alive(self) -> bool:
+        return all(w.alive for w in self.workers)
+
+    def ready(self) -> bool:
+        return bool(self.workers) and all(w.ready for w in self.workers)
+
+    def stop(self) -> None:
+        for w in self.workers:
+            w.stop()
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C (SIGINT) stopped the workers. SIGTERM is an orchestrator's orderly stop
+        (a pod deleted, a rollout): the workers finish their batch and the process exits 0, as
+        Kubernetes and process supervisors expect of a clean stop."""
+        return self._first_signal == signal.SIGINT
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self._signals += 1
+        if self._first_signal is None:
+            self._first_signal = signum
+        if self._signals > 1:
+            log.warning("second signal: exiting now")
+            os._exit(130)
+        log.info("signal %d: finishing the batch and stopping", signum)
+        self.stop()
+
+    def run(self, until_idle: float | None = None, install_signals: bool = True) -> int:
+        if not self.workers:
+            self.prepare()
+        # The broker answered (prepare created or checked the topics): from now on librdkafka's own
+        # warnings matter to an operator (a broker lost mid-run), rate-limited by the workers.
+        # Commands keep them quiet before that, when they would only repeat "cannot connect".
+        if LIBRDKAFKA_LOG.getEffectiveLevel() > logging.WARNING:
+            LIBRDKAFKA_LOG.setLevel(logging.WARNING)
+        if self.health_port:
+            state = StateEndpoint(self.topo, self.workers, lambda: self.health.port if self.health else 0)
+            self.health = HealthServer(
+                self.health_host, self.health_port, self.alive, self.ready, self.metrics, state.answer
+            ).start()
+            log.info("health on http://%s:%d/healthz /readyz /metrics", self.health_host, self.health.port)
+        if install_signals and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._on_signal)
+            signal.signal(signal.SIGINT, self._on_signal)
+        configure_gc()
+        threads = [
+            threading.Thread(target=self._run_worker, args=(w, until_idle), name=f"worker-{w.cfg.name}", daemon=True)
+            for w in self.workers
+        ]
+        for t in threads:
+            t.start()
+        try:
+            while any(t.is_alive() for t in threads):
+                if any(w.failure is not None for w in self.workers):
+                    self.stop()
+                if all(w.stopping.is_set() for w in self.workers):
+                    deadline = time.monotonic() + GRACE_SECONDS
+                    for t in threads:
+                        t.join(max(0.0, deadline - time.monotonic()))
+                    break
+                time.sleep(0.1)
+        finally:
+            if self.health is not None:
+                self.health.stop()
+        failed = [w for w in self.workers if w.failure is not None]
+        for w in failed:
+            print(f"program {w.cfg.name}: {w.failure}", file=sys.stderr)
+        return 1 if failed else 0
+
+    @staticmethod
+    def _run_worker(w: ProgramWorker, until_idle: float | None) -> None:
+        try:
+            w.run(until_idle)
+        except BaseException:  # recorded in w.failure; the runner reports it
+            pass
