@@ -72,8 +72,8 @@ class _FileProducer:
 
 def run(args: argparse.Namespace) -> int:
     from ..backfill.export import jsonl_line
-    from ..tester.trace import TraceError, read_trace
     from ..topology.config import TopologyError, load_topology
+    from .trace_file import read_trace_or_report
 
     out = Path(args.output)
     if out.suffix.lower() not in (".jsonl", ".json", ".ndjson"):
@@ -84,15 +84,11 @@ def run(args: argparse.Namespace) -> int:
         if args.bootstrap_servers:
             topo.kafka.bootstrap_servers = args.bootstrap_servers
         cfg = topo.program(args.program) if args.program else topo.programs[0]
-        items = read_trace(args.trace) if args.trace else None
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except TraceError as exc:
-        print(str(exc), file=sys.stderr)
+    items = read_trace_or_report(args.trace) if args.trace else None
+    if args.trace and items is None:
         return 2
     try:
         rows = _from_trace(topo, cfg, items) if items is not None else _from_topics(topo, args.topic, args.idle)

@@ -153,22 +153,18 @@ def run_dev(args: argparse.Namespace) -> int:
     from ..kafka.broker import BrokerError
     from ..kafka.runner import TopologyRunner
     from ..kafka.tools import produce_trace, tail
-    from ..tester.trace import TraceError, read_trace
     from ..topology.config import TopologyError
+    from .trace_file import read_trace_or_report
 
     _logging(args.verbose)
     try:
         topo = _load(args)
         traced = topo.program(args.program) if args.program else topo.programs[0]  # before the broker starts
-        items = read_trace(args.trace) if args.trace else None
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except TraceError as exc:
-        print(str(exc), file=sys.stderr)
+    items = read_trace_or_report(args.trace) if args.trace else None
+    if args.trace and items is None:
         return 2
     from .progress import Follower, output_topics, remove_state_dir, use_state_dir
 
@@ -236,17 +232,12 @@ def run_produce(args: argparse.Namespace) -> int:
     from ..kafka.admin import Admin
     from ..kafka.runner import compile_programs
     from ..kafka.tools import ProduceError, produce_trace
-    from ..tester.trace import TraceError, read_trace
     from ..topology.config import TopologyError
+    from .trace_file import read_trace_or_report
 
     _logging(args.verbose)
-    try:
-        items = read_trace(args.trace)  # before Kafka: a bad trace should not wait for a broker
-    except OSError as exc:
-        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except TraceError as exc:
-        print(str(exc), file=sys.stderr)
+    items = read_trace_or_report(args.trace)  # before Kafka: a bad trace should not wait for a broker
+    if items is None:
         return 2
     try:
         topo = _load(args)

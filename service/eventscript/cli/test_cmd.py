@@ -13,8 +13,9 @@ from pathlib import Path
 from ..engine.encoding import json_line
 from ..tester.expect import compare, read_expected
 from ..tester.runner import OutputLine, run_trace
-from ..tester.trace import TraceError, read_trace
+from ..tester.trace import TraceError
 from .program_cmds import add_state_limit, load_or_report
+from .trace_file import read_trace_or_report
 
 
 def setup(p: argparse.ArgumentParser) -> None:
@@ -39,16 +40,6 @@ def setup(p: argparse.ArgumentParser) -> None:
 
 def _is_topology(paths: list[str]) -> bool:
     return len(paths) == 1 and Path(paths[0]).suffix.lower() in (".yaml", ".yml")
-
-
-def _read_trace(path: str):
-    try:
-        return read_trace(path)
-    except OSError as exc:
-        print(f"{path}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
-    except TraceError as exc:
-        print(str(exc), file=sys.stderr)
-    return None
 
 
 def _finish(args: argparse.Namespace, lines: list[dict]) -> int:
@@ -107,7 +98,7 @@ def run_topology(args: argparse.Namespace) -> int:
             print(f.render(), file=sys.stderr)
         print(f"{graph.file}: the topology has wiring errors; see 'eventscript topology check'", file=sys.stderr)
         return 2
-    items = _read_trace(args.trace)
+    items = read_trace_or_report(args.trace)
     if items is None:
         return 2
     from ..engine.tuning import configure_gc
@@ -145,13 +136,8 @@ def run(args: argparse.Namespace) -> int:
         if program is None:
             return 2
         compiled.append(program)
-    try:
-        items = read_trace(args.trace)
-    except OSError as exc:
-        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except TraceError as exc:
-        print(str(exc), file=sys.stderr)
+    items = read_trace_or_report(args.trace)
+    if items is None:
         return 2
     from ..engine.tuning import configure_gc
 
