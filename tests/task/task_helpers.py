@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from count_programs import COUNT_QUIET
 from eventscript.automata.compile import compile_source
 from eventscript.automata.compiled import CompiledProgram
 from eventscript.task.task import Task
@@ -83,21 +84,10 @@ def build_task(
     )
 
 
-#: Counts each key's ticks; says Quiet after 30 s without one.
-COUNT = """
-in {string k; long n;} Tick group(Tick.k)
-out {string k; long count;} Count, {string k; long count;} Quiet
-
-{ count = 0; }
-( Tick(t) { count = count + 1; !>Count({k: t.k, count: count}); } )*
-elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
-"""
-
-
 def make_task(store: Path, clock: str = "record") -> Task:
-    """The counting task, reading Ticks from topic "in"."""
+    """The counting task (``count_programs.COUNT_QUIET``), reading Ticks from topic "in"."""
     cfg = program_config([InputConfig(topic="in", event="Tick")], clock)
-    return build_task(compile_source(COUNT, name="p").require(), cfg, store)
+    return build_task(compile_source(COUNT_QUIET, name="p").require(), cfg, store)
 
 
 def tick(offset: int, ts: int, key: str, cls: Any = PlainRecord) -> Any:
