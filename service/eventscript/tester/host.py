@@ -24,7 +24,7 @@ from ..engine.encoding import DecodeError, decode, encode
 from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, ERROR_TYPE, Emitted, ErrorCode
 from ..engine.time_provider import SimulatedTimeProvider
-from ..engine.timeutil import check_clock_time
+from ..engine.timeutil import check_clock_time, format_time
 from .trace import Timestamp, TraceError, TraceEvent, TraceItem, event_argument, typed_argument
 
 #: What :meth:`SimulatedHost.decoded` gives for a trace value that does not fit its declared type.
@@ -46,6 +46,15 @@ class HostedProgram:
     compiled: CompiledProgram
     name: str
     tz: tzinfo = UTC
+
+
+def output_json(e: Emitted, key_types: list[Any] | None) -> dict[str, Any]:
+    """An output line's time, event, value and key (where the program groups its events): what
+    every host's line starts with (``tester.runner.OutputLine``, ``topology.simulate.TopicLine``)."""
+    out: dict[str, Any] = {"time": format_time(e.time), "event": e.name, "value": encode(e.value, e.ty)}
+    if key_types is not None and e.key is not None:
+        out["key"] = [encode(k, t) for k, t in zip(e.key, key_types)]
+    return out
 
 
 def feed_emitted(engine: Any, declared: Any, name: str, value: Any, ty: Any) -> None:

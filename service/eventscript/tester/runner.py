@@ -12,10 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..automata.compiled import CompiledProgram
-from ..engine.encoding import encode
 from ..engine.events import ERROR_EVENT, Emitted
-from ..engine.timeutil import format_time
-from .host import Delivery, HostedProgram, SimulatedHost, feed_emitted, timed_events
+from .host import Delivery, HostedProgram, SimulatedHost, feed_emitted, output_json, timed_events
 from .trace import TraceItem
 
 __all__ = ["OutputLine", "Pipeline", "feed_emitted", "run_trace", "timed_events"]
@@ -30,9 +28,7 @@ class OutputLine:
 
     def to_json(self) -> dict[str, Any]:
         e = self.event
-        out: dict[str, Any] = {"time": format_time(e.time), "event": e.name, "value": encode(e.value, e.ty)}
-        if self.key_types is not None and e.key is not None:
-            out["key"] = [encode(k, t) for k, t in zip(e.key, self.key_types)]
+        out = output_json(e, self.key_types)
         if e.name == ERROR_EVENT and not self.last_stage:
             out["program"] = e.program
         return out

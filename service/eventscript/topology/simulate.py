@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..engine.encoding import encode
 from ..engine.events import ERROR_EVENT, Emitted
-from ..engine.timeutil import format_time
-from ..tester.host import Delivery, HostedProgram, SimulatedHost
+from ..tester.host import Delivery, HostedProgram, SimulatedHost, output_json
 from ..tester.trace import TraceItem
 from .model import TopologyGraph
 
@@ -35,9 +33,7 @@ class TopicLine:
 
     def to_json(self) -> dict[str, Any]:
         e = self.event
-        out: dict[str, Any] = {"time": format_time(e.time), "event": e.name, "value": encode(e.value, e.ty)}
-        if self.key_types is not None and e.key is not None:
-            out["key"] = [encode(k, t) for k, t in zip(e.key, self.key_types)]
+        out = output_json(e, self.key_types)
         out["program"] = e.program
         if self.topic is not None:
             out["topic"] = self.topic
