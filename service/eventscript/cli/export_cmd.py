@@ -72,7 +72,8 @@ class _FileProducer:
 
 def run(args: argparse.Namespace) -> int:
     from ..backfill.export import jsonl_line
-    from ..topology.config import TopologyError, load_topology
+    from ..topology.config import TopologyError
+    from .topology_args import load_with_address, program_or_first
     from .trace_file import read_trace_or_report
 
     out = Path(args.output)
@@ -80,10 +81,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {out}: write the export as JSON lines, FILE.jsonl", file=sys.stderr)
         return 2
     try:
-        topo = load_topology(args.topology)
-        if args.bootstrap_servers:
-            topo.kafka.bootstrap_servers = args.bootstrap_servers
-        cfg = topo.program(args.program) if args.program else topo.programs[0]
+        topo = load_with_address(args.topology, args.bootstrap_servers)
+        cfg = program_or_first(topo, args.program)
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

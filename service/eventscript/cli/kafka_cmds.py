@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .arguments import port, seconds
+from .topology_args import load_with_address, program_or_first
 
 
 def _logging(verbose: bool) -> None:
@@ -32,12 +33,7 @@ def _logging(verbose: bool) -> None:
 
 
 def _load(args: argparse.Namespace):
-    from ..topology.config import load_topology
-
-    topo = load_topology(args.topology)
-    if getattr(args, "bootstrap_servers", None):
-        topo.kafka.bootstrap_servers = args.bootstrap_servers
-    return topo
+    return load_with_address(args.topology, getattr(args, "bootstrap_servers", None))
 
 
 def _common(p: argparse.ArgumentParser, topology: bool = True) -> None:
@@ -159,7 +155,7 @@ def run_dev(args: argparse.Namespace) -> int:
     _logging(args.verbose)
     try:
         topo = _load(args)
-        traced = topo.program(args.program) if args.program else topo.programs[0]  # before the broker starts
+        traced = program_or_first(topo, args.program)  # before the broker starts
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -241,7 +237,7 @@ def run_produce(args: argparse.Namespace) -> int:
         return 2
     try:
         topo = _load(args)
-        cfg = topo.program(args.program) if args.program else topo.programs[0]
+        cfg = program_or_first(topo, args.program)
         program = compile_programs(topo, [cfg])[cfg.name]
         partitions = Admin(topo).prepare([cfg])[cfg.name]
         n = produce_trace(topo.kafka, cfg, program, items, partitions)
