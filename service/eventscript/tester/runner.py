@@ -7,7 +7,7 @@ events and every stage's ``$error`` events are the output.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,10 +65,6 @@ class Pipeline(SimulatedHost):
 
     def output(self, stage: int, event: Emitted) -> None:
         self.sink(OutputLine(event, stage, stage == self._last, self._key_types[stage]))
-
-    def trace_events(self, items: Iterable[TraceItem]) -> Iterator[tuple[str, Any]]:
-        """The trace's events for the first stage's ``feed_many`` (``SimulatedHost.run``)."""
-        return self._batched(items, 0)
 
 
 def run_trace(
