@@ -193,3 +193,33 @@ def test_ctrl_c_while_contacting_kafka_is_one_line(
     (files / "topology.yaml").write_text(TOPOLOGY.format(broker=NO_BROKER))
     assert main(["run", str(files / "topology.yaml")]) == 130
     assert capsys.readouterr().err.strip().splitlines() == ["interrupted while contacting Kafka"]
+
+
+SOURCE_TOPIC = """topics:
+  strings: {external: true, partitions: 1}
+"""
+
+
+@pytest.mark.parametrize("command", ["test", "test-topology", "dev", "produce", "export"])
+def test_every_command_taking_a_trace_says_why_it_cannot_read_it(
+    command: str, files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One way of reading ``--trace`` for every command (cli/trace_file.py): a file that is not
+    there, and a trace with a mistake named by file:line:col, each one line and status 2, before
+    any broker is looked for."""
+    topology = str(files / "topology.yaml")
+    (files / "topology.yaml").write_text(TOPOLOGY.format(broker=NO_BROKER) + SOURCE_TOPIC)
+    (files / "bad.trace").write_text("[2026-01-01 00:00:00]\nS(]\n")
+    args = {
+        "test": ["test", str(files / "echo.es"), "--trace"],
+        "test-topology": ["test", topology, "--trace"],
+        "dev": ["dev", topology, "--trace"],
+        "produce": ["produce", topology, "--trace"],
+        "export": ["export", topology, "-o", str(files / "out.jsonl"), "--trace"],
+    }[command]
+    missing = files / "missing.trace"
+    assert main([*args, str(missing)]) == 2
+    assert capsys.readouterr().err == f"{missing}: error: cannot read the trace: No such file or directory\n"
+    assert main([*args, str(files / "bad.trace")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{files / 'bad.trace'}:2:"), lines

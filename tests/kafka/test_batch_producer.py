@@ -13,7 +13,7 @@ from confluent_kafka import KafkaError, KafkaException
 from eventscript.kafka.producer import BatchProducer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "task"))
-from test_task_parts import T0, make_task, tick
+from task_helpers import T0, make_task, tick
 
 
 class AbortableProducer:

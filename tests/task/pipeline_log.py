@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,37 +23,7 @@ from eventscript.topology.config import ProgramConfig, TopicSpec, Topology
 from eventscript.topology.model import TopologyGraph, build_graph
 from eventscript.topology.progress import progress_plan, topology_partitions
 
-
-@dataclass
-class LogRecord:
-    t: str
-    p: int
-    o: int
-    ts: int
-    k: bytes | None
-    v: bytes | None
-    h: list[tuple[str, bytes]] | None
-
-    def topic(self) -> str:
-        return self.t
-
-    def partition(self) -> int:
-        return self.p
-
-    def offset(self) -> int:
-        return self.o
-
-    def timestamp(self) -> tuple[int, int]:
-        return 1, self.ts
-
-    def key(self) -> bytes | None:
-        return self.k
-
-    def value(self) -> bytes | None:
-        return self.v
-
-    def headers(self) -> list[tuple[str, bytes]] | None:
-        return self.h
+from .task_helpers import PlainRecord, build_task
 
 
 class MemoryLog:
@@ -62,9 +31,9 @@ class MemoryLog:
 
     def __init__(self, partitions_of: Any) -> None:
         self.partitions_of = partitions_of
-        self.topics: dict[str, list[list[LogRecord]]] = {}
+        self.topics: dict[str, list[list[PlainRecord]]] = {}
 
-    def partition_list(self, topic: str) -> list[list[LogRecord]]:
+    def partition_list(self, topic: str) -> list[list[PlainRecord]]:
         if topic not in self.topics:
             self.topics[topic] = [[] for _ in range(self.partitions_of(topic))]
         return self.topics[topic]
@@ -78,7 +47,7 @@ class MemoryLog:
         if partition < 0:
             partition = murmur2_partition(key, len(parts)) if key is not None else 0
         part = parts[partition]
-        part.append(LogRecord(topic, partition, len(part), ts, key, value, list(headers or []) or None))
+        part.append(PlainRecord(topic, partition, len(part), ts, key, value, list(headers or []) or None))
 
     # -- the confluent_kafka.Producer calls of produce_trace --
 
@@ -127,8 +96,14 @@ class PipelineRun:
             rep = topo.repartition_topic(cfg)
             self.log.topics[rep] = [[] for _ in range(plan.tasks)]
             for p in range(plan.tasks):
-                task = Task(
-                    p, program, cfg, cfg.inputs, rep, topo.changelog_topic(cfg), plan.tasks, store / f"{cfg.name}-{p}"
+                task = build_task(
+                    program,
+                    cfg,
+                    store / f"{cfg.name}-{p}",
+                    partition=p,
+                    tasks=plan.tasks,
+                    repartition=rep,
+                    changelog=topo.changelog_topic(cfg),
                 )
                 task.load_from_store()
                 task.attach(self.log.send)

@@ -101,13 +101,13 @@ def test_a_source_partition_read_to_its_end_stops_holding_time_back_after_its_id
     from eventscript.task.merge import MAX_FRONTIER, InputPartition
     from eventscript.topology.config import InputConfig
 
-    from .pipeline_log import LogRecord
+    from .task_helpers import PlainRecord
 
     at_once = InputPartition("in", 0, 0, InputConfig(topic="in", event="A"))
     patient = InputPartition("in", 0, 0, InputConfig(topic="in", event="A", idle_timeout_ms=60_000))
     for ip in (at_once, patient):
         assert ip.frontier(0.0) is None  # nothing read yet
-        ip.buffer.append(LogRecord("in", 0, 0, 1_000, None, b"{}", None))
+        ip.buffer.append(PlainRecord("in", 0, 0, 1_000, None, b"{}"))
         ip.seen_ms, ip.seen_at = 1_000, 100.0
         assert ip.frontier(100.0) == 1_000  # its first buffered record
         ip.buffer.clear()

@@ -16,9 +16,9 @@ import orjson
 from eventscript.automata.compile import compile_source
 from eventscript.task import codec
 from eventscript.task.task import Task
-from eventscript.topology.config import InputConfig, ProgramConfig
+from eventscript.topology.config import InputConfig
 
-from .test_task_parts import PlainRecord
+from .task_helpers import T0, PlainRecord, build_task, program_config
 
 COUNT = """
 in {string k;} Hit group(Hit.k)
@@ -26,20 +26,12 @@ out {string k; long n;} Count
 { n = 0; }
 ( Hit() { n = n + 1; !>Count({k: group[0], n: n}); } )*
 """
-T0 = 1_767_225_600_000  # ms
 
 
 def make_task(store: Path) -> Task:
     """A task reading the same event from two topics, "a" and "b"."""
-    cfg = ProgramConfig(
-        name="p",
-        source="p.es",
-        clock="record",
-        outputs={"default": "out"},
-        errors="err",
-        inputs=[InputConfig(topic="a", event="Hit"), InputConfig(topic="b", event="Hit")],
-    )
-    task = Task(0, compile_source(COUNT, name="p").require(), cfg, cfg.inputs, "p-rep", "p-changelog", 1, store)
+    cfg = program_config([InputConfig(topic="a", event="Hit"), InputConfig(topic="b", event="Hit")])
+    task = build_task(compile_source(COUNT, name="p").require(), cfg, store)
     task.load_from_store()
     return task
 

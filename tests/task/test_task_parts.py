@@ -3,7 +3,6 @@ hooks the backfill drives the task through instead of replacing its methods."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,6 @@ import confluent_kafka
 import orjson
 import pytest
 
-from eventscript.automata.compile import compile_source
 from eventscript.backfill import key_parallel, key_split
 from eventscript.backfill.records import ArrowRecord
 from eventscript.engine.timeutil import MAX_TIME
@@ -19,76 +17,8 @@ from eventscript.task import routing
 from eventscript.task.clock import RecordClock, WallClock
 from eventscript.task.lifecycle import TaskState
 from eventscript.task.record import Record
-from eventscript.task.task import Task
-from eventscript.topology.config import InputConfig, ProgramConfig
 
-COUNT = """
-in {string k; long n;} Tick group(Tick.k)
-out {string k; long count;} Count, {string k; long count;} Quiet
-
-{ count = 0; }
-( Tick(t) { count = count + 1; !>Count({k: t.k, count: count}); } )*
-elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
-"""
-
-T0 = 1_767_225_600_000  # ms
-
-
-@dataclass
-class PlainRecord:
-    """A record of a host of its own: no Kafka, no Arrow."""
-
-    t: str
-    p: int
-    o: int
-    ts: int
-    k: bytes | None
-    v: bytes | None
-
-    def topic(self) -> str:
-        return self.t
-
-    def partition(self) -> int:
-        return self.p
-
-    def offset(self) -> int:
-        return self.o
-
-    def timestamp(self) -> tuple[int, int]:
-        return 1, self.ts
-
-    def key(self) -> bytes | None:
-        return self.k
-
-    def value(self) -> bytes | None:
-        return self.v
-
-    def headers(self) -> None:
-        return None
-
-
-def tick(offset: int, ts: int, key: str, cls: Any = PlainRecord) -> Any:
-    return cls(
-        "in",
-        0,
-        offset,
-        ts,
-        orjson.dumps([key]),
-        orjson.dumps({"k": key, "n": offset}),
-        *([None] if cls is ArrowRecord else []),
-    )
-
-
-def make_task(store: Path, clock: str = "record") -> Task:
-    cfg = ProgramConfig(
-        name="p",
-        source="p.es",
-        clock=clock,
-        inputs=[InputConfig(topic="in", event="Tick")],
-        outputs={"default": "out"},
-        errors="err",
-    )
-    return Task(0, compile_source(COUNT, name="p").require(), cfg, cfg.inputs, "p-rep", "p-changelog", 1, store)
+from .task_helpers import T0, PlainRecord, make_task, tick
 
 
 def test_kafka_messages_arrow_rows_and_plain_objects_are_records() -> None:

@@ -19,9 +19,9 @@ from eventscript.automata.compile import compile_source
 from eventscript.kafka.restore import Restoration
 from eventscript.state.changelog import HEADER_POSITION, Position
 from eventscript.task.task import Task
-from eventscript.topology.config import InputConfig, ProgramConfig
+from eventscript.topology.config import InputConfig
 
-from .test_task_parts import PlainRecord
+from .task_helpers import T0, PlainRecord, build_task, program_config
 
 #: Two records of a key make a pair, and the instance ends with it.
 PAIR = """
@@ -30,21 +30,12 @@ out {string k; long a; long b;} Pair
 { a = 0; }
 Tick(x) { a = x.n; } Tick(y) { !>Pair({k: group[0], a: a, b: y.n}); }
 """
-T0 = 1_767_225_600_000  # ms
 CHANGELOG = "p-changelog"
 
 
 def make_task(store: Path) -> Task:
-    cfg = ProgramConfig(
-        name="p",
-        source="p.es",
-        clock="record",
-        inputs=[InputConfig(topic="in", event="Tick")],
-        outputs={"default": "out"},
-        errors="err",
-    )
-    task = Task(0, compile_source(PAIR, name="p").require(), cfg, cfg.inputs, "p-rep", CHANGELOG, 1, store)
-    return task
+    cfg = program_config([InputConfig(topic="in", event="Tick")])
+    return build_task(compile_source(PAIR, name="p").require(), cfg, store, changelog=CHANGELOG)
 
 
 def tick(offset: int, key: str = "k") -> PlainRecord:

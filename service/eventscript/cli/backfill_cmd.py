@@ -122,20 +122,19 @@ def _event_topic(text: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from ..engine.timeutil import parse_time
-    from ..topology.config import TopologyError, load_topology
+    from ..topology.config import TopologyError
     from .kafka_cmds import _logging
+    from .topology_args import load_with_address, program_or_first
 
     _logging(args.verbose)  # librdkafka's own lines only with --verbose, as in the other Kafka commands
     try:
-        topo = load_topology(args.topology)
-        if args.bootstrap_servers:
-            topo.kafka.bootstrap_servers = args.bootstrap_servers
+        topo = load_with_address(args.topology, args.bootstrap_servers)
         if args.program is None and len(topo.programs) > 1:
             raise TopologyError(
                 f"{args.topology}: name the program to backfill with --program (programs: "
                 f"{', '.join(p.name for p in topo.programs)})"
             )
-        cfg = topo.program(args.program) if args.program else topo.programs[0]
+        cfg = program_or_first(topo, args.program)
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -72,27 +72,22 @@ class _FileProducer:
 
 def run(args: argparse.Namespace) -> int:
     from ..backfill.export import jsonl_line
-    from ..tester.trace import TraceError, read_trace
-    from ..topology.config import TopologyError, load_topology
+    from ..topology.config import TopologyError
+    from .topology_args import load_with_address, program_or_first
+    from .trace_file import read_trace_or_report
 
     out = Path(args.output)
     if out.suffix.lower() not in (".jsonl", ".json", ".ndjson"):
         print(f"error: {out}: write the export as JSON lines, FILE.jsonl", file=sys.stderr)
         return 2
     try:
-        topo = load_topology(args.topology)
-        if args.bootstrap_servers:
-            topo.kafka.bootstrap_servers = args.bootstrap_servers
-        cfg = topo.program(args.program) if args.program else topo.programs[0]
-        items = read_trace(args.trace) if args.trace else None
+        topo = load_with_address(args.topology, args.bootstrap_servers)
+        cfg = program_or_first(topo, args.program)
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except TraceError as exc:
-        print(str(exc), file=sys.stderr)
+    items = read_trace_or_report(args.trace) if args.trace else None
+    if args.trace and items is None:
         return 2
     try:
         rows = _from_trace(topo, cfg, items) if items is not None else _from_topics(topo, args.topic, args.idle)

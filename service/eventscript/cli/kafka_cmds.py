@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .arguments import port, seconds
+from .topology_args import load_with_address, program_or_first
 
 
 def _logging(verbose: bool) -> None:
@@ -32,12 +33,7 @@ def _logging(verbose: bool) -> None:
 
 
 def _load(args: argparse.Namespace):
-    from ..topology.config import load_topology
-
-    topo = load_topology(args.topology)
-    if getattr(args, "bootstrap_servers", None):
-        topo.kafka.bootstrap_servers = args.bootstrap_servers
-    return topo
+    return load_with_address(args.topology, getattr(args, "bootstrap_servers", None))
 
 
 def _common(p: argparse.ArgumentParser, topology: bool = True) -> None:
@@ -153,22 +149,18 @@ def run_dev(args: argparse.Namespace) -> int:
     from ..kafka.broker import BrokerError
     from ..kafka.supervisor import TopologyRunner
     from ..kafka.tools import produce_trace, tail
-    from ..tester.trace import TraceError, read_trace
     from ..topology.config import TopologyError
+    from .trace_file import read_trace_or_report
 
     _logging(args.verbose)
     try:
         topo = _load(args)
-        traced = topo.program(args.program) if args.program else topo.programs[0]  # before the broker starts
-        items = read_trace(args.trace) if args.trace else None
+        traced = program_or_first(topo, args.program)  # before the broker starts
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except TraceError as exc:
-        print(str(exc), file=sys.stderr)
+    items = read_trace_or_report(args.trace) if args.trace else None
+    if args.trace and items is None:
         return 2
     from .progress import Follower, output_topics, remove_state_dir, use_state_dir
 
@@ -236,21 +228,16 @@ def run_produce(args: argparse.Namespace) -> int:
     from ..kafka.admin import Admin
     from ..kafka.supervisor import compile_programs
     from ..kafka.tools import ProduceError, produce_trace
-    from ..tester.trace import TraceError, read_trace
     from ..topology.config import TopologyError
+    from .trace_file import read_trace_or_report
 
     _logging(args.verbose)
-    try:
-        items = read_trace(args.trace)  # before Kafka: a bad trace should not wait for a broker
-    except OSError as exc:
-        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except TraceError as exc:
-        print(str(exc), file=sys.stderr)
+    items = read_trace_or_report(args.trace)  # before Kafka: a bad trace should not wait for a broker
+    if items is None:
         return 2
     try:
         topo = _load(args)
-        cfg = topo.program(args.program) if args.program else topo.programs[0]
+        cfg = program_or_first(topo, args.program)
         program = compile_programs(topo, [cfg])[cfg.name]
         partitions = Admin(topo).prepare([cfg])[cfg.name]
         n = produce_trace(topo.kafka, cfg, program, items, partitions)

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..engine.encoding import json_line
 from ..tester.expect import compare, read_expected
-from ..tester.pipeline import OutputLine, run_trace
-from ..tester.trace import TraceError, read_trace
+from ..tester.pipeline import Pipeline
+from ..tester.trace import TraceError
 from .program_cmds import add_state_limit, load_or_report
+from .trace_file import read_trace_or_report
 
 
 def setup(p: argparse.ArgumentParser) -> None:
@@ -39,16 +42,6 @@ def setup(p: argparse.ArgumentParser) -> None:
 
 def _is_topology(paths: list[str]) -> bool:
     return len(paths) == 1 and Path(paths[0]).suffix.lower() in (".yaml", ".yml")
-
-
-def _read_trace(path: str):
-    try:
-        return read_trace(path)
-    except OSError as exc:
-        print(f"{path}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
-    except TraceError as exc:
-        print(str(exc), file=sys.stderr)
-    return None
 
 
 def _finish(args: argparse.Namespace, lines: list[dict]) -> int:
@@ -87,12 +80,42 @@ def _explained(args: argparse.Namespace, record) -> int:
     return _finish(args, [{k: v for k, v in o.items() if k != "step"} for o in recording.outputs])
 
 
+def _simulate(
+    args: argparse.Namespace, run_host: Callable[[Callable[[Any], None]], None], record: Callable[[], Any]
+) -> int:
+    """Run the trace through a simulated host (``run_host(sink)``: the pipeline or the topology):
+    print each output line as JSON, or with ``--expect`` compare them; ``--explain``: ``record``."""
+    from ..engine.tuning import configure_gc
+
+    configure_gc()
+    if args.explain:
+        return _explained(args, record)
+    lines: list[dict] = []
+    out = sys.stdout
+    expecting = args.expect is not None
+
+    def sink(line: Any) -> None:
+        obj = line.to_json()
+        if expecting:
+            lines.append(obj)
+        else:
+            out.write(json_line(obj) + "\n")
+
+    try:
+        run_host(sink)
+    except TraceError as exc:
+        out.flush()
+        print(str(exc), file=sys.stderr)
+        return 2
+    return _finish(args, lines) if expecting else 0
+
+
 def run_topology(args: argparse.Namespace) -> int:
     """The whole topology over the trace, in simulated time."""
     from ..topology.check import errors as check_errors
     from ..topology.config import TopologyError
     from ..topology.model import load_graph
-    from ..topology.simulate import TopicLine, simulate
+    from ..topology.simulate import TopologySimulation
 
     try:
         graph = load_graph(args.programs[0], args.state_limit)
@@ -107,33 +130,16 @@ def run_topology(args: argparse.Namespace) -> int:
             print(f.render(), file=sys.stderr)
         print(f"{graph.file}: the topology has wiring errors; see 'eventscript topology check'", file=sys.stderr)
         return 2
-    items = _read_trace(args.trace)
+    items = read_trace_or_report(args.trace)
     if items is None:
         return 2
-    from ..engine.tuning import configure_gc
 
-    configure_gc()
-    lines: list[dict] = []
-    out = sys.stdout
+    def record() -> Any:
+        from ..explain.runs import record_topology  # only for --explain
 
-    def sink(line: TopicLine) -> None:
-        obj = line.to_json()
-        if args.expect is not None:
-            lines.append(obj)
-        else:
-            out.write(json_line(obj) + "\n")
+        return record_topology(graph, items)
 
-    if args.explain:
-        from ..explain.runs import record_topology
-
-        return _explained(args, lambda: record_topology(graph, items))
-    try:
-        simulate(graph, items, sink)
-    except TraceError as exc:
-        out.flush()
-        print(str(exc), file=sys.stderr)
-        return 2
-    return 0 if args.expect is None else _finish(args, lines)
+    return _simulate(args, lambda sink: TopologySimulation(graph, sink).run(items), record)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,39 +151,14 @@ def run(args: argparse.Namespace) -> int:
         if program is None:
             return 2
         compiled.append(program)
-    try:
-        items = read_trace(args.trace)
-    except OSError as exc:
-        print(f"{args.trace}: error: cannot read the trace: {exc.strerror or exc}", file=sys.stderr)
+    items = read_trace_or_report(args.trace)
+    if items is None:
         return 2
-    except TraceError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    from ..engine.tuning import configure_gc
-
-    configure_gc()
     names = [Path(p).stem for p in args.programs]
-    lines: list[dict] = []
-    out = sys.stdout
-    expecting = args.expect is not None
 
-    def sink(line: OutputLine) -> None:
-        obj = line.to_json()
-        if expecting:
-            lines.append(obj)
-        else:
-            out.write(json_line(obj) + "\n")
+    def record() -> Any:
+        from ..explain.runs import record_pipeline  # only for --explain
 
-    if args.explain:
-        from ..explain.runs import record_pipeline
+        return record_pipeline(compiled, items, names)
 
-        return _explained(args, lambda: record_pipeline(compiled, items, names))
-    try:
-        run_trace(compiled, items, sink, names)
-    except TraceError as exc:
-        out.flush()
-        print(str(exc), file=sys.stderr)
-        return 2
-    if not expecting:
-        return 0
-    return _finish(args, lines)
+    return _simulate(args, lambda sink: Pipeline(compiled, sink, names).run(items), record)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..automata.compiled import CompiledProgram
-from ..tester.pipeline import OutputLine, Pipeline, timed_events
-from ..tester.trace import TraceItem, event_argument
+from ..tester.pipeline import OutputLine, Pipeline
+from ..tester.trace import TraceItem
 from .recorder import StepRecorder
 
 
@@ -31,11 +31,6 @@ class Recording:
         return self.recorder.outputs
 
 
-def _drive(host: Any, items: Iterable[TraceItem]) -> None:
-    for item in timed_events(items, host.start, host.clock.now, host.clock.advance_to):
-        host.feed_trace_event(item.name, event_argument(item))
-
-
 def record_pipeline(
     programs: list[CompiledProgram],
     items: Iterable[TraceItem],
@@ -52,7 +47,7 @@ def record_pipeline(
     pipe = Pipeline(programs, sink, names)
     box.append(StepRecorder(pipe.engines, before_step))
     recording = Recording(box[0], names or [p.name for p in programs])
-    _drive(pipe, items)
+    pipe.run(items, batched=False)  # one event at a time: the recorder wraps each engine's feed
     return recording
 
 
@@ -69,7 +64,7 @@ def record_topology(
 
     sim = TopologySimulation(graph, sink)
     stages = list(graph.stages)
-    box.append(StepRecorder([sim.engines[st.index] for st in stages], before_step))
+    box.append(StepRecorder(sim.engines, before_step))
     recording = Recording(box[0], [st.name for st in stages])
-    _drive(sim, items)
+    sim.run(items, batched=False)
     return recording

@@ -1,0 +1,30 @@
+"""The topology a Kafka command was given, and the program ``--program`` names in it.
+
+``dev``, ``produce``, ``run``, ``export`` and ``backfill`` read their topology file the same way:
+``--bootstrap-servers`` in place of the file's Kafka address when given (so one file serves a
+laptop and a cluster), and the program ``--program`` names, or the first one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..topology.config import ProgramConfig, Topology
+
+
+def load_with_address(path: str, bootstrap_servers: str | None) -> Topology:
+    """The topology file at ``path``, its Kafka address replaced by ``bootstrap_servers`` when
+    given; raises ``TopologyError`` (which names the file and what is wrong)."""
+    from ..topology.config import load_topology  # when used, as the commands import what they run
+
+    topo = load_topology(path)
+    if bootstrap_servers:
+        topo.kafka.bootstrap_servers = bootstrap_servers
+    return topo
+
+
+def program_or_first(topo: Topology, name: str | None) -> ProgramConfig:
+    """The program named ``name`` (``TopologyError`` listing the programs when there is none), or
+    the topology's first program when no name is given."""
+    return topo.program(name) if name else topo.programs[0]

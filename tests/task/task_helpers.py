@@ -1,0 +1,95 @@
+"""What the task tests share: a record of a host of its own, a task builder, and the counting
+task several of them drive. No relative imports: tests/kafka reads it too (from this folder on
+``sys.path``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from count_programs import COUNT_QUIET
+from eventscript.automata.compile import compile_source
+from eventscript.automata.compiled import CompiledProgram
+from eventscript.task.task import Task
+from eventscript.topology.config import InputConfig, ProgramConfig
+
+T0 = 1_767_225_600_000  # ms: 2026-01-01T00:00:00Z
+
+
+@dataclass
+class PlainRecord:
+    """A record of a host of its own: no Kafka, no Arrow (``task.record.Record``)."""
+
+    t: str
+    p: int
+    o: int
+    ts: int
+    k: bytes | None
+    v: bytes | None
+    h: list[tuple[str, bytes]] | None = None
+
+    def topic(self) -> str:
+        return self.t
+
+    def partition(self) -> int:
+        return self.p
+
+    def offset(self) -> int:
+        return self.o
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, self.ts
+
+    def key(self) -> bytes | None:
+        return self.k
+
+    def value(self) -> bytes | None:
+        return self.v
+
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        return self.h
+
+
+def program_config(inputs: list[InputConfig], clock: str = "record", name: str = "p") -> ProgramConfig:
+    """Program ``name`` reading ``inputs``, writing every output to "out" and errors to "err"."""
+    return ProgramConfig(
+        name=name, source=f"{name}.es", clock=clock, inputs=inputs, outputs={"default": "out"}, errors="err"
+    )
+
+
+def build_task(
+    program: CompiledProgram,
+    cfg: ProgramConfig,
+    store: Path,
+    *,
+    partition: int = 0,
+    tasks: int = 1,
+    repartition: str | None = None,
+    changelog: str | None = None,
+) -> Task:
+    """Task ``partition`` of ``tasks`` for the program of ``cfg`` (the repartition and changelog
+    topics named after the program unless given), its store in ``store``; not yet loaded."""
+    return Task(
+        partition,
+        program,
+        cfg,
+        cfg.inputs,
+        repartition or f"{cfg.name}-rep",
+        changelog or f"{cfg.name}-changelog",
+        tasks,
+        store,
+    )
+
+
+def make_task(store: Path, clock: str = "record") -> Task:
+    """The counting task (``count_programs.COUNT_QUIET``), reading Ticks from topic "in"."""
+    cfg = program_config([InputConfig(topic="in", event="Tick")], clock)
+    return build_task(compile_source(COUNT_QUIET, name="p").require(), cfg, store)
+
+
+def tick(offset: int, ts: int, key: str, cls: Any = PlainRecord) -> Any:
+    """A Tick of ``key`` on partition 0 of "in", as a ``cls`` record (PlainRecord, ArrowRecord)."""
+    return cls("in", 0, offset, ts, orjson.dumps([key]), orjson.dumps({"k": key, "n": offset}), None)
