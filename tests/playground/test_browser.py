@@ -154,6 +154,28 @@ def test_save_as_test_case_passes_the_conformance_runner(page: Any, playground: 
     assert done.returncode == 0 and "1 passed, 0 failed" in done.stdout, done.stdout + done.stderr
 
 
+def test_save_as_test_case_of_a_topology_replays_with_eventscript_test(page: Any, playground: tuple[str, Any]) -> None:
+    page.select_option("#examples", "topologies/big-trades")
+    page.wait_for_selector("#program-tabs button:text('topology.yaml')")
+    page.fill("#case-name", "big-trades")
+    page.click("#save-case")
+    page.wait_for_selector("#case-result:has-text('saved')")
+    told = page.inner_text("#case-result")
+    assert "a topology test, not a conformance case" in told and "topology.yaml --expect expected.jsonl" in told
+    folder = Path(page.get_attribute("#case-result", "data-path") or "")
+    assert folder == playground[1].cases_dir / "big-trades" and (folder / "topology.yaml").exists()
+    args = told.split("run it in that folder: eventscript ")[1].rstrip(")").split()
+    done = subprocess.run(
+        [sys.executable, "-m", "eventscript.cli.main", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and "ok: 5 events as expected" in done.stdout, done.stdout + done.stderr
+
+
 def test_the_page_address_reproduces_program_and_trace(page: Any, browser: Any) -> None:
     set_text(page, PROGRAM, COUNTER)
     set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann")\n')

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from eventscript.cli.playground_cmd import initial
-from eventscript.playground import examples, service
+from eventscript.playground import cases, examples, service
 from eventscript.playground.limits import LimitExceeded, Limits
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,11 +133,11 @@ def test_program_size_and_count_limits() -> None:
 
 def test_save_case_writes_a_conformance_case_that_passes(tmp_path: Path) -> None:
     ex = examples.load("topologies/doors")
-    saved = service.save_case({**ex, "name": "doors-left-open"}, Limits(), tmp_path)
+    saved = cases.save_case({**ex, "name": "doors-left-open"}, Limits(), tmp_path)
     folder = Path(saved["path"])
     assert sorted(p.name for p in folder.iterdir()) == ["README.md", "expected.jsonl", "input.trace", "program.es"]
     assert _lines(folder / "expected.jsonl") == _lines(TOPOLOGIES / "doors" / "expected.jsonl")
-    again = service.save_case({**ex, "name": "doors-left-open"}, Limits(), tmp_path)
+    again = cases.save_case({**ex, "name": "doors-left-open"}, Limits(), tmp_path)
     assert "exists" in again["error"]
     if RUNNER.exists():
         done = _conformance(folder)
@@ -158,11 +158,48 @@ def _conformance(*folders: Path) -> subprocess.CompletedProcess[str]:
 
 def test_save_case_of_a_pipeline_writes_stages(tmp_path: Path) -> None:
     ex = examples.load("document/three-big-trades-pipeline")
-    saved = service.save_case({**ex, "name": "trades"}, Limits(), tmp_path)
+    saved = cases.save_case({**ex, "name": "trades"}, Limits(), tmp_path)
     names = saved["files"]
     assert "stage1.es" in names and "stage2.es" in names and "program.es" not in names
     if RUNNER.exists():
         assert _conformance(Path(saved["path"])).returncode == 0
+
+
+def test_save_case_of_a_topology_writes_a_topology_test_that_passes(tmp_path: Path) -> None:
+    """A topology does not fit the conformance format: it is saved as the shipped topologies are,
+    and ``eventscript test`` replays it from its folder with the saved expected output."""
+    ex = examples.load("topologies/big-trades")
+    saved = cases.save_case({**ex, "name": "big-trades"}, Limits(), tmp_path)
+    folder = Path(saved["path"])
+    assert saved["kind"] == "topology" and saved["command"] == cases.TOPOLOGY_COMMAND
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md",
+        "expected.jsonl",
+        "filter.es",
+        "sample.trace",
+        "three_big_trades.es",
+        "topology.yaml",
+    ]
+    assert _lines(folder / "expected.jsonl") == _lines(TOPOLOGIES / "big-trades" / "expected.jsonl")
+    assert cases.TOPOLOGY_COMMAND in (folder / "README.md").read_text()
+    done = _replay(folder)
+    assert done.returncode == 0 and "ok: 5 events as expected" in done.stdout, done.stdout + done.stderr
+    # the replay compares: an expected line changed makes it fail
+    (folder / "expected.jsonl").write_text((folder / "expected.jsonl").read_text().replace("15000.0", "15001.0"))
+    assert _replay(folder).returncode == 1
+
+
+def _replay(folder: Path) -> subprocess.CompletedProcess[str]:
+    """The saved README's command, run in the saved folder."""
+    args = cases.TOPOLOGY_COMMAND.split()[1:]
+    return subprocess.run(
+        [sys.executable, "-m", "eventscript.cli.main", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_initial_content_of_a_topology_file() -> None:

@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from ..engine.encoding import json_line
-from . import examples, service
+from . import cases, examples, service
 from .limits import LimitExceeded, Limits
 
 STATIC = Path(__file__).parent / "static"
@@ -123,7 +123,7 @@ def make_handler(config: Config) -> type[BaseHTTPRequestHandler]:
                 if path == "/api/run":
                     return self._json(service.run(body, config.limits))
                 if path == "/api/case":
-                    return self._json(service.save_case(body, config.limits, config.cases_dir))
+                    return self._json(cases.save_case(body, config.limits, config.cases_dir))
             except (service.RequestError, LimitExceeded) as exc:
                 return self._json({"error": str(exc)}, HTTPStatus.BAD_REQUEST)
             except Exception as exc:  # a bug: the page says so rather than waiting forever

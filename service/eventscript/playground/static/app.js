@@ -607,7 +607,14 @@ async function openExample(id) {
 async function saveCase() {
   const name = $("#case-name").value.trim();
   const answer = await post("/api/case", { ...request(), name });
-  $("#case-result").textContent = answer.error ? answer.error : `saved ${answer.path}: ${answer.files.join(", ")}`;
+  let told = answer.error;
+  if (!told) {
+    told = `saved ${answer.path}: ${answer.files.join(", ")}`;
+    // a conformance case holds one program or a chain: a topology is saved as topologies/ are
+    if (answer.kind === "topology") told += ` (a topology test, not a conformance case; run it in that folder: ${answer.command})`;
+    else told += ` (run it: ${answer.command})`;
+  }
+  $("#case-result").textContent = told;
   $("#case-result").dataset.path = answer.path || "";
 }
 
