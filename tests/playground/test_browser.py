@@ -137,6 +137,41 @@ def test_a_shipped_topology_opens_runs_and_filters(page: Any) -> None:
     assert page.inner_text("#keys tbody tr.selected td.state")
 
 
+def _caret_after(page: Any, text: str) -> None:
+    page.click(PROGRAM)
+    put = "(el, text) => { const at = el.value.indexOf(text) + text.length; el.setSelectionRange(at, at); }"
+    page.eval_on_selector(PROGRAM, put, text)
+
+
+def test_a_topology_mistake_is_underlined_as_you_type(page: Any) -> None:
+    page.select_option("#examples", "topologies/big-trades")
+    page.wait_for_selector("#program-tabs button:text('topology.yaml')")
+    page.click("#program-tabs button:text('topology.yaml')")
+    checked(page)
+    assert page.query_selector("#program-editor pre .diag-error") is None
+    _caret_after(page, "\n    clock: reco")  # (not the comment's)
+    times = []
+    for key in ("Backspace", "x"):  # "recrd", then "recxrd"
+        edited = int(page.evaluate("Number(document.body.dataset.edited || 0)"))
+        t0 = time.perf_counter()
+        page.keyboard.press(key)
+        page.wait_for_function(f"Number(document.body.dataset.checked) >= {edited + 1}")
+        times.append((time.perf_counter() - t0) * 1000)
+        checked(page)
+    underlined = page.query_selector_all("#program-editor pre .diag-error")
+    assert [e.inner_text() for e in underlined] == ["recxrd"]
+    assert "'wall' or 'record'" in (underlined[0].get_attribute("title") or "")
+    listed = [li.inner_text() for li in page.query_selector_all("#diagnostics li.diag-error")]
+    assert listed and listed[0].startswith("topology.yaml:22:12: error: invalid topology: programs[0].clock")
+    assert "'wall' or 'record'" in page.inner_text(".caret-message")  # the caret is on the mistake
+    print(f"\nplayground: topology diagnostics {max(times):.0f} ms after a keystroke (worst of {len(times)})")
+    # the fix: the underline goes
+    page.keyboard.press("Backspace")
+    page.keyboard.type("o")
+    checked(page)
+    assert page.query_selector("#program-editor pre .diag-error") is None
+
+
 def test_save_as_test_case_passes_the_conformance_runner(page: Any, playground: tuple[str, Any]) -> None:
     page.select_option("#examples", "topologies/doors")
     page.wait_for_function("document.querySelector('#program-editor textarea').value.includes('LeftOpen')")

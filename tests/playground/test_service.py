@@ -317,3 +317,52 @@ def test_an_external_that_cannot_load_is_a_message() -> None:
     result = service.run(body, Limits(allow_externals=True))  # (allowed: resolved when compiled, so reported there)
     (told,) = result["programs"][0]["diagnostics"]
     assert "fix the errors" in result["error"] and "no_such_module_here" in told["message"] + (told["hint"] or "")
+
+
+def _topology_check_output(ex: dict[str, Any], yaml_text: str, folder: Path, capsys: Any) -> str:
+    """What ``eventscript topology check`` prints for the same files, paths relative to them."""
+    from eventscript.cli.main import main
+
+    for p in ex["programs"]:
+        (folder / p["name"]).write_text(p["text"])
+    (folder / "topology.yaml").write_text(yaml_text)
+    capsys.readouterr()
+    main(["topology", "check", str(folder / "topology.yaml")])
+    seen = capsys.readouterr()
+    return (seen.out + seen.err).replace(str(folder) + "/", "")
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (("event: FilteredTrade", "event: FilteredTrades"), ["topology.yaml:27:16", "topology.yaml:27:16"]),
+        (("partitions: 3}", "partitions: 3x}"), ["topology.yaml:35:28", "topology.yaml:36:34", "topology.yaml:37:31"]),
+        (("source: filter.es", "source: filtr.es"), ["topology.yaml:14:13", "topology.yaml:26:16"]),
+        (("programs:", "programs: ["), ["topology.yaml:13:3"]),
+    ],
+    ids=["wiring", "schema", "file", "yaml"],
+)
+def test_check_gives_a_topologys_errors_placed_as_topology_check_prints_them(
+    change: tuple[str, str], where: list[str], tmp_path: Path, capsys: Any
+) -> None:
+    ex = examples.load("topologies/big-trades")
+    assert service.check(ex, Limits())["topology"] == {"diagnostics": []}
+    broken = ex["topology"].replace(*change)
+    found = service.check({**ex, "topology": broken}, Limits())["topology"]["diagnostics"]
+    errors = [d for d in found if d["severity"] == "error"]
+    assert [d["where"] for d in errors] == where
+    printed = _topology_check_output(ex, broken, tmp_path, capsys)
+    for d in found:
+        assert f"{d['where']}: " in printed
+        assert d["message"].split(": ", 1)[-1] in printed  # (a schema error's "invalid topology:" heads its list)
+        assert d["hint"] is None or d["hint"] in printed
+
+
+def test_a_topologys_check_does_not_import_external_functions_unless_allowed() -> None:
+    ex = examples.load("topologies/big-trades")
+    declared = 'function double nothing(long): "no_such_module_for_the_playground:f"\n'
+    programs = [{**p, "text": declared + p["text"]} if p["name"] == "filter.es" else p for p in ex["programs"]]
+    body = {**ex, "programs": programs}
+    assert service.check(body, Limits())["topology"] == {"diagnostics": []}
+    allowed = service.check(body, Limits(allow_externals=True))["topology"]["diagnostics"]
+    assert any("program filter does not compile" in d["message"] for d in allowed), allowed

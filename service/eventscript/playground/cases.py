@@ -15,7 +15,8 @@ from typing import Any
 
 from ..engine.encoding import json_line
 from .limits import Limits
-from .service import RequestError, Source, run, sources_of
+from .service import RequestError, run, sources_of
+from .source import Source
 
 _CASE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 

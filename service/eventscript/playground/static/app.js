@@ -203,14 +203,30 @@ function loadEditor() {
   decorateProgram();
 }
 
+const TOPOLOGY = "topology.yaml"; // the topology's diagnostics are kept under this name
+
+// The extent underlined in YAML: the scalar starting there (up to a separator or a comment).
+function yamlExtentAt(text, offset) {
+  const m = /^[^\s,[\]{}#]+/.exec(text.slice(offset, offset + 400));
+  return offset + (m ? m[0].length : 1);
+}
+
+function diagnosticMarks(text, diagnostics, extent) {
+  return diagnostics.map((d) => {
+    const at = offsetOf(text, d.line, d.col);
+    return [at, extent(text, at), `diag-${d.severity}`, `${d.severity}: ${d.message}${d.hint ? "\nhint: " + d.hint : ""}`];
+  });
+}
+
 function decorateProgram() {
-  if (editingTopology()) { programEditor.decorate([]); renderDiagnostics(); return; }
+  if (editingTopology()) {
+    programEditor.decorate(diagnosticMarks(state.topology, state.diagnostics[TOPOLOGY] || [], yamlExtentAt));
+    renderDiagnostics();
+    return;
+  }
   const prog = state.programs[state.tab];
   const text = prog.text;
-  const decorations = (state.diagnostics[prog.name] || []).map((d) => {
-    const at = offsetOf(text, d.line, d.col);
-    return [at, extentAt(text, at), `diag-${d.severity}`, `${d.severity}: ${d.message}${d.hint ? "\nhint: " + d.hint : ""}`];
-  });
+  const decorations = diagnosticMarks(text, state.diagnostics[prog.name] || [], extentAt);
   for (const m of waitingMarkers()) {
     const at = offsetOf(text, m.line, m.col);
     decorations.push([at, at + m.text.length, "waiting", `the followed key waits for ${m.text} (${m.line}:${m.col})`]);
@@ -223,12 +239,13 @@ function renderDiagnostics() {
   const ul = $("#diagnostics");
   ul.innerHTML = "";
   let count = 0;
-  state.programs.forEach((prog, i) => {
-    for (const d of state.diagnostics[prog.name] || []) {
+  const files = state.programs.map((p) => p.name).concat(state.topology !== null ? [TOPOLOGY] : []);
+  files.forEach((name, i) => {
+    for (const d of state.diagnostics[name] || []) {
       count++;
       const li = document.createElement("li");
       li.className = `diag-${d.severity}`;
-      li.textContent = `${prog.name}:${d.line}:${d.col}: ${d.severity}: ${d.message}${d.hint ? " (hint: " + d.hint + ")" : ""}`;
+      li.textContent = `${name}:${d.line}:${d.col}: ${d.severity}: ${d.message}${d.hint ? " (hint: " + d.hint + ")" : ""}`;
       li.addEventListener("click", () => { state.tab = i; loadEditor(); programEditor.reveal(d.line); });
       ul.appendChild(li);
     }
@@ -252,11 +269,12 @@ function scheduleCheck() {
 async function check() {
   const seq = ++checkSeq;
   const version = state.editVersion;
-  const answer = await post("/api/check", { programs: state.programs });
+  const answer = await post("/api/check", { programs: state.programs, topology: state.topology });
   if (seq !== checkSeq) return; // a later check was sent: its answer counts
   if (answer.error) { $("#run-error").textContent = answer.error; return; }
   state.diagnostics = {};
   for (const p of answer.programs) state.diagnostics[p.name] = p.diagnostics;
+  if (answer.topology) state.diagnostics[TOPOLOGY] = answer.topology.diagnostics;
   decorateProgram();
   document.body.dataset.checked = String(version);
 }
