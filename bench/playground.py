@@ -15,6 +15,7 @@ import time
 import orjson
 
 from eventscript.engine.encoding import json_line
+from eventscript.engine.tuning import configure_gc
 from eventscript.playground import examples, service
 from eventscript.playground.limits import Limits
 
@@ -42,6 +43,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
+    configure_gc()  # as the playground's server does (make_server)
     largest = examples.load(LARGEST)
     doors = examples.load("topologies/doors")
     assert largest is not None and doors is not None
