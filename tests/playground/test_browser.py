@@ -72,7 +72,7 @@ def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
     assert page.query_selector("#program-editor pre .diag-error") is None
     set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann") Ping("bob")\n[09:00:05] Ping("ann")\n')
     run(page)
-    rows = page.query_selector_all("#outputs tbody tr")
+    rows = page.query_selector_all("#outputs tbody tr[data-n]")
     assert [r.query_selector_all("td")[4].inner_text() for r in rows] == [
         '{"who":"ann","n":1}',
         '{"who":"bob","n":1}',
@@ -104,9 +104,9 @@ def test_stepping_moves_the_highlighted_state(page: Any) -> None:
     page.click("#forward")  # the front door's timer fires
     assert "timer elapse[5 minutes]" in page.inner_text("#position")
     assert _selected_node(page) == "s2"
-    assert page.query_selector_all("#outputs tbody tr.future") == []
+    assert page.query_selector_all("#outputs tbody tr[data-n].future") == []
     page.click("#back")
-    assert _selected_node(page) == "s1" and len(page.query_selector_all("#outputs tbody tr.future")) == 1
+    assert _selected_node(page) == "s1" and len(page.query_selector_all("#outputs tbody tr[data-n].future")) == 1
     page.fill("#slider", "5")
     assert _selected_node(page) == "s0"
 
@@ -119,13 +119,13 @@ def test_a_shipped_topology_opens_runs_and_filters(page: Any) -> None:
     run(page)
     assert page.is_visible("#pipeline svg")
     assert [b.inner_text() for b in page.query_selector_all("#stage-tabs button")] == ["filter", "three-big-trades"]
-    assert len(page.query_selector_all("#outputs tbody tr")) == 5
+    assert len(page.query_selector_all("#outputs tbody tr[data-n]")) == 5
     flows = [r.query_selector_all("td")[2].inner_text() for r in page.query_selector_all("#flows tbody tr")]
     assert flows and set(flows) == {"filter → three-big-trades"}
     page.fill("#filter-event", "nothing-like-this")
-    assert page.query_selector_all("#outputs tbody tr") == []
+    assert page.query_selector_all("#outputs tbody tr[data-n]") == []
     page.fill("#filter-event", "ThreeBig")
-    assert len(page.query_selector_all("#outputs tbody tr")) == 5
+    assert len(page.query_selector_all("#outputs tbody tr[data-n]")) == 5
     page.click("#stage-tabs button:text('three-big-trades')")
     assert page.query_selector("#automaton g.node.current") is None  # every instance has ended
     page.click("#first")
@@ -223,9 +223,33 @@ def test_the_page_address_reproduces_program_and_trace(page: Any, browser: Any) 
         assert other.input_value(PROGRAM) == COUNTER
         assert other.input_value(TRACE) == '[2026-01-01 09:00:00] Ping("ann")\n'
         run(other)
-        assert len(other.query_selector_all("#outputs tbody tr")) == 1
+        assert len(other.query_selector_all("#outputs tbody tr[data-n]")) == 1
     finally:
         other.close()
+
+
+def test_ten_thousand_outputs_are_all_in_the_table_but_only_those_in_view_are_drawn(page: Any) -> None:
+    set_text(page, PROGRAM, COUNTER)
+    pings = "\n".join(f'Ping("k{i % 100}")' for i in range(10_000))
+    set_text(page, TRACE, f"[2026-01-01 09:00:00]\n{pings}\n")
+    t0 = time.perf_counter()
+    run(page)
+    shown_ms = (time.perf_counter() - t0) * 1000
+    assert page.inner_text("#outputs-count") == "10000 of 10000 events"
+    drawn = page.query_selector_all("#outputs tbody tr[data-n]")
+    assert 10 <= len(drawn) <= 200
+    assert drawn[0].query_selector_all("td")[4].inner_text() == '{"who":"k0","n":1}'
+    page.eval_on_selector("#outputs", "t => { const box = t.closest('.table-box'); box.scrollTop = box.scrollHeight; }")
+    last = page.wait_for_selector("#outputs tbody tr[data-n='9999']")
+    assert last.query_selector_all("td")[4].inner_text() == '{"who":"k99","n":100}'
+    assert len(page.query_selector_all("#outputs tbody tr[data-n]")) <= 200
+    last.click()  # goes to the step that emitted it: the last
+    assert "after step 10000 of 10000" in page.inner_text("#position")
+    page.fill("#filter-key", "k7")  # k7 and k70..k79: 11 keys of 100 outputs
+    assert page.inner_text("#outputs-count") == "1100 of 10000 events"
+    shown = page.query_selector_all("#outputs tbody tr[data-n]")
+    assert shown and all("k7" in r.query_selector_all("td")[3].inner_text() for r in shown)
+    print(f"\nplayground: 10,000 events with 10,000 outputs run and shown in {shown_ms:.0f} ms")
 
 
 def test_speed_of_diagnostics_and_of_a_large_run(page: Any, record_property: Any) -> None:

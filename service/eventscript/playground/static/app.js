@@ -342,6 +342,7 @@ function clearRun() {
   state.tops = [];
   state.position = 0;
   for (const sel of ["#keys tbody", "#timeline tbody", "#outputs tbody", "#flows tbody"]) $(sel).innerHTML = "";
+  $("#outputs").closest(".table-box").scrollTop = 0;
   $("#flows-box").hidden = true;
   $("#automaton").innerHTML = "";
   $("#stage-tabs").innerHTML = "";
@@ -565,27 +566,70 @@ function renderFlows(end) {
   $("#flows tbody").innerHTML = rows.join("");
 }
 
-const OUTPUT_ROWS = 1000;
+const OUTPUT_ROWS = 1000; // rows of the "between stages" table
 const KEY_ROWS = 300;
 
-function renderOutputs(end) {
-  const res = state.result;
+// The outputs table is virtualised: every output matching the filters is in it, but only the
+// rows in view (and OUTPUT_MARGIN either side) are built, between two spacer rows that keep the
+// scroll height; so 10,000 outputs draw as fast as 50. Rows have one height (the cells do not
+// wrap; a cell's title holds its whole text).
+const OUTPUT_MARGIN = 20;
+const outputsView = { rows: [], key: null, end: 0, rowHeight: 22 };
+
+function matchingOutputs() {
   const fk = $("#filter-key").value.trim().toLowerCase();
   const fe = $("#filter-event").value.trim().toLowerCase();
+  const key = JSON.stringify([fk, fe]);
+  if (outputsView.result === state.result && outputsView.key === key) return outputsView.rows;
   const rows = [];
-  let matched = 0;
-  res.outputs.forEach((o, n) => {
+  state.result.outputs.forEach((o, n) => {
     if (fk && !JSON.stringify(o.key ?? "").toLowerCase().includes(fk)) return;
     if (fe && !o.event.toLowerCase().includes(fe)) return;
-    matched++;
-    if (rows.length >= OUTPUT_ROWS) return;
-    const cls = [o.event === "$error" ? "error" : "", o.step !== undefined && o.step >= end ? "future" : ""].join(" ");
-    rows.push(`<tr class="${cls}" data-n="${n}"><td>${n}</td><td>${esc(o.time)}</td><td>${esc(o.event)}</td><td>${esc(o.key ? JSON.stringify(o.key) : "")}</td>`
-      + `<td>${esc(JSON.stringify(o.value))}</td><td>${esc(o.program ?? "")}${o.topic ? " → " + esc(o.topic) : ""}</td></tr>`);
+    rows.push(n);
   });
-  $("#outputs tbody").innerHTML = rows.join("");
-  $("#outputs-count").textContent = `${matched} of ${res.outputs.length} events`
-    + (matched > OUTPUT_ROWS ? ` (the first ${OUTPUT_ROWS} shown: narrow the filter)` : "");
+  Object.assign(outputsView, { result: state.result, key, rows });
+  return rows;
+}
+
+function renderOutputs(end) {
+  const rows = matchingOutputs();
+  outputsView.end = end;
+  $("#outputs-count").textContent = `${rows.length} of ${state.result.outputs.length} events`;
+  drawOutputRows();
+}
+
+function outputRow(n, end) {
+  const o = state.result.outputs[n];
+  const cls = [o.event === "$error" ? "error" : "", o.step !== undefined && o.step >= end ? "future" : ""].join(" ");
+  const cells = [String(n), o.time, o.event, o.key ? JSON.stringify(o.key) : "", JSON.stringify(o.value),
+    (o.program ?? "") + (o.topic ? " → " + o.topic : "")];
+  return `<tr class="${cls}" data-n="${n}">${cells.map((c) => `<td title="${esc(c)}">${esc(c)}</td>`).join("")}</tr>`;
+}
+
+function drawOutputRows() {
+  if (!state.result) return;
+  const box = $("#outputs").closest(".table-box");
+  const rows = outputsView.rows, h = outputsView.rowHeight;
+  const first = Math.min(rows.length, Math.max(0, Math.floor(box.scrollTop / h) - OUTPUT_MARGIN));
+  const last = Math.min(rows.length, first + Math.ceil(box.clientHeight / h) + 2 * OUTPUT_MARGIN);
+  const spacer = (count) => (count > 0 ? `<tr class="spacer" style="height:${count * h}px"><td colspan="6"></td></tr>` : "");
+  const html = [spacer(first)];
+  for (let i = first; i < last; i++) html.push(outputRow(rows[i], outputsView.end));
+  html.push(spacer(rows.length - last));
+  const body = $("#outputs tbody");
+  body.innerHTML = html.join("");
+  const drawn = body.querySelector("tr[data-n]");
+  const measured = drawn ? drawn.getBoundingClientRect().height : h;
+  if (measured > 0 && Math.abs(measured - h) > 0.5) { // the font gave rows another height: draw again
+    outputsView.rowHeight = measured;
+    drawOutputRows();
+  }
+}
+
+let outputsFrame = 0;
+function onOutputsScroll() {
+  if (outputsFrame) return;
+  outputsFrame = requestAnimationFrame(() => { outputsFrame = 0; drawOutputRows(); });
 }
 
 // An output clicked: go to just after the step that emitted it, following its key there.
@@ -642,6 +686,7 @@ async function start() {
   programEditor = new Editor($("#program-editor"), true, onProgramInput);
   traceEditor = new Editor($("#trace-editor"), false, onTraceInput);
   $("#run").addEventListener("click", run);
+  $("#outputs").closest(".table-box").addEventListener("scroll", onOutputsScroll);
   $("#outputs tbody").addEventListener("click", (e) => {
     const tr = e.target.closest("tr[data-n]");
     if (tr) followOutput(state.result.outputs[Number(tr.dataset.n)]);
@@ -658,7 +703,10 @@ async function start() {
   $("#last").addEventListener("click", () => moveTo(state.tops.length));
   $("#slider").addEventListener("input", (e) => moveTo(Number(e.target.value)));
   for (const f of ["#filter-key", "#filter-event"]) {
-    $(f).addEventListener("input", () => { if (state.result) { renderOutputs(limitStep()); renderFlows(limitStep()); } });
+    $(f).addEventListener("input", () => {
+      $("#outputs").closest(".table-box").scrollTop = 0;
+      if (state.result) { renderOutputs(limitStep()); renderFlows(limitStep()); }
+    });
   }
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(); return; }
