@@ -14,7 +14,7 @@ from typing import Any
 
 from ..engine.engine import Engine
 from ..engine.timeutil import format_time
-from .instance import InstanceView, view_of_snapshot
+from .instance import InstanceView, json_value, view_of_snapshot
 from .terms import ProgramTerms
 
 
@@ -257,9 +257,7 @@ class StepRecorder:
 
 
 def _json_value(value: Any, ty: Any) -> Any:
-    from .instance import _value
-
-    return repr(value) if ty is None else _value(value, ty)
+    return repr(value) if ty is None else json_value(value, ty)
 
 
 def _timer_changes(
