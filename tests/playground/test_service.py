@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from eventscript.cli.playground_cmd import initial
-from eventscript.playground import examples, service
+from eventscript.playground import cases, examples, service
 from eventscript.playground.limits import LimitExceeded, Limits
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,11 +133,11 @@ def test_program_size_and_count_limits() -> None:
 
 def test_save_case_writes_a_conformance_case_that_passes(tmp_path: Path) -> None:
     ex = examples.load("topologies/doors")
-    saved = service.save_case({**ex, "name": "doors-left-open"}, Limits(), tmp_path)
+    saved = cases.save_case({**ex, "name": "doors-left-open"}, Limits(), tmp_path)
     folder = Path(saved["path"])
     assert sorted(p.name for p in folder.iterdir()) == ["README.md", "expected.jsonl", "input.trace", "program.es"]
     assert _lines(folder / "expected.jsonl") == _lines(TOPOLOGIES / "doors" / "expected.jsonl")
-    again = service.save_case({**ex, "name": "doors-left-open"}, Limits(), tmp_path)
+    again = cases.save_case({**ex, "name": "doors-left-open"}, Limits(), tmp_path)
     assert "exists" in again["error"]
     if RUNNER.exists():
         done = _conformance(folder)
@@ -158,11 +158,48 @@ def _conformance(*folders: Path) -> subprocess.CompletedProcess[str]:
 
 def test_save_case_of_a_pipeline_writes_stages(tmp_path: Path) -> None:
     ex = examples.load("document/three-big-trades-pipeline")
-    saved = service.save_case({**ex, "name": "trades"}, Limits(), tmp_path)
+    saved = cases.save_case({**ex, "name": "trades"}, Limits(), tmp_path)
     names = saved["files"]
     assert "stage1.es" in names and "stage2.es" in names and "program.es" not in names
     if RUNNER.exists():
         assert _conformance(Path(saved["path"])).returncode == 0
+
+
+def test_save_case_of_a_topology_writes_a_topology_test_that_passes(tmp_path: Path) -> None:
+    """A topology does not fit the conformance format: it is saved as the shipped topologies are,
+    and ``eventscript test`` replays it from its folder with the saved expected output."""
+    ex = examples.load("topologies/big-trades")
+    saved = cases.save_case({**ex, "name": "big-trades"}, Limits(), tmp_path)
+    folder = Path(saved["path"])
+    assert saved["kind"] == "topology" and saved["command"] == cases.TOPOLOGY_COMMAND
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "README.md",
+        "expected.jsonl",
+        "filter.es",
+        "sample.trace",
+        "three_big_trades.es",
+        "topology.yaml",
+    ]
+    assert _lines(folder / "expected.jsonl") == _lines(TOPOLOGIES / "big-trades" / "expected.jsonl")
+    assert cases.TOPOLOGY_COMMAND in (folder / "README.md").read_text()
+    done = _replay(folder)
+    assert done.returncode == 0 and "ok: 5 events as expected" in done.stdout, done.stdout + done.stderr
+    # the replay compares: an expected line changed makes it fail
+    (folder / "expected.jsonl").write_text((folder / "expected.jsonl").read_text().replace("15000.0", "15001.0"))
+    assert _replay(folder).returncode == 1
+
+
+def _replay(folder: Path) -> subprocess.CompletedProcess[str]:
+    """The saved README's command, run in the saved folder."""
+    args = cases.TOPOLOGY_COMMAND.split()[1:]
+    return subprocess.run(
+        [sys.executable, "-m", "eventscript.cli.main", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_initial_content_of_a_topology_file() -> None:
@@ -280,3 +317,52 @@ def test_an_external_that_cannot_load_is_a_message() -> None:
     result = service.run(body, Limits(allow_externals=True))  # (allowed: resolved when compiled, so reported there)
     (told,) = result["programs"][0]["diagnostics"]
     assert "fix the errors" in result["error"] and "no_such_module_here" in told["message"] + (told["hint"] or "")
+
+
+def _topology_check_output(ex: dict[str, Any], yaml_text: str, folder: Path, capsys: Any) -> str:
+    """What ``eventscript topology check`` prints for the same files, paths relative to them."""
+    from eventscript.cli.main import main
+
+    for p in ex["programs"]:
+        (folder / p["name"]).write_text(p["text"])
+    (folder / "topology.yaml").write_text(yaml_text)
+    capsys.readouterr()
+    main(["topology", "check", str(folder / "topology.yaml")])
+    seen = capsys.readouterr()
+    return (seen.out + seen.err).replace(str(folder) + "/", "")
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (("event: FilteredTrade", "event: FilteredTrades"), ["topology.yaml:27:16", "topology.yaml:27:16"]),
+        (("partitions: 3}", "partitions: 3x}"), ["topology.yaml:35:28", "topology.yaml:36:34", "topology.yaml:37:31"]),
+        (("source: filter.es", "source: filtr.es"), ["topology.yaml:14:13", "topology.yaml:26:16"]),
+        (("programs:", "programs: ["), ["topology.yaml:13:3"]),
+    ],
+    ids=["wiring", "schema", "file", "yaml"],
+)
+def test_check_gives_a_topologys_errors_placed_as_topology_check_prints_them(
+    change: tuple[str, str], where: list[str], tmp_path: Path, capsys: Any
+) -> None:
+    ex = examples.load("topologies/big-trades")
+    assert service.check(ex, Limits())["topology"] == {"diagnostics": []}
+    broken = ex["topology"].replace(*change)
+    found = service.check({**ex, "topology": broken}, Limits())["topology"]["diagnostics"]
+    errors = [d for d in found if d["severity"] == "error"]
+    assert [d["where"] for d in errors] == where
+    printed = _topology_check_output(ex, broken, tmp_path, capsys)
+    for d in found:
+        assert f"{d['where']}: " in printed
+        assert d["message"].split(": ", 1)[-1] in printed  # (a schema error's "invalid topology:" heads its list)
+        assert d["hint"] is None or d["hint"] in printed
+
+
+def test_a_topologys_check_does_not_import_external_functions_unless_allowed() -> None:
+    ex = examples.load("topologies/big-trades")
+    declared = 'function double nothing(long): "no_such_module_for_the_playground:f"\n'
+    programs = [{**p, "text": declared + p["text"]} if p["name"] == "filter.es" else p for p in ex["programs"]]
+    body = {**ex, "programs": programs}
+    assert service.check(body, Limits())["topology"] == {"diagnostics": []}
+    allowed = service.check(body, Limits(allow_externals=True))["topology"]["diagnostics"]
+    assert any("program filter does not compile" in d["message"] for d in allowed), allowed

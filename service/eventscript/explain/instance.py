@@ -37,7 +37,8 @@ class InstanceView:
         }
 
 
-def _value(value: Any, ty: Any) -> Any:
+def json_value(value: Any, ty: Any) -> Any:
+    """A value as the explanation shows it: JSON as the tester writes it, None when unset."""
     if value is UNSET:
         return None
     try:
@@ -53,8 +54,8 @@ def view_of_snapshot(terms: ProgramTerms, snap: ContextSnapshot | bytes) -> Inst
     program = terms.program
     key = None
     if snap.key is not None and program.key_types is not None:
-        key = [_value(k, t) for k, t in zip(snap.key, program.key_types)]
-    variables = [_value(v, var.ty) for v, var in zip(snap.variables, program.variables)]
+        key = [json_value(k, t) for k, t in zip(snap.key, program.key_types)]
+    variables = [json_value(v, var.ty) for v, var in zip(snap.variables, program.variables)]
     return InstanceView(key, snap.state, variables, snap.timer, snap.terminated)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..engine.engine import Engine
 from ..engine.timeutil import format_time
-from .instance import InstanceView, view_of_snapshot
+from .instance import InstanceView, json_value, view_of_snapshot
 from .terms import ProgramTerms
 
 
@@ -125,10 +125,11 @@ class StepRecorder:
         last = self._last.get(id(ctx))
         return last[1] if last is not None and last[0] is ctx else self._view(stage, ctx)
 
-    def _instance(self, engine: Engine, name: str, value: Any) -> Any:
+    def _instance_of(self, engine: Engine, key: Any) -> Any:
+        """The instance an event of group key ``key`` goes to (the only one of an ungrouped
+        program), or None."""
         if not engine.grouped:
             return engine.single
-        key = engine.group_key(name, value)
         return None if key is None else engine.contexts.get(key)
 
     def _begin(self, step: Step) -> Step:
@@ -147,7 +148,10 @@ class StepRecorder:
         now = engine.time.now
 
         def recorded_feed(name: str, value: Any) -> Any:
-            ctx = self._instance(engine, name, value)
+            # the event's key, computed once: the instance before the event, and after it (a
+            # compact engine's feed returns no context)
+            key = engine.group_key(name, value) if engine.grouped else None
+            ctx = self._instance_of(engine, key)
             before = self._view_before(stage, ctx)
             ty = engine.input_type(name)
             shown = _json_value(value, ty)
@@ -170,7 +174,7 @@ class StepRecorder:
             finally:
                 self._open.pop()
             if ctx is None and ty is not None:
-                ctx = self._instance(engine, name, value)
+                ctx = self._instance_of(engine, key)
             step.after = self._view(stage, ctx)
             if step.after is not None:
                 step.key = step.after.key
@@ -257,9 +261,7 @@ class StepRecorder:
 
 
 def _json_value(value: Any, ty: Any) -> Any:
-    from .instance import _value
-
-    return repr(value) if ty is None else _value(value, ty)
+    return repr(value) if ty is None else json_value(value, ty)
 
 
 def _timer_changes(

@@ -5,9 +5,6 @@ HTTP layer (``server``) only moves JSON; these functions are tested without it."
 from __future__ import annotations
 
 import re
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..automata.compile import Compilation, compile_source
@@ -17,8 +14,9 @@ from ..explain.runs import Recording, record_pipeline, record_topology
 from ..language.diagnostics import Diagnostic
 from ..language.source import SourceFile
 from ..tester.trace import TraceError, parse_trace
-from . import drawing
+from . import drawing, topology_check
 from .limits import LimitExceeded, Limits
+from .source import Source
 
 if TYPE_CHECKING:  # for the annotation only: _run_topology imports the topology package when it runs
     from ..topology.model import TopologyGraph
@@ -26,12 +24,6 @@ if TYPE_CHECKING:  # for the annotation only: _run_topology imports the topology
 
 class RequestError(Exception):
     """A request the page should not have sent (a missing field, a wrong type)."""
-
-
-@dataclass(frozen=True)
-class Source:
-    name: str
-    text: str
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.es$")
@@ -79,12 +71,25 @@ def diagnostics_of(comp: Compilation) -> list[dict[str, Any]]:
 
 
 def check(body: Any, limits: Limits) -> dict[str, Any]:
-    """Each program's diagnostics (errors and warnings) with line, column and hint."""
+    """Each program's diagnostics (errors and warnings) with line, column and hint; with a
+    topology, also the topology's (what ``eventscript topology check`` prints)."""
     out = []
-    for src in sources_of(body, limits):
+    sources = sources_of(body, limits)
+    for src in sources:
         comp = compile_one(src, limits)
         out.append({"name": src.name, "ok": comp.ok, "diagnostics": diagnostics_of(comp)})
-    return {"programs": out}
+    answer: dict[str, Any] = {"programs": out}
+    yaml_text = _topology_text(body)
+    if yaml_text is not None:
+        answer["topology"] = {"diagnostics": topology_check.diagnostics(sources, yaml_text, limits.allow_externals)}
+    return answer
+
+
+def _topology_text(body: Any) -> str | None:
+    topology = body.get("topology")
+    if topology is not None and not isinstance(topology, str):
+        raise RequestError("the topology must be YAML text")
+    return topology  # (its size: bounded by the request's, and by the topology reader's 1 MiB)
 
 
 def _externals_refused(src: Source, comp: Compilation, limits: Limits) -> str | None:
@@ -108,9 +113,7 @@ def run(body: Any, limits: Limits) -> dict[str, Any]:
     trace = body.get("trace")
     if not isinstance(trace, str):
         raise RequestError("the request has no trace")
-    topology = body.get("topology")
-    if topology is not None and not isinstance(topology, str):
-        raise RequestError("the topology must be YAML text")
+    topology = _topology_text(body)
     comps = [compile_one(s, limits) for s in sources]
     result: dict[str, Any] = {
         "programs": [{"name": s.name, "ok": c.ok, "diagnostics": diagnostics_of(c)} for s, c in zip(sources, comps)]
@@ -155,25 +158,19 @@ class _TopologyProblem(Exception):
 def _run_topology(
     sources: list[Source], yaml_text: str, items: list[Any], limits: Limits
 ) -> tuple[Recording, TopologyGraph]:
-    """A topology runs from files: the YAML and the programs go to a temporary folder, as they
-    would sit in the topology's own."""
+    """A topology runs from files: the YAML and the programs in a temporary folder."""
     from ..topology.check import check as check_topology
     from ..topology.check import errors as check_errors
     from ..topology.config import TopologyError
-    from ..topology.model import load_graph
 
-    with tempfile.TemporaryDirectory(prefix="eventscript-playground-") as tmp:
-        folder = Path(tmp)
-        (folder / "topology.yaml").write_text(yaml_text, encoding="utf-8")
-        for s in sources:
-            (folder / s.name).write_text(s.text, encoding="utf-8")
+    with topology_check.topology_folder(sources, yaml_text) as folder:
         try:
-            graph = load_graph(folder / "topology.yaml")
+            graph = topology_check.load(folder, limits.allow_externals)
         except TopologyError as exc:
-            raise _TopologyProblem(str(exc).replace(str(folder) + "/", "")) from None
+            raise _TopologyProblem(topology_check.without_folder(str(exc), folder)) from None
         problems = check_errors(check_topology(graph))
         if problems:
-            raise _TopologyProblem("\n".join(f.render().replace(str(folder) + "/", "") for f in problems))
+            raise _TopologyProblem("\n".join(topology_check.without_folder(f.render(), folder) for f in problems))
         bad = [st.name for st in graph.stages if not st.ok]
         if bad:
             raise _TopologyProblem(f"programs that do not compile: {', '.join(bad)}")
@@ -221,46 +218,3 @@ def _hashable(state: Any) -> Any:
 def _timer_marker(terms: Any, sym: int) -> dict[str, Any] | None:
     told = explain_timer(terms, (0, sym, 0))
     return None if told is None else {"marker": told["marker"], "how": told["how"]}
-
-
-_CASE_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
-
-
-def save_case(body: Any, limits: Limits, cases_dir: Path) -> dict[str, Any]:
-    """Write a conformance case folder (program.es or stage1.es..., input.trace,
-    expected.jsonl, README.md) of what the tester emits for the trace now."""
-    from ..engine.encoding import json_line
-
-    name = body.get("name") if isinstance(body, dict) else None
-    if not isinstance(name, str) or not _CASE_NAME.match(name):
-        raise RequestError("a case name is lower-case letters, digits and dashes (say 'door-left-open')")
-    if body.get("topology") is not None:
-        return {
-            "error": "a conformance case is one program or a pipeline of programs; a topology with fan-out "
-            "does not fit: save its programs as a pipeline instead"
-        }
-    result = run({**body, "topology": None}, limits)
-    if "error" in result:
-        return {"error": result["error"]}
-    folder = cases_dir / name
-    if folder.exists():
-        return {"error": f"{folder}: a case of that name exists; choose another name"}
-    sources = sources_of(body, limits)
-    folder.mkdir(parents=True)
-    files = {}
-    if len(sources) == 1:
-        files["program.es"] = sources[0].text
-    else:
-        for i, s in enumerate(sources, 1):
-            files[f"stage{i}.es"] = s.text
-    files["input.trace"] = body["trace"] if body["trace"].endswith("\n") else body["trace"] + "\n"
-    files["expected.jsonl"] = "".join(
-        json_line({k: v for k, v in o.items() if k != "step"}) + "\n" for o in result["outputs"]
-    )
-    files["README.md"] = (
-        f"# {name}\n\nSaved from the EventScript playground: the expected output is what "
-        f"`eventscript test` emitted when it was saved; check it before relying on it.\n"
-    )
-    for fname, text in files.items():
-        (folder / fname).write_text(text, encoding="utf-8")
-    return {"path": str(folder), "files": sorted(files)}

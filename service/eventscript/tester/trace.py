@@ -21,12 +21,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..engine.encoding import lone_surrogate_at
+from ..engine.encoding import DecodeError, lone_surrogate_at
 from ..engine.timeutil import check_clock_time, check_components, from_datetime
 from ..language.diagnostics import Diagnostics
 from ..language.lexer import Token, tokenize
 from ..language.parser import MAX_NESTING
 from ..language.source import Pos, SourceFile
+from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType
 
 
 class TraceError(Exception):
@@ -372,8 +373,6 @@ def typed_argument(raw: Any, ty: Any) -> Any:
 
     :class:`DecodeError` (the runner's ``$error`` 6) for a value that does not conform; see
     :func:`check_trace_value`."""
-    from ..language.types import OBJECT, StructType
-
     one_field = isinstance(ty, StructType) and len(ty.fields) == 1
     # A mapping for a one-field structure is a builder unless that field could itself hold a
     # mapping (a structure or an object): then only a mapping of exactly its field name is.
@@ -396,8 +395,6 @@ def check_trace_value(obj: Any, ty: Any, path: str = "") -> None:
     may also be ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``, as the output writes them (no
     literal can: a trace or a captured output must be able to carry them).
     """
-    from ..engine.encoding import DecodeError
-    from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, ArrayType, StructType
 
     def fail(expected: str) -> None:
         raise DecodeError(path, f"expected {expected}, got {_written(obj)}")

@@ -124,13 +124,17 @@ class TopologyGraph:
         return list(seen)
 
 
-def build_graph(topology: Topology, file: Path, state_limit: int = DEFAULT_STATE_LIMIT) -> TopologyGraph:
-    """Compile every program of ``topology`` and record who writes and reads each topic."""
+def build_graph(
+    topology: Topology, file: Path, state_limit: int = DEFAULT_STATE_LIMIT, resolve_externals: bool = True
+) -> TopologyGraph:
+    """Compile every program of ``topology`` and record who writes and reads each topic.
+    ``resolve_externals=False`` checks external function declarations without importing their
+    modules (the playground checks untrusted programs so)."""
     stages: list[Stage] = []
     for i, cfg in enumerate(topology.programs):
         path = topology.source_path(cfg)
         try:
-            comp: Compilation | None = compile_file(path, state_limit=state_limit)
+            comp: Compilation | None = compile_file(path, state_limit=state_limit, resolve_externals=resolve_externals)
             problem = None
         except OSError as exc:
             comp, problem = None, f"cannot read the program: {exc.strerror or exc}"
@@ -149,7 +153,9 @@ def build_graph(topology: Topology, file: Path, state_limit: int = DEFAULT_STATE
     return graph
 
 
-def load_graph(path: str | Path, state_limit: int = DEFAULT_STATE_LIMIT) -> TopologyGraph:
+def load_graph(
+    path: str | Path, state_limit: int = DEFAULT_STATE_LIMIT, resolve_externals: bool = True
+) -> TopologyGraph:
     """Read a topology file and compile its programs (raises ``TopologyError`` for a bad file)."""
     p = Path(path)
-    return build_graph(load_topology(p), p, state_limit)
+    return build_graph(load_topology(p), p, state_limit, resolve_externals)

@@ -203,14 +203,30 @@ function loadEditor() {
   decorateProgram();
 }
 
+const TOPOLOGY = "topology.yaml"; // the topology's diagnostics are kept under this name
+
+// The extent underlined in YAML: the scalar starting there (up to a separator or a comment).
+function yamlExtentAt(text, offset) {
+  const m = /^[^\s,[\]{}#]+/.exec(text.slice(offset, offset + 400));
+  return offset + (m ? m[0].length : 1);
+}
+
+function diagnosticMarks(text, diagnostics, extent) {
+  return diagnostics.map((d) => {
+    const at = offsetOf(text, d.line, d.col);
+    return [at, extent(text, at), `diag-${d.severity}`, `${d.severity}: ${d.message}${d.hint ? "\nhint: " + d.hint : ""}`];
+  });
+}
+
 function decorateProgram() {
-  if (editingTopology()) { programEditor.decorate([]); renderDiagnostics(); return; }
+  if (editingTopology()) {
+    programEditor.decorate(diagnosticMarks(state.topology, state.diagnostics[TOPOLOGY] || [], yamlExtentAt));
+    renderDiagnostics();
+    return;
+  }
   const prog = state.programs[state.tab];
   const text = prog.text;
-  const decorations = (state.diagnostics[prog.name] || []).map((d) => {
-    const at = offsetOf(text, d.line, d.col);
-    return [at, extentAt(text, at), `diag-${d.severity}`, `${d.severity}: ${d.message}${d.hint ? "\nhint: " + d.hint : ""}`];
-  });
+  const decorations = diagnosticMarks(text, state.diagnostics[prog.name] || [], extentAt);
   for (const m of waitingMarkers()) {
     const at = offsetOf(text, m.line, m.col);
     decorations.push([at, at + m.text.length, "waiting", `the followed key waits for ${m.text} (${m.line}:${m.col})`]);
@@ -223,12 +239,13 @@ function renderDiagnostics() {
   const ul = $("#diagnostics");
   ul.innerHTML = "";
   let count = 0;
-  state.programs.forEach((prog, i) => {
-    for (const d of state.diagnostics[prog.name] || []) {
+  const files = state.programs.map((p) => p.name).concat(state.topology !== null ? [TOPOLOGY] : []);
+  files.forEach((name, i) => {
+    for (const d of state.diagnostics[name] || []) {
       count++;
       const li = document.createElement("li");
       li.className = `diag-${d.severity}`;
-      li.textContent = `${prog.name}:${d.line}:${d.col}: ${d.severity}: ${d.message}${d.hint ? " (hint: " + d.hint + ")" : ""}`;
+      li.textContent = `${name}:${d.line}:${d.col}: ${d.severity}: ${d.message}${d.hint ? " (hint: " + d.hint + ")" : ""}`;
       li.addEventListener("click", () => { state.tab = i; loadEditor(); programEditor.reveal(d.line); });
       ul.appendChild(li);
     }
@@ -252,11 +269,12 @@ function scheduleCheck() {
 async function check() {
   const seq = ++checkSeq;
   const version = state.editVersion;
-  const answer = await post("/api/check", { programs: state.programs });
+  const answer = await post("/api/check", { programs: state.programs, topology: state.topology });
   if (seq !== checkSeq) return; // a later check was sent: its answer counts
   if (answer.error) { $("#run-error").textContent = answer.error; return; }
   state.diagnostics = {};
   for (const p of answer.programs) state.diagnostics[p.name] = p.diagnostics;
+  if (answer.topology) state.diagnostics[TOPOLOGY] = answer.topology.diagnostics;
   decorateProgram();
   document.body.dataset.checked = String(version);
 }
@@ -324,6 +342,7 @@ function clearRun() {
   state.tops = [];
   state.position = 0;
   for (const sel of ["#keys tbody", "#timeline tbody", "#outputs tbody", "#flows tbody"]) $(sel).innerHTML = "";
+  $("#outputs").closest(".table-box").scrollTop = 0;
   $("#flows-box").hidden = true;
   $("#automaton").innerHTML = "";
   $("#stage-tabs").innerHTML = "";
@@ -547,27 +566,70 @@ function renderFlows(end) {
   $("#flows tbody").innerHTML = rows.join("");
 }
 
-const OUTPUT_ROWS = 1000;
+const OUTPUT_ROWS = 1000; // rows of the "between stages" table
 const KEY_ROWS = 300;
 
-function renderOutputs(end) {
-  const res = state.result;
+// The outputs table is virtualised: every output matching the filters is in it, but only the
+// rows in view (and OUTPUT_MARGIN either side) are built, between two spacer rows that keep the
+// scroll height; so 10,000 outputs draw as fast as 50. Rows have one height (the cells do not
+// wrap; a cell's title holds its whole text).
+const OUTPUT_MARGIN = 20;
+const outputsView = { rows: [], key: null, end: 0, rowHeight: 22 };
+
+function matchingOutputs() {
   const fk = $("#filter-key").value.trim().toLowerCase();
   const fe = $("#filter-event").value.trim().toLowerCase();
+  const key = JSON.stringify([fk, fe]);
+  if (outputsView.result === state.result && outputsView.key === key) return outputsView.rows;
   const rows = [];
-  let matched = 0;
-  res.outputs.forEach((o, n) => {
+  state.result.outputs.forEach((o, n) => {
     if (fk && !JSON.stringify(o.key ?? "").toLowerCase().includes(fk)) return;
     if (fe && !o.event.toLowerCase().includes(fe)) return;
-    matched++;
-    if (rows.length >= OUTPUT_ROWS) return;
-    const cls = [o.event === "$error" ? "error" : "", o.step !== undefined && o.step >= end ? "future" : ""].join(" ");
-    rows.push(`<tr class="${cls}" data-n="${n}"><td>${n}</td><td>${esc(o.time)}</td><td>${esc(o.event)}</td><td>${esc(o.key ? JSON.stringify(o.key) : "")}</td>`
-      + `<td>${esc(JSON.stringify(o.value))}</td><td>${esc(o.program ?? "")}${o.topic ? " → " + esc(o.topic) : ""}</td></tr>`);
+    rows.push(n);
   });
-  $("#outputs tbody").innerHTML = rows.join("");
-  $("#outputs-count").textContent = `${matched} of ${res.outputs.length} events`
-    + (matched > OUTPUT_ROWS ? ` (the first ${OUTPUT_ROWS} shown: narrow the filter)` : "");
+  Object.assign(outputsView, { result: state.result, key, rows });
+  return rows;
+}
+
+function renderOutputs(end) {
+  const rows = matchingOutputs();
+  outputsView.end = end;
+  $("#outputs-count").textContent = `${rows.length} of ${state.result.outputs.length} events`;
+  drawOutputRows();
+}
+
+function outputRow(n, end) {
+  const o = state.result.outputs[n];
+  const cls = [o.event === "$error" ? "error" : "", o.step !== undefined && o.step >= end ? "future" : ""].join(" ");
+  const cells = [String(n), o.time, o.event, o.key ? JSON.stringify(o.key) : "", JSON.stringify(o.value),
+    (o.program ?? "") + (o.topic ? " → " + o.topic : "")];
+  return `<tr class="${cls}" data-n="${n}">${cells.map((c) => `<td title="${esc(c)}">${esc(c)}</td>`).join("")}</tr>`;
+}
+
+function drawOutputRows() {
+  if (!state.result) return;
+  const box = $("#outputs").closest(".table-box");
+  const rows = outputsView.rows, h = outputsView.rowHeight;
+  const first = Math.min(rows.length, Math.max(0, Math.floor(box.scrollTop / h) - OUTPUT_MARGIN));
+  const last = Math.min(rows.length, first + Math.ceil(box.clientHeight / h) + 2 * OUTPUT_MARGIN);
+  const spacer = (count) => (count > 0 ? `<tr class="spacer" style="height:${count * h}px"><td colspan="6"></td></tr>` : "");
+  const html = [spacer(first)];
+  for (let i = first; i < last; i++) html.push(outputRow(rows[i], outputsView.end));
+  html.push(spacer(rows.length - last));
+  const body = $("#outputs tbody");
+  body.innerHTML = html.join("");
+  const drawn = body.querySelector("tr[data-n]");
+  const measured = drawn ? drawn.getBoundingClientRect().height : h;
+  if (measured > 0 && Math.abs(measured - h) > 0.5) { // the font gave rows another height: draw again
+    outputsView.rowHeight = measured;
+    drawOutputRows();
+  }
+}
+
+let outputsFrame = 0;
+function onOutputsScroll() {
+  if (outputsFrame) return;
+  outputsFrame = requestAnimationFrame(() => { outputsFrame = 0; drawOutputRows(); });
 }
 
 // An output clicked: go to just after the step that emitted it, following its key there.
@@ -607,7 +669,14 @@ async function openExample(id) {
 async function saveCase() {
   const name = $("#case-name").value.trim();
   const answer = await post("/api/case", { ...request(), name });
-  $("#case-result").textContent = answer.error ? answer.error : `saved ${answer.path}: ${answer.files.join(", ")}`;
+  let told = answer.error;
+  if (!told) {
+    told = `saved ${answer.path}: ${answer.files.join(", ")}`;
+    // a conformance case holds one program or a chain: a topology is saved as topologies/ are
+    if (answer.kind === "topology") told += ` (a topology test, not a conformance case; run it in that folder: ${answer.command})`;
+    else told += ` (run it: ${answer.command})`;
+  }
+  $("#case-result").textContent = told;
   $("#case-result").dataset.path = answer.path || "";
 }
 
@@ -617,6 +686,7 @@ async function start() {
   programEditor = new Editor($("#program-editor"), true, onProgramInput);
   traceEditor = new Editor($("#trace-editor"), false, onTraceInput);
   $("#run").addEventListener("click", run);
+  $("#outputs").closest(".table-box").addEventListener("scroll", onOutputsScroll);
   $("#outputs tbody").addEventListener("click", (e) => {
     const tr = e.target.closest("tr[data-n]");
     if (tr) followOutput(state.result.outputs[Number(tr.dataset.n)]);
@@ -633,7 +703,10 @@ async function start() {
   $("#last").addEventListener("click", () => moveTo(state.tops.length));
   $("#slider").addEventListener("input", (e) => moveTo(Number(e.target.value)));
   for (const f of ["#filter-key", "#filter-event"]) {
-    $(f).addEventListener("input", () => { if (state.result) { renderOutputs(limitStep()); renderFlows(limitStep()); } });
+    $(f).addEventListener("input", () => {
+      $("#outputs").closest(".table-box").scrollTop = 0;
+      if (state.result) { renderOutputs(limitStep()); renderFlows(limitStep()); }
+    });
   }
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(); return; }
