@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..topology.config import ProgramConfig, Topology, TopologyError
-
-#: The dump's columns; nested fields as JSON text (changelog_dump.PARQUET_JSON_FIELDS).
-COLUMNS = ("program", "task", "key", "status", "changelog_offset", "instance", "committed")
+from .changelog_dump import COLUMNS
 
 
 def _rows_of_partitions(
@@ -71,6 +69,8 @@ def dump_on_spark(spark: Any, topo: Topology, cfg: ProgramConfig, program: Any, 
             StructField("status", StringType()),
             StructField("changelog_offset", LongType()),
             StructField("instance", StringType()),
+            StructField("ended", StringType()),
+            StructField("last_record", StringType()),
             StructField("committed", StringType()),
         ]
     )
