@@ -129,7 +129,7 @@ def _dump(topo: Any, cfg: Any, output: Path | None, spark_master: str | None) ->
         if output is None:
             raise TopologyError("state dump --spark writes a Parquet dataset: give --output DIR.parquet")
         from ..backfill.job import spark_session
-        from ..kafka.changelog_spark import dump_on_spark
+        from ..backfill.state_dump import dump_on_spark
 
         spark = spark_session(spark_master, ui=False)
         try:

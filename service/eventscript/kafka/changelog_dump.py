@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from ..state.query import ended_fields, explain_snapshot, last_record_fields
 from ..topology.config import KafkaConfig, ProgramConfig, Topology, TopologyError
 from . import clients
 from .admin import Admin, KafkaUnavailable
-from .restore import Coverage, keep_info, read_changelog
+from .restore import ChangelogRecord, Coverage, keep_info, read_changelog
 
 #: Seconds to wait for a changelog to report the end of all its partitions.
 READ_TIMEOUT = 120.0
@@ -92,7 +92,7 @@ def fold_changelog(topo: Topology, cfg: ProgramConfig) -> list[FoldedTask]:
 def fold_partitions(kafka: KafkaConfig, topic: str, program: str, committed: dict[int, Position]) -> list[FoldedTask]:
     """Fold the changelog partitions ``committed`` names (each with its task's committed input
     position) from their start to their end-of-partition signal. Runs on the command's host, or
-    on a Spark executor per partition (kafka/changelog_spark.py)."""
+    (the Spark dump, backfill/state_dump.py, folds the records its data source reads: ``fold_records``)."""
     tasks = {p: FoldedTask(p, pos) for p, pos in committed.items()}
     rules = {p: Coverage(pos) for p, pos in committed.items()}
     reader = Consumer(clients.consumer_config(kafka, f"{program}.dump.{uuid.uuid4().hex[:8]}"))
@@ -108,20 +108,26 @@ def fold_partitions(kafka: KafkaConfig, topic: str, program: str, committed: dic
                 )
             records, at_end = read_changelog(program, reader, 2000, 0.5)
             remaining -= at_end
-            for p, offset, key, value, es_pos, info in records:
-                task = tasks.get(p)
-                if task is None:
-                    continue
-                task.end = offset + 1
-                if rules[p].covers(es_pos):
-                    task.records[key] = (value, offset)
-                    keep_info(task.infos, key, value, info)
-                    task.applied += 1
-                else:
-                    task.skipped += 1
+            fold_records(tasks, rules, records)
     finally:
         reader.close()
     return [tasks[p] for p in sorted(tasks)]
+
+
+def fold_records(tasks: dict[int, FoldedTask], rules: dict[int, Coverage], records: Iterable[ChangelogRecord]) -> None:
+    """Fold changelog records (in offset order per partition) into their tasks, with the
+    restore's apply rule; records of partitions not in ``tasks`` are ignored."""
+    for p, offset, key, value, es_pos, info in records:
+        task = tasks.get(p)
+        if task is None:
+            continue
+        task.end = offset + 1
+        if rules[p].covers(es_pos):
+            task.records[key] = (value, offset)
+            keep_info(task.infos, key, value, info)
+            task.applied += 1
+        else:
+            task.skipped += 1
 
 
 def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | None = None) -> Iterator[dict[str, Any]]:
