@@ -131,17 +131,16 @@ class BatchProducer:
         ) -> None:
             """A task's changelog records of one commit (``Task.send_changelog``): one loop here
             rather than a call of ``send`` each; only the last asks for its delivery report. A
-            key's own headers (``key_headers``) follow the shared ones on its record."""
+            key with headers of its own (``key_headers``) has them instead of the shared ones."""
             if not records:
                 return
             if eos and not self.txn_open:
                 self.begin()
-            extra = key_headers or {}
+            own = key_headers or {}
             items = iter(records.items())
             for _ in range(len(records) - 1):
                 k, v = next(items)
-                own = extra.get(k)
-                h = headers + own if own else headers
+                h = own.get(k, headers)
                 try:
                     produce(topic, v, k, partition, None, None, ts, h)
                 except BufferError:  # the producer's queue is full: let it deliver
@@ -151,8 +150,7 @@ class BatchProducer:
                     self.refused(exc)
                     return
             k, v = next(items)
-            own = extra.get(k)
-            send(topic, partition, k, v, headers + own if own else headers, ts, True)
+            send(topic, partition, k, v, own.get(k, headers), ts, True)
             self.produced += len(records) - 1
 
         return send, send_changelog

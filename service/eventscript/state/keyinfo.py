@@ -6,7 +6,7 @@ store alone cannot tell "ended" from "never seen"; and an instance's snapshot do
 record it last took. Both ride, at no extra produce, on the changelog record that carries the
 key's change, in its ``es-key`` header (JSON)::
 
-    {"last": ["orders", 3, 1042, 1767225600000], "ended": [1767225660000000, "terminated"], "wall": 1767225661000}
+    {"ended": [1767225660000000, "terminated"], "wall": 1767225661000, "last": ["orders", 3, 1042, 1767225600000]}
 
 - ``last``: the input record (topic, partition, offset, record time in ms) the key's instance
   last took — the original input's coordinates for a record that came through the repartition
@@ -64,12 +64,13 @@ class KeyInfo:
     wall: int | None = None  # ms
 
     def encode(self) -> bytes:
+        """The header's value: an ended marker starts with ``{"ended"`` (``ENDED_HEAD``)."""
         out: dict[str, Any] = {}
-        if self.last is not None:
-            out["last"] = list(self.last)
         if self.ended_at is not None:
             out["ended"] = [self.ended_at, self.why]
             out["wall"] = self.wall
+        if self.last is not None:
+            out["last"] = list(self.last)
         return orjson.dumps(out)
 
     @property
@@ -94,6 +95,17 @@ def decode_info(raw: bytes | None) -> KeyInfo | None:
         )
     except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError, IndexError, KeyError):
         return None
+
+
+#: How an ended marker's value starts (``KeyInfo.encode`` writes "ended" first).
+ENDED_HEAD = b'{"ended"'
+
+
+def last_record_head(topic: str) -> bytes:
+    """The start of the value of a live key's information whose last record is of ``topic``:
+    the task appends ``partition,offset,time]}`` (``KeyInfo((topic, ...)).encode()``, without
+    building it for every changed key at every commit)."""
+    return b'{"last":[' + orjson.dumps(topic) + b","
 
 
 def info_key(store_key: bytes) -> bytes:

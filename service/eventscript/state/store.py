@@ -29,8 +29,16 @@ import msgpack
 import orjson
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch
 
-from .changelog import ENDED_PREFIX, INDEX_PREFIX, SINGLE_KEY, Position, is_instance_key, position_header
-from .keyinfo import ENDED_RETENTION_MS, PRUNE_PER_WRITE, decode_info, ended_index_key, info_key, parse_ended_index_key
+from .changelog import ENDED_PREFIX, INDEX_PREFIX, INFO_PREFIX, SINGLE_KEY, Position, is_instance_key, position_header
+from .keyinfo import (
+    ENDED_HEAD,
+    ENDED_RETENTION_MS,
+    PRUNE_PER_WRITE,
+    decode_info,
+    ended_index_key,
+    info_key,
+    parse_ended_index_key,
+)
 
 log = logging.getLogger("eventscript.state")
 
@@ -207,12 +215,13 @@ class TaskStore:
     def _batch_infos(self, wb: WriteBatch, infos: dict[bytes, bytes | None]) -> None:
         """Put the keys' information into ``wb``; an ended marker also gets its retention index
         entry, and markers past their retention are dropped (a few, at most once a minute)."""
+        put = wb.put
         for kb, raw in infos.items():
             if raw is None:
-                wb.delete(info_key(kb))
+                wb.delete(INFO_PREFIX + kb)
                 continue
-            wb.put(info_key(kb), raw)
-            if b'"ended"' in raw:
+            put(INFO_PREFIX + kb, raw)
+            if raw.startswith(ENDED_HEAD):
                 info = decode_info(raw)
                 if info is not None and info.wall is not None:
                     wb.put(ended_index_key(info.wall, kb), b"")

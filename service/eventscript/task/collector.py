@@ -22,8 +22,8 @@ Send = Callable[[str, int, bytes | None, bytes | None, Headers, int, bool], None
 
 class SendChangelog(Protocol):
     """send_changelog(topic, partition, {key: value or None}, headers, timestamp ms, key_headers):
-    ``headers`` go on every record, and ``key_headers`` (by key, optional) after them on that
-    key's record (``state.keyinfo``'s ``es-key``)."""
+    ``headers`` go on every record but those ``key_headers`` (by key, optional) gives their own
+    (the commit's ``es-pos`` and the key's ``es-key``, ``state.keyinfo``)."""
 
     def __call__(
         self,
@@ -92,9 +92,8 @@ def changelog_through(send: Send) -> SendChangelog:
         /,
     ) -> None:
         last = len(records) - 1
-        extra = key_headers or {}
+        own = key_headers or {}
         for i, (k, v) in enumerate(records.items()):
-            own = extra.get(k)
-            send(topic, partition, k, v, (headers or []) + own if own else headers, ts, i == last)
+            send(topic, partition, k, v, own.get(k, headers), ts, i == last)
 
     return send_each

@@ -29,6 +29,7 @@ from ..engine.time_provider import timer_info
 from ..state.cache import CacheBudget, InstanceCache
 from ..state.changelog import (
     CLOCK_KEY,
+    HEADER_POSITION,
     HWM_KEY,
     SEQ_KEY,
     SINGLE_KEY,
@@ -37,7 +38,16 @@ from ..state.changelog import (
     decode_int,
     position_header,
 )
-from ..state.keyinfo import HEADER_KEY_INFO, RETIRED, TERMINATED, KeyInfo, LastRecord, decode_info, info_key
+from ..state.keyinfo import (
+    HEADER_KEY_INFO,
+    RETIRED,
+    TERMINATED,
+    KeyInfo,
+    LastRecord,
+    decode_info,
+    info_key,
+    last_record_head,
+)
 from ..state.store import TaskStore
 from ..state.timers import TimerIndex
 from ..topology.config import InputConfig, ProgramConfig
@@ -191,6 +201,9 @@ class Task:
         self._last_single: Record | None = None
         self._ended: dict[Any, tuple[int, str]] = {}
         self._terminal = self.engine.executor.terminal
+        #: ``keyinfo.last_record_head`` of each input topic (not the repartition topic's records,
+        #: which name the input record they copy: ``_record_coordinates``).
+        self._info_heads = {c.topic: last_record_head(c.topic) for c in inputs}
         #: The changelog records of the last commit (its keys: see ``rewind``), and the keys to
         #: write again at the next commit: changelog records of a batch that was never committed
         #: may be in the log (at-least-once; an aborted transaction on a broker that shows it), and
@@ -786,24 +799,40 @@ class Task:
         key_bytes_of = self._ctx_key_bytes
         timed = self._timed
         self._fresh.clear()  # every one still alive is snapshotted now: persisted from here on
-        infos = self.store.pending_infos  # each change's key information, for the store too
+        # Each change's key information (state/keyinfo.py), for the store too, and its record's
+        # headers: the commit's position, then the information (one list per record, made here).
+        infos = self.store.pending_infos
+        pos_header = (HEADER_POSITION, position_header(self.position))
+        key_headers: dict[bytes, codec.Headers] = {}
         key_info = self._key_info
+        last_msg = self._last_msg
+        heads = self._info_heads
         for ctx in self.engine.drain_dirty():
             if not self.grouped:
                 changes[SINGLE_KEY] = snapshot(ctx)
-                infos[SINGLE_KEY] = key_info(SINGLE_KEY, self._last_single, None)
+                info = infos[SINGLE_KEY] = key_info(SINGLE_KEY, self._last_single, None)
+                if info is not None:
+                    key_headers[SINGLE_KEY] = [pos_header, (HEADER_KEY_INFO, info)]
                 continue
             kb = key_bytes_of(ctx)
             # A changed instance is either in memory or ended (and released): then a tombstone. An
             # instance that ended and started again in one batch is drained twice, in that order.
+            msg = last_msg.get(ctx.key)
             if ctx.terminated:
                 changes[kb] = None
-                infos[kb] = key_info(kb, self._last_msg.get(ctx.key), self._ended.get(ctx.key))
+                info = key_info(kb, msg, self._ended.get(ctx.key))
             else:
                 changes[kb] = snapshot(ctx)
-                infos[kb] = key_info(kb, self._last_msg.get(ctx.key), None)
+                head = heads.get(msg.topic()) if msg is not None else None
+                if head is not None:  # (assert msg is not None) the common case, built at least cost
+                    info = head + b"%d,%d,%d]}" % (msg.partition(), msg.offset(), msg.timestamp()[1])  # type: ignore[union-attr]
+                else:
+                    info = key_info(kb, msg, None)
                 if timed:
                     hints[kb] = timer_info(ctx)
+            infos[kb] = info
+            if info is not None:
+                key_headers[kb] = [pos_header, (HEADER_KEY_INFO, info)]
             unsaved.add(kb)
             if recent is not None:
                 recent.add(id(ctx))
@@ -824,14 +853,13 @@ class Task:
             for kb in self._rewrite:
                 if kb not in changes:
                     changes[kb] = get(kb)
-                    infos[kb] = get(info_key(kb))
+                    info = infos[kb] = get(info_key(kb))
+                    if info is not None:
+                        key_headers[kb] = [pos_header, (HEADER_KEY_INFO, info)]
             self._rewrite = set()
         self._last_sent = changes
         if changes:
-            headers: codec.Headers = [("es-pos", position_header(self.position))]  # one list for the commit
-            key_headers: dict[bytes, codec.Headers] = {
-                kb: [(HEADER_KEY_INFO, raw)] for kb, raw in infos.items() if raw is not None
-            }
+            headers: codec.Headers = [pos_header]  # one list for the records without their own
             self.send_changelog(
                 self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000, key_headers
             )
