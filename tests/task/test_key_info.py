@@ -132,3 +132,30 @@ def test_headers_written_before_they_existed_are_read_as_unknown() -> None:
     assert decode_info(None) is None and decode_info(b"") is None
     assert decode_info(b"not json") is None and decode_info(b'{"last": 3}') is None
     assert decode_info(b"{}") == keyinfo.KeyInfo()
+
+
+def test_a_record_through_the_repartition_topic_is_named_by_the_input_record_it_copies(tmp_path: Path) -> None:
+    from eventscript.backfill.records import ArrowRecord
+    from eventscript.task import codec
+
+    log = ChangelogPartition()
+    owner = make_task(tmp_path / "owner")
+    owner.load_from_store()
+    copy = ArrowRecord(
+        "p-rep",
+        0,
+        3,
+        T0 + 9,
+        orjson.dumps(["k"]),
+        orjson.dumps({"k": "k", "n": 9}),
+        [(codec.HEADER_SOURCE, b"in:1:41"), (codec.HEADER_INPUT, b"in")],
+    )
+    owner.add(copy)
+    owner.process(0)
+    commit(owner, log, succeeds=True)
+    assert _answer(owner, "k")["last_record"] == {
+        "known": True,
+        "record": "in:1:41",  # the input record, not the copy at p-rep:0:3
+        "time": format_time((T0 + 9) * 1000),
+    }
+    owner.close()
