@@ -146,9 +146,16 @@ def test_the_task_knows_no_host() -> None:
     assert not package_graph(import_graph()).get("task", set()) & hosts
 
 
-#: Modules of backfill/ that talk to Kafka themselves (its source, sink and state hand-over):
-#: they use the worker's client settings and admin (kafka/clients.py, kafka/admin.py).
-BACKFILL_KAFKA_IO = {"backfill.kafka_source", "backfill.kafka_sink", "backfill.handover", "backfill.main"}
+#: Modules of backfill/ that talk to Kafka themselves (its source, sink and state hand-over, and
+#: ``state dump --spark``, which reads a changelog with the restore's rule): they use the worker's
+#: client settings and admin (kafka/clients.py, kafka/admin.py) and its changelog reading.
+BACKFILL_KAFKA_IO = {
+    "backfill.kafka_source",
+    "backfill.kafka_sink",
+    "backfill.handover",
+    "backfill.main",
+    "backfill.state_dump",
+}
 
 
 def test_the_backfill_stages_import_only_the_task_from_the_hosts() -> None:

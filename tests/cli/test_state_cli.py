@@ -139,3 +139,32 @@ def test_state_asks_the_owner_a_worker_points_to(topo: Path, capsys: pytest.Capt
     text = capsys.readouterr().out
     assert 'echo key ["a"] (task 1): present' in text and "waits for S(x)@3:3" in text
     assert "as of the commit at strings:1=7" in text and 'x (string) = "a"' in text
+
+
+def test_an_ended_key_is_printed_with_when_and_why_and_its_last_record() -> None:
+    from eventscript.cli.state_cmds import answer_text
+
+    text = "\n".join(
+        answer_text(
+            {
+                "program": "doors",
+                "key": ["front"],
+                "task": 0,
+                "status": "ended",
+                "instance": None,
+                "ended": {
+                    "at": "2026-01-01T08:10:00.000000Z",
+                    "why": "terminated",
+                    "explained": "the program reached its end for this key",
+                    "kept_until": "2026-01-02T08:10:01.000000Z",
+                },
+                "last_record": {"known": True, "record": "closed:2:41", "time": "2026-01-01T08:10:00.000000Z"},
+                "committed": {"position": {"closed:2": 42}, "changelog_offset": 9, "record_clock": None},
+                "served_by": {"worker": "w1", "role": "owner"},
+            }
+        )
+    )
+    assert 'doors key ["front"] (task 0): ended' in text
+    assert "ended at 2026-01-01T08:10:00.000000Z (terminated: the program reached its end" in text
+    assert "remembered until 2026-01-02T08:10:01.000000Z" in text
+    assert "last record taken: closed:2:41 at 2026-01-01T08:10:00.000000Z" in text

@@ -14,7 +14,7 @@ from kafka_helpers import Broker, topology, unique
 
 from eventscript.kafka.admin import Admin
 from eventscript.kafka.config import load_topology
-from eventscript.kafka.runner import compile_programs
+from eventscript.kafka.supervisor import compile_programs
 from eventscript.kafka.tools import ProduceError, produce_trace
 from eventscript.tester.trace import read_trace
 

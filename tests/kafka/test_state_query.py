@@ -106,7 +106,8 @@ def test_an_open_door_waits_for_closed_or_its_timer(tmp_path: Path) -> None:
     assert timer["marker"]["text"] == "elapse[5 minutes]" and "counted from when" in timer["how"]
     assert inst["origin"] == "opened:0:0"  # the record that created the instance
     assert front["committed"]["position"] == {"opened:0": 2, "closed:0": 1}
-    assert front["last_record"]["known"] is False  # the task does not keep it: said, not guessed
+    assert front["last_record"] == {"known": True, "record": "opened:0:0", "time": format_time(T0 * 1000)}
+    assert front["ended"] is None
     back = answer_from_store(terms, task.store, ("back",), 0).to_json()
     assert back["instance"]["timer"] is None and [m["text"] for m in back["instance"]["waiting"]] == ["Opened(o)"]
     assert back["instance"]["variables"][0]["value"] == 1 and back["instance"]["variables"][1]["value"]["n"] == 2

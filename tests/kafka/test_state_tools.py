@@ -246,7 +246,7 @@ def test_reset_plans_from_a_datetime_and_from_offsets(broker: Broker, tmp_path: 
 @pytest.mark.kafka
 @pytest.mark.spark
 def test_state_dump_on_spark_equals_the_one_process_dump(broker: Broker, spark, tmp_path: Path, capsys) -> None:
-    from eventscript.kafka.changelog_spark import dump_on_spark
+    from eventscript.backfill.state_dump import dump_on_spark
     from eventscript.kafka.supervisor import compile_programs
 
     name, topo = _setup(broker, tmp_path)
@@ -258,7 +258,7 @@ def test_state_dump_on_spark_equals_the_one_process_dump(broker: Broker, spark, 
     out = tmp_path / "dump.jsonl"
     assert main(["state", "dump", str(topo), "--program", name, "--output", str(out)]) == 0
     rows = sorted(
-        (r["task"], r["key"], r["status"], r["changelog_offset"], r["instance"])
+        (r["task"], r["key"], r["status"], r["changelog_offset"], r["instance"], r["ended"], r["last_record"])
         for r in map(json.loads, out.read_text().splitlines())
     )
     t = load_topology(topo)
@@ -272,9 +272,19 @@ def test_state_dump_on_spark_equals_the_one_process_dump(broker: Broker, spark, 
             r["status"],
             r["changelog_offset"],
             json.loads(r["instance"]) if r["instance"] else None,
+            json.loads(r["ended"]) if r["ended"] else None,
+            json.loads(r["last_record"]),
         )
         for r in (row.asDict() for row in spark.read.parquet(str(tmp_path / "dump.parquet")).collect())
     )
     assert got == rows and rows
+    # The changelog was read by the backfill's data source, over a plan of one slice per partition.
+    from eventscript.backfill.state_dump import changelog_plan
+
+    plan = changelog_plan(t, cfg, t.changelog_topic(cfg), PARTITIONS)
+    assert [(s.partition, [(r.topic, r.partition) for r in s.ranges]) for s in plan.slices] == [
+        (p, [(t.changelog_topic(cfg), p)]) for p in range(PARTITIONS)
+    ]
+    assert sum(r.end - r.start for s in plan.slices for r in s.ranges) >= len(rows)
     assert main(["state", "dump", str(topo), "--program", name, "--spark", "local[1]"]) == 2
     assert "--output DIR.parquet" in capsys.readouterr().err

@@ -222,7 +222,7 @@ class TaskStage:
             if changes:
                 task.store.write(changes, None, None)
         else:
-            task.engine.drain_dirty()  # no changelog here: let go of terminated instances
+            task.discard_changes()  # no changelog here: let go of terminated instances
         kept = task.take_outputs()
         if not kept:
             return None

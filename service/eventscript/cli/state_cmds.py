@@ -129,7 +129,7 @@ def _dump(topo: Any, cfg: Any, output: Path | None, spark_master: str | None) ->
         if output is None:
             raise TopologyError("state dump --spark writes a Parquet dataset: give --output DIR.parquet")
         from ..backfill.job import spark_session
-        from ..kafka.changelog_spark import dump_on_spark
+        from ..backfill.state_dump import dump_on_spark
 
         spark = spark_session(spark_master, ui=False)
         try:
@@ -211,6 +211,11 @@ def answer_text(a: dict[str, Any]) -> list[str]:
         )
     if owner:
         lines.append("  owner: " + ", ".join(f"{k} {v}" for k, v in owner.items() if v is not None))
+    ended = a.get("ended")
+    if ended:
+        lines.append(f"  ended at {ended['at']} ({ended['why']}: {ended['explained']})")
+        if ended.get("kept_until"):
+            lines.append(f"  (this end is remembered until {ended['kept_until']})")
     if a.get("note"):
         lines.append(f"  {a['note']}")
     inst = a.get("instance")
@@ -235,8 +240,10 @@ def answer_text(a: dict[str, Any]) -> list[str]:
             else f"  created by: {inst.get('origin_why', 'unknown')}"
         )
     last = a.get("last_record") or {}
-    if not last.get("known", True):
-        lines.append(f"  last record: {last.get('why')}")
+    if last.get("known"):
+        lines.append(f"  last record taken: {last['record']} at {last['time']}")
+    elif last:
+        lines.append(f"  last record taken: {last.get('why')}")
     return lines
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,11 +24,12 @@ from ..automata.compiled import CompiledProgram
 from ..engine.timeutil import format_time
 from ..explain.terms import ProgramTerms
 from ..state.changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, is_instance_key, tp_name
-from ..state.query import explain_snapshot
+from ..state.keyinfo import decode_info
+from ..state.query import ended_fields, explain_snapshot, last_record_fields
 from ..topology.config import KafkaConfig, ProgramConfig, Topology, TopologyError
 from . import clients
 from .admin import Admin, KafkaUnavailable
-from .restore import Coverage, read_changelog
+from .restore import ChangelogRecord, Coverage, keep_info, read_changelog
 
 #: Seconds to wait for a changelog to report the end of all its partitions.
 READ_TIMEOUT = 120.0
@@ -37,11 +38,13 @@ READ_TIMEOUT = 120.0
 @dataclass
 class FoldedTask:
     """One task's state as a restore would rebuild it now: store key → (value or None for a
-    tombstone, changelog offset of the record), the records applied and skipped."""
+    tombstone, changelog offset of the record), what the task kept about each key (its last
+    record's ``es-key`` header, ``state.keyinfo``), the records applied and skipped."""
 
     partition: int
     committed: Position
     records: dict[bytes, tuple[bytes | None, int]] = field(default_factory=dict)
+    infos: dict[bytes, bytes | None] = field(default_factory=dict)
     end: int = 0
     applied: int = 0
     skipped: int = 0
@@ -89,7 +92,7 @@ def fold_changelog(topo: Topology, cfg: ProgramConfig) -> list[FoldedTask]:
 def fold_partitions(kafka: KafkaConfig, topic: str, program: str, committed: dict[int, Position]) -> list[FoldedTask]:
     """Fold the changelog partitions ``committed`` names (each with its task's committed input
     position) from their start to their end-of-partition signal. Runs on the command's host, or
-    on a Spark executor per partition (kafka/changelog_spark.py)."""
+    (the Spark dump, backfill/state_dump.py, folds the records its data source reads: ``fold_records``)."""
     tasks = {p: FoldedTask(p, pos) for p, pos in committed.items()}
     rules = {p: Coverage(pos) for p, pos in committed.items()}
     reader = Consumer(clients.consumer_config(kafka, f"{program}.dump.{uuid.uuid4().hex[:8]}"))
@@ -105,19 +108,26 @@ def fold_partitions(kafka: KafkaConfig, topic: str, program: str, committed: dic
                 )
             records, at_end = read_changelog(program, reader, 2000, 0.5)
             remaining -= at_end
-            for p, offset, key, value, es_pos in records:
-                task = tasks.get(p)
-                if task is None:
-                    continue
-                task.end = offset + 1
-                if rules[p].covers(es_pos):
-                    task.records[key] = (value, offset)
-                    task.applied += 1
-                else:
-                    task.skipped += 1
+            fold_records(tasks, rules, records)
     finally:
         reader.close()
     return [tasks[p] for p in sorted(tasks)]
+
+
+def fold_records(tasks: dict[int, FoldedTask], rules: dict[int, Coverage], records: Iterable[ChangelogRecord]) -> None:
+    """Fold changelog records (in offset order per partition) into their tasks, with the
+    restore's apply rule; records of partitions not in ``tasks`` are ignored."""
+    for p, offset, key, value, es_pos, info in records:
+        task = tasks.get(p)
+        if task is None:
+            continue
+        task.end = offset + 1
+        if rules[p].covers(es_pos):
+            task.records[key] = (value, offset)
+            keep_info(task.infos, key, value, info)
+            task.applied += 1
+        else:
+            task.skipped += 1
 
 
 def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | None = None) -> Iterator[dict[str, Any]]:
@@ -138,6 +148,7 @@ def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | Non
                 continue
             value, offset = task.records[kb]
             key = None if kb == SINGLE_KEY or types is None else orjson.loads(kb)
+            info = decode_info(task.infos.get(kb))
             if value is None:
                 yield {
                     "program": name,
@@ -146,6 +157,8 @@ def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | Non
                     "status": "ended",
                     "changelog_offset": offset,
                     "instance": None,
+                    "ended": ended_fields(info),
+                    "last_record": last_record_fields(info),
                     "committed": committed,
                 }
                 continue
@@ -157,6 +170,8 @@ def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | Non
                 "status": "ended" if instance["ended"] else "present",
                 "changelog_offset": offset,
                 "instance": instance,
+                "ended": None,
+                "last_record": last_record_fields(info),
                 "committed": committed,
             }
 
@@ -182,7 +197,9 @@ def write_rows(rows: Iterator[dict[str, Any]], output: Path | None, out: Any) ->
     return n
 
 
-PARQUET_JSON_FIELDS = ("key", "instance", "committed")
+#: The dump's columns (JSON lines and Parquet alike).
+COLUMNS = ("program", "task", "key", "status", "changelog_offset", "instance", "ended", "last_record", "committed")
+PARQUET_JSON_FIELDS = ("key", "instance", "ended", "last_record", "committed")
 
 
 def _write_parquet(rows: list[dict[str, Any]], output: Path) -> int:
@@ -193,9 +210,7 @@ def _write_parquet(rows: list[dict[str, Any]], output: Path) -> int:
         raise TopologyError(
             "writing Parquet needs pyarrow: pip install 'eventscript[backfill]', or write --output FILE.jsonl"
         ) from None
-    columns: dict[str, list[Any]] = {
-        name: [] for name in ("program", "task", "key", "status", "changelog_offset", "instance", "committed")
-    }
+    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
     for row in rows:
         for name, values in columns.items():
             v = row[name]
@@ -208,6 +223,8 @@ def _write_parquet(rows: list[dict[str, Any]], output: Path) -> int:
             ("status", pa.string()),
             ("changelog_offset", pa.int64()),
             ("instance", pa.string()),
+            ("ended", pa.string()),
+            ("last_record", pa.string()),
             ("committed", pa.string()),
         ]
     )

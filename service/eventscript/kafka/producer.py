@@ -122,27 +122,36 @@ class BatchProducer:
             self.produced += 1
 
         def send_changelog(
-            topic: str, partition: int, records: dict[bytes, bytes | None], headers: Any, ts: int
+            topic: str,
+            partition: int,
+            records: dict[bytes, bytes | None],
+            headers: Any,
+            ts: int,
+            key_headers: dict[bytes, Any] | None = None,
+            /,
         ) -> None:
             """A task's changelog records of one commit (``Task.send_changelog``): one loop here
-            rather than a call of ``send`` each; only the last asks for its delivery report."""
+            rather than a call of ``send`` each; only the last asks for its delivery report. A
+            key with headers of its own (``key_headers``) has them instead of the shared ones."""
             if not records:
                 return
             if eos and not self.txn_open:
                 self.begin()
+            own = key_headers or {}
             items = iter(records.items())
             for _ in range(len(records) - 1):
                 k, v = next(items)
+                h = own.get(k, headers)
                 try:
-                    produce(topic, v, k, partition, None, None, ts, headers)
+                    produce(topic, v, k, partition, None, None, ts, h)
                 except BufferError:  # the producer's queue is full: let it deliver
-                    send(topic, partition, k, v, headers, ts, False)
+                    send(topic, partition, k, v, h, ts, False)
                     self.produced -= 1
                 except KafkaException as exc:  # the transaction is abortable: the batch fails
                     self.refused(exc)
                     return
             k, v = next(items)
-            send(topic, partition, k, v, headers, ts, True)
+            send(topic, partition, k, v, own.get(k, headers), ts, True)
             self.produced += len(records) - 1
 
         return send, send_changelog

@@ -19,6 +19,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
+from ..state.keyinfo import HEADER_KEY_INFO
 from ..task.task import Task
 from .state import HEADER_POSITION, Position, TaskStore, committed_covers, decode_position
 
@@ -30,12 +31,23 @@ WRITE_BATCH = 1000
 END_TIMEOUT = 10.0
 
 #: A changelog record as the restore reads it: partition, offset, key, value (None: a
-#: tombstone) and its ``es-pos`` header (the input position of the batch that wrote it).
-ChangelogRecord = tuple[int, int, bytes, "bytes | None", "bytes | None"]
+#: tombstone), its ``es-pos`` header (the input position of the batch that wrote it) and its
+#: ``es-key`` header (what the task kept about the key: ``state.keyinfo``; None: none).
+ChangelogRecord = tuple[int, int, bytes, "bytes | None", "bytes | None", "bytes | None"]
 
 
 class RestoreError(Exception):
     pass
+
+
+def keep_info(infos: dict[bytes, bytes | None], key: bytes, value: bytes | None, info: bytes | None) -> None:
+    """Note a changelog record's key information for the store write that applies it: its
+    ``es-key`` header; a tombstone without one (written before the header existed) drops what
+    the store kept about the key, a snapshot without one leaves it."""
+    if info is not None:
+        infos[key] = info
+    elif value is None:
+        infos[key] = None
 
 
 def read_changelog(program: str, consumer: Any, batch: int, timeout: float) -> tuple[list[ChangelogRecord], set[int]]:
@@ -51,11 +63,13 @@ def read_changelog(program: str, consumer: Any, batch: int, timeout: float) -> t
             elif err.fatal():
                 raise RestoreError(f"{program}: changelog reader: {err}")
             continue
-        hdr = None
+        hdr = info = None
         for k, v in m.headers() or ():
             if k == HEADER_POSITION:
                 hdr = v
-        records.append((m.partition(), m.offset(), m.key(), m.value(), hdr))
+            elif k == HEADER_KEY_INFO:
+                info = v
+        records.append((m.partition(), m.offset(), m.key(), m.value(), hdr, info))
     return records, at_end
 
 
@@ -126,6 +140,8 @@ class Restoration:
     committed: dict[int, Position]
     started: float = field(default_factory=time.monotonic)
     pending: dict[int, dict[bytes, bytes | None]] = field(default_factory=dict)
+    #: The key information of the pending records (``state.keyinfo``), written with them.
+    infos: dict[int, dict[bytes, bytes | None]] = field(default_factory=dict)
     last: dict[int, int] = field(default_factory=dict)
     applied: dict[int, int] = field(default_factory=dict)
     skipped: dict[int, int] = field(default_factory=dict)
@@ -142,6 +158,7 @@ class Restoration:
         self.remaining = set(self.tasks)
         for p in self.tasks:
             self.pending[p] = {}
+            self.infos[p] = {}
             self.applied[p] = self.skipped[p] = 0
             self.uncommitted[p] = set()
         self.restorer.assign(
@@ -165,30 +182,33 @@ class Restoration:
                 self.program, self.restorer, batch, min(0.2, max(0.0, deadline - time.monotonic()))
             )
             self.remaining -= at_end
-            for p, offset, key, value, es_pos in records:
+            for p, offset, key, value, es_pos, info in records:
                 if p not in self.tasks:
                     continue
                 self.last[p] = offset + 1
                 if rules[p].covers(es_pos):
                     self.pending[p][key] = value
+                    keep_info(self.infos[p], key, value, info)
                     self.applied[p] += 1
                 else:
                     self.skipped[p] += 1
                     self.uncommitted[p].add(key)
                 if len(self.pending[p]) >= WRITE_BATCH:
-                    self.tasks[p].store.write(self.pending[p], self.last[p], None)
+                    self.tasks[p].store.write(self.pending[p], self.last[p], None, self.infos[p])
                     self.pending[p] = {}
+                    self.infos[p] = {}
 
     def drop(self, p: int) -> None:
         """A task given away while it restores: forget it (its partition still reports its end)."""
         self.tasks.pop(p, None)
         self.pending.pop(p, None)
+        self.infos.pop(p, None)
         self.uncommitted.pop(p, None)
 
     def finish(self) -> list[Task]:
         """Write what is left, move each store to the committed position, load the tasks."""
         for p, task in self.tasks.items():
-            task.store.write(self.pending.get(p, {}), self.last.get(p), self.committed[p])
+            task.store.write(self.pending.get(p, {}), self.last.get(p), self.committed[p], self.infos.get(p, {}))
             log.info(
                 "%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)",
                 self.program,

@@ -32,7 +32,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from .restore import ChangelogRecord, Coverage, RestoreError, read_changelog, start_offset
+from .restore import ChangelogRecord, Coverage, RestoreError, keep_info, read_changelog, start_offset
 from .state import Position, TaskStore, tp_name
 
 log = logging.getLogger("eventscript.kafka.worker")
@@ -181,15 +181,17 @@ class Standbys:
             return
         rule = Coverage(committed)
         changes: dict[bytes, bytes | None] = {}
+        infos: dict[bytes, bytes | None] = {}
         n = 0
-        for _, _, key, value, es_pos in task.pending:
+        for _, _, key, value, es_pos, info in task.pending:
             if not rule.covers(es_pos):
                 break
             changes[key] = value
+            keep_info(infos, key, value, info)
             n += 1
         if n:
             end = task.pending[n - 1][1] + 1
-            task.store.write(changes, end, standby_position(self.changelog_topic, task.partition))
+            task.store.write(changes, end, standby_position(self.changelog_topic, task.partition), infos)
             del task.pending[:n]
             task.applied += n
 

@@ -7,7 +7,10 @@ request must carry ``Authorization: Bearer <token>``. Answers (JSON):
 - 200: the key's answer, from the task's store when this worker owns the key's task (``served_by.role``
   ``owner``), else from its standby replica of the task (``standby``, with how far it has applied the
   changelog and how many records wait for the owner's next commit). ``status`` ``absent`` is a 404.
-- 404: the key has no instance in the committed state (never seen, or ended), or no such program;
+- 200 with ``status`` ``ended``: the key's instance ended (when and why in ``ended``; kept for
+  ``state.keyinfo.ENDED_RETENTION_MS`` after the commit that ended it);
+- 404: the key has no instance in the committed state and no ended marker (never seen, or ended
+  past the marker's retention), or no such program;
 - 400: bad parameters (an unknown one, a key that does not fit the group key), the message says
   what to give;
 - 401: the token is missing or wrong; 403: the endpoint is off (``state_query.enabled: false``);

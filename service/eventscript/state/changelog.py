@@ -21,7 +21,9 @@ import orjson
 #: Store keys of instances are canonical group keys (JSON arrays: they start with '['); the one
 #: instance of an ungrouped program, and everything else, use keys that cannot clash:
 #: ``\x00`` local metadata, ``\x02``/``\x03`` task state (in the changelog too), ``\x04`` the
-#: timer index (local only: rebuilt from the snapshots on restore).
+#: timer index (local only: rebuilt from the snapshots on restore), ``\x05`` per-key information
+#: and ``\x06`` the index of ended keys (local, made from the changelog records' ``es-key``
+#: headers: see ``state.keyinfo``).
 SINGLE_KEY = b"\x01single"
 #: Task state that is not an instance, kept in the changelog beside the instances: the
 #: repartition high-water marks, the record clock (microseconds, decimal) and the next timer
@@ -32,7 +34,9 @@ SEQ_KEY = b"\x03timer-seq"
 TASK_STATE_KEYS = (CLOCK_KEY, HWM_KEY, SEQ_KEY)
 META_PREFIX = b"\x00"
 INDEX_PREFIX = b"\x04"
-NOT_INSTANCE_FIRST = (b"\x00", b"\x02", b"\x03", b"\x04")
+INFO_PREFIX = b"\x05"
+ENDED_PREFIX = b"\x06"
+NOT_INSTANCE_FIRST = (b"\x00", b"\x02", b"\x03", b"\x04", b"\x05", b"\x06")
 
 HEADER_POSITION = "es-pos"
 

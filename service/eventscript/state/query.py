@@ -8,16 +8,21 @@ reached the store left it, and the position says which commit that was. The inst
 with ``eventscript.explain`` (the markers it waits for with line:col, its variables, its pending
 timer), the same code as the playground and ``eventscript test --explain``.
 
+Beside the instance, the same read takes what the task keeps about the key (``state.keyinfo``):
+the last input record its instance took (``topic:partition:offset`` and record time), and for a
+grouped key whose instance ended, when and why — so an ended key answers ``ended``, not
+``absent``, for ``ENDED_RETENTION_MS`` after its end (an ungrouped program's instance stays,
+terminated).
+
 What the task does not keep, the answer says it does not know (``known: false`` and why) rather
 than guess:
 
-- the last record a key consumed (the task keeps no per-key record coordinates: it would have to
-  store ``topic:partition:offset`` and the record time in each instance's snapshot);
+- the last record of an instance last written before the task kept it (a store or changelog from
+  an earlier version), or changed only by timers since the task started;
 - an instance's origin in a program without timers (only a program with timers names the record
   that created an instance: ``Task._on_create``);
-- whether a grouped program's key ended: an ended instance leaves a tombstone in the changelog and
-  nothing in the store, so the store cannot tell "ended" from "never seen" (``eventscript state
-  dump`` reads the changelog and can). An ungrouped program's instance stays, terminated.
+- an ended key's end once its marker is past its retention, or for an instance that retired
+  (went back to its start) between two commits: nothing of it was ever committed.
 """
 
 from __future__ import annotations
@@ -35,19 +40,21 @@ from ..explain.instance import explain_instance, view_of_snapshot
 from ..explain.terms import ProgramTerms
 from ..language.types import STRING
 from .changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, decode_position
+from .keyinfo import ENDED_RETENTION_MS, WHY, KeyInfo, decode_info, info_key
 
 # The store's own metadata keys (one home: state/store.py), read here in the same snapshot as the key.
 from .store import _META_CHECKPOINT, _META_POSITION, TaskStore
 
 #: Reasons given where the task keeps nothing to answer with.
 LAST_RECORD_NOT_KEPT = (
-    "not kept: the task records no per-key record coordinates (each instance's snapshot "
-    "would have to carry the topic:partition:offset and time of the last record it took)"
+    "not kept: the instance was last written without it (by a version before it was kept), or "
+    "only timers changed it since its task started"
 )
 ORIGIN_NOT_KEPT = "not kept: a program without timers does not record what created its instances"
 ENDED_UNKNOWN = (
-    "no instance in the committed state: the key was never seen, or its instance ended (the store "
-    "keeps no record of ended instances; `eventscript state dump` shows the changelog's tombstones)"
+    "no instance in the committed state: the key was never seen, or its instance ended more than "
+    f"{ENDED_RETENTION_MS // 3_600_000} h ago (ended markers are kept that long), or went back to its "
+    "start between two commits (nothing of it was committed)"
 )
 
 
@@ -115,6 +122,7 @@ class CommittedRead:
     position: Position | None
     changelog_offset: int
     record_clock: int
+    info: KeyInfo | None = None
 
 
 class StoreNotOpen(RuntimeError):
@@ -135,11 +143,13 @@ def read_committed(store: TaskStore, key: bytes, other_thread: bool = False) -> 
         db = store.db
     snap = db.snapshot()
     try:
-        values = _get_many(snap, [key, _META_POSITION, _META_CHECKPOINT, CLOCK_KEY])
+        values = _get_many(snap, [key, _META_POSITION, _META_CHECKPOINT, CLOCK_KEY, info_key(key)])
     finally:
         del snap
-    raw, pos, checkpoint, clock = values
-    return CommittedRead(raw, decode_position(pos), int(checkpoint) if checkpoint else 0, decode_clock(clock))
+    raw, pos, checkpoint, clock, info = values
+    return CommittedRead(
+        raw, decode_position(pos), int(checkpoint) if checkpoint else 0, decode_clock(clock), decode_info(info)
+    )
 
 
 def _get_many(snap: Any, keys: list[bytes]) -> list[bytes | None]:
@@ -147,7 +157,7 @@ def _get_many(snap: Any, keys: list[bytes]) -> list[bytes | None]:
     out: list[bytes | None] = []
     it = snap.iter()
     for k in keys:
-        it.seek(k)
+        it.seek(k)  # (seek, not get: a snapshot's iterator; keys in any order)
         out.append(it.value() if it.valid() and it.key() == k else None)
     return out
 
@@ -155,9 +165,10 @@ def _get_many(snap: Any, keys: list[bytes]) -> list[bytes | None]:
 @dataclass
 class KeyAnswer:
     """The answer about one key: ``status`` is ``present`` (an instance, live), ``ended`` (an
-    ungrouped program's instance that terminated, or a tombstone read from the changelog) or
-    ``absent`` (no instance; see ``ENDED_UNKNOWN``). ``served_by`` says where it came from and
-    how fresh it is; ``owner`` which worker owns the key's task, when known."""
+    ungrouped program's instance that terminated, or a grouped key's ended marker: ``ended`` says
+    when and why) or ``absent`` (no instance; see ``ENDED_UNKNOWN``). ``last_record`` is the
+    input record the instance last took. ``served_by`` says where it came from and how fresh it
+    is; ``owner`` which worker owns the key's task, when known."""
 
     program: str
     key: list[Any] | None
@@ -168,6 +179,8 @@ class KeyAnswer:
     served_by: dict[str, Any] = field(default_factory=dict)
     owner: dict[str, Any] | None = None
     note: str | None = None
+    ended: dict[str, Any] | None = None
+    last_record: dict[str, Any] = field(default_factory=lambda: last_record_fields(None))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -177,7 +190,8 @@ class KeyAnswer:
             "status": self.status,
             "note": self.note,
             "instance": self.instance,
-            "last_record": {"known": False, "why": LAST_RECORD_NOT_KEPT},
+            "ended": self.ended,
+            "last_record": self.last_record,
             "committed": self.committed,
             "served_by": self.served_by,
             "owner": self.owner,
@@ -197,6 +211,26 @@ def explain_snapshot(terms: ProgramTerms, raw: bytes) -> dict[str, Any]:
     return out
 
 
+def last_record_fields(info: KeyInfo | None) -> dict[str, Any]:
+    """The last input record a key's instance took, as an answer shows it."""
+    if info is None or info.last is None:
+        return {"known": False, "why": LAST_RECORD_NOT_KEPT}
+    topic, partition, offset, ms = info.last
+    return {"known": True, "record": f"{topic}:{partition}:{offset}", "time": format_time(ms * 1000)}
+
+
+def ended_fields(info: KeyInfo | None) -> dict[str, Any] | None:
+    """When and why a grouped key's instance ended (None: no marker kept)."""
+    if info is None or info.ended_at is None:
+        return None
+    return {
+        "at": format_time(info.ended_at),
+        "why": info.why,
+        "explained": WHY.get(info.why or "", info.why),
+        "kept_until": format_time((info.wall + ENDED_RETENTION_MS) * 1000) if info.wall is not None else None,
+    }
+
+
 def committed_fields(read: CommittedRead) -> dict[str, Any]:
     """How fresh an answer read from a store is: the input offsets of the commit it reflects."""
     return {
@@ -212,11 +246,19 @@ def answer_key(terms: ProgramTerms, key: tuple[Any, ...] | None, read: Committed
     shown_key = None
     if key is not None and program.program.key_types is not None:
         shown_key = [encode(k, t) for k, t in zip(key, program.program.key_types)]
+    last = last_record_fields(read.info)
     if read.snapshot is None:
-        return KeyAnswer(program.name, shown_key, task, "absent", None, committed_fields(read), note=ENDED_UNKNOWN)
+        ended = ended_fields(read.info)
+        if ended is not None:
+            return KeyAnswer(
+                program.name, shown_key, task, "ended", None, committed_fields(read), ended=ended, last_record=last
+            )
+        return KeyAnswer(
+            program.name, shown_key, task, "absent", None, committed_fields(read), note=ENDED_UNKNOWN, last_record=last
+        )
     instance = explain_snapshot(terms, read.snapshot)
     status = "ended" if instance["ended"] else "present"
-    return KeyAnswer(program.name, shown_key, task, status, instance, committed_fields(read))
+    return KeyAnswer(program.name, shown_key, task, status, instance, committed_fields(read), last_record=last)
 
 
 def answer_from_store(

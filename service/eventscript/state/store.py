@@ -20,6 +20,7 @@ that timer (see ``TimerIndex``).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,16 @@ import msgpack
 import orjson
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch
 
-from .changelog import INDEX_PREFIX, SINGLE_KEY, Position, is_instance_key, position_header
+from .changelog import ENDED_PREFIX, INDEX_PREFIX, INFO_PREFIX, SINGLE_KEY, Position, is_instance_key, position_header
+from .keyinfo import (
+    ENDED_HEAD,
+    ENDED_RETENTION_MS,
+    PRUNE_PER_WRITE,
+    decode_info,
+    ended_index_key,
+    info_key,
+    parse_ended_index_key,
+)
 
 log = logging.getLogger("eventscript.state")
 
@@ -49,7 +59,7 @@ WRITE_BUFFER_MIB = 8
 #: (deadline, seq) of a pending timer.
 TimerKey = tuple[int, int]
 
-_GROUPED_FROM = bytes([INDEX_PREFIX[0] + 1])  # the first key after every index entry
+_GROUPED_FROM = bytes([ENDED_PREFIX[0] + 1])  # the first key after the timer index and the key information
 _DEADLINE_BIAS = 1 << 63  # deadlines are signed microseconds (year 1 is negative): sort them unsigned
 
 
@@ -112,6 +122,11 @@ class TaskStore:
         self.timed = True
         #: Told, after each write, which keys it wrote (the task's cache may then evict them).
         self.on_write: Callable[[dict[bytes, bytes | None]], None] | None = None
+        #: The key information (``state.keyinfo``) of the changes the task is about to write, by
+        #: store key (None: none, drop what is kept); filled by the task, emptied by writes.
+        self.pending_infos: dict[bytes, bytes | None] = {}
+        #: When ended markers past their retention were last looked for (monotonic seconds).
+        self._pruned_at = 0.0
 
     @property
     def db(self) -> Rdict:
@@ -165,9 +180,21 @@ class TaskStore:
             db = self.db
         return db.get(key)
 
-    def write(self, changes: dict[bytes, bytes | None], checkpoint: int | None, position: Position | None) -> None:
-        """Apply changes (None: delete), index their timers and move the checkpoint, atomically."""
+    def write(
+        self,
+        changes: dict[bytes, bytes | None],
+        checkpoint: int | None,
+        position: Position | None,
+        infos: dict[bytes, bytes | None] | None = None,
+    ) -> None:
+        """Apply changes (None: delete), index their timers, keep their keys' information
+        (``infos``, else what the task left in ``pending_infos``) and move the checkpoint,
+        atomically."""
         wb = WriteBatch(raw_mode=True)
+        if infos is None:
+            infos, self.pending_infos = self.pending_infos, {}
+        if infos:
+            self._batch_infos(wb, infos)
         if self.timed or self.passed_index:
             self._batch_indexed(wb, changes)
         else:  # no timer to index: puts and deletes only
@@ -184,6 +211,54 @@ class TaskStore:
         self.db.write(wb)
         if self.on_write is not None:
             self.on_write(changes)
+
+    def _batch_infos(self, wb: WriteBatch, infos: dict[bytes, bytes | None]) -> None:
+        """Put the keys' information into ``wb``; an ended marker also gets its retention index
+        entry, and markers past their retention are dropped (a few, at most once a minute)."""
+        put = wb.put
+        for kb, raw in infos.items():
+            if raw is None:
+                wb.delete(INFO_PREFIX + kb)
+                continue
+            put(INFO_PREFIX + kb, raw)
+            if raw.startswith(ENDED_HEAD):
+                info = decode_info(raw)
+                if info is not None and info.wall is not None:
+                    wb.put(ended_index_key(info.wall, kb), b"")
+        now = time.monotonic()
+        if now - self._pruned_at >= 60:
+            self._pruned_at = now
+            self.prune_ended(wb, int(time.time() * 1000) - ENDED_RETENTION_MS, infos)
+
+    def prune_ended(
+        self,
+        wb: WriteBatch,
+        before_ms: int,
+        written: dict[bytes, bytes | None] | None = None,
+        limit: int = PRUNE_PER_WRITE,
+    ) -> int:
+        """Into ``wb``: drop up to ``limit`` ended markers written before ``before_ms`` (wall
+        clock), unless their key has been written since (it started again, or ended again later;
+        ``written``: the keys ``wb`` writes). Returns how many index entries were dropped."""
+        if self._absent():
+            return 0
+        it = self.db.iter()
+        it.seek(ENDED_PREFIX)
+        n = 0
+        while it.valid() and n < limit:
+            entry = it.key()
+            if entry[:1] != ENDED_PREFIX:
+                break
+            wall, kb = parse_ended_index_key(entry)
+            if wall >= before_ms:
+                break
+            wb.delete(entry)
+            info = decode_info(self.db.get(info_key(kb)))
+            if (not written or kb not in written) and info is not None and info.wall is not None and info.wall <= wall:
+                wb.delete(info_key(kb))
+            n += 1
+            it.next()
+        return n
 
     def _batch_indexed(self, wb: WriteBatch, changes: dict[bytes, bytes | None]) -> None:
         """Put changes into ``wb`` with their timers' index entries (and drop passed ones)."""
@@ -275,6 +350,7 @@ class TaskStore:
         shutil.rmtree(self.path, ignore_errors=True)
         self.timer_hints.clear()
         self.passed_index.clear()
+        self.pending_infos.clear()
 
     def close(self) -> None:
         if self._db is None:

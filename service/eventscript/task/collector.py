@@ -12,13 +12,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from .codec import Headers
 
 #: send(topic, partition or -1, key, value, headers, timestamp ms, is_changelog).
 Send = Callable[[str, int, bytes | None, bytes | None, Headers, int, bool], None]
-#: send_changelog(topic, partition, {key: value or None}, headers, timestamp ms).
-SendChangelog = Callable[[str, int, dict[bytes, bytes | None], Headers, int], None]
+
+
+class SendChangelog(Protocol):
+    """send_changelog(topic, partition, {key: value or None}, headers, timestamp ms, key_headers):
+    ``headers`` go on every record but those ``key_headers`` (by key, optional) gives their own
+    (the commit's ``es-pos`` and the key's ``es-key``, ``state.keyinfo``)."""
+
+    def __call__(
+        self,
+        topic: str,
+        partition: int,
+        records: dict[bytes, bytes | None],
+        headers: Headers,
+        ts: int,
+        key_headers: dict[bytes, Headers] | None = None,
+        /,
+    ) -> None: ...
 
 
 @dataclass(slots=True)
@@ -66,9 +82,18 @@ def changelog_through(send: Send) -> SendChangelog:
     """A ``send_changelog`` that sends each record through ``send``, the last as the one whose
     delivery moves the store checkpoint (the default; the worker loops in one call)."""
 
-    def send_each(topic: str, partition: int, records: dict[bytes, bytes | None], headers: Headers, ts: int) -> None:
+    def send_each(
+        topic: str,
+        partition: int,
+        records: dict[bytes, bytes | None],
+        headers: Headers,
+        ts: int,
+        key_headers: dict[bytes, Headers] | None = None,
+        /,
+    ) -> None:
         last = len(records) - 1
+        own = key_headers or {}
         for i, (k, v) in enumerate(records.items()):
-            send(topic, partition, k, v, headers, ts, i == last)
+            send(topic, partition, k, v, own.get(k, headers), ts, i == last)
 
     return send_each

@@ -29,6 +29,7 @@ from ..engine.time_provider import timer_info
 from ..state.cache import CacheBudget, InstanceCache
 from ..state.changelog import (
     CLOCK_KEY,
+    HEADER_POSITION,
     HWM_KEY,
     SEQ_KEY,
     SINGLE_KEY,
@@ -36,6 +37,16 @@ from ..state.changelog import (
     decode_hwm,
     decode_int,
     position_header,
+)
+from ..state.keyinfo import (
+    HEADER_KEY_INFO,
+    RETIRED,
+    TERMINATED,
+    KeyInfo,
+    LastRecord,
+    decode_info,
+    info_key,
+    last_record_head,
 )
 from ..state.store import TaskStore
 from ..state.timers import TimerIndex
@@ -80,6 +91,13 @@ class _KeyNote:
 
     def start(self) -> None:
         """The program's initial actions do not run."""
+
+
+class _NoteNothing(dict[Any, Record]):
+    """A dry run's ``Task._last_msg``: it keeps nothing (no instance, no commit to write it in)."""
+
+    def __setitem__(self, key: Any, value: Record) -> None:
+        return None
 
 
 class Task:
@@ -176,6 +194,16 @@ class Task:
         #: ``_on_terminate``). ``_creating``: the record being fed is creating its key's instance.
         self._fresh: dict[int, Any] = {}
         self._creating = False
+        #: What the changelog records of the next commit say about their keys (``state.keyinfo``):
+        #: the last record each key's instance took (by group key; ``_last_single`` for an
+        #: ungrouped program), and when and why instances ended.
+        self._last_msg: dict[Any, Record] = {}
+        self._last_single: Record | None = None
+        self._ended: dict[Any, tuple[int, str]] = {}
+        self._terminal = self.engine.executor.terminal
+        #: ``keyinfo.last_record_head`` of each input topic (not the repartition topic's records,
+        #: which name the input record they copy: ``_record_coordinates``).
+        self._info_heads = {c.topic: last_record_head(c.topic) for c in inputs}
         #: The changelog records of the last commit (its keys: see ``rewind``), and the keys to
         #: write again at the next commit: changelog records of a batch that was never committed
         #: may be in the log (at-least-once; an aborted transaction on a broker that shows it), and
@@ -274,6 +302,7 @@ class Task:
         self.observer = observer
         if dry_run:
             self._feeds = _KeyNote(self)
+            self._last_msg = _NoteNothing()  # nothing is committed: nothing to say about keys
             self.send = drop
             self.send_changelog = changelog_through(drop)
 
@@ -300,6 +329,10 @@ class Task:
         self.engine.clear()
         self._fresh.clear()
         self._creating = False
+        self._last_msg.clear()
+        self._last_single = None
+        self._ended.clear()
+        self.store.pending_infos.clear()
         timers = self.clock.timers
         timers.clear()  # the task's own clock: drop the cancelled entries too
         self.hwm = decode_hwm(self.store.get(HWM_KEY))
@@ -396,12 +429,19 @@ class Task:
 
     def _on_terminate(self, ctx: Any) -> None:
         """``Engine.on_terminate``: an instance ended (terminated or retired) and was released.
-        One created since the last drain was never written to the changelog nor the store: it
-        leaves nothing to persist — no tombstone, no store delete, no cache bookkeeping — so it
-        is taken out of the engine's changed instances. Any other needs its tombstone."""
-        if self._creating or (self._fresh and self._fresh.pop(id(ctx), None) is not None):
+        One that retired since the last drain, which created it, was never written to the
+        changelog nor the store, and equals no instance at all: it leaves nothing to persist — no
+        tombstone, no store delete, no cache bookkeeping — so it is taken out of the engine's
+        changed instances (a program whose instances retire after each record pays nothing). Any
+        other needs its tombstone, which says when and why it ended (``state.keyinfo``): one that
+        terminated since it was created too, so that its key answers "ended", not "never seen"."""
+        fresh = self._creating or (self._fresh and self._fresh.pop(id(ctx), None) is not None)
+        retired = not self._terminal(ctx.state)
+        if fresh and retired:
             self.engine.forget_change(ctx)
             return
+        if self.grouped:
+            self._ended[ctx.key] = (self.clock.now(), RETIRED if retired else TERMINATED)
         self.cache.ended_instance(ctx)
 
     def _key_bytes(self, key: tuple[Any, ...] | None) -> bytes | None:
@@ -565,6 +605,7 @@ class Task:
             if clock.to_record(ts):
                 ids.again(msg)  # timers fired first, each its own cause
             self.record_key = key
+            self._last_msg[key] = msg
             ctx = None
             try:
                 ctx = feeds.feed_keyed(name, value, key)
@@ -589,6 +630,7 @@ class Task:
                 feeds.start()
                 self.started = True
                 ids.again(msg)
+            self._last_single = msg
             feeds.feed(name, value)
         if clock.fire_due():
             ids.again(msg)
@@ -757,22 +799,46 @@ class Task:
         key_bytes_of = self._ctx_key_bytes
         timed = self._timed
         self._fresh.clear()  # every one still alive is snapshotted now: persisted from here on
+        # Each change's key information (state/keyinfo.py), for the store too, and its record's
+        # headers: the commit's position, then the information (one list per record, made here).
+        infos = self.store.pending_infos
+        pos_header = (HEADER_POSITION, position_header(self.position))
+        key_headers: dict[bytes, codec.Headers] = {}
+        key_info = self._key_info
+        last_msg = self._last_msg
+        heads = self._info_heads
         for ctx in self.engine.drain_dirty():
             if not self.grouped:
                 changes[SINGLE_KEY] = snapshot(ctx)
+                info = infos[SINGLE_KEY] = key_info(SINGLE_KEY, self._last_single, None)
+                if info is not None:
+                    key_headers[SINGLE_KEY] = [pos_header, (HEADER_KEY_INFO, info)]
                 continue
             kb = key_bytes_of(ctx)
             # A changed instance is either in memory or ended (and released): then a tombstone. An
             # instance that ended and started again in one batch is drained twice, in that order.
+            msg = last_msg.get(ctx.key)
             if ctx.terminated:
                 changes[kb] = None
+                info = key_info(kb, msg, self._ended.get(ctx.key))
             else:
                 changes[kb] = snapshot(ctx)
+                head = heads.get(msg.topic()) if msg is not None else None
+                if head is not None:  # (assert msg is not None) the common case, built at least cost
+                    info = head + b"%d,%d,%d]}" % (msg.partition(), msg.offset(), msg.timestamp()[1])  # type: ignore[union-attr]
+                else:
+                    info = key_info(kb, msg, None)
                 if timed:
                     hints[kb] = timer_info(ctx)
+            infos[kb] = info
+            if info is not None:
+                key_headers[kb] = [pos_header, (HEADER_KEY_INFO, info)]
             unsaved.add(kb)
             if recent is not None:
                 recent.add(id(ctx))
+        self._last_msg.clear()
+        self._last_single = None
+        self._ended.clear()
         if self.hwm_dirty:
             changes[HWM_KEY] = orjson.dumps(self.hwm)
             self.hwm_dirty = False
@@ -787,12 +853,52 @@ class Task:
             for kb in self._rewrite:
                 if kb not in changes:
                     changes[kb] = get(kb)
+                    info = infos[kb] = get(info_key(kb))
+                    if info is not None:
+                        key_headers[kb] = [pos_header, (HEADER_KEY_INFO, info)]
             self._rewrite = set()
         self._last_sent = changes
         if changes:
-            headers: codec.Headers = [("es-pos", position_header(self.position))]  # one list for the commit
-            self.send_changelog(self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000)
+            headers: codec.Headers = [pos_header]  # one list for the records without their own
+            self.send_changelog(
+                self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000, key_headers
+            )
         return changes
+
+    def discard_changes(self) -> None:
+        """Forget the changes since the last commit without writing them (a host that keeps no
+        state: a backfill without hand-over), letting go of terminated instances."""
+        self.engine.drain_dirty()
+        self._fresh.clear()
+        self._last_msg.clear()
+        self._last_single = None
+        self._ended.clear()
+
+    def _key_info(self, kb: bytes, msg: Record | None, ended: tuple[int, str] | None) -> bytes | None:
+        """The ``es-key`` header of a key's changelog record: the last record its instance took
+        (``msg``; None: none since the last commit, then the one kept before) and, for a
+        tombstone, when and why it ended."""
+        last: LastRecord | None
+        if msg is not None:
+            last = self._record_coordinates(msg)
+        else:
+            before = decode_info(self.store.get(info_key(kb)))
+            last = before.last if before is not None else None
+        if ended is None:
+            return KeyInfo(last).encode() if last is not None else None
+        return KeyInfo(last, ended[0], ended[1], int(time.time() * 1000)).encode()
+
+    def _record_coordinates(self, msg: Record) -> LastRecord:
+        """Topic, partition, offset and time (ms) of an input record; for a record re-published
+        through the repartition topic, of the input record it copies."""
+        ts = msg.timestamp()[1]
+        if msg.topic() == self.repartition_topic:
+            source = codec.header(msg.headers(), codec.HEADER_SOURCE)
+            if source is not None:
+                tp, _, offset = source.decode().rpartition(":")
+                topic, _, partition = tp.rpartition(":")
+                return (topic, int(partition), int(offset), ts)
+        return (msg.topic(), msg.partition(), msg.offset(), ts)
 
     def close(self) -> None:
         self.engine.clear()

@@ -1,0 +1,131 @@
+"""What a task keeps about a key beside its instance: the last record it took, and whether (when,
+why) its instance ended.
+
+A grouped instance that ends leaves a tombstone in the changelog and nothing in the store, so the
+store alone cannot tell "ended" from "never seen"; and an instance's snapshot does not say which
+record it last took. Both ride, at no extra produce, on the changelog record that carries the
+key's change, in its ``es-key`` header (JSON)::
+
+    {"ended": [1767225660000000, "terminated"], "wall": 1767225661000, "last": ["orders", 3, 1042, 1767225600000]}
+
+- ``last``: the input record (topic, partition, offset, record time in ms) the key's instance
+  last took — the original input's coordinates for a record that came through the repartition
+  topic; absent when no record reached it since the task started (a change by a timer keeps the
+  one before);
+- ``ended`` (tombstones only): the task clock (µs) when the instance ended and why: ``terminated``
+  (the program reached its end) or ``retired`` (back at its start, where it equals a fresh
+  instance: the key's next event starts one);
+- ``wall``: the wall clock (ms) of the commit that wrote an ended marker: its retention counts
+  from there.
+
+The store keeps the header's value under ``\\x05`` + key (written in the same batch as the change,
+by the task, the restore and the standbys alike), and, for an ended key, an index entry ``\\x06`` +
+wall time + key, so that markers older than ``ENDED_RETENTION_MS`` are dropped a few at each write.
+Old readers ignore the header: the record's key and value (the instance snapshot's encoding) are
+unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .changelog import ENDED_PREFIX, INFO_PREFIX
+
+HEADER_KEY_INFO = "es-key"
+
+#: How long an ended marker is kept (wall clock from the commit that wrote it): Kafka's default
+#: ``delete.retention.ms`` of the changelog's tombstones (one day), so that a restore from the
+#: changelog and a store that was never lost know the same ended keys for as long.
+ENDED_RETENTION_MS = 24 * 3600 * 1000
+#: Ended markers past their retention dropped per store write at most (the rest at later writes).
+PRUNE_PER_WRITE = 500
+
+TERMINATED = "terminated"
+RETIRED = "retired"
+WHY = {
+    TERMINATED: "the program reached its end for this key",
+    RETIRED: "back at its start, where it equals a fresh instance (the key's next event starts one)",
+}
+
+#: topic, partition, offset, record time (ms).
+LastRecord = tuple[str, int, int, int]
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """A key's information as kept (see the module's docstring)."""
+
+    last: LastRecord | None = None
+    ended_at: int | None = None  # task clock, µs
+    why: str | None = None
+    wall: int | None = None  # ms
+
+    def encode(self) -> bytes:
+        """The header's value: an ended marker starts with ``{"ended"`` (``ENDED_HEAD``)."""
+        out: dict[str, Any] = {}
+        if self.ended_at is not None:
+            out["ended"] = [self.ended_at, self.why]
+            out["wall"] = self.wall
+        if self.last is not None:
+            out["last"] = list(self.last)
+        return orjson.dumps(out)
+
+    @property
+    def ended(self) -> bool:
+        return self.ended_at is not None
+
+
+def decode_info(raw: bytes | None) -> KeyInfo | None:
+    """A kept ``es-key`` value; None for none, or bytes that are not one (never raises: the
+    information is for people, a bad one must not fail a restore)."""
+    if not raw:
+        return None
+    try:
+        data = orjson.loads(raw)
+        last = data.get("last")
+        ended = data.get("ended")
+        return KeyInfo(
+            (str(last[0]), int(last[1]), int(last[2]), int(last[3])) if last else None,
+            int(ended[0]) if ended else None,
+            str(ended[1]) if ended else None,
+            int(data["wall"]) if ended and data.get("wall") is not None else None,
+        )
+    except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError, IndexError, KeyError):
+        return None
+
+
+#: How an ended marker's value starts (``KeyInfo.encode`` writes "ended" first).
+ENDED_HEAD = b'{"ended"'
+
+
+def last_record_head(topic: str) -> bytes:
+    """The start of the value of a live key's information whose last record is of ``topic``:
+    the task appends ``partition,offset,time]}`` (``KeyInfo((topic, ...)).encode()``, without
+    building it for every changed key at every commit)."""
+    return b'{"last":[' + orjson.dumps(topic) + b","
+
+
+def info_key(store_key: bytes) -> bytes:
+    """The store key of an instance's information."""
+    return INFO_PREFIX + store_key
+
+
+def ended_index_key(wall_ms: int, store_key: bytes) -> bytes:
+    """The index entry of an ended marker, in order of its wall time."""
+    return ENDED_PREFIX + max(wall_ms, 0).to_bytes(8, "big") + store_key
+
+
+def parse_ended_index_key(entry: bytes) -> tuple[int, bytes]:
+    """(wall ms, store key) of an ended index entry."""
+    return int.from_bytes(entry[1:9], "big"), entry[9:]
+
+
+def info_header(headers: Any) -> bytes | None:
+    """The ``es-key`` header of a changelog record's headers (None: none)."""
+    for k, v in headers or ():
+        if k == HEADER_KEY_INFO:
+            return bytes(v) if v is not None else None
+    return None
