@@ -74,6 +74,9 @@ class TimerIndex:
                 if current is not None:
                     restore(current)
                     self.loaded += 1
+                else:  # dropped by an upgrade (its tombstone is written at the next commit)
+                    store.delete(entry)
+                    self.dropped += 1
         self._set_backlog(queue, following)
 
     @staticmethod

@@ -105,8 +105,10 @@ class ProgramVersions:
         self.tag = context.program_tag(self.fingerprint)
         #: The tag snapshots without one are read as (``UNTAGGED_KEY``).
         self.untagged = self.tag
-        #: A loader per other version found in the task state.
+        #: A loader per other version found in the task state, and every one made (by tag, with
+        #: the record it was made from).
         self.loaders: dict[int, UpgradeLoader] = {}
+        self._known: dict[int, tuple[bytes, UpgradeLoader]] = {}
         #: Changelog records the next commit writes: this version's record, converted instances
         #: (None: the upgrade dropped them) not written since, kept so that a key loaded twice
         #: before the commit is converted once.
@@ -148,7 +150,10 @@ class ProgramVersions:
             if key == UNTAGGED_KEY or key == version_key(self.tag):
                 continue
             tag = int(key[len(VERSION_PREFIX) :], 16)
-            self.loaders[tag] = self._loader(tag, raw)
+            known = self._known.get(tag)
+            if known is None or known[0] != raw:  # (a rewind opens the store again: plan once)
+                known = self._known[tag] = (raw, self._loader(tag, raw))
+            self.loaders[tag] = known[1]
         if self.untagged != self.tag and self.untagged not in self.loaders:
             self._refuse(
                 f"the stored instances without a version tag were written by version tag {self.untagged:08x}, "
