@@ -14,7 +14,7 @@ import pytest
 from eventscript.automata.compile import compile_source
 from eventscript.engine import context
 from eventscript.kafka.restore import Restoration
-from eventscript.state.changelog import SINGLE_KEY, UNTAGGED_KEY, Position
+from eventscript.state.changelog import SINGLE_KEY, TIMERS_KEY, UNTAGGED_KEY, Position
 from eventscript.task.task import Task
 from eventscript.task.versions import fingerprint_of, read_version_record, version_key
 from eventscript.topology.config import InputConfig, ProgramConfig
@@ -130,6 +130,7 @@ def test_carry_converts_lazily_and_fires_re_armed_timers_of_keys_seen_no_more(tm
     new = written(log, start)
     assert {context.snapshot_tag(new[orjson.dumps([k])]) for k in "abc"} == {tag2}  # type: ignore[arg-type]
     assert version_key(tag2) in new
+    assert new[TIMERS_KEY] == b"%08x" % tag2  # the eager pass is done: later loads skip it
     v2.close()
     # a later owner (the policy kept at carry) reads the converted state as its own
     again = restore(tmp_path / "again", log, committed, SHORTER, "carry")

@@ -36,6 +36,9 @@ TASK_STATE_KEYS = (CLOCK_KEY, HWM_KEY, SEQ_KEY)
 #: the tag that snapshots of formats 1 and 2 (which name no version) are read as.
 VERSION_PREFIX = b"\x03program-"
 UNTAGGED_KEY = b"\x03program-untagged"
+#: The tag of the version every pending timer in the task's state belongs to (written with the
+#: commit that holds the instances the upgrade's eager pass converted): a later load skips the pass.
+TIMERS_KEY = b"\x03timers-version"
 META_PREFIX = b"\x00"
 INDEX_PREFIX = b"\x04"
 NOT_INSTANCE_FIRST = (b"\x00", b"\x02", b"\x03", b"\x04")

@@ -33,7 +33,7 @@ import orjson
 from ..automata.compiled import CompiledProgram
 from ..engine import context
 from ..engine.engine import Engine
-from ..state.changelog import UNTAGGED_KEY, VERSION_PREFIX
+from ..state.changelog import TIMERS_KEY, UNTAGGED_KEY, VERSION_PREFIX
 from ..state.store import TaskStore, parse_index_key, snapshot_fields
 from ..upgrade.convert import UpgradeRefused
 from ..upgrade.fingerprint import fingerprint
@@ -190,9 +190,10 @@ class ProgramVersions:
     def convert_timed(self, store: TaskStore, engine: Engine) -> int:
         """The eager pass: every stored instance of another version with a pending timer is
         converted now and restored (its timer in the queue at the re-armed deadline), marked
-        changed so that the next commit writes it; returns how many were restored."""
-        if not self.loaders:
-            return 0
+        changed so that the next commit writes it; returns how many were restored. That commit
+        also records that the pass was made (``TIMERS_KEY``): a later load skips it."""
+        if not self.loaders or store.get(TIMERS_KEY) == b"%08x" % self.tag:
+            return 0  # (a pass committed before: every pending timer in the store is this version's)
         restored = 0
         for entry in list(store.index_after(None)):
             deadline, seq, kb = parse_index_key(entry)
@@ -204,6 +205,7 @@ class ProgramVersions:
                 engine.mark_changed(engine.restore(current))
                 self.pending.pop(kb, None)  # (written from memory at the commit)
                 restored += 1
+        self.pending[TIMERS_KEY] = b"%08x" % self.tag  # committed with the instances it restored
         return restored
 
     # -- per instance -----------------------------------------------------------------------------
