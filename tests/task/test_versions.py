@@ -15,6 +15,7 @@ from eventscript.automata.compile import compile_source
 from eventscript.engine import context
 from eventscript.kafka.restore import Restoration
 from eventscript.state.changelog import SINGLE_KEY, TIMERS_KEY, UNTAGGED_KEY, Position
+from eventscript.task import versions
 from eventscript.task.task import Task
 from eventscript.task.versions import fingerprint_of, read_version_record, version_key
 from eventscript.topology.config import InputConfig, ProgramConfig
@@ -167,3 +168,21 @@ def test_an_ungrouped_instance_carries_too(tmp_path: Path) -> None:
     commit(v2, log, succeeds=True)
     assert context.snapshot_tag(written(log, start)[SINGLE_KEY]) == v2.versions.tag  # type: ignore[arg-type]
     v2.close()
+
+
+def test_a_version_too_large_to_keep_can_be_restarted_not_carried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(versions, "MAX_PROGRAM_RECORD", 10)  # every compiled program is "too large"
+    log, committed = run_v1(tmp_path)
+    assert read_version_record(written(log)[version_key(v1_tag())])[1] is None  # type: ignore[arg-type]
+    with pytest.raises(UpgradeRefused, match=r"too large to keep.*'upgrade: restart'"):
+        restore(tmp_path / "carry", log, committed, SHORTER, "carry")
+    v2 = restore(tmp_path / "v2", log, committed, SHORTER, "restart")
+    assert process(v2, tick(3, "b", 2 * MINUTE), tick(4, "a", 10 * MINUTE)) == []  # a's timer went with it
+    assert v2.counts["upgraded_restarted"] == 2  # a (eagerly: its timer), then b
+    v2.close()
+
+
+def v1_tag() -> int:
+    return context.program_tag(fingerprint_of(compile_source(QUIET, name="p").require()))

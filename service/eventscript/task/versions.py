@@ -35,7 +35,7 @@ from ..engine import context
 from ..engine.engine import Engine
 from ..state.changelog import TIMERS_KEY, UNTAGGED_KEY, VERSION_PREFIX
 from ..state.store import TaskStore, parse_index_key, snapshot_fields
-from ..upgrade.convert import UpgradeRefused
+from ..upgrade.convert import Conversion, UpgradeRefused
 from ..upgrade.fingerprint import fingerprint
 from ..upgrade.loader import UpgradeLoader
 from ..upgrade.plan import CARRIED, ENDED, RESTARTED
@@ -69,17 +69,36 @@ def version_key(tag: int) -> bytes:
     return VERSION_PREFIX + b"%08x" % tag
 
 
+#: The largest version record kept with its compiled program (compressed bytes): a changelog
+#: record must stay under the brokers' message size (1 MiB by default). A larger program's record
+#: holds its fingerprint only, and its instances can be restarted, not carried.
+MAX_PROGRAM_RECORD = 512 * 1024
+
+
 def version_record(compiled: CompiledProgram) -> bytes:
     """The task-state value of a version: its fingerprint and compiled program."""
-    doc = {"fingerprint": fingerprint_of(compiled), "compiled": compiled.to_json()}
-    return zlib.compress(orjson.dumps(doc))
+    fp = fingerprint_of(compiled)
+    raw = zlib.compress(orjson.dumps({"fingerprint": fp, "compiled": compiled.to_json()}))
+    if len(raw) > MAX_PROGRAM_RECORD:
+        log.warning(
+            "program %s (%s): its compiled form is too large to keep in the task state (%d bytes compressed, "
+            "more than %d): a later version will be able to restart its instances, not to carry them",
+            compiled.name,
+            fp,
+            len(raw),
+            MAX_PROGRAM_RECORD,
+        )
+        raw = zlib.compress(orjson.dumps({"fingerprint": fp, "compiled": None}))
+    return raw
 
 
-def read_version_record(raw: bytes) -> tuple[str, CompiledProgram]:
-    """(fingerprint, compiled program) of a version record; ValueError if it cannot be read."""
+def read_version_record(raw: bytes) -> tuple[str, CompiledProgram | None]:
+    """(fingerprint, compiled program: None when it was too large to keep) of a version record;
+    ValueError if it cannot be read."""
     try:
         doc: Any = orjson.loads(zlib.decompress(raw))
-        return str(doc["fingerprint"]), CompiledProgram.from_json(doc["compiled"])
+        compiled = doc["compiled"]
+        return str(doc["fingerprint"]), None if compiled is None else CompiledProgram.from_json(compiled)
     except (zlib.error, orjson.JSONDecodeError, KeyError, TypeError) as exc:
         raise ValueError(f"unreadable program version record: {exc}") from None
 
@@ -107,8 +126,9 @@ class ProgramVersions:
         self.untagged = self.tag
         #: A loader per other version found in the task state, and every one made (by tag, with
         #: the record it was made from).
-        self.loaders: dict[int, UpgradeLoader] = {}
-        self._known: dict[int, tuple[bytes, UpgradeLoader]] = {}
+        #: None: a version whose program was too large to keep (its instances restart).
+        self.loaders: dict[int, UpgradeLoader | None] = {}
+        self._known: dict[int, tuple[bytes, UpgradeLoader | None]] = {}
         #: Changelog records the next commit writes: this version's record, converted instances
         #: (None: the upgrade dropped them) not written since, kept so that a key loaded twice
         #: before the commit is converted once.
@@ -118,6 +138,8 @@ class ProgramVersions:
         self.sent: dict[bytes, bytes | None] = {}
         #: The host's counts: instances converted (``upgraded_<outcome>``) and tasks refused.
         self.counts = counts
+        #: Instances of versions without a kept program (too large), restarted.
+        self.unplanned = 0
         #: Whether instances were converted since the summary was last logged.
         self.converted = False
 
@@ -163,11 +185,22 @@ class ProgramVersions:
         if self.loaders:
             store.translate = self.translate
 
-    def _loader(self, tag: int, raw: bytes) -> UpgradeLoader:
+    def _loader(self, tag: int, raw: bytes) -> UpgradeLoader | None:
         try:
-            _, old = read_version_record(raw)
+            fp, old = read_version_record(raw)
         except ValueError as exc:
             self._refuse(f"the task state's record of program version tag {tag:08x}: {exc}")
+        if old is None:  # too large to keep: restart only
+            if self.policy != "restart":
+                self._refuse(
+                    f"program {self.name}: the stored state was written by version {fp}, whose compiled form was "
+                    f"too large to keep in the task state, so its instances cannot be carried; set 'upgrade: "
+                    f"restart' for this program in the topology, or reprocess the history with the backfill"
+                )
+            log.info(
+                "%s task %d: stored instances of version %s restart (upgrade: restart)", self.name, self.partition, fp
+            )
+            return None
         loader = UpgradeLoader(old, self.compiled, self.policy, self.name)
         try:
             loader.admit()
@@ -222,14 +255,17 @@ class ProgramVersions:
         for written in (self.pending, self.sent):
             if kb in written:
                 return written[kb]
-        loader = self.loaders.get(tag)
-        if loader is None:
+        if tag not in self.loaders:
             self._refuse(
                 f"instance {kb!r} was written by program version tag {tag:08x}, which the task state does not "
                 f"describe; reset the program's state (eventscript reset) or run the version that wrote it"
             )
-        assert loader is not None
-        conversion = loader.load(raw, self.now())
+        loader = self.loaders[tag]
+        if loader is None:
+            conversion = Conversion(RESTARTED, None, "the topology's upgrade policy is restart")
+            self.unplanned += 1
+        else:
+            conversion = loader.load(raw, self.now())
         self.counts[COUNT_PREFIX + conversion.verdict] += 1
         self.converted = True
         data = None if conversion.data is None else context.retag(conversion.data, self.tag)
@@ -249,5 +285,9 @@ class ProgramVersions:
         """Log the loaders' counts (what was converted so far) if anything was since last time."""
         if self.converted:
             self.converted = False
-            lines = [loader.summary() for loader in self.loaders.values() if sum(loader.counts.values())]
+            lines = [loader.summary() for loader in self.loaders.values() if loader and sum(loader.counts.values())]
+            if self.unplanned:
+                lines.append(
+                    f"{self.counts[COUNT_PREFIX + RESTARTED]} instances of a version too large to keep restarted"
+                )
             log.info("%s task %d: %s", self.name, self.partition, "; ".join(lines))
