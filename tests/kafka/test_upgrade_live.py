@@ -211,7 +211,8 @@ def test_the_default_policy_stops_the_worker_saying_what_to_do(broker: Broker, t
             worker.kill()
             worker.wait(30)
     log = app.log.read_text()
-    assert "eventscript upgrade plan OLD NEW" in log and "'upgrade: carry'" in log, log[-3000:]
+    assert f"program {app.name}: task 0: the stored state was written by version es1-" in log, log[-3000:]
+    assert "eventscript upgrade plan OLD NEW" in log and "'upgrade: carry'" in log
     assert len(app.outputs()) == len(run_tester(compiled(V1, "p"), items(before, 0)))  # nothing from v2
 
 

@@ -193,7 +193,7 @@ class ProgramVersions:
         if old is None:  # too large to keep: restart only
             if self.policy != "restart":
                 self._refuse(
-                    f"program {self.name}: the stored state was written by version {fp}, whose compiled form was "
+                    f"the stored state was written by version {fp}, whose compiled form was "
                     f"too large to keep in the task state, so its instances cannot be carried; set 'upgrade: "
                     f"restart' for this program in the topology, or reprocess the history with the backfill"
                 )
@@ -217,8 +217,10 @@ class ProgramVersions:
         return loader
 
     def _refuse(self, message: str) -> Any:
+        """Count the refusal and raise it; the host names the program (the runner prints
+        ``program NAME: task N: ...``)."""
         self.counts[COUNT_PREFIX + REFUSED] += 1
-        raise UpgradeRefused(f"task {self.partition}: {message}")
+        raise UpgradeRefused(f"task {self.partition}: {message.removeprefix(f'program {self.name}: ')}")
 
     def convert_timed(self, store: TaskStore, engine: Engine) -> int:
         """The eager pass: every stored instance of another version with a pending timer is
