@@ -120,8 +120,9 @@ class Upgrade:
         )
 
     def committed(self, path: Path) -> int:
-        """The worker's committed offset on the input (-1001: none yet)."""
-        from confluent_kafka import Consumer, TopicPartition
+        """The worker's committed offset on the input (negative: none yet, or the group's
+        coordinator not ready to say: a fresh broker loads its coordinators a while)."""
+        from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
         from eventscript.kafka.config import load_topology
 
@@ -130,6 +131,10 @@ class Upgrade:
         try:
             (tp,) = consumer.committed([TopicPartition(self.input, 0)], timeout=10)
             return int(tp.offset)
+        except KafkaException as exc:
+            if exc.args[0].retriable() or exc.args[0].code() in (KafkaError.NOT_COORDINATOR, KafkaError._TIMED_OUT):
+                return -1
+            raise
         finally:
             consumer.close()
 
