@@ -117,7 +117,7 @@ def test_random_values_survive_the_encoding(variables: list[Any], share: bool, o
 
 def test_the_plain_packer_writes_what_the_general_encoder_writes() -> None:
     variables = [UNSET, 1, -(1 << 63), 2.5, math.inf, "s", True]
-    payload = [context.FORMAT_VERSION, 3, variables, ["k"], [10, 1, 2], False, None, 0]
+    payload = [context.FORMAT_VERSION, 3, variables, ["k"], [10, 1, 2], False, None, 0, None]
     assert context.pack_plain(payload) == context.encode(3, variables, ["k"], [10, 1, 2])  # type: ignore[arg-type]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,19 @@ def test_a_session_timeout_given_alone_gets_heartbeats_at_a_third_of_it() -> Non
     assert short["heartbeat.interval.ms"] == 2000
     both = consumer_config(KafkaConfig(consumer={"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}), "g")
     assert both["heartbeat.interval.ms"] == 500
+
+
+def test_the_upgrade_policy_is_one_of_three_and_refuse_by_default(tmp_path: Path) -> None:
+    assert parse_topology(GOOD, env={}).programs[0].upgrade == "refuse"
+    f = tmp_path / "t.yaml"
+    f.write_text(
+        "programs:\n  - name: p\n    source: p.es\n    inputs: [{topic: in, event: A}]\n    upgrade: migrate\n"
+    )
+    with pytest.raises(TopologyError) as info:
+        load_topology(f)
+    text = str(info.value)
+    assert re.search(r"t\.yaml:5:14: .*programs\[0\]\.upgrade: Input should be 'carry', 'restart' or 'refuse'", text), (
+        text
+    )
+    f.write_text(f.read_text().replace("migrate", "carry"))
+    assert load_topology(f).programs[0].upgrade == "carry"

@@ -7,7 +7,7 @@ import re
 
 from tools import ROOT
 
-from eventscript.kafka.metrics import FAULTS, KINDS, REBALANCES, Metrics
+from eventscript.kafka.metrics import FAULTS, KINDS, REBALANCES, UPGRADE_OUTCOMES, Metrics
 
 README = ROOT / "observability" / "README.md"
 _SUFFIX = {"counter": "_total", "info": "_info"}
@@ -21,6 +21,7 @@ def exported() -> dict[str, set[str]]:
     m.restore_progress("p", {0: 1})
     m.event_times("p", {0: (1_000_000, 1)})
     m.count("p", "idle_partitions")
+    m.count("p", "upgraded_carried")
     m.observe_commit("p", 0.1)
     m.observe_restore("p", 0.1)
     m.kafka.update(
@@ -62,6 +63,7 @@ def test_readme_names_every_kind() -> None:
         (KINDS, "eventscript_records_total"),
         (FAULTS, "eventscript_faults_total"),
         (REBALANCES, "eventscript_rebalances_total"),
+        (UPGRADE_OUTCOMES, "eventscript_upgraded_instances_total"),
     ):
         assert set(re.findall(r"`(\w+)`", meaning[name])) >= set(kinds), name
     assert "`outputs`" not in meaning["eventscript_records_total"]

@@ -33,6 +33,15 @@ def test_commits_are_not_records() -> None:
     )
 
 
+def test_upgraded_instances_are_counted_by_outcome_not_as_records() -> None:
+    m = Metrics()
+    m.count("p", "upgraded_carried", 3)
+    m.count("p", "upgraded_restarted")
+    assert _value(m, "eventscript_upgraded_instances_total", program="p", outcome="carried") == 3.0
+    assert _value(m, "eventscript_upgraded_instances_total", program="p", outcome="restarted") == 1.0
+    assert not any(n == "eventscript_records_total" for n, _ in _samples(m))
+
+
 def test_build_info_and_process_collectors() -> None:
     names = {name for name, _ in _samples(Metrics())}
     assert {

@@ -31,7 +31,7 @@ import pyarrow as pa
 from ..automata.compile import compile_source
 from ..automata.compiled import CompiledProgram
 from ..language.source import SourceFile
-from ..state.changelog import TASK_STATE_KEYS, Position, position_header, tp_name
+from ..state.changelog import TASK_STATE_KEYS, VERSION_PREFIX, Position, position_header, tp_name
 from ..task import codec
 from ..task.collector import OutRecord
 from ..task.task import Task
@@ -190,8 +190,9 @@ class TaskStage:
         return {tp_name(r.topic, r.partition): r.end for r in self.piece.ranges if r.partition == p}
 
     def final_state(self) -> Iterator[OutRecord]:
-        """The task's final changelog records: one per live instance and per task state key, as the
-        worker writes them, with the cut as their input position (``es-pos``)."""
+        """The task's final changelog records: one per live instance and per task state key (the
+        program version records too, task/versions.py), as the worker writes them, with the cut as
+        their input position (``es-pos``)."""
         task = self.task
         headers: codec.Headers = [("es-pos", position_header(self.cut_position()))]
         now_ms = task.clock.now() // 1000
@@ -200,6 +201,8 @@ class TaskStage:
             value = task.store.get(key)
             if value is not None:
                 yield OutRecord(topic, p, key, value, headers, now_ms, True)
+        for key, value in task.store.with_prefix(VERSION_PREFIX):  # the program version its snapshots name
+            yield OutRecord(topic, p, key, value, headers, now_ms, True)
         for key, value in task.store.instances():
             yield OutRecord(topic, p, key, value, headers, now_ms, True)
 

@@ -19,9 +19,23 @@ import orjson
 
 from .values import UNSET
 
-#: Version 2 added the instance's origin and timer-firing count (output ids); version 1
-#: snapshots still restore, with neither.
-FORMAT_VERSION = 2
+#: Version 2 added the instance's origin and timer-firing count (output ids); version 3 the tag
+#: of the program version that wrote the snapshot (``program_tag``; None: a host that does not
+#: name it), so that a worker never reads another version's state as its own (upgrade/). Versions
+#: 1 and 2 still restore (origin None and fires 0 for 1; no tag for either). A worker from before
+#: version 3 refuses a version-3 snapshot ("not ... of a known version"): the rolling-upgrade
+#: protection, as a newer worker's state is never misread by an older one.
+FORMAT_VERSION = 3
+#: The snapshot formats this build reads: (version, payload length).
+KNOWN_FORMATS = ((1, 6), (2, 8), (3, 9))
+
+
+def program_tag(fingerprint: str) -> int:
+    """The tag a snapshot carries for the program version of ``fingerprint`` (its last 8 hex
+    digits as a number: 5 bytes of msgpack per snapshot; the task state maps it back to the
+    fingerprint and the compiled program, see ``state.versions``)."""
+    return int(fingerprint[-8:], 16)
+
 
 _EXT_UNSET = 0
 _EXT_LIST = 1  # first occurrence of a list: [index, items]
@@ -296,19 +310,30 @@ def encode(
     terminated: bool = False,
     origin: str | None = None,
     fires: int = 0,
+    tag: int | None = None,
 ) -> bytes:
     """Serialize (state id, variables, key, (deadline, symbol, seq) of the pending timer, whether
-    the instance has terminated — an ungrouped program stays terminated —, its origin and its
-    count of time events)."""
+    the instance has terminated — an ungrouped program stays terminated —, its origin, its
+    count of time events and the tag of the program version that wrote it)."""
     key_list = list(key) if key is not None else None
     timer_list = list(timer) if timer is not None else None
     for v in variables:
         if type(v) not in _PLAIN:
             break
     else:  # the common case, every variable a number, string or boolean: no per-value encoding
-        return _pack([FORMAT_VERSION, state, variables, key_list, timer_list, terminated, origin, fires])
+        return _pack([FORMAT_VERSION, state, variables, key_list, timer_list, terminated, origin, fires, tag])
     e = _Encoder(_shared_lists(variables))
-    payload = [FORMAT_VERSION, state, [e.enc(v) for v in variables], key_list, timer_list, terminated, origin, fires]
+    payload = [
+        FORMAT_VERSION,
+        state,
+        [e.enc(v) for v in variables],
+        key_list,
+        timer_list,
+        terminated,
+        origin,
+        fires,
+        tag,
+    ]
     return msgpack.packb(payload, default=_Encoder._ext, use_bin_type=True)
 
 
@@ -340,15 +365,17 @@ def _stateless_hook(code: int, data: bytes) -> Any:
 
 def decode_payload(data: bytes) -> list[Any]:
     """The checked payload of a snapshot: [version, state, variables, key, timer, terminated,
-    origin, fires] (origin None and fires 0 for version 1), key and timer still as lists."""
+    origin, fires, tag] (origin None and fires 0 for version 1, tag None before version 3), key
+    and timer still as lists."""
     try:
         payload = msgpack.unpackb(data, ext_hook=_stateless_hook, strict_map_key=False, raw=False)
     except _NeedsSharing:
         payload = msgpack.unpackb(data, ext_hook=_Decoder().hook, strict_map_key=False, raw=False)
-    if type(payload) is not list or not payload or (payload[0], len(payload)) not in ((1, 6), (2, 8)):
-        raise ValueError("not an EventScript instance-context snapshot of a known version")
+    check_format(payload)
     if len(payload) == 6:
         payload += [None, 0]
+    if len(payload) == 8:
+        payload.append(None)
     if type(payload[2]) is not list:
         raise ValueError("an instance-context snapshot whose variables are not a list")
     timer = payload[4]
@@ -361,11 +388,53 @@ def decode_payload(data: bytes) -> list[Any]:
         payload[6] = None
     if type(payload[7]) is not int:
         payload[7] = 0
+    if type(payload[8]) is not int:
+        payload[8] = None
     return payload
 
 
+def check_format(payload: Any) -> None:
+    """ValueError unless ``payload`` is a snapshot of a format this build reads; a newer format
+    says so and what to do (a worker of an older build meeting a newer one's state)."""
+    if type(payload) is list and payload and (payload[0], len(payload)) in KNOWN_FORMATS:
+        return
+    version = payload[0] if type(payload) is list and payload else None
+    if type(version) is int and version > FORMAT_VERSION:
+        raise ValueError(
+            f"an instance snapshot of format {version}, written by a newer EventScript (this build reads "
+            f"formats 1 to {FORMAT_VERSION}): run the newer version on this state, or reset the program's "
+            f"state (eventscript reset) to start it afresh"
+        )
+    raise ValueError("not an EventScript instance-context snapshot of a known version")
+
+
+def snapshot_tag(data: bytes) -> int | None:
+    """The program tag of a snapshot (None: a format before 3, or a host that wrote none), read
+    without decoding its variables; ValueError for bytes that are not a snapshot."""
+    try:
+        payload = msgpack.unpackb(data, strict_map_key=False, raw=False)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise ValueError(f"not an EventScript instance-context snapshot: {exc}") from None
+    check_format(payload)
+    tag = payload[8] if len(payload) == 9 else None
+    return tag if type(tag) is int else None
+
+
+def retag(data: bytes, tag: int) -> bytes:
+    """``data`` (a snapshot of any format) in the current format with program tag ``tag``; the
+    variables' encoding is kept byte for byte (extension values pass through undecoded)."""
+    payload = msgpack.unpackb(data, strict_map_key=False, raw=False)
+    check_format(payload)
+    if len(payload) == 6:
+        payload += [None, 0]
+    if len(payload) == 8:
+        payload.append(None)
+    payload[0], payload[8] = FORMAT_VERSION, tag
+    return msgpack.packb(payload, use_bin_type=True)
+
+
 def decode(data: bytes) -> ContextSnapshot:
-    _, state, variables, key, timer, terminated, origin, fires = decode_payload(data)
+    _, state, variables, key, timer, terminated, origin, fires, _ = decode_payload(data)
     return ContextSnapshot(
         state,
         variables,

@@ -183,8 +183,12 @@ class Engine:
         retire: bool | None = None,
         compact: bool | None = None,
         hooks: EngineHooks | None = None,
+        program_tag: int | None = None,
     ) -> None:
         hooks = hooks or EngineHooks()
+        #: Written into every snapshot (``context.program_tag``): hosts that keep state across
+        #: program versions (the worker's tasks) name the version; None otherwise.
+        self.program_tag = program_tag
         self.compiled = compiled
         self.program: ir.ProgramIR = compiled.program
         self.machine: Machine = compiled.machine
@@ -331,6 +335,11 @@ class Engine:
     def changed(self, ctx: InstanceContext) -> bool:
         """Has ``ctx`` changed since the host last drained the changes (``drain_dirty``)?"""
         return self._dirty is not None and id(ctx) in self._dirty
+
+    def mark_changed(self, ctx: InstanceContext) -> None:
+        """Count ``ctx`` among the changes to persist although no event changed it (a host
+        converted it from another program version: its new snapshot must be written)."""
+        self._touch(ctx)
 
     def forget_change(self, ctx: InstanceContext) -> None:
         """Drop ``ctx`` from the changes to persist (an instance made and ended between two
@@ -746,7 +755,7 @@ class Engine:
         pack = context.pack_plain
         encode = context.encode
         state_json: Callable[[Any], Any] = self.executor.state_json  # (the same after _decompact)
-        one, version = self.one_key, context.FORMAT_VERSION
+        one, version, tag = self.one_key, context.FORMAT_VERSION, self.program_tag
 
         def snapshot(ctx: InstanceContext) -> bytes:
             e = ctx.timer
@@ -757,15 +766,15 @@ class Engine:
             origin, fires = (None, 0) if rare is None else (rare.origin, rare.fires)
             variables = ctx.vars
             if direct or (all(kinds) and len({id(variables[slot]) for slot in flat}) == len(flat)):
-                return pack([version, state_json(ctx.state), variables, key, timer, ctx.terminated, origin, fires])
-            return encode(state_json(ctx.state), variables, key, timer, ctx.terminated, origin, fires)
+                return pack([version, state_json(ctx.state), variables, key, timer, ctx.terminated, origin, fires, tag])
+            return encode(state_json(ctx.state), variables, key, timer, ctx.terminated, origin, fires, tag)
 
         return snapshot
 
     def restore(self, data: bytes) -> InstanceContext:
         """Resume an instance from :meth:`snapshot` bytes (its pending timer is re-armed).
         Reads every snapshot format (``context.decode_payload``)."""
-        _, state, variables, key, timer, terminated, origin, fires = context.decode_payload(data)
+        _, state, variables, key, timer, terminated, origin, fires, _ = context.decode_payload(data)
         if len(variables) != self.nvars:
             raise ValueError(f"snapshot has {len(variables)} variables, the program has {self.nvars}")
         st = self.executor.state_from_json(state)

@@ -21,6 +21,9 @@ restore that never ends is seen while it runs, not only when it finishes.
 ``eventscript_held_back_records{program, task}`` the records it holds back until every task
 writing its inputs has marked progress up to them (task/progress.py); the alert on a clock that
 stands still while its inputs grow is in observability/.
+``eventscript_upgraded_instances_total{program, outcome}`` counts the instances of another version
+of the program converted as the tasks loaded them (carried, restarted, ended; refused: a task the
+topology's ``upgrade`` policy stopped; task/versions.py).
 ``eventscript_timer_lateness_seconds{program}`` tells how late wall-clock timers fire: each time
 a task fires its due timers, how long after its deadline the earliest of them fired (a worker
 that is overloaded, paused or catching up after a restart fires them late; the alert on it is
@@ -60,6 +63,10 @@ IDLE_PARTITIONS = "idle_partitions"
 #: The ``kind`` label values of eventscript_faults_total and eventscript_rebalances_total.
 FAULTS = ("commit_failed", "transaction_aborted", "rewound", "assignment_lost", "rejoined")
 REBALANCES = ("assigned", "revoked", "lost")
+#: What the worker counts through :meth:`Metrics.count` for an upgrade: ``upgraded_<outcome>``,
+#: the ``outcome`` label values of eventscript_upgraded_instances_total (task/versions.py).
+UPGRADED = "upgraded_"
+UPGRADE_OUTCOMES = ("carried", "restarted", "ended", "refused")
 #: librdkafka statistics are emitted this often unless the topology's kafka settings say otherwise.
 STATS_INTERVAL_MS = 10_000
 #: Buckets of eventscript_timer_lateness_seconds: from 1 ms (on time) to a minute (a stalled worker).
@@ -181,6 +188,13 @@ class Metrics:
             ["program"],
             registry=self.registry,
         )
+        self.upgraded = Counter(
+            "eventscript_upgraded_instances",
+            "Instances written by another version of the program, as the tasks loaded them, by outcome: carried "
+            "to the new version, restarted, ended; refused: a task that would not run over them",
+            ["program", "outcome"],
+            registry=self.registry,
+        )
         self.event_time = Gauge(
             "eventscript_event_time_seconds",
             "A task's record clock (Unix seconds): where its inputs' progress has let it come",
@@ -248,6 +262,8 @@ class Metrics:
             self.commits.labels(program).inc(n)
         elif kind == IDLE_PARTITIONS:
             self.idle_partitions.labels(program).inc(n)
+        elif kind.startswith(UPGRADED):
+            self.upgraded.labels(program, kind.removeprefix(UPGRADED)).inc(n)
         else:
             self.records.labels(program, kind).inc(n)
 

@@ -160,7 +160,7 @@ class InstanceCache:
         kb = self.key_bytes(key)
         if kb is None or kb in self.unsaved:  # (drained: a tombstone, as the key is not in memory)
             return None
-        raw = self.store.get(kb)
+        raw = self.store.snapshot(kb)  # (another program version's: converted)
         if raw is None:
             return None
         self.loaded += 1

@@ -32,6 +32,15 @@ HWM_KEY = b"\x02repartition-hwm"
 CLOCK_KEY = b"\x03record-clock"
 SEQ_KEY = b"\x03timer-seq"
 TASK_STATE_KEYS = (CLOCK_KEY, HWM_KEY, SEQ_KEY)
+#: The program versions the task's snapshots were written by (task/versions.py): this prefix and
+#: a snapshot's program tag in 8 hex digits → the version's fingerprint and compiled program
+#: (zlib-compressed JSON), so that a later version can map the old one's states; UNTAGGED_KEY →
+#: the tag that snapshots of formats 1 and 2 (which name no version) are read as.
+VERSION_PREFIX = b"\x03program-"
+UNTAGGED_KEY = b"\x03program-untagged"
+#: The tag of the version every pending timer in the task's state belongs to (written with the
+#: commit that holds the instances the upgrade's eager pass converted): a later load skips the pass.
+TIMERS_KEY = b"\x03timers-version"
 META_PREFIX = b"\x00"
 INDEX_PREFIX = b"\x04"
 INFO_PREFIX = b"\x05"

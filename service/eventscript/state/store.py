@@ -127,6 +127,10 @@ class TaskStore:
         self.pending_infos: dict[bytes, bytes | None] = {}
         #: When ended markers past their retention were last looked for (monotonic seconds).
         self._pruned_at = 0.0
+        #: How the task reads a stored snapshot (key, bytes) for the program it runs: a snapshot
+        #: written by another version of the program is converted (task/versions.py), and None
+        #: means the instance is gone (restarted or ended by the upgrade). None: read as stored.
+        self.translate: Callable[[bytes, bytes], bytes | None] | None = None
 
     @property
     def db(self) -> Rdict:
@@ -169,8 +173,24 @@ class TaskStore:
             if isinstance(k, bytes) and is_instance_key(k):  # always bytes: the store is opened raw
                 yield k, v
 
+    def with_prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Every stored (key, value) whose key starts with ``prefix``, in key order."""
+        if self._absent():
+            return
+        for k, v in self.db.items(from_key=prefix):
+            if not (isinstance(k, bytes) and k.startswith(prefix)):
+                return
+            yield k, v
+
     def has_instances(self) -> bool:
         return next(self.instances(), None) is not None
+
+    def snapshot(self, key: bytes) -> bytes | None:
+        """The stored instance of ``key`` as the task's program reads it (see ``translate``)."""
+        raw = self.get(key)
+        if raw is None or self.translate is None:
+            return raw
+        return self.translate(key, raw)
 
     def get(self, key: bytes) -> bytes | None:
         db = self._db

@@ -70,8 +70,13 @@ class TimerIndex:
             elif key in contexts:
                 passed[kb] = entry
             else:
-                restore(raw)
-                self.loaded += 1
+                current = raw if store.translate is None else store.translate(kb, raw)  # (another version's)
+                if current is not None:
+                    restore(current)
+                    self.loaded += 1
+                else:  # dropped by an upgrade (its tombstone is written at the next commit)
+                    store.delete(entry)
+                    self.dropped += 1
         self._set_backlog(queue, following)
 
     @staticmethod

@@ -62,6 +62,7 @@ from .merge import MAX_FRONTIER, InputPartition, PartitionGroup
 from .progress import RESEND_S, InputProgress, marker_headers
 from .record import Record
 from .routing import NOT_OWNED, KeyFilter, Routing
+from .versions import ProgramVersions
 
 __all__ = ["NOT_OWNED", "InputPartition", "KeyFilter", "OutRecord", "Task", "TaskObserver"]
 
@@ -126,8 +127,19 @@ class Task:
         self.by_topic = self.group.by_topic
         self.by_topic_cfg = {c.topic: c for c in inputs}
         self.clock: TaskClock = clock_for(cfg.clock)
+        #: The program versions of the task's state (upgrades: another version's instances are
+        #: converted as they are loaded, under the topology's ``upgrade`` policy).
+        #: Counts since the worker last collected them (consumed, processed, outputs, errors, ...).
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.versions = ProgramVersions(cfg.name, partition, program, cfg.upgrade, self.clock.now, self.counts)
         self.engine = Engine(
-            program, self._consume, self.clock, name=cfg.name, tz=ZoneInfo(cfg.timezone), track_dirty=True
+            program,
+            self._consume,
+            self.clock,
+            name=cfg.name,
+            tz=ZoneInfo(cfg.timezone),
+            track_dirty=True,
+            program_tag=self.versions.tag,
         )
         #: What the records are fed to: the engine, or in a dry run a note of their keys.
         self._feeds: Any = self.engine
@@ -174,8 +186,6 @@ class Task:
         self._route = self.routing.route
         self._placed = self.routing.placed
         self._ctx_key_bytes = self.routing.ctx_key_bytes()
-        #: Counts since the worker last collected them (consumed, processed, outputs, errors, ...).
-        self.counts: collections.Counter[str] = collections.Counter()
         #: Progress markers (``set_progress``): what the task writes them on, and the progress it
         #: last wrote on each topic (the repartition topic's is how far it has re-published).
         self.progress_plan: ProgressPlan | None = None
@@ -340,14 +350,17 @@ class Task:
         raw_seq = self.store.get(SEQ_KEY)
         self._seq_saved = decode_int(raw_seq) if raw_seq is not None else self.store.next_index_seq()
         timers.next_seq = self._seq_saved
+        self.versions.open(self.store)  # (UpgradeRefused: the policy forbids another version's state)
         if self.grouped:
             self.timer_index.reset(timers)
             self.cache.reset()
+            self.versions.convert_timed(self.store, self.engine)
         else:
-            raw = self.store.get(SINGLE_KEY)
+            raw = self.store.snapshot(SINGLE_KEY)
             if raw is not None:
                 self.engine.restore(raw)
                 self.started = True
+        self.versions.log_summary()
         self.state = TaskState.RUNNING
         log.info(
             "%s task %d: committed state loaded (instances are loaded from the store as needed)",
@@ -857,6 +870,8 @@ class Task:
                     if info is not None:
                         key_headers[kb] = [pos_header, (HEADER_KEY_INFO, info)]
             self._rewrite = set()
+        self.versions.changelog_records(changes)
+        self.versions.log_summary()
         self._last_sent = changes
         if changes:
             headers: codec.Headers = [pos_header]  # one list for the records without their own

@@ -240,6 +240,11 @@ class ProgramConfig(_Model):
     #: Standby replicas: each worker keeps warm copies of this many other workers' tasks per task
     #: it owns, so that a fail-over replays only the changelog's tail (kafka/standby.py).
     num_standby: int = Field(default=0, ge=0)
+    #: What a worker does with stored instances written by another version of the program
+    #: (upgrade/loader.py): refuse to run over them (the default: check the change with
+    #: 'eventscript upgrade plan OLD NEW' first), carry them by the plan (an instance the plan
+    #: cannot carry restarts or ends, as it says), or restart every one of them afresh.
+    upgrade: Literal["carry", "restart", "refuse"] = "refuse"
 
     @field_validator("name")
     @classmethod

@@ -15,4 +15,8 @@ plan that says, for every old state, where an instance found there goes:
 - ``convert``: a pure function from one old snapshot to the new version's (or restart/end);
 - ``loader``: the per-instance hook for hosts, under the topology's policy (refuse, carry,
   restart), with counts and a summary line.
+
+Hosts that keep state wire it in through ``task/versions.py``: snapshots name their version
+(format 3), the task state keeps each version's compiled program, and a task converts another
+version's instances as it loads them.
 """

@@ -2,9 +2,9 @@
 ``upgrade`` policy applied per instance, as the host loads it, with counts for metrics and one
 summary line for the log.
 
-Hosts (the Kafka worker's store loader, a backfill's hand-over) call :meth:`UpgradeLoader.load`
-on each snapshot of the old version when they first need it (lazily, per key) and write the
-result back in the new format; :meth:`UpgradeLoader.admit` decides at start whether they may run
+Hosts (the task's store, task/versions.py, for the Kafka worker and the backfill) call
+:meth:`UpgradeLoader.load` on each snapshot of the old version when they first need it (lazily,
+per key) and write the result back in the new format; :meth:`UpgradeLoader.admit` decides at start whether they may run
 at all. The policies:
 
 - ``refuse`` (the default, for when nothing was planned): state of another version stops the
