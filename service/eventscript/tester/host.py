@@ -15,8 +15,9 @@ It runs engines, not the worker's host-neutral ``task.Task``, because the tester
 not a task's: a task has a clock of its own (timers of two programs would fire in each task's
 order, not one global order), moves it only with records, in ms (a trace timestamp moves the clock
 with no event, in µs), starts an ungrouped program at its first record (the tester: at the first
-timestamp), and hands its outputs to a collector as bytes for a topic after the record, where the
-tester feeds the next program at once, inside the step that emitted them.
+timestamp), and hands its outputs to a collector as records (bytes) for a topic that another task
+reads when it next polls, where the tester feeds the next program at once, inside the step that
+emitted them.
 """
 
 from __future__ import annotations
