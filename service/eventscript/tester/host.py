@@ -10,6 +10,14 @@ firing every timer due up to it; a trace event is converted to the declared type
 it goes to (``$error`` 6 there when it does not fit); an emitted event is fed at once to every
 program the wiring sends it to (started first, converted through JSON where the receiver declares
 another type); what the wiring sends nowhere is an output line.
+
+It runs engines, not the worker's host-neutral ``task.Task``, because the tester's semantics are
+not a task's: a task has a clock of its own (timers of two programs would fire in each task's
+order, not one global order), moves it only with records, in ms (a trace timestamp moves the clock
+with no event, in µs), starts an ungrouped program at its first record (the tester: at the first
+timestamp), and hands its outputs to a collector as records (bytes) for a topic that another task
+reads when it next polls, where the tester feeds the next program at once, inside the step that
+emitted them.
 """
 
 from __future__ import annotations
