@@ -57,7 +57,7 @@ def librdkafka_candidates() -> list[str]:
 
 def _load(path: str) -> Callable[[bytes, int], int] | None:
     try:
-        lib = ctypes.CDLL(path)
+        lib = ctypes.PyDLL(path)  # the GIL kept: a call of ~100 ns is not worth releasing it
         fn = lib.rd_kafka_msg_partitioner_murmur2
     except (OSError, AttributeError):
         return None
