@@ -154,3 +154,44 @@ def test_value_key_bytes_give_the_canonical_key_bytes() -> None:
     for n in (0, -1, 2**63 - 1, -(2**63)):
         assert longs(n) == key_bytes((n,), [LONG])
     assert value_key_bytes([DOUBLE]) is None and value_key_bytes([STRING, LONG]) is None
+
+
+def test_librdkafkas_partitioner_is_found_and_used() -> None:
+    # confluent-kafka's wheel bundles librdkafka: the routing of every task goes through it.
+    from eventscript.task import native_partitioner, partitioner
+
+    native = native_partitioner.native_murmur2_partition(murmur2)
+    assert native is not None, native_partitioner.librdkafka_candidates()
+    assert partitioner.murmur2_partition.__module__ == native_partitioner.__name__
+
+
+def test_librdkafkas_partitioner_equals_the_python_one_on_random_keys() -> None:
+    from eventscript.task.native_partitioner import JAVA_VECTORS, native_murmur2_partition
+    from eventscript.task.partitioner import python_murmur2_partition
+
+    native = native_murmur2_partition(murmur2)
+    assert native is not None
+    rnd = random.Random(26)
+    samples = list(JAVA_VECTORS) + [b""] + [f"k{i}".encode() for i in range(2000)]
+    samples += [rnd.randbytes(rnd.randrange(200)) for _ in range(5000)]
+    for data in samples:
+        n = rnd.choice((1, 2, 3, 12, 100, 2**31 - 1))
+        assert native(data, n) == python_murmur2_partition(data, n) == (reference_murmur2(data) & 0x7FFFFFFF) % n
+    for data, signed in JAVA_VECTORS.items():
+        assert native(data, 2**31 - 1) == (signed & 0x7FFFFFFF) % (2**31 - 1)
+
+
+def test_a_library_that_disagrees_is_not_used() -> None:
+    from eventscript.task.native_partitioner import agrees
+    from eventscript.task.partitioner import python_murmur2_partition
+
+    assert agrees(python_murmur2_partition, murmur2)
+    assert not agrees(lambda key, n: (murmur2(key) + 1) % n, murmur2)
+    assert not agrees(python_murmur2_partition, lambda key: murmur2(key) ^ 1)
+
+
+def test_the_python_partitioner_can_be_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
+    from eventscript.task import native_partitioner
+
+    monkeypatch.setenv(native_partitioner.DISABLE_ENV, "1")
+    assert native_partitioner.native_murmur2_partition(murmur2) is None

@@ -17,6 +17,7 @@ import orjson
 
 from ..engine.encoding import encode
 from ..language.types import LONG, STRING, Type
+from .native_partitioner import native_murmur2_partition
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -52,10 +53,16 @@ def murmur2(data: bytes) -> int:
     return h ^ (h >> 15)
 
 
-def murmur2_partition(key: bytes, partitions: int) -> int:
-    """The partition Java's default partitioner (and librdkafka's murmur2_random) picks; not
-    cached (tasks keep their own cache, ``Task._place``)."""
+def python_murmur2_partition(key: bytes, partitions: int) -> int:
+    """The partition Java's default partitioner (and librdkafka's murmur2_random) picks, in
+    Python: the reference, and the fallback where librdkafka's is not found."""
     return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+#: The partition Java's default partitioner (and librdkafka's murmur2_random) picks; not cached
+#: (tasks keep their own cache, ``Routing.place``): librdkafka's own partitioner where it is
+#: found and agrees with the Java client's vectors (``native_partitioner``), else the Python one.
+murmur2_partition: Callable[[bytes, int], int] = native_murmur2_partition(murmur2) or python_murmur2_partition
 
 
 @lru_cache(maxsize=65_536)

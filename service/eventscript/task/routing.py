@@ -27,7 +27,8 @@ from .record import Record
 #: a key out of them costs ~1 µs to encode again, and each entry ~150 bytes (two per key).
 KEY_CACHE_SIZE = 16_384
 #: Entries of the routing bytes → partition cache before it is emptied: a key out of it costs
-#: ~0.5 µs (murmur2 in Python); an entry ~100 bytes.
+#: ~0.5 µs (murmur2 in librdkafka through ctypes, ``native_partitioner``; 1–3 µs in Python); an
+#: entry ~100 bytes.
 PLACE_CACHE_SIZE = 65_536
 
 #: ``Routing.place``'s mark for routing bytes of a key the task's key filter does not own.
