@@ -162,6 +162,26 @@ def topology(
     return path
 
 
+def create_topics(broker: Broker, topics: list[Any]) -> None:
+    """Creates ``topics`` (confluent_kafka ``NewTopic``s) as an operator would and waits until the
+    broker's metadata lists each with its partitions: a KRaft broker answers CreateTopics before
+    its metadata shows the topic, and a start checked in between finds it missing (seen loaded)."""
+    from confluent_kafka.admin import AdminClient
+
+    client = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for fut in client.create_topics(topics).values():
+        fut.result(30)
+
+    def listed() -> bool:
+        md = client.list_topics(timeout=10).topics
+        return all(
+            t.topic in md and md[t.topic].error is None and len(md[t.topic].partitions) == t.num_partitions
+            for t in topics
+        )
+
+    wait_for(listed, 60, what=f"the topics {[t.topic for t in topics]} in the broker's metadata")
+
+
 def program_entry(name: str, event: str, source: str = "p.es", **settings: Any) -> dict[str, Any]:
     """The program most Kafka tests run, as a topology's ``programs`` entry: ``source`` reads
     ``{name}-in`` as ``event``, writes ``{name}-out`` and its errors to ``{name}-err``. ``settings``
