@@ -86,7 +86,8 @@ _KAFKA_TESTS_RAN: dict[str, int] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    kind = getattr(report, "_kafka_kind", None)
+    # (a user property, not an attribute: pytest-xdist sends reports from its workers serialized)
+    kind = dict(report.user_properties).get("kafka_kind")
     ran = not report.skipped or hasattr(report, "wasxfail")  # an expected failure ran too
     if report.when == "call" and kind is not None and ran:
         _KAFKA_TESTS_RAN[kind] = _KAFKA_TESTS_RAN.get(kind, 0) + 1
@@ -106,7 +107,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
         kind = SESSION_BROKER[0].kind if SESSION_BROKER else None
     elif item.get_closest_marker("kafka") is not None:
         kind = "apache"
-    outcome.get_result()._kafka_kind = kind
+    if kind is not None:
+        outcome.get_result().user_properties.append(("kafka_kind", kind))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -137,17 +137,19 @@ def topology(
     file: str = "topology.yaml",
     application: str | None = None,
     state: str = "state",
+    consumer: dict[str, Any] | None = None,
     **extra: Any,
 ) -> Path:
     """Write a topology file for ``programs`` (dicts as in YAML) and return its path. Several
-    workers of one application get files with the same ``application`` and their own ``state``."""
+    workers of one application get files with the same ``application`` and their own ``state``.
+    ``consumer`` replaces the tests' short-session consumer settings (``{}``: the worker's own)."""
     doc: dict[str, Any] = {
         "application": application or unique("t"),
         # Static membership on, as deployed; off only on the Tansu fallback, which mishandles
         # static members (a member that joins gets no tasks while the others lose theirs).
         "kafka": {
             "bootstrap_servers": broker.bootstrap,
-            "consumer": dict(FAST_GROUP),
+            "consumer": dict(FAST_GROUP) if consumer is None else dict(consumer),
             "static_membership": broker.kind != "tansu",
         },
         "programs": programs,
@@ -158,6 +160,152 @@ def topology(
     path = tmp / file
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
+
+
+def create_topics(broker: Broker, topics: list[Any]) -> None:
+    """Creates ``topics`` (confluent_kafka ``NewTopic``s) as an operator would and waits until the
+    broker's metadata lists each with its partitions: a KRaft broker answers CreateTopics before
+    its metadata shows the topic, and a start checked in between finds it missing (seen loaded)."""
+    from confluent_kafka.admin import AdminClient
+
+    client = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for fut in client.create_topics(topics).values():
+        fut.result(30)
+
+    def listed() -> bool:
+        md = client.list_topics(timeout=10).topics
+        return all(
+            t.topic in md and md[t.topic].error is None and len(md[t.topic].partitions) == t.num_partitions
+            for t in topics
+        )
+
+    wait_for(listed, 60, what=f"the topics {[t.topic for t in topics]} in the broker's metadata")
+
+
+def program_entry(name: str, event: str, source: str = "p.es", **settings: Any) -> dict[str, Any]:
+    """The program most Kafka tests run, as a topology's ``programs`` entry: ``source`` reads
+    ``{name}-in`` as ``event``, writes ``{name}-out`` and its errors to ``{name}-err``. ``settings``
+    adds the program's other keys (``clock``, ``guarantee``, ``commit_interval_ms``...)."""
+    return {
+        "name": name,
+        "source": source,
+        **settings,
+        "inputs": [{"topic": f"{name}-in", "event": event}],
+        "outputs": {"default": f"{name}-out"},
+        "errors": f"{name}-err",
+    }
+
+
+def program_topology(
+    broker: Broker,
+    tmp: Path,
+    text: str,
+    prefix: str,
+    event: str,
+    *,
+    partitions: int | None = None,
+    settings: dict[str, Any] | None = None,
+    **extra: Any,
+) -> tuple[str, Path]:
+    """One program (``text``, written to ``tmp/p.es``) under a fresh name made from ``prefix``, in
+    a topology file (see ``program_entry``); its input topic gets ``partitions`` when given.
+    ``settings`` are the program's keys, ``extra`` the topology's (as for ``topology``). Returns
+    the program's name (its topics are ``{name}-in``, ``-out`` and ``-err``) and the file."""
+    name = unique(prefix)
+    (tmp / "p.es").write_text(text)
+    topics = {f"{name}-in": {"partitions": partitions}} if partitions is not None else None
+    return name, topology(broker, tmp, [program_entry(name, event, **(settings or {}))], topics, **extra)
+
+
+def worker_topologies(
+    broker: Broker,
+    tmp: Path,
+    programs: list[dict[str, Any]],
+    topics: dict[str, Any] | None,
+    workers: list[str],
+    **extra: Any,
+) -> list[Path]:
+    """The topology files of several workers of one application (``{w}.yaml``, each with its own
+    state folder ``state-{w}`` and static member id ``worker-{w}``), and the topics created, so
+    that workers started together find them rather than racing to create them."""
+    from eventscript.kafka.admin import Admin
+    from eventscript.kafka.config import load_topology
+
+    application = unique("app")
+    files = [
+        topology(
+            broker,
+            tmp,
+            programs,
+            topics,
+            file=f"{w}.yaml",
+            application=application,
+            state=f"state-{w}",
+            instance_id=f"worker-{w}",
+            **extra,
+        )
+        for w in workers
+    ]
+    first = load_topology(files[0])
+    Admin(first).prepare(first.programs)
+    return files
+
+
+def stop_workers(workers: list[subprocess.Popen[bytes]], grace: float = 60.0) -> None:
+    """Stops every worker still running as an operator would (SIGTERM to all, then waits), and
+    kills the one that does not stop within ``grace`` seconds: a test leaves no process behind."""
+    import signal
+
+    for w in workers:
+        if w.poll() is None:
+            w.send_signal(signal.SIGTERM)
+    for w in workers:
+        try:
+            w.wait(grace)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            w.wait()
+
+
+class RunnerThread:
+    """A ``TopologyRunner`` run in a thread of the test until it is idle, for tests that wrap its
+    clients (a ``ClientSupplier``) or read its workers and metrics: ``start`` returns once the
+    worker holds its tasks, ``finish`` waits for it to become idle and returns its status."""
+
+    def __init__(self, topology_path: Path, *, supplier: Any = None, until_idle: float = 3.0) -> None:
+        from eventscript.kafka.config import load_topology
+        from eventscript.kafka.supervisor import TopologyRunner
+
+        self.runner = TopologyRunner(load_topology(topology_path), supplier=supplier)
+        self.until_idle = until_idle
+        self.status: list[int] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        self.status.append(self.runner.run(until_idle=self.until_idle, install_signals=False))
+
+    def start(self, timeout: float = 60.0) -> RunnerThread:
+        self.runner.prepare()
+        self.thread.start()
+        wait_for(self.runner.ready, timeout, what="the worker to join")
+        return self
+
+    def finish(self, timeout: float = 180.0) -> int:
+        self.thread.join(timeout)
+        if self.thread.is_alive():
+            self.runner.stop()
+            self.thread.join(30)
+            raise AssertionError(f"the worker did not become idle within {timeout} s")
+        return self.status[0]
+
+    def faults(self) -> dict[str, float]:
+        """The worker's ``eventscript_faults_total`` counters by kind."""
+        return {
+            s.labels["kind"]: s.value
+            for fam in self.runner.metrics.registry.collect()
+            for s in fam.samples
+            if s.name == "eventscript_faults_total"
+        }
 
 
 def run_in_thread(

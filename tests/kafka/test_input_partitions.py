@@ -12,7 +12,7 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
-from kafka_helpers import Broker, topology, unique, wait_for
+from kafka_helpers import Broker, program_topology, wait_for
 
 from eventscript.kafka import input_partitions
 from eventscript.kafka.config import load_topology
@@ -27,22 +27,7 @@ def test_a_worker_stops_when_an_input_gets_more_partitions(
 ) -> None:
     broker.require_real("adding partitions (CreatePartitions)")
     monkeypatch.setattr(input_partitions, "CHECK_INTERVAL", 0.5)
-    name = unique("addparts")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(
-        broker,
-        tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
-        {f"{name}-in": {"partitions": 2}},
-    )
+    name, path = program_topology(broker, tmp_path, PROGRAM, "addparts", "Hit", partitions=2)
     runner = TopologyRunner(load_topology(path))
     runner.prepare()
     status: list[int] = []

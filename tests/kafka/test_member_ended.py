@@ -25,7 +25,16 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from kafka_helpers import Broker, KeyedProducer, Oracle, outputs_by_key, read_many, topology, unique, wait_for
+from kafka_helpers import (
+    Broker,
+    KeyedProducer,
+    Oracle,
+    RunnerThread,
+    outputs_by_key,
+    program_topology,
+    read_many,
+    wait_for,
+)
 
 from count_programs import COUNT
 
@@ -117,27 +126,15 @@ def test_fenced_producer_rejoins(broker: Broker, tmp_path: Path) -> None:
 
 def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
     from eventscript.kafka.clients import ClientSupplier
-    from eventscript.kafka.config import load_topology
-    from eventscript.kafka.supervisor import TopologyRunner
 
-    name = unique("fenced")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    topo_path = topology(
+    name, topo_path = program_topology(
         broker,
         tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "clock": "record",
-                "guarantee": guarantee,
-                "commit_interval_ms": 50,
-                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
-        {f"{name}-in": {"partitions": PARTITIONS}},
+        PROGRAM,
+        "fenced",
+        "Tick",
+        partitions=PARTITIONS,
+        settings={"clock": "record", "guarantee": guarantee, "commit_interval_ms": 50},
     )
     members: list[DyingConsumer] = []
     producers: list[FencedProducer] = []
@@ -154,12 +151,7 @@ def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
             members.append(DyingConsumer(client))
             return members[-1]
 
-    runner = TopologyRunner(load_topology(topo_path), supplier=Supplier())
-    runner.prepare()
-    result: list[int] = []
-    t = threading.Thread(target=lambda: result.append(runner.run(until_idle=3.0, install_signals=False)), daemon=True)
-    t.start()
-    wait_for(runner.ready, 60, what="the worker to join")
+    run = RunnerThread(topo_path, supplier=Supplier()).start()
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
     writing = producer.start(RECORDS, KEYS, rate=RATE)
     wait_for(lambda: producer.sent >= RECORDS // 3, 60, what="a third of the records written")
@@ -167,12 +159,7 @@ def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
     dying.armed.set()
     wait_for(lambda: dying.dead, 30, what="the fatal error delivered")
     writing.join(60)
-    t.join(180)
-    if t.is_alive():
-        runner.stop()
-        t.join(30)
-        raise AssertionError("the worker did not become idle")
-    assert result == [0], [w.failure for w in runner.workers]
+    assert run.finish(180) == 0, [w.failure for w in run.runner.workers]
     if failing == "consumer":
         assert len(members) >= 2, "the worker made no new consumer after its consumer failed fatally"
     else:  # (the consumer lives on: the tasks of its assignment are made again)
@@ -188,10 +175,5 @@ def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
     assert set(got) == set(oracle.outputs)
     for key, lines in oracle.outputs.items():
         assert got[key] == lines, f"key {key}: outputs differ from the uninterrupted run"
-    faults = {
-        s.labels["kind"]: s.value
-        for fam in runner.metrics.registry.collect()
-        for s in fam.samples
-        if s.name == "eventscript_faults_total"
-    }
+    faults = run.faults()
     assert faults["rejoined"] == 1, faults

@@ -13,12 +13,13 @@ from kafka_helpers import (
     KeyedProducer,
     TopicWatcher,
     outputs_by_partition,
+    program_entry,
     read_many,
     start_worker,
-    topology,
     uninterrupted,
     unique,
     wait_for,
+    worker_topologies,
 )
 
 PROGRAM = """
@@ -36,38 +37,11 @@ PARTITIONS = 4
 def test_workers_join_and_leave(broker: Broker, tmp_path: Path) -> None:
     broker.require_real("exactly-once with no deduplication")
     name = unique("group")
-    app = unique("app")
     (tmp_path / "p.es").write_text(PROGRAM)
-    program = [
-        {
-            "name": name,
-            "source": "p.es",
-            "clock": "record",
-            "commit_interval_ms": 50,
-            "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-            "outputs": {"default": f"{name}-out"},
-            "errors": f"{name}-err",
-        }
-    ]
-    topics = {f"{name}-in": {"partitions": PARTITIONS}}
-    files = [
-        topology(
-            broker,
-            tmp_path,
-            program,
-            topics,
-            file=f"w{i}.yaml",
-            application=app,
-            state=f"state{i}",
-            instance_id=f"worker{i}",
-        )
-        for i in range(3)
-    ]
-    from eventscript.kafka.admin import Admin
-    from eventscript.kafka.config import load_topology
-
-    t = load_topology(files[0])
-    Admin(t).prepare(t.programs)
+    program = program_entry(name, "Tick", clock="record", commit_interval_ms=50)
+    files = worker_topologies(
+        broker, tmp_path, [program], {f"{name}-in": {"partitions": PARTITIONS}}, ["w0", "w1", "w2"]
+    )
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
     writing = producer.start(3000, 40, rate=70)
     out = f"{name}-out"

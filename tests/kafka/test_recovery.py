@@ -14,7 +14,6 @@ injected through subclasses of the confluent-kafka clients; everything else is r
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,11 @@ from kafka_helpers import (
     Broker,
     KeyedProducer,
     Oracle,
+    RunnerThread,
     committed_states,
     outputs_by_key,
+    program_topology,
     read_many,
-    topology,
-    unique,
     wait_for,
 )
 
@@ -107,27 +106,15 @@ def _run_with_faults(
 ) -> None:
     from eventscript.kafka import worker as worker_module
     from eventscript.kafka.clients import ClientSupplier
-    from eventscript.kafka.config import load_topology
-    from eventscript.kafka.supervisor import TopologyRunner
 
-    name = unique("recover")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    topo_path = topology(
+    name, topo_path = program_topology(
         broker,
         tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "clock": "record",
-                "guarantee": guarantee,
-                "commit_interval_ms": 30,
-                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
-        {f"{name}-in": {"partitions": PARTITIONS}},
+        PROGRAM,
+        "recover",
+        "Tick",
+        partitions=PARTITIONS,
+        settings={"clock": "record", "guarantee": guarantee, "commit_interval_ms": 30},
     )
     consumer_cls, producer_cls = _clients(faults)
 
@@ -146,13 +133,8 @@ def _run_with_faults(
 
     monkeypatch.setattr(worker_module.ProgramWorker, "_open", _open)
 
-    runner = TopologyRunner(load_topology(topo_path), supplier=FaultySupplier())
-    runner.prepare()
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
-    result: list[int] = []
-    t = threading.Thread(target=lambda: result.append(runner.run(until_idle=3.0, install_signals=False)), daemon=True)
-    t.start()
-    wait_for(runner.ready, 60, what="the worker to join")  # the records must come while it runs
+    run = RunnerThread(topo_path, supplier=FaultySupplier()).start()  # the records must come while it runs
     # Records keep coming until every fault is injected and RECORDS_AFTER more were written after
     # the last one (a count of calls is reached sooner or later, however loaded the machine).
     writing = producer.start(RECORDS_MAX, KEYS, rate=RATE)
@@ -167,19 +149,9 @@ def _run_with_faults(
     finally:
         producer.stop.set()
         writing.join(60)
-    t.join(240)
-    if t.is_alive():
-        runner.stop()
-        t.join(30)
-        raise AssertionError("the worker did not become idle")
-    assert result == [0], [w.failure for w in runner.workers]
+    assert run.finish(240) == 0, [w.failure for w in run.runner.workers]
     assert faults.injected == len(faults.at), f"only {faults.injected} of {len(faults.at)} faults were injected"
-    faults_seen = {
-        s.labels["kind"]: s.value
-        for fam in runner.metrics.registry.collect()
-        for s in fam.samples
-        if s.name == "eventscript_faults_total"
-    }
+    faults_seen = run.faults()
     # (a commit refused for the group's generation makes the member rejoin instead of rewinding)
     assert faults_seen["rewound"] + faults_seen["rejoined"] >= faults.injected, faults_seen
 

@@ -11,20 +11,23 @@ import re
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-import yaml
 from kafka_helpers import (
+    FAST_GROUP,
     Broker,
     KeyedProducer,
     Oracle,
     TopicWatcher,
     outputs_by_key,
+    program_entry,
     read_many,
     start_worker,
-    topology,
+    stop_workers,
     unique,
     wait_for,
+    worker_topologies,
 )
 
 PROGRAM = """
@@ -46,6 +49,16 @@ def _assignments(log: Path) -> list[tuple[str, list[int]]]:
     ]
 
 
+def _two_workers(broker: Broker, tmp: Path, prefix: str, consumer: dict[str, Any]) -> tuple[str, list[Path]]:
+    """Workers a and b of one application (files a.yaml and b.yaml, topics created) running
+    PROGRAM on PARTITIONS partitions with the consumer settings ``consumer``."""
+    name = unique(prefix)
+    (tmp / "p.es").write_text(PROGRAM)
+    program = program_entry(name, "Tick", clock="record", commit_interval_ms=100)
+    topics = {f"{name}-in": {"partitions": PARTITIONS}}
+    return name, worker_topologies(broker, tmp, [program], topics, ["a", "b"], consumer=consumer)
+
+
 def _held(log: Path) -> set[int]:
     held: set[int] = set()
     for kind, parts in _assignments(log):
@@ -57,42 +70,16 @@ def _held(log: Path) -> set[int]:
 @pytest.mark.slow
 def test_a_worker_restarted_within_its_session_timeout_moves_no_task(broker: Broker, tmp_path: Path) -> None:
     broker.require_real("static membership")
-    name = unique("static")
-    app = unique("app")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    program = [
-        {
-            "name": name,
-            "source": "p.es",
-            "clock": "record",
-            "commit_interval_ms": 100,
-            "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-            "outputs": {"default": f"{name}-out"},
-            "errors": f"{name}-err",
-        }
-    ]
-    topics = {f"{name}-in": {"partitions": PARTITIONS}}
-    files = [
-        topology(
-            broker,
-            tmp_path,
-            program,
-            topics,
-            file=f"{w}.yaml",
-            application=app,
-            state=f"state-{w}",
-            instance_id=f"worker-{w}",
-        )
-        for w in ("a", "b")
-    ]
-    for f in files:  # the session timeout as deployed, not the tests' short one
-        f.write_text(f.read_text().replace("session.timeout.ms: 3000", f"session.timeout.ms: {SESSION_TIMEOUT_MS}"))
-    from eventscript.kafka.admin import Admin
+    name, files = _two_workers(
+        broker,
+        tmp_path,
+        "static",
+        {**FAST_GROUP, "session.timeout.ms": SESSION_TIMEOUT_MS},  # as deployed
+    )
     from eventscript.kafka.config import load_topology
 
     t = load_topology(files[0])
     assert t.kafka.static_membership and t.kafka.consumer["session.timeout.ms"] == SESSION_TIMEOUT_MS
-    Admin(t).prepare(t.programs)
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
     writing = producer.start(2400, 40, rate=60)
@@ -124,12 +111,7 @@ def test_a_worker_restarted_within_its_session_timeout_moves_no_task(broker: Bro
         watcher.close()
         producer.stop.set()
         writing.join(30)
-        for w in workers:
-            if w.poll() is None:
-                w.send_signal(signal.SIGTERM)
-        for w in workers:
-            if w.poll() is None and w.wait(60) is None:
-                w.kill()
+        stop_workers(workers)
 
     after = _assignments(logs[0])[restarted_at:]
     assert after and after[0] == ("assigned", sorted(a_tasks)), f"worker a got {after} back, had {sorted(a_tasks)}"
@@ -153,44 +135,11 @@ def test_the_default_session_timeout_outlasts_a_pod_restart(broker: Broker, tmp_
     the topology), a worker away for POD_RESTART_S gets its tasks back and the other worker sees
     no rebalance (failed with the old 10 s default: b took a's tasks, then gave them back)."""
     broker.require_real("static membership")
-    name = unique("static-default")
-    app = unique("app")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    program = [
-        {
-            "name": name,
-            "source": "p.es",
-            "clock": "record",
-            "commit_interval_ms": 100,
-            "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-            "outputs": {"default": f"{name}-out"},
-            "errors": f"{name}-err",
-        }
-    ]
-    topics = {f"{name}-in": {"partitions": PARTITIONS}}
-    files = [
-        topology(
-            broker,
-            tmp_path,
-            program,
-            topics,
-            file=f"{w}.yaml",
-            application=app,
-            state=f"state-{w}",
-            instance_id=f"worker-{w}",
-        )
-        for w in ("a", "b")
-    ]
-    for f in files:  # the worker's defaults, not the tests' short session
-        doc = yaml.safe_load(f.read_text())
-        doc["kafka"]["consumer"] = {}
-        f.write_text(yaml.safe_dump(doc, sort_keys=False))
-    from eventscript.kafka.admin import Admin
+    name, files = _two_workers(broker, tmp_path, "static-default", {})  # the worker's defaults, not the tests'
     from eventscript.kafka.config import load_topology
 
     t = load_topology(files[0])
     assert t.kafka.static_membership and "session.timeout.ms" not in t.kafka.consumer
-    Admin(t).prepare(t.programs)
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
     writing = producer.start(4000, 40, rate=60)
@@ -218,12 +167,7 @@ def test_the_default_session_timeout_outlasts_a_pod_restart(broker: Broker, tmp_
         watcher.close()
         producer.stop.set()
         writing.join(30)
-        for w in workers:
-            if w.poll() is None:
-                w.send_signal(signal.SIGTERM)
-        for w in workers:
-            if w.poll() is None and w.wait(60) is None:
-                w.kill()
+        stop_workers(workers)
 
     after = _assignments(logs[0])[restarted_at:]
     assert after and after[0] == ("assigned", sorted(a_tasks)), f"worker a got {after} back, had {sorted(a_tasks)}"

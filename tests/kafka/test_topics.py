@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka_helpers import Broker, topology, unique
+from kafka_helpers import Broker, create_topics, program_topology
 
 from eventscript.kafka.admin import Admin
 from eventscript.kafka.config import TopologyError, load_topology
@@ -18,26 +18,9 @@ PROGRAM = "in {string k;} Hit group(Hit.k)  out long N  ( Hit() { !>N(1); } )*"
 
 @pytest.mark.kafka
 def test_topics_managed_elsewhere_are_checked_not_created(broker: Broker, tmp_path: Path) -> None:
-    name = unique("managed")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(
-        broker,
-        tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
-        create_topics=False,
-    )
+    name, path = program_topology(broker, tmp_path, PROGRAM, "managed", "Hit", create_topics=False)
     topo = load_topology(path)
-    client = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for fut in client.create_topics([NewTopic(f"{name}-in", 2, 1)]).values():
-        fut.result(30)
+    create_topics(broker, [NewTopic(f"{name}-in", 2, 1)])
     with pytest.raises(TopologyError) as err:
         Admin(topo).prepare(topo.programs)
     message = str(err.value)
@@ -58,8 +41,7 @@ def test_topics_managed_elsewhere_are_checked_not_created(broker: Broker, tmp_pa
         NewTopic(topo.changelog_topic(topo.programs[0]), 3, 1),
         NewTopic(topo.repartition_topic(topo.programs[0]), 2, 1),
     ]
-    for fut in client.create_topics(wrong).values():
-        fut.result(30)
+    create_topics(broker, wrong)
     with pytest.raises(TopologyError, match="has 3 partitions but the inputs have 2"):
         Admin(topo).prepare(topo.programs)
 
@@ -71,22 +53,7 @@ def test_created_internal_topics_have_the_configuration_state_needs(broker: Brok
     from confluent_kafka.admin import ConfigResource
 
     broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
-    name = unique("configs")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(
-        broker,
-        tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
-        {f"{name}-in": {"partitions": 2}},
-    )
+    _, path = program_topology(broker, tmp_path, PROGRAM, "configs", "Hit", partitions=2)
     topo = load_topology(path)
     Admin(topo).prepare(topo.programs)
     client = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -108,22 +75,7 @@ def test_the_repartition_topic_keeps_records_until_they_are_committed(broker: Br
     from confluent_kafka.admin import ConfigResource
 
     broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
-    name = unique("repretention")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(
-        broker,
-        tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
-        {f"{name}-in": {"partitions": 2}},
-    )
+    _, path = program_topology(broker, tmp_path, PROGRAM, "repretention", "Hit", partitions=2)
     topo = load_topology(path)
     Admin(topo).prepare(topo.programs)
     client = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -139,25 +91,9 @@ def test_a_changelog_that_deletes_by_time_is_refused_at_start(broker: Broker, tm
     cleanup.policy=delete loses the state of quiet keys after its retention, silently; the start
     refuses it, naming the topic, the setting and the fix."""
     broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
-    name = unique("badchangelog")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(
-        broker,
-        tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
-        create_topics=False,
-    )
+    name, path = program_topology(broker, tmp_path, PROGRAM, "badchangelog", "Hit", create_topics=False)
     topo = load_topology(path)
     changelog = topo.changelog_topic(topo.programs[0])
-    client = AdminClient({"bootstrap.servers": broker.bootstrap})
     made = [
         NewTopic(f"{name}-in", 2, 1),
         NewTopic(f"{name}-out", 2, 1),
@@ -165,8 +101,7 @@ def test_a_changelog_that_deletes_by_time_is_refused_at_start(broker: Broker, tm
         NewTopic(topo.repartition_topic(topo.programs[0]), 2, 1),
         NewTopic(changelog, 2, 1, config={"cleanup.policy": "delete"}),
     ]
-    for fut in client.create_topics(made).values():
-        fut.result(30)
+    create_topics(broker, made)
     with pytest.raises(TopologyError) as err:
         Admin(topo).prepare(topo.programs)
     assert f"changelog topic {changelog} has cleanup.policy=delete" in str(err.value)
@@ -231,27 +166,10 @@ def test_a_repartition_topic_with_a_finite_retention_is_warned_of(
     import logging
 
     broker.require_real("reading topic configs back (Tansu 0.6 returns none)")
-    name = unique("oldrep")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(
-        broker,
-        tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
-        {f"{name}-in": {"partitions": 2}},
-    )
+    _, path = program_topology(broker, tmp_path, PROGRAM, "oldrep", "Hit", partitions=2)
     topo = load_topology(path)
     repartition = topo.repartition_topic(topo.programs[0])
-    client = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for fut in client.create_topics([NewTopic(repartition, 2, 1, config={"retention.ms": "604800000"})]).values():
-        fut.result(30)
+    create_topics(broker, [NewTopic(repartition, 2, 1, config={"retention.ms": "604800000"})])
     caplog.set_level(logging.WARNING, "eventscript.kafka.admin")
     Admin(topo).prepare(topo.programs)
     assert any(
