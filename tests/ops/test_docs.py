@@ -21,6 +21,7 @@ def exported() -> dict[str, set[str]]:
     m.restore_progress("p", {0: 1})
     m.event_times("p", {0: (1_000_000, 1)})
     m.count("p", "idle_partitions")
+    m.idle_now("p", lambda: 1)
     m.observe_commit("p", 0.1)
     m.observe_restore("p", 0.1)
     m.kafka.update(
