@@ -24,6 +24,7 @@ from task.test_event_time import run as run_in_memory  # noqa: E402
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
+
 def on_broker(path: Path, broker: Any, tmp: Path, guarantee: str) -> Path:
     """The shipped topology on the test broker (its partition counts: three or more per topic),
     with its own application id, topic names and state directory."""
