@@ -24,14 +24,6 @@ from task.test_event_time import run as run_in_memory  # noqa: E402
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
-#: Pipelines whose ids may differ from run to run (their records do not): records of one
-#: timestamp from different upstream tasks reach a task in the order they are fetched, and the
-#: first creates the instance whose origin names its timers' outputs (docs/topologies.md).
-TIES = {
-    "sensor-silence": "two averages of site A at one record time from two upstream tasks: which creates the "
-    "instance (and names its timer's output) depends on the fetch order"
-}
-
 
 def on_broker(path: Path, broker: Any, tmp: Path, guarantee: str) -> Path:
     """The shipped topology on the test broker (its partition counts: three or more per topic),
@@ -113,8 +105,6 @@ def test_shipped_topologies_on_kafka(path: Path, guarantee: str, broker: Any, tm
     assert run_in_thread(topology, until_idle=6.0, timeout=240) == 0
     got = results(broker, topology, path)
     assert {k: shown(v) for k, v in got.items()} == {k: shown(v) for k, v in simulated(path).items()}
-    if path.parent.name in TIES:
-        pytest.xfail(TIES[path.parent.name])
     reference = run_in_memory(path, None, 1, tmp_path / "memory").results()
     assert {k: [x["es-id"] for x in v] for k, v in got.items()} == {
         k: [x["es-id"] for x in v] for k, v in reference.items()

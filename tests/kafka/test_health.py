@@ -64,3 +64,33 @@ def test_health_readiness_and_metrics(broker: Broker, tmp_path: Path) -> None:
     time.sleep(0.2)
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
+
+
+@pytest.mark.kafka
+def test_readyz_lists_the_idle_source_partitions(broker: Broker, tmp_path: Path) -> None:
+    """A record-clock program with progress markers whose source partitions are read to their end
+    (nothing written): they hold no record time back, and /readyz and the metrics say so."""
+    name = unique("idle")
+    (tmp_path / "p.es").write_text(PROGRAM)
+    program = {
+        "name": name,
+        "source": "p.es",
+        "clock": "record",
+        "inputs": [{"topic": f"{name}-in", "event": "A"}],
+        "outputs": {"default": f"{name}-out"},
+    }
+    path = topology(broker, tmp_path, [program], {f"{name}-in": {"partitions": 2}}, event_time_markers=True)
+    port = free_port()
+    runner = TopologyRunner(load_topology(path), health_port=port)
+    runner.prepare()
+    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    t.start()
+    idle = f"{name}-in:0, {name}-in:1"
+    try:
+        wait_for(lambda: idle in _get(port, "/readyz")[1], 60, what="the idle partitions in /readyz")
+        code, text = _get(port, "/readyz")
+        assert code == 200 and text.startswith("ready\n") and f"{name}: ready; idle source partitions" in text, text
+        assert f'eventscript_idle_source_partitions{{program="{name}"}} 2.0' in _get(port, "/metrics")[1]
+    finally:
+        runner.stop()
+        t.join(60)

@@ -22,6 +22,7 @@ def exported() -> dict[str, set[str]]:
     m.event_times("p", {0: (1_000_000, 1)})
     m.count("p", "idle_partitions")
     m.count("p", "upgraded_carried")
+    m.idle_now("p", lambda: 1)
     m.observe_commit("p", 0.1)
     m.observe_restore("p", 0.1)
     m.kafka.update(

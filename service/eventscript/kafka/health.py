@@ -1,5 +1,6 @@
 """HTTP endpoints for orchestrators: /healthz (the process is alive and its workers loop),
-/readyz (every worker joined its group and restored its tasks), /metrics (Prometheus), and
+/readyz (every worker joined its group and restored its tasks; its body's first line says
+"ready" or "not ready", the next ones each program's readiness and idle source partitions), /metrics (Prometheus), and
 /state/<program>?key=... when the runner passes a state endpoint (kafka/state_endpoint.py)."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class HealthServer:
         ready: Callable[[], bool],
         metrics: Metrics | None = None,
         state: Callable[[str, str, str | None], tuple[int, bytes, str]] | None = None,
+        details: Callable[[], list[str]] | None = None,
     ) -> None:
         outer = self
 
@@ -32,7 +34,8 @@ class HealthServer:
                     self._answer(200 if outer.alive() else 503, b"ok\n" if outer.alive() else b"unhealthy\n")
                 elif path == "/readyz":
                     ok = outer.ready()
-                    self._answer(200 if ok else 503, b"ready\n" if ok else b"not ready\n")
+                    lines = ["ready" if ok else "not ready", *(outer.details() if outer.details else [])]
+                    self._answer(200 if ok else 503, "".join(f"{line}\n" for line in lines).encode())
                 elif path == "/metrics" and outer.metrics is not None:
                     self._answer(200, generate_latest(outer.metrics.registry), CONTENT_TYPE_LATEST)
                 elif path.startswith("/state/") and outer.state is not None:  # kafka/state_endpoint.py
@@ -54,6 +57,9 @@ class HealthServer:
         self.ready = ready
         self.metrics = metrics
         self.state = state
+        #: Lines after the first of /readyz (``readiness.readiness_lines``): each program's
+        #: readiness and idle source partitions.
+        self.details = details
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, name="health", daemon=True)

@@ -19,7 +19,10 @@ restore that never ends is seen while it runs, not only when it finishes.
 ``eventscript_event_time_seconds{program, task}`` is a record-time task's clock,
 ``eventscript_event_time_lag_seconds{program, task}`` the wall clock minus it, and
 ``eventscript_held_back_records{program, task}`` the records it holds back until every task
-writing its inputs has marked progress up to them (task/progress.py); the alert on a clock that
+writing its inputs has marked progress up to them (task/progress.py);
+``eventscript_idle_source_partitions{program}`` how many of its source partitions hold no record
+time back now for being idle (listed in /readyz; ``eventscript_idle_partitions_total`` counts each
+time one became so); the alert on a clock that
 stands still while its inputs grow is in observability/.
 ``eventscript_upgraded_instances_total{program, outcome}`` counts the instances of another version
 of the program converted as the tasks loaded them (carried, restarted, ended; refused: a task the
@@ -195,6 +198,13 @@ class Metrics:
             ["program", "outcome"],
             registry=self.registry,
         )
+        self.idle_partitions_now = Gauge(
+            "eventscript_idle_source_partitions",
+            "Source partitions that hold no record time back now: read to their end, nothing new for "
+            "their input's idle_timeout_ms (they are listed in /readyz)",
+            ["program"],
+            registry=self.registry,
+        )
         self.event_time = Gauge(
             "eventscript_event_time_seconds",
             "A task's record clock (Unix seconds): where its inputs' progress has let it come",
@@ -251,6 +261,10 @@ class Metrics:
         self.instance_gauge.labels(program).set(0)
         self.lag_gauge.labels(program).set(0)
         self.ready_gauge.labels(program).set_function(lambda: 1.0 if ready() else 0.0)
+
+    def idle_now(self, program: str, count: Callable[[], int]) -> None:
+        """eventscript_idle_source_partitions, read from the worker when scraped (as /readyz)."""
+        self.idle_partitions_now.labels(program).set_function(lambda: float(count()))
 
     def status(self, program: str, instances: int, lag: int) -> None:
         self.instance_gauge.labels(program).set(instances)

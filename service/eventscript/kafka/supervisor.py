@@ -27,6 +27,7 @@ from .admin import Admin
 from .clients import LIBRDKAFKA_LOG, ClientSupplier
 from .health import HealthServer
 from .metrics import Metrics
+from .readiness import idle_partitions, readiness_lines
 from .state_endpoint import StateEndpoint
 from .worker import ProgramWorker
 
@@ -124,6 +125,11 @@ class TopologyRunner:
 
             self.metrics.register(w.cfg.name, ready, w.partitions)
 
+            def idle(w: ProgramWorker = w) -> int:
+                return len(idle_partitions(w))
+
+            self.metrics.idle_now(w.cfg.name, idle)
+
     def alive(self) -> bool:
         return all(w.alive for w in self.workers)
 
@@ -162,7 +168,13 @@ class TopologyRunner:
         if self.health_port:
             state = StateEndpoint(self.topo, self.workers, lambda: self.health.port if self.health else 0)
             self.health = HealthServer(
-                self.health_host, self.health_port, self.alive, self.ready, self.metrics, state.answer
+                self.health_host,
+                self.health_port,
+                self.alive,
+                self.ready,
+                self.metrics,
+                state.answer,
+                lambda: readiness_lines(self.workers),
             ).start()
             log.info("health on http://%s:%d/healthz /readyz /metrics", self.health_host, self.health.port)
         if install_signals and threading.current_thread() is threading.main_thread():

@@ -12,6 +12,12 @@ Inputs written by other tasks on record time carry progress markers (``progress.
 their timestamps, so the merge releases records in record-time order across every upstream task.
 Markers never reach the program: ``add`` takes them out as they arrive (a marker speaks of the
 records before it, which are buffered by then).
+
+A gated task on several partitions *forwards ahead* (``Task.forward_ahead``): it re-publishes
+other tasks' records as soon as its own writers' progress passes them, before its merge waits,
+and marks its repartition progress from what it has re-published; its repartition partition is
+merged per source partition (``streams.py``), and a record of one of its sources waits for its
+other sources' frontiers (as the merge of the other tasks' records waits for their markers).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
 from .progress import IDLE, InputProgress, read_marker
 from .record import Record
+from .streams import SourceStreams
 
 
 @dataclass
@@ -59,6 +66,58 @@ class InputPartition:
     #: and how many times that happened (for the metrics).
     idled: bool = False
     times_idled: int = 0
+    #: Forwarding ahead (``Task.forward_ahead``, a gated task on several partitions). A source
+    #: partition's fetched records wait in ``inbox`` until its own writers' progress passes them
+    #: (at once when it is not gated); then those of other tasks are re-published and the task's
+    #: own go to ``buffer``. ``looked_to``: the offset after the last record taken from the inbox.
+    inbox: collections.deque[Record] | None = None
+    looked_to: int | None = None
+    #: The repartition partition's records per source partition (``streams.py``; None: in
+    #: ``buffer``, in offset order).
+    streams: SourceStreams | None = None
+
+    def pending(self) -> int:
+        """Records fetched and not processed yet (buffered, in the inbox or in the streams)."""
+        n = len(self.buffer)
+        if self.inbox is not None:
+            n += len(self.inbox)
+        if self.streams is not None:
+            n += len(self.streams)
+        return n
+
+    def head_ms(self) -> int | None:
+        """The record time of the next record the merge may take from this partition (None: none)."""
+        if self.streams is not None:
+            head = self.streams.head()
+            return head[0] if head is not None else None
+        return self.buffer[0].timestamp()[1] if self.buffer else None
+
+    def republished(self, now: float) -> int | None:
+        """With forwarding ahead, the record time before which this source partition has nothing
+        more to re-publish (ms; None: not known yet): every record it gave that belongs to another
+        task is re-published once its writers' progress passes it (at once, not gated), so only
+        the records in the inbox and those still to come count. Records kept for the task itself
+        do not: another task waiting on this one never waits on what this one waits for."""
+        if self.progress is not None:
+            w = self.progress.watermark
+            if w is None or not self.inbox:
+                return w
+            return min(w, min(m.timestamp()[1] for m in self.inbox))  # (one may sit behind a later one)
+        return MAX_FRONTIER if self._idle(now) else self.seen_ms
+
+    def settle_position(self, position: Position) -> None:
+        """With forwarding ahead: the position passes every record re-published or processed
+        before the first one still waiting."""
+        if self.streams is not None:
+            to = self.streams.first_offset()
+        elif self.buffer:
+            to = self.buffer[0].offset()
+        elif self.inbox:
+            to = self.inbox[0].offset()
+        else:
+            to = self.looked_to
+        if to is not None and to > position.get(self.name, -1):
+            position[self.name] = to
 
     def frontier(self, now: float) -> int | None:
         """The record time before which this partition has nothing more to give (ms): its first
@@ -68,18 +127,26 @@ class InputPartition:
         nothing back (``MAX_FRONTIER``; ``idled`` says it happened)."""
         if self.progress is not None:
             w = self.progress.watermark
-            if w is not None and self.buffer:
-                return min(w, self.buffer[0].timestamp()[1])
+            head = self.head_ms()
+            if w is not None and head is not None:
+                return min(w, head)
             return w
         if self.buffer:
             return self.buffer[0].timestamp()[1]
-        cfg = self.config
-        if self.eof and cfg is not None and (now - self.seen_at) * 1000 >= (cfg.idle_timeout_ms or 0):
-            if not self.idled:
-                self.idled = True
-                self.times_idled += 1
+        if self._idle(now):
             return MAX_FRONTIER  # caught up and idle: what is not written yet is not waited for
         return self.seen_ms
+
+    def _idle(self, now: float) -> bool:
+        """A source partition read to its end with nothing new for its ``idle_timeout_ms``
+        (noted in ``idled`` and counted in ``times_idled`` once each time)."""
+        cfg = self.config
+        if not (self.eof and cfg is not None and (now - self.seen_at) * 1000 >= (cfg.idle_timeout_ms or 0)):
+            return False
+        if not self.idled:
+            self.idled = True
+            self.times_idled += 1
+        return True
 
     def __post_init__(self) -> None:
         self.name = tp_name(self.topic, self.partition)
@@ -104,6 +171,9 @@ class PartitionGroup:
         #: The gated inputs (none: the merge is today's), and the records held back when the
         #: last ``process`` stopped at their watermark.
         self.gated: list[InputPartition] = []
+        #: Forwarding ahead: the ungated source partitions, whose frontiers bound the merge too (the
+        #: task's records of one source are not held back waiting for another's to be fetched).
+        self.sources: list[InputPartition] = []
         self.held_back = 0
         #: Markers read (for the metrics).
         self.markers_read = 0
@@ -111,6 +181,17 @@ class PartitionGroup:
     def gate(self) -> None:
         """Take note of which inputs are gated (after their ``progress`` is set)."""
         self.gated = [ip for ip in self.inputs if ip.progress is not None]
+
+    def forward_ahead(self) -> None:
+        """The task re-publishes other tasks' records as it fetches them (``Task.forward_ahead``):
+        its source partitions' records wait in an inbox, its gated repartition partition's in one
+        queue per source partition (set before the first record)."""
+        for ip in self.inputs:
+            if ip.config is not None:
+                ip.inbox = collections.deque()
+            elif ip.progress is not None:
+                ip.streams = SourceStreams()
+        self.sources = [ip for ip in self.inputs if ip.config is not None and ip.progress is None]
 
     def watermark(self) -> int | None:
         """The least watermark of the gated inputs: records up to it may be released (None: one
@@ -124,15 +205,28 @@ class PartitionGroup:
                 bound = w
         return bound
 
-    def frontier(self, *, external_only: bool = False) -> int | None:
-        """The least frontier of the inputs (``InputPartition.frontier``; with ``external_only``
-        of the inputs that are not the repartition topic): the record time before which the task
-        has nothing more to process, or to re-publish."""
+    def _sources_bound(self) -> int | None:
+        """Forwarding ahead: the least frontier of the ungated sources with nothing buffered (None:
+        one has given nothing yet). A record of one source waits until the others have given (or
+        are idle at) what comes before it, as the other tasks' repartition markers wait for their
+        sources (``republished``); a source with records buffered is merged by its first one."""
+        now = time.monotonic()
+        bound = MAX_FRONTIER
+        for ip in self.sources:
+            if not ip.buffer:
+                f = ip.frontier(now)
+                if f is None:
+                    return None
+                if f < bound:
+                    bound = f
+        return bound
+
+    def frontier(self) -> int | None:
+        """The least frontier of the inputs (``InputPartition.frontier``): the record time before
+        which the task has nothing more to process."""
         now = time.monotonic()
         least = MAX_FRONTIER
         for ip in self.inputs:
-            if external_only and ip.config is None:
-                continue
             f = ip.frontier(now)
             if f is None:
                 return None
@@ -153,7 +247,7 @@ class PartitionGroup:
                 self.markers_read += 1
                 if ip.progress is not None:
                     ip.progress.hear(*marker)
-                if not ip.buffer:  # everything before it is processed: the position passes it
+                if not ip.pending():  # everything before it is processed: the position passes it
                     self.position[ip.name] = msg.offset() + 1
                 return False
         ts = msg.timestamp()[1]
@@ -161,7 +255,12 @@ class PartitionGroup:
             ip.seen_ms = ts
         ip.seen_at = time.monotonic()
         ip.idled = False
-        ip.buffer.append(msg)
+        if ip.streams is not None:
+            ip.streams.append(msg)
+        elif ip.inbox is not None:
+            ip.inbox.append(msg)
+        else:
+            ip.buffer.append(msg)
         ip.eof = False
         return True
 
@@ -172,20 +271,38 @@ class PartitionGroup:
 
     def drained(self) -> bool:
         """Every input is at its end with nothing buffered."""
-        return all(ip.eof and not ip.buffer for ip in self.inputs)
+        return all(ip.eof and not ip.pending() for ip in self.inputs)
 
     def clear(self) -> None:
         """Drop the buffered records and the positions reached (a rewind: they are read again)."""
         for ip in self.inputs:
-            ip.buffer.clear()
             ip.eof = False
-        self._forget_progress()
+        self.drop_buffered()
         self.position = {}
+
+    def republished(self) -> int | None:
+        """The least ``InputPartition.republished`` of the inputs that are not the repartition
+        topic: how far the task has re-published (ms; None: not known yet)."""
+        now = time.monotonic()
+        least = MAX_FRONTIER
+        for ip in self.inputs:
+            if ip.config is None:
+                continue
+            f = ip.republished(now)
+            if f is None:
+                return None
+            if f < least:
+                least = f
+        return least
 
     def drop_buffered(self) -> None:
         """Drop the buffered records (fetched before a seek), keeping the end marks."""
         for ip in self.inputs:
             ip.buffer.clear()
+            if ip.inbox is not None:
+                ip.inbox.clear()
+            if ip.streams is not None:
+                ip.streams.clear()
         self._forget_progress()
 
     def _forget_progress(self) -> None:
@@ -197,6 +314,7 @@ class PartitionGroup:
         for ip in self.inputs:
             ip.seen_ms = None
             ip.idled = False
+            ip.looked_to = None
             if ip.progress is not None:
                 ip.progress = InputProgress(ip.progress.writers)
         self.gate()
@@ -255,13 +373,20 @@ class PartitionGroup:
     def _process_gated(self, process_one: Callable[[InputPartition, Any], None]) -> int:
         """``process`` with gated inputs: records in timestamp order up to the watermark (no idle
         wait: the markers say what may still come); the rest are held back."""
-        bound = self.watermark()
+        watermark = self.watermark()
         done = 0
         inputs = self.inputs
         position = self.position
-        while bound is not None:
-            nonempty = [ip for ip in inputs if ip.buffer]
-            if len(nonempty) == 1:  # nothing to merge: take its records in offset order up to the bound
+        while watermark is not None:
+            bound = watermark
+            if self.sources:
+                sources = self._sources_bound()
+                if sources is None:
+                    break
+                bound = min(sources, watermark)
+            nonempty = [ip for ip in inputs if ip.buffer or ip.streams]
+            if len(nonempty) == 1 and nonempty[0].streams is None:
+                # nothing to merge: take its records in offset order up to the bound
                 ip = nonempty[0]
                 buf = ip.buffer
                 msg = None
@@ -275,17 +400,33 @@ class PartitionGroup:
                         position[ip.name] = msg.offset() + 1
                 break
             best: InputPartition | None = None
-            best_key: tuple[int, int] | None = None
-            for ip in inputs:
-                if ip.buffer:
-                    k = (ip.buffer[0].timestamp()[1], ip.order)
-                    if best_key is None or k < best_key:
-                        best, best_key = ip, k
+            best_key: tuple[int, int, tuple[str, int]] | None = None
+            for ip in nonempty:
+                if ip.streams is not None:
+                    head = ip.streams.head()
+                    if head is None:
+                        continue
+                    k = (head[0], ip.order, head[1])
+                else:
+                    k = (ip.buffer[0].timestamp()[1], ip.order, NO_SOURCE)
+                if best_key is None or k < best_key:
+                    best, best_key = ip, k
             if best is None or best_key is None or best_key[0] > bound:
                 break
-            msg = best.buffer.popleft()
-            process_one(best, msg)
-            position[best.name] = msg.offset() + 1
+            if best.streams is not None:
+                msg = best.streams.pop(best_key[2])
+                process_one(best, msg)  # (its position: settle_position)
+            else:
+                msg = best.buffer.popleft()
+                process_one(best, msg)
+                position[best.name] = msg.offset() + 1
             done += 1
-        self.held_back = sum(len(ip.buffer) for ip in inputs)
+        for ip in inputs:
+            if ip.inbox is not None or ip.streams is not None:
+                ip.settle_position(position)
+        self.held_back = sum(ip.pending() for ip in inputs)
         return done
+
+
+#: The tie key of a record that is not a re-published one (``streams.py``).
+NO_SOURCE = ("", -1)

@@ -189,6 +189,9 @@ class Task:
         #: Progress markers (``set_progress``): what the task writes them on, and the progress it
         #: last wrote on each topic (the repartition topic's is how far it has re-published).
         self.progress_plan: ProgressPlan | None = None
+        #: Forward ahead (``forward_ahead``): a gated task on several partitions re-publishes the
+        #: records of other tasks as they are fetched, not when its merge reaches them.
+        self._ahead = False
         self._marked: dict[str, int] = {}
         self._resend_at = 0.0
         for out in program.program.outputs:
@@ -517,9 +520,76 @@ class Task:
             process_one = self._filtered_one
         else:
             process_one = self._process_one
+        forwarded = self.forward_ahead() if self._ahead else 0
         done = self.group.process(max_idle_ms, process_one)
-        self.counts["processed"] += done
-        return done
+        self.counts["processed"] += done + forwarded
+        return done + forwarded
+
+    def forward_ahead(self) -> int:
+        """Re-publish every record of another task's group key as soon as it may go, as Kafka
+        Streams' repartitioning sub-topology does, and keep the task's own for the merge; returns
+        how many were re-published. A source partition's records may go at once, a gated one's
+        once its writers' progress passes them (in its offset order, as the merge would take
+        them). A gated task holds its own records back until its inputs' writers have progressed
+        past them, the other tasks of its program among them (they write the repartition topic):
+        were their records held back too, each task's repartition marker would wait on its own
+        held records, and the tasks would wait on each other while input keeps coming. So the
+        marker speaks only of what is re-published (``PartitionGroup.republished``), and the
+        position passes the records re-published before the first one still waiting
+        (``InputPartition.settle_position``)."""
+        if self.state is not TaskState.RUNNING:
+            return 0
+        forwarded = 0
+        position = self.group.position
+        for ip in self.inputs:
+            cfg, inbox = ip.config, ip.inbox
+            if cfg is None or not inbox:
+                continue
+            bound = MAX_FRONTIER if ip.progress is None else ip.progress.watermark
+            if bound is None:
+                continue
+            buf = ip.buffer
+            while inbox and inbox[0].timestamp()[1] <= bound:
+                msg = inbox.popleft()
+                target = self._elsewhere(ip, msg)
+                if target is None:
+                    buf.append(msg)
+                else:
+                    self._forward(msg, cfg, *target)
+                    forwarded += 1
+                ip.looked_to = msg.offset() + 1
+            ip.settle_position(position)
+        return forwarded
+
+    def _elsewhere(self, ip: InputPartition, msg: Record) -> tuple[int, bytes | None] | None:
+        """Where a source record goes when another task runs its group key (its partition and the
+        re-published record's key); None when this task processes it (its key is this task's, or
+        it is a tick or a record that gives an ``$error`` here, at its time in the merge)."""
+        headers = msg.headers()
+        if msg.timestamp()[1] > self.clock.max_record_ms or (
+            headers and codec.header(headers, codec.HEADER_TICK) is not None
+        ):
+            return None
+        try:
+            name, value = ip.decode(msg.value(), headers)
+        except BadRecord:
+            return None
+        if not self.grouped:
+            if self.partition == 0 or (ip.config is not None and ip.config.keyed and msg.key() is None):
+                return None
+            return 0, msg.key()
+        if ip.needs_key and msg.key() is None:
+            return None
+        key = ip.key_fn(None, value) if ip.key_fn is not None else self.engine.group_key(name, value)
+        if key is None:
+            return None
+        rb = self._route(key) if self._route is not None else self.routing.route_key(key)
+        target = self._placed.get(rb)
+        if target is None:
+            target = self.routing.place(rb)
+        if target == self.partition or target == NOT_OWNED:
+            return None
+        return target, rb
 
     def _observed_one(self, ip: InputPartition, msg: Record) -> None:
         """``_process_one`` told to the observer."""
@@ -741,6 +811,9 @@ class Task:
                 if writers:
                     ip.progress = InputProgress(writers)
         self.group.gate()
+        self._ahead = bool(self.group.gated) and self.partitions > 1 and self.routing.key_filter is None
+        if self._ahead:
+            self.group.forward_ahead()
 
     @property
     def held_back(self) -> int:
@@ -762,8 +835,8 @@ class Task:
         """Write markers of the task's progress on every partition of its marked topics, where
         it moved since last written, and everywhere every ``RESEND_S`` or with ``force`` (so that
         a reader that restarted after a quiet task's last marker hears from it again); returns
-        how many were written. The host calls it as it commits: the markers go in the batch of
-        the outputs before them."""
+        how many records were written (with the records re-published first: ``forward_ahead``).
+        The host calls it as it commits: the markers go in the batch of the outputs before them."""
         plan = self.progress_plan
         if plan is None or self.state is not TaskState.RUNNING:
             return 0
@@ -771,6 +844,9 @@ class Task:
         if now >= self._resend_at:
             force = True
             self._resend_at = now + RESEND_S
+        # Records fetched since the last ``process`` that go to other tasks: the marker after them.
+        forwarded = self.forward_ahead() if self._ahead else 0
+        self.counts["processed"] += forwarded
         written = 0
         clock_ms = self.clock.now() // 1000  # every later output has a timestamp at least this
         # ... unless every input is idle with nothing buffered: then nothing comes until they
@@ -778,7 +854,7 @@ class Task:
         output = MAX_FRONTIER if self.group.frontier() == MAX_FRONTIER else clock_ms
         targets = [(t, n, output) for t, n in plan.outputs.items()]
         if plan.repartition:
-            republished = self.group.frontier(external_only=True)  # every later copy is at least this
+            republished = self.group.republished()  # every later copy is at least this
             if republished is not None:
                 targets.append((self.repartition_topic, plan.tasks, republished))
         for topic, partitions, progress in targets:
@@ -798,7 +874,7 @@ class Task:
             self.counts["idle_partitions"] += idled
             for ip in self.inputs:
                 ip.times_idled = 0
-        return written
+        return written + forwarded
 
     # -- committing ----------------------------------------------------------------------------------
 

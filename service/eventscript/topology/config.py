@@ -313,10 +313,10 @@ class Topology(_Model):
     #: Progress markers (docs/topologies.md, "Event time across topics"): record-clock programs
     #: mark how far they have written, and a later stage's tasks wait for every writer before they
     #: move their clock, so pipelines on several partitions give the simulated answer. Off by
-    #: default in this version: with them on, the tasks of a record-clock program on several
-    #: partitions also wait on each other's markers on their repartition topic, and while input
-    #: keeps coming they can stall until it pauses (a known fault). Off, a task merges what it has
-    #: fetched, as before: a later stage on several partitions may process upstream records late.
+    #: default in this version: with them on, a task's clock also follows its program's other
+    #: tasks (their repartition markers), which the backfill does not yet do, so a backfill's
+    #: output would differ from the live worker's. Off, a task merges what it has fetched, as
+    #: before: a later stage on several partitions may process upstream records late.
     event_time_markers: bool = False
     state_dir: str = "state"
     #: Identifies this worker for transactions (stable across restarts of the same worker).
