@@ -65,6 +65,7 @@ from .producer import BatchProducer
 from .restore import Restoration, RestoreError
 from .standby import Standbys, standby_tasks
 from .state import Position, tp_name
+from .topic_ids import topic_id
 
 log = logging.getLogger("eventscript.kafka.worker")
 
@@ -307,6 +308,7 @@ class ProgramWorker:
                 self.state_root,
                 reader,
                 lambda tps: self._member().committed(tps, timeout=1.0),
+                self._changelog_id,
             )
 
     def _new_producer(self) -> None:
@@ -1070,6 +1072,7 @@ class ProgramWorker:
             self._restore_started = time.monotonic()
             try:
                 committed = self._committed(tasks)
+                changelog_id = self._changelog_id()
             except KafkaException as exc:
                 log.warning(
                     "%s: cannot read the committed offsets to restore tasks %s (%s); retrying",
@@ -1083,7 +1086,12 @@ class ProgramWorker:
             # batch that never committed, which the task must write again (issue 20, faults 1, 2).
             replay = {task.partition: task for task in tasks}
             self._restoring = Restoration(
-                self.cfg.name, self._restorer, self.changelog_topic, replay, {p: committed[p] for p in replay}
+                self.cfg.name,
+                self._restorer,
+                self.changelog_topic,
+                replay,
+                {p: committed[p] for p in replay},
+                changelog_id,
             )
             try:
                 self._restoring.begin()
@@ -1118,6 +1126,13 @@ class ProgramWorker:
             self.metrics.observe_restore(self.cfg.name, time.monotonic() - self._restore_started)
             self.metrics.restore_progress(self.cfg.name, {})
             self.metrics.status(self.cfg.name, sum(t.engine.instance_count for t in self.tasks.values()), 0)
+
+    def _changelog_id(self) -> str | None:
+        """The changelog's topic id now, which the restore and the standbys compare with the one
+        a store was written from (a recreated changelog: issue 20 fault 5)."""
+        if self._admin is None:
+            self._admin = self.supplier.admin(clients.admin_config(self.topo.kafka))
+        return topic_id(self._admin, self.changelog_topic)
 
     def _committed(self, tasks: list[Task]) -> dict[int, Position]:
         assert self.consumer is not None
