@@ -35,7 +35,12 @@ ChangelogRecord = tuple[int, int, bytes, "bytes | None", "bytes | None"]
 
 
 class RestoreError(Exception):
-    pass
+    """A changelog replay cannot go on. ``transient``: the broker answered with an error that may
+    pass (a partition's leader moving after a broker outage): the restore is tried again."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 def read_changelog(program: str, consumer: Any, batch: int, timeout: float) -> tuple[list[ChangelogRecord], set[int]]:
@@ -94,7 +99,8 @@ def start_offset(
     except KafkaException as exc:
         raise RestoreError(
             f"{program}: cannot read the end of changelog {topic}:{partition} to check task "
-            f"{partition}'s local store against it: {exc}"
+            f"{partition}'s local store against it: {exc}",
+            transient=not (exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].fatal()),
         ) from exc
     if checkpoint <= end:
         return _kept(store, changelog_id, kept, checkpoint)

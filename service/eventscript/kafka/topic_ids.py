@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 
 #: Seconds to wait for a topic's description.
 DESCRIBE_TIMEOUT = 10.0
@@ -23,6 +23,8 @@ def topic_id(admin: Any, topic: str, timeout: float = DESCRIBE_TIMEOUT) -> str |
     try:
         description = futures[topic].result(timeout=timeout + 5)
     except TimeoutError as exc:  # (the request's own timeout answers first, as a KafkaException)
-        raise KafkaException(f"no description of topic {topic} within {timeout} s") from exc
+        raise KafkaException(
+            KafkaError(KafkaError._TIMED_OUT, f"no description of topic {topic} within {timeout} s")
+        ) from exc
     found = str(description.topic_id) if description.topic_id is not None else ""
     return found if found and found != NO_ID else None
