@@ -176,6 +176,11 @@ class ProgramWorker:
         self.failure: BaseException | None = None
         #: A transactional call is waiting for the broker (not ready meanwhile).
         self._txn_waiting = False
+        #: When the transactional call under way started (None: none). librdkafka's
+        #: send_offsets_to_transaction ignores its timeout while the broker does not answer
+        #: (librdkafka issue 5456): it blocks until its request times out (socket.timeout.ms, 60 s),
+        #: so a call past its slice is seen from here (``ready``), not from a timeout it never gets.
+        self._txn_call_since: float | None = None
         #: Stopped with the batch unresolved -- a transactional call or an at-least-once offset
         #: commit whose outcome is unknown, or a batch half produced (the producer's queue stayed
         #: full): nothing more is committed, aborted or flushed; the next start processes it again.
@@ -234,10 +239,16 @@ class ProgramWorker:
             and not self.assignment_lost
             and not self.commit_failed
             and not self._txn_waiting
+            and not self._txn_overdue()
             and not self._rewinding
             and not self.restore_queue
             and all(t.restored for t in list(self.tasks.values()))
         )
+
+    def _txn_overdue(self) -> bool:
+        """A transactional call has been under way longer than it was allowed (see _txn_call_since)."""
+        since = self._txn_call_since
+        return since is not None and time.monotonic() - since > TXN_SLICE
 
     @property
     def alive(self) -> bool:
@@ -371,11 +382,18 @@ class ProgramWorker:
             ) from exc
         log.warning("%s: %s; closing every task without committing and joining the group again", self.cfg.name, exc)
         self._fault("rejoined")
-        if exc.producer_failed and self.output is not None:
+        producer_failed = exc.producer_failed
+        if not producer_failed and self.output is not None and self.output.txn_open:
+            try:
+                self._abort()
+            except MemberEnded as fenced:  # the producer was fenced too: replaced below
+                log.warning("%s: %s", self.cfg.name, fenced)
+                producer_failed = True
+        if producer_failed and self.output is not None:
             self.output.txn_open = False  # a failed producer's transaction cannot be aborted: the broker ends it
         owned = sorted(self.tasks)
         self._drop_all_tasks()
-        if exc.producer_failed and self.producer is not None:
+        if producer_failed and self.producer is not None:
             old_producer, self.producer = self.producer, None
             try:
                 old_producer.purge()  # its queued records belong to the failed transaction
@@ -388,6 +406,9 @@ class ProgramWorker:
             self._on_assign(consumer, [TopicPartition(self.rep_topic, p) for p in owned])
             return
         old, self.consumer = self.consumer, None
+        # Not ready until the new member has its assignment: with no task left, ``ready`` would
+        # otherwise hold (every task of none restored) while the member is not in the group yet.
+        self.assigned_once = False
         if old is not None:
             try:
                 old.close()  # (no task left: the revoke callback commits nothing)
@@ -399,7 +420,11 @@ class ProgramWorker:
     def _drop_all_tasks(self) -> None:
         """Close every task without committing and forget the batch: nothing of it was committed."""
         if self.output is not None and self.output.txn_open:
-            self._abort()
+            try:
+                self._abort()
+            except MemberEnded as fenced:  # the broker ends a fenced producer's transaction
+                log.warning("%s: %s", self.cfg.name, fenced)
+                self.output.txn_open = False
         for task in self.tasks.values():
             task.close()
         self.tasks.clear()
@@ -861,8 +886,11 @@ class ProgramWorker:
         waited = 0
         try:
             while True:
+                started = self._txn_call_since = time.monotonic()
                 try:
                     call(min(TXN_TIMEOUT, TXN_SLICE))
+                    if waited == 0 and fault is not None and time.monotonic() - started > TXN_SLICE:
+                        self._fault(fault)  # it waited for the broker past its slice (librdkafka 5456)
                     return
                 except KafkaException as exc:
                     err: KafkaError = exc.args[0]
@@ -882,6 +910,7 @@ class ProgramWorker:
                     log.warning("%s: %s the transaction: %s; resuming the call (%d)", self.cfg.name, what, err, waited)
         finally:
             self._txn_waiting = False
+            self._txn_call_since = None
 
     def _abort(self) -> None:
         """Abort the open transaction (resumed while it times out, as ``_txn_call`` says)."""
@@ -890,6 +919,12 @@ class ProgramWorker:
         try:
             self._txn_call("aborting", lambda t: producer.abort_transaction(t))
         except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.fatal():
+                # Fenced while the commit failed (the broker aborted the transaction when it timed
+                # out, a broker outage longer than transaction.timeout.ms, and bumped the epoch):
+                # the broker ended the transaction; close the tasks and rejoin with a new producer.
+                raise MemberEnded(f"aborting the transaction failed fatally: {err}", producer_failed=True) from exc
             raise WorkerError(f"{self.cfg.name}: cannot abort the transaction: {exc}") from exc
         assert self.output is not None
         self.output.txn_open = False
@@ -1032,7 +1067,11 @@ class ProgramWorker:
         self.assignment_lost = True
         self._fault("assignment_lost")
         if self.output is not None and self.output.txn_open:
-            self._abort()
+            try:
+                self._abort()
+            except MemberEnded as fenced:  # (inside a rebalance callback: raised once it returns)
+                self.output.txn_open = False
+                self._ended = fenced
         lost = [tp.partition for tp in partitions if tp.topic == self.rep_topic]
         tps: list[TopicPartition] = []
         for p in lost:
@@ -1096,7 +1135,12 @@ class ProgramWorker:
             try:
                 self._restoring.begin()
             except RestoreError as exc:
-                raise WorkerError(str(exc)) from exc
+                if not exc.transient:
+                    raise WorkerError(str(exc)) from exc
+                # (a leader moving after a broker outage: the tasks stay paused in restore_queue)
+                log.warning("%s: %s; retrying", self.cfg.name, exc)
+                self._restoring = None
+                return
         restoration = self._restoring
         for p in list(restoration.tasks):
             if self.tasks.get(p) is not restoration.tasks[p]:
