@@ -88,14 +88,20 @@ class DyingConsumer:
 
 class FencedProducer:
     """The worker's real producer, whose first ``commit_transaction`` after ``arm()`` fails with a
-    fatal ``_FENCED`` error, as does every transactional call after it (as librdkafka's)."""
+    fatal ``_FENCED`` error, as does every transactional call after it (as librdkafka's).
+
+    ``on_abort``: that commit fails with an abortable timeout instead, and the abort that follows
+    finds the producer fenced (a broker outage past transaction.timeout.ms: the broker aborted the
+    transaction and bumped the epoch; seen in test_outages.py's broker outage)."""
 
     CALLS = ("begin_transaction", "send_offsets_to_transaction", "commit_transaction", "abort_transaction")
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, on_abort: bool = False) -> None:
         self._client = client
         self.armed = threading.Event()
         self.dead = False
+        self.on_abort = on_abort
+        self._timed_out = False
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._client, name)
@@ -103,7 +109,13 @@ class FencedProducer:
             return attr
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if self.dead or (name == "commit_transaction" and self.armed.is_set()):
+            if self.on_abort and not self._timed_out and name == "commit_transaction" and self.armed.is_set():
+                self._timed_out = True
+                raise KafkaException(
+                    KafkaError(KafkaError._TIMED_OUT, "injected: commit timed out", txn_requires_abort=True)
+                )
+            fenced_now = (name == "abort_transaction") if self.on_abort else (name == "commit_transaction")
+            if self.dead or (fenced_now and self.armed.is_set() and (self._timed_out or not self.on_abort)):
                 self.dead = True
                 raise KafkaException(KafkaError(KafkaError._FENCED, "injected: producer fenced", fatal=True))
             return attr(*args, **kwargs)
@@ -124,7 +136,15 @@ def test_fenced_producer_rejoins(broker: Broker, tmp_path: Path) -> None:
     _run(broker, tmp_path, "exactly_once", "producer")
 
 
-def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_producer_fenced_when_aborting_a_failed_commit_rejoins(broker: Broker, tmp_path: Path) -> None:
+    """The commit fails (abortable) and the abort finds the producer fenced: on 6353945 the worker
+    failed ("cannot abort the transaction: ... fenced"); it must rejoin with a new producer."""
+    _run(broker, tmp_path, "exactly_once", "producer", fenced_on_abort=True)
+
+
+def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str, fenced_on_abort: bool = False) -> None:
     from eventscript.kafka.clients import ClientSupplier
 
     name, topo_path = program_topology(
@@ -141,7 +161,7 @@ def _run(broker: Broker, tmp_path: Path, guarantee: str, failing: str) -> None:
 
     class Supplier(ClientSupplier):
         def producer(self, conf: dict[str, Any]) -> Any:
-            producers.append(FencedProducer(super().producer(conf)))
+            producers.append(FencedProducer(super().producer(conf), on_abort=fenced_on_abort))
             return producers[-1]
 
         def consumer(self, conf: dict[str, Any]) -> Any:

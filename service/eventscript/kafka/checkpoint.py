@@ -362,6 +362,12 @@ class Checkpoint:
         try:
             self.waits.txn_call("aborting", lambda t: producer.abort_transaction(t))
         except KafkaException as exc:
+            err: KafkaError = exc.args[0]
+            if err.fatal():
+                # Fenced while the commit failed (the broker aborted the transaction when it timed
+                # out, a broker outage longer than transaction.timeout.ms, and bumped the epoch):
+                # the broker ended the transaction; close the tasks and rejoin with a new producer.
+                raise MemberEnded(f"aborting the transaction failed fatally: {err}", producer_failed=True) from exc
             raise WorkerError(f"{self.name}: cannot abort the transaction: {exc}") from exc
         output.txn_open = False
         self._fault("transaction_aborted")

@@ -37,7 +37,12 @@ ChangelogRecord = tuple[int, int, bytes, "bytes | None", "bytes | None", "bytes 
 
 
 class RestoreError(Exception):
-    pass
+    """A changelog replay cannot go on. ``transient``: the broker answered with an error that may
+    pass (a partition's leader moving after a broker outage): the restore is tried again."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 def keep_info(infos: dict[bytes, bytes | None], key: bytes, value: bytes | None, info: bytes | None) -> None:
@@ -73,24 +78,46 @@ def read_changelog(program: str, consumer: Any, batch: int, timeout: float) -> t
     return records, at_end
 
 
-def start_offset(program: str, consumer: Any, topic: str, partition: int, store: TaskStore, who: str) -> int:
-    """Where to read a task's changelog from: the store's checkpoint, unless it is beyond the
-    changelog's end -- the changelog was recreated (a partition-count fix, a forced hand-over, a
-    new broker or cluster) and the store belongs to the old log, whose instances must not be
-    mixed with the new one's: then the store is wiped, the replay starts from the beginning and
-    the log says so. 0: from the beginning. ``who`` names the reader in the log line."""
+def start_offset(
+    program: str, consumer: Any, topic: str, partition: int, store: TaskStore, who: str, changelog_id: str | None = None
+) -> int:
+    """Where to read a task's changelog from: the store's checkpoint, unless the store belongs to
+    another log -- the changelog was recreated (a partition-count fix, a forced hand-over, a new
+    broker or cluster) and the old log's instances must not be mixed with the new one's: then the
+    store is wiped, the replay starts from the beginning and the log says so. Told by the
+    changelog's topic id (``changelog_id``, the changelog's now; the store keeps the one it was
+    written from), and, for a store or broker without ids, by a checkpoint beyond the changelog's
+    end. The store then keeps ``changelog_id``. 0: from the beginning. ``who`` names the reader in
+    the log line."""
     checkpoint = store.checkpoint
+    kept = store.changelog_id
+    if checkpoint > 0 and changelog_id is not None and kept is not None and kept != changelog_id:
+        log.warning(
+            "%s task %d: the local store (%s) was written from changelog %s with topic id %s, and %s now has "
+            "topic id %s: the changelog was recreated; the store is wiped and the %s replays the changelog from "
+            "the start",
+            program,
+            partition,
+            store.path,
+            topic,
+            kept,
+            topic,
+            changelog_id,
+            who,
+        )
+        return _wiped(store, changelog_id)
     if checkpoint <= 0:
-        return 0
+        return _kept(store, changelog_id, kept, 0)
     try:
         _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=END_TIMEOUT, cached=False)
     except KafkaException as exc:
         raise RestoreError(
             f"{program}: cannot read the end of changelog {topic}:{partition} to check task "
-            f"{partition}'s local store against it: {exc}"
+            f"{partition}'s local store against it: {exc}",
+            transient=not (exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].fatal()),
         ) from exc
     if checkpoint <= end:
-        return checkpoint
+        return _kept(store, changelog_id, kept, checkpoint)
     log.warning(
         "%s task %d: the local store's checkpoint (offset %d) is beyond the end of changelog %s:%d (%d): "
         "the changelog was recreated; the store (%s) is wiped and the %s replays the changelog from the start",
@@ -103,8 +130,22 @@ def start_offset(program: str, consumer: Any, topic: str, partition: int, store:
         store.path,
         who,
     )
+    return _wiped(store, changelog_id)
+
+
+def _wiped(store: TaskStore, changelog_id: str | None) -> int:
+    """Wipe the store of another log; it follows ``changelog_id`` from now on. 0: from the start."""
     store.wipe()
+    if changelog_id is not None:
+        store.keep_changelog_id(changelog_id)
     return 0
+
+
+def _kept(store: TaskStore, changelog_id: str | None, kept: str | None, offset: int) -> int:
+    """The store is of this changelog: remember its id if it did not know it; ``offset`` back."""
+    if changelog_id is not None and kept != changelog_id:
+        store.keep_changelog_id(changelog_id)
+    return offset
 
 
 class Coverage:
@@ -138,6 +179,9 @@ class Restoration:
     changelog_topic: str
     tasks: dict[int, Task]
     committed: dict[int, Position]
+    #: The changelog's topic id now (kafka/topic_ids.py; None: not known): a store written from
+    #: another changelog of the same name is wiped and replayed from the start.
+    changelog_id: str | None = None
     started: float = field(default_factory=time.monotonic)
     pending: dict[int, dict[bytes, bytes | None]] = field(default_factory=dict)
     #: The key information of the pending records (``state.keyinfo``), written with them.
@@ -152,7 +196,7 @@ class Restoration:
 
     def begin(self) -> None:
         self.starts = {
-            p: start_offset(self.program, self.restorer, self.changelog_topic, p, t.store, "restore")
+            p: start_offset(self.program, self.restorer, self.changelog_topic, p, t.store, "restore", self.changelog_id)
             for p, t in self.tasks.items()
         }
         self.remaining = set(self.tasks)

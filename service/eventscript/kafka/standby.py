@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,14 @@ class Standbys:
     :meth:`step` once per turn of its loop."""
 
     def __init__(
-        self, program: str, changelog_topic: str, input_topics: list[str], state_root: Path, reader: Any, committed: Any
+        self,
+        program: str,
+        changelog_topic: str,
+        input_topics: list[str],
+        state_root: Path,
+        reader: Any,
+        committed: Any,
+        changelog_id: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.program = program
         self.changelog_topic = changelog_topic
@@ -88,6 +96,9 @@ class Standbys:
         self.reader = reader
         #: committed(list[TopicPartition]) → list[TopicPartition]: the group's committed offsets.
         self.committed = committed
+        #: changelog_id() → the changelog's topic id now (kafka/topic_ids.py; None: not known),
+        #: asked when standbys start: a store of another changelog of that name is wiped.
+        self.changelog_id = changelog_id
         self.tasks: dict[int, StandbyTask] = {}
         self._positions: dict[int, Position] = {}
         self._last_committed = 0.0
@@ -100,11 +111,18 @@ class Standbys:
         new = sorted(wanted - set(self.tasks))
         if not new:
             return
+        try:
+            changelog_id = self.changelog_id()
+        except KafkaException as exc:  # tried again at the next retarget
+            log.warning(
+                "%s: no standby for tasks %s now: changelog %s: %s", self.program, new, self.changelog_topic, exc
+            )
+            return
         tps = []
         for p in new:
             store = TaskStore(self.state_root / f"task-{p}")
             try:
-                start = start_offset(self.program, self.reader, self.changelog_topic, p, store, "standby")
+                start = start_offset(self.program, self.reader, self.changelog_topic, p, store, "standby", changelog_id)
             except RestoreError as exc:  # tried again at the next retarget
                 log.warning("%s: no standby for task %d now: %s", self.program, p, exc)
                 store.close()

@@ -56,6 +56,7 @@ class TaskManager:
         state_root: Path,
         progress_plan: Any,
         metrics: Any = None,
+        changelog_id: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.cfg = cfg
         self.name = cfg.name
@@ -66,6 +67,10 @@ class TaskManager:
         self.state_root = state_root
         self.progress_plan = progress_plan
         self.metrics = metrics
+        #: changelog_id() → the changelog's topic id now (kafka/topic_ids.py; None: not known),
+        #: which the restore and the standbys compare with the one a store was written from (a
+        #: recreated changelog: issue 20 fault 5).
+        self._changelog_id = changelog_id
         self.tasks: dict[int, Task] = {}
         #: Tasks waiting for their state to be restored (paused meanwhile).
         self.restore_queue: list[int] = []
@@ -118,6 +123,7 @@ class TaskManager:
                 self.state_root,
                 standby_reader,
                 lambda tps: member().committed(tps, timeout=1.0),
+                self._changelog_id,
             )
 
     def step_standbys(self) -> None:
@@ -302,6 +308,7 @@ class TaskManager:
             self._restore_started = time.monotonic()
             try:
                 committed = self._committed(consumer, tasks)
+                changelog_id = self._changelog_id()
             except KafkaException as exc:
                 log.warning(
                     "%s: cannot read the committed offsets to restore tasks %s (%s); retrying",
@@ -315,12 +322,22 @@ class TaskManager:
             # batch that never committed, which the task must write again (issue 20, faults 1, 2).
             replay = {task.partition: task for task in tasks}
             self._restoring = Restoration(
-                self.name, self._restorer, self.changelog_topic, replay, {p: committed[p] for p in replay}
+                self.name,
+                self._restorer,
+                self.changelog_topic,
+                replay,
+                {p: committed[p] for p in replay},
+                changelog_id,
             )
             try:
                 self._restoring.begin()
             except RestoreError as exc:
-                raise WorkerError(str(exc)) from exc
+                if not exc.transient:
+                    raise WorkerError(str(exc)) from exc
+                # (a leader moving after a broker outage: the tasks stay paused in restore_queue)
+                log.warning("%s: %s; retrying", self.name, exc)
+                self._restoring = None
+                return
         restoration = self._restoring
         for p in list(restoration.tasks):
             if self.tasks.get(p) is not restoration.tasks[p]:

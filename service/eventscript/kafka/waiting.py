@@ -51,6 +51,16 @@ class Waiting:
         #: commit whose outcome is unknown, or a batch half produced (the producer's queue stayed
         #: full): nothing more is committed, aborted or flushed; the next start processes it again.
         self.unresolved = False
+        #: When the transactional call under way started (None: none). librdkafka's
+        #: send_offsets_to_transaction ignores its timeout while the broker does not answer
+        #: (librdkafka issue 5456): it blocks until its request times out (socket.timeout.ms, 60 s),
+        #: so a call past its slice is seen from the worker (``overdue``), not from a timeout it never gets.
+        self.call_since: float | None = None
+
+    def overdue(self) -> bool:
+        """A transactional call has been under way longer than it was allowed (see ``call_since``)."""
+        since = self.call_since
+        return since is not None and time.monotonic() - since > TXN_SLICE
 
     def beat(self) -> None:
         """The loop (or a wait inside it) is alive."""
@@ -75,8 +85,11 @@ class Waiting:
         waited = 0
         try:
             while True:
+                started = self.call_since = time.monotonic()
                 try:
                     call(slice_of_timeout())
+                    if waited == 0 and fault is not None and time.monotonic() - started > TXN_SLICE:
+                        self._fault(fault)  # it waited for the broker past its slice (librdkafka 5456)
                     return
                 except KafkaException as exc:
                     err: KafkaError = exc.args[0]
@@ -94,3 +107,4 @@ class Waiting:
                     log.warning("%s: %s the transaction: %s; resuming the call (%d)", self.name, what, err, waited)
         finally:
             self.on_broker = False
+            self.call_since = None

@@ -64,6 +64,7 @@ from .logs import rate_limit
 from .metrics import stats_config
 from .producer import BatchProducer
 from .task_manager import TaskManager
+from .topic_ids import topic_id
 from .waiting import Waiting
 from .worker_errors import MemberEnded, StoppedWaiting, WorkerError
 
@@ -96,6 +97,8 @@ class ProgramWorker:
         self.topo = topo
         #: Makes the worker's Kafka clients (tests pass one that wraps them).
         self.supplier = supplier or clients.ClientSupplier()
+        #: The admin client that asks for the changelog's topic id (made when first needed).
+        self._topic_admin: Any = None
         self.cfg = cfg
         self.program = program
         self.partitions = partitions
@@ -119,6 +122,7 @@ class ProgramWorker:
             self.state_root,
             progress_plan(topo, cfg, topology_partitions(topo, {i.topic: partitions for i in cfg.inputs})),
             metrics,
+            self._changelog_id,
         )
         #: What is committed and when (checkpoint.py).
         self.checkpoint = Checkpoint(
@@ -188,6 +192,7 @@ class ProgramWorker:
             and not self.assignment_lost
             and not self.checkpoint.failed
             and not self.waits.on_broker
+            and not self.waits.overdue()
             and self.task_manager.ready
         )
 
@@ -292,6 +297,13 @@ class ProgramWorker:
         if ended is not None:
             raise ended
 
+    def _changelog_id(self) -> str | None:
+        """The changelog's topic id now, which the restore and the standbys compare with the one
+        a store was written from (a recreated changelog: issue 20 fault 5)."""
+        if self._topic_admin is None:
+            self._topic_admin = self.supplier.admin(clients.admin_config(self.topo.kafka))
+        return topic_id(self._topic_admin, self.changelog_topic)
+
     def _rejoin(self, exc: MemberEnded) -> None:
         """End the group member whose tasks were lost and join again (with a new consumer if its
         consumer failed fatally, see :class:`MemberEnded`): every task is closed without
@@ -311,10 +323,17 @@ class ProgramWorker:
             ) from exc
         log.warning("%s: %s; closing every task without committing and joining the group again", self.cfg.name, exc)
         self._fault("rejoined")
-        if exc.producer_failed and self.output is not None:
+        producer_failed = exc.producer_failed
+        if not producer_failed and self.output is not None and self.output.txn_open:
+            try:
+                self.checkpoint.abort()
+            except MemberEnded as fenced:  # the producer was fenced too: replaced below
+                log.warning("%s: %s", self.cfg.name, fenced)
+                producer_failed = True
+        if producer_failed and self.output is not None:
             self.output.txn_open = False  # a failed producer's transaction cannot be aborted: the broker ends it
         owned = self._drop_all_tasks()
-        if exc.producer_failed and self.producer is not None:
+        if producer_failed and self.producer is not None:
             old_producer, self.producer = self.producer, None
             try:
                 old_producer.purge()  # its queued records belong to the failed transaction
@@ -327,6 +346,9 @@ class ProgramWorker:
             self._on_assign(consumer, [TopicPartition(self.rep_topic, p) for p in owned])
             return
         old, self.consumer = self.consumer, None
+        # Not ready until the new member has its assignment: with no task left, ``ready`` would
+        # otherwise hold (every task of none restored) while the member is not in the group yet.
+        self.assigned_once = False
         if old is not None:
             try:
                 old.close()  # (no task left: the revoke callback commits nothing)
@@ -339,7 +361,11 @@ class ProgramWorker:
         """Close every task without committing and forget the batch: nothing of it was committed.
         Returns the tasks it owned."""
         if self.output is not None and self.output.txn_open:
-            self.checkpoint.abort()
+            try:
+                self.checkpoint.abort()
+            except MemberEnded as fenced:  # the broker ends a fenced producer's transaction
+                log.warning("%s: %s", self.cfg.name, fenced)
+                self.output.txn_open = False
         self.checkpoint.drop()
         self.assignment_lost = True  # not ready until the group assigns tasks again
         return self.task_manager.drop_all()
@@ -529,7 +555,11 @@ class ProgramWorker:
         self.assignment_lost = True
         self._fault("assignment_lost")
         if self.output is not None and self.output.txn_open:
-            self.checkpoint.abort()
+            try:
+                self.checkpoint.abort()
+            except MemberEnded as fenced:  # (inside a rebalance callback: raised once it returns)
+                self.output.txn_open = False
+                self._ended = fenced
         self.task_manager.lose(consumer, partitions)
         self.checkpoint.rewind_when_resolved()
         self.task_manager.after_loss()

@@ -44,6 +44,9 @@ log = logging.getLogger("eventscript.state")
 
 _META_CHECKPOINT = b"\x00checkpoint"
 _META_POSITION = b"\x00position"
+#: The topic id of the changelog the checkpoint counts in (kafka/topic_ids.py): a recreated
+#: changelog has another, whatever its length.
+_META_CHANGELOG_ID = b"\x00changelog-id"
 #: Present once the timer index covers every stored snapshot (stores written before the index
 #: existed get it built when first opened).
 _META_INDEX = b"\x00timer-index"
@@ -161,6 +164,17 @@ class TaskStore:
     def position(self) -> Position | None:
         raw = self.get(_META_POSITION)
         return None if raw is None else orjson.loads(raw)
+
+    @property
+    def changelog_id(self) -> str | None:
+        """The topic id of the changelog this store was written from (None: not known, a store
+        written before the ids were kept, or a broker without topic ids)."""
+        raw = self.get(_META_CHANGELOG_ID)
+        return None if raw is None else raw.decode()
+
+    def keep_changelog_id(self, topic_id: str) -> None:
+        """Remember which changelog (by topic id) the checkpoint counts in."""
+        self.db.put(_META_CHANGELOG_ID, topic_id.encode())
 
     def instances(self) -> Iterator[tuple[bytes, bytes]]:
         """Every stored instance: (store key, snapshot)."""
