@@ -3,8 +3,11 @@
 With many keys, most instances of a program like ``Reading(r) { !>Echo(r); }`` (or the echo
 program ``( Reading(r) { !>Echo(r); } )*``, whose instance retires after every record) are created
 and ended between two commits. Nothing of them is in the changelog or the store, so they need no
-tombstone, no store delete and no cache bookkeeping. An instance that was persisted (by an earlier
-commit, or loaded from the store) still gets its tombstone. Broker-free: a real ``Task`` and
+tombstone, no store delete and no cache bookkeeping -- except the tombstone of an instance that
+terminated (reached the program's end): since issue 23 it carries the key's ended marker
+(``es-key``, state/keyinfo.py), so that a query can tell "ended" from "never seen"; an instance
+that retires (back at its start, as the echo program's) still writes nothing. An instance that was
+persisted (by an earlier commit, or loaded from the store) still gets its tombstone. Broker-free: a real ``Task`` and
 RocksDB store, committing, rewinding and restarting as the worker does (see
 test_task_recovery.py).
 """
@@ -80,15 +83,23 @@ def _instances(changes: dict[bytes, bytes | None]) -> dict[bytes, bytes | None]:
     return {k: v for k, v in changes.items() if is_instance_key(k)}
 
 
+def _ended_only(changes: dict[bytes, bytes | None], program: str, keys: list[str]) -> bool:
+    """What a commit wrote of instances created and ended since the last: nothing for a retiring
+    program; for a terminating one, tombstones (carrying the ended marker) for the keys, no snapshot."""
+    if program == ECHO:
+        return changes == {}
+    return changes == {f'["{k}"]'.encode(): None for k in keys}
+
+
 @pytest.mark.parametrize("program", [TERMINATING, ECHO], ids=["terminating", "echo"])
-def test_instances_created_and_ended_between_commits_write_nothing(tmp_path: Path, program: str) -> None:
+def test_instances_created_and_ended_between_commits_write_no_snapshot(tmp_path: Path, program: str) -> None:
     task = _task(tmp_path / "t", program)
     keys = [f"k{i}" for i in range(50)]
     first = _feed(task, _records(keys, 0, 200))
     assert len(first) == 200
     if program == ECHO and task.engine.instance_count:
         pytest.skip("this engine keeps the echo program's instances (no retirement)")
-    assert _instances(_commit(task)) == {}, "a tombstone for an instance never persisted"
+    assert _ended_only(_instances(_commit(task)), program, keys), "a snapshot for an instance never persisted"
     assert not task.cache.ended and not task.cache.unsaved and not task.engine.dirty
     assert dict(task.store.instances()) == {}
     # Rewound to that commit, and restarted from its store: the same outputs, ids included.
@@ -97,7 +108,7 @@ def test_instances_created_and_ended_between_commits_write_nothing(tmp_path: Pat
     _rewind(task)
     again = _feed(task, batch)
     assert _raw(again) == _raw(once)
-    assert _instances(_commit(task)) == {}
+    assert _ended_only(_instances(_commit(task)), program, keys)
     task.close()
     restarted = _task(tmp_path / "t", program)
     later = _records(keys, 300, 50)
@@ -106,11 +117,11 @@ def test_instances_created_and_ended_between_commits_write_nothing(tmp_path: Pat
     assert _raw(_feed(restarted, later)) == _raw(_feed(fresh, later))
 
 
-def test_an_instance_ended_on_a_later_record_of_the_batch_writes_nothing(tmp_path: Path) -> None:
+def test_an_instance_ended_on_a_later_record_of_the_batch_writes_only_its_tombstone(tmp_path: Path) -> None:
     task = _task(tmp_path / "t", PAIRS)
     out = _feed(task, _records(["a", "b"], 0, 4))  # a, b, a, b: both created and ended
     assert len(out) == 2
-    assert _instances(_commit(task)) == {}
+    assert _instances(_commit(task)) == {b'["a"]': None, b'["b"]': None}  # (the ended markers' tombstones)
     _feed(task, _records(["a"], 4, 1))  # a new instance of a, alive at the commit: its snapshot
     changes = _instances(_commit(task))
     assert list(changes) == [b'["a"]'] and changes[b'["a"]'] is not None
@@ -142,7 +153,7 @@ def test_an_instance_loaded_from_the_store_gets_its_tombstone(tmp_path: Path) ->
     assert dict(task.store.instances()) == {}
 
 
-def test_an_instance_ended_by_its_timer_before_the_commit_writes_nothing(tmp_path: Path) -> None:
+def test_an_instance_ended_by_its_timer_before_the_commit_writes_only_its_tombstone(tmp_path: Path) -> None:
     task = _task(tmp_path / "t", TIMED)
     records = _records(["a", "b"], 0, 2) + _records(["c"], 2, 1, step_ms=60_000)  # c's time fires a's, b's
     out = _feed(task, records)
@@ -150,7 +161,8 @@ def test_an_instance_ended_by_its_timer_before_the_commit_writes_nothing(tmp_pat
     # The timer outputs' ids name the instances' origins (the records that created them).
     assert [codec.header(r.headers, codec.HEADER_ID) for r in out] == [b"p/in:0:0~1/1", b"p/in:0:1~1/1"]
     changes = _instances(_commit(task))
-    assert list(changes) == [b'["c"]']
+    assert sorted(changes) == [b'["a"]', b'["b"]', b'["c"]']
+    assert changes[b'["a"]'] is None and changes[b'["b"]'] is None  # (the ended markers' tombstones)
     assert msgpack.unpackb(changes[b'["c"]'] or b"")[6] == "in:0:2", "a timed instance keeps its origin"
 
 
