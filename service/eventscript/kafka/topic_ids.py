@@ -10,6 +10,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 
+from .admin import await_result
+
 #: Seconds to wait for a topic's description.
 DESCRIBE_TIMEOUT = 10.0
 #: The id a broker gives when it has none (a broker before topic ids): nothing to compare.
@@ -21,7 +23,9 @@ def topic_id(admin: Any, topic: str, timeout: float = DESCRIBE_TIMEOUT) -> str |
     Raises KafkaException when the broker does not answer or the topic does not exist."""
     futures = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)
     try:
-        description = futures[topic].result(timeout=timeout + 5)
+        # (polling the client meanwhile: with a Python logger on it, an admin request's result may
+        # arrive only while it is polled, kafka/admin.await_result)
+        description = await_result(admin, futures[topic], timeout + 5)
     except TimeoutError as exc:  # (the request's own timeout answers first, as a KafkaException)
         raise KafkaException(
             KafkaError(KafkaError._TIMED_OUT, f"no description of topic {topic} within {timeout} s")
