@@ -94,6 +94,12 @@ def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict
             # wait even when data arrives, so keep it short.
             "fetch.wait.max.ms": 100,
             "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
+            # A new member that asks for its subscription's metadata while the broker is coming
+            # back (after an outage, a fenced static member's replacement) can get no answer and
+            # wait in librdkafka's "wait-metadata" join state until the next periodic refresh,
+            # 5 minutes by default; seen in tests/kafka/test_outages.py. A refresh every 10 s
+            # bounds that wait at the cost of one small metadata request.
+            "topic.metadata.refresh.interval.ms": 10_000,
         }
     )
     conf.update(kafka.consumer)

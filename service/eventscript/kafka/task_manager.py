@@ -35,12 +35,17 @@ from .metrics import restore_to_go
 from .restore import Restoration, RestoreError
 from .standby import Standbys, StandbyTask, standby_tasks
 from .state import Position, tp_name
-from .worker_errors import WorkerError
+from .worker_errors import MemberEnded, WorkerError
 
 log = logging.getLogger("eventscript.kafka.worker")
 
 #: Seconds of changelog replay per turn of the loop (the consumer is polled in between).
 RESTORE_SLICE = 0.5
+#: Seconds the group coordinator may fail every read of the committed offsets a restore needs
+#: before the member is ended and joins again with a new consumer. After a broker outage
+#: librdkafka's connection to the coordinator can stay broken ("Failed while waiting for
+#: controller", seen in tests/kafka/test_outages.py) while a new consumer connects at once.
+COORDINATOR_STALL = 60.0
 
 
 class TaskManager:
@@ -84,6 +89,8 @@ class TaskManager:
         #: The changelog replay under way (tasks in it stay in restore_queue until it ends).
         self._restoring: Restoration | None = None
         self._restore_started = 0.0
+        #: Since when every read of the committed offsets for a restore has failed (None: it has not).
+        self._committed_failing_since: float | None = None
         self._restorer: Consumer | None = None
         #: Warm copies of other workers' tasks (num_standby > 0).
         self._standbys: Standbys | None = None
@@ -224,6 +231,7 @@ class TaskManager:
         self.committed_offsets.clear()
         self.restore_queue.clear()
         self.rewinding.clear()
+        self._committed_failing_since = None
         if self._restoring is not None:
             self._restoring = None
             if self._restorer is not None:
@@ -310,6 +318,15 @@ class TaskManager:
                 committed = self._committed(consumer, tasks)
                 changelog_id = self._changelog_id()
             except KafkaException as exc:
+                now = time.monotonic()
+                since = self._committed_failing_since = self._committed_failing_since or now
+                if now - since > COORDINATOR_STALL:
+                    self._committed_failing_since = None
+                    raise MemberEnded(
+                        f"the committed offsets to restore tasks {sorted(t.partition for t in tasks)} could not be "
+                        f"read for {now - since:.0f} s (last: {exc}); a new consumer joins",
+                        consumer_failed=True,
+                    ) from exc
                 log.warning(
                     "%s: cannot read the committed offsets to restore tasks %s (%s); retrying",
                     self.name,
@@ -317,6 +334,7 @@ class TaskManager:
                     exc,
                 )
                 return  # the tasks stay paused in restore_queue; tried again on the next turn
+            self._committed_failing_since = None
             # Also a store at the committed position reads the changelog past its checkpoint:
             # another owner's commits that moved no input (timers) are there, and the records of a
             # batch that never committed, which the task must write again (issue 20, faults 1, 2).
@@ -354,12 +372,31 @@ class TaskManager:
             self._restore_done()
 
     def _restored(self, consumer: Consumer, tasks: list[Task]) -> None:
-        """Tasks whose state is back: start them and read their inputs."""
+        """Tasks whose state is back: start them and read their inputs from the committed offsets
+        the restore read.
+
+        The inputs are assigned again at those offsets rather than left to librdkafka's own
+        query of the committed offsets: that query, answered NOT_COORDINATOR for the whole
+        request (a coordinator that moved or was away, e.g. after a broker outage), leaves the
+        partitions waiting forever and the task reads nothing (librdkafka issue 5586, open in
+        2.16); an assignment with explicit offsets needs no query."""
         for task in tasks:
-            if task.partition in self.restore_queue:
-                self.restore_queue.remove(task.partition)
+            p = task.partition
+            if p in self.restore_queue:
+                self.restore_queue.remove(p)
             task.start_wall_clock()
-            consumer.resume(self.task_partitions(task.partition))
+            tps = self.task_partitions(p)
+            committed = self.committed_offsets.get(p, {})
+            consumer.incremental_unassign(tps)
+            consumer.incremental_assign(
+                [
+                    TopicPartition(
+                        tp.topic, tp.partition, committed.get(tp_name(tp.topic, tp.partition), OFFSET_BEGINNING)
+                    )
+                    for tp in tps
+                ]
+            )
+            consumer.resume(tps)
 
     def _restore_done(self) -> None:
         if self.metrics is not None:
