@@ -330,6 +330,19 @@ def run_in_thread(
     return result[0]
 
 
+def serve_in_thread(topology_path: Path, health_port: int) -> tuple[Any, threading.Thread]:
+    """A ``TopologyRunner`` serving /healthz, /readyz and /metrics on ``health_port``, run in a
+    thread of the test until the test stops it (``runner.stop()``, then join the thread)."""
+    from eventscript.kafka.config import load_topology
+    from eventscript.kafka.supervisor import TopologyRunner
+
+    runner = TopologyRunner(load_topology(topology_path), health_port=health_port)
+    runner.prepare()
+    thread = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    thread.start()
+    return runner, thread
+
+
 def start_worker(topology_path: Path, *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
     """``eventscript run`` in a subprocess (for tests that kill it)."""
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
