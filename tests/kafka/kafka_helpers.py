@@ -411,6 +411,18 @@ def read_json_lines(broker: Broker, topic: str, idle: float = 1.5, dedupe: bool 
     return [record_to_json(m) for m in read_topic(kafka, topic, idle=idle, dedupe=dedupe)]
 
 
+def counts_by_key(broker: Broker, topic: str) -> dict[str, list[int]]:
+    """A counting program's outputs on ``topic`` (values ``{"k": key, "n": count}``): each key's
+    counts in the order written, so a count carried wrongly across a restart shows."""
+    import orjson
+
+    out: dict[str, list[int]] = {}
+    for m in read_many(broker, [topic])[topic]:
+        v = orjson.loads(m.value())
+        out.setdefault(v["k"], []).append(v["n"])
+    return out
+
+
 def read_records(broker: Broker, topic: str, idle: float = 1.5, dedupe: bool = False) -> list[Any]:
     from eventscript.kafka.config import KafkaConfig
     from eventscript.kafka.tools import read_topic

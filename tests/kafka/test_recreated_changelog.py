@@ -19,7 +19,7 @@ import orjson
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka_helpers import Broker, program_entry, read_many, run_in_thread, topology, unique
+from kafka_helpers import Broker, counts_by_key, program_entry, run_in_thread, topology, unique
 
 from eventscript.automata.compile import compile_source
 from eventscript.kafka import clients
@@ -182,14 +182,21 @@ def _recreated_longer(broker: Broker, topic: str) -> None:
     assert producer.flush(30) == 0
 
 
+def _recreated_over_a_kept_store(broker: Broker, path: Path) -> tuple[str, str]:
+    """A changelog deleted and made again, longer than OLD_CHECKPOINT, and a store at ``path``
+    kept from the deleted one (with its topic id). Returns the topic and the deleted one's id."""
+    topic = unique("recreated-changelog")
+    old_id = _kept_id_store(path, broker, topic)
+    _recreated_longer(broker, topic)
+    return topic, old_id
+
+
 @pytest.mark.kafka
 def test_a_restore_wipes_a_store_of_a_recreated_changelog_longer_than_its_checkpoint(
     broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     broker.require_real("deleting and making a topic again")
-    topic = unique("recreated-changelog")
-    old_id = _kept_id_store(tmp_path / "task-0", broker, topic)
-    _recreated_longer(broker, topic)
+    topic, old_id = _recreated_over_a_kept_store(broker, tmp_path / "task-0")
     new_id = topic_id(AdminClient({"bootstrap.servers": broker.bootstrap}), topic)
     assert new_id is not None and new_id != old_id
     caplog.set_level(logging.WARNING, "eventscript.kafka.worker")
@@ -210,9 +217,7 @@ def test_a_standby_wipes_a_store_of_a_recreated_changelog_longer_than_its_checkp
     broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     broker.require_real("deleting and making a topic again")
-    topic = unique("recreated-changelog")
-    old_id = _kept_id_store(tmp_path / "task-0", broker, topic)
-    _recreated_longer(broker, topic)
+    topic, old_id = _recreated_over_a_kept_store(broker, tmp_path / "task-0")
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     reader = _reader(broker, unique("standby"))
     caplog.set_level(logging.WARNING, "eventscript.kafka.worker")
@@ -264,14 +269,6 @@ def _send(broker: Broker, topic: str, keys: list[str]) -> None:
     for k in keys:
         producer.produce(topic, orjson.dumps({"k": k}), k.encode(), 0, timestamp=1_767_225_600_000)
     assert producer.flush(30) == 0
-
-
-def _counts(broker: Broker, topic: str) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for m in read_many(broker, [topic])[topic]:
-        v = orjson.loads(m.value())
-        out.setdefault(v["k"], []).append(v["n"])
-    return out
 
 
 @pytest.mark.kafka
@@ -327,4 +324,6 @@ def test_a_worker_with_the_store_of_a_recreated_changelog_counts_from_the_new_lo
 
     _send(broker, f"{name}-in", ["a"])
     assert run_in_thread(old, until_idle=1.0) == 0
-    assert _counts(broker, f"{name}-out")["a"] == [1, 2], "the old store's count of a was carried into the new log"
+    assert counts_by_key(broker, f"{name}-out")["a"] == [1, 2], (
+        "the old store's count of a was carried into the new log"
+    )
