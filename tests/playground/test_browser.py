@@ -15,9 +15,12 @@ from typing import Any
 
 import pytest
 
+from eventscript.cli.playground_cmd import initial
+from eventscript.playground import cases as service_cases
 from eventscript.playground import service
 
 from .browser import CHROMIUM, checked, launch, open_page, run, set_text
+from .conftest import NESTED_SOURCES
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 if not os.path.exists(CHROMIUM):
@@ -205,6 +208,50 @@ def test_save_as_test_case_of_a_topology_replays_with_eventscript_test(page: Any
     args = told.split("run it in that folder: eventscript ")[1].rstrip(")").split()
     done = subprocess.run(
         [sys.executable, "-m", "eventscript.cli.main", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and "ok: 5 events as expected" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_topology_with_programs_in_subfolders_opens_runs_and_saves(
+    page: Any, playground: tuple[str, Any], nested_topology: Path
+) -> None:
+    """``eventscript playground TOPOLOGY.yaml`` of a topology whose ``source:`` lines name
+    programs in subfolders: tabs named by those paths, a run, the followed key's markers in the
+    stage's own tab, and a saved topology test that keeps the folders and replays."""
+    url, config = playground
+    config.initial = initial([str(nested_topology)], None)
+    open_page(page, url + "/")
+    tabs = [b.inner_text() for b in page.query_selector_all("#program-tabs button")]
+    assert tabs == [*NESTED_SOURCES.values(), "topology.yaml"]
+    checked(page)
+    assert page.query_selector_all("#diagnostics li.diag-error") == []
+    run(page)
+    assert page.inner_text("#run-error") == ""
+    assert len(page.query_selector_all("#outputs tbody tr[data-n]")) == 5
+    page.click("#stage-tabs button:text('three-big-trades')")
+    page.click("#first")
+    for _ in range(int(page.get_attribute("#slider", "max") or 0)):  # to the first key of the stage
+        page.click("#forward")
+        if page.query_selector("#keys tbody tr.selected td.state:not(:text('ended'))") is not None:
+            break
+    # The followed key's markers are drawn in its stage's program, found by its file's path; the
+    # other program's tab shows none.
+    page.click(f"#program-tabs button:text('{NESTED_SOURCES['three_big_trades.es']}')")
+    assert page.query_selector_all("#program-editor pre .waiting"), "no marker of the followed key in its program"
+    page.click(f"#program-tabs button:text('{NESTED_SOURCES['filter.es']}')")
+    assert page.query_selector_all("#program-editor pre .waiting") == []
+    page.fill("#case-name", "nested")
+    page.click("#save-case")
+    page.wait_for_selector("#case-result:has-text('saved')")
+    folder = Path(page.get_attribute("#case-result", "data-path") or "")
+    assert all((folder / name).exists() for name in NESTED_SOURCES.values())
+    done = subprocess.run(
+        [sys.executable, "-m", "eventscript.cli.main", *service_cases.TOPOLOGY_COMMAND.split()[1:]],
         cwd=folder,
         capture_output=True,
         text=True,
