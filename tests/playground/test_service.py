@@ -392,6 +392,33 @@ def test_check_gives_a_topologys_errors_placed_as_topology_check_prints_them(
         assert d["hint"] is None or d["hint"] in printed
 
 
+def test_an_unset_environment_variable_is_an_error_placed_where_topology_check_places_it(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``${VAR}`` with no default and VAR unset: an error wherever a topology is read, so in the
+    live check too, underlined at the variable with the hint that says how to set it or default it."""
+    monkeypatch.delenv("PLAYGROUND_NO_SUCH_VARIABLE", raising=False)
+    ex = examples.load("topologies/big-trades")
+    default = "${KAFKA_BOOTSTRAP_SERVERS:-localhost:9092}"
+    assert default in ex["topology"]
+    broken = ex["topology"].replace(default, "${PLAYGROUND_NO_SUCH_VARIABLE}")
+    (found,) = service.check({**ex, "topology": broken}, Limits())["topology"]["diagnostics"]
+    line, col = _place_of(broken, "${PLAYGROUND_NO_SUCH_VARIABLE}")
+    assert (found["severity"], found["line"], found["col"]) == ("error", line, col)
+    assert found["message"] == "kafka.bootstrap_servers: environment variable PLAYGROUND_NO_SUCH_VARIABLE is not set"
+    assert (
+        found["hint"].startswith("set PLAYGROUND_NO_SUCH_VARIABLE in the environment") and ":-default}" in found["hint"]
+    )
+    assert f"topology.yaml:{line}:{col}: " + found["message"] in _topology_check_output(ex, broken, tmp_path, capsys)
+    monkeypatch.setenv("PLAYGROUND_NO_SUCH_VARIABLE", "localhost:9092")  # set: no finding
+    assert service.check({**ex, "topology": broken}, Limits())["topology"] == {"diagnostics": []}
+
+
+def _place_of(text: str, what: str) -> tuple[int, int]:
+    before = text[: text.index(what)]
+    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+
+
 def test_a_topologys_check_does_not_import_external_functions_unless_allowed() -> None:
     ex = examples.load("topologies/big-trades")
     declared = 'function double nothing(long): "no_such_module_for_the_playground:f"\n'
