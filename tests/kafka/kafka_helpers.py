@@ -330,6 +330,19 @@ def run_in_thread(
     return result[0]
 
 
+def serve_in_thread(topology_path: Path, health_port: int) -> tuple[Any, threading.Thread]:
+    """A ``TopologyRunner`` serving /healthz, /readyz and /metrics on ``health_port``, run in a
+    thread of the test until the test stops it (``runner.stop()``, then join the thread)."""
+    from eventscript.kafka.config import load_topology
+    from eventscript.kafka.supervisor import TopologyRunner
+
+    runner = TopologyRunner(load_topology(topology_path), health_port=health_port)
+    runner.prepare()
+    thread = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    thread.start()
+    return runner, thread
+
+
 def start_worker(topology_path: Path, *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
     """``eventscript run`` in a subprocess (for tests that kill it)."""
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
@@ -396,6 +409,18 @@ def read_json_lines(broker: Broker, topic: str, idle: float = 1.5, dedupe: bool 
 
     kafka = KafkaConfig(bootstrap_servers=broker.bootstrap)
     return [record_to_json(m) for m in read_topic(kafka, topic, idle=idle, dedupe=dedupe)]
+
+
+def counts_by_key(broker: Broker, topic: str) -> dict[str, list[int]]:
+    """A counting program's outputs on ``topic`` (values ``{"k": key, "n": count}``): each key's
+    counts in the order written, so a count carried wrongly across a restart shows."""
+    import orjson
+
+    out: dict[str, list[int]] = {}
+    for m in read_many(broker, [topic])[topic]:
+        v = orjson.loads(m.value())
+        out.setdefault(v["k"], []).append(v["n"])
+    return out
 
 
 def read_records(broker: Broker, topic: str, idle: float = 1.5, dedupe: bool = False) -> list[Any]:

@@ -40,6 +40,31 @@ def test_missing_environment_variable_is_named() -> None:
         parse_topology(data, "t.yaml", env={})
 
 
+def test_a_missing_environment_variable_is_placed_at_its_line_and_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read from a file, the error names file:line:col of the ``${``: exact in a plain string,
+    the string's start in a quoted one; a hint says how to set it or give a default."""
+    monkeypatch.delenv("NOPE", raising=False)
+    path = tmp_path / "t.yaml"
+    text = (
+        "kafka:\n  bootstrap_servers: host-${NOPE}:9092\nprograms:\n  - name: p\n    source: p.es\n"
+        "    inputs: [{topic: in, event: A}]\n    outputs: {default: out}\n"
+    )
+    path.write_text(text)
+    with pytest.raises(TopologyError) as plain:
+        load_topology(path)
+    first, hint = str(plain.value).splitlines()
+    assert first == f"{path}:2:27: kafka.bootstrap_servers: environment variable NOPE is not set"
+    assert text.splitlines()[1][26:33] == "${NOPE}"  # (column 27)
+    assert hint.strip() == (
+        "hint: set NOPE in the environment of the command reading this topology, or give a default: ${NOPE:-default}"
+    )
+    path.write_text(text.replace("host-${NOPE}:9092", "'host-${NOPE}:9092'"))
+    with pytest.raises(TopologyError, match=rf"^{re.escape(str(path))}:2:22: kafka.bootstrap_servers: "):
+        load_topology(path)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka_helpers import Broker, topology, unique
+from kafka_helpers import Broker, program_topology
 
 from eventscript.kafka.admin import Admin
 from eventscript.kafka.config import load_topology
@@ -28,22 +28,7 @@ TRACE = '[{when}]\nHit({{k: "a"}})\n'
 
 def test_a_refused_future_timestamp_names_the_setting(broker: Broker, tmp_path: Path) -> None:
     broker.require_real("topic configs (message.timestamp.after.max.ms)")
-    name = unique("future")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(
-        broker,
-        tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
-        {},
-    )
+    name, path = program_topology(broker, tmp_path, PROGRAM, "future", "Hit")
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     topic = NewTopic(f"{name}-in", 1, 1, config={"message.timestamp.after.max.ms": "3600000"})
     admin.create_topics([topic])[f"{name}-in"].result(30)
@@ -63,22 +48,7 @@ def test_a_refused_future_timestamp_names_the_setting(broker: Broker, tmp_path: 
 
 
 def test_a_present_trace_gives_no_warning(broker: Broker, tmp_path: Path) -> None:
-    name = unique("present")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(
-        broker,
-        tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
-        {f"{name}-in": {"partitions": 1}},
-    )
+    name, path = program_topology(broker, tmp_path, PROGRAM, "present", "Hit", partitions=1)
     topo = load_topology(path)
     Admin(topo).prepare(topo.programs)
     warnings: list[str] = []

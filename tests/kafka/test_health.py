@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
-from kafka_helpers import Broker, free_port, topology, unique, wait_for
-
-from eventscript.kafka.config import load_topology
-from eventscript.kafka.supervisor import TopologyRunner
+from kafka_helpers import Broker, free_port, program_topology, serve_in_thread, wait_for
 
 PROGRAM = "in {string k;} A group(A.k)\nout {string k;} B\n( A(a) { !>B(a); } )*\n"
 
@@ -29,26 +25,9 @@ def _get(port: int, path: str) -> tuple[int, str]:
 
 @pytest.mark.kafka
 def test_health_readiness_and_metrics(broker: Broker, tmp_path: Path) -> None:
-    name = unique("health")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    path = topology(
-        broker,
-        tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "inputs": [{"topic": f"{name}-in", "event": "A"}],
-                "outputs": {"default": f"{name}-out"},
-            }
-        ],
-        {f"{name}-in": {"partitions": 2}},
-    )
+    name, path = program_topology(broker, tmp_path, PROGRAM, "health", "A", partitions=2)
     port = free_port()
-    runner = TopologyRunner(load_topology(path), health_port=port)
-    runner.prepare()
-    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
-    t.start()
+    runner, t = serve_in_thread(path, port)
     try:
         wait_for(lambda: _get(port, "/healthz")[0] == 200, 20, what="/healthz")
         wait_for(lambda: _get(port, "/readyz")[0] == 200, 60, what="/readyz")
@@ -70,21 +49,11 @@ def test_health_readiness_and_metrics(broker: Broker, tmp_path: Path) -> None:
 def test_readyz_lists_the_idle_source_partitions(broker: Broker, tmp_path: Path) -> None:
     """A record-clock program with progress markers whose source partitions are read to their end
     (nothing written): they hold no record time back, and /readyz and the metrics say so."""
-    name = unique("idle")
-    (tmp_path / "p.es").write_text(PROGRAM)
-    program = {
-        "name": name,
-        "source": "p.es",
-        "clock": "record",
-        "inputs": [{"topic": f"{name}-in", "event": "A"}],
-        "outputs": {"default": f"{name}-out"},
-    }
-    path = topology(broker, tmp_path, [program], {f"{name}-in": {"partitions": 2}}, event_time_markers=True)
+    name, path = program_topology(
+        broker, tmp_path, PROGRAM, "idle", "A", partitions=2, settings={"clock": "record"}, event_time_markers=True
+    )
     port = free_port()
-    runner = TopologyRunner(load_topology(path), health_port=port)
-    runner.prepare()
-    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
-    t.start()
+    runner, t = serve_in_thread(path, port)
     idle = f"{name}-in:0, {name}-in:1"
     try:
         wait_for(lambda: idle in _get(port, "/readyz")[1], 60, what="the idle partitions in /readyz")

@@ -19,7 +19,7 @@ import orjson
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka_helpers import Broker, read_many, run_in_thread, topology, unique
+from kafka_helpers import Broker, counts_by_key, program_entry, run_in_thread, topology, unique
 
 from eventscript.automata.compile import compile_source
 from eventscript.kafka import clients
@@ -70,20 +70,17 @@ def _reader(broker: Broker, group: str) -> Consumer:
     return Consumer(clients.consumer_config(KafkaConfig(bootstrap_servers=broker.bootstrap), group))
 
 
-@pytest.mark.kafka
-def test_a_restore_wipes_a_store_beyond_the_changelog_end_and_replays_from_the_start(
-    broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    topic = _new_changelog(broker)
-    _old_store(tmp_path / "task-0")
+def _restored(broker: Broker, path: Path, topic: str, changelog_id: str | None = None) -> tuple[Task, Restoration]:
+    """A task of PROGRAM on the store at ``path``, restored from changelog ``topic`` (of topic id
+    ``changelog_id``) as the worker restores, a slice at a time, to the changelog's end. Returns the
+    task (open: the caller closes it) and the finished restoration."""
     cfg = ProgramConfig(
         name="p", source="p.es", inputs=[InputConfig(topic="in", event="Hit")], outputs={"default": "out"}
     )
-    task = Task(0, compile_source(PROGRAM, name="p").require(), cfg, cfg.inputs, "p-rep", topic, 1, tmp_path / "task-0")
+    task = Task(0, compile_source(PROGRAM, name="p").require(), cfg, cfg.inputs, "p-rep", topic, 1, path)
     restorer = _reader(broker, unique("restore"))
-    caplog.set_level(logging.WARNING, "eventscript.kafka.worker")
     try:
-        restoration = Restoration("p", restorer, topic, {0: task}, {0: {"in:0": 0}})
+        restoration = Restoration("p", restorer, topic, {0: task}, {0: {"in:0": 0}}, changelog_id)
         restoration.begin()
         deadline = time.monotonic() + 60
         while not restoration.done:
@@ -92,6 +89,29 @@ def test_a_restore_wipes_a_store_beyond_the_changelog_end_and_replays_from_the_s
         restoration.finish()
     finally:
         restorer.close()
+    return task, restoration
+
+
+def _standby_at(standbys: Standbys, checkpoint: int) -> TaskStore:
+    """Task 0's standby store once ``standbys`` has read its changelog up to ``checkpoint``."""
+    standbys.retarget({0})
+    store = standbys.tasks[0].store
+    deadline = time.monotonic() + 60
+    while store.checkpoint != checkpoint:
+        assert time.monotonic() < deadline, f"the standby is at {store.checkpoint}, not at the changelog's end"
+        standbys.step()
+        time.sleep(0.05)
+    return store
+
+
+@pytest.mark.kafka
+def test_a_restore_wipes_a_store_beyond_the_changelog_end_and_replays_from_the_start(
+    broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = _new_changelog(broker)
+    _old_store(tmp_path / "task-0")
+    caplog.set_level(logging.WARNING, "eventscript.kafka.worker")
+    task, _ = _restored(broker, tmp_path / "task-0", topic)
     assert task.store.get(b"old-instance") is None, "the old log's instance was kept"
     assert {k: task.store.get(k) for k in NEW_RECORDS} == NEW_RECORDS
     assert task.store.checkpoint == len(NEW_RECORDS)
@@ -111,13 +131,7 @@ def test_a_standby_wipes_a_store_beyond_the_changelog_end_and_reads_from_the_sta
         "p", topic, ["in"], tmp_path, reader, lambda tps: [TopicPartition(tp.topic, tp.partition, 100) for tp in tps]
     )
     try:
-        standbys.retarget({0})
-        store = standbys.tasks[0].store
-        deadline = time.monotonic() + 60
-        while store.checkpoint != len(NEW_RECORDS):
-            assert time.monotonic() < deadline, f"the standby is at {store.checkpoint}, not at the changelog's end"
-            standbys.step()
-            time.sleep(0.05)
+        store = _standby_at(standbys, len(NEW_RECORDS))
         assert store.get(b"old-instance") is None, "the old log's instance was kept"
         assert {k: store.get(k) for k in NEW_RECORDS} == NEW_RECORDS
     finally:
@@ -168,33 +182,26 @@ def _recreated_longer(broker: Broker, topic: str) -> None:
     assert producer.flush(30) == 0
 
 
+def _recreated_over_a_kept_store(broker: Broker, path: Path) -> tuple[str, str]:
+    """A changelog deleted and made again, longer than OLD_CHECKPOINT, and a store at ``path``
+    kept from the deleted one (with its topic id). Returns the topic and the deleted one's id."""
+    topic = unique("recreated-changelog")
+    old_id = _kept_id_store(path, broker, topic)
+    _recreated_longer(broker, topic)
+    return topic, old_id
+
+
 @pytest.mark.kafka
 def test_a_restore_wipes_a_store_of_a_recreated_changelog_longer_than_its_checkpoint(
     broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     broker.require_real("deleting and making a topic again")
-    topic = unique("recreated-changelog")
-    old_id = _kept_id_store(tmp_path / "task-0", broker, topic)
-    _recreated_longer(broker, topic)
+    topic, old_id = _recreated_over_a_kept_store(broker, tmp_path / "task-0")
     new_id = topic_id(AdminClient({"bootstrap.servers": broker.bootstrap}), topic)
     assert new_id is not None and new_id != old_id
-    cfg = ProgramConfig(
-        name="p", source="p.es", inputs=[InputConfig(topic="in", event="Hit")], outputs={"default": "out"}
-    )
-    task = Task(0, compile_source(PROGRAM, name="p").require(), cfg, cfg.inputs, "p-rep", topic, 1, tmp_path / "task-0")
-    restorer = _reader(broker, unique("restore"))
     caplog.set_level(logging.WARNING, "eventscript.kafka.worker")
-    try:
-        restoration = Restoration("p", restorer, topic, {0: task}, {0: {"in:0": 0}}, new_id)
-        restoration.begin()
-        assert restoration.starts == {0: 0}, "the restore did not start from the new log's beginning"
-        deadline = time.monotonic() + 60
-        while not restoration.done:
-            assert time.monotonic() < deadline, "the restore did not reach the changelog's end"
-            restoration.step(0.5)
-        restoration.finish()
-    finally:
-        restorer.close()
+    task, restoration = _restored(broker, tmp_path / "task-0", topic, new_id)
+    assert restoration.starts == {0: 0}, "the restore did not start from the new log's beginning"
     assert task.store.get(b"old-instance") is None, "the old log's instance was kept"
     assert {k: task.store.get(k) for k in NEW_RECORDS} == NEW_RECORDS
     assert task.store.checkpoint == LONG_FILLER + len(NEW_RECORDS)
@@ -210,9 +217,7 @@ def test_a_standby_wipes_a_store_of_a_recreated_changelog_longer_than_its_checkp
     broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     broker.require_real("deleting and making a topic again")
-    topic = unique("recreated-changelog")
-    old_id = _kept_id_store(tmp_path / "task-0", broker, topic)
-    _recreated_longer(broker, topic)
+    topic, old_id = _recreated_over_a_kept_store(broker, tmp_path / "task-0")
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     reader = _reader(broker, unique("standby"))
     caplog.set_level(logging.WARNING, "eventscript.kafka.worker")
@@ -226,13 +231,7 @@ def test_a_standby_wipes_a_store_of_a_recreated_changelog_longer_than_its_checkp
         lambda: topic_id(admin, topic),
     )
     try:
-        standbys.retarget({0})
-        store = standbys.tasks[0].store
-        deadline = time.monotonic() + 60
-        while store.checkpoint != LONG_FILLER + len(NEW_RECORDS):
-            assert time.monotonic() < deadline, f"the standby is at {store.checkpoint}, not at the changelog's end"
-            standbys.step()
-            time.sleep(0.05)
+        store = _standby_at(standbys, LONG_FILLER + len(NEW_RECORDS))
         assert store.get(b"old-instance") is None, "the old log's instance was kept"
         assert {k: store.get(k) for k in NEW_RECORDS} == NEW_RECORDS
     finally:
@@ -272,14 +271,6 @@ def _send(broker: Broker, topic: str, keys: list[str]) -> None:
     assert producer.flush(30) == 0
 
 
-def _counts(broker: Broker, topic: str) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for m in read_many(broker, [topic])[topic]:
-        v = orjson.loads(m.value())
-        out.setdefault(v["k"], []).append(v["n"])
-    return out
-
-
 @pytest.mark.kafka
 def test_a_worker_with_the_store_of_a_recreated_changelog_counts_from_the_new_log(
     broker: Broker, tmp_path: Path
@@ -292,13 +283,7 @@ def test_a_worker_with_the_store_of_a_recreated_changelog_counts_from_the_new_lo
     broker.require_real("deleting and making topics again")
     name = unique("recreated")
     (tmp_path / "p.es").write_text(COUNTER)
-    program = {
-        "name": name,
-        "source": "p.es",
-        "clock": "record",
-        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-        "outputs": {"default": f"{name}-out"},
-    }
+    program = program_entry(name, "Hit", clock="record")
     common = {"application": name, "topics": {f"{name}-in": {"partitions": 1}}}
     old = topology(broker, tmp_path, [program], file="old.yaml", state="old", **common)  # type: ignore[arg-type]
     other = topology(broker, tmp_path, [program], file="other.yaml", state="other", **common)  # type: ignore[arg-type]
@@ -339,4 +324,6 @@ def test_a_worker_with_the_store_of_a_recreated_changelog_counts_from_the_new_lo
 
     _send(broker, f"{name}-in", ["a"])
     assert run_in_thread(old, until_idle=1.0) == 0
-    assert _counts(broker, f"{name}-out")["a"] == [1, 2], "the old store's count of a was carried into the new log"
+    assert counts_by_key(broker, f"{name}-out")["a"] == [1, 2], (
+        "the old store's count of a was carried into the new log"
+    )

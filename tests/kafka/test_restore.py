@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 from confluent_kafka import Producer
-from kafka_helpers import Broker, read_many, run_in_thread, topology, unique
+from kafka_helpers import Broker, counts_by_key, run_in_thread, topology, unique
 
 from eventscript.automata.compile import compile_source
 from eventscript.engine.engine import Engine
@@ -35,14 +35,6 @@ def _send(kafka: KafkaConfig, topic: str, keys: list[str], t0: int) -> None:
         kb = k.encode()  # plain string keys, as producers write them (key: string)
         p.produce(topic, key=kb, value=orjson.dumps({"k": k}), partition=partition_of(kb, PARTITIONS), timestamp=t0 + i)
     p.flush(30)
-
-
-def _counts(broker: Broker, topic: str) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for m in read_many(broker, [topic])[topic]:
-        v = orjson.loads(m.value())
-        out.setdefault(v["k"], []).append(v["n"])
-    return out
 
 
 def _setup(broker: Broker, tmp_path: Path) -> tuple[str, Path, KafkaConfig]:
@@ -77,7 +69,7 @@ def test_restore_from_changelog_after_losing_the_local_store(broker: Broker, tmp
     shutil.rmtree(tmp_path / "state" / name)  # the worker moves to a machine without the store
     _send(kafka, f"{name}-in", ["a", "b", "c", "d"], 2_000)
     assert run_in_thread(topo, until_idle=1.0) == 0
-    assert _counts(broker, f"{name}-out") == {"a": [1, 2, 3, 4], "b": [1, 2, 3], "c": [1, 2], "d": [1]}
+    assert counts_by_key(broker, f"{name}-out") == {"a": [1, 2, 3, 4], "b": [1, 2, 3], "c": [1, 2], "d": [1]}
 
 
 @pytest.mark.kafka
@@ -116,7 +108,7 @@ def test_uncommitted_changelog_records_are_ignored(broker: Broker, tmp_path: Pat
     shutil.rmtree(tmp_path / "state" / name)
     _send(kafka, f"{name}-in", ["a"], 2_000)
     assert run_in_thread(topo, until_idle=1.0) == 0
-    assert _counts(broker, f"{name}-out") == {"a": [1, 2, 3, 4]}
+    assert counts_by_key(broker, f"{name}-out") == {"a": [1, 2, 3, 4]}
 
 
 def _changelog_write(t: Any, name: str, kafka: KafkaConfig, key: str, n: int, es_pos: dict[str, int]) -> None:
@@ -156,7 +148,7 @@ def test_a_current_store_applies_another_owners_commit_that_moved_no_input(broke
     _changelog_write(t, name, kafka, "a", 99, {f"{name}-in:{p}": 3})
     _send(kafka, f"{name}-in", ["a"], 2_000)
     assert run_in_thread(topo, until_idle=1.0) == 0  # the same worker, its local store kept
-    assert _counts(broker, f"{name}-out") == {"a": [1, 2, 3, 100]}
+    assert counts_by_key(broker, f"{name}-out") == {"a": [1, 2, 3, 100]}
 
 
 @pytest.mark.kafka
@@ -179,7 +171,7 @@ def test_a_current_store_rewrites_the_keys_of_a_batch_that_never_committed(broke
     shutil.rmtree(tmp_path / "state" / name)  # a new owner, without the store
     _send(kafka, f"{name}-in", [ghost], 3_000)
     assert run_in_thread(topo, until_idle=1.0) == 0
-    assert _counts(broker, f"{name}-out") == {"a": [1, 2, 3, 4], ghost: [1]}
+    assert counts_by_key(broker, f"{name}-out") == {"a": [1, 2, 3, 4], ghost: [1]}
 
 
 @pytest.mark.kafka
@@ -219,7 +211,7 @@ def test_a_restart_with_its_local_store_replays_only_the_changelog_tail(
     # replays from 0, which is its checkpoint too).
     starts = [int(n) for n in re.findall(r"changelog from offset (\d+)", caplog.text)]
     assert any(n > 0 for n in starts), caplog.text
-    assert _counts(broker, f"{name}-out") == {"a": [1, 2, 3, 4], "b": [1, 2], "c": [1], "d": [1], "e": [1]}
+    assert counts_by_key(broker, f"{name}-out") == {"a": [1, 2, 3, 4], "b": [1, 2], "c": [1], "d": [1], "e": [1]}
 
 
 @pytest.mark.kafka
@@ -288,5 +280,5 @@ def test_a_restore_longer_than_max_poll_interval_keeps_the_worker_in_its_group(
     assert samples[("eventscript_rebalances_total", "lost")] == 0, samples
     assert samples[("eventscript_rebalances_total", "assigned")] == 1, samples
     assert time.monotonic() - started > 8, "the replay was not slow enough to test anything"
-    counts = _counts(broker, f"{name}-out")
+    counts = counts_by_key(broker, f"{name}-out")
     assert counts["k1"] == [1, 2] and counts["k2"] == [1, 2] and len(counts) == len(keys)

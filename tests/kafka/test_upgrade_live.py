@@ -12,6 +12,7 @@ of the trace from fresh instances; with no policy (``refuse``) the worker stops 
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from kafka_helpers import (
     Broker,
     KeyedProducer,
     TopicWatcher,
+    program_entry,
     read_json_lines,
     start_worker,
     topology,
@@ -98,18 +100,10 @@ class Upgrade:
         (tmp / "v2.es").write_text(V2)
         self.input = f"{self.name}-in"
         self.output = f"{self.name}-out"
+        self.workers: list[subprocess.Popen[bytes]] = []
 
     def topology(self, source: str, **settings: Any) -> Path:
-        program = {
-            "name": self.name,
-            "source": source,
-            "clock": "record",
-            "commit_interval_ms": 50,
-            "inputs": [{"topic": self.input, "event": "Tick"}],
-            "outputs": {"default": self.output},
-            "errors": f"{self.name}-err",
-            **settings,
-        }
+        program = program_entry(self.name, "Tick", source, clock="record", commit_interval_ms=50, **settings)
         return topology(
             self.broker,
             self.tmp,
@@ -156,6 +150,25 @@ class Upgrade:
     def outputs(self) -> list[dict[str, Any]]:
         return read_json_lines(self.broker, self.output)
 
+    def start(self, path: Path, *args: str) -> subprocess.Popen[bytes]:
+        """``eventscript run`` of the topology at ``path`` (with ``args``), logging to the
+        application's log; ``kill_left`` kills it if the test ends while it runs."""
+        worker = start_worker(path, *args, log=self.log)
+        self.workers.append(worker)
+        return worker
+
+    def stop(self, worker: subprocess.Popen[bytes]) -> None:
+        """Stops ``worker`` as an operator would (SIGTERM): it must exit cleanly within 60 s."""
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(60) == 0, self.log.read_text()[-3000:]
+
+    def kill_left(self) -> None:
+        """Kills (-9) every worker of the test still running: a failed test leaves none behind."""
+        for worker in self.workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(30)
+
 
 @pytest.mark.kafka
 @pytest.mark.slow
@@ -176,7 +189,7 @@ def test_carry_after_kill_9_gives_the_tester_run_of_the_plan(broker: Broker, tmp
     send(broker, app.input, after[:half], len(before))
     v2 = app.topology("v2.es", upgrade="carry")
     watcher = TopicWatcher(broker, app.output)
-    worker = start_worker(v2, "-v", log=app.log)
+    worker = app.start(v2, "-v")
     try:
         at_cut = len(run_tester(old, first))
         wait_for(lambda: watcher.distinct() > at_cut, 180, what="v2's first outputs")
@@ -185,15 +198,12 @@ def test_carry_after_kill_9_gives_the_tester_run_of_the_plan(broker: Broker, tmp
         worker.send_signal(signal.SIGKILL)
         worker.wait(30)
         send(broker, app.input, after[half:], len(before) + half)
-        worker = start_worker(v2, "-v", log=app.log)
+        worker = app.start(v2, "-v")
         wait_for(lambda: watcher.distinct() >= len(want), 180, what="every output of the upgraded run")
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(60) == 0, app.log.read_text()[-3000:]
+        app.stop(worker)
     finally:
         watcher.close()
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait(30)
+        app.kill_left()
     got = app.outputs()
     assert by_key(got) == by_key(want)
     assert len(got) == len(want)
@@ -208,13 +218,11 @@ def test_the_default_policy_stops_the_worker_saying_what_to_do(broker: Broker, t
     before, _ = trace()
     app = Upgrade(broker, tmp_path)
     app.run_v1(before)
-    worker = start_worker(app.topology("v2.es"), log=app.log)
+    worker = app.start(app.topology("v2.es"))
     try:
         assert worker.wait(180) == 1
     finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait(30)
+        app.kill_left()
     log = app.log.read_text()
     assert f"program {app.name}: task 0: the stored state was written by version es1-" in log, log[-3000:]
     assert "eventscript upgrade plan OLD NEW" in log and "'upgrade: carry'" in log
@@ -233,16 +241,13 @@ def test_restart_starts_every_old_instance_afresh(broker: Broker, tmp_path: Path
     app = Upgrade(broker, tmp_path)
     app.run_v1(before)
     send(broker, app.input, after, len(before))
-    worker = start_worker(app.topology("v2.es", upgrade="restart"), "-v", log=app.log)
+    worker = app.start(app.topology("v2.es", upgrade="restart"), "-v")
     watcher = TopicWatcher(broker, app.output)
     try:
         wait_for(lambda: watcher.distinct() >= len(want), 180, what="every output")
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(60) == 0, app.log.read_text()[-3000:]
+        app.stop(worker)
     finally:
         watcher.close()
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait(30)
+        app.kill_left()
     assert by_key(app.outputs()) == by_key(want)
     assert "restarted" in app.log.read_text()

@@ -3,18 +3,15 @@ Grafana dashboard and the Prometheus rules use, with the labels they use."""
 
 from __future__ import annotations
 
-import threading
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kafka_helpers import FAST_GROUP, Broker, KeyedProducer, free_port, topology, unique, wait_for
+from kafka_helpers import FAST_GROUP, Broker, KeyedProducer, free_port, program_topology, serve_in_thread, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
-from eventscript.kafka.config import load_topology
-from eventscript.kafka.supervisor import TopologyRunner
 from test_deploy_files import (
     DASHBOARD,
     KUBERNETES_SERIES,
@@ -88,31 +85,19 @@ def test_missing_finds_what_is_not_exported() -> None:
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_a_live_worker_exports_what_dashboard_and_rules_use(broker: Broker, tmp_path: Path) -> None:
-    name = unique("live")
-    (tmp_path / "p.es").write_text(PROGRAM)
     # Record time: the event-time series are exported too (wall-clock programs have none).
-    path = topology(
+    name, path = program_topology(
         broker,
         tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "clock": "record",
-                "inputs": [{"topic": f"{name}-in", "event": "A"}],
-                "outputs": {"default": f"{name}-out"},
-            }
-        ],
-        {f"{name}-in": {"partitions": 2}},
+        PROGRAM,
+        "live",
+        "A",
+        partitions=2,
+        settings={"clock": "record"},
+        consumer={**FAST_GROUP, "statistics.interval.ms": 500},
     )
-    doc: dict[str, Any] = yaml.safe_load(path.read_text())
-    doc["kafka"]["consumer"] = {**FAST_GROUP, "statistics.interval.ms": 500}
-    path.write_text(yaml.safe_dump(doc))
     port = free_port()
-    runner = TopologyRunner(load_topology(path), health_port=port)
-    runner.prepare()
-    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
-    t.start()
+    runner, t = serve_in_thread(path, port)
     try:
         wait_for(lambda: ready(port), 90, what="/readyz")
         producer = KeyedProducer(broker, f"{name}-in", 2)
@@ -158,14 +143,6 @@ def _samples_of(port: int, name: str) -> dict[str, float]:
     }
 
 
-def _start(path: Path, port: int) -> tuple[TopologyRunner, threading.Thread]:
-    runner = TopologyRunner(load_topology(path), health_port=port)
-    runner.prepare()
-    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
-    t.start()
-    return runner, t
-
-
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_a_live_worker_exports_store_sizes_and_restore_progress(
@@ -178,24 +155,9 @@ def test_a_live_worker_exports_store_sizes_and_restore_progress(
 
     from eventscript.kafka import restore, task_manager
 
-    name = unique("disk")
-    (tmp_path / "p.es").write_text(COUNTING)
-    path = topology(
-        broker,
-        tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "clock": "record",
-                "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-                "outputs": {"default": f"{name}-out"},
-            }
-        ],
-        {f"{name}-in": {"partitions": 2}},
-    )
+    name, path = program_topology(broker, tmp_path, COUNTING, "disk", "Hit", partitions=2, settings={"clock": "record"})
     port = free_port()
-    runner, t = _start(path, port)
+    runner, t = serve_in_thread(path, port)
     try:
         wait_for(lambda: ready(port), 90, what="/readyz")
         KeyedProducer(broker, f"{name}-in", 2).run(count=400, keys=200, rate=2000)
@@ -236,7 +198,7 @@ def test_a_live_worker_exports_store_sizes_and_restore_progress(
     monkeypatch.setattr(restore.Restoration, "step", slow_step)
     monkeypatch.setattr(task_manager, "RESTORE_SLICE", 0.05)
     port = free_port()
-    runner, t = _start(path, port)
+    runner, t = serve_in_thread(path, port)
     try:
         seen: dict[str, float] = {}
 

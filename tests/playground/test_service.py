@@ -19,6 +19,8 @@ from eventscript.cli.playground_cmd import initial
 from eventscript.playground import cases, examples, service
 from eventscript.playground.limits import LimitExceeded, Limits
 
+from .conftest import NESTED_SOURCES
+
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = ROOT / "topologies"
 RUNNER = ROOT.parent / "shared" / "conformance" / "run"
@@ -208,6 +210,38 @@ def test_initial_content_of_a_topology_file() -> None:
     assert opened["topology"].startswith("#") and "Trade(" in opened["trace"]
 
 
+def test_a_topology_with_programs_in_subfolders_opens_runs_and_saves(nested_topology: Path, tmp_path: Path) -> None:
+    """A topology's ``source:`` may name a program in a folder below it: the page gets the program
+    under that name, the run finds it there (same outputs as the flat topology), each stage names
+    its file, and the saved topology test keeps the folders and replays."""
+    opened = initial([str(nested_topology)], None)
+    assert [p["name"] for p in opened["programs"]] == list(NESTED_SOURCES.values())
+    assert service.check(opened, Limits())["topology"] == {"diagnostics": []}
+    result = service.run(opened, Limits())
+    assert "error" not in result, result.get("error")
+    assert _outputs(result) == _lines(TOPOLOGIES / "big-trades" / "expected.jsonl")
+    assert [st["source"] for st in result["stages"]] == list(NESTED_SOURCES.values())
+    saved = cases.save_case({**opened, "name": "nested"}, Limits(), tmp_path / "cases")
+    folder = Path(saved["path"])
+    assert set(NESTED_SOURCES.values()) <= set(saved["files"])
+    assert all(
+        (folder / name).read_text() == (nested_topology.parent / name).read_text() for name in NESTED_SOURCES.values()
+    )
+    done = _replay(folder)
+    assert done.returncode == 0 and "ok: 5 events as expected" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("source", ["../filter.es", "/tmp/filter.es", "stages/../../filter.es"])
+def test_a_topology_source_outside_its_folder_is_refused_with_what_to_do(nested_topology: Path, source: str) -> None:
+    text = nested_topology.read_text().replace("source: stages/filter.es", f"source: {source}")
+    nested_topology.write_text(text)
+    with pytest.raises(ValueError) as refused:
+        initial([str(nested_topology)], None)
+    message = str(refused.value)
+    assert f"program source {source!r}" in message and "in its folder or in folders below it" in message, message
+    assert "copy the program there" in message
+
+
 def _get(url: str) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=30) as r:
@@ -257,7 +291,7 @@ def test_http_serves_the_page_and_answers_json(playground: tuple[str, Any]) -> N
     assert status == 400 and "not JSON" in answer["error"]
     status, answer = _announce_large_body(url, config.max_body + 1)
     assert status == 413 and "limit" in answer["error"]
-    for name in ("../x.es", "topology.yaml", ".es"):
+    for name in ("../x.es", "topology.yaml", ".es", "sub/../x.es", "/x.es", "sub//x.es", "./x.es"):
         status, answer = _post(url + "/api/check", json.dumps({"programs": [{"name": name, "text": ""}]}).encode())
         assert status == 400 and "file name ending in .es" in answer["error"]
     twice = [{"name": "a.es", "text": ""}, {"name": "a.es", "text": ""}]
@@ -356,6 +390,33 @@ def test_check_gives_a_topologys_errors_placed_as_topology_check_prints_them(
         assert f"{d['where']}: " in printed
         assert d["message"].split(": ", 1)[-1] in printed  # (a schema error's "invalid topology:" heads its list)
         assert d["hint"] is None or d["hint"] in printed
+
+
+def test_an_unset_environment_variable_is_an_error_placed_where_topology_check_places_it(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``${VAR}`` with no default and VAR unset: an error wherever a topology is read, so in the
+    live check too, underlined at the variable with the hint that says how to set it or default it."""
+    monkeypatch.delenv("PLAYGROUND_NO_SUCH_VARIABLE", raising=False)
+    ex = examples.load("topologies/big-trades")
+    default = "${KAFKA_BOOTSTRAP_SERVERS:-localhost:9092}"
+    assert default in ex["topology"]
+    broken = ex["topology"].replace(default, "${PLAYGROUND_NO_SUCH_VARIABLE}")
+    (found,) = service.check({**ex, "topology": broken}, Limits())["topology"]["diagnostics"]
+    line, col = _place_of(broken, "${PLAYGROUND_NO_SUCH_VARIABLE}")
+    assert (found["severity"], found["line"], found["col"]) == ("error", line, col)
+    assert found["message"] == "kafka.bootstrap_servers: environment variable PLAYGROUND_NO_SUCH_VARIABLE is not set"
+    assert (
+        found["hint"].startswith("set PLAYGROUND_NO_SUCH_VARIABLE in the environment") and ":-default}" in found["hint"]
+    )
+    assert f"topology.yaml:{line}:{col}: " + found["message"] in _topology_check_output(ex, broken, tmp_path, capsys)
+    monkeypatch.setenv("PLAYGROUND_NO_SUCH_VARIABLE", "localhost:9092")  # set: no finding
+    assert service.check({**ex, "topology": broken}, Limits())["topology"] == {"diagnostics": []}
+
+
+def _place_of(text: str, what: str) -> tuple[int, int]:
+    before = text[: text.index(what)]
+    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
 
 
 def test_a_topologys_check_does_not_import_external_functions_unless_allowed() -> None:

@@ -16,7 +16,7 @@ from eventscript.state import keyinfo
 from eventscript.state.keyinfo import ENDED_RETENTION_MS, decode_info, info_key
 from eventscript.state.query import answer_from_store
 
-from .test_uncommitted_batches import T0, ChangelogPartition, commit, make_task, process, restore, tick
+from .test_uncommitted_batches import T0, commit, new_owner, process, restore, tick
 
 
 def _answer(task, key: str) -> dict:
@@ -24,9 +24,7 @@ def _answer(task, key: str) -> dict:
 
 
 def test_an_ended_key_says_when_and_why_and_its_last_record(tmp_path: Path) -> None:
-    log = ChangelogPartition()
-    owner = make_task(tmp_path / "owner")
-    owner.load_from_store()
+    owner, log = new_owner(tmp_path / "owner")
     process(owner, tick(0, "k"), tick(1, "j"))
     commit(owner, log, succeeds=True)
     k = _answer(owner, "k")
@@ -58,9 +56,7 @@ def test_an_ended_key_says_when_and_why_and_its_last_record(tmp_path: Path) -> N
 
 
 def test_an_instance_that_began_and_ended_between_commits_is_ended_not_unknown(tmp_path: Path) -> None:
-    log = ChangelogPartition()
-    owner = make_task(tmp_path / "owner")
-    owner.load_from_store()
+    owner, log = new_owner(tmp_path / "owner")
     process(owner, tick(0, "k"), tick(1, "k"))  # created and ended in one batch
     commit(owner, log, succeeds=True)
     (record,) = [r for r in log.records if r.key() == orjson.dumps(["k"])]
@@ -72,9 +68,7 @@ def test_an_instance_that_began_and_ended_between_commits_is_ended_not_unknown(t
 
 
 def test_a_failed_commit_keeps_nothing_of_its_batch(tmp_path: Path) -> None:
-    log = ChangelogPartition()
-    owner = make_task(tmp_path / "owner")
-    owner.load_from_store()
+    owner, log = new_owner(tmp_path / "owner")
     process(owner, tick(0, "k"))
     commit(owner, log, succeeds=True)
     process(owner, tick(1, "k"))  # ends k, but the commit fails: k is still present at in:0:0
@@ -86,9 +80,7 @@ def test_a_failed_commit_keeps_nothing_of_its_batch(tmp_path: Path) -> None:
 
 
 def test_ended_markers_past_their_retention_are_dropped(tmp_path: Path) -> None:
-    log = ChangelogPartition()
-    owner = make_task(tmp_path / "owner")
-    owner.load_from_store()
+    owner, log = new_owner(tmp_path / "owner")
     process(owner, tick(0, "k"), tick(1, "k"), tick(2, "j"), tick(3, "j"), tick(4, "m"))
     commit(owner, log, succeeds=True)
     store = owner.store
@@ -109,9 +101,7 @@ def test_ended_markers_past_their_retention_are_dropped(tmp_path: Path) -> None:
 
 
 def test_a_marker_of_a_key_that_started_again_is_not_dropped_with_its_old_end(tmp_path: Path) -> None:
-    log = ChangelogPartition()
-    owner = make_task(tmp_path / "owner")
-    owner.load_from_store()
+    owner, log = new_owner(tmp_path / "owner")
     process(owner, tick(0, "k"), tick(1, "k"))
     commit(owner, log, succeeds=True)
     old = decode_info(owner.store.get(info_key(orjson.dumps(["k"]))))
@@ -138,9 +128,7 @@ def test_a_record_through_the_repartition_topic_is_named_by_the_input_record_it_
     from eventscript.backfill.records import ArrowRecord
     from eventscript.task import codec
 
-    log = ChangelogPartition()
-    owner = make_task(tmp_path / "owner")
-    owner.load_from_store()
+    owner, log = new_owner(tmp_path / "owner")
     copy = ArrowRecord(
         "p-rep",
         0,

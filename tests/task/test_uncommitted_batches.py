@@ -80,6 +80,14 @@ class ChangelogPartition:
         self._next = None
 
 
+def new_owner(store: Path) -> tuple[Task, ChangelogPartition]:
+    """Where each scenario starts: the task's first owner, with an empty store at ``store``
+    (loaded), and the empty changelog partition it writes to."""
+    owner = make_task(store)
+    owner.load_from_store()
+    return owner, ChangelogPartition()
+
+
 def process(task: Task, *records: PlainRecord) -> list[dict[str, Any]]:
     """Process ``records`` in one batch; the outputs it emitted."""
     for r in records:
@@ -123,9 +131,7 @@ def restore(store: Path, log: ChangelogPartition, committed: Position) -> Task:
 
 
 def test_a_failed_commit_leaves_no_ghost_instance_for_a_replay(tmp_path: Path) -> None:
-    log = ChangelogPartition()
-    owner = make_task(tmp_path / "owner")
-    owner.load_from_store()
+    owner, log = new_owner(tmp_path / "owner")
     assert process(owner, tick(0)) == []  # batch A: r0 creates k
     commit(owner, log, succeeds=False)
     assert any(r.key() == orjson.dumps(["k"]) and r.value() is not None for r in log.records)
@@ -141,9 +147,7 @@ def test_a_failed_commit_leaves_no_ghost_instance_for_a_replay(tmp_path: Path) -
 
 
 def test_a_batch_lost_with_its_owner_leaves_no_ghost_instance(tmp_path: Path) -> None:
-    log = ChangelogPartition()
-    first = make_task(tmp_path / "first")
-    first.load_from_store()
+    first, log = new_owner(tmp_path / "first")
     process(first, tick(0))
     first.changelog_records()  # batch A's records are written, then the worker is killed
     send_changelog(first, log)
@@ -160,9 +164,7 @@ def test_a_batch_lost_with_its_owner_leaves_no_ghost_instance(tmp_path: Path) ->
 
 
 def test_the_retry_rewrites_only_the_keys_of_the_batch_that_failed(tmp_path: Path) -> None:
-    log = ChangelogPartition()
-    owner = make_task(tmp_path / "owner")
-    owner.load_from_store()
+    owner, log = new_owner(tmp_path / "owner")
     process(owner, tick(0, "j"))
     commit(owner, log, succeeds=True)
     process(owner, tick(1, "k"))

@@ -51,6 +51,25 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+def _page_name(topology: Path, source: str) -> str:
+    """A topology's program as the page names it: its ``source:`` as the topology names it,
+    relative to the topology's folder (``stages/filter.es``), so that the topology finds it where
+    the playground writes it. ValueError for a source the playground cannot place there."""
+    from pathlib import PurePosixPath
+
+    from ..playground.source import name_problem
+
+    name = str(PurePosixPath(source))
+    problem = name_problem(name)
+    if problem:
+        raise ValueError(
+            f"{topology}: program source {source!r}: the playground opens a topology whose programs are in "
+            f"its folder or in folders below it, named without '..' ({problem.split(': ', 1)[1]}); "
+            f"copy the program there and name it so in 'source:'"
+        )
+    return name
+
+
 def initial(files: list[str], trace: str | None) -> dict[str, Any]:
     """The page's opening content from the command line's files; OSError/ValueError if unreadable."""
     out: dict[str, Any] = {}
@@ -62,7 +81,9 @@ def initial(files: list[str], trace: str | None) -> dict[str, Any]:
         doc = yaml.safe_load(text)
         sources = [p.get("source") for p in (doc or {}).get("programs", []) if isinstance(p, dict)]
         out["topology"] = text
-        out["programs"] = [{"name": Path(s).name, "text": _read(paths[0].parent / s)} for s in sources if s]
+        out["programs"] = [
+            {"name": _page_name(paths[0], s), "text": _read(paths[0].parent / s)} for s in sources if isinstance(s, str)
+        ]
     elif paths:
         odd = [str(p) for p in paths if p.suffix != ".es"]
         if odd:

@@ -46,7 +46,8 @@ def save_case(body: Any, limits: Limits, cases_dir: Path) -> dict[str, Any]:
         command = f"../shared/conformance/run {folder}"
     files["expected.jsonl"] = expected
     folder.mkdir(parents=True)
-    for fname, text in files.items():
+    for fname, text in files.items():  # a topology's programs may sit in folders below it
+        (folder / fname).parent.mkdir(parents=True, exist_ok=True)
         (folder / fname).write_text(text, encoding="utf-8")
     return {"path": str(folder), "files": sorted(files), "kind": kind, "command": command}
 

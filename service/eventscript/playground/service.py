@@ -4,7 +4,7 @@ HTTP layer (``server``) only moves JSON; these functions are tested without it."
 
 from __future__ import annotations
 
-import re
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from ..automata.compile import Compilation, compile_source
@@ -16,7 +16,7 @@ from ..language.source import SourceFile
 from ..tester.trace import TraceError, parse_trace
 from . import drawing, topology_check
 from .limits import LimitExceeded, Limits
-from .source import Source
+from .source import Source, name_problem
 
 if TYPE_CHECKING:  # for the annotation only: _run_topology imports the topology package when it runs
     from ..topology.model import TopologyGraph
@@ -24,9 +24,6 @@ if TYPE_CHECKING:  # for the annotation only: _run_topology imports the topology
 
 class RequestError(Exception):
     """A request the page should not have sent (a missing field, a wrong type)."""
-
-
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}\.es$")
 
 
 def sources_of(body: Any, limits: Limits) -> list[Source]:
@@ -38,8 +35,9 @@ def sources_of(body: Any, limits: Limits) -> list[Source]:
     for p in programs:
         if not isinstance(p, dict) or not isinstance(p.get("name"), str) or not isinstance(p.get("text"), str):
             raise RequestError("each program needs a name and a text")
-        if not _NAME.match(p["name"]):
-            raise RequestError(f"{p['name']!r}: a program's name is a file name ending in .es (letters, digits, . _ -)")
+        problem = name_problem(p["name"])
+        if problem:
+            raise RequestError(problem)
         if any(s.name == p["name"] for s in out):
             raise RequestError(f"{p['name']!r}: two programs of that name; give each its own")
         limits.check_program(p["name"], p["text"])
@@ -50,8 +48,7 @@ def sources_of(body: Any, limits: Limits) -> list[Source]:
 def compile_one(src: Source, limits: Limits) -> Compilation:
     """Compile as ``eventscript check`` does; external functions are resolved (imported) only
     when the playground allows them."""
-    stem = src.name[:-3] if src.name.endswith(".es") else src.name
-    return compile_source(SourceFile(src.name, src.text), name=stem, resolve_externals=limits.allow_externals)
+    return compile_source(SourceFile(src.name, src.text), name=src.stem, resolve_externals=limits.allow_externals)
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
@@ -132,10 +129,12 @@ def run(body: Any, limits: Limits) -> dict[str, Any]:
             result["pipeline"] = drawing.pipeline(graph)
             # every stage compiled (_run_topology refuses a topology with one that did not)
             compiled = [st.compilation.require() for st in graph.stages if st.compilation is not None]
+            files = [str(PurePosixPath(st.config.source)) for st in graph.stages]
         else:
             compiled = [c.require() for c in comps]
-            names = [s.name[:-3] if s.name.endswith(".es") else s.name for s in sources]
+            names = [s.stem for s in sources]
             recording = record_pipeline(compiled, items, names, limits.run_guard())
+            files = [s.name for s in sources]
     except TraceError as exc:
         return {
             **result,
@@ -148,7 +147,7 @@ def run(body: Any, limits: Limits) -> dict[str, Any]:
         return {**result, "error": str(exc)}
     except EngineError as exc:  # e.g. an allowed external function that cannot be loaded
         return {**result, "error": f"the program cannot run: {exc}"}
-    return {**result, **_shown(recording, compiled)}
+    return {**result, **_shown(recording, compiled, files)}
 
 
 class _TopologyProblem(Exception):
@@ -177,9 +176,10 @@ def _run_topology(
         return record_topology(graph, items, limits.run_guard()), graph
 
 
-def _shown(recording: Recording, compiled: list[Any]) -> dict[str, Any]:
+def _shown(recording: Recording, compiled: list[Any], files: list[str]) -> dict[str, Any]:
     """The run as the page draws it: per stage the automaton, and each state met explained (the
-    markers it waits for); the steps and outputs."""
+    markers it waits for); the steps and outputs. ``files``: each stage's program by the name
+    the page's tab has (its source, relative to the topology), which ties a stage to its text."""
     steps = [s.page_json() for s in recording.steps]
     stages = []
     for i, name in enumerate(recording.names):
@@ -198,6 +198,7 @@ def _shown(recording: Recording, compiled: list[Any]) -> dict[str, Any]:
         stages.append(
             {
                 "name": name,
+                "source": files[i],
                 "grouped": compiled[i].grouped,
                 "variables": [{"name": v.name, "type": str(v.ty)} for v in terms.program.variables],
                 "markers": [m.to_json() for m in terms.markers],

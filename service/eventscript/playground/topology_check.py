@@ -33,7 +33,8 @@ def topology_folder(sources: list[Source], yaml_text: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="eventscript-playground-") as tmp:
         folder = Path(tmp)
         (folder / TOPOLOGY_FILE).write_text(yaml_text, encoding="utf-8")
-        for s in sources:
+        for s in sources:  # (a name is a relative path below the folder: source.name_problem)
+            (folder / s.name).parent.mkdir(parents=True, exist_ok=True)
             (folder / s.name).write_text(s.text, encoding="utf-8")
         yield folder
 

@@ -375,8 +375,18 @@ class Topology(_Model):
         return f"{self.application}.{program.name}-changelog"
 
 
-def substitute_env(value: Any, env: dict[str, str] | None = None, path: str = "") -> Any:
-    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string of a parsed YAML document."""
+def substitute_env(
+    value: Any,
+    env: dict[str, str] | None = None,
+    place: Callable[[tuple[Any, ...], int], str] | None = None,
+    loc: tuple[Any, ...] = (),
+) -> Any:
+    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string of a parsed YAML document.
+
+    A variable that is not set and has no default is an error wherever a topology is read
+    (``run``, ``topology check``, ``test``, the playground): :class:`TopologyError` naming the
+    setting, the variable and the fix, placed by ``place(path, offset)`` (the file's line and
+    column of character ``offset`` of the string at ``path``) when the caller knows the file."""
     env = os.environ if env is None else env  # type: ignore[assignment]
     if isinstance(value, str):
 
@@ -386,15 +396,18 @@ def substitute_env(value: Any, env: dict[str, str] | None = None, path: str = ""
                 return env[name]  # type: ignore[index]
             if default is not None:
                 return default
+            at = f"{place(loc, m.start())}: " if place else ""
             raise TopologyError(
-                f"{path or 'value'}: environment variable {name} is not set (set it, or write ${{{name}:-default}})"
+                f"{at}{_loc(loc) if loc else 'value'}: environment variable {name} is not set\n"
+                f"  hint: set {name} in the environment of the command reading this topology, "
+                f"or give a default: ${{{name}:-default}}"
             )
 
         return _ENV.sub(repl, value)
     if isinstance(value, dict):
-        return {k: substitute_env(v, env, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        return {k: substitute_env(v, env, place, (*loc, k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute_env(v, env, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [substitute_env(v, env, place, (*loc, i)) for i, v in enumerate(value)]
     return value
 
 
@@ -411,13 +424,17 @@ def parse_topology(
     base_dir: Path | None = None,
     env: dict[str, str] | None = None,
     where: Callable[..., str] | None = None,
+    place: Callable[[tuple[Any, ...], int], str] | None = None,
 ) -> Topology:
+    """A topology from its parsed YAML ``data``. ``where(*path)`` and ``place(path, offset)``
+    give ``file:line:col`` for a setting and for a character of its string (``YamlPositions``):
+    errors name them when given, else the ``source`` and the setting's path."""
     if not isinstance(data, dict):
         raise TopologyError(f"{source}: a topology is a mapping with 'kafka', 'programs' and 'topics'")
     try:
-        data = substitute_env(data, env)
+        data = substitute_env(data, env, place)
     except TopologyError as exc:
-        raise TopologyError(f"{source}: {exc}") from None
+        raise TopologyError(str(exc) if place else f"{source}: {exc}") from None
     try:
         topo = Topology.model_validate(data)
     except ValidationError as exc:
@@ -441,4 +458,4 @@ def load_topology(path: str | Path, env: dict[str, str] | None = None) -> Topolo
 
     p = Path(path)
     data, positions = read_topology_file(p)
-    return parse_topology(data, str(p), p.parent, env, where=positions.where)
+    return parse_topology(data, str(p), p.parent, env, where=positions.where, place=positions.where_in)

@@ -39,8 +39,8 @@ class YamlPositions:
                     return v
         return None
 
-    def where(self, *path: str | int) -> str:
-        """``file:line:col`` of the value at ``path`` (or of its nearest existing ancestor)."""
+    def _found(self, path: Path_) -> Any:
+        """The node at ``path``, or its nearest existing ancestor (None: no document)."""
         node: Any = self.root
         found = node
         for step in path:
@@ -49,7 +49,30 @@ class YamlPositions:
             node = self._child(node, step)
             if node is not None:
                 found = node
+        return found
+
+    def where(self, *path: str | int) -> str:
+        """``file:line:col`` of the value at ``path`` (or of its nearest existing ancestor)."""
+        found = self._found(path)
         if found is None:
             return str(self.file)
         mark = found.start_mark
         return f"{self.file}:{mark.line + 1}:{mark.column + 1}"
+
+    def where_in(self, path: Path_, offset: int) -> str:
+        """``file:line:col`` of character ``offset`` of the string at ``path``: exact in a plain
+        scalar on one line (the file holds it character for character); elsewhere (quoted,
+        folded, on several lines, or no such node) where ``where`` places the string."""
+        node: Any = self.root
+        for step in path:
+            node = None if node is None else self._child(node, step)
+        plain = (
+            isinstance(node, yaml.ScalarNode)
+            and node.style is None
+            and node.start_mark.line == node.end_mark.line
+            and 0 <= offset < len(node.value)
+        )
+        if not plain:
+            return self.where(*path)
+        mark = node.start_mark
+        return f"{self.file}:{mark.line + 1}:{mark.column + offset + 1}"

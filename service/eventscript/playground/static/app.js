@@ -439,7 +439,7 @@ function moveTo(position) {
 function waitingMarkers() {
   // (none once the program is edited after the run: their positions would point elsewhere)
   if (!state.result || state.selectedKey === null || state.ranPrograms !== JSON.stringify(state.programs)) return [];
-  const stageIndex = state.result.stages.findIndex((s) => s.name + ".es" === state.programs[state.tab]?.name || s.name === state.programs[state.tab]?.name);
+  const stageIndex = state.result.stages.findIndex((s) => s.source === state.programs[state.tab]?.name);
   const si = stageIndex >= 0 ? stageIndex : state.stage;
   const view = instancesAt(si).get(state.selectedKey);
   if (!view || view.ended) return [];
