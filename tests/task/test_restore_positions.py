@@ -32,6 +32,13 @@ from .test_uncommitted_batches import CHANGELOG, ChangelogPartition
 REPARTITION = "p-rep"
 
 
+class Changelog(ChangelogPartition):
+    """The in-memory changelog partition, with its end (read to check a local store against it)."""
+
+    def get_watermark_offsets(self, tp: TopicPartition, timeout: float, cached: bool) -> tuple[int, int]:
+        return 0, len(self.records)
+
+
 @dataclass
 class Committed:
     """A committed offset as ``Consumer.committed`` answers it (its ``error`` can be set here)."""
@@ -104,11 +111,13 @@ def first_owner(store: Path, log: ChangelogPartition, records: list[Any]) -> Non
     task.close()
 
 
-def config() -> Any:
-    return program_config([InputConfig(topic="in", event="Tick")])
+def config(guarantee: str = "exactly_once") -> Any:
+    return program_config([InputConfig(topic="in", event="Tick")]).model_copy(update={"guarantee": guarantee})
 
 
-def next_owner(state: Path, log: ChangelogPartition, member: GroupMember) -> tuple[TaskManager, list[OutRecord]]:
+def next_owner(
+    state: Path, log: ChangelogPartition, member: GroupMember, guarantee: str = "exactly_once"
+) -> tuple[TaskManager, list[OutRecord]]:
     """A worker assigned task 0 (no local store): its task manager over ``log`` and ``member``,
     and where its outputs go."""
     sent: list[OutRecord] = []
@@ -116,7 +125,7 @@ def next_owner(state: Path, log: ChangelogPartition, member: GroupMember) -> tup
     def send(topic: str, partition: int, key: Any, value: Any, headers: Any, ts: int, changelog: bool) -> None:
         sent.append(OutRecord(topic, partition, key, value, headers, ts, changelog))
 
-    cfg = config()
+    cfg = config(guarantee)
     manager = TaskManager(
         cfg, compile_source(COUNT_QUIET, name="p").require(), 1, REPARTITION, CHANGELOG, state, ProgressPlan("p", 1)
     )
@@ -143,7 +152,7 @@ def counts(sent: list[OutRecord]) -> list[tuple[int, int]]:
 
 def test_a_restored_task_reads_its_inputs_from_the_offsets_it_was_restored_to(tmp_path: Path) -> None:
     records = [tick(i, T0 + i * 1000, "k") for i in range(8)]
-    log = ChangelogPartition()
+    log = Changelog()
     first_owner(tmp_path / "first", log, records[:5])  # committed: in:0 at 5, k's count 5
     member = GroupMember(records, {("in", 0): 5}, fallback=0)
     manager, sent = next_owner(tmp_path / "next", log, member)
@@ -155,7 +164,7 @@ def test_a_restored_task_reads_its_inputs_from_the_offsets_it_was_restored_to(tm
 
 def test_a_committed_offset_answered_with_an_error_is_asked_again(tmp_path: Path) -> None:
     records = [tick(i, T0 + i * 1000, "k") for i in range(8)]
-    log = ChangelogPartition()
+    log = Changelog()
     first_owner(tmp_path / "first", log, records[:5])
     member = GroupMember(records, {("in", 0): 5}, fallback=5)
     member.failing.add(("in", 0))  # the group coordinator is loading after a broker outage

@@ -134,6 +134,7 @@ class ProgramWorker:
             self._stat,
             self._fault,
             metrics,
+            stall_limit=int(clients.consumer_config(topo.kafka, self.group_id)["session.timeout.ms"]) / 1000,
         )
         #: Stops the worker when an input gets partitions its tasks do not cover (input_partitions.py).
         self._input_watch = InputPartitionWatch(
