@@ -99,3 +99,15 @@ def test_a_batch_made_while_the_worker_was_frozen_past_its_session_is_not_commit
     assert checkpoint.failed and not a.ready  # back to the last commit: restored from B's
     run_turns(a, member_a)
     assert counts(sent_a) == [(10, 11), (11, 12)]
+
+
+def test_the_stall_limit_is_the_session_timeout_less_a_heartbeat() -> None:
+    """The group counts a session from the member's last heartbeat, which may come a heartbeat
+    interval before the loop's last beat: a stall that long before the session's end counts."""
+    from eventscript.kafka.clients import consumer_config
+    from eventscript.kafka.worker import stall_limit
+    from eventscript.topology.config import KafkaConfig
+
+    assert stall_limit(consumer_config(KafkaConfig(bootstrap_servers="k:9092"), "g")) == 42.0  # 45 s, 3 s
+    short = KafkaConfig(bootstrap_servers="k:9092", consumer={"session.timeout.ms": SESSION_S * 1000})
+    assert stall_limit(consumer_config(short, "g")) == 2.0  # 3 s, heartbeats at a third of it

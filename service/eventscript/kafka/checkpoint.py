@@ -74,8 +74,9 @@ class Checkpoint:
         stall_limit: float | None = None,
     ) -> None:
         self.cfg = cfg
-        #: At-least-once: a batch during which the loop stalled for longer than this (the group's
-        #: session timeout, seconds) is not committed (``_stalled``). None: never checked.
+        #: At-least-once: a batch during which the loop stalled for longer than this (about the
+        #: group's session timeout, seconds: ``worker.stall_limit``) is not committed
+        #: (``_stalled``). None: never checked.
         self.stall_limit = stall_limit
         self.name = cfg.name
         self.eos = cfg.guarantee == "exactly_once"
@@ -240,7 +241,7 @@ class Checkpoint:
 
     def _stalled(self) -> bool:
         """At-least-once: whether the batch must not be committed because the loop stalled for
-        longer than the session timeout while it was made -- then every task goes back to the last
+        about the session timeout or longer while it was made -- then every task goes back to the last
         commit instead (a task another member committed meanwhile is restored: task_manager.py).
 
         A worker frozen past its session (the fault harness's SIGSTOP; a paused VM) resumes in the
@@ -254,8 +255,9 @@ class Checkpoint:
         if self.eos or self.stall_limit is None or gap <= self.stall_limit:
             return False
         log.warning(
-            "%s: the worker was stalled for %.1f s, longer than the group's session timeout (%.1f s): another "
-            "member may own its tasks now; the batch is not committed and every task goes back to the last commit",
+            "%s: the worker was stalled for %.1f s, about the group's session timeout or longer (limit %.1f s): "
+            "another member may own its tasks now; the batch is not committed and every task goes back to the "
+            "last commit",
             self.name,
             gap,
             self.stall_limit,
