@@ -35,24 +35,11 @@ WEDGED_REASON = (
     "never come"
 )
 
-#: A regression found at the end of the session of 2026-11-26, after that session's merges (the
-#: worker split, key information, program versions, event-time forwarding, recovery fixes), not yet
-#: found: exactly_once-record loses outputs in the middle of some keys' histories (3 runs of 4 on
-#: the merged tree; each branch alone passed), and at_least_once-wall once emitted a timer output
-#: from an older state of its key (Quiet count 20 where 47 was due). Not strict: the runs that pass
-#: must pass in full, and the marker goes when the cause is fixed (the session note says what was
-#: bisected).
-MERGED_REGRESSION = pytest.mark.xfail(
-    strict=False,
-    reason="regression after the 2026-11-26 merges: outputs lost (exactly_once-record) or a timer firing on an "
-    "older state (at_least_once-wall) under the harness's faults; cause not yet found",
-)
-
 VARIANTS = [
-    pytest.param("exactly_once", "record", id="exactly_once-record", marks=MERGED_REGRESSION),
+    pytest.param("exactly_once", "record", id="exactly_once-record"),
     pytest.param("at_least_once", "record", id="at_least_once-record"),
     pytest.param("exactly_once", "wall", id="exactly_once-wall"),
-    pytest.param("at_least_once", "wall", id="at_least_once-wall", marks=MERGED_REGRESSION),
+    pytest.param("at_least_once", "wall", id="at_least_once-wall"),
 ]
 
 

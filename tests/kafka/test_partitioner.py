@@ -156,17 +156,13 @@ def test_value_key_bytes_give_the_canonical_key_bytes() -> None:
     assert value_key_bytes([DOUBLE]) is None and value_key_bytes([STRING, LONG]) is None
 
 
-def test_librdkafkas_partitioner_is_found_but_used_only_when_asked_for() -> None:
-    # confluent-kafka's wheel bundles librdkafka; routing uses it only with EVENTSCRIPT_NATIVE_MURMUR2=1
-    # (the fault harness lost exactly-once outputs with it the default: partitioner.py says so).
-    import os
-
+def test_librdkafkas_partitioner_is_found_and_used() -> None:
+    # confluent-kafka's wheel bundles librdkafka: the routing of every task goes through it.
     from eventscript.task import native_partitioner, partitioner
 
     native = native_partitioner.native_murmur2_partition(murmur2)
     assert native is not None, native_partitioner.librdkafka_candidates()
-    want = native_partitioner.__name__ if os.environ.get(partitioner.NATIVE_ENV) == "1" else partitioner.__name__
-    assert partitioner.murmur2_partition.__module__ == want
+    assert partitioner.murmur2_partition.__module__ == native_partitioner.__name__
 
 
 def test_librdkafkas_partitioner_equals_the_python_one_on_random_keys() -> None:

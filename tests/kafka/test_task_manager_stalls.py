@@ -38,9 +38,13 @@ SENDERS = (lambda *a, **k: None, lambda *a, **k: None)
 class Member:
     """The group member's consumer: records what the task manager asks of it."""
 
-    def __init__(self, committed: dict[tuple[str, int], int] | None = None, failing: bool = False) -> None:
+    def __init__(
+        self, committed: dict[tuple[str, int], int] | None = None, failing: bool = False, started: bool = True
+    ) -> None:
         self.offsets = committed or {}
         self.failing = failing
+        #: False: librdkafka never started the partitions (its offset query stuck, issue 5586).
+        self.started = started
         self.calls: list[tuple[str, list[tuple[str, int, int]]]] = []
 
     def _log(self, what: str, tps: list[TopicPartition]) -> None:
@@ -51,6 +55,11 @@ class Member:
 
     def incremental_unassign(self, tps: list[TopicPartition]) -> None:
         self._log("unassign", tps)
+
+    def seek(self, tp: TopicPartition) -> None:
+        if not self.started:
+            raise KafkaException(KafkaError(KafkaError._STATE, "Partition not being fetched"))
+        self._log("seek", [tp])
 
     def pause(self, tps: list[TopicPartition]) -> None:
         self._log("pause", tps)
@@ -118,8 +127,8 @@ def _restore(manager: TaskManager, member: Member) -> None:
     raise AssertionError("the task was not restored")
 
 
-def test_a_restored_task_reads_its_inputs_from_the_committed_offsets_its_restore_read(tmp_path: Path) -> None:
-    member = Member({("in", 0): 42})  # the repartition partition has no committed offset
+def test_inputs_librdkafka_never_started_are_assigned_again_at_the_committed_offsets(tmp_path: Path) -> None:
+    member = Member({("in", 0): 42}, started=False)  # the repartition partition has no committed offset
     manager = _manager(tmp_path, member)
     _restore(manager, member)
     assigned = [tps for what, tps in member.calls if what == "assign"]
@@ -127,6 +136,15 @@ def test_a_restored_task_reads_its_inputs_from_the_committed_offsets_its_restore
     assert sorted(assigned[-1]) == sorted([("in", 0, 42), (REP, 0, OFFSET_BEGINNING)])
     assert member.calls[-1][0] == "resume"
     assert {(t, p) for t, p, _ in member.calls[-1][1]} == {("in", 0), (REP, 0)}
+
+
+def test_started_inputs_are_moved_by_a_seek_without_a_new_assignment(tmp_path: Path) -> None:
+    member = Member({("in", 0): 42})
+    manager = _manager(tmp_path, member)
+    _restore(manager, member)
+    assert len([c for c in member.calls if c[0] == "assign"]) == 1  # the rebalance's only
+    seeks = sorted(tps[0] for what, tps in member.calls if what == "seek")
+    assert seeks == sorted([("in", 0, 42), (REP, 0, OFFSET_BEGINNING)])
 
 
 def test_a_coordinator_that_never_answers_ends_the_member(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -173,23 +173,39 @@ class Admin:
                 )
 
     def topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
-        """Each topic's configuration (the values in force, defaults included)."""
+        """Each topic's configuration (the values in force, defaults included).
+
+        A topic just created may be unknown for a moment to the broker asked (each broker learns
+        of it from the controller on its own; ``create`` waited for one broker's metadata only):
+        ``UNKNOWN_TOPIC_OR_PART`` is asked again for up to ``METADATA_TIMEOUT`` seconds."""
+        deadline = time.monotonic() + METADATA_TIMEOUT
+        while True:
+            try:
+                return self._describe_configs(topics)
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                if err.code() in UNANSWERED:
+                    raise KafkaUnavailable(
+                        self.topo.kafka.bootstrap_servers, "reading topic configurations", err
+                    ) from None
+                raise TopologyError(
+                    f"cannot read the configuration of topics {', '.join(topics)}: {err.str()}"
+                ) from None
+
+    def _describe_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         from confluent_kafka.admin import ConfigResource, ResourceType
 
         resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
-        if not resources:
-            return {}
         out: dict[str, dict[str, str]] = {}
-        try:
-            futures = self.client.describe_configs(resources, request_timeout=METADATA_TIMEOUT)
-            for res, fut in futures.items():
-                entries = fut.result(METADATA_TIMEOUT + 1)
-                out[res.name] = {name: e.value for name, e in entries.items() if e.value is not None}
-        except KafkaException as exc:
-            err = exc.args[0]
-            if err.code() in UNANSWERED:
-                raise KafkaUnavailable(self.topo.kafka.bootstrap_servers, "reading topic configurations", err) from None
-            raise TopologyError(f"cannot read the configuration of topics {', '.join(topics)}: {err.str()}") from None
+        if not resources:
+            return out
+        futures = self.client.describe_configs(resources, request_timeout=METADATA_TIMEOUT)
+        for res, fut in futures.items():
+            entries = fut.result(METADATA_TIMEOUT + 1)
+            out[res.name] = {name: e.value for name, e in entries.items() if e.value is not None}
         return out
 
     def _replication(self, cfg: ProgramConfig) -> int | None:

@@ -71,8 +71,13 @@ class Checkpoint:
         stat: Callable[[str, int], None],
         fault: Callable[[str], None],
         metrics: Any = None,
+        stall_limit: float | None = None,
     ) -> None:
         self.cfg = cfg
+        #: At-least-once: a batch during which the loop stalled for longer than this (about the
+        #: group's session timeout, seconds: ``worker.stall_limit``) is not committed
+        #: (``_stalled``). None: never checked.
+        self.stall_limit = stall_limit
         self.name = cfg.name
         self.eos = cfg.guarantee == "exactly_once"
         self.rep_topic = tasks.rep_topic
@@ -171,6 +176,8 @@ class Checkpoint:
             return  # stopping with a call unresolved (StoppedWaiting): nothing can be committed
         if self.waiting_for_result:
             return  # a revocation while the commit of this batch waits for its result: that commit covers it
+        if self._stalled():
+            return
         tasks = self.tasks.tasks
         for p, task in tasks.items():
             changes = task.changelog_records()
@@ -231,6 +238,34 @@ class Checkpoint:
         if time.monotonic() - self._last_purge >= PURGE_INTERVAL:
             self._purge_repartition()
         self._report(consumer)
+
+    def _stalled(self) -> bool:
+        """At-least-once: whether the batch must not be committed because the loop stalled for
+        about the session timeout or longer while it was made -- then every task goes back to the last
+        commit instead (a task another member committed meanwhile is restored: task_manager.py).
+
+        A worker frozen past its session (the fault harness's SIGSTOP; a paused VM) resumes in the
+        middle of its loop, processes what it had fetched and commits before librdkafka tells it
+        that the group gave its tasks away. Under exactly-once the transaction's group metadata
+        fences that commit; under at-least-once the changelog records are written before the offset
+        commit is refused, and they carry the zombie's old input position, which the new owner's
+        commits cover: a later restore applied them over the new owner's newer records (seen: a
+        key's count back at 33 where 67 was due)."""
+        gap = self.waits.stall_seen()
+        if self.eos or self.stall_limit is None or gap <= self.stall_limit:
+            return False
+        log.warning(
+            "%s: the worker was stalled for %.1f s, about the group's session timeout or longer (limit %.1f s): "
+            "another member may own its tasks now; the batch is not committed and every task goes back to the "
+            "last commit",
+            self.name,
+            gap,
+            self.stall_limit,
+        )
+        self.failed = True
+        self._fault("commit_failed")
+        self.rewind_when_resolved()
+        return True
 
     def _checkpoint_stores(self, owned: dict[int, Any], output: BatchProducer) -> None:
         """After a commit: write the batch's changelog records to the stores of the tasks still

@@ -86,6 +86,9 @@ class TaskManager:
         self.committed_offsets: dict[int, Position] = {}
         #: Tasks rewound but not yet moved back to the committed offsets (see finish_rewind).
         self.rewinding: set[int] = set()
+        #: Tasks restored but whose inputs are not yet at the committed offsets the restore
+        #: replayed the changelog to (see ``_start_restored``); they stay in ``restore_queue``.
+        self._positioning: dict[int, Position] = {}
         #: The changelog replay under way (tasks in it stay in restore_queue until it ends).
         self._restoring: Restoration | None = None
         self._restore_started = 0.0
@@ -217,6 +220,7 @@ class TaskManager:
                 task.close()
             self.committed_offsets.pop(p, None)
             self.rewinding.discard(p)
+            self._positioning.pop(p, None)
             if p in self.restore_queue:
                 self.restore_queue.remove(p)
             tps.extend(self.task_partitions(p))
@@ -232,6 +236,7 @@ class TaskManager:
         self.restore_queue.clear()
         self.rewinding.clear()
         self._committed_failing_since = None
+        self._positioning.clear()
         if self._restoring is not None:
             self._restoring = None
             if self._restorer is not None:
@@ -271,10 +276,23 @@ class TaskManager:
         if tps:
             try:
                 consumer.pause(tps)
-                committed = consumer.committed(tps, timeout=waiting.slice_of_timeout())
+                committed = committed_offsets(consumer, tps)
             except KafkaException as exc:
                 log.warning("%s: cannot read the committed offsets to rewind (%s); retrying", self.name, exc)
                 return
+            elsewhere = self._committed_elsewhere(committed)
+            for p in sorted(elsewhere):
+                log.warning(
+                    "%s task %d: its inputs were committed past this worker's last commit (another member "
+                    "owned it meanwhile): restoring it from the changelog instead of going back to the local store",
+                    self.name,
+                    p,
+                )
+                self.rewinding.discard(p)
+                self.restore_queue.append(p)  # (still paused: the restore places its inputs)
+            committed = [tp for tp in committed if tp.partition not in elsewhere]
+            tasks = [task for task in tasks if task.partition not in elsewhere]
+            tps = [tp for tp in tps if tp.partition not in elsewhere]
             moved = True
             for tp in committed:
                 if tp.offset >= 0:
@@ -298,8 +316,22 @@ class TaskManager:
                 return
             for task in tasks:
                 task.resume()  # (drops the records fetched before the seek)
-            consumer.resume(tps)
+            if tps:
+                consumer.resume(tps)
         self.rewinding.clear()
+
+    def _committed_elsewhere(self, committed: list[TopicPartition]) -> set[int]:
+        """The tasks whose committed offsets are not the ones this worker last read or committed:
+        another member committed them since (this one was a zombie: frozen past its session, cut
+        off). Their local stores hold this worker's last commit, not the group's: going back to
+        them at the new offsets would run every later record on an older state of its key (the
+        fault harness's at_least_once-wall: a Quiet count of 21 where 51 was due)."""
+        moved: set[int] = set()
+        for tp in committed:
+            known = self.committed_offsets.get(tp.partition, {}).get(tp_name(tp.topic, tp.partition))
+            if tp.offset >= 0 and known != tp.offset:
+                moved.add(tp.partition)
+        return moved
 
     # -- restoring -------------------------------------------------------------------------------
 
@@ -309,10 +341,13 @@ class TaskManager:
         of the loop (kafka/restore.py), so the worker keeps polling and stays in its group however
         long the replay takes. A changelog that cannot be restored raises :class:`WorkerError`."""
         assert self._restorer is not None
+        if self._positioning:
+            self._start_restored(consumer)
         if self._restoring is None:
-            if not self.restore_queue:
+            queued = [p for p in self.restore_queue if p not in self._positioning]
+            if not queued:
                 return
-            tasks = [self.tasks[p] for p in self.restore_queue if p in self.tasks]
+            tasks = [self.tasks[p] for p in queued if p in self.tasks]
             self._restore_started = time.monotonic()
             try:
                 committed = self._committed(consumer, tasks)
@@ -368,35 +403,57 @@ class TaskManager:
             self.metrics.restore_progress(self.name, restore_to_go(restoration))
         if restoration.done:
             self._restoring = None
-            self._restored(consumer, restoration.finish())
+            for task in restoration.finish():
+                task.restored = False  # (nothing processed, no timer fired, until its inputs are placed)
+                self._positioning[task.partition] = restoration.committed[task.partition]
+            self._start_restored(consumer)
             self._restore_done()
 
-    def _restored(self, consumer: Consumer, tasks: list[Task]) -> None:
-        """Tasks whose state is back: start them and read their inputs from the committed offsets
-        the restore read.
+    def _start_restored(self, consumer: Consumer) -> None:
+        """Tasks whose state is back at the committed offsets the restore read: move their inputs
+        to exactly those offsets, then start them and read their inputs. The consumer's own
+        position of a newly assigned partition is the committed offset librdkafka fetched when it
+        was assigned, and falls back to ``auto.offset.reset`` (the earliest record) when that
+        fetch failed (a broker outage): resuming there would process again, on top of the
+        restored state, every record the state already holds (seen in the fault harness: outputs
+        repeated under exactly-once with other values). A seek that fails is tried again on the
+        next turn of the loop, the task still paused and not ready.
 
-        The inputs are assigned again at those offsets rather than left to librdkafka's own
-        query of the committed offsets: that query, answered NOT_COORDINATOR for the whole
-        request (a coordinator that moved or was away, e.g. after a broker outage), leaves the
-        partitions waiting forever and the task reads nothing (librdkafka issue 5586, open in
-        2.16); an assignment with explicit offsets needs no query."""
-        for task in tasks:
-            p = task.partition
+        A partition librdkafka never started cannot be moved by a seek: its own query of the
+        committed offset, answered NOT_COORDINATOR for the whole request (a coordinator that moved
+        or was away), leaves it waiting for good (librdkafka issue 5586, open in 2.16). Such
+        inputs are assigned again at the offsets instead, which needs no query."""
+        for p, offsets in list(self._positioning.items()):
+            task = self.tasks.get(p)
+            if task is None:
+                del self._positioning[p]
+                continue
+            places = [
+                TopicPartition(ip.topic, ip.partition, at if (at := offsets.get(ip.name, 0)) > 0 else OFFSET_BEGINNING)
+                for ip in task.inputs
+            ]
+            try:
+                try:
+                    for tp in places:
+                        consumer.seek(tp)
+                except KafkaException:
+                    consumer.incremental_unassign([TopicPartition(tp.topic, tp.partition) for tp in places])
+                    consumer.incremental_assign(places)
+                    consumer.pause(places)  # (resumed below with the task's other partitions)
+            except KafkaException as exc:
+                log.warning(
+                    "%s: cannot move task %d's inputs to the offsets it was restored to (%s); retrying",
+                    self.name,
+                    p,
+                    exc,
+                )
+                continue
+            del self._positioning[p]
             if p in self.restore_queue:
                 self.restore_queue.remove(p)
+            task.resume()  # (drops records fetched before the seek)
             task.start_wall_clock()
-            tps = self.task_partitions(p)
-            committed = self.committed_offsets.get(p, {})
-            consumer.incremental_unassign(tps)
-            consumer.incremental_assign(
-                [
-                    TopicPartition(
-                        tp.topic, tp.partition, committed.get(tp_name(tp.topic, tp.partition), OFFSET_BEGINNING)
-                    )
-                    for tp in tps
-                ]
-            )
-            consumer.resume(tps)
+            consumer.resume(self.task_partitions(p))
 
     def _restore_done(self) -> None:
         if self.metrics is not None:
@@ -407,8 +464,20 @@ class TaskManager:
     def _committed(self, consumer: Consumer, tasks: list[Task]) -> dict[int, Position]:
         tps = [TopicPartition(ip.topic, ip.partition) for t in tasks for ip in t.inputs]
         out: dict[int, Position] = {t.partition: {} for t in tasks}
-        for tp in consumer.committed(tps, timeout=waiting.slice_of_timeout()):
+        for tp in committed_offsets(consumer, tps):
             out[tp.partition][tp_name(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else 0
             if tp.offset >= 0:
                 self.committed_offsets.setdefault(tp.partition, {})[tp_name(tp.topic, tp.partition)] = tp.offset
         return out
+
+
+def committed_offsets(consumer: Consumer, tps: list[TopicPartition]) -> list[TopicPartition]:
+    """The group's committed offsets of ``tps`` (a negative offset: none committed). A partition
+    answered with an error (the group coordinator moving or loading after a broker outage) raises
+    :class:`KafkaException` like a failed request: read as "none committed" it would restore the
+    task to the start of its changelog and process its inputs again from the start."""
+    committed = consumer.committed(tps, timeout=waiting.slice_of_timeout())
+    for tp in committed:
+        if tp.error is not None:
+            raise KafkaException(tp.error)
+    return committed

@@ -56,6 +56,10 @@ class Waiting:
         #: (librdkafka issue 5456): it blocks until its request times out (socket.timeout.ms, 60 s),
         #: so a call past its slice is seen from the worker (``overdue``), not from a timeout it never gets.
         self.call_since: float | None = None
+        #: The longest the loop went without a beat since ``stall_seen`` was last read: a process
+        #: frozen (SIGSTOP, a VM paused) or starved for longer than the group's session timeout
+        #: may have been replaced by another member meanwhile (``Checkpoint.commit``).
+        self.longest_gap = 0.0
 
     def overdue(self) -> bool:
         """A transactional call has been under way longer than it was allowed (see ``call_since``)."""
@@ -64,7 +68,16 @@ class Waiting:
 
     def beat(self) -> None:
         """The loop (or a wait inside it) is alive."""
-        self.last_loop = time.monotonic()
+        now = time.monotonic()
+        if now - self.last_loop > self.longest_gap:
+            self.longest_gap = now - self.last_loop
+        self.last_loop = now
+
+    def stall_seen(self) -> float:
+        """The longest the loop went without a beat since this was last asked, until now (seconds)."""
+        gap = max(self.longest_gap, time.monotonic() - self.last_loop)
+        self.longest_gap = 0.0
+        return gap
 
     def stop_unresolved(self, what: str) -> StoppedWaiting:
         """The error that ends a wait a stop interrupted: the batch is left unresolved."""

@@ -80,6 +80,15 @@ MAX_REJOINS = 5
 REJOIN_WINDOW = 60.0
 
 
+def stall_limit(consumer_conf: dict[str, Any]) -> float:
+    """How long the loop may go without a beat before its batch is not committed (seconds): the
+    session timeout less a heartbeat interval, since the group counts the session from the last
+    heartbeat, which may come that much before the loop's last beat."""
+    session = int(consumer_conf["session.timeout.ms"])
+    heartbeat = int(consumer_conf.get("heartbeat.interval.ms", 0))
+    return max(session - heartbeat, session // 2) / 1000
+
+
 class ProgramWorker:
     """One group member running one program: its clients, its loop, and its parts (the task
     manager, the checkpoint, the producer side) wired together."""
@@ -134,6 +143,7 @@ class ProgramWorker:
             self._stat,
             self._fault,
             metrics,
+            stall_limit=stall_limit(clients.consumer_config(topo.kafka, self.group_id)),
         )
         #: Stops the worker when an input gets partitions its tasks do not cover (input_partitions.py).
         self._input_watch = InputPartitionWatch(

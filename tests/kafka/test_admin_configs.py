@@ -1,0 +1,65 @@
+"""Reading topic configurations right after creating the topics (the fault harness's start race):
+on a cluster, the broker a DescribeConfigs goes to may not know a topic another broker just listed,
+and answers UNKNOWN_TOPIC_OR_PART for a moment. No broker needed: the admin client is a stand-in."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from eventscript.kafka import admin as admin_module
+from eventscript.kafka.admin import Admin
+from eventscript.kafka.config import TopologyError, parse_topology
+
+TOPOLOGY = {
+    "kafka": {"bootstrap_servers": "localhost:1"},
+    "programs": [{"name": "p", "source": "p.es", "inputs": [{"topic": "in", "event": "A"}]}],
+}
+
+
+class Entry:
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+class LateBroker:
+    """Answers UNKNOWN_TOPIC_OR_PART to the first ``unknown_for`` DescribeConfigs, then the
+    topics' configurations."""
+
+    def __init__(self, unknown_for: int) -> None:
+        self.unknown_for = unknown_for
+        self.asked = 0
+
+    def describe_configs(self, resources: list[Any], request_timeout: float) -> dict[Any, Future[Any]]:
+        self.asked += 1
+        out: dict[Any, Future[Any]] = {}
+        for res in resources:
+            fut: Future[Any] = Future()
+            if self.asked <= self.unknown_for:
+                fut.set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
+            else:
+                fut.set_result({"cleanup.policy": Entry("compact")})
+            out[res] = fut
+        return out
+
+
+def admin_with(client: LateBroker) -> Admin:
+    admin = Admin(parse_topology(TOPOLOGY, env={}))
+    admin.client = client  # type: ignore[assignment]
+    return admin
+
+
+def test_a_topic_unknown_for_a_moment_to_the_broker_asked_is_asked_again() -> None:
+    client = LateBroker(unknown_for=3)
+    configs = admin_with(client).topic_configs(["t-changelog"])
+    assert configs == {"t-changelog": {"cleanup.policy": "compact"}}
+    assert client.asked == 4
+
+
+def test_a_topic_that_stays_unknown_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(admin_module, "METADATA_TIMEOUT", 0.5)
+    with pytest.raises(TopologyError, match="t-changelog: Broker: Unknown topic or partition"):
+        admin_with(LateBroker(unknown_for=10**6)).topic_configs(["t-changelog"])
