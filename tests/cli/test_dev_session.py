@@ -94,6 +94,25 @@ def test_dev_with_an_unknown_program_is_one_line_before_any_broker(echo: Path) -
     assert run.stderr.strip() == "error: no program named 'nosuch' (programs: echo)"
 
 
+def test_dev_with_a_missing_program_says_where_before_any_broker(echo: Path) -> None:
+    """A typo in ``source:`` is reported at its place in the topology, as ``topology check`` does,
+    and no broker is started for a topology that cannot run."""
+    (echo / "topology.yaml").write_text(TOPOLOGY.replace("source: echo.es", "source: ecno.es"))
+    run = eventscript("dev", "topology.yaml", "--trace", "echo.trace", "--until-idle", "1", cwd=echo)
+    assert run.returncode == 2, run.stderr
+    assert "topology.yaml:4:13: error: program echo: ecno.es: cannot read the program" in run.stderr
+    assert "hint: fix 'source:'" in run.stderr
+    assert "broker" not in run.stderr and "state in" not in run.stderr
+
+
+def test_dev_with_a_program_that_does_not_compile_shows_the_program_error(echo: Path) -> None:
+    (echo / "echo.es").write_text(ECHO.replace("!>O(x)", "!>Q(x)"))
+    run = eventscript("dev", "topology.yaml", "--until-idle", "1", cwd=echo)
+    assert run.returncode == 2, run.stderr
+    assert "echo.es:3:12: error: undeclared output event 'Q'" in run.stderr, run.stderr
+    assert "broker" not in run.stderr
+
+
 def _port_closed(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .arguments import port, seconds
-from .topology_args import load_with_address, program_or_first
+from .topology_args import load_with_address, program_or_first, report_wiring_errors
 
 
 def _logging(verbose: bool) -> None:
@@ -158,6 +158,8 @@ def run_dev(args: argparse.Namespace) -> int:
         traced = program_or_first(topo, args.program)  # before the broker starts
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if report_wiring_errors(topo, args.topology):
         return 2
     items = read_trace_or_report(args.trace) if args.trace else None
     if args.trace and items is None:
