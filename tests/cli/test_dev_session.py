@@ -113,6 +113,34 @@ def test_dev_with_a_program_that_does_not_compile_shows_the_program_error(echo: 
     assert "broker" not in run.stderr
 
 
+@pytest.fixture
+def taken_port():  # type: ignore[no-untyped-def]
+    """A port something else listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_dev_with_the_health_port_in_use_says_so_before_any_broker(echo: Path, taken_port: int) -> None:
+    """It ended in a traceback (OSError: [Errno 98]) after the broker and workers had started."""
+    run = eventscript("dev", "topology.yaml", "--until-idle", "1", "--health-port", str(taken_port), cwd=echo)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip() == (
+        f"error: the health server cannot listen on 127.0.0.1:{taken_port} (Address already in use); "
+        "stop what uses that port, or choose another port (--health-port)"
+    )
+
+
+def test_run_with_the_topologys_health_port_in_use_names_the_setting(echo: Path, taken_port: int) -> None:
+    (echo / "topology.yaml").write_text(TOPOLOGY + f"health:\n  port: {taken_port}\n")
+    run = eventscript("run", "topology.yaml", "--bootstrap-servers", "127.0.0.1:1", cwd=echo)
+    assert run.returncode == 2, run.stderr
+    assert f"cannot listen on 127.0.0.1:{taken_port} (Address already in use)" in run.stderr
+    assert "(health.port at topology.yaml:13:9)" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and "cannot reach Kafka" not in run.stderr
+
+
 def _port_closed(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)

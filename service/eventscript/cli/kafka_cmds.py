@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .arguments import port, seconds
+from .health_port import health_port_problem
 from .topology_args import load_with_address, program_or_first, report_wiring_errors
 
 
@@ -67,6 +68,8 @@ def run_run(args: argparse.Namespace) -> int:
     _logging(args.verbose)
     try:
         topo = _load(args)
+        if _health_port_taken(topo, args.topology, args.health_port, args.health_host):
+            return 2
         runner = TopologyRunner(topo, args.program, args.health_port, args.health_host)
         runner.prepare()
     except TopologyError as exc:
@@ -76,6 +79,16 @@ def run_run(args: argparse.Namespace) -> int:
         print("interrupted while contacting Kafka", file=sys.stderr)
         return 130
     return _run_and_report(runner, args.until_idle, f"on {topo.kafka.bootstrap_servers}")
+
+
+def _health_port_taken(topo, path: str, option_port: int | None, option_host: str | None) -> bool:  # type: ignore[no-untyped-def]
+    """Say so, and return True, when the health server's address is taken (the server itself
+    binds only after the workers start)."""
+    port = topo.health.port if option_port is None else option_port
+    problem = health_port_problem(option_host or topo.health.host, port, option_port is not None, path)
+    if problem:
+        print(problem, file=sys.stderr)
+    return problem is not None
 
 
 def _run_and_report(runner, until_idle: float | None, where: str) -> int:
@@ -159,7 +172,7 @@ def run_dev(args: argparse.Namespace) -> int:
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if report_wiring_errors(topo, args.topology):
+    if report_wiring_errors(topo, args.topology) or _health_port_taken(topo, args.topology, args.health_port, None):
         return 2
     items = read_trace_or_report(args.trace) if args.trace else None
     if args.trace and items is None:
