@@ -10,10 +10,14 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .arguments import port, seconds
 from .health_port import health_port_problem
 from .topology_args import load_with_address, program_or_first, report_wiring_errors
+
+if TYPE_CHECKING:
+    from ..topology.config import Topology
 
 
 def _logging(verbose: bool) -> None:
@@ -81,7 +85,7 @@ def run_run(args: argparse.Namespace) -> int:
     return _run_and_report(runner, args.until_idle, f"on {topo.kafka.bootstrap_servers}")
 
 
-def _health_port_taken(topo, path: str, option_port: int | None, option_host: str | None) -> bool:  # type: ignore[no-untyped-def]
+def _health_port_taken(topo: Topology, path: str, option_port: int | None, option_host: str | None) -> bool:
     """Say so, and return True, when the health server's address is taken (the server itself
     binds only after the workers start)."""
     port = topo.health.port if option_port is None else option_port
