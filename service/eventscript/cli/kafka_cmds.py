@@ -323,11 +323,23 @@ def run_tail(args: argparse.Namespace) -> int:
     except KafkaException as exc:
         print(
             f"error: cannot reach Kafka at {kafka.bootstrap_servers} ({_reason(exc)}); check the address "
-            f"(--bootstrap-servers) and that the broker is running",
+            f"({_tail_address_origin(args)}) and that the broker is running (the broker 'eventscript dev' "
+            "starts is stopped when dev ends: see its topics with dev's --show or --follow)",
             file=sys.stderr,
         )
         return 2
     return 0
+
+
+def _tail_address_origin(args: argparse.Namespace) -> str:
+    """Where ``tail`` took the Kafka address from, for the message when it cannot reach it."""
+    if args.bootstrap_servers:
+        return "from --bootstrap-servers"
+    if args.topology:
+        return f"kafka.bootstrap_servers in {args.topology}, or --bootstrap-servers"
+    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
+        return "from $KAFKA_BOOTSTRAP_SERVERS, or --bootstrap-servers"
+    return "the default: set $KAFKA_BOOTSTRAP_SERVERS or --bootstrap-servers"
 
 
 def _reason(exc: Exception) -> str:
