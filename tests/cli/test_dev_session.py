@@ -105,6 +105,17 @@ def test_dev_with_a_missing_program_says_where_before_any_broker(echo: Path) -> 
     assert "broker" not in run.stderr and "state in" not in run.stderr
 
 
+@pytest.mark.parametrize("command", [["run"], ["produce", "--trace", "echo.trace"]])
+def test_run_and_produce_with_a_missing_program_say_where_before_kafka(echo: Path, command: list[str]) -> None:
+    (echo / "topology.yaml").write_text(TOPOLOGY.replace("source: echo.es", "source: ecno.es"))
+    run = eventscript(command[0], "topology.yaml", *command[1:], "--bootstrap-servers", "127.0.0.1:1", cwd=echo)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr == (
+        "topology.yaml:4:13: error: program echo: ecno.es: cannot read the program: No such file or directory\n"
+        "    hint: fix 'source:' (it is relative to the topology file)\n"
+    )
+
+
 def test_dev_with_a_program_that_does_not_compile_shows_the_program_error(echo: Path) -> None:
     (echo / "echo.es").write_text(ECHO.replace("!>O(x)", "!>Q(x)"))
     run = eventscript("dev", "topology.yaml", "--until-idle", "1", cwd=echo)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .arguments import port, seconds
 from .health_port import health_port_problem
-from .topology_args import load_with_address, program_or_first, report_wiring_errors
+from .topology_args import load_with_address, program_or_first, report_unreadable_programs, report_wiring_errors
 
 if TYPE_CHECKING:
     from ..topology.config import Topology
@@ -72,7 +72,9 @@ def run_run(args: argparse.Namespace) -> int:
     _logging(args.verbose)
     try:
         topo = _load(args)
-        if _health_port_taken(topo, args.topology, args.health_port, args.health_host):
+        if report_unreadable_programs(topo, args.topology) or _health_port_taken(
+            topo, args.topology, args.health_port, args.health_host
+        ):
             return 2
         runner = TopologyRunner(topo, args.program, args.health_port, args.health_host)
         runner.prepare()
@@ -256,6 +258,8 @@ def run_produce(args: argparse.Namespace) -> int:
         return 2
     try:
         topo = _load(args)
+        if report_unreadable_programs(topo, args.topology):
+            return 2
         cfg = program_or_first(topo, args.program)
         program = compile_programs(topo, [cfg])[cfg.name]
         partitions = Admin(topo).prepare([cfg])[cfg.name]

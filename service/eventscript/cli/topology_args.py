@@ -46,3 +46,28 @@ def report_wiring_errors(topo: Topology, path: str, out: TextIO = sys.stderr) ->
     if problems:
         print(f"{path}: the topology has errors; see 'eventscript topology check {path}'", file=out)
     return bool(problems)
+
+
+def report_unreadable_programs(topo: Topology, path: str, out: TextIO = sys.stderr) -> bool:
+    """Print, as ``topology check`` does, each program whose ``source:`` cannot be read, at its
+    ``topology.yaml:line:col``; return whether there was one. The cheap part of
+    :func:`report_wiring_errors` (nothing is compiled), for ``run`` and ``produce``: the workers
+    compile the programs themselves and would otherwise name the file without its place."""
+    from ..topology.findings import Finding, Severity
+    from ..topology.positions import YamlPositions
+
+    unreadable = []
+    for i, cfg in enumerate(topo.programs):
+        source = topo.source_path(cfg)
+        try:
+            with open(source, "rb"):
+                pass
+        except OSError as exc:
+            where = YamlPositions.read(Path(path)).where("programs", i, "source")
+            message = f"program {cfg.name}: {source}: cannot read the program: {exc.strerror or exc}"
+            unreadable.append(
+                Finding(Severity.ERROR, where, message, "fix 'source:' (it is relative to the topology file)")
+            )
+    for finding in unreadable:
+        print(finding.render(), file=out)
+    return bool(unreadable)
