@@ -51,7 +51,7 @@ typecheck: $(STAMP)
 
 # PYTEST_WORKERS=N runs the tests in N processes (pytest-xdist; --dist loadfile keeps a file's tests,
 # and so its module fixtures such as a three-broker cluster, in one process; each process starts
-# its own broker). Off by default: see docs/testing.md, "Running the tests in parallel".
+# its own broker). Off by default: see README.md, "Running the tests in parallel".
 PYTEST_WORKERS ?=
 unit: $(STAMP)
 	$(BIN)/pytest -q $(if $(PYTEST_WORKERS),-n $(PYTEST_WORKERS) --dist loadfile)

@@ -135,6 +135,7 @@ def test_kafka_commands_say_cannot_reach_kafka_once(files: Path) -> None:
         name: subprocess.Popen(cmd, cwd=files, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for name, cmd in commands.items()
     }
+    said: dict[str, str] = {}
     for name, proc in procs.items():
         try:
             out, err = proc.communicate(timeout=60)
@@ -146,6 +147,11 @@ def test_kafka_commands_say_cannot_reach_kafka_once(files: Path) -> None:
         assert len(lines) == 1, (name, err[:2000])  # no librdkafka lines, no traceback
         assert lines[0].startswith(f"error: cannot reach Kafka at {NO_BROKER}"), (name, lines[0])
         assert out == ""
+        said[name] = lines[0]
+    # tail after 'dev' has ended is a new user's likely case: where the address came from, and
+    # that dev's broker is gone
+    assert "check the address (from --bootstrap-servers)" in said["tail"], said["tail"]
+    assert "'eventscript dev' starts is stopped when dev ends" in said["tail"], said["tail"]
 
 
 def test_produce_reads_the_trace_before_contacting_kafka(files: Path, capsys: pytest.CaptureFixture[str]) -> None:

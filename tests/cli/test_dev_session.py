@@ -94,6 +94,64 @@ def test_dev_with_an_unknown_program_is_one_line_before_any_broker(echo: Path) -
     assert run.stderr.strip() == "error: no program named 'nosuch' (programs: echo)"
 
 
+def test_dev_with_a_missing_program_says_where_before_any_broker(echo: Path) -> None:
+    """A typo in ``source:`` is reported at its place in the topology, as ``topology check`` does,
+    and no broker is started for a topology that cannot run."""
+    (echo / "topology.yaml").write_text(TOPOLOGY.replace("source: echo.es", "source: ecno.es"))
+    run = eventscript("dev", "topology.yaml", "--trace", "echo.trace", "--until-idle", "1", cwd=echo)
+    assert run.returncode == 2, run.stderr
+    assert "topology.yaml:4:13: error: program echo: ecno.es: cannot read the program" in run.stderr
+    assert "hint: fix 'source:'" in run.stderr
+    assert "broker" not in run.stderr and "state in" not in run.stderr
+
+
+@pytest.mark.parametrize("command", [["run"], ["produce", "--trace", "echo.trace"]])
+def test_run_and_produce_with_a_missing_program_say_where_before_kafka(echo: Path, command: list[str]) -> None:
+    (echo / "topology.yaml").write_text(TOPOLOGY.replace("source: echo.es", "source: ecno.es"))
+    run = eventscript(command[0], "topology.yaml", *command[1:], "--bootstrap-servers", "127.0.0.1:1", cwd=echo)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr == (
+        "topology.yaml:4:13: error: program echo: ecno.es: cannot read the program: No such file or directory\n"
+        "    hint: fix 'source:' (it is relative to the topology file)\n"
+    )
+
+
+def test_dev_with_a_program_that_does_not_compile_shows_the_program_error(echo: Path) -> None:
+    (echo / "echo.es").write_text(ECHO.replace("!>O(x)", "!>Q(x)"))
+    run = eventscript("dev", "topology.yaml", "--until-idle", "1", cwd=echo)
+    assert run.returncode == 2, run.stderr
+    assert "echo.es:3:12: error: undeclared output event 'Q'" in run.stderr, run.stderr
+    assert "broker" not in run.stderr
+
+
+@pytest.fixture
+def taken_port():  # type: ignore[no-untyped-def]
+    """A port something else listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_dev_with_the_health_port_in_use_says_so_before_any_broker(echo: Path, taken_port: int) -> None:
+    """It ended in a traceback (OSError: [Errno 98]) after the broker and workers had started."""
+    run = eventscript("dev", "topology.yaml", "--until-idle", "1", "--health-port", str(taken_port), cwd=echo)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip() == (
+        f"error: the health server cannot listen on 127.0.0.1:{taken_port} (Address already in use); "
+        "stop what uses that port, or choose another port (--health-port)"
+    )
+
+
+def test_run_with_the_topologys_health_port_in_use_names_the_setting(echo: Path, taken_port: int) -> None:
+    (echo / "topology.yaml").write_text(TOPOLOGY + f"health:\n  port: {taken_port}\n")
+    run = eventscript("run", "topology.yaml", "--bootstrap-servers", "127.0.0.1:1", cwd=echo)
+    assert run.returncode == 2, run.stderr
+    assert f"cannot listen on 127.0.0.1:{taken_port} (Address already in use)" in run.stderr
+    assert "(health.port at topology.yaml:13:9)" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and "cannot reach Kafka" not in run.stderr
+
+
 def _port_closed(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)

@@ -40,6 +40,20 @@ def test_check_on_a_topology_names_the_topology_command(tmp_path: Path) -> None:
     ]
 
 
+def test_a_trace_given_as_the_program_says_where_it_goes(tmp_path: Path) -> None:
+    """``--trace`` and the program swapped: it was a parse error at the trace's first '['."""
+    (tmp_path / "echo.es").write_text(ECHO)
+    (tmp_path / "echo.trace").write_text(TRACE)
+    result = eventscript("test", "--trace", "echo.es", "echo.trace", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "echo.trace: error: this is a trace, not a program; give a trace after --trace and the programs after it "
+        "('eventscript test --trace TRACE PROGRAM... [--expect EXPECTED.jsonl]')"
+    ]
+    result = eventscript("check", "echo.trace", cwd=tmp_path)
+    assert result.returncode == 1 and "echo.trace: error: this is a trace, not a program" in result.stdout
+
+
 def test_a_helper_module_exiting_on_import_is_a_diagnostic(tmp_path: Path) -> None:
     (tmp_path / "quitter.py").write_text("import sys\nsys.exit(3)\n\ndef f(x):\n    return x\n")
     (tmp_path / "p.es").write_text(

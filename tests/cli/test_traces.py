@@ -166,3 +166,39 @@ def test_json_lines_values_are_checked_as_strictly_as_a_trace(tmp_path: Path) ->
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(line["event"], line["value"]) for line in lines][1] == ("O", "n")
     assert lines[0]["value"]["code"] == 6 and lines[0]["value"]["message"].startswith("t.jsonl:1:1: N: expected a long")
+
+
+DOOR = "in {} DoorOpened, {} DoorClosed\nout {} Left\n( DoorOpened() DoorClosed() )*\n"
+
+
+def test_a_misspelt_event_in_the_trace_is_warned_about_where_it_is(tmp_path: Path) -> None:
+    """``DoorClosd()`` in a hand-written trace: the output keeps its $error 1 (the language's rule),
+    and stderr says once, at the first occurrence, which declared event was probably meant."""
+    (tmp_path / "door.es").write_text(DOOR)
+    (tmp_path / "t.trace").write_text("[2026-01-01 00:00:00]\nDoorOpened()  DoorClosd()\nDoorClosd()\nBell()\n")
+    result = eventscript("test", "--trace", "t.trace", "door.es", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["value"]["code"] for line in lines if line["event"] == "$error"] == [1, 1, 1]
+    assert result.stderr.splitlines() == [
+        "t.trace:2:15: warning: door.es declares no input event 'DoorClosd'; did you mean 'DoorClosed'? "
+        "(each such event is an $error 1 in the output)",
+        "t.trace:4:1: warning: door.es declares no input event 'Bell'; the events read are: DoorClosed, "
+        "DoorOpened (each such event is an $error 1 in the output)",
+    ]
+
+
+def test_a_topologys_trace_event_no_program_reads_is_warned_about(tmp_path: Path) -> None:
+    (tmp_path / "door.es").write_text(DOOR)
+    (tmp_path / "topology.yaml").write_text(
+        "application: t\nprograms:\n  - name: door\n    source: door.es\n"
+        "    inputs: [{topic: doors, event_from: {header: es-event}}]\n"
+        "    outputs: {Left: left}\ntopics:\n  doors: {external: true, events: [DoorOpened, DoorClosed]}\n"
+    )
+    (tmp_path / "t.trace").write_text("[2026-01-01 00:00:00]\nDoorOpend()\nDoorOpened()\n")
+    result = eventscript("test", "--trace", "t.trace", "topology.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        "t.trace:2:1: warning: no program of topology.yaml reads event 'DoorOpend' from a source topic; "
+        "did you mean 'DoorOpened'? (each such event is an $error 1 in the output)\n"
+    )

@@ -33,6 +33,13 @@ def test_a_missing_program_file(write_topology: Callable[..., Path]) -> None:
     assert "program second" in f.message and "nowhere.es" in f.message and "cannot read" in f.message
 
 
+def test_a_missing_first_program_is_the_only_error(write_topology: Callable[..., Path]) -> None:
+    """The topic the unreadable program's ``outputs:`` route to is not also "written by no program":
+    that second error followed from the first and sent the user looking for a spelling mistake."""
+    found = findings(write_topology, two_stage(first="nowhere.es"))
+    assert [f.code for f in found if f.severity is Severity.ERROR] == ["unreadable"], [f.render() for f in found]
+
+
 def test_an_input_event_the_program_does_not_declare(write_topology: Callable[..., Path]) -> None:
     topo = two_stage()
     topo["programs"][0]["inputs"][0]["event"] = "Readng"

@@ -159,10 +159,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         from ..backfill.main import BackfillFailed, backfill
     except ImportError as exc:
-        print(
-            f"error: the backfill needs PySpark ({exc}); install it with: pip install 'eventscript[backfill]'",
-            file=sys.stderr,
-        )
+        from .extras import missing_extra
+
+        print(missing_extra(exc, "the backfill needs PySpark"), file=sys.stderr)
         return 2
     try:
         backfill(

@@ -71,7 +71,13 @@ class _FileProducer:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..backfill.export import jsonl_line
+    try:
+        from ..backfill.export import jsonl_line
+    except ImportError as exc:
+        from .extras import missing_extra
+
+        print(missing_extra(exc, "the export writes the backfill's input and needs its packages"), file=sys.stderr)
+        return 2
     from ..topology.config import TopologyError
     from .topology_args import load_with_address, program_or_first
     from .trace_file import read_trace_or_report

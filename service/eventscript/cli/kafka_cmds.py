@@ -10,9 +10,14 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .arguments import port, seconds
-from .topology_args import load_with_address, program_or_first
+from .health_port import health_port_problem
+from .topology_args import load_with_address, program_or_first, report_unreadable_programs, report_wiring_errors
+
+if TYPE_CHECKING:
+    from ..topology.config import Topology
 
 
 def _logging(verbose: bool) -> None:
@@ -67,6 +72,10 @@ def run_run(args: argparse.Namespace) -> int:
     _logging(args.verbose)
     try:
         topo = _load(args)
+        if report_unreadable_programs(topo, args.topology) or _health_port_taken(
+            topo, args.topology, args.health_port, args.health_host
+        ):
+            return 2
         runner = TopologyRunner(topo, args.program, args.health_port, args.health_host)
         runner.prepare()
     except TopologyError as exc:
@@ -76,6 +85,16 @@ def run_run(args: argparse.Namespace) -> int:
         print("interrupted while contacting Kafka", file=sys.stderr)
         return 130
     return _run_and_report(runner, args.until_idle, f"on {topo.kafka.bootstrap_servers}")
+
+
+def _health_port_taken(topo: Topology, path: str, option_port: int | None, option_host: str | None) -> bool:
+    """Say so, and return True, when the health server's address is taken (the server itself
+    binds only after the workers start)."""
+    port = topo.health.port if option_port is None else option_port
+    problem = health_port_problem(option_host or topo.health.host, port, option_port is not None, path)
+    if problem:
+        print(problem, file=sys.stderr)
+    return problem is not None
 
 
 def _run_and_report(runner, until_idle: float | None, where: str) -> int:
@@ -159,6 +178,8 @@ def run_dev(args: argparse.Namespace) -> int:
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if report_wiring_errors(topo, args.topology) or _health_port_taken(topo, args.topology, args.health_port, None):
+        return 2
     items = read_trace_or_report(args.trace) if args.trace else None
     if args.trace and items is None:
         return 2
@@ -237,6 +258,8 @@ def run_produce(args: argparse.Namespace) -> int:
         return 2
     try:
         topo = _load(args)
+        if report_unreadable_programs(topo, args.topology):
+            return 2
         cfg = program_or_first(topo, args.program)
         program = compile_programs(topo, [cfg])[cfg.name]
         partitions = Admin(topo).prepare([cfg])[cfg.name]
@@ -304,11 +327,23 @@ def run_tail(args: argparse.Namespace) -> int:
     except KafkaException as exc:
         print(
             f"error: cannot reach Kafka at {kafka.bootstrap_servers} ({_reason(exc)}); check the address "
-            f"(--bootstrap-servers) and that the broker is running",
+            f"({_tail_address_origin(args)}) and that the broker is running (the broker 'eventscript dev' "
+            "starts is stopped when dev ends: see its topics with dev's --show or --follow)",
             file=sys.stderr,
         )
         return 2
     return 0
+
+
+def _tail_address_origin(args: argparse.Namespace) -> str:
+    """Where ``tail`` took the Kafka address from, for the message when it cannot reach it."""
+    if args.bootstrap_servers:
+        return "from --bootstrap-servers"
+    if args.topology:
+        return f"kafka.bootstrap_servers in {args.topology}, or --bootstrap-servers"
+    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
+        return "from $KAFKA_BOOTSTRAP_SERVERS, or --bootstrap-servers"
+    return "the default: set $KAFKA_BOOTSTRAP_SERVERS or --bootstrap-servers"
 
 
 def _reason(exc: Exception) -> str:

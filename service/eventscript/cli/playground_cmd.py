@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .arguments import positive_int
+from .arguments import port, positive_int
 
 
 def setup(p: argparse.ArgumentParser) -> None:
@@ -23,7 +23,7 @@ def setup(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="the trace the page opens with (default: sample.trace beside the first file, if there is one)",
     )
-    p.add_argument("--port", type=int, default=8765, metavar="N", help="the port (default 8765; 0: any free port)")
+    p.add_argument("--port", type=port, default=8765, metavar="N", help="the port (default 8765; 0: any free port)")
     p.add_argument(
         "--host",
         default="127.0.0.1",
@@ -49,6 +49,22 @@ def setup(p: argparse.ArgumentParser) -> None:
 
 def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
+
+
+def _read_source(topology: Path, index: int, source: str) -> str:
+    """The text of program ``index``'s ``source:``; a file that cannot be read is a ValueError
+    placed at the ``source:`` line of the topology, as ``eventscript topology check`` places it."""
+    path = topology.parent / source
+    try:
+        return _read(path)
+    except OSError as exc:
+        from ..topology.positions import YamlPositions
+
+        where = YamlPositions.read(topology).where("programs", index, "source")
+        raise ValueError(
+            f"{where}: error: cannot read the program {path}: {exc.strerror or exc}; "
+            "fix 'source:' (it is relative to the topology file)"
+        ) from None
 
 
 def _page_name(topology: Path, source: str) -> str:
@@ -79,11 +95,14 @@ def initial(files: list[str], trace: str | None) -> dict[str, Any]:
 
         text = _read(paths[0])
         doc = yaml.safe_load(text)
-        sources = [p.get("source") for p in (doc or {}).get("programs", []) if isinstance(p, dict)]
+        programs = (doc or {}).get("programs", []) if isinstance(doc, dict) else []
         out["topology"] = text
-        out["programs"] = [
-            {"name": _page_name(paths[0], s), "text": _read(paths[0].parent / s)} for s in sources if isinstance(s, str)
-        ]
+        out["programs"] = []
+        for i, entry in enumerate(programs if isinstance(programs, list) else []):
+            source = entry.get("source") if isinstance(entry, dict) else None
+            if isinstance(source, str):
+                name = _page_name(paths[0], source)
+                out["programs"].append({"name": name, "text": _read_source(paths[0], i, source)})
     elif paths:
         odd = [str(p) for p in paths if p.suffix != ".es"]
         if odd:

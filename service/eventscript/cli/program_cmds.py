@@ -35,6 +35,15 @@ def compile_or_report(
             file=out,
         )
         return None
+    suffix = Path(path).suffix.lower()
+    if suffix in (".trace", ".jsonl"):
+        kind = "a trace" if suffix == ".trace" else "JSON lines (a trace as tail prints it, or expected output)"
+        print(
+            f"{path}: error: this is {kind}, not a program; give a trace after --trace "
+            f"and the programs after it ('eventscript test --trace TRACE PROGRAM... [--expect EXPECTED.jsonl]')",
+            file=out,
+        )
+        return None
     try:
         comp = compile_file(path, state_limit=state_limit)
     except OSError as exc:

@@ -18,6 +18,7 @@ from ..tester.pipeline import Pipeline
 from ..tester.trace import TraceError
 from .program_cmds import add_state_limit, load_or_report
 from .trace_file import read_trace_or_report
+from .trace_names import warn_unread_events
 
 
 def setup(p: argparse.ArgumentParser) -> None:
@@ -133,6 +134,9 @@ def run_topology(args: argparse.Namespace) -> int:
     items = read_trace_or_report(args.trace)
     if items is None:
         return 2
+    sources = TopologySimulation(graph, lambda _: None).sources  # the events it takes from the trace
+    unread = f"no program of {args.programs[0]} reads event {{name}} from a source topic"
+    warn_unread_events(items, sources, unread, sys.stderr)
 
     def record() -> Any:
         from ..explain.runs import record_topology  # only for --explain
@@ -155,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
     if items is None:
         return 2
     names = [Path(p).stem for p in args.programs]
+    inputs = [i.name for i in compiled[0].program.inputs]
+    warn_unread_events(items, inputs, f"{args.programs[0]} declares no input event {{name}}", sys.stderr)
 
     def record() -> Any:
         from ..explain.runs import record_pipeline  # only for --explain

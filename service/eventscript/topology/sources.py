@@ -61,9 +61,12 @@ def external_sources(graph: TopologyGraph) -> list[Finding]:
 def _undeclared_sources(graph: TopologyGraph) -> list[Finding]:
     out: list[Finding] = []
     written = [*graph.writes, *graph.error_writers]
+    # A program that cannot be read or compiled writes nothing in the graph; the topics its
+    # 'outputs:' route to are probably its, and its own error already says what to fix.
+    routed_by_failed = {t for st in graph.stages if not st.ok for t in st.config.outputs.values()}
     for topic in graph.external_topics:
         spec = graph.topology.topics.get(topic)
-        if spec is not None and spec.external:
+        if (spec is not None and spec.external) or topic in routed_by_failed:
             continue
         rd = graph.reads[topic][0]
         near = difflib.get_close_matches(topic, written, n=1, cutoff=0.85)
