@@ -49,12 +49,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy service/eventscript
 
-# PYTEST_WORKERS=N runs the tests in N processes (pytest-xdist; --dist loadfile keeps a file's tests,
-# and so its module fixtures such as a three-broker cluster, in one process; each process starts
-# its own broker). Off by default: see docs/testing.md, "Running the tests in parallel".
+# PYTEST_WORKERS=N runs the tests in N processes (pytest-xdist; --dist loadgroup as tests/parallel_groups.py
+# defines it: every Kafka test in one process, one after the other, every Spark test in one, other
+# files shared out whole beside them). See README.md, "Running the tests in parallel".
 PYTEST_WORKERS ?=
 unit: $(STAMP)
-	$(BIN)/pytest -q $(if $(PYTEST_WORKERS),-n $(PYTEST_WORKERS) --dist loadfile)
+	$(BIN)/pytest -q $(if $(PYTEST_WORKERS),-n $(PYTEST_WORKERS) --dist loadgroup)
 
 # The conformance suite fails the build on any failing case.
 conformance: $(STAMP)

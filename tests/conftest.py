@@ -81,6 +81,36 @@ def broker(request: pytest.FixtureRequest):
     yield from start_broker(keep_logs=lambda: request.session.testsfailed > 0)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from parallel_groups import write_groups
+
+    write_groups(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hooks: none without it
+def pytest_configure_node(node: Any) -> None:
+    """(pytest-xdist, in the controller) Tells each worker process where to write its groups."""
+    from parallel_groups import FOLDER_KEY, folder
+
+    node.workerinput[FOLDER_KEY] = str(folder(node.config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: the Kafka tests in one process, the rest beside them (tests/parallel_groups.py)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from parallel_groups import KafkaApartScheduling
+
+    return KafkaApartScheduling(config, log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from parallel_groups import remove_folder
+
+    remove_folder(config)
+
+
 #: Kafka tests that ran (were not skipped), by the kind of broker they ran on.
 _KAFKA_TESTS_RAN: dict[str, int] = {}
 
