@@ -30,6 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 for _path in (Path(__file__).parent, Path(__file__).parent / "kafka"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+# `make unit`'s two processes: the Kafka tests in one, the rest beside them (see the module).
+from parallel_groups import (  # noqa: E402
+    pytest_collection_modifyitems,  # noqa: F401
+    pytest_configure_node,  # noqa: F401
+    pytest_unconfigure,  # noqa: F401
+    pytest_xdist_make_scheduler,  # noqa: F401
+)
+
 SHARED = ROOT.parent / "shared"
 CASES = SHARED / "conformance" / "cases"
 LANGUAGE_DOCUMENT = next((SHARED / "seeds").glob("000_*.txt"), None) if (SHARED / "seeds").exists() else None
@@ -79,36 +87,6 @@ def broker(request: pytest.FixtureRequest):
     from kafka_helpers import start_broker
 
     yield from start_broker(keep_logs=lambda: request.session.testsfailed > 0)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from parallel_groups import write_groups
-
-    write_groups(config, items)
-
-
-@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hooks: none without it
-def pytest_configure_node(node: Any) -> None:
-    """(pytest-xdist, in the controller) Tells each worker process where to write its groups."""
-    from parallel_groups import FOLDER_KEY, folder
-
-    node.workerinput[FOLDER_KEY] = str(folder(node.config))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadgroup``: the Kafka tests in one process, the rest beside them (tests/parallel_groups.py)."""
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from parallel_groups import KafkaApartScheduling
-
-    return KafkaApartScheduling(config, log)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    from parallel_groups import remove_folder
-
-    remove_folder(config)
 
 
 #: Kafka tests that ran (were not skipped), by the kind of broker they ran on.

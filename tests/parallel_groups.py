@@ -12,6 +12,8 @@ Why not pytest-xdist's own ``xdist_group`` marks: on pytest 9.2 they are silentl
 pytest-dev/pytest-xdist#1386). So each worker process writes the groups it collected to a folder
 the controller names, and the controller's scheduler reads them when collection is complete
 (workers report it only after ``pytest_collection_modifyitems``).
+
+tests/conftest.py takes the hooks at the end of this module into its namespace.
 """
 
 from __future__ import annotations
@@ -96,3 +98,26 @@ class KafkaApartScheduling(LoadScopeScheduling):
             for f in sorted(self.folder.glob("*.json")):
                 self.groups.update(json.loads(f.read_text()))
         return self.groups.get(nodeid, nodeid.split("::")[0])
+
+
+# The hooks (tests/conftest.py imports them).
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    write_groups(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hooks: none without it
+def pytest_configure_node(node: Any) -> None:
+    """(In the controller) Tells each worker process where to write its groups."""
+    node.workerinput[FOLDER_KEY] = str(folder(node.config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` means the groups above."""
+    return KafkaApartScheduling(config, log) if config.getvalue("dist") == "loadgroup" else None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    remove_folder(config)
