@@ -1,11 +1,12 @@
 """How ``make unit``'s two processes (pytest-xdist, ``-n 2 --dist loadgroup``) share the tests.
 
 Every test that needs a Kafka broker runs in one process, one after the other, and so does every
-test that needs Spark; every other file is shared out whole. Why: the Kafka tests mostly wait on
+test that needs Spark; the other tests are shared out a whole file at a time. Why: the Kafka tests mostly wait on
 brokers and workers, so the CPU-bound files (engine, language, cli...) run beside them in the
 other process, while the Kafka tests keep one broker and never compete with each other for the
 two cores (run side by side, as whole files in two processes, six failed on timing under load).
-A file stays in one process so its module fixtures (a three-broker cluster) start once.
+A file's other tests stay in one process so its module fixtures start once (the Kafka tests'
+module fixtures, as a three-broker cluster, are only theirs).
 
 Why not pytest-xdist's own ``xdist_group`` marks: on pytest 9.2 they are silently ignored (xdist
 3.8 passes the group by rewriting the test's node id, which pytest 9.2 no longer reads:
@@ -41,20 +42,18 @@ def needs(item: pytest.Item, what: str) -> bool:
 
 
 def groups(items: list[pytest.Item]) -> dict[str, str]:
-    """Each test's group (node id → group): "kafka", "spark", or its file's path. A file with one
-    Kafka test goes to "kafka" whole, one with a Spark test (and none of Kafka) to "spark"."""
-    files: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    """Each test's group (node id → group): "kafka" for a test that needs a broker (its fixtures,
+    as the three-broker cluster, are its own), else "spark" for one that needs Spark, else its
+    file's path (the CPU-bound tests of a Kafka test file, as the state cache's memory test, run
+    beside the Kafka tests too)."""
     out: dict[str, str] = {}
-    for path, tests in files.items():
-        if any(needs(t, "kafka") for t in tests):
-            group = "kafka"
-        elif any(needs(t, "spark") for t in tests):
-            group = "spark"
+    for item in items:
+        if needs(item, "kafka"):
+            out[item.nodeid] = "kafka"
+        elif needs(item, "spark"):
+            out[item.nodeid] = "spark"
         else:
-            group = path
-        out.update((t.nodeid, group) for t in tests)
+            out[item.nodeid] = item.nodeid.split("::")[0]
     return out
 
 
