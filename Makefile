@@ -49,12 +49,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy service/eventscript
 
-# PYTEST_WORKERS=N runs the tests in N processes (pytest-xdist; --dist loadfile keeps a file's tests,
-# and so its module fixtures such as a three-broker cluster, in one process; each process starts
-# its own broker). Off by default: see README.md, "Running the tests in parallel".
-PYTEST_WORKERS ?=
+# The tests run in PYTEST_WORKERS processes (pytest-xdist; --dist loadgroup as tests/parallel_groups.py
+# defines it: every Kafka test in one process, one after the other, every Spark test in one, the
+# other tests a whole file at a time beside them). Two by default: the Kafka tests mostly wait, and
+# the CPU-bound tests fill that time. PYTEST_WORKERS= (empty) runs everything in one process. See
+# README.md, "Running the tests in parallel".
+PYTEST_WORKERS ?= 2
 unit: $(STAMP)
-	$(BIN)/pytest -q $(if $(PYTEST_WORKERS),-n $(PYTEST_WORKERS) --dist loadfile)
+	$(BIN)/pytest -q $(if $(PYTEST_WORKERS),-n $(PYTEST_WORKERS) --dist loadgroup)
 
 # The conformance suite fails the build on any failing case.
 conformance: $(STAMP)

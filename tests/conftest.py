@@ -30,6 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 for _path in (Path(__file__).parent, Path(__file__).parent / "kafka"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+# `make unit`'s two processes: the Kafka tests in one, the rest beside them (see the module).
+from parallel_groups import (  # noqa: E402
+    pytest_collection_modifyitems,  # noqa: F401
+    pytest_configure_node,  # noqa: F401
+    pytest_unconfigure,  # noqa: F401
+    pytest_xdist_make_scheduler,  # noqa: F401
+)
+
 SHARED = ROOT.parent / "shared"
 CASES = SHARED / "conformance" / "cases"
 LANGUAGE_DOCUMENT = next((SHARED / "seeds").glob("000_*.txt"), None) if (SHARED / "seeds").exists() else None

@@ -584,6 +584,17 @@ class KeyedProducer:
         return t
 
 
+def write_then_stop(producer: KeyedProducer, writing: threading.Thread, at_least: int, after: int = 300) -> None:
+    """Lets a producer started with a count never reached write ``after`` more records (and at
+    least ``at_least`` in all), then stops it. For tests whose faults must happen while records
+    keep coming: the producer writes until the faults are done, however long they take on a busy
+    machine, and no longer (a fixed count at a fixed rate is waited out in full)."""
+    enough = max(at_least, producer.sent + after)
+    wait_for(lambda: producer.sent >= enough, 180, what=f"{enough} records written")
+    producer.stop.set()
+    writing.join(60)
+
+
 def distinct_outputs(broker: Broker, topic: str) -> int:
     """How many distinct output records a topic has so far (it may still be written)."""
     return len(read_many(broker, [topic], dedupe=True, snapshot=True)[topic])

@@ -73,7 +73,10 @@ def _create(bootstrap: str, topic: str, partitions: int) -> None:
     admin.create_topics([NewTopic(topic, partitions)])[topic].result(30)
 
 
-def test_one_node_starts_quickly_serves_and_stops_by_pid(tmp_path: Path) -> None:
+def test_one_node_starts_quickly_with_test_friendly_settings_serves_and_stops_by_pid(tmp_path: Path) -> None:
+    """(One node started for both: its start is most of the time.)"""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
     started = time.monotonic()
     cluster = KafkaCluster(1, directory=tmp_path / "k").start()
     try:
@@ -81,6 +84,12 @@ def test_one_node_starts_quickly_serves_and_stops_by_pid(tmp_path: Path) -> None
         assert took < 15, f"the node took {took:.1f} s to start"
         pid = cluster.nodes[0].pid
         assert pid is not None and _pid_alive(pid)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+        configs = admin.describe_configs([resource])[resource].result(30)
+        assert configs["group.initial.rebalance.delay.ms"].value == "0"
+        assert configs["offsets.topic.replication.factor"].value == "1"
+        assert configs["transaction.state.log.min.isr"].value == "1"
         _create(cluster.bootstrap, "t", 2)
         _produce(cluster.bootstrap, "t", 50)
         assert sorted(_read_all(cluster.bootstrap, "t", 2, 50), key=int) == [str(i).encode() for i in range(50)]
@@ -91,18 +100,6 @@ def test_one_node_starts_quickly_serves_and_stops_by_pid(tmp_path: Path) -> None
     assert log.exists() and "Kafka Server started" in log.read_text(), "the kept log does not show the start"
     KafkaCluster.close(cluster)  # without keep: the folder goes
     assert not cluster.directory.exists()
-
-
-def test_one_node_has_test_friendly_settings(tmp_path: Path) -> None:
-    from confluent_kafka.admin import AdminClient, ConfigResource
-
-    with KafkaCluster(1, directory=tmp_path / "k") as cluster:
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        resource = ConfigResource(ConfigResource.Type.BROKER, "1")
-        configs = admin.describe_configs([resource])[resource].result(30)
-        assert configs["group.initial.rebalance.delay.ms"].value == "0"
-        assert configs["offsets.topic.replication.factor"].value == "1"
-        assert configs["transaction.state.log.min.isr"].value == "1"
 
 
 def test_three_nodes_survive_the_kill_of_a_leader_and_take_it_back(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from kafka_helpers import (
     topology,
     unique,
     wait_for,
+    write_then_stop,
 )
 
 from eventscript.brokers import KafkaCluster, KafkaNotFetched, kafka_jars
@@ -34,7 +35,7 @@ out {string k; long count; long last;} Count, {string k; long count;} Quiet
 elapse[20 seconds]() { !>Quiet({k: group[0], count: count}); }
 """
 PARTITIONS = 3
-RECORDS = 2400
+RECORDS = 1200  # at least
 SESSION_TIMEOUT_MS = 20_000
 
 
@@ -100,7 +101,9 @@ def test_changelog_leader_killed_and_restarted_loses_and_duplicates_nothing(
 
     log = tmp_path / "worker.log"
     producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
-    writing = producer.start(RECORDS, 40, rate=60)
+    # Records keep coming until the killed broker is back (then 300 more), at least RECORDS; a
+    # fixed 2400 at 60/s used to be waited out in full (40 s) after the restart.
+    writing = producer.start(40_000, 40, rate=60)
     worker = start_worker(topo, "-v", log=log)
     watcher = TopicWatcher(broker, f"{name}-out")
     victim = -1
@@ -111,9 +114,9 @@ def test_changelog_leader_killed_and_restarted_loses_and_duplicates_nothing(
         wait_for(lambda: cluster.leader(changelog, 0) != victim, 60, what="a new leader of the changelog")
         watcher.wait_for_more(100, 120)  # processing goes on with two brokers
         cluster.restart(victim)
-        writing.join()
+        write_then_stop(producer, writing, RECORDS)
         in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
-        assert len(in_records) == producer.sent == RECORDS
+        assert len(in_records) == producer.sent >= RECORDS
         oracle = Oracle(PROGRAM, "Tick", in_records)
         total = sum(len(v) for v in oracle.outputs.values())
         wait_for(lambda: watcher.distinct() >= total, 180, what="all outputs")

@@ -34,6 +34,7 @@ from kafka_helpers import (
     topology,
     uninterrupted,
     unique,
+    write_then_stop,
 )
 from task_builder import stored_task
 from test_task_recovery import PROGRAM, T0, _commit, _rewind  # the counter with a 30 s quiet timer
@@ -265,7 +266,10 @@ def test_a_worker_with_a_small_cache_killed_and_restarted_is_exact(broker: Broke
     Admin(load_topology(topo)).prepare(load_topology(topo).programs)  # before the producer creates it
     log = tmp_path / "worker.log"
     producer = KeyedProducer(broker, f"{name}-in", 3)
-    writing = producer.start(1500, 300, rate=200)
+    # Records keep coming until the second restart (then 300 more), at least 1500: with a fixed
+    # 1500 (7.5 s), a worker slow to start on a busy machine processed them all before its first
+    # kill, and the restarted one waited in vain for new outputs (seen under load).
+    writing = producer.start(40_000, 300, rate=200)
     worker = start_worker(topo, "-v", log=log)
     watcher = TopicWatcher(broker, f"{name}-out")
     try:
@@ -275,7 +279,7 @@ def test_a_worker_with_a_small_cache_killed_and_restarted_is_exact(broker: Broke
             worker.send_signal(signal.SIGKILL)
             worker.wait()
             worker = start_worker(topo, "-v", log=log)
-        writing.join()
+        write_then_stop(producer, writing, 1500)
         in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
         want = uninterrupted(PROGRAM, "Tick", in_records)
         total = sum(len(v) for v in want.values())

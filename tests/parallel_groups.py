@@ -1,0 +1,122 @@
+"""How ``make unit``'s two processes (pytest-xdist, ``-n 2 --dist loadgroup``) share the tests.
+
+Every test that needs a Kafka broker runs in one process, one after the other, and so does every
+test that needs Spark; the other tests are shared out a whole file at a time. Why: the Kafka tests mostly wait on
+brokers and workers, so the CPU-bound files (engine, language, cli...) run beside them in the
+other process, while the Kafka tests keep one broker and never compete with each other for the
+two cores (run side by side, as whole files in two processes, six failed on timing under load).
+A file's other tests stay in one process so its module fixtures start once (the Kafka tests'
+module fixtures, as a three-broker cluster, are only theirs).
+
+Why not pytest-xdist's own ``xdist_group`` marks: on pytest 9.2 they are silently ignored (xdist
+3.8 passes the group by rewriting the test's node id, which pytest 9.2 no longer reads:
+pytest-dev/pytest-xdist#1386). So each worker process writes the groups it collected to a folder
+the controller names, and the controller's scheduler reads them when collection is complete
+(workers report it only after ``pytest_collection_modifyitems``).
+
+tests/conftest.py takes the hooks at the end of this module into its namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from xdist.scheduler import LoadScopeScheduling
+
+#: The key of ``workerinput`` naming the folder where worker processes write their groups.
+FOLDER_KEY = "eventscript_groups_folder"
+_FOLDER = pytest.StashKey[Path]()
+
+
+def needs(item: pytest.Item, what: str) -> bool:
+    """Whether a test uses the fixture or carries the marker ``what`` ("broker" counts as "kafka")."""
+    names = set(getattr(item, "fixturenames", ()))
+    if what == "kafka" and "broker" in names:
+        return True
+    return what in names or item.get_closest_marker(what) is not None
+
+
+def groups(items: list[pytest.Item]) -> dict[str, str]:
+    """Each test's group (node id → group): "kafka" for a test that needs a broker (its fixtures,
+    as the three-broker cluster, are its own), else "spark" for one that needs Spark, else its
+    file's path (the CPU-bound tests of a Kafka test file, as the state cache's memory test, run
+    beside the Kafka tests too)."""
+    out: dict[str, str] = {}
+    for item in items:
+        if needs(item, "kafka"):
+            out[item.nodeid] = "kafka"
+        elif needs(item, "spark"):
+            out[item.nodeid] = "spark"
+        else:
+            out[item.nodeid] = item.nodeid.split("::")[0]
+    return out
+
+
+def folder(config: pytest.Config) -> Path:
+    """The controller's folder for the workers' groups (made on first use, removed at the end)."""
+    if _FOLDER not in config.stash:
+        config.stash[_FOLDER] = Path(tempfile.mkdtemp(prefix="eventscript-test-groups-"))
+    return config.stash[_FOLDER]
+
+
+def remove_folder(config: pytest.Config) -> None:
+    if _FOLDER in config.stash:
+        for f in config.stash[_FOLDER].iterdir():
+            f.unlink()
+        config.stash[_FOLDER].rmdir()
+
+
+def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a worker process started for ``--dist loadgroup``: writes the groups of what it collected."""
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is None or FOLDER_KEY not in workerinput:
+        return
+    path = Path(workerinput[FOLDER_KEY]) / f"{workerinput['workerid']}.json"
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(groups(items)))
+    os.replace(partial, path)  # the controller never reads half a file
+
+
+class KafkaApartScheduling(LoadScopeScheduling):
+    """xdist's scheduling by scope, with the scopes above: the largest group is handed out first
+    (``--loadscope-reorder``, the default), so the Kafka tests start at once in one process."""
+
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+        super().__init__(config, log)
+        self.folder = folder(config)
+        self.groups: dict[str, str] | None = None
+
+    def _split_scope(self, nodeid: str) -> str:
+        if self.groups is None:
+            self.groups = {}
+            for f in sorted(self.folder.glob("*.json")):
+                self.groups.update(json.loads(f.read_text()))
+        return self.groups.get(nodeid, nodeid.split("::")[0])
+
+
+# The hooks (tests/conftest.py imports them).
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    write_groups(config, items)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hooks: none without it
+def pytest_configure_node(node: Any) -> None:
+    """(In the controller) Tells each worker process where to write its groups."""
+    node.workerinput[FOLDER_KEY] = str(folder(node.config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` means the groups above."""
+    return KafkaApartScheduling(config, log) if config.getvalue("dist") == "loadgroup" else None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    remove_folder(config)

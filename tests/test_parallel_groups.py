@@ -1,0 +1,66 @@
+"""``make unit PYTEST_WORKERS=2`` (tests/parallel_groups.py): in two processes, every test that
+needs Kafka runs in one process, and the other tests of a file all run in one process. Checked on a
+small suite of its own, run by pytest-xdist in two worker processes."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+CONFTEST = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+import pytest
+from parallel_groups import (
+    pytest_collection_modifyitems,
+    pytest_configure_node,
+    pytest_unconfigure,
+    pytest_xdist_make_scheduler,
+)
+
+@pytest.fixture(scope="session")
+def broker():
+    return "a broker"
+
+@pytest.fixture(scope="session")
+def spark():
+    return "a Spark session"
+"""
+
+#: Several tests a file, so that a file shared out test by test would be split (almost surely).
+TESTS = 6
+
+
+def _file(body: str) -> str:
+    return "\n".join(
+        ["import pytest", *(body.format(i=i) for i in range(TESTS))],
+    )
+
+
+def test_kafka_tests_share_one_process_and_other_files_stay_whole(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_uses_broker=_file("def test_kafka_b{i}(broker): pass\ndef test_pure{i}(): pass"),
+        test_marked_kafka=_file("@pytest.mark.kafka\ndef test_kafka_k{i}(): pass"),
+        test_uses_spark=_file("def test_s{i}(spark): pass"),
+        test_plain_a=_file("def test_a{i}(): pass"),
+        test_plain_b=_file("def test_b{i}(): pass"),
+        test_plain_c=_file("def test_c{i}(): pass"),
+    )
+    pytester.makeini("[pytest]\nmarkers =\n    kafka: needs Kafka\n")
+    # (without hypothesis's plugin, which the suite does not use, three processes start in a third of the time)
+    options = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-v", *options)
+    result.assert_outcomes(passed=TESTS * 7)
+    workers: dict[str, set[str]] = defaultdict(set)
+    for worker, path, name in re.findall(r"\[(gw\d)\][^\n]*PASSED (\w+)\.py::(\w+)", result.stdout.str()):
+        workers["kafka" if name.startswith("test_kafka") else path].add(worker)
+    assert len(workers) == 6, result.stdout.str()
+    assert all(len(w) == 1 for w in workers.values()), f"split between processes: {dict(workers)}"
+    used = set().union(*workers.values())
+    assert used == {"gw0", "gw1"}, f"one process ran everything: {dict(workers)}"
