@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,6 +158,18 @@ class InputPartition:
 MAX_FRONTIER = IDLE
 
 
+def least(times: Iterable[int | None]) -> int | None:
+    """The least of the inputs' times (ms), or None as soon as one is not known yet: time waits
+    for every input. With no input, ``MAX_FRONTIER``: nothing holds it back."""
+    bound = MAX_FRONTIER
+    for t in times:
+        if t is None:
+            return None
+        if t < bound:
+            bound = t
+    return bound
+
+
 class PartitionGroup:
     """A task's input partitions, their buffers and the position reached in each."""
 
@@ -196,14 +208,7 @@ class PartitionGroup:
     def watermark(self) -> int | None:
         """The least watermark of the gated inputs: records up to it may be released (None: one
         gated input has not heard from all its writers; MAX_FRONTIER: none is gated)."""
-        bound = MAX_FRONTIER
-        for ip in self.gated:
-            w = ip.progress.watermark  # type: ignore[union-attr]
-            if w is None:
-                return None
-            if w < bound:
-                bound = w
-        return bound
+        return least(ip.progress.watermark for ip in self.gated)  # type: ignore[union-attr]
 
     def _sources_bound(self) -> int | None:
         """Forwarding ahead: the least frontier of the ungated sources with nothing buffered (None:
@@ -211,28 +216,13 @@ class PartitionGroup:
         are idle at) what comes before it, as the other tasks' repartition markers wait for their
         sources (``republished``); a source with records buffered is merged by its first one."""
         now = time.monotonic()
-        bound = MAX_FRONTIER
-        for ip in self.sources:
-            if not ip.buffer:
-                f = ip.frontier(now)
-                if f is None:
-                    return None
-                if f < bound:
-                    bound = f
-        return bound
+        return least(ip.frontier(now) for ip in self.sources if not ip.buffer)
 
     def frontier(self) -> int | None:
         """The least frontier of the inputs (``InputPartition.frontier``): the record time before
         which the task has nothing more to process."""
         now = time.monotonic()
-        least = MAX_FRONTIER
-        for ip in self.inputs:
-            f = ip.frontier(now)
-            if f is None:
-                return None
-            if f < least:
-                least = f
-        return least
+        return least(ip.frontier(now) for ip in self.inputs)
 
     def add(self, msg: Record) -> bool:
         """Buffer ``msg``; whether it is one of the group's records (all of a task's partitions
@@ -284,16 +274,7 @@ class PartitionGroup:
         """The least ``InputPartition.republished`` of the inputs that are not the repartition
         topic: how far the task has re-published (ms; None: not known yet)."""
         now = time.monotonic()
-        least = MAX_FRONTIER
-        for ip in self.inputs:
-            if ip.config is None:
-                continue
-            f = ip.republished(now)
-            if f is None:
-                return None
-            if f < least:
-                least = f
-        return least
+        return least(ip.republished(now) for ip in self.inputs if ip.config is not None)
 
     def drop_buffered(self) -> None:
         """Drop the buffered records (fetched before a seek), keeping the end marks."""
