@@ -58,8 +58,14 @@ class InputPartition:
     markers: bool = False
     #: Gated: the progress of every task writing here (None: records go as fetched, today's rule).
     progress: InputProgress | None = None
-    #: The latest record timestamp added (ms; None: none yet) and when (monotonic s): how far an
-    #: external partition has come, for the task's own progress.
+    #: The latest timestamp (ms; None: none yet) of a record added that moves record time, and
+    #: when one was last added (monotonic s): how far an external partition has come, for the
+    #: task's own progress. A record that moves no clock (it gives an ``$error``) is no progress:
+    #: counted, its timestamp would reach other tasks through the markers and move their clocks
+    #: where no record took the backfill's or the tester's (``seen_untimed``). With forwarding
+    #: ahead a source's records are told apart as they leave the inbox (``saw``), before any
+    #: marker can carry them; otherwise as they are processed, which is before the partition's
+    #: frontier can count them (it counts its first buffered record while there is one).
     seen_ms: int | None = None
     seen_at: float = field(default_factory=time.monotonic)
     #: Set when the partition stopped holding time back for being idle, until its next record;
@@ -104,6 +110,18 @@ class InputPartition:
                 return w
             return min(w, min(m.timestamp()[1] for m in self.inbox))  # (one may sit behind a later one)
         return MAX_FRONTIER if self._idle(now) else self.seen_ms
+
+    def saw(self, ts: int) -> None:
+        """A record of timestamp ``ts`` (ms) that moves record time came from this partition."""
+        if self.seen_ms is None or ts > self.seen_ms:
+            self.seen_ms = ts
+
+    def seen_untimed(self, ts: int, clock_ms: int) -> None:
+        """A record of timestamp ``ts`` turned out to move no clock (the task's clock is at
+        ``clock_ms``): its timestamp is not the partition's progress. The records before it that
+        do move time are processed by now, so the partition has come at most as far as the clock."""
+        if self.seen_ms is not None and self.seen_ms == ts and ts > clock_ms:
+            self.seen_ms = clock_ms
 
     def settle_position(self, position: Position) -> None:
         """With forwarding ahead: the position passes every record re-published or processed
@@ -240,17 +258,16 @@ class PartitionGroup:
                 if not ip.pending():  # everything before it is processed: the position passes it
                     self.position[ip.name] = msg.offset() + 1
                 return False
-        ts = msg.timestamp()[1]
-        if ip.seen_ms is None or ts > ip.seen_ms:
-            ip.seen_ms = ts
         ip.seen_at = time.monotonic()
         ip.idled = False
         if ip.streams is not None:
             ip.streams.append(msg)
+            ip.saw(msg.timestamp()[1])
         elif ip.inbox is not None:
-            ip.inbox.append(msg)
+            ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
         else:
             ip.buffer.append(msg)
+            ip.saw(msg.timestamp()[1])
         ip.eof = False
         return True
 

@@ -64,6 +64,10 @@ from .record import Record
 from .routing import NOT_OWNED, KeyFilter, Routing
 from .versions import ProgramVersions
 
+#: ``Task._elsewhere``'s answer for a record that moves no clock: its task keeps it (for its
+#: ``$error``), and its timestamp is no progress of its partition (``InputPartition.seen_ms``).
+UNTIMED = (-1, None)
+
 __all__ = ["NOT_OWNED", "InputPartition", "KeyFilter", "OutRecord", "Task", "TaskObserver"]
 
 log = logging.getLogger("eventscript.kafka.task")  # the name operators' log settings know
@@ -554,8 +558,12 @@ class Task:
                 target = self._elsewhere(ip, msg)
                 if target is None:
                     buf.append(msg)
+                    ip.saw(msg.timestamp()[1])
+                elif target is UNTIMED:
+                    buf.append(msg)  # (its $error, at its place in the merge)
                 else:
                     self._forward(msg, cfg, *target)
+                    ip.saw(msg.timestamp()[1])
                     forwarded += 1
                 ip.looked_to = msg.offset() + 1
             ip.settle_position(position)
@@ -564,25 +572,28 @@ class Task:
     def _elsewhere(self, ip: InputPartition, msg: Record) -> tuple[int, bytes | None] | None:
         """Where a source record goes when another task runs its group key (its partition and the
         re-published record's key); None when this task processes it (its key is this task's, or
-        it is a tick or a record that gives an ``$error`` here, at its time in the merge)."""
+        it is a tick); ``UNTIMED`` when it moves no clock (it gives an ``$error`` here, at its
+        time in the merge, or is an event the program does not declare)."""
         headers = msg.headers()
-        if msg.timestamp()[1] > self.clock.max_record_ms or (
-            headers and codec.header(headers, codec.HEADER_TICK) is not None
-        ):
+        if msg.timestamp()[1] > self.clock.max_record_ms:
+            return UNTIMED
+        if headers and codec.header(headers, codec.HEADER_TICK) is not None:
             return None
         try:
             name, value = ip.decode(msg.value(), headers)
         except BadRecord:
-            return None
+            return UNTIMED
         if not self.grouped:
-            if self.partition == 0 or (ip.config is not None and ip.config.keyed and msg.key() is None):
+            if ip.config is not None and ip.config.keyed and msg.key() is None:
+                return UNTIMED
+            if self.partition == 0:
                 return None
             return 0, msg.key()
         if ip.needs_key and msg.key() is None:
-            return None
+            return UNTIMED
         key = ip.key_fn(None, value) if ip.key_fn is not None else self.engine.group_key(name, value)
         if key is None:
-            return None
+            return UNTIMED
         rb = self._route(key) if self._route is not None else self.routing.route_key(key)
         target = self._placed.get(rb)
         if target is None:
@@ -639,6 +650,7 @@ class Task:
         clock = self.clock
         ts = msg.timestamp()[1]
         if ts > clock.max_record_ms:
+            ip.seen_untimed(ts, clock.now() // 1000)
             self._error_record(
                 ErrorCode.BAD_INPUT_VALUE,
                 f"the record timestamp {ts} ms is past year 9999: record time cannot move there",
@@ -655,11 +667,13 @@ class Task:
         try:
             name, value = (ip.decode if ip.config is not None else self._decoders[id(cfg)])(msg.value(), headers)
         except BadRecord as exc:
+            ip.seen_untimed(ts, clock.now() // 1000)
             self._error_record(exc.code, exc.message)
             return
         feeds = self._feeds
         if self.grouped:
             if ip.needs_key and msg.key() is None:
+                ip.seen_untimed(ts, clock.now() // 1000)
                 self._error_record(
                     ErrorCode.BAD_INPUT_VALUE,
                     "the record has no key; this input's records must be keyed "
@@ -669,6 +683,7 @@ class Task:
             key_fn = ip.key_fn
             key = key_fn(None, value) if key_fn is not None else self.engine.group_key(name, value)
             if key is None:  # an event name the program does not declare
+                ip.seen_untimed(ts, clock.now() // 1000)
                 key_filter = self.routing.key_filter
                 if key_filter is None or key_filter.reports(msg, False):
                     feeds.feed(name, value)
@@ -699,6 +714,7 @@ class Task:
                         self._fresh[id(ctx)] = ctx
         else:
             if ip.config is not None and cfg.keyed and msg.key() is None:
+                ip.seen_untimed(ts, clock.now() // 1000)
                 self._error_record(
                     ErrorCode.BAD_INPUT_VALUE, "the record has no key; this input's records must be keyed"
                 )
