@@ -30,9 +30,9 @@ from typing import Any
 
 from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
-from .progress import IDLE, InputProgress, read_marker
+from .progress import IDLE, InputProgress, read_marker, read_reached
 from .record import Record
-from .streams import SourceStreams
+from .streams import SourceStreams, WriterStreams
 
 
 @dataclass
@@ -78,9 +78,10 @@ class InputPartition:
     #: own go to ``buffer``. ``looked_to``: the offset after the last record taken from the inbox.
     inbox: collections.deque[Record] | None = None
     looked_to: int | None = None
-    #: The repartition partition's records per source partition (``streams.py``; None: in
-    #: ``buffer``, in offset order).
-    streams: SourceStreams | None = None
+    #: The records of a gated partition in queues merged in record-time order (``streams.py``):
+    #: the repartition partition's per source partition, those of a topic several upstream tasks
+    #: write per record key (None: in ``buffer``, in offset order).
+    streams: SourceStreams | WriterStreams | None = None
 
     def pending(self) -> int:
         """Records fetched and not processed yet (buffered, in the inbox or in the streams)."""
@@ -126,8 +127,11 @@ class InputPartition:
     def settle_position(self, position: Position) -> None:
         """With forwarding ahead: the position passes every record re-published or processed
         before the first one still waiting."""
-        if self.streams is not None:
-            to = self.streams.first_offset()
+        streams = self.streams
+        if streams is not None and len(streams):
+            to = streams.first_offset()
+        elif streams is not None and self.looked_to is None:
+            to = streams.taken_to  # (every record it took is processed)
         elif self.buffer:
             to = self.buffer[0].offset()
         elif self.inbox:
@@ -153,6 +157,21 @@ class InputPartition:
             return self.buffer[0].timestamp()[1]
         if self._idle(now):
             return MAX_FRONTIER  # caught up and idle: what is not written yet is not waited for
+        return self.seen_ms
+
+    def reached(self) -> int | None:
+        """How far the task's clock may move on this partition's account without a record (ms;
+        None: not known yet): as ``frontier``, but an idle source or writer counts where its
+        records took it, not as holding nothing back, so that where a task's clock ends does not
+        depend on which of its inputs went idle first (``progress.py``)."""
+        if self.progress is not None:
+            w = self.progress.reached
+            head = self.head_ms()
+            if w is not None and head is not None:
+                return min(w, head)
+            return w
+        if self.buffer:
+            return self.buffer[0].timestamp()[1]
         return self.seen_ms
 
     def _idle(self, now: float) -> bool:
@@ -209,8 +228,13 @@ class PartitionGroup:
         self.markers_read = 0
 
     def gate(self) -> None:
-        """Take note of which inputs are gated (after their ``progress`` is set)."""
+        """Take note of which inputs are gated (after their ``progress`` is set). A gated topic
+        that several upstream tasks write is read per record key (``WriterStreams``): their
+        records interleave as their commits landed, not in record-time order."""
         self.gated = [ip for ip in self.inputs if ip.progress is not None]
+        for ip in self.gated:
+            if ip.config is not None and ip.streams is None and len(ip.progress.writers) > 1:  # type: ignore[union-attr]
+                ip.streams = WriterStreams()
 
     def forward_ahead(self) -> None:
         """The task re-publishes other tasks' records as it fetches them (``Task.forward_ahead``):
@@ -242,6 +266,16 @@ class PartitionGroup:
         now = time.monotonic()
         return least(ip.frontier(now) for ip in self.inputs)
 
+    def reached(self) -> int | None:
+        """The least ``InputPartition.reached`` of the inputs: where the task's clock may move
+        without a record (``Task.move_to_progress``)."""
+        return least(ip.reached() for ip in self.inputs)
+
+    def sources_reached(self) -> int | None:
+        """The least ``InputPartition.reached`` of the inputs that are not the repartition topic:
+        how far the records the task re-publishes have come (ms; None: not known yet)."""
+        return least(ip.reached() for ip in self.inputs if ip.config is not None)
+
     def add(self, msg: Record) -> bool:
         """Buffer ``msg``; whether it is one of the group's records (all of a task's partitions
         have its partition number, so its topic tells). A progress marker is taken in, not
@@ -254,17 +288,17 @@ class PartitionGroup:
             if marker is not None:
                 self.markers_read += 1
                 if ip.progress is not None:
-                    ip.progress.hear(*marker)
+                    ip.progress.hear(*marker, read_reached(msg.headers()))
                 if not ip.pending():  # everything before it is processed: the position passes it
                     self.position[ip.name] = msg.offset() + 1
                 return False
         ip.seen_at = time.monotonic()
         ip.idled = False
-        if ip.streams is not None:
+        if ip.inbox is not None:
+            ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
+        elif ip.streams is not None:
             ip.streams.append(msg)
             ip.saw(msg.timestamp()[1])
-        elif ip.inbox is not None:
-            ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
         else:
             ip.buffer.append(msg)
             ip.saw(msg.timestamp()[1])
@@ -389,7 +423,7 @@ class PartitionGroup:
                 buf = ip.buffer
                 msg = None
                 try:
-                    while buf and buf[0].timestamp()[1] <= bound:
+                    while buf and buf[0].timestamp()[1] < bound:
                         msg = buf.popleft()
                         process_one(ip, msg)
                         done += 1
@@ -398,7 +432,7 @@ class PartitionGroup:
                         position[ip.name] = msg.offset() + 1
                 break
             best: InputPartition | None = None
-            best_key: tuple[int, int, tuple[str, int]] | None = None
+            best_key: tuple[int, int, Any] | None = None
             for ip in nonempty:
                 if ip.streams is not None:
                     head = ip.streams.head()
@@ -409,7 +443,7 @@ class PartitionGroup:
                     k = (ip.buffer[0].timestamp()[1], ip.order, NO_SOURCE)
                 if best_key is None or k < best_key:
                     best, best_key = ip, k
-            if best is None or best_key is None or best_key[0] > bound:
+            if best is None or best_key is None or best_key[0] >= bound:
                 break
             if best.streams is not None:
                 msg = best.streams.pop(best_key[2])

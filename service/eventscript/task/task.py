@@ -196,7 +196,7 @@ class Task:
         #: Forward ahead (``forward_ahead``): a gated task on several partitions re-publishes the
         #: records of other tasks as they are fetched, not when its merge reaches them.
         self._ahead = False
-        self._marked: dict[str, int] = {}
+        self._marked: dict[str, tuple[int, int | None]] = {}
         self._resend_at = 0.0
         for out in program.program.outputs:
             topic = cfg.output_topic(out.name)
@@ -552,15 +552,15 @@ class Task:
             bound = MAX_FRONTIER if ip.progress is None else ip.progress.watermark
             if bound is None:
                 continue
-            buf = ip.buffer
-            while inbox and inbox[0].timestamp()[1] <= bound:
+            keep = ip.buffer.append if ip.streams is None else ip.streams.append
+            while inbox and inbox[0].timestamp()[1] < bound:
                 msg = inbox.popleft()
                 target = self._elsewhere(ip, msg)
                 if target is None:
-                    buf.append(msg)
+                    keep(msg)
                     ip.saw(msg.timestamp()[1])
                 elif target is UNTIMED:
-                    buf.append(msg)  # (its $error, at its place in the merge)
+                    keep(msg)  # (its $error, at its place in the merge)
                 else:
                     self._forward(msg, cfg, *target)
                     ip.saw(msg.timestamp()[1])
@@ -838,11 +838,12 @@ class Task:
 
     def move_to_progress(self) -> int:
         """A gated task on record time moves its clock to where all its inputs have come (the
-        least of their frontiers), firing the timers due by then, as a record there would: a
-        quiet task's timers fire and its progress moves on. Returns how many fired."""
+        least of their reached times: ``PartitionGroup.reached``), firing the timers due by then,
+        as a record there would: a quiet task's timers fire and its progress moves on. Returns
+        how many fired."""
         if not self.group.gated or self.state is not TaskState.RUNNING or not (self.started or self.grouped):
             return 0
-        target = self.group.frontier()
+        target = self.group.reached()
         if target is None or target >= MAX_FRONTIER or target * 1000 <= self.clock.now():
             return 0
         return self.clock.to_record(target)
@@ -868,16 +869,21 @@ class Task:
         # ... unless every input is idle with nothing buffered: then nothing comes until they
         # have records again (IDLE holds nothing back; the readers take the next marker after).
         output = MAX_FRONTIER if self.group.frontier() == MAX_FRONTIER else clock_ms
-        targets = [(t, n, output) for t, n in plan.outputs.items()]
+        # Each with the time reached, which an idle marker (holding nothing back) says apart: the
+        # task's clock for its outputs; for its copies, how far its own inputs have come (not its
+        # clock, which waits on the other tasks' copies: their clocks would wait on each other).
+        targets: list[tuple[str, int, int, int | None]] = [(t, n, output, clock_ms) for t, n in plan.outputs.items()]
         if plan.repartition:
             republished = self.group.republished()  # every later copy is at least this
             if republished is not None:
-                targets.append((self.repartition_topic, plan.tasks, republished))
-        for topic, partitions, progress in targets:
-            if not force and self._marked.get(topic) == progress:
+                targets.append((self.repartition_topic, plan.tasks, republished, self.group.sources_reached()))
+        for topic, partitions, progress, reached in targets:
+            if progress < MAX_FRONTIER:
+                reached = None  # (its progress is where it is)
+            if not force and self._marked.get(topic) == (progress, reached):
                 continue
-            self._marked[topic] = progress
-            headers = marker_headers(plan.program, self.partition, progress)
+            self._marked[topic] = (progress, reached)
+            headers = marker_headers(plan.program, self.partition, progress, reached)
             ts = progress if progress < MAX_FRONTIER else clock_ms  # (a timestamp the broker keeps)
             for q in range(partitions):
                 if topic == self.repartition_topic and q == self.partition:
