@@ -31,8 +31,9 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "task"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # (task_helpers imports from it)
 
-from pipeline_log import LogRecord
+from task_helpers import PlainRecord as LogRecord
 
 from eventscript.automata.compile import compile_source
 from eventscript.task.progress import InputProgress, marker_headers

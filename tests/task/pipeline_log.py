@@ -140,6 +140,8 @@ class PipelineRun:
                 task.add(rec)
             cursors[topic] = at + n
             happened += n
+            if at + n == len(part):  # as a consumer hears of a partition's end once it reaches it
+                task.mark_eof(topic, task.partition)
         happened += task.process(0)
         happened += task.move_to_progress()
         if take_all or rng.random() < 0.3:

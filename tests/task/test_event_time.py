@@ -83,6 +83,19 @@ def test_a_marker_names_its_writer_and_progress() -> None:
     assert read_marker(None) is None
 
 
+def test_tail_shows_an_idle_marker_with_the_time_its_writer_reached() -> None:
+    from eventscript.kafka.tools import progress_json
+    from eventscript.task.progress import IDLE
+
+    assert progress_json("p/0", 1_767_225_600_000, None) == {"writer": "p/0", "time": "2026-01-01T00:00:00.000000Z"}
+    idle = marker_headers("p", 1, IDLE, 1_767_225_600_000)
+    assert progress_json(*read_marker(idle), idle) == {  # type: ignore[misc]
+        "writer": "p/1",
+        "idle": True,
+        "time": "2026-01-01T00:00:00.000000Z",
+    }
+
+
 def test_the_watermark_waits_for_every_writer_and_never_goes_back() -> None:
     progress = InputProgress(frozenset({"a/0", "a/1"}))
     progress.hear("a/0", 50)

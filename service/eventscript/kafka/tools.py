@@ -32,7 +32,7 @@ from ..engine.timeutil import format_time
 from ..task import codec
 from ..task.codec import record_to_json
 from ..task.keys import scheme_for
-from ..task.progress import read_marker
+from ..task.progress import IDLE, read_marker, read_reached
 from ..tester.trace import Timestamp, TraceEvent, TraceItem, event_argument, typed_argument
 from ..topology.config import InputConfig, KafkaConfig, ProgramConfig
 from ..topology.headers import HEADER_PROGRESS
@@ -254,6 +254,15 @@ def read_topic(
         consumer.close()
 
 
+def progress_json(writer: str, progress_ms: int, headers: Any) -> dict[str, Any]:
+    """A progress marker as ``tail --markers`` shows it: its writer and time; an idle one (which
+    holds nothing back) says so, with the time its writer's clock reached."""
+    if progress_ms < IDLE:
+        return {"writer": writer, "time": format_time(progress_ms * 1000)}
+    reached = read_reached(headers)
+    return {"writer": writer, "idle": True, **({"time": format_time(reached * 1000)} if reached is not None else {})}
+
+
 def tail(kafka: KafkaConfig, topic: str, out: TextIO, **kwargs: Any) -> int:
     n = 0
     for m in read_topic(kafka, topic, **kwargs):
@@ -261,7 +270,7 @@ def tail(kafka: KafkaConfig, topic: str, out: TextIO, **kwargs: Any) -> int:
         line = (
             record_to_json(m)
             if marker is None
-            else {"progress": {"writer": marker[0], "time": format_time(marker[1] * 1000)}, "partition": m.partition()}
+            else {"progress": progress_json(*marker, m.headers()), "partition": m.partition()}
         )
         out.write(orjson.dumps(line).decode() + "\n")
         out.flush()

@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
-from .progress import IDLE, InputProgress, read_marker
+from .progress import IDLE, InputProgress, read_marker, read_reached
 from .record import Record
-from .streams import SourceStreams
+from .streams import SourceStreams, WriterStreams
 
 
 @dataclass
@@ -58,8 +58,14 @@ class InputPartition:
     markers: bool = False
     #: Gated: the progress of every task writing here (None: records go as fetched, today's rule).
     progress: InputProgress | None = None
-    #: The latest record timestamp added (ms; None: none yet) and when (monotonic s): how far an
-    #: external partition has come, for the task's own progress.
+    #: The latest timestamp (ms; None: none yet) of a record added that moves record time, and
+    #: when one was last added (monotonic s): how far an external partition has come, for the
+    #: task's own progress. A record that moves no clock (it gives an ``$error``) is no progress:
+    #: counted, its timestamp would reach other tasks through the markers and move their clocks
+    #: where no record took the backfill's or the tester's (``seen_untimed``). With forwarding
+    #: ahead a source's records are told apart as they leave the inbox (``saw``), before any
+    #: marker can carry them; otherwise as they are processed, which is before the partition's
+    #: frontier can count them (it counts its first buffered record while there is one).
     seen_ms: int | None = None
     seen_at: float = field(default_factory=time.monotonic)
     #: Set when the partition stopped holding time back for being idle, until its next record;
@@ -72,9 +78,10 @@ class InputPartition:
     #: own go to ``buffer``. ``looked_to``: the offset after the last record taken from the inbox.
     inbox: collections.deque[Record] | None = None
     looked_to: int | None = None
-    #: The repartition partition's records per source partition (``streams.py``; None: in
-    #: ``buffer``, in offset order).
-    streams: SourceStreams | None = None
+    #: The records of a gated partition in queues merged in record-time order (``streams.py``):
+    #: the repartition partition's per source partition, those of a topic several upstream tasks
+    #: write per record key (None: in ``buffer``, in offset order).
+    streams: SourceStreams | WriterStreams | None = None
 
     def pending(self) -> int:
         """Records fetched and not processed yet (buffered, in the inbox or in the streams)."""
@@ -105,11 +112,26 @@ class InputPartition:
             return min(w, min(m.timestamp()[1] for m in self.inbox))  # (one may sit behind a later one)
         return MAX_FRONTIER if self._idle(now) else self.seen_ms
 
+    def saw(self, ts: int) -> None:
+        """A record of timestamp ``ts`` (ms) that moves record time came from this partition."""
+        if self.seen_ms is None or ts > self.seen_ms:
+            self.seen_ms = ts
+
+    def seen_untimed(self, ts: int, clock_ms: int) -> None:
+        """A record of timestamp ``ts`` turned out to move no clock (the task's clock is at
+        ``clock_ms``): its timestamp is not the partition's progress. The records before it that
+        do move time are processed by now, so the partition has come at most as far as the clock."""
+        if self.seen_ms is not None and self.seen_ms == ts and ts > clock_ms:
+            self.seen_ms = clock_ms
+
     def settle_position(self, position: Position) -> None:
         """With forwarding ahead: the position passes every record re-published or processed
         before the first one still waiting."""
-        if self.streams is not None:
-            to = self.streams.first_offset()
+        streams = self.streams
+        if streams is not None and len(streams):
+            to = streams.first_offset()
+        elif streams is not None and self.looked_to is None:
+            to = streams.taken_to  # (every record it took is processed)
         elif self.buffer:
             to = self.buffer[0].offset()
         elif self.inbox:
@@ -137,6 +159,21 @@ class InputPartition:
             return MAX_FRONTIER  # caught up and idle: what is not written yet is not waited for
         return self.seen_ms
 
+    def reached(self) -> int | None:
+        """How far the task's clock may move on this partition's account without a record (ms;
+        None: not known yet): as ``frontier``, but an idle source or writer counts where its
+        records took it, not as holding nothing back, so that where a task's clock ends does not
+        depend on which of its inputs went idle first (``progress.py``)."""
+        if self.progress is not None:
+            w = self.progress.reached
+            head = self.head_ms()
+            if w is not None and head is not None:
+                return min(w, head)
+            return w
+        if self.buffer:
+            return self.buffer[0].timestamp()[1]
+        return self.seen_ms
+
     def _idle(self, now: float) -> bool:
         """A source partition read to its end with nothing new for its ``idle_timeout_ms``
         (noted in ``idled`` and counted in ``times_idled`` once each time)."""
@@ -156,6 +193,18 @@ class InputPartition:
 
 #: The frontier of an input that holds nothing back (an idle writer's progress, ``IDLE``).
 MAX_FRONTIER = IDLE
+
+
+def least(times: Iterable[int | None]) -> int | None:
+    """The least of the inputs' times (ms), or None as soon as one is not known yet: time waits
+    for every input. With no input, ``MAX_FRONTIER``: nothing holds it back."""
+    bound = MAX_FRONTIER
+    for t in times:
+        if t is None:
+            return None
+        if t < bound:
+            bound = t
+    return bound
 
 
 class PartitionGroup:
@@ -179,8 +228,13 @@ class PartitionGroup:
         self.markers_read = 0
 
     def gate(self) -> None:
-        """Take note of which inputs are gated (after their ``progress`` is set)."""
+        """Take note of which inputs are gated (after their ``progress`` is set). A gated topic
+        that several upstream tasks write is read per record key (``WriterStreams``): their
+        records interleave as their commits landed, not in record-time order."""
         self.gated = [ip for ip in self.inputs if ip.progress is not None]
+        for ip in self.gated:
+            if ip.config is not None and ip.streams is None and len(ip.progress.writers) > 1:  # type: ignore[union-attr]
+                ip.streams = WriterStreams()
 
     def forward_ahead(self) -> None:
         """The task re-publishes other tasks' records as it fetches them (``Task.forward_ahead``):
@@ -196,14 +250,7 @@ class PartitionGroup:
     def watermark(self) -> int | None:
         """The least watermark of the gated inputs: records up to it may be released (None: one
         gated input has not heard from all its writers; MAX_FRONTIER: none is gated)."""
-        bound = MAX_FRONTIER
-        for ip in self.gated:
-            w = ip.progress.watermark  # type: ignore[union-attr]
-            if w is None:
-                return None
-            if w < bound:
-                bound = w
-        return bound
+        return least(ip.progress.watermark for ip in self.gated)  # type: ignore[union-attr]
 
     def _sources_bound(self) -> int | None:
         """Forwarding ahead: the least frontier of the ungated sources with nothing buffered (None:
@@ -211,28 +258,23 @@ class PartitionGroup:
         are idle at) what comes before it, as the other tasks' repartition markers wait for their
         sources (``republished``); a source with records buffered is merged by its first one."""
         now = time.monotonic()
-        bound = MAX_FRONTIER
-        for ip in self.sources:
-            if not ip.buffer:
-                f = ip.frontier(now)
-                if f is None:
-                    return None
-                if f < bound:
-                    bound = f
-        return bound
+        return least(ip.frontier(now) for ip in self.sources if not ip.buffer)
 
     def frontier(self) -> int | None:
         """The least frontier of the inputs (``InputPartition.frontier``): the record time before
         which the task has nothing more to process."""
         now = time.monotonic()
-        least = MAX_FRONTIER
-        for ip in self.inputs:
-            f = ip.frontier(now)
-            if f is None:
-                return None
-            if f < least:
-                least = f
-        return least
+        return least(ip.frontier(now) for ip in self.inputs)
+
+    def reached(self) -> int | None:
+        """The least ``InputPartition.reached`` of the inputs: where the task's clock may move
+        without a record (``Task.move_to_progress``)."""
+        return least(ip.reached() for ip in self.inputs)
+
+    def sources_reached(self) -> int | None:
+        """The least ``InputPartition.reached`` of the inputs that are not the repartition topic:
+        how far the records the task re-publishes have come (ms; None: not known yet)."""
+        return least(ip.reached() for ip in self.inputs if ip.config is not None)
 
     def add(self, msg: Record) -> bool:
         """Buffer ``msg``; whether it is one of the group's records (all of a task's partitions
@@ -246,21 +288,20 @@ class PartitionGroup:
             if marker is not None:
                 self.markers_read += 1
                 if ip.progress is not None:
-                    ip.progress.hear(*marker)
+                    ip.progress.hear(*marker, read_reached(msg.headers()))
                 if not ip.pending():  # everything before it is processed: the position passes it
                     self.position[ip.name] = msg.offset() + 1
                 return False
-        ts = msg.timestamp()[1]
-        if ip.seen_ms is None or ts > ip.seen_ms:
-            ip.seen_ms = ts
         ip.seen_at = time.monotonic()
         ip.idled = False
-        if ip.streams is not None:
+        if ip.inbox is not None:
+            ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
+        elif ip.streams is not None:
             ip.streams.append(msg)
-        elif ip.inbox is not None:
-            ip.inbox.append(msg)
+            ip.saw(msg.timestamp()[1])
         else:
             ip.buffer.append(msg)
+            ip.saw(msg.timestamp()[1])
         ip.eof = False
         return True
 
@@ -284,16 +325,7 @@ class PartitionGroup:
         """The least ``InputPartition.republished`` of the inputs that are not the repartition
         topic: how far the task has re-published (ms; None: not known yet)."""
         now = time.monotonic()
-        least = MAX_FRONTIER
-        for ip in self.inputs:
-            if ip.config is None:
-                continue
-            f = ip.republished(now)
-            if f is None:
-                return None
-            if f < least:
-                least = f
-        return least
+        return least(ip.republished(now) for ip in self.inputs if ip.config is not None)
 
     def drop_buffered(self) -> None:
         """Drop the buffered records (fetched before a seek), keeping the end marks."""
@@ -391,7 +423,7 @@ class PartitionGroup:
                 buf = ip.buffer
                 msg = None
                 try:
-                    while buf and buf[0].timestamp()[1] <= bound:
+                    while buf and buf[0].timestamp()[1] < bound:
                         msg = buf.popleft()
                         process_one(ip, msg)
                         done += 1
@@ -400,7 +432,7 @@ class PartitionGroup:
                         position[ip.name] = msg.offset() + 1
                 break
             best: InputPartition | None = None
-            best_key: tuple[int, int, tuple[str, int]] | None = None
+            best_key: tuple[int, int, Any] | None = None
             for ip in nonempty:
                 if ip.streams is not None:
                     head = ip.streams.head()
@@ -411,7 +443,7 @@ class PartitionGroup:
                     k = (ip.buffer[0].timestamp()[1], ip.order, NO_SOURCE)
                 if best_key is None or k < best_key:
                     best, best_key = ip, k
-            if best is None or best_key is None or best_key[0] > bound:
+            if best is None or best_key is None or best_key[0] >= bound:
                 break
             if best.streams is not None:
                 msg = best.streams.pop(best_key[2])

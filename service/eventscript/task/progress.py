@@ -9,20 +9,36 @@ the writer wrote before it on that partition.
 A reading task knows from the topology how many tasks write each of its input partitions
 (``topology/progress.py``); the partition's *watermark* is the least progress among them (None
 while one has not been heard from). The task's merge releases a record only when its timestamp is
-at most the least watermark of its gated partitions, so records come out in record-time order
+before the least watermark of its gated partitions, so records come out in record-time order
 across every upstream task, as Flink carries a watermark per source partition (and Apache Paimon
-across tables). Why "at most" and not "before": a writer's later records have timestamps at least
-its progress, and records of one timestamp from different partitions have no order to keep.
+across tables). Why "before" and not "at most": a writer's later records have timestamps at least
+its progress, so more of that very time may still come from it; only once every writer has passed
+a time are its records all there, to be taken in one order (``streams.py``) whatever order the
+writers' commits landed in.
+
+Two times per writer: its *progress* says what the merge may release, its *reached* time how far
+the reader's clock may move without a record (``Task.move_to_progress``). They differ only for a
+writer that is idle: it holds nothing back (``IDLE``) but its clock is where its last record took
+it (header ``es-reached``). A reader's clock follows the least reached time, idle or not, so where
+it ends does not depend on when each writer went idle.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..topology.headers import HEADER_PROGRESS
+from ..topology.headers import HEADER_PROGRESS, HEADER_REACHED
 from .codec import Headers, header
 
-__all__ = ["HEADER_PROGRESS", "IDLE", "RESEND_S", "InputProgress", "marker_headers", "read_marker"]
+__all__ = [
+    "HEADER_PROGRESS",
+    "IDLE",
+    "RESEND_S",
+    "InputProgress",
+    "marker_headers",
+    "read_marker",
+    "read_reached",
+]
 
 #: The progress of a task with nothing more to write until its inputs have new records (every
 #: one of them read to its end and idle): it holds nothing back.
@@ -33,9 +49,13 @@ IDLE = 1 << 62
 RESEND_S = 10.0
 
 
-def marker_headers(program: str, task: int, progress_ms: int) -> Headers:
-    """The headers of a marker: ``program/task/progress_ms``."""
-    return [(HEADER_PROGRESS, f"{program}/{task}/{progress_ms}".encode())]
+def marker_headers(program: str, task: int, progress_ms: int, reached_ms: int | None = None) -> Headers:
+    """The headers of a marker: ``program/task/progress_ms``, and the time the writer's clock
+    reached when that is not its progress (an idle writer's)."""
+    headers: Headers = [(HEADER_PROGRESS, f"{program}/{task}/{progress_ms}".encode())]
+    if reached_ms is not None and reached_ms != progress_ms:
+        headers.append((HEADER_REACHED, b"%d" % reached_ms))
+    return headers
 
 
 def read_marker(headers: Headers | None) -> tuple[str, int] | None:
@@ -47,6 +67,12 @@ def read_marker(headers: Headers | None) -> tuple[str, int] | None:
     return writer, int(ms)
 
 
+def read_reached(headers: Headers | None) -> int | None:
+    """An idle marker's reached time (ms), or None when it carries none (its progress is it)."""
+    raw = header(headers, HEADER_REACHED) if headers else None
+    return int(raw) if raw is not None else None
+
+
 @dataclass
 class InputProgress:
     """The progress heard from each writer of one input partition."""
@@ -56,8 +82,12 @@ class InputProgress:
     heard: dict[str, int] = field(default_factory=dict)
     #: The least progress of the expected writers (None: one is not heard from yet).
     watermark: int | None = None
+    #: Each writer's reached time, and the least of them (None: one is not heard from yet): how
+    #: far the reader's clock may move on its own. It never goes back either.
+    reached_by: dict[str, int] = field(default_factory=dict)
+    reached: int | None = None
 
-    def hear(self, writer: str, progress_ms: int) -> None:
+    def hear(self, writer: str, progress_ms: int, reached_ms: int | None = None) -> None:
         """A marker. A writer's progress never goes back (a marker read again after a rewind is
         older), except after it was idle (``IDLE``): it holds time back again from where it is.
         The watermark never goes back: a record older than it, written by a writer that was
@@ -68,7 +98,11 @@ class InputProgress:
         if before is not None and progress_ms <= before and before != IDLE:
             return
         self.heard[writer] = progress_ms
+        self.reached_by[writer] = reached_ms if reached_ms is not None else progress_ms
         if len(self.heard) == len(self.writers):
             least = min(self.heard.values())
             if self.watermark is None or least > self.watermark:
                 self.watermark = least
+            reached = min(self.reached_by.values())
+            if self.reached is None or reached > self.reached:
+                self.reached = reached

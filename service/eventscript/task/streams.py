@@ -1,4 +1,6 @@
-"""The records of a gated repartition partition, one queue per source partition.
+"""The records of a gated partition, split into queues merged in record-time order: a
+repartition partition's per source partition (``SourceStreams``), the partition of a topic other
+programs write per record key (``WriterStreams``).
 
 The tasks of a program re-publish each other's records as soon as they fetch them
 (``Task.forward_ahead``), so a repartition partition interleaves several source partitions in
@@ -13,6 +15,8 @@ so that which of two records of one time comes first does not depend on fetch or
 from __future__ import annotations
 
 import collections
+import heapq
+import re
 
 from . import codec
 from .record import Record
@@ -30,6 +34,9 @@ def _source_of(msg: Record) -> tuple[str, int]:
 
 class SourceStreams:
     """Records of one partition split by source partition, each queue in offset order."""
+
+    #: Not followed here: the partition's position passes its records with its next marker.
+    taken_to: int | None = None
 
     def __init__(self) -> None:
         self.queues: dict[tuple[str, int], collections.deque[Record]] = {}
@@ -68,3 +75,101 @@ class SourceStreams:
     def clear(self) -> None:
         self.queues.clear()
         self.count = 0
+
+
+#: An ``es-id``'s innermost record coordinates, "topic:partition:offset" (its cause's origin).
+_COORDINATES = re.compile(rb"([^/~]+):(\d+):(\d+)")
+
+
+def origin_of(msg: Record) -> tuple[int, bytes, int, int, bytes]:
+    """The tie order of a record another program wrote, from its ``es-id``: what its writer did
+    at that record time, in the order the tester does it — timer firings first, then records by
+    their cause's source coordinates (topic, partition, offset: the trace's order within a
+    source partition); the whole id last, so that the order is total."""
+    raw = codec.header(msg.headers(), codec.HEADER_ID) or b""
+    timer = b"~" in raw
+    found = _COORDINATES.search(raw)
+    if found is None:
+        return (0 if timer else 1), b"", -1, -1, raw
+    topic, partition, offset = found.groups()
+    return (0 if timer else 1), topic, int(partition), int(offset), raw
+
+
+class WriterStreams:
+    """Records of one gated partition of a topic that several upstream tasks write, one queue per
+    record key.
+
+    The writers' records land in the order their commits did: one task may be minutes ahead of
+    another on the same partition, and records of one time from two tasks come in either order.
+    Each key is written by one task at a time, in record-time order, so the queue of one key is in
+    record-time order; the merge takes the earliest head, ties in ``origin_of``'s order, so the
+    partition is read in record-time order whatever the interleaving (a heap of heads: a partition
+    may hold many keys). A key's records keep their offset order."""
+
+    def __init__(self) -> None:
+        self.queues: dict[bytes | None, collections.deque[Record]] = {}
+        #: (record time ms, origin, arrival number, key) of each queue's first record.
+        self.heads: list[tuple[int, tuple[int, bytes, int, int, bytes], int, bytes | None]] = []
+        self.count = 0
+        self._arrivals = 0
+        #: Offsets queued (a heap) and those taken since, for the least offset still queued.
+        self._offsets: list[int] = []
+        self._taken: set[int] = set()
+        #: The offset after the highest one taken (None: none yet).
+        self.taken_to: int | None = None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _push_head(self, key: bytes | None, msg: Record) -> None:
+        self._arrivals += 1
+        heapq.heappush(self.heads, (msg.timestamp()[1], origin_of(msg), self._arrivals, key))
+
+    def append(self, msg: Record) -> None:
+        key = msg.key()
+        queue = self.queues.get(key)
+        if queue is None:
+            queue = self.queues[key] = collections.deque()
+        if not queue:
+            self._push_head(key, msg)
+        queue.append(msg)
+        heapq.heappush(self._offsets, msg.offset())
+        self.count += 1
+
+    def head(self) -> tuple[int, tuple[int, bytes, int, int, bytes]] | None:
+        """The earliest head's (record time ms, origin); None when empty."""
+        if not self.heads:
+            return None
+        ts, origin, _, _ = self.heads[0]
+        return ts, origin
+
+    def pop(self, _head: object = None) -> Record:
+        """Take the earliest head (the one ``head`` names)."""
+        _, _, _, key = heapq.heappop(self.heads)
+        queue = self.queues[key]
+        msg = queue.popleft()
+        if queue:
+            self._push_head(key, queue[0])
+        else:
+            del self.queues[key]
+        self.count -= 1
+        offset = msg.offset()
+        self._taken.add(offset)
+        if self.taken_to is None or offset >= self.taken_to:
+            self.taken_to = offset + 1
+        return msg
+
+    def first_offset(self) -> int | None:
+        """The least offset still queued (None: none)."""
+        offsets, taken = self._offsets, self._taken
+        while offsets and offsets[0] in taken:
+            taken.discard(heapq.heappop(offsets))
+        return offsets[0] if offsets else None
+
+    def clear(self) -> None:
+        self.queues.clear()
+        self.heads.clear()
+        self._offsets.clear()
+        self._taken.clear()
+        self.count = 0
+        self.taken_to = None

@@ -64,6 +64,10 @@ from .record import Record
 from .routing import NOT_OWNED, KeyFilter, Routing
 from .versions import ProgramVersions
 
+#: ``Task._elsewhere``'s answer for a record that moves no clock: its task keeps it (for its
+#: ``$error``), and its timestamp is no progress of its partition (``InputPartition.seen_ms``).
+UNTIMED = (-1, None)
+
 __all__ = ["NOT_OWNED", "InputPartition", "KeyFilter", "OutRecord", "Task", "TaskObserver"]
 
 log = logging.getLogger("eventscript.kafka.task")  # the name operators' log settings know
@@ -192,7 +196,7 @@ class Task:
         #: Forward ahead (``forward_ahead``): a gated task on several partitions re-publishes the
         #: records of other tasks as they are fetched, not when its merge reaches them.
         self._ahead = False
-        self._marked: dict[str, int] = {}
+        self._marked: dict[str, tuple[int, int | None]] = {}
         self._resend_at = 0.0
         for out in program.program.outputs:
             topic = cfg.output_topic(out.name)
@@ -548,14 +552,18 @@ class Task:
             bound = MAX_FRONTIER if ip.progress is None else ip.progress.watermark
             if bound is None:
                 continue
-            buf = ip.buffer
-            while inbox and inbox[0].timestamp()[1] <= bound:
+            keep = ip.buffer.append if ip.streams is None else ip.streams.append
+            while inbox and inbox[0].timestamp()[1] < bound:
                 msg = inbox.popleft()
                 target = self._elsewhere(ip, msg)
                 if target is None:
-                    buf.append(msg)
+                    keep(msg)
+                    ip.saw(msg.timestamp()[1])
+                elif target is UNTIMED:
+                    keep(msg)  # (its $error, at its place in the merge)
                 else:
                     self._forward(msg, cfg, *target)
+                    ip.saw(msg.timestamp()[1])
                     forwarded += 1
                 ip.looked_to = msg.offset() + 1
             ip.settle_position(position)
@@ -564,25 +572,28 @@ class Task:
     def _elsewhere(self, ip: InputPartition, msg: Record) -> tuple[int, bytes | None] | None:
         """Where a source record goes when another task runs its group key (its partition and the
         re-published record's key); None when this task processes it (its key is this task's, or
-        it is a tick or a record that gives an ``$error`` here, at its time in the merge)."""
+        it is a tick); ``UNTIMED`` when it moves no clock (it gives an ``$error`` here, at its
+        time in the merge, or is an event the program does not declare)."""
         headers = msg.headers()
-        if msg.timestamp()[1] > self.clock.max_record_ms or (
-            headers and codec.header(headers, codec.HEADER_TICK) is not None
-        ):
+        if msg.timestamp()[1] > self.clock.max_record_ms:
+            return UNTIMED
+        if headers and codec.header(headers, codec.HEADER_TICK) is not None:
             return None
         try:
             name, value = ip.decode(msg.value(), headers)
         except BadRecord:
-            return None
+            return UNTIMED
         if not self.grouped:
-            if self.partition == 0 or (ip.config is not None and ip.config.keyed and msg.key() is None):
+            if ip.config is not None and ip.config.keyed and msg.key() is None:
+                return UNTIMED
+            if self.partition == 0:
                 return None
             return 0, msg.key()
         if ip.needs_key and msg.key() is None:
-            return None
+            return UNTIMED
         key = ip.key_fn(None, value) if ip.key_fn is not None else self.engine.group_key(name, value)
         if key is None:
-            return None
+            return UNTIMED
         rb = self._route(key) if self._route is not None else self.routing.route_key(key)
         target = self._placed.get(rb)
         if target is None:
@@ -639,6 +650,7 @@ class Task:
         clock = self.clock
         ts = msg.timestamp()[1]
         if ts > clock.max_record_ms:
+            ip.seen_untimed(ts, clock.now() // 1000)
             self._error_record(
                 ErrorCode.BAD_INPUT_VALUE,
                 f"the record timestamp {ts} ms is past year 9999: record time cannot move there",
@@ -655,11 +667,13 @@ class Task:
         try:
             name, value = (ip.decode if ip.config is not None else self._decoders[id(cfg)])(msg.value(), headers)
         except BadRecord as exc:
+            ip.seen_untimed(ts, clock.now() // 1000)
             self._error_record(exc.code, exc.message)
             return
         feeds = self._feeds
         if self.grouped:
             if ip.needs_key and msg.key() is None:
+                ip.seen_untimed(ts, clock.now() // 1000)
                 self._error_record(
                     ErrorCode.BAD_INPUT_VALUE,
                     "the record has no key; this input's records must be keyed "
@@ -669,6 +683,7 @@ class Task:
             key_fn = ip.key_fn
             key = key_fn(None, value) if key_fn is not None else self.engine.group_key(name, value)
             if key is None:  # an event name the program does not declare
+                ip.seen_untimed(ts, clock.now() // 1000)
                 key_filter = self.routing.key_filter
                 if key_filter is None or key_filter.reports(msg, False):
                     feeds.feed(name, value)
@@ -699,6 +714,7 @@ class Task:
                         self._fresh[id(ctx)] = ctx
         else:
             if ip.config is not None and cfg.keyed and msg.key() is None:
+                ip.seen_untimed(ts, clock.now() // 1000)
                 self._error_record(
                     ErrorCode.BAD_INPUT_VALUE, "the record has no key; this input's records must be keyed"
                 )
@@ -822,11 +838,12 @@ class Task:
 
     def move_to_progress(self) -> int:
         """A gated task on record time moves its clock to where all its inputs have come (the
-        least of their frontiers), firing the timers due by then, as a record there would: a
-        quiet task's timers fire and its progress moves on. Returns how many fired."""
+        least of their reached times: ``PartitionGroup.reached``), firing the timers due by then,
+        as a record there would: a quiet task's timers fire and its progress moves on. Returns
+        how many fired."""
         if not self.group.gated or self.state is not TaskState.RUNNING or not (self.started or self.grouped):
             return 0
-        target = self.group.frontier()
+        target = self.group.reached()
         if target is None or target >= MAX_FRONTIER or target * 1000 <= self.clock.now():
             return 0
         return self.clock.to_record(target)
@@ -852,16 +869,21 @@ class Task:
         # ... unless every input is idle with nothing buffered: then nothing comes until they
         # have records again (IDLE holds nothing back; the readers take the next marker after).
         output = MAX_FRONTIER if self.group.frontier() == MAX_FRONTIER else clock_ms
-        targets = [(t, n, output) for t, n in plan.outputs.items()]
+        # Each with the time reached, which an idle marker (holding nothing back) says apart: the
+        # task's clock for its outputs; for its copies, how far its own inputs have come (not its
+        # clock, which waits on the other tasks' copies: their clocks would wait on each other).
+        targets: list[tuple[str, int, int, int | None]] = [(t, n, output, clock_ms) for t, n in plan.outputs.items()]
         if plan.repartition:
             republished = self.group.republished()  # every later copy is at least this
             if republished is not None:
-                targets.append((self.repartition_topic, plan.tasks, republished))
-        for topic, partitions, progress in targets:
-            if not force and self._marked.get(topic) == progress:
+                targets.append((self.repartition_topic, plan.tasks, republished, self.group.sources_reached()))
+        for topic, partitions, progress, reached in targets:
+            if progress < MAX_FRONTIER:
+                reached = None  # (its progress is where it is)
+            if not force and self._marked.get(topic) == (progress, reached):
                 continue
-            self._marked[topic] = progress
-            headers = marker_headers(plan.program, self.partition, progress)
+            self._marked[topic] = (progress, reached)
+            headers = marker_headers(plan.program, self.partition, progress, reached)
             ts = progress if progress < MAX_FRONTIER else clock_ms  # (a timestamp the broker keeps)
             for q in range(partitions):
                 if topic == self.repartition_topic and q == self.partition:

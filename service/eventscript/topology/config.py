@@ -311,13 +311,12 @@ class Topology(_Model):
     health: HealthConfig = Field(default_factory=HealthConfig)
     state_query: StateQueryConfig = Field(default_factory=StateQueryConfig)
     #: Progress markers (docs/topologies.md, "Event time across topics"): record-clock programs
-    #: mark how far they have written, and a later stage's tasks wait for every writer before they
-    #: move their clock, so pipelines on several partitions give the simulated answer. Off by
-    #: default in this version: with them on, a task's clock also follows its program's other
-    #: tasks (their repartition markers), which the backfill does not yet do, so a backfill's
-    #: output would differ from the live worker's. Off, a task merges what it has fetched, as
-    #: before: a later stage on several partitions may process upstream records late.
-    event_time_markers: bool = False
+    #: mark how far they have written on the topics another program reads (and on their
+    #: repartition topic), and a later stage's tasks wait for every writer before they move their
+    #: clock, so pipelines on several partitions give the simulated answer. On by default; false
+    #: gives the merge of what was fetched (a later stage on several partitions may then process
+    #: upstream records late), for readers of those topics that cannot skip the markers.
+    event_time_markers: bool = True
     state_dir: str = "state"
     #: Identifies this worker for transactions (stable across restarts of the same worker).
     instance_id: str | None = None

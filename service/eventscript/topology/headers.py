@@ -20,3 +20,6 @@ REPUBLISH_HEADERS = frozenset((HEADER_SOURCE, HEADER_INPUT, HEADER_SOURCE_KEY))
 #: A progress marker (task/progress.py): "task p of program P has written everything before this
 #: record time"; no key, no value. Programs never see it; other consumers skip records with it.
 HEADER_PROGRESS = "es-progress"
+#: On an idle progress marker (which holds nothing back): the record time its writer's clock has
+#: reached, how far a reader's clock may follow it (task/progress.py).
+HEADER_REACHED = "es-reached"
