@@ -148,11 +148,7 @@ class InputPartition:
         ``idle_timeout_ms`` (0 by default: at once, as the merge takes what is fetched) holds
         nothing back (``MAX_FRONTIER``; ``idled`` says it happened)."""
         if self.progress is not None:
-            w = self.progress.watermark
-            head = self.head_ms()
-            if w is not None and head is not None:
-                return min(w, head)
-            return w
+            return self._before_head(self.progress.watermark)
         if self.buffer:
             return self.buffer[0].timestamp()[1]
         if self._idle(now):
@@ -165,14 +161,16 @@ class InputPartition:
         records took it, not as holding nothing back, so that where a task's clock ends does not
         depend on which of its inputs went idle first (``progress.py``)."""
         if self.progress is not None:
-            w = self.progress.reached
-            head = self.head_ms()
-            if w is not None and head is not None:
-                return min(w, head)
-            return w
+            return self._before_head(self.progress.reached)
         if self.buffer:
             return self.buffer[0].timestamp()[1]
         return self.seen_ms
+
+    def _before_head(self, bound: int | None) -> int | None:
+        """A gated partition's ``bound`` (its writers' watermark or reached time), no later than
+        its first buffered record's time."""
+        head = self.head_ms()
+        return min(bound, head) if bound is not None and head is not None else bound
 
     def _idle(self, now: float) -> bool:
         """A source partition read to its end with nothing new for its ``idle_timeout_ms``

@@ -20,10 +20,12 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicP
 
 from eventscript.automata.compile import compile_source
 from eventscript.kafka import task_manager as task_manager_mod
-from eventscript.kafka.config import InputConfig, ProgramConfig
+from eventscript.kafka.config import InputConfig
 from eventscript.kafka.task_manager import TaskManager
 from eventscript.kafka.worker_errors import MemberEnded
 from eventscript.topology.progress import ProgressPlan
+
+from .task_helpers import program_config
 
 PROGRAM = """
 in {string k;} Tick group(Tick.k)
@@ -105,13 +107,7 @@ class Restorer:
 
 
 def _manager(tmp_path: Path, member: Member) -> TaskManager:
-    cfg = ProgramConfig(
-        name="p",
-        source="p.es",
-        clock="record",
-        inputs=[InputConfig(topic="in", event="Tick")],
-        outputs={"default": "out"},
-    )
+    cfg = program_config([InputConfig(topic="in", event="Tick")])
     program = compile_source(PROGRAM, name="p").require()
     manager = TaskManager(cfg, program, 1, REP, "p-changelog", tmp_path / "state", ProgressPlan("p", 1))
     manager.open(Restorer(), None, lambda: member)  # type: ignore[arg-type]
