@@ -350,7 +350,9 @@ class TaskManager:
             tasks = [self.tasks[p] for p in queued if p in self.tasks]
             self._restore_started = time.monotonic()
             try:
+                what = "the committed offsets"
                 committed = self._committed(consumer, tasks)
+                what = "the changelog's topic id"
                 changelog_id = self._changelog_id()
             except KafkaException as exc:
                 now = time.monotonic()
@@ -358,13 +360,14 @@ class TaskManager:
                 if now - since > COORDINATOR_STALL:
                     self._committed_failing_since = None
                     raise MemberEnded(
-                        f"the committed offsets to restore tasks {sorted(t.partition for t in tasks)} could not be "
+                        f"{what} to restore tasks {sorted(t.partition for t in tasks)} could not be "
                         f"read for {now - since:.0f} s (last: {exc}); a new consumer joins",
                         consumer_failed=True,
                     ) from exc
                 log.warning(
-                    "%s: cannot read the committed offsets to restore tasks %s (%s); retrying",
+                    "%s: cannot read %s to restore tasks %s (%s); retrying",
                     self.name,
+                    what,
                     sorted(t.partition for t in tasks),
                     exc,
                 )

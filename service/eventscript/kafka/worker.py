@@ -51,7 +51,7 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..automata.compiled import CompiledProgram
 from ..task.task import Task
@@ -312,7 +312,16 @@ class ProgramWorker:
         a store was written from (a recreated changelog: issue 20 fault 5)."""
         if self._topic_admin is None:
             self._topic_admin = self.supplier.admin(clients.admin_config(self.topo.kafka))
-        return topic_id(self._topic_admin, self.changelog_topic)
+        try:
+            return topic_id(self._topic_admin, self.changelog_topic)
+        except KafkaException:
+            # The next attempt asks with a new admin client. One that was idle through a broker
+            # outage was seen (CI, Apache Kafka 4.1, librdkafka 2.16) failing every request
+            # "while waiting for controller" for over a minute after the broker was back, while
+            # the worker's consumer and producer worked; the new consumer of a rejoin did not
+            # help, since the admin client was kept.
+            self._topic_admin = None
+            raise
 
     def _rejoin(self, exc: MemberEnded) -> None:
         """End the group member whose tasks were lost and join again (with a new consumer if its
