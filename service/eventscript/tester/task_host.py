@@ -1,0 +1,336 @@
+"""The simulated host run on the worker's own task code: one ``task.Task`` per program (issue 19).
+
+The tester (``tester.host.SimulatedHost``) runs each program's engine itself. This host runs the
+same trace through the host-neutral ``Task`` the Kafka worker and the backfill run, so that what
+only a task does — decoding records by the topic's input settings, output ids (``es-id``), the
+``$error`` records with the input record they are about — runs in simulated time too, and can be
+checked against the tester's lines (``tests/tester/test_task_host.py``).
+
+What it keeps of the tester's semantics (language document §6.5), and how:
+
+- **One global timer order.** Every task gets the same ``task.clock.SimulatedClock``: the timers
+  of all programs sit in one queue, as they do in the tester's one time provider.
+- **A µs clock moved by the trace.** A timestamp moves the clock (firing what is due, each at
+  its deadline) without any record; a record is processed at the time the host has set.
+- **Ungrouped programs start at the first timestamp**, in program order, as their tasks start.
+- **Immediate delivery.** A record a program sends to a topic another program reads is handed
+  to that program's task at once, inside the step that emitted it; timers due now fire after the
+  trace event's whole chain, not after each record.
+
+Each program is task 0 of one partition: every topic has one partition, and a record's offset is
+its place on its topic, so an output's id names the same cause it would on the worker given the
+same records.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..automata.compiled import CompiledProgram
+from ..engine.encoding import DecodeError, decode, encode
+from ..engine.engine import Engine
+from ..engine.events import ERROR_EVENT, ErrorCode
+from ..engine.timeutil import format_time
+from ..language.types import STRING
+from ..task import codec
+from ..task.clock import SimulatedClock
+from ..task.codec import Headers
+from ..task.keys import KeyScheme, scheme_for
+from ..task.task import Task
+from ..topology.config import InputConfig, NameFrom, ProgramConfig
+from .host import timed_events
+from .trace import TraceItem, event_argument, typed_argument
+
+
+@dataclass(slots=True)
+class SimRecord:
+    """A record on a simulated topic (``task.record.Record``): one partition, offsets from 0."""
+
+    t: str
+    o: int
+    ts: int  # ms
+    k: bytes | None
+    v: bytes | None
+    h: Headers | None
+
+    def topic(self) -> str:
+        return self.t
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return self.o
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, self.ts
+
+    def key(self) -> bytes | None:
+        return self.k
+
+    def value(self) -> bytes | None:
+        return self.v
+
+    def headers(self) -> Headers | None:
+        return self.h
+
+
+@dataclass(frozen=True)
+class TaskLine:
+    """One output record of the simulation, as the tester writes its line: the program that
+    sent it (its index; the one an ``$error`` of the host's own is about), the topic and the
+    line's ``time``, ``event``, ``value`` (an ``$error``'s code and message) and ``key``;
+    ``record``: the record itself (its ``es-id`` and the rest), None for an ``$error`` the host
+    reports itself (about the trace: a value that does not fit, an event no program reads)."""
+
+    stage: int
+    topic: str
+    line: dict[str, Any]
+    record: SimRecord | None
+
+
+@dataclass(frozen=True)
+class SimProgram:
+    """A program of the simulation: compiled, and its configuration (inputs, outputs, errors)."""
+
+    compiled: CompiledProgram
+    config: ProgramConfig
+
+
+def chain_configs(programs: Sequence[CompiledProgram], names: Sequence[str]) -> list[ProgramConfig]:
+    """A pipeline as a chain topology: program k reads topic ``link-k`` (the first, ``trace``),
+    every event under its own name (the ``es-event`` header), keyed or not as its writer keys
+    it, and writes every output to the next link (the last, ``results``)."""
+    last = len(programs) - 1
+    return [
+        ProgramConfig(
+            name=name,
+            source=f"{name}.es",
+            inputs=[
+                InputConfig(
+                    topic="trace" if k == 0 else f"link-{k}", event_from=NameFrom(header="es-event"), keyed=False
+                )
+            ],
+            outputs={"default": "results" if k == last else f"link-{k + 1}"},
+            errors="errors",
+        )
+        for k, name in enumerate(names)
+    ]
+
+
+def _key_json(scheme: KeyScheme, raw: bytes | None) -> list[Any] | None:
+    """A record key of the scheme, as the components of a line's ``key``."""
+    if raw is None:
+        return None
+    if scheme.format == "json":
+        key = orjson.loads(raw)
+        return key if isinstance(key, list) else [key]
+    text = raw.decode("utf-8", "surrogatepass")
+    return [text if scheme.types[0] == STRING else orjson.loads(text)]
+
+
+class TaskSimulation:
+    """Programs run as tasks over a timed trace, in simulated time.
+
+    ``sources``: a trace event name → the programs that read it (by index) and the input (topic
+    and settings) each reads it from; what no program reads is the host's ``$error`` 1.
+    ``sink`` gets each output: a record sent to a topic no program reads, and every ``$error``.
+    """
+
+    def __init__(
+        self,
+        programs: Sequence[SimProgram],
+        sources: Callable[[str], Sequence[tuple[int, InputConfig]]],
+        sink: Callable[[TaskLine], None],
+    ) -> None:
+        self.programs = programs
+        self.sources = sources
+        self.sink = sink
+        self.clock = SimulatedClock()
+        #: Never written (nothing is committed), so never created: a task's store reads as empty.
+        self._store_dir = Path(tempfile.gettempdir()) / f"eventscript-simulation-{id(self)}"
+        self.tasks: list[Task] = []
+        self.readers: dict[str, list[Task]] = {}
+        self._offsets: dict[str, int] = {}
+        self._schemes: list[KeyScheme] = []
+        self._key_engines: dict[int, Engine] = {}
+        for i, p in enumerate(programs):
+            cfg = p.config
+            task = Task(
+                0,
+                p.compiled,
+                cfg,
+                cfg.inputs,
+                f"{cfg.name}-repartition",
+                f"{cfg.name}-changelog",
+                1,
+                self._store_dir / cfg.name,
+                clock=self.clock,
+            )
+            task.attach(self._sender(i))
+            task.load_from_store()
+            self.tasks.append(task)
+            self._schemes.append(task.scheme)
+            for topic in dict.fromkeys(c.topic for c in cfg.inputs):
+                self.readers.setdefault(topic, []).append(task)
+
+    # -- records between tasks -----------------------------------------------------------------
+
+    def _record(self, topic: str, key: bytes | None, value: bytes | None, headers: Headers, ts: int) -> SimRecord:
+        offset = self._offsets.get(topic, 0)
+        self._offsets[topic] = offset + 1
+        return SimRecord(topic, offset, ts, key, value, headers)
+
+    def _sender(self, stage: int) -> Callable[[str, int, bytes | None, bytes | None, Headers, int, bool], None]:
+        """Program ``stage``'s ``send``: a record goes at once to every task reading its topic
+        (the host's step goes on inside the emission, as the tester's delivery does), or is an
+        output; every ``$error`` is an output."""
+        cfg = self.programs[stage].config
+
+        def send(
+            topic: str, partition: int, key: bytes | None, value: bytes | None, headers: Headers, ts: int, log: bool
+        ) -> None:
+            if log:
+                return  # (no commit: nothing is persisted)
+            rec = self._record(topic, key, value, headers, ts)
+            readers = self.readers.get(topic)
+            if topic == cfg.error_topic or not readers:
+                self.sink(TaskLine(stage, topic, self._line(stage, rec), rec))
+                return
+            for task in readers:
+                task.add(rec)
+                task.process(0)
+
+        return send
+
+    def _line(self, stage: int, rec: SimRecord) -> dict[str, Any]:
+        headers = rec.h
+        event = codec.header(headers, codec.HEADER_EVENT)
+        when = codec.header_time(codec.header(headers, codec.HEADER_TIME))
+        name = event.decode() if event is not None else ERROR_EVENT
+        line: dict[str, Any] = {"time": format_time(when if when is not None else rec.ts * 1000), "event": name}
+        value = orjson.loads(rec.v) if rec.v is not None else None
+        if name == ERROR_EVENT:
+            assert isinstance(value, dict)  # (codec.error_value's document)
+            line["value"] = {"code": value["code"], "message": value["message"]}
+            if "key" in value:
+                line["key"] = value["key"]
+            return line
+        line["value"] = value
+        key = _key_json(self._schemes[stage], rec.k) if self.tasks[stage].grouped else None
+        if key is not None:
+            line["key"] = key
+        return line
+
+    # -- the trace -----------------------------------------------------------------------------
+
+    def _start(self, t: int) -> None:
+        self.clock.set_now(t)
+        for task in self.tasks:
+            task.start_wall_clock()
+        self.clock.run_due()
+
+    def _host_error(self, stage: int, code: int, message: str) -> None:
+        """An ``$error`` the host reports itself (about the trace, not a record)."""
+        line = {
+            "time": format_time(self.clock.now()),
+            "event": ERROR_EVENT,
+            "value": {"code": code, "message": message},
+        }
+        self.sink(TaskLine(stage, self.programs[stage].config.error_topic, line, None))
+
+    def _key_engine(self, stage: int) -> Engine:
+        """An engine of program ``stage`` only for the group keys of its trace records (as the
+        producer computes them): an ``$error`` in a group expression is the task's to report,
+        when it keys the record itself, not the producer's."""
+        engine = self._key_engines.get(stage)
+        if engine is None:
+            engine = self._key_engines[stage] = Engine(self.programs[stage].compiled)
+        return engine
+
+    def _trace_value(self, stage: int, name: str, raw: Any, where: object) -> tuple[Any, Any] | None:
+        """A trace event's value for program ``stage``: its declared type's JSON encoding and
+        its run-time value (the raw value and None for a name the program does not declare: the
+        task reports it); None, after the host's ``$error`` 6, when it does not fit its declared
+        type by the trace's rules (stricter than a record's: ``tester.trace.check_trace_value``)."""
+        ty = self.tasks[stage].input_types.get(name)
+        if ty is None:
+            return raw, None
+        try:
+            value = decode(typed_argument(raw, ty), ty)
+        except DecodeError as exc:
+            at = f"{where}: " if where else ""
+            self._host_error(stage, ErrorCode.BAD_INPUT_VALUE, f"{at}{name}: {exc}")
+            return None
+        return encode(value, ty), value
+
+    def feed_trace_event(self, name: str, raw: Any, where: object = None) -> None:
+        """One trace event, to every program that reads it, as the record a producer writes on
+        the topic each reads it from (as ``eventscript produce`` writes it: the value in its
+        declared type's JSON encoding, keyed by the group key in the topic's key format; one
+        offset on each topic, whoever reads it); then the timers due fire."""
+        targets = self.sources(name)
+        if not targets:
+            self._host_error(0, ErrorCode.UNDECLARED_EVENT, f"no program reads {name} from a source topic")
+            return
+        offsets: dict[str, int] = {}
+        for stage, inp in targets:
+            fitted = self._trace_value(stage, name, raw, where)
+            if fitted is None:
+                continue
+            payload, value = fitted
+            task = self.tasks[stage]
+            key = None
+            if task.grouped and value is not None:
+                group_key = self._key_engine(stage).group_key(name, value)
+                if group_key is not None:
+                    key = scheme_for(task.cfg, task.key_types, inp).key_bytes(group_key)
+            offset = offsets.get(inp.topic)
+            if offset is None:
+                offset = offsets[inp.topic] = self._offsets.get(inp.topic, 0)
+                self._offsets[inp.topic] = offset + 1
+            value_bytes, headers = codec.input_record(inp, name, payload)
+            task.add(SimRecord(inp.topic, offset, self.clock.now() // 1000, key, value_bytes, headers))
+            task.process(0)
+        self.clock.run_due()
+
+    def run(self, items: Iterable[TraceItem]) -> None:
+        """Run the trace ``items``; raises ``TraceError`` for a timestamp going back."""
+        for item in timed_events(items, self._start, self.clock.now, self.clock.advance_to):
+            self.feed_trace_event(item.name, event_argument(item), item.pos)
+
+    def close(self) -> None:
+        for task in self.tasks:
+            task.close()
+
+
+def run_pipeline(
+    programs: Sequence[CompiledProgram], items: Iterable[TraceItem], names: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """The lines ``eventscript test`` prints for the pipeline ``programs`` (``tester.pipeline``),
+    the programs run as tasks of a chain topology: the last program's outputs and every
+    ``$error``, one of an earlier program naming it."""
+    names = list(names or [p.name for p in programs])
+    configs = chain_configs(programs, names)
+    first = [(0, configs[0].inputs[0])]
+    last = len(programs) - 1
+    lines: list[dict[str, Any]] = []
+
+    def sink(out: TaskLine) -> None:
+        line = out.line
+        if line["event"] == ERROR_EVENT and out.stage != last:
+            line = {**line, "program": names[out.stage]}
+        lines.append(line)
+
+    sim = TaskSimulation([SimProgram(p, c) for p, c in zip(programs, configs)], lambda name: first, sink)
+    try:
+        sim.run(items)
+    finally:
+        sim.close()
+    return lines
