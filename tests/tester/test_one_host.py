@@ -15,9 +15,9 @@ import yaml
 from conftest import CASES
 from eventscript.automata.compile import compile_file
 from eventscript.tester.pipeline import run_trace
+from eventscript.tester.topology import simulate
 from eventscript.tester.trace import read_trace
 from eventscript.topology.model import load_graph
-from eventscript.topology.simulate import simulate
 
 OWN_CASES = Path(__file__).resolve().parents[1] / "cases"
 CASE_DIRS = sorted(

@@ -277,3 +277,19 @@ def _timer_changes(
     if new is not None and (before is None or new[2] != before[2]):
         out.append({"change": "set", "marker": terms.time_marker_text(new[1]), "deadline": new[0]})
     return out
+
+
+@dataclass
+class Recording:
+    """The steps and outputs of a run, and the stages' names."""
+
+    recorder: StepRecorder
+    names: list[str]
+
+    @property
+    def steps(self) -> list[Any]:
+        return self.recorder.steps
+
+    @property
+    def outputs(self) -> list[dict[str, Any]]:
+        return self.recorder.outputs

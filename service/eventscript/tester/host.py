@@ -2,7 +2,7 @@
 
 Both ``eventscript test PROGRAM...`` (a pipeline: stage k's events go to stage k+1) and
 ``eventscript test TOPOLOGY.yaml`` (events go where the topology's topic map sends them) are this
-host with another wiring (``tester.pipeline.Pipeline``, ``topology.simulate.TopologySimulation``).
+host with another wiring (``tester.pipeline.Pipeline``, ``tester.topology.TopologySimulation``).
 What they share is the semantics of the language document's tester (§6.5, Fig. 13), kept here
 once: one :class:`SimulatedTimeProvider` drives every program, so timers of all programs fire in
 one global order (deadline, then the order they were set); a trace timestamp advances the clock,
@@ -58,7 +58,7 @@ class HostedProgram:
 
 def output_json(e: Emitted, key_types: list[Any] | None) -> dict[str, Any]:
     """An output line's time, event, value and key (where the program groups its events): what
-    every host's line starts with (``tester.pipeline.OutputLine``, ``topology.simulate.TopicLine``)."""
+    every host's line starts with (``tester.pipeline.OutputLine``, ``tester.topology.TopicLine``)."""
     out: dict[str, Any] = {"time": format_time(e.time), "event": e.name, "value": encode(e.value, e.ty)}
     if key_types is not None and e.key is not None:
         out["key"] = [encode(k, t) for k, t in zip(e.key, key_types)]

@@ -18,9 +18,9 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..engine.events import ERROR_EVENT, Emitted
-from ..tester.host import Delivery, HostedProgram, SimulatedHost, output_json
-from ..tester.trace import TraceItem
-from .model import TopologyGraph
+from ..topology.model import TopologyGraph
+from .host import Delivery, HostedProgram, SimulatedHost, output_json
+from .trace import TraceItem
 
 
 @dataclass
