@@ -44,7 +44,9 @@ from ..task.codec import Headers
 from ..task.keys import KeyScheme, scheme_for
 from ..task.task import Task
 from ..topology.config import InputConfig, NameFrom, ProgramConfig
+from ..topology.model import TopologyGraph
 from .host import timed_events
+from .topology import source_reads
 from .trace import TraceItem, event_argument, typed_argument
 
 
@@ -141,6 +143,9 @@ class TaskSimulation:
     ``sources``: a trace event name → the programs that read it (by index) and the input (topic
     and settings) each reads it from; what no program reads is the host's ``$error`` 1.
     ``sink`` gets each output: a record sent to a topic no program reads, and every ``$error``.
+    ``tick_topics``: where each timestamp takes an offset, as the tick ``eventscript produce``
+    writes there does (so that a record's offset, and the ids it gives, are the worker's for the
+    same trace); the ticks themselves move no clock here (the host moves it) and are not fed.
     """
 
     def __init__(
@@ -148,9 +153,11 @@ class TaskSimulation:
         programs: Sequence[SimProgram],
         sources: Callable[[str], Sequence[tuple[int, InputConfig]]],
         sink: Callable[[TaskLine], None],
+        tick_topics: Sequence[str] = (),
     ) -> None:
         self.programs = programs
         self.sources = sources
+        self.tick_topics = tick_topics
         self.sink = sink
         self.clock = SimulatedClock()
         #: Never written (nothing is committed), so never created: a task's store reads as empty.
@@ -230,7 +237,16 @@ class TaskSimulation:
 
     # -- the trace -----------------------------------------------------------------------------
 
+    def _tick(self) -> None:
+        for topic in self.tick_topics:
+            self._offsets[topic] = self._offsets.get(topic, 0) + 1
+
+    def _advance(self, t: int) -> None:
+        self._tick()
+        self.clock.advance_to(t)
+
     def _start(self, t: int) -> None:
+        self._tick()
         self.clock.set_now(t)
         for task in self.tasks:
             task.start_wall_clock()
@@ -302,7 +318,7 @@ class TaskSimulation:
 
     def run(self, items: Iterable[TraceItem]) -> None:
         """Run the trace ``items``; raises ``TraceError`` for a timestamp going back."""
-        for item in timed_events(items, self._start, self.clock.now, self.clock.advance_to):
+        for item in timed_events(items, self._start, self.clock.now, self._advance):
             self.feed_trace_event(item.name, event_argument(item), item.pos)
 
     def close(self) -> None:
@@ -310,15 +326,23 @@ class TaskSimulation:
             task.close()
 
 
+def pipeline_simulation(
+    programs: Sequence[CompiledProgram], names: Sequence[str], sink: Callable[[TaskLine], None]
+) -> TaskSimulation:
+    """The pipeline ``programs`` (named ``names``) as tasks of a chain topology: the trace goes
+    to the first program, each program's outputs to the next, the last one's are the result."""
+    configs = chain_configs(programs, names)
+    first = [(0, configs[0].inputs[0])]
+    return TaskSimulation([SimProgram(p, c) for p, c in zip(programs, configs)], lambda name: first, sink, ["trace"])
+
+
 def run_pipeline(
     programs: Sequence[CompiledProgram], items: Iterable[TraceItem], names: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
     """The lines ``eventscript test`` prints for the pipeline ``programs`` (``tester.pipeline``),
-    the programs run as tasks of a chain topology: the last program's outputs and every
-    ``$error``, one of an earlier program naming it."""
+    run as tasks: the last program's outputs and every ``$error``, one of an earlier program
+    naming it."""
     names = list(names or [p.name for p in programs])
-    configs = chain_configs(programs, names)
-    first = [(0, configs[0].inputs[0])]
     last = len(programs) - 1
     lines: list[dict[str, Any]] = []
 
@@ -328,7 +352,35 @@ def run_pipeline(
             line = {**line, "program": names[out.stage]}
         lines.append(line)
 
-    sim = TaskSimulation([SimProgram(p, c) for p, c in zip(programs, configs)], lambda name: first, sink)
+    sim = pipeline_simulation(programs, names, sink)
+    try:
+        sim.run(items)
+    finally:
+        sim.close()
+    return lines
+
+
+def topology_simulation(graph: TopologyGraph, sink: Callable[[TaskLine], None]) -> TaskSimulation:
+    """The topology's programs as tasks wired by its own configuration: a trace event goes to
+    the programs reading it from a source topic (``tester.topology.source_reads``)."""
+    bad = [s.name for s in graph.stages if not s.ok or s.compilation is None or s.compilation.program is None]
+    if bad:
+        raise ValueError(f"programs that do not compile: {', '.join(bad)}")
+    programs = [SimProgram(st.compilation.program, st.config) for st in graph.stages]  # type: ignore[union-attr,arg-type]
+    sources = {name: [(rd.stage.index, rd.config) for rd in reads] for name, reads in source_reads(graph).items()}
+    return TaskSimulation(programs, lambda name: sources.get(name, ()), sink, graph.external_topics)
+
+
+def run_topology(graph: TopologyGraph, items: Iterable[TraceItem]) -> list[dict[str, Any]]:
+    """The lines ``eventscript test TOPOLOGY.yaml`` prints (``tester.topology``), run as tasks:
+    the records on topics no program reads and every ``$error``, each naming its program and
+    topic."""
+    lines: list[dict[str, Any]] = []
+
+    def sink(out: TaskLine) -> None:
+        lines.append({**out.line, "program": graph.stages[out.stage].name, "topic": out.topic})
+
+    sim = topology_simulation(graph, sink)
     try:
         sim.run(items)
     finally:

@@ -18,7 +18,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..engine.events import ERROR_EVENT, Emitted
-from ..topology.model import TopologyGraph
+from ..topology.model import Read, TopologyGraph
 from .host import Delivery, HostedProgram, SimulatedHost, output_json
 from .trace import TraceItem
 
@@ -40,6 +40,22 @@ class TopicLine:
         return out
 
 
+def source_reads(graph: TopologyGraph) -> dict[str, list[Read]]:
+    """For each trace event name, the reads of the programs that take it from a source topic (a
+    topic no program writes; one read per program, the first): a read with a fixed event takes
+    that name, another every name the topic's declaration lists, or else every input its program
+    declares."""
+    sources: dict[str, list[Read]] = {}
+    for topic in graph.external_topics:
+        for rd in graph.reads[topic]:
+            names = [rd.config.event] if rd.config.event else graph.source_events(topic) or list(rd.stage.inputs)
+            for name in names:
+                reads = sources.setdefault(name, [])
+                if all(r.stage.index != rd.stage.index for r in reads):
+                    reads.append(rd)
+    return sources
+
+
 class TopologySimulation(SimulatedHost):
     """The simulated host (``tester.host``) wired by the topology's topic map: program i of the
     host is the topology's stage i."""
@@ -59,14 +75,9 @@ class TopologySimulation(SimulatedHost):
         super().__init__(hosted)
         self._key_types = [p.compiled.program.key_types for p in hosted]
         #: For each trace event name: the programs reading it from a source topic.
-        self.sources: dict[str, list[Delivery]] = {}
-        for topic in graph.external_topics:
-            for rd in graph.reads[topic]:
-                names = [rd.config.event] if rd.config.event else graph.source_events(topic) or list(rd.stage.inputs)
-                for name in names:
-                    targets = self.sources.setdefault(name, [])
-                    if all(d.stage != rd.stage.index for d in targets):
-                        targets.append(Delivery(rd.stage.index, name))
+        self.sources: dict[str, list[Delivery]] = {
+            name: [Delivery(rd.stage.index, name) for rd in reads] for name, reads in source_reads(graph).items()
+        }
 
     def _topic(self, stage: int, e: Emitted) -> str | None:
         cfg = self.graph.stages[stage].config
