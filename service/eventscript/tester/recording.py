@@ -31,7 +31,7 @@ def record_pipeline(
     pipe = Pipeline(programs, sink, names)
     box.append(StepRecorder(pipe.engines, before_step))
     recording = Recording(box[0], names or [p.name for p in programs])
-    pipe.run(items, batched=False)  # one event at a time: the recorder wraps each engine's feed
+    pipe.run(items)
     return recording
 
 
@@ -50,5 +50,5 @@ def record_topology(
     stages = list(graph.stages)
     box.append(StepRecorder(sim.engines, before_step))
     recording = Recording(box[0], [st.name for st in stages])
-    sim.run(items, batched=False)
+    sim.run(items)
     return recording
