@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from eventscript.task.partitioner import murmur2_partition
+from eventscript.tester.topology import simulate
 from eventscript.tester.trace import read_trace
 from eventscript.topology.config import load_topology
 from eventscript.topology.model import load_graph
-from eventscript.topology.simulate import simulate
 
 from .pipeline_log import PipelineRun
 

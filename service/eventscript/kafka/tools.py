@@ -53,21 +53,6 @@ def _input_for(cfg: ProgramConfig, name: str) -> InputConfig | None:
     return None
 
 
-def _record_value(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, list[tuple[str, bytes]]]:
-    headers: list[tuple[str, bytes]] = []
-    if inp.format == "cloudevents":
-        doc = {"specversion": "1.0", "type": name, "source": "eventscript-produce", "id": "", "data": payload}
-        return orjson.dumps(doc), headers
-    if inp.event_from is not None and inp.event_from.header is not None:
-        headers.append((inp.event_from.header, name.encode()))
-        return orjson.dumps(payload), headers
-    if inp.event_from is not None and inp.event_from.field is not None:
-        if isinstance(payload, dict):
-            return orjson.dumps({**payload, inp.event_from.field: name}), headers
-        return orjson.dumps({inp.event_from.field: name, "value": payload}), headers
-    return orjson.dumps(payload), headers
-
-
 #: Kafka 4's default ``log.message.timestamp.after.max.ms``: records stamped further ahead of the
 #: broker's clock are refused (INVALID_TIMESTAMP).
 FUTURE_LIMIT_MS = 3_600_000
@@ -177,7 +162,7 @@ def produce_trace(
                 payload = raw
         if partition is None:
             partition = 0
-        value_bytes, headers = _record_value(inp, item.name, payload)
+        value_bytes, headers = codec.input_record(inp, item.name, payload)
         producer.produce(
             inp.topic,
             value=value_bytes,

@@ -116,7 +116,10 @@ class Task:
         changelog_topic: str,
         partitions: int,
         store_path: Path,
+        clock: TaskClock | None = None,
     ) -> None:
+        """``clock``: the task's clock, when the host gives one (a simulation shares one among its
+        tasks: ``clock.SimulatedClock``); else the one the program's ``clock:`` setting names."""
         self.partition = partition
         self.cfg = cfg
         self.program = program
@@ -130,7 +133,7 @@ class Task:
         self.by_name = self.group.by_name
         self.by_topic = self.group.by_topic
         self.by_topic_cfg = {c.topic: c for c in inputs}
-        self.clock: TaskClock = clock_for(cfg.clock)
+        self.clock: TaskClock = clock if clock is not None else clock_for(cfg.clock)
         #: The program versions of the task's state (upgrades: another version's instances are
         #: converted as they are loaded, under the topology's ``upgrade`` policy).
         #: Counts since the worker last collected them (consumed, processed, outputs, errors, ...).
@@ -376,7 +379,8 @@ class Task:
         )
 
     def start_wall_clock(self) -> None:
-        """An ungrouped program on the wall clock starts when its task does."""
+        """An ungrouped program starts when its task does on a clock that says so (the wall
+        clock; simulated time, where the task starts at the first timestamp)."""
         if not self.grouped and not self.started and self.partition == 0 and self.clock.starts_with_task():
             self.ids.begin_start()
             self._feeds.start()
