@@ -1,9 +1,11 @@
 """Ties among the tasks that write one partition (issue 21): records of one record time that
 several upstream tasks write to the same partition reach the reading task in whatever order the
 writers' commits landed. The reading task must take them in one order every run, and in the
-tester's where the order can be known: here two keys of one site on two source partitions tick at
-the same times, the trace naming the key of partition 0 first, and the second stage pairs each
-site's records in the order it takes them."""
+tester's: here two keys of one site on two source partitions tick at the same times, and the
+second stage pairs each site's records in the order it takes them. The trace names the key of
+partition 0 first, or that of partition 1 first, or each first in turn: the order of the trace
+reaches the second stage through ``es-seq`` (the trace position ``produce`` writes, which outputs
+copy from their cause)."""
 
 from __future__ import annotations
 
@@ -71,14 +73,17 @@ def key_on(site: str, partition: int) -> str:
     return next(k for i in range(100) if murmur2_partition((k := f"{site}-k{i}").encode(), 2) == partition)
 
 
-def trace_text() -> str:
-    """Every 5 s, on three sites: the key of partition 0, then the key of partition 1."""
+def trace_text(order: str) -> str:
+    """Every 5 s, on three sites, a key of partition 0 and one of partition 1: the one of
+    partition 0 first (``order`` "0-first"), the one of partition 1 first ("1-first"), or each
+    first in turn, changing with the time and the site ("turns")."""
     lines = []
     for i in range(24):
         lines.append(f"[2026-01-01 00:{i * 5 // 60:02d}:{i * 5 % 60:02d}]")
-        for site in ("s1", "s2", "s3"):
-            lines.append(f'Tick({{site: "{site}", k: "{key_on(site, 0)}"}})')
-            lines.append(f'Tick({{site: "{site}", k: "{key_on(site, 1)}"}})')
+        for j, site in enumerate(("s1", "s2", "s3")):
+            first = {"0-first": 0, "1-first": 1, "turns": (i + j) % 2}[order]
+            lines.append(f'Tick({{site: "{site}", k: "{key_on(site, first)}"}})')
+            lines.append(f'Tick({{site: "{site}", k: "{key_on(site, 1 - first)}"}})')
     return "\n".join(lines) + "\n"
 
 
@@ -90,10 +95,11 @@ def pairs(lines: list[dict[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
+@pytest.mark.parametrize("order", ["0-first", "1-first", "turns"])
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
-def test_ties_among_upstream_tasks_are_taken_in_the_testers_order(seed: int, tmp_path: Path) -> None:
+def test_ties_among_upstream_tasks_are_taken_in_the_testers_order(seed: int, order: str, tmp_path: Path) -> None:
     path = pipeline_topology(tmp_path)
-    (tmp_path / "sample.trace").write_text(trace_text())
+    (tmp_path / "sample.trace").write_text(trace_text(order))
     want: list[dict[str, Any]] = []
     simulate(load_graph(path), read_trace(str(tmp_path / "sample.trace")), lambda line: want.append(line.to_json()))
     pipeline = PipelineRun(load_topology(path), path, tmp_path / "store")
