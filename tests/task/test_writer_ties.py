@@ -38,7 +38,10 @@ out {string site; string first; string second;} Pair
 """
 
 
-def pipeline_topology(tmp: Path) -> Path:
+def pipeline_topology(tmp: Path, seen_partitions: int = 1) -> Path:
+    """relay (grouped by key, ticks on 2 partitions) → seen → pairs (grouped by site). With
+    ``seen`` on 2 partitions, pairs runs two tasks that re-publish to each other the records of
+    the other's sites (its repartition topic, merged per source partition)."""
     (tmp / "relay.es").write_text(RELAY)
     (tmp / "pairs.es").write_text(PAIRS)
     doc = {
@@ -61,7 +64,7 @@ def pipeline_topology(tmp: Path) -> Path:
                 "errors": "errors",
             },
         ],
-        "topics": {"ticks": {"partitions": 2}, "seen": {"partitions": 1}, "pairs": {"partitions": 1}},
+        "topics": {"ticks": {"partitions": 2}, "seen": {"partitions": seen_partitions}, "pairs": {"partitions": 1}},
     }
     path = tmp / "topology.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -98,7 +101,41 @@ def pairs(lines: list[dict[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
 @pytest.mark.parametrize("order", ["0-first", "1-first", "turns"])
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
 def test_ties_among_upstream_tasks_are_taken_in_the_testers_order(seed: int, order: str, tmp_path: Path) -> None:
-    path = pipeline_topology(tmp_path)
+    assert_testers_pairs(pipeline_topology(tmp_path), order, seed, tmp_path)
+
+
+@pytest.mark.parametrize("order", ["1-first", "turns"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_ties_among_source_partitions_in_the_repartition_topic_are_taken_in_the_testers_order(
+    seed: int, order: str, tmp_path: Path
+) -> None:
+    assert_testers_pairs(pipeline_topology(tmp_path, seen_partitions=2), order, seed, tmp_path)
+
+
+def test_records_of_one_time_on_two_inputs_are_merged_in_the_producers_order() -> None:
+    """Two source topics of one task: records of one time go in ``es-seq`` order (the trace's),
+    before the order the topology lists the inputs in; without one, in that order."""
+    from eventscript.task.codec import HEADER_SEQ
+    from eventscript.task.merge import InputPartition, PartitionGroup
+    from eventscript.topology.config import InputConfig
+
+    from .task_helpers import PlainRecord
+
+    first = InputPartition("a", 0, 0, InputConfig(topic="a", event="A"))
+    second = InputPartition("b", 0, 1, InputConfig(topic="b", event="B"))
+    group = PartitionGroup([first, second])
+    group.add(PlainRecord("a", 0, 0, 1_000, b"k", b"{}", [(HEADER_SEQ, b"2")]))
+    group.add(PlainRecord("a", 0, 1, 2_000, b"k", b"{}"))
+    group.add(PlainRecord("b", 0, 0, 1_000, b"k", b"{}", [(HEADER_SEQ, b"1")]))
+    group.add(PlainRecord("b", 0, 1, 2_000, b"k", b"{}"))
+    taken: list[tuple[str, int]] = []
+    group.process(0, lambda ip, msg: taken.append((msg.topic(), msg.timestamp()[1])))
+    assert taken == [("b", 1_000), ("a", 1_000), ("a", 2_000), ("b", 2_000)]
+
+
+def assert_testers_pairs(path: Path, order: str, seed: int, tmp_path: Path) -> None:
+    """The topology over ``trace_text(order)`` in a random schedule pairs each site's ticks as
+    the simulated run does."""
     (tmp_path / "sample.trace").write_text(trace_text(order))
     want: list[dict[str, Any]] = []
     simulate(load_graph(path), read_trace(str(tmp_path / "sample.trace")), lambda line: want.append(line.to_json()))
