@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ..topology.config import ProgramConfig, Topology
@@ -16,6 +17,7 @@ from .cut import CutError
 from .export import ExportError
 from .job import Totals, check_totals, export_plan, outputs, spark_session
 from .kafka_sink import KafkaSink, Transaction, ensure_topics, sink_topics, transactional_id, with_topics
+from .markers import MarkerRecord, final_markers, marked_topics
 from .plan import Plan, program_spec
 from .progress import Progress
 from .sink import FileSink, SinkError, sink_format
@@ -227,10 +229,14 @@ def _run(
         assert target is not None and state is not None
         ho.write(txn, topo, target, state, force)
 
+    def markers(partitions_of: Callable[[str], int]) -> list[MarkerRecord]:
+        clocks = {int(p): ms for p, ms in totals.clocks.items()}
+        return final_markers(topo, cfg, plan.program.partitions, clocks, partitions_of, handover=target is not None)
+
     sink: FileSink | KafkaSink = (
         FileSink(output)
         if output is not None
-        else KafkaSink(topo.kafka, txn_id, hand_over if target is not None else None)
+        else KafkaSink(topo.kafka, txn_id, hand_over if target is not None else None, markers, marked_topics(topo, cfg))
     )
     try:
         with sink:
@@ -278,6 +284,7 @@ def _hand_over_alone(topo: Topology, txn_id: str, hand_over: Any, output: str | 
 
 def _report(err: Any, sink: FileSink | KafkaSink, output: str | None) -> None:
     if isinstance(sink, KafkaSink):
-        err.write(f"wrote {sink.count} records in one transaction: {sink.describe()}\n")
+        markers = f", then {sink.marker_count} progress markers" if sink.marker_count else ""
+        err.write(f"wrote {sink.count} records in one transaction: {sink.describe()}{markers}\n")
     else:
         err.write(f"wrote {sink.count} records to {output}\n")
