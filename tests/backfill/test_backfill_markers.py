@@ -18,7 +18,7 @@ from trace_export import trace_rows, write_jsonl_export
 
 from eventscript.backfill.job import export_plan, run_locally
 from eventscript.backfill.kafka_sink import row_record
-from eventscript.backfill.markers import final_markers, marked_topics, reading_order
+from eventscript.backfill.markers import final_markers, read_topics, reading_order
 from eventscript.backfill.records import OutputRow
 from eventscript.backfill.task_stage import TaskSummary, add_clocks
 from eventscript.task.partitioner import murmur2_partition
@@ -111,7 +111,7 @@ def test_a_key_parallel_backfill_with_its_final_markers_gives_a_downstream_worke
     assert sorted(clocks) == list(range(tasks))
     markers = final_markers(topo, topo.programs[0], tasks, clocks, partitions_of, handover=False)
     assert {m[0] for m in markers} == {"sensor-events"}  # the topic site-alarm reads (not the error topic)
-    as_written = list(reading_order(map(row_record, rows), marked_topics(topo, topo.programs[0])))
+    as_written = list(reading_order(map(row_record, rows), read_topics(topo, topo.programs[0])))
     pipeline = downstream(path, [*as_written, *markers], tmp_path)
     pipeline.run(seed)
     got = pipeline.results()

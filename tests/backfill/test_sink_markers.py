@@ -11,7 +11,7 @@ import pytest
 from kafka_helpers import Broker, read_many, topology, unique
 
 from eventscript.backfill.kafka_sink import KafkaSink
-from eventscript.backfill.markers import final_markers, marked_topics
+from eventscript.backfill.markers import final_markers, read_topics
 from eventscript.backfill.records import OutputRow
 from eventscript.kafka import codec
 from eventscript.kafka.admin import Admin
@@ -67,7 +67,7 @@ def test_the_sink_writes_read_topics_in_record_time_order_then_the_writers_final
         topo.kafka,
         unique("txn"),
         markers=lambda partitions_of: final_markers(topo, cfg, 2, clocks, partitions_of, handover=False),
-        ordered=marked_topics(topo, cfg),
+        ordered=read_topics(topo, cfg),
     ) as sink:
         sink.write_all(rows)
         sink.commit()

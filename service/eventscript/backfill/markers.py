@@ -12,11 +12,11 @@ Order: a worker task writes its outputs in record-time order, and a reader relie
 takes its own records per record key (``task/streams.py``), which any per-key order would do,
 but it re-publishes the records of other tasks' keys (its repartition topic) in the order of the
 partition, once the writers' markers have passed them, and their reader takes each source
-partition's copies in that order. The backfill's records come task after task (partition mode)
-or key group after key group (key-split and key-parallel modes), so on the topics a program on
-record time reads they are written in record-time order (``reading_order``: ties as a reader
-takes them, by ``es-seq``, then by the es-id's cause), held in memory meanwhile; per key, that is
-the order the backfill gave them.
+partition's copies in that order; a backfill of the reader takes a partition in its order too.
+The backfill's records come task after task (partition mode) or key group after key group
+(key-split and key-parallel modes), so on the topics another program reads they are written in
+record-time order (``reading_order``: ties as a reader takes them, by ``es-seq``, then by the
+es-id's cause), held in memory meanwhile; per key, that is the order the backfill gave them.
 
 Which marker: without a hand-over, nothing follows the backfill under p's name, so p is *idle*
 (``IDLE``, holding nothing back) and has reached its final record clock (``es-reached``), as a
@@ -67,10 +67,11 @@ def final_markers(
     return out
 
 
-def marked_topics(topo: Topology, cfg: ProgramConfig) -> set[str]:
-    """The topics of program ``cfg`` that a program on record time waits on (its markers go
-    there; their partition counts do not matter here)."""
-    return set(progress_plan(topo, cfg, lambda _topic: 1).outputs)
+def read_topics(topo: Topology, cfg: ProgramConfig) -> set[str]:
+    """The topics program ``cfg`` writes that a program of the topology reads: the sink writes
+    them in record-time order (``reading_order``), whatever clock their readers run on."""
+    read = {i.topic for p in topo.programs for i in p.inputs}
+    return {*cfg.outputs.values(), cfg.error_topic} & read
 
 
 class _Headers:
