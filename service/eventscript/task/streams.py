@@ -98,12 +98,31 @@ class SourceStreams:
 _COORDINATES = re.compile(rb"([^/~]+):(\d+):(\d+)")
 
 
+def tie_of(msg: Record) -> tuple[int, tuple[int, bytes, int, int, bytes]]:
+    """``seq_of`` and ``origin_of`` of ``msg``, its headers read once (for every record a
+    ``WriterStreams`` queues)."""
+    seq, raw = NO_SEQ, b""
+    for k, v in msg.headers() or ():
+        if k == codec.HEADER_ID:
+            raw = v or b""
+        elif k == codec.HEADER_SEQ and v is not None:
+            try:
+                seq = int(v)
+            except ValueError:
+                pass
+    return seq, _origin(raw)
+
+
 def origin_of(msg: Record) -> tuple[int, bytes, int, int, bytes]:
     """The tie order, after ``es-seq``, of a record another program wrote, from its ``es-id``:
     what its writer did at that record time, in the order the tester does it — timer firings
     first, then records by their cause's source coordinates (topic, partition, offset: the
     trace's order within a source partition); the whole id last, so that the order is total."""
-    raw = codec.header(msg.headers(), codec.HEADER_ID) or b""
+    return _origin(codec.header(msg.headers(), codec.HEADER_ID) or b"")
+
+
+def _origin(raw: bytes) -> tuple[int, bytes, int, int, bytes]:
+    """``origin_of`` an ``es-id``."""
     timer = b"~" in raw
     found = _COORDINATES.search(raw)
     if found is None:
@@ -141,7 +160,8 @@ class WriterStreams:
 
     def _push_head(self, key: bytes | None, msg: Record) -> None:
         self._arrivals += 1
-        heapq.heappush(self.heads, (msg.timestamp()[1], seq_of(msg), origin_of(msg), self._arrivals, key))
+        seq, origin = tie_of(msg)
+        heapq.heappush(self.heads, (msg.timestamp()[1], seq, origin, self._arrivals, key))
 
     def append(self, msg: Record) -> None:
         key = msg.key()
