@@ -31,6 +31,7 @@ from ..topology.headers import (  # noqa: F401  (the record format's header name
     HEADER_ID,
     HEADER_INPUT,
     HEADER_PROGRAM,
+    HEADER_SEQ,
     HEADER_SOURCE,
     HEADER_SOURCE_KEY,
     HEADER_TICK,

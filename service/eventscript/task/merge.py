@@ -2,8 +2,9 @@
 records taken in timestamp order.
 
 Ordering guarantee: within a task, records are processed in timestamp order across the task's
-input partitions as far as they have been fetched (ties in the configured topic order, the
-repartition topic last), and always in offset order within a partition. A task may wait up to
+input partitions as far as they have been fetched (ties in the producer's order, ``es-seq``, where
+the records carry one, then in the configured topic order, the repartition topic last), and
+always in offset order within a partition. A task may wait up to
 ``max_task_idle_ms`` for a record from every input partition before merging. Records with an
 earlier timestamp that arrive after later ones were processed are processed as they come.
 
@@ -32,7 +33,7 @@ from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
 from .progress import IDLE, InputProgress, read_marker, read_reached
 from .record import Record
-from .streams import SourceStreams, WriterStreams
+from .streams import SourceStreams, WriterStreams, seq_of
 
 
 @dataclass
@@ -375,14 +376,13 @@ class PartitionGroup:
                 done += n
                 continue
             best: InputPartition | None = None
-            best_key: tuple[int, int] | None = None
+            best_ts = 0
             waiting = False
             for ip in inputs:
                 if ip.buffer:
-                    m = ip.buffer[0]
-                    k = (m.timestamp()[1], ip.order)
-                    if best_key is None or k < best_key:
-                        best, best_key = ip, k
+                    ts = ip.buffer[0].timestamp()[1]
+                    if best is None or ts < best_ts or (ts == best_ts and _before(ip, best)):
+                        best, best_ts = ip, ts
                 elif not ip.eof:
                     waiting = True
             if best is None:
@@ -430,21 +430,22 @@ class PartitionGroup:
                         position[ip.name] = msg.offset() + 1
                 break
             best: InputPartition | None = None
-            best_key: tuple[int, int, Any] | None = None
+            best_key: tuple[int, int, int, Any] | None = None
             for ip in nonempty:
                 if ip.streams is not None:
                     head = ip.streams.head()
                     if head is None:
                         continue
-                    k = (head[0], ip.order, head[1])
+                    k = (head[0], head[1], ip.order, head[2])
                 else:
-                    k = (ip.buffer[0].timestamp()[1], ip.order, NO_SOURCE)
+                    m = ip.buffer[0]
+                    k = (m.timestamp()[1], seq_of(m), ip.order, NO_SOURCE)
                 if best_key is None or k < best_key:
                     best, best_key = ip, k
             if best is None or best_key is None or best_key[0] >= bound:
                 break
             if best.streams is not None:
-                msg = best.streams.pop(best_key[2])
+                msg = best.streams.pop(best_key[3])
                 process_one(best, msg)  # (its position: settle_position)
             else:
                 msg = best.buffer.popleft()
@@ -460,3 +461,9 @@ class PartitionGroup:
 
 #: The tie key of a record that is not a re-published one (``streams.py``).
 NO_SOURCE = ("", -1)
+
+
+def _before(ip: InputPartition, best: InputPartition) -> bool:
+    """Whether ``ip``'s first buffered record goes before ``best``'s, of the same record time:
+    in the producer's order (``es-seq``), else in the configured input order."""
+    return (seq_of(ip.buffer[0]), ip.order) < (seq_of(best.buffer[0]), best.order)

@@ -403,12 +403,16 @@ class Task:
         now = self.clock.now
         key_of = self.routing.ctx_out_key(self.grouped)
         next_id = self.ids.next_bytes
+        cause_seq = self.ids.seq
 
         def handler(ctx: Any, value: Any) -> None:
             t = now()
             headers: codec.Headers = [ev_header, prog_header, (codec.HEADER_ID, next_id())]
             if t % 1000:
                 headers.append((codec.HEADER_TIME, str(t).encode()))  # sub-millisecond emission time
+            seq = cause_seq()
+            if seq is not None:
+                headers.append((codec.HEADER_SEQ, seq))
             try:
                 data = dumps(encode_value(value))
             except TypeError:  # a lone surrogate in an object value (from an external function)
@@ -480,13 +484,19 @@ class Task:
             if e.key is None and source is not None:
                 key = source.key  # about a record that reached no instance: keyed as that record
             value = codec.emitted_error_value(e, source, key_json)
-            self.send(
-                self.cfg.error_topic, -1, key, value, codec.output_headers(e, self.cfg.name, self.ids.next()), ts, False
-            )
+            self.send(self.cfg.error_topic, -1, key, value, self._error_headers(e), ts, False)
             self.counts["errors"] += 1
             return
         # Outputs with a topic have their own handler (_output_handler); the others are dropped
         # (the worker warns about them at start).
+
+    def _error_headers(self, e: Emitted) -> codec.Headers:
+        """An ``$error`` record's headers: as an output's, with its cause's ``es-seq``."""
+        headers = codec.output_headers(e, self.cfg.name, self.ids.next())
+        seq = self.ids.seq()
+        if seq is not None:
+            headers.append((codec.HEADER_SEQ, seq))
+        return headers
 
     def _error_record(self, code: int, message: str) -> None:
         """An $error record about the input record being processed (it could not be used)."""
@@ -503,7 +513,7 @@ class Task:
             -1,
             source.key,
             value,
-            codec.output_headers(e, self.cfg.name, self.ids.next()),
+            self._error_headers(e),
             source.timestamp or now // 1000,
             False,
         )

@@ -157,6 +157,9 @@ class SimulatedHost:
         self.tasks: list[Task] = []
         self.readers: dict[str, list[Task]] = {}
         self._offsets: dict[str, int] = {}
+        #: The trace position of the event being fed (1 for the first), stamped as ``es-seq`` as
+        #: ``eventscript produce`` stamps it (how the worker's merges order same-time records).
+        self._seq = 0
         self._schemes: list[KeyScheme] = []
         self._key_engines: dict[int, Engine] = {}
         self._input_schemes: dict[tuple[int, int], KeyScheme] = {}
@@ -313,6 +316,7 @@ class SimulatedHost:
         the topic each reads it from (as ``eventscript produce`` writes it: the value in its
         declared type's JSON encoding, keyed by the group key in the topic's key format; one
         offset on each topic, whoever reads it); then the timers due fire."""
+        self._seq += 1
         targets = self.trace_readers(name)
         if not targets:
             self._host_error(0, ErrorCode.UNDECLARED_EVENT, f"no program reads {name} from a source topic")
@@ -334,6 +338,7 @@ class SimulatedHost:
                 offset = offsets[inp.topic] = self._offsets.get(inp.topic, 0)
                 self._offsets[inp.topic] = offset + 1
             value_bytes, headers = codec.input_record(inp, name, payload)
+            headers.append((codec.HEADER_SEQ, b"%d" % self._seq))
             task.add(SimRecord(inp.topic, offset, self.clock.now() // 1000, key, value_bytes, headers))
             task.process(0)
         self.clock.run_due()
