@@ -1,19 +1,22 @@
 """How ``make unit``'s two processes (pytest-xdist, ``-n 2 --dist loadgroup``) share the tests.
 
-Every test that needs the session's Kafka broker runs in one process, one after the other; every
-test that starts its own broker (the three-broker cluster of the fault harness and of the failover
-test, ``dev --broker kafka``, the launcher's own tests, the embedded broker of ``dev``) runs in the
-other, one after the other too; every test that needs Spark runs in one process; the other tests are
-shared out a whole file at a time. Why: the Kafka tests mostly wait on brokers and workers, so the
-CPU-bound files (engine, language, cli...) run beside them in the other process, while the tests on
-the session's broker keep one broker and never compete with each other for the two cores (run side
-by side, as whole files in two processes, six failed on timing under load). The tests with their
-own brokers are about a quarter of the Kafka tests' time: in the session broker's process they made
-it the whole run's end, with the other process idle for its last third.
+Every test that needs a Kafka broker runs in one process, one after the other, on one broker
+(their module fixtures, as the failover test's three-broker cluster, start once), except the fault
+harness (tests/chaos); every test that needs Spark runs in one process; the other tests are shared
+out a whole file at a time. Why: the Kafka tests mostly wait on brokers and workers, so the
+CPU-bound files (engine, language, cli...) run beside them in the other process, while the Kafka
+tests never compete with each other for the two cores (run side by side, as whole files in two
+processes, six failed on timing under load).
 
-The groups are handed out longest first, by name (the session broker's, then the own brokers', then
-Spark's), not by their number of tests as xdist's ``--loadscope-reorder`` does: the two Kafka
-groups start at once, one in each process, and the files fill in behind the shorter.
+The order the groups are handed out in: the Kafka tests first (the longest group: it decides the
+end), then Spark's, then the files, the largest first, and the fault harness last, to whichever
+process is free first. The harness brings its own three brokers and is about a fifth of the
+Kafka tests' time: in the Kafka process it made that process the whole run's end while the other
+sat idle for its last quarter; handed out last, it runs beside the Kafka tests of the session's
+broker (never beside another cluster: the failover test's and the launcher's run in the Kafka
+process's first minutes) in whichever process finishes its share first. xdist's own order (the
+groups with the most tests first, ``--loadscope-reorder``) would hand out a parametrized file
+before the Kafka tests.
 A file's other tests stay in one process so its module fixtures start once (the Kafka tests'
 module fixtures, as a three-broker cluster, are only theirs).
 
@@ -42,8 +45,10 @@ FOLDER_KEY = "eventscript_groups_folder"
 _FOLDER = pytest.StashKey[Path]()
 
 
-#: The groups handed out first, in this order (longest first); the files follow, largest first.
-FIRST = ("kafka", "kafka-own", "spark")
+#: The groups handed out first, in this order; the files follow, largest first, then ``LAST``.
+FIRST = ("kafka", "spark")
+#: The fault harness's group, handed out last (its folder under tests/ names it).
+HARNESS = "chaos"
 
 
 def needs(item: pytest.Item, what: str) -> bool:
@@ -54,21 +59,15 @@ def needs(item: pytest.Item, what: str) -> bool:
     return what in names or item.get_closest_marker(what) is not None
 
 
-def uses_session_broker(item: pytest.Item) -> bool:
-    return "broker" in set(getattr(item, "fixturenames", ()))
-
-
 def groups(items: list[pytest.Item]) -> dict[str, str]:
-    """Each test's group (node id → group): "kafka" for a test on the session's broker, "kafka-own"
-    for one marked ``kafka`` that starts its own (its fixtures, as the three-broker cluster, are
-    its own), else "spark" for one that needs Spark, else its file's path (the CPU-bound tests of a
+    """Each test's group (node id → group): "chaos" for a test of the fault harness that needs a
+    broker, "kafka" for another that needs one (its fixtures, as the three-broker cluster, are its
+    own), else "spark" for one that needs Spark, else its file's path (the CPU-bound tests of a
     Kafka test file, as the state cache's memory test, run beside the Kafka tests too)."""
     out: dict[str, str] = {}
     for item in items:
-        if uses_session_broker(item):
-            out[item.nodeid] = "kafka"
-        elif needs(item, "kafka"):
-            out[item.nodeid] = "kafka-own"
+        if needs(item, "kafka"):
+            out[item.nodeid] = HARNESS if HARNESS in item.nodeid.split("::")[0].split("/")[:-1] else "kafka"
         elif needs(item, "spark"):
             out[item.nodeid] = "spark"
         else:
@@ -103,7 +102,8 @@ def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 class KafkaApartScheduling(LoadScopeScheduling):
     """xdist's scheduling by scope, with the scopes above: the groups of ``FIRST`` are handed out
-    first, in that order, then the files, the largest first (``--loadscope-reorder``, the default)."""
+    first, in that order, then the files, the largest first (``--loadscope-reorder``, the
+    default), then the fault harness."""
 
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
@@ -117,6 +117,8 @@ class KafkaApartScheduling(LoadScopeScheduling):
             for scope in reversed(FIRST):
                 if scope in self.workqueue:
                     self.workqueue.move_to_end(scope, last=False)
+            if HARNESS in self.workqueue:
+                self.workqueue.move_to_end(HARNESS)
         super()._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:
