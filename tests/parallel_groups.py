@@ -1,22 +1,22 @@
 """How ``make unit``'s two processes (pytest-xdist, ``-n 2 --dist loadgroup``) share the tests.
 
-Every test that needs a Kafka broker runs in one process, one after the other, on one broker
-(their module fixtures, as the failover test's three-broker cluster, start once), except the fault
-harness (tests/chaos); every test that needs Spark runs in one process; the other tests are shared
-out a whole file at a time. Why: the Kafka tests mostly wait on brokers and workers, so the
-CPU-bound files (engine, language, cli...) run beside them in the other process, while the Kafka
-tests never compete with each other for the two cores (run side by side, as whole files in two
-processes, six failed on timing under load).
+Every test on the session's Kafka broker runs in one process, one after the other; every test
+that starts its own brokers (the fault harness's and the failover test's three, the launcher's,
+``dev``'s) runs in one process, one after the other too; every test that needs Spark runs in one
+process; the other tests are shared out a whole file at a time. Why: the Kafka tests mostly wait
+on brokers and workers, so the CPU-bound files (engine, language, cli...) run beside them in the
+other process, while the Kafka tests never compete with each other for the two cores (run side
+by side, as whole files in two processes, six failed on timing under load), and two clusters
+never run at once.
 
-The order the groups are handed out in: the Kafka tests first (the longest group: it decides the
-end), then Spark's, then the files, the largest first, and the fault harness last, to whichever
-process is free first. The harness brings its own three brokers and is about a fifth of the
-Kafka tests' time: in the Kafka process it made that process the whole run's end while the other
-sat idle for its last quarter; handed out last, it runs beside the Kafka tests of the session's
-broker (never beside another cluster: the failover test's and the launcher's run in the Kafka
-process's first minutes) in whichever process finishes its share first. xdist's own order (the
-groups with the most tests first, ``--loadscope-reorder``) would hand out a parametrized file
-before the Kafka tests.
+The order the groups are handed out in: the tests on the session's broker first (the longest
+group: it decides the end), then Spark's, then the files, the largest first, and the tests with
+their own brokers last, to whichever process is free first. Those are about a quarter of the
+Kafka tests' time (the harness alone a fifth): in the session broker's process they made that
+process the whole run's end while the other sat idle for its last third or more; handed out
+last, they run beside the session broker's tests in the process that finishes its files first.
+xdist's own order (the groups with the most tests first, ``--loadscope-reorder``) would hand out
+a parametrized file before the Kafka tests.
 A file's other tests stay in one process so its module fixtures start once (the Kafka tests'
 module fixtures, as a three-broker cluster, are only theirs).
 
@@ -45,10 +45,10 @@ FOLDER_KEY = "eventscript_groups_folder"
 _FOLDER = pytest.StashKey[Path]()
 
 
-#: The groups handed out first, in this order; the files follow, largest first, then ``LAST``.
+#: The groups handed out first, in this order; the files follow, largest first, then ``OWN``.
 FIRST = ("kafka", "spark")
-#: The fault harness's group, handed out last (its folder under tests/ names it).
-HARNESS = "chaos"
+#: The group of the tests with their own brokers, handed out last.
+OWN = "kafka-own"
 
 
 def needs(item: pytest.Item, what: str) -> bool:
@@ -60,14 +60,17 @@ def needs(item: pytest.Item, what: str) -> bool:
 
 
 def groups(items: list[pytest.Item]) -> dict[str, str]:
-    """Each test's group (node id → group): "chaos" for a test of the fault harness that needs a
-    broker, "kafka" for another that needs one (its fixtures, as the three-broker cluster, are its
-    own), else "spark" for one that needs Spark, else its file's path (the CPU-bound tests of a
-    Kafka test file, as the state cache's memory test, run beside the Kafka tests too)."""
+    """Each test's group (node id → group): "kafka" for a test on the session's broker (the
+    ``broker`` fixture), ``OWN`` for one marked ``kafka`` without it (it starts its own brokers:
+    its fixtures, as a three-broker cluster, are its own), else "spark" for one that needs Spark,
+    else its file's path (the CPU-bound tests of a Kafka test file, as the state cache's memory
+    test, run beside the Kafka tests too)."""
     out: dict[str, str] = {}
     for item in items:
-        if needs(item, "kafka"):
-            out[item.nodeid] = HARNESS if HARNESS in item.nodeid.split("::")[0].split("/")[:-1] else "kafka"
+        if "broker" in getattr(item, "fixturenames", ()):
+            out[item.nodeid] = "kafka"
+        elif needs(item, "kafka"):
+            out[item.nodeid] = OWN
         elif needs(item, "spark"):
             out[item.nodeid] = "spark"
         else:
@@ -103,7 +106,7 @@ def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
 class KafkaApartScheduling(LoadScopeScheduling):
     """xdist's scheduling by scope, with the scopes above: the groups of ``FIRST`` are handed out
     first, in that order, then the files, the largest first (``--loadscope-reorder``, the
-    default), then the fault harness."""
+    default), then the tests with their own brokers."""
 
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
@@ -117,8 +120,8 @@ class KafkaApartScheduling(LoadScopeScheduling):
             for scope in reversed(FIRST):
                 if scope in self.workqueue:
                     self.workqueue.move_to_end(scope, last=False)
-            if HARNESS in self.workqueue:
-                self.workqueue.move_to_end(HARNESS)
+            if OWN in self.workqueue:
+                self.workqueue.move_to_end(OWN)
         super()._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:
