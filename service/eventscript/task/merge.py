@@ -189,6 +189,11 @@ class InputPartition:
         self.needs_key = cfg is not None and cfg.keyed is not False and cfg.key != "none"
 
 
+#: ``process_run(ip, buffer, n, position)``: process the first ``n`` records of ``ip``'s buffer in
+#: offset order, taking each off the buffer, and set ``position[ip.name]`` past the last one taken
+#: (also when one raises), as ``PartitionGroup.process`` does record by record.
+ProcessRun = Callable[[InputPartition, "collections.deque[Record]", int, Position], None]
+
 #: The frontier of an input that holds nothing back (an idle writer's progress, ``IDLE``).
 MAX_FRONTIER = IDLE
 
@@ -349,9 +354,15 @@ class PartitionGroup:
                 ip.progress = InputProgress(ip.progress.writers)
         self.gate()
 
-    def process(self, max_idle_ms: int, process_one: Callable[[InputPartition, Any], None]) -> int:
+    def process(
+        self,
+        max_idle_ms: int,
+        process_one: Callable[[InputPartition, Any], None],
+        process_run: ProcessRun | None = None,
+    ) -> int:
         """Hand buffered records to ``process_one`` in timestamp order, advancing the position
-        past each; returns how many."""
+        past each; returns how many. ``process_run``, if given, takes a run of one partition's
+        records in offset order instead (the common case: nothing to merge), in one call."""
         if self.gated:
             return self._process_gated(process_one)
         done = 0
@@ -364,6 +375,10 @@ class PartitionGroup:
                 ip = nonempty[0]
                 buf = ip.buffer
                 n = len(buf)
+                if process_run is not None:
+                    process_run(ip, buf, n, position)
+                    done += n
+                    continue
                 msg = None
                 try:
                     for _ in range(n):
