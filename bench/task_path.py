@@ -190,6 +190,7 @@ def main() -> None:
         }
     )
     per_round = []
+    phases: dict[str, list[float]] = {}
     for r in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
             task = build(Path(tmp), args.guarantee, args.partitions, "wall", producer)
@@ -203,13 +204,17 @@ def main() -> None:
             task.close()
         producer.purge()
         total = sum(spent.values())
+        for k, v in spent.items():
+            phases.setdefault(k, []).append(v / len(msgs) * 1e6)
         per_round.append(total)
         parts = ", ".join(f"{k} {v / len(msgs) * 1e6:.2f}" for k, v in spent.items())
         print(f"round {r + 1}: {total / len(msgs) * 1e6:.2f} µs CPU/record ({parts})")
     if per_round:
         best = min(per_round) / len(msgs) * 1e6
         med = statistics.median(per_round) / len(msgs) * 1e6
+        least = ", ".join(f"{k} {min(v):.2f}" for k, v in phases.items())
         print(f"min {best:.2f} µs/record, median {med:.2f} µs/record: {1e6 / best:,.0f} records per CPU-second")
+        print(f"least per phase (µs/record): {least}")
 
 
 if __name__ == "__main__":
