@@ -996,25 +996,31 @@ class Task:
         pos_header = (HEADER_POSITION, position_header(self.position))
         key_headers: dict[bytes, codec.Headers] = {}
         key_info = self._key_info
-        last_msg = self._last_msg
-        heads = self._info_heads
-        for ctx in self.engine.drain_dirty():
-            if not self.grouped:
+        last_msg = self._last_msg.get
+        heads = self._info_heads.get
+        ended = self._ended.get
+        info_header = HEADER_KEY_INFO
+        save, touch = unsaved.add, recent.add if recent is not None else None
+        drained = self.engine.drain_dirty()
+        if not self.grouped:
+            for ctx in drained:
                 changes[SINGLE_KEY] = snapshot(ctx)
                 info = infos[SINGLE_KEY] = key_info(SINGLE_KEY, self._last_single, None)
                 if info is not None:
-                    key_headers[SINGLE_KEY] = [pos_header, (HEADER_KEY_INFO, info)]
-                continue
+                    key_headers[SINGLE_KEY] = [pos_header, (info_header, info)]
+            drained = []
+        for ctx in drained:
             kb = key_bytes_of(ctx)
             # A changed instance is either in memory or ended (and released): then a tombstone. An
             # instance that ended and started again in one batch is drained twice, in that order.
-            msg = last_msg.get(ctx.key)
+            key = ctx.key
+            msg = last_msg(key)
             if ctx.terminated:
                 changes[kb] = None
-                info = key_info(kb, msg, self._ended.get(ctx.key))
+                info = key_info(kb, msg, ended(key))
             else:
                 changes[kb] = snapshot(ctx)
-                head = heads.get(msg.topic()) if msg is not None else None
+                head = heads(msg.topic()) if msg is not None else None
                 if head is not None:  # (assert msg is not None) the common case, built at least cost
                     info = head + b"%d,%d,%d]}" % (msg.partition(), msg.offset(), msg.timestamp()[1])  # type: ignore[union-attr]
                 else:
@@ -1023,10 +1029,10 @@ class Task:
                     hints[kb] = timer_info(ctx)
             infos[kb] = info
             if info is not None:
-                key_headers[kb] = [pos_header, (HEADER_KEY_INFO, info)]
-            unsaved.add(kb)
-            if recent is not None:
-                recent.add(id(ctx))
+                key_headers[kb] = [pos_header, (info_header, info)]
+            save(kb)
+            if touch is not None:
+                touch(id(ctx))
         self._last_msg.clear()
         self._last_single = None
         self._ended.clear()
