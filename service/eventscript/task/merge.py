@@ -279,10 +279,11 @@ class PartitionGroup:
         how far the records the task re-publishes have come (ms; None: not known yet)."""
         return least(ip.reached() for ip in self.inputs if ip.config is not None)
 
-    def add(self, msg: Record) -> bool:
+    def add(self, msg: Record, now: float | None = None) -> bool:
         """Buffer ``msg``; whether it is one of the group's records (all of a task's partitions
         have its partition number, so its topic tells). A progress marker is taken in, not
-        buffered: False (the host does not count it as a record consumed)."""
+        buffered: False (the host does not count it as a record consumed). ``now``: when it was
+        fetched (monotonic s; None: now), which a host adding a whole poll reads once for all."""
         ip = self.by_topic.get(msg.topic())
         if ip is None:
             return False
@@ -295,7 +296,7 @@ class PartitionGroup:
                 if not ip.pending():  # everything before it is processed: the position passes it
                     self.position[ip.name] = msg.offset() + 1
                 return False
-        ip.seen_at = time.monotonic()
+        ip.seen_at = time.monotonic() if now is None else now
         ip.idled = False
         if ip.inbox is not None:
             ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
@@ -304,7 +305,9 @@ class PartitionGroup:
             ip.saw(msg.timestamp()[1])
         else:
             ip.buffer.append(msg)
-            ip.saw(msg.timestamp()[1])
+            ts = msg.timestamp()[1]
+            if ip.seen_ms is None or ts > ip.seen_ms:  # (ip.saw, inlined: once per record fetched)
+                ip.seen_ms = ts
         ip.eof = False
         return True
 
