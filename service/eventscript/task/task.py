@@ -402,10 +402,11 @@ class Task:
         now = self.clock.now
         key_of = self.routing.ctx_out_key(self.grouped)
         next_id = self.ids.next_bytes
+        id_header = codec.HEADER_ID
 
         def handler(ctx: Any, value: Any) -> None:
             t = now()
-            headers: codec.Headers = [ev_header, prog_header, (codec.HEADER_ID, next_id())]
+            headers: codec.Headers = [ev_header, prog_header, (id_header, next_id())]
             if t % 1000:
                 headers.append((codec.HEADER_TIME, str(t).encode()))  # sub-millisecond emission time
             try:
