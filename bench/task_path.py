@@ -21,6 +21,7 @@ Usage: python bench/task_path.py [--records N] [--keys K] [--order random|zipf] 
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import hashlib
 import itertools
@@ -88,10 +89,12 @@ class Recorder:
     def __init__(self) -> None:
         self.digest = hashlib.sha256()
         self.count = 0
+        self.topics: collections.Counter[str] = collections.Counter()
 
     def produce(self, topic: str, value: Any, key: Any, partition: int, cb: Any, _: Any, ts: int, headers: Any) -> None:
         self.digest.update(orjson.dumps([topic, partition, key, value, headers, ts], default=_bytes))
         self.count += 1
+        self.topics[topic] += 1
         if cb is not None:
             cb(None, _Delivered(topic, partition, self.count))
 
