@@ -527,8 +527,9 @@ class Engine:
 
         def create(gk: Any) -> InstanceContext:
             ctx = cls(gk, start, [UNSET] * nvars if nvars else NO_VARIABLES)
-            if engine._origin_of is not None:
-                ctx.origin = engine._origin_of()
+            origin_of = engine._origin_of
+            if origin_of is not None and (origin := origin_of()) is not None:  # (None: the default, nothing to set)
+                ctx.origin = origin
             table[gk] = ctx
             if init is not None:
                 init(ctx, None)

@@ -454,6 +454,7 @@ class ProgramWorker:
         returns how many. Also called while an at-least-once commit waits for its result."""
         got = 0
         tasks = self.task_manager.tasks
+        now = time.monotonic()  # (when each record of the poll was fetched: read once for all)
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -469,7 +470,7 @@ class ProgramWorker:
                 log.warning("%s: consumer: %s", self.cfg.name, err)
                 continue
             task = tasks.get(m.partition())
-            if task is not None and task.group.add(m):  # (not Task.add: this loop sees every record)
+            if task is not None and task.group.add(m, now):  # (not Task.add: this loop sees every record)
                 got += 1
         if got:
             self._stat("consumed", got)

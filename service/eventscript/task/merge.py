@@ -190,6 +190,11 @@ class InputPartition:
         self.needs_key = cfg is not None and cfg.keyed is not False and cfg.key != "none"
 
 
+#: ``process_run(ip, buffer, n, position)``: process the first ``n`` records of ``ip``'s buffer in
+#: offset order, taking each off the buffer, and set ``position[ip.name]`` past the last one taken
+#: (also when one raises), as ``PartitionGroup.process`` does record by record.
+ProcessRun = Callable[[InputPartition, "collections.deque[Record]", int, Position], None]
+
 #: The frontier of an input that holds nothing back (an idle writer's progress, ``IDLE``).
 MAX_FRONTIER = IDLE
 
@@ -275,10 +280,11 @@ class PartitionGroup:
         how far the records the task re-publishes have come (ms; None: not known yet)."""
         return least(ip.reached() for ip in self.inputs if ip.config is not None)
 
-    def add(self, msg: Record) -> bool:
+    def add(self, msg: Record, now: float | None = None) -> bool:
         """Buffer ``msg``; whether it is one of the group's records (all of a task's partitions
         have its partition number, so its topic tells). A progress marker is taken in, not
-        buffered: False (the host does not count it as a record consumed)."""
+        buffered: False (the host does not count it as a record consumed). ``now``: when it was
+        fetched (monotonic s; None: now), which a host adding a whole poll reads once for all."""
         ip = self.by_topic.get(msg.topic())
         if ip is None:
             return False
@@ -291,7 +297,7 @@ class PartitionGroup:
                 if not ip.pending():  # everything before it is processed: the position passes it
                     self.position[ip.name] = msg.offset() + 1
                 return False
-        ip.seen_at = time.monotonic()
+        ip.seen_at = time.monotonic() if now is None else now
         ip.idled = False
         if ip.inbox is not None:
             ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
@@ -300,7 +306,9 @@ class PartitionGroup:
             ip.saw(msg.timestamp()[1])
         else:
             ip.buffer.append(msg)
-            ip.saw(msg.timestamp()[1])
+            ts = msg.timestamp()[1]
+            if ip.seen_ms is None or ts > ip.seen_ms:  # (ip.saw, inlined: once per record fetched)
+                ip.seen_ms = ts
         ip.eof = False
         return True
 
@@ -350,9 +358,15 @@ class PartitionGroup:
                 ip.progress = InputProgress(ip.progress.writers)
         self.gate()
 
-    def process(self, max_idle_ms: int, process_one: Callable[[InputPartition, Any], None]) -> int:
+    def process(
+        self,
+        max_idle_ms: int,
+        process_one: Callable[[InputPartition, Any], None],
+        process_run: ProcessRun | None = None,
+    ) -> int:
         """Hand buffered records to ``process_one`` in timestamp order, advancing the position
-        past each; returns how many."""
+        past each; returns how many. ``process_run``, if given, takes a run of one partition's
+        records in offset order instead (the common case: nothing to merge), in one call."""
         if self.gated:
             return self._process_gated(process_one)
         done = 0
@@ -365,6 +379,10 @@ class PartitionGroup:
                 ip = nonempty[0]
                 buf = ip.buffer
                 n = len(buf)
+                if process_run is not None:
+                    process_run(ip, buf, n, position)
+                    done += n
+                    continue
                 msg = None
                 try:
                     for _ in range(n):
