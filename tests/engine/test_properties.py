@@ -36,7 +36,7 @@ from eventscript.engine.engine import Engine
 from eventscript.engine.events import Emitted
 from eventscript.engine.time_provider import SimulatedTimeProvider
 from eventscript.language.source import SourceFile
-from eventscript.tester.pipeline import OutputLine
+from eventscript.tester.host import output_json
 from eventscript.tester.trace import Timestamp, TraceItem, event_argument, parse_trace
 
 SETTINGS = settings(
@@ -240,7 +240,7 @@ def run_engine(
     key_types = prog.program.key_types
 
     def sink(e: Emitted) -> None:
-        out.append(OutputLine(e, 0, True, key_types).to_json())
+        out.append(output_json(e, key_types))
 
     make = make or (lambda p, s, c: Engine(p, s, c))
     clock = SimulatedTimeProvider()
@@ -369,7 +369,7 @@ def outputs_per_transition(prog: CompiledProgram, events: list[tuple[str, int]])
     out: list[Any] = []
 
     def sink(e: Emitted) -> None:
-        out.append(OutputLine(e, 0, True, None).to_json()["value"])
+        out.append(output_json(e, None)["value"])
 
     clock = SimulatedTimeProvider()
     clock.set_now(parse_trace(SourceFile("<t>", "[2026-01-01 00:00:00]"))[0].time)  # type: ignore[union-attr]

@@ -37,7 +37,7 @@ import orjson
 from ..automata.compiled import CompiledProgram
 from ..engine.encoding import DecodeError, decode, encode
 from ..engine.engine import Engine
-from ..engine.events import ERROR_EVENT, ErrorCode
+from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
 from ..engine.timeutil import check_clock_time, format_time
 from ..language.types import STRING
 from ..task import codec
@@ -117,6 +117,16 @@ class HostOutput:
     topic: str
     line: dict[str, Any]
     record: SimRecord | None
+
+
+def output_json(e: Emitted, key_types: list[Any] | None) -> dict[str, Any]:
+    """An event an engine emitted, as the tester prints its line: time, event, value and, for a
+    grouped program, key. For code that drives an ``Engine`` itself (the engine's property tests,
+    the upgrade tests) and compares with the tester's lines."""
+    out: dict[str, Any] = {"time": format_time(e.time), "event": e.name, "value": encode(e.value, e.ty)}
+    if key_types is not None and e.key is not None:
+        out["key"] = [encode(k, t) for k, t in zip(e.key, key_types)]
+    return out
 
 
 @dataclass(frozen=True)
