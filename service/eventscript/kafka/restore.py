@@ -39,6 +39,9 @@ log = logging.getLogger("eventscript.kafka.worker")
 WRITE_BATCH = 1000
 #: Seconds to wait for a changelog partition's end offset.
 END_TIMEOUT = 10.0
+#: Seconds between the warnings of a restore waiting for a transaction left open (the broker
+#: aborts it after the writer's transaction.timeout.ms, 60 s: a longer wait is worth a look).
+HELD_WARNING_INTERVAL = 60.0
 
 #: A changelog record as the restore reads it: partition, offset, key, value (None: a
 #: tombstone), its ``es-pos`` header (the input position of the batch that wrote it) and its
@@ -221,8 +224,10 @@ class Restoration:
     uncommitted: dict[int, set[bytes]] = field(default_factory=dict)
     #: Where each partition last reported its end (the last stable offset).
     ends: dict[int, int] = field(default_factory=dict)
-    #: Since when a partition's end has been held back by an open transaction (see the module).
+    #: Since when a partition's end has been held back by an open transaction (see the module),
+    #: and when the restore last said so.
     held_since: dict[int, float] = field(default_factory=dict)
+    _held_warned: dict[int, float] = field(default_factory=dict)
 
     def begin(self) -> None:
         self.starts = {
@@ -287,8 +292,9 @@ class Restoration:
             if high is None:
                 self.remaining.discard(p)
                 continue
+            now = time.monotonic()
             if p not in self.held_since:
-                self.held_since[p] = time.monotonic()
+                self.held_since[p] = self._held_warned[p] = now
                 log.warning(
                     "%s task %d: changelog %s:%d has a transaction still open from offset %d (the partition ends at "
                     "%d): another worker's, which hung or stopped while committing. Records committed after it "
@@ -300,6 +306,19 @@ class Restoration:
                     p,
                     end,
                     high,
+                )
+            elif now - self._held_warned[p] >= HELD_WARNING_INTERVAL:
+                self._held_warned[p] = now
+                log.warning(
+                    "%s task %d: changelog %s:%d still has a transaction open from offset %d after %.0f s; a "
+                    "transaction the broker never ends (a hanging transaction) is found and aborted with Kafka's "
+                    "kafka-transactions.sh (find-hanging, abort)",
+                    self.program,
+                    p,
+                    self.changelog_topic,
+                    p,
+                    end,
+                    now - self.held_since[p],
                 )
 
     def drop(self, p: int) -> None:
