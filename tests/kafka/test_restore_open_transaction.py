@@ -16,6 +16,7 @@ and must then have the next owner's record, not the zombie's.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -25,9 +26,8 @@ from confluent_kafka.admin import NewTopic
 from kafka_helpers import Broker, create_topics, unique, wait_for
 from task_builder import stored_task
 
-from eventscript.kafka import clients
+from eventscript.kafka import clients, restore
 from eventscript.kafka.config import KafkaConfig
-from eventscript.kafka.restore import Restoration
 
 PROGRAM = """
 in {string k;} Tick group(Tick.k)
@@ -53,9 +53,11 @@ def _commit_one(producer: Producer, topic: str, key: bytes) -> None:
 
 @pytest.mark.kafka
 def test_restore_waits_for_a_transaction_left_open_and_reads_what_was_committed_after_it(
-    broker: Broker, tmp_path: Path
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     broker.require_real("a transaction left open holding back the last stable offset")
+    monkeypatch.setattr(restore, "HELD_WARNING_INTERVAL", 1.0)  # (a minute in a worker)
+    caplog.set_level(logging.WARNING, logger="eventscript.kafka.worker")
     kafka = KafkaConfig(bootstrap_servers=broker.bootstrap)
     changelog = unique("open-txn-changelog")
     create_topics(broker, [NewTopic(changelog, num_partitions=1, replication_factor=1)])
@@ -70,7 +72,7 @@ def test_restore_waits_for_a_transaction_left_open_and_reads_what_was_committed_
     reader = clients.consumer_config(kafka, unique("restorer"), **{"partition.assignment.strategy": "range"})
     restorer = Consumer(reader)
     task = stored_task(tmp_path / "store", PROGRAM)
-    restoration = Restoration("p", restorer, changelog, {0: task}, {0: {}})
+    restoration = restore.Restoration("p", restorer, changelog, {0: task}, {0: {}})
     try:
         restoration.begin()
         held_until = time.monotonic() + HELD_FOR
@@ -81,6 +83,9 @@ def test_restore_waits_for_a_transaction_left_open_and_reads_what_was_committed_
                 f"{sorted(restoration.pending[0])}: the records committed after that transaction were never read"
             )
         assert 0 in restoration.held_since
+        said = [r.getMessage() for r in caplog.records if r.name == "eventscript.kafka.worker"]
+        assert len(said) >= 2 and "has a transaction still open" in said[0], said
+        assert "still has a transaction open" in said[-1] and "kafka-transactions.sh" in said[-1], said
         zombie.abort_transaction(30)  # (the broker does the same once transaction.timeout.ms has passed)
 
         def restored() -> bool:
