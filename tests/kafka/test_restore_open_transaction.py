@@ -1,5 +1,6 @@
 """A restore reads past a transaction another worker left open (the fault harness's exactly-once
-failure marked ``TWO_OWNERS``, found in its records and brokers' logs on 2026-11-26).
+failure of 2026-11-26, 1 run in 7, first suspected to be two workers committing one task; found
+in its records and brokers' logs).
 
 A worker that hung or was killed while committing (a broker outage, a frozen process) leaves its
 transaction open until the broker aborts it, up to ``transaction.timeout.ms`` (60 s) later. A

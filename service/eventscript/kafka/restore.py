@@ -15,7 +15,7 @@ oldest transaction still open on the partition. A worker that hung or was killed
 the writer's ``transaction.timeout.ms`` later, and every record committed after it by the task's
 next owner is unreadable until then. A restore that stopped there gave the task a state older
 than the committed offsets it resumed its inputs from: its timers fired again and its keys
-started over (the fault harness's exactly-once failure "TWO_OWNERS", 1 run in 7). So a partition
+started over (the fault harness's exactly-once failure of 2026-11-26, 1 run in 7). So a partition
 counts as restored only once the end it reported is also its high watermark: while a transaction
 holds it back, the restore waits (``open_transaction_end``).
 """
