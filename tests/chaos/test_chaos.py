@@ -40,7 +40,7 @@ class OutputsStalled(AssertionError):
     """Outputs that had not come when the harness gave up, and no other problem (``Verdict.only_stalled``)."""
 
 
-#: Seen in 2 of 12 exactly-once runs on 2026-11-26 (load 10-20), once per variant: a worker blocked
+#: Seen in 5 of 20 exactly-once runs on 2026-11-26 (load 10-20; 4 of 10 record, 1 of 10 wall): a worker blocked
 #: inside librdkafka's send_offsets_to_transaction after the broker kill, which ignores its timeout
 #: and can wait for good when the group coordinator's broker is gone (librdkafka issues 5456 and
 #: 5511, open in 2.16; caught by a thread dump: rd_kafka_txn_op_req0 in an untimed wait). Its log
