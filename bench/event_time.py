@@ -1,19 +1,22 @@
-"""What progress markers cost a downstream task (issue 21), in process, on one core.
+"""What progress markers and the merge cost a downstream task (issue 21), in process, on one core.
 
 A downstream task of a grouped counting program reads one partition of an intermediate topic that
 three upstream tasks write, at 100k keys (``--keys``): records in time order, one every ms of
-record time, interleaved from the three writers. Two runs of the same records, interleaved
-rounds (the machine may be shared: the load average is printed):
+record time, interleaved from the three writers. With ``--inputs 1,4`` (the default) also a task
+of N co-partitioned input topics, the records dealt to them in turn, each topic written by the
+three writers: the merge across inputs. Two runs of the same records per input count,
+interleaved rounds (the machine may be shared: the load average is printed):
 
 - today:   no progress plan (the merge takes what is fetched);
 - markers: gated on the three writers; each writer marks its progress every ``--commit-ms`` of
            wall time, as its commits would, in the batches the host adds (a fetch of 2,000).
 
-Printed: records/s (best of ``--repeat``) for each, the markers' share, and for both runs the time
+Printed: records per CPU second (best of ``--repeat``) for each, the markers' share, and for both runs the time
 a record waits between being added and being processed (p50/p99) when fetches come at ``--rate``
 records/s: what the markers add to latency when writers commit every ``--commit-ms``.
 
 Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS] [--rate R]
+       [--inputs 1,4]
 """
 
 from __future__ import annotations
@@ -52,22 +55,31 @@ FETCH = 2_000
 WRITERS = 3
 
 
-def records(n: int, keys: int) -> list[LogRecord]:
+def topic(i: int, inputs: int) -> str:
+    """The input topic of the i-th record: "mid" with one input, else "mid0", "mid1"... in turn."""
+    return "mid" if inputs == 1 else f"mid{i % inputs}"
+
+
+def records(n: int, keys: int, inputs: int = 1) -> list[LogRecord]:
     out = []
+    offsets: collections.Counter[str] = collections.Counter()
     for i in range(n):
         k = f"k{(i * 7919) % keys}"
+        t = topic(i, inputs)
         out.append(
-            LogRecord("mid", 0, i, T0 + i, orjson.dumps([k]), orjson.dumps({"k": k}), [("es-id", b"u/%d/1" % i)])
+            LogRecord(t, 0, offsets[t], T0 + i, orjson.dumps([k]), orjson.dumps({"k": k}), [("es-id", b"u/%d/1" % i)])
         )
+        offsets[t] += 1
     return out
 
 
-def make_task(store: Path, gated: bool) -> Task:
+def make_task(store: Path, gated: bool, inputs: int = 1) -> Task:
+    topics = [topic(i, inputs) for i in range(inputs)]
     cfg = ProgramConfig(
         name="down",
         source="d.es",
         clock="record",
-        inputs=[InputConfig(topic="mid", event="Hit")],
+        inputs=[InputConfig(topic=t, event="Hit") for t in topics],
         outputs={"default": "out"},
         errors="err",
     )
@@ -77,27 +89,36 @@ def make_task(store: Path, gated: bool) -> Task:
     task.load_from_store()
     task.attach(lambda *a: None)
     if gated:
-        task.set_progress(
-            ProgressPlan(
-                "down", 1, writers={"mid": frozenset(f"up/{w}" for w in range(WRITERS))}, marked=frozenset({"mid"})
-            )
-        )
+        writers = frozenset(f"up/{w}" for w in range(WRITERS))
+        task.set_progress(ProgressPlan("down", 1, writers=dict.fromkeys(topics, writers), marked=frozenset(topics)))
     return task
 
 
-def run(recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float] | None, rate: float = 0) -> float:
-    """Records/s; with ``waits``, each record's wait between add and process is appended, and with
+def mark(task: Task, topics: list[str], offsets: dict[str, int], progress: int) -> None:
+    """Every writer marks ``progress`` on every input topic (as their commits would)."""
+    for t in topics:
+        for w in range(WRITERS):
+            task.add(LogRecord(t, 0, offsets[t], progress, None, None, list(marker_headers("up", w, progress))))
+            offsets[t] += 1
+
+
+def run(
+    recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float] | None, rate: float = 0, inputs: int = 1
+) -> float:
+    """Records per CPU second of this process (on a shared machine, steadier than per second of
+    wall time); with ``waits``, each record's wait between add and process is appended, and with
     ``rate`` the fetches come at that many records/s (as from live writers) rather than at once."""
     store = Path(tempfile.mkdtemp(prefix="bench-event-time-"))
     try:
-        task = make_task(store, gated)
+        task = make_task(store, gated, inputs)
+        topics = [ip.topic for ip in task.inputs if ip.config is not None]
         if gated:
-            assert isinstance(task.inputs[0].progress, InputProgress)
-        pending: collections.deque[tuple[int, float]] = collections.deque()  # (offset, when added)
+            assert all(isinstance(ip.progress, InputProgress) for ip in task.inputs if ip.config is not None)
+        pending: collections.deque[tuple[int, float]] = collections.deque()  # (record number, when added)
+        cpu_started = time.process_time()
         started = time.perf_counter()
         next_commit = started + commit_ms / 1000
-        offset = len(recs)
-        buf = task.inputs[0].buffer
+        offsets = {t: len(recs) for t in topics}  # markers after every record's offset
         for at in range(0, len(recs), FETCH):
             batch = recs[at : at + FETCH]
             if rate:
@@ -106,37 +127,23 @@ def run(recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float]
             for r in batch:
                 task.add(r)
             if waits is not None:
-                pending.append((batch[-1].o, now))
+                pending.append((at + len(batch), now))
             if gated and now >= next_commit:  # the writers commit: they have written all up to here
-                progress = batch[-1].ts + 1
-                for w in range(WRITERS):
-                    task.add(LogRecord("mid", 0, offset, progress, None, None, list(marker_headers("up", w, progress))))
-                    offset += 1
+                mark(task, topics, offsets, batch[-1].ts + 1)
                 next_commit = now + commit_ms / 1000
             task.process(0)
             if waits is not None:
                 done = time.perf_counter()
-                first_left = buf[0].o if buf else len(recs)
-                while pending and pending[0][0] < first_left:  # a whole fetch released: its wait, per record
+                processed = task.counts["processed"]
+                while pending and pending[0][0] <= processed:  # a whole fetch released: its wait, per record
                     waits.extend([done - pending.popleft()[1]] * FETCH)
         if gated:  # the end: the writers' last commit
-            for w in range(WRITERS):
-                task.add(
-                    LogRecord(
-                        "mid",
-                        0,
-                        offset + w,
-                        recs[-1].ts + 1,
-                        None,
-                        None,
-                        list(marker_headers("up", w, recs[-1].ts + 1)),
-                    )
-                )
+            mark(task, topics, offsets, recs[-1].ts + 1)
             task.process(0)
         done = time.perf_counter()
         while pending:  # released by the writers' last commit
             waits.extend([done - pending.popleft()[1]] * FETCH)  # type: ignore[union-attr]
-        elapsed = time.perf_counter() - started
+        elapsed = time.perf_counter() - started if rate else time.process_time() - cpu_started
         assert task.held_back == 0 and task.counts["processed"] == len(recs), task.counts
         task.close()
         return len(recs) / elapsed
@@ -151,31 +158,35 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--commit-ms", type=float, default=100.0)
     ap.add_argument("--rate", type=float, default=20_000.0, help="records/s fetched in the latency runs")
+    ap.add_argument("--inputs", default="1,4", help="input topic counts to run, comma-separated (default 1,4)")
     args = ap.parse_args()
-    recs = records(args.records, args.keys)
-    best = {"today": 0.0, "markers": 0.0}
-    for _ in range(args.repeat):
-        for name in best:
-            best[name] = max(best[name], run(recs, name == "markers", args.commit_ms, None))
-    latency = {}
-    for name in best:
-        waits: list[float] = []
-        run(recs, name == "markers", args.commit_ms, waits, args.rate)
-        waits.sort()
-        latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
+    counts = [int(n) for n in args.inputs.split(",")]
     print(
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.records:,} records, "
         f"{args.keys:,} keys, best of {args.repeat}"
     )
-    for name, rate in best.items():
-        print(f"  {name:8s} {rate:12,.0f} records/s")
-    print(f"  markers cost {100 * (1 - best['markers'] / best['today']):.1f}% of throughput")
-    print(
-        f"  wait between add and process, fetches of {FETCH:,} at {args.rate:,.0f} records/s, markers every "
-        f"{args.commit_ms:g} ms:"
-    )
-    for name, (p50, p99) in latency.items():
-        print(f"  {name:8s} p50 {1000 * p50:7.1f} ms   p99 {1000 * p99:7.1f} ms")
+    for inputs in counts:
+        recs = records(args.records, args.keys, inputs)
+        best = {"today": 0.0, "markers": 0.0}
+        for _ in range(args.repeat):
+            for name in best:
+                best[name] = max(best[name], run(recs, name == "markers", args.commit_ms, None, inputs=inputs))
+        latency = {}
+        for name in best:
+            waits: list[float] = []
+            run(recs, name == "markers", args.commit_ms, waits, args.rate, inputs)
+            waits.sort()
+            latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
+        print(f"{inputs} input topic(s), each written by {WRITERS} tasks:")
+        for name, rate in best.items():
+            print(f"  {name:8s} {rate:12,.0f} records per CPU second")
+        print(f"  markers cost {100 * (1 - best['markers'] / best['today']):.1f}% of throughput")
+        print(
+            f"  wait between add and process, fetches of {FETCH:,} at {args.rate:,.0f} records/s, markers every "
+            f"{args.commit_ms:g} ms:"
+        )
+        for name, (p50, p99) in latency.items():
+            print(f"  {name:8s} p50 {1000 * p50:7.1f} ms   p99 {1000 * p99:7.1f} ms")
 
 
 if __name__ == "__main__":

@@ -24,9 +24,9 @@ from typing import Any
 
 import yaml
 
+from eventscript.tester.topology import simulate
 from eventscript.tester.trace import read_trace
 from eventscript.topology.model import load_graph
-from eventscript.topology.simulate import simulate
 
 SENSORS = Path(__file__).resolve().parents[1] / "topologies" / "sensors"
 SITES, PER_SITE, HOURS = 40, 5, 3

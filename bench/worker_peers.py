@@ -33,6 +33,7 @@ Usage:
   python bench/worker_peers.py --setup-quix                        # once: bench/.cache/quix-venv
   python bench/worker_peers.py [--records N] [--keys 1000,100000] [--orders random,zipf]
                                [--partitions P] [--rounds R] [--contenders loop,es-alo,...] [--timeline]
+                               [--against OTHER/service --contenders loop,es-alo,es-alo@before,...]
 The issue's sizes: --records 200000 --partitions 3. The broker: $KAFKA_BOOTSTRAP_SERVERS, or the
 embedded Tansu broker, started and stopped by the bench.
 """
@@ -56,6 +57,9 @@ CACHE = BENCH / ".cache"
 QUIX_VENV = CACHE / "quix-venv"
 QUIX_PYTHON = QUIX_VENV / "bin" / "python"
 CONTENDERS = ("loop", "es-alo", "es-eos", "quix-alo", "quix-eos")
+#: With ``--against DIR`` (another checkout's ``service`` folder: the tree before a change), the
+#: EventScript contenders from there too, named with this suffix: before and after race in one run.
+AGAINST = "@before"
 ZIPF_S = 1.1
 #: A contender's CPU is flat when no sample of FLAT_SECONDS was busy (see BUSY_SHARE).
 FLAT_SECONDS = 1.0
@@ -148,11 +152,14 @@ def child_loop(bootstrap: str, topic: str, out: str, group: str) -> None:
     c.close()
 
 
-def child_eventscript(bootstrap: str, topic: str, out: str, group: str, guarantee: str, state: str) -> None:
-    """``eventscript run`` in this process: the TopologyRunner on COUNTER."""
+def child_eventscript(
+    bootstrap: str, topic: str, out: str, group: str, guarantee: str, state: str, service: str = ""
+) -> None:
+    """``eventscript run`` in this process: the TopologyRunner on COUNTER, from this checkout's
+    ``service`` folder or the one given (``--against``)."""
     import threading
 
-    sys.path.insert(0, str(ROOT / "service"))
+    sys.path.insert(0, service or str(ROOT / "service"))
     from eventscript.kafka.config import parse_topology
     from eventscript.kafka.supervisor import TopologyRunner
 
@@ -338,12 +345,12 @@ class OutputCounter:
         self.consumer.close()
 
 
-def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str) -> subprocess.Popen:
+def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str, against: str = "") -> subprocess.Popen:
     state = str(Path(tmp) / group)
     if who == "loop":
         args = [sys.executable, __file__, "--child", "loop", broker.bootstrap, topic, out, group]
     elif who.startswith("es-"):
-        guarantee = "at_least_once" if who == "es-alo" else "exactly_once"
+        guarantee = "at_least_once" if who.startswith("es-alo") else "exactly_once"
         args = [
             sys.executable,
             __file__,
@@ -355,6 +362,7 @@ def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str) 
             group,
             guarantee,
             state,
+            against if who.endswith(AGAINST) else "",
         ]
     else:
         guarantee = "at-least-once" if who == "quix-alo" else "exactly-once"
@@ -380,12 +388,14 @@ def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str) 
     return proc
 
 
-def race(who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str, timeline: bool = False) -> dict:
+def race(
+    who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str, timeline: bool = False, against: str = ""
+) -> dict:
     """Release one contender on the backlog; its wall, CPU, broker CPU, first output, peak RSS."""
-    group = f"{who}-{time.time_ns() % 10**9}"
+    group = f"{who.replace('@', '-')}-{time.time_ns() % 10**9}"
     out = f"{group}-out"
     create_topics(broker.bootstrap, [out], partitions)
-    proc = spawn(who, broker, topic, out, group, tmp)
+    proc = spawn(who, broker, topic, out, group, tmp, against)
     counter = OutputCounter(broker.bootstrap, out, partitions)
     try:
         cpu0, broker0 = proc_cpu(proc.pid), broker.cpu()
@@ -490,6 +500,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
     ap.add_argument("--timeline", action="store_true", help="print each run's CPU and outputs per 0.2 s")
+    ap.add_argument(
+        "--against",
+        default="",
+        help=f"another tree's service folder: contenders es-alo{AGAINST}, es-eos{AGAINST} run it (before a change)",
+    )
     ap.add_argument("--setup-quix", action="store_true", help="make bench/.cache/quix-venv and exit")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -501,9 +516,12 @@ def main() -> None:
         setup_quix()
         return
     whos = [w for w in args.contenders.split(",") if w]
+    known = CONTENDERS + ((f"es-alo{AGAINST}", f"es-eos{AGAINST}") if args.against else ())
     for w in whos:
-        if w not in CONTENDERS:
-            ap.error(f"--contenders {w}: not one of {', '.join(CONTENDERS)}")
+        if w not in known:
+            ap.error(f"--contenders {w}: not one of {', '.join(known)} (the {AGAINST} ones with --against)")
+    if args.against and not (Path(args.against) / "eventscript").is_dir():
+        ap.error(f"--against {args.against}: no eventscript package there (give a checkout's service folder)")
     if any(w.startswith("quix") for w in whos) and not QUIX_PYTHON.exists():
         print(f"(no {QUIX_VENV}: Quix Streams skipped; run `python bench/worker_peers.py --setup-quix` first)")
         whos = [w for w in whos if not w.startswith("quix")]
@@ -523,13 +541,13 @@ def main() -> None:
                 loop_rate = None
                 for r in range(args.rounds):
                     for who in whos[r % len(whos) :] + whos[: r % len(whos)]:
-                        got = race(who, broker, topic, args.records, args.partitions, tmp, args.timeline)
+                        got = race(who, broker, topic, args.records, args.partitions, tmp, args.timeline, args.against)
                         rate = args.records / got["steady"]
                         if who == "loop":
                             loop_rate = rate
                         share = f" ({rate / loop_rate:.2f}x loop)" if loop_rate and who != "loop" else ""
                         print(
-                            f"  round {r + 1} {who:9s} {rate:9,.0f} records/s{share:14s} "
+                            f"  round {r + 1} {who:16s} {rate:9,.0f} records/s{share:14s} "
                             f"{args.records / got['cpu']:9,.0f} records/CPU-s  wall {got['steady']:6.1f} s "
                             f"(from release {got['wall']:5.1f} s)  "
                             f"cpu {got['cpu']:6.1f} s  broker cpu {got['broker']:5.1f} s  "

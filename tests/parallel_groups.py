@@ -1,10 +1,22 @@
 """How ``make unit``'s two processes (pytest-xdist, ``-n 2 --dist loadgroup``) share the tests.
 
-Every test that needs a Kafka broker runs in one process, one after the other, and so does every
-test that needs Spark; the other tests are shared out a whole file at a time. Why: the Kafka tests mostly wait on
-brokers and workers, so the CPU-bound files (engine, language, cli...) run beside them in the
-other process, while the Kafka tests keep one broker and never compete with each other for the
-two cores (run side by side, as whole files in two processes, six failed on timing under load).
+Every test on the session's Kafka broker runs in one process, one after the other; every test
+that starts its own brokers (the fault harness's and the failover test's three, the launcher's,
+``dev``'s) runs in one process, one after the other too; every test that needs Spark runs in one
+process; the other tests are shared out a whole file at a time. Why: the Kafka tests mostly wait
+on brokers and workers, so the CPU-bound files (engine, language, cli...) run beside them in the
+other process, while the Kafka tests never compete with each other for the two cores (run side
+by side, as whole files in two processes, six failed on timing under load), and two clusters
+never run at once.
+
+The order the groups are handed out in: the tests on the session's broker first (the longest
+group: it decides the end), then Spark's, then the files, the largest first, and the tests with
+their own brokers last, to whichever process is free first. Those are about a quarter of the
+Kafka tests' time (the harness alone a fifth): in the session broker's process they made that
+process the whole run's end while the other sat idle for its last third or more; handed out
+last, they run beside the session broker's tests in the process that finishes its files first.
+xdist's own order (the groups with the most tests first, ``--loadscope-reorder``) would hand out
+a parametrized file before the Kafka tests.
 A file's other tests stay in one process so its module fixtures start once (the Kafka tests'
 module fixtures, as a three-broker cluster, are only theirs).
 
@@ -33,6 +45,12 @@ FOLDER_KEY = "eventscript_groups_folder"
 _FOLDER = pytest.StashKey[Path]()
 
 
+#: The groups handed out first, in this order; the files follow, largest first, then ``OWN``.
+FIRST = ("kafka", "spark")
+#: The group of the tests with their own brokers, handed out last.
+OWN = "kafka-own"
+
+
 def needs(item: pytest.Item, what: str) -> bool:
     """Whether a test uses the fixture or carries the marker ``what`` ("broker" counts as "kafka")."""
     names = set(getattr(item, "fixturenames", ()))
@@ -42,14 +60,17 @@ def needs(item: pytest.Item, what: str) -> bool:
 
 
 def groups(items: list[pytest.Item]) -> dict[str, str]:
-    """Each test's group (node id → group): "kafka" for a test that needs a broker (its fixtures,
-    as the three-broker cluster, are its own), else "spark" for one that needs Spark, else its
-    file's path (the CPU-bound tests of a Kafka test file, as the state cache's memory test, run
-    beside the Kafka tests too)."""
+    """Each test's group (node id → group): "kafka" for a test on the session's broker (the
+    ``broker`` fixture), ``OWN`` for one marked ``kafka`` without it (it starts its own brokers:
+    its fixtures, as a three-broker cluster, are its own), else "spark" for one that needs Spark,
+    else its file's path (the CPU-bound tests of a Kafka test file, as the state cache's memory
+    test, run beside the Kafka tests too)."""
     out: dict[str, str] = {}
     for item in items:
-        if needs(item, "kafka"):
+        if "broker" in getattr(item, "fixturenames", ()):
             out[item.nodeid] = "kafka"
+        elif needs(item, "kafka"):
+            out[item.nodeid] = OWN
         elif needs(item, "spark"):
             out[item.nodeid] = "spark"
         else:
@@ -83,13 +104,25 @@ def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 class KafkaApartScheduling(LoadScopeScheduling):
-    """xdist's scheduling by scope, with the scopes above: the largest group is handed out first
-    (``--loadscope-reorder``, the default), so the Kafka tests start at once in one process."""
+    """xdist's scheduling by scope, with the scopes above: the groups of ``FIRST`` are handed out
+    first, in that order, then the files, the largest first (``--loadscope-reorder``, the
+    default), then the tests with their own brokers."""
 
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
         self.folder = folder(config)
         self.groups: dict[str, str] | None = None
+        self.ordered = False
+
+    def _assign_work_unit(self, node: Any) -> None:
+        if not self.ordered:  # the first call: the work queue is complete
+            self.ordered = True
+            for scope in reversed(FIRST):
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            if OWN in self.workqueue:
+                self.workqueue.move_to_end(OWN)
+        super()._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:
         if self.groups is None:

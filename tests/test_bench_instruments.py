@@ -27,6 +27,7 @@ def bench_module(name: str) -> ModuleType:
 
 bench_engine = bench_module("engine")
 worker_peers = bench_module("worker_peers")
+task_path = bench_module("task_path")
 
 
 @pytest.mark.parametrize("order", ["random", "zipf"])
@@ -82,3 +83,29 @@ def test_work_starts_after_the_group_join_despite_stray_ticks() -> None:
 def test_work_starts_at_the_release_when_there_is_no_join() -> None:
     samples = samples_of([(40, 0.04)])
     assert worker_peers.work_start(samples, first_out=1.0) == pytest.approx(0.0)
+
+
+def test_the_task_path_bench_keeps_its_tasks_records_and_sends_what_the_worker_sends(tmp_path: Path) -> None:
+    from eventscript.kafka.partitioner import partition_of
+
+    msgs = task_path.records(3_000, 400, "random", 3, seed=7)
+    assert 0 < len(msgs) < 3_000 and all(partition_of(m.key(), 3) == 0 for m in msgs)
+
+    def sent(records: list) -> tuple[str, dict[str, int]]:
+        rec = task_path.Recorder()
+        task = task_path.build(tmp_path / f"s{len(list(tmp_path.iterdir()))}", "at_least_once", 3, "record", rec)
+        task_path.run(task, records)
+        task.close()
+        return rec.digest.hexdigest(), dict(rec.topics)
+
+    digest, topics = sent(msgs)
+    assert topics["out"] == len(msgs)  # a count per record
+    assert topics["chg"] >= len({m.key() for m in msgs})  # a snapshot per key changed (one commit here)
+    assert sent(msgs)[0] == digest  # the digest is the same records' ...
+    changed = list(msgs)
+    first = changed[0]
+    later = (1, first.timestamp()[1] + 1)  # record time: its output's timestamp is a millisecond later
+    changed[0] = type(first)(
+        topic=first.topic(), partition=0, offset=0, key=first.key(), value=first.value(), timestamp=later
+    )
+    assert sent(changed)[0] != digest  # ... and another's when one record sent differs

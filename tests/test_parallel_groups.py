@@ -1,6 +1,8 @@
-"""``make unit PYTEST_WORKERS=2`` (tests/parallel_groups.py): in two processes, every test that
-needs Kafka runs in one process, and the other tests of a file all run in one process. Checked on a
-small suite of its own, run by pytest-xdist in two worker processes."""
+"""``make unit PYTEST_WORKERS=2`` (tests/parallel_groups.py): in two processes, every test on the
+session's Kafka broker runs in one process, every test with its own brokers in one, and the other
+tests of a file all run in one process; the session broker's tests start first and those with their
+own brokers run last. Checked on a small suite of its own, run by pytest-xdist in two worker
+processes."""
 
 from __future__ import annotations
 
@@ -36,31 +38,45 @@ def spark():
 TESTS = 6
 
 
-def _file(body: str) -> str:
+def _file(body: str, tests: int = TESTS) -> str:
     return "\n".join(
-        ["import pytest", *(body.format(i=i) for i in range(TESTS))],
+        ["import pytest", *(body.format(i=i) for i in range(tests))],
     )
 
 
 def test_kafka_tests_share_one_process_and_other_files_stay_whole(pytester: pytest.Pytester) -> None:
+    """Also: the session broker's tests start first, though a plain file has more tests (xdist's
+    own order), and the tests marked ``kafka`` without the session's broker (they start their own,
+    as the fault harness) are the last to run, in one process."""
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(
         test_uses_broker=_file("def test_kafka_b{i}(broker): pass\ndef test_pure{i}(): pass"),
         test_marked_kafka=_file("@pytest.mark.kafka\ndef test_kafka_k{i}(): pass"),
         test_uses_spark=_file("def test_s{i}(spark): pass"),
-        test_plain_a=_file("def test_a{i}(): pass"),
+        test_plain_a=_file("def test_a{i}(): pass", tests=TESTS * 3),
         test_plain_b=_file("def test_b{i}(): pass"),
         test_plain_c=_file("def test_c{i}(): pass"),
     )
+    pytester.mkdir("chaos")  # (a test of its own folder, as the harness's, is grouped the same)
+    (pytester.path / "chaos" / "test_harness.py").write_text(_file("@pytest.mark.kafka\ndef test_kafka_h{i}(): pass"))
     pytester.makeini("[pytest]\nmarkers =\n    kafka: needs Kafka\n")
     # (without hypothesis's plugin, which the suite does not use, three processes start in a third of the time)
     options = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
     result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-v", *options)
-    result.assert_outcomes(passed=TESTS * 7)
+    result.assert_outcomes(passed=TESTS * 10)
     workers: dict[str, set[str]] = defaultdict(set)
-    for worker, path, name in re.findall(r"\[(gw\d)\][^\n]*PASSED (\w+)\.py::(\w+)", result.stdout.str()):
-        workers["kafka" if name.startswith("test_kafka") else path].add(worker)
-    assert len(workers) == 6, result.stdout.str()
+    order: dict[str, list[str]] = defaultdict(list)  # each process's tests, in the order they ran
+    for worker, path, name in re.findall(r"\[(gw\d)\][^\n]*PASSED ([\w/]+)\.py::(\w+)", result.stdout.str()):
+        workers["kafka" if name.startswith("test_kafka_b") else "own" if name.startswith("test_kafka") else path].add(
+            worker
+        )
+        order[worker].append(name)
+    assert len(workers) == 7, result.stdout.str()
     assert all(len(w) == 1 for w in workers.values()), f"split between processes: {dict(workers)}"
     used = set().union(*workers.values())
     assert used == {"gw0", "gw1"}, f"one process ran everything: {dict(workers)}"
+    (kafka_process,) = workers["kafka"]
+    assert order[kafka_process][0].startswith("test_kafka_b"), f"the Kafka tests did not start first: {dict(order)}"
+    (own_process,) = workers["own"]
+    own_last = order[own_process][-TESTS * 2 :]
+    assert all(n.startswith(("test_kafka_k", "test_kafka_h")) for n in own_last), f"not run last: {dict(order)}"

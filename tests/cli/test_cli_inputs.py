@@ -152,6 +152,9 @@ def test_kafka_commands_say_cannot_reach_kafka_once(files: Path) -> None:
     # that dev's broker is gone
     assert "check the address (from --bootstrap-servers)" in said["tail"], said["tail"]
     assert "'eventscript dev' starts is stopped when dev ends" in said["tail"], said["tail"]
+    # run names the setting's place in the topology file, and how to get a broker to try things
+    assert f"check bootstrap_servers ({files / 'topology.yaml'}:2:22)" in said["run"], said["run"]
+    assert "'eventscript dev' starts a broker of its own" in said["run"], said["run"]
 
 
 def test_produce_reads_the_trace_before_contacting_kafka(files: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -178,8 +178,8 @@ def test_the_lazy_cache_switching_itself_off_within_a_batch() -> None:
 
 
 def test_the_tester_fires_a_timer_due_now_between_two_events_of_one_instant() -> None:
-    """The tester reads the trace through one ``feed_many`` (``SimulatedHost.run``): a timer
-    that an event makes due at once fires before the next event of the same timestamp."""
+    """A timer that an event makes due at once fires before the next event of the same
+    timestamp (the tester fires what is due after each trace event: ``SimulatedHost.run``)."""
     src = "in long A, long B\nout long Z\n( A() elapse[0 msec]() { !>Z(1); } | B() { !>Z(2); } )*\n"
     lines: list[dict[str, Any]] = []
     run_trace(

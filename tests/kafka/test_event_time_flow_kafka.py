@@ -28,8 +28,8 @@ out {string site; long n;} Seen
 """
 
 PARTITIONS = 3
-COUNT = 4000
-RATE = 100.0  # records per second: the producer writes for about 40 s
+COUNT = 2000
+RATE = 100.0  # records per second: the producer writes for about 20 s, from when the worker holds its tasks
 
 
 def produce(bootstrap: str, topic: str, stop: threading.Event, sent: list[int]) -> None:
@@ -92,10 +92,14 @@ def test_outputs_keep_up_with_continuous_input_through_the_repartition_topic(bro
     sent = [0]
     writer = threading.Thread(target=produce, args=(broker.bootstrap, f"{name}-in", stop, sent), daemon=True)
     watcher = TopicWatcher(broker, f"{name}-out")
-    worker = start_worker(path, "-v", log=tmp_path / "worker.log")
-    writer.start()
+    log = tmp_path / "worker.log"
+    worker = start_worker(path, "-v", log=log)
     try:
-        # Half the input out while the producer still writes (it writes for about 40 s; before
+        # (the producer starts once the worker holds every task: a start slowed by a loaded
+        # machine is not counted against the worker's pace)
+        wait_for(lambda: log.exists() and "assigned tasks [0, 1, 2]" in log.read_text(), 120, what="the tasks")
+        writer.start()
+        # Half the input out while the producer still writes (it writes for about 20 s; before
         # the fix the tasks had given about one output per marker round trip by then).
         wait_for(lambda: watcher.distinct() >= COUNT // 2 or not writer.is_alive(), 120, what="outputs")
         assert writer.is_alive(), (
@@ -109,5 +113,6 @@ def test_outputs_keep_up_with_continuous_input_through_the_repartition_topic(bro
         worker.send_signal(signal.SIGTERM)
         worker.wait(60)
         watcher.close()
-        writer.join(30)
+        if writer.ident is not None:  # started
+            writer.join(30)
     assert watcher.distinct() == COUNT

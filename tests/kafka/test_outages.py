@@ -19,9 +19,11 @@ from kafka_helpers import (
     Broker,
     KeyedProducer,
     Oracle,
+    RunnerThread,
     TopicWatcher,
     free_port,
     outputs_by_key,
+    program_topology,
     read_many,
     ready,
     start_worker,
@@ -29,6 +31,8 @@ from kafka_helpers import (
     unique,
     wait_for,
 )
+
+from count_programs import COUNT
 
 WALL_PROGRAM = """
 in {string k;} Arm group(Arm.k)
@@ -397,3 +401,56 @@ def test_commit_timing_out_is_resumed_not_aborted(
     print(f"outputs={len(raw)} repeats={repeats}")
     for key, lines in oracle.outputs.items():
         assert got.get(key) == lines, f"key {key}: outputs differ from the uninterrupted run"
+
+
+class _StuckAdmin:
+    """An admin client in the state CI saw after a broker outage (librdkafka 2.16, Apache Kafka
+    4.1): every request fails "while waiting for controller", for good, while the worker's
+    consumer and producer work."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.asked = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def describe_topics(self, topics: Any, **kwargs: Any) -> dict[str, Any]:
+        from concurrent.futures import Future
+
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.asked += 1
+        answers: dict[str, Any] = {}
+        for topic in topics.topic_names:
+            failed: Future[Any] = Future()
+            stuck = KafkaError(KafkaError._TIMED_OUT, "Failed while waiting for controller: Local: Timed out")
+            failed.set_exception(KafkaException(stuck))
+            answers[topic] = failed
+        return answers
+
+
+@pytest.mark.kafka
+def test_a_stuck_admin_client_is_replaced(broker: Broker, tmp_path: Path) -> None:
+    """The restore reads the changelog's topic id with the worker's admin client. CI saw that
+    client fail every request for over a minute after a broker outage, the worker not ready all
+    along, also after it rejoined with a new consumer (the admin client was kept): a failed
+    request must be asked again with a new admin client."""
+    from eventscript.kafka.clients import ClientSupplier
+
+    _, topo_path = program_topology(broker, tmp_path, COUNT, "stuckadmin", "Tick", partitions=2)
+    admins: list[Any] = []
+
+    class Supplier(ClientSupplier):
+        def admin(self, conf: dict[str, Any]) -> Any:
+            client = super().admin(conf)
+            admins.append(_StuckAdmin(client) if not admins else client)
+            return admins[-1]
+
+    run = RunnerThread(topo_path, supplier=Supplier()).start(timeout=30)
+    try:
+        assert isinstance(admins[0], _StuckAdmin) and admins[0].asked >= 1, "the restore asked no admin client"
+        assert len(admins) >= 2, "the worker kept asking the stuck admin client"
+    finally:
+        run.runner.stop()
+        run.finish(60)

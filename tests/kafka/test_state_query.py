@@ -181,8 +181,8 @@ def test_an_ungrouped_instance_that_ended_says_so(tmp_path: Path) -> None:
 def test_the_answer_agrees_with_the_testers_explanation(tmp_path: Path) -> None:
     """The same records through ``eventscript test --explain``'s recorder give the same instance."""
     from eventscript.explain.instance import explain_instance
-    from eventscript.explain.runs import record_pipeline
     from eventscript.language.source import SourceFile
+    from eventscript.tester.recording import record_pipeline
     from eventscript.tester.trace import parse_trace
 
     task = _doors_task(tmp_path / "t")

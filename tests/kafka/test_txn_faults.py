@@ -410,8 +410,11 @@ SLICE = 0.5
     [
         # a synchronous commit has no timeout: the worker was silent for the whole outage
         ("at_least_once", "consumer.commit:stall", {}),
-        # a queue of 5 records is full at once while the broker is away: send() waited in a loop
-        ("exactly_once", "producer.produce:stall", {"queue.buffering.max.messages": 5}),
+        # a queue of one record is full at once while the broker is away: send() waited in a loop
+        # (the stall comes at the batch's first record, often a progress marker: with a queue of
+        # 5, a batch of fewer went on to send_offsets_to_transaction, which librdkafka does not
+        # time out (issue 5456), and the loop was silent for the whole outage, 3 of 4 runs loaded)
+        ("exactly_once", "producer.produce:stall", {"queue.buffering.max.messages": 1}),
     ],
     ids=["alo-commit", "eos-full-queue"],
 )

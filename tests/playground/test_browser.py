@@ -112,8 +112,10 @@ def test_stepping_moves_the_highlighted_state(page: Any) -> None:
     assert page.query_selector_all("#outputs tbody tr[data-n].future") == []
     page.click("#back")
     assert _selected_node(page) == "s1" and len(page.query_selector_all("#outputs tbody tr[data-n].future")) == 1
-    page.fill("#slider", "5")
-    assert _selected_node(page) == "s0"
+    page.fill("#slider", "5")  # the front door closes: back in the start state, its instance is released
+    assert _selected_node(page) is None  # (as the worker's task releases it: issue 19, the tester runs it)
+    page.fill("#slider", "1")
+    assert _selected_node(page) == "s1"
 
 
 def test_a_shipped_topology_opens_runs_and_filters(page: Any) -> None:

@@ -10,9 +10,9 @@ import pytest
 from eventscript.automata.compile import compile_file, compile_source
 from eventscript.cli.main import main
 from eventscript.explain import ProgramTerms, explain_instance, view_of_snapshot
-from eventscript.explain.runs import record_pipeline
 from eventscript.language.source import SourceFile
 from eventscript.tester.pipeline import run_trace
+from eventscript.tester.recording import record_pipeline
 from eventscript.tester.trace import TraceEvent, parse_trace, read_trace
 
 ROOT = Path(__file__).resolve().parents[2]

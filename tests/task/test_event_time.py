@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from eventscript.task.progress import InputProgress, marker_headers, read_marker
+from eventscript.tester.topology import simulate
 from eventscript.tester.trace import read_trace
 from eventscript.topology.config import load_topology
 from eventscript.topology.model import load_graph
 from eventscript.topology.progress import topology_partitions
-from eventscript.topology.simulate import simulate
 
 from .pipeline_log import PipelineRun, with_partitions
 

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from count_programs import COUNT_QUIET
 from eventscript.automata.compile import compile_source
+from eventscript.kafka import task_manager
 from eventscript.kafka.task_manager import TaskManager
 from eventscript.task.collector import OutRecord
 from eventscript.topology.config import InputConfig
@@ -162,7 +164,10 @@ def test_a_restored_task_reads_its_inputs_from_the_offsets_it_was_restored_to(tm
     assert counts(sent) == [(5, 6), (6, 7), (7, 8)]  # neither records 0-4 again nor a count from 1
 
 
-def test_a_committed_offset_answered_with_an_error_is_asked_again(tmp_path: Path) -> None:
+def test_a_committed_offset_answered_with_an_error_is_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(task_manager, "RESTORE_RETRY", 0.0)  # (the turns below follow each other at once)
     records = [tick(i, T0 + i * 1000, "k") for i in range(8)]
     log = Changelog()
     first_owner(tmp_path / "first", log, records[:5])

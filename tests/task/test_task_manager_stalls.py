@@ -148,6 +148,7 @@ def test_started_inputs_are_moved_by_a_seek_without_a_new_assignment(tmp_path: P
 
 def test_a_coordinator_that_never_answers_ends_the_member(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(task_manager_mod, "COORDINATOR_STALL", 0.2)
+    monkeypatch.setattr(task_manager_mod, "RESTORE_RETRY", 0.0)
     member = Member(failing=True)
     manager = _manager(tmp_path, member)
     manager.assign(member, [TopicPartition(REP, 0)], SENDERS)  # type: ignore[arg-type]
@@ -162,6 +163,7 @@ def test_a_coordinator_that_never_answers_ends_the_member(tmp_path: Path, monkey
 
 def test_a_coordinator_that_answers_again_in_time_ends_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(task_manager_mod, "COORDINATOR_STALL", 0.2)
+    monkeypatch.setattr(task_manager_mod, "RESTORE_RETRY", 0.0)
     member = Member(failing=True)
     manager = _manager(tmp_path, member)
     manager.assign(member, [TopicPartition(REP, 0)], SENDERS)  # type: ignore[arg-type]

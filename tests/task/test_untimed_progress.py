@@ -16,10 +16,10 @@ import yaml
 
 from count_programs import COUNT_QUIET
 from eventscript.task.partitioner import murmur2_partition
+from eventscript.tester.topology import simulate
 from eventscript.tester.trace import read_trace
 from eventscript.topology.config import load_topology
 from eventscript.topology.model import load_graph
-from eventscript.topology.simulate import simulate
 
 from .pipeline_log import PipelineRun
 from .task_helpers import T0, PlainRecord

@@ -15,9 +15,9 @@ import yaml
 from conftest import CASES
 from eventscript.automata.compile import compile_file
 from eventscript.tester.pipeline import run_trace
+from eventscript.tester.topology import simulate
 from eventscript.tester.trace import read_trace
 from eventscript.topology.model import load_graph
-from eventscript.topology.simulate import simulate
 
 OWN_CASES = Path(__file__).resolve().parents[1] / "cases"
 CASE_DIRS = sorted(
@@ -35,14 +35,18 @@ def stages(case: Path) -> list[Path]:
 
 def chain_topology(programs: list[Path], folder: Path) -> Path:
     """The programs as a topology: a source topic for the trace, then one topic per link, every
-    event under its own name (the ``es-event`` header), the last program's events the result."""
+    event under its own name (the ``es-event`` header), keyed or not as its writer keys it
+    (``keyed: false``, as a pipeline's links are: ``tester.pipeline.chain_configs``), the last
+    program's events the result."""
     entries: list[dict[str, Any]] = []
     for k, program in enumerate(programs):
         entries.append(
             {
                 "name": program.stem,
                 "source": str(program),
-                "inputs": [{"topic": "trace" if k == 0 else f"link-{k}", "event_from": {"header": "es-event"}}],
+                "inputs": [
+                    {"topic": "trace" if k == 0 else f"link-{k}", "event_from": {"header": "es-event"}, "keyed": False}
+                ],
                 "outputs": {"default": "results" if k == len(programs) - 1 else f"link-{k + 1}"},
             }
         )

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from eventscript.cli.main import main
+from eventscript.tester.topology import simulate
 from eventscript.tester.trace import read_trace
 from eventscript.topology.model import load_graph
-from eventscript.topology.simulate import simulate
 
 from .conftest import ALARM, READINGS, two_stage
 

@@ -11,12 +11,13 @@ from typing import Any
 
 from eventscript.automata.compile import compile_source
 from eventscript.automata.compiled import CompiledProgram
-from eventscript.engine.encoding import DecodeError
+from eventscript.engine.encoding import DecodeError, encode
 from eventscript.engine.engine import Engine
 from eventscript.engine.events import Emitted, ErrorCode
 from eventscript.engine.time_provider import SimulatedTimeProvider
+from eventscript.engine.timeutil import format_time
 from eventscript.language.source import SourceFile
-from eventscript.tester.pipeline import OutputLine, run_trace
+from eventscript.tester.pipeline import run_trace
 from eventscript.tester.trace import Timestamp, event_argument, parse_trace, typed_argument
 from eventscript.upgrade.convert import RESTARTED, Conversion, convert
 from eventscript.upgrade.plan import Plan
@@ -39,6 +40,15 @@ def render(items: list[Item]) -> str:
     return " ".join(out)
 
 
+def tester_line(e: Emitted, key_types: list[Any] | None) -> dict[str, Any]:
+    """An event the engine emitted as the tester prints it: time, event, value and, for a grouped
+    program, key."""
+    line: dict[str, Any] = {"time": format_time(e.time), "event": e.name, "value": encode(e.value, e.ty)}
+    if key_types is not None and e.key is not None:
+        line["key"] = [encode(k, t) for k, t in zip(e.key, key_types)]
+    return line
+
+
 def run_tester(prog: CompiledProgram, items: list[Item]) -> list[dict[str, Any]]:
     lines: list[dict[str, Any]] = []
     run_trace([prog], parse_trace(SourceFile("<trace>", render(items))), lambda line: lines.append(line.to_json()))
@@ -57,7 +67,7 @@ def run_upgraded(
 
     def sink_for(prog: CompiledProgram) -> Any:
         def sink(e: Emitted) -> None:
-            out.append(OutputLine(e, 0, True, prog.program.key_types).to_json())
+            out.append(tester_line(e, prog.program.key_types))
 
         return sink
 

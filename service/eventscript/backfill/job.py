@@ -25,7 +25,7 @@ from .plan import OffsetRange, Plan, SourceSpec, program_spec
 from .records import OUTPUT_DDL, OutputRow
 from .sink import unpack_rows
 from .stages import run_partition
-from .task_stage import BackfillError, TaskSummary
+from .task_stage import BackfillError, TaskSummary, add_clocks
 
 DEFAULT_MASTER = "local[*]"
 
@@ -41,6 +41,8 @@ class Totals:
     repartitioned: int = 0
     keys: int = 0
     summaries: list[TaskSummary] = field(default_factory=list)
+    #: Each input partition's final record clock (ms), by partition number (text).
+    clocks: dict[str, int] = field(default_factory=dict)
 
     def add(self, s: TaskSummary) -> None:
         self.summaries.append(s)
@@ -50,6 +52,7 @@ class Totals:
         self.errors += s.errors
         self.repartitioned += s.repartitioned
         self.keys += s.keys
+        add_clocks(self.clocks, s.clocks)
 
 
 # -- the session ------------------------------------------------------------------------------------
@@ -320,8 +323,9 @@ def outputs(
     return JobOutputs(spark, plan, totals, on_summary, on_state, fused)
 
 
-def run_locally(plan: Plan) -> Iterator[OutputRow]:
-    """The same tasks without Spark, one after the other (for tests and comparisons)."""
+def run_locally(plan: Plan, on_summary: Callable[[TaskSummary], None] = lambda s: None) -> Iterator[OutputRow]:
+    """The same tasks without Spark, one after the other (for tests and comparisons); each
+    task's summary goes to ``on_summary``."""
     from . import key_parallel
     from .source import slice_batches
 
@@ -330,8 +334,11 @@ def run_locally(plan: Plan) -> Iterator[OutputRow]:
     else:
         batches = (b for i in range(plan.reads) for b in run_partition(plan, i, slice_batches(plan, plan.slice_of(i))))
     for batch in packed(batches, "arrow", plan.program.repartition_topic):
-        if batch.column(0)[0].as_py() == "packed":
+        kind = batch.column(0)[0].as_py()
+        if kind == "packed":
             yield from unpack_rows(batch.column("value")[0].as_py())
+        elif kind == "stats":
+            on_summary(TaskSummary.from_json(batch.column("value")[0].as_py()))
 
 
 def check_totals(totals: Totals, plan: Plan) -> None:

@@ -28,6 +28,7 @@ from ..kafka import clients
 from ..kafka.admin import Admin
 from ..task.codec import Headers
 from ..topology.config import KafkaConfig, ProgramConfig, TopicSpec, Topology, TopologyError
+from .markers import reading_order
 from .records import OutputRow
 from .sink import SinkError
 
@@ -182,14 +183,27 @@ class KafkaSink:
     The same shape as :class:`~eventscript.backfill.sink.FileSink`: a context manager with
     ``write_all``, ``commit`` and ``count``."""
 
-    def __init__(self, kafka: KafkaConfig, txn_id: str, extra: Callable[[Transaction], None] | None = None) -> None:
+    def __init__(
+        self,
+        kafka: KafkaConfig,
+        txn_id: str,
+        extra: Callable[[Transaction], None] | None = None,
+        markers: Callable[[Callable[[str], int]], list[Record]] | None = None,
+        ordered: set[str] | None = None,
+    ) -> None:
         """``extra``: called with the open transaction after the outputs, before the commit (the
-        hand-over adds its changelog records and offsets there)."""
+        hand-over adds its changelog records and offsets there). ``markers``: given a topic's
+        partition count on the broker, the progress markers that follow every output record in
+        the transaction (``markers.py``). ``ordered``: topics whose records are produced in
+        record-time order (``markers.reading_order``), as programs reading them need."""
         self.kafka = kafka
         self.txn_id = txn_id
         self.extra = extra
+        self.markers = markers
+        self.ordered = ordered or set()
         self.spool: Spool | None = None
         self.count = 0
+        self.marker_count = 0
         self.per_topic: dict[str, int] = {}
 
     def __enter__(self) -> KafkaSink:
@@ -213,7 +227,10 @@ class KafkaSink:
 
         txn = Transaction(self.kafka, self.txn_id)
         try:
-            self.count = txn.produce(self.spool, counted)
+            records = reading_order(self.spool, self.ordered) if self.ordered else self.spool
+            self.count = txn.produce(records, counted)
+            if self.markers is not None:
+                self.marker_count = txn.produce(self.markers(_partition_counts(txn.producer)))
             if self.extra is not None:
                 self.extra(txn)
             else:
@@ -228,6 +245,26 @@ class KafkaSink:
         if self.spool is not None:
             self.spool.close()
             self.spool = None
+
+
+def _partition_counts(client: Any) -> Callable[[str], int]:
+    """A topic's partition count, as the broker says (asked once per topic)."""
+    counts: dict[str, int] = {}
+
+    def partitions_of(topic: str) -> int:
+        if topic not in counts:
+            try:
+                found = client.list_topics(topic, timeout=STEP_TIMEOUT).topics.get(topic)
+            except KafkaException as exc:
+                raise SinkError(f"reading the partitions of {topic}: {kafka_reason(exc)}") from None
+            if found is None or found.error is not None or not found.partitions:
+                raise SinkError(
+                    f"topic {topic} has no partitions on the broker: create it (eventscript topology plan --apply)"
+                )
+            counts[topic] = len(found.partitions)
+        return counts[topic]
+
+    return partitions_of
 
 
 def ensure_topics(topo: Topology, topics: Iterable[str], partitions: int) -> None:

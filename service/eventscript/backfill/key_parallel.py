@@ -45,6 +45,7 @@ from .task_stage import (
     BackfillError,
     TaskStage,
     TaskSummary,
+    add_clocks,
 )
 
 #: The offset of a partition end row: "input partition p has no more records; its task's final
@@ -262,6 +263,9 @@ class KeyGroupStage:
         self.store_dir = store_dir
         self.index = {piece.partition: i for i, piece in enumerate(plan.slices)}
         self.tasks: dict[int, MergedTaskStage] = {}
+        #: Each partition's final record clock (ms), from its end row (every group has one, also
+        #: a group with none of the partition's keys).
+        self.ends: dict[str, int] = {}
 
     def _task(self, partition: int) -> MergedTaskStage:
         stage = self.tasks.get(partition)
@@ -285,6 +289,7 @@ class KeyGroupStage:
                 run_stage.feed_records(run)
                 run = []
             if rec.offset() == PARTITION_END_OFFSET:
+                self.ends[str(rec.partition())] = clock // 1000
                 ended = self.tasks.get(rec.partition())
                 if ended is not None:
                     ended.tick(clock)  # partition p's last record time: its timers due by then fire
@@ -304,7 +309,7 @@ class KeyGroupStage:
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """Each task's end (``--until``, hand-over state), then one summary for the whole group."""
-        total = TaskSummary(self.group)
+        total = TaskSummary(self.group, clocks=dict(self.ends))
         for _, stage in sorted(self.tasks.items()):
             for batch in stage.finish():
                 if batch.column(0)[0].as_py() != "stats":
@@ -323,6 +328,7 @@ def _add_summary(total: TaskSummary, s: TaskSummary) -> None:
         setattr(total, name, getattr(total, name) + getattr(s, name))
     total.first_ms = min((x for x in (total.first_ms, s.first_ms) if x is not None), default=None)
     total.last_ms = max((x for x in (total.last_ms, s.last_ms) if x is not None), default=None)
+    add_clocks(total.clocks, s.clocks)
 
 
 # -- the stages' bodies ----------------------------------------------------------------------------------------

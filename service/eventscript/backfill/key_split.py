@@ -14,9 +14,10 @@ What makes it cheap: a record of another group is not decoded at all. Its group 
 record key (the routing bytes of its group key, when it is keyed as the input's key format says —
 as ``eventscript produce`` and every producer following docs/worker.md write records), in Arrow,
 and for task p's clock it counts as what such a record is: a move to its timestamp. Records
-without a record key, with headers (ticks; event names in headers) or with a timestamp the clock
-cannot take reach every group's task, which decodes them as task p does; only the group they
-belong to feeds them to the program or reports their ``$error`` (an unkeyed record's: group 0).
+without a record key, with headers (ticks; event names in headers; ``es-seq`` alone, the order
+of ties, does not count) or with a timestamp the clock cannot take reach every group's task,
+which decodes them as task p does; only the group they belong to feeds them to the program or
+reports their ``$error`` (an unkeyed record's: group 0).
 
 Several co-partitioned inputs: task p merges them by timestamp, and where a record lands in that
 merge depends on the records of the other groups before it, so those stay in the task's inputs
@@ -40,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..engine.timeutil import MAX_TIME
+from ..task.codec import HEADER_SEQ
 from ..task.keys import input_format
 from ..task.routing import HASH_MIX, HASH_PRIME, KeyFilter, key_group
 from .plan import Plan
@@ -155,7 +157,24 @@ def auto_split(plan: Plan, slots: int) -> list[int]:
 def _plain(msg: Any) -> bool:
     """Whether key-split mode took the record, by its record key, for one of its key group that
     moves the clock to its timestamp (in Arrow: ``SplitStage._split``'s ``plain``)."""
-    return msg.key() is not None and not msg.headers() and 0 <= msg.timestamp()[1] <= MAX_TS_MS
+    return msg.key() is not None and _order_only(msg.headers()) and 0 <= msg.timestamp()[1] <= MAX_TS_MS
+
+
+def _order_only(headers: Any) -> bool:
+    """No header but ``es-seq``: the producer's order of ties, which only the merge reads (every
+    record ``eventscript produce`` writes has one), so it keeps no record from being plain."""
+    return not headers or all(k == HEADER_SEQ for k, _ in headers)
+
+
+def order_only_headers(column: pa.Array) -> np.ndarray:
+    """Per row of a headers column: ``_order_only``, in Arrow."""
+    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy()
+    if not lengths.any():
+        return lengths == 0
+    keys = pc.list_flatten(column).field("key")
+    other = pc.fill_null(pc.not_equal(keys, HEADER_SEQ), True).to_numpy(zero_copy_only=False)
+    parents = pc.list_parent_indices(column).to_numpy()
+    return np.bincount(parents[other], minlength=len(column)) == 0
 
 
 class SplitStage(TaskStage, KeyFilter):
@@ -201,7 +220,7 @@ class SplitStage(TaskStage, KeyFilter):
         ts = pc.fill_null(batch.column("timestamp"), -1).to_numpy()
         offset = batch.column("offset").to_numpy()
         record = offset >= 0  # not an end marker
-        no_headers = pc.fill_null(pc.list_value_length(batch.column("headers")), 0).to_numpy() == 0
+        no_headers = order_only_headers(batch.column("headers"))
         plain = key.is_valid().to_numpy(zero_copy_only=False) & no_headers & record & (ts >= 0) & (ts <= MAX_TS_MS)
         mine = batch_groups(key, self.splits) == self.group
         skipped = plain & ~mine

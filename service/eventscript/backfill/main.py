@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ..topology.config import ProgramConfig, Topology
@@ -16,6 +17,7 @@ from .cut import CutError
 from .export import ExportError
 from .job import Totals, check_totals, export_plan, outputs, spark_session
 from .kafka_sink import KafkaSink, Transaction, ensure_topics, sink_topics, transactional_id, with_topics
+from .markers import MarkerRecord, final_markers, read_topics
 from .plan import Plan, program_spec
 from .progress import Progress
 from .sink import FileSink, SinkError, sink_format
@@ -65,25 +67,6 @@ def _spark_failure(exc: Exception) -> str:
     if raised:
         return raised[-1]
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-
-
-def _order_warnings(topo: Topology, cfg: ProgramConfig, topics: list[str]) -> list[str]:
-    """Key-parallel and key-split modes write each key group's records in turn: per key in the
-    worker's order, but across keys not in the record-time order a worker writes a topic in. A
-    program that reads such a topic grouped by another key would see another history than the
-    worker's."""
-    out = []
-    for reader in topo.programs:
-        read = sorted({i.topic for i in reader.inputs} & set(topics))
-        if reader.name != cfg.name and read:
-            out.append(
-                f"program {reader.name} reads {', '.join(read)}; key-parallel mode (--key-groups) and "
-                f"key-split mode (more tasks than partitions) write records of different keys in another order than "
-                f"the worker, so where {reader.name} "
-                f"groups by another key its results may differ from the worker's: backfill in partition "
-                f"mode (no --key-groups, --split 1) for topics other programs read"
-            )
-    return out
 
 
 def _sink_config(
@@ -204,9 +187,6 @@ def _run(
     force: bool,
 ) -> Totals:
     """The Spark job and the sink (and the hand-over) of one planned backfill."""
-    if topics and (plan.key_groups or plan.splits > 1):
-        for warning in _order_warnings(topo, cfg, topics):
-            err.write(f"backfill: warning: {warning}\n")
     if topics:
         err.write(
             f"backfill: the outputs go to Kafka topics {', '.join(topics)} on {topo.kafka.bootstrap_servers}, "
@@ -227,10 +207,14 @@ def _run(
         assert target is not None and state is not None
         ho.write(txn, topo, target, state, force)
 
+    def markers(partitions_of: Callable[[str], int]) -> list[MarkerRecord]:
+        clocks = {int(p): ms for p, ms in totals.clocks.items()}
+        return final_markers(topo, cfg, plan.program.partitions, clocks, partitions_of, handover=target is not None)
+
     sink: FileSink | KafkaSink = (
         FileSink(output)
         if output is not None
-        else KafkaSink(topo.kafka, txn_id, hand_over if target is not None else None)
+        else KafkaSink(topo.kafka, txn_id, hand_over if target is not None else None, markers, read_topics(topo, cfg))
     )
     try:
         with sink:
@@ -278,6 +262,7 @@ def _hand_over_alone(topo: Topology, txn_id: str, hand_over: Any, output: str | 
 
 def _report(err: Any, sink: FileSink | KafkaSink, output: str | None) -> None:
     if isinstance(sink, KafkaSink):
-        err.write(f"wrote {sink.count} records in one transaction: {sink.describe()}\n")
+        markers = f", then {sink.marker_count} progress markers" if sink.marker_count else ""
+        err.write(f"wrote {sink.count} records in one transaction: {sink.describe()}{markers}\n")
     else:
         err.write(f"wrote {sink.count} records to {output}\n")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import orjson
@@ -92,6 +92,9 @@ class TaskSummary:
     keys: int = 0  # live instances at the end
     first_ms: int | None = None
     last_ms: int | None = None
+    #: Each input partition's final record clock (ms), by partition number (text: JSON keys): the
+    #: backfill's final progress markers say it (``markers.py``).
+    clocks: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         return orjson.dumps(asdict(self))
@@ -99,6 +102,15 @@ class TaskSummary:
     @staticmethod
     def from_json(raw: bytes) -> TaskSummary:
         return TaskSummary(**orjson.loads(raw))
+
+
+def add_clocks(total: dict[str, int], clocks: dict[str, int]) -> None:
+    """Take ``clocks`` (partition → final record clock, ms) into ``total``: the latest of each
+    partition's (the tasks of one partition in key-split and key-parallel modes end at its last
+    record time, and those given ``--until`` there)."""
+    for p, ms in clocks.items():
+        if ms > total.get(p, ms - 1):
+            total[p] = ms
 
 
 class TaskStage:
@@ -168,6 +180,7 @@ class TaskStage:
         if out is not None:
             yield out
         s = self.summary
+        s.clocks[str(p)] = task.clock.now() // 1000
         s.processed = task.counts["processed"]
         s.errors = task.counts["errors"]
         s.repartitioned = task.counts["repartitioned"]

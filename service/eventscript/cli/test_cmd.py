@@ -1,7 +1,7 @@
 """``eventscript test --trace FILE PROGRAM...``: the tester (language document §6.5).
 
 Given one topology file (``.yaml``/``.yml``) instead of programs, the whole topology runs in
-simulated time, each program's outputs routed by the topology's topic map (``topology/simulate.py``).
+simulated time, each program's outputs routed by the topology's topic map (``tester/topology.py``).
 """
 
 from __future__ import annotations
@@ -113,10 +113,10 @@ def _simulate(
 
 def run_topology(args: argparse.Namespace) -> int:
     """The whole topology over the trace, in simulated time."""
+    from ..tester.topology import TopologySimulation
     from ..topology.check import errors as check_errors
     from ..topology.config import TopologyError
     from ..topology.model import load_graph
-    from ..topology.simulate import TopologySimulation
 
     try:
         graph = load_graph(args.programs[0], args.state_limit)
@@ -139,7 +139,7 @@ def run_topology(args: argparse.Namespace) -> int:
     warn_unread_events(items, sources, unread, sys.stderr)
 
     def record() -> Any:
-        from ..explain.runs import record_topology  # only for --explain
+        from ..tester.recording import record_topology  # only for --explain
 
         return record_topology(graph, items)
 
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     warn_unread_events(items, inputs, f"{args.programs[0]} declares no input event {{name}}", sys.stderr)
 
     def record() -> Any:
-        from ..explain.runs import record_pipeline  # only for --explain
+        from ..tester.recording import record_pipeline  # only for --explain
 
         return record_pipeline(compiled, items, names)
 

@@ -527,8 +527,9 @@ class Engine:
 
         def create(gk: Any) -> InstanceContext:
             ctx = cls(gk, start, [UNSET] * nvars if nvars else NO_VARIABLES)
-            if engine._origin_of is not None:
-                ctx.origin = engine._origin_of()
+            origin_of = engine._origin_of
+            if origin_of is not None and (origin := origin_of()) is not None:  # (None: the default, nothing to set)
+                ctx.origin = origin
             table[gk] = ctx
             if init is not None:
                 init(ctx, None)
@@ -563,9 +564,9 @@ class Engine:
         replaces this method with its feed's code in a loop (``batch.feed_many_source``).
 
         ``events`` is read lazily, one pair per event processed. Time does not move within a
-        batch: a host that fires due timers between events (the tester: ``run_due`` after each)
-        splits its batches there, or passes a generator that fires them before yielding the next
-        event (``tester.host``). The consumer, output handlers and host hooks must not change
+        batch: a host that fires due timers between events (``run_due`` after each) splits its
+        batches there, or passes a generator that fires them before yielding the next event. The
+        consumer, output handlers and host hooks must not change
         while a batch runs (from a consumer, say): set them between batches.
 
         Made on the first call (it costs as much again as compiling the feed: most engines

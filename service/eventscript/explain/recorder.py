@@ -1,7 +1,8 @@
 """A step record per event and per timer firing, taken while a host runs its engines.
 
-The recorder wraps each engine's ``feed``, ``fire_timer`` and ``start`` (public methods, looked
-up on the engine by every host) and snapshots the instance an event or timer goes to before and
+The recorder wraps each engine's ``feed`` (and ``feed_keyed``, which a task calls with the key it
+computed), ``fire_timer`` and ``start`` (public methods, looked up on the engine by every host)
+and snapshots the instance an event or timer goes to before and
 after, so what it records is what the engine computed, not a second simulation. Steps nest: an
 event one stage emits is fed to the next stage within the step that emitted it (``parent``).
 """
@@ -144,13 +145,20 @@ class StepRecorder:
         # (public, documented to do so) turns it into one with a context per key, same outputs.
         previous = engine.on_terminate
         engine.on_terminate = previous or (lambda ctx: None)
-        feed, fire_timer, start = engine.feed, engine.fire_timer, engine.start
+        feed, feed_keyed, fire_timer, start = engine.feed, engine.feed_keyed, engine.fire_timer, engine.start
         now = engine.time.now
 
         def recorded_feed(name: str, value: Any) -> Any:
             # the event's key, computed once: the instance before the event, and after it (a
             # compact engine's feed returns no context)
             key = engine.group_key(name, value) if engine.grouped else None
+            return recorded(name, value, key, lambda: feed(name, value))
+
+        def recorded_feed_keyed(name: str, value: Any, key: tuple[Any, ...]) -> Any:
+            # a host that computed the key (a task) feeds it with the event
+            return recorded(name, value, key, lambda: feed_keyed(name, value, key))
+
+        def recorded(name: str, value: Any, key: Any, fed: Callable[[], Any]) -> Any:
             ctx = self._instance_of(engine, key)
             before = self._view_before(stage, ctx)
             ty = engine.input_type(name)
@@ -170,7 +178,7 @@ class StepRecorder:
                 )
             )
             try:
-                ctx = feed(name, value)
+                ctx = fed()
             finally:
                 self._open.pop()
             if ctx is None and ty is not None:
@@ -241,6 +249,7 @@ class StepRecorder:
             step.timers = _timer_changes(terms, None, step.after)
 
         engine.feed = recorded_feed
+        engine.feed_keyed = recorded_feed_keyed
         # method-assign: the recorder wraps this engine's methods for the run it records
         engine.fire_timer = recorded_fire  # type: ignore[method-assign]
         engine.start = recorded_start  # type: ignore[method-assign]
@@ -277,3 +286,19 @@ def _timer_changes(
     if new is not None and (before is None or new[2] != before[2]):
         out.append({"change": "set", "marker": terms.time_marker_text(new[1]), "deadline": new[0]})
     return out
+
+
+@dataclass
+class Recording:
+    """The steps and outputs of a run, and the stages' names."""
+
+    recorder: StepRecorder
+    names: list[str]
+
+    @property
+    def steps(self) -> list[Any]:
+        return self.recorder.steps
+
+    @property
+    def outputs(self) -> list[dict[str, Any]]:
+        return self.recorder.outputs

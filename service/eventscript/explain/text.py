@@ -9,8 +9,7 @@ from typing import Any
 from ..engine.encoding import json_line
 from ..engine.timeutil import format_time
 from .instance import InstanceView
-from .recorder import Step
-from .runs import Recording
+from .recorder import Recording, Step
 from .terms import ProgramTerms
 
 

@@ -45,12 +45,19 @@ UNANSWERED = {
 class KafkaUnavailable(TopologyError):
     """Kafka at the bootstrap servers did not answer."""
 
-    def __init__(self, servers: str, doing: str, err: KafkaError) -> None:
+    def __init__(self, servers: str, doing: str, err: KafkaError, where: str | None = None) -> None:
+        setting = f"bootstrap_servers ({where})" if where else "bootstrap_servers"
         super().__init__(
-            f"cannot reach Kafka at {servers} ({doing}: {err.str()}); check bootstrap_servers "
-            f"(or --bootstrap-servers), that the brokers are up and reachable from here, and the "
-            f"security settings"
+            f"cannot reach Kafka at {servers} ({doing}: {err.str()}); check {setting} "
+            f"(or --bootstrap-servers, or ${{KAFKA_BOOTSTRAP_SERVERS}} where the file names it), that the "
+            f"brokers are up and reachable from here, and the security settings. To try a topology "
+            f"on this machine, 'eventscript dev' starts a broker of its own"
         )
+
+    @classmethod
+    def of(cls, topo: Topology, doing: str, err: KafkaError) -> KafkaUnavailable:
+        """The error for ``topo``'s brokers, placing its bootstrap_servers setting (file:line:col)."""
+        return cls(topo.kafka.bootstrap_servers, doing, err, topo.where("kafka", "bootstrap_servers"))
 
 
 class Admin:
@@ -62,7 +69,7 @@ class Admin:
         try:
             md = self.client.list_topics(timeout=METADATA_TIMEOUT if timeout is None else timeout)
         except KafkaException as exc:
-            raise KafkaUnavailable(self.topo.kafka.bootstrap_servers, "reading the topics", exc.args[0]) from None
+            raise KafkaUnavailable.of(self.topo, "reading the topics", exc.args[0]) from None
         return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
 
     def create(self, topics: dict[str, TopicSpec]) -> None:
@@ -93,12 +100,12 @@ class Admin:
             except KafkaException as exc:
                 err = exc.args[0]
                 if err.code() in UNANSWERED:
-                    raise KafkaUnavailable(self.topo.kafka.bootstrap_servers, f"creating topic {name}", err) from None
+                    raise KafkaUnavailable.of(self.topo, f"creating topic {name}", err) from None
                 if err.name() != "TOPIC_ALREADY_EXISTS":
                     raise TopologyError(f"cannot create topic {name}: {err.str()}") from None
             except TimeoutError:
-                raise KafkaUnavailable(
-                    self.topo.kafka.bootstrap_servers, f"creating topic {name}", KafkaError(KafkaError._TIMED_OUT)
+                raise KafkaUnavailable.of(
+                    self.topo, f"creating topic {name}", KafkaError(KafkaError._TIMED_OUT)
                 ) from None
         # Metadata can lag behind creation.
         deadline = time.monotonic() + 10
@@ -188,9 +195,7 @@ class Admin:
                     time.sleep(0.2)
                     continue
                 if err.code() in UNANSWERED:
-                    raise KafkaUnavailable(
-                        self.topo.kafka.bootstrap_servers, "reading topic configurations", err
-                    ) from None
+                    raise KafkaUnavailable.of(self.topo, "reading topic configurations", err) from None
                 raise TopologyError(
                     f"cannot read the configuration of topics {', '.join(topics)}: {err.str()}"
                 ) from None

@@ -62,7 +62,7 @@ def committed_positions(topo: Topology, cfg: ProgramConfig, partitions: int) -> 
         try:
             answer = consumer.committed(tps, timeout=30)
         except KafkaException as exc:
-            raise KafkaUnavailable(topo.kafka.bootstrap_servers, "reading committed offsets", exc.args[0]) from None
+            raise KafkaUnavailable.of(topo, "reading committed offsets", exc.args[0]) from None
         for tp in answer:
             out[tp.partition][tp_name(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else 0
         return out

@@ -7,6 +7,7 @@ from ..task.codec import (  # noqa: F401
     HEADER_ID,
     HEADER_INPUT,
     HEADER_PROGRAM,
+    HEADER_SEQ,
     HEADER_SOURCE,
     HEADER_SOURCE_KEY,
     HEADER_TICK,

@@ -103,7 +103,7 @@ def describe_group(topo: Topology, cfg: ProgramConfig) -> Any:
         admin = _admin(topo)
         return await_result(admin, admin.describe_consumer_groups([group], request_timeout=10)[group], 15)
     except KafkaException as exc:
-        raise KafkaUnavailable(topo.kafka.bootstrap_servers, f"describing group {group}", exc.args[0]) from None
+        raise KafkaUnavailable.of(topo, f"describing group {group}", exc.args[0]) from None
     except TimeoutError:
         raise ResetRefused(f"group {group} could not be described within 15 s: is the broker busy?") from None
 
@@ -195,7 +195,7 @@ def plan_reset(
                 else:
                     plan.offsets[(t, p)] = (low, "earliest")
     except KafkaException as exc:
-        raise KafkaUnavailable(topo.kafka.bootstrap_servers, "reading input offsets", exc.args[0]) from None
+        raise KafkaUnavailable.of(topo, "reading input offsets", exc.args[0]) from None
     finally:
         consumer.close()
     rep = topo.repartition_topic(cfg)

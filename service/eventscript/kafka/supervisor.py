@@ -44,7 +44,10 @@ def compile_programs(topo: Topology, cfgs: list[ProgramConfig], out: TextIO = sy
         try:
             comp = compile_file(path, state_limit=cfg.state_limit)
         except OSError as exc:
-            raise TopologyError(f"program {cfg.name}: cannot read {path}: {exc.strerror or exc}") from None
+            raise TopologyError(
+                f"{topo.where_of(cfg, 'source')}: program {cfg.name}: cannot read {path}: {exc.strerror or exc}; "
+                f"check the program's 'source' (relative to the topology file's folder)"
+            ) from None
         for d in comp.diagnostics.errors:
             print(d.render(), file=out)
         if not comp.ok or comp.program is None:
@@ -55,8 +58,8 @@ def compile_programs(topo: Topology, cfgs: list[ProgramConfig], out: TextIO = sy
         for i, inp in enumerate(cfg.inputs):
             if inp.event is not None and inp.event not in declared:
                 raise TopologyError(
-                    f"program {cfg.name}: inputs[{i}] names event {inp.event!r}, which {path} does not "
-                    f"declare (declared: {', '.join(sorted(declared))})"
+                    f"{topo.where_of(cfg, 'inputs', i, 'event')}: program {cfg.name}: inputs[{i}] names event "
+                    f"{inp.event!r}, which {path} does not declare (declared: {', '.join(sorted(declared))})"
                 )
         if program.grouped:
             for inp in cfg.inputs:
@@ -64,7 +67,10 @@ def compile_programs(topo: Topology, cfgs: list[ProgramConfig], out: TextIO = sy
         for o in program.program.outputs:
             if cfg.output_topic(o.name) is None:
                 log.warning(
-                    "program %s: output event %s has no topic (add it under outputs:, or a 'default')", cfg.name, o.name
+                    "%s: program %s: output event %s has no topic (add it under outputs:, or a 'default')",
+                    topo.where_of(cfg, "outputs"),
+                    cfg.name,
+                    o.name,
                 )
         compiled[cfg.name] = program
     if failed:

@@ -41,11 +41,14 @@ log = logging.getLogger("eventscript.kafka.worker")
 
 #: Seconds of changelog replay per turn of the loop (the consumer is polled in between).
 RESTORE_SLICE = 0.5
-#: Seconds the group coordinator may fail every read of the committed offsets a restore needs
-#: before the member is ended and joins again with a new consumer. After a broker outage
-#: librdkafka's connection to the coordinator can stay broken ("Failed while waiting for
-#: controller", seen in tests/kafka/test_outages.py) while a new consumer connects at once.
+#: Seconds every read of what a restore needs (the committed offsets, from the group
+#: coordinator; the changelog's topic id, from the admin client) may fail before the member is
+#: ended and joins again with a new consumer: after a broker outage a client's connection can
+#: stay broken while a new client connects at once. (A failed topic id read makes a new admin
+#: client anyway: ``ProgramWorker._changelog_id``.)
 COORDINATOR_STALL = 60.0
+#: Seconds between two attempts at those reads (some fail at once, e.g. an unknown topic).
+RESTORE_RETRY = 0.5
 
 
 class TaskManager:
@@ -94,6 +97,8 @@ class TaskManager:
         self._restore_started = 0.0
         #: Since when every read of the committed offsets for a restore has failed (None: it has not).
         self._committed_failing_since: float | None = None
+        #: No attempt at the restore's reads before this (``RESTORE_RETRY`` after a failed one).
+        self._restore_retry_at = 0.0
         self._restorer: Consumer | None = None
         #: Warm copies of other workers' tasks (num_standby > 0).
         self._standbys: Standbys | None = None
@@ -236,6 +241,7 @@ class TaskManager:
         self.restore_queue.clear()
         self.rewinding.clear()
         self._committed_failing_since = None
+        self._restore_retry_at = 0.0
         self._positioning.clear()
         if self._restoring is not None:
             self._restoring = None
@@ -349,8 +355,12 @@ class TaskManager:
                 return
             tasks = [self.tasks[p] for p in queued if p in self.tasks]
             self._restore_started = time.monotonic()
+            if self._restore_started < self._restore_retry_at:
+                return
             try:
+                what = "the committed offsets"
                 committed = self._committed(consumer, tasks)
+                what = "the changelog's topic id"
                 changelog_id = self._changelog_id()
             except KafkaException as exc:
                 now = time.monotonic()
@@ -358,13 +368,15 @@ class TaskManager:
                 if now - since > COORDINATOR_STALL:
                     self._committed_failing_since = None
                     raise MemberEnded(
-                        f"the committed offsets to restore tasks {sorted(t.partition for t in tasks)} could not be "
+                        f"{what} to restore tasks {sorted(t.partition for t in tasks)} could not be "
                         f"read for {now - since:.0f} s (last: {exc}); a new consumer joins",
                         consumer_failed=True,
                     ) from exc
+                self._restore_retry_at = now + RESTORE_RETRY
                 log.warning(
-                    "%s: cannot read the committed offsets to restore tasks %s (%s); retrying",
+                    "%s: cannot read %s to restore tasks %s (%s); retrying",
                     self.name,
+                    what,
                     sorted(t.partition for t in tasks),
                     exc,
                 )

@@ -7,7 +7,9 @@ partition of its instance; on partition 0 for an ungrouped program. Each timesta
 *tick* — a record with an ``es-tick`` header on every partition of each of the program's input
 topics — so that with ``clock: record`` time advances and timers fire exactly where the tester
 would fire them, also when no event follows, and a partition with no event does not hold back
-the progress of the tasks downstream (task/progress.py).
+the progress of the tasks downstream (task/progress.py). Each event record carries its position
+in the trace (header ``es-seq``): events of one time on different partitions are then taken in
+the trace's order, as the tester takes them (task/streams.py).
 
 ``tail`` prints records in the conformance JSON-lines encoding (``time``, ``event``, ``value``,
 ``key``), using the headers the worker writes; ``$error`` records are printed with their code
@@ -53,21 +55,6 @@ def _input_for(cfg: ProgramConfig, name: str) -> InputConfig | None:
     return None
 
 
-def _record_value(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, list[tuple[str, bytes]]]:
-    headers: list[tuple[str, bytes]] = []
-    if inp.format == "cloudevents":
-        doc = {"specversion": "1.0", "type": name, "source": "eventscript-produce", "id": "", "data": payload}
-        return orjson.dumps(doc), headers
-    if inp.event_from is not None and inp.event_from.header is not None:
-        headers.append((inp.event_from.header, name.encode()))
-        return orjson.dumps(payload), headers
-    if inp.event_from is not None and inp.event_from.field is not None:
-        if isinstance(payload, dict):
-            return orjson.dumps({**payload, inp.event_from.field: name}), headers
-        return orjson.dumps({inp.event_from.field: name, "value": payload}), headers
-    return orjson.dumps(payload), headers
-
-
 #: Kafka 4's default ``log.message.timestamp.after.max.ms``: records stamped further ahead of the
 #: broker's clock are refused (INVALID_TIMESTAMP).
 FUTURE_LIMIT_MS = 3_600_000
@@ -108,6 +95,7 @@ def produce_trace(
     # Every input topic: a task's time waits on all its input partitions (task/progress.py).
     tick_topics = list(dict.fromkeys(i.topic for i in cfg.inputs))
     sent = 0
+    position = 0  # the event's position in the trace (es-seq)
     now_ms = 0
     from ..engine.engine import Engine
 
@@ -142,6 +130,7 @@ def produce_trace(
                     )
             continue
         assert isinstance(item, TraceEvent)
+        position += 1
         inp = _input_for(cfg, item.name)
         if inp is None:
             warn(
@@ -177,7 +166,8 @@ def produce_trace(
                 payload = raw
         if partition is None:
             partition = 0
-        value_bytes, headers = _record_value(inp, item.name, payload)
+        value_bytes, headers = codec.input_record(inp, item.name, payload)
+        headers.append((codec.HEADER_SEQ, b"%d" % position))  # the trace's order, across partitions
         producer.produce(
             inp.topic,
             value=value_bytes,

@@ -51,7 +51,7 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..automata.compiled import CompiledProgram
 from ..task.task import Task
@@ -312,7 +312,16 @@ class ProgramWorker:
         a store was written from (a recreated changelog: issue 20 fault 5)."""
         if self._topic_admin is None:
             self._topic_admin = self.supplier.admin(clients.admin_config(self.topo.kafka))
-        return topic_id(self._topic_admin, self.changelog_topic)
+        try:
+            return topic_id(self._topic_admin, self.changelog_topic)
+        except KafkaException:
+            # The next attempt asks with a new admin client. One that was idle through a broker
+            # outage was seen (CI, Apache Kafka 4.1, librdkafka 2.16) failing every request
+            # "while waiting for controller" for over a minute after the broker was back, while
+            # the worker's consumer and producer worked; the new consumer of a rejoin did not
+            # help, since the admin client was kept.
+            self._topic_admin = None
+            raise
 
     def _rejoin(self, exc: MemberEnded) -> None:
         """End the group member whose tasks were lost and join again (with a new consumer if its
@@ -445,6 +454,7 @@ class ProgramWorker:
         returns how many. Also called while an at-least-once commit waits for its result."""
         got = 0
         tasks = self.task_manager.tasks
+        now = time.monotonic()  # (when each record of the poll was fetched: read once for all)
         for m in msgs:
             err = m.error()
             if err is not None:
@@ -460,7 +470,7 @@ class ProgramWorker:
                 log.warning("%s: consumer: %s", self.cfg.name, err)
                 continue
             task = tasks.get(m.partition())
-            if task is not None and task.group.add(m):  # (not Task.add: this loop sees every record)
+            if task is not None and task.group.add(m, now):  # (not Task.add: this loop sees every record)
                 got += 1
         if got:
             self._stat("consumed", got)

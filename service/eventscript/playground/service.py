@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 from ..automata.compile import Compilation, compile_source
 from ..engine.engine import EngineError
 from ..explain.instance import explain_timer
-from ..explain.runs import Recording, record_pipeline, record_topology
+from ..explain.recorder import Recording
 from ..language.diagnostics import Diagnostic
 from ..language.source import SourceFile
+from ..tester.recording import record_pipeline, record_topology
 from ..tester.trace import TraceError, parse_trace
 from . import drawing, topology_check
 from .limits import LimitExceeded, Limits

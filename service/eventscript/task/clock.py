@@ -1,8 +1,8 @@
-"""A task's clock: record time or the wall clock, behind one interface.
+"""A task's clock: record time, the wall clock or simulated time, behind one interface.
 
 The task asks its clock the same questions whatever the clock is — move for this record, fire
 what is due after it, wake up on its own, what to persist — and each clock answers for itself,
-so the task has no branch on which clock it runs. Both are the engine's time providers too.
+so the task has no branch on which clock it runs. All are the engine's time providers too.
 """
 
 from __future__ import annotations
@@ -114,6 +114,31 @@ class WallClock(WallClockTimeProvider, TaskClock):
         if not self.timers.due(now):
             return 0
         return self.run_due()  # each firing names its cause (the task's timer hook)
+
+    def next_wake(self) -> int | None:
+        return self.next_deadline()
+
+
+class SimulatedClock(SimulatedTimeProvider, TaskClock):
+    """Simulated time (the tester, language document §6.5): the host moves it to each trace
+    timestamp (µs, with no record needed), not the records, which are processed at the time the
+    host has set. One clock is shared by every task of a simulation, as one time provider drives
+    every engine of the tester: the timers of all programs sit in one queue and fire in one
+    global order (deadline, then the order they were set), each at its deadline. The host also
+    says when timers due now fire — after a trace event and everything it caused downstream, not
+    after each record (a record a task hands to the next program inside an emission must not fire
+    the emitting program's timers in the middle of its transition) — so ``fire_due`` leaves them
+    to it. An ungrouped program starts as its task does, at the first timestamp. Nothing is
+    persisted: a simulation is never restored."""
+
+    def starts_with_task(self) -> bool:
+        return True
+
+    def to_record(self, ts_ms: int) -> int:
+        return 0  # the host has moved the clock to the trace time already (in µs: finer than the record's ms)
+
+    def poll(self) -> int:
+        return self.run_due()
 
     def next_wake(self) -> int | None:
         return self.next_deadline()

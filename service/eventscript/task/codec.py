@@ -31,6 +31,7 @@ from ..topology.headers import (  # noqa: F401  (the record format's header name
     HEADER_ID,
     HEADER_INPUT,
     HEADER_PROGRAM,
+    HEADER_SEQ,
     HEADER_SOURCE,
     HEADER_SOURCE_KEY,
     HEADER_TICK,
@@ -85,6 +86,24 @@ def header(headers: Any, name: str) -> bytes | None:
         if k == name:
             return v
     return None
+
+
+def input_record(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, Headers]:
+    """The value and headers a producer writes for event ``name`` with the JSON-shaped value
+    ``payload`` on the topic of input ``inp``, so that ``decode_record`` reads them back (the
+    inverse: ``eventscript produce`` and the tester's task host write records so)."""
+    headers: Headers = []
+    if inp.format == "cloudevents":
+        doc = {"specversion": "1.0", "type": name, "source": "eventscript-produce", "id": "", "data": payload}
+        return orjson.dumps(doc), headers
+    if inp.event_from is not None and inp.event_from.header is not None:
+        headers.append((inp.event_from.header, name.encode()))
+        return orjson.dumps(payload), headers
+    if inp.event_from is not None and inp.event_from.field is not None:
+        if isinstance(payload, dict):
+            return orjson.dumps({**payload, inp.event_from.field: name}), headers
+        return orjson.dumps({inp.event_from.field: name, "value": payload}), headers
+    return orjson.dumps(payload), headers
 
 
 def decode_record(

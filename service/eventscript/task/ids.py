@@ -101,6 +101,16 @@ class OutputIds:
                 return source.decode()
         return f"{m.topic()}:{m.partition()}:{m.offset()}"
 
+    def seq(self) -> bytes | None:
+        """The ``es-seq`` of the current cause (None: a timer firing, a start, a record without
+        one): an output carries its cause's, so that readers downstream take outputs of one
+        record time in the order the producer gave their causes (``streams.py``)."""
+        m = self.msg
+        if m is None:
+            return None
+        headers = m.headers()
+        return codec.header(headers, codec.HEADER_SEQ) if headers else None
+
     def source_info(self) -> RecordInfo | None:
         """The record an $error is about, as it was first written (a re-published copy is
         described by its original's coordinates, key and headers)."""

@@ -2,8 +2,9 @@
 records taken in timestamp order.
 
 Ordering guarantee: within a task, records are processed in timestamp order across the task's
-input partitions as far as they have been fetched (ties in the configured topic order, the
-repartition topic last), and always in offset order within a partition. A task may wait up to
+input partitions as far as they have been fetched (ties in the producer's order, ``es-seq``, where
+the records carry one, then in the configured topic order, the repartition topic last), and
+always in offset order within a partition. A task may wait up to
 ``max_task_idle_ms`` for a record from every input partition before merging. Records with an
 earlier timestamp that arrive after later ones were processed are processed as they come.
 
@@ -32,7 +33,7 @@ from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
 from .progress import IDLE, InputProgress, read_marker, read_reached
 from .record import Record
-from .streams import SourceStreams, WriterStreams
+from .streams import SourceStreams, WriterStreams, seq_of
 
 
 @dataclass
@@ -189,6 +190,11 @@ class InputPartition:
         self.needs_key = cfg is not None and cfg.keyed is not False and cfg.key != "none"
 
 
+#: ``process_run(ip, buffer, n, position)``: process the first ``n`` records of ``ip``'s buffer in
+#: offset order, taking each off the buffer, and set ``position[ip.name]`` past the last one taken
+#: (also when one raises), as ``PartitionGroup.process`` does record by record.
+ProcessRun = Callable[[InputPartition, "collections.deque[Record]", int, Position], None]
+
 #: The frontier of an input that holds nothing back (an idle writer's progress, ``IDLE``).
 MAX_FRONTIER = IDLE
 
@@ -274,10 +280,11 @@ class PartitionGroup:
         how far the records the task re-publishes have come (ms; None: not known yet)."""
         return least(ip.reached() for ip in self.inputs if ip.config is not None)
 
-    def add(self, msg: Record) -> bool:
+    def add(self, msg: Record, now: float | None = None) -> bool:
         """Buffer ``msg``; whether it is one of the group's records (all of a task's partitions
         have its partition number, so its topic tells). A progress marker is taken in, not
-        buffered: False (the host does not count it as a record consumed)."""
+        buffered: False (the host does not count it as a record consumed). ``now``: when it was
+        fetched (monotonic s; None: now), which a host adding a whole poll reads once for all."""
         ip = self.by_topic.get(msg.topic())
         if ip is None:
             return False
@@ -290,7 +297,7 @@ class PartitionGroup:
                 if not ip.pending():  # everything before it is processed: the position passes it
                     self.position[ip.name] = msg.offset() + 1
                 return False
-        ip.seen_at = time.monotonic()
+        ip.seen_at = time.monotonic() if now is None else now
         ip.idled = False
         if ip.inbox is not None:
             ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
@@ -299,7 +306,9 @@ class PartitionGroup:
             ip.saw(msg.timestamp()[1])
         else:
             ip.buffer.append(msg)
-            ip.saw(msg.timestamp()[1])
+            ts = msg.timestamp()[1]
+            if ip.seen_ms is None or ts > ip.seen_ms:  # (ip.saw, inlined: once per record fetched)
+                ip.seen_ms = ts
         ip.eof = False
         return True
 
@@ -349,9 +358,15 @@ class PartitionGroup:
                 ip.progress = InputProgress(ip.progress.writers)
         self.gate()
 
-    def process(self, max_idle_ms: int, process_one: Callable[[InputPartition, Any], None]) -> int:
+    def process(
+        self,
+        max_idle_ms: int,
+        process_one: Callable[[InputPartition, Any], None],
+        process_run: ProcessRun | None = None,
+    ) -> int:
         """Hand buffered records to ``process_one`` in timestamp order, advancing the position
-        past each; returns how many."""
+        past each; returns how many. ``process_run``, if given, takes a run of one partition's
+        records in offset order instead (the common case: nothing to merge), in one call."""
         if self.gated:
             return self._process_gated(process_one)
         done = 0
@@ -364,6 +379,10 @@ class PartitionGroup:
                 ip = nonempty[0]
                 buf = ip.buffer
                 n = len(buf)
+                if process_run is not None:
+                    process_run(ip, buf, n, position)
+                    done += n
+                    continue
                 msg = None
                 try:
                     for _ in range(n):
@@ -375,14 +394,13 @@ class PartitionGroup:
                 done += n
                 continue
             best: InputPartition | None = None
-            best_key: tuple[int, int] | None = None
+            best_ts = 0
             waiting = False
             for ip in inputs:
                 if ip.buffer:
-                    m = ip.buffer[0]
-                    k = (m.timestamp()[1], ip.order)
-                    if best_key is None or k < best_key:
-                        best, best_key = ip, k
+                    ts = ip.buffer[0].timestamp()[1]
+                    if best is None or ts < best_ts or (ts == best_ts and _before(ip, best)):
+                        best, best_ts = ip, ts
                 elif not ip.eof:
                     waiting = True
             if best is None:
@@ -430,21 +448,22 @@ class PartitionGroup:
                         position[ip.name] = msg.offset() + 1
                 break
             best: InputPartition | None = None
-            best_key: tuple[int, int, Any] | None = None
+            best_key: tuple[int, int, int, Any] | None = None
             for ip in nonempty:
                 if ip.streams is not None:
                     head = ip.streams.head()
                     if head is None:
                         continue
-                    k = (head[0], ip.order, head[1])
+                    k = (head[0], head[1], ip.order, head[2])
                 else:
-                    k = (ip.buffer[0].timestamp()[1], ip.order, NO_SOURCE)
+                    m = ip.buffer[0]
+                    k = (m.timestamp()[1], seq_of(m), ip.order, NO_SOURCE)
                 if best_key is None or k < best_key:
                     best, best_key = ip, k
             if best is None or best_key is None or best_key[0] >= bound:
                 break
             if best.streams is not None:
-                msg = best.streams.pop(best_key[2])
+                msg = best.streams.pop(best_key[3])
                 process_one(best, msg)  # (its position: settle_position)
             else:
                 msg = best.buffer.popleft()
@@ -460,3 +479,9 @@ class PartitionGroup:
 
 #: The tie key of a record that is not a re-published one (``streams.py``).
 NO_SOURCE = ("", -1)
+
+
+def _before(ip: InputPartition, best: InputPartition) -> bool:
+    """Whether ``ip``'s first buffered record goes before ``best``'s, of the same record time:
+    in the producer's order (``es-seq``), else in the configured input order."""
+    return (seq_of(ip.buffer[0]), ip.order) < (seq_of(best.buffer[0]), best.order)

@@ -8,8 +8,9 @@ fetch order, not in record-time order: a record of 08:00 from one source may fol
 from another. Each source partition's records come in its own order (its offsets), so the merge
 takes them as Kafka Streams' PartitionGroup takes partitions: the earliest head first. Taking
 each source's records in offset order also keeps the repartition topic's deduplication by source
-offset (``Task._from_repartition``) right. Ties between sources go by source topic and partition,
-so that which of two records of one time comes first does not depend on fetch order.
+offset (``Task._from_repartition``) right. Ties between sources go by the producer's order
+(``es-seq``, ``seq_of``), then by source topic and partition, so that which of two records of one
+time comes first does not depend on fetch order.
 """
 
 from __future__ import annotations
@@ -20,6 +21,22 @@ import re
 
 from . import codec
 from .record import Record
+
+#: The ``es-seq`` of a record that carries none: before every one that does (timer firings carry
+#: none, and come first).
+NO_SEQ = -1
+
+
+def seq_of(msg: Record) -> int:
+    """The producer's order of ``msg`` among records of its time on other partitions (its
+    ``es-seq`` header, which outputs copy from their cause); ``NO_SEQ`` when it has none."""
+    raw = codec.header(msg.headers(), codec.HEADER_SEQ)
+    if raw is None:
+        return NO_SEQ
+    try:
+        return int(raw)
+    except ValueError:
+        return NO_SEQ
 
 
 def _source_of(msg: Record) -> tuple[str, int]:
@@ -53,12 +70,12 @@ class SourceStreams:
         queue.append(msg)
         self.count += 1
 
-    def head(self) -> tuple[int, tuple[str, int]] | None:
-        """The earliest head's (record time ms, source); None when empty."""
-        best: tuple[int, tuple[str, int]] | None = None
+    def head(self) -> tuple[int, int, tuple[str, int]] | None:
+        """The earliest head's (record time ms, ``es-seq``, source); None when empty."""
+        best: tuple[int, int, tuple[str, int]] | None = None
         for source, queue in self.queues.items():
             if queue:
-                k = (queue[0].timestamp()[1], source)
+                k = (queue[0].timestamp()[1], seq_of(queue[0]), source)
                 if best is None or k < best:
                     best = k
         return best
@@ -81,12 +98,31 @@ class SourceStreams:
 _COORDINATES = re.compile(rb"([^/~]+):(\d+):(\d+)")
 
 
+def tie_of(msg: Record) -> tuple[int, tuple[int, bytes, int, int, bytes]]:
+    """``seq_of`` and ``origin_of`` of ``msg``, its headers read once (for every record a
+    ``WriterStreams`` queues)."""
+    seq, raw = NO_SEQ, b""
+    for k, v in msg.headers() or ():
+        if k == codec.HEADER_ID:
+            raw = v or b""
+        elif k == codec.HEADER_SEQ and v is not None:
+            try:
+                seq = int(v)
+            except ValueError:
+                pass
+    return seq, _origin(raw)
+
+
 def origin_of(msg: Record) -> tuple[int, bytes, int, int, bytes]:
-    """The tie order of a record another program wrote, from its ``es-id``: what its writer did
-    at that record time, in the order the tester does it — timer firings first, then records by
-    their cause's source coordinates (topic, partition, offset: the trace's order within a
-    source partition); the whole id last, so that the order is total."""
-    raw = codec.header(msg.headers(), codec.HEADER_ID) or b""
+    """The tie order, after ``es-seq``, of a record another program wrote, from its ``es-id``:
+    what its writer did at that record time, in the order the tester does it — timer firings
+    first, then records by their cause's source coordinates (topic, partition, offset: the
+    trace's order within a source partition); the whole id last, so that the order is total."""
+    return _origin(codec.header(msg.headers(), codec.HEADER_ID) or b"")
+
+
+def _origin(raw: bytes) -> tuple[int, bytes, int, int, bytes]:
+    """``origin_of`` an ``es-id``."""
     timer = b"~" in raw
     found = _COORDINATES.search(raw)
     if found is None:
@@ -102,14 +138,15 @@ class WriterStreams:
     The writers' records land in the order their commits did: one task may be minutes ahead of
     another on the same partition, and records of one time from two tasks come in either order.
     Each key is written by one task at a time, in record-time order, so the queue of one key is in
-    record-time order; the merge takes the earliest head, ties in ``origin_of``'s order, so the
+    record-time order; the merge takes the earliest head, ties by ``es-seq`` (``seq_of``: the
+    order the producer gave their causes), then in ``origin_of``'s order, so the
     partition is read in record-time order whatever the interleaving (a heap of heads: a partition
     may hold many keys). A key's records keep their offset order."""
 
     def __init__(self) -> None:
         self.queues: dict[bytes | None, collections.deque[Record]] = {}
-        #: (record time ms, origin, arrival number, key) of each queue's first record.
-        self.heads: list[tuple[int, tuple[int, bytes, int, int, bytes], int, bytes | None]] = []
+        #: (record time ms, es-seq, origin, arrival number, key) of each queue's first record.
+        self.heads: list[tuple[int, int, tuple[int, bytes, int, int, bytes], int, bytes | None]] = []
         self.count = 0
         self._arrivals = 0
         #: Offsets queued (a heap) and those taken since, for the least offset still queued.
@@ -123,7 +160,8 @@ class WriterStreams:
 
     def _push_head(self, key: bytes | None, msg: Record) -> None:
         self._arrivals += 1
-        heapq.heappush(self.heads, (msg.timestamp()[1], origin_of(msg), self._arrivals, key))
+        seq, origin = tie_of(msg)
+        heapq.heappush(self.heads, (msg.timestamp()[1], seq, origin, self._arrivals, key))
 
     def append(self, msg: Record) -> None:
         key = msg.key()
@@ -136,16 +174,16 @@ class WriterStreams:
         heapq.heappush(self._offsets, msg.offset())
         self.count += 1
 
-    def head(self) -> tuple[int, tuple[int, bytes, int, int, bytes]] | None:
-        """The earliest head's (record time ms, origin); None when empty."""
+    def head(self) -> tuple[int, int, tuple[int, bytes, int, int, bytes]] | None:
+        """The earliest head's (record time ms, es-seq, origin); None when empty."""
         if not self.heads:
             return None
-        ts, origin, _, _ = self.heads[0]
-        return ts, origin
+        ts, seq, origin, _, _ = self.heads[0]
+        return ts, seq, origin
 
     def pop(self, _head: object = None) -> Record:
         """Take the earliest head (the one ``head`` names)."""
-        _, _, _, key = heapq.heappop(self.heads)
+        _, _, _, _, key = heapq.heappop(self.heads)
         queue = self.queues[key]
         msg = queue.popleft()
         if queue:

@@ -2,6 +2,6 @@
 renamed it; three unrelated ``runner.py`` files were one too many). Kept so that code importing
 the old name still works."""
 
-from .pipeline import OutputLine, Pipeline, feed_emitted, run_trace, timed_events
+from .pipeline import OutputLine, Pipeline, run_trace, timed_events
 
-__all__ = ["OutputLine", "Pipeline", "feed_emitted", "run_trace", "timed_events"]
+__all__ = ["OutputLine", "Pipeline", "run_trace", "timed_events"]

@@ -35,6 +35,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -330,6 +331,19 @@ class Topology(_Model):
 
     #: Where the file was read from (sources and state directories are relative to it).
     base_dir: Path = Field(default=Path("."), exclude=True)
+    #: ``file:line:col`` of a setting by its path (``YamlPositions.where``), when read from a file.
+    _where: Callable[..., str] | None = PrivateAttr(default=None)
+    _source: str = PrivateAttr(default="<topology>")
+
+    def where(self, *path: str | int) -> str:
+        """``file:line:col`` of the setting at ``path`` (e.g. ``"programs", 0, "inputs", 1``), for
+        messages about the wiring found after the file was read; the file's name when not known."""
+        return self._where(*path) if self._where is not None else self._source
+
+    def where_of(self, program: ProgramConfig, *path: str | int) -> str:
+        """``file:line:col`` of a setting of ``program`` (``path`` within its entry)."""
+        index = next((i for i, p in enumerate(self.programs) if p is program), None)
+        return self.where("programs", index, *path) if index is not None else self._source
 
     @model_validator(mode="after")
     def _unique(self) -> Topology:
@@ -448,6 +462,7 @@ def parse_topology(
             lines.append(f"  {at}{_loc(err['loc'])}: {msg}")
         raise TopologyError("\n".join(lines)) from None
     topo.base_dir = base_dir or Path(".")
+    topo._where, topo._source = where, source
     return topo
 
 

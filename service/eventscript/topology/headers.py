@@ -9,6 +9,12 @@ HEADER_ID = "es-id"
 HEADER_TIME = "es-time"
 #: A record with this header only advances record time (see ``eventscript produce``).
 HEADER_TICK = "es-tick"
+#: The producer's order of a record among those of one record time on other partitions (a
+#: decimal number; ``eventscript produce`` writes the event's position in the trace). Kafka keeps
+#: no order across partitions, and records of one timestamp spread over several have none of
+#: their own: a task's merge takes such ties by it, and every output carries its cause's, so that
+#: later stages take them in that order too (``task/streams.py``).
+HEADER_SEQ = "es-seq"
 #: Headers of re-published (repartitioned) records: the original record's coordinates, and the
 #: input topic whose configuration decodes it.
 HEADER_SOURCE = "es-source"

@@ -1,34 +1,18 @@
-"""A trace run with every step recorded, through the tester's hosts: the pipeline of programs
-(``eventscript test PROGRAM...``) or a whole topology (``eventscript test TOPOLOGY.yaml``). The
-hosts run as they do for ``eventscript test``, one event at a time, so the state after event n
-is the one the tester has after event n."""
+"""A trace run with every step recorded (``explain.recorder``), through the tester's hosts: the
+pipeline of programs (``eventscript test PROGRAM...``) or a whole topology (``eventscript test
+TOPOLOGY.yaml``). The hosts run as they do for ``eventscript test``, one event at a time, so the
+state after event n is the one the tester has after event n. (In ``tester/``, not ``explain/``:
+``explain`` is read by the worker's state endpoint, below the hosts.)"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from ..automata.compiled import CompiledProgram
-from ..tester.pipeline import OutputLine, Pipeline
-from ..tester.trace import TraceItem
-from .recorder import StepRecorder
-
-
-@dataclass
-class Recording:
-    """The steps and outputs of a run, and the stages' names."""
-
-    recorder: StepRecorder
-    names: list[str]
-
-    @property
-    def steps(self) -> list[Any]:
-        return self.recorder.steps
-
-    @property
-    def outputs(self) -> list[dict[str, Any]]:
-        return self.recorder.outputs
+from ..explain.recorder import Recording, StepRecorder
+from .pipeline import OutputLine, Pipeline
+from .trace import TraceItem
 
 
 def record_pipeline(
@@ -47,7 +31,7 @@ def record_pipeline(
     pipe = Pipeline(programs, sink, names)
     box.append(StepRecorder(pipe.engines, before_step))
     recording = Recording(box[0], names or [p.name for p in programs])
-    pipe.run(items, batched=False)  # one event at a time: the recorder wraps each engine's feed
+    pipe.run(items)
     return recording
 
 
@@ -55,7 +39,7 @@ def record_topology(
     graph: Any, items: Iterable[TraceItem], before_step: Callable[[StepRecorder], None] | None = None
 ) -> Recording:
     """Run ``items`` through a topology (``topology.model.TopologyGraph``), recording each step."""
-    from ..topology.simulate import TopicLine, TopologySimulation
+    from .topology import TopicLine, TopologySimulation
 
     box: list[StepRecorder] = []
 
@@ -66,5 +50,5 @@ def record_topology(
     stages = list(graph.stages)
     box.append(StepRecorder(sim.engines, before_step))
     recording = Recording(box[0], [st.name for st in stages])
-    sim.run(items, batched=False)
+    sim.run(items)
     return recording
