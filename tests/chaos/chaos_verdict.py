@@ -18,6 +18,7 @@ and error topics after the run.
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +102,13 @@ def wall_stalls(kept: list[Any], timer_event: str, verdict: Verdict) -> dict[str
     return stalls
 
 
+#: The problems (sentences of ``_first_difference``, ``judge`` and chaos_run.py) that a worker which
+#: stopped making progress leaves: nothing wrong was written, something was not written in time.
+STALLED = re.compile(
+    r"^\d+ outputs lost \(|^poison record \S+ has 0 error records$|^the harness gave up at step \w+: timed out waiting"
+)
+
+
 @dataclass
 class Verdict:
     #: Problems per key ("errors" for the error topic), each a sentence.
@@ -117,6 +125,13 @@ class Verdict:
 
     def add(self, key: str, problem: str) -> None:
         self.problems.setdefault(key, []).append(problem)
+
+    @property
+    def only_stalled(self) -> bool:
+        """Every problem is what a worker that stopped making progress leaves behind -- outputs and
+        error records that had not come when the harness gave up, or the harness giving up on
+        progress -- and none is an output wrong, twice or with other bytes."""
+        return bool(self.problems) and all(STALLED.search(p) for ps in self.problems.values() for p in ps)
 
     @property
     def ok(self) -> bool:

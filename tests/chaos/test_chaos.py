@@ -35,25 +35,30 @@ WEDGED_REASON = (
     "never come"
 )
 
-#: Seen after the fixes of 2026-11-26 (restores placing their inputs, at-least-once zombies), on a
-#: machine at load 30-170, in 1 run of about 7 of each exactly-once variant: a timer output twice
-#: under exactly-once with another count, and keys' counts starting again at 1 (the tombstone of the
-#: second copy's timer). Two workers committed transactions for the same task, around commits
-#: refused with ILLEGAL_GENERATION during a broker kill. Cause not confirmed; the suspect is
-#: ``ProgramWorker._rejoin``, which re-creates a member's own tasks itself after a refused commit
-#: while the group may give them to another member (a member of the current generation passes the
-#: transaction's group check for partitions it was not assigned). Not strict: a run that passes must
-#: pass in full; the mark goes with the cause.
-TWO_OWNERS = pytest.mark.xfail(
+
+class OutputsStalled(AssertionError):
+    """Outputs that had not come when the harness gave up, and no other problem (``Verdict.only_stalled``)."""
+
+
+#: Seen in 5 of 20 exactly-once runs on 2026-11-26 (load 10-20; 4 of 10 record, 1 of 10 wall): a worker blocked
+#: inside librdkafka's send_offsets_to_transaction after the broker kill, which ignores its timeout
+#: and can wait for good when the group coordinator's broker is gone (librdkafka issues 5456 and
+#: 5511, open in 2.16; caught by a thread dump: rd_kafka_txn_op_req0 in an untimed wait). Its log
+#: goes silent, its consumer is not polled, and the group keeps its tasks until
+#: max.poll.interval.ms (5 min) passes: the harness gives up waiting for their outputs. Its open
+#: transaction also held back the changelog's last stable offset, which let a restore end early
+#: (fixed: kafka/restore.py). Only such a stall is expected: an output wrong or twice fails.
+SEND_OFFSETS_HANG = pytest.mark.xfail(
     strict=False,
-    reason="two workers committed the same task under exactly-once (1 run in about 7; suspect: "
-    "ProgramWorker._rejoin re-creating its tasks itself after a refused commit)",
+    raises=OutputsStalled,
+    reason="a worker blocked in librdkafka's send_offsets_to_transaction (librdkafka 5456, 5511) holds its "
+    "tasks without polling until max.poll.interval.ms",
 )
 
 VARIANTS = [
-    pytest.param("exactly_once", "record", id="exactly_once-record", marks=TWO_OWNERS),
+    pytest.param("exactly_once", "record", id="exactly_once-record", marks=SEND_OFFSETS_HANG),
     pytest.param("at_least_once", "record", id="at_least_once-record"),
-    pytest.param("exactly_once", "wall", id="exactly_once-wall", marks=TWO_OWNERS),
+    pytest.param("exactly_once", "wall", id="exactly_once-wall", marks=SEND_OFFSETS_HANG),
     pytest.param("at_least_once", "wall", id="at_least_once-wall"),
 ]
 
@@ -97,6 +102,8 @@ def test_chaos(cluster: Any, tmp_path: Path, guarantee: str, clock: str, capsys:
         # depends on the broker kill's timing (2 runs in 5 of exactly_once-wall); a run without
         # it must pass in full. The long run fails on it.
         pytest.xfail(f"{WEDGED_REASON}\n{plan.describe()}\n{run.verdict.summary()}")
+    if guarantee == "exactly_once" and run.verdict.only_stalled and not LONG:
+        raise OutputsStalled(f"{plan.describe()}\n{run.verdict.summary()}\nexits: {run.verdict.figures['exits']}")
     assert run.verdict.ok, f"{plan.describe()}\n{run.verdict.summary()}\nexits: {run.verdict.figures['exits']}"
     assert run.verdict.figures["kills"] == 3 * plan.rounds and run.verdict.figures["broker kills"] == plan.rounds
     assert run.verdict.figures["poison in"] > 0, "no poison record was produced: raise the rate or the rounds"

@@ -136,6 +136,21 @@ def test_a_repeat_with_other_bytes_is_reported_except_at_least_once_on_the_wall_
     assert verdict.ok and verdict.differing_repeats == 1, verdict.problems
 
 
+def test_only_outputs_not_come_in_time_count_as_a_stall() -> None:
+    """The exactly-once variants' expected failure (a worker blocked in librdkafka) is a stall alone:
+    outputs lost at the end; an output twice or wrong alongside makes it a real failure."""
+    inputs, outputs, errors = _clean()
+    lost = [m for m in outputs if m.key() == b"b"][-1]
+    stalled = judge(PLAN.program, "wall", "exactly_once", inputs, [m for m in outputs if m is not lost], errors)
+    assert stalled.only_stalled, stalled.problems
+    stalled.add("harness", "the harness gave up at step broker: timed out waiting for 30 new outputs")
+    assert stalled.only_stalled, stalled.problems
+    kept = [m for m in outputs if m is not lost]
+    twice = judge(PLAN.program, "wall", "exactly_once", inputs, [*kept, outputs[0]], errors)
+    assert not twice.ok and not twice.only_stalled, twice.problems
+    assert not judge(PLAN.program, "wall", "exactly_once", inputs, outputs, errors).only_stalled  # (no problem)
+
+
 def test_a_poison_record_missing_or_altered_on_the_error_topic_is_reported() -> None:
     inputs, outputs, _ = _clean()
     verdict = judge(PLAN.program, "wall", "exactly_once", inputs, outputs, [])

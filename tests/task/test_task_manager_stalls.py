@@ -85,6 +85,9 @@ class _Eof:
     def partition(self) -> int:
         return self._partition
 
+    def offset(self) -> int:
+        return 0  # (the changelog is empty)
+
 
 class Restorer:
     """The changelog reader: an empty changelog, at its end at once."""

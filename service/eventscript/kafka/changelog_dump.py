@@ -107,7 +107,7 @@ def fold_partitions(kafka: KafkaConfig, topic: str, program: str, committed: dic
                     f"{READ_TIMEOUT:.0f} s (partitions {sorted(remaining)}); is the broker busy?"
                 )
             records, at_end = read_changelog(program, reader, 2000, 0.5)
-            remaining -= at_end
+            remaining.difference_update(at_end)
             fold_records(tasks, rules, records)
     finally:
         reader.close()

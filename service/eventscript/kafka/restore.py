@@ -8,6 +8,16 @@ minutes; done in one go inside the poll loop it would outlast ``max.poll.interva
 group would throw the worker out. So a :class:`Restoration` reads at most a time budget's worth
 of records per turn of the worker's loop (``step``), and the loop keeps polling its consumer (the
 restoring tasks' inputs stay paused) between slices, as Kafka Streams restores between polls.
+
+The end a ``read_committed`` reader is told of is the last stable offset: the first record of the
+oldest transaction still open on the partition. A worker that hung or was killed while committing
+(a broker outage, a frozen process) leaves its transaction open until the broker aborts it, up to
+the writer's ``transaction.timeout.ms`` later, and every record committed after it by the task's
+next owner is unreadable until then. A restore that stopped there gave the task a state older
+than the committed offsets it resumed its inputs from: its timers fired again and its keys
+started over (the fault harness's exactly-once failure of 2026-11-26, 1 run in 7). So a partition
+counts as restored only once the end it reported is also its high watermark: while a transaction
+holds it back, the restore waits (``open_transaction_end``).
 """
 
 from __future__ import annotations
@@ -29,6 +39,9 @@ log = logging.getLogger("eventscript.kafka.worker")
 WRITE_BATCH = 1000
 #: Seconds to wait for a changelog partition's end offset.
 END_TIMEOUT = 10.0
+#: Seconds between the warnings of a restore waiting for a transaction left open (the broker
+#: aborts it after the writer's transaction.timeout.ms, 60 s: a longer wait is worth a look).
+HELD_WARNING_INTERVAL = 60.0
 
 #: A changelog record as the restore reads it: partition, offset, key, value (None: a
 #: tombstone), its ``es-pos`` header (the input position of the batch that wrote it) and its
@@ -55,16 +68,19 @@ def keep_info(infos: dict[bytes, bytes | None], key: bytes, value: bytes | None,
         infos[key] = None
 
 
-def read_changelog(program: str, consumer: Any, batch: int, timeout: float) -> tuple[list[ChangelogRecord], set[int]]:
-    """One fetch of changelog records: the records, and the partitions that reported their end.
-    Shared by the restore and the standby replicas (kafka/standby.py)."""
+def read_changelog(
+    program: str, consumer: Any, batch: int, timeout: float
+) -> tuple[list[ChangelogRecord], dict[int, int]]:
+    """One fetch of changelog records: the records, and the partitions that reported their end,
+    with the offset each reported it at (a ``read_committed`` reader's end: the last stable
+    offset). Shared by the restore, the standby replicas (kafka/standby.py) and the state dump."""
     records: list[ChangelogRecord] = []
-    at_end: set[int] = set()
+    at_end: dict[int, int] = {}
     for m in consumer.consume(num_messages=batch, timeout=timeout):
         err = m.error()
         if err is not None:
             if err.code() == KafkaError._PARTITION_EOF:
-                at_end.add(m.partition())
+                at_end[m.partition()] = m.offset()
             elif err.fatal():
                 raise RestoreError(f"{program}: changelog reader: {err}")
             continue
@@ -76,6 +92,19 @@ def read_changelog(program: str, consumer: Any, batch: int, timeout: float) -> t
                 info = v
         records.append((m.partition(), m.offset(), m.key(), m.value(), hdr, info))
     return records, at_end
+
+
+def open_transaction_end(consumer: Any, topic: str, partition: int, end: int) -> int | None:
+    """The high watermark of a changelog partition whose reported ``end`` (``read_changelog``'s,
+    the last stable offset) is short of it -- a transaction is still open there, and records
+    committed after its first one cannot be read yet -- or None when the end is the partition's
+    (or the reader does not know its high watermark). The high watermark is the one of the
+    reader's last fetch (librdkafka's cached value: no request)."""
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=END_TIMEOUT, cached=True)
+    except KafkaException:
+        return None
+    return high if high is not None and high > end else None
 
 
 def start_offset(
@@ -193,6 +222,12 @@ class Restoration:
     starts: dict[int, int] = field(default_factory=dict)
     #: The keys of the records skipped (not covered): written again at the task's next commit.
     uncommitted: dict[int, set[bytes]] = field(default_factory=dict)
+    #: Where each partition last reported its end (the last stable offset).
+    ends: dict[int, int] = field(default_factory=dict)
+    #: Since when a partition's end has been held back by an open transaction (see the module),
+    #: and when the restore last said so.
+    held_since: dict[int, float] = field(default_factory=dict)
+    _held_warned: dict[int, float] = field(default_factory=dict)
 
     def begin(self) -> None:
         self.starts = {
@@ -225,7 +260,6 @@ class Restoration:
             records, at_end = read_changelog(
                 self.program, self.restorer, batch, min(0.2, max(0.0, deadline - time.monotonic()))
             )
-            self.remaining -= at_end
             for p, offset, key, value, es_pos, info in records:
                 if p not in self.tasks:
                     continue
@@ -241,6 +275,51 @@ class Restoration:
                     self.tasks[p].store.write(self.pending[p], self.last[p], None, self.infos[p])
                     self.pending[p] = {}
                     self.infos[p] = {}
+            self.ends.update(at_end)
+            for p in [p for p, end in self.ends.items() if self.last.get(p, 0) > end]:
+                del self.ends[p]  # records came after the end it reported: at the end no more
+            self._settle_ends()
+
+    def _settle_ends(self) -> None:
+        """Count as restored the partitions whose reported end is their high watermark; one whose
+        end an open transaction holds back goes on being read (and checked again on each step:
+        its end is reported again when the transaction ends and the last stable offset moves)."""
+        for p in sorted(self.remaining):
+            end = self.ends.get(p)
+            if end is None:
+                continue
+            high = None if p not in self.tasks else open_transaction_end(self.restorer, self.changelog_topic, p, end)
+            if high is None:
+                self.remaining.discard(p)
+                continue
+            now = time.monotonic()
+            if p not in self.held_since:
+                self.held_since[p] = self._held_warned[p] = now
+                log.warning(
+                    "%s task %d: changelog %s:%d has a transaction still open from offset %d (the partition ends at "
+                    "%d): another worker's, which hung or stopped while committing. Records committed after it "
+                    "cannot be read until it ends, so the restore waits until it is committed or aborted (the "
+                    "broker aborts it once the writer's transaction.timeout.ms has passed)",
+                    self.program,
+                    p,
+                    self.changelog_topic,
+                    p,
+                    end,
+                    high,
+                )
+            elif now - self._held_warned[p] >= HELD_WARNING_INTERVAL:
+                self._held_warned[p] = now
+                log.warning(
+                    "%s task %d: changelog %s:%d still has a transaction open from offset %d after %.0f s; a "
+                    "transaction the broker never ends (a hanging transaction) is found and aborted with Kafka's "
+                    "kafka-transactions.sh (find-hanging, abort)",
+                    self.program,
+                    p,
+                    self.changelog_topic,
+                    p,
+                    end,
+                    now - self.held_since[p],
+                )
 
     def drop(self, p: int) -> None:
         """A task given away while it restores: forget it (its partition still reports its end)."""
@@ -253,13 +332,15 @@ class Restoration:
         """Write what is left, move each store to the committed position, load the tasks."""
         for p, task in self.tasks.items():
             task.store.write(self.pending.get(p, {}), self.last.get(p), self.committed[p], self.infos.get(p, {}))
+            held = self.held_since.get(p)
             log.info(
-                "%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)",
+                "%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)%s",
                 self.program,
                 p,
                 self.starts.get(p, 0),
                 self.applied.get(p, 0),
                 self.skipped.get(p, 0),
+                "" if held is None else f"; waited {time.monotonic() - held:.1f} s for an open transaction to end",
             )
             task.load_from_store()
             # A later commit may cover the skipped records' input position: then a replay applies
