@@ -47,7 +47,18 @@ class ChaosRun:
         )
 
 
+def heal(cluster: Any) -> None:
+    """Every node of the cluster running and listed: a variant starts, and reads its records at the
+    end, on the whole cluster (the variant before may have left a node down or slow to return;
+    twice seen in whole runs: workers that could not start, a read of the inputs that failed)."""
+    for node in cluster.nodes:
+        if not node.running:
+            cluster.restart(node.node_id, timeout=PROGRESS_TIMEOUT)
+    cluster.wait_ready(timeout=PROGRESS_TIMEOUT, brokers=len(cluster.nodes))
+
+
 def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
+    heal(cluster)
     started = time.monotonic()
     broker = Broker(cluster.bootstrap, "apache", cluster=cluster)
     name = unique(f"chaos-{plan.guarantee[:3]}-{plan.clock}")
@@ -159,6 +170,7 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
             stuck = f"the harness gave up at step {step}: {exc}"
         stop_producing.set()
         writing.join(90)
+        heal(cluster)
         inputs = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
         from chaos_verdict import is_poison
 

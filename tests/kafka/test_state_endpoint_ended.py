@@ -50,7 +50,11 @@ def test_an_ended_key_says_when_and_why_before_and_after_a_restore(broker: Broke
         assert status == 404 and nobody["status"] == "absent" and nobody["ended"] is None
 
     with Running(topo) as runner:
-        wait_for(lambda: _get(runner, f"/state/{name}?key=back")[0] == 200, timeout=90, what="back's end committed")
+        wait_for(
+            lambda: all(_get(runner, f"/state/{name}?key={k}")[0] == 200 for k in ("back", "front")),
+            timeout=90,
+            what="back's end and front's instance committed (two tasks, each committing on its own)",
+        )
         check(runner)
         url = f"http://127.0.0.1:{runner.health.port}"
         assert main(["state", str(topo), "--program", name, "--key", "back", "--url", url, "--token", TOKEN]) == 0
@@ -60,7 +64,11 @@ def test_an_ended_key_says_when_and_why_before_and_after_a_restore(broker: Broke
 
     shutil.rmtree(tmp_path / "state")  # the next worker restores every task from the changelog
     with Running(topo) as runner:
-        wait_for(lambda: _get(runner, f"/state/{name}?key=back")[0] == 200, timeout=90, what="the restore")
+        wait_for(
+            lambda: all(_get(runner, f"/state/{name}?key={k}")[0] == 200 for k in ("back", "front")),
+            timeout=90,
+            what="both tasks restored",
+        )
         check(runner)
 
     out = tmp_path / "dump.jsonl"
