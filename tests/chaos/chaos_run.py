@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chaos_diagnosis import diagnose, timeline_entry
 from chaos_fleet import Fleet, PoisonedProducer, log_lines, wedged
 from chaos_plan import ChaosPlan
 from chaos_verdict import Verdict, judge
@@ -32,6 +33,8 @@ class ChaosRun:
     plan: ChaosPlan
     verdict: Verdict
     logs: list[Path]
+    #: A failed run's ``chaos_diagnosis.diagnose`` (empty when the run passed).
+    diagnosis: str = ""
 
     def figures(self) -> str:
         f = self.verdict.figures
@@ -102,6 +105,7 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
     stop_producing = threading.Event()
     rnd = random.Random(plan.seed)
     broker_kills = 0
+    timeline: list[str] = []
     watcher = None
     writing = None
     try:
@@ -128,6 +132,7 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
             for step in plan.steps:
                 action, _, arg = step.partition(":")
                 time.sleep(rnd.uniform(0.0, 0.5))  # somewhere in a batch, not right after the last output
+                timeline.append(timeline_entry(started, step, producer.sent))
                 if action == "kill":
                     fleet.kill(int(arg))
                 elif action == "join":
@@ -156,9 +161,11 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
                     leader = cluster.leader(changelog, 0)
                     cluster.kill(leader)
                     broker_kills += 1
+                    timeline.append(timeline_entry(started, f"broker {leader} killed", producer.sent))
                     try:
                         progress()  # the workers go on with two brokers
                     finally:
+                        timeline.append(timeline_entry(started, f"broker {leader} restarting", producer.sent))
                         # Also when the wait timed out: the module's later variants share the cluster
                         # (left at two brokers, they failed at their start: "Timed out waiting for
                         # controller", seen on a machine at load 150).
@@ -168,6 +175,7 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
                 progress()
         except AssertionError as exc:
             stuck = f"the harness gave up at step {step}: {exc}"
+        timeline.append(timeline_entry(started, "producer stopping", producer.sent))
         stop_producing.set()
         writing.join(90)
         heal(cluster)
@@ -200,8 +208,14 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
     verdict = judge(plan.program, plan.clock, plan.guarantee, inputs, raw[f"{name}-out"], raw[f"{name}-err"])
     if stuck is not None:
         verdict.add("harness", stuck)
+    diagnosis = ""
     if not verdict.ok:
         dump_records(tmp / "records.jsonl", [*inputs, *raw[f"{name}-out"], *raw[f"{name}-err"]])
+        try:
+            cl = read_many(broker, [changelog], dedupe=False)[changelog]
+            diagnosis = diagnose(plan.program, verdict.problems, inputs, raw[f"{name}-out"], cl, fleet.logs, timeline)
+        except Exception as exc:  # the verdict is reported whatever happens here
+            diagnosis = f"diagnosis failed: {exc!r}"
     for slot, status in statuses:
         if status != 0:
             verdict.add("workers", f"worker {slot} stopped with status {status} (SIGTERM)")
@@ -220,7 +234,7 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
     )
     if fleet.exits:
         verdict.figures["exit lines"] = log_lines(fleet.logs, r"fenced|Fatal|FATAL|Traceback|exit")[:20]
-    return ChaosRun(plan, verdict, fleet.logs)
+    return ChaosRun(plan, verdict, fleet.logs, diagnosis)
 
 
 def dump_records(path: Path, records: list[Any]) -> None:

@@ -104,7 +104,9 @@ def test_chaos(cluster: Any, tmp_path: Path, guarantee: str, clock: str, capsys:
         pytest.xfail(f"{WEDGED_REASON}\n{plan.describe()}\n{run.verdict.summary()}")
     if guarantee == "exactly_once" and run.verdict.only_stalled and not LONG:
         raise OutputsStalled(f"{plan.describe()}\n{run.verdict.summary()}\nexits: {run.verdict.figures['exits']}")
-    assert run.verdict.ok, f"{plan.describe()}\n{run.verdict.summary()}\nexits: {run.verdict.figures['exits']}"
+    assert run.verdict.ok, (
+        f"{plan.describe()}\n{run.verdict.summary()}\nexits: {run.verdict.figures['exits']}\n{run.diagnosis}"
+    )
     assert run.verdict.figures["kills"] == 3 * plan.rounds and run.verdict.figures["broker kills"] == plan.rounds
     assert run.verdict.figures["poison in"] > 0, "no poison record was produced: raise the rate or the rounds"
     assert run.verdict.figures["timer outputs"] > 0, "no timer output was exercised"
