@@ -459,7 +459,14 @@ class Checkpoint:
         problems = purge(self._admin, offsets, timeout=5.0)
         if problems:
             self._purge_failures += 1
-            if self._purge_failures >= 3 or any("UNSUPPORTED" in p.upper() for p in problems):
+            # A client whose request failed may stay stuck (the restore's admin client did, for over
+            # a minute after a broker outage: ``ProgramWorker._changelog_id``): a new one next time.
+            self._admin = None
+            # Given up only on a broker that never deleted anything: one that did supports it, and
+            # its failures pass (an outage, a partition moving); with the repartition topic's
+            # infinite retention, purging nothing more after an outage would keep every record.
+            unsupported = any("UNSUPPORTED" in p.upper() for p in problems)
+            if unsupported or (not self._purged and self._purge_failures >= 3):
                 # e.g. the embedded broker, which has no DeleteRecords
                 self._purge_supported = False
                 log.warning(
