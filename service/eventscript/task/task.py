@@ -1076,8 +1076,12 @@ class Task:
                 if timed:
                     hints[kb] = timer_info(ctx)
             infos[kb] = info
-            if info is not None:
-                key_headers[kb] = [*lead, (info_header, info)]
+            if info is not None:  # (a list display: cheaper than [*lead, ...] per record)
+                key_headers[kb] = (
+                    [pos_header, (info_header, info)]
+                    if gen_header is None
+                    else [pos_header, gen_header, (info_header, info)]
+                )
             save(kb)
             if touch is not None:
                 touch(id(ctx))
