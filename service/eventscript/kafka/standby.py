@@ -152,8 +152,8 @@ class Standbys:
         self._positions.pop(p, None)
         self._paused.discard(p)
         log.info(
-            "%s: standby for task %d stopped at changelog offset %d (%d records applied, %d skipped as an earlier "
-            "owner's written after a later owner's)",
+            "%s: standby for task %d stopped at changelog offset %d (%d records applied); %d skipped as an earlier "
+            "owner's written after a later owner's",
             self.program,
             p,
             task.store.checkpoint,
@@ -210,6 +210,7 @@ class Standbys:
         infos: dict[bytes, bytes | None] = {}
         n = 0
         fence = task.fence
+        skipped_before = fence.skipped
         for p, offset, key, value, es_pos, info, gen in task.pending:
             if not rule.covers(es_pos):
                 break
@@ -224,7 +225,7 @@ class Standbys:
             position = standby_position(self.changelog_topic, task.partition)
             task.store.write(changes, end, position, infos, fence.highest)
             del task.pending[:n]
-            task.applied += n
+            task.applied += n - (fence.skipped - skipped_before)
 
     def _throttle(self) -> None:
         """Stop reading a task's changelog while too much of it waits for a commit."""
