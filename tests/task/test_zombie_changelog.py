@@ -282,3 +282,26 @@ def test_the_epoch_rule() -> None:
     assert owner_epoch(1, 0, 40) == (41, 40)  # a group made again
     assert owner_epoch(2, 40, 41) == (42, 40)
     assert owner_epoch(5, 0, 5) == (10, 5)  # the same generation (a static member's replacement)
+
+
+def test_the_spark_state_dump_folds_with_the_fence(tmp_path: Path) -> None:
+    """The Spark dump's per-partition fold (backfill/state_dump.py), over the data source's rows."""
+    from eventscript.backfill.state_dump import _rows_of_partition
+
+    log = ChangelogPartition()
+    committed, queued = zombie_after_new_owner(tmp_path, log)
+    send(log, queued)
+    rows = [
+        {
+            "partition": 0,
+            "offset": m.offset(),
+            "key": m.key(),
+            "value": m.value(),
+            "headers": [{"key": k, "value": v} for k, v in m.headers()],
+        }
+        for m in log.records
+    ]
+    program = compile_source(COUNT, name="p").require()
+    (k_row,) = [r for r in _rows_of_partition("p", program.dumps(), {0: committed}, iter(rows)) if r[2] == '["k"]']
+    variables = orjson.loads(k_row[5])["variables"]
+    assert [v["value"] for v in variables if v["name"] == "count"] == [3]  # B's count, not A's 2
