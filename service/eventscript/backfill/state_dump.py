@@ -28,15 +28,17 @@ from ..topology.config import ProgramConfig, Topology, TopologyError
 
 def _changelog_record(row: Any) -> ChangelogRecord:
     """A data source row (``backfill.records.INPUT_SCHEMA``) as the restore reads a changelog record."""
-    from ..state.changelog import HEADER_POSITION
+    from ..state.changelog import HEADER_EPOCH, HEADER_POSITION
     from ..state.keyinfo import HEADER_KEY_INFO
 
-    es_pos = info = None
+    es_pos = info = gen = None
     for h in row["headers"] or ():
         if h["key"] == HEADER_POSITION:
             es_pos = h["value"]
         elif h["key"] == HEADER_KEY_INFO:
             info = h["value"]
+        elif h["key"] == HEADER_EPOCH:
+            gen = h["value"]
     value = row["value"]
     return (
         row["partition"],
@@ -45,6 +47,7 @@ def _changelog_record(row: Any) -> ChangelogRecord:
         bytes(value) if value is not None else None,
         bytes(es_pos) if es_pos is not None else None,
         bytes(info) if info is not None else None,
+        bytes(gen) if gen is not None else None,
     )
 
 

@@ -3,7 +3,8 @@ running the program, explained like one key's answer (state/query.py).
 
 The changelog is read as a restore reads it (kafka/restore.py): read_committed, from the start of
 every partition to its end-of-partition signal, a record applying only if the input position its
-batch reached (``es-pos``) is within the group's committed offsets (``Coverage``). What it folds
+batch reached (``es-pos``) is within the group's committed offsets (``Coverage``) and its owner
+epoch (``es-gen``) is not below one applied before it (``EpochFence``). What it folds
 to is therefore what a worker restoring each task now would hold. A tombstone still in the log
 (compaction removes them after ``delete.retention.ms``) shows its key as ``ended``.
 """
@@ -23,7 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 from ..automata.compiled import CompiledProgram
 from ..engine.timeutil import format_time
 from ..explain.terms import ProgramTerms
-from ..state.changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, is_instance_key, tp_name
+from ..state.changelog import CLOCK_KEY, SINGLE_KEY, EpochFence, Position, decode_clock, is_instance_key, tp_name
 from ..state.keyinfo import decode_info
 from ..state.query import ended_fields, explain_snapshot, last_record_fields
 from ..topology.config import KafkaConfig, ProgramConfig, Topology, TopologyError
@@ -39,7 +40,8 @@ READ_TIMEOUT = 120.0
 class FoldedTask:
     """One task's state as a restore would rebuild it now: store key → (value or None for a
     tombstone, changelog offset of the record), what the task kept about each key (its last
-    record's ``es-key`` header, ``state.keyinfo``), the records applied and skipped."""
+    record's ``es-key`` header, ``state.keyinfo``), the records applied and skipped (not covered
+    by the committed offsets; ``fence.skipped``: an earlier owner's, written after a later one's)."""
 
     partition: int
     committed: Position
@@ -48,6 +50,7 @@ class FoldedTask:
     end: int = 0
     applied: int = 0
     skipped: int = 0
+    fence: EpochFence = field(default_factory=EpochFence)
 
 
 def committed_positions(topo: Topology, cfg: ProgramConfig, partitions: int) -> dict[int, Position]:
@@ -117,17 +120,17 @@ def fold_partitions(kafka: KafkaConfig, topic: str, program: str, committed: dic
 def fold_records(tasks: dict[int, FoldedTask], rules: dict[int, Coverage], records: Iterable[ChangelogRecord]) -> None:
     """Fold changelog records (in offset order per partition) into their tasks, with the
     restore's apply rule; records of partitions not in ``tasks`` are ignored."""
-    for p, offset, key, value, es_pos, info in records:
+    for p, offset, key, value, es_pos, info, gen in records:
         task = tasks.get(p)
         if task is None:
             continue
         task.end = offset + 1
-        if rules[p].covers(es_pos):
+        if not rules[p].covers(es_pos):
+            task.skipped += 1
+        elif task.fence.admits(gen):
             task.records[key] = (value, offset)
             keep_info(task.infos, key, value, info)
             task.applied += 1
-        else:
-            task.skipped += 1
 
 
 def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | None = None) -> Iterator[dict[str, Any]]:

@@ -18,6 +18,13 @@ than the committed offsets it resumed its inputs from: its timers fired again an
 started over (the fault harness's exactly-once failure of 2026-11-26, 1 run in 7). So a partition
 counts as restored only once the end it reported is also its high watermark: while a transaction
 holds it back, the restore waits (``open_transaction_end``).
+
+Records that the committed offsets cover are also checked against their owner epoch (``es-gen``,
+``state.changelog.EpochFence``): one written by an owner the task had left (a zombie whose
+producer sent its queued records late) after a newer owner's is skipped, and its key is written
+again at the task's next commit, as the keys of uncommitted records are (a compaction could
+otherwise leave the zombie's record as the key's only one). The restored task then takes its own
+epoch, above every one applied (``Task.take_epoch``), and the store keeps it with its checkpoint.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
+from ..state.changelog import HEADER_EPOCH, EpochFence
 from ..state.keyinfo import HEADER_KEY_INFO
 from ..task.task import Task
 from .state import HEADER_POSITION, Position, TaskStore, committed_covers, decode_position
@@ -44,9 +52,10 @@ END_TIMEOUT = 10.0
 HELD_WARNING_INTERVAL = 60.0
 
 #: A changelog record as the restore reads it: partition, offset, key, value (None: a
-#: tombstone), its ``es-pos`` header (the input position of the batch that wrote it) and its
-#: ``es-key`` header (what the task kept about the key: ``state.keyinfo``; None: none).
-ChangelogRecord = tuple[int, int, bytes, "bytes | None", "bytes | None", "bytes | None"]
+#: tombstone), its ``es-pos`` header (the input position of the batch that wrote it), its
+#: ``es-key`` header (what the task kept about the key: ``state.keyinfo``; None: none) and its
+#: ``es-gen`` header (its owner's epoch: ``state.changelog.EpochFence``; None: none).
+ChangelogRecord = tuple[int, int, bytes, "bytes | None", "bytes | None", "bytes | None", "bytes | None"]
 
 
 class RestoreError(Exception):
@@ -84,13 +93,15 @@ def read_changelog(
             elif err.fatal():
                 raise RestoreError(f"{program}: changelog reader: {err}")
             continue
-        hdr = info = None
+        hdr = info = gen = None
         for k, v in m.headers() or ():
             if k == HEADER_POSITION:
                 hdr = v
             elif k == HEADER_KEY_INFO:
                 info = v
-        records.append((m.partition(), m.offset(), m.key(), m.value(), hdr, info))
+            elif k == HEADER_EPOCH:
+                gen = v
+        records.append((m.partition(), m.offset(), m.key(), m.value(), hdr, info, gen))
     return records, at_end
 
 
@@ -199,6 +210,20 @@ class Coverage:
         return self._answer
 
 
+def log_zombie_record(program: str, partition: int, offset: int, gen: bytes | None, fence: EpochFence) -> None:
+    """Say (at debug) that a changelog record was skipped as a zombie's: see ``EpochFence``."""
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug(
+            "%s task %d: changelog offset %d skipped: written by owner epoch %s after epoch %d's records (an "
+            "earlier owner's record sent late)",
+            program,
+            partition,
+            offset,
+            gen.decode(errors="replace") if gen is not None else "?",
+            fence.highest,
+        )
+
+
 @dataclass
 class Restoration:
     """Replays the changelog partitions of several tasks together, a slice per ``step``."""
@@ -220,8 +245,11 @@ class Restoration:
     skipped: dict[int, int] = field(default_factory=dict)
     remaining: set[int] = field(default_factory=set)
     starts: dict[int, int] = field(default_factory=dict)
-    #: The keys of the records skipped (not covered): written again at the task's next commit.
+    #: The keys of the records skipped (not covered, or a zombie's): written again at the task's
+    #: next commit.
     uncommitted: dict[int, set[bytes]] = field(default_factory=dict)
+    #: Each partition's owner-epoch rule, from the highest epoch its store had applied.
+    fences: dict[int, EpochFence] = field(default_factory=dict)
     #: Where each partition last reported its end (the last stable offset).
     ends: dict[int, int] = field(default_factory=dict)
     #: Since when a partition's end has been held back by an open transaction (see the module),
@@ -240,6 +268,7 @@ class Restoration:
             self.infos[p] = {}
             self.applied[p] = self.skipped[p] = 0
             self.uncommitted[p] = set()
+            self.fences[p] = EpochFence(self.tasks[p].store.epoch)
         self.restorer.assign(
             [
                 TopicPartition(self.changelog_topic, p, off if off > 0 else OFFSET_BEGINNING)
@@ -260,19 +289,24 @@ class Restoration:
             records, at_end = read_changelog(
                 self.program, self.restorer, batch, min(0.2, max(0.0, deadline - time.monotonic()))
             )
-            for p, offset, key, value, es_pos, info in records:
+            for p, offset, key, value, es_pos, info, gen in records:
                 if p not in self.tasks:
                     continue
                 self.last[p] = offset + 1
-                if rules[p].covers(es_pos):
+                if not rules[p].covers(es_pos):
+                    self.skipped[p] += 1
+                    self.uncommitted[p].add(key)
+                elif self.fences[p].admits(gen):
                     self.pending[p][key] = value
                     keep_info(self.infos[p], key, value, info)
                     self.applied[p] += 1
                 else:
-                    self.skipped[p] += 1
+                    log_zombie_record(self.program, p, offset, gen, self.fences[p])
                     self.uncommitted[p].add(key)
                 if len(self.pending[p]) >= WRITE_BATCH:
-                    self.tasks[p].store.write(self.pending[p], self.last[p], None, self.infos[p])
+                    self.tasks[p].store.write(
+                        self.pending[p], self.last[p], None, self.infos[p], self.fences[p].highest
+                    )
                     self.pending[p] = {}
                     self.infos[p] = {}
             self.ends.update(at_end)
@@ -328,21 +362,31 @@ class Restoration:
         self.infos.pop(p, None)
         self.uncommitted.pop(p, None)
 
-    def finish(self) -> list[Task]:
-        """Write what is left, move each store to the committed position, load the tasks."""
+    def finish(self, generation: int | None = None) -> list[Task]:
+        """Write what is left, move each store to the committed position, load the tasks, and
+        give each the owner epoch of a member of group ``generation`` (None: not known, the
+        task writes none), which its store keeps as the highest epoch from now on."""
         for p, task in self.tasks.items():
-            task.store.write(self.pending.get(p, {}), self.last.get(p), self.committed[p], self.infos.get(p, {}))
+            fence = self.fences.get(p) or EpochFence(task.store.epoch)
+            task.store.write(
+                self.pending.get(p, {}), self.last.get(p), self.committed[p], self.infos.get(p, {}), fence.highest
+            )
             held = self.held_since.get(p)
             log.info(
-                "%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted)%s",
+                "%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted), %d skipped (an "
+                "earlier owner's, written after a later owner's)%s",
                 self.program,
                 p,
                 self.starts.get(p, 0),
                 self.applied.get(p, 0),
                 self.skipped.get(p, 0),
+                fence.skipped,
                 "" if held is None else f"; waited {time.monotonic() - held:.1f} s for an open transaction to end",
             )
             task.load_from_store()
+            epoch = task.take_epoch(generation, fence.highest)
+            if epoch is not None and epoch > fence.highest:
+                task.store.write({}, None, None, {}, epoch)
             # A later commit may cover the skipped records' input position: then a replay applies
             # them, unless the task writes those keys again (Task.rewrite_at_next_commit).
             task.rewrite_at_next_commit(self.uncommitted.get(p, ()))

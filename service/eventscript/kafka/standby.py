@@ -7,7 +7,10 @@ record applies only once the input position its batch reached is within the comm
 Records are applied in changelog order and only as a prefix — the standby stops at the first
 record not covered yet and waits for the owner's next commit — so the store always equals a
 restore of the changelog up to its checkpoint, and a record of an aborted batch is never
-applied unless the restore itself would apply it. When the task is then assigned to this worker
+applied unless the restore itself would apply it. The restore's owner-epoch rule applies too
+(``state.changelog.EpochFence``): a zombie's record written after a newer owner's is passed over,
+and the store keeps the highest epoch applied with its checkpoint, for the restore that goes on
+from there. When the task is then assigned to this worker
 (a fail-over, a rebalance), the restore finds the store's checkpoint near the end of the
 changelog and replays only the tail.
 
@@ -33,7 +36,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from .restore import ChangelogRecord, Coverage, RestoreError, keep_info, read_changelog, start_offset
+from ..state.changelog import EpochFence
+from .restore import ChangelogRecord, Coverage, RestoreError, keep_info, log_zombie_record, read_changelog, start_offset
 from .state import Position, TaskStore, tp_name
 
 log = logging.getLogger("eventscript.kafka.worker")
@@ -69,6 +73,8 @@ class StandbyTask:
 
     partition: int
     store: TaskStore
+    #: The owner-epoch rule, from the highest epoch the store had applied.
+    fence: EpochFence
     pending: list[ChangelogRecord] = field(default_factory=list)
     applied: int = 0
 
@@ -127,7 +133,7 @@ class Standbys:
                 log.warning("%s: no standby for task %d now: %s", self.program, p, exc)
                 store.close()
                 continue
-            self.tasks[p] = StandbyTask(p, store)
+            self.tasks[p] = StandbyTask(p, store, EpochFence(store.epoch))
             tps.append(TopicPartition(self.changelog_topic, p, start if start > 0 else OFFSET_BEGINNING))
             log.info("%s: standby for task %d from changelog offset %d", self.program, p, start)
         self.reader.incremental_assign(tps)
@@ -146,11 +152,13 @@ class Standbys:
         self._positions.pop(p, None)
         self._paused.discard(p)
         log.info(
-            "%s: standby for task %d stopped at changelog offset %d (%d records applied)",
+            "%s: standby for task %d stopped at changelog offset %d (%d records applied); %d skipped as an earlier "
+            "owner's written after a later owner's",
             self.program,
             p,
             task.store.checkpoint,
             task.applied,
+            task.fence.skipped,
         )
         task.store.close()
 
@@ -201,17 +209,23 @@ class Standbys:
         changes: dict[bytes, bytes | None] = {}
         infos: dict[bytes, bytes | None] = {}
         n = 0
-        for _, _, key, value, es_pos, info in task.pending:
+        fence = task.fence
+        skipped_before = fence.skipped
+        for p, offset, key, value, es_pos, info, gen in task.pending:
             if not rule.covers(es_pos):
                 break
+            n += 1
+            if not fence.admits(gen):
+                log_zombie_record(self.program, p, offset, gen, fence)
+                continue
             changes[key] = value
             keep_info(infos, key, value, info)
-            n += 1
         if n:
             end = task.pending[n - 1][1] + 1
-            task.store.write(changes, end, standby_position(self.changelog_topic, task.partition), infos)
+            position = standby_position(self.changelog_topic, task.partition)
+            task.store.write(changes, end, position, infos, fence.highest)
             del task.pending[:n]
-            task.applied += n
+            task.applied += n - (fence.skipped - skipped_before)
 
     def _throttle(self) -> None:
         """Stop reading a task's changelog while too much of it waits for a commit."""

@@ -31,6 +31,7 @@ from ..automata.compiled import CompiledProgram
 from ..task.task import Task
 from ..topology.config import ProgramConfig
 from . import waiting
+from .generation import group_generation
 from .metrics import restore_to_go
 from .restore import Restoration, RestoreError
 from .standby import Standbys, StandbyTask, standby_tasks
@@ -65,6 +66,7 @@ class TaskManager:
         progress_plan: Any,
         metrics: Any = None,
         changelog_id: Callable[[], str | None] = lambda: None,
+        owner_epochs: bool = True,
     ) -> None:
         self.cfg = cfg
         self.name = cfg.name
@@ -79,6 +81,9 @@ class TaskManager:
         #: which the restore and the standbys compare with the one a store was written from (a
         #: recreated changelog: issue 20 fault 5).
         self._changelog_id = changelog_id
+        #: Whether restored tasks take the group generation as their owner epoch (kafka/generation.py:
+        #: only under the classic group protocol).
+        self.owner_epochs = owner_epochs
         self.tasks: dict[int, Task] = {}
         #: Tasks waiting for their state to be restored (paused meanwhile).
         self.restore_queue: list[int] = []
@@ -415,7 +420,10 @@ class TaskManager:
             self.metrics.restore_progress(self.name, restore_to_go(restoration))
         if restoration.done:
             self._restoring = None
-            for task in restoration.finish():
+            # The generation now: the one the tasks were assigned in, or a later one (a rebalance
+            # that kept them); a later owner's is higher either way.
+            generation = group_generation(consumer, self.name) if self.owner_epochs else None
+            for task in restoration.finish(generation):
                 task.restored = False  # (nothing processed, no timer fired, until its inputs are placed)
                 self._positioning[task.partition] = restoration.committed[task.partition]
             self._start_restored(consumer)

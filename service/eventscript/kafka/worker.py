@@ -59,6 +59,7 @@ from ..topology.config import ProgramConfig, Topology
 from ..topology.progress import progress_plan, topology_partitions
 from . import clients, waiting
 from .checkpoint import MIGRATED, Checkpoint
+from .generation import owner_epochs
 from .input_partitions import InputPartitionWatch
 from .logs import rate_limit
 from .metrics import stats_config
@@ -132,6 +133,7 @@ class ProgramWorker:
             progress_plan(topo, cfg, topology_partitions(topo, {i.topic: partitions for i in cfg.inputs})),
             metrics,
             self._changelog_id,
+            owner_epochs(cfg.name, clients.consumer_config(topo.kafka, self.group_id)),
         )
         #: What is committed and when (checkpoint.py).
         self.checkpoint = Checkpoint(

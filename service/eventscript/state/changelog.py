@@ -10,6 +10,17 @@ have written those keys again (its batch may hold more records: an instance crea
 inside it writes nothing). So the task writes every such key again at its first commit after a
 rewind or a restore (``Task.rewrite_at_next_commit``), later in the changelog than the records of
 the batch that never committed (issue 20, fault 1).
+
+Each record of a Kafka worker also carries its owner's epoch (``es-gen``): the consumer group's
+generation when the owner took the task on, plus the task's epoch base (below). A worker frozen
+past its session (a zombie) can send changelog records its producer had queued after the task's
+new owner wrote newer ones; their ``es-pos`` is covered by the new owner's commits, so the
+position rule applies them, and a replay would give the keys the zombie's older state. So a
+record whose epoch is lower than the highest one applied before it in its partition is skipped
+(:class:`EpochFence`). A group deleted and made again starts its generations at 1: an owner whose
+generation is not above the highest epoch of its changelog raises the task's epoch base
+(``EPOCH_BASE_KEY``, task state in the changelog) to that epoch, and writes base + generation
+(:func:`owner_epoch`).
 """
 
 from __future__ import annotations
@@ -32,6 +43,9 @@ HWM_KEY = b"\x02repartition-hwm"
 CLOCK_KEY = b"\x03record-clock"
 SEQ_KEY = b"\x03timer-seq"
 TASK_STATE_KEYS = (CLOCK_KEY, HWM_KEY, SEQ_KEY)
+#: The task's epoch base (decimal): added to the owner's group generation to make the epoch its
+#: changelog records carry (see the module and :func:`owner_epoch`). Kafka hosts only.
+EPOCH_BASE_KEY = b"\x03epoch-base"
 #: The program versions the task's snapshots were written by (task/versions.py): this prefix and
 #: a snapshot's program tag in 8 hex digits → the version's fingerprint and compiled program
 #: (zlib-compressed JSON), so that a later version can map the old one's states; UNTAGGED_KEY →
@@ -48,6 +62,8 @@ ENDED_PREFIX = b"\x06"
 NOT_INSTANCE_FIRST = (b"\x00", b"\x02", b"\x03", b"\x04", b"\x05", b"\x06")
 
 HEADER_POSITION = "es-pos"
+#: The owner epoch of a changelog record (decimal): see the module and :class:`EpochFence`.
+HEADER_EPOCH = "es-gen"
 
 Position = dict[str, int]  # "topic:partition" -> next offset
 
@@ -76,6 +92,45 @@ def committed_covers(record_pos: Position | None, committed: Position) -> bool:
     if record_pos is None:
         return True
     return all(off <= committed.get(tp, 0) for tp, off in record_pos.items())
+
+
+class EpochFence:
+    """The owner-epoch rule of one changelog partition, fed its records in log order: a record
+    whose epoch (``es-gen``) is lower than the highest one admitted before it was written by an
+    owner the task had left (a zombie) and is not applied; a record without one (a host without
+    a group: the tester, a backfill hand-over; a worker before the header existed) is applied.
+    ``highest`` starts at what a store continuing from its checkpoint had applied."""
+
+    __slots__ = ("_last", "highest", "skipped")
+
+    def __init__(self, highest: int = 0) -> None:
+        self.highest = highest
+        self.skipped = 0
+        self._last: bytes | None = None  # the last header admitted (a batch's records share it)
+
+    def admits(self, raw: bytes | None) -> bool:
+        if raw is None or raw == self._last:
+            return True
+        epoch = decode_int(raw)
+        if epoch < self.highest:
+            self.skipped += 1
+            return False
+        self.highest = epoch
+        self._last = raw
+        return True
+
+
+def owner_epoch(generation: int, base: int, highest: int) -> tuple[int, int]:
+    """(epoch, base) of a task's owner whose group generation is ``generation``, given the task's
+    epoch ``base`` and the ``highest`` epoch applied from its changelog. Within one group the
+    generation grows at every rebalance, so a new owner's is above every earlier owner's; a
+    generation not above ``highest`` means the group was deleted and made again (or a static
+    member took its place with the same generation): the base is raised to ``highest``, so that
+    the owner's epoch is above every record of the changelog, and a zombie of the earlier owner
+    is fenced however far the generations start again."""
+    if base + generation <= highest:
+        base = highest
+    return base + generation, base
 
 
 def decode_position(raw: bytes | None) -> Position | None:

@@ -29,7 +29,16 @@ import msgpack
 import orjson
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBatch
 
-from .changelog import ENDED_PREFIX, INDEX_PREFIX, INFO_PREFIX, SINGLE_KEY, Position, is_instance_key, position_header
+from .changelog import (
+    ENDED_PREFIX,
+    INDEX_PREFIX,
+    INFO_PREFIX,
+    SINGLE_KEY,
+    Position,
+    decode_int,
+    is_instance_key,
+    position_header,
+)
 from .keyinfo import (
     ENDED_HEAD,
     ENDED_RETENTION_MS,
@@ -47,6 +56,10 @@ _META_POSITION = b"\x00position"
 #: The topic id of the changelog the checkpoint counts in (kafka/topic_ids.py): a recreated
 #: changelog has another, whatever its length.
 _META_CHANGELOG_ID = b"\x00changelog-id"
+#: The highest owner epoch (``es-gen``) of the changelog records up to the checkpoint, or of the
+#: task's owner that wrote the store: a replay from the checkpoint goes on fencing with it
+#: (state/changelog.py, ``EpochFence``).
+_META_EPOCH = b"\x00owner-epoch"
 #: Present once the timer index covers every stored snapshot (stores written before the index
 #: existed get it built when first opened).
 _META_INDEX = b"\x00timer-index"
@@ -172,6 +185,11 @@ class TaskStore:
         raw = self.get(_META_CHANGELOG_ID)
         return None if raw is None else raw.decode()
 
+    @property
+    def epoch(self) -> int:
+        """The highest owner epoch up to the checkpoint (0: none known)."""
+        return decode_int(self.get(_META_EPOCH))
+
     def keep_changelog_id(self, topic_id: str) -> None:
         """Remember which changelog (by topic id) the checkpoint counts in."""
         self.db.put(_META_CHANGELOG_ID, topic_id.encode())
@@ -220,10 +238,11 @@ class TaskStore:
         checkpoint: int | None,
         position: Position | None,
         infos: dict[bytes, bytes | None] | None = None,
+        epoch: int | None = None,
     ) -> None:
         """Apply changes (None: delete), index their timers, keep their keys' information
-        (``infos``, else what the task left in ``pending_infos``) and move the checkpoint,
-        atomically."""
+        (``infos``, else what the task left in ``pending_infos``) and move the checkpoint (and
+        the highest owner ``epoch`` with it), atomically."""
         wb = WriteBatch(raw_mode=True)
         if infos is None:
             infos, self.pending_infos = self.pending_infos, {}
@@ -242,6 +261,8 @@ class TaskStore:
             wb.put(_META_CHECKPOINT, str(checkpoint).encode())
         if position is not None:
             wb.put(_META_POSITION, position_header(position))
+        if epoch is not None:
+            wb.put(_META_EPOCH, b"%d" % epoch)
         self.db.write(wb)
         if self.on_write is not None:
             self.on_write(changes)

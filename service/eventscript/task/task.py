@@ -29,6 +29,8 @@ from ..engine.time_provider import timer_info
 from ..state.cache import CacheBudget, InstanceCache
 from ..state.changelog import (
     CLOCK_KEY,
+    EPOCH_BASE_KEY,
+    HEADER_EPOCH,
     HEADER_POSITION,
     HWM_KEY,
     SEQ_KEY,
@@ -36,6 +38,7 @@ from ..state.changelog import (
     Position,
     decode_hwm,
     decode_int,
+    owner_epoch,
     position_header,
 )
 from ..state.keyinfo import (
@@ -232,6 +235,14 @@ class Task:
         #: nothing), so the next commit writes each one's committed value again over it.
         self._last_sent: dict[bytes, bytes | None] = {}
         self._rewrite: set[bytes] = set()
+        #: The owner epoch its changelog records carry (``es-gen``, state/changelog.py: fences a
+        #: zombie's late records), given by the host when it takes the task on (``take_epoch``);
+        #: None: none (a host without a consumer group). ``epoch_base``: the task's epoch base
+        #: (task state), written again when raised.
+        self.owner_epoch: int | None = None
+        self._epoch_header: tuple[str, bytes] | None = None
+        self.epoch_base = 0
+        self._epoch_base_dirty = False
         self.engine.origin_of = self._on_create
         self.engine.on_terminate = self._on_terminate
         self.engine.before_timer = self.ids.begin_timer
@@ -308,6 +319,20 @@ class Task:
         once a later commit covers them keeps them (issue 20, fault 1: ghost instances)."""
         self._rewrite.update(keys)
 
+    def take_epoch(self, generation: int | None, highest: int) -> int | None:
+        """Take the owner epoch of a host whose consumer group's generation is ``generation``
+        (None: not known; the records then carry none), its state loaded from a changelog whose
+        highest epoch is ``highest``: see ``state.changelog.owner_epoch``. Returns the epoch."""
+        if generation is None:
+            self.owner_epoch = self._epoch_header = None
+            return None
+        epoch, base = owner_epoch(generation, self.epoch_base, highest)
+        if base != self.epoch_base:
+            self.epoch_base, self._epoch_base_dirty = base, True
+        self.owner_epoch = epoch
+        self._epoch_header = (HEADER_EPOCH, b"%d" % epoch)
+        return epoch
+
     def resume(self) -> None:
         """Its inputs are back at the committed positions: drop records fetched before the seek,
         and process again."""
@@ -363,6 +388,12 @@ class Task:
         raw_seq = self.store.get(SEQ_KEY)
         self._seq_saved = decode_int(raw_seq) if raw_seq is not None else self.store.next_index_seq()
         timers.next_seq = self._seq_saved
+        # A base raised but not committed yet (a rewind) is kept, and written at the next commit.
+        stored_base = decode_int(self.store.get(EPOCH_BASE_KEY))
+        if self.epoch_base > stored_base:
+            self._epoch_base_dirty = True
+        else:
+            self.epoch_base = stored_base
         self.versions.open(self.store)  # (UpgradeRefused: the policy forbids another version's state)
         if self.grouped:
             self.timer_index.reset(timers)
@@ -1009,6 +1040,8 @@ class Task:
         # headers: the commit's position, then the information (one list per record, made here).
         infos = self.store.pending_infos
         pos_header = (HEADER_POSITION, position_header(self.position))
+        gen_header = self._epoch_header
+        lead = (pos_header,) if gen_header is None else (pos_header, gen_header)  # every record's first headers
         key_headers: dict[bytes, codec.Headers] = {}
         key_info = self._key_info
         last_msg = self._last_msg.get
@@ -1022,7 +1055,7 @@ class Task:
                 changes[SINGLE_KEY] = snapshot(ctx)
                 info = infos[SINGLE_KEY] = key_info(SINGLE_KEY, self._last_single, None)
                 if info is not None:
-                    key_headers[SINGLE_KEY] = [pos_header, (info_header, info)]
+                    key_headers[SINGLE_KEY] = [*lead, (info_header, info)]
             drained = []
         for ctx in drained:
             kb = key_bytes_of(ctx)
@@ -1043,8 +1076,12 @@ class Task:
                 if timed:
                     hints[kb] = timer_info(ctx)
             infos[kb] = info
-            if info is not None:
-                key_headers[kb] = [pos_header, (info_header, info)]
+            if info is not None:  # (a list display: cheaper than [*lead, ...] per record)
+                key_headers[kb] = (
+                    [pos_header, (info_header, info)]
+                    if gen_header is None
+                    else [pos_header, gen_header, (info_header, info)]
+                )
             save(kb)
             if touch is not None:
                 touch(id(ctx))
@@ -1057,6 +1094,9 @@ class Task:
         clock_raw = self.clock.unsaved()
         if clock_raw is not None:
             changes[CLOCK_KEY] = clock_raw
+        if self._epoch_base_dirty:
+            changes[EPOCH_BASE_KEY] = b"%d" % self.epoch_base
+            self._epoch_base_dirty = False
         if self.clock.timers.next_seq != self._seq_saved:
             self._seq_saved = self.clock.timers.next_seq
             changes[SEQ_KEY] = b"%d" % self._seq_saved
@@ -1067,13 +1107,13 @@ class Task:
                     changes[kb] = get(kb)
                     info = infos[kb] = get(info_key(kb))
                     if info is not None:
-                        key_headers[kb] = [pos_header, (HEADER_KEY_INFO, info)]
+                        key_headers[kb] = [*lead, (HEADER_KEY_INFO, info)]
             self._rewrite = set()
         self.versions.changelog_records(changes)
         self.versions.log_summary()
         self._last_sent = changes
         if changes:
-            headers: codec.Headers = [pos_header]  # one list for the records without their own
+            headers: codec.Headers = list(lead)  # one list for the records without their own
             self.send_changelog(
                 self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000, key_headers
             )
