@@ -164,8 +164,16 @@ class TopologyRunner:
         self.stop()
 
     def run(self, until_idle: float | None = None, install_signals: bool = True) -> int:
+        if install_signals and threading.current_thread() is threading.main_thread():
+            # First: a SIGTERM while the topics are checked (seconds on a slow broker) is an
+            # orchestrator's orderly stop too, not a kill (exit 0, not -15).
+            signal.signal(signal.SIGTERM, self._on_signal)
+            signal.signal(signal.SIGINT, self._on_signal)
         if not self.workers:
             self.prepare()
+        if self._first_signal is not None:
+            log.info("stopped while starting: no record was processed")
+            return 0
         # The broker answered (prepare created or checked the topics): from now on librdkafka's own
         # warnings matter to an operator (a broker lost mid-run), rate-limited by the workers.
         # Commands keep them quiet before that, when they would only repeat "cannot connect".
@@ -183,9 +191,7 @@ class TopologyRunner:
                 lambda: readiness_lines(self.workers),
             ).start()
             log.info("health on http://%s:%d/healthz /readyz /metrics", self.health_host, self.health.port)
-        if install_signals and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self._on_signal)
-            signal.signal(signal.SIGINT, self._on_signal)
+        log.info("running %s; SIGTERM stops it after the batch", ", ".join(w.cfg.name for w in self.workers))
         configure_gc()
         threads = [
             threading.Thread(target=self._run_worker, args=(w, until_idle), name=f"worker-{w.cfg.name}", daemon=True)
