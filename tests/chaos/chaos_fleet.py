@@ -97,10 +97,24 @@ class Fleet:
         chosen = range(len(self.logs)) if slots is None else slots
         return sum(_count(self.logs[s], "assigned tasks") for s in chosen)
 
+    def running_since_start(self, slot: int) -> bool:
+        """Whether the worker's process, since the harness last started it, says it runs (its signal
+        handlers are in place: a SIGTERM before that kills a Python process still importing, -15)."""
+        text = self.logs[slot].read_text(errors="replace")
+        return RUNNING in text[text.rfind(f"{MARK} started") :]
+
     def stop_all(self) -> list[tuple[int, int]]:
-        """SIGTERM to every running worker (SIGCONT first, for a frozen one); their exit statuses."""
+        """SIGTERM to every running worker (SIGCONT first, for a frozen one); their exit statuses.
+        A worker started moments ago (the round's last kill, a revival) is first given time to come
+        up: what is judged is the orderly stop of a running worker, not of one still importing."""
         self.wanted.clear()
         statuses = []
+        for slot, proc in enumerate(self.procs):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                deadline = time.monotonic() + START_TIMEOUT
+                while proc.poll() is None and not self.running_since_start(slot) and time.monotonic() < deadline:
+                    time.sleep(0.1)
         for proc in self.procs:
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
@@ -125,6 +139,10 @@ class Fleet:
 
 #: Marks the harness's own lines in a worker's log.
 MARK = "CHAOS:"
+#: What a worker logs once it runs, its signal handlers in place (``TopologyRunner.run``), and how
+#: long a worker just started is given to say it before it is stopped anyway.
+RUNNING = "SIGTERM stops it after the batch"
+START_TIMEOUT = 60.0
 
 
 def wedged(log: Path) -> list[str]:

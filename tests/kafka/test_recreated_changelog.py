@@ -145,13 +145,26 @@ def _kept_id_store(path: Path, broker: Broker, topic: str) -> str:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     for fut in admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})]).values():
         fut.result(30)
-    old_id = topic_id(admin, topic)
+    old_id = _id_once_known(admin, topic)
     assert old_id is not None, "the broker gives no topic ids"
     _old_store(path, old_id)
     for fut in admin.delete_topics([topic]).values():
         fut.result(30)
     _wait_gone(admin, [topic])
     return old_id
+
+
+def _id_once_known(admin: AdminClient, topic: str) -> str | None:
+    """The id of a topic just created: the broker asked may not know it for a moment
+    (UNKNOWN_TOPIC_OR_PART, seen under load)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return topic_id(admin, topic)
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _wait_gone(admin: AdminClient, topics: list[str]) -> None:
