@@ -405,8 +405,8 @@ class Task:
         prog_header = (codec.HEADER_PROGRAM, self.cfg.name.encode())
         now = self.clock.now
         key_of = self.routing.ctx_out_key(self.grouped)
-        next_id = self.ids.next_bytes
-        cause_seq = self.ids.seq
+        ids = self.ids
+        next_id = ids.next_bytes
         id_header = codec.HEADER_ID
 
         def handler(ctx: Any, value: Any) -> None:
@@ -414,7 +414,7 @@ class Task:
             headers: codec.Headers = [ev_header, prog_header, (id_header, next_id())]
             if t % 1000:
                 headers.append((codec.HEADER_TIME, str(t).encode()))  # sub-millisecond emission time
-            seq = cause_seq()
+            seq = ids.seq  # (the cause's, read once as it began)
             if seq is not None:
                 headers.append((codec.HEADER_SEQ, seq))
             try:
@@ -498,7 +498,7 @@ class Task:
     def _error_headers(self, e: Emitted) -> codec.Headers:
         """An ``$error`` record's headers: as an output's, with its cause's ``es-seq``."""
         headers = codec.output_headers(e, self.cfg.name, self.ids.next())
-        seq = self.ids.seq()
+        seq = self.ids.seq
         if seq is not None:
             headers.append((codec.HEADER_SEQ, seq))
         return headers
@@ -690,10 +690,11 @@ class Task:
         try:
             for _ in range(n):
                 msg = popleft()
-                ids.msg = msg  # (ids.begin_record, inlined)
+                ids.msg = msg  # (ids.begin_record, inlined: a record without headers)
                 ids.head = head
                 ids.cause = None
                 ids.base = None
+                ids.upstream = ids.record_seq = ids.seq = None
                 ts = msg.timestamp()[1]
                 value = msg.value()
                 if ts > max_ms or value is None or msg.headers() or (needs_key and msg.key() is None):
@@ -738,10 +739,7 @@ class Task:
         """Process one record. The caller advances the task's position past it."""
         headers = msg.headers()
         ids = self.ids
-        ids.msg = msg  # the record being processed (ids.begin_record, inlined)
-        ids.head = ip.id_head
-        ids.cause = None
-        ids.base = None
+        ids.begin_record(msg, ip.id_head, headers)  # the record being processed
         clock = self.clock
         ts = msg.timestamp()[1]
         if ts > clock.max_record_ms:
