@@ -126,11 +126,11 @@ def test_headers_written_before_they_existed_are_read_as_unknown() -> None:
 
 
 def test_a_record_through_the_repartition_topic_is_named_by_the_input_record_it_copies(tmp_path: Path) -> None:
-    from eventscript.backfill.records import ArrowRecord
     from eventscript.task import codec
+    from eventscript.task.record import PlainRecord
 
     owner, log = new_owner(tmp_path / "owner")
-    copy = ArrowRecord(
+    copy = PlainRecord(
         "p-rep",
         0,
         3,
