@@ -45,13 +45,13 @@ sys.path.insert(0, str(ROOT / "service"))
 import orjson  # noqa: E402
 
 from eventscript.automata.compile import compile_source  # noqa: E402
-from eventscript.backfill.records import ArrowRecord  # noqa: E402
 from eventscript.engine.engine import Engine  # noqa: E402
 from eventscript.engine.time_provider import SimulatedTimeProvider  # noqa: E402
 from eventscript.engine.tuning import configure_gc  # noqa: E402
 from eventscript.kafka.config import InputConfig, ProgramConfig  # noqa: E402
 from eventscript.kafka.task import Task  # noqa: E402
 from eventscript.state.cache import instance_bytes  # noqa: E402
+from eventscript.task.record import PlainRecord  # noqa: E402
 
 PROGRAMS = {
     # The trivial counter: one variable, no timer.
@@ -97,9 +97,9 @@ def key_order(keys: int, skewed: int, seed: int = 1) -> Any:
         yield (a * rank + c) % keys
 
 
-def record(i: int, k: int) -> ArrowRecord:
+def record(i: int, k: int) -> PlainRecord:
     key = f"key-{k:08d}"
-    return ArrowRecord("in", 0, i, T0 + i // 10, key.encode(), orjson.dumps({"k": key, "n": i}), None)
+    return PlainRecord("in", 0, i, T0 + i // 10, key.encode(), orjson.dumps({"k": key, "n": i}), None)
 
 
 def make_task(program: str, store: Path, cache_mib: float | None, cache_instances: int | None) -> Task:
@@ -128,7 +128,7 @@ def run_task(
         task = make_task(program, Path(tmp) / "task", cache_mib, cache_instances)
         base = rss()
         wall = cpu = 0.0
-        batch: list[ArrowRecord] = []
+        batch: list[PlainRecord] = []
         n = 0
 
         def step() -> None:

@@ -14,8 +14,13 @@ produce call instead of producing (on record time, so that timestamps do not dep
 clock) and prints a SHA-256 of them: two trees that print the same digest sent the same records
 (topic, partition, key, value, headers, timestamp) in the same order.
 
+``--headers`` gives the records the headers of their writer: none (an external producer),
+``produce`` (``eventscript produce``: the trace position in ``es-seq``) or ``program`` (another
+program's outputs on an intermediate topic: ``es-event``, ``es-program``, ``es-id``, ``es-seq``).
+
 Usage: python bench/task_path.py [--records N] [--keys K] [--order random|zipf] [--rounds R]
                                  [--guarantee at_least_once|exactly_once] [--profile] [--digest]
+                                 [--headers none|produce|program]
 """
 
 from __future__ import annotations
@@ -61,9 +66,18 @@ POLLS_PER_COMMIT = 5
 T0 = 1_767_225_600_000  # ms
 
 
-def records(n: int, keys: int, order: str, partitions: int, seed: int = 1) -> list[Message]:
+def writer_headers(kind: str, i: int) -> list[tuple[str, bytes]] | None:
+    """The headers the writer of the ``i``-th record drawn gives it (``--headers``)."""
+    if kind == "produce":
+        return [("es-seq", b"%d" % i)]
+    if kind == "program":
+        return [("es-event", b"Reading"), ("es-program", b"up"), ("es-id", b"up/src:0:%d/1" % i), ("es-seq", b"%d" % i)]
+    return None
+
+
+def records(n: int, keys: int, order: str, partitions: int, seed: int = 1, headers: str = "none") -> list[Message]:
     """The task's share of ``n`` records drawn as bench/worker_peers.py draws them: those whose
-    key the Java client's murmur2 places on partition 0."""
+    key the Java client's murmur2 places on partition 0, with ``headers`` as their writer's."""
     rnd = random.Random(seed)
     names = [f"k{i}" for i in range(keys)]
     if order == "zipf":
@@ -78,7 +92,15 @@ def records(n: int, keys: int, order: str, partitions: int, seed: int = 1) -> li
         if name in mine:
             value = orjson.dumps({"k": name, "v": i * 0.5, "sent": 0})
             out.append(
-                Message(topic="in", partition=0, offset=len(out), key=name.encode(), value=value, timestamp=(1, T0 + i))
+                Message(
+                    topic="in",
+                    partition=0,
+                    offset=len(out),
+                    key=name.encode(),
+                    value=value,
+                    timestamp=(1, T0 + i),
+                    headers=writer_headers(headers, i),
+                )
             )
     return out
 
@@ -174,9 +196,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="cProfile one round and print the top functions")
     ap.add_argument("--digest", action="store_true", help="print a digest of every record sent (record time)")
+    ap.add_argument("--headers", default="none", choices=("none", "produce", "program"), help="the writer's headers")
     args = ap.parse_args()
-    msgs = records(args.records, args.keys, args.order, args.partitions)
-    share = f"task 0 of {args.partitions}"
+    msgs = records(args.records, args.keys, args.order, args.partitions, headers=args.headers)
+    share = f"task 0 of {args.partitions}, headers: {args.headers}"
     print(f"{len(msgs):,} records of {args.records:,} on {args.keys:,} keys ({args.order}), {share}")
     if args.digest:
         with tempfile.TemporaryDirectory() as tmp:

@@ -22,10 +22,10 @@ import pytest
 from task_builder import stored_task
 from test_task_recovery import T0, _commit, _feed, _raw, _rewind
 
-from eventscript.backfill.records import ArrowRecord
 from eventscript.kafka import codec
 from eventscript.kafka.task import Task
 from eventscript.state.changelog import is_instance_key
+from eventscript.task.record import PlainRecord
 
 #: Ends after each record: the next record of the key creates a new instance.
 TERMINATING = """
@@ -64,9 +64,9 @@ def _task(store: Path, program: str, cache_instances: int | None = None) -> Task
     return stored_task(store, program, cache_instances=cache_instances)
 
 
-def _records(keys: list[str], start: int, count: int, step_ms: int = 1000) -> list[ArrowRecord]:
+def _records(keys: list[str], start: int, count: int, step_ms: int = 1000) -> list[PlainRecord]:
     return [
-        ArrowRecord(
+        PlainRecord(
             "in",
             0,
             i,

@@ -26,9 +26,9 @@ from kafka_helpers import (
     wait_for,
 )
 
-from eventscript.backfill.records import ArrowRecord
 from eventscript.kafka.standby import Standbys, standby_tasks
 from eventscript.kafka.state import position_header
+from eventscript.task.record import PlainRecord
 
 PROGRAM = """
 in {string k; long n;} Hit group(Hit.k)
@@ -57,7 +57,7 @@ def test_standby_rule_covers_every_task_of_a_balanced_assignment() -> None:
     assert all(not (standby_tasks(owned, 6, 1) & owned) for owned in owners)
 
 
-class _Record(ArrowRecord):
+class _Record(PlainRecord):
     """A changelog record with the ``Message`` accessors read_changelog calls."""
 
     def error(self) -> None:

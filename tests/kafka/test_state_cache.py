@@ -40,7 +40,6 @@ from task_builder import stored_task
 from test_task_recovery import PROGRAM, T0, _commit, _rewind  # the counter with a 30 s quiet timer
 
 from eventscript.automata.compile import compile_source
-from eventscript.backfill.records import ArrowRecord
 from eventscript.engine.context import decode, encode
 from eventscript.engine.engine import Engine
 from eventscript.engine.time_provider import SimulatedTimeProvider
@@ -49,13 +48,14 @@ from eventscript.kafka.admin import Admin
 from eventscript.kafka.config import InputConfig, ProgramConfig, load_topology
 from eventscript.kafka.task import OutRecord, Task
 from eventscript.state.changelog import SEQ_KEY
+from eventscript.task.record import PlainRecord
 
 
 def _task(store: Path, cache: int, program: str = PROGRAM) -> Task:
     return stored_task(store, program, name="cached", cache_instances=cache)
 
 
-def _records(keys: int, count: int, seed: int, start: int = 0, t0: int = T0) -> list[ArrowRecord]:
+def _records(keys: int, count: int, seed: int, start: int = 0, t0: int = T0) -> list[PlainRecord]:
     """Records over ``keys`` keys in random order, a few ms to a second apart: most keys go quiet
     (their 30 s timer fires) between their records; ~2,000 are alive at a time."""
     rnd = random.Random(seed)
@@ -63,11 +63,11 @@ def _records(keys: int, count: int, seed: int, start: int = 0, t0: int = T0) -> 
     for i in range(start, start + count):
         t += rnd.choice((1, 3, 10, 40))
         k = f"k{rnd.randrange(keys)}"
-        out.append(ArrowRecord("in", 0, i, t, k.encode(), orjson.dumps({"k": k, "n": i}), None))
+        out.append(PlainRecord("in", 0, i, t, k.encode(), orjson.dumps({"k": k, "n": i}), None))
     return out
 
 
-def _feed(task: Task, records: list[ArrowRecord]) -> list[OutRecord]:
+def _feed(task: Task, records: list[PlainRecord]) -> list[OutRecord]:
     for r in records:
         task.add(r)
     task.process(0)
@@ -151,8 +151,8 @@ def test_an_evicted_instance_that_ends_and_starts_again_starts_afresh(tmp_path: 
     """
     keys = [f"k{i}" for i in range(200)]
 
-    def rec(i: int, k: str, n: int) -> ArrowRecord:
-        return ArrowRecord("in", 0, i, T0 + i, k.encode(), orjson.dumps({"k": k, "n": n}), None)
+    def rec(i: int, k: str, n: int) -> PlainRecord:
+        return PlainRecord("in", 0, i, T0 + i, k.encode(), orjson.dumps({"k": k, "n": n}), None)
 
     first = [rec(i, k, i) for i, k in enumerate(keys)]
     second = [rec(200, "k0", 1), rec(201, "k0", -1), rec(202, "k0", 5), rec(203, "k0", 6)]
@@ -188,7 +188,7 @@ def test_timers_of_equal_deadline_and_sequence_fire_in_key_order(tmp_path: Path)
     task = _task(tmp_path / "t", 16)
     assert task.clock.timers.next_seq == 8
     assert task.engine.loader is not None and task.engine.loader(("b",)) is not None  # b in memory, a and c not
-    out = _feed(task, [ArrowRecord("in", 0, 0, T0 + 60_000, b"z", orjson.dumps({"k": "z", "n": 0}), None)])
+    out = _feed(task, [PlainRecord("in", 0, 0, T0 + 60_000, b"z", orjson.dumps({"k": "z", "n": 0}), None)])
     assert [(e, v["k"]) for e, v, _ in _lines(out)] == [("Quiet", "a"), ("Quiet", "b"), ("Quiet", "c"), ("Count", "z")]
     task.close()
 
@@ -223,7 +223,7 @@ def test_wall_clock_timers_of_evicted_instances_fire_in_order(tmp_path: Path) ->
         task.load_from_store()
         for i, k in enumerate(keys):
             now[0] = start_us + (i // 7) * 1000  # groups of 7 keys share a deadline
-            _feed(task, [ArrowRecord("in", 0, i, now[0] // 1000, k.encode(), orjson.dumps({"k": k, "n": i}), None)])
+            _feed(task, [PlainRecord("in", 0, i, now[0] // 1000, k.encode(), orjson.dumps({"k": k, "n": i}), None)])
         _commit(task)
         in_memory = len(task.engine.contexts)
         next_timer = task.next_timer()
@@ -321,7 +321,7 @@ def test_memory_stays_bounded_with_far_more_live_instances_than_the_cache(tmp_pa
             base = _rss()
         chunk = order[start : start + batch]
         records = [
-            ArrowRecord("in", 0, start + j, T0 + start + j, k.encode(), orjson.dumps({"k": k, "n": start + j}), None)
+            PlainRecord("in", 0, start + j, T0 + start + j, k.encode(), orjson.dumps({"k": k, "n": start + j}), None)
             for j, k in enumerate(chunk)
         ]
         for line in _lines(_feed(task, records)):

@@ -19,10 +19,10 @@ import pytest
 from task_builder import stored_task
 
 from eventscript.automata.compile import compile_source
-from eventscript.backfill.records import ArrowRecord
 from eventscript.kafka import codec
 from eventscript.kafka.config import InputConfig, ProgramConfig
 from eventscript.kafka.task import KeyFilter, OutRecord, Task
+from eventscript.task.record import PlainRecord
 
 PROGRAM = """
 in {string k; long n;} Tick group(Tick.k)
@@ -44,10 +44,10 @@ def Record(
     topic: str = "in",
     partition: int = 0,
     headers: list[tuple[str, bytes | None]] | None = None,
-) -> ArrowRecord:
+) -> PlainRecord:
     """An input record of key ``key`` and value {"k": key, "n": n}, with the ``Message``
     accessors the worker's task calls (the backfill's record class)."""
-    return ArrowRecord(topic, partition, offset, ts_ms, orjson.dumps([key]), orjson.dumps({"k": key, "n": n}), headers)
+    return PlainRecord(topic, partition, offset, ts_ms, orjson.dumps([key]), orjson.dumps({"k": key, "n": n}), headers)
 
 
 def _task(store: Path, clock: str = "record", program: str = PROGRAM, event: str = "Tick") -> Task:

@@ -1,10 +1,9 @@
-"""What the task tests share: a record of a host of its own, a task builder, and the counting
-task several of them drive. No relative imports: tests/kafka reads it too (from this folder on
-``sys.path``)."""
+"""What the task tests share: the record a host builds (``PlainRecord``, from task/record.py), a
+task builder, and the counting task several of them drive. No relative imports: tests/kafka
+reads it too (from this folder on ``sys.path``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,44 +12,13 @@ import orjson
 from count_programs import COUNT_QUIET
 from eventscript.automata.compile import compile_source
 from eventscript.automata.compiled import CompiledProgram
+from eventscript.task.record import PlainRecord
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig, ProgramConfig
 
+__all__ = ["T0", "PlainRecord", "build_task", "make_task", "program_config", "tick"]
+
 T0 = 1_767_225_600_000  # ms: 2026-01-01T00:00:00Z
-
-
-@dataclass
-class PlainRecord:
-    """A record of a host of its own: no Kafka, no Arrow (``task.record.Record``)."""
-
-    t: str
-    p: int
-    o: int
-    ts: int
-    k: bytes | None
-    v: bytes | None
-    h: list[tuple[str, bytes]] | None = None
-
-    def topic(self) -> str:
-        return self.t
-
-    def partition(self) -> int:
-        return self.p
-
-    def offset(self) -> int:
-        return self.o
-
-    def timestamp(self) -> tuple[int, int]:
-        return 1, self.ts
-
-    def key(self) -> bytes | None:
-        return self.k
-
-    def value(self) -> bytes | None:
-        return self.v
-
-    def headers(self) -> list[tuple[str, bytes]] | None:
-        return self.h
 
 
 def program_config(inputs: list[InputConfig], clock: str = "record", name: str = "p") -> ProgramConfig:
@@ -91,5 +59,5 @@ def make_task(store: Path, clock: str = "record") -> Task:
 
 
 def tick(offset: int, ts: int, key: str, cls: Any = PlainRecord) -> Any:
-    """A Tick of ``key`` on partition 0 of "in", as a ``cls`` record (PlainRecord, ArrowRecord)."""
+    """A Tick of ``key`` on partition 0 of "in", as ``cls`` builds a record from its fields."""
     return cls("in", 0, offset, ts, orjson.dumps([key]), orjson.dumps({"k": key, "n": offset}), None)

@@ -85,13 +85,14 @@ def test_ended_markers_past_their_retention_are_dropped(tmp_path: Path) -> None:
     commit(owner, log, succeeds=True)
     store = owner.store
     info = decode_info(store.get(info_key(orjson.dumps(["k"]))))
-    assert info is not None and info.wall is not None
+    last = decode_info(store.get(info_key(orjson.dumps(["j"]))))  # (ended in the same or a later ms)
+    assert info is not None and info.wall is not None and last is not None and last.wall is not None
     from rocksdict import WriteBatch
 
     wb = WriteBatch(raw_mode=True)
     assert store.prune_ended(wb, info.wall) == 0  # not yet past it
     wb = WriteBatch(raw_mode=True)
-    assert store.prune_ended(wb, info.wall + 1) == 2  # k and j's markers, not m (present)
+    assert store.prune_ended(wb, last.wall + 1) == 2  # k and j's markers, not m (present)
     store.db.write(wb)
     assert _answer(owner, "k")["status"] == "absent" and _answer(owner, "j")["status"] == "absent"
     assert _answer(owner, "m")["status"] == "present"
@@ -125,11 +126,11 @@ def test_headers_written_before_they_existed_are_read_as_unknown() -> None:
 
 
 def test_a_record_through_the_repartition_topic_is_named_by_the_input_record_it_copies(tmp_path: Path) -> None:
-    from eventscript.backfill.records import ArrowRecord
     from eventscript.task import codec
+    from eventscript.task.record import PlainRecord
 
     owner, log = new_owner(tmp_path / "owner")
-    copy = ArrowRecord(
+    copy = PlainRecord(
         "p-rep",
         0,
         3,

@@ -4,9 +4,13 @@ run's lookups made once) sends what ``_process_one`` record by record sends: the
 order (issue 26: the determinism contract holds on the fast path).
 
 Records are drawn with every kind the run hands back to ``_process_one``: ticks, values that are
-not JSON or not the event's type, no value, no key, headers, keys another task runs, timestamps
-past year 9999, and late records; the programs emit on each record and on timers (record time:
-timers fire as records move the clock, so ids start again mid-run), and end or retire instances."""
+not JSON or not the event's type, no value, no key, keys another task runs, timestamps past year
+9999, and late records; and with the headers the run reads itself: ``eventscript produce``'s
+(``es-seq``), another program's outputs' (``es-event``, ``es-program``, ``es-id``, ``es-seq``, an
+``es-time``), a producer's own beside them, and ones a reader could get wrong (an ``es-seq`` that
+is no number or has no value, two of a name, an empty ``es-id``, a tick after an ``es-seq``). The
+programs emit on each record and on timers (record time: timers fire as records move the clock,
+so ids start again mid-run), and end or retire instances."""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from count_programs import COUNT_QUIET
 from eventscript.automata.compile import compile_source
 from eventscript.kafka.partitioner import partition_of
 from eventscript.task import codec
+from eventscript.task.record import Record
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig
 
@@ -76,14 +81,44 @@ def draw(rnd: random.Random, n: int) -> list[PlainRecord]:
             headers = [("trace", b"abc")]
         elif kind < 0.17:
             at = 1 << 62  # past year 9999
+        else:
+            headers = writer_headers(rnd, kind, offset)
         out.append(PlainRecord("in", 0, offset, at, record_key, value, headers))
     return out
+
+
+def writer_headers(rnd: random.Random, kind: float, offset: int) -> codec.Headers | None:
+    """The headers of a record's writer, for ``kind`` in [0.17, 1) (see the module docstring)."""
+    seq = b"%d" % offset
+    upstream = b"up/src:%d:%d/1" % (rnd.randrange(2), rnd.randrange(40))  # (repeats: a record again)
+    if kind < 0.27:
+        return [(codec.HEADER_SEQ, seq)]  # eventscript produce
+    if kind < 0.37:
+        program = [(codec.HEADER_EVENT, b"Tick"), (codec.HEADER_PROGRAM, b"up"), (codec.HEADER_ID, upstream)]
+        if rnd.random() < 0.3:
+            program.append((codec.HEADER_TIME, b"%d" % (offset * 1000 + 7)))
+        return [*program, (codec.HEADER_SEQ, seq)]  # another program's output
+    if kind < 0.40:
+        return [("trace", b"abc"), (codec.HEADER_SEQ, seq), ("ce_type", b"Other")]
+    if kind < 0.42:
+        return [(codec.HEADER_SEQ, rnd.choice([b"x1", b"", b"-3", b"1e3"]))]  # not a sequence number
+    if kind < 0.43:
+        return [(codec.HEADER_SEQ, None)]
+    if kind < 0.45:
+        return [(codec.HEADER_SEQ, seq), (codec.HEADER_ID, upstream), (codec.HEADER_SEQ, b"0"), (codec.HEADER_ID, b"x")]
+    if kind < 0.46:
+        return [(codec.HEADER_ID, b""), (codec.HEADER_SEQ, seq)]
+    if kind < 0.47:
+        return [(codec.HEADER_SEQ, seq), (codec.HEADER_TICK, b"1")]
+    return None
 
 
 def same_wall(headers: Any) -> Any:
     """The headers with the wall-clock time an instance's tombstone notes (``state.keyinfo``) made
     one: the only part of a record that depends on when it was made."""
-    return [(k, re.sub(rb'"wall":\d+', b'"wall":0', v)) for k, v in headers] if headers else headers
+    if not headers:
+        return headers
+    return [(k, v if v is None else re.sub(rb'"wall":\d+', b'"wall":0', v)) for k, v in headers]
 
 
 def run(source: str, records: list[PlainRecord], store: Path, per_record: bool, polls: list[int]) -> list[Any]:
@@ -129,3 +164,46 @@ def test_most_keys_belong_to_other_tasks() -> None:
     """(The draw re-publishes: most of its keys are placed on other tasks than 0.)"""
     placed = [partition_of(f"k{i}".encode(), TASKS) for i in range(12)]
     assert 0 < placed.count(0) < len(placed)
+
+
+def test_the_run_takes_records_with_their_writers_headers_itself(tmp_path: Path) -> None:
+    """Records of ``eventscript produce`` and of another program (and with a producer's own
+    headers beside) are processed by the run, not handed to ``_process_one``; ticks are."""
+    rnd = random.Random(7)
+    mine = [k for k in (f"k{i}" for i in range(12)) if partition_of(k.encode(), TASKS) == 0]
+    records = []
+    for offset in range(300):
+        key = rnd.choice(mine)
+        kind = rnd.choice([0.2, 0.3, 0.38, 0.41, 0.425, 0.44, 0.455, 0.5])  # (every kind but a tick)
+        headers = writer_headers(rnd, kind, offset)
+        value = orjson.dumps({"k": key, "n": offset})
+        records.append(PlainRecord("in", 0, offset, T0 + offset, key.encode(), value, headers))
+    ticks = [PlainRecord("in", 0, 300, T0 + 300, None, b"", [(codec.HEADER_SEQ, b"1"), (codec.HEADER_TICK, b"1")])]
+    cfg = program_config([InputConfig(topic="in", event="Tick")], "record")
+    task = build_task(compile_source(COUNT_QUIET, name="p").require(), cfg, tmp_path, tasks=TASKS)
+    task.load_from_store()
+    handed: list[Record] = []
+    one = task._process_one
+
+    def process_one(ip: Any, msg: Record) -> None:
+        handed.append(msg)
+        one(ip, msg)
+
+    task._process_one = process_one  # type: ignore[method-assign]
+    for msg in records + ticks:
+        task.add(msg)
+    assert task.process(0) == len(records) + len(ticks)
+    assert handed == ticks
+    outputs = [r for r in task.take_outputs() if r.topic == "out"]
+    assert len(outputs) == len(records)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_records_headers_are_read_in_one_pass_as_one_by_one(seed: int) -> None:
+    """``codec.cause_headers`` reads what ``codec.header`` reads of each name (the first)."""
+    rnd = random.Random(seed)
+    names = [codec.HEADER_ID, codec.HEADER_SEQ, codec.HEADER_TICK, codec.HEADER_EVENT, "trace"]
+    headers = [(rnd.choice(names), rnd.choice([None, b"", b"1", b"x"])) for _ in range(rnd.randrange(1, 7))]
+    tick = codec.header(headers, codec.HEADER_TICK) is not None
+    want = (codec.header(headers, codec.HEADER_ID), codec.header(headers, codec.HEADER_SEQ), tick)
+    assert codec.cause_headers(headers) == want

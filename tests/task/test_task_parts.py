@@ -11,7 +11,6 @@ import orjson
 import pytest
 
 from eventscript.backfill import key_parallel, key_split
-from eventscript.backfill.records import ArrowRecord
 from eventscript.engine.timeutil import MAX_TIME
 from eventscript.task import routing
 from eventscript.task.clock import RecordClock, WallClock
@@ -21,21 +20,39 @@ from eventscript.task.record import Record
 from .task_helpers import T0, PlainRecord, make_task, tick
 
 
-def test_kafka_messages_arrow_rows_and_plain_objects_are_records() -> None:
-    message = confluent_kafka.Message(topic="in", partition=0, offset=5, key=b"k", value=b"v", timestamp=(1, 7))
-    assert isinstance(message, Record)
-    assert isinstance(tick(0, T0, "a", ArrowRecord), Record)
+def kafka_message(
+    topic: str, partition: int, offset: int, ts: int, key: bytes | None, value: bytes | None, headers: Any
+) -> confluent_kafka.Message:
+    """A confluent-kafka ``Message``, built as a ``PlainRecord`` is."""
+    return confluent_kafka.Message(
+        topic=topic, partition=partition, offset=offset, key=key, value=value, timestamp=(1, ts), headers=headers
+    )
+
+
+def test_kafka_messages_and_plain_records_are_records() -> None:
+    assert isinstance(tick(0, T0, "a", kafka_message), Record)
     assert isinstance(tick(0, T0, "a"), Record)
     assert not isinstance(object(), Record)
 
 
-def test_a_plain_record_runs_through_a_task_as_an_arrow_row_does(tmp_path: Path) -> None:
+def test_a_plain_record_reads_as_the_kafka_message_of_the_same_fields() -> None:
+    headers = [("es-seq", b"3"), ("x", None)]
+    plain = PlainRecord("in", 2, 5, T0, b"k", b"v", headers)
+    message = kafka_message("in", 2, 5, T0, b"k", b"v", headers)
+    reads = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
+    assert [getattr(plain, r)() for r in reads] == [getattr(message, r)() for r in reads]
+    assert PlainRecord("in", 0, 0, T0, None, None).headers() is None  # (as a Message without headers)
+    assert plain == PlainRecord("in", 2, 5, T0, b"k", b"v", list(headers))
+    assert plain != PlainRecord("in", 2, 6, T0, b"k", b"v", headers)
+
+
+def test_a_plain_record_runs_through_a_task_as_a_kafka_message_does(tmp_path: Path) -> None:
     outputs = []
-    for i, cls in enumerate((PlainRecord, ArrowRecord)):
+    for i, make in enumerate((PlainRecord, kafka_message)):
         task = make_task(tmp_path / f"t{i}")
         task.load_from_store()
         for n in range(3):
-            task.add(tick(n, T0 + n, "a", cls))
+            task.add(tick(n, T0 + n, "a", make))
         task.process(0)
         outputs.append([(r.topic, r.key, r.value, r.headers) for r in task.take_outputs() if not r.changelog])
         task.close()

@@ -35,10 +35,11 @@ import pyarrow as pa
 
 from ..task import codec
 from ..task.keys import scheme_for
+from ..task.record import PlainRecord
 from ..task.routing import key_group
 from ..task.task import Task
 from .plan import Plan
-from .records import INPUT_DDL, INPUT_SCHEMA, ArrowRecord, InputRow, input_batch, records_of, stats_batch
+from .records import INPUT_DDL, INPUT_SCHEMA, InputRow, input_batch, records_of, stats_batch
 from .task_stage import (
     END_MARKER_OFFSET,
     WAIT_FOR_ALL_INPUTS_MS,
@@ -116,7 +117,7 @@ class KeyProbe:
     the program. ``$error`` records are dropped here; the key group's task makes them again."""
 
     def __init__(self, task: Task) -> None:
-        self.seen: list[tuple[ArrowRecord, tuple[Any, ...] | None, int, bool]] = []
+        self.seen: list[tuple[PlainRecord, tuple[Any, ...] | None, int, bool]] = []
         task.observe(self, dry_run=True)
 
     def processed(self, msg: Any, key: tuple[Any, ...] | None, clock_before: int, moved_to: int) -> None:
@@ -137,7 +138,7 @@ class KeyStage(TaskStage):
         self.seq = 0
         self._route_of: dict[tuple[Any, ...], int] = {}
 
-    def route(self, rec: ArrowRecord, key: tuple[Any, ...] | None) -> int:
+    def route(self, rec: PlainRecord, key: tuple[Any, ...] | None) -> int:
         """The route value of a record's key group: by its group key's bytes in the program's key
         scheme (the bytes that place it on its partition), or, for a record without a group key
         (undecodable, an undeclared event), by its record key — the same bytes when it was keyed
@@ -182,7 +183,7 @@ class KeyStage(TaskStage):
         start = self.seq
         self.seq += len(seen)
         batch = _keyed(
-            input_batch([rec.row() for rec, _, _, _ in seen]),
+            input_batch([rec.fields() for rec, _, _, _ in seen]),
             [route(rec, key) for rec, key, _, _ in seen],
             [before for _, _, before, _ in seen],
             list(range(start, self.seq)),
@@ -226,7 +227,7 @@ class MergedTaskStage(TaskStage):
         task = self.task
         if clock_us > task.clock.now():
             task.add(
-                ArrowRecord(
+                PlainRecord(
                     self.tick_topic,
                     self.piece.partition,
                     END_MARKER_OFFSET,
@@ -238,7 +239,7 @@ class MergedTaskStage(TaskStage):
             )
             task.process(0)
 
-    def feed_records(self, records: list[ArrowRecord]) -> None:
+    def feed_records(self, records: list[PlainRecord]) -> None:
         """Records of one input topic, in task p's order, none needing a tick before it."""
         task, summary = self.task, self.summary
         for rec in records:
@@ -281,7 +282,7 @@ class KeyGroupStage:
     def feed(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         clocks = batch.column("clock").to_pylist()
         ticks = batch.column("tick").to_pylist()
-        run: list[ArrowRecord] = []
+        run: list[PlainRecord] = []
         run_stage: MergedTaskStage | None = None
         for rec, clock, tick in zip(records_of(batch), clocks, ticks):
             if run and (tick or rec.partition() != run[0].partition() or rec.topic() != run[0].topic()):

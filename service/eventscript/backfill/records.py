@@ -1,11 +1,11 @@
 """Records between the backfill's stages, as Arrow batches and as the objects the worker's task takes.
 
 The source yields input records in :data:`INPUT_SCHEMA` (one row per Kafka record: the columns of
-a topic export). The task stage turns each row into an :class:`ArrowRecord`, an object with the
-accessors of a confluent-kafka ``Message``: a :class:`~eventscript.task.record.Record`, what
-:class:`eventscript.task.task.Task` reads — so the worker's own code decodes, routes, merges and processes it. What
-the task sends
-comes back as :class:`~eventscript.task.collector.OutRecord` and leaves as :data:`OUTPUT_SCHEMA` rows.
+a topic export). The task stage turns each row into a :class:`~eventscript.task.record.PlainRecord`
+(its columns converted once per batch, so nothing is left to decode lazily), what
+:class:`eventscript.task.task.Task` reads — so the worker's own code decodes, routes, merges and
+processes it. What the task sends comes back as :class:`~eventscript.task.collector.OutRecord`
+and leaves as :data:`OUTPUT_SCHEMA` rows.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ..task.codec import Headers
 from ..task.collector import OutRecord
+from ..task.record import CREATE_TIME, PlainRecord
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -57,56 +58,6 @@ OUTPUT_DDL = (
     "headers array<struct<key:string,value:binary>>, timestamp long"
 )
 
-#: confluent-kafka's TIMESTAMP_CREATE_TIME: what Message.timestamp() reports for producer times.
-CREATE_TIME = 1
-
-
-class ArrowRecord:
-    """One input record with the ``Message`` accessors the worker's task calls (a ``task.record.Record``)."""
-
-    __slots__ = ("_headers", "_key", "_offset", "_partition", "_topic", "_ts", "_value")
-
-    def __init__(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        ts_ms: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Headers | None,
-    ) -> None:
-        self._topic, self._partition, self._offset, self._ts = topic, partition, offset, ts_ms
-        self._key, self._value, self._headers = key, value, headers
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def timestamp(self) -> tuple[int, int]:
-        return (CREATE_TIME, self._ts)
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def headers(self) -> Headers | None:
-        return self._headers
-
-    def row(self) -> tuple[str, int, int, int, bytes | None, bytes | None, Headers | None]:
-        """The record as an :func:`input_batch` row."""
-        return (self._topic, self._partition, self._offset, self._ts, self._key, self._value, self._headers)
-
-    def __repr__(self) -> str:
-        return f"ArrowRecord({self._topic}:{self._partition}:{self._offset} @{self._ts})"
-
 
 def _headers_from_arrow(raw: list[dict[str, Any]] | None) -> Headers | None:
     if not raw:
@@ -114,18 +65,19 @@ def _headers_from_arrow(raw: list[dict[str, Any]] | None) -> Headers | None:
     return [(h["key"], h["value"]) for h in raw]
 
 
-def records_of(batch: pa.RecordBatch) -> Iterator[ArrowRecord]:
+def records_of(batch: pa.RecordBatch) -> Iterator[PlainRecord]:
     """The rows of an input batch as task records (columns converted once per batch)."""
     cols = [batch.column(name).to_pylist() for name in INPUT_SCHEMA.names]
     for topic, partition, offset, ts, key, value, headers in zip(*cols):
-        yield ArrowRecord(topic, partition, offset, ts, key, value, _headers_from_arrow(headers))
+        yield PlainRecord(topic, partition, offset, ts, key, value, _headers_from_arrow(headers))
 
 
 def _headers_to_arrow(headers: Headers | None) -> list[dict[str, Any]]:
     return [{"key": k, "value": v} for k, v in (headers or [])]
 
 
-#: An input record as the backfill reads it: (topic, partition, offset, timestamp ms, key, value, headers).
+#: An input record as the backfill reads it: (topic, partition, offset, timestamp ms, key, value,
+#: headers), as ``PlainRecord.fields`` gives it.
 InputRow = tuple[str, int, int, int, bytes | None, bytes | None, Headers | None]
 
 

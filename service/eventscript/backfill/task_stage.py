@@ -34,10 +34,11 @@ from ..language.source import SourceFile
 from ..state.changelog import TASK_STATE_KEYS, VERSION_PREFIX, Position, position_header, tp_name
 from ..task import codec
 from ..task.collector import OutRecord
+from ..task.record import PlainRecord
 from ..task.task import Task
 from ..topology.config import ProgramConfig
 from .plan import Plan, ProgramSpec, TaskSlice
-from .records import ArrowRecord, output_batch, records_of, stats_batch
+from .records import output_batch, records_of, stats_batch
 
 #: Task.process waits for every input that has not ended (its idle wait never runs out here:
 #: a backfill knows exactly when each input ends).
@@ -171,7 +172,7 @@ class TaskStage:
         until = self.plan.until_us
         if until is not None and self.had_records():
             # A tick, as ``produce`` writes them: the worker's own way to move record time.
-            tick = ArrowRecord(
+            tick = PlainRecord(
                 self.cfg.inputs[0].topic, p, END_MARKER_OFFSET, until // 1000, None, b"{}", [(codec.HEADER_TICK, b"1")]
             )
             task.add(tick)

@@ -88,6 +88,21 @@ def header(headers: Any, name: str) -> bytes | None:
     return None
 
 
+def cause_headers(headers: Any) -> tuple[bytes | None, bytes | None, bool]:
+    """What a task reads of an input record's headers, in one pass: its ``es-id`` (a record a
+    program wrote), its ``es-seq`` and whether it is a tick (``es-tick``), each as ``header``
+    reads it (the first of its name), so that the task looks at a record's headers once."""
+    upstream = seq = tick = None
+    for k, v in reversed(headers):  # (the first of a name is the last assigned)
+        if k == HEADER_SEQ:
+            seq = v
+        elif k == HEADER_ID:
+            upstream = v
+        elif k == HEADER_TICK:
+            tick = v
+    return upstream, seq, tick is not None
+
+
 def input_record(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, Headers]:
     """The value and headers a producer writes for event ``name`` with the JSON-shaped value
     ``payload`` on the topic of input ``inp``, so that ``decode_record`` reads them back (the

@@ -34,32 +34,49 @@ class OutputIds:
         self.base: bytes | None = None
         #: The id prefix "program/topic:" of the partition of ``msg`` (None: the repartition topic).
         self.head: bytes | None = None
+        #: The ``es-id`` and ``es-seq`` headers of ``msg`` (None: it has none), read once per
+        #: record as it begins (``codec.cause_headers``), not once per emission.
+        self.upstream: bytes | None = None
+        self.record_seq: bytes | None = None
+        #: The ``es-seq`` of the current cause, which its emissions carry, so that readers
+        #: downstream take outputs of one record time in the order the producer gave their causes
+        #: (``streams.py``): the record's; None for a timer firing or a start.
+        self.seq: bytes | None = None
 
-    def begin_record(self, msg: Record, head: bytes | None) -> None:
-        """Emissions from here on are caused by the input record ``msg``."""
+    def begin_record(self, msg: Record, head: bytes | None, headers: Any) -> None:
+        """Emissions from here on are caused by the input record ``msg``, whose headers are
+        ``headers`` (``msg.headers()``, which the caller has read)."""
         self.msg = msg
         self.head = head
         self.cause = None
         self.base = None
+        if headers:
+            self.upstream, self.record_seq, _ = codec.cause_headers(headers)
+        else:
+            self.upstream = self.record_seq = None
+        self.seq = self.record_seq
 
     def again(self, msg: Record) -> None:
-        """The record ``msg`` causes the emissions again (timers fired before or after it, each
-        its own cause); the partition's id prefix is still ``msg``'s."""
+        """The record ``msg`` (the one begun last) causes the emissions again (timers fired
+        before or after it, each its own cause); the partition's id prefix is still ``msg``'s."""
         self.msg = msg
         self.cause = None
         self.base = None
+        self.seq = self.record_seq
 
     def begin_timer(self, ctx: Any) -> None:
         """Emissions from here on are caused by ctx's time event."""
         self.msg = None
         self.cause = f"{ctx.origin}~{ctx.fires}"
         self.base = None
+        self.seq = None
 
     def begin_start(self) -> None:
         """Emissions from here on come from an ungrouped program's initial actions."""
         self.msg = None
         self.cause = "start"
         self.base = None
+        self.seq = None
 
     def next_bytes(self) -> bytes:
         """The id of the next emission of the current cause."""
@@ -70,7 +87,7 @@ class OutputIds:
         self.count = 1  # a new cause's first emission
         cause = self.cause
         m = self.msg
-        if cause is None and m is not None and self.head is not None and not _upstream_id(m):
+        if cause is None and m is not None and self.head is not None and not self.upstream:
             # An input record (not a re-published one): "program/topic:" is the partition's own.
             base = self.head + b"%d:%d/" % (m.partition(), m.offset())
         else:
@@ -92,7 +109,7 @@ class OutputIds:
         m = self.msg
         if m is None:
             return self.cause or "start"
-        upstream = _upstream_id(m)
+        upstream = self.upstream
         if upstream:
             return upstream.decode()
         if m.topic() == self.repartition_topic:
@@ -100,16 +117,6 @@ class OutputIds:
             if source is not None:
                 return source.decode()
         return f"{m.topic()}:{m.partition()}:{m.offset()}"
-
-    def seq(self) -> bytes | None:
-        """The ``es-seq`` of the current cause (None: a timer firing, a start, a record without
-        one): an output carries its cause's, so that readers downstream take outputs of one
-        record time in the order the producer gave their causes (``streams.py``)."""
-        m = self.msg
-        if m is None:
-            return None
-        headers = m.headers()
-        return codec.header(headers, codec.HEADER_SEQ) if headers else None
 
     def source_info(self) -> RecordInfo | None:
         """The record an $error is about, as it was first written (a re-published copy is
@@ -129,9 +136,3 @@ class OutputIds:
                         key = v
                 return RecordInfo(topic, int(part), int(off), m.timestamp()[1], key, original or None, m.value())
         return RecordInfo(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), headers, m.value())
-
-
-def _upstream_id(m: Record) -> bytes | None:
-    """The ``es-id`` of a record a program wrote (also on its re-published copy), else None."""
-    headers = m.headers()
-    return codec.header(headers, codec.HEADER_ID) if headers else None

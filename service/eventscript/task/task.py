@@ -436,8 +436,8 @@ class Task:
         prog_header = (codec.HEADER_PROGRAM, self.cfg.name.encode())
         now = self.clock.now
         key_of = self.routing.ctx_out_key(self.grouped)
-        next_id = self.ids.next_bytes
-        cause_seq = self.ids.seq
+        ids = self.ids
+        next_id = ids.next_bytes
         id_header = codec.HEADER_ID
 
         def handler(ctx: Any, value: Any) -> None:
@@ -445,7 +445,7 @@ class Task:
             headers: codec.Headers = [ev_header, prog_header, (id_header, next_id())]
             if t % 1000:
                 headers.append((codec.HEADER_TIME, str(t).encode()))  # sub-millisecond emission time
-            seq = cause_seq()
+            seq = ids.seq  # (the cause's, read once as it began)
             if seq is not None:
                 headers.append((codec.HEADER_SEQ, seq))
             try:
@@ -529,7 +529,7 @@ class Task:
     def _error_headers(self, e: Emitted) -> codec.Headers:
         """An ``$error`` record's headers: as an output's, with its cause's ``es-seq``."""
         headers = codec.output_headers(e, self.cfg.name, self.ids.next())
-        seq = self.ids.seq()
+        seq = self.ids.seq
         if seq is not None:
             headers.append((codec.HEADER_SEQ, seq))
         return headers
@@ -694,10 +694,13 @@ class Task:
     def _process_run(self, ip: InputPartition, buf: collections.deque[Record], n: int, position: Position) -> None:
         """Process the first ``n`` records of one input partition's buffer (``merge.ProcessRun``):
         ``_process_one`` for each, with its common case -- a grouped program's keyed record of a
-        one-event JSON input, without headers, of a key this task runs -- inline and what it reads
-        looked up once per run rather than once per record. Any other record (a tick, a bad value,
-        a key of another task, a record from the repartition topic, headers) goes through
-        ``_process_one`` itself, before which the run has changed nothing."""
+        one-event JSON input, of a key this task runs -- inline and what it reads looked up once
+        per run rather than once per record. Such an input reads only three headers, once per
+        record (``codec.cause_headers``): ``es-id`` and ``es-seq`` for the outputs' ids and order
+        (the headers of ``eventscript produce`` and of another program's outputs), ``es-tick``;
+        the others (``es-event`` of an intermediate topic, a producer's own) change nothing. Any
+        other record (a tick, a bad value, a key of another task, a record from the repartition
+        topic) goes through ``_process_one`` itself, before which the run has changed nothing."""
         fixed = self._fixed.get(id(ip.config)) if ip.config is not None else None
         key_fn = ip.key_fn
         msg = None
@@ -718,6 +721,7 @@ class Task:
         needs_key, check_place, partition = ip.needs_key, self._check_place, self.partition
         route, route_key, placed, place = self._route, self.routing.route_key, self._placed, self.routing.place
         last_msg, fresh, feed_keyed = self._last_msg, self._fresh, self.engine.feed_keyed
+        cause_headers = codec.cause_headers
         try:
             for _ in range(n):
                 msg = popleft()
@@ -725,9 +729,19 @@ class Task:
                 ids.head = head
                 ids.cause = None
                 ids.base = None
+                headers = msg.headers()
+                if headers:
+                    upstream, seq, tick = cause_headers(headers)
+                    if tick:
+                        process_one(ip, msg)
+                        continue
+                    ids.upstream = upstream
+                    ids.record_seq = ids.seq = seq
+                else:
+                    ids.upstream = ids.record_seq = ids.seq = None
                 ts = msg.timestamp()[1]
                 value = msg.value()
-                if ts > max_ms or value is None or msg.headers() or (needs_key and msg.key() is None):
+                if ts > max_ms or value is None or (needs_key and msg.key() is None):
                     process_one(ip, msg)
                     continue
                 try:
@@ -769,10 +783,7 @@ class Task:
         """Process one record. The caller advances the task's position past it."""
         headers = msg.headers()
         ids = self.ids
-        ids.msg = msg  # the record being processed (ids.begin_record, inlined)
-        ids.head = ip.id_head
-        ids.cause = None
-        ids.base = None
+        ids.begin_record(msg, ip.id_head, headers)  # the record being processed
         clock = self.clock
         ts = msg.timestamp()[1]
         if ts > clock.max_record_ms:

@@ -44,6 +44,7 @@ from ..task import codec
 from ..task.clock import SimulatedClock
 from ..task.codec import Headers
 from ..task.keys import KeyScheme, scheme_for
+from ..task.record import PlainRecord
 from ..task.task import Task
 from ..topology.config import InputConfig, ProgramConfig
 from .trace import Timestamp, TraceError, TraceEvent, TraceItem, event_argument, typed_argument
@@ -72,39 +73,6 @@ def timed_events(
             advance(item.time)
 
 
-@dataclass(slots=True)
-class SimRecord:
-    """A record on a simulated topic (``task.record.Record``): one partition, offsets from 0."""
-
-    t: str
-    o: int
-    ts: int  # ms
-    k: bytes | None
-    v: bytes | None
-    h: Headers | None
-
-    def topic(self) -> str:
-        return self.t
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self.o
-
-    def timestamp(self) -> tuple[int, int]:
-        return 1, self.ts
-
-    def key(self) -> bytes | None:
-        return self.k
-
-    def value(self) -> bytes | None:
-        return self.v
-
-    def headers(self) -> Headers | None:
-        return self.h
-
-
 @dataclass(frozen=True)
 class HostOutput:
     """One output record of the simulation, as the tester writes its line: the program that
@@ -116,7 +84,7 @@ class HostOutput:
     stage: int
     topic: str
     line: dict[str, Any]
-    record: SimRecord | None
+    record: PlainRecord | None
 
 
 def output_json(e: Emitted, key_types: list[Any] | None) -> dict[str, Any]:
@@ -211,10 +179,11 @@ class SimulatedHost:
 
     # -- records between tasks -----------------------------------------------------------------
 
-    def _record(self, topic: str, key: bytes | None, value: bytes | None, headers: Headers, ts: int) -> SimRecord:
+    def _record(self, topic: str, key: bytes | None, value: bytes | None, headers: Headers, ts: int) -> PlainRecord:
+        """A record written on a simulated topic: one partition, offsets from 0."""
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
-        return SimRecord(topic, offset, ts, key, value, headers)
+        return PlainRecord(topic, 0, offset, ts, key, value, headers)
 
     def _sender(self, stage: int) -> Callable[[str, int, bytes | None, bytes | None, Headers, int, bool], None]:
         """Program ``stage``'s ``send``: a record goes at once to every task reading its topic
@@ -243,13 +212,15 @@ class SimulatedHost:
 
         return send
 
-    def _line(self, stage: int, rec: SimRecord) -> dict[str, Any]:
-        headers = rec.h
+    def _line(self, stage: int, rec: PlainRecord) -> dict[str, Any]:
+        headers = rec.headers()
         event = codec.header(headers, codec.HEADER_EVENT)
         when = codec.header_time(codec.header(headers, codec.HEADER_TIME))
         name = event.decode() if event is not None else ERROR_EVENT
-        line: dict[str, Any] = {"time": format_time(when if when is not None else rec.ts * 1000), "event": name}
-        value = orjson.loads(rec.v) if rec.v is not None else None
+        ts = rec.timestamp()[1]
+        line: dict[str, Any] = {"time": format_time(when if when is not None else ts * 1000), "event": name}
+        raw = rec.value()
+        value = orjson.loads(raw) if raw is not None else None
         if name == ERROR_EVENT:
             assert isinstance(value, dict)  # (codec.error_value's document)
             line["value"] = {"code": value["code"], "message": value["message"]}
@@ -257,7 +228,7 @@ class SimulatedHost:
                 line["key"] = value["key"]
             return line
         line["value"] = value
-        key = _key_json(self._schemes[stage], rec.k) if self.tasks[stage].grouped else None
+        key = _key_json(self._schemes[stage], rec.key()) if self.tasks[stage].grouped else None
         if key is not None:
             line["key"] = key
         return line
@@ -349,7 +320,7 @@ class SimulatedHost:
                 self._offsets[inp.topic] = offset + 1
             value_bytes, headers = codec.input_record(inp, name, payload)
             headers.append((codec.HEADER_SEQ, b"%d" % self._seq))
-            task.add(SimRecord(inp.topic, offset, self.clock.now() // 1000, key, value_bytes, headers))
+            task.add(PlainRecord(inp.topic, 0, offset, self.clock.now() // 1000, key, value_bytes, headers))
             task.process(0)
         self.clock.run_due()
 

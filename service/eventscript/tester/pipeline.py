@@ -16,8 +16,9 @@ from typing import Any
 from ..automata.compiled import CompiledProgram
 from ..engine.events import ERROR_EVENT
 from ..task import codec
+from ..task.record import PlainRecord
 from ..topology.config import InputConfig, NameFrom, ProgramConfig
-from .host import HostOutput, SimProgram, SimRecord, SimulatedHost, timed_events
+from .host import HostOutput, SimProgram, SimulatedHost, timed_events
 from .trace import TraceItem
 
 __all__ = ["OutputLine", "Pipeline", "chain_configs", "run_trace", "timed_events"]
@@ -36,7 +37,7 @@ class OutputLine:
         return self.output.stage
 
     @property
-    def record(self) -> SimRecord | None:
+    def record(self) -> PlainRecord | None:
         """The record the program's task sent (its ``es-id`` and headers); None: the host's own."""
         return self.output.record
 

@@ -16,9 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..task.record import PlainRecord
 from ..topology.config import InputConfig
 from ..topology.model import Read, TopologyGraph
-from .host import HostOutput, SimProgram, SimRecord, SimulatedHost
+from .host import HostOutput, SimProgram, SimulatedHost
 from .trace import TraceItem
 
 
@@ -34,7 +35,7 @@ class TopicLine:
         return self.output.topic
 
     @property
-    def record(self) -> SimRecord | None:
+    def record(self) -> PlainRecord | None:
         """The record the program's task sent (its ``es-id`` and headers); None: the host's own."""
         return self.output.record
 
