@@ -5,12 +5,13 @@ programs write per record key (``WriterStreams``).
 The tasks of a program re-publish each other's records as soon as they fetch them
 (``Task.forward_ahead``), so a repartition partition interleaves several source partitions in
 fetch order, not in record-time order: a record of 08:00 from one source may follow one of 08:05
-from another. Each source partition's records come in its own order (its offsets), so the merge
-takes them as Kafka Streams' PartitionGroup takes partitions: the earliest head first. Taking
-each source's records in offset order also keeps the repartition topic's deduplication by source
-offset (``Task._from_repartition``) right. Ties between sources go by the producer's order
-(``es-seq``, ``seq_of``), then by source topic and partition, so that which of two records of one
-time comes first does not depend on fetch order.
+from another. Each source partition's copies come in record-time order (its offset order, or,
+for a partition several upstream tasks write, the order ``Task._forward_in_time_order``
+re-publishes them in), so the merge takes them as Kafka Streams' PartitionGroup takes
+partitions: the earliest head first, each source's copies in the order they came, which the
+deduplication of copies sent again relies on (``copies.py``). Ties between sources go by the
+producer's order (``es-seq``, ``seq_of``), then by source topic and partition, so that which of
+two records of one time comes first does not depend on fetch order.
 """
 
 from __future__ import annotations
