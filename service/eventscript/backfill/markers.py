@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..task.progress import IDLE, marker_headers
-from ..task.streams import origin_of, seq_of
+from ..task.streams import Origin, origin_of, seq_of
 from ..topology.config import ProgramConfig, Topology
 from ..topology.progress import progress_plan
 
@@ -85,7 +85,7 @@ class _Headers:
         return self._headers
 
 
-def _reading_key(rec: MarkerRecord) -> tuple[int, int, tuple[int, bytes, int, int, bytes]]:
+def _reading_key(rec: MarkerRecord) -> tuple[int, int, Origin]:
     view = _Headers(rec[4])
     return rec[5], seq_of(view), origin_of(view)  # type: ignore[arg-type]
 
