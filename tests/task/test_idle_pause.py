@@ -71,6 +71,37 @@ def test_after_a_pause_every_topology_gives_the_simulated_records(path: Path, tm
         assert pipeline.held_back() == 0
 
 
+def process_before_any_reader(pipeline: PipelineRun) -> None:
+    """Stage after stage, every task takes what is waiting for it and processes it, writing no
+    marker of its own accord (a commit's): its records reach the readers with the markers it
+    wrote before them only."""
+    for task, cursors in pipeline.tasks:
+        for topic in cursors:
+            part = pipeline.log.partition_list(topic)[task.partition]
+            for rec in part[cursors[topic] :]:
+                task.add(rec)
+            cursors[topic] = len(part)
+            task.mark_eof(topic, task.partition)
+        task.process(0)
+
+
+@pytest.mark.parametrize("path", TOPOLOGY_FILES, ids=lambda p: p.parent.name)
+def test_a_writer_that_was_idle_says_it_is_not_before_its_next_records(path: Path, tmp_path: Path) -> None:
+    """Its last marker said ``IDLE``: a reader taking its next records before its next commit's
+    marker would take them as they come. So the marker goes first."""
+    first, second = halves(path, tmp_path)
+    want = {k: shown(v) for k, v in simulated(path).items()}
+    for seed in (1, 2, 3):
+        pipeline = PipelineRun(load_topology(path), path, tmp_path / f"store-{seed}")
+        pipeline.publish(first)
+        come_to_rest(pipeline)
+        pipeline.publish(second)
+        process_before_any_reader(pipeline)
+        pipeline.run(seed)
+        assert {k: shown(v) for k, v in pipeline.results().items()} == want, seed
+        assert pipeline.held_back() == 0
+
+
 def test_the_watermark_comes_back_from_idle_when_a_writer_has_records_again() -> None:
     progress = InputProgress(frozenset({"a/0", "a/1"}))
     progress.hear("a/0", 50)

@@ -118,6 +118,11 @@ class InputPartition:
                 head = inbox.head()
                 return w if head is None else min(w, head[0])
             return min(w, min(m.timestamp()[1] for m in inbox))  # (one may sit behind a later one)
+        if self.inbox is None and self.buffer:
+            # Not forwarding ahead: a buffered record is re-published as it is processed, if at
+            # all (records wait in the merge with ``max_task_idle_ms``, or before a task that was
+            # idle has processed them: ``Task.process``).
+            return self.buffer[0].timestamp()[1]
         return MAX_FRONTIER if self._idle(now) else self.seen_ms
 
     def saw(self, ts: int) -> None:
@@ -162,6 +167,8 @@ class InputPartition:
             return self._before_head(self.progress.watermark)
         if self.buffer:
             return self.buffer[0].timestamp()[1]
+        if isinstance(self.inbox, collections.deque) and self.inbox:  # (not looked at yet)
+            return self.inbox[0].timestamp()[1]
         if self._idle(now):
             return MAX_FRONTIER  # caught up and idle: what is not written yet is not waited for
         return self.seen_ms

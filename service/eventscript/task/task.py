@@ -201,6 +201,9 @@ class Task:
         #: records of other tasks as they are fetched, not when its merge reaches them.
         self._ahead = False
         self._marked: dict[str, tuple[int, int | None]] = {}
+        #: The task's last markers on its outputs said it was idle (``IDLE``): before it processes
+        #: a record again, it says it is not (``process``).
+        self._idle_marked = False
         self._resend_at = 0.0
         for out in program.program.outputs:
             topic = cfg.output_topic(out.name)
@@ -546,6 +549,8 @@ class Task:
         else:
             process_one = self._process_one
             process_run = self._process_run if self.grouped else None
+        if self._idle_marked and any(ip.pending() for ip in self.inputs):
+            self.write_progress(forward=False)  # records again after an idle marker: markers first
         forwarded = self.forward_ahead() if self._ahead else 0
         done = self.group.process(max_idle_ms, process_one, process_run)
         self.counts["processed"] += done + forwarded
@@ -981,12 +986,16 @@ class Task:
             return 0
         return self.clock.to_record(target)
 
-    def write_progress(self, force: bool = False) -> int:
+    def write_progress(self, force: bool = False, forward: bool = True) -> int:
         """Write markers of the task's progress on every partition of its marked topics, where
         it moved since last written, and everywhere every ``RESEND_S`` or with ``force`` (so that
         a reader that restarted after a quiet task's last marker hears from it again); returns
-        how many records were written (with the records re-published first: ``forward_ahead``).
-        The host calls it as it commits: the markers go in the batch of the outputs before them."""
+        how many records were written (with the records re-published first: ``forward_ahead``,
+        unless not ``forward``). The host calls it as it commits: the markers go in the batch of
+        the outputs before them. The task calls it too, before it processes or re-publishes
+        records again after a marker said it was idle (``IDLE``): a reader that took those
+        records before the next commit's marker would take them as an idle writer's, as they
+        come, ahead of other writers' earlier ones."""
         plan = self.progress_plan
         if plan is None or self.state is not TaskState.RUNNING:
             return 0
@@ -995,7 +1004,7 @@ class Task:
             force = True
             self._resend_at = now + RESEND_S
         # Records fetched since the last ``process`` that go to other tasks: the marker after them.
-        forwarded = self.forward_ahead() if self._ahead else 0
+        forwarded = self.forward_ahead() if self._ahead and forward else 0
         self.counts["processed"] += forwarded
         written = 0
         clock_ms = self.clock.now() // 1000  # every later output has a timestamp at least this
@@ -1024,6 +1033,7 @@ class Task:
                 self.send(topic, q, None, None, headers, ts, False)
                 written += 1
         self.counts["markers"] += written
+        self._idle_marked = any(progress >= MAX_FRONTIER for progress, _ in self._marked.values())
         idled = sum(ip.times_idled for ip in self.inputs)
         if idled:
             self.counts["idle_partitions"] += idled
