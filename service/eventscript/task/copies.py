@@ -16,6 +16,14 @@ reader then keeps that bound (the highest heard) and the offsets of the copies i
 above it: a copy below the bound, or one whose offset is kept, is a repeat. The kept offsets are
 those of the forwarder's window of disorder, and go as the bound passes them.
 
+The same bookkeeping serves a task's own input partition that several upstream tasks write,
+read in record-time order (``Task._forward_in_time_order``): its records are re-published or
+processed out of offset order, and its position stays before the first one still waiting, so a
+restart from a commit would take again the records after the position that the commit's state
+already has. Under the key ``"@topic:partition"`` the task keeps the offsets of the records it has
+done with at or above its position (``done``, ``settle``) and skips them when they are read again
+(``done_before``).
+
 Persisted as one JSON object under ``HWM_KEY``: ``{"topic:partition": bound}``, or
 ``[bound, [offsets...]]`` where offsets are kept (``state.changelog.decode_hwm`` reads the bound
 of either).
@@ -26,6 +34,9 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+
+#: The key prefix of a task's own input partition (``done``), apart from the copies' sources.
+DONE = "@"
 
 
 class CopiesSeen:
@@ -66,9 +77,38 @@ class CopiesSeen:
         self.dirty = True
         return True
 
+    def done(self, name: str, offset: int) -> None:
+        """The task re-published or processed record ``offset`` of its input partition ``name``."""
+        seen = self.seen.get(DONE + name)
+        if seen is None:
+            seen = self.seen[DONE + name] = set()
+        seen.add(offset)
+        self.dirty = True
+
+    def settle(self, name: str, position: int) -> None:
+        """The position of input partition ``name`` is at ``position``: the offsets below it need
+        not be kept (a restart reads from the position on)."""
+        key = DONE + name
+        seen = self.seen.get(key)
+        if seen and min(seen) < position:
+            kept = {o for o in seen if o >= position}
+            if kept:
+                self.seen[key] = kept
+            else:
+                del self.seen[key]
+            self.below[key] = position
+            self.dirty = True
+
+    def done_before(self, name: str, offset: int) -> bool:
+        """Whether record ``offset`` of input partition ``name`` was done with before the commit
+        the task restarted from (read again after its position: skip it)."""
+        seen = self.seen.get(DONE + name)
+        return seen is not None and offset in seen
+
     def encode(self) -> bytes:
         data: dict[str, Any] = {}
-        for source, bound in self.below.items():
+        for source in {*self.below, *self.seen}:
+            bound = self.below.get(source, 0)
             seen = self.seen.get(source)
             data[source] = [bound, sorted(seen)] if seen else bound
         return orjson.dumps(data)

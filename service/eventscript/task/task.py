@@ -204,6 +204,9 @@ class Task:
         #: The task's last markers on its outputs said it was idle (``IDLE``): before it processes
         #: a record again, it says it is not (``process``).
         self._idle_marked = False
+        #: The input partitions read in record-time order (``_forward_in_time_order``): the
+        #: records done with at or above their positions are noted (``copies.py``).
+        self._time_ordered: frozenset[str] = frozenset()
         self._resend_at = 0.0
         for out in program.program.outputs:
             topic = cfg.output_topic(out.name)
@@ -542,6 +545,7 @@ class Task:
             return 0
         # (chosen once per call: a task without a key filter or observer pays nothing for theirs)
         process_run = None
+        process_one: Callable[[InputPartition, Record], None]
         if self.observer is not None:
             process_one = self._observed_one
         elif self.routing.key_filter is not None:
@@ -549,6 +553,8 @@ class Task:
         else:
             process_one = self._process_one
             process_run = self._process_run if self.grouped else None
+        if self._time_ordered:
+            process_one = self._noting(process_one)
         if self._idle_marked and any(ip.pending() for ip in self.inputs):
             self.write_progress(forward=False)  # records again after an idle marker: markers first
         forwarded = self.forward_ahead() if self._ahead else 0
@@ -591,6 +597,21 @@ class Task:
             ip.settle_position(position)
         return forwarded
 
+    def _noting(
+        self, process_one: Callable[[InputPartition, Record], None]
+    ) -> Callable[[InputPartition, Record], None]:
+        """``process_one`` noting the records of partitions read in record-time order as done
+        (``copies.CopiesSeen.done``): they are processed out of offset order, so a restart from
+        a commit would take some again, which ``_forward_in_time_order`` skips."""
+        done, names = self.copies.done, self._time_ordered
+
+        def noted(ip: InputPartition, msg: Record) -> None:
+            process_one(ip, msg)
+            if ip.name in names:
+                done(ip.name, msg.offset())
+
+        return noted
+
     def _forward_in_time_order(
         self, ip: InputPartition, cfg: InputConfig, inbox: WriterStreams, bound: int, keep: Callable[[Record], None]
     ) -> int:
@@ -607,8 +628,12 @@ class Task:
             if head is None or head[0] >= bound:
                 break
             msg = inbox.pop()
+            if self.copies.done_before(ip.name, msg.offset()):
+                continue  # read again after a restart: done with before the commit it restarted from
             below = inbox.first_offset()
-            forwarded += self._release(ip, cfg, msg, keep, below if below is not None else inbox.taken_to)
+            if self._release(ip, cfg, msg, keep, below if below is not None else inbox.taken_to):
+                self.copies.done(ip.name, msg.offset())
+                forwarded += 1
         if inbox.taken_to is not None:
             ip.looked_to = inbox.taken_to
         return forwarded
@@ -968,6 +993,7 @@ class Task:
         self._ahead = bool(self.group.gated) and self.partitions > 1 and self.routing.key_filter is None
         if self._ahead:
             self.group.forward_ahead()
+        self._time_ordered = frozenset(ip.name for ip in self.inputs if isinstance(ip.inbox, WriterStreams))
 
     @property
     def held_back(self) -> int:
@@ -1099,6 +1125,10 @@ class Task:
         self._last_msg.clear()
         self._last_single = None
         self._ended.clear()
+        for name in self._time_ordered:
+            at = self.position.get(name)
+            if at is not None:
+                self.copies.settle(name, at)
         if self.copies.dirty:
             changes[HWM_KEY] = self.copies.encode()
             self.copies.dirty = False
