@@ -81,3 +81,36 @@ def test_a_restart_from_a_commit_takes_no_record_of_a_time_ordered_partition_twi
         again.add(rec)
     again.process(0)
     assert counts(again) == [(late, 1)]
+
+
+def test_a_single_task_reader_restarted_from_a_commit_takes_nothing_twice_either(tmp_path: Path) -> None:
+    """One task (nothing re-published): the same per-key merge, the same position."""
+    cfg = program_config([InputConfig(topic="mid", event="Hit")])
+    plan = ProgressPlan(program="p", tasks=1, writers={"mid": frozenset({"w/0", "w/1"})}, marked=frozenset({"mid"}))
+
+    def single(store: Path) -> Task:
+        task = build_task(compile_source(COUNT, name="p").require(), cfg, store)
+        task.load_from_store()
+        task.set_progress(plan)
+        return task
+
+    log = [
+        hit(0, 300, "a"),
+        hit(1, 10, "b"),
+        marker("mid", 2, "w/0", T0 + 400_000),
+        marker("mid", 3, "w/1", T0 + 50_000),
+    ]
+    task = single(tmp_path / "store")
+    for rec in log:
+        task.add(rec)
+    task.process(0)
+    assert counts(task) == [("b", 1)]
+    assert task.position["mid:0"] == 0
+    task.store.write(task.changelog_records(), 1, dict(task.position))
+    task.close()
+
+    again = single(tmp_path / "store")
+    for rec in [*log, marker("mid", 4, "w/1", T0 + 400_000)]:
+        again.add(rec)
+    again.process(0)
+    assert counts(again) == [("a", 1)]

@@ -204,8 +204,9 @@ class Task:
         #: The task's last markers on its outputs said it was idle (``IDLE``): before it processes
         #: a record again, it says it is not (``process``).
         self._idle_marked = False
-        #: The input partitions read in record-time order (``_forward_in_time_order``): the
-        #: records done with at or above their positions are noted (``copies.py``).
+        #: The input partitions several upstream tasks write, read in record-time order (per key,
+        #: ``streams.WriterStreams``; re-published so too: ``_forward_in_time_order``): the records
+        #: done with at or above their positions are noted (``copies.py``).
         self._time_ordered: frozenset[str] = frozenset()
         self._resend_at = 0.0
         for out in program.program.outputs:
@@ -603,11 +604,13 @@ class Task:
         """``process_one`` noting the records of partitions read in record-time order as done
         (``copies.CopiesSeen.done``): they are processed out of offset order, so a restart from
         a commit would take some again, which ``_forward_in_time_order`` skips."""
-        done, names = self.copies.done, self._time_ordered
+        done, done_before, names = self.copies.done, self.copies.done_before, self._time_ordered
 
         def noted(ip: InputPartition, msg: Record) -> None:
-            process_one(ip, msg)
-            if ip.name in names:
+            if ip.name not in names:
+                process_one(ip, msg)
+            elif not done_before(ip.name, msg.offset()):  # (read again after a restart: skipped)
+                process_one(ip, msg)
                 done(ip.name, msg.offset())
 
         return noted
@@ -993,7 +996,9 @@ class Task:
         self._ahead = bool(self.group.gated) and self.partitions > 1 and self.routing.key_filter is None
         if self._ahead:
             self.group.forward_ahead()
-        self._time_ordered = frozenset(ip.name for ip in self.inputs if isinstance(ip.inbox, WriterStreams))
+        self._time_ordered = frozenset(
+            ip.name for ip in self.inputs if ip.config is not None and isinstance(ip.streams, WriterStreams)
+        )
 
     @property
     def held_back(self) -> int:
