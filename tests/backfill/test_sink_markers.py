@@ -5,10 +5,11 @@ transaction. Against the session's broker, without Spark."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
-from kafka_helpers import Broker, read_many, topology, unique
+from kafka_helpers import Broker, read_many, topology, unique, wait_for
 
 from eventscript.backfill.kafka_sink import KafkaSink
 from eventscript.backfill.markers import final_markers, read_topics
@@ -87,3 +88,73 @@ def test_the_sink_writes_read_topics_in_record_time_order_then_the_writers_final
     )
     reached = {read_reached(m.headers()) for m in got if read_marker(m.headers()) is not None}
     assert reached == set(clocks.values())
+
+
+ECHO = """
+in {string k;} Seen group(Seen.k)
+out {string k;} Echo
+( Seen(s) { !>Echo({k: s.k}); } )*
+"""
+
+
+def test_after_a_handover_a_worker_downstream_waits_for_the_workers_that_go_on(broker: Broker, tmp_path: Path) -> None:
+    """``--handover``'s markers on Apache Kafka: each task's final clock as its progress, so a
+    worker downstream takes the backfill's records before the least of them and holds the rest
+    back, for the program's workers that go on from the cut as the same writers; once they mark
+    their progress past them (here: idle, as workers with nothing more to read), it takes them."""
+    from eventscript.kafka.supervisor import TopologyRunner
+
+    name = unique("handed")
+    (tmp_path / "relay.es").write_text(RELAY)
+    (tmp_path / "echo.es").write_text(ECHO)
+    second = {**stage(f"{name}-2", f"{name}-mid", "Seen", f"{name}-out"), "source": "echo.es"}
+    path = topology(
+        broker,
+        tmp_path,
+        [stage(name, f"{name}-in", "Tick", f"{name}-mid"), second],
+        {f"{name}-in": {"partitions": 2}, f"{name}-mid": {"partitions": 3}},
+    )
+    topo = load_topology(path)
+    Admin(topo).prepare(topo.programs)
+    cfg = topo.programs[0]
+    mid, out = f"{name}-mid", f"{name}-out"
+    times = {b"k1": [5, 7, 9], b"k0": [4, 6, 8]}  # (key group after key group)
+    rows = [
+        OutputRow(0, mid, None, k, b'{"k": "x"}', [(codec.HEADER_ID, b"%s/%d" % (k, t))], T0 + t * 1000)
+        for k, ts in times.items()
+        for t in ts
+    ]
+    clocks = {0: T0 + 9_000, 1: T0 + 8_000}
+    with KafkaSink(
+        topo.kafka,
+        unique("txn"),
+        markers=lambda partitions_of: final_markers(topo, cfg, 2, clocks, partitions_of, handover=True),
+        ordered=read_topics(topo, cfg),
+    ) as sink:
+        sink.write_all(rows)
+        sink.commit()
+    runner = TopologyRunner(topo, [second["name"]])  # (the first program's workers are not running yet)
+    runner.prepare()
+    thread = threading.Thread(target=lambda: runner.run(install_signals=False), daemon=True)
+    thread.start()
+    try:
+
+        def echoed() -> list[int]:
+            return [(m.timestamp()[1] - T0) // 1000 for m in read_many(broker, [out], snapshot=True)[out]]
+
+        def held_back() -> int:
+            return sum(t.held_back for w in runner.workers for t in w.task_manager.tasks.values())
+
+        wait_for(lambda: echoed() == [4, 5, 6, 7] and held_back() == 2, 60, what="the records before 8 s")
+        # The first program's workers went on from the cut and have read everything: idle.
+        with KafkaSink(
+            topo.kafka,
+            unique("txn"),
+            markers=lambda partitions_of: final_markers(topo, cfg, 2, clocks, partitions_of, handover=False),
+        ) as sink:
+            sink.commit()
+        wait_for(lambda: echoed() == [4, 5, 6, 7, 8, 9], 60, what="the records held back")
+        assert held_back() == 0
+    finally:
+        runner.stop()
+        thread.join(30)

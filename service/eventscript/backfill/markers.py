@@ -8,15 +8,14 @@ ends as the worker's tasks do when their inputs are read to their ends: for ever
 program (its input partitions) a marker on every partition of every such topic, after every
 record, in the same transaction. The reader then has every record of p before the marker.
 
-Order: a worker task writes its outputs in record-time order, and a reader relies on it. It
-takes its own records per record key (``task/streams.py``), which any per-key order would do,
-but it re-publishes the records of other tasks' keys (its repartition topic) in the order of the
-partition, once the writers' markers have passed them, and their reader takes each source
-partition's copies in that order; a backfill of the reader takes a partition in its order too.
-The backfill's records come task after task (partition mode) or key group after key group
-(key-split and key-parallel modes), so on the topics another program reads they are written in
-record-time order (``reading_order``: ties as a reader takes them, by ``es-seq``, then by the
-es-id's cause), held in memory meanwhile; per key, that is the order the backfill gave them.
+Order: a worker task writes its outputs in record-time order. A worker reading them needs only
+each key's records in order: it takes them per record key (``task/streams.py``) and re-publishes
+other tasks' keys in record-time order too (``Task._forward_in_time_order``). But a backfill of
+the reader takes a partition in offset order. The backfill's records come task after task
+(partition mode) or key group after key group (key-split and key-parallel modes), so on the
+topics another program reads they are written in record-time order (``reading_order``: ties
+as a reader takes them, by ``es-seq``, then by the es-id's cause), held in memory meanwhile; per
+key, that is the order the backfill gave them.
 
 Which marker: without a hand-over, nothing follows the backfill under p's name, so p is *idle*
 (``IDLE``, holding nothing back) and has reached its final record clock (``es-reached``), as a
@@ -33,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..task.progress import IDLE, marker_headers
-from ..task.streams import origin_of, seq_of
+from ..task.streams import Origin, origin_of, seq_of
 from ..topology.config import ProgramConfig, Topology
 from ..topology.progress import progress_plan
 
@@ -86,7 +85,7 @@ class _Headers:
         return self._headers
 
 
-def _reading_key(rec: MarkerRecord) -> tuple[int, int, tuple[int, bytes, int, int, bytes]]:
+def _reading_key(rec: MarkerRecord) -> tuple[int, int, Origin]:
     view = _Headers(rec[4])
     return rec[5], seq_of(view), origin_of(view)  # type: ignore[arg-type]
 

@@ -33,6 +33,7 @@ from ..topology.headers import (  # noqa: F401  (the record format's header name
     HEADER_PROGRAM,
     HEADER_SEQ,
     HEADER_SOURCE,
+    HEADER_SOURCE_BELOW,
     HEADER_SOURCE_KEY,
     HEADER_TICK,
     HEADER_TIME,

@@ -76,8 +76,11 @@ class InputPartition:
     #: Forwarding ahead (``Task.forward_ahead``, a gated task on several partitions). A source
     #: partition's fetched records wait in ``inbox`` until its own writers' progress passes them
     #: (at once when it is not gated); then those of other tasks are re-published and the task's
-    #: own go to ``buffer``. ``looked_to``: the offset after the last record taken from the inbox.
-    inbox: collections.deque[Record] | None = None
+    #: own go to ``buffer`` (or ``streams``). The inbox of a partition several upstream tasks write
+    #: is itself read per record key, so that its records go in record-time order
+    #: (``Task._forward_in_time_order``). ``looked_to``: the offset after the last record taken
+    #: from the inbox.
+    inbox: collections.deque[Record] | WriterStreams | None = None
     looked_to: int | None = None
     #: The records of a gated partition in queues merged in record-time order (``streams.py``):
     #: the repartition partition's per source partition, those of a topic several upstream tasks
@@ -108,9 +111,18 @@ class InputPartition:
         do not: another task waiting on this one never waits on what this one waits for."""
         if self.progress is not None:
             w = self.progress.watermark
-            if w is None or not self.inbox:
+            inbox = self.inbox
+            if w is None or not inbox:
                 return w
-            return min(w, min(m.timestamp()[1] for m in self.inbox))  # (one may sit behind a later one)
+            if isinstance(inbox, WriterStreams):
+                head = inbox.head()
+                return w if head is None else min(w, head[0])
+            return min(w, min(m.timestamp()[1] for m in inbox))  # (one may sit behind a later one)
+        if self.inbox is None and self.buffer:
+            # Not forwarding ahead: a buffered record is re-published as it is processed, if at
+            # all (records wait in the merge with ``max_task_idle_ms``, or before a task that was
+            # idle has processed them: ``Task.process``).
+            return self.buffer[0].timestamp()[1]
         return MAX_FRONTIER if self._idle(now) else self.seen_ms
 
     def saw(self, ts: int) -> None:
@@ -128,15 +140,18 @@ class InputPartition:
     def settle_position(self, position: Position) -> None:
         """With forwarding ahead: the position passes every record re-published or processed
         before the first one still waiting."""
-        streams = self.streams
-        if streams is not None and len(streams):
+        streams, inbox = self.streams, self.inbox
+        if isinstance(inbox, WriterStreams):  # (then streams is one too: the records kept)
+            waiting = [o for o in (inbox.first_offset(), streams.first_offset() if streams else None) if o is not None]
+            to = min(waiting) if waiting else self.looked_to
+        elif streams is not None and len(streams):
             to = streams.first_offset()
         elif streams is not None and self.looked_to is None:
             to = streams.taken_to  # (every record it took is processed)
         elif self.buffer:
             to = self.buffer[0].offset()
-        elif self.inbox:
-            to = self.inbox[0].offset()
+        elif inbox:
+            to = inbox[0].offset()
         else:
             to = self.looked_to
         if to is not None and to > position.get(self.name, -1):
@@ -152,6 +167,8 @@ class InputPartition:
             return self._before_head(self.progress.watermark)
         if self.buffer:
             return self.buffer[0].timestamp()[1]
+        if isinstance(self.inbox, collections.deque) and self.inbox:  # (not looked at yet)
+            return self.inbox[0].timestamp()[1]
         if self._idle(now):
             return MAX_FRONTIER  # caught up and idle: what is not written yet is not waited for
         return self.seen_ms
@@ -246,7 +263,7 @@ class PartitionGroup:
         queue per source partition (set before the first record)."""
         for ip in self.inputs:
             if ip.config is not None:
-                ip.inbox = collections.deque()
+                ip.inbox = WriterStreams() if isinstance(ip.streams, WriterStreams) else collections.deque()
             elif ip.progress is not None:
                 ip.streams = SourceStreams()
         self.sources = [ip for ip in self.inputs if ip.config is not None and ip.progress is None]

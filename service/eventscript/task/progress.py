@@ -80,8 +80,10 @@ class InputProgress:
     #: The writers expected ("program/task"): every one must be heard from before time moves.
     writers: frozenset[str]
     heard: dict[str, int] = field(default_factory=dict)
-    #: The least progress of the expected writers (None: one is not heard from yet).
+    #: The least progress of the expected writers (None: one is not heard from yet; ``IDLE``:
+    #: every one is idle), and the highest it has been while one was not idle.
     watermark: int | None = None
+    floor: int | None = None
     #: Each writer's reached time, and the least of them (None: one is not heard from yet): how
     #: far the reader's clock may move on its own. It never goes back either.
     reached_by: dict[str, int] = field(default_factory=dict)
@@ -90,8 +92,12 @@ class InputProgress:
     def hear(self, writer: str, progress_ms: int, reached_ms: int | None = None) -> None:
         """A marker. A writer's progress never goes back (a marker read again after a rewind is
         older), except after it was idle (``IDLE``): it holds time back again from where it is.
-        The watermark never goes back: a record older than it, written by a writer that was
-        idle, is processed as it comes (as a late record of a source is)."""
+        The watermark never goes back below where it was before every writer went idle: a
+        record older than that, written by a writer that was idle, is processed as it comes (as
+        a late record of a source is). But it comes back from ``IDLE`` as soon as one writer
+        has records again: were it kept there, a partition whose writers had all been idle
+        once (a quiet night, a pause in the input) would release every later record as it
+        came, in whatever order the writers' commits landed."""
         if writer not in self.writers:
             return
         before = self.heard.get(writer)
@@ -101,8 +107,12 @@ class InputProgress:
         self.reached_by[writer] = reached_ms if reached_ms is not None else progress_ms
         if len(self.heard) == len(self.writers):
             least = min(self.heard.values())
-            if self.watermark is None or least > self.watermark:
-                self.watermark = least
+            if least < IDLE:
+                if self.floor is None or least > self.floor:
+                    self.floor = least
+                self.watermark = self.floor
+            else:
+                self.watermark = IDLE
             reached = min(self.reached_by.values())
             if self.reached is None or reached > self.reached:
                 self.reached = reached

@@ -5,12 +5,13 @@ programs write per record key (``WriterStreams``).
 The tasks of a program re-publish each other's records as soon as they fetch them
 (``Task.forward_ahead``), so a repartition partition interleaves several source partitions in
 fetch order, not in record-time order: a record of 08:00 from one source may follow one of 08:05
-from another. Each source partition's records come in its own order (its offsets), so the merge
-takes them as Kafka Streams' PartitionGroup takes partitions: the earliest head first. Taking
-each source's records in offset order also keeps the repartition topic's deduplication by source
-offset (``Task._from_repartition``) right. Ties between sources go by the producer's order
-(``es-seq``, ``seq_of``), then by source topic and partition, so that which of two records of one
-time comes first does not depend on fetch order.
+from another. Each source partition's copies come in record-time order (its offset order, or,
+for a partition several upstream tasks write, the order ``Task._forward_in_time_order``
+re-publishes them in), so the merge takes them as Kafka Streams' PartitionGroup takes
+partitions: the earliest head first, each source's copies in the order they came, which the
+deduplication of copies sent again relies on (``copies.py``). Ties between sources go by the
+producer's order (``es-seq``, ``seq_of``), then by source topic and partition, so that which of
+two records of one time comes first does not depend on fetch order.
 """
 
 from __future__ import annotations
@@ -96,9 +97,48 @@ class SourceStreams:
 
 #: An ``es-id``'s innermost record coordinates, "topic:partition:offset" (its cause's origin).
 _COORDINATES = re.compile(rb"([^/~]+):(\d+):(\d+)")
+#: The runs of digits of an ``es-id`` (ranks, offsets, partitions, timer counts).
+_NUMBERS = re.compile(rb"(\d+)")
 
 
-def tie_of(msg: Record) -> tuple[int, tuple[int, bytes, int, int, bytes]]:
+class IdOrder:
+    """An ``es-id`` in the order its numbers say, not its text: the outputs of one cause, ranks
+    1, 2, ..., 10, in the order they were emitted (as text, "/10" comes before "/2"). Equality
+    is the id's bytes; the order, needed only when everything before it in a tie key is equal,
+    is worked out then (and kept)."""
+
+    __slots__ = ("_key", "raw")
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self._key: tuple[bytes | int, ...] | None = None
+
+    def key(self) -> tuple[bytes | int, ...]:
+        """The id split into its text and its numbers (text first, alternating: two keys compare
+        text with text and numbers with numbers)."""
+        if self._key is None:
+            parts = _NUMBERS.split(self.raw)
+            self._key = tuple(int(p) if i % 2 else p for i, p in enumerate(parts))
+        return self._key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IdOrder) and self.raw == other.raw
+
+    def __hash__(self) -> int:
+        return hash(self.raw)
+
+    def __lt__(self, other: IdOrder) -> bool:
+        return self.raw != other.raw and self.key() < other.key()
+
+    def __repr__(self) -> str:
+        return f"IdOrder({self.raw!r})"
+
+
+#: The tie order of a record, after ``es-seq``, from its ``es-id`` (``origin_of``).
+Origin = tuple[int, bytes, int, int, IdOrder]
+
+
+def tie_of(msg: Record) -> tuple[int, Origin]:
     """``seq_of`` and ``origin_of`` of ``msg``, its headers read once (for every record a
     ``WriterStreams`` queues)."""
     seq, raw = NO_SEQ, b""
@@ -113,22 +153,23 @@ def tie_of(msg: Record) -> tuple[int, tuple[int, bytes, int, int, bytes]]:
     return seq, _origin(raw)
 
 
-def origin_of(msg: Record) -> tuple[int, bytes, int, int, bytes]:
+def origin_of(msg: Record) -> Origin:
     """The tie order, after ``es-seq``, of a record another program wrote, from its ``es-id``:
     what its writer did at that record time, in the order the tester does it — timer firings
     first, then records by their cause's source coordinates (topic, partition, offset: the
-    trace's order within a source partition); the whole id last, so that the order is total."""
+    trace's order within a source partition); the whole id last, its numbers as numbers
+    (``IdOrder``), so that the order is total."""
     return _origin(codec.header(msg.headers(), codec.HEADER_ID) or b"")
 
 
-def _origin(raw: bytes) -> tuple[int, bytes, int, int, bytes]:
+def _origin(raw: bytes) -> Origin:
     """``origin_of`` an ``es-id``."""
     timer = b"~" in raw
     found = _COORDINATES.search(raw)
     if found is None:
-        return (0 if timer else 1), b"", -1, -1, raw
+        return (0 if timer else 1), b"", -1, -1, IdOrder(raw)
     topic, partition, offset = found.groups()
-    return (0 if timer else 1), topic, int(partition), int(offset), raw
+    return (0 if timer else 1), topic, int(partition), int(offset), IdOrder(raw)
 
 
 class WriterStreams:
@@ -146,7 +187,7 @@ class WriterStreams:
     def __init__(self) -> None:
         self.queues: dict[bytes | None, collections.deque[Record]] = {}
         #: (record time ms, es-seq, origin, arrival number, key) of each queue's first record.
-        self.heads: list[tuple[int, int, tuple[int, bytes, int, int, bytes], int, bytes | None]] = []
+        self.heads: list[tuple[int, int, Origin, int, bytes | None]] = []
         self.count = 0
         self._arrivals = 0
         #: Offsets queued (a heap) and those taken since, for the least offset still queued.
@@ -174,7 +215,7 @@ class WriterStreams:
         heapq.heappush(self._offsets, msg.offset())
         self.count += 1
 
-    def head(self) -> tuple[int, int, tuple[int, bytes, int, int, bytes]] | None:
+    def head(self) -> tuple[int, int, Origin] | None:
         """The earliest head's (record time ms, es-seq, origin); None when empty."""
         if not self.heads:
             return None

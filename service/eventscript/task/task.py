@@ -36,7 +36,6 @@ from ..state.changelog import (
     SEQ_KEY,
     SINGLE_KEY,
     Position,
-    decode_hwm,
     decode_int,
     owner_epoch,
     position_header,
@@ -59,12 +58,14 @@ from . import codec
 from .clock import TaskClock, clock_for
 from .codec import BadRecord, Headers
 from .collector import OutRecord, RecordCollector, Send, SendChangelog, changelog_through, drop
+from .copies import CopiesSeen
 from .ids import OutputIds
 from .lifecycle import TaskState
 from .merge import MAX_FRONTIER, InputPartition, PartitionGroup
 from .progress import RESEND_S, InputProgress, marker_headers
 from .record import Record
 from .routing import NOT_OWNED, KeyFilter, Routing
+from .streams import WriterStreams
 from .versions import ProgramVersions
 
 #: ``Task._elsewhere``'s answer for a record that moves no clock: its task keeps it (for its
@@ -172,8 +173,8 @@ class Task:
         )
         #: The timer sequence number as last persisted (task state, like the record clock).
         self._seq_saved = 0
-        self.hwm: dict[str, int] = {}
-        self.hwm_dirty = False
+        #: The re-published copies processed (the repartition topic's deduplication).
+        self.copies = CopiesSeen()
         self.collector = RecordCollector()
         #: Where the task's records go (see collector.py): the collector until a host attaches
         #: its own (``attach``).
@@ -203,6 +204,13 @@ class Task:
         #: records of other tasks as they are fetched, not when its merge reaches them.
         self._ahead = False
         self._marked: dict[str, tuple[int, int | None]] = {}
+        #: The task's last markers on its outputs said it was idle (``IDLE``): before it processes
+        #: a record again, it says it is not (``process``).
+        self._idle_marked = False
+        #: The input partitions several upstream tasks write, read in record-time order (per key,
+        #: ``streams.WriterStreams``; re-published so too: ``_forward_in_time_order``): the records
+        #: done with at or above their positions are noted (``copies.py``).
+        self._time_ordered: frozenset[str] = frozenset()
         self._resend_at = 0.0
         for out in program.program.outputs:
             topic = cfg.output_topic(out.name)
@@ -383,7 +391,7 @@ class Task:
         self.store.pending_infos.clear()
         timers = self.clock.timers
         timers.clear()  # the task's own clock: drop the cancelled entries too
-        self.hwm = decode_hwm(self.store.get(HWM_KEY))
+        self.copies = CopiesSeen.decode(self.store.get(HWM_KEY))
         self.clock.restore(self.store.get(CLOCK_KEY))
         raw_seq = self.store.get(SEQ_KEY)
         self._seq_saved = decode_int(raw_seq) if raw_seq is not None else self.store.next_index_seq()
@@ -569,6 +577,7 @@ class Task:
             return 0
         # (chosen once per call: a task without a key filter or observer pays nothing for theirs)
         process_run = None
+        process_one: Callable[[InputPartition, Record], None]
         if self.observer is not None:
             process_one = self._observed_one
         elif self.routing.key_filter is not None:
@@ -576,6 +585,10 @@ class Task:
         else:
             process_one = self._process_one
             process_run = self._process_run if self.grouped else None
+        if self._time_ordered:
+            process_one = self._noting(process_one)
+        if self._idle_marked and any(ip.pending() for ip in self.inputs):
+            self.write_progress(forward=False)  # records again after an idle marker: markers first
         forwarded = self.forward_ahead() if self._ahead else 0
         done = self.group.process(max_idle_ms, process_one, process_run)
         self.counts["processed"] += done + forwarded
@@ -586,8 +599,9 @@ class Task:
         Streams' repartitioning sub-topology does, and keep the task's own for the merge; returns
         how many were re-published. A source partition's records may go at once, a gated one's
         once its writers' progress passes them (in its offset order, as the merge would take
-        them). A gated task holds its own records back until its inputs' writers have progressed
-        past them, the other tasks of its program among them (they write the repartition topic):
+        them; in record-time order when several tasks write it: ``_forward_in_time_order``). A
+        gated task holds its own records back until its inputs' writers have progressed past them,
+        the other tasks of its program among them (they write the repartition topic):
         were their records held back too, each task's repartition marker would wait on its own
         held records, and the tasks would wait on each other while input keeps coming. So the
         marker speaks only of what is re-published (``PartitionGroup.republished``), and the
@@ -605,21 +619,74 @@ class Task:
             if bound is None:
                 continue
             keep = ip.buffer.append if ip.streams is None else ip.streams.append
-            while inbox and inbox[0].timestamp()[1] < bound:
-                msg = inbox.popleft()
-                target = self._elsewhere(ip, msg)
-                if target is None:
-                    keep(msg)
-                    ip.saw(msg.timestamp()[1])
-                elif target is UNTIMED:
-                    keep(msg)  # (its $error, at its place in the merge)
-                else:
-                    self._forward(msg, cfg, *target)
-                    ip.saw(msg.timestamp()[1])
-                    forwarded += 1
-                ip.looked_to = msg.offset() + 1
+            if isinstance(inbox, WriterStreams):
+                forwarded += self._forward_in_time_order(ip, cfg, inbox, bound, keep)
+            else:
+                while inbox and inbox[0].timestamp()[1] < bound:
+                    msg = inbox.popleft()
+                    forwarded += self._release(ip, cfg, msg, keep, None)
+                    ip.looked_to = msg.offset() + 1
             ip.settle_position(position)
         return forwarded
+
+    def _noting(
+        self, process_one: Callable[[InputPartition, Record], None]
+    ) -> Callable[[InputPartition, Record], None]:
+        """``process_one`` noting the records of partitions read in record-time order as done
+        (``copies.CopiesSeen.done``): they are processed out of offset order, so a restart from
+        a commit would take some again, which ``_forward_in_time_order`` skips."""
+        done, done_before, names = self.copies.done, self.copies.done_before, self._time_ordered
+
+        def noted(ip: InputPartition, msg: Record) -> None:
+            if ip.name not in names:
+                process_one(ip, msg)
+            elif not done_before(ip.name, msg.offset()):  # (read again after a restart: skipped)
+                process_one(ip, msg)
+                done(ip.name, msg.offset())
+
+        return noted
+
+    def _forward_in_time_order(
+        self, ip: InputPartition, cfg: InputConfig, inbox: WriterStreams, bound: int, keep: Callable[[Record], None]
+    ) -> int:
+        """``forward_ahead`` for a partition several upstream tasks write: its records below
+        ``bound`` in record-time order (``WriterStreams``), not in the order the writers' commits
+        landed, so that the copies of each source partition reach their reader in the order the
+        simulated run takes them (the reader takes a source's copies in the order they come:
+        ``SourceStreams``). Each copy says below which offset its partition is re-published
+        (``es-source-below``), which the reader's deduplication needs instead of the offset order
+        (``copies.py``). Returns how many were re-published."""
+        forwarded = 0
+        while True:
+            head = inbox.head()
+            if head is None or head[0] >= bound:
+                break
+            msg = inbox.pop()
+            if self.copies.done_before(ip.name, msg.offset()):
+                continue  # read again after a restart: done with before the commit it restarted from
+            below = inbox.first_offset()
+            if self._release(ip, cfg, msg, keep, below if below is not None else inbox.taken_to):
+                self.copies.done(ip.name, msg.offset())
+                forwarded += 1
+        if inbox.taken_to is not None:
+            ip.looked_to = inbox.taken_to
+        return forwarded
+
+    def _release(
+        self, ip: InputPartition, cfg: InputConfig, msg: Record, keep: Callable[[Record], None], below: int | None
+    ) -> int:
+        """A record ``forward_ahead`` lets go: re-published when another task runs its group key
+        (1), else kept for this task's merge (0)."""
+        target = self._elsewhere(ip, msg)
+        if target is UNTIMED:
+            keep(msg)  # (its $error, at its place in the merge)
+            return 0
+        ip.saw(msg.timestamp()[1])
+        if target is None:
+            keep(msg)
+            return 0
+        self._forward(msg, cfg, target[0], target[1], below)
+        return 1
 
     def _elsewhere(self, ip: InputPartition, msg: Record) -> tuple[int, bytes | None] | None:
         """Where a source record goes when another task runs its group key (its partition and the
@@ -878,17 +945,19 @@ class Task:
         origin = codec.header(headers, codec.HEADER_INPUT)
         if source is not None:
             src_tp, _, src_off = source.decode().rpartition(":")
-            if int(src_off) < self.hwm.get(src_tp, 0):
+            below = codec.header(headers, codec.HEADER_SOURCE_BELOW)
+            if not self.copies.first_time(src_tp, int(src_off), int(below) if below is not None else None):
                 return None  # already processed (a re-sent copy)
-            self.hwm[src_tp] = int(src_off) + 1
-            self.hwm_dirty = True
         cfg = self.by_topic_cfg.get(origin.decode()) if origin is not None else None
         if cfg is None:
             self._error_record(ErrorCode.BAD_INPUT_VALUE, "repartitioned record of an unknown input topic")
         return cfg
 
-    def _forward(self, msg: Record, cfg: InputConfig, target: int, kb: bytes | None) -> None:
-        """Re-publish a record whose group key belongs to another task, keyed by that key."""
+    def _forward(self, msg: Record, cfg: InputConfig, target: int, kb: bytes | None, below: int | None = None) -> None:
+        """Re-publish a record whose group key belongs to another task, keyed by that key.
+        ``below``: the copies of its partition go in record-time order, not offset order
+        (``forward_ahead``), and every record of it below this offset is re-published already
+        (``es-source-below``, for the reader's deduplication: ``copies.py``)."""
         key_filter = self.routing.key_filter
         if key_filter is not None and not key_filter.reports(msg, True):
             return
@@ -897,6 +966,8 @@ class Task:
         headers.append((codec.HEADER_INPUT, cfg.topic.encode()))
         if msg.key() != kb:
             headers.append((codec.HEADER_SOURCE_KEY, msg.key()))
+        if below is not None:
+            headers.append((codec.HEADER_SOURCE_BELOW, b"%d" % below))
         self.send(self.repartition_topic, target, kb, msg.value(), headers, msg.timestamp()[1], False)
         self.counts["repartitioned"] += 1
 
@@ -967,6 +1038,9 @@ class Task:
         self._ahead = bool(self.group.gated) and self.partitions > 1 and self.routing.key_filter is None
         if self._ahead:
             self.group.forward_ahead()
+        self._time_ordered = frozenset(
+            ip.name for ip in self.inputs if ip.config is not None and isinstance(ip.streams, WriterStreams)
+        )
 
     @property
     def held_back(self) -> int:
@@ -985,12 +1059,16 @@ class Task:
             return 0
         return self.clock.to_record(target)
 
-    def write_progress(self, force: bool = False) -> int:
+    def write_progress(self, force: bool = False, forward: bool = True) -> int:
         """Write markers of the task's progress on every partition of its marked topics, where
         it moved since last written, and everywhere every ``RESEND_S`` or with ``force`` (so that
         a reader that restarted after a quiet task's last marker hears from it again); returns
-        how many records were written (with the records re-published first: ``forward_ahead``).
-        The host calls it as it commits: the markers go in the batch of the outputs before them."""
+        how many records were written (with the records re-published first: ``forward_ahead``,
+        unless not ``forward``). The host calls it as it commits: the markers go in the batch of
+        the outputs before them. The task calls it too, before it processes or re-publishes
+        records again after a marker said it was idle (``IDLE``): a reader that took those
+        records before the next commit's marker would take them as an idle writer's, as they
+        come, ahead of other writers' earlier ones."""
         plan = self.progress_plan
         if plan is None or self.state is not TaskState.RUNNING:
             return 0
@@ -999,7 +1077,7 @@ class Task:
             force = True
             self._resend_at = now + RESEND_S
         # Records fetched since the last ``process`` that go to other tasks: the marker after them.
-        forwarded = self.forward_ahead() if self._ahead else 0
+        forwarded = self.forward_ahead() if self._ahead and forward else 0
         self.counts["processed"] += forwarded
         written = 0
         clock_ms = self.clock.now() // 1000  # every later output has a timestamp at least this
@@ -1028,6 +1106,7 @@ class Task:
                 self.send(topic, q, None, None, headers, ts, False)
                 written += 1
         self.counts["markers"] += written
+        self._idle_marked = any(progress >= MAX_FRONTIER for progress, _ in self._marked.values())
         idled = sum(ip.times_idled for ip in self.inputs)
         if idled:
             self.counts["idle_partitions"] += idled
@@ -1099,9 +1178,13 @@ class Task:
         self._last_msg.clear()
         self._last_single = None
         self._ended.clear()
-        if self.hwm_dirty:
-            changes[HWM_KEY] = orjson.dumps(self.hwm)
-            self.hwm_dirty = False
+        for name in self._time_ordered:
+            at = self.position.get(name)
+            if at is not None:
+                self.copies.settle(name, at)
+        if self.copies.dirty:
+            changes[HWM_KEY] = self.copies.encode()
+            self.copies.dirty = False
         clock_raw = self.clock.unsaved()
         if clock_raw is not None:
             changes[CLOCK_KEY] = clock_raw

@@ -21,8 +21,12 @@ HEADER_SOURCE = "es-source"
 HEADER_INPUT = "es-input"
 #: The original record's key, when re-publishing changed it (the copy is keyed by its group key).
 HEADER_SOURCE_KEY = "es-source-key"
+#: On a copy of a record of a partition several upstream tasks write (re-published in record-time
+#: order, not offset order): the offset below which every record of its source partition has
+#: been re-published before it, which the reader's deduplication needs (``task/copies.py``).
+HEADER_SOURCE_BELOW = "es-source-below"
 #: Headers the worker adds to a re-published copy (not part of the original record).
-REPUBLISH_HEADERS = frozenset((HEADER_SOURCE, HEADER_INPUT, HEADER_SOURCE_KEY))
+REPUBLISH_HEADERS = frozenset((HEADER_SOURCE, HEADER_INPUT, HEADER_SOURCE_KEY, HEADER_SOURCE_BELOW))
 #: A progress marker (task/progress.py): "task p of program P has written everything before this
 #: record time"; no key, no value. Programs never see it; other consumers skip records with it.
 HEADER_PROGRESS = "es-progress"
