@@ -201,7 +201,7 @@ class Checkpoint:
                 if positions:
                     meta = consumer.consumer_group_metadata()
                     self.waits.txn_call(
-                        "sending the offsets", lambda t: producer.send_offsets_to_transaction(positions, meta, t)
+                        "sending the offsets to", lambda t: producer.send_offsets_to_transaction(positions, meta, t)
                     )
                 self.waits.txn_call("committing", lambda t: producer.commit_transaction(t))
                 output.txn_open = False

@@ -33,6 +33,9 @@ are closed without committing and it rejoins (``_rejoin``).
 
 Broker stalls: a transactional call that times out is still under way in librdkafka and is
 resumed (made again) until the broker answers (``Waiting.txn_call``), init_transactions included;
+one that does not return at all (librdkafka's send_offsets_to_transaction after a broker kill)
+is given up with its batch and its producer (``ProducerHung``: the member rejoins with a new
+producer, which aborts the batch's transaction);
 reads of committed offsets and seeks that fail are tried again on the next turn with the tasks
 paused; a failed record delivery aborts the batch; an at-least-once offset commit is made
 asynchronously and its result awaited in short slices of polling; a full producer queue is waited
@@ -278,6 +281,7 @@ class ProgramWorker:
         extra = {} if self.eos else {"enable.gapless.guarantee": True, "message.timeout.ms": 0}
         conf = clients.producer_config(kafka, txid, error_cb=self._on_producer_error, **extra)
         self.output = None  # (the old one's error_cb must not report into the new batch)
+        self.waits.new_producer()
         self.producer = self.supplier.producer({**conf, **stats_config(self.metrics, self.cfg.name, "producer", conf)})
         self.output = BatchProducer(self.cfg.name, self.producer, self.eos, self.changelog_topic, self._queue_full)
         self._produced_counted = 0  # (the new producer counts from 0)
@@ -356,10 +360,11 @@ class ProgramWorker:
         owned = self._drop_all_tasks()
         if producer_failed and self.producer is not None:
             old_producer, self.producer = self.producer, None
-            try:
-                old_producer.purge()  # its queued records belong to the failed transaction
-            except Exception as purge_exc:
-                log.warning("%s: dropping the failed producer's records: %s", self.cfg.name, purge_exc)
+            if not self.waits.producer_hung:  # (a hung call may still be under way in it: left alone)
+                try:
+                    old_producer.purge()  # its queued records belong to the failed transaction
+                except Exception as purge_exc:
+                    log.warning("%s: dropping the failed producer's records: %s", self.cfg.name, purge_exc)
             self._new_producer()
         if not exc.consumer_failed:
             consumer = self._member()
@@ -410,7 +415,7 @@ class ProgramWorker:
             except Exception:
                 log.exception("%s: closing the consumer", self.cfg.name)
         self.task_manager.close()
-        if self.producer is not None and not self.waits.unresolved:
+        if self.producer is not None and not self.waits.unresolved and not self.waits.producer_hung:
             if self.output is not None and self.output.txn_open:
                 try:
                     self.producer.abort_transaction(waiting.TXN_TIMEOUT)

@@ -32,6 +32,22 @@ class MemberEnded(Exception):
         self.consumer_failed = consumer_failed
 
 
+class ProducerHung(MemberEnded):
+    """A transactional call of the exactly-once producer did not return long after its timeout.
+
+    librdkafka's ``send_offsets_to_transaction`` waits for its result with no time limit, and the
+    coordinator request behind it never times out (librdkafka issues 5456 and 5511, open in 2.16):
+    after a broker is killed it can wait for good. The call is made on a thread of its own
+    (``Waiting.txn_call``), and when it is given up the batch is given up with it: its
+    transaction is never committed (the new producer's ``init_transactions`` fences and aborts
+    it), every task is made again from the last commit, and the worker goes on with a new
+    producer. The hung producer is never called again nor closed: its call may still be under way
+    on the other thread, which keeps it until the call returns."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, producer_failed=True)
+
+
 class StoppedWaiting(Exception):
     """A stop was asked for while a transactional call waited for the broker. The call's outcome
     is unknown and librdkafka accepts no other transactional call until it ends, so the worker
