@@ -98,3 +98,40 @@ def test_restore_waits_for_a_transaction_left_open_and_reads_what_was_committed_
     finally:
         restorer.close()
         task.close()
+
+
+@pytest.mark.kafka
+def test_a_state_dump_held_back_by_an_open_transaction_says_so(
+    broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``state dump`` reads to the end a read_committed reader is told of, as a restore does; it
+    does not wait for a transaction left open, but says that what was committed after it is not in
+    the dump, and what to do."""
+    from eventscript.kafka.changelog_dump import fold_partitions
+
+    broker.require_real("a transaction left open holding back the last stable offset")
+    caplog.set_level(logging.WARNING, logger="eventscript.kafka.state")
+    kafka = KafkaConfig(bootstrap_servers=broker.bootstrap)
+    changelog = unique("open-txn-dump")
+    create_topics(broker, [NewTopic(changelog, num_partitions=1, replication_factor=1)])
+    owner = _transactional(kafka, unique("owner"))
+    zombie = _transactional(kafka, unique("zombie"))
+    _commit_one(owner, changelog, b"before")
+    zombie.begin_transaction()
+    zombie.produce(changelog, key=b"zombie", value=b"snapshot", partition=0)
+    assert zombie.flush(30) == 0
+    _commit_one(owner, changelog, b"after")
+    try:
+        [held] = fold_partitions(kafka, changelog, "p", {0: {}})
+        assert sorted(held.records) == [b"before"]
+        # (offsets: 0 "before", 1 its commit marker, 2 the zombie's record, 3 "after", 4 its marker)
+        said = [r.getMessage() for r in caplog.records if r.name == "eventscript.kafka.state"]
+        assert len(said) == 1 and "transaction still open from offset 2" in said[0], said
+        assert "ends at 5" in said[0] and "kafka-transactions.sh" in said[0], said
+        zombie.abort_transaction(30)
+        caplog.clear()
+        [whole] = fold_partitions(kafka, changelog, "p", {0: {}})
+        assert sorted(whole.records) == [b"after", b"before"]
+        assert not [r for r in caplog.records if r.name == "eventscript.kafka.state"]
+    finally:
+        owner.flush(5)

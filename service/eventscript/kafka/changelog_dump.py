@@ -11,6 +11,7 @@ to is therefore what a worker restoring each task now would hold. A tombstone st
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -30,7 +31,9 @@ from ..state.query import ended_fields, explain_snapshot, last_record_fields
 from ..topology.config import KafkaConfig, ProgramConfig, Topology, TopologyError
 from . import clients
 from .admin import Admin, KafkaUnavailable
-from .restore import ChangelogRecord, Coverage, keep_info, read_changelog
+from .restore import ChangelogRecord, Coverage, keep_info, open_transaction_end, read_changelog
+
+log = logging.getLogger("eventscript.kafka.state")
 
 #: Seconds to wait for a changelog to report the end of all its partitions.
 READ_TIMEOUT = 120.0
@@ -110,11 +113,33 @@ def fold_partitions(kafka: KafkaConfig, topic: str, program: str, committed: dic
                     f"{READ_TIMEOUT:.0f} s (partitions {sorted(remaining)}); is the broker busy?"
                 )
             records, at_end = read_changelog(program, reader, 2000, 0.5)
+            for p in sorted(remaining & set(at_end)):
+                _warn_if_held(reader, topic, program, p, at_end[p])
             remaining.difference_update(at_end)
             fold_records(tasks, rules, records)
     finally:
         reader.close()
     return [tasks[p] for p in sorted(tasks)]
+
+
+def _warn_if_held(reader: Any, topic: str, program: str, partition: int, end: int) -> None:
+    """Say so when a transaction still open holds a partition's end back: a ``read_committed``
+    reader is told it ends at the transaction's first record, and records committed after it are
+    not in the dump (a worker's restore waits for that transaction instead: kafka/restore.py)."""
+    high = open_transaction_end(reader, topic, partition, end)
+    if high is not None:
+        log.warning(
+            "program %s task %d: changelog %s:%d has a transaction still open from offset %d (the partition "
+            "ends at %d): the dump holds the task's state before it, without what was committed after it. "
+            "Dump again once it ends (the broker aborts it after its writer's transaction.timeout.ms; a "
+            "hanging one is found and aborted with Kafka's kafka-transactions.sh)",
+            program,
+            partition,
+            topic,
+            partition,
+            end,
+            high,
+        )
 
 
 def fold_records(tasks: dict[int, FoldedTask], rules: dict[int, Coverage], records: Iterable[ChangelogRecord]) -> None:
