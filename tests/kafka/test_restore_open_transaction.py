@@ -52,15 +52,10 @@ def _commit_one(producer: Producer, topic: str, key: bytes) -> None:
     producer.commit_transaction(30)
 
 
-@pytest.mark.kafka
-def test_restore_waits_for_a_transaction_left_open_and_reads_what_was_committed_after_it(
-    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    broker.require_real("a transaction left open holding back the last stable offset")
-    monkeypatch.setattr(restore, "HELD_WARNING_INTERVAL", 1.0)  # (a minute in a worker)
-    caplog.set_level(logging.WARNING, logger="eventscript.kafka.worker")
-    kafka = KafkaConfig(bootstrap_servers=broker.bootstrap)
-    changelog = unique("open-txn-changelog")
+def _open_transaction_between(broker: Broker, kafka: KafkaConfig, name: str) -> tuple[str, Producer, Producer]:
+    """A changelog whose owner committed b"before", then a zombie's transaction left open with one
+    record, then the task's next owner committed b"after". Returns it, the owner and the zombie."""
+    changelog = unique(name)
     create_topics(broker, [NewTopic(changelog, num_partitions=1, replication_factor=1)])
     owner = _transactional(kafka, unique("owner"))
     zombie = _transactional(kafka, unique("zombie"))
@@ -69,6 +64,18 @@ def test_restore_waits_for_a_transaction_left_open_and_reads_what_was_committed_
     zombie.produce(changelog, key=b"zombie", value=b"snapshot", partition=0)
     assert zombie.flush(30) == 0
     _commit_one(owner, changelog, b"after")  # the task's next owner commits after it
+    return changelog, owner, zombie
+
+
+@pytest.mark.kafka
+def test_restore_waits_for_a_transaction_left_open_and_reads_what_was_committed_after_it(
+    broker: Broker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    broker.require_real("a transaction left open holding back the last stable offset")
+    monkeypatch.setattr(restore, "HELD_WARNING_INTERVAL", 1.0)  # (a minute in a worker)
+    caplog.set_level(logging.WARNING, logger="eventscript.kafka.worker")
+    kafka = KafkaConfig(bootstrap_servers=broker.bootstrap)
+    changelog, _owner, zombie = _open_transaction_between(broker, kafka, "open-txn-changelog")
 
     reader = clients.consumer_config(kafka, unique("restorer"), **{"partition.assignment.strategy": "range"})
     restorer = Consumer(reader)
@@ -112,15 +119,7 @@ def test_a_state_dump_held_back_by_an_open_transaction_says_so(
     broker.require_real("a transaction left open holding back the last stable offset")
     caplog.set_level(logging.WARNING, logger="eventscript.kafka.state")
     kafka = KafkaConfig(bootstrap_servers=broker.bootstrap)
-    changelog = unique("open-txn-dump")
-    create_topics(broker, [NewTopic(changelog, num_partitions=1, replication_factor=1)])
-    owner = _transactional(kafka, unique("owner"))
-    zombie = _transactional(kafka, unique("zombie"))
-    _commit_one(owner, changelog, b"before")
-    zombie.begin_transaction()
-    zombie.produce(changelog, key=b"zombie", value=b"snapshot", partition=0)
-    assert zombie.flush(30) == 0
-    _commit_one(owner, changelog, b"after")
+    changelog, owner, zombie = _open_transaction_between(broker, kafka, "open-txn-dump")
     try:
         [held] = fold_partitions(kafka, changelog, "p", {0: {}})
         assert sorted(held.records) == [b"before"]
