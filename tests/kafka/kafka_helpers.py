@@ -272,7 +272,7 @@ class RunnerThread:
     clients (a ``ClientSupplier``) or read its workers and metrics: ``start`` returns once the
     worker holds its tasks, ``finish`` waits for it to become idle and returns its status."""
 
-    def __init__(self, topology_path: Path, *, supplier: Any = None, until_idle: float = 3.0) -> None:
+    def __init__(self, topology_path: Path, *, supplier: Any = None, until_idle: float | None = 3.0) -> None:
         from eventscript.kafka.config import load_topology
         from eventscript.kafka.supervisor import TopologyRunner
 
@@ -297,6 +297,19 @@ class RunnerThread:
             self.thread.join(30)
             raise AssertionError(f"the worker did not become idle within {timeout} s")
         return self.status[0]
+
+    def stop_when_idle(self, idle: float, timeout: float = 240.0) -> int:
+        """Stop the worker once each of its programs holds every task and has been idle for
+        ``idle`` seconds, and return its status: for a worker left alone after the others were
+        killed, whose tasks come to it only a session timeout later (started ``until_idle=None``)."""
+        deadline = time.monotonic() + timeout
+        while self.thread.is_alive() and time.monotonic() < deadline:
+            workers = self.runner.workers
+            if all(len(w.task_manager.tasks) == w.partitions and w.idle_for() >= idle for w in workers):
+                self.runner.stop()
+                return self.finish(60)
+            time.sleep(0.2)
+        return self.finish(0)
 
     def faults(self) -> dict[str, float]:
         """The worker's ``eventscript_faults_total`` counters by kind."""

@@ -194,7 +194,7 @@ class TopologyRunner:
         log.info("running %s; SIGTERM stops it after the batch", ", ".join(w.cfg.name for w in self.workers))
         configure_gc()
         threads = [
-            threading.Thread(target=self._run_worker, args=(w, until_idle), name=f"worker-{w.cfg.name}", daemon=True)
+            threading.Thread(target=self._run_worker, args=(w,), name=f"worker-{w.cfg.name}", daemon=True)
             for w in self.workers
         ]
         for t in threads:
@@ -202,6 +202,11 @@ class TopologyRunner:
         try:
             while any(t.is_alive() for t in threads):
                 if any(w.failure is not None for w in self.workers):
+                    self.stop()
+                # Idle as a whole: a later stage waits while an earlier one of this process still
+                # restores or reads (each stopping on its own idleness ended stages whose input
+                # was still to come).
+                if until_idle is not None and all(w.idle_for() >= until_idle for w in self.workers):
                     self.stop()
                 if all(w.stopping.is_set() for w in self.workers):
                     deadline = time.monotonic() + GRACE_SECONDS
@@ -218,8 +223,8 @@ class TopologyRunner:
         return 1 if failed else 0
 
     @staticmethod
-    def _run_worker(w: ProgramWorker, until_idle: float | None) -> None:
+    def _run_worker(w: ProgramWorker) -> None:
         try:
-            w.run(until_idle)
+            w.run()
         except BaseException:  # recorded in w.failure; the runner reports it
             pass

@@ -67,6 +67,7 @@ from .input_partitions import InputPartitionWatch
 from .logs import rate_limit
 from .metrics import stats_config
 from .producer import BatchProducer
+from .restore import open_transaction_end
 from .task_manager import TaskManager
 from .topic_ids import topic_id
 from .waiting import Waiting
@@ -159,6 +160,8 @@ class ProgramWorker:
         #: one back yet.
         self.assignment_lost = False
         self.idle_since: float | None = None
+        #: Each input partition's offset at its last end-of-partition (``_held_open``).
+        self._ends: dict[tuple[str, int], int] = {}
         self.failure: BaseException | None = None
         #: Records produced (``output.produced``) when they were last counted in the metrics.
         self._produced_counted = 0
@@ -240,7 +243,7 @@ class ProgramWorker:
                     self._iterate()
                 except MemberEnded as exc:
                     self._rejoin(exc)
-                if until_idle is not None and self._idle_for() >= until_idle:
+                if until_idle is not None and self.idle_for() >= until_idle:
                     break
         except StoppedWaiting as exc:
             log.warning("%s: %s", self.cfg.name, exc)
@@ -380,6 +383,7 @@ class ProgramWorker:
                 old.close()  # (no task left: the revoke callback commits nothing)
             except Exception as close_exc:
                 log.warning("%s: closing the ended consumer: %s", self.cfg.name, close_exc)
+        self._ends.clear()  # (a new member's partitions report their ends anew)
         self.consumer = self._new_consumer()
         self._join()
 
@@ -453,8 +457,13 @@ class ProgramWorker:
         self.checkpoint.produce_outboxes()
         self.producer.poll(0)
         self.checkpoint.commit_if_due()
-        if not got and not worked and self.idle_since is None and self._all_caught_up():
-            self.idle_since = time.monotonic()
+        # Idle: caught up on every turn of the wait, not just the first. A rebalance that brings
+        # tasks to restore, or an input held back by a transaction left open, ends it.
+        if (not got and not worked) or self.idle_since is not None:
+            if not self._all_caught_up():
+                self.idle_since = None
+            elif self.idle_since is None:
+                self.idle_since = time.monotonic()
 
     def _take(self, msgs: list[Any]) -> int:
         """Put consumed records into their tasks' input buffers (processed on the next turn);
@@ -469,6 +478,7 @@ class ProgramWorker:
                     task = tasks.get(m.partition())
                     if task is not None:
                         task.mark_eof(m.topic(), m.partition())
+                        self._ends[(m.topic(), m.partition())] = m.offset()
                     continue
                 if err.fatal() or err.code() == KafkaError._FATAL:
                     # librdkafka reports its fatal consumer errors with code _FATAL and fatal()
@@ -511,10 +521,28 @@ class ProgramWorker:
         return timeout
 
     def _all_caught_up(self) -> bool:
-        return self.ready and all(t.drained() for t in self.task_manager.tasks.values())
+        """Ready, every input at its end with nothing buffered, and no input's end held back by a
+        transaction still open: a ``read_committed`` reader is told of the end at the first record
+        of the oldest open transaction, and a writer killed mid-transaction leaves it open until
+        the broker aborts it (``transaction.timeout.ms`` later); what was committed after it is
+        still to come. (``--until-idle`` had a worker end there, with those records unread.)"""
+        return self.ready and all(t.drained() for t in self.task_manager.tasks.values()) and not self._held_open()
 
-    def _idle_for(self) -> float:
-        if self.idle_since is None or self.checkpoint.open:
+    def _held_open(self) -> bool:
+        """Whether an input partition's last end-of-partition (its last stable offset) is short of
+        its high watermark: a transaction still open there (librdkafka's cached watermark of the
+        last fetch: no request)."""
+        consumer = self._member()
+        tasks = self.task_manager.tasks
+        for (topic, partition), end in self._ends.items():
+            if partition in tasks and open_transaction_end(consumer, topic, partition, end) is not None:
+                return True
+        return False
+
+    def idle_for(self) -> float:
+        """Seconds since the worker last had input, with every task caught up (0: not idle).
+        Read by the runner's thread (``TopologyRunner.run``'s ``until_idle``)."""
+        if self.idle_since is None or self.checkpoint.open or not self.ready:
             return 0.0
         return time.monotonic() - self.idle_since
 
@@ -553,6 +581,7 @@ class ProgramWorker:
     # -- rebalancing -----------------------------------------------------------------------------------
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.idle_since = None  # (before the tasks show: the runner's thread reads idle_for)
         self.assigned_once = True
         self.assignment_lost = False
         assert self.output is not None
