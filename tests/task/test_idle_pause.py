@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from eventscript.task.progress import IDLE, InputProgress
+from eventscript.task.progress import IDLE, InputProgress, read_marker
 from eventscript.topology.config import load_topology
 
 from .pipeline_log import PipelineRun
@@ -118,3 +118,56 @@ def test_the_watermark_comes_back_from_idle_when_a_writer_has_records_again() ->
     assert progress.watermark == 75
     progress.hear("a/0", 40)  # (a marker older than the last: read again after a rewind)
     assert progress.watermark == 75
+
+
+#: The topologies of several programs: markers on outputs another program reads.
+PIPELINES = [p for p in TOPOLOGY_FILES if len(load_topology(p).programs) > 1]
+
+
+@pytest.mark.parametrize("path", PIPELINES, ids=lambda p: p.parent.name)
+def test_a_host_that_commits_markers_first_has_them_committed_before_the_records(path: Path, tmp_path: Path) -> None:
+    """A host whose records reach readers when it commits (the Kafka worker: a transaction, or
+    a batch a kill may lose) sets ``commit_markers_first``: after an ``IDLE`` marker, the task's
+    next ``process`` writes only the markers saying it is not idle and asks for a commit
+    (``wants_commit``); the records are processed at the call after it. In one batch with their
+    outputs, a worker killed -9 lost the markers with them and left ``IDLE`` standing, and the
+    readers took other writers' later records first (sensors' SiteAlarm lost under exactly-once,
+    CI 2026-11-26)."""
+    first, second = halves(path, tmp_path)
+    want = {k: shown(v) for k, v in simulated(path).items()}
+    pipeline = PipelineRun(load_topology(path), path, tmp_path / "store")
+    for task, _ in pipeline.tasks:
+        assert task.progress_plan is not None
+        task.set_progress(task.progress_plan, commit_markers_first=True)
+    pipeline.publish(first)
+    come_to_rest(pipeline)
+    pipeline.publish(second)
+    asked = 0
+    for task, cursors in pipeline.tasks:  # stage after stage, as process_before_any_reader
+        for topic in cursors:
+            part = pipeline.log.partition_list(topic)[task.partition]
+            for rec in part[cursors[topic] :]:
+                task.add(rec)
+            cursors[topic] = len(part)
+            task.mark_eof(topic, task.partition)
+        sizes = {t: [len(p) for p in parts] for t, parts in pipeline.log.topics.items()}
+        processed = task.process(0)
+        if not task.wants_commit:
+            continue
+        asked += 1
+        assert processed == 0, "records processed before the markers announcing them were committed"
+        written = [
+            rec
+            for t, parts in pipeline.log.topics.items()
+            for q, part in enumerate(parts)
+            for rec in part[sizes.get(t, [0] * len(parts))[q] :]
+        ]
+        markers = [read_marker(rec.headers()) for rec in written]
+        assert written and None not in markers, "only markers go before the commit"
+        assert all(m is not None and m[1] < IDLE for m in markers), "the markers say the task is not idle"
+        task.wants_commit = False  # (the host committed)
+        task.process(0)  # (processes what its watermark lets through: maybe nothing yet)
+        assert not task.wants_commit, "asked for a commit again after the markers were committed"
+    assert asked > 0, "no task with records again after an idle marker asked for a commit"
+    pipeline.run(1)
+    assert {k: shown(v) for k, v in pipeline.results().items()} == want

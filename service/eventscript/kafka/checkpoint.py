@@ -121,11 +121,19 @@ class Checkpoint:
         the batch has grown past ``MAX_OUTBOX`` records, if anything happened since the last."""
         output = self.host.output
         assert output is not None
-        due = time.monotonic() - self.last_commit >= self.interval
-        if due and sum([task.write_progress() for task in self.tasks.tasks.values()]) > 0:
+        tasks = self.tasks.tasks.values()
+        # A task with records again after an idle marker has written the marker saying so and
+        # waits for it to be committed before it processes them (``Task.wants_commit``).
+        asked = [task for task in tasks if task.wants_commit]
+        if asked:
+            self.dirty = True
+        due = bool(asked) or time.monotonic() - self.last_commit >= self.interval
+        if due and sum([task.write_progress() for task in tasks]) > 0:
             self.dirty = True  # progress markers go out with the batch
         if self.dirty and (due or output.produced - self.produced_at_commit > MAX_OUTBOX):
             self.commit()
+        for task in asked:
+            task.wants_commit = False
 
     def new_producer(self) -> None:
         """A new producer counts its records from 0."""

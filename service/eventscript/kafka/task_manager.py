@@ -184,7 +184,7 @@ class TaskManager:
                 self.partitions,
                 self.state_root / f"task-{p}",
             )
-            task.set_progress(self.progress_plan)
+            task.set_progress(self.progress_plan, commit_markers_first=True)
             task.attach(*senders)
             self.restore_queue.append(p)
             new.append(tp)

@@ -207,6 +207,11 @@ class Task:
         #: The task's last markers on its outputs said it was idle (``IDLE``): before it processes
         #: a record again, it says it is not (``process``).
         self._idle_marked = False
+        #: The host's markers reach readers only when it commits (``set_progress``): then the
+        #: markers saying the task has records again are committed before the records they
+        #: announce are processed, and ``wants_commit`` asks the host for that commit.
+        self._commit_markers_first = False
+        self.wants_commit = False
         #: The input partitions several upstream tasks write, read in record-time order (per key,
         #: ``streams.WriterStreams``; re-published so too: ``_forward_in_time_order``): the records
         #: done with at or above their positions are noted (``copies.py``).
@@ -314,6 +319,7 @@ class Task:
         since, load the committed state again, and process nothing until ``resume``."""
         self.group.clear()
         self._marked.clear()  # the markers of the batch rewound may not have been written
+        self._idle_marked = self._idle_marked or self._commit_markers_first  # (the last written: IDLE?)
         self.collector.outbox.clear()
         self.rewrite_at_next_commit(self._last_sent)  # the batch that was not committed wrote them
         self._last_sent = {}
@@ -589,6 +595,12 @@ class Task:
             process_one = self._noting(process_one)
         if self._idle_marked and any(ip.pending() for ip in self.inputs):
             self.write_progress(forward=False)  # records again after an idle marker: markers first
+            if self._commit_markers_first and not self._idle_marked:
+                # Committed first: in one transaction with the records' outputs, a kill would
+                # abort the marker with them, leave the idle one standing and the readers taking
+                # other writers' later records ahead of these when the next owner processes them.
+                self.wants_commit = True
+                return 0
         forwarded = self.forward_ahead() if self._ahead else 0
         done = self.group.process(max_idle_ms, process_one, process_run)
         self.counts["processed"] += done + forwarded
@@ -1019,9 +1031,16 @@ class Task:
 
     # -- event time across topics (task/progress.py) ----------------------------------------------
 
-    def set_progress(self, plan: ProgressPlan) -> None:
-        """Write and wait on progress markers as ``plan`` says (set before the first record)."""
+    def set_progress(self, plan: ProgressPlan, commit_markers_first: bool = False) -> None:
+        """Write and wait on progress markers as ``plan`` says (set before the first record).
+        ``commit_markers_first``: the host's records reach readers when it commits (a transaction,
+        or a batch a kill may lose), so the markers saying the task has records again after an
+        idle one must be committed before those records are processed (``wants_commit``)."""
         self.progress_plan = plan
+        self._commit_markers_first = commit_markers_first
+        # The task's last committed marker may be an earlier owner's ``IDLE`` (a task moved or
+        # restored): it says it has records again before it processes its first.
+        self._idle_marked = self._idle_marked or commit_markers_first
         for ip in self.inputs:
             if ip.config is None:
                 if plan.repartition:
