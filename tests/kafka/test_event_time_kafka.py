@@ -27,12 +27,20 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 def on_broker(
-    path: Path, broker: Any, tmp: Path, guarantee: str, *, worker: str = "", like: Path | None = None
+    path: Path,
+    broker: Any,
+    tmp: Path,
+    guarantee: str,
+    *,
+    worker: str = "",
+    like: Path | None = None,
+    idle_timeout_ms: int | None = None,
 ) -> Path:
     """The shipped topology on the test broker (its partition counts: three or more per topic),
     with its own application id, topic names and state directory; ``worker`` names one of several
     workers (its own file, state directory and static member id), ``like`` another worker's file
-    whose application and topics it shares."""
+    whose application and topics it shares; ``idle_timeout_ms`` for every input of an external
+    topic."""
     from eventscript.topology.config import load_topology
     from eventscript.topology.model import load_graph
     from eventscript.topology.progress import topology_partitions
@@ -66,6 +74,8 @@ def on_broker(
         prog["source"] = str(path.parent / prog["source"])
         prog["guarantee"] = guarantee
         for inp in prog["inputs"]:
+            if idle_timeout_ms is not None and (topics.get(inp["topic"]) or {}).get("external"):
+                inp["idle_timeout_ms"] = idle_timeout_ms
             inp["topic"] = names[inp["topic"]]
         prog["outputs"] = {e: names[t] for e, t in prog.get("outputs", {}).items()}
         if "errors" in prog:
@@ -119,13 +129,15 @@ def faulted(path: Path) -> tuple[str, ...]:
     return (GUARANTEES[TOPOLOGY_FILES.index(path) % 2],)
 
 
-#: Seen once each in a whole run on a loaded machine (2026-11-26, the second whole run after issue
-#: 21's record-time re-publishing and idle-marker changes; none in the run before it, and 6 of 6
-#: passed alone after): sensors under exactly-once gave no SiteAlarm at all (the site's alarm at
-#: 08:11 never reached site-alarms), fridge-alerts under at-least-once gave an extra $error for F2
-#: (a record processed again under a new id). Causes not found (issue 21); not strict, so that a
-#: run without them must still pass in full.
-LOST_OR_EXTRA_AFTER_KILL = {("sensors", "exactly_once"), ("fridge-alerts", "at_least_once")}
+#: Seen in whole runs on a loaded machine (2026-11-26): fridge-alerts under at-least-once gave an
+#: extra $error for F2 (its 08:00 Warm processed twice by the alert stage; cause under study,
+#: issue 21). Not strict, so that a run without it must still pass in full. (Sensors and
+#: big-trades under exactly-once lost outputs: the second worker ended on --until-idle while a
+#: rebalance brought it tasks to restore, and a task moved to it did not say it had records again
+#: before processing them, its last marker IDLE letting the readers take later records first:
+#: test_until_idle.py, test_idle_pause.py; and after the pause between the halves a writer slower
+#: to resume than the others had its records taken after theirs, by design: IDLE_AFTER_MS.)
+LOST_OR_EXTRA_AFTER_KILL = {("fridge-alerts", "at_least_once")}
 
 
 def runs(with_faults: bool) -> list[Any]:
@@ -210,8 +222,8 @@ def test_a_worker_joining_and_one_killed_midway(path: Path, guarantee: str, brok
     the simulated run's, in order, with the es-ids of the in-memory run of the same layout
     (repeats under at-least-once dropped by es-id)."""
     first, second = halves(path)
-    a = on_broker(path, broker, tmp_path, guarantee, worker="a")
-    b = on_broker(path, broker, tmp_path, guarantee, worker="b", like=a)
+    a = on_broker(path, broker, tmp_path, guarantee, worker="a", idle_timeout_ms=IDLE_AFTER_MS)
+    b = on_broker(path, broker, tmp_path, guarantee, worker="b", like=a, idle_timeout_ms=IDLE_AFTER_MS)
     names = yaml.safe_load(a.with_suffix(".names").read_text())
     written = [names[t] for t in first_program_writes(path)]
     produce_items(a, first)
@@ -234,25 +246,31 @@ def test_a_worker_joining_and_one_killed_midway(path: Path, guarantee: str, brok
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.wait(30)
+    # The sources go idle IDLE_AFTER_MS after their last record: then the readers take the rest.
+    wait_for(lambda: all_idle(broker, a), timeout=240, what="every task of the first program idle")
     assert joined.stop_when_idle(3.0, timeout=240) == 0
     assert_simulated_with_memory_ids(broker, a, path, tmp_path)
 
 
-def all_resumed(broker: Any, topology: Path, second: list[Any]) -> bool:
-    """Whether every task of the first program has committed a marker after the pause between
-    the halves: not idle, or idle past the second half's first time. Until then a task of A
-    killed now would leave its marker of the pause, ``IDLE``, standing, and the readers would
-    take the other tasks' later records before its own until its new owner marks its progress
-    (an idle writer holds nothing back: docs/topologies.md, "Sources"), which the simulated run
-    does not do. The kill still loses A's uncommitted work."""
-    from eventscript.tester.trace import Timestamp
+#: The killed-midway runs' sources count as idle this long after their last record (ms), longer
+#: than the pause between the halves (A's first outputs read, B started and restored): an idle
+#: writer holds nothing back (docs/topologies.md, "Sources"), and after a pause in which every
+#: writer went idle, one that takes longer to fetch its first new record than another takes to
+#: process and commit its own has its records taken after the other's later ones, which the
+#: simulated run never does. (Sensors under exactly-once lost its SiteAlarm so, 2026-11-26:
+#: the writer on B, in the test's busy process, was the slow one.)
+IDLE_AFTER_MS = 20_000
+
+
+def last_markers(broker: Any, topology: Path) -> dict[int, tuple[int, int | None] | None]:
+    """Each task of the first program: its last committed marker's progress and reached time
+    (None: no marker yet)."""
     from eventscript.topology.config import load_topology
     from eventscript.topology.progress import progress_plan, topology_partitions
 
     topo = load_topology(topology)
     cfg = topo.programs[0]
     plan = progress_plan(topo, cfg, topology_partitions(topo))
-    since = next(item.time for item in second if isinstance(item, Timestamp)) // 1000  # (ms)
     # Where each task p writes its markers: partition 0 of an output read by another program,
     # else the partition after p of the program's repartition topic.
     where = {p: (next(iter(plan.outputs)), 0) for p in range(plan.tasks)} if plan.outputs else {}
@@ -267,7 +285,28 @@ def all_resumed(broker: Any, topology: Path, second: list[Any]) -> bool:
             task = int(marker[0].rpartition("/")[2])
             if where.get(task) == (rec.topic(), rec.partition()):
                 last[task] = (marker[1], read_reached(rec.headers()))
-    return all(p in last and (last[p][0] < IDLE or (last[p][1] is not None and last[p][1] >= since)) for p in where)
+    return {p: last.get(p) for p in where}
+
+
+def all_idle(broker: Any, topology: Path) -> bool:
+    """Whether every task of the first program has committed a marker saying it is idle."""
+    return all(m is not None and m[0] >= IDLE for m in last_markers(broker, topology).values())
+
+
+def all_resumed(broker: Any, topology: Path, second: list[Any]) -> bool:
+    """Whether every task of the first program has committed a marker after the pause between
+    the halves: not idle, or idle past the second half's first time. Until then a task of A
+    killed now would leave its marker of the pause, ``IDLE``, standing, and the readers would
+    take the other tasks' later records before its own until its new owner marks its progress
+    (an idle writer holds nothing back: docs/topologies.md, "Sources"), which the simulated run
+    does not do. The kill still loses A's uncommitted work."""
+    from eventscript.tester.trace import Timestamp
+
+    since = next(item.time for item in second if isinstance(item, Timestamp)) // 1000  # (ms)
+    return all(
+        m is not None and (m[0] < IDLE or (m[1] is not None and m[1] >= since))
+        for m in last_markers(broker, topology).values()
+    )
 
 
 def first_program_writes(path: Path) -> list[str]:
