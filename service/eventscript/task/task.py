@@ -647,7 +647,7 @@ class Task:
         return noted
 
     def _forward_in_time_order(
-        self, ip: InputPartition, cfg: InputConfig, inbox: WriterStreams, bound: int, keep: Callable[[Record], None]
+        self, ip: InputPartition, cfg: InputConfig, inbox: WriterStreams, bound: int, keep: Callable[[Record], object]
     ) -> int:
         """``forward_ahead`` for a partition several upstream tasks write: its records below
         ``bound`` in record-time order (``WriterStreams``), not in the order the writers' commits
@@ -673,7 +673,7 @@ class Task:
         return forwarded
 
     def _release(
-        self, ip: InputPartition, cfg: InputConfig, msg: Record, keep: Callable[[Record], None], below: int | None
+        self, ip: InputPartition, cfg: InputConfig, msg: Record, keep: Callable[[Record], object], below: int | None
     ) -> int:
         """A record ``forward_ahead`` lets go: re-published when another task runs its group key
         (1), else kept for this task's merge (0)."""
@@ -1179,6 +1179,7 @@ class Task:
         self._last_single = None
         self._ended.clear()
         for name in self._time_ordered:
+            self._note_repeats(name)
             at = self.position.get(name)
             if at is not None:
                 self.copies.settle(name, at)
@@ -1212,6 +1213,16 @@ class Task:
                 self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000, key_headers
             )
         return changes
+
+    def _note_repeats(self, name: str) -> None:
+        """The repeats the queues of input partition ``name`` dropped (``WriterStreams``) are done
+        with: a restart from this commit skips them when it reads them again (``copies.py``),
+        whether or not their originals, read again too, were processed before it."""
+        ip = self.by_name[name]
+        for queued in (ip.inbox, ip.streams):
+            if isinstance(queued, WriterStreams):
+                for offset in queued.take_repeats():
+                    self.copies.done(name, offset)
 
     def discard_changes(self) -> None:
         """Forget the changes since the last commit without writing them (a host that keeps no
