@@ -1059,6 +1059,15 @@ class Task:
             return 0
         return self.clock.to_record(target)
 
+    def forward_fetched(self) -> int:
+        """Re-publish ahead the records fetched since the last ``process`` (``forward_ahead``),
+        counted as processed; returns how many (0: the task does not forward ahead)."""
+        if not self._ahead or self.state is not TaskState.RUNNING:
+            return 0
+        forwarded = self.forward_ahead()
+        self.counts["processed"] += forwarded
+        return forwarded
+
     def write_progress(self, force: bool = False, forward: bool = True) -> int:
         """Write markers of the task's progress on every partition of its marked topics, where
         it moved since last written, and everywhere every ``RESEND_S`` or with ``force`` (so that
@@ -1077,8 +1086,7 @@ class Task:
             force = True
             self._resend_at = now + RESEND_S
         # Records fetched since the last ``process`` that go to other tasks: the marker after them.
-        forwarded = self.forward_ahead() if self._ahead and forward else 0
-        self.counts["processed"] += forwarded
+        forwarded = self.forward_fetched() if forward else 0
         written = 0
         clock_ms = self.clock.now() // 1000  # every later output has a timestamp at least this
         # ... unless every input is idle with nothing buffered: then nothing comes until they
