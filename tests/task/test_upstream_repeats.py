@@ -12,20 +12,24 @@ from a commit drops it too (``copies.py``)."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import orjson
 import pytest
 
 from eventscript.automata.compile import compile_source
-from eventscript.task.codec import HEADER_ID
+from eventscript.task.codec import HEADER_ID, header
 from eventscript.task.progress import IDLE
 from eventscript.task.streams import WriterStreams
 from eventscript.task.task import Task
-from eventscript.topology.config import InputConfig
+from eventscript.topology.config import InputConfig, load_topology
 from eventscript.topology.progress import ProgressPlan
 
+from .pipeline_log import PipelineRun
 from .task_helpers import T0, PlainRecord, build_task, program_config
+from .test_event_time import TOPOLOGIES, shown, simulated
+from .test_event_time import run as run_in_memory
 from .test_time_ordered_restart import COUNT, marker, task_at
 
 
@@ -129,3 +133,71 @@ def test_the_queues_drop_only_a_repeat_of_a_record_still_queued_under_its_key() 
     assert streams.take_repeats() == [3] and streams.take_repeats() == []
     assert [streams.pop().offset() for _ in range(3)] == [0, 1, 2]
     assert streams.append(written(4, 10, "a", 1))  # its original is gone: a checkpoint's writer never does this
+
+
+def commit(task: Task) -> None:
+    """An at-least-once worker's commit: the records re-published ahead in the batch, the state
+    in the store at the input position, then the markers (``Checkpoint.commit_if_due``)."""
+    task.forward_fetched()
+    task.send_changelog = lambda *record: None  # (the state goes to the store only)
+    task.store.write(task.changelog_records(), None, dict(task.position))
+    task.write_progress(forward=False)
+
+
+def restart(pipeline: PipelineRun, i: int, stores: Path) -> None:
+    """Task ``i`` killed and taken on from its last commit (its store, its committed position)."""
+    old, _ = pipeline.tasks[i]
+    old.close()
+    cfg, p = old.cfg, old.partition
+    task = build_task(
+        old.program,
+        cfg,
+        stores / f"{cfg.name}-{p}",
+        partition=p,
+        tasks=old.partitions,
+        repartition=old.repartition_topic,
+        changelog=old.changelog_topic,
+    )
+    task.load_from_store()
+    task.attach(pipeline.log.send)
+    assert old.progress_plan is not None
+    task.set_progress(old.progress_plan)
+    committed = task.store.position or {}
+    pipeline.tasks[i] = (task, {ip.topic: committed.get(ip.name, 0) for ip in task.inputs})
+
+
+def states_written(pipeline: PipelineRun, key: bytes) -> list[bytes | None]:
+    """The es-ids of the records of ``key`` on fridge-states."""
+    parts = pipeline.log.partition_list("fridge-states")
+    return [header(r.headers(), HEADER_ID) for part in parts for r in part if r.key() == key]
+
+
+def test_a_debounce_task_killed_before_its_commit_gives_the_simulated_alerts(tmp_path: Path) -> None:
+    """The fridge-alerts pipeline in memory, its tasks committing as an at-least-once worker does
+    (markers after the commit): the debounce task that writes F2's first state (Warm) is killed
+    before it commits it and taken on from its last commit, and writes it again. Alert gives the
+    simulated records with the in-memory run's ids (before: an extra $error, F2's Warm taken
+    twice, as in the killed-midway run on Kafka)."""
+    path = TOPOLOGIES / "fridge-alerts" / "topology.yaml"
+    pipeline = PipelineRun(load_topology(path), path, tmp_path / "run")
+    pipeline.publish(path.parent / "sample.trace")
+    rng = random.Random(5)
+    for _ in range(10_000):
+        i = rng.randrange(len(pipeline.tasks))
+        task, cursors = pipeline.tasks[i]
+        pipeline.step(task, cursors, rng, mark=False)
+        if states_written(pipeline, b"F2"):
+            restart(pipeline, i, tmp_path / "run")
+            break
+        if rng.random() < 0.3:
+            commit(task)
+    else:
+        raise AssertionError("F2's state was never written")
+    pipeline.run(6)  # (no more kills: its markers need no commit)
+    assert len(states_written(pipeline, b"F2")) == 2  # its Warm, twice
+    got = pipeline.results()
+    assert {k: shown(v) for k, v in got.items()} == {k: shown(v) for k, v in simulated(path).items()}
+    reference = run_in_memory(path, None, 1, tmp_path / "reference").results()
+    assert {k: [x["es-id"] for x in v] for k, v in got.items()} == {
+        k: [x["es-id"] for x in v] for k, v in reference.items()
+    }
