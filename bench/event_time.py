@@ -129,7 +129,7 @@ def run(
             if waits is not None:
                 pending.append((at + len(batch), now))
             if gated and now >= next_commit:  # the writers commit: they have written all up to here
-                mark(task, topics, offsets, batch[-1].ts + 1)
+                mark(task, topics, offsets, batch[-1].timestamp()[1] + 1)
                 next_commit = now + commit_ms / 1000
             task.process(0)
             if waits is not None:
@@ -138,7 +138,7 @@ def run(
                 while pending and pending[0][0] <= processed:  # a whole fetch released: its wait, per record
                     waits.extend([done - pending.popleft()[1]] * FETCH)
         if gated:  # the end: the writers' last commit
-            mark(task, topics, offsets, recs[-1].ts + 1)
+            mark(task, topics, offsets, recs[-1].timestamp()[1] + 1)
             task.process(0)
         done = time.perf_counter()
         while pending:  # released by the writers' last commit

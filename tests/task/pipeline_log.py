@@ -129,8 +129,11 @@ class PipelineRun:
         finally:
             tools.Producer = real  # type: ignore[misc]
 
-    def step(self, task: Task, cursors: dict[str, int], rng: random.Random, take_all: bool = False) -> int:
-        """One turn of one task; returns how much happened (records taken or processed, markers)."""
+    def step(
+        self, task: Task, cursors: dict[str, int], rng: random.Random, take_all: bool = False, mark: bool = True
+    ) -> int:
+        """One turn of one task; returns how much happened (records taken or processed, markers).
+        ``mark``: now and then it writes its markers (False: the caller does, as it commits)."""
         happened = 0
         for topic in cursors:
             part = self.log.partition_list(topic)[task.partition]
@@ -144,7 +147,7 @@ class PipelineRun:
                 task.mark_eof(topic, task.partition)
         happened += task.process(0)
         happened += task.move_to_progress()
-        if take_all or rng.random() < 0.3:
+        if mark and (take_all or rng.random() < 0.3):
             happened += task.write_progress()
         return happened
 

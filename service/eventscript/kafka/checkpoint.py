@@ -117,8 +117,10 @@ class Checkpoint:
     # -- when ------------------------------------------------------------------------------------
 
     def commit_if_due(self) -> None:
-        """Commit when the interval has passed (progress markers then go out with the batch) or
-        the batch has grown past ``MAX_OUTBOX`` records, if anything happened since the last."""
+        """Commit when the interval has passed or the batch has grown past ``MAX_OUTBOX``
+        records, if anything happened since the last. When the interval has passed the tasks
+        also mark their progress: under exactly-once in the batch's transaction, under
+        at-least-once once the batch is committed (``_mark_committed_progress``)."""
         output = self.host.output
         assert output is not None
         tasks = self.tasks.tasks.values()
@@ -128,12 +130,31 @@ class Checkpoint:
         if asked:
             self.dirty = True
         due = bool(asked) or time.monotonic() - self.last_commit >= self.interval
-        if due and sum([task.write_progress() for task in tasks]) > 0:
+        if due and self.eos and sum([task.write_progress() for task in tasks]) > 0:
             self.dirty = True  # progress markers go out with the batch
+        elif due and not self.eos and sum([task.forward_fetched() for task in tasks]) > 0:
+            self.dirty = True  # (the records re-published ahead belong to the batch)
         if self.dirty and (due or output.produced - self.produced_at_commit > MAX_OUTBOX):
             self.commit()
+        if due and not self.eos and not self.dirty:
+            self._mark_committed_progress()
         for task in asked:
             task.wants_commit = False
+
+    def _mark_committed_progress(self) -> None:
+        """At-least-once: the tasks' progress markers, written only when nothing is processed
+        that no commit covers (after a commit, or a rewind to the last one). A marker written
+        before its batch's commit lets readers take the batch's records; were the worker killed
+        before the commit, the task's next owner would write them again from the last commit
+        (the same ids, later offsets) after a reader had taken the first copies, and a reader's
+        instance would take them twice (an extra ``$error`` for F2 in the killed-midway
+        fridge-alerts run, issue 21). Written after it, a marker releases only committed
+        records; the copies of a batch done again both wait, until the next owner's marker,
+        beside each other, where the reader drops the repeat (``streams.WriterStreams``). The
+        markers go out with the producer's next sends; none waits for them (a marker lost with
+        the worker is written again by the task's next owner)."""
+        for task in self.tasks.tasks.values():
+            task.write_progress(forward=False)
 
     def new_producer(self) -> None:
         """A new producer counts its records from 0."""

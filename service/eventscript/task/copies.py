@@ -22,7 +22,9 @@ processed out of offset order, and its position stays before the first one still
 restart from a commit would take again the records after the position that the commit's state
 already has. Under the key ``"@topic:partition"`` the task keeps the offsets of the records it has
 done with at or above its position (``done``, ``settle``) and skips them when they are read again
-(``done_before``).
+(``done_before``): those it processed or re-published, and the repeats its queues dropped (records
+an upstream task wrote again after a restart, ``streams.WriterStreams``), whose originals a restart
+may not read again.
 
 Persisted as one JSON object under ``HWM_KEY``: ``{"topic:partition": bound}``, or
 ``[bound, [offsets...]]`` where offsets are kept (``state.changelog.decode_hwm`` reads the bound

@@ -153,6 +153,11 @@ def tie_of(msg: Record) -> tuple[int, Origin]:
     return seq, _origin(raw)
 
 
+def _id_of(msg: Record) -> bytes:
+    """The ``es-id`` of ``msg`` (empty: it has none, and is never taken for a repeat)."""
+    return codec.header(msg.headers(), codec.HEADER_ID) or b""
+
+
 def origin_of(msg: Record) -> Origin:
     """The tie order, after ``es-seq``, of a record another program wrote, from its ``es-id``:
     what its writer did at that record time, in the order the tester does it — timer firings
@@ -182,7 +187,15 @@ class WriterStreams:
     record-time order; the merge takes the earliest head, ties by ``es-seq`` (``seq_of``: the
     order the producer gave their causes), then in ``origin_of``'s order, so the
     partition is read in record-time order whatever the interleaving (a heap of heads: a partition
-    may hold many keys). A key's records keep their offset order."""
+    may hold many keys). A key's records keep their offset order.
+
+    A record whose ``es-id`` is already queued under its key is a repeat (at-least-once: a writer
+    task that restarted from its last commit wrote its batch again) and is dropped, its offset kept
+    in ``repeats`` for the reading task to note as done (``copies.py``), so that a restart from a
+    commit drops it too. Its original is still queued whenever it comes: a writer on at-least-once
+    marks its progress only once the batch is committed (``kafka/checkpoint.py``), so no reader
+    releases a record its writer may write again before the repeat is written, which is before
+    the marker that releases both."""
 
     def __init__(self) -> None:
         self.queues: dict[bytes | None, collections.deque[Record]] = {}
@@ -195,6 +208,11 @@ class WriterStreams:
         self._taken: set[int] = set()
         #: The offset after the highest one taken (None: none yet).
         self.taken_to: int | None = None
+        #: The ``es-id``s queued per key, for the keys that had two records queued at once (made
+        #: then: a key with one record at a time, the common case, pays nothing).
+        self._ids: dict[bytes | None, set[bytes]] = {}
+        #: The offsets of the repeats dropped since last taken (``take_repeats``).
+        self.repeats: list[int] = []
 
     def __len__(self) -> int:
         return self.count
@@ -204,16 +222,35 @@ class WriterStreams:
         seq, origin = tie_of(msg)
         heapq.heappush(self.heads, (msg.timestamp()[1], seq, origin, self._arrivals, key))
 
-    def append(self, msg: Record) -> None:
+    def append(self, msg: Record) -> bool:
+        """Queue ``msg``; False when it is a repeat of a record queued under its key (dropped)."""
         key = msg.key()
         queue = self.queues.get(key)
         if queue is None:
             queue = self.queues[key] = collections.deque()
         if not queue:
             self._push_head(key, msg)
+        else:
+            ids = self._ids.get(key)
+            if ids is None:
+                ids = self._ids[key] = {_id_of(m) for m in queue}
+            rid = _id_of(msg)
+            if rid and rid in ids:
+                offset = msg.offset()
+                self.repeats.append(offset)
+                if self.taken_to is None or offset >= self.taken_to:
+                    self.taken_to = offset + 1  # (the position may pass it: it is done with)
+                return False
+            ids.add(rid)
         queue.append(msg)
         heapq.heappush(self._offsets, msg.offset())
         self.count += 1
+        return True
+
+    def take_repeats(self) -> list[int]:
+        """The offsets of the repeats dropped since last taken."""
+        taken, self.repeats = self.repeats, []
+        return taken
 
     def head(self) -> tuple[int, int, Origin] | None:
         """The earliest head's (record time ms, es-seq, origin); None when empty."""
@@ -227,10 +264,15 @@ class WriterStreams:
         _, _, _, _, key = heapq.heappop(self.heads)
         queue = self.queues[key]
         msg = queue.popleft()
+        ids = self._ids.get(key)
         if queue:
             self._push_head(key, queue[0])
+            if ids is not None:
+                ids.discard(_id_of(msg))
         else:
             del self.queues[key]
+            if ids is not None:
+                del self._ids[key]
         self.count -= 1
         offset = msg.offset()
         self._taken.add(offset)
@@ -250,5 +292,7 @@ class WriterStreams:
         self.heads.clear()
         self._offsets.clear()
         self._taken.clear()
+        self._ids.clear()
+        self.repeats.clear()
         self.count = 0
         self.taken_to = None

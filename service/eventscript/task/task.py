@@ -659,7 +659,7 @@ class Task:
         return noted
 
     def _forward_in_time_order(
-        self, ip: InputPartition, cfg: InputConfig, inbox: WriterStreams, bound: int, keep: Callable[[Record], None]
+        self, ip: InputPartition, cfg: InputConfig, inbox: WriterStreams, bound: int, keep: Callable[[Record], object]
     ) -> int:
         """``forward_ahead`` for a partition several upstream tasks write: its records below
         ``bound`` in record-time order (``WriterStreams``), not in the order the writers' commits
@@ -685,7 +685,7 @@ class Task:
         return forwarded
 
     def _release(
-        self, ip: InputPartition, cfg: InputConfig, msg: Record, keep: Callable[[Record], None], below: int | None
+        self, ip: InputPartition, cfg: InputConfig, msg: Record, keep: Callable[[Record], object], below: int | None
     ) -> int:
         """A record ``forward_ahead`` lets go: re-published when another task runs its group key
         (1), else kept for this task's merge (0)."""
@@ -1078,6 +1078,15 @@ class Task:
             return 0
         return self.clock.to_record(target)
 
+    def forward_fetched(self) -> int:
+        """Re-publish ahead the records fetched since the last ``process`` (``forward_ahead``),
+        counted as processed; returns how many (0: the task does not forward ahead)."""
+        if not self._ahead or self.state is not TaskState.RUNNING:
+            return 0
+        forwarded = self.forward_ahead()
+        self.counts["processed"] += forwarded
+        return forwarded
+
     def write_progress(self, force: bool = False, forward: bool = True) -> int:
         """Write markers of the task's progress on every partition of its marked topics, where
         it moved since last written, and everywhere every ``RESEND_S`` or with ``force`` (so that
@@ -1096,8 +1105,7 @@ class Task:
             force = True
             self._resend_at = now + RESEND_S
         # Records fetched since the last ``process`` that go to other tasks: the marker after them.
-        forwarded = self.forward_ahead() if self._ahead and forward else 0
-        self.counts["processed"] += forwarded
+        forwarded = self.forward_fetched() if forward else 0
         written = 0
         clock_ms = self.clock.now() // 1000  # every later output has a timestamp at least this
         # ... unless every input is idle with nothing buffered: then nothing comes until they
@@ -1198,6 +1206,7 @@ class Task:
         self._last_single = None
         self._ended.clear()
         for name in self._time_ordered:
+            self._note_repeats(name)
             at = self.position.get(name)
             if at is not None:
                 self.copies.settle(name, at)
@@ -1231,6 +1240,16 @@ class Task:
                 self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000, key_headers
             )
         return changes
+
+    def _note_repeats(self, name: str) -> None:
+        """The repeats the queues of input partition ``name`` dropped (``WriterStreams``) are done
+        with: a restart from this commit skips them when it reads them again (``copies.py``),
+        whether or not their originals, read again too, were processed before it."""
+        ip = self.by_name[name]
+        for queued in (ip.inbox, ip.streams):
+            if isinstance(queued, WriterStreams):
+                for offset in queued.take_repeats():
+                    self.copies.done(name, offset)
 
     def discard_changes(self) -> None:
         """Forget the changes since the last commit without writing them (a host that keeps no
