@@ -120,11 +120,7 @@ def test_the_watermark_comes_back_from_idle_when_a_writer_has_records_again() ->
     assert progress.watermark == 75
 
 
-#: The topologies of several programs: markers on outputs another program reads.
-PIPELINES = [p for p in TOPOLOGY_FILES if len(load_topology(p).programs) > 1]
-
-
-@pytest.mark.parametrize("path", PIPELINES, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", TOPOLOGY_FILES, ids=lambda p: p.parent.name)
 def test_a_host_that_commits_markers_first_has_them_committed_before_the_records(path: Path, tmp_path: Path) -> None:
     """A host whose records reach readers when it commits (the Kafka worker: a transaction, or
     a batch a kill may lose) sets ``commit_markers_first``: after an ``IDLE`` marker, the task's

@@ -123,6 +123,12 @@ class InputPartition:
             # all (records wait in the merge with ``max_task_idle_ms``, or before a task that was
             # idle has processed them: ``Task.process``).
             return self.buffer[0].timestamp()[1]
+        inbox = self.inbox
+        if isinstance(inbox, collections.deque) and inbox:
+            # Fetched and not re-published yet (a marker written before ``forward_ahead``: a task
+            # with records again after an idle marker, an at-least-once marker after a commit):
+            # idle or not, the partition still has these to give.
+            return min(m.timestamp()[1] for m in inbox)
         return MAX_FRONTIER if self._idle(now) else self.seen_ms
 
     def saw(self, ts: int) -> None:
