@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,18 +42,23 @@ def come_to_rest(pipeline: PipelineRun) -> None:
         pass
 
 
+def take_waiting(pipeline: PipelineRun, task: Any, cursors: dict[str, int]) -> None:
+    """The task takes every record waiting for it on its inputs, and hears of their ends."""
+    for topic in cursors:
+        part = pipeline.log.partition_list(topic)[task.partition]
+        for rec in part[cursors[topic] :]:
+            task.add(rec)
+        cursors[topic] = len(part)
+        task.mark_eof(topic, task.partition)
+
+
 def announce(pipeline: PipelineRun) -> None:
     """Stage after stage, every task takes what is waiting for it and marks its progress without
     processing a record: each writer says it has records again before any reader can take a later
     record of another writer (else that writer's last marker, ``IDLE``, rightly lets the reader
     take it: an idle writer holds nothing back, docs/topologies.md)."""
     for task, cursors in pipeline.tasks:
-        for topic in cursors:
-            part = pipeline.log.partition_list(topic)[task.partition]
-            for rec in part[cursors[topic] :]:
-                task.add(rec)
-            cursors[topic] = len(part)
-            task.mark_eof(topic, task.partition)
+        take_waiting(pipeline, task, cursors)
         task.write_progress(force=True)
 
 
@@ -76,12 +82,7 @@ def process_before_any_reader(pipeline: PipelineRun) -> None:
     marker of its own accord (a commit's): its records reach the readers with the markers it
     wrote before them only."""
     for task, cursors in pipeline.tasks:
-        for topic in cursors:
-            part = pipeline.log.partition_list(topic)[task.partition]
-            for rec in part[cursors[topic] :]:
-                task.add(rec)
-            cursors[topic] = len(part)
-            task.mark_eof(topic, task.partition)
+        take_waiting(pipeline, task, cursors)
         task.process(0)
 
 
@@ -140,12 +141,7 @@ def test_a_host_that_commits_markers_first_has_them_committed_before_the_records
     pipeline.publish(second)
     asked = 0
     for task, cursors in pipeline.tasks:  # stage after stage, as process_before_any_reader
-        for topic in cursors:
-            part = pipeline.log.partition_list(topic)[task.partition]
-            for rec in part[cursors[topic] :]:
-                task.add(rec)
-            cursors[topic] = len(part)
-            task.mark_eof(topic, task.partition)
+        take_waiting(pipeline, task, cursors)
         sizes = {t: [len(p) for p in parts] for t, parts in pipeline.log.topics.items()}
         processed = task.process(0)
         if not task.wants_commit:
