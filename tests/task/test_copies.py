@@ -4,8 +4,12 @@ offset order (one number per source, as before), and in record-time order with
 
 from __future__ import annotations
 
+import random
+
+import orjson
+
 from eventscript.state.changelog import decode_hwm
-from eventscript.task.copies import CopiesSeen
+from eventscript.task.copies import CopiesSeen, OffsetRuns
 
 SOURCE = "events:1"
 
@@ -63,3 +67,29 @@ def test_the_marks_survive_the_changelog_and_the_old_format_reads() -> None:
     old = CopiesSeen.decode(b'{"plain:0": 8}')
     assert (old.below, old.seen) == ({"plain:0": 8}, {})
     assert CopiesSeen.decode(None).below == {}
+
+
+def test_offsets_are_kept_as_runs_whatever_order_they_come_in() -> None:
+    """A record waiting long below a task's position leaves every record processed meanwhile
+    noted: they come as runs and are kept (and written at every commit) as a few numbers."""
+    rng = random.Random(3)
+    for _ in range(200):
+        offsets = [rng.randrange(60) for _ in range(rng.randrange(40))]
+        runs, plain = OffsetRuns(), set()
+        for o in offsets:
+            runs.add(o)
+            plain.add(o)
+            assert list(runs) == sorted(plain)
+        assert all((o in runs) == (o in plain) for o in range(-1, 62))
+        bound = rng.randrange(62)
+        runs.drop_below(bound)
+        assert list(runs) == sorted(o for o in plain if o >= bound)
+        again = OffsetRuns.decode(orjson.loads(orjson.dumps(runs.encode())))
+        assert list(again) == list(runs) and len(again) == len(runs)
+    done = CopiesSeen()
+    for offset in range(100, 100_100):
+        done.done("mid:0", offset)
+    assert done.seen["@mid:0"].encode() == [[100, 100_100]]
+    assert len(done.encode()) < 40
+    assert CopiesSeen.decode(done.encode()).done_before("mid:0", 50_000)
+    assert OffsetRuns.decode([[5, 9], 3, [8, 12]]).encode() == [3, [5, 12]]

@@ -172,6 +172,23 @@ def states_written(pipeline: PipelineRun, key: bytes) -> list[bytes | None]:
     return [header(r.headers(), HEADER_ID) for part in parts for r in part if r.key() == key]
 
 
+def kill_when_f2_is_written(pipeline: PipelineRun, rng: random.Random, stores: Path) -> None:
+    """fridge-alerts' sample trace published, random turns of its tasks, each committing now and
+    then as an at-least-once worker does, until one writes F2's first state: that task is killed
+    before its commit and taken on from its last commit."""
+    pipeline.publish(TOPOLOGIES / "fridge-alerts" / "sample.trace")
+    for _ in range(10_000):
+        i = rng.randrange(len(pipeline.tasks))
+        task, cursors = pipeline.tasks[i]
+        pipeline.step(task, cursors, rng, mark=False)
+        if states_written(pipeline, b"F2"):
+            restart(pipeline, i, stores)
+            return
+        if rng.random() < 0.3:
+            commit(task)
+    raise AssertionError("F2's state was never written")
+
+
 def test_a_debounce_task_killed_before_its_commit_gives_the_simulated_alerts(tmp_path: Path) -> None:
     """The fridge-alerts pipeline in memory, its tasks committing as an at-least-once worker does
     (markers after the commit): the debounce task that writes F2's first state (Warm) is killed
@@ -180,19 +197,7 @@ def test_a_debounce_task_killed_before_its_commit_gives_the_simulated_alerts(tmp
     twice, as in the killed-midway run on Kafka)."""
     path = TOPOLOGIES / "fridge-alerts" / "topology.yaml"
     pipeline = PipelineRun(load_topology(path), path, tmp_path / "run")
-    pipeline.publish(path.parent / "sample.trace")
-    rng = random.Random(5)
-    for _ in range(10_000):
-        i = rng.randrange(len(pipeline.tasks))
-        task, cursors = pipeline.tasks[i]
-        pipeline.step(task, cursors, rng, mark=False)
-        if states_written(pipeline, b"F2"):
-            restart(pipeline, i, tmp_path / "run")
-            break
-        if rng.random() < 0.3:
-            commit(task)
-    else:
-        raise AssertionError("F2's state was never written")
+    kill_when_f2_is_written(pipeline, random.Random(5), tmp_path / "run")
     pipeline.run(6)  # (no more kills: its markers need no commit)
     assert len(states_written(pipeline, b"F2")) == 2  # its Warm, twice
     got = pipeline.results()

@@ -58,7 +58,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 #: The ``kind`` label values of eventscript_records_total.
-KINDS = ("consumed", "processed", "produced", "errors", "repartitioned", "markers")
+KINDS = ("consumed", "processed", "produced", "errors", "repartitioned", "markers", "repeats")
 #: What the worker counts through :meth:`Metrics.count` that is not a record: committed batches,
 #: and source partitions that stopped holding record time back (read to their end and idle).
 COMMITS = "commits"

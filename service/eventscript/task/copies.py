@@ -27,12 +27,16 @@ an upstream task wrote again after a restart, ``streams.WriterStreams``), whose 
 may not read again.
 
 Persisted as one JSON object under ``HWM_KEY``: ``{"topic:partition": bound}``, or
-``[bound, [offsets...]]`` where offsets are kept (``state.changelog.decode_hwm`` reads the bound
-of either).
+``[bound, [runs...]]`` where offsets are kept, a run being an offset or ``[start, end]`` for the
+offsets from start to before end (``OffsetRuns``: a record that waits long below a task's position
+leaves every record processed meanwhile noted, and those come in runs; a list of single offsets,
+as written before, reads too). ``state.changelog.decode_hwm`` reads the bound of either.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -41,13 +45,124 @@ import orjson
 DONE = "@"
 
 
+class OffsetRuns:
+    """A set of offsets kept as sorted, disjoint runs ``[start, end)``: noting the next offset of
+    a run, the common case, extends it; a set of a partition's offsets noted while one record
+    waits (every record processed meanwhile) stays a few runs, however many records."""
+
+    __slots__ = ("ends", "starts")
+
+    def __init__(self, offsets: Iterable[int] = ()) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        for offset in sorted(offsets):
+            self.add(offset)
+
+    def add(self, offset: int) -> None:
+        starts, ends = self.starts, self.ends
+        if not ends or offset > ends[-1]:
+            starts.append(offset)
+            ends.append(offset + 1)
+            return
+        if offset == ends[-1]:
+            ends[-1] = offset + 1
+            return
+        i = bisect_right(starts, offset)  # (run i - 1 starts at or before it)
+        if i and offset < ends[i - 1]:
+            return
+        left = i > 0 and ends[i - 1] == offset
+        right = i < len(starts) and starts[i] == offset + 1
+        if left and right:
+            ends[i - 1] = ends[i]
+            del starts[i], ends[i]
+        elif left:
+            ends[i - 1] = offset + 1
+        elif right:
+            starts[i] = offset
+        else:
+            starts.insert(i, offset)
+            ends.insert(i, offset + 1)
+
+    def add_run(self, start: int, end: int) -> None:
+        """The offsets from ``start`` to before ``end`` (a run decoded)."""
+        if end <= start:
+            return
+        i = bisect_right(self.starts, start)
+        self.starts.insert(i, start)
+        self.ends.insert(i, end)
+        self._merge()
+
+    def _merge(self) -> None:
+        """Join the runs that overlap or touch."""
+        starts, ends = [self.starts[0]], [self.ends[0]]
+        for a, b in zip(self.starts[1:], self.ends[1:], strict=True):
+            if a <= ends[-1]:
+                ends[-1] = max(ends[-1], b)
+            else:
+                starts.append(a)
+                ends.append(b)
+        self.starts, self.ends = starts, ends
+
+    def __contains__(self, offset: object) -> bool:
+        if not isinstance(offset, int):
+            return False
+        i = bisect_right(self.starts, offset)
+        return i > 0 and offset < self.ends[i - 1]
+
+    def drop_below(self, bound: int) -> None:
+        """Forget the offsets below ``bound``."""
+        starts, ends = self.starts, self.ends
+        i = bisect_right(ends, bound)  # (runs ending at or before it go whole)
+        del starts[:i], ends[:i]
+        if starts and starts[0] < bound:
+            starts[0] = bound
+
+    def first(self) -> int:
+        return self.starts[0]
+
+    def __bool__(self) -> bool:
+        return bool(self.starts)
+
+    def __len__(self) -> int:
+        return sum(self.ends) - sum(self.starts)
+
+    def __iter__(self) -> Iterator[int]:
+        for a, b in zip(self.starts, self.ends, strict=True):
+            yield from range(a, b)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OffsetRuns):
+            return (self.starts, self.ends) == (other.starts, other.ends)
+        if isinstance(other, (set, frozenset)):
+            return len(self) == len(other) and all(o in self for o in other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"OffsetRuns({self.encode()})"
+
+    def encode(self) -> list[int | list[int]]:
+        return [a if b == a + 1 else [a, b] for a, b in zip(self.starts, self.ends, strict=True)]
+
+    @classmethod
+    def decode(cls, runs: Iterable[Any]) -> OffsetRuns:
+        kept = cls()
+        for run in runs:
+            if isinstance(run, list):
+                kept.add_run(int(run[0]), int(run[1]))
+            else:
+                kept.add(int(run))
+        return kept
+
+
 class CopiesSeen:
     """Per source partition ("topic:partition"): the offset below which every copy is a repeat,
     and the offsets at or above it already processed."""
 
     def __init__(self) -> None:
         self.below: dict[str, int] = {}
-        self.seen: dict[str, set[int]] = {}
+        self.seen: dict[str, OffsetRuns] = {}
         #: Changed since last written (``encode``).
         self.dirty = False
 
@@ -70,11 +185,10 @@ class CopiesSeen:
         if below > bound:
             self.below[source] = bound = below
             if seen:
-                seen = {o for o in seen if o >= bound}
-                self.seen[source] = seen
+                seen.drop_below(bound)
         if offset >= bound:
             if seen is None:
-                seen = self.seen[source] = set()
+                seen = self.seen[source] = OffsetRuns()
             seen.add(offset)
         self.dirty = True
         return True
@@ -83,7 +197,7 @@ class CopiesSeen:
         """The task re-published or processed record ``offset`` of its input partition ``name``."""
         seen = self.seen.get(DONE + name)
         if seen is None:
-            seen = self.seen[DONE + name] = set()
+            seen = self.seen[DONE + name] = OffsetRuns()
         seen.add(offset)
         self.dirty = True
 
@@ -92,11 +206,9 @@ class CopiesSeen:
         not be kept (a restart reads from the position on)."""
         key = DONE + name
         seen = self.seen.get(key)
-        if seen and min(seen) < position:
-            kept = {o for o in seen if o >= position}
-            if kept:
-                self.seen[key] = kept
-            else:
+        if seen and seen.first() < position:
+            seen.drop_below(position)
+            if not seen:
                 del self.seen[key]
             self.below[key] = position
             self.dirty = True
@@ -112,7 +224,7 @@ class CopiesSeen:
         for source in {*self.below, *self.seen}:
             bound = self.below.get(source, 0)
             seen = self.seen.get(source)
-            data[source] = [bound, sorted(seen)] if seen else bound
+            data[source] = [bound, seen.encode()] if seen else bound
         return orjson.dumps(data)
 
     @classmethod
@@ -127,7 +239,7 @@ class CopiesSeen:
             if isinstance(value, list):
                 copies.below[str(source)] = int(value[0])
                 if len(value) > 1 and value[1]:
-                    copies.seen[str(source)] = {int(o) for o in value[1]}
+                    copies.seen[str(source)] = OffsetRuns.decode(value[1])
             else:
                 copies.below[str(source)] = int(value)
         return copies

@@ -33,6 +33,7 @@ from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
 from .progress import IDLE, InputProgress, read_marker, read_reached
 from .record import Record
+from .repeats import RepeatGuard, restarted
 from .streams import SourceStreams, WriterStreams, seq_of
 
 
@@ -86,6 +87,9 @@ class InputPartition:
     #: the repartition partition's per source partition, those of a topic several upstream tasks
     #: write per record key (None: in ``buffer``, in offset order).
     streams: SourceStreams | WriterStreams | None = None
+    #: Drops what its writers wrote again (``repeats.py``; None: not gated, or the repartition
+    #: partition, whose copies ``copies.py`` tells apart).
+    guard: RepeatGuard | None = None
 
     def pending(self) -> int:
         """Records fetched and not processed yet (buffered, in the inbox or in the streams)."""
@@ -95,6 +99,12 @@ class InputPartition:
         if self.streams is not None:
             n += len(self.streams)
         return n
+
+    def held(self) -> collections.deque[Record] | None:
+        """The records waiting in offset order (the inbox, else the buffer), unless kept per key."""
+        if isinstance(self.inbox, collections.deque):
+            return self.inbox
+        return self.buffer if self.streams is None else None
 
     def head_ms(self) -> int | None:
         """The record time of the next record the merge may take from this partition (None: none)."""
@@ -253,6 +263,8 @@ class PartitionGroup:
         self.held_back = 0
         #: Markers read (for the metrics).
         self.markers_read = 0
+        #: Records dropped as written again by their writers (``repeats.py``), since last counted.
+        self.repeats = 0
 
     def gate(self) -> None:
         """Take note of which inputs are gated (after their ``progress`` is set). A gated topic
@@ -262,6 +274,8 @@ class PartitionGroup:
         for ip in self.gated:
             if ip.config is not None and ip.streams is None and len(ip.progress.writers) > 1:  # type: ignore[union-attr]
                 ip.streams = WriterStreams()
+            if ip.config is not None:
+                ip.guard = RepeatGuard(ip.progress, by_id=not isinstance(ip.streams, WriterStreams))  # type: ignore[arg-type]
 
     def forward_ahead(self) -> None:
         """The task re-publishes other tasks' records as it fetches them (``Task.forward_ahead``):
@@ -317,9 +331,17 @@ class PartitionGroup:
                 self.markers_read += 1
                 if ip.progress is not None:
                     ip.progress.hear(*marker, read_reached(msg.headers()))
+                    if ip.guard is not None:
+                        self.repeats += len(ip.guard.heard(ip.held(), restarted(msg.headers())))
                 if not ip.pending():  # everything before it is processed: the position passes it
                     self.position[ip.name] = msg.offset() + 1
                 return False
+            guard = ip.guard
+            if guard is not None and not guard.admit(msg, msg.timestamp()[1]):
+                self.repeats += 1  # written again (``repeats.py``): taken, and dropped
+                if not ip.pending():
+                    self.position[ip.name] = msg.offset() + 1
+                return True
         ip.seen_at = time.monotonic() if now is None else now
         ip.idled = False
         if ip.inbox is not None:

@@ -64,6 +64,7 @@ from .lifecycle import TaskState
 from .merge import MAX_FRONTIER, InputPartition, PartitionGroup
 from .progress import RESEND_S, InputProgress, marker_headers
 from .record import Record
+from .repeats import RESTARTED
 from .routing import NOT_OWNED, KeyFilter, Routing
 from .streams import WriterStreams
 from .versions import ProgramVersions
@@ -212,6 +213,10 @@ class Task:
         #: announce are processed, and ``wants_commit`` asks the host for that commit.
         self._commit_markers_first = False
         self.wants_commit = False
+        #: The task starts from a commit (as every task does: a new owner, a restore) or was
+        #: rewound to one: its next markers say so (``repeats.py``), for readers to drop what it
+        #: writes again.
+        self._restarted = True
         #: The input partitions several upstream tasks write, read in record-time order (per key,
         #: ``streams.WriterStreams``; re-published so too: ``_forward_in_time_order``): the records
         #: done with at or above their positions are noted (``copies.py``).
@@ -319,6 +324,7 @@ class Task:
         since, load the committed state again, and process nothing until ``resume``."""
         self.group.clear()
         self._marked.clear()  # the markers of the batch rewound may not have been written
+        self._restarted = True
         self._idle_marked = self._idle_marked or self._commit_markers_first  # (the last written: IDLE?)
         self.collector.outbox.clear()
         self.rewrite_at_next_commit(self._last_sent)  # the batch that was not committed wrote them
@@ -604,6 +610,9 @@ class Task:
         forwarded = self.forward_ahead() if self._ahead else 0
         done = self.group.process(max_idle_ms, process_one, process_run)
         self.counts["processed"] += done + forwarded
+        if self.group.repeats:
+            self.counts["repeats"] += self.group.repeats
+            self.group.repeats = 0
         return done + forwarded
 
     def forward_ahead(self) -> int:
@@ -1126,6 +1135,8 @@ class Task:
                 continue
             self._marked[topic] = (progress, reached)
             headers = marker_headers(plan.program, self.partition, progress, reached)
+            if self._restarted:
+                headers.append(RESTARTED)
             ts = progress if progress < MAX_FRONTIER else clock_ms  # (a timestamp the broker keeps)
             for q in range(partitions):
                 if topic == self.repartition_topic and q == self.partition:
@@ -1133,6 +1144,8 @@ class Task:
                 self.send(topic, q, None, None, headers, ts, False)
                 written += 1
         self.counts["markers"] += written
+        if written:
+            self._restarted = False
         self._idle_marked = any(progress >= MAX_FRONTIER for progress, _ in self._marked.values())
         idled = sum(ip.times_idled for ip in self.inputs)
         if idled:

@@ -33,3 +33,7 @@ HEADER_PROGRESS = "es-progress"
 #: On an idle progress marker (which holds nothing back): the record time its writer's clock has
 #: reached, how far a reader's clock may follow it (task/progress.py).
 HEADER_REACHED = "es-reached"
+#: On the first progress markers a task writes after it started from a commit (a new owner, a
+#: restore, a rewind): the records it writes next may repeat some it wrote before (at-least-once),
+#: which readers drop (task/repeats.py).
+HEADER_RESTARTED = "es-restarted"

@@ -1,0 +1,124 @@
+"""Records an upstream task wrote again, dropped where a reader can tell them (at-least-once).
+
+An at-least-once writer task killed before its commit is done again by its next owner, from its
+last commit: the records of the lost batch are written a second time, with the same ``es-id``s,
+at later offsets; a zombie (an owner frozen past its session timeout) may write its own copies
+after the new owner's. A stateful program downstream that took both copies would count twice.
+Two rules, each free while nothing restarts, tell the copies on a gated input partition (one
+with progress markers, ``progress.py``):
+
+- **Late writes.** A writer's later records have timestamps at least its marked progress: that
+  is the markers' promise, which a merge relies on. So a record whose timestamp is below the
+  progress of every writer of its partition was written again after its writer (its next owner)
+  had marked past it: a repeat, or a zombie's copy of what the new owner wrote. One comparison
+  per record. (An ``$error`` record may be earlier than its writer's clock: it carries the bad
+  record's own time, so it is never taken for a late write. Nor is anything while a writer of
+  the partition is idle: ``IDLE`` promises nothing of the times of its next records.)
+- **Restarts.** A task that starts from a commit (a new owner, a restore, a rewind) says so on the
+  first markers it writes (header ``es-restarted``). The records it writes again are not late
+  (their originals were never marked past: an at-least-once writer marks after its commit,
+  ``kafka/checkpoint.py``), but both copies wait for the new owner's marker. A reader that hears
+  a restart drops the repeats among the records it holds and keeps the ids of what it holds from
+  then on, dropping a record whose id it has, until the restarted writer's progress passes every
+  record held when it restarted: by then the originals have gone, and so have the copies (which
+  share their timestamps). A partition several tasks write is read per key (``streams.py``),
+  whose queues drop a repeat queued under its key, so this rule serves the partitions one task
+  writes, read in offset order.
+
+Left to the reader: a zombie's write ahead of its successor's progress that lands after the
+successor's marker passed every record held at its restart; and topics without markers (as Kafka
+Streams under at-least-once, a reader takes both copies).
+"""
+
+from __future__ import annotations
+
+import collections
+
+from ..topology.headers import HEADER_EVENT, HEADER_ID, HEADER_RESTARTED
+from .codec import Headers, header
+from .progress import IDLE, InputProgress
+from .record import Record
+
+#: The header a task's first markers after it starts from a commit carry (``Task.write_progress``).
+RESTARTED: tuple[str, bytes] = (HEADER_RESTARTED, b"1")
+
+ERROR_EVENT = b"$error"
+
+
+def restarted(headers: Headers | None) -> bool:
+    """Whether a marker says its writer started from a commit."""
+    return header(headers, HEADER_RESTARTED) is not None
+
+
+def id_of(msg: Record) -> bytes:
+    """The ``es-id`` of ``msg`` (empty: none, never taken for a repeat)."""
+    return header(msg.headers(), HEADER_ID) or b""
+
+
+class RepeatGuard:
+    """The two rules above for one gated input partition."""
+
+    def __init__(self, progress: InputProgress, by_id: bool) -> None:
+        self.progress = progress
+        #: Whether restarts are handled here (a partition one task writes; else its queues do).
+        self.by_id = by_id
+        #: Below this record time (ms) every writer has marked its progress (None: one has not
+        #: been heard from): a record below it is a late write.
+        self.floor: int | None = None
+        #: After a restart: the ids of the records held and taken since, and the time every
+        #: writer's progress must pass to end it (None: no restart being watched).
+        self.ids: set[bytes] | None = None
+        self.until: int | None = None
+        #: Records dropped (for the counts).
+        self.dropped = 0
+
+    def heard(self, held: collections.deque[Record] | None, restart: bool) -> list[Record]:
+        """A marker was taken in (``InputProgress.hear``); ``restart``: it says its writer
+        restarted. Returns the held records that are repeats, taken out of ``held`` (a deque in
+        offset order: the partition's buffer or inbox)."""
+        progress = self.progress
+        heard = progress.heard.values()
+        # (an idle writer promises nothing of its next records' times: ``IDLE`` holds nothing
+        # back, and its clock may move on, firing timers, before it writes a marker again)
+        self.floor = min(heard) if len(heard) == len(progress.writers) and max(heard) < IDLE else None
+        if self.ids is not None and self.floor is not None and self.until is not None and self.floor > self.until:
+            self.ids = self.until = None
+        if not (restart and self.by_id and held):
+            return []
+        ids = self.ids if self.ids is not None else set()
+        kept: list[Record] = []
+        repeats: list[Record] = []
+        until = self.until
+        for msg in held:
+            rid = id_of(msg)
+            if rid and rid in ids:
+                repeats.append(msg)
+                continue
+            ids.add(rid)
+            kept.append(msg)
+            ts = msg.timestamp()[1]
+            if until is None or ts > until:
+                until = ts
+        self.ids, self.until = ids, until
+        if repeats:
+            held.clear()
+            held.extend(kept)
+            self.dropped += len(repeats)
+        return repeats
+
+    def admit(self, msg: Record, ts: int) -> bool:
+        """Whether ``msg`` (a record of the partition, timestamp ``ts`` ms) is taken: False for a
+        late write or a repeat of a record held since a restart."""
+        floor = self.floor
+        if floor is not None and ts < floor and header(msg.headers(), HEADER_EVENT) != ERROR_EVENT:
+            self.dropped += 1
+            return False
+        ids = self.ids
+        if ids is not None:
+            rid = id_of(msg)
+            if rid:
+                if rid in ids:
+                    self.dropped += 1
+                    return False
+                ids.add(rid)
+        return True
