@@ -19,7 +19,7 @@ import pytest
 
 from eventscript.automata.compile import compile_source
 from eventscript.task.codec import HEADER_EVENT, HEADER_ID, header
-from eventscript.task.progress import IDLE, marker_headers
+from eventscript.task.progress import IDLE, marker_headers, read_marker
 from eventscript.task.repeats import RESTARTED, restarted
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig, load_topology
@@ -154,3 +154,20 @@ def test_nothing_is_taken_for_a_late_write_while_a_writer_is_idle(tmp_path: Path
     task.process(0)
     assert counts(task) == [1]
     assert task.counts["repeats"] == 0
+
+
+def test_a_program_on_one_task_marks_itself_idle_once_its_source_is(tmp_path: Path) -> None:
+    """Its repartition partition, which no task writes, held its time back for good: its last
+    markers were never ``IDLE``, and a reader waited on its last record time (the one-task
+    killed-midway run on Kafka timed out waiting for debounce to go idle)."""
+    path = TOPOLOGIES / "fridge-alerts" / "topology.yaml"
+    pipeline = PipelineRun(with_partitions(load_topology(path), {"temperatures": 1}), path, tmp_path / "run")
+    pipeline.publish(path.parent / "sample.trace")
+    pipeline.run(3)
+    last = {}
+    for part in pipeline.log.partition_list("fridge-states"):
+        for rec in part:
+            found = read_marker(rec.headers())
+            if found is not None:
+                last[rec.partition()] = found
+    assert last == {p: ("debounce/0", IDLE) for p in range(3)}

@@ -210,7 +210,12 @@ class InputPartition:
         """A source partition read to its end with nothing new for its ``idle_timeout_ms``
         (noted in ``idled`` and counted in ``times_idled`` once each time)."""
         cfg = self.config
-        if not (self.eof and cfg is not None and (now - self.seen_at) * 1000 >= (cfg.idle_timeout_ms or 0)):
+        if cfg is None:
+            # The repartition partition of a program on one task (asked only then: with more it is
+            # gated): no task writes it, so read to its end it holds nothing back. (Else the task
+            # never marks itself idle, and its readers wait on its last record time for good.)
+            return self.eof
+        if not (self.eof and (now - self.seen_at) * 1000 >= (cfg.idle_timeout_ms or 0)):
             return False
         if not self.idled:
             self.idled = True
