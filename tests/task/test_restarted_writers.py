@@ -88,6 +88,19 @@ def test_a_batch_written_again_after_a_restart_is_counted_once(kind: str, repeat
     assert task.counts["repeats"] == 2
 
 
+def test_a_second_restart_takes_no_held_record_for_its_own_repeat(tmp_path: Path) -> None:
+    """Two restarts of the writer heard while the same records wait: each is compared with the
+    others held, not with itself (the random-kills run lost F1's states so)."""
+    task = one_writer_task(tmp_path / "store", "single")
+    k = own_key(task)
+    log = [written(0, 10, k, 1), written(1, 20, k, 2), mark(2, 0, again=True), mark(3, 0, again=True), mark(4, 60)]
+    for rec in log:
+        task.add(rec)
+    task.process(0)
+    assert counts(task) == [1, 2]
+    assert task.counts["repeats"] == 0
+
+
 def test_a_late_copy_is_dropped_and_a_late_error_is_not(tmp_path: Path) -> None:
     """A copy that lands after its writer marked progress past it (a zombie's write) is no new
     record; an ``$error`` record carries its bad record's own time, which may be that early."""

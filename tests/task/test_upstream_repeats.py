@@ -140,7 +140,9 @@ def commit(task: Task) -> None:
     in the store at the input position, then the markers (``Checkpoint.commit_if_due``)."""
     task.forward_fetched()
     task.send_changelog = lambda *record: None  # (the state goes to the store only)
-    task.store.write(task.changelog_records(), None, dict(task.position))
+    # (the offsets committed before for partitions it has processed nothing of since: a
+    # consumer group keeps them, as ``Checkpoint.positions`` does)
+    task.store.write(task.changelog_records(), None, {**(task.store.position or {}), **task.position})
     task.write_progress(forward=False)
 
 
@@ -161,7 +163,7 @@ def restart(pipeline: PipelineRun, i: int, stores: Path) -> None:
     task.load_from_store()
     task.attach(pipeline.log.send)
     assert old.progress_plan is not None
-    task.set_progress(old.progress_plan)
+    task.set_progress(old.progress_plan, commit_markers_first=True)  # (as the Kafka host: `Task.process`)
     committed = task.store.position or {}
     pipeline.tasks[i] = (task, {ip.topic: committed.get(ip.name, 0) for ip in task.inputs})
 

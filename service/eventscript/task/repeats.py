@@ -85,21 +85,23 @@ class RepeatGuard:
             self.ids = self.until = None
         if not (restart and self.by_id and held):
             return []
-        ids = self.ids if self.ids is not None else set()
+        # The held records are compared among themselves: one held when an earlier restart was
+        # heard is in ``ids`` already, and one taken since was compared as it came (``admit``).
+        scanned: set[bytes] = set()
         kept: list[Record] = []
         repeats: list[Record] = []
         until = self.until
         for msg in held:
             rid = id_of(msg)
-            if rid and rid in ids:
+            if rid and rid in scanned:
                 repeats.append(msg)
                 continue
-            ids.add(rid)
+            scanned.add(rid)
             kept.append(msg)
             ts = msg.timestamp()[1]
             if until is None or ts > until:
                 until = ts
-        self.ids, self.until = ids, until
+        self.ids, self.until = (scanned if self.ids is None else self.ids | scanned), until
         if repeats:
             held.clear()
             held.extend(kept)
