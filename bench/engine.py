@@ -569,6 +569,7 @@ def check_realistic(events: list) -> int:
 
 
 def timed(fn: Callable[[], int]) -> tuple[float, float, int]:
+    gc.collect()  # every contender starts with no garbage left by the one before
     t, c = time.perf_counter(), time.process_time()
     got = fn()
     return time.perf_counter() - t, time.process_time() - c, got
@@ -620,10 +621,16 @@ def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool) -
     )
     inputs = {order: realistic_events(n, keys, order) for order in ("random", "zipf")}
     matches = {order: check_realistic(events) for order, events in inputs.items()}
+    if ablate:
+        variants = {order: {v: ablated_events(v, events) for v in REALISTIC} for order, events in inputs.items()}
+    # The pre-built inputs live through the whole run, as a host's do not: out of the cyclic
+    # collector's sight, so that its full collections, which would walk every event list, land
+    # on no contender by chance.
+    gc.collect()
+    gc.freeze()
     whos = ["feed", "feed_many", "loop"]
     if ablate:
         whos += [f"feed: {v}" for v in REALISTIC if v != "full"]
-        variants = {order: {v: ablated_events(v, events) for v in REALISTIC} for order, events in inputs.items()}
     runs: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
     for r in range(repeat):
         for order, events in inputs.items():
@@ -637,19 +644,19 @@ def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool) -
                     raise SystemExit(f"realistic {order}, {who}: {got:,} matches, the loop {matches[order]:,}")
                 runs[(order, who)].append((w, c))
     print(
-        f"  {'order':6s} {'contender':22s} {'matches':>8s} {'ev/s best':>11s} {'ev/s med':>11s} "
-        f"{'ev/CPU-s med':>12s} {'cpu s med':>9s} {'x loop (wall best)':>18s} {'(CPU med)':>9s}"
+        f"  {'order':6s} {'contender':22s} {'matches':>8s} {'ev/s best':>11s} {'ev/CPU-s best':>13s} "
+        f"{'cpu s best':>10s} {'cpu s med':>9s} {'x loop (CPU best)':>17s} {'(CPU med)':>9s} {'(wall best)':>11s}"
     )
     for order in inputs:
         loop = runs[(order, "loop")]
-        lbest, lcpu = min(w for w, _ in loop), statistics.median(c for _, c in loop)
+        lbest = min(w for w, _ in loop)
+        lcpu, lcmed = min(c for _, c in loop), statistics.median(c for _, c in loop)
         for who in whos:
             mine = runs[(order, who)]
-            best, wmed = min(w for w, _ in mine), statistics.median(w for w, _ in mine)
-            cmed = statistics.median(c for _, c in mine)
+            best, cbest, cmed = min(w for w, _ in mine), min(c for _, c in mine), statistics.median(c for _, c in mine)
             print(
-                f"  {order:6s} {who:22s} {matches[order]:8,d} {n / best:11,.0f} {n / wmed:11,.0f} "
-                f"{n / cmed:12,.0f} {cmed:9.3f} {lbest / best:18.2f} {lcpu / cmed:9.2f}"
+                f"  {order:6s} {who:22s} {matches[order]:8,d} {n / best:11,.0f} {n / cbest:13,.0f} "
+                f"{cbest:10.3f} {cmed:9.3f} {lcpu / cbest:17.2f} {lcmed / cmed:9.2f} {lbest / best:11.2f}"
             )
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
