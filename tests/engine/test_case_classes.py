@@ -159,3 +159,24 @@ def test_a_case_clause_gets_a_step_per_class() -> None:
         engine.feed("Trade", value)
     assert got == [(["x", 950, 10.0], ("x",)), (["y", 950, 1.5], ("y",))]
     assert set(MODES) >= {"eager", "contexts", "dirty"}
+
+
+def test_a_step_folds_its_single_use_locals() -> None:
+    """The realistic program's steps name no local used once: ``Up`` reads and stores the state
+    in one statement, ``Large`` stores its constant target; ``Down``, which reads the state again
+    after storing its target (whether to emit), keeps ``st`` and reads it before the store."""
+    src = (
+        "in {string sym; double price; long vol;} Trade group(Trade.sym)\n"
+        "  case { Trade.vol > 900 ? Large : Trade.price > 50.0 ? Up : Down }\n"
+        "out {string sym; long vol; double price;} Match\n"
+        ".* - ( .* Large(a) Up()+ Down(d) { !>Match({sym: a.sym, vol: a.vol, price: d.price}); } )\n"
+    )
+    feed = [
+        line.strip()
+        for line in Engine(compile_source(src, name="p").require(), lambda e: None)._feed_source.split("\n")
+    ]
+    assert "t = 1" not in feed and "v[2] = 1" in feed, feed
+    assert "v[2] = _N1[v[2]]" in feed, feed
+    down = feed.index("st = v[2]")
+    assert feed[down + 1] == "v[2] = _N2[st]" and feed[down + 2] == "if _K2[st]:", feed
+    assert not any(line.startswith("t = ") for line in feed), feed

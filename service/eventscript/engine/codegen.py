@@ -23,6 +23,7 @@ from typing import Any
 from ..language import ir
 from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType, Type
 from . import builtins
+from .fold import fold_target, read_state
 from .timeutil import MAX_TIME, MIN_TIME
 from .values import TWO_63, needs_copy
 
@@ -604,8 +605,6 @@ class CodeGen:
                             f"{ind}        return _unexpected_key({gk}, name, {sym})",
                         ]
                     out.append(f"{ind}    st = _S")
-                elif self._reads_state(plan):
-                    out.append(f"{ind}st = v[{record}]")
             out += [ind + line for line in self.compact_step(sym, gk, plan, record)]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
@@ -676,9 +675,8 @@ class CodeGen:
         assert isinstance(node, ir.CaseSymbol)
         sym, plan = str(node.symbol), plans[node.symbol]
         lines: list[str] = []
-        if record is not None:
-            if self._reads_state(plan):
-                lines.append(f"st = v[{record}]")
+        if record is not None:  # compact_step reads the state from the record if it needs it
+            pass
         elif plan.total:
             if self._reads_state(plan):
                 lines.append(f"st = _cget({gk}, _S)")
@@ -708,8 +706,10 @@ class CodeGen:
         actions as ``_VC(gk, _ST[t], vars)``: one call fewer per match) is built only for actions
         and errors, which need one (for the key). A table of state numbers then holds the
         target, or loses the key when the target ends the instance. ``record``: the table holds
-        records ``v``, the variables then the state number at index ``record``; the target is
-        stored before the actions run (as ``ctx.state`` is), which use ``v`` as their variables."""
+        records ``v``, the variables then the state number at index ``record``, which the step
+        reads itself (as ``st``, or in its one use); the target is stored before the actions run
+        (as ``ctx.state`` is), which use ``v`` as their variables. Locals used once are folded
+        (``fold``): ``v[2] = _N1[v[2]]``."""
         nxt, fns = cls._compact_table("N", sym), cls._compact_table("F", sym)
         entry, variables = ("st", "_NV") if record is None else ("v", "v")
         if plan is not None and plan.target is not None:
@@ -749,7 +749,8 @@ class CodeGen:
         elif record is None:
             lines.append(f"_tab[{gk}] = t")
         lines.append("return None")
-        return lines
+        lines = fold_target(lines, f"_tab[{gk}] = t" if record is None else f"v[{record}] = t")
+        return lines if record is None else read_state(lines, record)
 
     @staticmethod
     def _by_key(body: list[str], gk: str, variables: str) -> list[str]:
