@@ -31,10 +31,11 @@ Programs are read from the conformance suite beside the checkout (../shared/conf
                 (--realistic-keys) in random and Zipf order, fed per event and by ``feed_many``
                 beside a hand-written dict-of-states loop (the same Match values, checked untimed
                 first; match counts checked on every run); interleaved rounds, wall and CPU seconds.
-                ``--ablate`` adds the program with one feature taken away at a time (REALISTIC).
+                ``--ablate`` adds the program with one feature taken away at a time (REALISTIC);
+                ``--contexts`` the engine of contexts the Kafka worker holds (``track_dirty``).
 
 Usage: python bench/engine.py [--events N] [--repeat R] [--only NAME] [--default-gc] [--keys K,K,...]
-       [--memory-keys N] [--batch [N]] [--realistic-keys K] [--ablate]
+       [--memory-keys N] [--batch [N]] [--realistic-keys K] [--ablate] [--contexts]
 Prints events/s (best of R runs) for each. By default the process is set up as the hosts set
 it up (engine.tuning.configure_gc); --default-gc measures with CPython's default collector.
 """
@@ -538,7 +539,9 @@ def loop_realistic(events: list, out: Callable[[Any], None]) -> dict:
     return states
 
 
-def realistic_engine(variant: str = "full") -> tuple[Engine, list]:
+def realistic_engine(variant: str = "full", track_dirty: bool = False) -> tuple[Engine, list]:
+    """The engine of a REALISTIC program; ``track_dirty``: with a context per key, changed
+    instances tracked, as the Kafka worker holds it (a compact engine otherwise)."""
     prog = compile_source(REALISTIC[variant], name="realistic").require()
     got: list = []
     counter = collections.deque(maxlen=1)
@@ -547,7 +550,7 @@ def realistic_engine(variant: str = "full") -> tuple[Engine, list]:
         counter.append(e)
         got.append(1)
 
-    return Engine(prog, consumer, SimulatedTimeProvider(T0)), got
+    return Engine(prog, consumer, SimulatedTimeProvider(T0), track_dirty=track_dirty), got
 
 
 def check_realistic(events: list) -> int:
@@ -587,8 +590,8 @@ def run_realistic(who: str, events: list, batch: int, variant: str = "full") -> 
 
         w, c, _ = timed(lambda: len(loop_realistic(events, out)))
         return w, c, len(got)
-    eng, hits = realistic_engine(variant)
-    if who == "feed_many":
+    eng, hits = realistic_engine(variant, track_dirty=who.startswith("contexts"))
+    if who.endswith("feed_many"):
         batches = [events[i : i + batch] for i in range(0, len(events), batch)]
         feed_many = eng.feed_many
 
@@ -608,10 +611,11 @@ def run_realistic(who: str, events: list, batch: int, variant: str = "full") -> 
     return w, c, len(hits)
 
 
-def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool) -> None:
+def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool, contexts: bool = False) -> None:
     """The realistic program fed per event (``feed``) and by ``feed_many``, beside the loop, on
     random and Zipf key orders; one round runs each contender once per input, in a rotating
-    order. With ``ablate``, also the ablations of REALISTIC fed per event."""
+    order. With ``ablate``, also the ablations of REALISTIC fed per event; with ``contexts``,
+    also the engine of contexts the worker holds (``track_dirty``; its changed set is not drained)."""
     size = batch or n
     print(
         f"\nrealistic program (structure events, case clause, group(Trade.sym), marker variables, emit of a "
@@ -628,7 +632,7 @@ def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool) -
     # on no contender by chance.
     gc.collect()
     gc.freeze()
-    whos = ["feed", "feed_many", "loop"]
+    whos = ["feed", "feed_many", "loop"] + (["contexts feed", "contexts feed_many"] if contexts else [])
     if ablate:
         whos += [f"feed: {v}" for v in REALISTIC if v != "full"]
     runs: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
@@ -684,6 +688,11 @@ def main() -> None:
     ap.add_argument(
         "--ablate", action="store_true", help="realistic: also time the program with one feature taken away at a time"
     )
+    ap.add_argument(
+        "--contexts",
+        action="store_true",
+        help="realistic: also time the engine of contexts (track_dirty, as the worker)",
+    )
     ap.add_argument("--memory-probe", help=argparse.SUPPRESS)  # engine|loop:kind:keys, in a child process
     args = ap.parse_args()
     if args.memory_probe:
@@ -717,7 +726,7 @@ def main() -> None:
     if not args.only or args.only in "grouped":
         grouped(args.events, args.repeat, [int(k) for k in args.keys.split(",")], args.memory_keys, args.batch)
     if not args.only or args.only in "realistic":
-        realistic(args.events, args.repeat, args.realistic_keys, args.batch, args.ablate)
+        realistic(args.events, args.repeat, args.realistic_keys, args.batch, args.ablate, args.contexts)
     if not args.only or args.only in "blow-up":
         blow_up(args.events, args.repeat)
 

@@ -180,3 +180,24 @@ def test_a_step_folds_its_single_use_locals() -> None:
     down = feed.index("st = v[2]")
     assert feed[down + 1] == "v[2] = _N2[st]" and feed[down + 2] == "if _K2[st]:", feed
     assert not any(line.startswith("t = ") for line in feed), feed
+
+
+def test_an_engine_of_contexts_gets_a_step_per_class_too() -> None:
+    """An engine of contexts (a host that persists instances: ``track_dirty``, as the Kafka
+    worker's) steps per class as well: no transition looked up by a computed symbol, no function
+    called for the ``Large(a)`` store; its matches and changed instances are those of its rules."""
+    src = (
+        "in {string sym; double price; long vol;} Trade group(Trade.sym)\n"
+        "  case { Trade.vol > 900 ? Large : Trade.price > 50.0 ? Up : Down }\n"
+        "out {string sym; long vol; double price;} Match\n"
+        ".* - ( .* Large(a) Up()+ Down(d) { !>Match({sym: a.sym, vol: a.vol, price: d.price}); } )\n"
+    )
+    got: list[Any] = []
+    engine = Engine(compile_source(src, name="p").require(), lambda e: got.append((e.value, e.key)), track_dirty=True)
+    assert not engine.compact
+    feed = engine._feed_source
+    assert "row[sym]" not in feed and "sym = " not in feed and "fn(ctx, ev)" not in feed, feed
+    for value in (["x", 60.0, 950], ["y", 60.0, 10], ["x", 70.0, 5], ["x", 10.0, 5], ["y", 1.5, 2]):
+        engine.feed("Trade", value)
+    assert got == [(["x", 950, 10.0], ("x",))]
+    assert {ctx.gk for ctx in engine.drain_dirty()} == {"x", "y"}

@@ -485,7 +485,8 @@ class CodeGen:
                     f"{ind}    return ctx",
                 ]
             planned = plans is not None and lazy is None and isinstance(inp.classify, ir.CaseSymbol)
-            classify = None if planned else self._classify(inp.classify)
+            per_class = plans is not None and lazy is None and self._specialise_classes(inp.classify, plans)
+            classify = None if planned or per_class else self._classify(inp.classify)
             if classify is not None and not grouped:
                 out.append(f"{ind}sym = {classify}")
             if grouped:
@@ -531,6 +532,10 @@ class CodeGen:
             elif planned:
                 assert plans is not None and isinstance(inp.classify, ir.CaseSymbol)
                 body = self._planned_step(inp.classify.symbol, plans[inp.classify.symbol], track_dirty)
+            elif per_class:
+                assert plans is not None
+                body = []
+                self._planned_arm(inp.classify, plans, track_dirty, "", body)
             else:
                 body = [
                     "tr = ctx.state.row[sym]",
@@ -761,6 +766,23 @@ class CodeGen:
         if ctx:
             head.append(f"    ctx = _VC(gk, _ST[t], {variables})")
         return head + body
+
+    def _planned_arm(
+        self, node: ir.Node, plans: dict[int, SymbolPlan], track_dirty: bool, ind: str, out: list[str]
+    ) -> None:
+        """An eager DFA's step on an event of an input with a case clause, specialised per class
+        as a compact feed's (:meth:`_case_steps`): the clause as an if/else statement (its
+        conditions evaluated in the same order as the expression :meth:`_classify` makes), each
+        arm the step an input of that one symbol gets (:meth:`_planned_step`), not the generic
+        step looking the transition up by a computed symbol and calling its function."""
+        if isinstance(node, ir.CaseArm):
+            out.append(f"{ind}if {self.expr(node.cond)}:")
+            self._planned_arm(node.then, plans, track_dirty, ind + "    ", out)
+            out.append(f"{ind}else:")
+            self._planned_arm(node.otherwise, plans, track_dirty, ind + "    ", out)
+            return
+        assert isinstance(node, ir.CaseSymbol)
+        out += [ind + line for line in self._planned_step(node.symbol, plans[node.symbol], track_dirty)]
 
     @staticmethod
     def _planned_step(sym: int, plan: SymbolPlan, track_dirty: bool) -> list[str]:
