@@ -430,6 +430,7 @@ class CodeGen:
         compact: bool = False,
         record: int | None = None,
         inline_records: bool = False,
+        create_late: bool = False,
     ) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
         instance lookup, classification, transition and termination. This is the hot path.
@@ -456,6 +457,8 @@ class CodeGen:
         entries are records (lists) of the variables then the state number, at index ``record``
         (for programs with variables or initial actions); ``inline_records``: there are no
         initial actions, so a new key's record is built in the feed, not by a call of ``_rec``.
+        ``create_late``: a feed of contexts creates a new key's instance in the step of its
+        class, and none for a class that would leave it as it was (``Engine.creates_late``).
         """
         if compact:
             return self._compact_feed(keyed, plans or {}, record, inline_records)
@@ -465,6 +468,7 @@ class CodeGen:
         for k, inp in enumerate(self.p.inputs):
             out.append(f"    {'if' if k == 0 else 'elif'} name == {inp.name!r}:")
             ind = "        "
+            gk = ""  # (the table key's name, for a grouped program)
             if grouped:
                 assert inp.group is not None
                 if keyed:
@@ -489,6 +493,9 @@ class CodeGen:
             classify = None if planned or per_class else self._classify(inp.classify)
             if classify is not None and not grouped:
                 out.append(f"{ind}sym = {classify}")
+            # Create a new key's instance in the step of its class, not before classifying
+            # (``_first_event``): some class leaves a fresh instance as it was.
+            late = create_late and grouped and (planned or per_class) and self._creates_late(inp.classify, plans or {})
             if grouped:
                 # A key's first event creates its instance and runs the initial actions in it
                 # (conformance README: "when the first event for that key arrives"; document 3.2:
@@ -499,9 +506,9 @@ class CodeGen:
                     f"{ind}if ctx is None:",
                     f"{ind}    if _loader is not None:",
                     f"{ind}        ctx = _loader({f'({gk},)' if one else gk})",
-                    f"{ind}    if ctx is None:",
-                    f"{ind}        ctx = _create({gk})",
                 ]
+                if not late:
+                    out += [f"{ind}    if ctx is None:", f"{ind}        ctx = _create({gk})"]
                 if classify is not None:
                     out.append(f"{ind}sym = {classify}")
             if lazy is not None:
@@ -531,11 +538,12 @@ class CodeGen:
                 ]
             elif planned:
                 assert plans is not None and isinstance(inp.classify, ir.CaseSymbol)
-                body = self._planned_step(inp.classify.symbol, plans[inp.classify.symbol], track_dirty)
+                plan = plans[inp.classify.symbol]
+                body = [*self._first_event(plan, gk, late), *self._planned_step(inp.classify.symbol, plan, track_dirty)]
             elif per_class:
                 assert plans is not None
                 body = []
-                self._planned_arm(inp.classify, plans, track_dirty, "", body)
+                self._planned_arm(inp.classify, plans, track_dirty, (gk, late), "", body)
             else:
                 body = [
                     "tr = ctx.state.row[sym]",
@@ -767,8 +775,36 @@ class CodeGen:
             head.append(f"    ctx = _VC(gk, _ST[t], {variables})")
         return head + body
 
+    def _creates_late(self, node: ir.Node, plans: dict[int, SymbolPlan]) -> bool:
+        """Does a grouped feed of contexts create a new key's instance in the step of the
+        event's class (:meth:`_first_event`)? When some class's step from the start state
+        leaves a fresh instance as it was (``SymbolPlan.start_retires``), and the classes'
+        conditions cannot fail (an error while classifying carries the instance's key,
+        language.md 7.7, so the instance must exist first)."""
+        if not any(plans[sym].start_retires for sym in self._case_symbols(node)):
+            return False
+        return not any("ctx" in c for c in self._case_conditions(node))
+
+    @staticmethod
+    def _first_event(plan: SymbolPlan, gk: str, late: bool) -> list[str]:
+        """A key's first event when its instance is created late (:meth:`_creates_late`): a
+        class whose step from the start state would leave the fresh instance as it was (no
+        action, into a state where it retires) creates none, so there is nothing to release,
+        mark changed or persist (the Kafka worker drops such an instance's change,
+        ``Task._on_terminate``); the feed returns None, as for a compact table. Any other class
+        creates it, initial actions and all, before its step."""
+        if not late:
+            return []
+        return ["if ctx is None:", "    return None" if plan.start_retires else f"    ctx = _create({gk})"]
+
     def _planned_arm(
-        self, node: ir.Node, plans: dict[int, SymbolPlan], track_dirty: bool, ind: str, out: list[str]
+        self,
+        node: ir.Node,
+        plans: dict[int, SymbolPlan],
+        track_dirty: bool,
+        first: tuple[str, bool],
+        ind: str,
+        out: list[str],
     ) -> None:
         """An eager DFA's step on an event of an input with a case clause, specialised per class
         as a compact feed's (:meth:`_case_steps`): the clause as an if/else statement (its
@@ -777,12 +813,14 @@ class CodeGen:
         step looking the transition up by a computed symbol and calling its function."""
         if isinstance(node, ir.CaseArm):
             out.append(f"{ind}if {self.expr(node.cond)}:")
-            self._planned_arm(node.then, plans, track_dirty, ind + "    ", out)
+            self._planned_arm(node.then, plans, track_dirty, first, ind + "    ", out)
             out.append(f"{ind}else:")
-            self._planned_arm(node.otherwise, plans, track_dirty, ind + "    ", out)
+            self._planned_arm(node.otherwise, plans, track_dirty, first, ind + "    ", out)
             return
         assert isinstance(node, ir.CaseSymbol)
-        out += [ind + line for line in self._planned_step(node.symbol, plans[node.symbol], track_dirty)]
+        plan = plans[node.symbol]
+        step = [*self._first_event(plan, *first), *self._planned_step(node.symbol, plan, track_dirty)]
+        out += [ind + line for line in step]
 
     @staticmethod
     def _planned_step(sym: int, plan: SymbolPlan, track_dirty: bool) -> list[str]:
@@ -835,6 +873,10 @@ class SymbolPlan:
     uniform: bool = False
     #: Every state has a transition on the symbol, all to this state (its number; None: not so).
     target: int | None = None
+    #: The start state's transition on the symbol leaves a fresh instance as it was: it runs
+    #: nothing and enters a state where the instance retires (``RState.ends``, not terminal),
+    #: and creating one runs nothing either (no initial actions, no timers to name an origin for).
+    start_retires: bool = False
 
 
 def one_value_key(program: ir.ProgramIR) -> bool:
