@@ -32,7 +32,8 @@ Programs are read from the conformance suite beside the checkout (../shared/conf
                 beside a hand-written dict-of-states loop (the same Match values, checked untimed
                 first; match counts checked on every run); interleaved rounds, wall and CPU seconds.
                 ``--ablate`` adds the program with one feature taken away at a time (REALISTIC);
-                ``--contexts`` the engine of contexts the Kafka worker holds (``track_dirty``).
+                ``--contexts`` the engine of contexts the Kafka worker holds (``track_dirty``), also
+                with ``Engine.creates_late`` ("late").
 
 Usage: python bench/engine.py [--events N] [--repeat R] [--only NAME] [--default-gc] [--keys K,K,...]
        [--memory-keys N] [--batch [N]] [--realistic-keys K] [--ablate] [--contexts]
@@ -590,7 +591,8 @@ def run_realistic(who: str, events: list, batch: int, variant: str = "full") -> 
 
         w, c, _ = timed(lambda: len(loop_realistic(events, out)))
         return w, c, len(got)
-    eng, hits = realistic_engine(variant, track_dirty=who.startswith("contexts"))
+    eng, hits = realistic_engine(variant, track_dirty="contexts" in who)
+    eng.creates_late = who.startswith("late")
     if who.endswith("feed_many"):
         batches = [events[i : i + batch] for i in range(0, len(events), batch)]
         feed_many = eng.feed_many
@@ -615,7 +617,8 @@ def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool, c
     """The realistic program fed per event (``feed``) and by ``feed_many``, beside the loop, on
     random and Zipf key orders; one round runs each contender once per input, in a rotating
     order. With ``ablate``, also the ablations of REALISTIC fed per event; with ``contexts``,
-    also the engine of contexts the worker holds (``track_dirty``; its changed set is not drained)."""
+    also the engine of contexts the worker holds (``track_dirty``; its changed set is not drained),
+    and ("late") the same with ``Engine.creates_late``."""
     size = batch or n
     print(
         f"\nrealistic program (structure events, case clause, group(Trade.sym), marker variables, emit of a "
@@ -632,7 +635,9 @@ def realistic(n: int, repeat: int, keys: int, batch: int | None, ablate: bool, c
     # on no contender by chance.
     gc.collect()
     gc.freeze()
-    whos = ["feed", "feed_many", "loop"] + (["contexts feed", "contexts feed_many"] if contexts else [])
+    whos = ["feed", "feed_many", "loop"] + (
+        ["contexts feed", "contexts feed_many", "late contexts feed_many"] if contexts else []
+    )
     if ablate:
         whos += [f"feed: {v}" for v in REALISTIC if v != "full"]
     runs: dict[tuple[str, str], list[tuple[float, float]]] = collections.defaultdict(list)
