@@ -239,7 +239,7 @@ def restarting_programs(draw: st.DrawFn) -> tuple[str, generate.Spec]:
     return source, generate.Spec(names, list(names), True)
 
 
-def _run_late(prog: Any, plan: list[Any], late: bool, batched: bool) -> tuple[Any, ...]:
+def _run_late(prog: Any, plan: list[Any], late: bool, how: str) -> tuple[Any, ...]:
     """Outputs, the live instances (snapshots) after each step and the keys whose instance
     terminated (the host keeps a tombstone saying so), of an engine as the worker holds it
     (``track_dirty``), creating late or not."""
@@ -258,8 +258,11 @@ def _run_late(prog: Any, plan: list[Any], late: bool, batched: bool) -> tuple[An
             else:
                 clock.set_now(step)
                 started = True
-        elif batched:
+        elif how == "feed_many":
             engine.feed_many(iter(step))
+        elif how == "feed_keyed":  # as the worker feeds, the key computed to route the event
+            for name, value in step:
+                engine.feed_keyed(name, value, engine.group_key(name, value))  # (None: an undeclared name)
         else:
             for name, value in step:
                 engine.feed(name, value)
@@ -271,7 +274,8 @@ def _run_late(prog: Any, plan: list[Any], late: bool, batched: bool) -> tuple[An
 @SETTINGS
 @given(data=st.data())
 def test_creating_late_changes_no_output_nor_instance(data: st.DataObject) -> None:
-    """Random programs fed with and without ``creates_late``, per event and by ``feed_many``:
+    """Random programs fed with and without ``creates_late``, per event (``feed``, and
+    ``feed_keyed`` as the worker feeds) and by ``feed_many``:
     the same outputs and, after every batch, the same live instances. Case-clause programs, and
     name-only ones whose start state is often entered again, with and without actions on the
     way (``restarting_programs``). (Initial actions keep instances from retiring, so the check
@@ -288,5 +292,5 @@ def test_creating_late_changes_no_output_nor_instance(data: st.DataObject) -> No
     sizes = data.draw(st.lists(st.integers(1, 12), min_size=1, max_size=6))
     plan = _batches(prog, parse_trace(SourceFile("<trace>", text)), sizes)
     note(f"program:\n{source}\ntrace:\n{text}\nbatches: {plan}")
-    for batched in (False, True):
-        assert _run_late(prog, plan, True, batched) == _run_late(prog, plan, False, batched)
+    for how in ("feed", "feed_many", "feed_keyed"):
+        assert _run_late(prog, plan, True, how) == _run_late(prog, plan, False, how), how
