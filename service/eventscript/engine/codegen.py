@@ -687,13 +687,11 @@ class CodeGen:
             return
         assert isinstance(node, ir.CaseSymbol)
         sym, plan = str(node.symbol), plans[node.symbol]
-        lines: list[str] = []
-        if record is not None:  # compact_step reads the state from the record if it needs it
-            pass
-        elif plan.total:
+        lines: list[str] = []  # (from a record, compact_step reads the state itself if it needs it)
+        if record is None and plan.total:
             if self._reads_state(plan):
                 lines.append(f"st = _cget({gk}, _S)")
-        else:  # see _compact_feed: a first event that cannot start leaves no instance
+        elif record is None:  # see _compact_feed: a first event that cannot start leaves no instance
             lines += [
                 f"st = _cget({gk})",
                 "if st is None:",
