@@ -322,7 +322,8 @@ class Engine:
         for the realistic program fed as the worker holds it, bench/SPEED.md). Off by default:
         an event that creates nothing has no instance to show, so a host that shows each
         event's instance before and after (``explain``) keeps it off. Setting it regenerates
-        the feeds; it changes nothing for a compact engine (whose feed makes no such instance)."""
+        the feeds, as setting a hook does: a host that wraps ``feed`` sets it first. It changes
+        nothing for a compact engine (whose feed makes no such instance)."""
         return self._creates_late
 
     @creates_late.setter
