@@ -6,10 +6,16 @@ at COMMIT, extracted with ``git archive`` and imported under another package nam
 imports itself relatively, so it runs as it did then).
 
 Usage: .venv/bin/python bench/engine_against.py COMMIT [--events N] [--rounds R] [--keys 10000,100000]
-       [--default-gc]
+       [--default-gc] [--realistic [--contexts]]
 Prints one markdown row per program, key count and order: old, new and loop CPU seconds, then the
 loop's over each engine's by CPU and by wall time. The process is set up as hosts set it up
 (``engine.tuning.configure_gc``, as ``bench/engine.py`` does) unless --default-gc.
+
+``--realistic``: the realistic program of ``bench/engine.py`` instead (10,000 keys, its inputs
+frozen out of the collector's sight as there), fed per event and by ``feed_many`` (one batch) by
+each engine; ``--contexts`` adds each engine of contexts as the worker holds it (``track_dirty``,
+by ``feed_many``) and this tree's with ``creates_late``. One row per contender: the best and
+median CPU seconds and the loop's over them.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "service"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from engine import GROUPED, T0, grouped_events, run_grouped_loop  # noqa: E402
+from engine import GROUPED, REALISTIC, T0, grouped_events, loop_realistic, realistic_events, run_grouped_loop  # noqa: E402
 from eventscript.engine.tuning import configure_gc  # noqa: E402
 
 OLD = "eventscript_old"
@@ -76,6 +82,63 @@ def run(mods: tuple[ModuleType, ModuleType, ModuleType], kind: str, events: list
     return time.perf_counter() - w, time.process_time() - cpu, len(got)
 
 
+def run_realistic(
+    mods: tuple[ModuleType, ModuleType, ModuleType] | None, how: str, events: list[Any]
+) -> tuple[float, int]:
+    """CPU seconds and matches of one contender over the realistic program: ``mods`` None is the
+    loop; ``how`` is ``feed``, ``feed_many``, ``contexts`` (track_dirty, feed_many) or ``late``
+    (the same with ``creates_late``)."""
+    counter: collections.deque[Any] = collections.deque(maxlen=1)
+    got: list[int] = []
+
+    def consumer(x: Any) -> None:
+        counter.append(x)
+        got.append(1)
+
+    if mods is None:
+        gc.collect()
+        cpu = time.process_time()
+        loop_realistic(events, consumer)
+        return time.process_time() - cpu, len(got)
+    c, e, t = mods
+    prog = c.compile_source(REALISTIC["full"], name="realistic").require()
+    eng = e.Engine(prog, consumer, t.SimulatedTimeProvider(T0), track_dirty=how in ("contexts", "late"))
+    if how == "late":
+        eng.creates_late = True
+    feed, feed_many = eng.feed, eng.feed_many
+    gc.collect()
+    cpu = time.process_time()
+    if how == "feed":
+        for name, value in events:
+            feed(name, value)
+    else:
+        feed_many(events)
+    return time.process_time() - cpu, len(got)
+
+
+def realistic(old: Any, new: Any, n: int, rounds: int, contexts: bool) -> None:
+    print("| order | contender | CPU s best | CPU s median | × loop (best) | × loop (median) |")
+    print("|---|---|---:|---:|---:|---:|")
+    contenders = [("loop", None, ""), ("old feed", old, "feed"), ("new feed", new, "feed")]
+    contenders += [("old feed_many", old, "feed_many"), ("new feed_many", new, "feed_many")]
+    if contexts:
+        contenders += [("old contexts", old, "contexts"), ("new contexts", new, "contexts"), ("new late", new, "late")]
+    for order in ("random", "zipf"):
+        events = realistic_events(n, 10_000, order)
+        gc.collect()
+        gc.freeze()
+        res: dict[str, list[tuple[float, int]]] = collections.defaultdict(list)
+        for r in range(rounds):
+            for who, mods, how in contenders[r % len(contenders) :] + contenders[: r % len(contenders)]:
+                res[who].append(run_realistic(mods, how, events))
+        assert len({m for v in res.values() for _, m in v}) == 1, "match counts differ"
+        lbest, lmed = min(c for c, _ in res["loop"]), statistics.median(c for c, _ in res["loop"])
+        for who, _, _ in contenders:
+            best, med = min(c for c, _ in res[who]), statistics.median(c for c, _ in res[who])
+            print(f"| {order} | {who} | {best:.3f} | {med:.3f} | {lbest / best:.2f} | {lmed / med:.2f} |", flush=True)
+        gc.unfreeze()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("commit")
@@ -83,6 +146,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--keys", default="10000,100000")
     ap.add_argument("--default-gc", action="store_true", help="do not apply the hosts' GC tuning")
+    ap.add_argument("--realistic", action="store_true", help="the realistic program instead of the grouped ones")
+    ap.add_argument("--contexts", action="store_true", help="realistic: also the engines of contexts")
     args = ap.parse_args()
     if not args.default_gc:
         configure_gc()
@@ -90,6 +155,9 @@ def main() -> None:
         extract(args.commit, Path(tmp))
         sys.path.insert(0, tmp)
         old, new = modules(OLD), modules("eventscript")
+        if args.realistic:
+            realistic(old, new, args.events, args.rounds, args.contexts)
+            return
         print(
             "| program | keys | order | old CPU s | new CPU s | loop CPU s | old (CPU) | new (CPU) | old (wall) | "
             "new (wall) |"

@@ -12,10 +12,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
-from test_feed_many import MODES, _check
+from test_feed_many import MODES, _batches, _check
 
 from eventscript.automata.compile import compile_source
 from eventscript.engine.engine import Engine
+from eventscript.engine.time_provider import SimulatedTimeProvider
+from eventscript.language.source import SourceFile
+from eventscript.tester.trace import parse_trace
+from reference import generate
 from reference.compare import compiles, run_tester
 from reference.generate import START, micros_of, render
 from reference.interpreter import Trace, run_reference
@@ -34,6 +38,13 @@ STATEMENTS = [
     "b = a;",
     "!>M({s: group[0], v: 12 / a.v, p: 0.5});",
 ]
+#: The realistic program of bench/engine.py (issue 26).
+REALISTIC = (
+    "in {string sym; double price; long vol;} Trade group(Trade.sym)\n"
+    "  case { Trade.vol > 900 ? Large : Trade.price > 50.0 ? Up : Down }\n"
+    "out {string sym; long vol; double price;} Match\n"
+    ".* - ( .* Large(a) Up()+ Down(d) { !>Match({sym: a.sym, vol: a.vol, price: d.price}); } )\n"
+)
 VALUES = [{"s": s, "p": p, "v": v} for s in ("a", "b", "c") for p, v in ((10.0, 0), (60.5, 7), (15.0, 4), (99.0, -3))]
 
 
@@ -132,12 +143,7 @@ def test_case_classes_per_event_and_batched(data: st.DataObject) -> None:
 def test_a_case_clause_gets_a_step_per_class() -> None:
     """The realistic program's feed: no generic two-dimensional step nor function call, and the
     ``Large(a)`` store inlined; the matches are those of its hand-written equivalent."""
-    src = (
-        "in {string sym; double price; long vol;} Trade group(Trade.sym)\n"
-        "  case { Trade.vol > 900 ? Large : Trade.price > 50.0 ? Up : Down }\n"
-        "out {string sym; long vol; double price;} Match\n"
-        ".* - ( .* Large(a) Up()+ Down(d) { !>Match({sym: a.sym, vol: a.vol, price: d.price}); } )\n"
-    )
+    src = REALISTIC
     got: list[Any] = []
     engine = Engine(compile_source(src, name="p").require(), lambda e: got.append((e.value, e.key)))
     feed = engine._feed_source
@@ -159,3 +165,132 @@ def test_a_case_clause_gets_a_step_per_class() -> None:
         engine.feed("Trade", value)
     assert got == [(["x", 950, 10.0], ("x",)), (["y", 950, 1.5], ("y",))]
     assert set(MODES) >= {"eager", "contexts", "dirty"}
+
+
+def test_a_step_folds_its_single_use_locals() -> None:
+    """The realistic program's steps name no local used once: ``Up`` reads and stores the state
+    in one statement, ``Large`` stores its constant target; ``Down``, which reads the state again
+    after storing its target (whether to emit), keeps ``st`` and reads it before the store."""
+    src = REALISTIC
+    feed = [
+        line.strip()
+        for line in Engine(compile_source(src, name="p").require(), lambda e: None)._feed_source.split("\n")
+    ]
+    assert "t = 1" not in feed and "v[2] = 1" in feed, feed
+    assert "v[2] = _N1[v[2]]" in feed, feed
+    down = feed.index("st = v[2]")
+    assert feed[down + 1] == "v[2] = _N2[st]" and feed[down + 2] == "if _K2[st]:", feed
+    assert not any(line.startswith("t = ") for line in feed), feed
+
+
+def test_an_engine_of_contexts_gets_a_step_per_class_too() -> None:
+    """An engine of contexts (a host that persists instances: ``track_dirty``, as the Kafka
+    worker's) steps per class as well: no transition looked up by a computed symbol, no function
+    called for the ``Large(a)`` store; its matches and changed instances are those of its rules."""
+    src = REALISTIC
+    got: list[Any] = []
+    engine = Engine(compile_source(src, name="p").require(), lambda e: got.append((e.value, e.key)), track_dirty=True)
+    assert not engine.compact
+    feed = engine._feed_source
+    assert "row[sym]" not in feed and "sym = " not in feed and "fn(ctx, ev)" not in feed, feed
+    for value in (["x", 60.0, 950], ["y", 60.0, 10], ["x", 70.0, 5], ["x", 10.0, 5], ["y", 1.5, 2]):
+        engine.feed("Trade", value)
+    assert got == [(["x", 950, 10.0], ("x",))]
+    assert {ctx.gk for ctx in engine.drain_dirty()} == {"x", "y"}  # y: made at start, retired by Down
+
+
+def test_creating_late_makes_no_instance_a_first_event_leaves_fresh() -> None:
+    """``creates_late``: a key whose first events leave a fresh instance as it was (``Up``,
+    ``Down`` from the start) gets no instance, no change and no release, and ``feed`` returns
+    None for them; a ``Large`` creates it as before."""
+    ended: list[Any] = []
+    engine = Engine(compile_source(REALISTIC, name="p").require(), lambda e: None, track_dirty=True)
+    engine.on_terminate = ended.append
+    engine.creates_late = True
+    assert engine.feed("Trade", ["y", 60.0, 10]) is None
+    assert engine.feed("Trade", ["y", 1.5, 2]) is None
+    assert engine.drain_dirty() == [] and ended == [] and engine.instance_count == 0
+    ctx = engine.feed("Trade", ["y", 60.0, 950])
+    assert ctx is not None and engine.contexts.get(("y",)) is ctx and engine.drain_dirty() == [ctx]
+    engine.creates_late = False
+    released = engine.feed("Trade", ["z", 60.0, 10])
+    assert released is not None and released.terminated and ended == [released]
+
+
+@st.composite
+def restarting_programs(draw: st.DrawFn) -> tuple[str, generate.Spec]:
+    """Grouped name-only programs ``( alternatives )*`` some of whose alternatives are one marker,
+    with an action or without: its transition from the start state comes back to it, where a
+    fresh instance retires (or, with an action, must not be skipped); initial actions sometimes."""
+    names = ["A", "B", "C"]
+    statements = ["!>O(1);", "!>O(group[0]);", "v = 2;", "!>O(v);"]
+    one = st.sampled_from(names).map(lambda n: f"{n}()")
+    acting = st.tuples(st.sampled_from(names), st.lists(st.sampled_from(statements), min_size=1, max_size=2)).map(
+        lambda t: f"{t[0]}() {{ {' '.join(t[1])} }}"
+    )
+    storing = st.tuples(st.sampled_from(names), st.sampled_from(names)).map(
+        lambda t: f"{t[0]}() {t[1]}(v) {{ !>O(v); }}"
+    )
+    alternatives = draw(st.lists(st.one_of(one, acting, storing), min_size=1, max_size=3))
+    init = draw(st.sampled_from(["", "", "{ !>O(0); }"]))
+    decls = ", ".join(f"long {name} group({name} % 2)" for name in names)
+    form = draw(st.sampled_from(["( {} )*", "( {} )*", "{}", "( {} )* C()"]))  # without *: instances terminate
+    source = f"in {decls}\nout long O\n{init}\n{form.format(' | '.join(alternatives))}\n"
+    return source, generate.Spec(names, list(names), True)
+
+
+def _run_late(prog: Any, plan: list[Any], late: bool, how: str) -> tuple[Any, ...]:
+    """Outputs, the live instances (snapshots) after each step and the keys whose instance
+    terminated (the host keeps a tombstone saying so), of an engine as the worker holds it
+    (``track_dirty``), creating late or not."""
+    clock = SimulatedTimeProvider()
+    out: list[Any] = []
+    engine = Engine(prog, out.append, clock, track_dirty=True)
+    terminated: list[Any] = []
+    engine.on_terminate = lambda ctx: terminated.append(ctx.gk) if engine.executor.terminal(ctx.state) else None
+    engine.creates_late = late
+    seen: list[Any] = []
+    started = False
+    for step in plan:
+        if isinstance(step, int):
+            if started:
+                clock.advance_to(step)
+            else:
+                clock.set_now(step)
+                started = True
+        elif how == "feed_many":
+            engine.feed_many(iter(step))
+        elif how == "feed_keyed":  # as the worker feeds, the key computed to route the event
+            for name, value in step:
+                engine.feed_keyed(name, value, engine.group_key(name, value))  # (None: an undeclared name)
+        else:
+            for name, value in step:
+                engine.feed(name, value)
+        clock.run_due()
+        seen.append(sorted(engine.snapshot(ctx) for ctx in engine.contexts.values()))
+    return repr([(e.name, e.value, e.time, e.key) for e in out]), seen, terminated
+
+
+@SETTINGS
+@given(data=st.data())
+def test_creating_late_changes_no_output_nor_instance(data: st.DataObject) -> None:
+    """Random programs fed with and without ``creates_late``, per event (``feed``, and
+    ``feed_keyed`` as the worker feeds) and by ``feed_many``:
+    the same outputs and, after every batch, the same live instances. Case-clause programs, and
+    name-only ones whose start state is often entered again, with and without actions on the
+    way (``restarting_programs``). (Initial actions keep instances from retiring, so the check
+    of them in ``EagerExecutor._start_retires`` is a second guard no trace can tell from none.)"""
+    if data.draw(st.booleans()):
+        source = data.draw(case_programs())
+        assume(compiles(source))
+        _, text = data.draw(case_traces())
+    else:
+        source, spec = data.draw(restarting_programs())
+        assume(compiles(source))
+        _, text = data.draw(generate.traces(spec))
+    prog = compile_source(source, name="p").require()
+    sizes = data.draw(st.lists(st.integers(1, 12), min_size=1, max_size=6))
+    plan = _batches(prog, parse_trace(SourceFile("<trace>", text)), sizes)
+    note(f"program:\n{source}\ntrace:\n{text}\nbatches: {plan}")
+    for how in ("feed", "feed_many", "feed_keyed"):
+        assert _run_late(prog, plan, True, how) == _run_late(prog, plan, False, how), how

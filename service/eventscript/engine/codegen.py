@@ -23,6 +23,7 @@ from typing import Any
 from ..language import ir
 from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType, Type
 from . import builtins
+from .fold import fold_target, read_state
 from .timeutil import MAX_TIME, MIN_TIME
 from .values import TWO_63, needs_copy
 
@@ -429,6 +430,7 @@ class CodeGen:
         compact: bool = False,
         record: int | None = None,
         inline_records: bool = False,
+        create_late: bool = False,
     ) -> str:
         """The engine's ``feed(name, ev)``: dispatch on the event name, then (inlined) group key,
         instance lookup, classification, transition and termination. This is the hot path.
@@ -455,6 +457,8 @@ class CodeGen:
         entries are records (lists) of the variables then the state number, at index ``record``
         (for programs with variables or initial actions); ``inline_records``: there are no
         initial actions, so a new key's record is built in the feed, not by a call of ``_rec``.
+        ``create_late``: a feed of contexts creates a new key's instance in the step of its
+        class, and none for a class that would leave it as it was (``Engine.creates_late``).
         """
         if compact:
             return self._compact_feed(keyed, plans or {}, record, inline_records)
@@ -464,6 +468,7 @@ class CodeGen:
         for k, inp in enumerate(self.p.inputs):
             out.append(f"    {'if' if k == 0 else 'elif'} name == {inp.name!r}:")
             ind = "        "
+            gk = ""  # (the table key's name, for a grouped program)
             if grouped:
                 assert inp.group is not None
                 if keyed:
@@ -484,9 +489,13 @@ class CodeGen:
                     f"{ind}    return ctx",
                 ]
             planned = plans is not None and lazy is None and isinstance(inp.classify, ir.CaseSymbol)
-            classify = None if planned else self._classify(inp.classify)
+            per_class = plans is not None and lazy is None and self._specialise_classes(inp.classify, plans)
+            classify = None if planned or per_class else self._classify(inp.classify)
             if classify is not None and not grouped:
                 out.append(f"{ind}sym = {classify}")
+            # Create a new key's instance in the step of its class, not before classifying
+            # (``_first_event``): some class leaves a fresh instance as it was.
+            late = create_late and grouped and (planned or per_class) and self._creates_late(inp.classify, plans or {})
             if grouped:
                 # A key's first event creates its instance and runs the initial actions in it
                 # (conformance README: "when the first event for that key arrives"; document 3.2:
@@ -497,9 +506,9 @@ class CodeGen:
                     f"{ind}if ctx is None:",
                     f"{ind}    if _loader is not None:",
                     f"{ind}        ctx = _loader({f'({gk},)' if one else gk})",
-                    f"{ind}    if ctx is None:",
-                    f"{ind}        ctx = _create({gk})",
                 ]
+                if not late:
+                    out += [f"{ind}    if ctx is None:", f"{ind}        ctx = _create({gk})"]
                 if classify is not None:
                     out.append(f"{ind}sym = {classify}")
             if lazy is not None:
@@ -529,7 +538,12 @@ class CodeGen:
                 ]
             elif planned:
                 assert plans is not None and isinstance(inp.classify, ir.CaseSymbol)
-                body = self._planned_step(inp.classify.symbol, plans[inp.classify.symbol], track_dirty)
+                plan = plans[inp.classify.symbol]
+                body = [*self._first_event(plan, gk, late), *self._planned_step(inp.classify.symbol, plan, track_dirty)]
+            elif per_class:
+                assert plans is not None
+                body = []
+                self._planned_arm(inp.classify, plans, track_dirty, (gk, late), "", body)
             else:
                 body = [
                     "tr = ctx.state.row[sym]",
@@ -604,8 +618,6 @@ class CodeGen:
                             f"{ind}        return _unexpected_key({gk}, name, {sym})",
                         ]
                     out.append(f"{ind}    st = _S")
-                elif self._reads_state(plan):
-                    out.append(f"{ind}st = v[{record}]")
             out += [ind + line for line in self.compact_step(sym, gk, plan, record)]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
@@ -675,14 +687,11 @@ class CodeGen:
             return
         assert isinstance(node, ir.CaseSymbol)
         sym, plan = str(node.symbol), plans[node.symbol]
-        lines: list[str] = []
-        if record is not None:
-            if self._reads_state(plan):
-                lines.append(f"st = v[{record}]")
-        elif plan.total:
+        lines: list[str] = []  # (from a record, compact_step reads the state itself if it needs it)
+        if record is None and plan.total:
             if self._reads_state(plan):
                 lines.append(f"st = _cget({gk}, _S)")
-        else:  # see _compact_feed: a first event that cannot start leaves no instance
+        elif record is None:  # see _compact_feed: a first event that cannot start leaves no instance
             lines += [
                 f"st = _cget({gk})",
                 "if st is None:",
@@ -708,8 +717,10 @@ class CodeGen:
         actions as ``_VC(gk, _ST[t], vars)``: one call fewer per match) is built only for actions
         and errors, which need one (for the key). A table of state numbers then holds the
         target, or loses the key when the target ends the instance. ``record``: the table holds
-        records ``v``, the variables then the state number at index ``record``; the target is
-        stored before the actions run (as ``ctx.state`` is), which use ``v`` as their variables."""
+        records ``v``, the variables then the state number at index ``record``, which the step
+        reads itself (as ``st``, or in its one use); the target is stored before the actions run
+        (as ``ctx.state`` is), which use ``v`` as their variables. Locals used once are folded
+        (``fold``): ``v[2] = _N1[v[2]]``."""
         nxt, fns = cls._compact_table("N", sym), cls._compact_table("F", sym)
         entry, variables = ("st", "_NV") if record is None else ("v", "v")
         if plan is not None and plan.target is not None:
@@ -749,7 +760,8 @@ class CodeGen:
         elif record is None:
             lines.append(f"_tab[{gk}] = t")
         lines.append("return None")
-        return lines
+        lines = fold_target(lines, f"_tab[{gk}] = t" if record is None else f"v[{record}] = t")
+        return lines if record is None else read_state(lines, record)
 
     @staticmethod
     def _by_key(body: list[str], gk: str, variables: str) -> list[str]:
@@ -760,6 +772,53 @@ class CodeGen:
         if ctx:
             head.append(f"    ctx = _VC(gk, _ST[t], {variables})")
         return head + body
+
+    def _creates_late(self, node: ir.Node, plans: dict[int, SymbolPlan]) -> bool:
+        """Does a grouped feed of contexts create a new key's instance in the step of the
+        event's class (:meth:`_first_event`)? When some class's step from the start state
+        leaves a fresh instance as it was (``SymbolPlan.start_retires``), and the classes'
+        conditions cannot fail (an error while classifying carries the instance's key,
+        language.md 7.7, so the instance must exist first)."""
+        if not any(plans[sym].start_retires for sym in self._case_symbols(node)):
+            return False
+        return not any("ctx" in c for c in self._case_conditions(node))
+
+    @staticmethod
+    def _first_event(plan: SymbolPlan, gk: str, late: bool) -> list[str]:
+        """A key's first event when its instance is created late (:meth:`_creates_late`): a
+        class whose step from the start state would leave the fresh instance as it was (no
+        action, into a state where it retires) creates none, so there is nothing to release,
+        mark changed or persist (the Kafka worker drops such an instance's change,
+        ``Task._on_terminate``); the feed returns None, as for a compact table. Any other class
+        creates it, initial actions and all, before its step."""
+        if not late:
+            return []
+        return ["if ctx is None:", "    return None" if plan.start_retires else f"    ctx = _create({gk})"]
+
+    def _planned_arm(
+        self,
+        node: ir.Node,
+        plans: dict[int, SymbolPlan],
+        track_dirty: bool,
+        first: tuple[str, bool],
+        ind: str,
+        out: list[str],
+    ) -> None:
+        """An eager DFA's step on an event of an input with a case clause, specialised per class
+        as a compact feed's (:meth:`_case_steps`): the clause as an if/else statement (its
+        conditions evaluated in the same order as the expression :meth:`_classify` makes), each
+        arm the step an input of that one symbol gets (:meth:`_planned_step`), not the generic
+        step looking the transition up by a computed symbol and calling its function."""
+        if isinstance(node, ir.CaseArm):
+            out.append(f"{ind}if {self.expr(node.cond)}:")
+            self._planned_arm(node.then, plans, track_dirty, first, ind + "    ", out)
+            out.append(f"{ind}else:")
+            self._planned_arm(node.otherwise, plans, track_dirty, first, ind + "    ", out)
+            return
+        assert isinstance(node, ir.CaseSymbol)
+        plan = plans[node.symbol]
+        step = [*self._first_event(plan, *first), *self._planned_step(node.symbol, plan, track_dirty)]
+        out += [ind + line for line in step]
 
     @staticmethod
     def _planned_step(sym: int, plan: SymbolPlan, track_dirty: bool) -> list[str]:
@@ -812,6 +871,10 @@ class SymbolPlan:
     uniform: bool = False
     #: Every state has a transition on the symbol, all to this state (its number; None: not so).
     target: int | None = None
+    #: The start state's transition on the symbol leaves a fresh instance as it was: it runs
+    #: nothing and enters a state where the instance retires (``RState.ends``, not terminal),
+    #: and creating one runs nothing either (no initial actions, no timers to name an origin for).
+    start_retires: bool = False
 
 
 def one_value_key(program: ir.ProgramIR) -> bool:

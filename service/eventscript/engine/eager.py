@@ -199,8 +199,18 @@ class EagerExecutor:
                 ends,
                 uniform=total and len(codes) == 1 and len(bodies) == 1,
                 target=targets.pop() if total and len(targets) == 1 else None,
+                start_retires=self._start_retires(sym),
             )
         return plans
+
+    def _start_retires(self, sym: int) -> bool:
+        """Does the start state's transition on ``sym`` leave a fresh instance as it was
+        (``SymbolPlan.start_retires``)?"""
+        tr = self.start.row[sym]
+        if tr is None or tr.fn is not None or self.init_fn is not None or self.program.time_symbols:
+            return False
+        assert tr.target is not None  # (every transition is resolved in __init__)
+        return tr.target.ends and not tr.target.terminal
 
 
 class CompactExecutor(EagerExecutor):
