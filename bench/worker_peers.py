@@ -235,6 +235,22 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of the process's live threads, summed by kind: its Python threads, and
+    librdkafka's (named ``rdk:...``), so that the contender's CPU can be told apart into what its
+    Python does and what its Kafka clients do (fetching, batching, compressing, sending)."""
+    by_kind: dict[str, float] = collections.defaultdict(float)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        kind = "librdkafka" if name.startswith("rdk:") else "python"
+        by_kind[kind] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return by_kind
+
+
 def peak_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -398,7 +414,7 @@ def race(
     proc = spawn(who, broker, topic, out, group, tmp, against)
     counter = OutputCounter(broker.bootstrap, out, partitions)
     try:
-        cpu0, broker0 = proc_cpu(proc.pid), broker.cpu()
+        cpu0, broker0, threads0 = proc_cpu(proc.pid), broker.cpu(), thread_cpu(proc.pid)
         t0 = time.perf_counter()
         assert proc.stdin is not None
         proc.stdin.write("go\n")
@@ -431,6 +447,7 @@ def race(
         assert first_out is not None
         start = work_start(samples, first_out)
         used, broker_used = proc_cpu(proc.pid) - cpu0, broker.cpu() - broker0
+        threads = {k: v - threads0.get(k, 0.0) for k, v in thread_cpu(proc.pid).items()}
         rss = peak_rss_mib(proc.pid)
         time.sleep(1.0)
         if counter.poll() != n:
@@ -444,6 +461,7 @@ def race(
             "broker": broker_used,
             "first": first_out,
             "rss": rss,
+            "threads": threads,
         }
     finally:
         counter.close()
@@ -538,19 +556,22 @@ def main() -> None:
                 create_topics(broker.bootstrap, [topic], args.partitions)
                 preload(broker.bootstrap, topic, args.records, args.partitions, keys, order)
                 print(f"{keys:,} keys, {order} order")
-                loop_rate = None
+                loop_rate = loop_cpu_rate = None
                 for r in range(args.rounds):
                     for who in whos[r % len(whos) :] + whos[: r % len(whos)]:
                         got = race(who, broker, topic, args.records, args.partitions, tmp, args.timeline, args.against)
-                        rate = args.records / got["steady"]
+                        rate, cpu_rate = args.records / got["steady"], args.records / got["cpu"]
                         if who == "loop":
-                            loop_rate = rate
+                            loop_rate, loop_cpu_rate = rate, cpu_rate
                         share = f" ({rate / loop_rate:.2f}x loop)" if loop_rate and who != "loop" else ""
+                        cpu_share = f" ({cpu_rate / loop_cpu_rate:.2f}x)" if loop_cpu_rate and who != "loop" else ""
+                        threads = got["threads"]
                         print(
                             f"  round {r + 1} {who:16s} {rate:9,.0f} records/s{share:14s} "
-                            f"{args.records / got['cpu']:9,.0f} records/CPU-s  wall {got['steady']:6.1f} s "
+                            f"{cpu_rate:9,.0f} records/CPU-s{cpu_share:8s}  wall {got['steady']:6.1f} s "
                             f"(from release {got['wall']:5.1f} s)  "
-                            f"cpu {got['cpu']:6.1f} s  broker cpu {got['broker']:5.1f} s  "
+                            f"cpu {got['cpu']:5.2f} s (python {threads.get('python', 0.0):.2f}, "
+                            f"librdkafka {threads.get('librdkafka', 0.0):.2f})  broker cpu {got['broker']:5.1f} s  "
                             f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB",
                             flush=True,
                         )
