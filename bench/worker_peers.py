@@ -236,9 +236,10 @@ def proc_cpu(pid: int) -> float:
 
 
 def thread_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds of the process's live threads, summed by kind: its Python threads, and
-    librdkafka's (named ``rdk:...``), so that the contender's CPU can be told apart into what its
-    Python does and what its Kafka clients do (fetching, batching, compressing, sending)."""
+    """CPU seconds of the process's live threads, summed by kind: its Python threads, librdkafka's
+    (named ``rdk:...``) and RocksDB's background ones (``rocksdb:...``: flushes, compactions), so
+    that the contender's CPU can be told apart into what its Python does and what its Kafka
+    clients (fetching, batching, compressing, sending) and its store do on their own threads."""
     by_kind: dict[str, float] = collections.defaultdict(float)
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
@@ -246,7 +247,7 @@ def thread_cpu(pid: int) -> dict[str, float]:
             fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:  # the thread ended meanwhile
             continue
-        kind = "librdkafka" if name.startswith("rdk:") else "python"
+        kind = "librdkafka" if name.startswith("rdk:") else "rocksdb" if name.startswith("rocksdb:") else "python"
         by_kind[kind] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return by_kind
 
@@ -457,6 +458,7 @@ def race(
         return {
             "wall": wall,
             "steady": wall - start,
+            "setup_cpu": sum(used for t, used, _ in samples if t <= start),
             "cpu": used,
             "broker": broker_used,
             "first": first_out,
@@ -571,7 +573,9 @@ def main() -> None:
                             f"{cpu_rate:9,.0f} records/CPU-s{cpu_share:8s}  wall {got['steady']:6.1f} s "
                             f"(from release {got['wall']:5.1f} s)  "
                             f"cpu {got['cpu']:5.2f} s (python {threads.get('python', 0.0):.2f}, "
-                            f"librdkafka {threads.get('librdkafka', 0.0):.2f})  broker cpu {got['broker']:5.1f} s  "
+                            f"librdkafka {threads.get('librdkafka', 0.0):.2f}, "
+                            f"rocksdb {threads.get('rocksdb', 0.0):.2f}; "
+                            f"{got['setup_cpu']:.2f} before its work)  broker cpu {got['broker']:5.1f} s  "
                             f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB",
                             flush=True,
                         )
