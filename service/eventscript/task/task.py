@@ -455,13 +455,13 @@ class Task:
         key_of = self.routing.ctx_out_key(self.grouped)
         ids = self.ids
         next_id = ids.next_bytes
-        id_header = codec.HEADER_ID
+        id_header, time_header = codec.HEADER_ID, codec.HEADER_TIME
 
         def handler(ctx: Any, value: Any) -> None:
             t = now()
             headers: codec.Headers = [ev_header, prog_header, (id_header, next_id())]
             if t % 1000:
-                headers.append((codec.HEADER_TIME, str(t).encode()))  # sub-millisecond emission time
+                headers.append((time_header, b"%d" % t))  # sub-millisecond emission time
             seq = ids.seq  # (the cause's, read once as it began)
             if seq is not None:
                 headers.append((codec.HEADER_SEQ, seq))
