@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import collections
 import cProfile
+import gc
 import hashlib
 import itertools
 import pstats
@@ -46,6 +47,7 @@ import orjson  # noqa: E402
 from confluent_kafka import Message, Producer  # noqa: E402
 
 from eventscript.automata.compile import compile_source  # noqa: E402
+from eventscript.engine.tuning import configure_gc  # noqa: E402
 from eventscript.kafka.partitioner import partition_of  # noqa: E402
 from eventscript.kafka.producer import BatchProducer  # noqa: E402
 from eventscript.task.task import Task  # noqa: E402
@@ -197,8 +199,18 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="cProfile one round and print the top functions")
     ap.add_argument("--digest", action="store_true", help="print a digest of every record sent (record time)")
     ap.add_argument("--headers", default="none", choices=("none", "produce", "program"), help="the writer's headers")
+    ap.add_argument(
+        "--gc",
+        default="worker",
+        choices=("worker", "default", "off"),
+        help="the collector: the worker's (engine.tuning.configure_gc, as TopologyRunner.run sets), CPython's, off",
+    )
     args = ap.parse_args()
     msgs = records(args.records, args.keys, args.order, args.partitions, headers=args.headers)
+    if args.gc == "worker":
+        configure_gc()  # (after the records are drawn: the worker's start-up objects are frozen so too)
+    elif args.gc == "off":
+        gc.disable()  # (what the collector costs at most: the worker's settings against none)
     share = f"task 0 of {args.partitions}, headers: {args.headers}"
     print(f"{len(msgs):,} records of {args.records:,} on {args.keys:,} keys ({args.order}), {share}")
     if args.digest:

@@ -6,6 +6,11 @@ uniformly random or Zipf-distributed, s = 1.1). Contenders:
 
 - ``loop``: a plain confluent-kafka loop keeping the counts in a dict (no durability), committing
   offsets asynchronously after each poll: what a hand-written Python service costs;
+- ``loop-durable``, ``loop-durable-bare``: the same loop doing by hand, at its simplest, the
+  durable work the worker does at least once (each commit writes every changed count to a
+  changelog topic and to RocksDB, flushes, then commits the offsets), its records with the
+  worker's headers or none: what the worker's guarantees cost any Python service, apart from
+  what EventScript's own path costs;
 - ``es-alo``, ``es-eos``: ``eventscript run``'s TopologyRunner on the counter program, at least
   once and exactly once (RocksDB state with its changelog);
 - ``quix-alo``, ``quix-eos``: Quix Streams (a stateful ``apply`` with RocksDB state and its
@@ -32,7 +37,8 @@ own consumer group and output topic.
 Usage:
   python bench/worker_peers.py --setup-quix                        # once: bench/.cache/quix-venv
   python bench/worker_peers.py [--records N] [--keys 1000,100000] [--orders random,zipf]
-                               [--partitions P] [--rounds R] [--contenders loop,es-alo,...] [--timeline]
+                               [--partitions P] [--rounds R] [--contenders loop,loop-durable,es-alo,...]
+                               [--timeline]
                                [--against OTHER/service --contenders loop,es-alo,es-alo@before,...]
 The issue's sizes: --records 200000 --partitions 3. The broker: $KAFKA_BOOTSTRAP_SERVERS, or the
 embedded Tansu broker, started and stopped by the bench.
@@ -56,7 +62,7 @@ ROOT = BENCH.parent
 CACHE = BENCH / ".cache"
 QUIX_VENV = CACHE / "quix-venv"
 QUIX_PYTHON = QUIX_VENV / "bin" / "python"
-CONTENDERS = ("loop", "es-alo", "es-eos", "quix-alo", "quix-eos")
+CONTENDERS = ("loop", "loop-durable", "loop-durable-bare", "es-alo", "es-eos", "quix-alo", "quix-eos")
 #: With ``--against DIR`` (another checkout's ``service`` folder: the tree before a change), the
 #: EventScript contenders from there too, named with this suffix: before and after race in one run.
 AGAINST = "@before"
@@ -152,6 +158,97 @@ def child_loop(bootstrap: str, topic: str, out: str, group: str) -> None:
     c.close()
 
 
+#: The durable loop's commit: every second (the worker's at-least-once interval), or sooner once
+#: this many records were produced since the last (the worker's ``MAX_OUTBOX``).
+DURABLE_INTERVAL_S = 1.0
+DURABLE_MAX_PRODUCED = 20_000
+
+
+def child_loop_durable(bootstrap: str, topic: str, out: str, group: str, state: str, headers: str) -> None:
+    """The plain loop doing by hand, at its simplest, the durable work the worker does at least
+    once: the counts in a dict, and at each commit (every second, or every 20,000 records
+    produced) every count changed since the last written once to a changelog topic (on its
+    input's partition) and to RocksDB (one WriteBatch: the count, and the key's last record
+    beside it, as the worker keeps it), then the producer flushed and the offsets committed.
+    With ``headers`` "worker" its records carry what the worker's carry (outputs: ``es-event``,
+    ``es-program``, ``es-id``; changelog records: ``es-pos``, ``es-key``), with "none" none. Why:
+    the loop keeps nothing, so its ratio to the worker mixes what the worker's durability costs
+    with what its Python costs; this contender tells them apart (what any Python service with
+    the same guarantees pays, before EventScript's own work)."""
+    import msgpack
+    import orjson
+    from confluent_kafka import Consumer, KafkaException, Producer
+    from rocksdict import Options, Rdict, WriteBatch
+
+    changelog = f"{group}-changelog"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **CONSUMER})
+    partitions = len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+    create_topics(bootstrap, [changelog], partitions)
+    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
+    Path(state).mkdir(parents=True, exist_ok=True)
+    db = Rdict(str(Path(state) / "counts"), options=Options(raw_mode=True))
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    counts: dict[bytes, int] = {}
+    changed: dict[bytes, tuple[int, int, int]] = {}  # key → its last record's (partition, offset, time)
+    positions: dict[int, int] = {}
+    with_headers = headers == "worker"
+    event_h, program_h, head = ("es-event", b"Count"), ("es-program", b"counter"), f"counter/{topic}:".encode()
+    info_head = b'{"l":["%s",' % topic.encode()
+    wait_for_release()
+    consumer.subscribe([topic])
+    produce, loads, dumps, packb, get = p.produce, orjson.loads, orjson.dumps, msgpack.packb, counts.get
+
+    def send(*args: object) -> None:
+        while True:
+            try:
+                produce(*args)
+                return
+            except BufferError:
+                p.poll(0.05)
+
+    def commit() -> None:
+        pos = orjson.dumps({f"{topic}:{q}": off for q, off in positions.items()})
+        wb = WriteBatch(raw_mode=True)
+        for key, (q, offset, ts) in changed.items():
+            value = packb(counts[key])
+            info = info_head + b"%d,%d,%d]}" % (q, offset, ts)
+            send(changelog, value, key, q, None, None, 0, [("es-pos", pos), ("es-key", info)] if with_headers else None)
+            wb.put(key, value)
+            wb.put(b"\x00i" + key, info)
+        changed.clear()
+        p.flush(30)  # at least once: the changelog and outputs delivered before the offsets
+        db.write(wb)
+        try:
+            consumer.commit(asynchronous=False)
+        except KafkaException:
+            pass
+
+    last_commit, produced = time.monotonic(), 0
+    while not stop:
+        msgs = consumer.consume(2000, 0.1)
+        for m in msgs:
+            if m.error() is not None:
+                continue
+            key, q, offset = m.key(), m.partition(), m.offset()
+            n = counts[key] = get(key, 0) + 1
+            changed[key] = (q, offset, m.timestamp()[1])
+            positions[q] = offset + 1
+            rec = loads(m.value())
+            h = [event_h, program_h, ("es-id", head + b"%d:%d/1" % (q, offset))] if with_headers else None
+            send(out, dumps({"k": rec["k"], "n": n}), key, -1, None, None, 0, h)
+        produced += len(msgs)
+        p.poll(0)
+        if changed and (time.monotonic() - last_commit >= DURABLE_INTERVAL_S or produced >= DURABLE_MAX_PRODUCED):
+            commit()
+            last_commit, produced = time.monotonic(), 0
+    if changed:
+        commit()
+    p.flush(30)
+    consumer.close()
+    db.close()
+
+
 def child_eventscript(
     bootstrap: str, topic: str, out: str, group: str, guarantee: str, state: str, service: str = ""
 ) -> None:
@@ -233,6 +330,23 @@ app.run()  # stops on SIGTERM
 def proc_cpu(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of the process's live threads, summed by kind: its Python threads, librdkafka's
+    (named ``rdk:...``) and RocksDB's background ones (``rocksdb:...``: flushes, compactions), so
+    that the contender's CPU can be told apart into what its Python does and what its Kafka
+    clients (fetching, batching, compressing, sending) and its store do on their own threads."""
+    by_kind: dict[str, float] = collections.defaultdict(float)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        kind = "librdkafka" if name.startswith("rdk:") else "rocksdb" if name.startswith("rocksdb:") else "python"
+        by_kind[kind] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return by_kind
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -349,6 +463,20 @@ def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str, 
     state = str(Path(tmp) / group)
     if who == "loop":
         args = [sys.executable, __file__, "--child", "loop", broker.bootstrap, topic, out, group]
+    elif who.startswith("loop-durable"):
+        headers = "none" if who.endswith("-bare") else "worker"
+        args = [
+            sys.executable,
+            __file__,
+            "--child",
+            "loop-durable",
+            broker.bootstrap,
+            topic,
+            out,
+            group,
+            state,
+            headers,
+        ]
     elif who.startswith("es-"):
         guarantee = "at_least_once" if who.startswith("es-alo") else "exactly_once"
         args = [
@@ -398,7 +526,7 @@ def race(
     proc = spawn(who, broker, topic, out, group, tmp, against)
     counter = OutputCounter(broker.bootstrap, out, partitions)
     try:
-        cpu0, broker0 = proc_cpu(proc.pid), broker.cpu()
+        cpu0, broker0, threads0 = proc_cpu(proc.pid), broker.cpu(), thread_cpu(proc.pid)
         t0 = time.perf_counter()
         assert proc.stdin is not None
         proc.stdin.write("go\n")
@@ -431,6 +559,7 @@ def race(
         assert first_out is not None
         start = work_start(samples, first_out)
         used, broker_used = proc_cpu(proc.pid) - cpu0, broker.cpu() - broker0
+        threads = {k: v - threads0.get(k, 0.0) for k, v in thread_cpu(proc.pid).items()}
         rss = peak_rss_mib(proc.pid)
         time.sleep(1.0)
         if counter.poll() != n:
@@ -440,10 +569,12 @@ def race(
         return {
             "wall": wall,
             "steady": wall - start,
+            "setup_cpu": sum(used for t, used, _ in samples if t <= start),
             "cpu": used,
             "broker": broker_used,
             "first": first_out,
             "rss": rss,
+            "threads": threads,
         }
     finally:
         counter.close()
@@ -510,7 +641,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
-        {"loop": child_loop, "eventscript": child_eventscript}[kind](*rest)
+        {"loop": child_loop, "loop-durable": child_loop_durable, "eventscript": child_eventscript}[kind](*rest)
         return
     if args.setup_quix:
         setup_quix()
@@ -538,19 +669,24 @@ def main() -> None:
                 create_topics(broker.bootstrap, [topic], args.partitions)
                 preload(broker.bootstrap, topic, args.records, args.partitions, keys, order)
                 print(f"{keys:,} keys, {order} order")
-                loop_rate = None
+                loop_rate = loop_cpu_rate = None
                 for r in range(args.rounds):
                     for who in whos[r % len(whos) :] + whos[: r % len(whos)]:
                         got = race(who, broker, topic, args.records, args.partitions, tmp, args.timeline, args.against)
-                        rate = args.records / got["steady"]
+                        rate, cpu_rate = args.records / got["steady"], args.records / got["cpu"]
                         if who == "loop":
-                            loop_rate = rate
+                            loop_rate, loop_cpu_rate = rate, cpu_rate
                         share = f" ({rate / loop_rate:.2f}x loop)" if loop_rate and who != "loop" else ""
+                        cpu_share = f" ({cpu_rate / loop_cpu_rate:.2f}x)" if loop_cpu_rate and who != "loop" else ""
+                        threads = got["threads"]
                         print(
                             f"  round {r + 1} {who:16s} {rate:9,.0f} records/s{share:14s} "
-                            f"{args.records / got['cpu']:9,.0f} records/CPU-s  wall {got['steady']:6.1f} s "
+                            f"{cpu_rate:9,.0f} records/CPU-s{cpu_share:8s}  wall {got['steady']:6.1f} s "
                             f"(from release {got['wall']:5.1f} s)  "
-                            f"cpu {got['cpu']:6.1f} s  broker cpu {got['broker']:5.1f} s  "
+                            f"cpu {got['cpu']:5.2f} s (python {threads.get('python', 0.0):.2f}, "
+                            f"librdkafka {threads.get('librdkafka', 0.0):.2f}, "
+                            f"rocksdb {threads.get('rocksdb', 0.0):.2f}; "
+                            f"{got['setup_cpu']:.2f} before its work)  broker cpu {got['broker']:5.1f} s  "
                             f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB",
                             flush=True,
                         )

@@ -109,3 +109,38 @@ def test_the_task_path_bench_keeps_its_tasks_records_and_sends_what_the_worker_s
         topic=first.topic(), partition=0, offset=0, key=first.key(), value=first.value(), timestamp=later
     )
     assert sent(changed)[0] != digest  # ... and another's when one record sent differs
+
+
+def test_the_race_tells_librdkafka_and_rocksdb_threads_from_python_ones() -> None:
+    """``thread_cpu`` sums a process's CPU by thread name (librdkafka's ``rdk:...``, RocksDB's
+    ``rocksdb:...``, the rest Python's): two threads named as theirs burn 0.3 s each."""
+    import ctypes
+    import os
+    import threading
+    import time
+
+    libc = ctypes.CDLL(None)
+    burnt, finish = threading.Barrier(3), threading.Event()
+
+    def burn(name: bytes) -> None:
+        libc.prctl(15, name, 0, 0, 0)  # PR_SET_NAME: the thread's comm, as librdkafka names its own
+        end = time.thread_time() + 0.3
+        while time.thread_time() < end:
+            pass
+        burnt.wait()
+        finish.wait()  # (alive while measured: the split reads live threads)
+
+    threads = [threading.Thread(target=burn, args=(n,)) for n in (b"rdk:broker1", b"rocksdb:low0")]
+    for t in threads:
+        t.start()
+    burnt.wait()
+    try:
+        split = worker_peers.thread_cpu(os.getpid())
+        whole = worker_peers.proc_cpu(os.getpid())
+    finally:
+        finish.set()
+        for t in threads:
+            t.join()
+    assert split["librdkafka"] >= 0.25 and split["rocksdb"] >= 0.25
+    assert split["python"] > 0  # (this test's own thread: imports, the bench modules)
+    assert sum(split.values()) <= whole + 0.05

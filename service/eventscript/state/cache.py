@@ -181,7 +181,7 @@ class InstanceCache:
         """The store was written (a commit): what it now holds may leave memory."""
         unsaved = self.unsaved
         if unsaved:
-            if len(changes) >= len(unsaved) and all(k in changes for k in unsaved):
+            if unsaved <= changes.keys():  # (the common case: the commit wrote every one; a C-level check)
                 unsaved.clear()
             else:
                 unsaved.difference_update(changes)

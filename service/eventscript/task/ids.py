@@ -89,7 +89,7 @@ class OutputIds:
         m = self.msg
         if cause is None and m is not None and self.head is not None and not self.upstream:
             # An input record (not a re-published one): "program/topic:" is the partition's own.
-            base = self.head + b"%d:%d/" % (m.partition(), m.offset())
+            base = b"%s%d:%d/" % (self.head, m.partition(), m.offset())  # (one allocation, not two)
         else:
             base = f"{self.prefix}{cause if cause is not None else self.record_cause()}/".encode()
         self.base = base

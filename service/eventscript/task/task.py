@@ -236,8 +236,11 @@ class Task:
         self._fresh: dict[int, Any] = {}
         self._creating = False
         #: What the changelog records of the next commit say about their keys (``state.keyinfo``):
-        #: the last record each key's instance took (by group key; ``_last_single`` for an
-        #: ungrouped program), and when and why instances ended.
+        #: the last record each key's instance took (``_last_single`` for an ungrouped program),
+        #: and when and why instances ended; both by the engine's table key (``ctx.gk``: the bare
+        #: value of a one-value group key, which the commit reads from each instance without
+        #: building its key tuple, and hashes faster; else the key tuple).
+        self._one_key = self.engine.one_key
         self._last_msg: dict[Any, Record] = {}
         self._last_single: Record | None = None
         self._ended: dict[Any, tuple[int, str]] = {}
@@ -458,13 +461,13 @@ class Task:
         key_of = self.routing.ctx_out_key(self.grouped)
         ids = self.ids
         next_id = ids.next_bytes
-        id_header = codec.HEADER_ID
+        id_header, time_header = codec.HEADER_ID, codec.HEADER_TIME
 
         def handler(ctx: Any, value: Any) -> None:
             t = now()
             headers: codec.Headers = [ev_header, prog_header, (id_header, next_id())]
             if t % 1000:
-                headers.append((codec.HEADER_TIME, str(t).encode()))  # sub-millisecond emission time
+                headers.append((time_header, b"%d" % t))  # sub-millisecond emission time
             seq = ids.seq  # (the cause's, read once as it began)
             if seq is not None:
                 headers.append((codec.HEADER_SEQ, seq))
@@ -525,7 +528,7 @@ class Task:
             self.engine.forget_change(ctx)
             return
         if self.grouped:
-            self._ended[ctx.key] = (self.clock.now(), RETIRED if retired else TERMINATED)
+            self._ended[ctx.gk] = (self.clock.now(), RETIRED if retired else TERMINATED)
         self.cache.ended_instance(ctx)
 
     def _key_bytes(self, key: tuple[Any, ...] | None) -> bytes | None:
@@ -808,7 +811,7 @@ class Task:
         max_ms, to_record, fire_due = clock.max_record_ms, clock.to_record, clock.fire_due
         needs_key, check_place, partition = ip.needs_key, self._check_place, self.partition
         route, route_key, placed, place = self._route, self.routing.route_key, self._placed, self.routing.place
-        last_msg, fresh, feed_keyed = self._last_msg, self._fresh, self.engine.feed_keyed
+        last_msg, fresh, feed_keyed, one_key = self._last_msg, self._fresh, self.engine.feed_keyed, self._one_key
         cause_headers = codec.cause_headers
         try:
             for _ in range(n):
@@ -852,7 +855,7 @@ class Task:
                 if to_record(ts):
                     ids.again(msg)  # timers fired first, each its own cause
                 self.record_key = key
-                last_msg[key] = msg
+                last_msg[key[0] if one_key else key] = msg
                 ctx = None
                 try:
                     ctx = feed_keyed(name, ev, key)
@@ -928,7 +931,7 @@ class Task:
             if clock.to_record(ts):
                 ids.again(msg)  # timers fired first, each its own cause
             self.record_key = key
-            self._last_msg[key] = msg
+            self._last_msg[key[0] if self._one_key else key] = msg
             ctx = None
             try:
                 ctx = feeds.feed_keyed(name, value, key)
@@ -1191,11 +1194,11 @@ class Task:
             kb = key_bytes_of(ctx)
             # A changed instance is either in memory or ended (and released): then a tombstone. An
             # instance that ended and started again in one batch is drained twice, in that order.
-            key = ctx.key
-            msg = last_msg(key)
+            gk = ctx.gk
+            msg = last_msg(gk)
             if ctx.terminated:
                 changes[kb] = None
-                info = key_info(kb, msg, ended(key))
+                info = key_info(kb, msg, ended(gk))
             else:
                 changes[kb] = snapshot(ctx)
                 head = heads(msg.topic()) if msg is not None else None
