@@ -145,6 +145,7 @@ class StepRecorder:
         # (public, documented to do so) turns it into one with a context per key, same outputs.
         previous = engine.on_terminate
         engine.on_terminate = previous or (lambda ctx: None)
+        engine.creates_late = False  # (every event shows its instance; set before feed is read)
         feed, feed_keyed, fire_timer, start = engine.feed, engine.feed_keyed, engine.fire_timer, engine.start
         now = engine.time.now
 

@@ -153,6 +153,10 @@ class Task:
             track_dirty=True,
             program_tag=self.versions.tag,
         )
+        # A key's first event that would leave a fresh instance as it was creates none: such an
+        # instance was made only to be released and forgotten (``_on_terminate``). An observer
+        # that shows each event's instance (explain) turns it off again.
+        self.engine.creates_late = True
         #: What the records are fed to: the engine, or in a dry run a note of their keys.
         self._feeds: Any = self.engine
         self.grouped = program.grouped
