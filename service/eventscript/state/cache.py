@@ -153,12 +153,15 @@ class InstanceCache:
         self.store.timer_hints.clear()
         self.engine.loader = self.load if self.store.has_instances() else None
 
+    def out_of_date(self, key: tuple[Any, ...], kb: bytes) -> bool:
+        """Whether the stored snapshot of ``key`` (store key ``kb``) is older than the instance
+        in memory was: it ended, or was drained, since the last commit (``load`` loads neither)."""
+        return key in self.ended or kb in self.unsaved
+
     def load(self, key: tuple[Any, ...]) -> InstanceContext | None:
         """``Engine.loader``: the instance of ``key`` from the store, into memory (or None)."""
-        if key in self.ended:
-            return None
         kb = self.key_bytes(key)
-        if kb is None or kb in self.unsaved:  # (drained: a tombstone, as the key is not in memory)
+        if kb is None or self.out_of_date(key, kb):  # (drained: a tombstone, as the key is not in memory)
             return None
         raw = self.store.snapshot(kb)  # (another program version's: converted)
         if raw is None:

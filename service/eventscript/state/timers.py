@@ -19,6 +19,9 @@ in practice, since the scan only passes deadlines that are due and those fire at
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..engine.engine import Engine
 from ..engine.time_provider import NO_BACKLOG, TimerQueue
 from .store import TaskStore, TimerKey, parse_index_key, snapshot_fields
@@ -40,6 +43,12 @@ class TimerIndex:
         #: Instances loaded because their timer came due, and stale entries dropped (counters).
         self.loaded = 0
         self.dropped = 0
+        #: Whether a key's stored snapshot is older than its instance in memory was (it ended or
+        #: was drained since the last commit: ``InstanceCache.out_of_date``). Its entry is left
+        #: as one of an instance in memory is: loaded, the committed snapshot would come back to
+        #: life and fire a timer the instance no longer had (a random-kills run: a fridge Cold
+        #: again, its restored Warm's alert fired all the same).
+        self.out_of_date: Callable[[tuple[Any, ...], bytes], bool] = lambda key, kb: False
 
     def reset(self, queue: TimerQueue) -> None:
         """Start over (the task reloaded its committed state): nothing passed, nothing in memory."""
@@ -67,7 +76,7 @@ class TimerIndex:
             if raw is None or key is None or timer != (deadline, seq):
                 store.delete(entry)
                 self.dropped += 1
-            elif key in contexts:
+            elif key in contexts or self.out_of_date(key, kb):
                 passed[kb] = entry
             else:
                 current = raw if store.translate is None else store.translate(kb, raw)  # (another version's)

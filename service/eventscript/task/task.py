@@ -176,6 +176,7 @@ class Task:
             CacheBudget(cfg.name, cfg.state.cache_mib, cfg.state.cache_instances),
             self.routing.key_bytes,
         )
+        self.timer_index.out_of_date = self.cache.out_of_date
         #: The timer sequence number as last persisted (task state, like the record clock).
         self._seq_saved = 0
         #: The re-published copies processed (the repartition topic's deduplication).
