@@ -101,6 +101,28 @@ def test_a_second_restart_takes_no_held_record_for_its_own_repeat(tmp_path: Path
     assert task.counts["repeats"] == 0
 
 
+def test_a_reader_restarted_from_a_commit_still_drops_the_copies_of_what_it_took(tmp_path: Path) -> None:
+    """The watch after a writer's restart is kept with the reader's commit: restarted from it, the
+    reader reads after its position a copy of a record it took before it (the random-kills run
+    of windows-alarm took such copies again, late)."""
+    task = one_writer_task(tmp_path / "store", "single")
+    k = own_key(task)
+    log = [mark(0, 0), written(1, 10, k, 1), written(2, 20, k, 2), mark(3, 0, again=True), written(4, 10, k, 1)]
+    for rec in [*log, mark(5, 15)]:
+        task.add(rec)
+    task.process(0)
+    assert counts(task) == [1]  # (the copy at 4 dropped; 2 waits for progress past 20 s)
+    assert task.position["mid:0"] == 2
+    task.store.write(task.changelog_records(), 1, dict(task.position))  # the commit
+    task.close()
+
+    again = one_writer_task(tmp_path / "store", "single")
+    for rec in [*log[2:], mark(5, 15), mark(6, 60)]:
+        again.add(rec)
+    again.process(0)
+    assert counts(again) == [2]  # (before: 2, then 3 for the copy at 4, taken late)
+
+
 def test_a_late_copy_is_dropped_and_a_late_error_is_not(tmp_path: Path) -> None:
     """A copy that lands after its writer marked progress past it (a zombie's write) is no new
     record; an ``$error`` record carries its bad record's own time, which may be that early."""

@@ -157,13 +157,14 @@ decode_clock = decode_int
 
 def decode_hwm(raw: bytes | None) -> dict[str, int]:
     """The repartition topic's marks per source partition: the offset below which a copy is a
-    repeat (``task/copies.py``, which also keeps the offsets processed above it: ``[bound, [...]]``)."""
+    repeat (``task/copies.py``, which also keeps the offsets processed above it: ``[bound, [...]]``,
+    and under ``"#..."`` what ``task/repeats.py`` watches, left out here)."""
     if raw is None:
         return {}
     data: Any = orjson.loads(raw)
     if not isinstance(data, dict):
         return {}
-    return {str(k): int(v[0] if isinstance(v, list) else v) for k, v in data.items()}
+    return {str(k): int(v[0] if isinstance(v, list) else v) for k, v in data.items() if not str(k).startswith("#")}
 
 
 def compact(raw: bytes) -> bytes:

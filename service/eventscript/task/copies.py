@@ -26,7 +26,8 @@ done with at or above its position (``done``, ``settle``) and skips them when th
 an upstream task wrote again after a restart, ``streams.WriterStreams``), whose originals a restart
 may not read again.
 
-Persisted as one JSON object under ``HWM_KEY``: ``{"topic:partition": bound}``, or
+Persisted as one JSON object under ``HWM_KEY`` (with the watches of ``repeats.py`` under
+``"#topic:partition"``: ``[until, [ids...]]``): ``{"topic:partition": bound}``, or
 ``[bound, [runs...]]`` where offsets are kept, a run being an offset or ``[start, end]`` for the
 offsets from start to before end (``OffsetRuns``: a record that waits long below a task's position
 leaves every record processed meanwhile noted, and those come in runs; a list of single offsets,
@@ -43,6 +44,9 @@ import orjson
 
 #: The key prefix of a task's own input partition (``done``), apart from the copies' sources.
 DONE = "@"
+#: The key prefix of an input partition's watch after its writer restarted (``watched``), which
+#: ``state.changelog.decode_hwm`` leaves out.
+WATCHED = "#"
 
 
 class OffsetRuns:
@@ -163,6 +167,12 @@ class CopiesSeen:
     def __init__(self) -> None:
         self.below: dict[str, int] = {}
         self.seen: dict[str, OffsetRuns] = {}
+        #: Per input partition ("topic:partition") whose writer restarted (``repeats.py``): the
+        #: record time every writer's progress must pass to end the watch, and the ids of the
+        #: records held and taken since, each with its offset. Kept with the commit, those below
+        #: the partition's position (taken): a reader restarted from it reads after its position
+        #: the copies of records it took before it (and the records it held, again: not kept).
+        self.watched: dict[str, tuple[int | None, dict[bytes, int]]] = {}
         #: Changed since last written (``encode``).
         self.dirty = False
 
@@ -219,12 +229,18 @@ class CopiesSeen:
         seen = self.seen.get(DONE + name)
         return seen is not None and offset in seen
 
-    def encode(self) -> bytes:
+    def encode(self, position: dict[str, int] | None = None) -> bytes:
+        """The JSON to keep; ``position``: the input positions committed with it (the watches
+        keep the ids of the records below them)."""
         data: dict[str, Any] = {}
         for source in {*self.below, *self.seen}:
             bound = self.below.get(source, 0)
             seen = self.seen.get(source)
             data[source] = [bound, seen.encode()] if seen else bound
+        for name, (until, ids) in self.watched.items():
+            below = (position or {}).get(name, 0)
+            taken = sorted(i.decode("utf-8", "surrogateescape") for i, o in ids.items() if o < below)
+            data[WATCHED + name] = [until, taken]
         return orjson.dumps(data)
 
     @classmethod
@@ -236,7 +252,11 @@ class CopiesSeen:
         if not isinstance(data, dict):
             return copies
         for source, value in data.items():
-            if isinstance(value, list):
+            if str(source).startswith(WATCHED) and isinstance(value, list) and len(value) == 2:
+                until = int(value[0]) if value[0] is not None else None
+                ids = {str(i).encode("utf-8", "surrogateescape"): -1 for i in value[1]}  # (taken: below)
+                copies.watched[str(source)[len(WATCHED) :]] = (until, ids)
+            elif isinstance(value, list):
                 copies.below[str(source)] = int(value[0])
                 if len(value) > 1 and value[1]:
                     copies.seen[str(source)] = OffsetRuns.decode(value[1])

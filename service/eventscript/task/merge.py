@@ -31,6 +31,7 @@ from typing import Any
 
 from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
+from .copies import CopiesSeen
 from .progress import IDLE, InputProgress, read_marker, read_reached
 from .record import Record
 from .repeats import RepeatGuard, restarted
@@ -268,8 +269,17 @@ class PartitionGroup:
         self.held_back = 0
         #: Markers read (for the metrics).
         self.markers_read = 0
-        #: Records dropped as written again by their writers (``repeats.py``), since last counted.
+        #: Records dropped as written again by their writers (``repeats.py``), since last counted,
+        #: and where the guards keep what they watch (the task's, ``remember``).
         self.repeats = 0
+        self.memory = CopiesSeen()
+
+    def remember(self, memory: CopiesSeen) -> None:
+        """Keep what the guards watch in ``memory`` (the task's ``CopiesSeen``, as loaded)."""
+        self.memory = memory
+        for ip in self.inputs:
+            if ip.guard is not None:
+                ip.guard.memory = memory
 
     def gate(self) -> None:
         """Take note of which inputs are gated (after their ``progress`` is set). A gated topic
@@ -280,7 +290,8 @@ class PartitionGroup:
             if ip.config is not None and ip.streams is None and len(ip.progress.writers) > 1:  # type: ignore[union-attr]
                 ip.streams = WriterStreams()
             if ip.config is not None:
-                ip.guard = RepeatGuard(ip.progress, by_id=not isinstance(ip.streams, WriterStreams))  # type: ignore[arg-type]
+                by_id = not isinstance(ip.streams, WriterStreams)
+                ip.guard = RepeatGuard(ip.progress, by_id, ip.name, self.memory)  # type: ignore[arg-type]
 
     def forward_ahead(self) -> None:
         """The task re-publishes other tasks' records as it fetches them (``Task.forward_ahead``):

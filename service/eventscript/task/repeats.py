@@ -21,7 +21,9 @@ with progress markers, ``progress.py``):
   a restart drops the repeats among the records it holds and keeps the ids of what it holds from
   then on, dropping a record whose id it has, until the restarted writer's progress passes every
   record held when it restarted: by then the originals have gone, and so have the copies (which
-  share their timestamps). A partition several tasks write is read per key (``streams.py``),
+  share their timestamps). The watch is kept with the reader's commits (``CopiesSeen.watched``):
+  restarted from one, it reads after its position the copies of records it took before it. A
+  partition several tasks write is read per key (``streams.py``),
   whose queues drop a repeat queued under its key, so this rule serves the partitions one task
   writes, read in offset order.
 
@@ -36,6 +38,7 @@ import collections
 
 from ..topology.headers import HEADER_EVENT, HEADER_ID, HEADER_RESTARTED
 from .codec import Headers, header
+from .copies import CopiesSeen
 from .progress import IDLE, InputProgress
 from .record import Record
 
@@ -58,19 +61,17 @@ def id_of(msg: Record) -> bytes:
 class RepeatGuard:
     """The two rules above for one gated input partition."""
 
-    def __init__(self, progress: InputProgress, by_id: bool) -> None:
+    def __init__(self, progress: InputProgress, by_id: bool, name: str, memory: CopiesSeen) -> None:
         self.progress = progress
         #: Whether restarts are handled here (a partition one task writes; else its queues do).
         self.by_id = by_id
+        #: "topic:partition", and where a watch after a restart is kept: the task's
+        #: ``CopiesSeen``, written with each commit (``CopiesSeen.watched``).
+        self.name = name
+        self.memory = memory
         #: Below this record time (ms) every writer has marked its progress (None: one has not
         #: been heard from): a record below it is a late write.
         self.floor: int | None = None
-        #: After a restart: the ids of the records held and taken since, and the time every
-        #: writer's progress must pass to end it (None: no restart being watched).
-        self.ids: set[bytes] | None = None
-        self.until: int | None = None
-        #: Records dropped (for the counts).
-        self.dropped = 0
 
     def heard(self, held: collections.deque[Record] | None, restart: bool) -> list[Record]:
         """A marker was taken in (``InputProgress.hear``); ``restart``: it says its writer
@@ -81,31 +82,35 @@ class RepeatGuard:
         # (an idle writer promises nothing of its next records' times: ``IDLE`` holds nothing
         # back, and its clock may move on, firing timers, before it writes a marker again)
         self.floor = min(heard) if len(heard) == len(progress.writers) and max(heard) < IDLE else None
-        if self.ids is not None and self.floor is not None and self.until is not None and self.floor > self.until:
-            self.ids = self.until = None
+        memory = self.memory
+        watch = memory.watched.get(self.name)
+        if watch is not None and self.floor is not None and watch[0] is not None and self.floor > watch[0]:
+            del memory.watched[self.name]
+            memory.dirty = True
+            watch = None
         if not (restart and self.by_id and held):
             return []
         # The held records are compared among themselves: one held when an earlier restart was
-        # heard is in ``ids`` already, and one taken since was compared as it came (``admit``).
-        scanned: set[bytes] = set()
+        # heard is watched already, and one taken since was compared as it came (``admit``).
+        scanned: dict[bytes, int] = {}
         kept: list[Record] = []
         repeats: list[Record] = []
-        until = self.until
+        until = watch[0] if watch is not None else None
         for msg in held:
             rid = id_of(msg)
             if rid and rid in scanned:
                 repeats.append(msg)
                 continue
-            scanned.add(rid)
+            scanned[rid] = msg.offset()
             kept.append(msg)
             ts = msg.timestamp()[1]
             if until is None or ts > until:
                 until = ts
-        self.ids, self.until = (scanned if self.ids is None else self.ids | scanned), until
+        memory.watched[self.name] = (until, scanned if watch is None else {**watch[1], **scanned})
+        memory.dirty = True
         if repeats:
             held.clear()
             held.extend(kept)
-            self.dropped += len(repeats)
         return repeats
 
     def admit(self, msg: Record, ts: int) -> bool:
@@ -113,14 +118,16 @@ class RepeatGuard:
         late write or a repeat of a record held since a restart."""
         floor = self.floor
         if floor is not None and ts < floor and header(msg.headers(), HEADER_EVENT) != ERROR_EVENT:
-            self.dropped += 1
             return False
-        ids = self.ids
-        if ids is not None:
-            rid = id_of(msg)
-            if rid:
-                if rid in ids:
-                    self.dropped += 1
-                    return False
-                ids.add(rid)
+        watched = self.memory.watched
+        if watched:
+            watch = watched.get(self.name)
+            if watch is not None:
+                rid = id_of(msg)
+                if rid:
+                    ids = watch[1]
+                    if rid in ids:
+                        return False
+                    ids[rid] = msg.offset()
+                    self.memory.dirty = True
         return True

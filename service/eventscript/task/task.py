@@ -181,6 +181,7 @@ class Task:
         self._seq_saved = 0
         #: The re-published copies processed (the repartition topic's deduplication).
         self.copies = CopiesSeen()
+        self.group.remember(self.copies)
         self.collector = RecordCollector()
         #: Where the task's records go (see collector.py): the collector until a host attaches
         #: its own (``attach``).
@@ -412,6 +413,7 @@ class Task:
         timers = self.clock.timers
         timers.clear()  # the task's own clock: drop the cancelled entries too
         self.copies = CopiesSeen.decode(self.store.get(HWM_KEY))
+        self.group.remember(self.copies)
         self.clock.restore(self.store.get(CLOCK_KEY))
         raw_seq = self.store.get(SEQ_KEY)
         self._seq_saved = decode_int(raw_seq) if raw_seq is not None else self.store.next_index_seq()
@@ -1232,7 +1234,7 @@ class Task:
             if at is not None:
                 self.copies.settle(name, at)
         if self.copies.dirty:
-            changes[HWM_KEY] = self.copies.encode()
+            changes[HWM_KEY] = self.copies.encode(self.group.position)
             self.copies.dirty = False
         clock_raw = self.clock.unsaved()
         if clock_raw is not None:
