@@ -99,8 +99,7 @@ class InputPartition:
     def head_ms(self) -> int | None:
         """The record time of the next record the merge may take from this partition (None: none)."""
         if self.streams is not None:
-            head = self.streams.head()
-            return head[0] if head is not None else None
+            return self.streams.head_ms()
         return self.buffer[0].timestamp()[1] if self.buffer else None
 
     def republished(self, now: float) -> int | None:
@@ -115,8 +114,8 @@ class InputPartition:
             if w is None or not inbox:
                 return w
             if isinstance(inbox, WriterStreams):
-                head = inbox.head()
-                return w if head is None else min(w, head[0])
+                head = inbox.head_ms()
+                return w if head is None else min(w, head)
             return min(w, min(m.timestamp()[1] for m in inbox))  # (one may sit behind a later one)
         if self.inbox is None and self.buffer:
             # Not forwarding ahead: a buffered record is re-published as it is processed, if at
@@ -311,7 +310,7 @@ class PartitionGroup:
         ip = self.by_topic.get(msg.topic())
         if ip is None:
             return False
-        if ip.markers:
+        if ip.markers and msg.value() is None:  # (a marker has no value: one test for the rest)
             marker = read_marker(msg.headers())
             if marker is not None:
                 self.markers_read += 1
@@ -391,7 +390,7 @@ class PartitionGroup:
         past each; returns how many. ``process_run``, if given, takes a run of one partition's
         records in offset order instead (the common case: nothing to merge), in one call."""
         if self.gated:
-            return self._process_gated(process_one)
+            return self._process_gated(process_one, process_run)
         done = 0
         inputs = self.inputs
         position = self.position
@@ -441,46 +440,120 @@ class PartitionGroup:
             done += 1
         return done
 
-    def _process_gated(self, process_one: Callable[[InputPartition, Any], None]) -> int:
+    def _process_gated(self, process_one: Callable[[InputPartition, Any], None], process_run: ProcessRun | None) -> int:
         """``process`` with gated inputs: records in timestamp order up to the watermark (no idle
-        wait: the markers say what may still come); the rest are held back."""
+        wait: the markers say what may still come); the rest are held back. The records a
+        partition several upstream tasks write may release are put in order first, all at once
+        (``WriterStreams.release``); when one partition has records to take, they go as a run
+        (``process_run``), as an ungated task's do."""
         watermark = self.watermark()
+        done = 0
+        if watermark is not None:
+            bound: int | None = watermark
+            if self.sources:
+                sources = self._sources_bound()
+                bound = None if sources is None else min(sources, watermark)
+            if bound is not None:
+                for ip in self.inputs:
+                    if isinstance(ip.streams, WriterStreams):
+                        ip.streams.release(bound)
+                run = None if self.sources else self._one_run(bound)
+                if run is not None:
+                    done = self._process_one_run(*run, process_one, process_run)
+                else:
+                    done = self._merge_gated(watermark, process_one)
+        for ip in self.inputs:
+            if ip.inbox is not None or ip.streams is not None:
+                ip.settle_position(self.position)
+        self.held_back = sum(ip.pending() for ip in self.inputs)
+        return done
+
+    def _one_run(self, bound: int) -> tuple[InputPartition, collections.deque[Record], int] | None:
+        """When only one input has records before ``bound`` to take, and they are in order in one
+        deque: it, that deque and how many (nothing to merge); else None."""
+        found = None
+        for ip in self.inputs:
+            streams = ip.streams
+            if isinstance(streams, WriterStreams):
+                if streams.ready:
+                    if found is not None:
+                        return None
+                    found = (ip, streams.ready, len(streams.ready))
+            elif streams is not None:
+                if len(streams):
+                    return None  # (merged per source partition: the general merge)
+            elif ip.buffer:
+                buf = ip.buffer
+                n = 0
+                for m in buf:
+                    if m.timestamp()[1] >= bound:
+                        break
+                    n += 1
+                if n:
+                    if found is not None:
+                        return None
+                    found = (ip, buf, n)
+        return found if found is not None else (self.inputs[0], collections.deque(), 0)
+
+    def _process_one_run(
+        self,
+        ip: InputPartition,
+        buf: collections.deque[Record],
+        n: int,
+        process_one: Callable[[InputPartition, Any], None],
+        process_run: ProcessRun | None,
+    ) -> int:
+        """Process the first ``n`` records of ``buf`` (``ip``'s), in its order. The position of a
+        partition read out of offset order is settled after (``settle_position``), not set past
+        the last record processed."""
+        if not n:
+            return 0
+        position = self.position if ip.streams is None else {}
+        if process_run is not None:
+            process_run(ip, buf, n, position)
+            return n
+        msg = None
+        try:
+            for _ in range(n):
+                msg = buf.popleft()
+                process_one(ip, msg)
+        finally:
+            if msg is not None:
+                position[ip.name] = msg.offset() + 1
+        return n
+
+    def _merge_gated(self, watermark: int, process_one: Callable[[InputPartition, Any], None]) -> int:
+        """``_process_gated``'s merge of several inputs, record by record: the earliest head first
+        (ties by ``es-seq``, then the configured input order, then the order within the input)."""
         done = 0
         inputs = self.inputs
         position = self.position
-        while watermark is not None:
+        while True:
             bound = watermark
             if self.sources:
                 sources = self._sources_bound()
                 if sources is None:
                     break
                 bound = min(sources, watermark)
-            nonempty = [ip for ip in inputs if ip.buffer or ip.streams]
-            if len(nonempty) == 1 and nonempty[0].streams is None:
-                # nothing to merge: take its records in offset order up to the bound
-                ip = nonempty[0]
-                buf = ip.buffer
-                msg = None
-                try:
-                    while buf and buf[0].timestamp()[1] < bound:
-                        msg = buf.popleft()
-                        process_one(ip, msg)
-                        done += 1
-                finally:
-                    if msg is not None:
-                        position[ip.name] = msg.offset() + 1
-                break
             best: InputPartition | None = None
             best_key: tuple[int, int, int, Any] | None = None
-            for ip in nonempty:
-                if ip.streams is not None:
-                    head = ip.streams.head()
+            for ip in inputs:
+                streams = ip.streams
+                if isinstance(streams, WriterStreams):
+                    if not streams.ready:
+                        continue
+                    m = streams.ready[0]
+                    k = (m.timestamp()[1], seq_of(m), ip.order, NO_SOURCE)
+                elif streams is not None:
+                    head = streams.head()
                     if head is None:
                         continue
                     k = (head[0], head[1], ip.order, head[2])
-                else:
+                elif ip.buffer:
                     m = ip.buffer[0]
                     k = (m.timestamp()[1], seq_of(m), ip.order, NO_SOURCE)
+                else:
+                    continue
                 if best_key is None or k < best_key:
                     best, best_key = ip, k
             if best is None or best_key is None or best_key[0] >= bound:
@@ -493,10 +566,6 @@ class PartitionGroup:
                 process_one(best, msg)
                 position[best.name] = msg.offset() + 1
             done += 1
-        for ip in inputs:
-            if ip.inbox is not None or ip.streams is not None:
-                ip.settle_position(position)
-        self.held_back = sum(ip.pending() for ip in inputs)
         return done
 
 

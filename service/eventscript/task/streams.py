@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import collections
 import heapq
+import operator
 import re
+from itertools import compress
+from typing import Any
 
 from . import codec
 from .record import Record
@@ -80,6 +83,11 @@ class SourceStreams:
                 if best is None or k < best:
                     best = k
         return best
+
+    def head_ms(self) -> int | None:
+        """The record time of the earliest head (None: none)."""
+        head = self.head()
+        return None if head is None else head[0]
 
     def pop(self, source: tuple[str, int]) -> Record:
         self.count -= 1
@@ -177,74 +185,104 @@ def _origin(raw: bytes) -> Origin:
     return (0 if timer else 1), topic, int(partition), int(offset), IdOrder(raw)
 
 
+#: A record time past every record's: no bound.
+MAX_MS = 1 << 63
+
+_key = operator.methodcaller("key")
+
+
+def _merge_key(msg: Record) -> tuple[int, int, Origin, int]:
+    """The order ``WriterStreams`` takes records in: time, ``es-seq``, origin, offset."""
+    seq, origin = tie_of(msg)
+    return msg.timestamp()[1], seq, origin, msg.offset()
+
+
 class WriterStreams:
-    """Records of one gated partition of a topic that several upstream tasks write, one queue per
-    record key.
+    """Records of one gated partition of a topic that several upstream tasks write, taken in
+    record-time order.
 
     The writers' records land in the order their commits did: one task may be minutes ahead of
     another on the same partition, and records of one time from two tasks come in either order.
-    Each key is written by one task at a time, in record-time order, so the queue of one key is in
-    record-time order; the merge takes the earliest head, ties by ``es-seq`` (``seq_of``: the
-    order the producer gave their causes), then in ``origin_of``'s order, so the
-    partition is read in record-time order whatever the interleaving (a heap of heads: a partition
-    may hold many keys). A key's records keep their offset order.
+    Each key is written by one task at a time, in record-time order, so the records of one key
+    come in record-time order; the partition is taken as a merge of its keys' records: the
+    earliest first, ties by ``es-seq`` (``seq_of``: the order the producer gave their causes),
+    then in ``origin_of``'s order, then in offset order, so that it is read in record-time order
+    whatever the interleaving. A key's records keep their offset order.
 
-    A record whose ``es-id`` is already queued under its key is a repeat (at-least-once: a writer
-    task that restarted from its last commit wrote its batch again) and is dropped, its offset kept
-    in ``repeats`` for the reading task to note as done (``copies.py``), so that a restart from a
-    commit drops it too. Its original is still queued whenever it comes: a writer on at-least-once
-    marks its progress only once the batch is committed (``kafka/checkpoint.py``), so no reader
-    releases a record its writer may write again before the repeat is written, which is before
-    the marker that releases both."""
+    Why no queue per key: at 100k keys nearly every key has one record waiting at a time, and a
+    queue and a heap entry per record cost a reader more than the markers' whole share should
+    (issue 21). The records wait in one list in offset order; a key is noted only while it has a
+    record waiting (its last one), and only a key with several gets more (their ``es-id``s, and
+    whether they came out of the merge's order). While every key's records are in that order, the
+    merge is a sort of the records below the bound (``take_below``): by time (in C), and by the
+    tie order only among records of one time. A key whose records came out of that order (one
+    task's timer firing after a record of the same time: it has no ``es-seq``, which sorts
+    first) makes it a merge of per-key queues until that key has nothing waiting (``_merged``).
+    The records released for the merge wait in ``ready``, in order, until it takes them.
+
+    A record whose ``es-id`` is already waiting under its key is a repeat (at-least-once: a
+    writer task that restarted from its last commit wrote its batch again) and is dropped, its
+    offset kept in ``repeats`` for the reading task to note as done (``copies.py``), so that a
+    restart from a commit drops it too. Its original is still waiting whenever it comes: a writer
+    on at-least-once marks its progress only once the batch is committed
+    (``kafka/checkpoint.py``), so no reader releases a record its writer may write again before
+    the repeat is written, which is before the marker that releases both."""
 
     def __init__(self) -> None:
-        self.queues: dict[bytes | None, collections.deque[Record]] = {}
-        #: (record time ms, es-seq, origin, arrival number, key) of each queue's first record.
-        self.heads: list[tuple[int, int, Origin, int, bytes | None]] = []
-        self.count = 0
-        self._arrivals = 0
-        #: Offsets queued (a heap) and those taken since, for the least offset still queued.
-        self._offsets: list[int] = []
-        self._taken: set[int] = set()
-        #: The offset after the highest one taken (None: none yet).
+        #: The records waiting, in offset order, and their record times (ms).
+        self.waiting: list[Record] = []
+        self.times: list[int] = []
+        #: The least record time waiting (None: none).
+        self.least: int | None = None
+        #: Records released (``release``) in the merge's order, not taken yet: before the others.
+        self.ready: collections.deque[Record] = collections.deque()
+        #: Each key with a record waiting → its last one.
+        self.last: dict[bytes | None, Record] = {}
+        #: The keys with several records waiting → [how many, their ``es-id``s].
+        self.several: dict[bytes | None, list[Any]] = {}
+        #: The keys whose records waiting are not in the merge's order.
+        self.disordered: set[bytes | None] = set()
+        #: The offset after the highest one taken or dropped (None: none yet).
         self.taken_to: int | None = None
-        #: The ``es-id``s queued per key, for the keys that had two records queued at once (made
-        #: then: a key with one record at a time, the common case, pays nothing).
-        self._ids: dict[bytes | None, set[bytes]] = {}
         #: The offsets of the repeats dropped since last taken (``take_repeats``).
         self.repeats: list[int] = []
 
     def __len__(self) -> int:
-        return self.count
-
-    def _push_head(self, key: bytes | None, msg: Record) -> None:
-        self._arrivals += 1
-        seq, origin = tie_of(msg)
-        heapq.heappush(self.heads, (msg.timestamp()[1], seq, origin, self._arrivals, key))
+        return len(self.waiting) + len(self.ready)
 
     def append(self, msg: Record) -> bool:
-        """Queue ``msg``; False when it is a repeat of a record queued under its key (dropped)."""
+        """Queue ``msg``; False when it is a repeat of a record waiting under its key (dropped)."""
         key = msg.key()
-        queue = self.queues.get(key)
-        if queue is None:
-            queue = self.queues[key] = collections.deque()
-        if not queue:
-            self._push_head(key, msg)
-        else:
-            ids = self._ids.get(key)
-            if ids is None:
-                ids = self._ids[key] = {_id_of(m) for m in queue}
-            rid = _id_of(msg)
-            if rid and rid in ids:
-                offset = msg.offset()
-                self.repeats.append(offset)
-                if self.taken_to is None or offset >= self.taken_to:
-                    self.taken_to = offset + 1  # (the position may pass it: it is done with)
+        last = self.last.setdefault(key, msg)
+        ts = msg.timestamp()[1]
+        if last is not msg:
+            if not self._another(key, last, msg, ts):
                 return False
-            ids.add(rid)
-        queue.append(msg)
-        heapq.heappush(self._offsets, msg.offset())
-        self.count += 1
+            self.last[key] = msg
+        self.waiting.append(msg)
+        self.times.append(ts)
+        least = self.least
+        if least is None or ts < least:
+            self.least = ts
+        return True
+
+    def _another(self, key: bytes | None, last: Record, msg: Record, ts: int) -> bool:
+        """``msg`` comes after ``last`` under ``key``: False when it is a repeat; else noted."""
+        entry = self.several.get(key)
+        if entry is None:
+            entry = self.several[key] = [1, {_id_of(last)}]
+        rid = _id_of(msg)
+        if rid and rid in entry[1]:
+            offset = msg.offset()
+            self.repeats.append(offset)
+            if self.taken_to is None or offset >= self.taken_to:
+                self.taken_to = offset + 1  # (the position may pass it: it is done with)
+            return False
+        entry[0] += 1
+        entry[1].add(rid)
+        before = last.timestamp()[1]
+        if ts < before or (ts == before and tie_of(msg) < tie_of(last)):
+            self.disordered.add(key)
         return True
 
     def take_repeats(self) -> list[int]:
@@ -252,47 +290,156 @@ class WriterStreams:
         taken, self.repeats = self.repeats, []
         return taken
 
+    def head_ms(self) -> int | None:
+        """The record time of the record the merge takes next (None: none)."""
+        if self.ready:
+            return self.ready[0].timestamp()[1]
+        if not self.disordered:
+            return self.least
+        head = self.head()
+        return None if head is None else head[0]
+
     def head(self) -> tuple[int, int, Origin] | None:
-        """The earliest head's (record time ms, es-seq, origin); None when empty."""
-        if not self.heads:
-            return None
-        ts, seq, origin, _, _ = self.heads[0]
-        return ts, seq, origin
+        """The (record time ms, es-seq, origin) of the record the merge takes next; None when
+        there is none."""
+        if self.ready:
+            msg = self.ready[0]
+        else:
+            order = self._order(MAX_MS, 1)
+            if not order:
+                return None
+            msg = self.waiting[order[0]]
+        return (msg.timestamp()[1], *tie_of(msg))
 
     def pop(self, _head: object = None) -> Record:
-        """Take the earliest head (the one ``head`` names)."""
-        _, _, _, _, key = heapq.heappop(self.heads)
-        queue = self.queues[key]
-        msg = queue.popleft()
-        ids = self._ids.get(key)
-        if queue:
-            self._push_head(key, queue[0])
-            if ids is not None:
-                ids.discard(_id_of(msg))
+        """Take the record the merge takes next (the one ``head`` names)."""
+        if self.ready:
+            return self.ready.popleft()
+        return self._take(MAX_MS, 1)[0]
+
+    def release(self, bound: int) -> collections.deque[Record]:
+        """Move the records before record time ``bound`` to ``ready``, in the merge's order (a
+        key's records after one at or past ``bound`` wait); returns ``ready``."""
+        if self.least is not None and self.least < bound:
+            self.ready.extend(self._take(bound, None))
+        return self.ready
+
+    def take_below(self, bound: int) -> list[Record]:
+        """Take the records before record time ``bound`` in the merge's order (those released
+        first)."""
+        taken = list(self.ready)
+        self.ready.clear()
+        if self.least is not None and self.least < bound:
+            taken.extend(self._take(bound, None))
+        return taken
+
+    def _take(self, bound: int, limit: int | None) -> list[Record]:
+        """Take the first ``limit`` (None: all) of the records waiting before ``bound``."""
+        order = self._order(bound, limit)
+        if not order:
+            return []
+        waiting, times = self.waiting, self.times
+        taken = [waiting[i] for i in order]
+        to = waiting[max(order)].offset() + 1  # (waiting is in offset order)
+        if len(order) == len(waiting):
+            self.waiting, self.times, self.least = [], [], None
         else:
-            del self.queues[key]
-            if ids is not None:
-                del self._ids[key]
-        self.count -= 1
-        offset = msg.offset()
-        self._taken.add(offset)
-        if self.taken_to is None or offset >= self.taken_to:
-            self.taken_to = offset + 1
-        return msg
+            gone = set(order)
+            self.waiting = [m for i, m in enumerate(waiting) if i not in gone]
+            self.times = [t for i, t in enumerate(times) if i not in gone]
+            self.least = min(self.times)
+        if self.taken_to is None or to > self.taken_to:
+            self.taken_to = to
+        self._forget(taken)
+        return taken
+
+    def _forget(self, taken: list[Record]) -> None:
+        """The keys of ``taken`` have one record fewer waiting each."""
+        last = self.last
+        if not self.several:
+            for key in map(_key, taken):
+                del last[key]
+            return
+        several = self.several
+        for msg in taken:
+            key = msg.key()
+            entry = several.get(key)
+            if entry is None:
+                del last[key]
+            elif entry[0] > 1:
+                entry[0] -= 1
+                entry[1].discard(_id_of(msg))
+            else:
+                del last[key], several[key]
+                self.disordered.discard(key)
+
+    def _order(self, bound: int, limit: int | None) -> list[int]:
+        """The indices in ``waiting`` of the records before ``bound`` in the merge's order (the
+        first ``limit``)."""
+        if self.disordered:
+            return self._merged(bound, limit)
+        times = self.times
+        if bound == MAX_MS:
+            order = list(range(len(times)))
+        else:
+            order = list(compress(range(len(times)), [t < bound for t in times]))
+        order.sort(key=times.__getitem__)
+        ordered = list(map(times.__getitem__, order))
+        if len(set(ordered)) != len(ordered):
+            self._order_ties(order, ordered)
+        return order if limit is None else order[:limit]
+
+    def _order_ties(self, order: list[int], ordered: list[int]) -> None:
+        """Put the runs of ``order`` (indices sorted by time; ``ordered``, their times) that share
+        a record time in the tie order (``tie_of``; equal ones stay in offset order)."""
+        waiting = self.waiting
+        n = len(order)
+        start = 0
+        while start < n:
+            ts = ordered[start]
+            end = start + 1
+            while end < n and ordered[end] == ts:
+                end += 1
+            if end - start > 1:
+                order[start:end] = sorted(order[start:end], key=lambda i: tie_of(waiting[i]))
+            start = end
+
+    def _merged(self, bound: int, limit: int | None) -> list[int]:
+        """``_order`` while some key's records are out of the merge's order: a merge of per-key
+        queues, each in offset order (a key waits at its first record at or past ``bound``)."""
+        waiting = self.waiting
+        queues: dict[bytes | None, collections.deque[int]] = {}
+        for i, msg in enumerate(waiting):
+            key = msg.key()
+            queue = queues.get(key)
+            if queue is None:
+                queues[key] = collections.deque((i,))
+            else:
+                queue.append(i)
+        heads = [(_merge_key(waiting[q[0]]), key) for key, q in queues.items()]
+        heapq.heapify(heads)
+        order: list[int] = []
+        while heads and heads[0][0][0] < bound and (limit is None or len(order) < limit):
+            _, key = heapq.heappop(heads)
+            queue = queues[key]
+            order.append(queue.popleft())
+            if queue:
+                heapq.heappush(heads, (_merge_key(waiting[queue[0]]), key))
+        return order
 
     def first_offset(self) -> int | None:
-        """The least offset still queued (None: none)."""
-        offsets, taken = self._offsets, self._taken
-        while offsets and offsets[0] in taken:
-            taken.discard(heapq.heappop(offsets))
-        return offsets[0] if offsets else None
+        """The least offset still waiting or ready (None: none)."""
+        first = self.waiting[0].offset() if self.waiting else None
+        if self.ready:
+            ready = min(m.offset() for m in self.ready)
+            return ready if first is None or ready < first else first
+        return first
 
     def clear(self) -> None:
-        self.queues.clear()
-        self.heads.clear()
-        self._offsets.clear()
-        self._taken.clear()
-        self._ids.clear()
+        self.waiting, self.times, self.least = [], [], None
+        self.ready.clear()
+        self.last.clear()
+        self.several.clear()
+        self.disordered.clear()
         self.repeats.clear()
-        self.count = 0
         self.taken_to = None

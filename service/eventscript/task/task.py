@@ -61,7 +61,7 @@ from .collector import OutRecord, RecordCollector, Send, SendChangelog, changelo
 from .copies import CopiesSeen
 from .ids import OutputIds
 from .lifecycle import TaskState
-from .merge import MAX_FRONTIER, InputPartition, PartitionGroup
+from .merge import MAX_FRONTIER, InputPartition, PartitionGroup, ProcessRun
 from .progress import RESEND_S, InputProgress, marker_headers
 from .record import Record
 from .routing import NOT_OWNED, KeyFilter, Routing
@@ -582,7 +582,7 @@ class Task:
         if self.state is not TaskState.RUNNING:
             return 0
         # (chosen once per call: a task without a key filter or observer pays nothing for theirs)
-        process_run = None
+        process_run: ProcessRun | None = None
         process_one: Callable[[InputPartition, Record], None]
         if self.observer is not None:
             process_one = self._observed_one
@@ -592,7 +592,7 @@ class Task:
             process_one = self._process_one
             process_run = self._process_run if self.grouped else None
         if self._time_ordered:
-            process_one = self._noting(process_one)
+            process_one, process_run = self._noting(process_one), self._noting_run(process_run)
         if self._idle_marked and any(ip.pending() for ip in self.inputs):
             self.write_progress(forward=False)  # records again after an idle marker: markers first
             if self._commit_markers_first and not self._idle_marked:
@@ -658,6 +658,34 @@ class Task:
 
         return noted
 
+    def _noting_run(self, process_run: ProcessRun | None) -> ProcessRun | None:
+        """``process_run`` noting the records of partitions read in record-time order as done,
+        as ``_noting`` does record by record: those done with before the commit the task
+        restarted from are dropped from the run first."""
+        if process_run is None:
+            return None
+        done, done_before, names = self.copies.done, self.copies.done_before, self._time_ordered
+
+        def noted(ip: InputPartition, buf: collections.deque[Record], n: int, position: Position) -> None:
+            if ip.name not in names:
+                process_run(ip, buf, n, position)
+                return
+            name = ip.name
+            run = [buf.popleft() for _ in range(n)]
+            fresh = [m for m in run if not done_before(name, m.offset())]
+            buf.extendleft(reversed(fresh))
+            left = len(buf)
+            try:
+                process_run(ip, buf, len(fresh), position)
+            except BaseException:
+                for m in fresh[: left - len(buf) - 1]:  # (the one that raised is not done)
+                    done(name, m.offset())
+                raise
+            for m in fresh:
+                done(name, m.offset())
+
+        return noted
+
     def _forward_in_time_order(
         self, ip: InputPartition, cfg: InputConfig, inbox: WriterStreams, bound: int, keep: Callable[[Record], object]
     ) -> int:
@@ -669,16 +697,22 @@ class Task:
         (``es-source-below``), which the reader's deduplication needs instead of the offset order
         (``copies.py``). Returns how many were re-published."""
         forwarded = 0
-        while True:
-            head = inbox.head()
-            if head is None or head[0] >= bound:
-                break
-            msg = inbox.pop()
-            if self.copies.done_before(ip.name, msg.offset()):
+        taken = inbox.take_below(bound)
+        # Below which offset every record is re-published before each one: the least offset
+        # still waiting, or taken after it (the highest taken when none is).
+        below: list[int | None] = [None] * len(taken)
+        least = inbox.first_offset()
+        for i in range(len(taken) - 1, -1, -1):
+            below[i] = least if least is not None else inbox.taken_to
+            offset = taken[i].offset()
+            if least is None or offset < least:
+                least = offset
+        done, done_before = self.copies.done, self.copies.done_before
+        for msg, under in zip(taken, below):
+            if done_before(ip.name, msg.offset()):
                 continue  # read again after a restart: done with before the commit it restarted from
-            below = inbox.first_offset()
-            if self._release(ip, cfg, msg, keep, below if below is not None else inbox.taken_to):
-                self.copies.done(ip.name, msg.offset())
+            if self._release(ip, cfg, msg, keep, under):
+                done(ip.name, msg.offset())
                 forwarded += 1
         if inbox.taken_to is not None:
             ip.looked_to = inbox.taken_to
