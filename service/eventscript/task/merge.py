@@ -323,9 +323,8 @@ class PartitionGroup:
         ip.idled = False
         if ip.inbox is not None:
             ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
-        elif ip.streams is not None:
+        elif ip.streams is not None:  # (gated: its progress is its writers', not what it saw)
             ip.streams.append(msg)
-            ip.saw(msg.timestamp()[1])
         else:
             ip.buffer.append(msg)
             ts = msg.timestamp()[1]

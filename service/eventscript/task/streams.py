@@ -16,11 +16,12 @@ two records of one time comes first does not depend on fetch order.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import heapq
+import itertools
 import operator
 import re
-from itertools import compress
 from typing import Any
 
 from . import codec
@@ -186,9 +187,20 @@ def _origin(raw: bytes) -> Origin:
 
 
 #: A record time past every record's: no bound.
-MAX_MS = 1 << 63
+MAX_MS = 1 << 62
+
+#: A waiting record's sort key is its record time shifted left by this, plus its arrival number
+#: (one int: sorted and cut in C).
+_SHIFT = 40
+_ARRIVAL = (1 << _SHIFT) - 1
+
+_SHIFTS = itertools.repeat(_SHIFT)
+_ARRIVALS = itertools.repeat(_ARRIVAL)
 
 _key = operator.methodcaller("key")
+_offset = operator.methodcaller("offset")
+_timestamp = operator.methodcaller("timestamp")
+_time = operator.itemgetter(1)
 
 
 def _merge_key(msg: Record) -> tuple[int, int, Origin, int]:
@@ -211,14 +223,17 @@ class WriterStreams:
 
     Why no queue per key: at 100k keys nearly every key has one record waiting at a time, and a
     queue and a heap entry per record cost a reader more than the markers' whole share should
-    (issue 21). The records wait in one list in offset order; a key is noted only while it has a
-    record waiting (its last one), and only a key with several gets more (their ``es-id``s, and
-    whether they came out of the merge's order). While every key's records are in that order, the
-    merge is a sort of the records below the bound (``take_below``): by time (in C), and by the
-    tie order only among records of one time. A key whose records came out of that order (one
-    task's timer firing after a record of the same time: it has no ``es-seq``, which sorts
-    first) makes it a merge of per-key queues until that key has nothing waiting (``_merged``).
-    The records released for the merge wait in ``ready``, in order, until it takes them.
+    (issue 21). The records wait in one list in arrival (offset) order, each with one int for
+    its place: its record time, then its index in that list (``_SHIFT``). Those come unsorted
+    (``tail``) and are sorted, in C, when records are released (``release``): a sort of a sorted
+    list and the writers' commits since is mostly a merge of runs.
+    A key is noted only while it has a record waiting (its last one), and only a key with several
+    gets more (their ``es-id``s, and whether they came out of the merge's order). While every
+    key's records are in that order, the merge is this sort, and records of one time are put in
+    the tie order among themselves. A key whose records came out of that order (one task's timer
+    firing after a record of the same time: it has no ``es-seq``, which sorts first) makes it a
+    merge of per-key queues until that key has nothing waiting (``_merged``). The records
+    released wait in ``ready``, in order, until the task's merge takes them.
 
     A record whose ``es-id`` is already waiting under its key is a repeat (at-least-once: a
     writer task that restarted from its last commit wrote its batch again) and is dropped, its
@@ -229,11 +244,12 @@ class WriterStreams:
     the repeat is written, which is before the marker that releases both."""
 
     def __init__(self) -> None:
-        #: The records waiting, in offset order, and their record times (ms).
-        self.waiting: list[Record] = []
-        self.times: list[int] = []
-        #: The least record time waiting (None: none).
-        self.least: int | None = None
+        #: The records sorted (``_sort``), in arrival (offset) order (None: taken since), and the
+        #: sort keys of those waiting, sorted.
+        self.arrived: list[Any] = []  # (Record | None)
+        self.sorted: list[int] = []
+        #: The records come since (not sorted yet), in arrival order.
+        self.tail: list[Record] = []
         #: Records released (``release``) in the merge's order, not taken yet: before the others.
         self.ready: collections.deque[Record] = collections.deque()
         #: Each key with a record waiting → its last one.
@@ -248,25 +264,22 @@ class WriterStreams:
         self.repeats: list[int] = []
 
     def __len__(self) -> int:
-        return len(self.waiting) + len(self.ready)
+        return len(self.sorted) + len(self.tail) + len(self.ready)
 
     def append(self, msg: Record) -> bool:
-        """Queue ``msg``; False when it is a repeat of a record waiting under its key (dropped)."""
+        """Queue ``msg``; False when it is a repeat of a record waiting under its key (dropped).
+        (Only what a repeat needs is done here, once per record: the rest, in bulk, as records
+        are released.)"""
         key = msg.key()
         last = self.last.setdefault(key, msg)
-        ts = msg.timestamp()[1]
         if last is not msg:
-            if not self._another(key, last, msg, ts):
+            if not self._another(key, last, msg):
                 return False
             self.last[key] = msg
-        self.waiting.append(msg)
-        self.times.append(ts)
-        least = self.least
-        if least is None or ts < least:
-            self.least = ts
+        self.tail.append(msg)
         return True
 
-    def _another(self, key: bytes | None, last: Record, msg: Record, ts: int) -> bool:
+    def _another(self, key: bytes | None, last: Record, msg: Record) -> bool:
         """``msg`` comes after ``last`` under ``key``: False when it is a repeat; else noted."""
         entry = self.several.get(key)
         if entry is None:
@@ -280,7 +293,7 @@ class WriterStreams:
             return False
         entry[0] += 1
         entry[1].add(rid)
-        before = last.timestamp()[1]
+        ts, before = msg.timestamp()[1], last.timestamp()[1]
         if ts < before or (ts == before and tie_of(msg) < tie_of(last)):
             self.disordered.add(key)
         return True
@@ -295,7 +308,8 @@ class WriterStreams:
         if self.ready:
             return self.ready[0].timestamp()[1]
         if not self.disordered:
-            return self.least
+            keys = self._sort()
+            return keys[0] >> _SHIFT if keys else None
         head = self.head()
         return None if head is None else head[0]
 
@@ -305,23 +319,27 @@ class WriterStreams:
         if self.ready:
             msg = self.ready[0]
         else:
-            order = self._order(MAX_MS, 1)
-            if not order:
+            first = self._first()
+            if first is None:
                 return None
-            msg = self.waiting[order[0]]
+            msg = self.arrived[first & _ARRIVAL]
         return (msg.timestamp()[1], *tie_of(msg))
 
     def pop(self, _head: object = None) -> Record:
         """Take the record the merge takes next (the one ``head`` names)."""
         if self.ready:
             return self.ready.popleft()
-        return self._take(MAX_MS, 1)[0]
+        first = self._first()
+        assert first is not None, "pop from an empty WriterStreams"
+        self.sorted.remove(first)
+        return self._taken([first])[0]
 
     def release(self, bound: int) -> collections.deque[Record]:
         """Move the records before record time ``bound`` to ``ready``, in the merge's order (a
         key's records after one at or past ``bound`` wait); returns ``ready``."""
-        if self.least is not None and self.least < bound:
-            self.ready.extend(self._take(bound, None))
+        keys = self._sort()
+        if keys and keys[0] >> _SHIFT < bound:
+            self.ready.extend(self._take(bound))
         return self.ready
 
     def take_below(self, bound: int) -> list[Record]:
@@ -329,36 +347,92 @@ class WriterStreams:
         first)."""
         taken = list(self.ready)
         self.ready.clear()
-        if self.least is not None and self.least < bound:
-            taken.extend(self._take(bound, None))
+        keys = self._sort()
+        if keys and keys[0] >> _SHIFT < bound:
+            taken.extend(self._take(bound))
         return taken
 
-    def _take(self, bound: int, limit: int | None) -> list[Record]:
-        """Take the first ``limit`` (None: all) of the records waiting before ``bound``."""
-        order = self._order(bound, limit)
-        if not order:
-            return []
-        waiting, times = self.waiting, self.times
-        taken = [waiting[i] for i in order]
-        to = waiting[max(order)].offset() + 1  # (waiting is in offset order)
-        if len(order) == len(waiting):
-            self.waiting, self.times, self.least = [], [], None
-        else:
+    def _sort(self) -> list[int]:
+        """The sort keys waiting, sorted (the tail's made and merged in, in C)."""
+        tail = self.tail
+        if tail:
+            self.tail = []
+            arrived = self.arrived
+            base = len(arrived)
+            arrived.extend(tail)
+            times = map(_time, map(_timestamp, tail))
+            keys = list(map(operator.add, map(operator.lshift, times, _SHIFTS), range(base, base + len(tail))))
+            if self.sorted:
+                self.sorted.extend(keys)
+                self.sorted.sort()
+            else:
+                keys.sort()
+                self.sorted = keys
+        return self.sorted
+
+    def _first(self) -> int | None:
+        """The sort key of the record the merge takes next (None: none waiting)."""
+        if self.disordered:
+            order = self._merged(MAX_MS, 1)
+            return order[0] if order else None
+        keys = self._sort()
+        if not keys:
+            return None
+        end = bisect.bisect_left(keys, ((keys[0] >> _SHIFT) + 1) << _SHIFT)
+        if end == 1:
+            return keys[0]
+        arrived = self.arrived
+        return min(keys[:end], key=lambda k: tie_of(arrived[k & _ARRIVAL]))
+
+    def _take(self, bound: int) -> list[Record]:
+        """Take the records waiting before ``bound``, in the merge's order."""
+        if self.disordered:
+            order = self._merged(bound, None)
             gone = set(order)
-            self.waiting = [m for i, m in enumerate(waiting) if i not in gone]
-            self.times = [t for i, t in enumerate(times) if i not in gone]
-            self.least = min(self.times)
+            self.sorted = sorted(k for k in self._sort() if k not in gone)
+            return self._taken(order)
+        keys = self._sort()
+        cut = bisect.bisect_left(keys, bound << _SHIFT)
+        order = keys[:cut]
+        del keys[:cut]
+        taken = self._taken(order)
+        times = list(map(operator.rshift, order, _SHIFTS))
+        if any(map(operator.eq, times, itertools.islice(times, 1, None))):
+            self._order_ties(taken, times)
+        return taken
+
+    def _taken(self, order: list[int]) -> list[Record]:
+        """The records of the sort keys ``order`` (taken off ``sorted``), taken off what waits."""
+        arrived = self.arrived
+        indices = list(map(operator.and_, order, _ARRIVALS))
+        taken: list[Record] = list(map(arrived.__getitem__, indices))
+        to = arrived[max(indices)].offset() + 1  # (arrival order is offset order)
         if self.taken_to is None or to > self.taken_to:
             self.taken_to = to
+        if not self.sorted:
+            self.arrived = []
+        else:
+            for i in indices:
+                arrived[i] = None
+            if len(arrived) > 4 * len(self.sorted) + 1024:
+                self._compact()
         self._forget(taken)
         return taken
+
+    def _compact(self) -> None:
+        """Drop the records taken from ``arrived`` (renumbering the sort keys of those waiting)."""
+        keys = sorted(self._sort(), key=_ARRIVAL.__and__)
+        arrived = self.arrived
+        self.arrived = [arrived[k & _ARRIVAL] for k in keys]
+        renumbered = [((k >> _SHIFT) << _SHIFT) + i for i, k in enumerate(keys)]
+        renumbered.sort()
+        self.sorted = renumbered
 
     def _forget(self, taken: list[Record]) -> None:
         """The keys of ``taken`` have one record fewer waiting each."""
         last = self.last
         if not self.several:
-            for key in map(_key, taken):
-                del last[key]
+            collections.deque(map(last.pop, map(_key, taken)), maxlen=0)
             return
         several = self.several
         for msg in taken:
@@ -373,50 +447,35 @@ class WriterStreams:
                 del last[key], several[key]
                 self.disordered.discard(key)
 
-    def _order(self, bound: int, limit: int | None) -> list[int]:
-        """The indices in ``waiting`` of the records before ``bound`` in the merge's order (the
-        first ``limit``)."""
-        if self.disordered:
-            return self._merged(bound, limit)
-        times = self.times
-        if bound == MAX_MS:
-            order = list(range(len(times)))
-        else:
-            order = list(compress(range(len(times)), [t < bound for t in times]))
-        order.sort(key=times.__getitem__)
-        ordered = list(map(times.__getitem__, order))
-        if len(set(ordered)) != len(ordered):
-            self._order_ties(order, ordered)
-        return order if limit is None else order[:limit]
-
-    def _order_ties(self, order: list[int], ordered: list[int]) -> None:
-        """Put the runs of ``order`` (indices sorted by time; ``ordered``, their times) that share
-        a record time in the tie order (``tie_of``; equal ones stay in offset order)."""
-        waiting = self.waiting
-        n = len(order)
+    @staticmethod
+    def _order_ties(taken: list[Record], times: list[int]) -> None:
+        """Put the runs of ``taken`` (in time order; ``times``, their times) that share a record
+        time in the tie order (``tie_of``; equal ones stay in offset order)."""
+        n = len(taken)
         start = 0
         while start < n:
-            ts = ordered[start]
+            ts = times[start]
             end = start + 1
-            while end < n and ordered[end] == ts:
+            while end < n and times[end] == ts:
                 end += 1
             if end - start > 1:
-                order[start:end] = sorted(order[start:end], key=lambda i: tie_of(waiting[i]))
+                taken[start:end] = sorted(taken[start:end], key=tie_of)
             start = end
 
     def _merged(self, bound: int, limit: int | None) -> list[int]:
-        """``_order`` while some key's records are out of the merge's order: a merge of per-key
-        queues, each in offset order (a key waits at its first record at or past ``bound``)."""
-        waiting = self.waiting
+        """The sort keys of the records before ``bound`` in the merge's order (the first
+        ``limit``) while some key's records are out of that order: a merge of per-key queues,
+        each in offset order (a key waits at its first record at or past ``bound``)."""
+        arrived = self.arrived
         queues: dict[bytes | None, collections.deque[int]] = {}
-        for i, msg in enumerate(waiting):
-            key = msg.key()
+        for k in sorted(self._sort(), key=_ARRIVAL.__and__):
+            key = arrived[k & _ARRIVAL].key()
             queue = queues.get(key)
             if queue is None:
-                queues[key] = collections.deque((i,))
+                queues[key] = collections.deque((k,))
             else:
-                queue.append(i)
-        heads = [(_merge_key(waiting[q[0]]), key) for key, q in queues.items()]
+                queue.append(k)
+        heads = [(_merge_key(arrived[q[0] & _ARRIVAL]), key) for key, q in queues.items()]
         heapq.heapify(heads)
         order: list[int] = []
         while heads and heads[0][0][0] < bound and (limit is None or len(order) < limit):
@@ -424,19 +483,22 @@ class WriterStreams:
             queue = queues[key]
             order.append(queue.popleft())
             if queue:
-                heapq.heappush(heads, (_merge_key(waiting[queue[0]]), key))
+                heapq.heappush(heads, (_merge_key(arrived[queue[0] & _ARRIVAL]), key))
         return order
 
     def first_offset(self) -> int | None:
         """The least offset still waiting or ready (None: none)."""
-        first = self.waiting[0].offset() if self.waiting else None
+        if self.sorted:
+            first = self.arrived[min(map(operator.and_, self.sorted, _ARRIVALS))].offset()
+        else:
+            first = self.tail[0].offset() if self.tail else None
         if self.ready:
-            ready = min(m.offset() for m in self.ready)
+            ready = min(map(_offset, self.ready))
             return ready if first is None or ready < first else first
         return first
 
     def clear(self) -> None:
-        self.waiting, self.times, self.least = [], [], None
+        self.arrived, self.sorted, self.tail = [], [], []
         self.ready.clear()
         self.last.clear()
         self.several.clear()

@@ -12,7 +12,9 @@ takes the records it keeps, and a key-parallel backfill runs it dry with an obse
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
+import operator
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -75,6 +77,10 @@ UNTIMED = (-1, None)
 __all__ = ["NOT_OWNED", "InputPartition", "KeyFilter", "OutRecord", "Task", "TaskObserver"]
 
 log = logging.getLogger("eventscript.kafka.task")  # the name operators' log settings know
+
+
+#: A record's offset (``operator.methodcaller``: mapped over a run of records in C).
+_offset = operator.methodcaller("offset")
 
 
 class TaskObserver(Protocol):
@@ -671,18 +677,26 @@ class Task:
                 process_run(ip, buf, n, position)
                 return
             name = ip.name
-            run = [buf.popleft() for _ in range(n)]
-            fresh = [m for m in run if not done_before(name, m.offset())]
-            buf.extendleft(reversed(fresh))
+            run = list(itertools.islice(buf, n))
+            if n == len(buf):
+                buf.clear()
+            else:
+                for _ in range(n):
+                    buf.popleft()
+            offsets = list(map(_offset, run))
+            again = list(map(done_before, itertools.repeat(name), offsets))
+            if any(again):  # (read again after a restart: skipped)
+                run = list(itertools.compress(run, [not a for a in again]))
+                offsets = list(itertools.compress(offsets, [not a for a in again]))
+            buf.extendleft(reversed(run))
             left = len(buf)
             try:
-                process_run(ip, buf, len(fresh), position)
+                process_run(ip, buf, len(run), position)
             except BaseException:
-                for m in fresh[: left - len(buf) - 1]:  # (the one that raised is not done)
-                    done(name, m.offset())
+                offsets = offsets[: left - len(buf) - 1]  # (the one that raised is not done)
                 raise
-            for m in fresh:
-                done(name, m.offset())
+            finally:
+                collections.deque(map(done, itertools.repeat(name), offsets), maxlen=0)
 
         return noted
 
