@@ -189,14 +189,6 @@ def _origin(raw: bytes) -> Origin:
 #: A record time past every record's: no bound.
 MAX_MS = 1 << 62
 
-#: A waiting record's sort key is its record time shifted left by this, plus its arrival number
-#: (one int: sorted and cut in C).
-_SHIFT = 40
-_ARRIVAL = (1 << _SHIFT) - 1
-
-_SHIFTS = itertools.repeat(_SHIFT)
-_ARRIVALS = itertools.repeat(_ARRIVAL)
-
 _key = operator.methodcaller("key")
 _offset = operator.methodcaller("offset")
 _timestamp = operator.methodcaller("timestamp")
@@ -223,17 +215,19 @@ class WriterStreams:
 
     Why no queue per key: at 100k keys nearly every key has one record waiting at a time, and a
     queue and a heap entry per record cost a reader more than the markers' whole share should
-    (issue 21). The records wait in one list in arrival (offset) order, each with one int for
-    its place: its record time, then its index in that list (``_SHIFT``). Those come unsorted
-    (``tail``) and are sorted, in C, when records are released (``release``): a sort of a sorted
-    list and the writers' commits since is mostly a merge of runs.
-    A key is noted only while it has a record waiting (its last one), and only a key with several
-    gets more (their ``es-id``s, and whether they came out of the merge's order). While every
-    key's records are in that order, the merge is this sort, and records of one time are put in
-    the tie order among themselves. A key whose records came out of that order (one task's timer
-    firing after a record of the same time: it has no ``es-seq``, which sorts first) makes it a
-    merge of per-key queues until that key has nothing waiting (``_merged``). The records
-    released wait in ``ready``, in order, until the task's merge takes them.
+    (issue 21). The records wait in one list in arrival (offset) order (``arrived``), beside
+    their record times, and the indices of those waiting in a list sorted by record time
+    (``sorted``; stable: arrival order among equal times). A record added is only noted under
+    its key (``tail``); the records come since are put in place when records are released
+    (``release``), in C: a sort of a sorted list and the writers' commits since is mostly a
+    merge of runs. A key is noted only while it has a record waiting (its last one), and only a
+    key with several gets more (their ``es-id``s, and whether they came out of the merge's
+    order). While every key's records are in that order, the merge is this sort, and records of
+    one time are put in the tie order among themselves. A key whose records came out of that
+    order (one task's timer firing after a record of the same time: it has no ``es-seq``, which
+    sorts first) makes it a merge of per-key queues until that key has nothing waiting
+    (``_merged``). The records released wait in ``ready``, in order, until the task's merge
+    takes them.
 
     A record whose ``es-id`` is already waiting under its key is a repeat (at-least-once: a
     writer task that restarted from its last commit wrote its batch again) and is dropped, its
@@ -244,11 +238,12 @@ class WriterStreams:
     the repeat is written, which is before the marker that releases both."""
 
     def __init__(self) -> None:
-        #: The records sorted (``_sort``), in arrival (offset) order (None: taken since), and the
-        #: sort keys of those waiting, sorted.
-        self.arrived: list[Any] = []  # (Record | None)
+        #: The records put in place, in arrival (offset) order, and their record times (ms); the
+        #: indices of those still waiting, by record time.
+        self.arrived: list[Record] = []
+        self.times: list[int] = []
         self.sorted: list[int] = []
-        #: The records come since (not sorted yet), in arrival order.
+        #: The records come since (not in place yet), in arrival order.
         self.tail: list[Record] = []
         #: Records released (``release``) in the merge's order, not taken yet: before the others.
         self.ready: collections.deque[Record] = collections.deque()
@@ -308,8 +303,8 @@ class WriterStreams:
         if self.ready:
             return self.ready[0].timestamp()[1]
         if not self.disordered:
-            keys = self._sort()
-            return keys[0] >> _SHIFT if keys else None
+            waiting = self._sort()
+            return self.times[waiting[0]] if waiting else None
         head = self.head()
         return None if head is None else head[0]
 
@@ -322,7 +317,7 @@ class WriterStreams:
             first = self._first()
             if first is None:
                 return None
-            msg = self.arrived[first & _ARRIVAL]
+            msg = self.arrived[first]
         return (msg.timestamp()[1], *tie_of(msg))
 
     def pop(self, _head: object = None) -> Record:
@@ -337,8 +332,8 @@ class WriterStreams:
     def release(self, bound: int) -> collections.deque[Record]:
         """Move the records before record time ``bound`` to ``ready``, in the merge's order (a
         key's records after one at or past ``bound`` wait); returns ``ready``."""
-        keys = self._sort()
-        if keys and keys[0] >> _SHIFT < bound:
+        waiting = self._sort()
+        if waiting and self.times[waiting[0]] < bound:
             self.ready.extend(self._take(bound))
         return self.ready
 
@@ -347,92 +342,92 @@ class WriterStreams:
         first)."""
         taken = list(self.ready)
         self.ready.clear()
-        keys = self._sort()
-        if keys and keys[0] >> _SHIFT < bound:
+        waiting = self._sort()
+        if waiting and self.times[waiting[0]] < bound:
             taken.extend(self._take(bound))
         return taken
 
     def _sort(self) -> list[int]:
-        """The sort keys waiting, sorted (the tail's made and merged in, in C)."""
+        """The indices of the records waiting, by record time (the tail's put in place, in C)."""
         tail = self.tail
         if tail:
             self.tail = []
-            arrived = self.arrived
-            base = len(arrived)
-            arrived.extend(tail)
-            times = map(_time, map(_timestamp, tail))
-            keys = list(map(operator.add, map(operator.lshift, times, _SHIFTS), range(base, base + len(tail))))
-            if self.sorted:
-                self.sorted.extend(keys)
-                self.sorted.sort()
-            else:
-                keys.sort()
-                self.sorted = keys
+            base = len(self.arrived)
+            self.arrived.extend(tail)
+            self.times.extend(map(_time, map(_timestamp, tail)))
+            self.sorted.extend(range(base, base + len(tail)))
+            self.sorted.sort(key=self.times.__getitem__)
         return self.sorted
 
     def _first(self) -> int | None:
-        """The sort key of the record the merge takes next (None: none waiting)."""
+        """The index of the record the merge takes next (None: none waiting)."""
         if self.disordered:
             order = self._merged(MAX_MS, 1)
             return order[0] if order else None
-        keys = self._sort()
-        if not keys:
+        waiting = self._sort()
+        if not waiting:
             return None
-        end = bisect.bisect_left(keys, ((keys[0] >> _SHIFT) + 1) << _SHIFT)
+        times = self.times
+        end = bisect.bisect_right(waiting, times[waiting[0]], key=times.__getitem__)
         if end == 1:
-            return keys[0]
+            return waiting[0]
         arrived = self.arrived
-        return min(keys[:end], key=lambda k: tie_of(arrived[k & _ARRIVAL]))
+        return min(waiting[:end], key=lambda i: tie_of(arrived[i]))
 
     def _take(self, bound: int) -> list[Record]:
         """Take the records waiting before ``bound``, in the merge's order."""
         if self.disordered:
             order = self._merged(bound, None)
             gone = set(order)
-            self.sorted = sorted(k for k in self._sort() if k not in gone)
+            self.sorted = [i for i in self._sort() if i not in gone]
             return self._taken(order)
-        keys = self._sort()
-        cut = bisect.bisect_left(keys, bound << _SHIFT)
-        order = keys[:cut]
-        del keys[:cut]
+        waiting = self._sort()
+        times = self.times
+        cut = bisect.bisect_left(waiting, bound, key=times.__getitem__)
+        order = waiting[:cut]
+        del waiting[:cut]
         taken = self._taken(order)
-        times = list(map(operator.rshift, order, _SHIFTS))
-        if any(map(operator.eq, times, itertools.islice(times, 1, None))):
-            self._order_ties(taken, times)
+        taken_times = list(map(times.__getitem__, order))
+        if any(map(operator.eq, taken_times, itertools.islice(taken_times, 1, None))):
+            self._order_ties(taken, taken_times)
         return taken
 
     def _taken(self, order: list[int]) -> list[Record]:
-        """The records of the sort keys ``order`` (taken off ``sorted``), taken off what waits."""
+        """The records at the indices ``order`` (taken off ``sorted``), taken off what waits."""
         arrived = self.arrived
-        indices = list(map(operator.and_, order, _ARRIVALS))
-        taken: list[Record] = list(map(arrived.__getitem__, indices))
-        to = arrived[max(indices)].offset() + 1  # (arrival order is offset order)
+        taken = list(map(arrived.__getitem__, order))
+        to = arrived[max(order)].offset() + 1  # (arrival order is offset order)
         if self.taken_to is None or to > self.taken_to:
             self.taken_to = to
-        if not self.sorted:
-            self.arrived = []
-        else:
-            for i in indices:
-                arrived[i] = None
-            if len(arrived) > 4 * len(self.sorted) + 1024:
-                self._compact()
         self._forget(taken)
+        if not self.sorted and not self.tail:
+            self.arrived, self.times = [], []
+        elif len(arrived) > 4 * len(self.sorted) + 1024:
+            self._compact()  # (the records taken stay in ``arrived`` until then)
         return taken
 
     def _compact(self) -> None:
-        """Drop the records taken from ``arrived`` (renumbering the sort keys of those waiting)."""
-        keys = sorted(self._sort(), key=_ARRIVAL.__and__)
-        arrived = self.arrived
-        self.arrived = [arrived[k & _ARRIVAL] for k in keys]
-        renumbered = [((k >> _SHIFT) << _SHIFT) + i for i, k in enumerate(keys)]
-        renumbered.sort()
-        self.sorted = renumbered
+        """Drop the records taken from ``arrived`` (renumbering those waiting)."""
+        live = sorted(self._sort())
+        renumbered = {old: new for new, old in enumerate(live)}
+        self.arrived = list(map(self.arrived.__getitem__, live))
+        self.times = list(map(self.times.__getitem__, live))
+        self.sorted = list(map(renumbered.__getitem__, self.sorted))
 
     def _forget(self, taken: list[Record]) -> None:
         """The keys of ``taken`` have one record fewer waiting each."""
         last = self.last
-        if not self.several:
-            collections.deque(map(last.pop, map(_key, taken)), maxlen=0)
+        if not self.sorted and not self.tail:  # (none waits: the common case once released)
+            last.clear()
+            self.several.clear()
+            self.disordered.clear()
+            return
+        if not self.several:  # (each key has one record waiting: noted again if fewer)
+            if len(taken) <= len(self.sorted) + len(self.tail):
+                collections.deque(map(last.pop, map(_key, taken)), maxlen=0)
+            else:
+                waiting = [*map(self.arrived.__getitem__, self.sorted), *self.tail]
+                self.last = dict(zip(map(_key, waiting), waiting))
             return
         several = self.several
         for msg in taken:
@@ -463,19 +458,19 @@ class WriterStreams:
             start = end
 
     def _merged(self, bound: int, limit: int | None) -> list[int]:
-        """The sort keys of the records before ``bound`` in the merge's order (the first
+        """The indices of the records before ``bound`` in the merge's order (the first
         ``limit``) while some key's records are out of that order: a merge of per-key queues,
         each in offset order (a key waits at its first record at or past ``bound``)."""
         arrived = self.arrived
         queues: dict[bytes | None, collections.deque[int]] = {}
-        for k in sorted(self._sort(), key=_ARRIVAL.__and__):
-            key = arrived[k & _ARRIVAL].key()
+        for i in sorted(self._sort()):
+            key = arrived[i].key()
             queue = queues.get(key)
             if queue is None:
-                queues[key] = collections.deque((k,))
+                queues[key] = collections.deque((i,))
             else:
-                queue.append(k)
-        heads = [(_merge_key(arrived[q[0] & _ARRIVAL]), key) for key, q in queues.items()]
+                queue.append(i)
+        heads = [(_merge_key(arrived[q[0]]), key) for key, q in queues.items()]
         heapq.heapify(heads)
         order: list[int] = []
         while heads and heads[0][0][0] < bound and (limit is None or len(order) < limit):
@@ -483,22 +478,25 @@ class WriterStreams:
             queue = queues[key]
             order.append(queue.popleft())
             if queue:
-                heapq.heappush(heads, (_merge_key(arrived[queue[0] & _ARRIVAL]), key))
+                heapq.heappush(heads, (_merge_key(arrived[queue[0]]), key))
         return order
+
+    def waiting_offset(self) -> int | None:
+        """The least offset still waiting, not counting those ready (None: none)."""
+        if self.sorted:
+            return self.arrived[min(self.sorted)].offset()
+        return self.tail[0].offset() if self.tail else None
 
     def first_offset(self) -> int | None:
         """The least offset still waiting or ready (None: none)."""
-        if self.sorted:
-            first = self.arrived[min(map(operator.and_, self.sorted, _ARRIVALS))].offset()
-        else:
-            first = self.tail[0].offset() if self.tail else None
+        first = self.waiting_offset()
         if self.ready:
             ready = min(map(_offset, self.ready))
             return ready if first is None or ready < first else first
         return first
 
     def clear(self) -> None:
-        self.arrived, self.sorted, self.tail = [], [], []
+        self.arrived, self.times, self.sorted, self.tail = [], [], [], []
         self.ready.clear()
         self.last.clear()
         self.several.clear()

@@ -83,6 +83,18 @@ log = logging.getLogger("eventscript.kafka.task")  # the name operators' log set
 _offset = operator.methodcaller("offset")
 
 
+def _still_waiting(ip: InputPartition) -> int | None:
+    """The least offset of a record of ``ip`` (read in record-time order) not taken by the merge
+    yet: the position it settles at stays at most there (None: nothing waits, it passes every
+    record taken)."""
+    waiting = [o for o in (_waiting_offset(ip.inbox), _waiting_offset(ip.streams)) if o is not None]
+    return min(waiting) if waiting else None
+
+
+def _waiting_offset(streams: object) -> int | None:
+    return streams.waiting_offset() if isinstance(streams, WriterStreams) else None
+
+
 class TaskObserver(Protocol):
     """Told of each record as the task processes it (``Task.observe``)."""
 
@@ -677,26 +689,28 @@ class Task:
                 process_run(ip, buf, n, position)
                 return
             name = ip.name
-            run = list(itertools.islice(buf, n))
-            if n == len(buf):
-                buf.clear()
-            else:
-                for _ in range(n):
-                    buf.popleft()
-            offsets = list(map(_offset, run))
+            offsets = list(map(_offset, itertools.islice(buf, n)))
             again = list(map(done_before, itertools.repeat(name), offsets))
             if any(again):  # (read again after a restart: skipped)
-                run = list(itertools.compress(run, [not a for a in again]))
-                offsets = list(itertools.compress(offsets, [not a for a in again]))
-            buf.extendleft(reversed(run))
+                fresh = [not a for a in again]
+                run = list(itertools.compress(itertools.islice(buf, n), fresh))
+                offsets = list(itertools.compress(offsets, fresh))
+                for _ in range(n):
+                    buf.popleft()
+                buf.extendleft(reversed(run))
+                n = len(run)
             left = len(buf)
             try:
-                process_run(ip, buf, len(run), position)
+                process_run(ip, buf, n, position)
             except BaseException:
                 offsets = offsets[: left - len(buf) - 1]  # (the one that raised is not done)
                 raise
             finally:
-                collections.deque(map(done, itertools.repeat(name), offsets), maxlen=0)
+                # Only those at or past where the partition's position stays (its first record
+                # still waiting) can be read again: most of a run is before it.
+                floor = _still_waiting(ip)
+                if floor is not None:
+                    collections.deque(map(done, itertools.repeat(name), filter(floor.__le__, offsets)), maxlen=0)
 
         return noted
 
