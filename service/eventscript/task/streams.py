@@ -22,7 +22,6 @@ import heapq
 import itertools
 import operator
 import re
-from typing import Any
 
 from . import codec
 from .record import Record
@@ -189,11 +188,6 @@ def _origin(raw: bytes) -> Origin:
 #: A record time past every record's: no bound.
 MAX_MS = 1 << 62
 
-_key = operator.methodcaller("key")
-_offset = operator.methodcaller("offset")
-_timestamp = operator.methodcaller("timestamp")
-_time = operator.itemgetter(1)
-
 
 def _merge_key(msg: Record) -> tuple[int, int, Origin, int]:
     """The order ``WriterStreams`` takes records in: time, ``es-seq``, origin, offset."""
@@ -221,8 +215,8 @@ class WriterStreams:
     its key (``tail``); the records come since are put in place when records are released
     (``release``), in C: a sort of a sorted list and the writers' commits since is mostly a
     merge of runs. A key is noted only while it has a record waiting (its last one), and only a
-    key with several gets more (their ``es-id``s, and whether they came out of the merge's
-    order). While every key's records are in that order, the merge is this sort, and records of
+    key with several gets more (those records, and whether they came out of the merge's order).
+    While every key's records are in that order, the merge is this sort, and records of
     one time are put in the tie order among themselves. A key whose records came out of that
     order (one task's timer firing after a record of the same time: it has no ``es-seq``, which
     sorts first) makes it a merge of per-key queues until that key has nothing waiting
@@ -249,8 +243,8 @@ class WriterStreams:
         self.ready: collections.deque[Record] = collections.deque()
         #: Each key with a record waiting → its last one.
         self.last: dict[bytes | None, Record] = {}
-        #: The keys with several records waiting → [how many, their ``es-id``s].
-        self.several: dict[bytes | None, list[Any]] = {}
+        #: The keys with several records waiting → those records, in order.
+        self.several: dict[bytes | None, collections.deque[Record]] = {}
         #: The keys whose records waiting are not in the merge's order.
         self.disordered: set[bytes | None] = set()
         #: The offset after the highest one taken or dropped (None: none yet).
@@ -264,32 +258,38 @@ class WriterStreams:
     def append(self, msg: Record) -> bool:
         """Queue ``msg``; False when it is a repeat of a record waiting under its key (dropped).
         (Only what a repeat needs is done here, once per record: the rest, in bulk, as records
-        are released.)"""
+        are released.) A repeat has its original's record time (its writer redid the batch from
+        its committed clock), at most that of its key's last record: only a record no later than
+        it is looked at any further (``_another``; a later one costs no header read)."""
         key = msg.key()
         last = self.last.setdefault(key, msg)
         if last is not msg:
-            if not self._another(key, last, msg):
+            entry = self.several.get(key)
+            if entry is None:
+                entry = self.several[key] = collections.deque((last,))
+            if (msg.timestamp()[1] <= last.timestamp()[1] or self.disordered) and not self._another(key, last, msg):
+                if len(entry) == 1:
+                    del self.several[key]
                 return False
+            entry.append(msg)
             self.last[key] = msg
         self.tail.append(msg)
         return True
 
     def _another(self, key: bytes | None, last: Record, msg: Record) -> bool:
-        """``msg`` comes after ``last`` under ``key``: False when it is a repeat; else noted."""
-        entry = self.several.get(key)
-        if entry is None:
-            entry = self.several[key] = [1, {_id_of(last)}]
+        """``msg``, no later than ``last`` under ``key`` (or some key's records are out of order):
+        False when it is a repeat of a record waiting under ``key``; else noted."""
+        ts, before = msg.timestamp()[1], last.timestamp()[1]
+        if ts > before and key not in self.disordered:
+            return True
         rid = _id_of(msg)
-        if rid and rid in entry[1]:
+        if rid and any(m.timestamp()[1] == ts and _id_of(m) == rid for m in self.several[key]):
             offset = msg.offset()
             self.repeats.append(offset)
             if self.taken_to is None or offset >= self.taken_to:
                 self.taken_to = offset + 1  # (the position may pass it: it is done with)
             return False
-        entry[0] += 1
-        entry[1].add(rid)
-        ts, before = msg.timestamp()[1], last.timestamp()[1]
-        if ts < before or (ts == before and tie_of(msg) < tie_of(last)):
+        if ts < before or tie_of(msg) < tie_of(last):
             self.disordered.add(key)
         return True
 
@@ -354,7 +354,7 @@ class WriterStreams:
             self.tail = []
             base = len(self.arrived)
             self.arrived.extend(tail)
-            self.times.extend(map(_time, map(_timestamp, tail)))
+            self.times.extend([m.timestamp()[1] for m in tail])  # (faster than a methodcaller's map)
             self.sorted.extend(range(base, base + len(tail)))
             self.sorted.sort(key=self.times.__getitem__)
         return self.sorted
@@ -424,22 +424,21 @@ class WriterStreams:
             return
         if not self.several:  # (each key has one record waiting: noted again if fewer)
             if len(taken) <= len(self.sorted) + len(self.tail):
-                collections.deque(map(last.pop, map(_key, taken)), maxlen=0)
+                collections.deque(map(last.pop, [m.key() for m in taken]), maxlen=0)
             else:
                 waiting = [*map(self.arrived.__getitem__, self.sorted), *self.tail]
-                self.last = dict(zip(map(_key, waiting), waiting))
+                self.last = {m.key(): m for m in waiting}
             return
         several = self.several
-        for msg in taken:
+        for msg in taken:  # (a key's records are taken in their order: its first each time)
             key = msg.key()
             entry = several.get(key)
             if entry is None:
                 del last[key]
-            elif entry[0] > 1:
-                entry[0] -= 1
-                entry[1].discard(_id_of(msg))
-            else:
-                del last[key], several[key]
+                continue
+            entry.popleft()
+            if len(entry) == 1:  # (one left: its last, as for any key with one)
+                del several[key]
                 self.disordered.discard(key)
 
     @staticmethod
@@ -491,7 +490,7 @@ class WriterStreams:
         """The least offset still waiting or ready (None: none)."""
         first = self.waiting_offset()
         if self.ready:
-            ready = min(map(_offset, self.ready))
+            ready = min([m.offset() for m in self.ready])
             return ready if first is None or ready < first else first
         return first
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
-import operator
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -77,10 +76,6 @@ UNTIMED = (-1, None)
 __all__ = ["NOT_OWNED", "InputPartition", "KeyFilter", "OutRecord", "Task", "TaskObserver"]
 
 log = logging.getLogger("eventscript.kafka.task")  # the name operators' log settings know
-
-
-#: A record's offset (``operator.methodcaller``: mapped over a run of records in C).
-_offset = operator.methodcaller("offset")
 
 
 def _still_waiting(ip: InputPartition) -> int | None:
@@ -689,7 +684,7 @@ class Task:
                 process_run(ip, buf, n, position)
                 return
             name = ip.name
-            offsets = list(map(_offset, itertools.islice(buf, n)))
+            offsets = [m.offset() for m in itertools.islice(buf, n)]
             again = list(map(done_before, itertools.repeat(name), offsets))
             if any(again):  # (read again after a restart: skipped)
                 fresh = [not a for a in again]
