@@ -24,6 +24,8 @@ other sources' frontiers (as the merge of the other tasks' records waits for the
 from __future__ import annotations
 
 import collections
+import itertools
+import operator
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ from ..state.changelog import Position, tp_name
 from ..topology.config import InputConfig
 from .progress import IDLE, InputProgress, read_marker, read_reached
 from .record import Record
+from .runs import merge_runs
 from .streams import SourceStreams, WriterStreams, seq_of
 
 
@@ -460,7 +463,8 @@ class PartitionGroup:
                 if run is not None:
                     done = self._process_one_run(*run, process_one, process_run)
                 else:
-                    done = self._merge_gated(watermark, process_one)
+                    merged = None if self.sources else self._merge_runs(bound, process_one, process_run)
+                    done = merged if merged is not None else self._merge_gated(watermark, process_one)
         for ip in self.inputs:
             if ip.inbox is not None or ip.streams is not None:
                 ip.settle_position(self.position)
@@ -493,6 +497,45 @@ class PartitionGroup:
                         return None
                     found = (ip, buf, n)
         return found if found is not None else (self.inputs[0], collections.deque(), 0)
+
+    def _merge_runs(
+        self, bound: int, process_one: Callable[[InputPartition, Any], None], process_run: ProcessRun | None
+    ) -> int | None:
+        """Take every input's records before ``bound`` and process them merged (``runs.py``),
+        an input's consecutive ones as a run when there are ``RUN`` of them; how many. None (and
+        nothing taken) when an input's records are not in time order or one is merged per
+        source partition: the caller merges record by record."""
+        runs: list[list[Record]] = []
+        for ip in self.inputs:
+            streams = ip.streams
+            if isinstance(streams, WriterStreams):
+                runs.append(list(streams.ready))
+            elif streams is not None:
+                if len(streams):
+                    return None
+                runs.append([])
+            else:
+                runs.append(list(itertools.takewhile(lambda m: m.timestamp()[1] < bound, ip.buffer)))
+        merged = merge_runs(runs)
+        if merged is None:
+            return None
+        for ip, run in zip(self.inputs, runs):
+            if isinstance(ip.streams, WriterStreams):
+                ip.streams.ready.clear()
+            else:
+                for _ in run:
+                    ip.buffer.popleft()
+        for index, group in itertools.groupby(merged, key=operator.itemgetter(0)):
+            ip = self.inputs[index]
+            records = [m for _, m in group]
+            position = self.position if ip.streams is None else {}
+            if process_run is not None and len(records) >= RUN:
+                process_run(ip, collections.deque(records), len(records), position)
+                continue
+            for msg in records:
+                process_one(ip, msg)
+                position[ip.name] = msg.offset() + 1
+        return len(merged)
 
     def _process_one_run(
         self,
@@ -567,6 +610,10 @@ class PartitionGroup:
             done += 1
         return done
 
+
+#: The fewest consecutive records of one input that the gated merge hands on as a run
+#: (``process_run``): fewer go one by one (a run's set-up costs more than a record).
+RUN = 16
 
 #: The tie key of a record that is not a re-published one (``streams.py``).
 NO_SOURCE = ("", -1)
