@@ -122,7 +122,7 @@ def head_merge(runs: list[list[PlainRecord]]) -> list[tuple[int, int]]:
 def test_merge_runs_gives_the_record_by_record_merges_order(seed: int) -> None:
     rnd = random.Random(seed)
     runs = []
-    for i in range(rnd.randrange(2, 5)):
+    for _ in range(rnd.randrange(2, 5)):
         times = sorted(T0 + rnd.randrange(30) for _ in range(rnd.randrange(0, 40)))
         runs.append([written(rnd, offset, ts, b"k", offset) for offset, ts in enumerate(times)])
     merged = merge_runs(runs)
