@@ -525,16 +525,26 @@ class PartitionGroup:
             else:
                 for _ in run:
                     ip.buffer.popleft()
+        inputs = self.inputs
+        scratch: Position = {}  # (the position of a partition read out of offset order: settled after)
+        positions = [self.position if ip.streams is None else scratch for ip in inputs]
+        owners = [index for index, _ in merged]
+        changes = sum(map(operator.ne, owners, itertools.islice(owners, 1, None)))
+        if process_run is None or changes * RUN > len(merged):  # (mostly short runs: one by one)
+            for index, msg in merged:
+                ip = inputs[index]
+                process_one(ip, msg)
+                positions[index][ip.name] = msg.offset() + 1
+            return len(merged)
         for index, group in itertools.groupby(merged, key=operator.itemgetter(0)):
-            ip = self.inputs[index]
+            ip = inputs[index]
             records = [m for _, m in group]
-            position = self.position if ip.streams is None else {}
-            if process_run is not None and len(records) >= RUN:
-                process_run(ip, collections.deque(records), len(records), position)
+            if len(records) >= RUN:
+                process_run(ip, collections.deque(records), len(records), positions[index])
                 continue
             for msg in records:
                 process_one(ip, msg)
-                position[ip.name] = msg.offset() + 1
+                positions[index][ip.name] = msg.offset() + 1
         return len(merged)
 
     def _process_one_run(

@@ -12,7 +12,6 @@ takes the records it keeps, and a key-parallel backfill runs it dry with an obse
 from __future__ import annotations
 
 import collections
-import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -63,6 +62,7 @@ from .copies import CopiesSeen
 from .ids import OutputIds
 from .lifecycle import TaskState
 from .merge import MAX_FRONTIER, InputPartition, PartitionGroup, ProcessRun
+from .noting import DoneNotes
 from .progress import RESEND_S, InputProgress, marker_headers
 from .record import Record
 from .routing import NOT_OWNED, KeyFilter, Routing
@@ -76,18 +76,6 @@ UNTIMED = (-1, None)
 __all__ = ["NOT_OWNED", "InputPartition", "KeyFilter", "OutRecord", "Task", "TaskObserver"]
 
 log = logging.getLogger("eventscript.kafka.task")  # the name operators' log settings know
-
-
-def _still_waiting(ip: InputPartition) -> int | None:
-    """The least offset of a record of ``ip`` (read in record-time order) not taken by the merge
-    yet: the position it settles at stays at most there (None: nothing waits, it passes every
-    record taken)."""
-    waiting = [o for o in (_waiting_offset(ip.inbox), _waiting_offset(ip.streams)) if o is not None]
-    return min(waiting) if waiting else None
-
-
-def _waiting_offset(streams: object) -> int | None:
-    return streams.waiting_offset() if isinstance(streams, WriterStreams) else None
 
 
 class TaskObserver(Protocol):
@@ -604,8 +592,9 @@ class Task:
         else:
             process_one = self._process_one
             process_run = self._process_run if self.grouped else None
-        if self._time_ordered:
-            process_one, process_run = self._noting(process_one), self._noting_run(process_run)
+        notes = DoneNotes(self.copies, self._time_ordered) if self._time_ordered else None
+        if notes is not None:
+            process_one, process_run = notes.one(process_one), notes.run(process_run)
         if self._idle_marked and any(ip.pending() for ip in self.inputs):
             self.write_progress(forward=False)  # records again after an idle marker: markers first
             if self._commit_markers_first and not self._idle_marked:
@@ -615,7 +604,11 @@ class Task:
                 self.wants_commit = True
                 return 0
         forwarded = self.forward_ahead() if self._ahead else 0
-        done = self.group.process(max_idle_ms, process_one, process_run)
+        try:
+            done = self.group.process(max_idle_ms, process_one, process_run)
+        finally:
+            if notes is not None:
+                notes.flush(self.inputs)
         self.counts["processed"] += done + forwarded
         return done + forwarded
 
@@ -653,61 +646,6 @@ class Task:
                     ip.looked_to = msg.offset() + 1
             ip.settle_position(position)
         return forwarded
-
-    def _noting(
-        self, process_one: Callable[[InputPartition, Record], None]
-    ) -> Callable[[InputPartition, Record], None]:
-        """``process_one`` noting the records of partitions read in record-time order as done
-        (``copies.CopiesSeen.done``): they are processed out of offset order, so a restart from
-        a commit would take some again, which ``_forward_in_time_order`` skips."""
-        done, done_before, names = self.copies.done, self.copies.done_before, self._time_ordered
-
-        def noted(ip: InputPartition, msg: Record) -> None:
-            if ip.name not in names:
-                process_one(ip, msg)
-            elif not done_before(ip.name, msg.offset()):  # (read again after a restart: skipped)
-                process_one(ip, msg)
-                done(ip.name, msg.offset())
-
-        return noted
-
-    def _noting_run(self, process_run: ProcessRun | None) -> ProcessRun | None:
-        """``process_run`` noting the records of partitions read in record-time order as done,
-        as ``_noting`` does record by record: those done with before the commit the task
-        restarted from are dropped from the run first."""
-        if process_run is None:
-            return None
-        done, done_before, names = self.copies.done, self.copies.done_before, self._time_ordered
-
-        def noted(ip: InputPartition, buf: collections.deque[Record], n: int, position: Position) -> None:
-            if ip.name not in names:
-                process_run(ip, buf, n, position)
-                return
-            name = ip.name
-            offsets = [m.offset() for m in itertools.islice(buf, n)]
-            again = list(map(done_before, itertools.repeat(name), offsets))
-            if any(again):  # (read again after a restart: skipped)
-                fresh = [not a for a in again]
-                run = list(itertools.compress(itertools.islice(buf, n), fresh))
-                offsets = list(itertools.compress(offsets, fresh))
-                for _ in range(n):
-                    buf.popleft()
-                buf.extendleft(reversed(run))
-                n = len(run)
-            left = len(buf)
-            try:
-                process_run(ip, buf, n, position)
-            except BaseException:
-                offsets = offsets[: left - len(buf) - 1]  # (the one that raised is not done)
-                raise
-            finally:
-                # Only those at or past where the partition's position stays (its first record
-                # still waiting) can be read again: most of a run is before it.
-                floor = _still_waiting(ip)
-                if floor is not None:
-                    collections.deque(map(done, itertools.repeat(name), filter(floor.__le__, offsets)), maxlen=0)
-
-        return noted
 
     def _forward_in_time_order(
         self, ip: InputPartition, cfg: InputConfig, inbox: WriterStreams, bound: int, keep: Callable[[Record], object]
