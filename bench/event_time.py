@@ -18,8 +18,12 @@ the markers' share, and for both runs the time a record waits between being adde
 processed (p50/p99) when fetches come at ``--rate`` records/s: what the markers add to latency
 when writers commit every ``--commit-ms``.
 
+With ``--merge-only LAG_MS``, the merge's own cost instead: adding and merging with the engine
+stubbed out, per record, least over fetches (steadier than a whole run's on a shared machine), set
+beside a whole record's today.
+
 Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS] [--rate R]
-       [--inputs 1,4] [--order random,zipf]
+       [--inputs 1,4] [--order random,zipf] [--merge-only LAG_MS]
 """
 
 from __future__ import annotations
@@ -184,6 +188,65 @@ def run(
         shutil.rmtree(store, ignore_errors=True)
 
 
+def _pop_run(ip: object, buf: collections.deque[Message], n: int, position: dict[str, int]) -> None:
+    """A ``process_run`` that only takes the records (``merge_cost``)."""
+    for _ in range(n):
+        buf.popleft()
+
+
+def merge_cost(recs: list[Message], gated: bool, inputs: int, lag: int, rounds: int) -> float:
+    """ns of thread CPU per record of adding and merging ``recs`` with the engine stubbed out
+    (the records taken, not processed): the merge's own cost, least over fetches of 2,000 and
+    ``rounds`` runs, far steadier on a shared machine than a whole run's. Gated, the writers
+    mark their progress after every fetch, ``lag`` ms of record time behind its last record (0:
+    the whole fetch is released at once)."""
+    best = float("inf")
+    for _ in range(rounds):
+        store = Path(tempfile.mkdtemp(prefix="bench-event-time-"))
+        gc.collect()
+        gc.disable()
+        try:
+            task = make_task(store, gated, inputs)
+            task._process_run = _pop_run  # type: ignore[method-assign]
+            task._process_one = lambda ip, msg: None  # type: ignore[method-assign]
+            topics = [ip.topic for ip in task.inputs if ip.config is not None]
+            offsets = {t: len(recs) for t in topics}
+            for at in range(0, len(recs), FETCH):
+                batch = recs[at : at + FETCH]
+                started = time.thread_time_ns()
+                for r in batch:
+                    task.add(r)
+                if gated:
+                    mark(task, topics, offsets, batch[-1].timestamp()[1] + 1 - lag)
+                task.process(0)
+                if at:  # (the first fetch warms the task up)
+                    best = min(best, (time.thread_time_ns() - started) / len(batch))
+            if gated:
+                mark(task, topics, offsets, recs[-1].timestamp()[1] + 1)
+                task.process(0)
+            assert task.held_back == 0, task.held_back
+            task.close()
+        finally:
+            gc.enable()
+            shutil.rmtree(store, ignore_errors=True)
+    return best
+
+
+def print_merge_cost(recs: list[Message], inputs: int, order: str, lag: int, rounds: int) -> None:
+    """``merge_cost`` of both runs, beside a whole record's (today's, the engine's work included)."""
+    today, markers = (merge_cost(recs, gated, inputs, lag, rounds) for gated in (False, True))
+    whole = float("inf")
+    for _ in range(rounds):
+        cpu, _ = run(recs, False, 100.0, None, inputs=inputs)
+        whole = min(whole, 1e9 * cpu / len(recs))
+    added = markers - today
+    print(
+        f"{order} keys, {inputs} input topic(s), writers {lag} ms behind: merge alone {today:,.0f} ns per record "
+        f"today, {markers:,.0f} with markers; a whole record today {whole:,.0f} ns: markers add {added:,.0f} ns "
+        f"({100 * added / whole:.1f}%)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=200_000)
@@ -193,6 +256,12 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=20_000.0, help="records/s fetched in the latency runs")
     ap.add_argument("--inputs", default="1,4", help="input topic counts to run, comma-separated (default 1,4)")
     ap.add_argument("--order", default="random,zipf", help="key orders to run: random, zipf (default both)")
+    ap.add_argument(
+        "--merge-only",
+        type=int,
+        metavar="LAG_MS",
+        help="the merge's own cost instead (the engine stubbed out), the writers LAG_MS behind each fetch",
+    )
     args = ap.parse_args()
     counts = [int(n) for n in args.inputs.split(",")]
     print(
@@ -202,6 +271,9 @@ def main() -> None:
     for order in args.order.split(","):
         for inputs in counts:
             recs = records(args.records, args.keys, inputs, order)
+            if args.merge_only is not None:
+                print_merge_cost(recs, inputs, order, args.merge_only, args.repeat)
+                continue
             best = {"today": (float("inf"), 0.0), "markers": (float("inf"), 0.0)}  # (CPU s, wall s)
             for _ in range(args.repeat):
                 for name in best:
