@@ -70,18 +70,19 @@ def per_key_merge(records: list[PlainRecord], bound: int) -> list[int]:
     return taken
 
 
+@pytest.mark.parametrize("fetch", [60, 7])  # (7: more runs waiting than are kept apart)
 @pytest.mark.parametrize("disorder", [0.0, 0.05])
 @pytest.mark.parametrize("seed", range(8))
-def test_writer_streams_release_in_the_per_key_merges_order(seed: int, disorder: float) -> None:
+def test_writer_streams_release_in_the_per_key_merges_order(seed: int, disorder: float, fetch: int) -> None:
     rnd = random.Random(seed)
     records = partition(rnd, 300, rnd.choice([5, 40, 1000]), disorder)
     streams = WriterStreams()
     released: list[int] = []
     remaining: list[PlainRecord] = []
-    for at in range(0, len(records), 60):  # (fetches of 60, a release after each)
-        for m in records[at : at + 60]:
+    for at in range(0, len(records), fetch):  # (a release after each fetch)
+        for m in records[at : at + fetch]:
             assert streams.append(m)
-        remaining.extend(records[at : at + 60])
+        remaining.extend(records[at : at + fetch])
         bound = T0 + (at // 60) * rnd.randrange(1, 4)
         expected = per_key_merge(remaining, bound)
         got = [m.offset() for m in streams.take_below(bound)]

@@ -188,6 +188,9 @@ def _origin(raw: bytes) -> Origin:
 #: A record time past every record's: no bound.
 MAX_MS = 1 << 62
 
+#: The most runs of records waiting (``WriterStreams._index``) before they are merged into one.
+MAX_RUNS = 16
+
 
 def _merge_key(msg: Record) -> tuple[int, int, Origin, int]:
     """The order ``WriterStreams`` takes records in: time, ``es-seq``, origin, offset."""
@@ -210,14 +213,15 @@ class WriterStreams:
     Why no queue per key: at 100k keys nearly every key has one record waiting at a time, and a
     queue and a heap entry per record cost a reader more than the markers' whole share should
     (issue 21). The records wait in one list in arrival (offset) order (``arrived``), beside
-    their record times, and the indices of those waiting in a list sorted by record time
-    (``sorted``; stable: arrival order among equal times). A record added is only noted under
-    its key (``tail``); the records come since are put in place when records are released
-    (``release``), in C: a sort of a sorted list and the writers' commits since is mostly a
-    merge of runs. A key is noted only while it has a record waiting (its last one), and only a
-    key with several gets more (those records, and whether they came out of the merge's order).
-    While every key's records are in that order, the merge is this sort, and records of
-    one time are put in the tie order among themselves. A key whose records came out of that
+    their record times. A record added is only noted under its key (``tail``); the records come
+    since are put in place when records are released (``release``): a run of their indices,
+    sorted by record time in C (stable: arrival order among equal times). Each release cuts every
+    run at the bound by a bisection and merges only what it takes, so the records that wait on
+    (a writer minutes ahead of another) are not sorted again with every fetch. A key is noted
+    only while it has a record waiting (its last one), and only a key with several gets more
+    (those records, and whether they came out of the merge's order). While every key's records
+    are in that order, the merge is this sort, and records of one time are put in the tie order
+    among themselves. A key whose records came out of that
     order (one task's timer firing after a record of the same time: it has no ``es-seq``, which
     sorts first) makes it a merge of per-key queues until that key has nothing waiting
     (``_merged``). The records released wait in ``ready``, in order, until the task's merge
@@ -236,7 +240,10 @@ class WriterStreams:
         #: indices of those still waiting, by record time.
         self.arrived: list[Record] = []
         self.times: list[int] = []
-        self.sorted: list[int] = []
+        self.runs: list[list[int]] = []
+        self.count = 0
+        #: The least index waiting (None: not known, worked out when asked).
+        self.first_index: int | None = None
         #: The records come since (not in place yet), in arrival order.
         self.tail: list[Record] = []
         #: Records released (``release``) in the merge's order, not taken yet: before the others.
@@ -253,7 +260,7 @@ class WriterStreams:
         self.repeats: list[int] = []
 
     def __len__(self) -> int:
-        return len(self.sorted) + len(self.tail) + len(self.ready)
+        return self.count + len(self.tail) + len(self.ready)
 
     def append(self, msg: Record) -> bool:
         """Queue ``msg``; False when it is a repeat of a record waiting under its key (dropped).
@@ -303,8 +310,7 @@ class WriterStreams:
         if self.ready:
             return self.ready[0].timestamp()[1]
         if not self.disordered:
-            waiting = self._sort()
-            return self.times[waiting[0]] if waiting else None
+            return self._least_time()
         head = self.head()
         return None if head is None else head[0]
 
@@ -326,14 +332,17 @@ class WriterStreams:
             return self.ready.popleft()
         first = self._first()
         assert first is not None, "pop from an empty WriterStreams"
-        self.sorted.remove(first)
+        waiting = self._merge_all()
+        waiting.remove(first)
+        if not waiting:
+            self.runs.clear()
         return self._taken([first])[0]
 
     def release(self, bound: int) -> collections.deque[Record]:
         """Move the records before record time ``bound`` to ``ready``, in the merge's order (a
         key's records after one at or past ``bound`` wait); returns ``ready``."""
-        waiting = self._sort()
-        if waiting and self.times[waiting[0]] < bound:
+        least = self._least_time()
+        if least is not None and least < bound:
             self.ready.extend(self._take(bound))
         return self.ready
 
@@ -342,29 +351,48 @@ class WriterStreams:
         first)."""
         taken = list(self.ready)
         self.ready.clear()
-        waiting = self._sort()
-        if waiting and self.times[waiting[0]] < bound:
+        least = self._least_time()
+        if least is not None and least < bound:
             taken.extend(self._take(bound))
         return taken
 
-    def _sort(self) -> list[int]:
-        """The indices of the records waiting, by record time (the tail's put in place, in C)."""
+    def _index(self) -> list[list[int]]:
+        """Put the tail in place, a run of its indices sorted by time (in C); the runs waiting."""
         tail = self.tail
         if tail:
             self.tail = []
             base = len(self.arrived)
             self.arrived.extend(tail)
             self.times.extend([m.timestamp()[1] for m in tail])  # (faster than a methodcaller's map)
-            self.sorted.extend(range(base, base + len(tail)))
-            self.sorted.sort(key=self.times.__getitem__)
-        return self.sorted
+            run = list(range(base, base + len(tail)))
+            run.sort(key=self.times.__getitem__)
+            self.runs.append(run)
+            self.count += len(tail)
+            if len(self.runs) > MAX_RUNS:
+                self._merge_all()
+        return self.runs
+
+    def _merge_all(self) -> list[int]:
+        """The runs merged into one (a stable sort of them in arrival order); returns it."""
+        if len(self.runs) > 1:
+            merged = list(itertools.chain.from_iterable(self.runs))
+            merged.sort(key=self.times.__getitem__)
+            self.runs = [merged]
+        return self.runs[0] if self.runs else []
+
+    def _least_time(self) -> int | None:
+        """The least record time waiting (None: none)."""
+        times = self.times
+        runs = self._index()
+        return min([times[run[0]] for run in runs]) if runs else None
 
     def _first(self) -> int | None:
         """The index of the record the merge takes next (None: none waiting)."""
         if self.disordered:
             order = self._merged(MAX_MS, 1)
             return order[0] if order else None
-        waiting = self._sort()
+        self._index()
+        waiting = self._merge_all()
         if not waiting:
             return None
         times = self.times
@@ -378,14 +406,25 @@ class WriterStreams:
         """Take the records waiting before ``bound``, in the merge's order."""
         if self.disordered:
             order = self._merged(bound, None)
+            if not order:  # (the records before the bound wait behind their keys' later ones)
+                return []
             gone = set(order)
-            self.sorted = [i for i in self._sort() if i not in gone]
+            self._index()
+            left = [i for i in self._merge_all() if i not in gone]
+            self.runs = [left] if left else []
             return self._taken(order)
-        waiting = self._sort()
         times = self.times
-        cut = bisect.bisect_left(waiting, bound, key=times.__getitem__)
-        order = waiting[:cut]
-        del waiting[:cut]
+        key = times.__getitem__
+        parts = []
+        for run in self._index():
+            cut = bisect.bisect_left(run, bound, key=key)
+            if cut:
+                parts.append(run[:cut])
+                del run[:cut]
+        self.runs = [run for run in self.runs if run]
+        if not parts:
+            return []
+        order = parts[0] if len(parts) == 1 else sorted(itertools.chain.from_iterable(parts), key=key)
         taken = self._taken(order)
         taken_times = list(map(times.__getitem__, order))
         if any(map(operator.eq, taken_times, itertools.islice(taken_times, 1, None))):
@@ -393,40 +432,43 @@ class WriterStreams:
         return taken
 
     def _taken(self, order: list[int]) -> list[Record]:
-        """The records at the indices ``order`` (taken off ``sorted``), taken off what waits."""
+        """The records at the indices ``order`` (taken off ``runs``), taken off what waits."""
         arrived = self.arrived
         taken = list(map(arrived.__getitem__, order))
         to = arrived[max(order)].offset() + 1  # (arrival order is offset order)
         if self.taken_to is None or to > self.taken_to:
             self.taken_to = to
+        self.count -= len(order)
+        self.first_index = None
         self._forget(taken)
-        if not self.sorted and not self.tail:
+        if not self.runs and not self.tail:
             self.arrived, self.times = [], []
-        elif len(arrived) > 4 * len(self.sorted) + 1024:
+        elif len(arrived) > 4 * self.count + 1024:
             self._compact()  # (the records taken stay in ``arrived`` until then)
         return taken
 
     def _compact(self) -> None:
         """Drop the records taken from ``arrived`` (renumbering those waiting)."""
-        live = sorted(self._sort())
+        live = sorted(itertools.chain.from_iterable(self._index()))
         renumbered = {old: new for new, old in enumerate(live)}
         self.arrived = list(map(self.arrived.__getitem__, live))
         self.times = list(map(self.times.__getitem__, live))
-        self.sorted = list(map(renumbered.__getitem__, self.sorted))
+        self.runs = [list(map(renumbered.__getitem__, run)) for run in self.runs]
+        self.first_index = None
 
     def _forget(self, taken: list[Record]) -> None:
         """The keys of ``taken`` have one record fewer waiting each."""
         last = self.last
-        if not self.sorted and not self.tail:  # (none waits: the common case once released)
+        if not self.runs and not self.tail:  # (none waits: the common case once released)
             last.clear()
             self.several.clear()
             self.disordered.clear()
             return
         if not self.several:  # (each key has one record waiting: noted again if fewer)
-            if len(taken) <= len(self.sorted) + len(self.tail):
+            if len(taken) <= self.count + len(self.tail):
                 collections.deque(map(last.pop, [m.key() for m in taken]), maxlen=0)
             else:
-                waiting = [*map(self.arrived.__getitem__, self.sorted), *self.tail]
+                waiting = [*map(self.arrived.__getitem__, itertools.chain.from_iterable(self.runs)), *self.tail]
                 self.last = {m.key(): m for m in waiting}
             return
         several = self.several
@@ -462,7 +504,7 @@ class WriterStreams:
         each in offset order (a key waits at its first record at or past ``bound``)."""
         arrived = self.arrived
         queues: dict[bytes | None, collections.deque[int]] = {}
-        for i in sorted(self._sort()):
+        for i in sorted(itertools.chain.from_iterable(self._index())):
             key = arrived[i].key()
             queue = queues.get(key)
             if queue is None:
@@ -482,8 +524,10 @@ class WriterStreams:
 
     def waiting_offset(self) -> int | None:
         """The least offset still waiting, not counting those ready (None: none)."""
-        if self.sorted:
-            return self.arrived[min(self.sorted)].offset()
+        if self.runs:
+            if self.first_index is None:
+                self.first_index = min([min(run) for run in self.runs])
+            return self.arrived[self.first_index].offset()
         return self.tail[0].offset() if self.tail else None
 
     def first_offset(self) -> int | None:
@@ -495,7 +539,8 @@ class WriterStreams:
         return first
 
     def clear(self) -> None:
-        self.arrived, self.times, self.sorted, self.tail = [], [], [], []
+        self.arrived, self.times, self.runs, self.tail = [], [], [], []
+        self.count, self.first_index = 0, None
         self.ready.clear()
         self.last.clear()
         self.several.clear()
