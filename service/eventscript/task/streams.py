@@ -464,12 +464,11 @@ class WriterStreams:
             self.several.clear()
             self.disordered.clear()
             return
-        if not self.several:  # (each key has one record waiting: noted again if fewer)
-            if len(taken) <= self.count + len(self.tail):
-                collections.deque(map(last.pop, [m.key() for m in taken]), maxlen=0)
-            else:
-                waiting = [*map(self.arrived.__getitem__, itertools.chain.from_iterable(self.runs)), *self.tail]
-                self.last = {m.key(): m for m in waiting}
+        if len(taken) > self.count + len(self.tail):  # (fewer wait on: noted again)
+            self._note_keys()
+            return
+        if not self.several:  # (each key has one record waiting)
+            collections.deque(map(last.pop, [m.key() for m in taken]), maxlen=0)
             return
         several = self.several
         for msg in taken:  # (a key's records are taken in their order: its first each time)
@@ -482,6 +481,24 @@ class WriterStreams:
             if len(entry) == 1:  # (one left: its last, as for any key with one)
                 del several[key]
                 self.disordered.discard(key)
+
+    def _note_keys(self) -> None:
+        """Note the keys of the records waiting anew: each one's last, and the records of those
+        with several (a key out of order stays so while it has several)."""
+        arrived = self.arrived
+        waiting = [*map(arrived.__getitem__, sorted(itertools.chain.from_iterable(self.runs))), *self.tail]
+        keys = [m.key() for m in waiting]
+        self.last = dict(zip(keys, waiting))
+        several: dict[bytes | None, collections.deque[Record]] = {
+            key: collections.deque() for key, n in collections.Counter(keys).items() if n > 1
+        }
+        if several:
+            for key, msg in zip(keys, waiting):
+                entry = several.get(key)
+                if entry is not None:
+                    entry.append(msg)
+        self.several = several
+        self.disordered &= several.keys()
 
     @staticmethod
     def _order_ties(taken: list[Record], times: list[int]) -> None:
