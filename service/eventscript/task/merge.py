@@ -472,8 +472,9 @@ class PartitionGroup:
         return done
 
     def _one_run(self, bound: int) -> tuple[InputPartition, collections.deque[Record], int] | None:
-        """When only one input has records before ``bound`` to take, and they are in order in one
-        deque: it, that deque and how many (nothing to merge); else None."""
+        """When at most one input has records before ``bound`` to take, and they are in order in
+        one deque: it, that deque and how many (nothing to merge; an empty deque when none has);
+        else None."""
         found = None
         for ip in self.inputs:
             streams = ip.streams

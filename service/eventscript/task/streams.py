@@ -236,8 +236,9 @@ class WriterStreams:
     the repeat is written, which is before the marker that releases both."""
 
     def __init__(self) -> None:
-        #: The records put in place, in arrival (offset) order, and their record times (ms); the
-        #: indices of those still waiting, by record time.
+        #: The records put in place, in arrival (offset) order (those taken stay until
+        #: ``_compact``), and their record times (ms); the indices of those still waiting, in
+        #: runs each sorted by record time, and how many.
         self.arrived: list[Record] = []
         self.times: list[int] = []
         self.runs: list[list[int]] = []
