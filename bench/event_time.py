@@ -2,44 +2,50 @@
 
 A downstream task of a grouped counting program reads one partition of an intermediate topic that
 three upstream tasks write, at 100k keys (``--keys``): records in time order, one every ms of
-record time, interleaved from the three writers. With ``--inputs 1,4`` (the default) also a task
-of N co-partitioned input topics, the records dealt to them in turn, each topic written by the
-three writers: the merge across inputs. Two runs of the same records per input count,
-interleaved rounds (the machine may be shared: the load average is printed):
+record time, as the worker hands them to a task (confluent-kafka ``Message``s, with the headers
+a program's outputs carry), their keys drawn uniformly or by a Zipf law (``--order``). With
+``--inputs 1,4`` (the default) also a task of N co-partitioned input topics, the records dealt to
+them in turn, each topic written by the three writers: the merge across inputs. Two runs of the
+same records per input count and key order, interleaved rounds, each from a collected heap (the
+machine may be shared: the load average is printed):
 
 - today:   no progress plan (the merge takes what is fetched);
 - markers: gated on the three writers; each writer marks its progress every ``--commit-ms`` of
            wall time, as its commits would, in the batches the host adds (a fetch of 2,000).
 
-Printed: records per CPU second (best of ``--repeat``) for each, the markers' share, and for both runs the time
-a record waits between being added and being processed (p50/p99) when fetches come at ``--rate``
-records/s: what the markers add to latency when writers commit every ``--commit-ms``.
+Printed: records per CPU second (best of ``--repeat``, with its CPU and wall seconds) for each,
+the markers' share, and for both runs the time a record waits between being added and being
+processed (p50/p99) when fetches come at ``--rate`` records/s: what the markers add to latency
+when writers commit every ``--commit-ms``.
+
+With ``--merge-only LAG_MS``, the merge's own cost instead: adding and merging with the engine
+stubbed out, per record, least over fetches (steadier than a whole run's on a shared machine), set
+beside a whole record's today.
 
 Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS] [--rate R]
-       [--inputs 1,4]
+       [--inputs 1,4] [--order random,zipf] [--merge-only LAG_MS]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import gc
+import itertools
 import os
+import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import orjson
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "task"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # (task_helpers imports from it)
-
-from task_helpers import PlainRecord as LogRecord
+from confluent_kafka import Message
 
 from eventscript.automata.compile import compile_source
 from eventscript.task.progress import InputProgress, marker_headers
+from eventscript.task.record import CREATE_TIME
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig, ProgramConfig
 from eventscript.topology.progress import ProgressPlan
@@ -60,14 +66,38 @@ def topic(i: int, inputs: int) -> str:
     return "mid" if inputs == 1 else f"mid{i % inputs}"
 
 
-def records(n: int, keys: int, inputs: int = 1) -> list[LogRecord]:
+def records(n: int, keys: int, inputs: int = 1, order: str = "random", seed: int = 1) -> list[Message]:
+    """``n`` records as the worker hands them to a task (confluent-kafka ``Message``s) with the
+    headers a program's outputs carry, their keys drawn uniformly (``order`` "random") or by a
+    Zipf law (s = 1.1, "zipf": a few keys have most records) among ``keys``."""
+    rnd = random.Random(seed)
+    names = [f"k{i}" for i in range(keys)]
+    if order == "zipf":
+        rnd.shuffle(names)
+        cum = list(itertools.accumulate(1.0 / r**1.1 for r in range(1, keys + 1)))
+        drawn = rnd.choices(names, cum_weights=cum, k=n)
+    else:
+        drawn = [names[rnd.randrange(keys)] for _ in range(n)]
     out = []
     offsets: collections.Counter[str] = collections.Counter()
-    for i in range(n):
-        k = f"k{(i * 7919) % keys}"
+    for i, k in enumerate(drawn):
         t = topic(i, inputs)
+        headers = [
+            ("es-event", b"Hit"),
+            ("es-program", b"up"),
+            ("es-id", b"up/src:0:%d/1" % i),
+            ("es-seq", b"%d" % i),
+        ]
         out.append(
-            LogRecord(t, 0, offsets[t], T0 + i, orjson.dumps([k]), orjson.dumps({"k": k}), [("es-id", b"u/%d/1" % i)])
+            Message(
+                topic=t,
+                partition=0,
+                offset=offsets[t],
+                key=orjson.dumps([k]),
+                value=orjson.dumps({"k": k}),
+                timestamp=(CREATE_TIME, T0 + i),
+                headers=headers,
+            )
         )
         offsets[t] += 1
     return out
@@ -98,17 +128,24 @@ def mark(task: Task, topics: list[str], offsets: dict[str, int], progress: int) 
     """Every writer marks ``progress`` on every input topic (as their commits would)."""
     for t in topics:
         for w in range(WRITERS):
-            task.add(LogRecord(t, 0, offsets[t], progress, None, None, list(marker_headers("up", w, progress))))
+            headers = list(marker_headers("up", w, progress))
+            task.add(
+                Message(topic=t, partition=0, offset=offsets[t], timestamp=(CREATE_TIME, progress), headers=headers)
+            )
             offsets[t] += 1
 
 
 def run(
-    recs: list[LogRecord], gated: bool, commit_ms: float, waits: list[float] | None, rate: float = 0, inputs: int = 1
-) -> float:
-    """Records per CPU second of this process (on a shared machine, steadier than per second of
-    wall time); with ``waits``, each record's wait between add and process is appended, and with
-    ``rate`` the fetches come at that many records/s (as from live writers) rather than at once."""
+    recs: list[Message], gated: bool, commit_ms: float, waits: list[float] | None, rate: float = 0, inputs: int = 1
+) -> tuple[float, float]:
+    """The CPU seconds of this process and the wall seconds the task took over ``recs`` (on a
+    shared machine the CPU time is the steadier); with ``waits``, each record's wait between add
+    and process is appended, and with ``rate`` the fetches come at that many records/s (as from
+    live writers) rather than at once."""
     store = Path(tempfile.mkdtemp(prefix="bench-event-time-"))
+    # Each run from a collected heap: a full collection (tens of ms over a 50,000-record heap)
+    # otherwise lands in whichever run crosses its threshold, swinging one run by ~15%.
+    gc.collect()
     try:
         task = make_task(store, gated, inputs)
         topics = [ip.topic for ip in task.inputs if ip.config is not None]
@@ -143,12 +180,71 @@ def run(
         done = time.perf_counter()
         while pending:  # released by the writers' last commit
             waits.extend([done - pending.popleft()[1]] * FETCH)  # type: ignore[union-attr]
-        elapsed = time.perf_counter() - started if rate else time.process_time() - cpu_started
+        cpu, wall = time.process_time() - cpu_started, time.perf_counter() - started
         assert task.held_back == 0 and task.counts["processed"] == len(recs), task.counts
         task.close()
-        return len(recs) / elapsed
+        return cpu, wall
     finally:
         shutil.rmtree(store, ignore_errors=True)
+
+
+def _pop_run(ip: object, buf: collections.deque[Message], n: int, position: dict[str, int]) -> None:
+    """A ``process_run`` that only takes the records (``merge_cost``)."""
+    for _ in range(n):
+        buf.popleft()
+
+
+def merge_cost(recs: list[Message], gated: bool, inputs: int, lag: int, rounds: int) -> float:
+    """ns of thread CPU per record of adding and merging ``recs`` with the engine stubbed out
+    (the records taken, not processed): the merge's own cost, least over fetches of 2,000 and
+    ``rounds`` runs, far steadier on a shared machine than a whole run's. Gated, the writers
+    mark their progress after every fetch, ``lag`` ms of record time behind its last record (0:
+    the whole fetch is released at once)."""
+    best = float("inf")
+    for _ in range(rounds):
+        store = Path(tempfile.mkdtemp(prefix="bench-event-time-"))
+        gc.collect()
+        gc.disable()
+        try:
+            task = make_task(store, gated, inputs)
+            task._process_run = _pop_run  # type: ignore[method-assign]
+            task._process_one = lambda ip, msg: None  # type: ignore[method-assign]
+            topics = [ip.topic for ip in task.inputs if ip.config is not None]
+            offsets = {t: len(recs) for t in topics}
+            for at in range(0, len(recs), FETCH):
+                batch = recs[at : at + FETCH]
+                started = time.thread_time_ns()
+                for r in batch:
+                    task.add(r)
+                if gated:
+                    mark(task, topics, offsets, batch[-1].timestamp()[1] + 1 - lag)
+                task.process(0)
+                if at:  # (the first fetch warms the task up)
+                    best = min(best, (time.thread_time_ns() - started) / len(batch))
+            if gated:
+                mark(task, topics, offsets, recs[-1].timestamp()[1] + 1)
+                task.process(0)
+            assert task.held_back == 0, task.held_back
+            task.close()
+        finally:
+            gc.enable()
+            shutil.rmtree(store, ignore_errors=True)
+    return best
+
+
+def print_merge_cost(recs: list[Message], inputs: int, order: str, lag: int, rounds: int) -> None:
+    """``merge_cost`` of both runs, beside a whole record's (today's, the engine's work included)."""
+    today, markers = (merge_cost(recs, gated, inputs, lag, rounds) for gated in (False, True))
+    whole = float("inf")
+    for _ in range(rounds):
+        cpu, _ = run(recs, False, 100.0, None, inputs=inputs)
+        whole = min(whole, 1e9 * cpu / len(recs))
+    added = markers - today
+    print(
+        f"{order} keys, {inputs} input topic(s), writers {lag} ms behind: merge alone {today:,.0f} ns per record "
+        f"today, {markers:,.0f} with markers; a whole record today {whole:,.0f} ns: markers add {added:,.0f} ns "
+        f"({100 * added / whole:.1f}%)"
+    )
 
 
 def main() -> None:
@@ -159,34 +255,47 @@ def main() -> None:
     ap.add_argument("--commit-ms", type=float, default=100.0)
     ap.add_argument("--rate", type=float, default=20_000.0, help="records/s fetched in the latency runs")
     ap.add_argument("--inputs", default="1,4", help="input topic counts to run, comma-separated (default 1,4)")
+    ap.add_argument("--order", default="random,zipf", help="key orders to run: random, zipf (default both)")
+    ap.add_argument(
+        "--merge-only",
+        type=int,
+        metavar="LAG_MS",
+        help="the merge's own cost instead (the engine stubbed out), the writers LAG_MS behind each fetch",
+    )
     args = ap.parse_args()
     counts = [int(n) for n in args.inputs.split(",")]
     print(
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.records:,} records, "
         f"{args.keys:,} keys, best of {args.repeat}"
     )
-    for inputs in counts:
-        recs = records(args.records, args.keys, inputs)
-        best = {"today": 0.0, "markers": 0.0}
-        for _ in range(args.repeat):
+    for order in args.order.split(","):
+        for inputs in counts:
+            recs = records(args.records, args.keys, inputs, order)
+            if args.merge_only is not None:
+                print_merge_cost(recs, inputs, order, args.merge_only, args.repeat)
+                continue
+            best = {"today": (float("inf"), 0.0), "markers": (float("inf"), 0.0)}  # (CPU s, wall s)
+            for _ in range(args.repeat):
+                for name in best:
+                    best[name] = min(best[name], run(recs, name == "markers", args.commit_ms, None, inputs=inputs))
+            latency = {}
             for name in best:
-                best[name] = max(best[name], run(recs, name == "markers", args.commit_ms, None, inputs=inputs))
-        latency = {}
-        for name in best:
-            waits: list[float] = []
-            run(recs, name == "markers", args.commit_ms, waits, args.rate, inputs)
-            waits.sort()
-            latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
-        print(f"{inputs} input topic(s), each written by {WRITERS} tasks:")
-        for name, rate in best.items():
-            print(f"  {name:8s} {rate:12,.0f} records per CPU second")
-        print(f"  markers cost {100 * (1 - best['markers'] / best['today']):.1f}% of throughput")
-        print(
-            f"  wait between add and process, fetches of {FETCH:,} at {args.rate:,.0f} records/s, markers every "
-            f"{args.commit_ms:g} ms:"
-        )
-        for name, (p50, p99) in latency.items():
-            print(f"  {name:8s} p50 {1000 * p50:7.1f} ms   p99 {1000 * p99:7.1f} ms")
+                waits: list[float] = []
+                run(recs, name == "markers", args.commit_ms, waits, args.rate, inputs)
+                waits.sort()
+                latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
+            print(f"{order} keys, {inputs} input topic(s), each written by {WRITERS} tasks:")
+            for name, (cpu, wall) in best.items():
+                print(
+                    f"  {name:8s} {len(recs) / cpu:12,.0f} records per CPU second ({cpu:.3f} CPU s, {wall:.3f} s wall)"
+                )
+            print(f"  markers cost {100 * (1 - best['today'][0] / best['markers'][0]):.1f}% of throughput (CPU)")
+            print(
+                f"  wait between add and process, fetches of {FETCH:,} at {args.rate:,.0f} records/s, markers "
+                f"every {args.commit_ms:g} ms:"
+            )
+            for name, (p50, p99) in latency.items():
+                print(f"  {name:8s} p50 {1000 * p50:7.1f} ms   p99 {1000 * p99:7.1f} ms")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ other sources' frontiers (as the merge of the other tasks' records waits for the
 from __future__ import annotations
 
 import collections
+import itertools
+import operator
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from .copies import CopiesSeen
 from .progress import IDLE, InputProgress, read_marker, read_reached
 from .record import Record
 from .repeats import RepeatGuard, restarted
+from .runs import merge_runs
 from .streams import SourceStreams, WriterStreams, seq_of
 
 
@@ -110,8 +113,7 @@ class InputPartition:
     def head_ms(self) -> int | None:
         """The record time of the next record the merge may take from this partition (None: none)."""
         if self.streams is not None:
-            head = self.streams.head()
-            return head[0] if head is not None else None
+            return self.streams.head_ms()
         return self.buffer[0].timestamp()[1] if self.buffer else None
 
     def republished(self, now: float) -> int | None:
@@ -126,8 +128,8 @@ class InputPartition:
             if w is None or not inbox:
                 return w
             if isinstance(inbox, WriterStreams):
-                head = inbox.head()
-                return w if head is None else min(w, head[0])
+                head = inbox.head_ms()
+                return w if head is None else min(w, head)
             return min(w, min(m.timestamp()[1] for m in inbox))  # (one may sit behind a later one)
         if self.inbox is None and self.buffer:
             # Not forwarding ahead: a buffered record is re-published as it is processed, if at
@@ -342,16 +344,17 @@ class PartitionGroup:
         if ip is None:
             return False
         if ip.markers:
-            marker = read_marker(msg.headers())
-            if marker is not None:
-                self.markers_read += 1
-                if ip.progress is not None:
-                    ip.progress.hear(*marker, read_reached(msg.headers()))
-                    if ip.guard is not None:
-                        self.repeats += len(ip.guard.heard(ip.held(), restarted(msg.headers())))
-                if not ip.pending():  # everything before it is processed: the position passes it
-                    self.position[ip.name] = msg.offset() + 1
-                return False
+            if msg.value() is None:  # (a marker has no value: one test for the rest)
+                marker = read_marker(msg.headers())
+                if marker is not None:
+                    self.markers_read += 1
+                    if ip.progress is not None:
+                        ip.progress.hear(*marker, read_reached(msg.headers()))
+                        if ip.guard is not None:
+                            self.repeats += len(ip.guard.heard(ip.held(), restarted(msg.headers())))
+                    if not ip.pending():  # everything before it is processed: the position passes it
+                        self.position[ip.name] = msg.offset() + 1
+                    return False
             guard = ip.guard
             if guard is not None and not guard.admit(msg, msg.timestamp()[1]):
                 self.repeats += 1  # written again (``repeats.py``): taken, and dropped
@@ -362,9 +365,8 @@ class PartitionGroup:
         ip.idled = False
         if ip.inbox is not None:
             ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
-        elif ip.streams is not None:
+        elif ip.streams is not None:  # (gated: its progress is its writers', not what it saw)
             ip.streams.append(msg)
-            ip.saw(msg.timestamp()[1])
         else:
             ip.buffer.append(msg)
             ts = msg.timestamp()[1]
@@ -429,7 +431,7 @@ class PartitionGroup:
         past each; returns how many. ``process_run``, if given, takes a run of one partition's
         records in offset order instead (the common case: nothing to merge), in one call."""
         if self.gated:
-            return self._process_gated(process_one)
+            return self._process_gated(process_one, process_run)
         done = 0
         inputs = self.inputs
         position = self.position
@@ -479,46 +481,171 @@ class PartitionGroup:
             done += 1
         return done
 
-    def _process_gated(self, process_one: Callable[[InputPartition, Any], None]) -> int:
+    def _process_gated(self, process_one: Callable[[InputPartition, Any], None], process_run: ProcessRun | None) -> int:
         """``process`` with gated inputs: records in timestamp order up to the watermark (no idle
-        wait: the markers say what may still come); the rest are held back."""
+        wait: the markers say what may still come); the rest are held back. The records a
+        partition several upstream tasks write may release are put in order first, all at once
+        (``WriterStreams.release``); when one partition has records to take, they go as a run
+        (``process_run``), as an ungated task's do."""
         watermark = self.watermark()
+        done = 0
+        if watermark is not None:
+            bound: int | None = watermark
+            if self.sources:
+                sources = self._sources_bound()
+                bound = None if sources is None else min(sources, watermark)
+            if bound is not None:
+                for ip in self.inputs:
+                    if isinstance(ip.streams, WriterStreams):
+                        ip.streams.release(bound)
+                run = None if self.sources else self._one_run(bound)
+                if run is not None:
+                    done = self._process_one_run(*run, process_one, process_run)
+                else:
+                    merged = None if self.sources else self._merge_runs(bound, process_one, process_run)
+                    done = merged if merged is not None else self._merge_gated(watermark, process_one)
+        for ip in self.inputs:
+            if ip.inbox is not None or ip.streams is not None:
+                ip.settle_position(self.position)
+        self.held_back = sum(ip.pending() for ip in self.inputs)
+        return done
+
+    def _one_run(self, bound: int) -> tuple[InputPartition, collections.deque[Record], int] | None:
+        """When at most one input has records before ``bound`` to take, and they are in order in
+        one deque: it, that deque and how many (nothing to merge; an empty deque when none has);
+        else None."""
+        found = None
+        for ip in self.inputs:
+            streams = ip.streams
+            if isinstance(streams, WriterStreams):
+                if streams.ready:
+                    if found is not None:
+                        return None
+                    found = (ip, streams.ready, len(streams.ready))
+            elif streams is not None:
+                if len(streams):
+                    return None  # (merged per source partition: the general merge)
+            elif ip.buffer:
+                buf = ip.buffer
+                n = 0
+                for m in buf:
+                    if m.timestamp()[1] >= bound:
+                        break
+                    n += 1
+                if n:
+                    if found is not None:
+                        return None
+                    found = (ip, buf, n)
+        return found if found is not None else (self.inputs[0], collections.deque(), 0)
+
+    def _merge_runs(
+        self, bound: int, process_one: Callable[[InputPartition, Any], None], process_run: ProcessRun | None
+    ) -> int | None:
+        """Take every input's records before ``bound`` and process them merged (``runs.py``),
+        an input's consecutive ones as a run when there are ``RUN`` of them; how many. None (and
+        nothing taken) when an input's records are not in time order or one is merged per
+        source partition: the caller merges record by record."""
+        runs: list[list[Record]] = []
+        for ip in self.inputs:
+            streams = ip.streams
+            if isinstance(streams, WriterStreams):
+                runs.append(list(streams.ready))
+            elif streams is not None:
+                if len(streams):
+                    return None
+                runs.append([])
+            else:
+                runs.append(list(itertools.takewhile(lambda m: m.timestamp()[1] < bound, ip.buffer)))
+        merged = merge_runs(runs)
+        if merged is None:
+            return None
+        for ip, run in zip(self.inputs, runs):
+            if isinstance(ip.streams, WriterStreams):
+                ip.streams.ready.clear()
+            else:
+                for _ in run:
+                    ip.buffer.popleft()
+        inputs = self.inputs
+        scratch: Position = {}  # (the position of a partition read out of offset order: settled after)
+        positions = [self.position if ip.streams is None else scratch for ip in inputs]
+        owners = [index for index, _ in merged]
+        changes = sum(map(operator.ne, owners, itertools.islice(owners, 1, None)))
+        if process_run is None or changes * RUN > len(merged):  # (mostly short runs: one by one)
+            for index, msg in merged:
+                ip = inputs[index]
+                process_one(ip, msg)
+                positions[index][ip.name] = msg.offset() + 1
+            return len(merged)
+        for index, group in itertools.groupby(merged, key=operator.itemgetter(0)):
+            ip = inputs[index]
+            records = [m for _, m in group]
+            if len(records) >= RUN:
+                process_run(ip, collections.deque(records), len(records), positions[index])
+                continue
+            for msg in records:
+                process_one(ip, msg)
+                positions[index][ip.name] = msg.offset() + 1
+        return len(merged)
+
+    def _process_one_run(
+        self,
+        ip: InputPartition,
+        buf: collections.deque[Record],
+        n: int,
+        process_one: Callable[[InputPartition, Any], None],
+        process_run: ProcessRun | None,
+    ) -> int:
+        """Process the first ``n`` records of ``buf`` (``ip``'s), in its order. The position of a
+        partition read out of offset order is settled after (``settle_position``), not set past
+        the last record processed."""
+        if not n:
+            return 0
+        position = self.position if ip.streams is None else {}
+        if process_run is not None:
+            process_run(ip, buf, n, position)
+            return n
+        msg = None
+        try:
+            for _ in range(n):
+                msg = buf.popleft()
+                process_one(ip, msg)
+        finally:
+            if msg is not None:
+                position[ip.name] = msg.offset() + 1
+        return n
+
+    def _merge_gated(self, watermark: int, process_one: Callable[[InputPartition, Any], None]) -> int:
+        """``_process_gated``'s merge of several inputs, record by record: the earliest head first
+        (ties by ``es-seq``, then the configured input order, then the order within the input)."""
         done = 0
         inputs = self.inputs
         position = self.position
-        while watermark is not None:
+        while True:
             bound = watermark
             if self.sources:
                 sources = self._sources_bound()
                 if sources is None:
                     break
                 bound = min(sources, watermark)
-            nonempty = [ip for ip in inputs if ip.buffer or ip.streams]
-            if len(nonempty) == 1 and nonempty[0].streams is None:
-                # nothing to merge: take its records in offset order up to the bound
-                ip = nonempty[0]
-                buf = ip.buffer
-                msg = None
-                try:
-                    while buf and buf[0].timestamp()[1] < bound:
-                        msg = buf.popleft()
-                        process_one(ip, msg)
-                        done += 1
-                finally:
-                    if msg is not None:
-                        position[ip.name] = msg.offset() + 1
-                break
             best: InputPartition | None = None
             best_key: tuple[int, int, int, Any] | None = None
-            for ip in nonempty:
-                if ip.streams is not None:
-                    head = ip.streams.head()
+            for ip in inputs:
+                streams = ip.streams
+                if isinstance(streams, WriterStreams):
+                    if not streams.ready:
+                        continue
+                    m = streams.ready[0]
+                    k = (m.timestamp()[1], seq_of(m), ip.order, NO_SOURCE)
+                elif streams is not None:
+                    head = streams.head()
                     if head is None:
                         continue
                     k = (head[0], head[1], ip.order, head[2])
-                else:
+                elif ip.buffer:
                     m = ip.buffer[0]
                     k = (m.timestamp()[1], seq_of(m), ip.order, NO_SOURCE)
+                else:
+                    continue
                 if best_key is None or k < best_key:
                     best, best_key = ip, k
             if best is None or best_key is None or best_key[0] >= bound:
@@ -531,12 +658,12 @@ class PartitionGroup:
                 process_one(best, msg)
                 position[best.name] = msg.offset() + 1
             done += 1
-        for ip in inputs:
-            if ip.inbox is not None or ip.streams is not None:
-                ip.settle_position(position)
-        self.held_back = sum(ip.pending() for ip in inputs)
         return done
 
+
+#: The fewest consecutive records of one input that the gated merge hands on as a run
+#: (``process_run``): fewer go one by one (a run's set-up costs more than a record).
+RUN = 16
 
 #: The tie key of a record that is not a re-published one (``streams.py``).
 NO_SOURCE = ("", -1)

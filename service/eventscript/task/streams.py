@@ -16,8 +16,11 @@ two records of one time comes first does not depend on fetch order.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import heapq
+import itertools
+import operator
 import re
 
 from . import codec
@@ -80,6 +83,11 @@ class SourceStreams:
                 if best is None or k < best:
                     best = k
         return best
+
+    def head_ms(self) -> int | None:
+        """The record time of the earliest head (None: none)."""
+        head = self.head()
+        return None if head is None else head[0]
 
     def pop(self, source: tuple[str, int]) -> Record:
         self.count -= 1
@@ -177,74 +185,120 @@ def _origin(raw: bytes) -> Origin:
     return (0 if timer else 1), topic, int(partition), int(offset), IdOrder(raw)
 
 
+#: A record time past every record's: no bound.
+MAX_MS = 1 << 62
+
+#: The most runs of records waiting (``WriterStreams._index``) before they are merged into one.
+MAX_RUNS = 16
+
+
+def _merge_key(msg: Record) -> tuple[int, int, Origin, int]:
+    """The order ``WriterStreams`` takes records in: time, ``es-seq``, origin, offset."""
+    seq, origin = tie_of(msg)
+    return msg.timestamp()[1], seq, origin, msg.offset()
+
+
 class WriterStreams:
-    """Records of one gated partition of a topic that several upstream tasks write, one queue per
-    record key.
+    """Records of one gated partition of a topic that several upstream tasks write, taken in
+    record-time order.
 
     The writers' records land in the order their commits did: one task may be minutes ahead of
     another on the same partition, and records of one time from two tasks come in either order.
-    Each key is written by one task at a time, in record-time order, so the queue of one key is in
-    record-time order; the merge takes the earliest head, ties by ``es-seq`` (``seq_of``: the
-    order the producer gave their causes), then in ``origin_of``'s order, so the
-    partition is read in record-time order whatever the interleaving (a heap of heads: a partition
-    may hold many keys). A key's records keep their offset order.
+    Each key is written by one task at a time, in record-time order, so the records of one key
+    come in record-time order; the partition is taken as a merge of its keys' records: the
+    earliest first, ties by ``es-seq`` (``seq_of``: the order the producer gave their causes),
+    then in ``origin_of``'s order, then in offset order, so that it is read in record-time order
+    whatever the interleaving. A key's records keep their offset order.
 
-    A record whose ``es-id`` is already queued under its key is a repeat (at-least-once: a writer
-    task that restarted from its last commit wrote its batch again) and is dropped, its offset kept
-    in ``repeats`` for the reading task to note as done (``copies.py``), so that a restart from a
-    commit drops it too. Its original is still queued whenever it comes: a writer on at-least-once
-    marks its progress only once the batch is committed (``kafka/checkpoint.py``), so no reader
-    releases a record its writer may write again before the repeat is written, which is before
-    the marker that releases both."""
+    Why no queue per key: at 100k keys nearly every key has one record waiting at a time, and a
+    queue and a heap entry per record cost a reader more than the markers' whole share should
+    (issue 21). The records wait in one list in arrival (offset) order (``arrived``), beside
+    their record times. A record added is only noted under its key (``tail``); the records come
+    since are put in place when records are released (``release``): a run of their indices,
+    sorted by record time in C (stable: arrival order among equal times). Each release cuts every
+    run at the bound by a bisection and merges only what it takes, so the records that wait on
+    (a writer minutes ahead of another) are not sorted again with every fetch. A key is noted
+    only while it has a record waiting (its last one), and only a key with several gets more
+    (those records, and whether they came out of the merge's order). While every key's records
+    are in that order, the merge is this sort, and records of one time are put in the tie order
+    among themselves. A key whose records came out of that
+    order (one task's timer firing after a record of the same time: it has no ``es-seq``, which
+    sorts first) makes it a merge of per-key queues until that key has nothing waiting
+    (``_merged``). The records released wait in ``ready``, in order, until the task's merge
+    takes them.
+
+    A record whose ``es-id`` is already waiting under its key is a repeat (at-least-once: a
+    writer task that restarted from its last commit wrote its batch again) and is dropped, its
+    offset kept in ``repeats`` for the reading task to note as done (``copies.py``), so that a
+    restart from a commit drops it too. Its original is still waiting whenever it comes: a writer
+    on at-least-once marks its progress only once the batch is committed
+    (``kafka/checkpoint.py``), so no reader releases a record its writer may write again before
+    the repeat is written, which is before the marker that releases both."""
 
     def __init__(self) -> None:
-        self.queues: dict[bytes | None, collections.deque[Record]] = {}
-        #: (record time ms, es-seq, origin, arrival number, key) of each queue's first record.
-        self.heads: list[tuple[int, int, Origin, int, bytes | None]] = []
+        #: The records put in place, in arrival (offset) order (those taken stay until
+        #: ``_compact``), and their record times (ms); the indices of those still waiting, in
+        #: runs each sorted by record time, and how many.
+        self.arrived: list[Record] = []
+        self.times: list[int] = []
+        self.runs: list[list[int]] = []
         self.count = 0
-        self._arrivals = 0
-        #: Offsets queued (a heap) and those taken since, for the least offset still queued.
-        self._offsets: list[int] = []
-        self._taken: set[int] = set()
-        #: The offset after the highest one taken (None: none yet).
+        #: The least index waiting (None: not known, worked out when asked).
+        self.first_index: int | None = None
+        #: The records come since (not in place yet), in arrival order.
+        self.tail: list[Record] = []
+        #: Records released (``release``) in the merge's order, not taken yet: before the others.
+        self.ready: collections.deque[Record] = collections.deque()
+        #: Each key with a record waiting → its last one.
+        self.last: dict[bytes | None, Record] = {}
+        #: The keys with several records waiting → those records, in order.
+        self.several: dict[bytes | None, collections.deque[Record]] = {}
+        #: The keys whose records waiting are not in the merge's order.
+        self.disordered: set[bytes | None] = set()
+        #: The offset after the highest one taken or dropped (None: none yet).
         self.taken_to: int | None = None
-        #: The ``es-id``s queued per key, for the keys that had two records queued at once (made
-        #: then: a key with one record at a time, the common case, pays nothing).
-        self._ids: dict[bytes | None, set[bytes]] = {}
         #: The offsets of the repeats dropped since last taken (``take_repeats``).
         self.repeats: list[int] = []
 
     def __len__(self) -> int:
-        return self.count
-
-    def _push_head(self, key: bytes | None, msg: Record) -> None:
-        self._arrivals += 1
-        seq, origin = tie_of(msg)
-        heapq.heappush(self.heads, (msg.timestamp()[1], seq, origin, self._arrivals, key))
+        return self.count + len(self.tail) + len(self.ready)
 
     def append(self, msg: Record) -> bool:
-        """Queue ``msg``; False when it is a repeat of a record queued under its key (dropped)."""
+        """Queue ``msg``; False when it is a repeat of a record waiting under its key (dropped).
+        (Only what a repeat needs is done here, once per record: the rest, in bulk, as records
+        are released.) A repeat has its original's record time (its writer redid the batch from
+        its committed clock), at most that of its key's last record: only a record no later than
+        it is looked at any further (``_another``; a later one costs no header read)."""
         key = msg.key()
-        queue = self.queues.get(key)
-        if queue is None:
-            queue = self.queues[key] = collections.deque()
-        if not queue:
-            self._push_head(key, msg)
-        else:
-            ids = self._ids.get(key)
-            if ids is None:
-                ids = self._ids[key] = {_id_of(m) for m in queue}
-            rid = _id_of(msg)
-            if rid and rid in ids:
-                offset = msg.offset()
-                self.repeats.append(offset)
-                if self.taken_to is None or offset >= self.taken_to:
-                    self.taken_to = offset + 1  # (the position may pass it: it is done with)
+        last = self.last.setdefault(key, msg)
+        if last is not msg:
+            entry = self.several.get(key)
+            if entry is None:
+                entry = self.several[key] = collections.deque((last,))
+            if (msg.timestamp()[1] <= last.timestamp()[1] or self.disordered) and not self._another(key, last, msg):
+                if len(entry) == 1:
+                    del self.several[key]
                 return False
-            ids.add(rid)
-        queue.append(msg)
-        heapq.heappush(self._offsets, msg.offset())
-        self.count += 1
+            entry.append(msg)
+            self.last[key] = msg
+        self.tail.append(msg)
+        return True
+
+    def _another(self, key: bytes | None, last: Record, msg: Record) -> bool:
+        """``msg``, no later than ``last`` under ``key`` (or some key's records are out of order):
+        False when it is a repeat of a record waiting under ``key``; else noted."""
+        ts, before = msg.timestamp()[1], last.timestamp()[1]
+        if ts > before and key not in self.disordered:
+            return True
+        rid = _id_of(msg)
+        if rid and any(m.timestamp()[1] == ts and _id_of(m) == rid for m in self.several[key]):
+            offset = msg.offset()
+            self.repeats.append(offset)
+            if self.taken_to is None or offset >= self.taken_to:
+                self.taken_to = offset + 1  # (the position may pass it: it is done with)
+            return False
+        if ts < before or tie_of(msg) < tie_of(last):
+            self.disordered.add(key)
         return True
 
     def take_repeats(self) -> list[int]:
@@ -252,47 +306,262 @@ class WriterStreams:
         taken, self.repeats = self.repeats, []
         return taken
 
+    def head_ms(self) -> int | None:
+        """The record time of the record the merge takes next (None: none)."""
+        if self.ready:
+            return self.ready[0].timestamp()[1]
+        if not self.disordered:
+            return self._least_time()
+        head = self.head()
+        return None if head is None else head[0]
+
     def head(self) -> tuple[int, int, Origin] | None:
-        """The earliest head's (record time ms, es-seq, origin); None when empty."""
-        if not self.heads:
-            return None
-        ts, seq, origin, _, _ = self.heads[0]
-        return ts, seq, origin
+        """The (record time ms, es-seq, origin) of the record the merge takes next; None when
+        there is none."""
+        if self.ready:
+            msg = self.ready[0]
+        else:
+            first = self._first()
+            if first is None:
+                return None
+            msg = self.arrived[first]
+        return (msg.timestamp()[1], *tie_of(msg))
 
     def pop(self, _head: object = None) -> Record:
-        """Take the earliest head (the one ``head`` names)."""
-        _, _, _, _, key = heapq.heappop(self.heads)
-        queue = self.queues[key]
-        msg = queue.popleft()
-        ids = self._ids.get(key)
-        if queue:
-            self._push_head(key, queue[0])
-            if ids is not None:
-                ids.discard(_id_of(msg))
-        else:
-            del self.queues[key]
-            if ids is not None:
-                del self._ids[key]
-        self.count -= 1
-        offset = msg.offset()
-        self._taken.add(offset)
-        if self.taken_to is None or offset >= self.taken_to:
-            self.taken_to = offset + 1
-        return msg
+        """Take the record the merge takes next (the one ``head`` names)."""
+        if self.ready:
+            return self.ready.popleft()
+        first = self._first()
+        assert first is not None, "pop from an empty WriterStreams"
+        waiting = self._merge_all()
+        waiting.remove(first)
+        if not waiting:
+            self.runs.clear()
+        return self._taken([first])[0]
+
+    def release(self, bound: int) -> collections.deque[Record]:
+        """Move the records before record time ``bound`` to ``ready``, in the merge's order (a
+        key's records after one at or past ``bound`` wait); returns ``ready``."""
+        least = self._least_time()
+        if least is not None and least < bound:
+            self.ready.extend(self._take(bound))
+        return self.ready
+
+    def take_below(self, bound: int) -> list[Record]:
+        """Take the records before record time ``bound`` in the merge's order (those released
+        first)."""
+        taken = list(self.ready)
+        self.ready.clear()
+        least = self._least_time()
+        if least is not None and least < bound:
+            taken.extend(self._take(bound))
+        return taken
+
+    def _index(self) -> list[list[int]]:
+        """Put the tail in place, a run of its indices sorted by time (in C); the runs waiting."""
+        tail = self.tail
+        if tail:
+            self.tail = []
+            base = len(self.arrived)
+            self.arrived.extend(tail)
+            self.times.extend([m.timestamp()[1] for m in tail])  # (faster than a methodcaller's map)
+            run = list(range(base, base + len(tail)))
+            run.sort(key=self.times.__getitem__)
+            self.runs.append(run)
+            self.count += len(tail)
+            if len(self.runs) > MAX_RUNS:
+                self._merge_all()
+        return self.runs
+
+    def _merge_all(self) -> list[int]:
+        """The runs merged into one (a stable sort of them in arrival order); returns it."""
+        if len(self.runs) > 1:
+            merged = list(itertools.chain.from_iterable(self.runs))
+            merged.sort(key=self.times.__getitem__)
+            self.runs = [merged]
+        return self.runs[0] if self.runs else []
+
+    def _least_time(self) -> int | None:
+        """The least record time waiting (None: none)."""
+        times = self.times
+        runs = self._index()
+        return min([times[run[0]] for run in runs]) if runs else None
+
+    def _first(self) -> int | None:
+        """The index of the record the merge takes next (None: none waiting)."""
+        if self.disordered:
+            order = self._merged(MAX_MS, 1)
+            return order[0] if order else None
+        self._index()
+        waiting = self._merge_all()
+        if not waiting:
+            return None
+        times = self.times
+        end = bisect.bisect_right(waiting, times[waiting[0]], key=times.__getitem__)
+        if end == 1:
+            return waiting[0]
+        arrived = self.arrived
+        return min(waiting[:end], key=lambda i: tie_of(arrived[i]))
+
+    def _take(self, bound: int) -> list[Record]:
+        """Take the records waiting before ``bound``, in the merge's order."""
+        if self.disordered:
+            order = self._merged(bound, None)
+            if not order:  # (the records before the bound wait behind their keys' later ones)
+                return []
+            gone = set(order)
+            self._index()
+            left = [i for i in self._merge_all() if i not in gone]
+            self.runs = [left] if left else []
+            return self._taken(order)
+        times = self.times
+        key = times.__getitem__
+        parts = []
+        for run in self._index():
+            cut = bisect.bisect_left(run, bound, key=key)
+            if cut:
+                parts.append(run[:cut])
+                del run[:cut]
+        self.runs = [run for run in self.runs if run]
+        if not parts:
+            return []
+        order = parts[0] if len(parts) == 1 else sorted(itertools.chain.from_iterable(parts), key=key)
+        taken = self._taken(order)
+        taken_times = list(map(times.__getitem__, order))
+        if any(map(operator.eq, taken_times, itertools.islice(taken_times, 1, None))):
+            self._order_ties(taken, taken_times)
+        return taken
+
+    def _taken(self, order: list[int]) -> list[Record]:
+        """The records at the indices ``order`` (taken off ``runs``), taken off what waits."""
+        arrived = self.arrived
+        taken = list(map(arrived.__getitem__, order))
+        to = arrived[max(order)].offset() + 1  # (arrival order is offset order)
+        if self.taken_to is None or to > self.taken_to:
+            self.taken_to = to
+        self.count -= len(order)
+        self.first_index = None
+        self._forget(taken)
+        if not self.runs and not self.tail:
+            self.arrived, self.times = [], []
+        elif len(arrived) > 4 * self.count + 1024:
+            self._compact()  # (the records taken stay in ``arrived`` until then)
+        return taken
+
+    def _compact(self) -> None:
+        """Drop the records taken from ``arrived`` (renumbering those waiting)."""
+        live = sorted(itertools.chain.from_iterable(self._index()))
+        renumbered = {old: new for new, old in enumerate(live)}
+        self.arrived = list(map(self.arrived.__getitem__, live))
+        self.times = list(map(self.times.__getitem__, live))
+        self.runs = [list(map(renumbered.__getitem__, run)) for run in self.runs]
+        self.first_index = None
+
+    def _forget(self, taken: list[Record]) -> None:
+        """The keys of ``taken`` have one record fewer waiting each."""
+        last = self.last
+        if not self.runs and not self.tail:  # (none waits: the common case once released)
+            last.clear()
+            self.several.clear()
+            self.disordered.clear()
+            return
+        if len(taken) > self.count + len(self.tail):  # (fewer wait on: noted again)
+            self._note_keys()
+            return
+        if not self.several:  # (each key has one record waiting)
+            collections.deque(map(last.pop, [m.key() for m in taken]), maxlen=0)
+            return
+        several = self.several
+        for msg in taken:  # (a key's records are taken in their order: its first each time)
+            key = msg.key()
+            entry = several.get(key)
+            if entry is None:
+                del last[key]
+                continue
+            entry.popleft()
+            if len(entry) == 1:  # (one left: its last, as for any key with one)
+                del several[key]
+                self.disordered.discard(key)
+
+    def _note_keys(self) -> None:
+        """Note the keys of the records waiting anew: each one's last, and the records of those
+        with several (a key out of order stays so while it has several)."""
+        arrived = self.arrived
+        waiting = [*map(arrived.__getitem__, sorted(itertools.chain.from_iterable(self.runs))), *self.tail]
+        keys = [m.key() for m in waiting]
+        self.last = dict(zip(keys, waiting))
+        several: dict[bytes | None, collections.deque[Record]] = {
+            key: collections.deque() for key, n in collections.Counter(keys).items() if n > 1
+        }
+        if several:
+            for key, msg in zip(keys, waiting):
+                entry = several.get(key)
+                if entry is not None:
+                    entry.append(msg)
+        self.several = several
+        self.disordered &= several.keys()
+
+    @staticmethod
+    def _order_ties(taken: list[Record], times: list[int]) -> None:
+        """Put the runs of ``taken`` (in time order; ``times``, their times) that share a record
+        time in the tie order (``tie_of``; equal ones stay in offset order)."""
+        n = len(taken)
+        start = 0
+        while start < n:
+            ts = times[start]
+            end = start + 1
+            while end < n and times[end] == ts:
+                end += 1
+            if end - start > 1:
+                taken[start:end] = sorted(taken[start:end], key=tie_of)
+            start = end
+
+    def _merged(self, bound: int, limit: int | None) -> list[int]:
+        """The indices of the records before ``bound`` in the merge's order (the first
+        ``limit``) while some key's records are out of that order: a merge of per-key queues,
+        each in offset order (a key waits at its first record at or past ``bound``)."""
+        arrived = self.arrived
+        queues: dict[bytes | None, collections.deque[int]] = {}
+        for i in sorted(itertools.chain.from_iterable(self._index())):
+            key = arrived[i].key()
+            queue = queues.get(key)
+            if queue is None:
+                queues[key] = collections.deque((i,))
+            else:
+                queue.append(i)
+        heads = [(_merge_key(arrived[q[0]]), key) for key, q in queues.items()]
+        heapq.heapify(heads)
+        order: list[int] = []
+        while heads and heads[0][0][0] < bound and (limit is None or len(order) < limit):
+            _, key = heapq.heappop(heads)
+            queue = queues[key]
+            order.append(queue.popleft())
+            if queue:
+                heapq.heappush(heads, (_merge_key(arrived[queue[0]]), key))
+        return order
+
+    def waiting_offset(self) -> int | None:
+        """The least offset still waiting, not counting those ready (None: none)."""
+        if self.runs:
+            if self.first_index is None:
+                self.first_index = min([min(run) for run in self.runs])
+            return self.arrived[self.first_index].offset()
+        return self.tail[0].offset() if self.tail else None
 
     def first_offset(self) -> int | None:
-        """The least offset still queued (None: none)."""
-        offsets, taken = self._offsets, self._taken
-        while offsets and offsets[0] in taken:
-            taken.discard(heapq.heappop(offsets))
-        return offsets[0] if offsets else None
+        """The least offset still waiting or ready (None: none)."""
+        first = self.waiting_offset()
+        if self.ready:
+            ready = min([m.offset() for m in self.ready])
+            return ready if first is None or ready < first else first
+        return first
 
     def clear(self) -> None:
-        self.queues.clear()
-        self.heads.clear()
-        self._offsets.clear()
-        self._taken.clear()
-        self._ids.clear()
+        self.arrived, self.times, self.runs, self.tail = [], [], [], []
+        self.count, self.first_index = 0, None
+        self.ready.clear()
+        self.last.clear()
+        self.several.clear()
+        self.disordered.clear()
         self.repeats.clear()
-        self.count = 0
         self.taken_to = None

@@ -61,7 +61,8 @@ from .collector import OutRecord, RecordCollector, Send, SendChangelog, changelo
 from .copies import CopiesSeen
 from .ids import OutputIds
 from .lifecycle import TaskState
-from .merge import MAX_FRONTIER, InputPartition, PartitionGroup
+from .merge import MAX_FRONTIER, InputPartition, PartitionGroup, ProcessRun
+from .noting import DoneNotes
 from .progress import RESEND_S, InputProgress, marker_headers
 from .record import Record
 from .repeats import RESTARTED
@@ -598,7 +599,7 @@ class Task:
         if self.state is not TaskState.RUNNING:
             return 0
         # (chosen once per call: a task without a key filter or observer pays nothing for theirs)
-        process_run = None
+        process_run: ProcessRun | None = None
         process_one: Callable[[InputPartition, Record], None]
         if self.observer is not None:
             process_one = self._observed_one
@@ -607,8 +608,9 @@ class Task:
         else:
             process_one = self._process_one
             process_run = self._process_run if self.grouped else None
-        if self._time_ordered:
-            process_one = self._noting(process_one)
+        notes = DoneNotes(self.copies, self._time_ordered) if self._time_ordered else None
+        if notes is not None:
+            process_one, process_run = notes.one(process_one), notes.run(process_run)
         if self._idle_marked and any(ip.pending() for ip in self.inputs):
             self.write_progress(forward=False)  # records again after an idle marker: markers first
             if self._commit_markers_first and not self._idle_marked:
@@ -618,7 +620,11 @@ class Task:
                 self.wants_commit = True
                 return 0
         forwarded = self.forward_ahead() if self._ahead else 0
-        done = self.group.process(max_idle_ms, process_one, process_run)
+        try:
+            done = self.group.process(max_idle_ms, process_one, process_run)
+        finally:
+            if notes is not None:
+                notes.flush(self.inputs)
         self.counts["processed"] += done + forwarded
         if self.group.repeats:
             self.counts["repeats"] += self.group.repeats
@@ -660,23 +666,6 @@ class Task:
             ip.settle_position(position)
         return forwarded
 
-    def _noting(
-        self, process_one: Callable[[InputPartition, Record], None]
-    ) -> Callable[[InputPartition, Record], None]:
-        """``process_one`` noting the records of partitions read in record-time order as done
-        (``copies.CopiesSeen.done``): they are processed out of offset order, so a restart from
-        a commit would take some again, which ``_forward_in_time_order`` skips."""
-        done, done_before, names = self.copies.done, self.copies.done_before, self._time_ordered
-
-        def noted(ip: InputPartition, msg: Record) -> None:
-            if ip.name not in names:
-                process_one(ip, msg)
-            elif not done_before(ip.name, msg.offset()):  # (read again after a restart: skipped)
-                process_one(ip, msg)
-                done(ip.name, msg.offset())
-
-        return noted
-
     def _forward_in_time_order(
         self, ip: InputPartition, cfg: InputConfig, inbox: WriterStreams, bound: int, keep: Callable[[Record], object]
     ) -> int:
@@ -688,16 +677,22 @@ class Task:
         (``es-source-below``), which the reader's deduplication needs instead of the offset order
         (``copies.py``). Returns how many were re-published."""
         forwarded = 0
-        while True:
-            head = inbox.head()
-            if head is None or head[0] >= bound:
-                break
-            msg = inbox.pop()
-            if self.copies.done_before(ip.name, msg.offset()):
+        taken = inbox.take_below(bound)
+        # Below which offset every record is re-published before each one: the least offset
+        # still waiting, or taken after it (the highest taken when none is).
+        below: list[int | None] = [None] * len(taken)
+        least = inbox.first_offset()
+        for i in range(len(taken) - 1, -1, -1):
+            below[i] = least if least is not None else inbox.taken_to
+            offset = taken[i].offset()
+            if least is None or offset < least:
+                least = offset
+        done, done_before = self.copies.done, self.copies.done_before
+        for msg, under in zip(taken, below):
+            if done_before(ip.name, msg.offset()):
                 continue  # read again after a restart: done with before the commit it restarted from
-            below = inbox.first_offset()
-            if self._release(ip, cfg, msg, keep, below if below is not None else inbox.taken_to):
-                self.copies.done(ip.name, msg.offset())
+            if self._release(ip, cfg, msg, keep, under):
+                done(ip.name, msg.offset())
                 forwarded += 1
         if inbox.taken_to is not None:
             ip.looked_to = inbox.taken_to

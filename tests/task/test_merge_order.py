@@ -1,0 +1,137 @@
+"""The gated merge's bulk orderings against the record-by-record merges they stand for (issue 21).
+
+``WriterStreams`` sorts what it releases rather than merging one queue per key, and
+``runs.merge_runs`` sorts the runs of several inputs rather than comparing their heads record by
+record: both only to cost less. Each must give exactly the order of the merge it replaces, here
+written out the plain way (a heap of per-key heads; the least head of the inputs, each time) and
+compared on random records with many ties of time and ``es-seq``, some without one, keys with
+several records, and keys whose records come out of order (a timer firing after a record of its
+time carries no ``es-seq``).
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import random
+from typing import Any
+
+import pytest
+
+from eventscript.task.codec import HEADER_ID, HEADER_SEQ
+from eventscript.task.record import PlainRecord
+from eventscript.task.runs import merge_runs
+from eventscript.task.streams import WriterStreams, origin_of, seq_of
+
+T0 = 1_767_225_600_000
+
+
+def written(rnd: random.Random, offset: int, ts: int, key: bytes, cause: int) -> PlainRecord:
+    headers: list[tuple[str, bytes | None]] = [(HEADER_ID, b"up/src:%d:%d/1" % (rnd.randrange(3), cause))]
+    if rnd.random() < 0.7:
+        headers.append((HEADER_SEQ, b"%d" % rnd.randrange(5)))
+    return PlainRecord("mid", 0, offset, ts, key, b"{}", headers)
+
+
+def partition(rnd: random.Random, n: int, keys: int, disorder: float) -> list[PlainRecord]:
+    """``n`` records of ``keys`` keys, each key's in time order but for a ``disorder`` share, the
+    keys interleaved as several writers' commits land, over few distinct times (ties)."""
+    clock = {b"k%d" % k: T0 for k in range(keys)}
+    out = []
+    for offset in range(n):
+        key = b"k%d" % rnd.randrange(keys)
+        if rnd.random() < disorder:
+            ts = clock[key] - rnd.randrange(3)  # (out of its key's order)
+        else:
+            ts = clock[key] = clock[key] + rnd.randrange(3)
+        out.append(written(rnd, offset, ts, key, offset))
+    return out
+
+
+def per_key_merge(records: list[PlainRecord], bound: int) -> list[int]:
+    """The offsets a merge of one queue per key takes below ``bound``: the least head by (time,
+    es-seq, origin, offset) each time, a key waiting at its first record at or past ``bound``."""
+    queues: dict[Any, collections.deque[PlainRecord]] = {}
+    for m in records:
+        queues.setdefault(m.key(), collections.deque()).append(m)
+
+    def head(q: collections.deque[PlainRecord]) -> tuple[Any, ...]:
+        m = q[0]
+        return (m.timestamp()[1], seq_of(m), origin_of(m), m.offset())
+
+    heads = [(head(q), k) for k, q in queues.items()]
+    heapq.heapify(heads)
+    taken = []
+    while heads and heads[0][0][0] < bound:
+        _, k = heapq.heappop(heads)
+        taken.append(queues[k].popleft().offset())
+        if queues[k]:
+            heapq.heappush(heads, (head(queues[k]), k))
+    return taken
+
+
+@pytest.mark.parametrize("fetch", [60, 7])  # (7: more runs waiting than are kept apart)
+@pytest.mark.parametrize("disorder", [0.0, 0.05])
+@pytest.mark.parametrize("seed", range(8))
+def test_writer_streams_release_in_the_per_key_merges_order(seed: int, disorder: float, fetch: int) -> None:
+    rnd = random.Random(seed)
+    records = partition(rnd, 300, rnd.choice([5, 40, 1000]), disorder)
+    streams = WriterStreams()
+    released: list[int] = []
+    remaining: list[PlainRecord] = []
+    for at in range(0, len(records), fetch):  # (a release after each fetch)
+        for m in records[at : at + fetch]:
+            assert streams.append(m)
+        remaining.extend(records[at : at + fetch])
+        bound = T0 + (at // 60) * rnd.randrange(1, 4)
+        expected = per_key_merge(remaining, bound)
+        got = [m.offset() for m in streams.take_below(bound)]
+        assert got == expected
+        released.extend(got)
+        remaining = [m for m in remaining if m.offset() not in set(got)]
+    assert [m.offset() for m in streams.take_below(1 << 62)] == per_key_merge(remaining, 1 << 62)
+    assert len(streams) == 0 and streams.first_offset() is None
+
+
+def test_writer_streams_head_and_pop_follow_the_same_order() -> None:
+    rnd = random.Random(3)
+    records = partition(rnd, 200, 20, 0.05)
+    streams = WriterStreams()
+    for m in records:
+        streams.append(m)
+    expected = per_key_merge(records, 1 << 62)
+    for offset in expected:
+        head = streams.head()
+        msg = streams.pop()
+        assert head is not None and head[0] == msg.timestamp()[1] and msg.offset() == offset
+    assert streams.head() is None
+
+
+def head_merge(runs: list[list[PlainRecord]]) -> list[tuple[int, int]]:
+    """The inputs' records merged record by record: the least head by (time, es-seq, input)."""
+    queues = [collections.deque(run) for run in runs]
+    out = []
+    while any(queues):
+        best = min(
+            (i for i, q in enumerate(queues) if q), key=lambda i: (queues[i][0].timestamp()[1], seq_of(queues[i][0]), i)
+        )
+        out.append((best, queues[best].popleft().offset()))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_merge_runs_gives_the_record_by_record_merges_order(seed: int) -> None:
+    rnd = random.Random(seed)
+    runs = []
+    for _ in range(rnd.randrange(2, 5)):
+        times = sorted(T0 + rnd.randrange(30) for _ in range(rnd.randrange(0, 40)))
+        runs.append([written(rnd, offset, ts, b"k", offset) for offset, ts in enumerate(times)])
+    merged = merge_runs(runs)
+    assert merged is not None
+    assert [(i, m.offset()) for i, m in merged] == head_merge(runs)
+
+
+def test_merge_runs_leaves_a_run_out_of_time_order_to_the_record_by_record_merge() -> None:
+    rnd = random.Random(1)
+    late = [written(rnd, 0, T0 + 5, b"k", 0), written(rnd, 1, T0 + 2, b"k", 1)]
+    assert merge_runs([late, [written(rnd, 0, T0 + 3, b"k", 2)]]) is None
