@@ -32,10 +32,11 @@ from .test_upstream_repeats import commit, restart
 KILLS = 8
 COMMIT = 0.1
 KILL = 0.02
-#: The schedules run (``KILL_SEEDS="13 14 ..."`` for others). Known open (issue 21): seeds 13-22
-#: fail fridge-alerts (both layouts), visitor-escort as shipped and windows-alarm on one source
-#: partition, an output lost or another taken (at 2ff223e: those and three more layouts).
-SEEDS = tuple(int(s) for s in os.environ.get("KILL_SEEDS", "11 12").split())
+#: The schedules run (``KILL_SEEDS="13 14 ..."`` for others). Seeds 11-42 pass on every layout
+#: but two (at 2ff223e seven layouts failed seeds 13-22), known open (issue 21): seed 30 on
+#: big-trades with one source partition (a ThreeBigTrades of other trades) and seed 34 on
+#: sensor-silence as shipped (a SiteSilent after another average).
+SEEDS = tuple(int(s) for s in os.environ.get("KILL_SEEDS", "11 12 13 14").split())
 
 
 def first_sources(path: Path) -> dict[str, int]:
