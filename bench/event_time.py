@@ -31,11 +31,10 @@ from __future__ import annotations
 import argparse
 import collections
 import gc
-import itertools
 import os
-import random
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -49,6 +48,9 @@ from eventscript.task.record import CREATE_TIME
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig, ProgramConfig
 from eventscript.topology.progress import ProgressPlan
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from key_draw import drawn_keys
 
 COUNT = """
 in {string k;} Hit group(Hit.k)
@@ -70,14 +72,7 @@ def records(n: int, keys: int, inputs: int = 1, order: str = "random", seed: int
     """``n`` records as the worker hands them to a task (confluent-kafka ``Message``s) with the
     headers a program's outputs carry, their keys drawn uniformly (``order`` "random") or by a
     Zipf law (s = 1.1, "zipf": a few keys have most records) among ``keys``."""
-    rnd = random.Random(seed)
-    names = [f"k{i}" for i in range(keys)]
-    if order == "zipf":
-        rnd.shuffle(names)
-        cum = list(itertools.accumulate(1.0 / r**1.1 for r in range(1, keys + 1)))
-        drawn = rnd.choices(names, cum_weights=cum, k=n)
-    else:
-        drawn = [names[rnd.randrange(keys)] for _ in range(n)]
+    drawn = drawn_keys(n, keys, order, seed)
     out = []
     offsets: collections.Counter[str] = collections.Counter()
     for i, k in enumerate(drawn):

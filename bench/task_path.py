@@ -30,9 +30,7 @@ import collections
 import cProfile
 import gc
 import hashlib
-import itertools
 import pstats
-import random
 import statistics
 import sys
 import tempfile
@@ -42,6 +40,7 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent / "service"))
+sys.path.insert(0, str(BENCH))
 
 import orjson  # noqa: E402
 from confluent_kafka import Message, Producer  # noqa: E402
@@ -52,6 +51,7 @@ from eventscript.kafka.partitioner import partition_of  # noqa: E402
 from eventscript.kafka.producer import BatchProducer  # noqa: E402
 from eventscript.task.task import Task  # noqa: E402
 from eventscript.topology.config import InputConfig, ProgramConfig  # noqa: E402
+from key_draw import drawn_keys  # noqa: E402
 
 #: The counter program of bench/worker_peers.py (one count per key, an output per record).
 COUNTER = """
@@ -80,14 +80,7 @@ def writer_headers(kind: str, i: int) -> list[tuple[str, bytes]] | None:
 def records(n: int, keys: int, order: str, partitions: int, seed: int = 1, headers: str = "none") -> list[Message]:
     """The task's share of ``n`` records drawn as bench/worker_peers.py draws them: those whose
     key the Java client's murmur2 places on partition 0, with ``headers`` as their writer's."""
-    rnd = random.Random(seed)
-    names = [f"k{i}" for i in range(keys)]
-    if order == "zipf":
-        rnd.shuffle(names)
-        cum = list(itertools.accumulate(1.0 / r**1.1 for r in range(1, keys + 1)))
-        drawn = rnd.choices(names, cum_weights=cum, k=n)
-    else:
-        drawn = [names[rnd.randrange(keys)] for _ in range(n)]
+    drawn = drawn_keys(n, keys, order, seed)
     mine = {name for name in set(drawn) if partition_of(name.encode(), partitions) == 0}
     out = []
     for i, name in enumerate(drawn):

@@ -66,7 +66,9 @@ CONTENDERS = ("loop", "loop-durable", "loop-durable-bare", "es-alo", "es-eos", "
 #: With ``--against DIR`` (another checkout's ``service`` folder: the tree before a change), the
 #: EventScript contenders from there too, named with this suffix: before and after race in one run.
 AGAINST = "@before"
-ZIPF_S = 1.1
+sys.path.insert(0, str(BENCH))
+from key_draw import drawn_keys  # noqa: E402
+
 #: A contender's CPU is flat when no sample of FLAT_SECONDS was busy (see BUSY_SHARE).
 FLAT_SECONDS = 1.0
 SAMPLE_SECONDS = 0.05
@@ -393,9 +395,6 @@ def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
 def preload(bootstrap: str, topic: str, n: int, partitions: int, keys: int, order: str, seed: int = 1) -> None:
     """n records {"k", "v", "sent"} over ``keys`` keys, uniformly random or Zipf (ranks shuffled
     over the keys), each on its key's partition (the Java client's murmur2, as producers do)."""
-    import itertools
-    import random
-
     import orjson
     from confluent_kafka import Producer
 
@@ -404,14 +403,7 @@ def preload(bootstrap: str, topic: str, n: int, partitions: int, keys: int, orde
     from eventscript.kafka.config import KafkaConfig
     from eventscript.kafka.partitioner import partition_of
 
-    rnd = random.Random(seed)
-    names = [f"k{i}" for i in range(keys)]
-    if order == "zipf":
-        rnd.shuffle(names)
-        cum = list(itertools.accumulate(1.0 / r**ZIPF_S for r in range(1, keys + 1)))
-        drawn = rnd.choices(names, cum_weights=cum, k=n)
-    else:
-        drawn = [names[rnd.randrange(keys)] for _ in range(n)]
+    drawn = drawn_keys(n, keys, order, seed)
     parts = {name: partition_of(name.encode(), partitions) for name in set(drawn)}
     p = Producer(producer_config(KafkaConfig(bootstrap_servers=bootstrap)))
     for i, name in enumerate(drawn):

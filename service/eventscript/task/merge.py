@@ -440,21 +440,7 @@ class PartitionGroup:
             if len(nonempty) == 1 and (max_idle_ms == 0 or all(ip.eof for ip in inputs if not ip.buffer)):
                 # One partition has records: nothing to merge, take them in offset order.
                 ip = nonempty[0]
-                buf = ip.buffer
-                n = len(buf)
-                if process_run is not None:
-                    process_run(ip, buf, n, position)
-                    done += n
-                    continue
-                msg = None
-                try:
-                    for _ in range(n):
-                        msg = buf.popleft()
-                        process_one(ip, msg)
-                finally:
-                    if msg is not None:
-                        position[ip.name] = msg.offset() + 1
-                done += n
+                done += self._process_one_run(ip, ip.buffer, len(ip.buffer), process_one, process_run)
                 continue
             best: InputPartition | None = None
             best_ts = 0
