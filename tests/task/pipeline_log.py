@@ -82,7 +82,10 @@ def with_partitions(topo: Topology, counts: dict[str, int]) -> Topology:
 class PipelineRun:
     """Every task of every program of a topology, over one ``MemoryLog``."""
 
-    def __init__(self, topo: Topology, file: Path, store: Path) -> None:
+    def __init__(self, topo: Topology, file: Path, store: Path, commit_markers_first: bool = False) -> None:
+        """``commit_markers_first``: the tasks' markers reach readers only as they commit, as the
+        Kafka host's (``Task.set_progress``): the caller commits a task that asks
+        (``Task.wants_commit``)."""
         self.topo = topo
         self.graph: TopologyGraph = build_graph(topo, file)
         self.partitions_of = topology_partitions(topo)
@@ -107,7 +110,7 @@ class PipelineRun:
                 )
                 task.load_from_store()
                 task.attach(self.log.send)
-                task.set_progress(plan)
+                task.set_progress(plan, commit_markers_first=commit_markers_first)
                 self.tasks.append((task, {ip.topic: 0 for ip in task.inputs}))
 
     def publish(self, trace: Path) -> None:

@@ -206,3 +206,32 @@ def test_a_program_on_one_task_marks_itself_idle_once_its_source_is(tmp_path: Pa
             if found is not None:
                 last[rec.partition()] = found
     assert last == {p: ("debounce/0", IDLE) for p in range(3)}
+
+
+def test_a_watch_is_written_again_when_the_position_passes_what_it_holds(tmp_path: Path) -> None:
+    """A watch keeps with a commit the ids below the committed position, so a commit after the
+    reader took held records writes it again, though no id was added since the last one. (The
+    random-kills run of big-trades took two copies again, late, after a restart: the store kept
+    the watch of a commit made while the originals waited, when it had taken none of them.)"""
+    task = one_writer_task(tmp_path / "store", "single")
+    k = own_key(task)
+    originals = [mark(0, 0), written(1, 10, k, 1), written(2, 20, k, 2), written(3, 30, k, 3), mark(4, 0, again=True)]
+    copies = [written(5, 10, k, 1), written(6, 20, k, 2), mark(7, 25)]  # (the new owner's, as far as 25 s)
+    for rec in originals:
+        task.add(rec)
+    task.process(0)
+    assert counts(task) == []  # (held: the restarted writer has marked nothing past them)
+    task.store.write(task.changelog_records(), 1, dict(task.position))  # a commit while they wait
+    for rec in copies:
+        task.add(rec)
+    task.process(0)
+    assert counts(task) == [1, 2]  # (the copies dropped; 3 waits, and so does the watch)
+    assert task.position["mid:0"] == 3
+    task.store.write(task.changelog_records(), 2, dict(task.position))  # the commit after them
+    task.close()
+
+    again = one_writer_task(tmp_path / "store", "single")
+    for rec in [*originals[3:], *copies, mark(8, 60)]:
+        again.add(rec)
+    again.process(0)
+    assert counts(again) == [3]  # (before: 3, 4, 5: the copies taken again, late)

@@ -144,6 +144,7 @@ def commit(task: Task) -> None:
     # consumer group keeps them, as ``Checkpoint.positions`` does)
     task.store.write(task.changelog_records(), None, {**(task.store.position or {}), **task.position})
     task.write_progress(forward=False)
+    task.wants_commit = False
 
 
 def restart(pipeline: PipelineRun, i: int, stores: Path) -> None:

@@ -229,6 +229,12 @@ class CopiesSeen:
         seen = self.seen.get(DONE + name)
         return seen is not None and offset in seen
 
+    def unsaved(self) -> bool:
+        """Whether a commit must write this again: changed since last written, or a watch kept
+        (what a watch keeps depends on the committed position, ``encode``: a commit after the
+        reader took records it held keeps their ids, though none was added since)."""
+        return self.dirty or bool(self.watched)
+
     def encode(self, position: dict[str, int] | None = None) -> bytes:
         """The JSON to keep; ``position``: the input positions committed with it (the watches
         keep the ids of the records below them)."""

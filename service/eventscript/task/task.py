@@ -612,8 +612,13 @@ class Task:
         if notes is not None:
             process_one, process_run = notes.one(process_one), notes.run(process_run)
         if self._idle_marked and any(ip.pending() for ip in self.inputs):
-            self.write_progress(forward=False)  # records again after an idle marker: markers first
-            if self._commit_markers_first and not self._idle_marked:
+            # Records again after an idle marker: markers first, on the topics marked idle only.
+            # (A topic marked with a time waits for the next commit: a marker written ahead of
+            # the commit of what the task processed lets readers take records that a kill before
+            # it makes the next owner write again, later, after they took the first copies.)
+            was_idle = self._idle_topics()
+            self.write_progress(forward=False, idle_only=True)
+            if self._commit_markers_first and not was_idle <= self._idle_topics():
                 # Committed first: in one transaction with the records' outputs, a kill would
                 # abort the marker with them, leave the idle one standing and the readers taking
                 # other writers' later records ahead of these when the next owner processes them.
@@ -1101,7 +1106,15 @@ class Task:
         self.counts["processed"] += forwarded
         return forwarded
 
-    def write_progress(self, force: bool = False, forward: bool = True) -> int:
+    def _idle_topics(self) -> set[str]:
+        """The topics the task's last markers said it was idle on (``IDLE``), or has not marked."""
+        plan = self.progress_plan
+        if plan is None:
+            return set()
+        topics = [*plan.outputs, *((self.repartition_topic,) if plan.repartition else ())]
+        return {t for t in topics if self._marked.get(t, (MAX_FRONTIER, None))[0] >= MAX_FRONTIER}
+
+    def write_progress(self, force: bool = False, forward: bool = True, idle_only: bool = False) -> int:
         """Write markers of the task's progress on every partition of its marked topics, where
         it moved since last written, and everywhere every ``RESEND_S`` or with ``force`` (so that
         a reader that restarted after a quiet task's last marker hears from it again); returns
@@ -1110,12 +1123,13 @@ class Task:
         the outputs before them. The task calls it too, before it processes or re-publishes
         records again after a marker said it was idle (``IDLE``): a reader that took those
         records before the next commit's marker would take them as an idle writer's, as they
-        come, ahead of other writers' earlier ones."""
+        come, ahead of other writers' earlier ones; ``idle_only``: then only on the topics it
+        said it was idle on."""
         plan = self.progress_plan
         if plan is None or self.state is not TaskState.RUNNING:
             return 0
         now = time.monotonic()
-        if now >= self._resend_at:
+        if not idle_only and now >= self._resend_at:
             force = True
             self._resend_at = now + RESEND_S
         # Records fetched since the last ``process`` that go to other tasks: the marker after them.
@@ -1136,6 +1150,8 @@ class Task:
         for topic, partitions, progress, reached in targets:
             if progress < MAX_FRONTIER:
                 reached = None  # (its progress is where it is)
+            if idle_only and self._marked.get(topic, (MAX_FRONTIER, None))[0] < MAX_FRONTIER:
+                continue
             if not force and self._marked.get(topic) == (progress, reached):
                 continue
             self._marked[topic] = (progress, reached)
@@ -1228,7 +1244,7 @@ class Task:
             at = self.position.get(name)
             if at is not None:
                 self.copies.settle(name, at)
-        if self.copies.dirty:
+        if self.copies.unsaved():
             changes[HWM_KEY] = self.copies.encode(self.group.position)
             self.copies.dirty = False
         clock_raw = self.clock.unsaved()
