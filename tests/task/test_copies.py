@@ -9,7 +9,7 @@ import random
 import orjson
 
 from eventscript.state.changelog import decode_hwm
-from eventscript.task.copies import CopiesSeen, OffsetRuns
+from eventscript.task.copies import CopiesSeen, OffsetRuns, Watch
 
 SOURCE = "events:1"
 
@@ -98,8 +98,8 @@ def test_offsets_are_kept_as_runs_whatever_order_they_come_in() -> None:
 def test_a_watch_keeps_the_ids_taken_below_the_position_and_the_bounds_leave_it_out() -> None:
     copies = CopiesSeen()
     copies.first_time("plain:0", 7, None)
-    copies.watched["mid:0"] = (20_000, {b"w/src:0:1/1": 1, b"w/src:0:2/1": 5})
+    copies.watched["mid:0"] = Watch(20_000, {b"w/src:0:1/1": 1, b"w/src:0:2/1": 5})
     raw = copies.encode({"mid:0": 3})
     again = CopiesSeen.decode(raw)
-    assert set(again.watched["mid:0"][1]) == {b"w/src:0:1/1"} and again.watched["mid:0"][0] == 20_000
+    assert set(again.watched["mid:0"].ids) == {b"w/src:0:1/1"} and again.watched["mid:0"].until == 20_000
     assert decode_hwm(raw) == {"plain:0": 8}  # (what the backfill's hand-over merges)

@@ -235,3 +235,37 @@ def test_a_watch_is_written_again_when_the_position_passes_what_it_holds(tmp_pat
         again.add(rec)
     again.process(0)
     assert counts(again) == [3]  # (before: 3, 4, 5: the copies taken again, late)
+
+
+def test_a_watch_that_ended_is_kept_until_the_position_passes_the_marker_that_ended_it(tmp_path: Path) -> None:
+    """Once its writers' progress passes every record held at a restart, the copies come late and
+    a live reader drops them by their time: the watch ends. A reader restarted from a position
+    before the copies reads them again before that progress, so the watch is kept (ended) with
+    its commits until the position passes the marker that ended it. (The random-kills run of
+    sector-divergence: a forwarding task restarted before a copy whose original it had
+    re-published before its commit re-published the copy too.)"""
+    task = one_writer_task(tmp_path / "store", "forwarding")
+    k = own_key(task)
+    log = [
+        mark(0, 0),
+        written(1, 10, k, 1),
+        written(2, 20, k, 2),
+        mark(3, 0, again=True),
+        written(4, 10, k, 1),  # (the new owner's copies)
+        written(5, 20, k, 2),
+        mark(6, 25),  # (the watch ends here)
+    ]
+    other = PlainRecord("p-rep", 0, 1, T0, None, None, marker_headers("p", 1, T0 + 15_000))
+    for rec in [other, *log]:
+        task.add(rec)
+    task.process(0)
+    assert counts(task) == [1]  # (the copies dropped; 2 waits for the other task past 20 s)
+    assert task.position["mid:0"] == 2
+    task.store.write(task.changelog_records(), 1, dict(task.position))
+    task.close()
+
+    again = one_writer_task(tmp_path / "store", "forwarding")
+    for rec in [other, *log[2:], PlainRecord("p-rep", 0, 2, T0, None, None, marker_headers("p", 1, IDLE))]:
+        again.add(rec)
+    again.process(0)
+    assert counts(again) == [2]  # (before: 2, then 3 for the copy at 4, taken again)

@@ -135,15 +135,17 @@ def test_the_queues_drop_only_a_repeat_of_a_record_still_queued_under_its_key() 
     assert streams.append(written(4, 10, "a", 1))  # its original is gone: a checkpoint's writer never does this
 
 
-def commit(task: Task) -> None:
+def commit(task: Task, markers: bool = True) -> None:
     """An at-least-once worker's commit: the records re-published ahead in the batch, the state
-    in the store at the input position, then the markers (``Checkpoint.commit_if_due``)."""
+    in the store at the input position, then the markers (``Checkpoint.commit_if_due``; not
+    ``markers``: the caller wrote them, in an exactly-once transaction)."""
     task.forward_fetched()
     task.send_changelog = lambda *record: None  # (the state goes to the store only)
     # (the offsets committed before for partitions it has processed nothing of since: a
     # consumer group keeps them, as ``Checkpoint.positions`` does)
     task.store.write(task.changelog_records(), None, {**(task.store.position or {}), **task.position})
-    task.write_progress(forward=False)
+    if markers:
+        task.write_progress(forward=False)
     task.wants_commit = False
 
 

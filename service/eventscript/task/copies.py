@@ -27,7 +27,8 @@ an upstream task wrote again after a restart, ``streams.WriterStreams``), whose 
 may not read again.
 
 Persisted as one JSON object under ``HWM_KEY`` (with the watches of ``repeats.py`` under
-``"#topic:partition"``: ``[until, [ids...]]``): ``{"topic:partition": bound}``, or
+``"#topic:partition"``: ``[until, [ids...]]``, and the offset of the marker that ended it, once
+one did): ``{"topic:partition": bound}``, or
 ``[bound, [runs...]]`` where offsets are kept, a run being an offset or ``[start, end]`` for the
 offsets from start to before end (``OffsetRuns``: a record that waits long below a task's position
 leaves every record processed meanwhile noted, and those come in runs; a list of single offsets,
@@ -160,6 +161,25 @@ class OffsetRuns:
         return kept
 
 
+class Watch:
+    """What a reader keeps of an input partition after its writer restarted (``repeats.py``): the
+    record time its writers' progress must pass (``until``), the ids of the records it held and
+    took since, each with its offset, and where its writers passed ``until`` (``ended_at``: the
+    offset of that marker). Ended, it drops nothing a live reader would take (the copies are late
+    by then), but it is kept until the committed position passes that marker: a reader restarted
+    before it reads the copies again, and the markers that made them late only after them."""
+
+    __slots__ = ("ended_at", "ids", "until")
+
+    def __init__(self, until: int | None, ids: dict[bytes, int], ended_at: int | None = None) -> None:
+        self.until = until
+        self.ids = ids
+        self.ended_at = ended_at
+
+    def __repr__(self) -> str:
+        return f"Watch(until={self.until}, ids={len(self.ids)}, ended_at={self.ended_at})"
+
+
 class CopiesSeen:
     """Per source partition ("topic:partition"): the offset below which every copy is a repeat,
     and the offsets at or above it already processed."""
@@ -167,12 +187,11 @@ class CopiesSeen:
     def __init__(self) -> None:
         self.below: dict[str, int] = {}
         self.seen: dict[str, OffsetRuns] = {}
-        #: Per input partition ("topic:partition") whose writer restarted (``repeats.py``): the
-        #: record time every writer's progress must pass to end the watch, and the ids of the
-        #: records held and taken since, each with its offset. Kept with the commit, those below
-        #: the partition's position (taken): a reader restarted from it reads after its position
-        #: the copies of records it took before it (and the records it held, again: not kept).
-        self.watched: dict[str, tuple[int | None, dict[bytes, int]]] = {}
+        #: Per input partition ("topic:partition") whose writer restarted (``repeats.py``). Kept
+        #: with the commit, the ids below the partition's position (taken): a reader restarted
+        #: from it reads after its position the copies of records it took before it (and the
+        #: records it held, again: not kept).
+        self.watched: dict[str, Watch] = {}
         #: Changed since last written (``encode``).
         self.dirty = False
 
@@ -243,10 +262,13 @@ class CopiesSeen:
             bound = self.below.get(source, 0)
             seen = self.seen.get(source)
             data[source] = [bound, seen.encode()] if seen else bound
-        for name, (until, ids) in self.watched.items():
+        for name, watch in list(self.watched.items()):
             below = (position or {}).get(name, 0)
-            taken = sorted(i.decode("utf-8", "surrogateescape") for i, o in ids.items() if o < below)
-            data[WATCHED + name] = [until, taken]
+            if watch.ended_at is not None and below > watch.ended_at:
+                del self.watched[name]  # (a restart reads after the marker that ended it)
+                continue
+            taken = sorted(i.decode("utf-8", "surrogateescape") for i, o in watch.ids.items() if o < below)
+            data[WATCHED + name] = [watch.until, taken] + ([watch.ended_at] if watch.ended_at is not None else [])
         return orjson.dumps(data)
 
     @classmethod
@@ -258,10 +280,11 @@ class CopiesSeen:
         if not isinstance(data, dict):
             return copies
         for source, value in data.items():
-            if str(source).startswith(WATCHED) and isinstance(value, list) and len(value) == 2:
+            if str(source).startswith(WATCHED) and isinstance(value, list) and len(value) in (2, 3):
                 until = int(value[0]) if value[0] is not None else None
                 ids = {str(i).encode("utf-8", "surrogateescape"): -1 for i in value[1]}  # (taken: below)
-                copies.watched[str(source)[len(WATCHED) :]] = (until, ids)
+                ended_at = int(value[2]) if len(value) == 3 else None
+                copies.watched[str(source)[len(WATCHED) :]] = Watch(until, ids, ended_at)
             elif isinstance(value, list):
                 copies.below[str(source)] = int(value[0])
                 if len(value) > 1 and value[1]:

@@ -351,7 +351,7 @@ class PartitionGroup:
                     if ip.progress is not None:
                         ip.progress.hear(*marker, read_reached(msg.headers()))
                         if ip.guard is not None:
-                            self.repeats += len(ip.guard.heard(ip.held(), restarted(msg.headers())))
+                            self.repeats += len(ip.guard.heard(ip.held(), restarted(msg.headers()), msg.offset()))
                     if not ip.pending():  # everything before it is processed: the position passes it
                         self.position[ip.name] = msg.offset() + 1
                     return False

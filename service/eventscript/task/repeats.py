@@ -22,7 +22,9 @@ with progress markers, ``progress.py``):
   then on, dropping a record whose id it has, until the restarted writer's progress passes every
   record held when it restarted: by then the originals have gone, and so have the copies (which
   share their timestamps). The watch is kept with the reader's commits (``CopiesSeen.watched``):
-  restarted from one, it reads after its position the copies of records it took before it. A
+  restarted from one, it reads after its position the copies of records it took before it; and
+  kept, ended, until the committed position passes the marker that ended it, since a reader
+  restarted before that marker reads the copies before the markers that make them late. A
   partition several tasks write is read per key (``streams.py``),
   whose queues drop a repeat queued under its key, so this rule serves the partitions one task
   writes, read in offset order.
@@ -38,7 +40,7 @@ import collections
 
 from ..topology.headers import HEADER_EVENT, HEADER_ID, HEADER_RESTARTED
 from .codec import Headers, header
-from .copies import CopiesSeen
+from .copies import CopiesSeen, Watch
 from .progress import IDLE, InputProgress
 from .record import Record
 
@@ -73,10 +75,10 @@ class RepeatGuard:
         #: been heard from): a record below it is a late write.
         self.floor: int | None = None
 
-    def heard(self, held: collections.deque[Record] | None, restart: bool) -> list[Record]:
-        """A marker was taken in (``InputProgress.hear``); ``restart``: it says its writer
-        restarted. Returns the held records that are repeats, taken out of ``held`` (a deque in
-        offset order: the partition's buffer or inbox)."""
+    def heard(self, held: collections.deque[Record] | None, restart: bool, offset: int) -> list[Record]:
+        """A marker was taken in (``InputProgress.hear``), at ``offset``; ``restart``: it says its
+        writer restarted. Returns the held records that are repeats, taken out of ``held`` (a
+        deque in offset order: the partition's buffer or inbox)."""
         progress = self.progress
         heard = progress.heard.values()
         # (an idle writer promises nothing of its next records' times: ``IDLE`` holds nothing
@@ -84,8 +86,10 @@ class RepeatGuard:
         self.floor = min(heard) if len(heard) == len(progress.writers) and max(heard) < IDLE else None
         memory = self.memory
         watch = memory.watched.get(self.name)
-        if watch is not None and self.floor is not None and watch[0] is not None and self.floor > watch[0]:
-            del memory.watched[self.name]
+        if watch is not None and watch.ended_at is not None:
+            watch = None if restart else watch  # (a new restart: a new watch, the old ids kept)
+        elif watch is not None and self.floor is not None and watch.until is not None and self.floor > watch.until:
+            watch.ended_at = offset  # (kept for a restart from before here: ``Watch``)
             memory.dirty = True
             watch = None
         if not (restart and self.by_id and held):
@@ -95,7 +99,7 @@ class RepeatGuard:
         scanned: dict[bytes, int] = {}
         kept: list[Record] = []
         repeats: list[Record] = []
-        until = watch[0] if watch is not None else None
+        until = watch.until if watch is not None else None
         for msg in held:
             rid = id_of(msg)
             if rid and rid in scanned:
@@ -106,7 +110,8 @@ class RepeatGuard:
             ts = msg.timestamp()[1]
             if until is None or ts > until:
                 until = ts
-        memory.watched[self.name] = (until, scanned if watch is None else {**watch[1], **scanned})
+        before = memory.watched.get(self.name)
+        memory.watched[self.name] = Watch(until, scanned if before is None else {**before.ids, **scanned})
         memory.dirty = True
         if repeats:
             held.clear()
@@ -125,9 +130,10 @@ class RepeatGuard:
             if watch is not None:
                 rid = id_of(msg)
                 if rid:
-                    ids = watch[1]
+                    ids = watch.ids
                     if rid in ids:
                         return False
-                    ids[rid] = msg.offset()
-                    self.memory.dirty = True
+                    if watch.ended_at is None:
+                        ids[rid] = msg.offset()
+                        self.memory.dirty = True
         return True

@@ -1089,8 +1089,12 @@ class Task:
         """A gated task on record time moves its clock to where all its inputs have come (the
         least of their reached times: ``PartitionGroup.reached``), firing the timers due by then,
         as a record there would: a quiet task's timers fire and its progress moves on. Returns
-        how many fired."""
+        how many fired. (Not while it waits for the commit of the markers it wrote before its
+        records, ``wants_commit``: ``process`` has not sorted what it fetched, whose times its
+        inputs' reached times do not count yet.)"""
         if not self.group.gated or self.state is not TaskState.RUNNING or not (self.started or self.grouped):
+            return 0
+        if self.wants_commit:
             return 0
         target = self.group.reached()
         if target is None or target >= MAX_FRONTIER or target * 1000 <= self.clock.now():
