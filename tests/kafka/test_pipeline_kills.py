@@ -3,7 +3,9 @@ trace is published at a steady pace, gives per key the simulated run's records, 
 es-ids of the in-memory run (issue 21: "also with workers killed -9 and rebalancing, under both
 guarantees"). Each kill loses the worker's uncommitted work (aborted under exactly-once, done again
 by its next owner under at-least-once: repeats dropped by es-id there, none allowed under
-exactly-once); the worker is started again at once (static membership: it takes its tasks back).
+exactly-once); the worker is started again at once (static membership: it takes its tasks back),
+or, every other kill, after its session timed out (a rebalance: the other worker takes its tasks,
+then gives them back).
 
 Slow (about two minutes a guarantee): ``make chaos`` runs it, or ``PIPELINE_KILLS=1``; ``make
 test`` leaves it out (test_event_time_kafka.py kills one worker once per shipped topology there).
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_helpers import read_many, start_worker, wait_for
+from kafka_helpers import FAST_GROUP, read_many, start_worker, wait_for
 from test_event_time_kafka import (
     IDLE_AFTER_MS,
     all_idle,
@@ -45,6 +47,9 @@ SITES, PER_SITE, MINUTES = 8, 5, 120
 #: The trace is published in this many slices, one every ``PACE_S``; a worker is killed after
 #: every ``KILL_EVERY`` slices.
 SLICES, PACE_S, KILL_EVERY = 24, 0.5, 4
+#: Every other killed worker is started again only after its session timed out: the other worker
+#: takes its tasks (restored from their changelogs), and gives them back when it rejoins.
+SESSION_S = FAST_GROUP["session.timeout.ms"] / 1000
 
 
 def sensors_with_a_longer_trace(folder: Path, seed: int) -> Path:
@@ -127,6 +132,8 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(guarantee: str, bro
                 workers[victim].send_signal(signal.SIGKILL)
                 workers[victim].wait(30)
                 kills += 1
+                if kills % 2 == 0:  # (past the session timeout: its tasks move to the other, and back)
+                    time.sleep(SESSION_S + 1)
                 workers[victim] = start_worker(topologies[victim], log=tmp_path / f"worker-{victim}.log")
         # The sources go idle IDLE_AFTER_MS after their last record: then the readers take the rest.
         wait_for(lambda: all_idle(broker, a), timeout=300, what="every task of the first program idle")
