@@ -251,7 +251,10 @@ class WriterStreams:
         self.ready: collections.deque[Record] = collections.deque()
         #: Each key with a record waiting → its last one.
         self.last: dict[bytes | None, Record] = {}
-        #: The keys with several records waiting → those records, in order.
+        #: While ``indexed``: the keys with several records waiting → those records, in order.
+        #: Kept only from a record no later than its key's last one (a repeat, or out of order)
+        #: until no key has several: a key's later record needs only ``last`` (``append``).
+        self.indexed = False
         self.several: dict[bytes | None, collections.deque[Record]] = {}
         #: The keys whose records waiting are not in the merge's order.
         self.disordered: set[bytes | None] = set()
@@ -268,10 +271,19 @@ class WriterStreams:
         (Only what a repeat needs is done here, once per record: the rest, in bulk, as records
         are released.) A repeat has its original's record time (its writer redid the batch from
         its committed clock), at most that of its key's last record: only a record no later than
-        it is looked at any further (``_another``; a later one costs no header read)."""
+        it is looked at any further (``_another``). Why a later one is only noted as its key's
+        last, and the keys' records are indexed (``several``) only from such a record on: with
+        Zipf keys most records have one of their key waiting, and a queue per key cost a reader
+        a third of what the markers cost it (issue 21)."""
         key = msg.key()
         last = self.last.setdefault(key, msg)
         if last is not msg:
+            if not self.indexed:
+                if msg.timestamp()[1] > last.timestamp()[1]:
+                    self.last[key] = msg
+                    self.tail.append(msg)
+                    return True
+                self._note_keys(index=True)  # (a repeat or out of order: its key's records needed)
             entry = self.several.get(key)
             if entry is None:
                 entry = self.several[key] = collections.deque((last,))
@@ -464,12 +476,17 @@ class WriterStreams:
             last.clear()
             self.several.clear()
             self.disordered.clear()
+            self.indexed = False
             return
         if len(taken) > self.count + len(self.tail):  # (fewer wait on: noted again)
-            self._note_keys()
+            self._note_keys(self.indexed)
             return
-        if not self.several:  # (each key has one record waiting)
-            collections.deque(map(last.pop, [m.key() for m in taken]), maxlen=0)
+        if not self.several:  # (no key's records indexed: a key goes with its last record)
+            self.indexed = False
+            keys = [m.key() for m in taken]
+            for key, msg in dict(zip(keys, taken)).items():  # (each key's last taken)
+                if last[key] is msg:
+                    del last[key]
             return
         several = self.several
         for msg in taken:  # (a key's records are taken in their order: its first each time)
@@ -482,14 +499,20 @@ class WriterStreams:
             if len(entry) == 1:  # (one left: its last, as for any key with one)
                 del several[key]
                 self.disordered.discard(key)
+        self.indexed = bool(several)
 
-    def _note_keys(self) -> None:
-        """Note the keys of the records waiting anew: each one's last, and the records of those
-        with several (a key out of order stays so while it has several)."""
+    def _note_keys(self, index: bool) -> None:
+        """Note the keys of the records waiting anew: each one's last, and with ``index`` the
+        records of those with several (a key out of order stays so while it has several)."""
         arrived = self.arrived
         waiting = [*map(arrived.__getitem__, sorted(itertools.chain.from_iterable(self.runs))), *self.tail]
         keys = [m.key() for m in waiting]
         self.last = dict(zip(keys, waiting))
+        self.indexed = index
+        if not index:
+            self.several = {}
+            self.disordered.clear()
+            return
         several: dict[bytes | None, collections.deque[Record]] = {
             key: collections.deque() for key, n in collections.Counter(keys).items() if n > 1
         }
@@ -562,6 +585,7 @@ class WriterStreams:
         self.ready.clear()
         self.last.clear()
         self.several.clear()
+        self.indexed = False
         self.disordered.clear()
         self.repeats.clear()
         self.taken_to = None
