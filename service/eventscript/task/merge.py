@@ -363,6 +363,7 @@ class PartitionGroup:
         ip = self.by_topic.get(msg.topic())
         if ip is None:
             return False
+        ts = None  # (its record time, once read)
         if ip.markers:
             if msg.value() is None:  # (a marker has no value: one test for the rest)
                 marker = read_marker(msg.headers())
@@ -376,7 +377,7 @@ class PartitionGroup:
                         self.position[ip.name] = msg.offset() + 1
                     return False
             guard = ip.guard
-            if guard is not None and not guard.admit(msg, msg.timestamp()[1]):
+            if guard is not None and not guard.admit(msg, ts := msg.timestamp()[1]):
                 self.repeats += 1  # written again (``repeats.py``): taken, and dropped
                 if not ip.pending():
                     self.position[ip.name] = msg.offset() + 1
@@ -386,7 +387,7 @@ class PartitionGroup:
         if ip.inbox is not None:
             ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
         elif ip.streams is not None:  # (gated: its progress is its writers', not what it saw)
-            ip.streams.append(msg)
+            ip.streams.append(msg, ts)
         else:
             ip.buffer.append(msg)
             ts = msg.timestamp()[1]

@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Callable, Iterable
 
 from ..state.changelog import Position
-from .copies import CopiesSeen
+from .copies import DONE, CopiesSeen
 from .merge import InputPartition, ProcessRun
 from .record import Record
 from .streams import WriterStreams
@@ -54,7 +54,7 @@ class DoneNotes:
         """``process_run`` so too: the records done with before are dropped from the run first."""
         if process_run is None:
             return None
-        done_before, names, processed = self.copies.done_before, self.names, self.processed
+        copies, names, processed = self.copies, self.names, self.processed
 
         def noted(ip: InputPartition, buf: collections.deque[Record], n: int, position: Position) -> None:
             if ip.name not in names:
@@ -62,7 +62,9 @@ class DoneNotes:
                 return
             name = ip.name
             offsets = [m.offset() for m in itertools.islice(buf, n)]
-            again = list(map(done_before, itertools.repeat(name), offsets))
+            # (nothing noted as done: nothing to look up; the common case, one lookup per run)
+            noted_done = copies.seen.get(DONE + name)
+            again = list(map(noted_done.__contains__, offsets)) if noted_done else []
             if any(again):  # (read again after a restart: skipped)
                 fresh = [not a for a in again]
                 run = list(itertools.compress(itertools.islice(buf, n), fresh))

@@ -66,7 +66,7 @@ class SourceStreams:
     def __len__(self) -> int:
         return self.count
 
-    def append(self, msg: Record) -> None:
+    def append(self, msg: Record, _ts: int | None = None) -> None:
         source = _source_of(msg)
         queue = self.queues.get(source)
         if queue is None:
@@ -256,6 +256,8 @@ class WriterStreams:
         #: until no key has several: a key's later record needs only ``last`` (``append``).
         self.indexed = False
         self.several: dict[bytes | None, collections.deque[Record]] = {}
+        #: The latest record time appended (ms): a record past it is past its key's last one.
+        self.top_ms = -1
         #: The keys whose records waiting are not in the merge's order.
         self.disordered: set[bytes | None] = set()
         #: The offset after the highest one taken or dropped (None: none yet).
@@ -266,7 +268,7 @@ class WriterStreams:
     def __len__(self) -> int:
         return self.count + len(self.tail) + len(self.ready)
 
-    def append(self, msg: Record) -> bool:
+    def append(self, msg: Record, ts: int | None = None) -> bool:
         """Queue ``msg``; False when it is a repeat of a record waiting under its key (dropped).
         (Only what a repeat needs is done here, once per record: the rest, in bulk, as records
         are released.) A repeat has its original's record time (its writer redid the batch from
@@ -274,12 +276,22 @@ class WriterStreams:
         it is looked at any further (``_another``). Why a later one is only noted as its key's
         last, and the keys' records are indexed (``several``) only from such a record on: with
         Zipf keys most records have one of their key waiting, and a queue per key cost a reader
-        a third of what the markers cost it (issue 21)."""
+        a third of what the markers cost it (issue 21). ``ts``: its record time (ms), when read
+        already. A record past every one appended before (records mostly come so) is past its
+        key's last without looking that up."""
+        if ts is None:
+            ts = msg.timestamp()[1]
         key = msg.key()
+        if ts > self.top_ms:
+            self.top_ms = ts
+            if not self.indexed:
+                self.last[key] = msg
+                self.tail.append(msg)
+                return True
         last = self.last.setdefault(key, msg)
         if last is not msg:
             if not self.indexed:
-                if msg.timestamp()[1] > last.timestamp()[1]:
+                if ts > last.timestamp()[1]:
                     self.last[key] = msg
                     self.tail.append(msg)
                     return True
@@ -287,7 +299,7 @@ class WriterStreams:
             entry = self.several.get(key)
             if entry is None:
                 entry = self.several[key] = collections.deque((last,))
-            if (msg.timestamp()[1] <= last.timestamp()[1] or self.disordered) and not self._another(key, last, msg):
+            if (ts <= last.timestamp()[1] or self.disordered) and not self._another(key, last, msg):
                 if len(entry) == 1:
                     del self.several[key]
                 return False
@@ -586,6 +598,7 @@ class WriterStreams:
         self.last.clear()
         self.several.clear()
         self.indexed = False
+        self.top_ms = -1
         self.disordered.clear()
         self.repeats.clear()
         self.taken_to = None
