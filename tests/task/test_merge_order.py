@@ -110,9 +110,7 @@ def test_writer_streams_drop_each_repeat_of_a_record_waiting_under_its_key(seed:
             remaining.append(m)
             if rnd.random() < 0.1:
                 original = rnd.choice(remaining)
-                copy = PlainRecord(
-                    "mid", 0, copies, original.timestamp()[1], original.key(), b"{}", original.headers()
-                )
+                copy = PlainRecord("mid", 0, copies, original.timestamp()[1], original.key(), b"{}", original.headers())
                 copies += 1
                 assert not streams.append(copy)
                 assert streams.take_repeats() == [copy.offset()]
