@@ -28,13 +28,13 @@ ProcessOne = Callable[[InputPartition, Record], None]
 
 
 class DoneNotes:
-    """The offsets processed in one ``Task.process`` of the partitions ``names``, noted as done
-    at its end (``flush``)."""
+    """The records processed in one ``Task.process`` of the partitions ``names``, their offsets
+    noted as done at its end (``flush``: read only then, and only if some may be read again)."""
 
     def __init__(self, copies: CopiesSeen, names: frozenset[str]) -> None:
         self.copies = copies
         self.names = names
-        self.processed: dict[str, list[int]] = {}
+        self.processed: dict[str, list[Record]] = {}
 
     def one(self, process_one: ProcessOne) -> ProcessOne:
         """``process_one``, skipping a record done with before the commit the task restarted
@@ -46,7 +46,7 @@ class DoneNotes:
                 process_one(ip, msg)
             elif not done_before(ip.name, msg.offset()):  # (read again after a restart: skipped)
                 process_one(ip, msg)
-                processed.setdefault(ip.name, []).append(msg.offset())
+                processed.setdefault(ip.name, []).append(msg)
 
         return noted
 
@@ -61,14 +61,11 @@ class DoneNotes:
                 process_run(ip, buf, n, position)
                 return
             name = ip.name
-            offsets = [m.offset() for m in itertools.islice(buf, n)]
-            # (nothing noted as done: nothing to look up; the common case, one lookup per run)
+            run = list(itertools.islice(buf, n))
+            # (as ``CopiesSeen.done_before``, looked up once per run: mostly nothing is noted)
             noted_done = copies.seen.get(DONE + name)
-            again = list(map(noted_done.__contains__, offsets)) if noted_done else []
-            if any(again):  # (read again after a restart: skipped)
-                fresh = [not a for a in again]
-                run = list(itertools.compress(itertools.islice(buf, n), fresh))
-                offsets = list(itertools.compress(offsets, fresh))
+            if noted_done and any(again := [m.offset() in noted_done for m in run]):
+                run = list(itertools.compress(run, [not a for a in again]))  # (read again after a restart: skipped)
                 for _ in range(n):
                     buf.popleft()
                 buf.extendleft(reversed(run))
@@ -77,10 +74,10 @@ class DoneNotes:
             try:
                 process_run(ip, buf, n, position)
             except BaseException:
-                offsets = offsets[: left - len(buf) - 1]  # (the one that raised is not done)
+                run = run[: left - len(buf) - 1]  # (the one that raised is not done)
                 raise
             finally:
-                processed.setdefault(name, []).extend(offsets)
+                processed.setdefault(name, []).extend(run)
 
         return noted
 
@@ -88,10 +85,10 @@ class DoneNotes:
         """Note as done the offsets processed at or past where each partition's position stays."""
         done = self.copies.done
         for ip in inputs:
-            offsets = self.processed.pop(ip.name, None)
-            floor = _still_waiting(ip) if offsets else None
-            if offsets and floor is not None:
-                kept = [o for o in offsets if o >= floor]
+            records = self.processed.pop(ip.name, None)
+            floor = _still_waiting(ip) if records else None
+            if records and floor is not None:
+                kept = [o for o in [m.offset() for m in records] if o >= floor]
                 collections.deque(map(done, itertools.repeat(ip.name), kept), maxlen=0)
 
 
