@@ -39,14 +39,20 @@ class DoneNotes:
     def one(self, process_one: ProcessOne) -> ProcessOne:
         """``process_one``, skipping a record done with before the commit the task restarted
         from and noting the others."""
-        done_before, names, processed = self.copies.done_before, self.names, self.processed
+        # (as ``CopiesSeen.done_before`` looks a record up, without a call of its own: the merge
+        # of several inputs hands most records on one by one)
+        noted_key, seen, processed = {name: DONE + name for name in self.names}, self.copies.seen, self.processed
 
         def noted(ip: InputPartition, msg: Record) -> None:
-            if ip.name not in names:
+            key = noted_key.get(ip.name)
+            if key is None:
                 process_one(ip, msg)
-            elif not done_before(ip.name, msg.offset()):  # (read again after a restart: skipped)
-                process_one(ip, msg)
-                processed.setdefault(ip.name, []).append(msg)
+                return
+            noted_done = seen.get(key)
+            if noted_done and msg.offset() in noted_done:
+                return  # (read again after a restart: skipped)
+            process_one(ip, msg)
+            processed.setdefault(ip.name, []).append(msg)
 
         return noted
 
