@@ -7,8 +7,8 @@ the records carry one, then in the configured topic order, the repartition topic
 always in offset order within a partition. A task may wait up to ``max_task_idle_ms`` for a
 record from every input partition before merging; a program on record time with markers waits
 instead until every source partition has given what comes before a record, or is idle
-(``PartitionGroup.order_sources``). Records with an
-earlier timestamp that arrive after later ones were processed are processed as they come.
+(``PartitionGroup.order_sources``). Records with an earlier timestamp that arrive after later ones
+were processed are processed as they come.
 
 Inputs written by other tasks on record time carry progress markers (``progress.py``): such a
 *gated* partition holds its records back until every task writing there has marked progress up to
@@ -524,8 +524,8 @@ class PartitionGroup:
         """``_process_gated``'s merge with ``sources``: as ``_merge_gated``, record by record, whose
         bound falls as each source is drained to that source's ``drained_frontier``. That bound
         never falls below the least of them, so the records before it go first, merged a run at a
-        time (``_merge_runs``: one records' order, in bulk); then the rest (mostly the records of
-        that least time, if any) record by record. Returns how many."""
+        time (``_merge_runs``: the same order, in bulk); then the rest (mostly the records of that
+        least time, if any) record by record. Returns how many."""
         now = time.monotonic()
         early = least(ip.drained_frontier(now) for ip in self.sources)
         merged = None if early is None else self._merge_runs(min(early, watermark), process_one, process_run)
