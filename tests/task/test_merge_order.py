@@ -93,6 +93,35 @@ def test_writer_streams_release_in_the_per_key_merges_order(seed: int, disorder:
     assert len(streams) == 0 and streams.first_offset() is None
 
 
+@pytest.mark.parametrize("disorder", [0.0, 0.05])
+@pytest.mark.parametrize("seed", range(8))
+def test_writer_streams_drop_each_repeat_of_a_record_waiting_under_its_key(seed: int, disorder: float) -> None:
+    """Copies of records still waiting (a writer's batch written again), appended among later
+    records of their keys and of others: each is dropped and noted, whether the keys' records
+    were indexed before it came or not, and the rest go in the per-key merge's order."""
+    rnd = random.Random(seed)
+    records = partition(rnd, 300, rnd.choice([5, 40, 1000]), disorder)
+    streams = WriterStreams()
+    remaining: list[PlainRecord] = []
+    copies = len(records)  # (the copies' offsets: after every original's)
+    for at in range(0, len(records), 30):
+        for m in records[at : at + 30]:
+            assert streams.append(m)
+            remaining.append(m)
+            if rnd.random() < 0.1:
+                original = rnd.choice(remaining)
+                copy = PlainRecord("mid", 0, copies, original.timestamp()[1], original.key(), b"{}", original.headers())
+                copies += 1
+                assert not streams.append(copy)
+                assert streams.take_repeats() == [copy.offset()]
+        bound = T0 + (at // 30) * rnd.randrange(1, 4)
+        got = [m.offset() for m in streams.take_below(bound)]
+        assert got == per_key_merge(remaining, bound)
+        remaining = [m for m in remaining if m.offset() not in set(got)]
+    assert copies > len(records)
+    assert [m.offset() for m in streams.take_below(1 << 62)] == per_key_merge(remaining, 1 << 62)
+
+
 def test_writer_streams_head_and_pop_follow_the_same_order() -> None:
     rnd = random.Random(3)
     records = partition(rnd, 200, 20, 0.05)

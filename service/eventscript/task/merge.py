@@ -4,9 +4,11 @@ records taken in timestamp order.
 Ordering guarantee: within a task, records are processed in timestamp order across the task's
 input partitions as far as they have been fetched (ties in the producer's order, ``es-seq``, where
 the records carry one, then in the configured topic order, the repartition topic last), and
-always in offset order within a partition. A task may wait up to
-``max_task_idle_ms`` for a record from every input partition before merging. Records with an
-earlier timestamp that arrive after later ones were processed are processed as they come.
+always in offset order within a partition. A task may wait up to ``max_task_idle_ms`` for a
+record from every input partition before merging; a program on record time with markers waits
+instead until every source partition has given what comes before a record, or is idle
+(``PartitionGroup.order_sources``). Records with an earlier timestamp that arrive after later ones
+were processed are processed as they come.
 
 Inputs written by other tasks on record time carry progress markers (``progress.py``): such a
 *gated* partition holds its records back until every task writing there has marked progress up to
@@ -186,6 +188,11 @@ class InputPartition:
             return self._before_head(self.progress.watermark)
         if self.buffer:
             return self.buffer[0].timestamp()[1]
+        return self.drained_frontier(now)
+
+    def drained_frontier(self, now: float) -> int | None:
+        """An ungated partition's ``frontier`` once its buffered records are taken: it does not
+        fall while a ``process`` takes them (``PartitionGroup._merge_sources``)."""
         if isinstance(self.inbox, collections.deque) and self.inbox:  # (not looked at yet)
             return self.inbox[0].timestamp()[1]
         if self._idle(now):
@@ -265,8 +272,8 @@ class PartitionGroup:
         #: The gated inputs (none: the merge is today's), and the records held back when the
         #: last ``process`` stopped at their watermark.
         self.gated: list[InputPartition] = []
-        #: Forwarding ahead: the ungated source partitions, whose frontiers bound the merge too (the
-        #: task's records of one source are not held back waiting for another's to be fetched).
+        #: The ungated source partitions whose frontiers bound the merge too (``order_sources``;
+        #: none: they go as fetched).
         self.sources: list[InputPartition] = []
         self.held_back = 0
         #: Markers read (for the metrics).
@@ -304,7 +311,20 @@ class PartitionGroup:
                 ip.inbox = WriterStreams() if isinstance(ip.streams, WriterStreams) else collections.deque()
             elif ip.progress is not None:
                 ip.streams = SourceStreams()
-        self.sources = [ip for ip in self.inputs if ip.config is not None and ip.progress is None]
+        self.order_sources()
+
+    def order_sources(self) -> None:
+        """Merge the ungated source partitions in record-time order, as Kafka Streams'
+        PartitionGroup does: a record of one source waits until every other source has given (or
+        is idle at: read to its end, past its ``idle_timeout_ms``) what comes before it, and a
+        source with records buffered is merged by its first one. A program on record time does so
+        on any number of tasks (forwarding ahead, a source's record waits so for the other
+        sources' frontiers too), so that one task gives the simulated run's order as several do.
+        Nothing to merge, nothing to wait for: only where more than one input carries records
+        (on one task, the repartition partition carries none)."""
+        carrying = [ip for ip in self.inputs if ip.config is not None or ip.progress is not None]
+        if len(carrying) > 1:
+            self.sources = [ip for ip in carrying if ip.progress is None]
 
     def watermark(self) -> int | None:
         """The least watermark of the gated inputs: records up to it may be released (None: one
@@ -343,6 +363,7 @@ class PartitionGroup:
         ip = self.by_topic.get(msg.topic())
         if ip is None:
             return False
+        ts = None  # (its record time, once read)
         if ip.markers:
             if msg.value() is None:  # (a marker has no value: one test for the rest)
                 marker = read_marker(msg.headers())
@@ -356,7 +377,7 @@ class PartitionGroup:
                         self.position[ip.name] = msg.offset() + 1
                     return False
             guard = ip.guard
-            if guard is not None and not guard.admit(msg, msg.timestamp()[1]):
+            if guard is not None and not guard.admit(msg, ts := msg.timestamp()[1]):
                 self.repeats += 1  # written again (``repeats.py``): taken, and dropped
                 if not ip.pending():
                     self.position[ip.name] = msg.offset() + 1
@@ -366,7 +387,7 @@ class PartitionGroup:
         if ip.inbox is not None:
             ip.inbox.append(msg)  # (``saw`` as it leaves the inbox: ``Task.forward_ahead``)
         elif ip.streams is not None:  # (gated: its progress is its writers', not what it saw)
-            ip.streams.append(msg)
+            ip.streams.append(msg, ts)
         else:
             ip.buffer.append(msg)
             ts = msg.timestamp()[1]
@@ -430,7 +451,7 @@ class PartitionGroup:
         """Hand buffered records to ``process_one`` in timestamp order, advancing the position
         past each; returns how many. ``process_run``, if given, takes a run of one partition's
         records in offset order instead (the common case: nothing to merge), in one call."""
-        if self.gated:
+        if self.gated or self.sources:
             return self._process_gated(process_one, process_run)
         done = 0
         inputs = self.inputs
@@ -484,17 +505,31 @@ class PartitionGroup:
                 for ip in self.inputs:
                     if isinstance(ip.streams, WriterStreams):
                         ip.streams.release(bound)
-                run = None if self.sources else self._one_run(bound)
-                if run is not None:
+                if self.sources:
+                    done = self._merge_sources(watermark, process_one, process_run)
+                elif (run := self._one_run(bound)) is not None:
                     done = self._process_one_run(*run, process_one, process_run)
                 else:
-                    merged = None if self.sources else self._merge_runs(bound, process_one, process_run)
+                    merged = self._merge_runs(bound, process_one, process_run)
                     done = merged if merged is not None else self._merge_gated(watermark, process_one)
         for ip in self.inputs:
             if ip.inbox is not None or ip.streams is not None:
                 ip.settle_position(self.position)
         self.held_back = sum(ip.pending() for ip in self.inputs)
         return done
+
+    def _merge_sources(
+        self, watermark: int, process_one: Callable[[InputPartition, Any], None], process_run: ProcessRun | None
+    ) -> int:
+        """``_process_gated``'s merge with ``sources``: as ``_merge_gated``, record by record, whose
+        bound falls as each source is drained to that source's ``drained_frontier``. That bound
+        never falls below the least of them, so the records before it go first, merged a run at a
+        time (``_merge_runs``: the same order, in bulk); then the rest (mostly the records of that
+        least time, if any) record by record. Returns how many."""
+        now = time.monotonic()
+        early = least(ip.drained_frontier(now) for ip in self.sources)
+        merged = None if early is None else self._merge_runs(min(early, watermark), process_one, process_run)
+        return (merged or 0) + self._merge_gated(watermark, process_one)
 
     def _one_run(self, bound: int) -> tuple[InputPartition, collections.deque[Record], int] | None:
         """When at most one input has records before ``bound`` to take, and they are in order in
@@ -535,7 +570,11 @@ class PartitionGroup:
         for ip in self.inputs:
             streams = ip.streams
             if isinstance(streams, WriterStreams):
-                runs.append(list(streams.ready))
+                ready = streams.ready  # (in time order: released below a bound at least this one)
+                if not ready or ready[-1].timestamp()[1] < bound:
+                    runs.append(list(ready))
+                else:
+                    runs.append(list(itertools.takewhile(lambda m: m.timestamp()[1] < bound, ready)))
             elif streams is not None:
                 if len(streams):
                     return None
@@ -547,7 +586,11 @@ class PartitionGroup:
             return None
         for ip, run in zip(self.inputs, runs):
             if isinstance(ip.streams, WriterStreams):
-                ip.streams.ready.clear()
+                if len(run) == len(ip.streams.ready):
+                    ip.streams.ready.clear()
+                else:
+                    for _ in run:
+                        ip.streams.ready.popleft()
             else:
                 for _ in run:
                     ip.buffer.popleft()

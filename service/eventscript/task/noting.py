@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Callable, Iterable
 
 from ..state.changelog import Position
-from .copies import CopiesSeen
+from .copies import DONE, CopiesSeen
 from .merge import InputPartition, ProcessRun
 from .record import Record
 from .streams import WriterStreams
@@ -28,25 +28,31 @@ ProcessOne = Callable[[InputPartition, Record], None]
 
 
 class DoneNotes:
-    """The offsets processed in one ``Task.process`` of the partitions ``names``, noted as done
-    at its end (``flush``)."""
+    """The records processed in one ``Task.process`` of the partitions ``names``, their offsets
+    noted as done at its end (``flush``: read only then, and only if some may be read again)."""
 
     def __init__(self, copies: CopiesSeen, names: frozenset[str]) -> None:
         self.copies = copies
         self.names = names
-        self.processed: dict[str, list[int]] = {}
+        self.processed: dict[str, list[Record]] = {}
 
     def one(self, process_one: ProcessOne) -> ProcessOne:
         """``process_one``, skipping a record done with before the commit the task restarted
         from and noting the others."""
-        done_before, names, processed = self.copies.done_before, self.names, self.processed
+        # (as ``CopiesSeen.done_before`` looks a record up, without a call of its own: the merge
+        # of several inputs hands most records on one by one)
+        noted_key, seen, processed = {name: DONE + name for name in self.names}, self.copies.seen, self.processed
 
         def noted(ip: InputPartition, msg: Record) -> None:
-            if ip.name not in names:
+            key = noted_key.get(ip.name)
+            if key is None:
                 process_one(ip, msg)
-            elif not done_before(ip.name, msg.offset()):  # (read again after a restart: skipped)
-                process_one(ip, msg)
-                processed.setdefault(ip.name, []).append(msg.offset())
+                return
+            noted_done = seen.get(key)
+            if noted_done and msg.offset() in noted_done:
+                return  # (read again after a restart: skipped)
+            process_one(ip, msg)
+            processed.setdefault(ip.name, []).append(msg)
 
         return noted
 
@@ -54,19 +60,18 @@ class DoneNotes:
         """``process_run`` so too: the records done with before are dropped from the run first."""
         if process_run is None:
             return None
-        done_before, names, processed = self.copies.done_before, self.names, self.processed
+        copies, names, processed = self.copies, self.names, self.processed
 
         def noted(ip: InputPartition, buf: collections.deque[Record], n: int, position: Position) -> None:
             if ip.name not in names:
                 process_run(ip, buf, n, position)
                 return
             name = ip.name
-            offsets = [m.offset() for m in itertools.islice(buf, n)]
-            again = list(map(done_before, itertools.repeat(name), offsets))
-            if any(again):  # (read again after a restart: skipped)
-                fresh = [not a for a in again]
-                run = list(itertools.compress(itertools.islice(buf, n), fresh))
-                offsets = list(itertools.compress(offsets, fresh))
+            run = list(itertools.islice(buf, n))
+            # (as ``CopiesSeen.done_before``, looked up once per run: mostly nothing is noted)
+            noted_done = copies.seen.get(DONE + name)
+            if noted_done and any(again := [m.offset() in noted_done for m in run]):
+                run = list(itertools.compress(run, [not a for a in again]))  # (read again after a restart: skipped)
                 for _ in range(n):
                     buf.popleft()
                 buf.extendleft(reversed(run))
@@ -75,10 +80,10 @@ class DoneNotes:
             try:
                 process_run(ip, buf, n, position)
             except BaseException:
-                offsets = offsets[: left - len(buf) - 1]  # (the one that raised is not done)
+                run = run[: left - len(buf) - 1]  # (the one that raised is not done)
                 raise
             finally:
-                processed.setdefault(name, []).extend(offsets)
+                processed.setdefault(name, []).extend(run)
 
         return noted
 
@@ -86,10 +91,10 @@ class DoneNotes:
         """Note as done the offsets processed at or past where each partition's position stays."""
         done = self.copies.done
         for ip in inputs:
-            offsets = self.processed.pop(ip.name, None)
-            floor = _still_waiting(ip) if offsets else None
-            if offsets and floor is not None:
-                kept = [o for o in offsets if o >= floor]
+            records = self.processed.pop(ip.name, None)
+            floor = _still_waiting(ip) if records else None
+            if records and floor is not None:
+                kept = [o for o in [m.offset() for m in records] if o >= floor]
                 collections.deque(map(done, itertools.repeat(ip.name), kept), maxlen=0)
 
 

@@ -66,7 +66,7 @@ class SourceStreams:
     def __len__(self) -> int:
         return self.count
 
-    def append(self, msg: Record) -> None:
+    def append(self, msg: Record, _ts: int | None = None) -> None:
         source = _source_of(msg)
         queue = self.queues.get(source)
         if queue is None:
@@ -247,12 +247,18 @@ class WriterStreams:
         self.first_index: int | None = None
         #: The records come since (not in place yet), in arrival order.
         self.tail: list[Record] = []
+        self.tail_times: list[int] = []  # (their record times, read once: in ``append``)
         #: Records released (``release``) in the merge's order, not taken yet: before the others.
         self.ready: collections.deque[Record] = collections.deque()
         #: Each key with a record waiting → its last one.
         self.last: dict[bytes | None, Record] = {}
-        #: The keys with several records waiting → those records, in order.
+        #: While ``indexed``: the keys with several records waiting → those records, in order.
+        #: Kept only from a record no later than its key's last one (a repeat, or out of order)
+        #: until no key has several: a key's later record needs only ``last`` (``append``).
+        self.indexed = False
         self.several: dict[bytes | None, collections.deque[Record]] = {}
+        #: The latest record time appended (ms): a record past it is past its key's last one.
+        self.top_ms = -1
         #: The keys whose records waiting are not in the merge's order.
         self.disordered: set[bytes | None] = set()
         #: The offset after the highest one taken or dropped (None: none yet).
@@ -263,25 +269,47 @@ class WriterStreams:
     def __len__(self) -> int:
         return self.count + len(self.tail) + len(self.ready)
 
-    def append(self, msg: Record) -> bool:
+    def append(self, msg: Record, ts: int | None = None) -> bool:
         """Queue ``msg``; False when it is a repeat of a record waiting under its key (dropped).
         (Only what a repeat needs is done here, once per record: the rest, in bulk, as records
         are released.) A repeat has its original's record time (its writer redid the batch from
         its committed clock), at most that of its key's last record: only a record no later than
-        it is looked at any further (``_another``; a later one costs no header read)."""
+        it is looked at any further (``_another``). Why a later one is only noted as its key's
+        last, and the keys' records are indexed (``several``) only from such a record on: with
+        Zipf keys most records have one of their key waiting, and a queue per key cost a reader
+        a third of what the markers cost it (issue 21). ``ts``: its record time (ms), when read
+        already. A record past every one appended before (records mostly come so) is past its
+        key's last without looking that up."""
+        if ts is None:
+            ts = msg.timestamp()[1]
         key = msg.key()
+        if ts > self.top_ms:
+            self.top_ms = ts
+            if not self.indexed:
+                self.last[key] = msg
+                self.tail.append(msg)
+                self.tail_times.append(ts)
+                return True
         last = self.last.setdefault(key, msg)
         if last is not msg:
+            if not self.indexed:
+                if ts > last.timestamp()[1]:
+                    self.last[key] = msg
+                    self.tail.append(msg)
+                    self.tail_times.append(ts)
+                    return True
+                self._note_keys(index=True)  # (a repeat or out of order: its key's records needed)
             entry = self.several.get(key)
             if entry is None:
                 entry = self.several[key] = collections.deque((last,))
-            if (msg.timestamp()[1] <= last.timestamp()[1] or self.disordered) and not self._another(key, last, msg):
+            if (ts <= last.timestamp()[1] or self.disordered) and not self._another(key, last, msg):
                 if len(entry) == 1:
                     del self.several[key]
                 return False
             entry.append(msg)
             self.last[key] = msg
         self.tail.append(msg)
+        self.tail_times.append(ts)
         return True
 
     def _another(self, key: bytes | None, last: Record, msg: Record) -> bool:
@@ -364,7 +392,8 @@ class WriterStreams:
             self.tail = []
             base = len(self.arrived)
             self.arrived.extend(tail)
-            self.times.extend([m.timestamp()[1] for m in tail])  # (faster than a methodcaller's map)
+            self.times.extend(self.tail_times)
+            self.tail_times = []
             run = list(range(base, base + len(tail)))
             run.sort(key=self.times.__getitem__)
             self.runs.append(run)
@@ -464,12 +493,17 @@ class WriterStreams:
             last.clear()
             self.several.clear()
             self.disordered.clear()
+            self.indexed = False
             return
         if len(taken) > self.count + len(self.tail):  # (fewer wait on: noted again)
-            self._note_keys()
+            self._note_keys(self.indexed)
             return
-        if not self.several:  # (each key has one record waiting)
-            collections.deque(map(last.pop, [m.key() for m in taken]), maxlen=0)
+        if not self.several:  # (no key's records indexed: a key goes with its last record)
+            self.indexed = False
+            keys = [m.key() for m in taken]
+            for key, msg in dict(zip(keys, taken)).items():  # (each key's last taken)
+                if last[key] is msg:
+                    del last[key]
             return
         several = self.several
         for msg in taken:  # (a key's records are taken in their order: its first each time)
@@ -482,14 +516,20 @@ class WriterStreams:
             if len(entry) == 1:  # (one left: its last, as for any key with one)
                 del several[key]
                 self.disordered.discard(key)
+        self.indexed = bool(several)
 
-    def _note_keys(self) -> None:
-        """Note the keys of the records waiting anew: each one's last, and the records of those
-        with several (a key out of order stays so while it has several)."""
+    def _note_keys(self, index: bool) -> None:
+        """Note the keys of the records waiting anew: each one's last, and with ``index`` the
+        records of those with several (a key out of order stays so while it has several)."""
         arrived = self.arrived
         waiting = [*map(arrived.__getitem__, sorted(itertools.chain.from_iterable(self.runs))), *self.tail]
         keys = [m.key() for m in waiting]
         self.last = dict(zip(keys, waiting))
+        self.indexed = index
+        if not index:
+            self.several = {}
+            self.disordered.clear()
+            return
         several: dict[bytes | None, collections.deque[Record]] = {
             key: collections.deque() for key, n in collections.Counter(keys).items() if n > 1
         }
@@ -557,11 +597,13 @@ class WriterStreams:
         return first
 
     def clear(self) -> None:
-        self.arrived, self.times, self.runs, self.tail = [], [], [], []
+        self.arrived, self.times, self.runs, self.tail, self.tail_times = [], [], [], [], []
         self.count, self.first_index = 0, None
         self.ready.clear()
         self.last.clear()
         self.several.clear()
+        self.indexed = False
+        self.top_ms = -1
         self.disordered.clear()
         self.repeats.clear()
         self.taken_to = None

@@ -1076,6 +1076,8 @@ class Task:
         self._ahead = bool(self.group.gated) and self.partitions > 1 and self.routing.key_filter is None
         if self._ahead:
             self.group.forward_ahead()
+        elif plan.record and self.routing.key_filter is None:
+            self.group.order_sources()  # (one task: its sources in record-time order all the same)
         self._time_ordered = frozenset(
             ip.name for ip in self.inputs if ip.config is not None and isinstance(ip.streams, WriterStreams)
         )

@@ -28,6 +28,9 @@ class ProgressPlan:
     marked: frozenset[str] = frozenset()
     #: The tasks mark their progress on the program's repartition topic, and wait on it.
     repartition: bool = False
+    #: The program is on record time with markers: its tasks merge their source partitions in
+    #: record-time order (``PartitionGroup.order_sources``), on one task as on several.
+    record: bool = False
 
 
 def _writes(cfg: ProgramConfig) -> set[str]:
@@ -53,7 +56,7 @@ def progress_plan(topo: Topology, cfg: ProgramConfig, partitions_of: Callable[[s
         marked.add(inp.topic)
         if record and all(p.clock == "record" for p in upstream):
             writers[inp.topic] = frozenset(f"{p.name}/{t}" for p in upstream for t in range(tasks_of(p)))
-    return ProgressPlan(cfg.name, tasks, outputs, writers, frozenset(marked), record and tasks > 1)
+    return ProgressPlan(cfg.name, tasks, outputs, writers, frozenset(marked), record and tasks > 1, record)
 
 
 def topology_partitions(topo: Topology, counts: dict[str, int] | None = None) -> Callable[[str], int]:
