@@ -377,11 +377,14 @@ class PartitionGroup:
                         self.position[ip.name] = msg.offset() + 1
                     return False
             guard = ip.guard
-            if guard is not None and not guard.admit(msg, ts := msg.timestamp()[1]):
-                self.repeats += 1  # written again (``repeats.py``): taken, and dropped
-                if not ip.pending():
-                    self.position[ip.name] = msg.offset() + 1
-                return True
+            if guard is not None:
+                ts = msg.timestamp()[1]
+                floor = guard.floor  # (asked only where it may drop: late, or a watch kept)
+                if ((floor is not None and ts < floor) or guard.memory.watched) and not guard.admit(msg, ts):
+                    self.repeats += 1  # written again (``repeats.py``): taken, and dropped
+                    if not ip.pending():
+                        self.position[ip.name] = msg.offset() + 1
+                    return True
         ip.seen_at = time.monotonic() if now is None else now
         ip.idled = False
         if ip.inbox is not None:

@@ -120,7 +120,8 @@ class RepeatGuard:
 
     def admit(self, msg: Record, ts: int) -> bool:
         """Whether ``msg`` (a record of the partition, timestamp ``ts`` ms) is taken: False for a
-        late write or a repeat of a record held since a restart."""
+        late write or a repeat of a record held since a restart. (Taken, without asking, a record
+        at or past ``floor`` while no watch is kept: ``PartitionGroup.add`` asks only otherwise.)"""
         floor = self.floor
         if floor is not None and ts < floor and header(msg.headers(), HEADER_EVENT) != ERROR_EVENT:
             return False
