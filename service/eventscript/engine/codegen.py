@@ -744,7 +744,8 @@ class CodeGen:
         records ``v``, the variables then the state number at index ``record``, which the step
         reads itself (as ``st``, or in its one use); the target is stored before the actions run
         (as ``ctx.state`` is), which use ``v`` as their variables. Locals used once are folded
-        (``fold``): ``v[2] = _N1[v[2]]``."""
+        (``fold``): ``v[2] = _N1[v[2]]``. A symbol with one acting state (``SymbolPlan.acting``)
+        tests that state instead (:meth:`_acting_step`)."""
         nxt, fns = cls._compact_table("N", sym), cls._compact_table("F", sym)
         entry, variables = ("st", "_NV") if record is None else ("v", "v")
         if plan is not None and plan.acting is not None and plan.target is None:
