@@ -19,19 +19,25 @@ take them as a ranking, not as times. ``--save FILE`` keeps the pstats file (sna
 Usage: python bench/profile_hot.py worker [--records N] [--keys K] [--order random|zipf]
                                           [--guarantee at_least_once|exactly_once] [--partitions P]
        python bench/profile_hot.py engine [--events N] [--keys K] [--order random|zipf] [--batch]
+       valgrind --tool=cachegrind --cache-sim=no --branch-sim=yes --cachegrind-out-file=/dev/null \\
+           python bench/profile_hot.py engine --events 200000 --order zipf --bare none|loop|feed|feed_many
+           (per event: I refs and mispredicts of a contender minus those of "none", over the events)
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import io
+import os
 import pstats
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent / "service"))
@@ -208,11 +214,37 @@ ENGINE_PARTS = [
 ]
 
 
+def bare_run(who: str, events: list, eng: Any) -> None:
+    """``--bare``: one contender over the events with no profiler, then exit at once (no
+    teardown), for an instruction counter run around the whole process; the run ``none``
+    (events and engine made, nothing fed) is the set-up to subtract. cProfile sees a batch as
+    one call of ``feed_many``: what the generated loop itself executes per event, and which
+    branches it mispredicts, only a counter shows (the bench's CPU seconds being too noisy on
+    a shared machine to tell a few percent apart)."""
+    import engine as bench_engine
+
+    if who == "loop":
+        bench_engine.loop_realistic(events, collections.deque(maxlen=1).append)
+    elif who == "feed_many":
+        eng.feed_many(events)
+    elif who == "feed":
+        feed = eng.feed
+        for name, value in events:
+            feed(name, value)
+    sys.stdout.flush()
+    os._exit(0)
+
+
 def profile_engine(args: argparse.Namespace) -> None:
     import engine as bench_engine
+    from eventscript.engine.tuning import configure_gc
 
     events = bench_engine.realistic_events(args.events, args.keys, args.order)
     eng, hits = bench_engine.realistic_engine()
+    if args.bare:
+        eng.feed_many([])  # (made before the count starts, as for a host's later batches)
+        configure_gc()
+        bare_run(args.bare, events, eng)
     profiler = cProfile.Profile()
     if args.batch:
         profiler.runcall(eng.feed_many, events)
@@ -246,6 +278,11 @@ def main() -> None:
     e.add_argument("--events", type=int, default=500_000)
     e.add_argument("--keys", type=int, default=10_000)
     e.add_argument("--batch", action="store_true", help="feed_many over all events instead of feed per event")
+    e.add_argument(
+        "--bare",
+        choices=("none", "loop", "feed", "feed_many"),
+        help="run this contender without the profiler and exit (for valgrind's instruction counts)",
+    )
     for p in (w, e):
         p.add_argument("--order", default="random", choices=("random", "zipf"))
         p.add_argument("--top", type=int, default=25)

@@ -169,8 +169,9 @@ def test_a_case_clause_gets_a_step_per_class() -> None:
 
 def test_a_step_folds_its_single_use_locals() -> None:
     """The realistic program's steps name no local used once: ``Up`` reads and stores the state
-    in one statement, ``Large`` stores its constant target; ``Down``, which reads the state again
-    after storing its target (whether to emit), keeps ``st`` and reads it before the store."""
+    in one statement, ``Large`` stores its constant target; ``Down``, whose one acting state
+    (after ``Large Up+``) emits and whose others all go to one state, tests that state and
+    stores a constant target in each branch, with no table read (``SymbolPlan.acting``)."""
     src = REALISTIC
     feed = [
         line.strip()
@@ -178,9 +179,21 @@ def test_a_step_folds_its_single_use_locals() -> None:
     ]
     assert "t = 1" not in feed and "v[2] = 1" in feed, feed
     assert "v[2] = _N1[v[2]]" in feed, feed
-    down = feed.index("st = v[2]")
-    assert feed[down + 1] == "v[2] = _N2[st]" and feed[down + 2] == "if _K2[st]:", feed
-    assert not any(line.startswith("t = ") for line in feed), feed
+    down = feed.index("if v[2] == 2:")
+    assert feed[down + 1 : down + 4] == ["v[2] = 3", "gk = ev[0]", "v[1] = ev"], feed
+    assert feed[down + 5 : down + 7] == ["else:", "v[2] = 0"], feed
+    assert not any(line.startswith(("t = ", "st = ")) or "_N2" in line or "_K2" in line for line in feed), feed
+
+
+def test_the_key_is_read_where_it_is_needed() -> None:
+    """The realistic program's feed names the group key only in the body that emits it (before
+    its actions), not for every event: the lookup reads it from the event in place."""
+    feed = [
+        line.strip()
+        for line in Engine(compile_source(REALISTIC, name="p").require(), lambda e: None)._feed_source.split("\n")
+    ]
+    assert feed[2:5] == ["v = _cget(ev[0])", "if v is None:", "v = _tab[ev[0]] = [UNSET, UNSET, _S]"], feed
+    assert feed.count("gk = ev[0]") == 1, feed
 
 
 def test_an_engine_of_contexts_gets_a_step_per_class_too() -> None:

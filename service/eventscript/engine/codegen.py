@@ -17,13 +17,14 @@ Conventions of the generated code (names bound in the namespace the engine suppl
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..language import ir
 from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType, Type
 from . import builtins
-from .fold import fold_target, read_state
+from .fold import fold_target, read_state, uses
 from .timeutil import MAX_TIME, MIN_TIME
 from .values import TWO_63, needs_copy
 
@@ -584,7 +585,7 @@ class CodeGen:
                 gk = self.expr(inp.group[0]) if one else f"({', '.join(self.expr(e) for e in inp.group)},)"
                 if "ctx" in gk:  # an error while computing the key belongs to no instance
                     out.append(f"{ind}ctx = None")
-            if gk != "ev":
+            if gk != "ev" and not self._key_in_place(gk, inp.classify, plans, record):
                 out.append(f"{ind}gk = {gk}")
                 gk = "gk"
             if self._specialise_classes(inp.classify, plans):
@@ -621,6 +622,29 @@ class CodeGen:
             out += [ind + line for line in self.compact_step(sym, gk, plan, record)]
         out += ["    _err(None, 1, f'undeclared input event {name}')", "    return None"]
         return "\n".join(out)
+
+    def _key_in_place(self, gk: str, node: ir.Node, plans: dict[int, SymbolPlan], record: int | None) -> bool:
+        """May a compact feed read the group key ``gk``, a field of the event (``ev[0]``), at
+        each place that needs it rather than name it first (``gk = ev[0]``, a store and a load
+        per event)? Its one read on the common path is the table lookup (``v = _cget(ev[0])``);
+        a new key's record and an unexpected event's error read it before any action runs, and
+        an inlined body names it at its head (``CodeGen._by_key``), also before its actions:
+        so an action that changes the event's field in place (``a.sym = ...`` on a marker
+        holding the event) cannot change the key the step goes on with. Only where the step
+        reads no key after its actions: a table of records (it stores the target in the
+        record, not the table) and no symbol whose step may end the instance (that pops the
+        key after the actions), each symbol planned, and no class condition reading the key."""
+        if record is None or not re.fullmatch(r"ev\[\d+\]", gk):
+            return False
+        if self._specialise_classes(node, plans):
+            symbols = self._case_symbols(node)
+            if any(uses("gk", cond) for cond in self._case_conditions(node)):
+                return False
+        elif isinstance(node, ir.CaseSymbol):
+            symbols = [node.symbol]
+        else:
+            return False
+        return all(sym in plans and not plans[sym].ends for sym in symbols)
 
     def _new_record(self, gk: str, record: int) -> str:
         """The line giving a compact feed's new key its record ``v`` in the table: the record
@@ -720,9 +744,13 @@ class CodeGen:
         records ``v``, the variables then the state number at index ``record``, which the step
         reads itself (as ``st``, or in its one use); the target is stored before the actions run
         (as ``ctx.state`` is), which use ``v`` as their variables. Locals used once are folded
-        (``fold``): ``v[2] = _N1[v[2]]``."""
+        (``fold``): ``v[2] = _N1[v[2]]``. A symbol with one acting state (``SymbolPlan.acting``)
+        tests that state instead (:meth:`_acting_step`)."""
         nxt, fns = cls._compact_table("N", sym), cls._compact_table("F", sym)
         entry, variables = ("st", "_NV") if record is None else ("v", "v")
+        if plan is not None and plan.acting is not None and plan.target is None:
+            lines = cls._acting_step(plan, plan.acting, gk, variables, record)
+            return lines if record is None else read_state(lines, record)
         if plan is not None and plan.target is not None:
             lines = [f"t = {plan.target}"]
         else:
@@ -762,6 +790,26 @@ class CodeGen:
         lines.append("return None")
         lines = fold_target(lines, f"_tab[{gk}] = t" if record is None else f"v[{record}] = t")
         return lines if record is None else read_state(lines, record)
+
+    @classmethod
+    def _acting_step(
+        cls, plan: SymbolPlan, acting: tuple[int, int, int], gk: str, variables: str, record: int | None
+    ) -> list[str]:
+        """A compact step on a symbol whose one acting state is known (``SymbolPlan.acting``):
+        ``if st == s:`` that state's target stored and its body run, ``else:`` the others' one
+        target stored. It reads no table: the general step looks the target up by state and
+        then the code (``t = _N2[st]``, ``if _K2[st]:``), two subscripts more per event. As in
+        :meth:`compact_step`, a record takes its target before the body runs (as ``ctx.state``
+        does), a table of state numbers after it; the target is named ``t`` only for a body
+        that reads it (a context's state: ``_ST[t]``)."""
+        state, target, other = acting
+        body = cls._by_key(plan.bodies[0], gk, variables)
+        reads = any(uses("t", line) for line in body)
+        store = f"v[{record}] = " if record is not None else f"_tab[{gk}] = "
+        stored = [f"    {store}{'t' if reads else target}"]
+        lines = [f"if st == {state}:", *([f"    t = {target}"] if reads else [])]
+        lines += [*stored, *body] if record is not None else [*body, *stored]
+        return [*lines, "else:", f"    {store}{other}", "return None"]
 
     @staticmethod
     def _by_key(body: list[str], gk: str, variables: str) -> list[str]:
@@ -875,6 +923,12 @@ class SymbolPlan:
     #: nothing and enters a state where the instance retires (``RState.ends``, not terminal),
     #: and creating one runs nothing either (no initial actions, no timers to name an origin for).
     start_retires: bool = False
+    #: Every state has a transition on the symbol, none ends the instance, and only one runs
+    #: an action (bodies[0], inlined) while every other goes to one same target: (the acting
+    #: state's number, its target, the others' target). None: not so. A compact step then
+    #: tests that one state (:meth:`CodeGen._acting_step`) instead of looking its target and
+    #: its code up in two tables.
+    acting: tuple[int, int, int] | None = None
 
 
 def one_value_key(program: ir.ProgramIR) -> bool:

@@ -200,8 +200,23 @@ class EagerExecutor:
                 uniform=total and len(codes) == 1 and len(bodies) == 1,
                 target=targets.pop() if total and len(targets) == 1 else None,
                 start_retires=self._start_retires(sym),
+                acting=self._acting(sym, states) if total and not ends and distinct == len(bodies) == 1 else None,
             )
         return plans
+
+    @staticmethod
+    def _acting(sym: int, states: list[RState]) -> tuple[int, int, int] | None:
+        """``SymbolPlan.acting`` of a total symbol whose transitions run one function at most:
+        (the one state whose transition runs it, that transition's target, the target every
+        other state's transition shares), or None when more states run it or the others go
+        to different targets."""
+        rows = [(st.key, tr) for st in states if (tr := st.row[sym]) is not None]
+        acting = [(key, tr) for key, tr in rows if tr.fn is not None]
+        others = {tr.target_key for _, tr in rows if tr.fn is None}
+        if len(acting) != 1 or len(others) != 1:
+            return None
+        key, tr = acting[0]
+        return key, tr.target_key, others.pop()
 
     def _start_retires(self, sym: int) -> bool:
         """Does the start state's transition on ``sym`` leave a fresh instance as it was

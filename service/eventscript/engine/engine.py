@@ -33,10 +33,11 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..automata.compiled import CompiledProgram
@@ -230,6 +231,7 @@ class Engine:
         self._inputs: dict[str, InputRT] = {}
         for inp in self.program.inputs:
             self._inputs[inp.name] = self._input_rt(inp)
+        self._key_functions = MappingProxyType({n: i.key for n, i in self._inputs.items() if i.key is not None})
         if compact is None:
             compact = os.environ.get(COMPACT_ENV, "on") != "off"
         self.executor: Executor = self._choose_executor(
@@ -371,6 +373,15 @@ class Engine:
         drains leaves nothing to write)."""
         if self._dirty is not None:
             self._dirty.pop(id(ctx), None)
+
+    @property
+    def key_functions(self) -> Mapping[str, Callable[[Any, Any], tuple[Any, ...]]]:
+        """Each input's group-key function ``key(None, value)`` by event name (empty for an
+        ungrouped program): for hosts feeding runs of records whose event name each record
+        carries (an input topic whose records name their event in a header or a field), one
+        lookup per record, a name not in it being undeclared (``feed`` reports it), before
+        ``feed_keyed(name, value, key)``, which takes any declared name."""
+        return self._key_functions
 
     def input_key_function(self, name: str) -> Callable[[Any, Any], tuple[Any, ...]] | None:
         """The group-key function ``key(None, value)`` of input ``name`` (None: ungrouped or

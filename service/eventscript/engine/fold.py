@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 
-def _uses(name: str, line: str) -> int:
+def uses(name: str, line: str) -> int:
     """How many times ``name`` appears in ``line`` as a name (not an attribute, not part of one)."""
     return len(re.findall(rf"(?<![\w.]){name}(?!\w)", line))
 
@@ -28,8 +28,8 @@ def fold_target(lines: list[str], store: str) -> list[str]:
     the step at its top level, ``<place> = t``) when that is its only use."""
     if not lines or not lines[0].startswith("t = "):
         return lines
-    users = [i for i, line in enumerate(lines[1:], 1) if _uses("t", line)]
-    if len(users) != 1 or lines[users[0]] != store or _uses("t", store) != 1:
+    users = [i for i, line in enumerate(lines[1:], 1) if uses("t", line)]
+    if len(users) != 1 or lines[users[0]] != store or uses("t", store) != 1:
         return lines
     place = store[: -len(" = t")]
     out = lines[1:]
@@ -41,12 +41,12 @@ def read_state(lines: list[str], record: int) -> list[str]:
     """A step over a key's record ``v`` reading its state number from ``v[record]``: ``st = v[record]``
     first when the step uses ``st`` more than once; its one use replaced when that is the first
     line (it comes before the step stores the target); nothing when it uses none."""
-    used = [i for i, line in enumerate(lines) if _uses("st", line)]
+    used = [i for i, line in enumerate(lines) if uses("st", line)]
     if not used:
         return lines
-    if used == [0] and _uses("st", lines[0]) == 1:
+    if used == [0] and uses("st", lines[0]) == 1:
         return [re.sub(r"(?<![\w.])st(?!\w)", f"v[{record}]", lines[0]), *lines[1:]]
     return [f"st = v[{record}]", *lines]
 
 
-__all__ = ["fold_target", "read_state"]
+__all__ = ["fold_target", "read_state", "uses"]
