@@ -121,10 +121,18 @@ def same_wall(headers: Any) -> Any:
     return [(k, v if v is None else re.sub(rb'"wall":\d+', b'"wall":0', v)) for k, v in headers]
 
 
-def run(source: str, records: list[PlainRecord], store: Path, per_record: bool, polls: list[int]) -> list[Any]:
+def run(
+    source: str,
+    records: list[PlainRecord],
+    store: Path,
+    per_record: bool,
+    polls: list[int],
+    inp: InputConfig | None = None,
+) -> list[Any]:
     """Everything task 0 of ``TASKS`` sends for ``records``, fed in polls of the given sizes with a
-    commit after each: outputs, errors, re-published and changelog records, then the positions."""
-    cfg = program_config([InputConfig(topic="in", event="Tick")], "record")
+    commit after each: outputs, errors, re-published and changelog records, then the positions.
+    ``inp``: the input (default: topic "in" of Tick events)."""
+    cfg = program_config([inp or InputConfig(topic="in", event="Tick")], "record")
     task: Task = build_task(compile_source(source, name="p").require(), cfg, store, tasks=TASKS)
     if per_record:
         task._process_run = None  # type: ignore[assignment,method-assign]  # Task.process: record by record
@@ -158,6 +166,54 @@ def test_a_run_sends_what_record_by_record_sends(tmp_path: Path, source: str, se
     assert got == want
     kinds = {r[0] for r in want if isinstance(r, tuple)}
     assert {"out", "err", "p-rep", "p-changelog"} <= kinds  # every path was taken
+
+
+#: Two events on one input topic whose records name their event (``event_from``).
+NAMED = """
+in {string k; long n;} Tick group(Tick.k), {string k; long n;} Tock group(Tock.k)
+out {string k; long count; long last;} Count, {string k; long count;} Quiet
+
+{ count = 0; }
+( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); }
+| Tock(t) { count = count + 10; }
+)* elapse[30 seconds]() { !>Quiet({k: group[0], count: count}); }
+"""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_run_of_records_that_name_their_event_sends_what_record_by_record_sends(tmp_path: Path, seed: int) -> None:
+    """An input with ``event_from: {header: es-event}`` takes the run too (issue 26: before, every
+    such record went through ``_process_one``): each record's name, also one the program does not
+    declare or none, its key function looked up by that name."""
+    rnd = random.Random(seed)
+    records = []
+    for rec in draw(rnd, 400):
+        name = rnd.choice([b"Tick", b"Tick", b"Tock", b"Nope", None])
+        headers = [*(rec.headers() or [])]
+        if name is not None:
+            headers.insert(0, (codec.HEADER_EVENT, name))
+        ts, key, value = rec.timestamp()[1], rec.key(), rec.value()
+        records.append(PlainRecord("in", 0, rec.offset(), ts, key, value, headers or None))
+    polls = [rnd.choice([1, 7, 50, 200]) for _ in range(12)]
+    inp = InputConfig(topic="in", event_from={"header": "es-event"})
+    want = run(NAMED, records, tmp_path / "one", True, polls, inp)
+    taken: list[int] = []
+    real = Task._process_one
+
+    def counted(self: Task, ip: Any, msg: Record) -> None:
+        taken.append(msg.offset())
+        real(self, ip, msg)
+
+    Task._process_one = counted  # type: ignore[method-assign]
+    try:
+        got = run(NAMED, records, tmp_path / "run", False, polls, inp)
+    finally:
+        Task._process_one = real  # type: ignore[method-assign]
+    assert got == want
+    kinds = {r[0] for r in want if isinstance(r, tuple)}
+    assert {"out", "err", "p-rep", "p-changelog"} <= kinds  # every path was taken
+    # (most keys are other tasks', and a fifth of the names undeclared: those go one by one)
+    assert len(records) - len(taken) >= 30, "the named records of the task's own keys did not take the run"
 
 
 def test_most_keys_belong_to_other_tasks() -> None:

@@ -793,7 +793,8 @@ class Task:
         """Process the first ``n`` records of one input partition's buffer (``merge.ProcessRun``):
         ``_process_one`` for each, with its common case -- a grouped program's keyed record of a
         one-event JSON input, of a key this task runs -- inline and what it reads looked up once
-        per run rather than once per record. Such an input reads only three headers, once per
+        per run rather than once per record; also a keyed record of an input whose records name
+        their event (``event_from``). Such an input reads only three headers, once per
         record (``codec.cause_headers``): ``es-id`` and ``es-seq`` for the outputs' ids and order
         (the headers of ``eventscript produce`` and of another program's outputs), ``es-tick``;
         the others (``es-event`` of an intermediate topic, a producer's own) change nothing. Any
@@ -802,7 +803,10 @@ class Task:
         fixed = self._fixed.get(id(ip.config)) if ip.config is not None else None
         key_fn = ip.key_fn
         msg = None
-        if fixed is None or key_fn is None or self._feeds is not self.engine:
+        # An input whose records name their event (``event_from``: a header or a field) is fed
+        # inline too, each record's group-key function looked up by its name (``named``).
+        named = fixed is None and ip.config is not None and self.grouped
+        if (not named and (fixed is None or key_fn is None)) or self._feeds is not self.engine:
             try:
                 for _ in range(n):
                     msg = buf.popleft()
@@ -811,7 +815,8 @@ class Task:
                 if msg is not None:
                     position[ip.name] = msg.offset() + 1
             return
-        name, decode_value = fixed
+        name, decode_value = fixed if fixed is not None else ("", orjson.loads)  # (named: not used)
+        decode, key_fns = ip.decode, self.engine.key_functions
         loads, undecodable = orjson.loads, (orjson.JSONDecodeError, DecodeError)
         process_one, popleft = self._process_one, buf.popleft
         ids, head, clock = self.ids, ip.id_head, self.clock
@@ -842,11 +847,22 @@ class Task:
                 if ts > max_ms or value is None or (needs_key and msg.key() is None):
                     process_one(ip, msg)
                     continue
-                try:
-                    ev = decode_value(loads(value))
-                except undecodable:
-                    process_one(ip, msg)  # (its $error)
-                    continue
+                if named:
+                    try:
+                        name, ev = decode(value, headers)
+                    except BadRecord:
+                        process_one(ip, msg)  # (its $error)
+                        continue
+                    key_fn = key_fns.get(name)
+                    if key_fn is None:
+                        process_one(ip, msg)  # (an event the program does not declare)
+                        continue
+                else:
+                    try:
+                        ev = decode_value(loads(value))
+                    except undecodable:
+                        process_one(ip, msg)  # (its $error)
+                        continue
                 key = key_fn(None, ev)
                 if key is None:
                     process_one(ip, msg)
