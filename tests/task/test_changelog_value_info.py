@@ -14,12 +14,15 @@ import confluent_kafka
 import orjson
 import pytest
 
+from eventscript.automata.compile import compile_source
+from eventscript.explain.terms import ProgramTerms
 from eventscript.state import keyinfo
 from eventscript.state.changelog import HEADER_POSITION, Position
 from eventscript.state.keyinfo import INFO_FRAME, decode_info, info_key, split_value
+from eventscript.state.query import explain_snapshot
 
 from .test_uncommitted_batches import ChangelogPartition
-from .test_zombie_changelog import K, commit, counts, standby_of, take_over, tick
+from .test_zombie_changelog import COUNT, K, commit, counts, standby_of, take_over, tick
 
 
 def old_form(records: list[confluent_kafka.Message]) -> list[tuple[bytes | None, bytes | None, list]]:
@@ -112,3 +115,15 @@ def test_a_standby_follows_either_form(tmp_path: Path, form: str) -> None:
     successor = take_over(tmp_path / "standby" / "task-0", log, committed, 7)
     assert counts(successor, tick(4), tick(5, "j")) == [4, 2]
     successor.close()
+
+
+def test_a_raw_changelog_value_is_explained_as_its_snapshot(tmp_path: Path) -> None:
+    """What a reader of raw changelog records shows (``explain_snapshot``, the chaos harness's
+    diagnosis): the framed value's instance, as its bare snapshot's."""
+    log, _ = written(tmp_path)
+    framed = [m for m in log.records if m.key() == K][-1].value()
+    assert framed is not None and framed.startswith(INFO_FRAME)
+    terms = ProgramTerms(compile_source(COUNT, name="p").require())
+    shown = explain_snapshot(terms, framed)
+    assert shown == explain_snapshot(terms, split_value(framed, None)[0])  # type: ignore[arg-type]
+    assert [v["value"] for v in shown["variables"] if v["name"] == "count"] == [3]
