@@ -69,9 +69,10 @@ class RestoreError(Exception):
 
 
 def keep_info(infos: dict[bytes, bytes | None], key: bytes, value: bytes | None, info: bytes | None) -> None:
-    """Note a changelog record's key information for the store write that applies it: its
-    ``es-key`` header; a tombstone without one (written before the header existed) drops what
-    the store kept about the key, a snapshot without one leaves it."""
+    """Note a changelog record's key information for the store write that applies it (from its
+    value or its ``es-key`` header: ``read_changelog``); a tombstone without one (written before
+    the header existed) drops what the store kept about the key, a snapshot without one leaves
+    it."""
     if info is not None:
         infos[key] = info
     elif value is None:

@@ -1294,7 +1294,8 @@ class Task:
         self._ended.clear()
 
     def _key_info(self, kb: bytes, msg: Record | None, ended: tuple[int, str] | None) -> bytes | None:
-        """The ``es-key`` header of a key's changelog record: the last record its instance took
+        """The key information of a key's changelog record (``state.keyinfo``: in its value, or a
+        tombstone's ``es-key`` header): the last record its instance took
         (``msg``; None: none since the last commit, then the one kept before) and, for a
         tombstone, when and why it ended."""
         last: LastRecord | None
