@@ -1225,6 +1225,8 @@ class Task:
                 infos[kb] = info
                 if info is not None:
                     framed[kb] = frame((frame_head, info, info_end, snap))
+                    if key_headers:  # (ended and started again in this batch: not its tombstone's header)
+                        key_headers.pop(kb, None)
                 if timed:
                     hints[kb] = timer_info(ctx)
             save(kb)
