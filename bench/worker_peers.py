@@ -173,7 +173,8 @@ def child_loop_durable(bootstrap: str, topic: str, out: str, group: str, state: 
     input's partition) and to RocksDB (one WriteBatch: the count, and the key's last record
     beside it, as the worker keeps it), then the producer flushed and the offsets committed.
     With ``headers`` "worker" its records carry what the worker's carry (outputs: ``es-event``,
-    ``es-program``, ``es-id``; changelog records: ``es-pos``, ``es-key``), with "none" none. Why:
+    ``es-program``, ``es-id``; changelog records: ``es-pos``, and the key's information in the
+    value ahead of the count, as ``state.keyinfo.framed_value`` writes it), with "none" none. Why:
     the loop keeps nothing, so its ratio to the worker mixes what the worker's durability costs
     with what its Python costs; this contender tells them apart (what any Python service with
     the same guarantees pays, before EventScript's own work)."""
@@ -215,7 +216,10 @@ def child_loop_durable(bootstrap: str, topic: str, out: str, group: str, state: 
         for key, (q, offset, ts) in changed.items():
             value = packb(counts[key])
             info = info_head + b"%d,%d,%d]}" % (q, offset, ts)
-            send(changelog, value, key, q, None, None, 0, [("es-pos", pos), ("es-key", info)] if with_headers else None)
+            if with_headers:  # (the worker's form: the information inside the value, one header)
+                send(changelog, b"\xc1" + info + b"\x00" + value, key, q, None, None, 0, [("es-pos", pos)])
+            else:
+                send(changelog, value, key, q, None, None, 0, None)
             wb.put(key, value)
             wb.put(b"\x00i" + key, info)
         changed.clear()

@@ -43,8 +43,9 @@ READ_TIMEOUT = 120.0
 class FoldedTask:
     """One task's state as a restore would rebuild it now: store key → (value or None for a
     tombstone, changelog offset of the record), what the task kept about each key (its last
-    record's ``es-key`` header, ``state.keyinfo``), the records applied and skipped (not covered
-    by the committed offsets; ``fence.skipped``: an earlier owner's, written after a later one's)."""
+    record's information, in its value or its ``es-key`` header: ``state.keyinfo``), the records
+    applied and skipped (not covered by the committed offsets; ``fence.skipped``: an earlier
+    owner's, written after a later one's)."""
 
     partition: int
     committed: Position

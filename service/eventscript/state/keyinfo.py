@@ -4,7 +4,10 @@ why) its instance ended.
 A grouped instance that ends leaves a tombstone in the changelog and nothing in the store, so the
 store alone cannot tell "ended" from "never seen"; and an instance's snapshot does not say which
 record it last took. Both ride, at no extra produce, on the changelog record that carries the
-key's change, in its ``es-key`` header (JSON)::
+key's change (JSON): a tombstone's in its ``es-key`` header (its value must stay null, for
+compaction to remove it), a snapshot's inside the record's value, ahead of the snapshot
+(``framed_value``: one header fewer on nearly every changelog record; a changelog written before,
+with the header on every record, still reads — ``split_value``)::
 
     {"ended": [1767225660000000, "terminated"], "wall": 1767225661000, "last": ["orders", 3, 1042, 1767225600000]}
 
@@ -21,8 +24,10 @@ key's change, in its ``es-key`` header (JSON)::
 The store keeps the header's value under ``\\x05`` + key (written in the same batch as the change,
 by the task, the restore and the standbys alike), and, for an ended key, an index entry ``\\x06`` +
 wall time + key, so that markers older than ``ENDED_RETENTION_MS`` are dropped a few at each write.
-Old readers ignore the header: the record's key and value (the instance snapshot's encoding) are
-unchanged.
+Every reader of a changelog record's value goes through ``split_value`` (the restore, the
+standbys and the state dumps read records through ``kafka.restore.read_changelog``, the Spark
+dump through ``backfill.state_dump``): a build before the value carried the information cannot
+read a changelog written since (a downgrade resets the program's state, as any newer format).
 """
 
 from __future__ import annotations
@@ -129,3 +134,32 @@ def info_header(headers: Any) -> bytes | None:
         if k == HEADER_KEY_INFO:
             return bytes(v) if v is not None else None
     return None
+
+
+#: The first byte of a changelog value that carries its key's information ahead of the snapshot
+#: (``framed_value``). MessagePack never starts a value with 0xc1 (its one "never used" byte), so
+#: no snapshot (a msgpack array) starts with it, nor any other changelog value (task state: JSON
+#: and decimals).
+INFO_FRAME = b"\xc1"
+#: What ends the information in a framed value: JSON as written here never holds a NUL byte
+#: (control characters in strings are escaped).
+INFO_END = b"\x00"
+
+
+def framed_value(info: bytes, snapshot: bytes) -> bytes:
+    """A changelog record's value for an instance's ``snapshot`` with its key's information
+    (``KeyInfo.encode``'s bytes) in front: ``\\xc1`` + information + NUL + snapshot."""
+    return b"".join((INFO_FRAME, info, INFO_END, snapshot))
+
+
+def split_value(value: bytes | None, header_info: bytes | None) -> tuple[bytes | None, bytes | None]:
+    """(value, key information) of a changelog record: the snapshot and the information of a
+    framed value (``framed_value``); any other value as it is, with the information of its
+    ``es-key`` header (``header_info``: a tombstone's, or any record of a changelog written before
+    the information moved into the value)."""
+    if value is None or value[:1] != INFO_FRAME:
+        return value, header_info
+    end = value.find(INFO_END, 1)
+    if end < 0:  # (not one: left whole, for the snapshot's decoder to say what is wrong with it)
+        return value, header_info
+    return value[end + 1 :], value[1:end]

@@ -40,7 +40,7 @@ from ..explain.instance import explain_instance, view_of_snapshot
 from ..explain.terms import ProgramTerms
 from ..language.types import STRING
 from .changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, decode_position
-from .keyinfo import ENDED_RETENTION_MS, WHY, KeyInfo, decode_info, info_key
+from .keyinfo import ENDED_RETENTION_MS, WHY, KeyInfo, decode_info, info_key, split_value
 
 # The store's own metadata keys (one home: state/store.py), read here in the same snapshot as the key.
 from .store import _META_CHECKPOINT, _META_POSITION, TaskStore
@@ -200,8 +200,10 @@ class KeyAnswer:
 
 def explain_snapshot(terms: ProgramTerms, raw: bytes) -> dict[str, Any]:
     """An instance snapshot in program terms (``explain.explain_instance``), with its origin
-    (the record that created it, ``topic:partition:offset``) and the timer events it took."""
-    snap = decode_snapshot(raw)
+    (the record that created it, ``topic:partition:offset``) and the timer events it took.
+    ``raw`` may also be a changelog record's value as it is (the key's information in front:
+    ``keyinfo.split_value``), which a reader of the changelog's raw records has."""
+    snap = decode_snapshot(split_value(raw, None)[0] or raw)
     out = explain_instance(terms, view_of_snapshot(terms, snap))
     timed = bool(terms.program.timers)
     out["origin"] = snap.origin if snap.origin is not None or timed else None

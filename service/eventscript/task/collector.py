@@ -23,7 +23,8 @@ Send = Callable[[str, int, bytes | None, bytes | None, Headers, int, bool], None
 class SendChangelog(Protocol):
     """send_changelog(topic, partition, {key: value or None}, headers, timestamp ms, key_headers):
     ``headers`` go on every record but those ``key_headers`` (by key, optional) gives their own
-    (the commit's ``es-pos`` and the key's ``es-key``, ``state.keyinfo``)."""
+    (the commit's ``es-pos`` and a tombstone's ``es-key``, ``state.keyinfo``: a snapshot's record
+    carries its key's information inside its value)."""
 
     def __call__(
         self,

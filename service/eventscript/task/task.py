@@ -42,11 +42,14 @@ from ..state.changelog import (
 )
 from ..state.keyinfo import (
     HEADER_KEY_INFO,
+    INFO_END,
+    INFO_FRAME,
     RETIRED,
     TERMINATED,
     KeyInfo,
     LastRecord,
     decode_info,
+    framed_value,
     info_key,
     last_record_head,
 )
@@ -1209,13 +1212,18 @@ class Task:
         key_bytes_of = self._ctx_key_bytes
         timed = self._timed
         self._fresh.clear()  # every one still alive is snapshotted now: persisted from here on
-        # Each change's key information (state/keyinfo.py), for the store too, and its record's
-        # headers: the commit's position, then the information (one list per record, made here).
+        # Each change's key information (state/keyinfo.py), for the store too, and on its record:
+        # a snapshot's inside the value sent (``framed``: the store keeps the snapshot alone in
+        # ``changes``), a tombstone's in an ``es-key`` header after the commit's (its value stays
+        # null, for compaction), a list made here for each.
         infos = self.store.pending_infos
         pos_header = (HEADER_POSITION, position_header(self.position))
         gen_header = self._epoch_header
         lead = (pos_header,) if gen_header is None else (pos_header, gen_header)  # every record's first headers
         key_headers: dict[bytes, codec.Headers] = {}
+        framed: dict[bytes, bytes] = {}
+        frame = b"".join
+        frame_head, info_end = INFO_FRAME, INFO_END  # (keyinfo.framed_value, inline)
         key_info = self._key_info
         last_msg = self._last_msg.get
         heads = self._info_heads.get
@@ -1225,10 +1233,10 @@ class Task:
         drained = self.engine.drain_dirty()
         if not self.grouped:
             for ctx in drained:
-                changes[SINGLE_KEY] = snapshot(ctx)
+                snap = changes[SINGLE_KEY] = snapshot(ctx)
                 info = infos[SINGLE_KEY] = key_info(SINGLE_KEY, self._last_single, None)
                 if info is not None:
-                    key_headers[SINGLE_KEY] = [*lead, (info_header, info)]
+                    framed[SINGLE_KEY] = framed_value(info, snap)
             drained = []
         for ctx in drained:
             kb = key_bytes_of(ctx)
@@ -1238,23 +1246,27 @@ class Task:
             msg = last_msg(gk)
             if ctx.terminated:
                 changes[kb] = None
-                info = key_info(kb, msg, ended(gk))
+                info = infos[kb] = key_info(kb, msg, ended(gk))
+                if info is not None:  # (a list display: cheaper than [*lead, ...] per record)
+                    key_headers[kb] = (
+                        [pos_header, (info_header, info)]
+                        if gen_header is None
+                        else [pos_header, gen_header, (info_header, info)]
+                    )
             else:
-                changes[kb] = snapshot(ctx)
+                snap = changes[kb] = snapshot(ctx)
                 head = heads(msg.topic()) if msg is not None else None
                 if head is not None:  # (assert msg is not None) the common case, built at least cost
                     info = head + b"%d,%d,%d]}" % (msg.partition(), msg.offset(), msg.timestamp()[1])  # type: ignore[union-attr]
                 else:
                     info = key_info(kb, msg, None)
+                infos[kb] = info
+                if info is not None:
+                    framed[kb] = frame((frame_head, info, info_end, snap))
+                    if key_headers:  # (ended and started again in this batch: not its tombstone's header)
+                        key_headers.pop(kb, None)
                 if timed:
                     hints[kb] = timer_info(ctx)
-            infos[kb] = info
-            if info is not None:  # (a list display: cheaper than [*lead, ...] per record)
-                key_headers[kb] = (
-                    [pos_header, (info_header, info)]
-                    if gen_header is None
-                    else [pos_header, gen_header, (info_header, info)]
-                )
             save(kb)
             if touch is not None:
                 touch(id(ctx))
@@ -1282,9 +1294,13 @@ class Task:
             get = self.store.get  # the committed value: a key this batch did not change has no other
             for kb in self._rewrite:
                 if kb not in changes:
-                    changes[kb] = get(kb)
+                    value = changes[kb] = get(kb)
                     info = infos[kb] = get(info_key(kb))
-                    if info is not None:
+                    if info is None:
+                        continue
+                    if value is not None:
+                        framed[kb] = framed_value(info, value)
+                    else:
                         key_headers[kb] = [*lead, (HEADER_KEY_INFO, info)]
             self._rewrite = set()
         self.versions.changelog_records(changes)
@@ -1292,8 +1308,9 @@ class Task:
         self._last_sent = changes
         if changes:
             headers: codec.Headers = list(lead)  # one list for the records without their own
+            sent = {**changes, **framed} if framed else changes  # (the same keys, in the same order)
             self.send_changelog(
-                self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000, key_headers
+                self.changelog_topic, self.partition, sent, headers, self.clock.now() // 1000, key_headers
             )
         return changes
 
@@ -1317,7 +1334,8 @@ class Task:
         self._ended.clear()
 
     def _key_info(self, kb: bytes, msg: Record | None, ended: tuple[int, str] | None) -> bytes | None:
-        """The ``es-key`` header of a key's changelog record: the last record its instance took
+        """The key information of a key's changelog record (``state.keyinfo``: in its value, or a
+        tombstone's ``es-key`` header): the last record its instance took
         (``msg``; None: none since the last commit, then the one kept before) and, for a
         tombstone, when and why it ended."""
         last: LastRecord | None
