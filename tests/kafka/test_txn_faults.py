@@ -371,23 +371,13 @@ def test_failed_worker_commits_nothing_on_its_way_out(
             raise RuntimeError("injected: a bug while processing record 25")
         real(self, ip, msg)
 
-    def one_by_one(self: Task, ip: Any, buf: Any, n: int, position: Any) -> None:
-        """``Task._process_run`` taking each record through ``_process_one`` (as its fallback
-        does), so that the bug injected there is met however the merge hands records over."""
-        msg = None
-        try:
-            for _ in range(n):
-                msg = buf.popleft()
-                self._process_one(ip, msg)
-        finally:
-            if msg is not None:
-                position[ip.name] = msg.offset() + 1
-
     name, topo = _program(broker, tmp_path, guarantee)
     producer = KeyedProducer(broker, f"{name}-in", 2)
     with monkeypatch.context() as m:
         m.setattr(Task, "_process_one", failing)
-        m.setattr(Task, "_process_run", one_by_one)
+        # (every run through ``_process_one``, as the run's fallback takes it, so that the bug
+        # injected there is met however the merge hands records over)
+        m.setattr(Task, "_process_run", Task._process_each)
         runner, t = _start(topo)
         try:
             _wait_ready(runner, "the worker to be ready")

@@ -792,6 +792,18 @@ class Task:
         assert key_filter is not None
         key_filter.passed(msg)
 
+    def _process_each(self, ip: InputPartition, buf: collections.deque[Record], n: int, position: Position) -> None:
+        """``_process_run``'s fallback: the first ``n`` records of the buffer each through
+        ``_process_one``, the position moved past the last one taken (also when one fails)."""
+        msg = None
+        try:
+            for _ in range(n):
+                msg = buf.popleft()
+                self._process_one(ip, msg)
+        finally:
+            if msg is not None:
+                position[ip.name] = msg.offset() + 1
+
     def _process_run(self, ip: InputPartition, buf: collections.deque[Record], n: int, position: Position) -> None:
         """Process the first ``n`` records of one input partition's buffer (``merge.ProcessRun``):
         ``_process_one`` for each, with its common case -- a grouped program's keyed record of a
@@ -810,13 +822,7 @@ class Task:
         # inline too, each record's group-key function looked up by its name (``named``).
         named = fixed is None and ip.config is not None and self.grouped
         if (not named and (fixed is None or key_fn is None)) or self._feeds is not self.engine:
-            try:
-                for _ in range(n):
-                    msg = buf.popleft()
-                    self._process_one(ip, msg)
-            finally:
-                if msg is not None:
-                    position[ip.name] = msg.offset() + 1
+            self._process_each(ip, buf, n, position)
             return
         name, decode_value = fixed if fixed is not None else ("", orjson.loads)  # (named: not used)
         decode, key_fns = ip.decode, self.engine.key_functions
