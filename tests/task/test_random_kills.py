@@ -102,11 +102,21 @@ def test_tasks_killed_at_random_give_the_simulated_records(
     path: Path, counts: dict[str, int] | None, guarantee: str, tmp_path: Path
 ) -> None:
     """At-least-once: per key, once repeats are dropped by id; exactly-once: with no repeat."""
+    eos = guarantee == "exactly-once"
+    assert_kills_give_the_simulated_records(path, counts, eos, EOS_SEEDS if eos else SEEDS, tmp_path)
+
+
+def assert_kills_give_the_simulated_records(
+    path: Path, counts: dict[str, int] | None, eos: bool, seeds: tuple[int, ...], tmp_path: Path
+) -> None:
+    """The topology at ``path`` (its trace beside it, ``sample.trace``), its partition counts
+    changed by ``counts``, run in each schedule of ``seeds`` with kills, gives per key the
+    simulated run's records and the ids of a run without kills (exactly-once ``eos``: no repeat;
+    else once repeats are dropped by id)."""
     want = {k: shown(v) for k, v in simulated(path).items()}
     reference = run_in_memory(path, counts, 1, tmp_path / "reference").results()
     reference_ids = {k: [x["es-id"] for x in v] for k, v in reference.items()}
-    eos = guarantee == "exactly-once"
-    for seed in EOS_SEEDS if eos else SEEDS:
+    for seed in seeds:
         stores = tmp_path / f"run-{seed}"
         topo = with_partitions(load_topology(path), counts or {})
         pipeline = PipelineRun(topo, path, stores, commit_markers_first=True)

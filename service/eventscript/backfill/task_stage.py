@@ -133,6 +133,9 @@ class TaskStage:
             store_dir / f"task-{piece.partition}",
         )
         self.task.load_from_store()  # an empty store: the task starts with no instance
+        # Its timers' outputs say what set them (``es-armed``), as a worker task's do where other
+        # programs read them: a reader takes outputs of one time across key groups in that order.
+        self.task.name_timers()
         self.summary = TaskSummary(piece.partition)
         self.task.mark_eof(spec.repartition_topic, piece.partition)  # nothing comes through it here
         ends = {r.topic: r for r in piece.ranges}

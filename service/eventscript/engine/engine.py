@@ -218,6 +218,7 @@ class Engine:
         #: Host hooks (see EngineHooks; ``origin_of``, ``loader`` and ``on_terminate`` are
         #: properties over these: setting one turns a compact engine into a normal one).
         self._origin_of = hooks.origin_of
+        self._arm_of: Callable[[], context.Armed] | None = None
         self.before_timer = hooks.before_timer
         self._loader = hooks.loader
         self._on_terminate = hooks.on_terminate
@@ -532,10 +533,32 @@ class Engine:
 
     def _timer_setter(self) -> Callable[[InstanceContext, int], Any]:
         """``_settimer(ctx, deadline)`` for generated code: straight to the provider's queue when
-        the provider does not override set_timer (one call fewer on every timed transition)."""
+        the provider does not override set_timer (one call fewer on every timed transition);
+        with an ``arm_of`` hook, the instance notes first what sets its timer."""
         if type(self.time).set_timer is TimeProvider.set_timer:
-            return functools.partial(self.time.timers.set, self)
-        return functools.partial(self.time.set_timer, self)
+            setter: Callable[[InstanceContext, int], Any] = functools.partial(self.time.timers.set, self)
+        else:
+            setter = functools.partial(self.time.set_timer, self)
+        arm_of = self._arm_of
+        if arm_of is None:
+            return setter
+
+        def set_armed(ctx: InstanceContext, deadline: int) -> Any:
+            ctx.armed = arm_of()
+            return setter(ctx, deadline)
+
+        return set_armed
+
+    @property
+    def arm_of(self) -> Callable[[], context.Armed] | None:
+        """Host hook: what sets a timer now (``context.Armed``), kept with the instance's pending
+        timer and in its snapshots, for the host to name when the timer fires."""
+        return self._arm_of
+
+    @arm_of.setter
+    def arm_of(self, hook: Callable[[], context.Armed] | None) -> None:
+        self._arm_of = hook
+        self._code.ns[N.SET_TIMER] = self._timer_setter()
 
     # -- the public interface ------------------------------------------------------------
 
@@ -800,7 +823,12 @@ class Engine:
             gk = ctx.gk
             key = None if gk is None else [gk] if one else list(gk)
             rare = ctx._rare
-            origin, fires = (None, 0) if rare is None else (rare.origin, rare.fires)
+            if rare is None:
+                origin, fires = None, 0
+            else:
+                origin, fires = rare.origin, rare.fires
+                if timer is not None and rare.armed is not None:
+                    timer.append(rare.armed)  # (``context.Armed``: a list in msgpack)
             variables = ctx.vars
             if direct or (all(kinds) and len({id(variables[slot]) for slot in flat}) == len(flat)):
                 return pack([version, state_json(ctx.state), variables, key, timer, ctx.terminated, origin, fires, tag])
@@ -849,8 +877,11 @@ class Engine:
                 self.time.cancel_timer(self.single)
             self.single = ctx
         if timer is not None:
-            deadline, tsym, seq = timer
+            deadline, tsym, seq = timer[0], timer[1], timer[2]
             ctx.tsym = tsym
+            armed = context.armed_of(timer)
+            if armed is not None:
+                ctx.armed = armed
             self.time.timers.set(self, ctx, deadline, seq)
         return ctx
 

@@ -27,6 +27,7 @@ from ..engine.timeutil import format_time
 from ..language.types import ArrayType, StructType, Type
 from ..topology.config import InputConfig
 from ..topology.headers import (  # noqa: F401  (the record format's header names, here with the rest of it)
+    HEADER_ARMED,
     HEADER_EVENT,
     HEADER_ID,
     HEADER_INPUT,

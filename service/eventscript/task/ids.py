@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..engine.context import Armed
 from . import codec
 from .codec import RecordInfo
 from .record import Record
+from .streams import NO_SEQ
 
 
 class OutputIds:
@@ -42,6 +44,9 @@ class OutputIds:
         #: downstream take outputs of one record time in the order the producer gave their causes
         #: (``streams.py``): the record's; None for a timer firing or a start.
         self.seq: bytes | None = None
+        #: While a timer fires: what set it (``context.Armed``; None: not named), which a new
+        #: timer set by its actions descends from (``armed``) and its outputs carry (``es-armed``).
+        self.armed: Armed | None = None
 
     def begin_record(self, msg: Record, head: bytes | None, headers: Any) -> None:
         """Emissions from here on are caused by the input record ``msg``, whose headers are
@@ -70,6 +75,7 @@ class OutputIds:
         self.cause = f"{ctx.origin}~{ctx.fires}"
         self.base = None
         self.seq = None
+        self.armed = ctx.armed
 
     def begin_start(self) -> None:
         """Emissions from here on come from an ungrouped program's initial actions."""
@@ -77,6 +83,36 @@ class OutputIds:
         self.cause = "start"
         self.base = None
         self.seq = None
+        self.armed = None
+
+    def arming(self, now_us: int) -> Armed:
+        """What sets a timer now (``Engine.arm_of``), in the order the tester sets timers: by
+        when (a record's time, or the deadline of the timer firing), timer firings before the
+        records of their instant, then by the record's ``es-seq`` and its cause's name (the
+        merge's order); a timer set as one fires descends from what set that one (after its
+        instant and kind, the same order its parent had among the timers of its own instant)."""
+        m = self.msg
+        if m is not None:
+            raw = self.record_seq
+            seq = NO_SEQ
+            if raw is not None:
+                try:
+                    seq = int(raw)
+                except ValueError:
+                    pass
+            return m.timestamp()[1] * 1000, 1, seq, self.record_cause().encode()
+        parent = self.armed
+        if parent is None:
+            return now_us, 0, NO_SEQ, (self.cause or "start").encode()
+        return now_us, 0, parent[2], parent[3]
+
+    def armed_header(self) -> bytes | None:
+        """The ``es-armed`` header of the current cause's emissions: a timer firing's, what set
+        it (None: a record, a start, or a timer not named)."""
+        a = self.armed
+        if a is None or self.msg is not None:
+            return None
+        return b"%d,%d,%d,%s" % a
 
     def next_bytes(self) -> bytes:
         """The id of the next emission of the current cause."""

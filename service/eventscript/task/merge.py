@@ -40,7 +40,7 @@ from .progress import IDLE, InputProgress, read_marker, read_reached
 from .record import Record
 from .repeats import RepeatGuard, restarted
 from .runs import merge_runs
-from .streams import SourceStreams, WriterStreams, seq_of
+from .streams import SourceStreams, WriterStreams, order_of
 
 
 @dataclass
@@ -660,14 +660,14 @@ class PartitionGroup:
                     break
                 bound = min(sources, watermark)
             best: InputPartition | None = None
-            best_key: tuple[int, int, int, Any] | None = None
+            best_key: tuple[int, Any, int, Any] | None = None
             for ip in inputs:
                 streams = ip.streams
                 if isinstance(streams, WriterStreams):
                     if not streams.ready:
                         continue
                     m = streams.ready[0]
-                    k = (m.timestamp()[1], seq_of(m), ip.order, NO_SOURCE)
+                    k = (m.timestamp()[1], order_of(m), ip.order, NO_SOURCE)
                 elif streams is not None:
                     head = streams.head()
                     if head is None:
@@ -675,7 +675,7 @@ class PartitionGroup:
                     k = (head[0], head[1], ip.order, head[2])
                 elif ip.buffer:
                     m = ip.buffer[0]
-                    k = (m.timestamp()[1], seq_of(m), ip.order, NO_SOURCE)
+                    k = (m.timestamp()[1], order_of(m), ip.order, NO_SOURCE)
                 else:
                     continue
                 if best_key is None or k < best_key:
@@ -703,5 +703,6 @@ NO_SOURCE = ("", -1)
 
 def _before(ip: InputPartition, best: InputPartition) -> bool:
     """Whether ``ip``'s first buffered record goes before ``best``'s, of the same record time:
-    in the producer's order (``es-seq``), else in the configured input order."""
-    return (seq_of(ip.buffer[0]), ip.order) < (seq_of(best.buffer[0]), best.order)
+    in the producer's order (``es-seq``; timer firings' outputs in the order the timers were set:
+    ``order_of``), else in the configured input order."""
+    return (order_of(ip.buffer[0]), ip.order) < (order_of(best.buffer[0]), best.order)

@@ -19,7 +19,7 @@ import operator
 from collections.abc import Sequence
 
 from .record import Record
-from .streams import seq_of
+from .streams import order_of
 
 
 def merge_runs(runs: Sequence[Sequence[Record]]) -> list[tuple[int, Record]] | None:
@@ -60,5 +60,5 @@ def _merge_ties(order: list[int], ordered: list[int], owners: list[int], records
             for i in group:
                 by_input.setdefault(owners[i], []).append(i)
             parts = [by_input[k] for k in sorted(by_input)]
-            order[start:end] = list(heapq.merge(*parts, key=lambda i: seq_of(records[i])))
+            order[start:end] = list(heapq.merge(*parts, key=lambda i: order_of(records[i])))
         start = end

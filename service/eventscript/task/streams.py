@@ -22,6 +22,7 @@ import heapq
 import itertools
 import operator
 import re
+from typing import Any
 
 from . import codec
 from .record import Record
@@ -41,6 +42,40 @@ def seq_of(msg: Record) -> int:
         return int(raw)
     except ValueError:
         return NO_SEQ
+
+
+#: ``order_of``: the ``es-seq``, then (0, what set the timer) for a timer firing's output that
+#: says (``es-armed``), (1,) for any other record.
+SeqOrder = tuple[int, tuple[Any, ...]]
+_NOT_ARMED: tuple[Any, ...] = (1,)
+
+
+def order_of(msg: Record) -> SeqOrder:
+    """The order of ``msg`` among records of its time from other partitions or inputs: by its
+    ``es-seq`` (``seq_of``), and among those of one (timer firings' outputs have none) the
+    outputs of timers first, in the order the timers were set (``es-armed``, ``_armed_order``:
+    the tester fires timers of one deadline so), before the records that name no such thing."""
+    seq, _, armed = _tie_headers(msg)
+    if armed is None:
+        return seq, _NOT_ARMED
+    return seq, (0, _armed_order(armed))
+
+
+def _tie_headers(msg: Record) -> tuple[int, bytes, bytes | None]:
+    """The ``es-seq`` (``NO_SEQ``: none, or not a number), ``es-id`` (empty: none) and
+    ``es-armed`` of ``msg``, its headers read once."""
+    seq, raw, armed = NO_SEQ, b"", None
+    for k, v in msg.headers() or ():
+        if k == codec.HEADER_ID:
+            raw = v or b""
+        elif k == codec.HEADER_SEQ and v is not None:
+            try:
+                seq = int(v)
+            except ValueError:
+                pass
+        elif k == codec.HEADER_ARMED:
+            armed = v
+    return seq, raw, armed
 
 
 def _source_of(msg: Record) -> tuple[str, int]:
@@ -74,12 +109,12 @@ class SourceStreams:
         queue.append(msg)
         self.count += 1
 
-    def head(self) -> tuple[int, int, tuple[str, int]] | None:
-        """The earliest head's (record time ms, ``es-seq``, source); None when empty."""
-        best: tuple[int, int, tuple[str, int]] | None = None
+    def head(self) -> tuple[int, SeqOrder, tuple[str, int]] | None:
+        """The earliest head's (record time ms, ``order_of``, source); None when empty."""
+        best: tuple[int, SeqOrder, tuple[str, int]] | None = None
         for source, queue in self.queues.items():
             if queue:
-                k = (queue[0].timestamp()[1], seq_of(queue[0]), source)
+                k = (queue[0].timestamp()[1], order_of(queue[0]), source)
                 if best is None or k < best:
                     best = k
         return best
@@ -142,23 +177,16 @@ class IdOrder:
         return f"IdOrder({self.raw!r})"
 
 
-#: The tie order of a record, after ``es-seq``, from its ``es-id`` (``origin_of``).
-Origin = tuple[int, bytes, int, int, IdOrder]
+#: The tie order of a record, after ``es-seq``, from its ``es-id`` and ``es-armed``
+#: (``origin_of``): (timer firing 0 / record 1, what set the timer, topic, partition, offset, id).
+Origin = tuple[int, tuple[Any, ...], bytes, int, int, IdOrder]
 
 
 def tie_of(msg: Record) -> tuple[int, Origin]:
     """``seq_of`` and ``origin_of`` of ``msg``, its headers read once (for every record a
     ``WriterStreams`` queues)."""
-    seq, raw = NO_SEQ, b""
-    for k, v in msg.headers() or ():
-        if k == codec.HEADER_ID:
-            raw = v or b""
-        elif k == codec.HEADER_SEQ and v is not None:
-            try:
-                seq = int(v)
-            except ValueError:
-                pass
-    return seq, _origin(raw)
+    seq, raw, armed = _tie_headers(msg)
+    return seq, _origin(raw, armed)
 
 
 def _id_of(msg: Record) -> bytes:
@@ -169,20 +197,36 @@ def _id_of(msg: Record) -> bytes:
 def origin_of(msg: Record) -> Origin:
     """The tie order, after ``es-seq``, of a record another program wrote, from its ``es-id``:
     what its writer did at that record time, in the order the tester does it — timer firings
-    first, then records by their cause's source coordinates (topic, partition, offset: the
-    trace's order within a source partition); the whole id last, its numbers as numbers
-    (``IdOrder``), so that the order is total."""
-    return _origin(codec.header(msg.headers(), codec.HEADER_ID) or b"")
+    first, in the order they were set (``es-armed``: by when, then by what set them, as the
+    writer took it; the tester fires the timers of one deadline so across all of a program's
+    keys, which several tasks share out), then records by their cause's source coordinates
+    (topic, partition, offset: the trace's order within a source partition); the whole id last,
+    its numbers as numbers (``IdOrder``), so that the order is total."""
+    headers = msg.headers()
+    return _origin(codec.header(headers, codec.HEADER_ID) or b"", codec.header(headers, codec.HEADER_ARMED))
 
 
-def _origin(raw: bytes) -> Origin:
-    """``origin_of`` an ``es-id``."""
+def _armed_order(armed: bytes) -> tuple[Any, ...]:
+    """The order of an ``es-armed`` header, "time,kind,seq,cause": (time, kind, seq, the cause's
+    ``_origin``); () for one that does not parse (before every one that does)."""
+    parts = armed.split(b",", 3)
+    if len(parts) != 4:
+        return ()
+    try:
+        return int(parts[0]), int(parts[1]), int(parts[2]), _origin(parts[3])
+    except ValueError:
+        return ()
+
+
+def _origin(raw: bytes, armed: bytes | None = None) -> Origin:
+    """``origin_of`` an ``es-id`` (and the ``es-armed`` of a timer firing's output)."""
     timer = b"~" in raw
+    when = _armed_order(armed) if armed is not None and timer else ()
     found = _COORDINATES.search(raw)
     if found is None:
-        return (0 if timer else 1), b"", -1, -1, IdOrder(raw)
+        return (0 if timer else 1), when, b"", -1, -1, IdOrder(raw)
     topic, partition, offset = found.groups()
-    return (0 if timer else 1), topic, int(partition), int(offset), IdOrder(raw)
+    return (0 if timer else 1), when, topic, int(partition), int(offset), IdOrder(raw)
 
 
 #: A record time past every record's: no bound.

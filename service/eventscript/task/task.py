@@ -482,6 +482,8 @@ class Task:
             seq = ids.seq  # (the cause's, read once as it began)
             if seq is not None:
                 headers.append((codec.HEADER_SEQ, seq))
+            elif ids.armed is not None and (armed := ids.armed_header()) is not None:
+                headers.append((codec.HEADER_ARMED, armed))  # a timer's outputs: what set it
             try:
                 data = dumps(encode_value(value))
             except TypeError:  # a lone surrogate in an object value (from an external function)
@@ -566,6 +568,8 @@ class Task:
         seq = self.ids.seq
         if seq is not None:
             headers.append((codec.HEADER_SEQ, seq))
+        elif (armed := self.ids.armed_header()) is not None:
+            headers.append((codec.HEADER_ARMED, armed))
         return headers
 
     def _error_record(self, code: int, message: str) -> None:
@@ -1075,6 +1079,15 @@ class Task:
 
     # -- event time across topics (task/progress.py) ----------------------------------------------
 
+    def name_timers(self) -> None:
+        """Name what sets each timer (``OutputIds.arming``) and put it on the timer's outputs
+        (``es-armed``): for a task whose outputs other programs read, where the timers of one
+        deadline that several tasks fire must reach a reader in the order the tester fires them
+        (a program without timers: nothing to do)."""
+        if self._timed:
+            ids, now = self.ids, self.clock.now
+            self.engine.arm_of = lambda: ids.arming(now())
+
     def set_progress(self, plan: ProgressPlan, commit_markers_first: bool = False) -> None:
         """Write and wait on progress markers as ``plan`` says (set before the first record).
         ``commit_markers_first``: the host's records reach readers when it commits (a transaction,
@@ -1082,6 +1095,8 @@ class Task:
         idle one must be committed before those records are processed (``wants_commit``)."""
         self.progress_plan = plan
         self._commit_markers_first = commit_markers_first
+        if plan.outputs:
+            self.name_timers()
         # The task's last committed marker may be an earlier owner's ``IDLE`` (a task moved or
         # restored): it says it has records again before it processes its first.
         self._idle_marked = self._idle_marked or commit_markers_first

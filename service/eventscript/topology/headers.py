@@ -15,6 +15,12 @@ HEADER_TICK = "es-tick"
 #: their own: a task's merge takes such ties by it, and every output carries its cause's, so that
 #: later stages take them in that order too (``task/streams.py``).
 HEADER_SEQ = "es-seq"
+#: On an output of a timer firing, of a task whose outputs other programs read: what set the
+#: timer, "time,kind,seq,cause" (time in microseconds; kind 0 a timer firing, 1 a record; the
+#: record's ``es-seq``, -1 for none; its cause's name). Timers of one deadline in different tasks
+#: of a program fire in the tester in the order they were set; a reader takes their outputs of
+#: one record time in that order by it (``task/streams.py``).
+HEADER_ARMED = "es-armed"
 #: Headers of re-published (repartitioned) records: the original record's coordinates, and the
 #: input topic whose configuration decodes it.
 HEADER_SOURCE = "es-source"
