@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..topology.progress import progress_plan
+
 
 @dataclass(frozen=True)
 class OffsetRange:
@@ -47,6 +49,10 @@ class ProgramSpec:
     repartition_topic: str
     changelog_topic: str
     partitions: int  # of the (co-partitioned) input topics: the group-key routing modulus
+    #: Whether its timers' outputs say what set them (``Task.name_timers``), as the program's
+    #: worker tasks do where other programs read them: the records must be the worker's, byte
+    #: for byte.
+    names_timers: bool = False
 
 
 @dataclass(frozen=True)
@@ -153,4 +159,5 @@ def program_spec(topo: Any, cfg: Any, partitions: int) -> ProgramSpec:
         repartition_topic=topo.repartition_topic(cfg),
         changelog_topic=topo.changelog_topic(cfg),
         partitions=partitions,
+        names_timers=bool(progress_plan(topo, cfg, lambda _topic: partitions).outputs),
     )

@@ -133,9 +133,11 @@ class TaskStage:
             store_dir / f"task-{piece.partition}",
         )
         self.task.load_from_store()  # an empty store: the task starts with no instance
-        # Its timers' outputs say what set them (``es-armed``), as a worker task's do where other
-        # programs read them: a reader takes outputs of one time across key groups in that order.
-        self.task.name_timers()
+        if spec.names_timers:
+            # Its timers' outputs say what set them (``es-armed``), as the worker's tasks do where
+            # other programs read them: a reader takes those of one time, across key groups and
+            # partitions, in the order the timers were set.
+            self.task.name_timers()
         self.summary = TaskSummary(piece.partition)
         self.task.mark_eof(spec.repartition_topic, piece.partition)  # nothing comes through it here
         ends = {r.topic: r for r in piece.ranges}
