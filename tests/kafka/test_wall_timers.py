@@ -1,6 +1,6 @@
 """Wall-clock timers (issue: the Kafka worker): a timer fires on an idle partition with no new
 records, and an ``elapse`` timer pending when its worker is killed fires once after the restart
-(at once, when it is overdue)."""
+(at once, when it is overdue); the outputs' times are whole milliseconds, with no ``es-time``."""
 
 from __future__ import annotations
 
@@ -87,6 +87,13 @@ def test_wall_clock_timers(broker: Broker, tmp_path: Path) -> None:
         # It fired at its deadline, as the timer event's time says, once the restarted worker ran.
         assert parse_time(late["fired"]) == deadline
         assert deadline / 1e6 < restarted
+        # The worker's wall clock reads whole milliseconds: an output's time is its timestamp,
+        # with no es-time header beside it (docs/worker.md, "Time").
+        records = read_many(broker, [out], idle=0.2, dedupe=False)[out]
+        assert records and all("es-time" not in dict(m.headers() or []) for m in records)
+        assert [m.timestamp()[1] * 1000 for m in records] == [
+            parse_time(orjson.loads(m.value())["fired"]) for m in records
+        ]
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(60) == 0
     finally:

@@ -41,7 +41,7 @@ from eventscript.kafka.changelog_dump import fold_changelog
 from eventscript.kafka.config import KafkaConfig, load_topology
 from eventscript.kafka.partitioner import key_bytes, partition_of
 from eventscript.language.types import STRING
-from eventscript.state.changelog import HEADER_EPOCH
+from eventscript.state.changelog import HEADER_EPOCH, HEADER_POSITION
 from eventscript.state.keyinfo import split_value
 
 PROGRAM = """
@@ -132,6 +132,15 @@ def _epochs_of(broker: Broker, changelog: str, key: bytes) -> list[int]:
     return [_epoch(m) for m in read_records(broker, changelog, idle=0.5) if m.key() == key]
 
 
+def _owners_and_positions(broker: Broker, changelog: str, key: bytes, input_partition: str) -> list[tuple[int, int]]:
+    """(owner epoch, position in ``input_partition``) of the key's changelog records, in log order."""
+    return [
+        (_epoch(m), orjson.loads(dict(m.headers())[HEADER_POSITION])[input_partition])
+        for m in read_records(broker, changelog, idle=0.5)
+        if m.key() == key
+    ]
+
+
 @pytest.mark.kafka
 @pytest.mark.slow
 def test_a_worker_frozen_mid_commit_sends_its_changelog_records_late(broker: Broker, tmp_path: Path) -> None:
@@ -195,6 +204,11 @@ def test_a_worker_frozen_mid_commit_sends_its_changelog_records_late(broker: Bro
             lambda: any(e > first for e in _epochs_of(broker, changelog, kb)) and counted()[-1:] == [6],
             60,
             what="B's commits",
+        )
+        # A's held commit (its count 4, input position 4) must not have left while it was frozen:
+        # a stop that came late let it out first, B restored over it, and nothing was late.
+        assert (first, 4) not in _owners_and_positions(broker, changelog, kb, f"{name}-in:0"), (
+            "A's held changelog records reached the broker before B took the task over: A was not frozen mid-commit"
         )
         a.send_signal(signal.SIGCONT)
         wait_for(lambda: "late changelog: released" in logs["a"].read_text(), 60, what="A to send its records")

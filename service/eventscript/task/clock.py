@@ -7,6 +7,8 @@ so the task has no branch on which clock it runs. All are the engine's time prov
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..engine.time_provider import SimulatedTimeProvider, TimeProvider, WallClockTimeProvider
 from ..engine.timeutil import MAX_TIME
 from ..state.changelog import decode_clock
@@ -95,7 +97,14 @@ class RecordClock(SimulatedTimeProvider, TaskClock):
 
 
 class WallClock(WallClockTimeProvider, TaskClock):
-    """The wall clock: read before each record, timers fired between records by the host's loop."""
+    """The wall clock: read before each record, timers fired between records by the host's loop.
+
+    It reads whole milliseconds (a record timestamp's resolution): a wall-clock program's
+    emissions then carry their time in the record timestamp alone, without an ``es-time``
+    header (``Task._output_handler`` adds one only for a time finer than a millisecond)."""
+
+    def __init__(self, clock: Any = None) -> None:
+        super().__init__(clock, resolution_us=1000)
 
     def starts_program(self, ts_ms: int) -> bool:
         self.refresh()
