@@ -229,6 +229,9 @@ def _origin(raw: bytes, armed: bytes | None = None) -> Origin:
     return (0 if timer else 1), when, topic, int(partition), int(offset), IdOrder(raw)
 
 
+#: A record's key (``WriterStreams._note_tail``: called in C).
+_KEY_OF = operator.methodcaller("key")
+
 #: A record time past every record's: no bound.
 MAX_MS = 1 << 62
 
@@ -294,8 +297,11 @@ class WriterStreams:
         self.tail_times: list[int] = []  # (their record times, read once: in ``append``)
         #: Records released (``release``) in the merge's order, not taken yet: before the others.
         self.ready: collections.deque[Record] = collections.deque()
-        #: Each key with a record waiting → its last one.
+        #: Each key with a record waiting → its last one; but the last ``unnoted`` records of
+        #: ``tail``, each past every record before it, are noted only when ``last`` is next read
+        #: (``_note_tail``).
         self.last: dict[bytes | None, Record] = {}
+        self.unnoted = 0
         #: While ``indexed``: the keys with several records waiting → those records, in order.
         #: Kept only from a record no later than its key's last one (a repeat, or out of order)
         #: until no key has several: a key's later record needs only ``last`` (``append``).
@@ -326,14 +332,16 @@ class WriterStreams:
         key's last without looking that up."""
         if ts is None:
             ts = msg.timestamp()[1]
-        key = msg.key()
         if ts > self.top_ms:
             self.top_ms = ts
-            if not self.indexed:
-                self.last[key] = msg
+            if not self.indexed:  # (noted under its key later, in bulk: ``_note_tail``)
                 self.tail.append(msg)
                 self.tail_times.append(ts)
+                self.unnoted += 1
                 return True
+        if self.unnoted:
+            self._note_tail()
+        key = msg.key()
         last = self.last.setdefault(key, msg)
         if last is not msg:
             if not self.indexed:
@@ -355,6 +363,14 @@ class WriterStreams:
         self.tail.append(msg)
         self.tail_times.append(ts)
         return True
+
+    def _note_tail(self) -> None:
+        """Note under their keys (``last``) the records appended past every one before them
+        since the last time: each is its key's last (in arrival order, a later one overrides),
+        in one C loop rather than a dictionary write per record as it comes."""
+        new = self.tail[-self.unnoted :]
+        self.unnoted = 0
+        self.last.update(zip(map(_KEY_OF, new), new))
 
     def _another(self, key: bytes | None, last: Record, msg: Record) -> bool:
         """``msg``, no later than ``last`` under ``key`` (or some key's records are out of order):
@@ -433,6 +449,8 @@ class WriterStreams:
         """Put the tail in place, a run of its indices sorted by time (in C); the runs waiting."""
         tail = self.tail
         if tail:
+            if self.unnoted:
+                self._note_tail()
             self.tail = []
             base = len(self.arrived)
             self.arrived.extend(tail)
@@ -532,6 +550,8 @@ class WriterStreams:
 
     def _forget(self, taken: list[Record]) -> None:
         """The keys of ``taken`` have one record fewer waiting each."""
+        if self.unnoted:
+            self._note_tail()
         last = self.last
         if not self.runs and not self.tail:  # (none waits: the common case once released)
             last.clear()
@@ -569,6 +589,7 @@ class WriterStreams:
         waiting = [*map(arrived.__getitem__, sorted(itertools.chain.from_iterable(self.runs))), *self.tail]
         keys = [m.key() for m in waiting]
         self.last = dict(zip(keys, waiting))
+        self.unnoted = 0
         self.indexed = index
         if not index:
             self.several = {}
@@ -645,6 +666,7 @@ class WriterStreams:
         self.count, self.first_index = 0, None
         self.ready.clear()
         self.last.clear()
+        self.unnoted = 0
         self.several.clear()
         self.indexed = False
         self.top_ms = -1
