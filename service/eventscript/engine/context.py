@@ -50,19 +50,20 @@ NO_VARIABLES: list[Any] = []
 #: What set an instance's pending timer, as the host names it (``Engine.arm_of``): the host's
 #: order of that cause among everything its program did, so that timers of one deadline set by
 #: different tasks of a program can be put in the order one task would have fired them in (the
-#: one that was set first, first). The engine only keeps it with the timer and in snapshots.
-Armed = tuple[int, int, int, bytes]
+#: one that was set first, first). The engine only keeps it with the timer (its entry's last
+#: item: ``time_provider.armed``) and in snapshots. Bytes (the Kafka host's ``es-armed`` header),
+#: which the garbage collector never scans.
+Armed = bytes
 
 
 class RareFields:
     """The fields of an instance that are usually at their defaults, kept apart so that an
     instance that never fired a timer nor was named by a host carries one empty slot for them."""
 
-    __slots__ = ("armed", "fires", "last_fire", "origin", "repeats")
+    __slots__ = ("fires", "last_fire", "origin", "repeats")
 
     def __init__(self) -> None:
         self.origin: str | None = None
-        self.armed: Armed | None = None
         self.fires = 0
         self.last_fire = -1
         self.repeats = 0
@@ -123,8 +124,6 @@ class InstanceContext:
     #: (a guard against time markers that fire again and again without time passing).
     last_fire = _rare_field("last_fire", -1, "Deadline of the last timer event consumed.")
     repeats = _rare_field("repeats", 0, "Timer events in a row at the instant last_fire.")
-    #: What set the pending timer (``Armed``; None: a host that does not name it).
-    armed = _rare_field("armed", None, "What set the pending timer, as the host names it.")
 
     def __repr__(self) -> str:
         return f"InstanceContext(key={self.key!r}, state={self.state!r})"
@@ -410,14 +409,12 @@ def decode_payload(data: bytes) -> list[Any]:
 
 
 def armed_of(timer: list[Any]) -> Armed | None:
-    """What set a snapshot's pending timer (its fourth item: [time, kind, seq, name]; a timer of
-    three items, or of a host that named none, has none)."""
+    """What set a snapshot's pending timer (its fourth item, bytes; a timer of three items, of a
+    host that named none, has none)."""
     if len(timer) < 4:
         return None
     a = timer[3]
-    if type(a) is list and len(a) == 4 and all(type(x) is int for x in a[:3]) and type(a[3]) is bytes:
-        return a[0], a[1], a[2], a[3]
-    return None
+    return a if type(a) is bytes else None
 
 
 def check_format(payload: Any) -> None:

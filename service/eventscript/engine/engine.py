@@ -60,7 +60,7 @@ from .executor import Executor
 from .externals import make_external
 from .lazy import LAZY_MODES, LazyExecutor
 from .runtime_errors import MAX_ARRAY, RuntimeChecks
-from .time_provider import DEADLINE, SEQ, TARGET, SimulatedTimeProvider, TimeProvider
+from .time_provider import ARMED, DEADLINE, SEQ, TARGET, SimulatedTimeProvider, TimeProvider
 from .timeutil import format_time
 from .values import UNSET, deep_copy, double_div, double_rem, wrap
 
@@ -544,15 +544,17 @@ class Engine:
             return setter
 
         def set_armed(ctx: InstanceContext, deadline: int) -> Any:
-            ctx.armed = arm_of()
-            return setter(ctx, deadline)
+            entry = setter(ctx, deadline)
+            entry.append(arm_of())
+            return entry
 
         return set_armed
 
     @property
     def arm_of(self) -> Callable[[], context.Armed] | None:
-        """Host hook: what sets a timer now (``context.Armed``), kept with the instance's pending
-        timer and in its snapshots, for the host to name when the timer fires."""
+        """Host hook: what sets a timer now (``context.Armed``), kept in the timer's entry and
+        the instance's snapshots, for the host to name when the timer fires
+        (``TimerQueue.firing``)."""
         return self._arm_of
 
     @arm_of.setter
@@ -822,13 +824,10 @@ class Engine:
             timer = None if e is None or e[TARGET] is None else [e[DEADLINE], ctx.tsym, e[SEQ]]
             gk = ctx.gk
             key = None if gk is None else [gk] if one else list(gk)
+            if timer is not None and len(e) > ARMED:  # (``e``: live, since ``timer`` is)
+                timer.append(e[ARMED])  # what set it (``context.Armed``)
             rare = ctx._rare
-            if rare is None:
-                origin, fires = None, 0
-            else:
-                origin, fires = rare.origin, rare.fires
-                if timer is not None and rare.armed is not None:
-                    timer.append(rare.armed)  # (``context.Armed``: a list in msgpack)
+            origin, fires = (None, 0) if rare is None else (rare.origin, rare.fires)
             variables = ctx.vars
             if direct or (all(kinds) and len({id(variables[slot]) for slot in flat}) == len(flat)):
                 return pack([version, state_json(ctx.state), variables, key, timer, ctx.terminated, origin, fires, tag])
@@ -879,10 +878,10 @@ class Engine:
         if timer is not None:
             deadline, tsym, seq = timer[0], timer[1], timer[2]
             ctx.tsym = tsym
+            entry = self.time.timers.set(self, ctx, deadline, seq)
             armed = context.armed_of(timer)
             if armed is not None:
-                ctx.armed = armed
-            self.time.timers.set(self, ctx, deadline, seq)
+                entry.append(armed)
         return ctx
 
     def clear(self) -> None:

@@ -48,9 +48,10 @@ class TimerBacking(Protocol):
 #: ``TimerQueue.backlog_deadline`` when no timer is held outside the queue: after every deadline.
 NO_BACKLOG = 1 << 63
 
-# A timer entry is a list [deadline, seq, ctx, target]. Lists compare element-wise in C and seq
-# is unique, so heap operations never look past it. target None marks a dead entry.
-DEADLINE, SEQ, CTX, TARGET = 0, 1, 2, 3
+# A timer entry is a list [deadline, seq, ctx, target], and [..., armed] when the host names what
+# set it (``Engine.arm_of``). Lists compare element-wise in C and seq is unique, so heap
+# operations never look past it. target None marks a dead entry.
+DEADLINE, SEQ, CTX, TARGET, ARMED = 0, 1, 2, 3, 4
 
 
 class TimerQueue:
@@ -66,6 +67,8 @@ class TimerQueue:
         self.backing: TimerBacking | None = None
         self.backlog_deadline = NO_BACKLOG
         self.backlog_seq = 0
+        #: The entry ``pop_due`` gave last: the timer firing now (what set it: ``armed``).
+        self.firing: list[Any] | None = None
 
     def _pull(self, now: int) -> None:
         """Bring back the held-out timers due at ``now`` (only a backing sets a backlog deadline)."""
@@ -146,6 +149,7 @@ class TimerQueue:
             ctx = e[2]
             if ctx.timer is e:
                 ctx.timer = None
+            self.firing = e
             return e[0], ctx, target
         return None
 
@@ -180,6 +184,11 @@ class TimerQueue:
         self.backlog_seq = 0
 
 
+def armed(entry: list[Any] | None) -> bytes | None:
+    """What set the timer of ``entry`` (``Engine.arm_of``; None: nothing named, or no entry)."""
+    return entry[ARMED] if entry is not None and len(entry) > ARMED else None
+
+
 def timer_info(ctx: Any) -> tuple[int, int] | None:
     """(deadline, seq) of ctx's live timer, if any."""
     e = ctx.timer
@@ -197,8 +206,8 @@ class TimeProvider:
     def now(self) -> int:
         raise NotImplementedError
 
-    def set_timer(self, target: TimerTarget, ctx: Any, deadline: int) -> None:
-        self.timers.set(target, ctx, deadline)
+    def set_timer(self, target: TimerTarget, ctx: Any, deadline: int) -> list[Any]:
+        return self.timers.set(target, ctx, deadline)
 
     def cancel_timer(self, ctx: Any) -> None:
         self.timers.cancel(ctx)

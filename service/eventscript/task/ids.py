@@ -12,13 +12,17 @@ interleave, its ids do not (and a repeat of it, under at-least-once, names the s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..engine.context import Armed
 from . import codec
 from .codec import RecordInfo
 from .record import Record
-from .streams import NO_SEQ
+
+
+def _no_clock() -> int:
+    raise RuntimeError("OutputIds.now is not set: a task names timers only with its clock")
 
 
 class OutputIds:
@@ -47,6 +51,8 @@ class OutputIds:
         #: While a timer fires: what set it (``context.Armed``; None: not named), which a new
         #: timer set by its actions descends from (``armed``) and its outputs carry (``es-armed``).
         self.armed: Armed | None = None
+        #: The task's clock (µs), which ``arming`` reads for a timer set as another fires.
+        self.now: Callable[[], int] = _no_clock
 
     def begin_record(self, msg: Record, head: bytes | None, headers: Any) -> None:
         """Emissions from here on are caused by the input record ``msg``, whose headers are
@@ -69,13 +75,13 @@ class OutputIds:
         self.base = None
         self.seq = self.record_seq
 
-    def begin_timer(self, ctx: Any) -> None:
-        """Emissions from here on are caused by ctx's time event."""
+    def begin_timer(self, ctx: Any, armed: Armed | None = None) -> None:
+        """Emissions from here on are caused by ctx's time event (``armed``: what set its timer)."""
         self.msg = None
         self.cause = f"{ctx.origin}~{ctx.fires}"
         self.base = None
         self.seq = None
-        self.armed = ctx.armed
+        self.armed = armed
 
     def begin_start(self) -> None:
         """Emissions from here on come from an ungrouped program's initial actions."""
@@ -85,34 +91,34 @@ class OutputIds:
         self.seq = None
         self.armed = None
 
-    def arming(self, now_us: int) -> Armed:
-        """What sets a timer now (``Engine.arm_of``), in the order the tester sets timers: by
-        when (a record's time, or the deadline of the timer firing), timer firings before the
-        records of their instant, then by the record's ``es-seq`` and its cause's name (the
-        merge's order); a timer set as one fires descends from what set that one (after its
-        instant and kind, the same order its parent had among the timers of its own instant)."""
+    def arming(self) -> Armed:
+        """What sets a timer now (``Engine.arm_of``), in the order the tester sets timers, as
+        the ``es-armed`` header says it, "time,kind,seq,cause": by when (a record's time, or the
+        deadline of the timer firing, in µs: ``now``), timer firings (kind 0) before the records
+        (1) of their instant, then by the record's ``es-seq`` (-1: none) and its cause's name
+        (the merge's order); a timer set as one fires takes the seq and cause of what set that
+        one (after its instant and kind, the order its parent had among the timers of its own)."""
         m = self.msg
         if m is not None:
-            raw = self.record_seq
-            seq = NO_SEQ
-            if raw is not None:
-                try:
-                    seq = int(raw)
-                except ValueError:
-                    pass
-            return m.timestamp()[1] * 1000, 1, seq, self.record_cause().encode()
+            seq = self.record_seq
+            if seq is None or not seq.isdigit():
+                seq = b"-1"
+            upstream = self.upstream
+            if upstream:
+                return b"%d,1,%s,%s" % (m.timestamp()[1] * 1000, seq, upstream)
+            topic = m.topic()
+            if topic != self.repartition_topic:  # (its own coordinates: ``record_cause``, in one step)
+                return b"%d,1,%s,%s:%d:%d" % (m.timestamp()[1] * 1000, seq, topic.encode(), m.partition(), m.offset())
+            return b"%d,1,%s,%s" % (m.timestamp()[1] * 1000, seq, self.record_cause().encode())
         parent = self.armed
         if parent is None:
-            return now_us, 0, NO_SEQ, (self.cause or "start").encode()
-        return now_us, 0, parent[2], parent[3]
+            return b"%d,0,-1,%s" % (self.now(), (self.cause or "start").encode())
+        return b"%d,0,%s" % (self.now(), parent.split(b",", 2)[2])
 
     def armed_header(self) -> bytes | None:
         """The ``es-armed`` header of the current cause's emissions: a timer firing's, what set
         it (None: a record, a start, or a timer not named)."""
-        a = self.armed
-        if a is None or self.msg is not None:
-            return None
-        return b"%d,%d,%d,%s" % a
+        return None if self.msg is not None else self.armed
 
     def next_bytes(self) -> bytes:
         """The id of the next emission of the current cause."""

@@ -25,7 +25,7 @@ from ..automata.compiled import CompiledProgram
 from ..engine.encoding import DecodeError, decoder_for, encode, encoder_for, json_line
 from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
-from ..engine.time_provider import timer_info
+from ..engine.time_provider import armed, timer_info
 from ..state.cache import CacheBudget, InstanceCache
 from ..state.changelog import (
     CLOCK_KEY,
@@ -276,7 +276,7 @@ class Task:
         self._epoch_base_dirty = False
         self.engine.origin_of = self._on_create
         self.engine.on_terminate = self._on_terminate
-        self.engine.before_timer = self.ids.begin_timer
+        self.engine.before_timer = self._begin_timer
         #: Inputs of one event name in JSON (by ``id`` of their configuration): the name and the
         #: value's decoder, which ``_process_run`` calls inline.
         self._fixed: dict[int, tuple[str, Callable[[Any], Any]]] = {}
@@ -513,6 +513,11 @@ class Task:
             return fixed
         input_types, decoders = self.input_types, self.decoders
         return lambda value, headers: codec.decode_record(cfg, value, headers, input_types, decoders)
+
+    def _begin_timer(self, ctx: Any) -> None:
+        """``Engine.before_timer``: emissions from here on are caused by ctx's time event, whose
+        timer is the one firing (what set it, when named: ``name_timers``)."""
+        self.ids.begin_timer(ctx, armed(self.clock.timers.firing))
 
     def _begin_start(self) -> None:
         """Emissions from here on come from an ungrouped program's initial actions."""
@@ -1085,8 +1090,8 @@ class Task:
         deadline that several tasks fire must reach a reader in the order the tester fires them
         (a program without timers: nothing to do)."""
         if self._timed:
-            ids, now = self.ids, self.clock.now
-            self.engine.arm_of = lambda: ids.arming(now())
+            self.ids.now = self.clock.now
+            self.engine.arm_of = self.ids.arming
 
     def set_progress(self, plan: ProgressPlan, commit_markers_first: bool = False) -> None:
         """Write and wait on progress markers as ``plan`` says (set before the first record).
