@@ -243,6 +243,47 @@ def print_merge_cost(recs: list[Message], inputs: int, order: str, lag: int, rou
     )
 
 
+#: A stage whose every record re-arms its instance's timer (as sensor-silence's average does):
+#: what naming its timers (``Task.name_timers``, ``es-armed``) costs it per record.
+REARM = """
+in {string k;} Hit group(Hit.k)
+out {string k; long n;} Quiet
+{ n = 0; }
+( ( Hit() { n = n + 1; } )+ elapse[1 hour]() { !>Quiet({k: group[0], n: n}); } )*
+"""
+
+
+def timer_naming_cost(recs: list[Message], named: bool) -> float:
+    """ns of process CPU per record of a task of ``REARM`` over ``recs`` (fetches of 2,000, no
+    commit), its timers named (a stage whose outputs another program reads) or not."""
+    store = Path(tempfile.mkdtemp(prefix="bench-event-time-"))
+    try:
+        cfg = ProgramConfig(
+            name="down",
+            source="d.es",
+            clock="record",
+            inputs=[InputConfig(topic=topic(0, 1), event="Hit")],
+            outputs={"default": "out"},
+            errors="err",
+        )
+        task = Task(0, compile_source(REARM, name="down").require(), cfg, cfg.inputs, "down-rep", "down-cl", 1, store)
+        task.load_from_store()
+        task.attach(lambda *a: None)
+        if named:
+            task.name_timers()
+        gc.collect()
+        started = time.process_time()
+        for at in range(0, len(recs), FETCH):
+            for r in recs[at : at + FETCH]:
+                task.add(r)
+            task.process(0)
+        cpu = time.process_time() - started
+        task.close()
+        return 1e9 * cpu / len(recs)
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=200_000)
@@ -264,6 +305,11 @@ def main() -> None:
         default="worker",
         help="the collector as the worker sets it (engine.tuning.configure_gc, the default) or Python's default",
     )
+    ap.add_argument(
+        "--timer-names",
+        action="store_true",
+        help="instead: what naming the timers costs a stage that re-arms one per record (es-armed)",
+    )
     args = ap.parse_args()
     counts = [int(n) for n in args.inputs.split(",")]
     if args.gc == "worker":
@@ -275,6 +321,13 @@ def main() -> None:
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.records:,} records, "
         f"{args.keys:,} keys, best of {args.repeat}, the collector as {args.gc}"
     )
+    if args.timer_names:
+        for order in args.order.split(","):
+            recs = records(args.records, args.keys, 1, order)
+            for _ in range(args.repeat):  # (rounds interleaved)
+                plain, named = (timer_naming_cost(recs, n) for n in (False, True))
+                print(f"{order} keys: {plain:,.0f} ns a record, {named:,.0f} with its timers named")
+        return
     for order in args.order.split(","):
         for inputs in counts:
             recs = records(args.records, args.keys, inputs, order)
