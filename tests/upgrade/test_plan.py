@@ -291,3 +291,22 @@ def test_a_restarted_ungrouped_instance_starts_afresh_at_the_upgrade() -> None:
     out, conversions = run_upgraded(plan, render(items), 3)
     assert [c.verdict for c in conversions] == [RESTARTED]
     assert out == run_tester(compiled(RISES), [("time", "08:00:00"), *items[3:]])  # a fresh instance
+
+
+def test_what_set_a_timer_is_kept_when_the_upgrade_re_arms_it() -> None:
+    """A snapshot whose timer says what set it (``es-armed``: a worker task whose outputs another
+    program reads) keeps it through the conversion, its deadline re-armed by the new program."""
+    from eventscript.engine.engine import Engine
+    from eventscript.engine.time_provider import SimulatedTimeProvider
+
+    new_src = DOORS.replace("5 minutes", "10 minutes")
+    plan = make_plan(compiled(DOORS), compiled(new_src))
+    engine = Engine(compiled(DOORS), SimulatedTimeProvider(0), compact=False)
+    engine.arm_of = lambda: b"0,1,7,doors:0:3"
+    ctx = engine.feed("Opened", ["front"])
+    assert ctx is not None
+    done = convert(plan, engine.snapshot(ctx), 60_000_000)
+    assert done.verdict == CARRIED and done.data is not None
+    snap = context.decode(done.data)
+    assert snap.timer is not None and snap.timer[0] == 600_000_000
+    assert snap.armed == b"0,1,7,doors:0:3"

@@ -316,7 +316,7 @@ def encode(
     state: Any,
     variables: list[Any],
     key: Sequence[Any] | None,
-    timer: Sequence[int] | None,
+    timer: Sequence[Any] | None,
     terminated: bool = False,
     origin: str | None = None,
     fires: int = 0,

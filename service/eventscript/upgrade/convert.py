@@ -68,9 +68,9 @@ def convert(plan: Plan, data: bytes, now: int) -> Conversion:
         out = None if plan.new.grouped else context.encode(sp.new_state or 0, new_vars, None, None, True, origin, fires)
         return Conversion(ENDED, out, sp.reason, state, sp.new_state)
     assert sp.verdict == CARRIED and sp.new_state is not None
-    new_timer: tuple[int, int, int] | None = None
+    new_timer: tuple[Any, ...] | None = None
     if timer is not None:
-        pending_deadline, pending_symbol, seq = timer
+        pending_deadline, pending_symbol, seq = timer[0], timer[1], timer[2]
         rules = sp.rearm.get(pending_symbol)
         if rules is None:
             raise ValueError(
@@ -78,7 +78,8 @@ def convert(plan: Plan, data: bytes, now: int) -> Conversion:
             )
         armed = deadline(rules, plan.old.program, (pending_deadline, pending_symbol), now)
         if armed is not None:
-            new_timer = (armed[0], armed[1], seq)
+            # (what set the old timer, when the host named it, sets the new one too: ``es-armed``)
+            new_timer = (armed[0], armed[1], seq, *timer[3:4])
     elif not plan.old_timer_symbols[state]:
         armed = deadline(sp.rearm.get(None, []), plan.old.program, None, now)
         if armed is not None:
