@@ -53,8 +53,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 RUN = bool(os.environ.get("PIPELINE_KILLS") or os.environ.get("CHAOS_LONG"))
 SEEDS = [int(s) for s in os.environ.get("PIPELINE_KILLS_SEED", "21").split()]
-#: The longer trace: the sample this many times side by side, in this many rounds.
-SIDE_BY_SIDE, ROUNDS = 3, 8
+#: The longer trace: the sample this many times side by side (``PIPELINE_KILLS_SIDE_BY_SIDE``:
+#: more keys, busier workers when they are killed), in this many rounds.
+SIDE_BY_SIDE = int(os.environ.get("PIPELINE_KILLS_SIDE_BY_SIDE", "3"))
+ROUNDS = 8
 #: The trace is published in this many slices, one every ``PACE_S``; a worker is killed after
 #: every ``KILL_EVERY`` slices.
 SLICES, PACE_S, KILL_EVERY = 24, 0.5, 4
@@ -65,18 +67,19 @@ SESSION_S = FAST_GROUP["session.timeout.ms"] / 1000
 
 def with_a_longer_trace(original: Path, folder: Path, seed: int) -> Path:
     """A copy of the shipped topology's folder, its sample trace made longer; the simulated run
-    of it must mean something: an output a copy at least, and if the sample's run has outputs
-    only a timer gives (at a time no record has), a copy's worth of them at least."""
+    of it must mean something: a round gives as many outputs as the sample at least (the copies
+    side by side of an unkeyed topology's sample share its one instance), and if the sample's run
+    has outputs only a timer gives (at a time no record has), so does every round."""
     shutil.copytree(original.parent, folder)
-    longer_trace(
-        original.parent / "sample.trace", folder / "sample.trace", side_by_side=SIDE_BY_SIDE, rounds=ROUNDS, seed=seed
-    )
+    trace = folder / "sample.trace"
+    longer_trace(original.parent / "sample.trace", trace, side_by_side=SIDE_BY_SIDE, rounds=ROUNDS, seed=seed)
     path = folder / original.name
-    copies = SIDE_BY_SIDE * ROUNDS
-    outputs, timed = outputs_and_timer_outputs(path)
-    assert outputs >= copies, f"the longer trace gives {outputs} outputs for {copies} copies: too few to test"
-    if outputs_and_timer_outputs(original)[1]:
-        assert timed >= copies, f"the longer trace gives {timed} outputs of timers for {copies} copies"
+    (outputs, timed), (sample, sample_timed) = outputs_and_timer_outputs(path), outputs_and_timer_outputs(original)
+    assert outputs >= ROUNDS * sample, (
+        f"the longer trace gives {outputs} outputs in {ROUNDS} rounds, the sample {sample}"
+    )
+    if sample_timed:
+        assert timed >= ROUNDS, f"the longer trace gives {timed} outputs of timers in {ROUNDS} rounds"
     return path
 
 
