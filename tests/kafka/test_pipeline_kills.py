@@ -5,8 +5,9 @@ under both guarantees"). Each kill loses the worker's uncommitted work (aborted 
 done again by its next owner under at-least-once: repeats dropped by es-id there, none allowed
 under exactly-once); the worker is started again at once (static membership: it takes its tasks
 back), or, every other kill, after its session timed out (a rebalance: the other worker takes its
-tasks, then gives them back). Each topology runs as shipped: three partitions per topic or more,
-sensors' stages on 3 and 4.
+tasks, then gives them back). A worker is killed only once it has said it is ready (holds its
+tasks, restored), so that each kill lands on a working worker. Each topology runs as shipped:
+three partitions per topic or more, sensors' stages on 3 and 4.
 
 The trace is the topology's sample made longer (tests/task/longer_trace.py): copies side by side
 with keys of their own, in rounds shifted in time past each other's timers.
@@ -108,6 +109,12 @@ def slices(trace: Path, n: int) -> list[list[Any]]:
     return [items[a:b] for a, b in itertools.pairwise(cuts) if b > a]
 
 
+def ready_lines(log: Path) -> int:
+    """How many times the workers logging to ``log`` said they held their tasks, restored."""
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    return sum(1 for line in lines if line.startswith("ready: "))
+
+
 def no_repeats(broker: Any, topology: Path, original: Path) -> list[str]:
     """The es-ids found more than once on the result and error topics (exactly-once: none)."""
     import yaml
@@ -146,6 +153,7 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
     workers: dict[str, subprocess.Popen[bytes]] = {}
     rng = random.Random(seed)
     kills = 0
+    starts = dict.fromkeys(topologies, 1)
     started = time.monotonic()
     try:
         for name, topology in topologies.items():
@@ -155,13 +163,17 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
             time.sleep(PACE_S)
             if i % KILL_EVERY == KILL_EVERY - 1:
                 victim = rng.choice(sorted(workers))
+                # (once it holds its tasks, restored: a worker killed while it starts loses no work)
+                log = tmp_path / f"worker-{victim}.log"
+                wait_for(lambda n=starts[victim], log=log: ready_lines(log) >= n, timeout=120, what=f"{victim} ready")
                 time.sleep(rng.uniform(0, 2 * PACE_S))
                 workers[victim].send_signal(signal.SIGKILL)
                 workers[victim].wait(30)
                 kills += 1
                 if kills % 2 == 0:  # (past the session timeout: its tasks move to the other, and back)
                     time.sleep(SESSION_S + 1)
-                workers[victim] = start_worker(topologies[victim], log=tmp_path / f"worker-{victim}.log")
+                workers[victim] = start_worker(topologies[victim], log=log)
+                starts[victim] += 1
         # The sources go idle IDLE_AFTER_MS after their last record: then the readers take the rest.
         wait_for(lambda: all_idle(broker, a), timeout=300, what="every task of the first program idle")
         want = None
