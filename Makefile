@@ -69,7 +69,8 @@ test: lint kafka unit conformance
 # and leaving, a broker killed; both guarantees, both clocks); make test runs its short round. Sizes:
 # CHAOS_ROUNDS (5), CHAOS_RATE (150 records/s), CHAOS_SEED, CHAOS_KEYS, CHAOS_PROGRESS (new outputs
 # between two faults), CHAOS_WALL_QUIET (s); CHAOS_ARGS for pytest (e.g. -k exactly_once-record).
-# Also the sensors pipeline's two workers killed -9 again and again (tests/kafka/test_pipeline_kills.py).
+# Also every shipped pipeline's two workers killed -9 again and again (tests/kafka/test_pipeline_kills.py;
+# PIPELINE_KILLS_SEED, one or several seeds).
 .PHONY: chaos
 chaos: $(STAMP) kafka
 	CHAOS_LONG=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/chaos/test_chaos.py tests/kafka/test_pipeline_kills.py $(CHAOS_ARGS)

@@ -313,6 +313,12 @@ class WriterStreams:
         self.disordered: set[bytes | None] = set()
         #: The offset after the highest one taken or dropped (None: none yet).
         self.taken_to: int | None = None
+        #: The highest offset appended while records wait, and whether one came below it: records
+        #: come in offset order as fetched, but a task's own records of a partition it re-publishes
+        #: come in record-time order (``Task._forward_in_time_order``), and then the first record
+        #: waiting is not the least offset waiting (``waiting_offset``).
+        self.top_offset = -1
+        self.out_of_offset_order = False
         #: The offsets of the repeats dropped since last taken (``take_repeats``).
         self.repeats: list[int] = []
 
@@ -332,6 +338,11 @@ class WriterStreams:
         key's last without looking that up."""
         if ts is None:
             ts = msg.timestamp()[1]
+        offset = msg.offset()
+        if offset > self.top_offset:
+            self.top_offset = offset
+        else:
+            self.out_of_offset_order = True
         if ts > self.top_ms:
             self.top_ms = ts
             if not self.indexed:  # (noted under its key later, in bulk: ``_note_tail``)
@@ -527,7 +538,10 @@ class WriterStreams:
         """The records at the indices ``order`` (taken off ``runs``), taken off what waits."""
         arrived = self.arrived
         taken = list(map(arrived.__getitem__, order))
-        to = arrived[max(order)].offset() + 1  # (arrival order is offset order)
+        if self.out_of_offset_order:
+            to = max([m.offset() for m in taken]) + 1
+        else:
+            to = arrived[max(order)].offset() + 1  # (arrival order is offset order)
         if self.taken_to is None or to > self.taken_to:
             self.taken_to = to
         self.count -= len(order)
@@ -535,6 +549,7 @@ class WriterStreams:
         self._forget(taken)
         if not self.runs and not self.tail:
             self.arrived, self.times = [], []
+            self.top_offset, self.out_of_offset_order = -1, False
         elif len(arrived) > 4 * self.count + 1024:
             self._compact()  # (the records taken stay in ``arrived`` until then)
         return taken
@@ -646,7 +661,15 @@ class WriterStreams:
         return order
 
     def waiting_offset(self) -> int | None:
-        """The least offset still waiting, not counting those ready (None: none)."""
+        """The least offset still waiting, not counting those ready (None: none). Where the
+        records came out of offset order, every one waiting is looked at: the first by index is
+        not the least (a task killed after committing a position past a record still waiting loses
+        it: tests/task/test_kept_out_of_offset_order.py)."""
+        if self.out_of_offset_order:
+            arrived = self.arrived
+            offsets = [arrived[i].offset() for run in self.runs for i in run]
+            offsets.extend([m.offset() for m in self.tail])
+            return min(offsets) if offsets else None
         if self.runs:
             if self.first_index is None:
                 self.first_index = min([min(run) for run in self.runs])
@@ -672,4 +695,5 @@ class WriterStreams:
         self.top_ms = -1
         self.disordered.clear()
         self.repeats.clear()
+        self.top_offset, self.out_of_offset_order = -1, False
         self.taken_to = None

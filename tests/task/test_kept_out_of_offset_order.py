@@ -1,0 +1,48 @@
+"""A task's own records of a partition several upstream tasks write are kept in record-time order
+(``Task._forward_in_time_order`` hands them to ``WriterStreams.append`` as ``take_below`` gives
+them), not in offset order: the partition's position must stay before the least offset still
+waiting, not the first one kept. Found by tests/kafka/test_pipeline_kills.py (sensors,
+at-least-once, 20 copies side by side, seed 23): site-alarm's task 2 kept sensor-events:2's
+offset 231 (09:53:39) before offset 230 (14:14:05), committed position 231 with 230 waiting, was
+killed, and its next owner never took offset 230: a SiteAlarm was lost."""
+
+from __future__ import annotations
+
+from eventscript.task.merge import InputPartition
+from eventscript.task.record import PlainRecord
+from eventscript.task.streams import WriterStreams
+from eventscript.topology.config import InputConfig
+
+T0 = 1_772_445_000_000
+
+
+def record(offset: int, ms: int, key: bytes) -> PlainRecord:
+    return PlainRecord("sensor-events", 2, offset, T0 + ms, key, b"{}")
+
+
+def kept_in_record_time_order() -> WriterStreams:
+    """Offsets 231 then 219 then 230, as ``take_below`` orders them by record time."""
+    kept = WriterStreams()
+    for msg in (record(231, 0, b"A/s2-c112"), record(219, 200_000, b"A/s2-c101"), record(230, 900_000, b"A/s1-c130")):
+        kept.append(msg)
+    return kept
+
+
+def test_the_least_offset_waiting_is_the_least_not_the_first_kept() -> None:
+    kept = kept_in_record_time_order()
+    assert kept.first_offset() == 219
+    kept.release(T0 + 100_000)  # (231 released, ready: 219 and 230 wait in place)
+    assert [m.offset() for m in kept.ready] == [231]
+    assert kept.first_offset() == 219
+    kept.ready.clear()
+    assert kept.first_offset() == 219
+
+
+def test_the_position_stays_before_a_record_kept_after_a_later_offset() -> None:
+    ip = InputPartition("sensor-events", 2, 0, InputConfig(topic="sensor-events", event="Overheat"))
+    ip.inbox = WriterStreams()  # (nothing left in it: every record taken is re-published or kept)
+    ip.streams = kept_in_record_time_order()
+    ip.looked_to = 242
+    position = {"sensor-events:2": 214}
+    ip.settle_position(position)
+    assert position["sensor-events:2"] == 219
