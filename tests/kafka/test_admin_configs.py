@@ -63,3 +63,59 @@ def test_a_topic_that_stays_unknown_is_an_error_naming_it(monkeypatch: pytest.Mo
     monkeypatch.setattr(admin_module, "METADATA_TIMEOUT", 0.5)
     with pytest.raises(TopologyError, match="t-changelog: Broker: Unknown topic or partition"):
         admin_with(LateBroker(unknown_for=10**6)).topic_configs(["t-changelog"])
+
+
+class SlowLeaders:
+    """Creates topics at once, but lists a new topic (with a leader for each partition) only
+    from the ``leaderless_for``-th metadata request after its creation on."""
+
+    def __init__(self, leaderless_for: int) -> None:
+        self.leaderless_for = leaderless_for
+        self.created: dict[str, int] = {}
+        self.listed = 0
+
+    def create_topics(self, topics: list[Any], **_: Any) -> dict[str, Future[Any]]:
+        out: dict[str, Future[Any]] = {}
+        for t in topics:
+            self.created[t.topic] = self.listed
+            fut: Future[Any] = Future()
+            fut.set_result(None)
+            out[t.topic] = fut
+        return out
+
+    def list_topics(self, timeout: float) -> Any:
+        from types import SimpleNamespace
+
+        self.listed += 1
+        listed = {n for n, at in self.created.items() if self.listed - at > self.leaderless_for}
+        return SimpleNamespace(topics={n: SimpleNamespace(error=None, partitions={0: None}) for n in listed})
+
+
+def test_a_created_topic_without_leaders_for_a_while_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A three-broker cluster on a loaded machine once took more than 10 s to list a topic it had
+    just created: the wait lasts as long as a creation may (before: 10 s, then "input topic ...
+    does not exist" from a caller)."""
+    monkeypatch.setattr(admin_module.time, "sleep", lambda s: None)
+    client = SlowLeaders(leaderless_for=150)  # (150 requests 0.1 s apart: 15 s)
+    admin = Admin(parse_topology(TOPOLOGY, env={}))
+    admin.client = client  # type: ignore[assignment]
+    clock = iter(range(10**6))
+    monkeypatch.setattr(admin_module.time, "monotonic", lambda: next(clock) * 0.1)
+    admin.create({"in": _spec()})
+    assert client.listed > 150 and "in" in admin.partition_counts()
+
+
+def test_a_created_topic_that_never_gets_leaders_is_an_error_saying_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(admin_module.time, "sleep", lambda s: None)
+    clock = iter(range(10**6))
+    monkeypatch.setattr(admin_module.time, "monotonic", lambda: next(clock) * 0.1)
+    admin = Admin(parse_topology(TOPOLOGY, env={}))
+    admin.client = SlowLeaders(leaderless_for=10**9)  # type: ignore[assignment]
+    with pytest.raises(TopologyError, match=r"created topic\(s\) in, but after 30 s .* no leader"):
+        admin.create({"in": _spec()})
+
+
+def _spec() -> Any:
+    from eventscript.topology.config import TopicSpec
+
+    return TopicSpec(partitions=1)

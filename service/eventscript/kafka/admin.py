@@ -107,12 +107,23 @@ class Admin:
                 raise KafkaUnavailable.of(
                     self.topo, f"creating topic {name}", KafkaError(KafkaError._TIMED_OUT)
                 ) from None
-        # Metadata can lag behind creation.
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        # Metadata can lag behind creation: a new topic's partitions may have no leader yet (its
+        # metadata says so, and ``partition_counts`` leaves it out), for seconds on a loaded
+        # cluster of several brokers (a three-broker cluster on a busy 2-core machine once took
+        # more than 10 s). Wait as long as the creation itself may take, then say what is wrong
+        # (before: a silent end, and "input topic ... does not exist" from the caller).
+        deadline = time.monotonic() + CREATE_TIMEOUT
+        while True:
             counts = self.partition_counts()
-            if all(t.topic in counts for t in missing):
+            late = sorted(t.topic for t in missing if t.topic not in counts)
+            if not late:
                 return
+            if time.monotonic() >= deadline:
+                raise TopologyError(
+                    f"created topic(s) {', '.join(late)}, but after {CREATE_TIMEOUT:.0f} s the brokers' metadata "
+                    f"still shows no leader for them; check the brokers' health (controller, under-replicated "
+                    f"partitions) and start the worker again"
+                )
             time.sleep(0.1)
 
     def prepare(self, programs: list[ProgramConfig]) -> dict[str, int]:
