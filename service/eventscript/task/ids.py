@@ -103,13 +103,8 @@ class OutputIds:
             seq = self.record_seq
             if seq is None or not seq.isdigit():
                 seq = b"-1"
-            upstream = self.upstream
-            if upstream:
-                return b"%d,1,%s,%s" % (m.timestamp()[1] * 1000, seq, upstream)
-            topic = m.topic()
-            if topic != self.repartition_topic:  # (its own coordinates: ``record_cause``, in one step)
-                return b"%d,1,%s,%s:%d:%d" % (m.timestamp()[1] * 1000, seq, topic.encode(), m.partition(), m.offset())
-            return b"%d,1,%s,%s" % (m.timestamp()[1] * 1000, seq, self.record_cause().encode())
+            cause = self.upstream or self.record_cause().encode()
+            return b"%d,1,%s,%s" % (m.timestamp()[1] * 1000, seq, cause)
         parent = self.armed
         if parent is None:
             return b"%d,0,-1,%s" % (self.now(), (self.cause or "start").encode())

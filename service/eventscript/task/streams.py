@@ -202,8 +202,8 @@ def origin_of(msg: Record) -> Origin:
     keys, which several tasks share out), then records by their cause's source coordinates
     (topic, partition, offset: the trace's order within a source partition); the whole id last,
     its numbers as numbers (``IdOrder``), so that the order is total."""
-    headers = msg.headers()
-    return _origin(codec.header(headers, codec.HEADER_ID) or b"", codec.header(headers, codec.HEADER_ARMED))
+    _, raw, armed = _tie_headers(msg)
+    return _origin(raw, armed)
 
 
 def _armed_order(armed: bytes) -> tuple[Any, ...]:
