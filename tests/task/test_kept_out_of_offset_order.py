@@ -1,6 +1,6 @@
 """A task's own records of a partition several upstream tasks write are kept in record-time order
 (``Task._forward_in_time_order`` hands them to ``WriterStreams.append`` as ``take_below`` gives
-them), not in offset order: the partition's position must stay before the least offset still
+them: ``WriterStreams.keep``), not in offset order: the partition's position must stay before the least offset still
 waiting, not the first one kept. Found by tests/kafka/test_pipeline_kills.py (sensors,
 at-least-once, 20 copies side by side, seed 23): site-alarm's task 2 kept sensor-events:2's
 offset 231 (09:53:39) before offset 230 (14:14:05), committed position 231 with 230 waiting, was
@@ -24,7 +24,7 @@ def kept_in_record_time_order() -> WriterStreams:
     """Offsets 231 then 219 then 230, as ``take_below`` orders them by record time."""
     kept = WriterStreams()
     for msg in (record(231, 0, b"A/s2-c112"), record(219, 200_000, b"A/s2-c101"), record(230, 900_000, b"A/s1-c130")):
-        kept.append(msg)
+        kept.keep(msg)
     return kept
 
 

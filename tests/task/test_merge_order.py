@@ -93,12 +93,18 @@ def test_writer_streams_release_in_the_per_key_merges_order(seed: int, disorder:
     assert len(streams) == 0 and streams.first_offset() is None
 
 
+@pytest.mark.parametrize("peek", [False, True])
 @pytest.mark.parametrize("disorder", [0.0, 0.05])
 @pytest.mark.parametrize("seed", range(8))
-def test_writer_streams_drop_each_repeat_of_a_record_waiting_under_its_key(seed: int, disorder: float) -> None:
+def test_writer_streams_drop_each_repeat_of_a_record_waiting_under_its_key(
+    seed: int, disorder: float, peek: bool
+) -> None:
     """Copies of records still waiting (a writer's batch written again), appended among later
     records of their keys and of others: each is dropped and noted, whether the keys' records
-    were indexed before it came or not, and the rest go in the per-key merge's order."""
+    were indexed before it came or not, and the rest go in the per-key merge's order. With
+    ``peek``, the head is asked for now and then between appends (as the task's merge and
+    position do), which puts the records come so far in place before their keys are noted
+    (``WriterStreams.unnoted_from``): a copy must still find its original among them."""
     rnd = random.Random(seed)
     records = partition(rnd, 300, rnd.choice([5, 40, 1000]), disorder)
     streams = WriterStreams()
@@ -108,6 +114,9 @@ def test_writer_streams_drop_each_repeat_of_a_record_waiting_under_its_key(seed:
         for m in records[at : at + 30]:
             assert streams.append(m)
             remaining.append(m)
+            if peek and rnd.random() < 0.2:
+                first = per_key_merge(remaining, 1 << 62)[0]
+                assert streams.head_ms() == next(r.timestamp()[1] for r in remaining if r.offset() == first)
             if rnd.random() < 0.1:
                 original = rnd.choice(remaining)
                 copy = PlainRecord("mid", 0, copies, original.timestamp()[1], original.key(), b"{}", original.headers())
@@ -119,6 +128,49 @@ def test_writer_streams_drop_each_repeat_of_a_record_waiting_under_its_key(seed:
         assert got == per_key_merge(remaining, bound)
         remaining = [m for m in remaining if m.offset() not in set(got)]
     assert copies > len(records)
+    assert [m.offset() for m in streams.take_below(1 << 62)] == per_key_merge(remaining, 1 << 62)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_writer_streams_find_a_keys_records_put_in_place_before_they_were_noted(seed: int) -> None:
+    """Records that come each later than every one before (the common case: noted under their
+    keys only when a key is next looked up, ``WriterStreams.unnoted_from``), put in place by a
+    look at the head or a release that takes some, then a copy of one still waiting (dropped) or
+    a record of its key no later than it (out of its key's order: after it, as the per-key merge
+    takes them): each must find its key's records, wherever they wait."""
+    rnd = random.Random(seed)
+    streams = WriterStreams()
+    remaining: list[PlainRecord] = []
+    offset, ts, dropped = 0, T0, 0
+    for _ in range(40):
+        for _ in range(rnd.randrange(1, 12)):  # (each later than every one before)
+            ts += 1
+            m = written(rnd, offset, ts, b"k%d" % rnd.randrange(30), offset)
+            offset += 1
+            assert streams.append(m)
+            remaining.append(m)
+        if remaining and rnd.random() < 0.5:
+            first = per_key_merge(remaining, 1 << 62)[0]
+            assert streams.head_ms() == next(r.timestamp()[1] for r in remaining if r.offset() == first)
+        elif remaining:
+            bound = rnd.choice(remaining).timestamp()[1]
+            got = [m.offset() for m in streams.take_below(bound)]
+            assert got == per_key_merge(remaining, bound)
+            remaining = [m for m in remaining if m.offset() not in set(got)]
+        if not remaining:
+            continue
+        original = rnd.choice(remaining)
+        if rnd.random() < 0.5:
+            copy = PlainRecord("mid", 0, offset, original.timestamp()[1], original.key(), b"{}", original.headers())
+            assert not streams.append(copy)
+            assert streams.take_repeats() == [offset]
+            dropped += 1
+        else:
+            late = written(rnd, offset, original.timestamp()[1] - rnd.randrange(2), original.key(), offset)
+            assert streams.append(late)
+            remaining.append(late)
+        offset += 1
+    assert dropped
     assert [m.offset() for m in streams.take_below(1 << 62)] == per_key_merge(remaining, 1 << 62)
 
 

@@ -672,7 +672,14 @@ class Task:
             bound = MAX_FRONTIER if ip.progress is None else ip.progress.watermark
             if bound is None:
                 continue
-            keep = ip.buffer.append if ip.streams is None else ip.streams.append
+            streams = ip.streams
+            keep = (
+                ip.buffer.append
+                if streams is None
+                else streams.keep
+                if isinstance(streams, WriterStreams)
+                else streams.append
+            )
             if isinstance(inbox, WriterStreams):
                 forwarded += self._forward_in_time_order(ip, cfg, inbox, bound, keep)
             else:
