@@ -18,12 +18,21 @@ the markers' share, and for both runs the time a record waits between being adde
 processed (p50/p99) when fetches come at ``--rate`` records/s: what the markers add to latency
 when writers commit every ``--commit-ms``.
 
+With ``--landing batches`` the records land as three writers' commits would land them, not in
+time order: each key is written by one writer (its upstream task: the key's number mod 3), each
+writer commits every ``--commit-ms`` of record time, the three out of phase (writer w's batches
+shifted by w/3 of one), and a batch lands whole, with its writer's marker (the end of its batch),
+when its time has passed. So a writer's records come after the others' later ones, and each
+release takes only part of what waits (the writers behind hold the rest): the reader's common
+case on a broker, which ``ordered`` (the default: one stream in time order, everything released
+at each marker) leaves out.
+
 With ``--merge-only LAG_MS``, the merge's own cost instead: adding and merging with the engine
 stubbed out, per record, least over fetches (steadier than a whole run's on a shared machine), set
 beside a whole record's today.
 
 Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS] [--rate R]
-       [--inputs 1,4] [--order random,zipf] [--merge-only LAG_MS]
+       [--inputs 1,4] [--order random,zipf] [--landing ordered|batches] [--merge-only LAG_MS]
 """
 
 from __future__ import annotations
@@ -69,14 +78,30 @@ def topic(i: int, inputs: int) -> str:
     return "mid" if inputs == 1 else f"mid{i % inputs}"
 
 
-def records(n: int, keys: int, inputs: int = 1, order: str = "random", seed: int = 1) -> list[Message]:
+def records(
+    n: int, keys: int, inputs: int = 1, order: str = "random", seed: int = 1, batch_ms: int | None = None
+) -> list[Message]:
     """``n`` records as the worker hands them to a task (confluent-kafka ``Message``s) with the
     headers a program's outputs carry, their keys drawn uniformly (``order`` "random") or by a
-    Zipf law (s = 1.1, "zipf": a few keys have most records) among ``keys``."""
+    Zipf law (s = 1.1, "zipf": a few keys have most records) among ``keys``. In time order; with
+    ``batch_ms``, in the order the writers' batches of that much record time land, each followed
+    by its writer's markers (``landing``)."""
     drawn = drawn_keys(n, keys, order, seed)
+    landed = range(n) if batch_ms is None else landing(drawn, batch_ms)
     out = []
     offsets: collections.Counter[str] = collections.Counter()
-    for i, k in enumerate(drawn):
+    for i in landed:
+        if isinstance(i, tuple):  # a writer's marker, after its batch: (writer, progress ms)
+            for t in sorted({topic(j, inputs) for j in range(inputs)}):
+                headers = list(marker_headers("up", i[0], T0 + i[1]))
+                out.append(
+                    Message(
+                        topic=t, partition=0, offset=offsets[t], timestamp=(CREATE_TIME, T0 + i[1]), headers=headers
+                    )
+                )
+                offsets[t] += 1
+            continue
+        k = drawn[i]
         t = topic(i, inputs)
         headers = [
             ("es-event", b"Hit"),
@@ -96,6 +121,31 @@ def records(n: int, keys: int, inputs: int = 1, order: str = "random", seed: int
             )
         )
         offsets[t] += 1
+    return out
+
+
+def writer_of(key: str) -> int:
+    """The upstream task that writes ``key`` ("k<number>"): its number mod ``WRITERS``."""
+    return int(key[1:]) % WRITERS
+
+
+def landing(drawn: list[str], batch_ms: int) -> list[int | tuple[int, int]]:
+    """The order the records (their indices; record i's time is ``T0 + i``) land in when each
+    key's writer commits every ``batch_ms`` of record time, writer w's batches shifted by
+    w/``WRITERS`` of one: batch by batch as each one's time passes, each batch's records in time
+    order followed by (writer, progress ms), its marker; last, every writer's marker past all."""
+    shift = [w * batch_ms // WRITERS for w in range(WRITERS)]
+    batches: dict[tuple[int, int], list[int]] = collections.defaultdict(list)  # (end ms, writer) → records
+    for i, k in enumerate(drawn):
+        w = writer_of(k)
+        end = ((i - shift[w]) // batch_ms + 1) * batch_ms + shift[w]
+        batches[(end, w)].append(i)
+    out: list[int | tuple[int, int]] = []
+    for end, w in sorted(batches):
+        out.extend(batches[(end, w)])
+        out.append((w, end))
+    last = len(drawn) + batch_ms
+    out.extend((w, last) for w in range(WRITERS))
     return out
 
 
@@ -137,7 +187,9 @@ def run(
     """The CPU seconds of this process and the wall seconds the task took over ``recs`` (on a
     shared machine the CPU time is the steadier); with ``waits``, each record's wait between add
     and process is appended, and with ``rate`` the fetches come at that many records/s (as from
-    live writers) rather than at once."""
+    live writers) rather than at once. ``recs`` landed (``landing``) carry their writers' markers:
+    the run without a progress plan leaves them out."""
+    recs, landed, n = fed(recs, gated)
     store = Path(tempfile.mkdtemp(prefix="bench-event-time-"))
     # Each run from a collected heap: a full collection (tens of ms over a 50,000-record heap)
     # otherwise lands in whichever run crosses its threshold, swinging one run by ~15%.
@@ -161,7 +213,7 @@ def run(
                 task.add(r)
             if waits is not None:
                 pending.append((at + len(batch), now))
-            if gated and now >= next_commit:  # the writers commit: they have written all up to here
+            if gated and not landed and now >= next_commit:  # the writers commit: they have written all up to here
                 mark(task, topics, offsets, batch[-1].timestamp()[1] + 1)
                 next_commit = now + commit_ms / 1000
             task.process(0)
@@ -170,18 +222,31 @@ def run(
                 processed = task.counts["processed"]
                 while pending and pending[0][0] <= processed:  # a whole fetch released: its wait, per record
                     waits.extend([done - pending.popleft()[1]] * FETCH)
-        if gated:  # the end: the writers' last commit
+        if gated and not landed:  # the end: the writers' last commit
             mark(task, topics, offsets, recs[-1].timestamp()[1] + 1)
             task.process(0)
         done = time.perf_counter()
         while pending:  # released by the writers' last commit
             waits.extend([done - pending.popleft()[1]] * FETCH)  # type: ignore[union-attr]
         cpu, wall = time.process_time() - cpu_started, time.perf_counter() - started
-        assert task.held_back == 0 and task.counts["processed"] == len(recs), task.counts
+        assert task.held_back == 0 and task.counts["processed"] == n, task.counts
         task.close()
         return cpu, wall
     finally:
         shutil.rmtree(store, ignore_errors=True)
+
+
+def is_marker(msg: Message) -> bool:
+    return msg.value() is None
+
+
+def fed(recs: list[Message], gated: bool) -> tuple[list[Message], bool, int]:
+    """What a run adds of ``recs`` (without their writers' markers when not ``gated``), whether
+    they carry markers (landed: ``landing``), and how many records (not markers) they hold."""
+    landed = any(map(is_marker, recs))
+    if landed and not gated:
+        recs = [m for m in recs if not is_marker(m)]
+    return recs, landed, sum(not is_marker(m) for m in recs)
 
 
 def _pop_run(ip: object, buf: collections.deque[Message], n: int, position: dict[str, int]) -> None:
@@ -195,7 +260,11 @@ def merge_cost(recs: list[Message], gated: bool, inputs: int, lag: int, rounds: 
     (the records taken, not processed): the merge's own cost, least over fetches of 2,000 and
     ``rounds`` runs, far steadier on a shared machine than a whole run's. Gated, the writers
     mark their progress after every fetch, ``lag`` ms of record time behind its last record (0:
-    the whole fetch is released at once)."""
+    the whole fetch is released at once). ``recs`` landed (``landing``) carry their writers'
+    markers instead (``lag`` unused), and a fetch may release less or more than it adds: the
+    figure is then the whole run's (all fetches but the first) over its records, least of the
+    rounds."""
+    recs, landed, _ = fed(recs, gated)
     best = float("inf")
     for _ in range(rounds):
         store = Path(tempfile.mkdtemp(prefix="bench-event-time-"))
@@ -207,17 +276,22 @@ def merge_cost(recs: list[Message], gated: bool, inputs: int, lag: int, rounds: 
             task._process_one = lambda ip, msg: None  # type: ignore[method-assign]
             topics = [ip.topic for ip in task.inputs if ip.config is not None]
             offsets = {t: len(recs) for t in topics}
+            total, counted, fetch_best = 0, 0, float("inf")
             for at in range(0, len(recs), FETCH):
                 batch = recs[at : at + FETCH]
                 started = time.thread_time_ns()
                 for r in batch:
                     task.add(r)
-                if gated:
+                if gated and not landed:
                     mark(task, topics, offsets, batch[-1].timestamp()[1] + 1 - lag)
                 task.process(0)
                 if at:  # (the first fetch warms the task up)
-                    best = min(best, (time.thread_time_ns() - started) / len(batch))
-            if gated:
+                    spent = time.thread_time_ns() - started
+                    fetch_best = min(fetch_best, spent / len(batch))
+                    total += spent
+                    counted += sum(not is_marker(m) for m in batch)
+            best = min(best, total / counted if landed else fetch_best)
+            if gated and not landed:
                 mark(task, topics, offsets, recs[-1].timestamp()[1] + 1)
                 task.process(0)
             assert task.held_back == 0, task.held_back
@@ -231,13 +305,15 @@ def merge_cost(recs: list[Message], gated: bool, inputs: int, lag: int, rounds: 
 def print_merge_cost(recs: list[Message], inputs: int, order: str, lag: int, rounds: int) -> None:
     """``merge_cost`` of both runs, beside a whole record's (today's, the engine's work included)."""
     today, markers = (merge_cost(recs, gated, inputs, lag, rounds) for gated in (False, True))
+    _, landed, n = fed(recs, True)
     whole = float("inf")
     for _ in range(rounds):
         cpu, _ = run(recs, False, 100.0, None, inputs=inputs)
-        whole = min(whole, 1e9 * cpu / len(recs))
+        whole = min(whole, 1e9 * cpu / n)
     added = markers - today
+    writers = "writers' batches landing" if landed else f"writers {lag} ms behind"
     print(
-        f"{order} keys, {inputs} input topic(s), writers {lag} ms behind: merge alone {today:,.0f} ns per record "
+        f"{order} keys, {inputs} input topic(s), {writers}: merge alone {today:,.0f} ns per record "
         f"today, {markers:,.0f} with markers; a whole record today {whole:,.0f} ns: markers add {added:,.0f} ns "
         f"({100 * added / whole:.1f}%)"
     )
@@ -300,6 +376,12 @@ def main() -> None:
         help="the merge's own cost instead (the engine stubbed out), the writers LAG_MS behind each fetch",
     )
     ap.add_argument(
+        "--landing",
+        choices=("ordered", "batches"),
+        default="ordered",
+        help="records in time order (the default), or as the writers' batches of --commit-ms of record time land",
+    )
+    ap.add_argument(
         "--gc",
         choices=("worker", "default"),
         default="worker",
@@ -330,7 +412,8 @@ def main() -> None:
         return
     for order in args.order.split(","):
         for inputs in counts:
-            recs = records(args.records, args.keys, inputs, order)
+            batch_ms = int(args.commit_ms) if args.landing == "batches" else None
+            recs = records(args.records, args.keys, inputs, order, batch_ms=batch_ms)
             if args.merge_only is not None:
                 print_merge_cost(recs, inputs, order, args.merge_only, args.repeat)
                 continue
@@ -339,17 +422,19 @@ def main() -> None:
                 for name in best:
                     best[name] = min(best[name], run(recs, name == "markers", args.commit_ms, None, inputs=inputs))
             latency = {}
-            for name in best:
+            for name in best if batch_ms is None else ():  # (landed: the batches set the waits)
                 waits: list[float] = []
                 run(recs, name == "markers", args.commit_ms, waits, args.rate, inputs)
                 waits.sort()
                 latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
-            print(f"{order} keys, {inputs} input topic(s), each written by {WRITERS} tasks:")
+            n = fed(recs, True)[2]
+            landed = "" if batch_ms is None else f", their batches of {batch_ms} ms landing"
+            print(f"{order} keys, {inputs} input topic(s), each written by {WRITERS} tasks{landed}:")
             for name, (cpu, wall) in best.items():
-                print(
-                    f"  {name:8s} {len(recs) / cpu:12,.0f} records per CPU second ({cpu:.3f} CPU s, {wall:.3f} s wall)"
-                )
+                print(f"  {name:8s} {n / cpu:12,.0f} records per CPU second ({cpu:.3f} CPU s, {wall:.3f} s wall)")
             print(f"  markers cost {100 * (1 - best['today'][0] / best['markers'][0]):.1f}% of throughput (CPU)")
+            if not latency:
+                continue
             print(
                 f"  wait between add and process, fetches of {FETCH:,} at {args.rate:,.0f} records/s, markers "
                 f"every {args.commit_ms:g} ms:"
