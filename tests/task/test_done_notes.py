@@ -29,9 +29,21 @@ def partition(waiting: list[int]) -> InputPartition:
     return ip
 
 
+def loaded(*done: int) -> CopiesSeen:
+    """What a task restarted from a commit loads: ``done`` noted before it."""
+    before = CopiesSeen()
+    for offset in done:
+        before.done("mid:0", offset)
+    return restarted(before)
+
+
+def restarted(copies: CopiesSeen) -> CopiesSeen:
+    """What a task restarted from a commit of ``copies`` loads."""
+    return CopiesSeen.decode(copies.encode())
+
+
 def test_one_by_one_a_record_done_before_is_skipped_and_the_rest_noted_past_what_waits() -> None:
-    copies = CopiesSeen()
-    copies.done("mid:0", 5)  # (processed before the commit the task restarted from)
+    copies = loaded(5)  # (processed before the commit the task restarted from)
     notes = DoneNotes(copies, frozenset({"mid:0"}))
     processed: list[int] = []
     one = notes.one(lambda ip, msg: processed.append(msg.offset()))
@@ -40,12 +52,12 @@ def test_one_by_one_a_record_done_before_is_skipped_and_the_rest_noted_past_what
         one(ip, record(offset))
     assert processed == [4, 6]
     notes.flush([ip])
-    assert [copies.done_before("mid:0", o) for o in (3, 4, 5, 6)] == [False, True, True, True]
+    again = restarted(copies)
+    assert [again.done_before("mid:0", o) for o in (3, 4, 5, 6)] == [False, True, True, True]
 
 
 def test_a_run_drops_the_records_done_before_and_notes_nothing_when_nothing_waits() -> None:
-    copies = CopiesSeen()
-    copies.done("mid:0", 8)
+    copies = loaded(8)
     notes = DoneNotes(copies, frozenset({"mid:0"}))
     processed: list[int] = []
 
@@ -59,4 +71,22 @@ def test_a_run_drops_the_records_done_before_and_notes_nothing_when_nothing_wait
     run(ip, buf, 3, {})
     assert processed == [7, 9] and not buf
     notes.flush([ip])  # nothing waits: the position passes them all, none needs noting
-    assert [copies.done_before("mid:0", o) for o in (7, 9)] == [False, False]
+    again = restarted(copies)
+    assert [again.done_before("mid:0", o) for o in (7, 9)] == [False, False]
+
+
+def test_only_a_record_below_the_last_one_noted_before_the_load_is_looked_up() -> None:
+    """A task reads each record once between loads: what it notes itself is of records it will
+    not read again, so a record past every offset noted when it loaded is not looked up (it
+    cost each record of such a partition a look-up: issue 21), and once its position passes
+    them, none is."""
+    copies = loaded(5, 6, 9)
+    assert copies.loaded_done == {"mid:0": 10}
+    assert [copies.done_before("mid:0", o) for o in (4, 5, 6, 9, 10)] == [False, True, True, True, False]
+    copies.done("mid:0", 12)  # (taken in this run of the task: not read again before a load)
+    assert not copies.done_before("mid:0", 12)
+    assert restarted(copies).done_before("mid:0", 12)
+    copies.settle("mid:0", 8)
+    assert copies.done_before("mid:0", 9) and copies.loaded_done == {"mid:0": 10}
+    copies.settle("mid:0", 10)
+    assert copies.loaded_done == {} and not copies.done_before("mid:0", 9)

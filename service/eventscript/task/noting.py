@@ -42,15 +42,18 @@ class DoneNotes:
         # (as ``CopiesSeen.done_before`` looks a record up, without a call of its own: the merge
         # of several inputs hands most records on one by one)
         noted_key, seen, processed = {name: DONE + name for name in self.names}, self.copies.seen, self.processed
+        loaded = self.copies.loaded_done  # (only a record below its end may be done with already)
 
         def noted(ip: InputPartition, msg: Record) -> None:
             key = noted_key.get(ip.name)
             if key is None:
                 process_one(ip, msg)
                 return
-            noted_done = seen.get(key)
-            if noted_done and msg.offset() in noted_done:
-                return  # (read again after a restart: skipped)
+            end = loaded.get(ip.name)
+            if end is not None and msg.offset() < end:
+                noted_done = seen.get(key)
+                if noted_done and msg.offset() in noted_done:
+                    return  # (read again after a restart: skipped)
             process_one(ip, msg)
             processed.setdefault(ip.name, []).append(msg)
 
@@ -68,8 +71,9 @@ class DoneNotes:
                 return
             name = ip.name
             run = list(itertools.islice(buf, n))
-            # (as ``CopiesSeen.done_before``, looked up once per run: mostly nothing is noted)
-            noted_done = copies.seen.get(DONE + name)
+            # (as ``CopiesSeen.done_before``, looked up once per run: mostly nothing can be done
+            # with already, ``CopiesSeen.loaded_done``)
+            noted_done = copies.seen.get(DONE + name) if name in copies.loaded_done else None
             if noted_done and any(again := [m.offset() in noted_done for m in run]):
                 run = list(itertools.compress(run, [not a for a in again]))  # (read again after a restart: skipped)
                 for _ in range(n):
