@@ -743,6 +743,7 @@ def committed_states(state_dir: Path) -> dict[str, tuple[Any, ...]]:
     from rocksdict import Options, Rdict
 
     from eventscript.kafka.state import SINGLE_KEY
+    from eventscript.state.keyinfo import snapshot_of
 
     out: dict[str, tuple[Any, ...]] = {}
     for db_path in sorted(state_dir.glob("**/task-*")):
@@ -750,7 +751,7 @@ def committed_states(state_dir: Path) -> dict[str, tuple[Any, ...]]:
         try:
             for k, v in db.items():
                 if k[:1] == b"[" or k == SINGLE_KEY:
-                    out[k.decode(errors="replace")] = instance_state(v)
+                    out[k.decode(errors="replace")] = instance_state(snapshot_of(v))  # (its information in front)
         finally:
             db.close()
     return out
