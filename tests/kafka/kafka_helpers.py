@@ -697,10 +697,12 @@ class Oracle:
 
 def instance_state(snapshot: bytes) -> tuple[Any, ...]:
     """What must agree between two runs of an instance: state, variables, key and the pending
-    timer's deadline and symbol (not its tie-breaking sequence number, nor the output-id origin)."""
+    timer's deadline and symbol (not its tie-breaking sequence number, nor the output-id origin).
+    ``snapshot`` may be a value as a store or changelog keeps it (its key's information in front)."""
     from eventscript.engine.context import decode
+    from eventscript.state.keyinfo import snapshot_of
 
-    state, variables, key, timer, terminated = decode(snapshot)[:5]
+    state, variables, key, timer, terminated = decode(snapshot_of(snapshot))[:5]
     return (state, variables, key, timer[:2] if timer is not None else None, terminated)
 
 
@@ -743,7 +745,6 @@ def committed_states(state_dir: Path) -> dict[str, tuple[Any, ...]]:
     from rocksdict import Options, Rdict
 
     from eventscript.kafka.state import SINGLE_KEY
-    from eventscript.state.keyinfo import snapshot_of
 
     out: dict[str, tuple[Any, ...]] = {}
     for db_path in sorted(state_dir.glob("**/task-*")):
@@ -751,7 +752,7 @@ def committed_states(state_dir: Path) -> dict[str, tuple[Any, ...]]:
         try:
             for k, v in db.items():
                 if k[:1] == b"[" or k == SINGLE_KEY:
-                    out[k.decode(errors="replace")] = instance_state(snapshot_of(v))  # (its information in front)
+                    out[k.decode(errors="replace")] = instance_state(v)
         finally:
             db.close()
     return out
