@@ -22,7 +22,8 @@ from eventscript.explain.terms import ProgramTerms
 from eventscript.state import store as store_module
 from eventscript.state.changelog import INFO_PREFIX
 from eventscript.state.keyinfo import INFO_FRAME, decode_info, info_key, split_value
-from eventscript.state.query import answer_from_store
+from eventscript.state.query import StoreNotOpen, answer_from_store, read_committed
+from eventscript.state.store import TaskStore
 from eventscript.task.task import Task
 
 from .test_uncommitted_batches import T0, commit, make_task, new_owner, process, tick
@@ -179,3 +180,32 @@ def test_a_key_that_ends_comes_back_and_ends_again(tmp_path: Path, monkeypatch: 
     assert k["status"] == "ended" and k["last_record"]["record"] == "in:0:5"
     assert k["ended"]["at"] == format_time((T0 + 5) * 1000)
     owner.close()
+
+
+def test_the_query_reads_a_store_written_before_only_once_it_is_converted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state endpoint reads a task's store from its own thread (``other_thread``): not while
+    the task's open converts it (its live values still unframed, their information apart)."""
+    owner, log = new_owner(tmp_path / "owner")
+    process(owner, tick(0, "k"))
+    commit(owner, log, succeeds=True)
+    owner.close()
+    _old_layout(tmp_path / "owner")
+    store = TaskStore(tmp_path / "owner")
+    during: list[object] = []
+    convert = TaskStore._convert_key_infos
+
+    def watched(self: TaskStore) -> None:
+        during.append(self.opened)  # what the other thread would be given meanwhile
+        convert(self)
+
+    monkeypatch.setattr(TaskStore, "_convert_key_infos", watched)
+    with pytest.raises(StoreNotOpen):
+        read_committed(store, K, other_thread=True)
+    assert store.db is not None  # the task's own open, which converts
+    assert during == [None]
+    read = read_committed(store, K, other_thread=True)
+    assert read.snapshot is not None and not read.snapshot.startswith(INFO_FRAME)
+    assert read.info is not None and read.info.last == ("in", 0, 0, T0)
+    store.close()
