@@ -170,8 +170,9 @@ def child_loop_durable(bootstrap: str, topic: str, out: str, group: str, state: 
     """The plain loop doing by hand, at its simplest, the durable work the worker does at least
     once: the counts in a dict, and at each commit (every second, or every 20,000 records
     produced) every count changed since the last written once to a changelog topic (on its
-    input's partition) and to RocksDB (one WriteBatch: the count, and the key's last record
-    beside it, as the worker keeps it), then the producer flushed and the offsets committed.
+    input's partition) and to RocksDB (one WriteBatch: one entry a key, the count with the key's
+    last record in front of it, as the worker keeps it), then the producer flushed and the offsets
+    committed.
     With ``headers`` "worker" its records carry what the worker's carry (outputs: ``es-event``,
     ``es-program``, ``es-id``; changelog records: ``es-pos``, and the key's information in the
     value ahead of the count, as ``state.keyinfo.framed_value`` writes it), with "none" none. Why:
@@ -215,13 +216,12 @@ def child_loop_durable(bootstrap: str, topic: str, out: str, group: str, state: 
         wb = WriteBatch(raw_mode=True)
         for key, (q, offset, ts) in changed.items():
             value = packb(counts[key])
-            info = info_head + b"%d,%d,%d]}" % (q, offset, ts)
+            framed = b"\xc1" + info_head + b"%d,%d,%d]}\x00" % (q, offset, ts) + value
             if with_headers:  # (the worker's form: the information inside the value, one header)
-                send(changelog, b"\xc1" + info + b"\x00" + value, key, q, None, None, 0, [("es-pos", pos)])
+                send(changelog, framed, key, q, None, None, 0, [("es-pos", pos)])
             else:
                 send(changelog, value, key, q, None, None, 0, None)
-            wb.put(key, value)
-            wb.put(b"\x00i" + key, info)
+            wb.put(key, framed)  # (the worker's store: one entry, the changelog's value)
         changed.clear()
         p.flush(30)  # at least once: the changelog and outputs delivered before the offsets
         db.write(wb)

@@ -48,6 +48,7 @@ from eventscript.kafka import codec
 from eventscript.kafka.config import Topology
 from eventscript.kafka.state import CLOCK_KEY, SEQ_KEY
 from eventscript.kafka.tools import record_to_json
+from eventscript.state.keyinfo import snapshot_of
 
 PARTITIONS = 2
 T0 = 1_767_225_600_000  # ms: 2026-01-01
@@ -202,7 +203,7 @@ def test_contexts_of_two_tasks_with_equal_timers_restore_into_one_worker(broker:
             plan = export_plan(topo, cfg, [str(write_jsonl_export([row], tmp_path / f"{name}.jsonl"))])
             plan = dataclasses.replace(plan, handover=True)
             collect_state(run_partition(plan, 0, slice_batches(plan, plan.slices[0])), state)
-        timers = [decode(r[3]).timer for r in state.records() if r[2][:1] == b"["]
+        timers = [decode(snapshot_of(r[3])).timer for r in state.records() if r[2][:1] == b"["]
         assert len(timers) == 2 and timers[0] is not None and timers[0] == timers[1]  # (deadline, symbol, seq)
         target = ho.HandoverTarget(
             topo.group_id(cfg),

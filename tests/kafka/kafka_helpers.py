@@ -697,10 +697,12 @@ class Oracle:
 
 def instance_state(snapshot: bytes) -> tuple[Any, ...]:
     """What must agree between two runs of an instance: state, variables, key and the pending
-    timer's deadline and symbol (not its tie-breaking sequence number, nor the output-id origin)."""
+    timer's deadline and symbol (not its tie-breaking sequence number, nor the output-id origin).
+    ``snapshot`` may be a value as a store or changelog keeps it (its key's information in front)."""
     from eventscript.engine.context import decode
+    from eventscript.state.keyinfo import snapshot_of
 
-    state, variables, key, timer, terminated = decode(snapshot)[:5]
+    state, variables, key, timer, terminated = decode(snapshot_of(snapshot))[:5]
     return (state, variables, key, timer[:2] if timer is not None else None, terminated)
 
 

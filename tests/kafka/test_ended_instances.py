@@ -25,6 +25,7 @@ from test_task_recovery import T0, _commit, _feed, _raw, _rewind
 from eventscript.kafka import codec
 from eventscript.kafka.task import Task
 from eventscript.state.changelog import is_instance_key
+from eventscript.state.keyinfo import snapshot_of
 from eventscript.task.record import PlainRecord
 
 #: Ends after each record: the next record of the key creates a new instance.
@@ -80,7 +81,8 @@ def _records(keys: list[str], start: int, count: int, step_ms: int = 1000) -> li
 
 
 def _instances(changes: dict[bytes, bytes | None]) -> dict[bytes, bytes | None]:
-    return {k: v for k, v in changes.items() if is_instance_key(k)}
+    """The instances' snapshots of a commit's values (their keys' information taken out)."""
+    return {k: v if v is None else snapshot_of(v) for k, v in changes.items() if is_instance_key(k)}
 
 
 def _ended_only(changes: dict[bytes, bytes | None], program: str, keys: list[str]) -> bool:

@@ -15,7 +15,7 @@ from eventscript.automata.compile import compile_source
 from eventscript.engine import context
 from eventscript.kafka.restore import Restoration
 from eventscript.state.changelog import SINGLE_KEY, TIMERS_KEY, UNTAGGED_KEY, Position
-from eventscript.state.keyinfo import split_value
+from eventscript.state.keyinfo import decode_info, split_value
 from eventscript.task import versions
 from eventscript.task.task import Task
 from eventscript.task.versions import fingerprint_of, read_version_record, version_key
@@ -133,11 +133,17 @@ def test_carry_converts_lazily_and_fires_re_armed_timers_of_keys_seen_no_more(tm
     assert {context.snapshot_tag(new[orjson.dumps([k])]) for k in "abc"} == {tag2}  # type: ignore[arg-type]
     assert version_key(tag2) in new
     assert new[TIMERS_KEY] == b"%08x" % tag2  # the eager pass is done: later loads skip it
+    # a, converted by the eager pass (no record of it since), keeps its last record in its value
+    a_value = [r.value() for r in log.records[start:] if r.key() == orjson.dumps(["a"])][-1]
+    a_info = decode_info(split_value(a_value, None)[1])
+    assert a_info is not None and a_info.last == ("in", 0, 1, T0)
     v2.close()
     # a later owner (the policy kept at carry) reads the converted state as its own
     again = restore(tmp_path / "again", log, committed, SHORTER, "carry")
     assert process(again, tick(5, "b", 7 * MINUTE)) == [{"k": "b", "n": 2}]  # b's 2-minute timeout
     assert not again.counts["upgraded_carried"]
+    a_info = decode_info(again.store.key_info(orjson.dumps(["a"])))
+    assert a_info is not None and a_info.last == ("in", 0, 1, T0)
     again.close()
 
 
@@ -163,6 +169,13 @@ def test_an_ungrouped_instance_carries_too(tmp_path: Path) -> None:
     committed = commit(v1, log, succeeds=True)
     v1.close()
     v2 = restore(tmp_path / "v2", log, committed, src.replace("s + t.n", "s + t.n + 100"), "carry")
+    # Converted at load and committed before any record: written with its key's information
+    start = len(log.records)
+    commit(v2, log, succeeds=True)
+    (converted,) = [r.value() for r in log.records[start:] if r.key() == SINGLE_KEY]
+    info = decode_info(split_value(converted, None)[1])
+    assert info is not None and info.last == ("in", 0, 5, T0 + 1)
+    assert v2.store.get(SINGLE_KEY) == converted  # (the store keeps the same value)
     assert process(v2, tick(6, "x", 2)) == [{"n": 111}]  # s = 5 carried by name
     assert v2.counts["upgraded_carried"] == 1
     start = len(log.records)

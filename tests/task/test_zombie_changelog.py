@@ -22,7 +22,7 @@ from eventscript.kafka.changelog_dump import FoldedTask, fold_records
 from eventscript.kafka.restore import Coverage, Restoration
 from eventscript.kafka.standby import Standbys
 from eventscript.state.changelog import HEADER_EPOCH, EpochFence, Position, owner_epoch
-from eventscript.state.keyinfo import split_value
+from eventscript.state.keyinfo import stored_value
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig
 
@@ -182,7 +182,7 @@ def standby_of(tmp_path: Path, log: ChangelogPartition, committed: Position) -> 
 def test_a_standby_passes_over_a_zombies_records(tmp_path: Path) -> None:
     log = ChangelogPartition()
     committed, queued = zombie_after_new_owner(tmp_path, log)
-    b_k = split_value([m for m in log.records if m.key() == K][-1].value(), None)[0]
+    b_k = [m for m in log.records if m.key() == K][-1].value()  # (kept as it is: its information inside)
     send(log, queued)
     standbys = standby_of(tmp_path, log, committed)
     standbys.step()
@@ -252,13 +252,13 @@ def test_records_without_an_epoch_are_applied_as_before(tmp_path: Path) -> None:
 def test_the_state_dump_folds_with_the_fence(tmp_path: Path) -> None:
     log = ChangelogPartition()
     committed, queued = zombie_after_new_owner(tmp_path, log)
-    b_k = split_value([m for m in log.records if m.key() == K][-1].value(), None)[0]
+    b_k = [m for m in log.records if m.key() == K][-1].value()  # (kept as it is: its information inside)
     send(log, queued)
     folded = FoldedTask(0, committed)
     records = []
     for m in log.records:
         h = dict(m.headers())
-        value, info = split_value(m.value(), h.get("es-key"))
+        value, info = stored_value(m.value(), h.get("es-key"))  # (as read_changelog reads it)
         records.append((0, m.offset(), m.key(), value, h.get("es-pos"), info, h.get(HEADER_EPOCH)))
     fold_records({0: folded}, {0: Coverage(committed)}, records)
     assert folded.records[K][0] == b_k

@@ -1,8 +1,9 @@
 """``--handover``: end a backfill by giving its final state to the program's live workers.
 
 In ONE Kafka transaction the driver writes each task's final changelog records — every live
-instance's snapshot, the record clock and the repartition marks, exactly the bytes the worker's
-``Task.changelog_records`` writes, on the task's partition of the program's changelog topic —
+instance's value (its snapshot with its key's information in front), the record clock and the
+repartition marks, exactly the bytes the worker's ``Task.changelog_records`` writes, on the
+task's partition of the program's changelog topic —
 and commits the program's consumer-group offsets at the cut (the end of every range; the
 repartition topic at its end). Each record's ``es-pos`` header is the cut, so the worker's
 restore, which applies a changelog record only if its position is within the committed offsets,

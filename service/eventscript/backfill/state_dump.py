@@ -29,7 +29,7 @@ from ..topology.config import ProgramConfig, Topology, TopologyError
 def _changelog_record(row: Any) -> ChangelogRecord:
     """A data source row (``backfill.records.INPUT_SCHEMA``) as the restore reads a changelog record."""
     from ..state.changelog import HEADER_EPOCH, HEADER_POSITION
-    from ..state.keyinfo import HEADER_KEY_INFO, split_value
+    from ..state.keyinfo import HEADER_KEY_INFO, stored_value
 
     es_pos = info = gen = None
     for h in row["headers"] or ():
@@ -39,7 +39,7 @@ def _changelog_record(row: Any) -> ChangelogRecord:
             info = h["value"]
         elif h["key"] == HEADER_EPOCH:
             gen = h["value"]
-    value, info = split_value(
+    value, info = stored_value(
         bytes(row["value"]) if row["value"] is not None else None, bytes(info) if info is not None else None
     )
     return (

@@ -26,7 +26,7 @@ from ..automata.compiled import CompiledProgram
 from ..engine.timeutil import format_time
 from ..explain.terms import ProgramTerms
 from ..state.changelog import CLOCK_KEY, SINGLE_KEY, EpochFence, Position, decode_clock, is_instance_key, tp_name
-from ..state.keyinfo import decode_info
+from ..state.keyinfo import decode_info, split_value
 from ..state.query import ended_fields, explain_snapshot, last_record_fields
 from ..topology.config import KafkaConfig, ProgramConfig, Topology, TopologyError
 from . import clients
@@ -42,8 +42,8 @@ READ_TIMEOUT = 120.0
 @dataclass
 class FoldedTask:
     """One task's state as a restore would rebuild it now: store key → (value or None for a
-    tombstone, changelog offset of the record), what the task kept about each key (its last
-    record's information, in its value or its ``es-key`` header: ``state.keyinfo``), the records
+    tombstone, changelog offset of the record; a live key's information in its value:
+    ``state.keyinfo``), the markers of ended keys (tombstones' ``es-key`` headers), the records
     applied and skipped (not covered by the committed offsets; ``fence.skipped``: an earlier
     owner's, written after a later one's)."""
 
@@ -177,8 +177,8 @@ def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | Non
                 continue
             value, offset = task.records[kb]
             key = None if kb == SINGLE_KEY or types is None else orjson.loads(kb)
-            info = decode_info(task.infos.get(kb))
             if value is None:
+                info = decode_info(task.infos.get(kb))
                 yield {
                     "program": name,
                     "task": task.partition,
@@ -191,6 +191,7 @@ def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | Non
                     "committed": committed,
                 }
                 continue
+            info = decode_info(split_value(value, None)[1])
             instance = explain_snapshot(terms, value)
             yield {
                 "program": name,

@@ -37,7 +37,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
 from ..state.changelog import HEADER_EPOCH, EpochFence
-from ..state.keyinfo import HEADER_KEY_INFO, split_value
+from ..state.keyinfo import HEADER_KEY_INFO, stored_value
 from ..task.task import Task
 from .state import HEADER_POSITION, Position, TaskStore, committed_covers, decode_position
 
@@ -51,11 +51,12 @@ END_TIMEOUT = 10.0
 #: aborts it after the writer's transaction.timeout.ms, 60 s: a longer wait is worth a look).
 HELD_WARNING_INTERVAL = 60.0
 
-#: A changelog record as the restore reads it: partition, offset, key, value (the snapshot;
-#: None: a tombstone), its ``es-pos`` header (the input position of the batch that wrote it), its
-#: key information (what the task kept about the key, ``state.keyinfo``: from the value, or the
-#: ``es-key`` header of a tombstone or of a changelog written before; None: none) and its
-#: ``es-gen`` header (its owner's epoch: ``state.changelog.EpochFence``; None: none).
+#: A changelog record as the restore reads it: partition, offset, key, value (as the store keeps
+#: it: a snapshot with its key's information in front, ``state.keyinfo.stored_value``; None: a
+#: tombstone), its ``es-pos`` header (the input position of the batch that wrote it), a
+#: tombstone's key information (its ended marker, from its ``es-key`` header; None: none, and for
+#: every snapshot, whose information is in its value) and its ``es-gen`` header (its owner's epoch:
+#: ``state.changelog.EpochFence``; None: none).
 ChangelogRecord = tuple[int, int, bytes, "bytes | None", "bytes | None", "bytes | None", "bytes | None"]
 
 
@@ -69,14 +70,12 @@ class RestoreError(Exception):
 
 
 def keep_info(infos: dict[bytes, bytes | None], key: bytes, value: bytes | None, info: bytes | None) -> None:
-    """Note a changelog record's key information for the store write that applies it (from its
-    value or its ``es-key`` header: ``read_changelog``); a tombstone without one (written before
-    the header existed) drops what the store kept about the key, a snapshot without one leaves
-    it."""
-    if info is not None:
+    """Note a tombstone's key information (its ended marker, ``read_changelog``) for the store
+    write that applies it; a tombstone without one (written before the header existed) drops
+    what the store kept about the key. A snapshot's information is inside its value: nothing to
+    note (a marker noted earlier in the batch is stale once the key has a value again)."""
+    if value is None:
         infos[key] = info
-    elif value is None:
-        infos[key] = None
 
 
 def read_changelog(
@@ -103,7 +102,7 @@ def read_changelog(
                 info = v
             elif k == HEADER_EPOCH:
                 gen = v
-        value, info = split_value(m.value(), info)  # (the information in the value, or its header)
+        value, info = stored_value(m.value(), info)  # (the information in the value; a tombstone's beside it)
         records.append((m.partition(), m.offset(), m.key(), value, hdr, info, gen))
     return records, at_end
 

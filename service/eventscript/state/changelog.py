@@ -32,9 +32,9 @@ import orjson
 #: Store keys of instances are canonical group keys (JSON arrays: they start with '['); the one
 #: instance of an ungrouped program, and everything else, use keys that cannot clash:
 #: ``\x00`` local metadata, ``\x02``/``\x03`` task state (in the changelog too), ``\x04`` the
-#: timer index (local only: rebuilt from the snapshots on restore), ``\x05`` per-key information
-#: and ``\x06`` the index of ended keys (local, made from the changelog records' key
-#: information: see ``state.keyinfo``).
+#: timer index (local only: rebuilt from the snapshots on restore), ``\x05`` the markers of ended
+#: keys and ``\x06`` their index (local, made from the tombstones' key information; a live key's
+#: is inside its value: see ``state.keyinfo``).
 SINGLE_KEY = b"\x01single"
 #: Task state that is not an instance, kept in the changelog beside the instances: the
 #: repartition high-water marks, the record clock (microseconds, decimal) and the next timer

@@ -21,13 +21,23 @@ with the header on every record, still reads — ``split_value``)::
 - ``wall``: the wall clock (ms) of the commit that wrote an ended marker: its retention counts
   from there.
 
-The store keeps the header's value under ``\\x05`` + key (written in the same batch as the change,
-by the task, the restore and the standbys alike), and, for an ended key, an index entry ``\\x06`` +
-wall time + key, so that markers older than ``ENDED_RETENTION_MS`` are dropped a few at each write.
-Every reader of a changelog record's value goes through ``split_value`` (the restore, the
-standbys and the state dumps read records through ``kafka.restore.read_changelog``, the Spark
-dump through ``backfill.state_dump``): a build before the value carried the information cannot
-read a changelog written since (a downgrade resets the program's state, as any newer format).
+The store keeps a live key's information the same way, inside its stored value (the changelog
+record's value as it is: the task builds it once for both, and the restore, the standbys and the
+backfill's hand-over write a record's value with no split — one RocksDB entry per changed live
+key). An ended key has no value: its marker is kept under ``\\x05`` + key (``info_key``), with an
+index entry ``\\x06`` + wall time + key, so that markers older than ``ENDED_RETENTION_MS`` are
+dropped a few at each write. A key's information is therefore its stored value's frame when it
+has a value (``stored_info``: a live value always wins, and a marker left under ``\\x05`` from an
+earlier end is not read), else its ``\\x05`` marker; a key that comes back writes its value
+without deleting the old marker (that would be a second entry per change), which its index entry
+prunes in time. Stores written before (the information of live keys under ``\\x05`` too) are
+converted when opened (``state.store``, ``_META_FORMAT``).
+
+Every reader of a changelog record's value goes through ``stored_value`` or ``split_value`` (the
+restore, the standbys and the state dumps read records through ``kafka.restore.read_changelog``,
+the Spark dump through ``backfill.state_dump``): a build before the value carried the information
+cannot read a changelog written since, nor a store (a downgrade resets the program's state, as
+any newer format).
 """
 
 from __future__ import annotations
@@ -114,7 +124,7 @@ def last_record_head(topic: str) -> bytes:
 
 
 def info_key(store_key: bytes) -> bytes:
-    """The store key of an instance's information."""
+    """The store key of an ended key's marker (a live key's information is inside its value)."""
     return INFO_PREFIX + store_key
 
 
@@ -163,3 +173,31 @@ def split_value(value: bytes | None, header_info: bytes | None) -> tuple[bytes |
     if end < 0:  # (not one: left whole, for the snapshot's decoder to say what is wrong with it)
         return value, header_info
     return value[end + 1 :], value[1:end]
+
+
+def snapshot_of(value: bytes) -> bytes:
+    """The snapshot of a stored or changelog value (``framed_value``'s, or the value as it is)."""
+    if value[:1] != INFO_FRAME:
+        return value
+    end = value.find(INFO_END, 1)
+    return value if end < 0 else value[end + 1 :]
+
+
+def stored_value(value: bytes | None, header_info: bytes | None) -> tuple[bytes | None, bytes | None]:
+    """(value, information) of a changelog record as a store keeps them: a snapshot's value with
+    its information inside it (framed as it came, or framed here from the ``es-key`` header of a
+    changelog written before the information moved into the value: one put either way), and no
+    separate information; a tombstone's information (its ended marker, None: none) beside it."""
+    if value is None:
+        return None, header_info
+    if header_info is None or value[:1] == INFO_FRAME:
+        return value, None
+    return framed_value(header_info, value), None
+
+
+def stored_info(value: bytes | None, marker: bytes | None) -> bytes | None:
+    """A key's information from what its store holds: its value's frame when it has a value (a
+    live instance: an ended ``marker`` left from an earlier end is stale), else its marker."""
+    if value is not None:
+        return split_value(value, None)[1]
+    return marker

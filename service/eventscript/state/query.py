@@ -40,7 +40,7 @@ from ..explain.instance import explain_instance, view_of_snapshot
 from ..explain.terms import ProgramTerms
 from ..language.types import STRING
 from .changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, decode_position
-from .keyinfo import ENDED_RETENTION_MS, WHY, KeyInfo, decode_info, info_key, split_value
+from .keyinfo import ENDED_RETENTION_MS, WHY, KeyInfo, decode_info, info_key, split_value, stored_info
 
 # The store's own metadata keys (one home: state/store.py), read here in the same snapshot as the key.
 from .store import _META_CHECKPOINT, _META_POSITION, TaskStore
@@ -114,7 +114,8 @@ def store_key(program: CompiledProgram, key: tuple[Any, ...] | None) -> bytes:
 
 @dataclass(frozen=True)
 class CommittedRead:
-    """What one consistent read of a store gives: the key's snapshot (None: none), the input
+    """What one consistent read of a store gives: the key's snapshot (None: none), its
+    information (``state.keyinfo``: its value's, or its ended marker without a value), the input
     position of the last commit written to the store, the changelog offset the store has reached
     and the record clock saved with that commit (microseconds; 0 before the first)."""
 
@@ -146,9 +147,14 @@ def read_committed(store: TaskStore, key: bytes, other_thread: bool = False) -> 
         values = _get_many(snap, [key, _META_POSITION, _META_CHECKPOINT, CLOCK_KEY, info_key(key)])
     finally:
         del snap
-    raw, pos, checkpoint, clock, info = values
+    raw, pos, checkpoint, clock, marker = values
+    snapshot = split_value(raw, None)[0]  # (a live key's information is in its value: state/store.py)
     return CommittedRead(
-        raw, decode_position(pos), int(checkpoint) if checkpoint else 0, decode_clock(clock), decode_info(info)
+        snapshot,
+        decode_position(pos),
+        int(checkpoint) if checkpoint else 0,
+        decode_clock(clock),
+        decode_info(stored_info(raw, marker)),
     )
 
 

@@ -15,6 +15,24 @@ stored snapshot), so that a task knows its next deadlines without holding every 
 task says which, or the snapshot is decoded — changelog replays); entries of older snapshots are
 left behind and dropped when the task's timer scan finds that the stored snapshot no longer has
 that timer (see ``TimerIndex``).
+
+A live instance's stored value is its changelog record's value as it is: the key's information
+(``state.keyinfo``: the last record it took) in front of the snapshot (``keyinfo.framed_value``;
+a snapshot alone when the task knows no last record), so that a changed live key costs one
+RocksDB entry, as it costs one changelog record. Readers of a snapshot take it out of the value
+(``snapshot``, ``snapshot_fields``, ``keyinfo.snapshot_of``); ``instances`` yields values as
+stored. An ended key (no value) keeps its marker under ``\\x05`` + key and an index entry
+``\\x06`` + wall time + key (``keyinfo``); ``key_info`` reads either form of a key's information.
+
+A store written before this layout (format 1: live keys' information under ``\\x05`` beside a
+bare snapshot) is converted in place when first opened (``_convert_key_infos``: each live key's
+information moved into its value, one pass over the ``\\x05`` entries), as the timer index is
+built for a store from before the index. Why convert rather than read both forms: with both, an
+unframed value would send every reader to the ``\\x05`` entry, where a stale ended marker of a
+key that came back (left there: deleting it would be the second entry this layout saves) would
+have to be told from old live information on every read; converted once, the rule is one — a
+value's frame is its key's information, ``\\x05`` is only ever an ended marker — and a rebuild
+from the changelog (minutes at millions of keys) is not needed for what a local pass does.
 """
 
 from __future__ import annotations
@@ -42,11 +60,15 @@ from .changelog import (
 from .keyinfo import (
     ENDED_HEAD,
     ENDED_RETENTION_MS,
+    INFO_FRAME,
     PRUNE_PER_WRITE,
     decode_info,
     ended_index_key,
+    framed_value,
     info_key,
     parse_ended_index_key,
+    snapshot_of,
+    stored_info,
 )
 
 log = logging.getLogger("eventscript.state")
@@ -64,6 +86,12 @@ _META_EPOCH = b"\x00owner-epoch"
 #: existed get it built when first opened).
 _META_INDEX = b"\x00timer-index"
 _INDEX_VERSION = b"1"
+#: The store's layout: absent (format 1), a live key's information under ``\\x05`` beside its
+#: snapshot; "2", inside its value (see the module). A format-1 store is converted when opened.
+_META_FORMAT = b"\x00store-format"
+_FORMAT = b"2"
+#: Live keys converted per write batch when a format-1 store is opened (bounds the batch's memory).
+_CONVERT_BATCH = 10_000
 
 #: RocksDB memory of one task's store: the block cache (data blocks), the memtables (at most two
 #: of WRITE_BUFFER_MIB), and the table readers' filters and indexes (~1.5 bytes per stored key).
@@ -91,9 +119,10 @@ def parse_index_key(entry: bytes) -> tuple[int, int, bytes]:
 
 def snapshot_fields(raw: bytes) -> tuple[tuple[Any, ...] | None, TimerKey | None]:
     """The group key and the (deadline, seq) of the pending timer of an instance snapshot
-    (``engine.context.encode``); (None, None) for bytes that are not one."""
+    (``engine.context.encode``; or a stored value, its key's information in front: see the
+    module); (None, None) for bytes that are not one."""
     try:
-        payload = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        payload = msgpack.unpackb(snapshot_of(raw), raw=False, strict_map_key=False)
         key, timer = payload[3], payload[4]
         return (tuple(key) if key is not None else None, (int(timer[0]), int(timer[2])) if timer is not None else None)
     except (ValueError, TypeError, IndexError, msgpack.UnpackException):
@@ -127,6 +156,8 @@ class TaskStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._db: Rdict | None = None
+        #: Whether the opened store is ready to read from another thread (converted, indexed).
+        self._ready = False
         #: (deadline, seq) of the pending timer (None: none) of snapshots the task is about to
         #: write, so that ``write`` need not decode them; filled by the task, emptied by writes.
         self.timer_hints: dict[bytes, TimerKey | None] = {}
@@ -154,15 +185,19 @@ class TaskStore:
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = Rdict(str(self.path), options=_options())
+            if self._db.get(_META_FORMAT) != _FORMAT:
+                self._convert_key_infos()
             if self._db.get(_META_INDEX) != _INDEX_VERSION:
                 self._build_index()
+            self._ready = True
         return self._db
 
     @property
     def opened(self) -> Rdict | None:
         """The RocksDB store if this object has opened it, else None: what a reader on another
-        thread than the task's uses (opening it there could race the task's own open)."""
-        return self._db
+        thread than the task's uses (opening it there could race the task's own open; a store
+        being converted or indexed at its open is not ready yet)."""
+        return self._db if self._ready else None
 
     def _absent(self) -> bool:
         """Not opened, and nothing on disk yet: every read finds nothing (no need to open it)."""
@@ -195,7 +230,8 @@ class TaskStore:
         self.db.put(_META_CHANGELOG_ID, topic_id.encode())
 
     def instances(self) -> Iterator[tuple[bytes, bytes]]:
-        """Every stored instance: (store key, snapshot)."""
+        """Every stored instance: (store key, value as stored: its key's information in front of
+        the snapshot, see the module; ``keyinfo.snapshot_of`` takes the snapshot out)."""
         if self._absent():
             return
         single = self.db.get(SINGLE_KEY)
@@ -218,11 +254,19 @@ class TaskStore:
         return next(self.instances(), None) is not None
 
     def snapshot(self, key: bytes) -> bytes | None:
-        """The stored instance of ``key`` as the task's program reads it (see ``translate``)."""
+        """The stored instance of ``key`` as the task's program reads it (see ``translate``): the
+        snapshot, without the key's information."""
         raw = self.get(key)
-        if raw is None or self.translate is None:
-            return raw
-        return self.translate(key, raw)
+        if raw is None:
+            return None
+        raw = snapshot_of(raw)
+        return raw if self.translate is None else self.translate(key, raw)
+
+    def key_info(self, key: bytes) -> bytes | None:
+        """The key's information as kept (``KeyInfo.encode``'s bytes; None: none): its stored
+        value's frame, or, without a value (an ended key), its marker."""
+        value = self.get(key)
+        return stored_info(value, None if value is not None else self.get(info_key(key)))
 
     def get(self, key: bytes) -> bytes | None:
         db = self._db
@@ -240,9 +284,10 @@ class TaskStore:
         infos: dict[bytes, bytes | None] | None = None,
         epoch: int | None = None,
     ) -> None:
-        """Apply changes (None: delete), index their timers, keep their keys' information
-        (``infos``, else what the task left in ``pending_infos``) and move the checkpoint (and
-        the highest owner ``epoch`` with it), atomically."""
+        """Apply changes (values as stored: a live key's information inside, see the module;
+        None: delete), index their timers, keep the ended markers of the keys that ended
+        (``infos``, else what the task left in ``pending_infos``; None: drop the key's marker) and
+        move the checkpoint (and the highest owner ``epoch`` with it), atomically."""
         wb = WriteBatch(raw_mode=True)
         if infos is None:
             infos, self.pending_infos = self.pending_infos, {}
@@ -268,8 +313,8 @@ class TaskStore:
             self.on_write(changes)
 
     def _batch_infos(self, wb: WriteBatch, infos: dict[bytes, bytes | None]) -> None:
-        """Put the keys' information into ``wb``; an ended marker also gets its retention index
-        entry, and markers past their retention are dropped (a few, at most once a minute)."""
+        """Put the ended keys' markers into ``wb`` with their retention index entries, and drop
+        markers past their retention (a few, at most once a minute)."""
         put = wb.put
         for kb, raw in infos.items():
             if raw is None:
@@ -358,6 +403,30 @@ class TaskStore:
             top = max(top, parse_index_key(entry)[1])
         return top + 1
 
+    def _convert_key_infos(self) -> None:
+        """Move the information of each live key of a format-1 store (under ``\\x05``) into its
+        value, and mark the store format 2; ended markers (no value) stay. Runs at open, before
+        anything reads the store."""
+        db = self.db
+        moved = 0
+        wb = WriteBatch(raw_mode=True)
+        for k, info in self.with_prefix(INFO_PREFIX):
+            kb = k[len(INFO_PREFIX) :]
+            value = db.get(kb)
+            if value is None:
+                continue  # an ended marker (or information without an instance: read as before)
+            if value[:1] != INFO_FRAME and not info.startswith(ENDED_HEAD):
+                wb.put(kb, framed_value(info, value))
+            wb.delete(k)
+            moved += 1
+            if moved % _CONVERT_BATCH == 0:
+                db.write(wb)
+                wb = WriteBatch(raw_mode=True)
+        wb.put(_META_FORMAT, _FORMAT)
+        db.write(wb)
+        if moved:
+            log.info("%s: the information of %d live key(s) moved into their values (store format 2)", self.path, moved)
+
     def _build_index(self) -> None:
         """Index the timers of every stored snapshot (a store from before the index)."""
         count = 0
@@ -402,6 +471,7 @@ class TaskStore:
 
         self.close()
         self._db = None
+        self._ready = False
         shutil.rmtree(self.path, ignore_errors=True)
         self.timer_hints.clear()
         self.passed_index.clear()

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..engine.engine import Engine
 from ..engine.time_provider import NO_BACKLOG, TimerQueue
+from .keyinfo import snapshot_of
 from .store import TaskStore, TimerKey, parse_index_key, snapshot_fields
 
 #: Index entries dealt with per pull (the queue pulls again if it needs more).
@@ -79,6 +80,7 @@ class TimerIndex:
             elif key in contexts or self.out_of_date(key, kb):
                 passed[kb] = entry
             else:
+                raw = snapshot_of(raw)  # (without its key's information)
                 current = raw if store.translate is None else store.translate(kb, raw)  # (another version's)
                 if current is not None:
                     restore(current)

@@ -1236,8 +1236,9 @@ class Task:
     # -- committing ----------------------------------------------------------------------------------
 
     def changelog_records(self) -> dict[bytes, bytes | None]:
-        """Snapshots of the instances changed since the last commit (None: terminated), and the
-        changelog records to send for them."""
+        """The values of the instances changed since the last commit (None: terminated), as the
+        changelog records sent for them carry them and the store keeps them (a live key's
+        information in front of its snapshot: ``keyinfo.framed_value``)."""
         changes: dict[bytes, bytes | None] = {}
         snapshot = self.engine.snapshot
         hints = self.store.timer_hints  # each snapshot's timer, for the store's timer index
@@ -1245,16 +1246,15 @@ class Task:
         key_bytes_of = self._ctx_key_bytes
         timed = self._timed
         self._fresh.clear()  # every one still alive is snapshotted now: persisted from here on
-        # Each change's key information (state/keyinfo.py), for the store too, and on its record:
-        # a snapshot's inside the value sent (``framed``: the store keeps the snapshot alone in
-        # ``changes``), a tombstone's in an ``es-key`` header after the commit's (its value stays
-        # null, for compaction), a list made here for each.
+        # Each change's key information (state/keyinfo.py): a snapshot's inside its value, built
+        # once for the record sent and the store (one entry); a tombstone's in an ``es-key`` header
+        # after the commit's (its value stays null, for compaction), a list made here for each,
+        # and for the store's ended marker (``infos``).
         infos = self.store.pending_infos
         pos_header = (HEADER_POSITION, position_header(self.position))
         gen_header = self._epoch_header
         lead = (pos_header,) if gen_header is None else (pos_header, gen_header)  # every record's first headers
         key_headers: dict[bytes, codec.Headers] = {}
-        framed: dict[bytes, bytes] = {}
         frame = b"".join
         frame_head, info_end = INFO_FRAME, INFO_END  # (keyinfo.framed_value, inline)
         key_info = self._key_info
@@ -1266,10 +1266,9 @@ class Task:
         drained = self.engine.drain_dirty()
         if not self.grouped:
             for ctx in drained:
-                snap = changes[SINGLE_KEY] = snapshot(ctx)
-                info = infos[SINGLE_KEY] = key_info(SINGLE_KEY, self._last_single, None)
-                if info is not None:
-                    framed[SINGLE_KEY] = framed_value(info, snap)
+                snap = snapshot(ctx)
+                info = key_info(SINGLE_KEY, self._last_single, None)
+                changes[SINGLE_KEY] = snap if info is None else framed_value(info, snap)
             drained = []
         for ctx in drained:
             kb = key_bytes_of(ctx)
@@ -1287,17 +1286,18 @@ class Task:
                         else [pos_header, gen_header, (info_header, info)]
                     )
             else:
-                snap = changes[kb] = snapshot(ctx)
+                snap = snapshot(ctx)
                 head = heads(msg.topic()) if msg is not None else None
                 if head is not None:  # (assert msg is not None) the common case, built at least cost
                     info = head + b"%d,%d,%d]}" % (msg.partition(), msg.offset(), msg.timestamp()[1])  # type: ignore[union-attr]
                 else:
                     info = key_info(kb, msg, None)
-                infos[kb] = info
                 if info is not None:
-                    framed[kb] = frame((frame_head, info, info_end, snap))
-                    if key_headers:  # (ended and started again in this batch: not its tombstone's header)
-                        key_headers.pop(kb, None)
+                    changes[kb] = frame((frame_head, info, info_end, snap))
+                else:
+                    changes[kb] = snap
+                if key_headers and key_headers.pop(kb, None) is not None:
+                    del infos[kb]  # (ended and started again in this batch: neither its tombstone's header nor marker)
                 if timed:
                     hints[kb] = timer_info(ctx)
             save(kb)
@@ -1324,26 +1324,22 @@ class Task:
             self._seq_saved = self.clock.timers.next_seq
             changes[SEQ_KEY] = b"%d" % self._seq_saved
         if self._rewrite:
-            get = self.store.get  # the committed value: a key this batch did not change has no other
+            get = self.store.get  # the committed value (as stored: its information inside it)
             for kb in self._rewrite:
-                if kb not in changes:
-                    value = changes[kb] = get(kb)
+                if kb in changes:
+                    continue
+                if (changes.setdefault(kb, get(kb))) is None:  # (a tombstone: its ended marker as kept)
                     info = infos[kb] = get(info_key(kb))
-                    if info is None:
-                        continue
-                    if value is not None:
-                        framed[kb] = framed_value(info, value)
-                    else:
+                    if info is not None:
                         key_headers[kb] = [*lead, (HEADER_KEY_INFO, info)]
             self._rewrite = set()
-        self.versions.changelog_records(changes)
+        self.versions.changelog_records(changes, self.store.key_info)
         self.versions.log_summary()
         self._last_sent = changes
         if changes:
             headers: codec.Headers = list(lead)  # one list for the records without their own
-            sent = {**changes, **framed} if framed else changes  # (the same keys, in the same order)
             self.send_changelog(
-                self.changelog_topic, self.partition, sent, headers, self.clock.now() // 1000, key_headers
+                self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000, key_headers
             )
         return changes
 
@@ -1375,7 +1371,7 @@ class Task:
         if msg is not None:
             last = self._record_coordinates(msg)
         else:
-            before = decode_info(self.store.get(info_key(kb)))
+            before = decode_info(self.store.key_info(kb))
             last = before.last if before is not None else None
         if ended is None:
             return KeyInfo(last).encode() if last is not None else None

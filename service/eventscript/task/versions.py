@@ -33,7 +33,8 @@ import orjson
 from ..automata.compiled import CompiledProgram
 from ..engine import context
 from ..engine.engine import Engine
-from ..state.changelog import TIMERS_KEY, UNTAGGED_KEY, VERSION_PREFIX
+from ..state.changelog import TIMERS_KEY, UNTAGGED_KEY, VERSION_PREFIX, is_instance_key
+from ..state.keyinfo import framed_value, snapshot_of
 from ..state.store import TaskStore, parse_index_key, snapshot_fields
 from ..upgrade.convert import Conversion, UpgradeRefused
 from ..upgrade.fingerprint import fingerprint
@@ -233,6 +234,7 @@ class ProgramVersions:
         for entry in list(store.index_after(None)):
             deadline, seq, kb = parse_index_key(entry)
             raw = store.get(kb)
+            raw = snapshot_of(raw) if raw is not None else None  # (without its key's information)
             if raw is None or snapshot_fields(raw)[1] != (deadline, seq) or self._tag_of(raw) == self.tag:
                 continue  # stale entry, or this version's instance: left to the timer index
             current = self.translate(kb, raw)
@@ -276,11 +278,14 @@ class ProgramVersions:
 
     # -- at commit --------------------------------------------------------------------------------
 
-    def changelog_records(self, changes: dict[bytes, bytes | None]) -> None:
+    def changelog_records(self, changes: dict[bytes, bytes | None], key_info: Callable[[bytes], bytes | None]) -> None:
         """Add what the versions have to write to a commit's ``changes`` (a key the batch wrote
-        itself keeps its newer value)."""
+        itself keeps its newer value): a converted instance with its key's information as kept
+        (``key_info``: ``TaskStore.key_info``) in front, as every stored value carries it."""
         for kb, value in self.pending.items():
-            changes.setdefault(kb, value)
+            if kb not in changes:
+                info = key_info(kb) if value is not None and is_instance_key(kb) else None
+                changes[kb] = framed_value(info, value) if info is not None and value is not None else value
         self.sent, self.pending = self.pending, {}
 
     def log_summary(self) -> None:
