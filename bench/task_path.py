@@ -30,6 +30,7 @@ import collections
 import cProfile
 import gc
 import hashlib
+import os
 import pstats
 import statistics
 import sys
@@ -39,7 +40,10 @@ from pathlib import Path
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH.parent / "service"))
+# This tree's code, unless PYTHONPATH names a tree (a before/after comparison runs one tree's code
+# by it: put first, this tree's would run on both sides).
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(0, str(BENCH.parent / "service"))
 sys.path.insert(0, str(BENCH))
 
 import orjson  # noqa: E402
