@@ -8,8 +8,12 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
+import orjson
 import pytest
+
+from eventscript.task.progress import read_marker
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
@@ -144,3 +148,70 @@ def test_the_race_tells_librdkafka_and_rocksdb_threads_from_python_ones() -> Non
     assert split["librdkafka"] >= 0.25 and split["rocksdb"] >= 0.25
     assert split["python"] > 0  # (this test's own thread: imports, the bench modules)
     assert sum(split.values()) <= whole + 0.05
+
+
+event_time = bench_module("event_time")
+
+
+@pytest.mark.parametrize("order", ["random", "zipf"])
+def test_the_landing_of_the_markers_bench_is_the_writers_commits(order: str) -> None:
+    """``event_time.py --landing batches`` lays records out as three out-of-phase writers' commits
+    land: every record once, each key one writer's, each writer's records in time order, each
+    batch followed by its writer's marker whose progress passes them all and no record of that
+    writer landing later; some records land behind later ones (else it measures the ordered case)."""
+    recs = event_time.records(3_000, 500, 1, order, batch_ms=100)
+    records = [m for m in recs if not event_time.is_marker(m)]
+    assert sorted(m.timestamp()[1] for m in records) == [event_time.T0 + i for i in range(3_000)]
+    assert [m.offset() for m in recs] == list(range(len(recs)))
+    writer_of_key: dict[bytes, int] = {}
+    last_of: dict[int, int] = {}
+    marked: dict[int, int] = {}
+    behind = 0
+    top = -1
+    for m in recs:
+        ts = m.timestamp()[1]
+        if event_time.is_marker(m):
+            marker = read_marker(m.headers())
+            assert marker is not None
+            writer, progress = marker
+            w = int(writer.rsplit("/", 1)[1])
+            assert progress > last_of.get(w, -1)
+            marked[w] = progress
+            continue
+        w = event_time.writer_of(orjson.loads(m.value())["k"])
+        assert writer_of_key.setdefault(m.key(), w) == w
+        assert ts > last_of.get(w, -1) and ts >= marked.get(w, -1)
+        last_of[w] = ts
+        behind += ts < top
+        top = max(top, ts)
+    assert behind > len(records) // 4
+    assert set(marked) == set(range(event_time.WRITERS))
+
+
+def test_the_markers_bench_gives_the_same_outputs_however_the_records_land(tmp_path: Path) -> None:
+    """Its gated task counts per key as the ordered run does, whether the records land in time
+    order or as the writers' commits: the bench times the same work both ways."""
+
+    def counts(recs: list[Any]) -> dict[bytes | None, list[bytes | None]]:
+        task = event_time.make_task(tmp_path / str(len(list(tmp_path.iterdir()))), True, 1)
+        out: dict[bytes | None, list[bytes | None]] = {}
+
+        def send(topic: str, partition: int, key: bytes | None, value: bytes | None, *rest: Any) -> None:
+            out.setdefault(key, []).append(value)
+
+        task.attach(send)
+        recs, landed, _ = event_time.fed(recs, True)
+        for at in range(0, len(recs), event_time.FETCH):
+            for m in recs[at : at + event_time.FETCH]:
+                task.add(m)
+            task.process(0)
+        if not landed:
+            event_time.mark(task, ["mid"], {"mid": len(recs)}, recs[-1].timestamp()[1] + 1)
+            task.process(0)
+        assert task.held_back == 0
+        task.close()
+        return out
+
+    ordered = counts(event_time.records(5_000, 300, 1, "zipf"))
+    landed = counts(event_time.records(5_000, 300, 1, "zipf", batch_ms=100))
+    assert ordered == landed and sum(map(len, ordered.values())) == 5_000
