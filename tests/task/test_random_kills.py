@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from eventscript.task.streams import WriterStreams
 from eventscript.topology.config import load_topology
 
 from .kill_schedule import KillRates, KillSchedule
@@ -119,13 +120,20 @@ def test_a_longer_trace_with_tasks_killed_where_it_matters_gives_the_simulated_r
     offset order (``kill_schedule.py``)."""
     for seed in LONGER_SEEDS:
         folder = tmp_path / f"seed-{seed}"
-        shutil.copytree(path.parent, folder / path.parent.name)
-        longer = folder / path.parent.name / path.name
-        trace = longer.parent / "sample.trace"
-        longer_trace(path.parent / "sample.trace", trace, side_by_side=SIDE_BY_SIDE, rounds=ROUNDS, seed=seed)
+        longer = with_a_longer_trace(path, folder, seed)
         assert_kills_give_the_simulated_records(
             longer, counts, guarantee == "exactly-once", seed, folder, TARGETED, LONGER_COMMIT, LONGER_TURNS
         )
+
+
+def with_a_longer_trace(path: Path, folder: Path, seed: int) -> Path:
+    """A copy of the topology at ``path`` in ``folder``, its sample trace made longer
+    (``longer_trace``: the copies shifted by ``seed``); returns the copy's topology file."""
+    shutil.copytree(path.parent, folder / path.parent.name)
+    longer = folder / path.parent.name / path.name
+    trace = longer.parent / "sample.trace"
+    longer_trace(path.parent / "sample.trace", trace, side_by_side=SIDE_BY_SIDE, rounds=ROUNDS, seed=seed)
+    return longer
 
 
 def assert_kills_give_the_simulated_records(
@@ -156,3 +164,29 @@ def assert_kills_give_the_simulated_records(
     assert {k: shown(v) for k, v in got.items()} == want, f"seed {seed}, kills {schedule.kills}"
     assert {k: [x["es-id"] for x in v] for k, v in got.items()} == reference_ids, f"seed {seed}, kills {schedule.kills}"
     return schedule
+
+
+def test_the_longer_harness_keeps_records_out_of_offset_order_and_kills_after_a_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the longer harness is for, lest a change of it lose it: a task's own records kept
+    out of offset order (``WriterStreams.append`` of an offset below one appended before), and a
+    task killed right after a commit that left records kept waiting."""
+    out_of_order = 0
+    top: dict[int, int] = {}  # id of each WriterStreams -> the highest offset appended to it
+    append = WriterStreams.append
+
+    def counted(streams: WriterStreams, msg: Any, ts: int | None = None) -> bool:
+        nonlocal out_of_order
+        out_of_order += msg.offset() < top.get(id(streams), -1)
+        top[id(streams)] = max(top.get(id(streams), -1), msg.offset())
+        return append(streams, msg, ts)
+
+    monkeypatch.setattr(WriterStreams, "append", counted)
+    path = next(p for p in TOPOLOGY_FILES if p.parent.name == "sensors")
+    longer = with_a_longer_trace(path, tmp_path, 1)
+    schedule = assert_kills_give_the_simulated_records(
+        longer, more_writers(path), True, 1, tmp_path, TARGETED, LONGER_COMMIT, LONGER_TURNS
+    )
+    assert out_of_order > 0
+    assert schedule.kills.get("after_commit", 0) > 0
