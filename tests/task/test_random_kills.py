@@ -59,7 +59,12 @@ SIDE_BY_SIDE, ROUNDS = 3, 2
 TARGETED = KillRates(anywhere=0.005, kept=0.02, after_commit=0.5, mid_commit=0.1, restoring=0.05, most=20)
 LONGER_COMMIT = 0.05
 LONGER_TURNS = 3_000
-#: Their seeds (``LONGER_KILL_SEEDS``; each seed also shifts the copies of the trace).
+#: Their seeds (``LONGER_KILL_SEEDS``; each seed also shifts the copies of the trace). At 198724b
+#: seeds 1-31 pass on every layout under both guarantees; with 421f9fd's streams.py fix reverted,
+#: 30 of the 160 more-writers runs of seeds 1-10 fail (6 at-least-once, 24 exactly-once; every
+#: topology that re-keys an intermediate topic). The shipped layouts never keep records out of
+#: offset order here (seeds 1-5): where a stage keeps its upstream's partitioning and count, one
+#: upstream task writes all a downstream partition gets.
 LONGER_SEEDS = tuple(int(s) for s in os.environ.get("LONGER_KILL_SEEDS", "1").split())
 
 
