@@ -140,13 +140,18 @@ def commit(task: Task, markers: bool = True) -> None:
     in the store at the input position, then the markers (``Checkpoint.commit_if_due``; not
     ``markers``: the caller wrote them, in an exactly-once transaction)."""
     task.forward_fetched()
+    store_state(task)
+    if markers:
+        task.write_progress(forward=False)
+    task.wants_commit = False
+
+
+def store_state(task: Task) -> None:
+    """The commit's middle step: the task's state in its store at its input position."""
     task.send_changelog = lambda *record: None  # (the state goes to the store only)
     # (the offsets committed before for partitions it has processed nothing of since: a
     # consumer group keeps them, as ``Checkpoint.positions`` does)
     task.store.write(task.changelog_records(), None, {**(task.store.position or {}), **task.position})
-    if markers:
-        task.write_progress(forward=False)
-    task.wants_commit = False
 
 
 def restart(pipeline: PipelineRun, i: int, stores: Path) -> None:
