@@ -595,11 +595,11 @@ class WriterStreams:
             self.disordered.clear()
             self.indexed = False
             return
-        if self.unnoted or self.unnoted_from is not None:
-            self._note_tail()
-        if len(taken) > self.count + len(self.tail):  # (fewer wait on: noted again)
+        if len(taken) > self.count + len(self.tail):  # (fewer wait on: noted again, from scratch)
             self._note_keys(self.indexed)
             return
+        if self.unnoted or self.unnoted_from is not None:
+            self._note_tail()
         if not self.several:  # (no key's records indexed: a key goes with its last record)
             self.indexed = False
             keys = [m.key() for m in taken]
