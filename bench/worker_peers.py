@@ -55,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -503,6 +504,12 @@ def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str, 
             json.dumps({k: v for k, v in CONSUMER.items() if k != "auto.offset.reset"}),
             json.dumps(PRODUCER),
         ]
+    return start_child(who, args, group, tmp)
+
+
+def start_child(who: str, args: list[str], group: str, tmp: str) -> subprocess.Popen:
+    """Start a contender's process (``args``), its stderr in ``tmp``/``group``.log, and wait for
+    its "ready" (set up, not released yet)."""
     log = open(Path(tmp) / f"{group}.log", "wb")  # noqa: SIM115 - the child's stderr, closed with it
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline() if proc.stdout is not None else ""
@@ -513,13 +520,23 @@ def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str, 
 
 
 def race(
-    who: str, broker: Broker, topic: str, n: int, partitions: int, tmp: str, timeline: bool = False, against: str = ""
+    who: str,
+    broker: Broker,
+    topic: str,
+    n: int,
+    partitions: int,
+    tmp: str,
+    timeline: bool = False,
+    against: str = "",
+    starter: Callable[..., subprocess.Popen] | None = None,
 ) -> dict:
-    """Release one contender on the backlog; its wall, CPU, broker CPU, first output, peak RSS."""
+    """Release one contender on the backlog; its wall, CPU, broker CPU, first output, peak RSS.
+    ``starter``: what starts it, called as ``spawn`` is (default: ``spawn``; other benches race
+    contenders of their own so, bench/worker_markers.py)."""
     group = f"{who.replace('@', '-')}-{time.time_ns() % 10**9}"
     out = f"{group}-out"
     create_topics(broker.bootstrap, [out], partitions)
-    proc = spawn(who, broker, topic, out, group, tmp, against)
+    proc = (starter or spawn)(who, broker, topic, out, group, tmp, against)
     counter = OutputCounter(broker.bootstrap, out, partitions)
     try:
         cpu0, broker0, threads0 = proc_cpu(proc.pid), broker.cpu(), thread_cpu(proc.pid)

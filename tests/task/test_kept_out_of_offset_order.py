@@ -8,6 +8,10 @@ killed, and its next owner never took offset 230: a SiteAlarm was lost."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 from eventscript.task.merge import InputPartition
 from eventscript.task.record import PlainRecord
 from eventscript.task.streams import WriterStreams
@@ -46,3 +50,35 @@ def test_the_position_stays_before_a_record_kept_after_a_later_offset() -> None:
     position = {"sensor-events:2": 214}
     ip.settle_position(position)
     assert position["sensor-events:2"] == 219
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_least_offset_waiting_follows_records_kept_and_taken(seed: int) -> None:
+    """``waiting_offset`` (a heap of the offsets waiting while records come out of offset order,
+    those taken dropped as they reach its top, rebuilt when mostly taken) against every record
+    waiting looked at: a task's own records kept in record-time order (``keep``: their offsets
+    out of order, as several writers' commits land them), released at random bounds, sometimes
+    all at once (which ends the out-of-order stretch), over enough records to rebuild the heap."""
+    rnd = random.Random(seed)
+    streams = WriterStreams()
+    waiting: dict[int, int] = {}  # offset → record time (ms)
+    used: set[int] = set()  # (each offset is read once: kept once)
+    fetched = 0  # offsets fetched so far: each record kept is one of the last few hundred
+    clock = 0
+    for _ in range(400):
+        for _ in range(rnd.randrange(1, 40)):
+            clock += rnd.randrange(0, 3)
+            fetched += rnd.randrange(1, 4)
+            offset = fetched - rnd.randrange(0, 300) if rnd.random() < 0.7 else fetched
+            if offset in used or offset < 0:
+                continue
+            assert streams.keep(record(offset, clock, b"k%d" % offset))
+            waiting[offset] = clock
+            used.add(offset)
+        assert streams.waiting_offset() == (min(waiting) if waiting else None)
+        bound = clock + 1 if rnd.random() < 0.1 else clock - rnd.randrange(0, 20)
+        taken = streams.take_below(T0 + bound)
+        assert sorted(m.offset() for m in taken) == sorted(o for o, ms in waiting.items() if ms < bound)
+        for m in taken:
+            del waiting[m.offset()]
+        assert streams.waiting_offset() == (min(waiting) if waiting else None)

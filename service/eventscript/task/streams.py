@@ -231,6 +231,7 @@ def _origin(raw: bytes, armed: bytes | None = None) -> Origin:
 
 #: A record's key (``WriterStreams._note_tail``: called in C).
 _KEY_OF = operator.methodcaller("key")
+_OFFSET_OF = operator.methodcaller("offset")
 
 #: A record time past every record's: no bound.
 MAX_MS = 1 << 62
@@ -322,6 +323,15 @@ class WriterStreams:
         #: then the first record waiting is not the least offset waiting (``waiting_offset``).
         self.top_offset = -1
         self.out_of_offset_order = False
+        #: While ``out_of_offset_order``: the offsets of the records put in place since it came
+        #: (and of those waiting then), a heap, and those of them taken since (``gone``: dropped
+        #: from the heap as they reach its top). ``waiting_offset`` is asked at each release, and
+        #: a scan of every record waiting cost a worker whose program runs on several tasks (its
+        #: own records kept in record-time order: ``Task._forward_in_time_order``) a fifth of its
+        #: records per CPU-second (bench/worker_markers.py). (An offset is kept once between
+        #: ``clear``s: a partition's record is read once, a rewind clears.)
+        self.offset_heap: list[int] = []
+        self.gone: set[int] = set()
         #: The offsets of the repeats dropped since last taken (``take_repeats``).
         self.repeats: list[int] = []
 
@@ -337,8 +347,12 @@ class WriterStreams:
         offset = msg.offset()
         if offset > self.top_offset:
             self.top_offset = offset
-        else:
+        elif not self.out_of_offset_order:
             self.out_of_offset_order = True
+            arrived = self.arrived  # (those put in place; the tail's go in with it: ``_index``)
+            self.offset_heap = [arrived[i].offset() for run in self.runs for i in run]
+            heapq.heapify(self.offset_heap)
+            self.gone = set()
         return self.append(msg)
 
     def append(self, msg: Record, ts: int | None = None) -> bool:
@@ -484,6 +498,10 @@ class WriterStreams:
             self.unnoted = 0
             self.tail = []
             self.arrived.extend(tail)
+            if self.out_of_offset_order:
+                heap = self.offset_heap
+                for offset in map(_OFFSET_OF, tail):
+                    heapq.heappush(heap, offset)
             tail_times = self.tail_times
             self.times.extend(tail_times)
             self.tail_times = []
@@ -560,7 +578,14 @@ class WriterStreams:
         arrived = self.arrived
         taken = list(map(arrived.__getitem__, order))
         if self.out_of_offset_order:
-            to = max([m.offset() for m in taken]) + 1
+            offsets = [m.offset() for m in taken]
+            to = max(offsets) + 1
+            gone = self.gone
+            gone.update(offsets)
+            if len(gone) > self.count + 1024:  # (the heap mostly records taken: rebuilt, once in so many)
+                self.offset_heap = [o for o in self.offset_heap if o not in gone]
+                heapq.heapify(self.offset_heap)
+                gone.clear()
         else:
             to = arrived[max(order)].offset() + 1  # (arrival order is offset order)
         if self.taken_to is None or to > self.taken_to:
@@ -571,6 +596,7 @@ class WriterStreams:
         if not self.runs and not self.tail:
             self.arrived, self.times = [], []
             self.top_offset, self.out_of_offset_order = -1, False
+            self.offset_heap, self.gone = [], set()
         elif len(arrived) > 4 * self.count + 1024:
             self._compact()  # (the records taken stay in ``arrived`` until then)
         return taken
@@ -689,10 +715,15 @@ class WriterStreams:
         not the least (a task killed after committing a position past a record still waiting loses
         it: tests/task/test_kept_out_of_offset_order.py)."""
         if self.out_of_offset_order:
-            arrived = self.arrived
-            offsets = [arrived[i].offset() for run in self.runs for i in run]
-            offsets.extend([m.offset() for m in self.tail])
-            return min(offsets) if offsets else None
+            heap, gone = self.offset_heap, self.gone
+            while heap and heap[0] in gone:
+                gone.discard(heapq.heappop(heap))
+            least = heap[0] if heap else None
+            if self.tail:  # (not in the heap yet)
+                first = min(map(_OFFSET_OF, self.tail))
+                if least is None or first < least:
+                    least = first
+            return least
         if self.runs:
             if self.first_index is None:
                 self.first_index = min([min(run) for run in self.runs])
@@ -719,4 +750,5 @@ class WriterStreams:
         self.disordered.clear()
         self.repeats.clear()
         self.top_offset, self.out_of_offset_order = -1, False
+        self.offset_heap, self.gone = [], set()
         self.taken_to = None

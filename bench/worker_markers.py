@@ -1,0 +1,281 @@
+"""What progress markers cost the whole worker (issue 21): a downstream program's worker on an
+intermediate topic three upstream tasks wrote, with markers and without, each run its own
+process on one broker, released on a pre-loaded backlog and timed until its CPU goes flat after
+its last output (``bench/worker_peers.py``'s race: commits, changelog and store writes inside).
+
+``bench/event_time.py`` measures the markers against one task in process, engine and merge
+alone: a share of that leaves out what every record also costs a worker — the fetch, the output's
+produce, the changelog, the store, the commits — so it overstates the share a user sees. This
+bench measures the share of the worker's own records per CPU-second.
+
+The topic ``mid`` (``--partitions``, default 3) holds what the program ``up`` (never run here:
+it names the writers, ``up/0`` .. ``up/2``) would have written: ``--records`` records of the
+event ``Hit {k}``, one every ms of record time, keys drawn uniformly or by a Zipf law among
+``--keys``, each on its key's partition, with the headers a program's outputs carry. They land as
+the writers' commits land them (``event_time.landing``): each key is written by one writer, each
+writer commits every ``--commit-ms`` of record time, the three out of phase, and each batch lands
+whole followed by its writer's markers on every partition. Two copies of that topic are loaded:
+with the markers, and without (what the writers write with ``event_time_markers: false``).
+
+Contenders, each the TopologyRunner running only the program ``down`` (a counter per key on
+record time, emitting one record per input):
+
+- ``today-alo``, ``today-eos``:     ``event_time_markers: false``: the merge takes what is fetched;
+- ``markers-alo``, ``markers-eos``: ``event_time_markers: true``: each task waits on the three
+                                    writers' progress and takes their records in record-time order.
+
+Printed per run: records per second and per CPU-second of the worker's process (all threads),
+its Python threads' CPU, and the markers' share of records per CPU-second against today's of the
+same guarantee in the same round. Rounds rotate the order of the contenders.
+
+Usage: python bench/worker_markers.py [--records N] [--keys 100000] [--orders random,zipf]
+       [--commit-ms 100] [--rounds R] [--contenders today-alo,markers-alo,today-eos,markers-eos]
+The broker: $KAFKA_BOOTSTRAP_SERVERS, or the embedded Tansu broker, started and stopped here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+import worker_peers as peers  # noqa: E402
+from event_time import WRITERS, landing  # noqa: E402
+from key_draw import drawn_keys  # noqa: E402
+
+#: The first record's time (ms): an hour ago, so that a broker's retention keeps the records.
+T0 = (int(time.time()) - 3600) * 1000
+
+CONTENDERS = ("today-alo", "markers-alo", "today-eos", "markers-eos")
+
+#: The upstream program: never run, it names the writers of ``mid`` (one task per partition).
+UP = """
+in {string k;} Reading group(Reading.k)
+out {string k;} Hit
+( Reading(r) { !>Hit({k: r.k}); } )*
+"""
+#: The downstream program this bench runs: one counter per key, emitting its count per record.
+DOWN = """
+in {string k;} Hit group(Hit.k)
+out {string k; long n;} Count
+{ n = 0; }
+( Hit() { n = n + 1; !>Count({k: group[0], n: n}); } )*
+"""
+
+
+def topology(
+    bootstrap: str, group: str, mid: str, out: str, guarantee: str, markers: bool, state: Path, partitions: int
+) -> dict:
+    """The two programs' topology (``up`` → ``mid`` → ``down`` → ``out``), as a dict."""
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "up.es").write_text(UP)
+    (state / "down.es").write_text(DOWN)
+    return {
+        "application": group,
+        "event_time_markers": markers,
+        "kafka": {
+            "bootstrap_servers": bootstrap,
+            "consumer": {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500},
+        },
+        "programs": [
+            {
+                "name": "up",
+                "source": str(state / "up.es"),
+                "clock": "record",
+                "guarantee": guarantee,
+                "inputs": [{"topic": f"{group}-src", "event": "Reading"}],
+                "outputs": {"default": mid},
+            },
+            {
+                "name": "down",
+                "source": str(state / "down.es"),
+                "clock": "record",
+                "guarantee": guarantee,
+                "inputs": [{"topic": mid, "event": "Hit"}],
+                "outputs": {"default": out},
+            },
+        ],
+        # (the writers' count: ``up`` has a task per partition of its input, which is not created)
+        "topics": {f"{group}-src": {"partitions": partitions, "external": True, "events": ["Reading"]}},
+        "state_dir": str(state / "state"),
+    }
+
+
+def child(bootstrap: str, mid: str, out: str, group: str, guarantee: str, markers: str, state: str, parts: str) -> None:
+    """The worker of ``down`` alone, in this process (``eventscript run --program down``)."""
+    sys.path.insert(0, str(ROOT / "service"))
+    from eventscript.kafka.config import parse_topology
+    from eventscript.kafka.supervisor import TopologyRunner
+
+    topo = parse_topology(topology(bootstrap, group, mid, out, guarantee, markers == "on", Path(state), int(parts)))
+    runner = TopologyRunner(topo, ["down"])
+    runner.prepare()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    peers.wait_for_release()
+    t = threading.Thread(target=runner.run, kwargs={"install_signals": False}, daemon=True)
+    t.start()
+    stop.wait()
+    runner.stop()
+    t.join(60)
+
+
+def preload(
+    bootstrap: str, topic: str, n: int, partitions: int, keys: int, order: str, commit_ms: int, markers: bool
+) -> int:
+    """Load ``topic`` as the writers' commits land (``event_time.landing``), with their markers
+    on every partition after each batch when ``markers``; returns the markers written."""
+    import orjson
+    from confluent_kafka import Producer
+
+    sys.path.insert(0, str(ROOT / "service"))
+    from eventscript.kafka.clients import producer_config
+    from eventscript.kafka.config import KafkaConfig
+    from eventscript.kafka.partitioner import partition_of
+    from eventscript.task.progress import marker_headers
+
+    drawn = drawn_keys(n, keys, order, 1)
+    parts = {name: partition_of(name.encode(), partitions) for name in set(drawn)}
+    p = Producer(producer_config(KafkaConfig(bootstrap_servers=bootstrap)))
+    written = 0
+
+    def send(**kw: object) -> None:
+        while True:
+            try:
+                p.produce(topic, **kw)
+                return
+            except BufferError:
+                p.poll(0.05)
+
+    for i in landing(drawn, commit_ms):
+        if isinstance(i, tuple):  # a writer's marker, after its batch: (writer, progress ms)
+            if markers:
+                w, progress = i
+                for q in range(partitions):
+                    send(partition=q, timestamp=T0 + progress, headers=marker_headers("up", w, T0 + progress))
+                    written += 1
+            continue
+        name = drawn[i]
+        writer = int(name[1:]) % WRITERS
+        send(
+            key=name.encode(),
+            value=orjson.dumps({"k": name}),
+            partition=parts[name],
+            timestamp=T0 + i,
+            headers=[
+                ("es-event", b"Hit"),
+                ("es-program", b"up"),
+                ("es-id", b"up/src:%d:%d/1" % (writer, i)),
+                ("es-seq", b"%d" % i),
+            ],
+        )
+    p.flush(120)
+    return written
+
+
+def starter(topics: dict[bool, str], partitions: int) -> Callable[..., subprocess.Popen]:
+    """What starts a contender: the child above on the topic with or without markers."""
+
+    def start(
+        who: str, broker: peers.Broker, _topic: str, out: str, group: str, tmp: str, _against: str = ""
+    ) -> subprocess.Popen:
+        markers = who.startswith("markers")
+        guarantee = "at_least_once" if who.endswith("alo") else "exactly_once"
+        args = [
+            sys.executable,
+            __file__,
+            "--child",
+            broker.bootstrap,
+            topics[markers],
+            out,
+            group,
+            guarantee,
+            "on" if markers else "off",
+            str(Path(tmp) / group),
+            str(partitions),
+        ]
+        return peers.start_child(who, args, group, tmp)
+
+    return start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--keys", default="100000", help="key counts, comma-separated")
+    ap.add_argument("--orders", default="random,zipf", help="key orders: random (uniform), zipf (s = 1.1)")
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--commit-ms", type=int, default=100, help="record time each writer's commit covers")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--contenders", default=",".join(CONTENDERS))
+    ap.add_argument("--timeline", action="store_true", help="print each run's CPU and outputs per 0.2 s")
+    ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    whos = [w for w in args.contenders.split(",") if w]
+    for w in whos:
+        if w not in CONTENDERS:
+            ap.error(f"--contenders {w}: not one of {', '.join(CONTENDERS)}")
+    tmp = tempfile.mkdtemp(prefix="es-markers-")
+    with peers.Broker() as broker:
+        print(
+            f"a counter per key downstream of {WRITERS} writers, each run its own process on "
+            f"{'Tansu' if broker.embedded else broker.bootstrap}, {args.partitions} partitions, {args.records:,} "
+            f"records, writers' batches of {args.commit_ms} ms of record time; load average "
+            f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; logs in {tmp}",
+            flush=True,
+        )
+        for keys in (int(k) for k in args.keys.split(",")):
+            for order in args.orders.split(","):
+                stamp = time.time_ns() % 10**8
+                topics = {m: f"mid-{'marked' if m else 'plain'}-{keys}-{order}-{stamp}" for m in (False, True)}
+                for m, t in topics.items():
+                    peers.create_topics(broker.bootstrap, [t], args.partitions)
+                    written = preload(
+                        broker.bootstrap, t, args.records, args.partitions, keys, order, args.commit_ms, m
+                    )
+                print(f"{keys:,} keys, {order} order ({written:,} markers among the records)", flush=True)
+                for r in range(args.rounds):
+                    today: dict[str, float] = {}
+                    start = starter(topics, args.partitions)
+                    rotated = whos[r % len(whos) :] + whos[: r % len(whos)]
+                    results = {}
+                    for who in rotated:
+                        results[who] = peers.race(
+                            who, broker, "", args.records, args.partitions, tmp, args.timeline, starter=start
+                        )
+                    for who in whos:
+                        got = results[who]
+                        rate, cpu_rate = args.records / got["steady"], args.records / got["cpu"]
+                        guarantee = who.rsplit("-", 1)[1]
+                        if who.startswith("today"):
+                            today[guarantee] = cpu_rate
+                        base = today.get(guarantee)
+                        share = (
+                            f"  markers cost {100 * (1 - cpu_rate / base):5.1f}% of records/CPU-s"
+                            if base and who.startswith("markers")
+                            else ""
+                        )
+                        print(
+                            f"  round {r + 1} {who:12s} {rate:9,.0f} records/s {cpu_rate:9,.0f} records/CPU-s  "
+                            f"cpu {got['cpu']:5.2f} s (python {got['threads'].get('python', 0.0):.2f})  "
+                            f"wall {got['steady']:5.1f} s  peak RSS {got['rss']:4.0f} MiB{share}",
+                            flush=True,
+                        )
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
