@@ -30,6 +30,7 @@ same guarantee in the same round. Rounds rotate the order of the contenders.
 
 Usage: python bench/worker_markers.py [--records N] [--keys 100000] [--orders random,zipf]
        [--commit-ms 100] [--rounds R] [--contenders today-alo,markers-alo,today-eos,markers-eos]
+       [--emit key|field]
 The broker: $KAFKA_BOOTSTRAP_SERVERS, or the embedded Tansu broker, started and stopped here.
 """
 
@@ -59,11 +60,17 @@ T0 = (int(time.time()) - 3600) * 1000
 CONTENDERS = ("today-alo", "markers-alo", "today-eos", "markers-eos")
 
 #: The upstream program: never run, it names the writers of ``mid`` (one task per partition).
+#: ``--emit key`` has it write its group key where ``down`` groups (``!>Hit({k: group[0]})``):
+#: ``down``'s records are then on their key's task, which the worker proves from the two texts
+#: (``topology/keyed.py``) and re-publishes nothing; ``--emit field`` copies the event's field
+#: (``{k: r.k}``): the same values, but nothing proves it, and ``down``'s tasks re-publish each
+#: other's records ahead (``Task.forward_ahead``), as a stage that re-keys does.
 UP = """
 in {string k;} Reading group(Reading.k)
 out {string k;} Hit
-( Reading(r) { !>Hit({k: r.k}); } )*
+( Reading(r) { !>Hit({k: EMIT}); } )*
 """
+EMITS = {"key": "group[0]", "field": "r.k"}
 #: The downstream program this bench runs: one counter per key, emitting its count per record.
 DOWN = """
 in {string k;} Hit group(Hit.k)
@@ -74,11 +81,19 @@ out {string k; long n;} Count
 
 
 def topology(
-    bootstrap: str, group: str, mid: str, out: str, guarantee: str, markers: bool, state: Path, partitions: int
+    bootstrap: str,
+    group: str,
+    mid: str,
+    out: str,
+    guarantee: str,
+    markers: bool,
+    state: Path,
+    partitions: int,
+    emit: str = "key",
 ) -> dict:
     """The two programs' topology (``up`` → ``mid`` → ``down`` → ``out``), as a dict."""
     state.mkdir(parents=True, exist_ok=True)
-    (state / "up.es").write_text(UP)
+    (state / "up.es").write_text(UP.replace("EMIT", EMITS[emit]))
     (state / "down.es").write_text(DOWN)
     return {
         "application": group,
@@ -111,13 +126,16 @@ def topology(
     }
 
 
-def child(bootstrap: str, mid: str, out: str, group: str, guarantee: str, markers: str, state: str, parts: str) -> None:
+def child(
+    bootstrap: str, mid: str, out: str, group: str, guarantee: str, markers: str, state: str, parts: str, emit: str
+) -> None:
     """The worker of ``down`` alone, in this process (``eventscript run --program down``)."""
     sys.path.insert(0, str(ROOT / "service"))
     from eventscript.kafka.config import parse_topology
     from eventscript.kafka.supervisor import TopologyRunner
 
-    topo = parse_topology(topology(bootstrap, group, mid, out, guarantee, markers == "on", Path(state), int(parts)))
+    on = markers == "on"
+    topo = parse_topology(topology(bootstrap, group, mid, out, guarantee, on, Path(state), int(parts), emit))
     runner = TopologyRunner(topo, ["down"])
     runner.prepare()
     stop = threading.Event()
@@ -183,7 +201,7 @@ def preload(
     return written
 
 
-def starter(topics: dict[bool, str], partitions: int) -> Callable[..., subprocess.Popen]:
+def starter(topics: dict[bool, str], partitions: int, emit: str) -> Callable[..., subprocess.Popen]:
     """What starts a contender: the child above on the topic with or without markers."""
 
     def start(
@@ -203,6 +221,7 @@ def starter(topics: dict[bool, str], partitions: int) -> Callable[..., subproces
             "on" if markers else "off",
             str(Path(tmp) / group),
             str(partitions),
+            emit,
         ]
         return peers.start_child(who, args, group, tmp)
 
@@ -218,6 +237,12 @@ def main() -> None:
     ap.add_argument("--commit-ms", type=int, default=100, help="record time each writer's commit covers")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
+    ap.add_argument(
+        "--emit",
+        choices=sorted(EMITS),
+        default="key",
+        help="what up writes where down groups: its group key (down re-publishes nothing) or the field",
+    )
     ap.add_argument("--timeline", action="store_true", help="print each run's CPU and outputs per 0.2 s")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -233,7 +258,8 @@ def main() -> None:
         print(
             f"a counter per key downstream of {WRITERS} writers, each run its own process on "
             f"{'Tansu' if broker.embedded else broker.bootstrap}, {args.partitions} partitions, {args.records:,} "
-            f"records, writers' batches of {args.commit_ms} ms of record time; load average "
+            f"records, writers' batches of {args.commit_ms} ms of record time, up emits {EMITS[args.emit]}; "
+            f"load average "
             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; logs in {tmp}",
             flush=True,
         )
@@ -249,7 +275,7 @@ def main() -> None:
                 print(f"{keys:,} keys, {order} order ({written:,} markers among the records)", flush=True)
                 for r in range(args.rounds):
                     today: dict[str, float] = {}
-                    start = starter(topics, args.partitions)
+                    start = starter(topics, args.partitions, args.emit)
                     rotated = whos[r % len(whos) :] + whos[: r % len(whos)]
                     results = {}
                     for who in rotated:

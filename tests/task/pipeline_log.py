@@ -92,9 +92,11 @@ class PipelineRun:
         self.log = MemoryLog(self.partitions_of)
         #: (task, its read cursors "topic" → next offset)
         self.tasks: list[tuple[Task, dict[str, int]]] = []
+        # (every program's text, as the worker's: a stage that keeps its upstream's key re-publishes nothing)
+        programs = {st.config.name: st.compilation.program.program for st in self.graph.stages}  # type: ignore[union-attr]
         for st in self.graph.stages:
             cfg = st.config
-            plan = progress_plan(topo, cfg, self.partitions_of)
+            plan = progress_plan(topo, cfg, self.partitions_of, programs)
             program = st.compilation.program  # type: ignore[union-attr]
             rep = topo.repartition_topic(cfg)
             self.log.topics[rep] = [[] for _ in range(plan.tasks)]

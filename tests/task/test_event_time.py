@@ -144,3 +144,17 @@ def test_a_writer_that_was_idle_holds_time_back_again_but_the_watermark_never_go
     assert progress.watermark == 50  # not back to 40: what a/1 writes below 50 is late
     progress.hear("a/1", 70)
     assert progress.watermark == 70
+
+
+def test_a_stage_that_keeps_its_upstreams_key_re_publishes_nothing(tmp_path: Path) -> None:
+    """fridge-alerts' alert groups by the fridge debounce writes as its key (``topology/keyed.py``):
+    its tasks forward nothing ahead, its repartition topic stays empty, no marker goes there, and
+    it still gives the simulated records (above); debounce, on an external topic, re-publishes."""
+    path = TOPOLOGIES / "fridge-alerts" / "topology.yaml"
+    pipeline = run(path, None, 3, tmp_path)
+    assert {k: shown(v) for k, v in pipeline.results().items()} == {k: shown(v) for k, v in simulated(path).items()}
+    alert = [task for task, _ in pipeline.tasks if task.cfg.name == "alert"]
+    assert len(alert) == 3 and not any(task.progress_plan.repartition for task in alert)  # type: ignore[union-attr]
+    assert not any(any(part) for part in pipeline.log.topics[alert[0].repartition_topic])
+    debounce = next(task for task, _ in pipeline.tasks if task.cfg.name == "debounce")
+    assert debounce.progress_plan.repartition  # type: ignore[union-attr]

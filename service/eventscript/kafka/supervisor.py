@@ -36,6 +36,39 @@ log = logging.getLogger("eventscript.kafka")
 GRACE_SECONDS = 30.0
 
 
+def compiled_writers(topo: Topology, cfgs: list[ProgramConfig]) -> dict[str, CompiledProgram]:
+    """The programs that write the inputs of ``cfgs`` and are not among them, compiled: their
+    texts may show that a reader's tasks need not re-publish each other's records
+    (``topology/keyed.py``). One that does not compile proves nothing, and is said so: every
+    worker of a reader must decide alike (they wait on each other's markers), so each must see
+    the same sources."""
+    names = {c.name for c in cfgs}
+    read = {i.topic for c in cfgs for i in c.inputs}
+    out: dict[str, CompiledProgram] = {}
+    for w in topo.programs:
+        if w.name in names or not (read & {*w.outputs.values(), w.error_topic}):
+            continue
+        path = topo.source_path(w)
+        try:
+            comp = compile_file(path, state_limit=w.state_limit)
+        except OSError as exc:
+            comp = None
+            why = f"cannot read {path}: {exc.strerror or exc}"
+        else:
+            why = f"{path} has errors"
+        if comp is None or not comp.ok or comp.program is None:
+            log.warning(
+                "%s: program %s: %s; the programs reading its topics re-publish each other's records "
+                "(every worker of a program must see the same sources)",
+                topo.where_of(w, "source"),
+                w.name,
+                why,
+            )
+            continue
+        out[w.name] = comp.program
+    return out
+
+
 def compile_programs(topo: Topology, cfgs: list[ProgramConfig], out: TextIO = sys.stderr) -> dict[str, CompiledProgram]:
     compiled: dict[str, CompiledProgram] = {}
     failed = False
@@ -120,8 +153,11 @@ class TopologyRunner:
         compiled = compile_programs(self.topo, self.cfgs)
         counts = Admin(self.topo).prepare(self.cfgs)
         ident = instance_id(self.topo)
+        programs = {name: c.program for name, c in {**compiled_writers(self.topo, self.cfgs), **compiled}.items()}
         self.workers = [
-            ProgramWorker(self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics, self.supplier)
+            ProgramWorker(
+                self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics, self.supplier, programs
+            )
             for cfg in self.cfgs
         ]
         for w in self.workers:

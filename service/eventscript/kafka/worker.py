@@ -52,11 +52,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..automata.compiled import CompiledProgram
+from ..language.ir import ProgramIR
 from ..task.task import Task
 from ..topology.config import ProgramConfig, Topology
 from ..topology.progress import progress_plan, topology_partitions
@@ -107,7 +109,11 @@ class ProgramWorker:
         instance_id: str,
         metrics: Any = None,
         supplier: clients.ClientSupplier | None = None,
+        programs: Mapping[str, ProgramIR] | None = None,
     ) -> None:
+        """``programs``: the topology's compiled programs by name, the writers of this one's inputs
+        among them, which may show that its tasks need not re-publish each other's records
+        (``topology/keyed.py``; ``TopologyRunner.prepare`` gives every worker the same)."""
         self.topo = topo
         #: Makes the worker's Kafka clients (tests pass one that wraps them).
         self.supplier = supplier or clients.ClientSupplier()
@@ -134,7 +140,7 @@ class ProgramWorker:
             self.rep_topic,
             self.changelog_topic,
             self.state_root,
-            progress_plan(topo, cfg, topology_partitions(topo, {i.topic: partitions for i in cfg.inputs})),
+            progress_plan(topo, cfg, topology_partitions(topo, {i.topic: partitions for i in cfg.inputs}), programs),
             metrics,
             self._changelog_id,
             owner_epochs(cfg.name, clients.consumer_config(topo.kafka, self.group_id)),

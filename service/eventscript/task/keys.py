@@ -36,6 +36,7 @@ import orjson
 from ..engine.encoding import encode
 from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, Type
 from ..topology.config import InputConfig, ProgramConfig, TopologyError
+from ..topology.keyed import input_format
 from .partitioner import key_bytes as canonical_key_bytes
 from .partitioner import murmur2_partition
 
@@ -120,14 +121,6 @@ class KeyScheme:
 
     def partition(self, routing: bytes, partitions: int) -> int:
         return cached_partition(self.partitioner, routing, partitions)
-
-
-def input_format(inp: InputConfig, types: list[Type] | None) -> str:
-    """The key format of an input: as configured, else ``string`` for a one-component group key
-    and ``json`` otherwise."""
-    if inp.key is not None:
-        return inp.key
-    return "string" if types is not None and len(types) == 1 else "json"
 
 
 def scheme_for(cfg: ProgramConfig, types: list[Type] | None, inp: InputConfig | None = None) -> KeyScheme:

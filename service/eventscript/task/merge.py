@@ -208,6 +208,10 @@ class InputPartition:
             return self._before_head(self.progress.reached)
         if self.buffer:
             return self.buffer[0].timestamp()[1]
+        if self.config is None:
+            # An ungated repartition partition: no task writes it (a program on one task, or
+            # whose every record is on its key's task already: ``topology/keyed.py``).
+            return MAX_FRONTIER
         return self.seen_ms
 
     def _before_head(self, bound: int | None) -> int | None:

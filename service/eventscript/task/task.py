@@ -1125,7 +1125,9 @@ class Task:
                 if writers:
                     ip.progress = InputProgress(writers)
         self.group.gate()
-        self._ahead = bool(self.group.gated) and self.partitions > 1 and self.routing.key_filter is None
+        self._ahead = (
+            plan.repartition and bool(self.group.gated) and self.partitions > 1 and self.routing.key_filter is None
+        )
         if self._ahead:
             self.group.forward_ahead()
         elif plan.record and self.routing.key_filter is None:

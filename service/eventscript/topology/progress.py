@@ -8,10 +8,15 @@ partition count, so the plan needs only the partition count of each topic.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .config import ProgramConfig, Topology
+from .keyed import keeps_upstream_key
+
+if TYPE_CHECKING:
+    from ..language.ir import ProgramIR
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,9 @@ class ProgressPlan:
     writers: dict[str, frozenset[str]] = field(default_factory=dict)
     #: Input topics other programs write (their records may be markers, gated or not).
     marked: frozenset[str] = frozenset()
-    #: The tasks mark their progress on the program's repartition topic, and wait on it.
+    #: The tasks mark their progress on the program's repartition topic, and wait on it: they
+    #: re-publish each other's records ahead (``Task.forward_ahead``). Not where every record
+    #: read is on its key's task already (``keyed.keeps_upstream_key``).
     repartition: bool = False
     #: The program is on record time with markers: its tasks merge their source partitions in
     #: record-time order (``PartitionGroup.order_sources``), on one task as on several.
@@ -37,8 +44,16 @@ def _writes(cfg: ProgramConfig) -> set[str]:
     return {*cfg.outputs.values(), cfg.error_topic}
 
 
-def progress_plan(topo: Topology, cfg: ProgramConfig, partitions_of: Callable[[str], int]) -> ProgressPlan:
-    """The plan of program ``cfg``; ``partitions_of(topic)`` is a topic's partition count."""
+def progress_plan(
+    topo: Topology,
+    cfg: ProgramConfig,
+    partitions_of: Callable[[str], int],
+    programs: Mapping[str, ProgramIR] | None = None,
+) -> ProgressPlan:
+    """The plan of program ``cfg``; ``partitions_of(topic)`` is a topic's partition count.
+    ``programs``: the topology's compiled programs by name, which may show that the program's
+    tasks need not re-publish each other's records (``keeps_upstream_key``); without them
+    they do. (Every worker of a program must be given the same: they wait on each other.)"""
 
     def tasks_of(p: ProgramConfig) -> int:
         return max((partitions_of(i.topic) for i in p.inputs), default=1)
@@ -56,7 +71,8 @@ def progress_plan(topo: Topology, cfg: ProgramConfig, partitions_of: Callable[[s
         marked.add(inp.topic)
         if record and all(p.clock == "record" for p in upstream):
             writers[inp.topic] = frozenset(f"{p.name}/{t}" for p in upstream for t in range(tasks_of(p)))
-    return ProgressPlan(cfg.name, tasks, outputs, writers, frozenset(marked), record and tasks > 1, record)
+    repartition = record and tasks > 1 and not (programs and keeps_upstream_key(topo, cfg, programs, partitions_of))
+    return ProgressPlan(cfg.name, tasks, outputs, writers, frozenset(marked), repartition, record)
 
 
 def topology_partitions(topo: Topology, counts: dict[str, int] | None = None) -> Callable[[str], int]:

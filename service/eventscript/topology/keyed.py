@@ -1,0 +1,127 @@
+"""Whether a program's input records already sit on the partition of the task that runs their
+group key (``keeps_upstream_key``), so that its tasks need not re-publish each other's records.
+
+A grouped program on record time with progress markers and several tasks re-publishes every
+record it reads ahead through its repartition topic (``Task.forward_ahead``): a record of another
+task's key goes there, and each task waits on the other tasks' progress on that topic before it
+takes even its own records. Where no record can be another task's, all of that is work for
+nothing: each record's event decoded and its key placed twice, a second merge, a round trip of
+markers through the repartition topic, and the task's own records held meanwhile (measured by
+``bench/worker_markers.py``). Kafka Streams re-partitions only after an operation that changes
+the key; here the program text says it, for topics that other programs of the topology write:
+
+- every program writing the topic is grouped, with the reader's group key types, and names its
+  records' keys in the reader's key format (not ``none``), which the writers' producers place by
+  murmur2 as the reader's routing does (``kafka/clients.py``: ``murmur2_random``);
+- every event a writer emits to the topic is a structure built in place whose field the reader
+  groups that event by holds the writer's ``group[i]``, for each key component ``i`` in order
+  (or, for an event that is not a structure, the value ``group[0]`` itself): a record's key is
+  then its writer's instance key, which is the reader's group key;
+- the topic has as many partitions as the reader has tasks.
+
+Then a record's partition is its key's task. Anything else (an external topic, a re-keying emit,
+a writer's error topic, a different partition count) keeps the re-publishing. A worker proves
+it from the topology's program texts; every worker of a program must agree, so a worker that
+cannot compile a writer's source does not prove it, and says so (``kafka/supervisor.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import fields
+
+from ..language import ir
+from ..language.types import StructType, Type
+from .config import InputConfig, ProgramConfig, Topology
+
+
+def input_format(inp: InputConfig, types: list[Type] | None) -> str:
+    """The key format of an input: as configured, else ``string`` for a one-component group key
+    and ``json`` otherwise."""
+    if inp.key is not None:
+        return inp.key
+    return "string" if types is not None and len(types) == 1 else "json"
+
+
+def keeps_upstream_key(
+    topo: Topology, cfg: ProgramConfig, programs: Mapping[str, ir.ProgramIR], partitions_of: Callable[[str], int]
+) -> bool:
+    """Whether every record program ``cfg`` reads is on the partition of the task that runs its
+    group key, as the module docstring says; ``programs``: the compiled programs by name (a
+    writer missing there proves nothing)."""
+    down = programs.get(cfg.name)
+    if down is None or down.key_types is None or not cfg.inputs:
+        return False
+    types = list(down.key_types)
+    home = cfg.inputs[0]
+    fmt = input_format(home, types)
+    if fmt == "none" or home.partitioner != "murmur2":
+        return False
+    tasks = max(partitions_of(i.topic) for i in cfg.inputs)
+    for inp in cfg.inputs:
+        if partitions_of(inp.topic) != tasks or input_format(inp, types) != fmt:
+            return False
+        writers = [p for p in topo.programs if inp.topic in p.outputs.values() or inp.topic == p.error_topic]
+        if not writers:
+            return False  # (an external topic: its producers' keys are theirs)
+        for w in writers:
+            up = programs.get(w.name)
+            if (
+                up is None
+                or inp.topic == w.error_topic
+                or up.key_types != down.key_types
+                or not w.inputs
+                or input_format(w.inputs[0], list(up.key_types)) != fmt
+            ):
+                return False
+            if not _emits_keep_key(up, w, inp, down):
+                return False
+    return True
+
+
+def _emits_keep_key(up: ir.ProgramIR, writer: ProgramConfig, inp: InputConfig, down: ir.ProgramIR) -> bool:
+    """Whether every event ``up`` emits to ``inp``'s topic carries ``up``'s group key where
+    ``down`` reads its group key from that event."""
+    by_name = {i.name: i for i in down.inputs}
+    for emit in _emits(up):
+        out = up.outputs[emit.output]
+        if writer.output_topic(out.name) != inp.topic:
+            continue
+        read = by_name.get(inp.event if inp.event is not None else out.name)
+        if read is None or read.group is None or len(read.group) != len(up.key_types or ()):
+            return False
+        for i, expr in enumerate(read.group):
+            if not _holds_key(emit.value, expr, i):
+                return False
+    return True
+
+
+def _holds_key(value: ir.Node, read: ir.Node, i: int) -> bool:
+    """Whether the group expression ``read`` of the reader, over an event built as ``value``,
+    gives the writer's ``group[i]``."""
+    if isinstance(read, ir.EventVal):
+        return isinstance(value, ir.Key) and value.n == i
+    if not (isinstance(read, ir.Field) and isinstance(read.obj, ir.EventVal) and isinstance(value, ir.Build)):
+        return False
+    built = value.ty
+    if not isinstance(built, StructType):
+        return False
+    k = built.field_index(read.name)
+    return k is not None and isinstance(value.values[k], ir.Key) and value.values[k].n == i  # type: ignore[attr-defined]
+
+
+def _emits(node: object) -> Iterator[ir.Emit]:
+    """Every emit in the program's action units (in ``if`` and ``for`` bodies too)."""
+    if isinstance(node, ir.ProgramIR):
+        for unit in node.units:
+            yield from _emits(unit)
+    elif isinstance(node, ir.Emit):
+        yield node
+    elif isinstance(node, list):
+        for item in node:
+            yield from _emits(item)
+    elif isinstance(node, ir.Node):
+        for f in fields(node):
+            child = getattr(node, f.name)
+            if isinstance(child, (ir.Node, list)):
+                yield from _emits(child)
