@@ -10,7 +10,7 @@ bench measures the share of the worker's own records per CPU-second.
 
 The topic ``mid`` (``--partitions``, default 3) holds what the program ``up`` (never run here:
 it names the writers, ``up/0`` .. ``up/2``) would have written: ``--records`` records of the
-event ``Hit {k}``, one every ms of record time, keys drawn uniformly or by a Zipf law among
+event ``Hit {k}``, ``--per-ms`` a ms of record time (default 1), keys drawn uniformly or by a Zipf law among
 ``--keys``, each on its key's partition, with the headers a program's outputs carry. They land as
 the writers' commits land them (``event_time.landing``): each key is written by one writer, each
 writer commits every ``--commit-ms`` of record time, the three out of phase, and each batch lands
@@ -29,7 +29,7 @@ its Python threads' CPU, and the markers' share of records per CPU-second agains
 same guarantee in the same round. Rounds rotate the order of the contenders.
 
 Usage: python bench/worker_markers.py [--records N] [--keys 100000] [--orders random,zipf]
-       [--commit-ms 100] [--rounds R] [--contenders today-alo,markers-alo,today-eos,markers-eos]
+       [--commit-ms 100] [--per-ms 1] [--rounds R] [--contenders today-alo,markers-alo,today-eos,markers-eos]
        [--emit key|field]
 The broker: $KAFKA_BOOTSTRAP_SERVERS, or the embedded Tansu broker, started and stopped here.
 """
@@ -149,10 +149,19 @@ def child(
 
 
 def preload(
-    bootstrap: str, topic: str, n: int, partitions: int, keys: int, order: str, commit_ms: int, markers: bool
+    bootstrap: str,
+    topic: str,
+    n: int,
+    partitions: int,
+    keys: int,
+    order: str,
+    commit_ms: int,
+    markers: bool,
+    per_ms: int = 1,
 ) -> int:
     """Load ``topic`` as the writers' commits land (``event_time.landing``), with their markers
-    on every partition after each batch when ``markers``; returns the markers written."""
+    on every partition after each batch when ``markers``; ``per_ms`` records a ms of record time
+    (record i at ``T0 + i // per_ms``); returns the markers written."""
     import orjson
     from confluent_kafka import Producer
 
@@ -175,10 +184,10 @@ def preload(
             except BufferError:
                 p.poll(0.05)
 
-    for i in landing(drawn, commit_ms):
+    for i in landing(drawn, commit_ms * per_ms):  # (in records: record i's time is i // per_ms)
         if isinstance(i, tuple):  # a writer's marker, after its batch: (writer, progress ms)
             if markers:
-                w, progress = i
+                w, progress = i[0], i[1] // per_ms  # (every later record of w's is at least this)
                 for q in range(partitions):
                     send(partition=q, timestamp=T0 + progress, headers=marker_headers("up", w, T0 + progress))
                     written += 1
@@ -189,7 +198,7 @@ def preload(
             key=name.encode(),
             value=orjson.dumps({"k": name}),
             partition=parts[name],
-            timestamp=T0 + i,
+            timestamp=T0 + i // per_ms,
             headers=[
                 ("es-event", b"Hit"),
                 ("es-program", b"up"),
@@ -235,6 +244,12 @@ def main() -> None:
     ap.add_argument("--orders", default="random,zipf", help="key orders: random (uniform), zipf (s = 1.1)")
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--commit-ms", type=int, default=100, help="record time each writer's commit covers")
+    ap.add_argument(
+        "--per-ms",
+        type=int,
+        default=1,
+        help="records a ms of record time (1: a stream of 1,000 records/s, a marker per 11 records; 10: per 110)",
+    )
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
     ap.add_argument(
@@ -258,7 +273,8 @@ def main() -> None:
         print(
             f"a counter per key downstream of {WRITERS} writers, each run its own process on "
             f"{'Tansu' if broker.embedded else broker.bootstrap}, {args.partitions} partitions, {args.records:,} "
-            f"records, writers' batches of {args.commit_ms} ms of record time, up emits {EMITS[args.emit]}; "
+            f"records ({args.per_ms} a ms of record time), writers' batches of {args.commit_ms} ms of record time, "
+            f"up emits {EMITS[args.emit]}; "
             f"load average "
             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; logs in {tmp}",
             flush=True,
@@ -270,7 +286,7 @@ def main() -> None:
                 for m, t in topics.items():
                     peers.create_topics(broker.bootstrap, [t], args.partitions)
                     written = preload(
-                        broker.bootstrap, t, args.records, args.partitions, keys, order, args.commit_ms, m
+                        broker.bootstrap, t, args.records, args.partitions, keys, order, args.commit_ms, m, args.per_ms
                     )
                 print(f"{keys:,} keys, {order} order ({written:,} markers among the records)", flush=True)
                 for r in range(args.rounds):
