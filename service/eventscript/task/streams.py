@@ -229,9 +229,6 @@ def _origin(raw: bytes, armed: bytes | None = None) -> Origin:
     return (0 if timer else 1), when, topic, int(partition), int(offset), IdOrder(raw)
 
 
-#: A record's key (``WriterStreams._note_tail``: called in C).
-_KEY_OF = operator.methodcaller("key")
-
 #: A record time past every record's: no bound.
 MAX_MS = 1 << 62
 
@@ -391,15 +388,17 @@ class WriterStreams:
     def _note_tail(self) -> None:
         """Note under their keys (``last``) the records appended past every one before them
         since the last time: each is its key's last (in arrival order, a later one overrides),
-        in one C loop rather than a dictionary write per record as it comes."""
+        in one comprehension rather than a dictionary write per record as it comes. (Not
+        ``map(operator.methodcaller("key"), ...)``: in CPython 3.11 the comprehension's
+        specialised method call takes half the time.)"""
         if self.unnoted_from is not None:
             placed = self.arrived[self.unnoted_from :]
             self.unnoted_from = None
-            self.last.update(zip(map(_KEY_OF, placed), placed))
+            self.last.update({m.key(): m for m in placed})
         if self.unnoted:
             new = self.tail[-self.unnoted :]
             self.unnoted = 0
-            self.last.update(zip(map(_KEY_OF, new), new))
+            self.last.update({m.key(): m for m in new})
 
     def _another(self, key: bytes | None, last: Record, msg: Record) -> bool:
         """``msg``, no later than ``last`` under ``key`` (or some key's records are out of order):
