@@ -365,7 +365,11 @@ class PartitionGroup:
             return False
         ts = None  # (its record time, once read)
         if ip.markers:
-            if msg.value() is None:  # (a marker has no value: one test for the rest)
+            # A marker has neither key nor value (``Task.write_progress``, ``backfill/markers.py``):
+            # a record with a key is none, without reading its value (the queue per key needs
+            # its key: read once, ``WriterStreams.put``).
+            key = msg.key()
+            if key is None and msg.value() is None:
                 headers = msg.headers()  # (built anew by each call: read once)
                 marker = read_marker(headers)
                 if marker is not None:
@@ -392,14 +396,15 @@ class PartitionGroup:
                 # markers cost it: issue 21.)
                 ip.eof = False
                 streams, inbox = ip.streams, ip.inbox
-                if isinstance(inbox, WriterStreams):
-                    inbox.append(msg, ts)
-                elif inbox is not None:
-                    inbox.append(msg)
-                elif streams is not None:
-                    streams.append(msg, ts)
+                if inbox is None:
+                    if streams is not None:
+                        streams.put(msg, ts, key)
+                    else:
+                        ip.buffer.append(msg)
+                elif isinstance(inbox, WriterStreams):
+                    inbox.put(msg, ts, key)
                 else:
-                    ip.buffer.append(msg)
+                    inbox.append(msg)
                 return True
         ip.seen_at = time.monotonic() if now is None else now
         ip.idled = False

@@ -101,6 +101,10 @@ class SourceStreams:
     def __len__(self) -> int:
         return self.count
 
+    def put(self, msg: Record, _ts: int, _key: bytes | None) -> None:
+        """``append`` (as ``WriterStreams.put``: the record time and key are not needed here)."""
+        self.append(msg)
+
     def append(self, msg: Record, _ts: int | None = None) -> None:
         source = _source_of(msg)
         queue = self.queues.get(source)
@@ -339,20 +343,22 @@ class WriterStreams:
         return self.append(msg)
 
     def append(self, msg: Record, ts: int | None = None) -> bool:
-        """Queue ``msg``, which comes after every record appended before in offset order (as the
-        consumer fetches them; else ``keep``); False when it is a repeat of a record waiting
-        under its key (dropped).
+        """Queue ``msg`` (``put``; ``ts``: its record time in ms, when read already)."""
+        return self.put(msg, msg.timestamp()[1] if ts is None else ts, msg.key())
+
+    def put(self, msg: Record, ts: int, key: bytes | None) -> bool:
+        """Queue ``msg``, of record time ``ts`` (ms) and key ``key`` (read by the caller, once:
+        ``PartitionGroup.add`` reads both already), which comes after every record appended
+        before in offset order (as the consumer fetches them; else ``keep``); False when it is a
+        repeat of a record waiting under its key (dropped).
         (Only what a repeat needs is done here, once per record: the rest, in bulk, as records
         are released.) A repeat has its original's record time (its writer redid the batch from
         its committed clock), at most that of its key's last record: only a record no later than
         it is looked at any further (``_another``). Why a later one is only noted as its key's
         last, and the keys' records are indexed (``several``) only from such a record on: with
         Zipf keys most records have one of their key waiting, and a queue per key cost a reader
-        a third of what the markers cost it (issue 21). ``ts``: its record time (ms), when read
-        already. A record past every one appended before (records mostly come so) is past its
-        key's last without looking that up."""
-        if ts is None:
-            ts = msg.timestamp()[1]
+        a third of what the markers cost it (issue 21). A record past every one appended before
+        (records mostly come so) is past its key's last without looking that up."""
         if ts > self.top_ms:
             self.top_ms = ts
             if not self.indexed:  # (noted under its key later, in bulk: ``_note_tail``)
@@ -362,7 +368,6 @@ class WriterStreams:
                 return True
         if self.unnoted or self.unnoted_from is not None:
             self._note_tail()
-        key = msg.key()
         last = self.last.setdefault(key, msg)
         if last is not msg:
             if not self.indexed:
