@@ -78,6 +78,28 @@ def _tie_headers(msg: Record) -> tuple[int, bytes, bytes | None]:
     return seq, raw, armed
 
 
+def _tie_seq(msg: Record) -> int:
+    """The ``es-seq`` of ``msg`` as ``tie_of`` reads it (``_tie_headers``: the last that is a
+    number), without its origin."""
+    seq = NO_SEQ
+    for k, v in msg.headers() or ():
+        if k == codec.HEADER_SEQ and v is not None:
+            try:
+                seq = int(v)
+            except ValueError:
+                pass
+    return seq
+
+
+def _equal_spans(values: list[Any]) -> list[tuple[int, int]]:
+    """The spans ``[start, end)`` of ``values`` (in order) where two or more neighbours are
+    equal, found in C."""
+    n = len(values)
+    changes = itertools.compress(range(1, n), map(operator.ne, values, itertools.islice(values, 1, None)))
+    cuts = [0, *changes, n]
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b - a > 1]
+
+
 def _source_of(msg: Record) -> tuple[str, int]:
     """The re-published record's source partition (topic, partition), from its header."""
     raw = codec.header(msg.headers(), codec.HEADER_SOURCE)
@@ -651,17 +673,20 @@ class WriterStreams:
     @staticmethod
     def _order_ties(taken: list[Record], times: list[int]) -> None:
         """Put the runs of ``taken`` (in time order; ``times``, their times) that share a record
-        time in the tie order (``tie_of``; equal ones stay in offset order)."""
-        n = len(taken)
-        start = 0
-        while start < n:
-            ts = times[start]
-            end = start + 1
-            while end < n and times[end] == ts:
-                end += 1
-            if end - start > 1:
-                taken[start:end] = sorted(taken[start:end], key=tie_of)
-            start = end
+        time in the tie order (``tie_of``; equal ones stay in offset order): by ``es-seq``
+        first (``_tie_seq``), then only the records of one ``es-seq`` by their origin. The same
+        order as a sort by ``tie_of``, whose origin parses the ``es-id`` of every record (~1.2 µs
+        each): at ten records a millisecond every record shares its time, and that sort cost a
+        reader more than the rest of its merge (issue 21)."""
+        for start, end in _equal_spans(times):
+            run = taken[start:end]
+            seqs = [_tie_seq(m) for m in run]
+            order = sorted(range(len(run)), key=seqs.__getitem__)  # (stable: offset order kept)
+            run = list(map(run.__getitem__, order))
+            seqs = list(map(seqs.__getitem__, order))
+            for first, last in _equal_spans(seqs):  # (one es-seq: their origins decide)
+                run[first:last] = sorted(run[first:last], key=tie_of)
+            taken[start:end] = run
 
     def _merged(self, bound: int, limit: int | None) -> list[int]:
         """The indices of the records before ``bound`` in the merge's order (the first
