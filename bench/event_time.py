@@ -170,6 +170,16 @@ def make_task(store: Path, gated: bool, inputs: int = 1) -> Task:
     return task
 
 
+def add_fetch(task: Task, batch: list[Message]) -> None:
+    """Add a fetch's records as the Kafka worker adds a poll's (``ProgramWorker._take``): to the
+    task's group, with one clock reading for them all (``Task.add`` reads the clock per record,
+    ~55 ns, which the worker does not pay)."""
+    now = time.monotonic()
+    add = task.group.add
+    for r in batch:
+        add(r, now)
+
+
 def mark(task: Task, topics: list[str], offsets: dict[str, int], progress: int) -> None:
     """Every writer marks ``progress`` on every input topic (as their commits would)."""
     for t in topics:
@@ -209,8 +219,7 @@ def run(
             if rate:
                 time.sleep(max(0.0, started + at / rate - time.perf_counter()))
             now = time.perf_counter()
-            for r in batch:
-                task.add(r)
+            add_fetch(task, batch)
             if waits is not None:
                 pending.append((at + len(batch), now))
             if gated and not landed and now >= next_commit:  # the writers commit: they have written all up to here
@@ -280,8 +289,7 @@ def merge_cost(recs: list[Message], gated: bool, inputs: int, lag: int, rounds: 
             for at in range(0, len(recs), FETCH):
                 batch = recs[at : at + FETCH]
                 started = time.thread_time_ns()
-                for r in batch:
-                    task.add(r)
+                add_fetch(task, batch)
                 if gated and not landed:
                     mark(task, topics, offsets, batch[-1].timestamp()[1] + 1 - lag)
                 task.process(0)

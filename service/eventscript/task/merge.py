@@ -369,14 +369,19 @@ class PartitionGroup:
             return False
         ts = None  # (its record time, once read)
         if ip.markers:
-            if msg.value() is None:  # (a marker has no value: one test for the rest)
-                marker = read_marker(msg.headers())
+            # A marker has neither key nor value (``Task.write_progress``, ``backfill/markers.py``):
+            # a record with a key is none, without reading its value (the queue per key needs
+            # its key: read once, ``WriterStreams.put``).
+            key = msg.key()
+            if key is None and msg.value() is None:
+                headers = msg.headers()  # (built anew by each call: read once)
+                marker = read_marker(headers)
                 if marker is not None:
                     self.markers_read += 1
                     if ip.progress is not None:
-                        ip.progress.hear(*marker, read_reached(msg.headers()))
+                        ip.progress.hear(*marker, read_reached(headers))
                         if ip.guard is not None:
-                            self.repeats += len(ip.guard.heard(ip.held(), restarted(msg.headers()), msg.offset()))
+                            self.repeats += len(ip.guard.heard(ip.held(), restarted(headers), msg.offset()))
                     if not ip.pending():  # everything before it is processed: the position passes it
                         self.position[ip.name] = msg.offset() + 1
                     return False
@@ -389,6 +394,22 @@ class PartitionGroup:
                     if not ip.pending():
                         self.position[ip.name] = msg.offset() + 1
                     return True
+                # (gated: its frontier is its writers' progress, so when records last came and
+                # whether it went idle, ``seen_at`` and ``idled``, are never asked: ``_idle`` is
+                # for ungated partitions. A clock read costs a record here a tenth of what the
+                # markers cost it: issue 21.)
+                ip.eof = False
+                streams, inbox = ip.streams, ip.inbox
+                if inbox is None:
+                    if streams is not None:
+                        streams.put(msg, ts, key)
+                    else:
+                        ip.buffer.append(msg)
+                elif isinstance(inbox, WriterStreams):
+                    inbox.put(msg, ts, key)
+                else:
+                    inbox.append(msg)
+                return True
         ip.seen_at = time.monotonic() if now is None else now
         ip.idled = False
         if ip.inbox is not None:

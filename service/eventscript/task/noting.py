@@ -98,7 +98,7 @@ class DoneNotes:
             records = self.processed.pop(ip.name, None)
             floor = _still_waiting(ip) if records else None
             if records and floor is not None:
-                kept = [o for o in [m.offset() for m in records] if o >= floor]
+                kept = [o for m in records if (o := m.offset()) >= floor]  # (one pass: most are below)
                 collections.deque(map(done, itertools.repeat(ip.name), kept), maxlen=0)
 
 
