@@ -50,6 +50,7 @@ import orjson  # noqa: E402
 from confluent_kafka import Message, Producer  # noqa: E402
 
 from eventscript.automata.compile import compile_source  # noqa: E402
+from eventscript.engine import tuning  # noqa: E402
 from eventscript.engine.tuning import configure_gc  # noqa: E402
 from eventscript.kafka.partitioner import partition_of  # noqa: E402
 from eventscript.kafka.producer import BatchProducer  # noqa: E402
@@ -160,6 +161,12 @@ def build(store: Path, guarantee: str, partitions: int, clock: str, producer: An
     return task
 
 
+#: ``engine.tuning.settle_gc``, which the worker calls at each commit (nothing where ``--gc`` is
+#: not ``worker``: it acts only in a process ``configure_gc`` tuned; nothing in a tree from before
+#: it, measured by PYTHONPATH).
+settle_gc = getattr(tuning, "settle_gc", lambda: None)
+
+
 def run(task: Task, msgs: list[Message]) -> dict[str, float]:
     """Feed ``msgs`` a poll at a time, committing every ``POLLS_PER_COMMIT`` polls and at the
     end; thread CPU seconds per phase."""
@@ -180,6 +187,7 @@ def run(task: Task, msgs: list[Message]) -> dict[str, float]:
             changes = task.changelog_records()
             t4 = clock()
             task.store.write(changes, None, dict(task.position))
+            settle_gc()  # (as the worker's commit does: kafka/checkpoint.py)
             spent["changelog"] += t4 - t3
             spent["store"] += clock() - t4
     return spent
@@ -200,7 +208,8 @@ def main() -> None:
         "--gc",
         default="worker",
         choices=("worker", "default", "off"),
-        help="the collector: the worker's (engine.tuning.configure_gc, as TopologyRunner.run sets), CPython's, off",
+        help="the collector: the worker's (engine.tuning.configure_gc, as TopologyRunner.run sets, and settle_gc "
+        "at each commit), CPython's, off",
     )
     args = ap.parse_args()
     msgs = records(args.records, args.keys, args.order, args.partitions, headers=args.headers)

@@ -195,3 +195,24 @@ def test_the_python_partitioner_can_be_chosen(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setenv(native_partitioner.DISABLE_ENV, "1")
     assert native_partitioner.native_murmur2_partition(murmur2) is None
+
+
+def test_librdkafkas_partitioner_takes_long_keys_whole() -> None:
+    # On x86-64 and AArch64 the call goes without ctypes' argtypes (half its cost): the key's
+    # length then travels as a C int widened by libffi to the size_t the function reads. Keys
+    # far past 64 KiB, and lengths whose upper bytes are set, must hash all their bytes.
+    import platform
+
+    from eventscript.task.native_partitioner import WIDENING_MACHINES, native_murmur2_partition
+    from eventscript.task.partitioner import python_murmur2_partition
+
+    native = native_murmur2_partition(murmur2)
+    assert native is not None
+    rnd = random.Random(261)
+    for length in (255, 256, 65_535, 65_536, 65_537, 1 << 20, (1 << 24) + 3):
+        data = rnd.randbytes(length)
+        assert native(data, 1000) == python_murmur2_partition(data, 1000), length
+    if platform.machine().lower() in WIDENING_MACHINES:  # (the path taken here is the fast one)
+        from eventscript.task import partitioner
+
+        assert partitioner.murmur2_partition.__module__.endswith("native_partitioner")

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from ..engine.tuning import settle_gc
 from ..topology.config import ProgramConfig
 from . import waiting
 from .producer import BatchProducer
@@ -260,6 +261,7 @@ class Checkpoint:
         # and a task revoked meanwhile (and perhaps assigned again: a new one, restoring) is not.
         owned = {p: task for p, task in committing.items() if tasks.get(p) is task}
         self._checkpoint_stores(owned, output)
+        settle_gc()  # (the batch's new instances, now in the store, are long-lived: engine/tuning.py)
         if self._rewind_deferred:  # the assignment was lost while the commit waited
             self._rewind_deferred = False
             self.rewind()
