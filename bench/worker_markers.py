@@ -30,7 +30,7 @@ same guarantee in the same round. Rounds rotate the order of the contenders.
 
 Usage: python bench/worker_markers.py [--records N] [--keys 100000] [--orders random,zipf]
        [--commit-ms 100] [--per-ms 1] [--rounds R] [--contenders today-alo,markers-alo,today-eos,markers-eos]
-       [--emit key|field]
+       [--emit key|field|rekey]
 The broker: $KAFKA_BOOTSTRAP_SERVERS, or the embedded Tansu broker, started and stopped here.
 """
 
@@ -60,17 +60,20 @@ T0 = (int(time.time()) - 3600) * 1000
 CONTENDERS = ("today-alo", "markers-alo", "today-eos", "markers-eos")
 
 #: The upstream program: never run, it names the writers of ``mid`` (one task per partition).
-#: ``--emit key`` has it write its group key where ``down`` groups (``!>Hit({k: group[0]})``):
-#: ``down``'s records are then on their key's task, which the worker proves from the two texts
-#: (``topology/keyed.py``) and re-publishes nothing; ``--emit field`` copies the event's field
-#: (``{k: r.k}``): the same values, but nothing proves it, and ``down``'s tasks re-publish each
-#: other's records ahead (``Task.forward_ahead``), as a stage that re-keys does.
+#: ``--emit key`` has it write its group key where ``down`` groups (``!>Hit({k: group[0]})``),
+#: ``--emit field`` the field of the event it groups by (``{k: r.k}``): ``down``'s records are
+#: then on their key's task, which the worker proves from the two texts (``topology/keyed.py``),
+#: and re-publishes nothing. ``--emit rekey`` has ``up`` group by another field (``j``) and emit
+#: ``{k: r.k}``, a stage that re-keys: ``down``'s tasks then re-publish each other's records ahead
+#: (``Task.forward_ahead``) and wait on each other's repartition markers. (The records loaded are
+#: the same in all three: each on its ``k``'s partition, so none moves; only the work differs.)
 UP = """
-in {string k;} Reading group(Reading.k)
+in {string k; string j;} Reading group(Reading.GROUP)
 out {string k;} Hit
 ( Reading(r) { !>Hit({k: EMIT}); } )*
 """
-EMITS = {"key": "group[0]", "field": "r.k"}
+#: --emit → (what up groups by, what it writes in k)
+EMITS = {"key": ("k", "group[0]"), "field": ("k", "r.k"), "rekey": ("j", "r.k")}
 #: The downstream program this bench runs: one counter per key, emitting its count per record.
 DOWN = """
 in {string k;} Hit group(Hit.k)
@@ -93,7 +96,8 @@ def topology(
 ) -> dict:
     """The two programs' topology (``up`` → ``mid`` → ``down`` → ``out``), as a dict."""
     state.mkdir(parents=True, exist_ok=True)
-    (state / "up.es").write_text(UP.replace("EMIT", EMITS[emit]))
+    group_by, written = EMITS[emit]
+    (state / "up.es").write_text(UP.replace("GROUP", group_by).replace("EMIT", written))
     (state / "down.es").write_text(DOWN)
     return {
         "application": group,
@@ -256,7 +260,8 @@ def main() -> None:
         "--emit",
         choices=sorted(EMITS),
         default="key",
-        help="what up writes where down groups: its group key (down re-publishes nothing) or the field",
+        help="what up writes where down groups: its group key or the event's field (down re-publishes "
+        "nothing), or it groups by another field (rekey: down re-publishes ahead)",
     )
     ap.add_argument("--timeline", action="store_true", help="print each run's CPU and outputs per 0.2 s")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -274,7 +279,7 @@ def main() -> None:
             f"a counter per key downstream of {WRITERS} writers, each run its own process on "
             f"{'Tansu' if broker.embedded else broker.bootstrap}, {args.partitions} partitions, {args.records:,} "
             f"records ({args.per_ms} a ms of record time), writers' batches of {args.commit_ms} ms of record time, "
-            f"up emits {EMITS[args.emit]}; "
+            f"up groups by {EMITS[args.emit][0]} and emits k: {EMITS[args.emit][1]}; "
             f"load average "
             f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; logs in {tmp}",
             flush=True,

@@ -15,8 +15,12 @@ the key; here the program text says it, for topics that other programs of the to
   murmur2 as the reader's routing does (``kafka/clients.py``: ``murmur2_random``);
 - every event a writer emits to the topic is a structure built in place whose field the reader
   groups that event by holds the writer's ``group[i]``, for each key component ``i`` in order
-  (or, for an event that is not a structure, the value ``group[0]`` itself): a record's key is
-  then its writer's instance key, which is the reader's group key;
+  (or, for an event that is not a structure, the value ``group[0]`` itself), or the field ``f``
+  of a marker variable that only markers set, each on events the writer groups by their field
+  ``f`` as component ``i`` (``Reading(r) { !>Hit({k: r.k}); }`` under ``group(Reading.k)``: any
+  event an instance holds has its key there), in a program that sets no structure's field (so
+  that no alias changes what the variable holds): a record's key is then its writer's instance
+  key, which is the reader's group key;
 - the topic has as many partitions as the reader has tasks.
 
 Then a record's partition is its key's task. Anything else (an external topic, a re-keying emit,
@@ -74,14 +78,61 @@ def keeps_upstream_key(
                 or input_format(w.inputs[0], list(up.key_types)) != fmt
             ):
                 return False
-            if not _emits_keep_key(up, w, inp, down):
+            if not _emits_keep_key(_Writer(up), w, inp, down):
                 return False
     return True
 
 
-def _emits_keep_key(up: ir.ProgramIR, writer: ProgramConfig, inp: InputConfig, down: ir.ProgramIR) -> bool:
-    """Whether every event ``up`` emits to ``inp``'s topic carries ``up``'s group key where
+class _Writer:
+    """What ``_holds_key`` needs of a writer's program, worked out once: for each variable that
+    only markers set (a ``Store`` in a marker's unit, never a ``SetVar``), the inputs whose
+    events its markers store; and whether any action sets a structure's field."""
+
+    def __init__(self, program: ir.ProgramIR) -> None:
+        self.program = program
+        owner: dict[int, ir.Input] = {}  # symbol → the input it classifies
+        for inp in program.inputs:
+            for node in _nodes(inp.classify):
+                if isinstance(node, ir.CaseSymbol):
+                    owner[node.symbol] = inp
+        stored_by = {m.store: m for m in program.markers if m.store is not None}
+        set_vars: set[int] = set()
+        self.sets_fields = False
+        #: slot → the inputs its markers store (None: set otherwise too, or by a time marker)
+        self.stores: dict[int, list[ir.Input] | None] = {}
+        for unit in program.units:
+            for node in _nodes(unit):
+                if isinstance(node, ir.SetVar):
+                    set_vars.add(node.slot)
+                elif isinstance(node, (ir.SetField, ir.SetIndex)):
+                    self.sets_fields = True
+                elif isinstance(node, ir.Store):
+                    marker = stored_by.get(unit.index)
+                    inputs = [owner.get(sym) for sym in marker.symbols] if marker is not None else [None]
+                    known = self.stores.get(node.slot, [])
+                    self.stores[node.slot] = None if known is None or None in inputs else [*known, *inputs]
+        for slot in set_vars:
+            self.stores[slot] = None
+
+    def carries_key(self, var: ir.Var, name: str, i: int) -> bool:
+        """Whether field ``name`` of variable ``var`` always holds the writer's ``group[i]``."""
+        inputs = self.stores.get(var.slot)
+        if not inputs or self.sets_fields:
+            return False
+        for inp in inputs:
+            group = inp.group
+            if group is None or len(group) <= i:
+                return False
+            expr = group[i]
+            if not (isinstance(expr, ir.Field) and isinstance(expr.obj, ir.EventVal) and expr.name == name):
+                return False
+        return True
+
+
+def _emits_keep_key(writer_program: _Writer, writer: ProgramConfig, inp: InputConfig, down: ir.ProgramIR) -> bool:
+    """Whether every event the writer emits to ``inp``'s topic carries its group key where
     ``down`` reads its group key from that event."""
+    up = writer_program.program
     by_name = {i.name: i for i in down.inputs}
     for emit in _emits(up):
         out = up.outputs[emit.output]
@@ -91,12 +142,12 @@ def _emits_keep_key(up: ir.ProgramIR, writer: ProgramConfig, inp: InputConfig, d
         if read is None or read.group is None or len(read.group) != len(up.key_types or ()):
             return False
         for i, expr in enumerate(read.group):
-            if not _holds_key(emit.value, expr, i):
+            if not _holds_key(emit.value, expr, i, writer_program):
                 return False
     return True
 
 
-def _holds_key(value: ir.Node, read: ir.Node, i: int) -> bool:
+def _holds_key(value: ir.Node, read: ir.Node, i: int, writer: _Writer) -> bool:
     """Whether the group expression ``read`` of the reader, over an event built as ``value``,
     gives the writer's ``group[i]``."""
     if isinstance(read, ir.EventVal):
@@ -107,21 +158,30 @@ def _holds_key(value: ir.Node, read: ir.Node, i: int) -> bool:
     if not isinstance(built, StructType):
         return False
     k = built.field_index(read.name)
-    return k is not None and isinstance(value.values[k], ir.Key) and value.values[k].n == i  # type: ignore[attr-defined]
+    if k is None:
+        return False
+    held = value.values[k]
+    if isinstance(held, ir.Key):
+        return held.n == i
+    return isinstance(held, ir.Field) and isinstance(held.obj, ir.Var) and writer.carries_key(held.obj, held.name, i)
 
 
-def _emits(node: object) -> Iterator[ir.Emit]:
+def _emits(program: ir.ProgramIR) -> Iterator[ir.Emit]:
     """Every emit in the program's action units (in ``if`` and ``for`` bodies too)."""
-    if isinstance(node, ir.ProgramIR):
-        for unit in node.units:
-            yield from _emits(unit)
-    elif isinstance(node, ir.Emit):
-        yield node
-    elif isinstance(node, list):
+    for unit in program.units:
+        for node in _nodes(unit):
+            if isinstance(node, ir.Emit):
+                yield node
+
+
+def _nodes(node: object) -> Iterator[ir.Node]:
+    """``node`` and every node under it (a list: each item's)."""
+    if isinstance(node, list):
         for item in node:
-            yield from _emits(item)
+            yield from _nodes(item)
     elif isinstance(node, ir.Node):
+        yield node
         for f in fields(node):
             child = getattr(node, f.name)
             if isinstance(child, (ir.Node, list)):
-                yield from _emits(child)
+                yield from _nodes(child)
