@@ -158,3 +158,24 @@ def test_a_stage_that_keeps_its_upstreams_key_re_publishes_nothing(tmp_path: Pat
     assert not any(any(part) for part in pipeline.log.topics[alert[0].repartition_topic])
     debounce = next(task for task, _ in pipeline.tasks if task.cfg.name == "debounce")
     assert debounce.progress_plan.repartition  # type: ignore[union-attr]
+
+
+def test_an_output_with_no_key_goes_where_its_id_says(tmp_path: Path) -> None:
+    """windows-alarm's programs are not grouped: their outputs carry no key. To a topic another
+    program reads, each goes to the partition its ``es-id`` hashes to (``Task._keyless_partitions``),
+    so that a writer restarted from its last commit writes a copy where its original is, and the
+    reader's repeat rules see both (at random partitions they did not: tests/kafka/
+    test_pipeline_kills.py, windows-alarm at-least-once, seed 31, took both copies)."""
+    from eventscript.task.codec import HEADER_ID, header
+    from eventscript.task.partitioner import partition_of
+
+    path = TOPOLOGIES / "windows-alarm" / "topology.yaml"
+    pipeline = run(path, None, 4, tmp_path)
+    parts = pipeline.log.topics["windows"]
+    assert len(parts) == 3 and sum(map(len, parts)) > 20
+    for p, part in enumerate(parts):
+        for rec in part:
+            if rec.value() is not None:  # (markers go to every partition)
+                assert rec.key() is None and p == partition_of(header(rec.headers(), HEADER_ID) or b"", 3)
+    assert sum(1 for part in parts if any(r.value() is not None for r in part)) > 1
+    assert {k: shown(v) for k, v in pipeline.results().items()} == {k: shown(v) for k, v in simulated(path).items()}

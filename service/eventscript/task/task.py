@@ -66,6 +66,7 @@ from .ids import OutputIds
 from .lifecycle import TaskState
 from .merge import MAX_FRONTIER, InputPartition, PartitionGroup, ProcessRun
 from .noting import DoneNotes
+from .partitioner import partition_of
 from .progress import RESEND_S, InputProgress, marker_headers
 from .record import Record
 from .repeats import RESTARTED
@@ -211,6 +212,13 @@ class Task:
         #: Progress markers (``set_progress``): what the task writes them on, and the progress it
         #: last wrote on each topic (the repartition topic's is how far it has re-published).
         self.progress_plan: ProgressPlan | None = None
+        #: Topic → partitions, for the topics other programs read (``ProgressPlan.outputs``): an
+        #: output with no key goes to the partition its ``es-id`` hashes to, not to a random one.
+        #: A writer restarted from its last commit (at-least-once) writes its batch again with
+        #: the same ids; at random partitions a copy and its original land apart, where no reader
+        #: can tell them (each partition's repeat rules see only its own records), and a program
+        #: downstream took both (tests/kafka/test_pipeline_kills.py, windows-alarm, seed 31).
+        self._keyless_partitions: dict[str, int] = {}
         #: Forward ahead (``forward_ahead``): a gated task on several partitions re-publishes the
         #: records of other tasks as they are fetched, not when its merge reaches them.
         self._ahead = False
@@ -474,9 +482,12 @@ class Task:
         next_id = ids.next_bytes
         id_header, time_header = codec.HEADER_ID, codec.HEADER_TIME
 
+        keyless = self._keyless_partitions
+
         def handler(ctx: Any, value: Any) -> None:
             t = now()
-            headers: codec.Headers = [ev_header, prog_header, (id_header, next_id())]
+            rid = next_id()
+            headers: codec.Headers = [ev_header, prog_header, (id_header, rid)]
             if t % 1000:
                 headers.append((time_header, b"%d" % t))  # sub-millisecond emission time
             seq = ids.seq  # (the cause's, read once as it began)
@@ -488,7 +499,11 @@ class Task:
                 data = dumps(encode_value(value))
             except TypeError:  # a lone surrogate in an object value (from an external function)
                 data = json_line(encode_value(value)).encode()
-            self.send(topic, -1, key_of(ctx), data, headers, t // 1000, False)
+            key = key_of(ctx)
+            partition = -1
+            if key is None and topic in keyless:
+                partition = partition_of(rid, keyless[topic])
+            self.send(topic, partition, key, data, headers, t // 1000, False)
 
         return handler
 
@@ -1107,6 +1122,8 @@ class Task:
         idle one must be committed before those records are processed (``wants_commit``)."""
         self.progress_plan = plan
         self._commit_markers_first = commit_markers_first
+        self._keyless_partitions.clear()
+        self._keyless_partitions.update(plan.outputs)
         if plan.outputs:
             self.name_timers()
         # The task's last committed marker may be an earlier owner's ``IDLE`` (a task moved or
