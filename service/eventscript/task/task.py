@@ -66,7 +66,7 @@ from .ids import OutputIds
 from .lifecycle import TaskState
 from .merge import MAX_FRONTIER, InputPartition, PartitionGroup, ProcessRun
 from .noting import DoneNotes
-from .partitioner import partition_of
+from .partitioner import murmur2_partition
 from .progress import RESEND_S, InputProgress, marker_headers
 from .record import Record
 from .repeats import RESTARTED
@@ -501,8 +501,8 @@ class Task:
                 data = json_line(encode_value(value)).encode()
             key = key_of(ctx)
             partition = -1
-            if key is None and topic in keyless:
-                partition = partition_of(rid, keyless[topic])
+            if key is None and topic in keyless:  # (ids are unique: no cache to fill)
+                partition = murmur2_partition(rid, keyless[topic])
             self.send(topic, partition, key, data, headers, t // 1000, False)
 
         return handler
@@ -576,7 +576,8 @@ class Task:
             if e.key is None and source is not None:
                 key = source.key  # about a record that reached no instance: keyed as that record
             value = codec.emitted_error_value(e, source, key_json)
-            self.send(self.cfg.error_topic, -1, key, value, self._error_headers(e), ts, False)
+            headers = self._error_headers(e)
+            self.send(self.cfg.error_topic, self._error_partition(key, headers), key, value, headers, ts, False)
             self.counts["errors"] += 1
             return
         # Outputs with a topic have their own handler (_output_handler); the others are dropped
@@ -592,6 +593,15 @@ class Task:
             headers.append((codec.HEADER_ARMED, armed))
         return headers
 
+    def _error_partition(self, key: bytes | None, headers: codec.Headers) -> int:
+        """An ``$error`` record with no key, to an error topic another program reads, goes where
+        its ``es-id`` hashes to, as a keyless output does (``_output_handler``): a copy written
+        again after a restart lands beside its original. Else -1: the producer's partitioner."""
+        topic = self.cfg.error_topic
+        if key is not None or topic not in self._keyless_partitions:
+            return -1
+        return murmur2_partition(codec.header(headers, codec.HEADER_ID) or b"", self._keyless_partitions[topic])
+
     def _error_record(self, code: int, message: str) -> None:
         """An $error record about the input record being processed (it could not be used)."""
         key_filter = self.routing.key_filter
@@ -602,15 +612,9 @@ class Task:
         now = self.clock.now()
         value = codec.error_value(self.cfg.name, code, message, now, source)
         e = Emitted(self.cfg.name, ERROR_EVENT, [code, message], None, now, None)  # type: ignore[arg-type]
-        self.send(
-            self.cfg.error_topic,
-            -1,
-            source.key,
-            value,
-            self._error_headers(e),
-            source.timestamp or now // 1000,
-            False,
-        )
+        headers = self._error_headers(e)
+        partition = self._error_partition(source.key, headers)
+        self.send(self.cfg.error_topic, partition, source.key, value, headers, source.timestamp or now // 1000, False)
         self.counts["errors"] += 1
 
     # -- processing -------------------------------------------------------------------------------

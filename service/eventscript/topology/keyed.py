@@ -62,6 +62,7 @@ def keeps_upstream_key(
     if fmt == "none" or home.partitioner != "murmur2":
         return False
     tasks = max(partitions_of(i.topic) for i in cfg.inputs)
+    analysed: dict[str, _Writer] = {}  # (a writer of several inputs: its program read once)
     for inp in cfg.inputs:
         if partitions_of(inp.topic) != tasks or input_format(inp, types) != fmt:
             return False
@@ -78,7 +79,8 @@ def keeps_upstream_key(
                 or input_format(w.inputs[0], list(up.key_types)) != fmt
             ):
                 return False
-            if not _emits_keep_key(_Writer(up), w, inp, down):
+            writer = analysed.get(w.name) or analysed.setdefault(w.name, _Writer(up))
+            if not _emits_keep_key(writer, w, inp, down):
                 return False
     return True
 
