@@ -1,0 +1,3 @@
+out time T
+
+( arrive[9:30](t) { !>T(t); } )*

@@ -1,0 +1,3 @@
+out time T
+
+( arrive[10:.:30](t) { !>T(t); } )*

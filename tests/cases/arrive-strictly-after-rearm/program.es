@@ -1,0 +1,3 @@
+out time T
+
+( arrive[.:.:00](t) { !>T(t); } )*

@@ -1,0 +1,4 @@
+in double X
+out double R
+
+( X(x) { !>R(x % 2.0); !>R(x % -2.0); } )*

@@ -1,0 +1,4 @@
+in {} A
+out long T
+
+elapse[5 sec]() { !>T(1); } A()

@@ -1,0 +1,4 @@
+in {long f; long g;} S
+out {long f; long g;} Echo
+
+( S(v) { !>Echo(v); } )*

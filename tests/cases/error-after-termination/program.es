@@ -1,0 +1,4 @@
+in {} A
+out long X
+
+A() { !>X(1); }

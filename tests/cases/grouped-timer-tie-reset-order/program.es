@@ -1,0 +1,4 @@
+in string Tick group(Tick)
+out string Minute
+
+( Tick() | arrive[.:.:00]() { !>Minute(group[0]); } )*

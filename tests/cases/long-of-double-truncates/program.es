@@ -1,0 +1,4 @@
+in double D
+out long L
+
+( D(d) { !>L(long(d)); } )*

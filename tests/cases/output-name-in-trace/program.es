@@ -1,0 +1,4 @@
+in double Reading
+out double Average
+
+( Reading(x) { !>Average(x); } )*

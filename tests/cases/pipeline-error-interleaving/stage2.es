@@ -1,0 +1,4 @@
+in long X
+out long Y
+
+( X(x) { !>Y(x * 10); } )*

@@ -1,0 +1,4 @@
+in {} Go
+out {} Late
+
+Go() elapse[7 sec]() { !>Late({}); }

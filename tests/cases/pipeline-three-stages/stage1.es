@@ -1,0 +1,4 @@
+in long A
+out long B
+
+( A(x) { !>B(x * 2); } )*

@@ -1,0 +1,4 @@
+in long B
+out long C
+
+( B(x) { !>C(x + 1); } )*

@@ -1,0 +1,4 @@
+in {} P
+out string S
+
+( P() { !>S("p"); } | elapse[10 sec]() { !>S("q"); } )*

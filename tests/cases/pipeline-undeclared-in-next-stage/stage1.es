@@ -1,0 +1,4 @@
+in long A
+out long B, long Extra
+
+( A(x) { !>Extra(x); !>B(x); } )*

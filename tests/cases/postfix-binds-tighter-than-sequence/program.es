@@ -1,0 +1,4 @@
+in {} A, {} B, {} C
+out long Done
+
+( A() B()+ C() { !>Done(1); } )*

@@ -1,0 +1,4 @@
+in {} Use, {} Inspection
+out {} Violation
+
+.* - .* Use() Use() { !>Violation({}); }

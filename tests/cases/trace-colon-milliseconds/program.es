@@ -1,0 +1,4 @@
+in {} A
+out time At
+
+( A() { !>At(now()); } )*

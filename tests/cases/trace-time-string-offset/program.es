@@ -1,0 +1,4 @@
+in time T
+out time U
+
+( T(t) { !>U(t); } )*

@@ -1,0 +1,4 @@
+in {} A, {long f;} B
+out long V
+
+( A() { !>V(s.f + 1); } | B(s) )*
