@@ -39,7 +39,7 @@ from ..engine.encoding import DecodeError, decode, encode
 from ..engine.engine import Engine
 from ..engine.events import ERROR_EVENT, Emitted, ErrorCode
 from ..engine.timeutil import check_clock_time, format_time
-from ..language.types import STRING
+from ..language.types import DOUBLE, STRING, TIME
 from ..task import codec
 from ..task.clock import SimulatedClock
 from ..task.codec import Headers
@@ -105,6 +105,10 @@ class SimProgram:
     config: ProgramConfig
 
 
+#: How a double that is not finite is encoded (engine.encoding.encode_double).
+_NON_FINITE_DOUBLES = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
 def _key_json(scheme: KeyScheme, raw: bytes | None) -> list[Any] | None:
     """A record key of the scheme, as the components of a line's ``key``."""
     if raw is None:
@@ -113,7 +117,12 @@ def _key_json(scheme: KeyScheme, raw: bytes | None) -> list[Any] | None:
         key = orjson.loads(raw)
         return key if isinstance(key, list) else [key]
     text = raw.decode("utf-8", "surrogatepass")
-    return [text if scheme.types[0] == STRING else orjson.loads(text)]
+    ty = scheme.types[0]
+    # KeyScheme.key_bytes writes the component's encoded value: one encoded as text (a string, a
+    # time, a double that is not finite) as that text, any other as its JSON.
+    if ty in (STRING, TIME) or (ty == DOUBLE and text in _NON_FINITE_DOUBLES):
+        return [text]
+    return [orjson.loads(text)]
 
 
 class SimulatedHost:

@@ -1,0 +1,5 @@
+in double E group(E / 0.0)
+out long N
+
+{ n = 0; }
+( E() { n = n + 1; !>N(n); } )*
