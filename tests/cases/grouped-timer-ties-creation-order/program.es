@@ -1,0 +1,4 @@
+in string K group(K), long L group(string(L))
+out string F
+
+( K() | L() ) elapse[10 sec]() { !>F(group[0]); }

@@ -1,0 +1,4 @@
+in long A
+out long X
+
+( A(a) { !>X(a); !>X(a); } )*
