@@ -94,7 +94,7 @@ class TestSyntaxErrors:
                 3,
                 5,
                 "expected ')', found 'y'",
-                "an event marker holds at most one variable name",
+                "an event marker holds one variable: x, a[i] or s.f",
             ),
             (
                 "in {} A\nout {} B\n.() A()",

@@ -74,6 +74,11 @@ TIME_UNITS: dict[str, str] = {
 #: compiles at most 20 statically nested blocks.
 MAX_FOR_NESTING = 20
 
+#: The hidden variable a marker stores its value in when its target is ``a[e]`` or ``s.f``: this,
+#: then the target as written without spaces (not a name a program can write; the same after an
+#: edit elsewhere in the program, so that an upgrade sees the same variable).
+MARKER_STORE_PREFIX = "$marker:"
+
 DECL_KEYWORDS = ("in", "out", "type", "function")
 _ATOM_START = ("(", "{", "IDENT", ".", "arrive", "elapse", "elapsed")
 
@@ -100,6 +105,9 @@ class Parser:
         self.i = 0
         self.diagnostics = diagnostics
         self.depth = 0
+        #: The assignment of the marker just parsed to its subscripted or field target
+        #: (``parse_marker_target``), taken by ``_stored``.
+        self._pending_store: ast.RActions | None = None
         #: Binary operators enclosing the current point (see MAX_EXPRESSION_DEPTH).
         self.operators = 0
         #: For loops enclosing the current point (see MAX_FOR_NESTING).
@@ -449,14 +457,16 @@ class Parser:
                 )
             self.expect("]")
             target, tpos = self.parse_marker_target(self._written_since(t))
-            return ast.RElapse(t.pos, amount, TIME_UNITS[unit.text], unit.pos, target, tpos, order=t.index)
+            return self._stored(
+                ast.RElapse(t.pos, amount, TIME_UNITS[unit.text], unit.pos, target, tpos, order=t.index)
+            )
         if t.kind == "arrive":
             self.advance()
             self.expect("[", hint="write arrive[9:00]() or arrive[(deadline)]()")
             pattern = self.parse_arrive_pattern()
             self.expect("]")
             target, tpos = self.parse_marker_target(self._written_since(t))
-            return ast.RArrive(t.pos, pattern, target, tpos, order=t.index)
+            return self._stored(ast.RArrive(t.pos, pattern, target, tpos, order=t.index))
         if t.kind == "IDENT":
             self.advance()
             if not self.at("("):
@@ -466,7 +476,7 @@ class Parser:
                     f"write {t.text}() to match the event, or {t.text}(x) to keep its value in x",
                 )
             target, tpos = self.parse_marker_target(t.text)
-            return ast.RMarker(t.pos, t.text, target, tpos, order=t.index)
+            return self._stored(ast.RMarker(t.pos, t.text, target, tpos, order=t.index))
         raise ParseError(t.pos, f"expected an event marker, found {_describe(t)}")
 
     def _written_since(self, t: Token) -> str:
@@ -476,13 +486,40 @@ class Parser:
         return " ".join(text.split()) if self.tok.pos.source is t.pos.source else t.text
 
     def parse_marker_target(self, what: str) -> tuple[str | None, Pos | None]:
+        """The marker's target variable: a name, or ``a[e]`` / ``s.f`` (language document 2.3 and
+        2.5: a marker stores the event's value "in a variable", and a variable may be
+        subscripted or a structure field). Such a target is stored in a hidden variable named
+        after it, and assigned from it by an action right after the marker (``_stored``), at the
+        target's place in the program text: what an action block written there would do."""
         self.expect("(", hint=f"write {what}() or {what}(variable)")
+        if self.at("IDENT") and self.peek().kind in ("[", "."):
+            first = self.tok
+            target = self.parse_postfix_expr()
+            written = "".join(self._written_since(first).split())
+            self.expect(")", hint="an event marker holds one variable: x, a[i] or s.f")
+            if not isinstance(target, (ast.Index, ast.FieldAccess)):  # (a call's result, as f(x).y)
+                raise ParseError(target.pos, "an event marker stores its value in a variable: x, a[i] or s.f")
+            hidden = MARKER_STORE_PREFIX + written
+            self._pending_store = ast.RActions(
+                first.pos,
+                ast.Block(first.pos, [ast.Assign(first.pos, target, ast.Name(first.pos, hidden))]),
+                order=first.index,
+            )
+            return hidden, first.pos
         if self.at("IDENT"):
             v = self.advance()
-            self.expect(")", hint="an event marker holds at most one variable name")
+            self.expect(")", hint="an event marker holds one variable: x, a[i] or s.f")
             return v.text, v.pos
         self.expect(")", "')' or a variable name")
         return None, None
+
+    def _stored(self, marker: ast.Regex) -> ast.Regex:
+        """The marker, followed by the assignment of its subscripted or field target if it has
+        one (``parse_marker_target``)."""
+        store, self._pending_store = self._pending_store, None
+        if store is None:
+            return marker
+        return ast.RSeq(marker.pos, [marker, store])
 
     def parse_arrive_pattern(self) -> ast.ArrivePattern:
         start = self.tok.pos
