@@ -260,24 +260,39 @@ def test_a_release_of_records_of_one_time_parses_only_the_ids_of_those_sharing_a
     assert len(parsed) == sum(n for n in shared.values() if n > 1) == 5
 
 
-@pytest.mark.parametrize("seed", range(6))
+#: The es-seqs of ``test_a_release_is_put_in_the_tie_order_whole...``: (the share that carry one,
+#: what they are drawn from, the share with no headers at all).
+SEQS = {
+    "some without": (0.8, range(20), 0.0),
+    "every one": (1.0, range(20), 0.0),  # (read in C: ``_tie_seqs``)
+    "negative": (1.0, range(-10, 10), 0.0),
+    "past the packed ints": (1.0, [*range(5), -(2**39) - 1, 2**39, 2**45], 0.0),  # (compared as pairs)
+    "no headers": (1.0, range(20), 0.1),
+}
+
+
+@pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("shared", [0.9, 0.2])
+@pytest.mark.parametrize("seqs", sorted(SEQS))
 def test_a_release_is_put_in_the_tie_order_whole_where_most_records_share_their_time(
-    seed: int, shared: float, monkeypatch: pytest.MonkeyPatch
+    seed: int, shared: float, seqs: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where most records released share their record time with another (a writer at ten records
     a millisecond), ``_order_ties`` sorts the whole release once by (time, ``es-seq``) rather
     than each run of one time apart (``_order_run``, what it does where few do): the same order
-    either way, the tie order of a sort by ``tie_of``."""
+    either way, the tie order of a sort by ``tie_of``, whatever the es-seqs."""
     rnd = random.Random(seed)
+    carry, drawn, bare = SEQS[seqs]
     records, ts = [], T0
     for offset in range(300):
         if rnd.random() > shared:
             ts += 1  # (a time of its own, or the first of a run)
         rid = b"up/src:%d:%d/1" % (rnd.randrange(3), rnd.randrange(50))
-        headers: list[tuple[str, bytes | None]] = [(HEADER_ID, rid)]
-        if rnd.random() < 0.8:
-            headers.append((HEADER_SEQ, b"%d" % rnd.randrange(20)))
+        headers: list[tuple[str, bytes | None]] | None = [(HEADER_ID, rid)]
+        if rnd.random() < carry:
+            headers = [(HEADER_ID, rid), (HEADER_SEQ, b"%d" % rnd.choice(drawn))]
+        if rnd.random() < bare:
+            headers = None
         records.append(PlainRecord("mid", 0, offset, ts, b"k%d" % offset, b"{}", headers))
     expected = [m.offset() for m in sorted(records, key=lambda m: (m.timestamp()[1], seq_of(m), origin_of(m)))]
     runs: list[int] = []
