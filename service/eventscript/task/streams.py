@@ -80,7 +80,7 @@ def _tie_headers(msg: Record) -> tuple[int, bytes, bytes | None]:
 
 def _tie_seq(msg: Record) -> int:
     """The ``es-seq`` of ``msg`` as ``tie_of`` reads it (``_tie_headers``: the last that is a
-    number), without its origin. A program's outputs carry it last (``Task`` 's handler): that
+    number), without its origin. A program's outputs carry it last (``Task``'s output handler): that
     one is the answer without a loop over the others (at ten records a ms, nearly every record
     a reader releases is read so: bench/worker_markers.py --per-ms 10)."""
     headers = msg.headers()
