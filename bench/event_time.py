@@ -32,7 +32,7 @@ stubbed out, per record, least over fetches (steadier than a whole run's on a sh
 beside a whole record's today.
 
 Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS] [--rate R]
-       [--inputs 1,4] [--order random,zipf] [--landing ordered|batches] [--merge-only LAG_MS]
+       [--inputs 1,4] [--order random,zipf] [--landing ordered|batches] [--merge-only LAG_MS] [--per-ms N]
 """
 
 from __future__ import annotations
@@ -79,25 +79,31 @@ def topic(i: int, inputs: int) -> str:
 
 
 def records(
-    n: int, keys: int, inputs: int = 1, order: str = "random", seed: int = 1, batch_ms: int | None = None
+    n: int,
+    keys: int,
+    inputs: int = 1,
+    order: str = "random",
+    seed: int = 1,
+    batch_ms: int | None = None,
+    per_ms: int = 1,
 ) -> list[Message]:
     """``n`` records as the worker hands them to a task (confluent-kafka ``Message``s) with the
     headers a program's outputs carry, their keys drawn uniformly (``order`` "random") or by a
     Zipf law (s = 1.1, "zipf": a few keys have most records) among ``keys``. In time order; with
     ``batch_ms``, in the order the writers' batches of that much record time land, each followed
-    by its writer's markers (``landing``)."""
+    by its writer's markers (``landing``). ``per_ms`` records a ms of record time (record i's
+    time is ``T0 + i // per_ms``)."""
     drawn = drawn_keys(n, keys, order, seed)
-    landed = range(n) if batch_ms is None else landing(drawn, batch_ms)
+    landed = range(n) if batch_ms is None else landing(drawn, batch_ms * per_ms)  # (in records)
     out = []
     offsets: collections.Counter[str] = collections.Counter()
     for i in landed:
         if isinstance(i, tuple):  # a writer's marker, after its batch: (writer, progress ms)
+            progress = T0 + i[1] // per_ms  # (every later record of the writer's is at least this)
             for t in sorted({topic(j, inputs) for j in range(inputs)}):
-                headers = list(marker_headers("up", i[0], T0 + i[1]))
+                headers = list(marker_headers("up", i[0], progress))
                 out.append(
-                    Message(
-                        topic=t, partition=0, offset=offsets[t], timestamp=(CREATE_TIME, T0 + i[1]), headers=headers
-                    )
+                    Message(topic=t, partition=0, offset=offsets[t], timestamp=(CREATE_TIME, progress), headers=headers)
                 )
                 offsets[t] += 1
             continue
@@ -116,7 +122,7 @@ def records(
                 offset=offsets[t],
                 key=orjson.dumps([k]),
                 value=orjson.dumps({"k": k}),
-                timestamp=(CREATE_TIME, T0 + i),
+                timestamp=(CREATE_TIME, T0 + i // per_ms),
                 headers=headers,
             )
         )
@@ -378,6 +384,13 @@ def main() -> None:
     ap.add_argument("--inputs", default="1,4", help="input topic counts to run, comma-separated (default 1,4)")
     ap.add_argument("--order", default="random,zipf", help="key orders to run: random, zipf (default both)")
     ap.add_argument(
+        "--per-ms",
+        type=int,
+        default=1,
+        help="records a ms of record time (default 1; 10: most records share their ms, a hot key's several "
+        "at once, as bench/worker_markers.py --per-ms)",
+    )
+    ap.add_argument(
         "--merge-only",
         type=int,
         metavar="LAG_MS",
@@ -421,7 +434,7 @@ def main() -> None:
     for order in args.order.split(","):
         for inputs in counts:
             batch_ms = int(args.commit_ms) if args.landing == "batches" else None
-            recs = records(args.records, args.keys, inputs, order, batch_ms=batch_ms)
+            recs = records(args.records, args.keys, inputs, order, batch_ms=batch_ms, per_ms=args.per_ms)
             if args.merge_only is not None:
                 print_merge_cost(recs, inputs, order, args.merge_only, args.repeat)
                 continue

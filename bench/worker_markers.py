@@ -130,13 +130,98 @@ def topology(
     }
 
 
+def use_tree() -> None:
+    """Import ``eventscript`` from this bench's tree, unless ``$PYTHONPATH`` names one: a
+    comparison of two trees runs one bench with ``PYTHONPATH=<other tree>/service``, and its
+    children (which inherit the environment) must import that tree too."""
+    if not os.environ.get("PYTHONPATH"):
+        sys.path.insert(0, str(ROOT / "service"))
+
+
+def profiled_run(path: str) -> Callable[[], None]:
+    """Run every ``ProgramWorker.run`` of this process under cProfile (wall clock, as
+    ``bench/profile_hot.py`` does); returns what dumps the stats to ``path``."""
+    import cProfile
+
+    from eventscript.kafka.worker import ProgramWorker
+
+    profiler = cProfile.Profile()
+    run = ProgramWorker.run
+
+    def profiled(self: ProgramWorker, *a: object, **kw: object) -> None:
+        profiler.runcall(run, self, *a, **kw)
+
+    ProgramWorker.run = profiled  # type: ignore[method-assign]
+    return lambda: profiler.dump_stats(path)
+
+
+def sampled_run(path: str) -> Callable[[], None]:
+    """Sample the stacks of every ``ProgramWorker.run`` thread of this process every 0.5 ms
+    from a thread of its own (the switch interval cut to let it in); returns what writes them to
+    ``path``, one "count frame;frame;..." line each (outermost first). Unlike cProfile, this adds
+    no cost per call, so the small functions' shares are not inflated; samples where the worker
+    waits in the client's calls (their own frames are C) show as the Python caller."""
+    import collections
+
+    from eventscript.kafka.worker import ProgramWorker
+
+    idents: set[int] = set()
+    counts: collections.Counter[tuple[str, ...]] = collections.Counter()
+    done = threading.Event()
+    run = ProgramWorker.run
+
+    def sampled(self: ProgramWorker, *a: object, **kw: object) -> None:
+        idents.add(threading.get_ident())
+        run(self, *a, **kw)
+
+    def sample() -> None:
+        while not done.is_set():
+            time.sleep(0.0005)
+            frames = sys._current_frames()
+            for ident in idents:
+                frame = frames.get(ident)
+                stack = []
+                while frame is not None:
+                    code = frame.f_code
+                    stack.append(f"{code.co_filename.rsplit('/', 2)[-1]}:{code.co_name}")
+                    frame = frame.f_back
+                counts[tuple(reversed(stack))] += 1
+
+    ProgramWorker.run = sampled  # type: ignore[method-assign]
+    sys.setswitchinterval(0.0002)
+    threading.Thread(target=sample, daemon=True).start()
+
+    def dump() -> None:
+        done.set()
+        with open(path, "w") as f:
+            for stack, n in counts.most_common():
+                f.write(f"{n} {';'.join(stack)}\n")
+
+    return dump
+
+
 def child(
-    bootstrap: str, mid: str, out: str, group: str, guarantee: str, markers: str, state: str, parts: str, emit: str
+    bootstrap: str,
+    mid: str,
+    out: str,
+    group: str,
+    guarantee: str,
+    markers: str,
+    state: str,
+    parts: str,
+    emit: str,
+    profile: str = "",
 ) -> None:
-    """The worker of ``down`` alone, in this process (``eventscript run --program down``)."""
-    sys.path.insert(0, str(ROOT / "service"))
+    """The worker of ``down`` alone, in this process (``eventscript run --program down``);
+    under cProfile when ``profile`` names where its stats go."""
+    use_tree()
+    import eventscript
     from eventscript.kafka.config import parse_topology
     from eventscript.kafka.supervisor import TopologyRunner
+
+    print(f"eventscript from {eventscript.__file__}", file=sys.stderr, flush=True)
+    kind, _, where = profile.partition(":")
+    dump = (sampled_run if kind == "sample" else profiled_run)(where) if profile else None
 
     on = markers == "on"
     topo = parse_topology(topology(bootstrap, group, mid, out, guarantee, on, Path(state), int(parts), emit))
@@ -150,6 +235,8 @@ def child(
     stop.wait()
     runner.stop()
     t.join(60)
+    if dump is not None:
+        dump()
 
 
 def preload(
@@ -169,7 +256,7 @@ def preload(
     import orjson
     from confluent_kafka import Producer
 
-    sys.path.insert(0, str(ROOT / "service"))
+    use_tree()
     from eventscript.kafka.clients import producer_config
     from eventscript.kafka.config import KafkaConfig
     from eventscript.kafka.partitioner import partition_of
@@ -214,8 +301,11 @@ def preload(
     return written
 
 
-def starter(topics: dict[bool, str], partitions: int, emit: str) -> Callable[..., subprocess.Popen]:
-    """What starts a contender: the child above on the topic with or without markers."""
+def starter(
+    topics: dict[bool, str], partitions: int, emit: str, profile: tuple[str, str] | None = None
+) -> Callable[..., subprocess.Popen]:
+    """What starts a contender: the child above on the topic with or without markers; ``profile``
+    (contender, path): that one under cProfile, its stats dumped to path."""
 
     def start(
         who: str, broker: peers.Broker, _topic: str, out: str, group: str, tmp: str, _against: str = ""
@@ -236,6 +326,8 @@ def starter(topics: dict[bool, str], partitions: int, emit: str) -> Callable[...
             str(partitions),
             emit,
         ]
+        if profile is not None and profile[0] == who:
+            args.append(profile[1])
         return peers.start_child(who, args, group, tmp)
 
     return start
@@ -264,6 +356,18 @@ def main() -> None:
         "nothing), or it groups by another field (rekey: down re-publishes ahead)",
     )
     ap.add_argument("--timeline", action="store_true", help="print each run's CPU and outputs per 0.2 s")
+    ap.add_argument(
+        "--profile",
+        metavar="WHO:PATH",
+        help="run the contender WHO's worker thread (ProgramWorker.run) under cProfile, its stats dumped to "
+        "PATH (.r<round> added) for pstats or bench/profile_hot.py's report; its figures then mean nothing",
+    )
+    ap.add_argument(
+        "--sample",
+        action="store_true",
+        help="with --profile: sample the worker thread's stacks instead (no cost per call), written as lines "
+        "'count frame;frame;...'",
+    )
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -273,6 +377,9 @@ def main() -> None:
     for w in whos:
         if w not in CONTENDERS:
             ap.error(f"--contenders {w}: not one of {', '.join(CONTENDERS)}")
+    profiled, _, profile_path = (args.profile or "").partition(":")
+    if args.profile and (profiled not in whos or not profile_path):
+        ap.error(f"--profile {args.profile}: give WHO:PATH, WHO one of the contenders ({', '.join(whos)})")
     tmp = tempfile.mkdtemp(prefix="es-markers-")
     with peers.Broker() as broker:
         print(
@@ -296,7 +403,9 @@ def main() -> None:
                 print(f"{keys:,} keys, {order} order ({written:,} markers among the records)", flush=True)
                 for r in range(args.rounds):
                     today: dict[str, float] = {}
-                    start = starter(topics, args.partitions, args.emit)
+                    kind = "sample" if args.sample else "cprofile"
+                    profile = (profiled, f"{kind}:{profile_path}.r{r + 1}") if args.profile else None
+                    start = starter(topics, args.partitions, args.emit, profile)
                     rotated = whos[r % len(whos) :] + whos[: r % len(whos)]
                     results = {}
                     for who in rotated:

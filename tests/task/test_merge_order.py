@@ -219,6 +219,19 @@ def test_merge_runs_leaves_a_run_out_of_time_order_to_the_record_by_record_merge
     assert merge_runs([late, [written(rnd, 0, T0 + 3, b"k", 2)]]) is None
 
 
+def parses_counted(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The ids ``streams._origin`` parses from now on, in order."""
+    parsed: list[bytes] = []
+    real_origin = streams_module._origin
+
+    def counted(raw: bytes, armed: bytes | None = None) -> Any:
+        parsed.append(raw)
+        return real_origin(raw, armed)
+
+    monkeypatch.setattr(streams_module, "_origin", counted)
+    return parsed
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_a_release_of_records_of_one_time_parses_only_the_ids_of_those_sharing_an_es_seq(
     seed: int, monkeypatch: pytest.MonkeyPatch
@@ -238,17 +251,102 @@ def test_a_release_of_records_of_one_time_parses_only_the_ids_of_those_sharing_a
             headers.append((HEADER_SEQ, b"%d" % seq))
         records.append(PlainRecord("mid", 0, offset, T0 + offset // 15, b"k%d" % offset, b"{}", headers))
     expected = [m.offset() for m in sorted(records, key=lambda m: (m.timestamp()[1], seq_of(m), origin_of(m)))]
-    parsed: list[bytes] = []
-    real_origin = streams_module._origin
-
-    def counted(raw: bytes, armed: bytes | None = None) -> Any:
-        parsed.append(raw)
-        return real_origin(raw, armed)
-
-    monkeypatch.setattr(streams_module, "_origin", counted)
+    parsed = parses_counted(monkeypatch)
     streams = WriterStreams()
     for m in records:
         assert streams.append(m)
     assert [m.offset() for m in streams.take_below(T0 + 100)] == expected
     shared = collections.Counter((m.timestamp()[1], seq_of(m)) for m in records)
     assert len(parsed) == sum(n for n in shared.values() if n > 1) == 5
+
+
+#: The es-seqs of ``test_a_release_is_put_in_the_tie_order_whole...``: (the share that carry one,
+#: what they are drawn from, the share with no headers at all).
+SEQS = {
+    "some without": (0.8, range(20), 0.0),
+    "every one": (1.0, range(20), 0.0),  # (read in C: ``_tie_seqs``)
+    "negative": (1.0, range(-10, 10), 0.0),
+    "past the packed ints": (1.0, [*range(5), -(2**39) - 1, 2**39, 2**45], 0.0),  # (compared as pairs)
+    "no headers": (1.0, range(20), 0.1),
+}
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("shared", [0.9, 0.2])
+@pytest.mark.parametrize("seqs", sorted(SEQS))
+def test_a_release_is_put_in_the_tie_order_whole_where_most_records_share_their_time(
+    seed: int, shared: float, seqs: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where most records released share their record time with another (a writer at ten records
+    a millisecond), ``_order_ties`` sorts the whole release once by (time, ``es-seq``) rather
+    than each run of one time apart (``_order_run``, what it does where few do): the same order
+    either way, the tie order of a sort by ``tie_of``, whatever the es-seqs."""
+    rnd = random.Random(seed)
+    carry, drawn, bare = SEQS[seqs]
+    records, ts = [], T0
+    for offset in range(300):
+        if rnd.random() > shared:
+            ts += 1  # (a time of its own, or the first of a run)
+        rid = b"up/src:%d:%d/1" % (rnd.randrange(3), rnd.randrange(50))
+        headers: list[tuple[str, bytes | None]] | None = [(HEADER_ID, rid)]
+        if rnd.random() < carry:
+            headers = [(HEADER_ID, rid), (HEADER_SEQ, b"%d" % rnd.choice(drawn))]
+        if rnd.random() < bare:
+            headers = None
+        records.append(PlainRecord("mid", 0, offset, ts, b"k%d" % offset, b"{}", headers))
+    expected = [m.offset() for m in sorted(records, key=lambda m: (m.timestamp()[1], seq_of(m), origin_of(m)))]
+    runs: list[int] = []
+    real_run = WriterStreams._order_run
+
+    def counted(taken: list[Any], start: int, end: int) -> None:
+        runs.append(end - start)
+        real_run(taken, start, end)
+
+    monkeypatch.setattr(WriterStreams, "_order_run", staticmethod(counted))
+    streams = WriterStreams()
+    for m in records:
+        assert streams.append(m)
+    assert [m.offset() for m in streams.take_below(ts + 1)] == expected
+    assert (not runs) == (shared > 0.5)
+
+
+@pytest.mark.parametrize(
+    "headers, seq",
+    [
+        ([(HEADER_ID, b"a"), (HEADER_SEQ, b"12")], 12),  # (last: a program's outputs carry it so)
+        ([(HEADER_SEQ, b"12"), (HEADER_ID, b"a")], 12),
+        ([(HEADER_SEQ, b"3"), (HEADER_SEQ, b"x")], 3),  # (the last that is a number)
+        ([(HEADER_SEQ, b"3"), (HEADER_SEQ, None)], 3),
+        ([(HEADER_SEQ, b"3"), (HEADER_SEQ, b"4")], 4),
+        ([(HEADER_ID, b"a")], streams_module.NO_SEQ),
+        ([], streams_module.NO_SEQ),
+        (None, streams_module.NO_SEQ),
+    ],
+)
+def test_the_es_seq_of_a_tie_is_read_as_the_tie_order_reads_it(headers: Any, seq: int) -> None:
+    """``_tie_seq`` (which reads a last ``es-seq`` without looking at the other headers) gives
+    ``tie_of``'s ``es-seq``: the last that is a number."""
+    msg = PlainRecord("mid", 0, 0, T0, b"k", b"{}", headers)
+    assert streams_module._tie_seq(msg) == streams_module.tie_of(msg)[0] == seq
+
+
+def test_a_keys_records_of_one_time_are_compared_by_es_seq_before_their_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hot key's records of one ms, as they come (``WriterStreams._another``): compared by
+    ``es-seq`` and, only where two share one, by their ids' origins (``_tie_before``); the key
+    whose records came out of that order is merged per key (a key's records keep their offset
+    order), as the record-by-record merge takes them."""
+    rnd = random.Random(3)
+    seqs = [5, 9, 2, 2, 14, 30]  # (2 after 9: out of order; two of 2: their origins decide)
+    records = [
+        PlainRecord("mid", 0, i, T0, b"hot", b"{}", [(HEADER_ID, b"up/src:0:%d/1" % (40 - i)), (HEADER_SEQ, b"%d" % s)])
+        for i, s in enumerate(seqs)
+    ]
+    records.insert(1, written(rnd, 99, T0 - 1, b"other", 99))
+    parsed = parses_counted(monkeypatch)
+    streams = WriterStreams()
+    for m in records:
+        assert streams.append(m)
+    assert streams.disordered == {b"hot"}
+    assert parsed == [b"up/src:0:37/1", b"up/src:0:38/1"]  # (only the two of es-seq 2, compared as they came)
+    monkeypatch.undo()
+    assert [m.offset() for m in streams.take_below(T0 + 1)] == per_key_merge(records, T0 + 1)

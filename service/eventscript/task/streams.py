@@ -80,15 +80,49 @@ def _tie_headers(msg: Record) -> tuple[int, bytes, bytes | None]:
 
 def _tie_seq(msg: Record) -> int:
     """The ``es-seq`` of ``msg`` as ``tie_of`` reads it (``_tie_headers``: the last that is a
-    number), without its origin."""
+    number), without its origin. A program's outputs carry it last (``Task``'s output handler): that
+    one is the answer without a loop over the others (at ten records a ms, nearly every record
+    a reader releases is read so: bench/worker_markers.py --per-ms 10)."""
+    headers = msg.headers()
+    if not headers:
+        return NO_SEQ
+    k, v = headers[-1]
+    if k == codec.HEADER_SEQ and v is not None:
+        try:
+            return int(v)
+        except ValueError:
+            pass
     seq = NO_SEQ
-    for k, v in msg.headers() or ():
+    for k, v in headers:
         if k == codec.HEADER_SEQ and v is not None:
             try:
                 seq = int(v)
             except ValueError:
                 pass
     return seq
+
+
+#: ``WriterStreams._order_ties`` packs a record's time (from the release's first) and ``es-seq``
+#: into one int, ``(time << _SEQ_BITS) + es-seq``, where every es-seq is within ``_SEQ_HALF`` of 0:
+#: two es-seqs then differ by less than one ms's step, so the ints keep the pairs' order and
+#: equality.
+_SEQ_BITS = 40
+_SEQ_HALF = 1 << (_SEQ_BITS - 1)
+
+
+def _tie_seqs(msgs: list[Record]) -> list[int]:
+    """``_tie_seq`` of each of ``msgs``: read in C (no call per record) where each carries its
+    ``es-seq`` last and as a number, as a program's outputs do."""
+    try:
+        lasts = [m.headers()[-1] for m in msgs]  # type: ignore[index]  # (TypeError, IndexError: none)
+        if all(map(operator.eq, map(_NAME, lasts), itertools.repeat(codec.HEADER_SEQ))):
+            return list(map(int, map(_VALUE, lasts)))
+    except (TypeError, IndexError, ValueError):
+        pass
+    return list(map(_tie_seq, msgs))
+
+
+_NAME, _VALUE = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def _equal_spans(values: list[Any]) -> list[tuple[int, int]]:
@@ -213,6 +247,17 @@ def tie_of(msg: Record) -> tuple[int, Origin]:
     ``WriterStreams`` queues)."""
     seq, raw, armed = _tie_headers(msg)
     return seq, _origin(raw, armed)
+
+
+def _tie_before(msg: Record, other: Record) -> bool:
+    """``tie_of(msg) < tie_of(other)``, the ids parsed for their origins only where the two
+    share an ``es-seq``: a hot key's records of one ms are compared so as they come (Zipf keys
+    at ten records a ms: bench/worker_markers.py --per-ms 10), and mostly differ in it."""
+    seq, raw, armed = _tie_headers(msg)
+    other_seq, other_raw, other_armed = _tie_headers(other)
+    if seq != other_seq:
+        return seq < other_seq
+    return _origin(raw, armed) < _origin(other_raw, other_armed)
 
 
 def _id_of(msg: Record) -> bytes:
@@ -456,8 +501,8 @@ class WriterStreams:
             if self.taken_to is None or offset >= self.taken_to:
                 self.taken_to = offset + 1  # (the position may pass it: it is done with)
             return False
-        if ts < before or tie_of(msg) < tie_of(last):
-            self.disordered.add(key)
+        if ts < before or (ts == before and _tie_before(msg, last)):
+            self.disordered.add(key)  # (past ``before``: only where the key is so already)
         return True
 
     def _waits(self, key: bytes | None, ts: int, rid: bytes) -> bool:
@@ -722,16 +767,40 @@ class WriterStreams:
         first (``_tie_seq``), then only the records of one ``es-seq`` by their origin. The same
         order as a sort by ``tie_of``, whose origin parses the ``es-id`` of every record (~1.2 µs
         each): at ten records a millisecond every record shares its time, and that sort cost a
-        reader more than the rest of its merge (issue 21)."""
-        for start, end in _equal_spans(times):
-            run = taken[start:end]
-            seqs = [_tie_seq(m) for m in run]
-            order = sorted(range(len(run)), key=seqs.__getitem__)  # (stable: offset order kept)
-            run = list(map(run.__getitem__, order))
-            seqs = list(map(seqs.__getitem__, order))
-            for first, last in _equal_spans(seqs):  # (one es-seq: their origins decide)
-                run[first:last] = sorted(run[first:last], key=tie_of)
-            taken[start:end] = run
+        reader more than the rest of its merge (issue 21). Where most records share their time,
+        the whole of ``taken`` is sorted once by (time, ``es-seq``) (stable: the same order as a
+        sort of each run) rather than run by run: a run of ten records paid more in the calls
+        around its sort than in the sort (bench/worker_markers.py --per-ms 10, Zipf)."""
+        shared = sum(map(operator.eq, times, itertools.islice(times, 1, None)))  # (of the one before's time)
+        if shared * 2 < len(taken):
+            for start, end in _equal_spans(times):
+                WriterStreams._order_run(taken, start, end)
+            return
+        seqs = _tie_seqs(taken)
+        if min(seqs) >= -_SEQ_HALF and max(seqs) < _SEQ_HALF:  # (one int: compared faster than a pair)
+            base = times[0]
+            keys: list[Any] = [((t - base) << _SEQ_BITS) + s for t, s in zip(times, seqs)]
+        else:
+            keys = list(zip(times, seqs))
+        if any(map(operator.gt, keys, itertools.islice(keys, 1, None))):
+            order = sorted(range(len(taken)), key=keys.__getitem__)
+            taken[:] = map(taken.__getitem__, order)
+            keys = list(map(keys.__getitem__, order))
+        if any(map(operator.eq, keys, itertools.islice(keys, 1, None))):
+            for first, last in _equal_spans(keys):  # (one time and es-seq: their origins decide)
+                taken[first:last] = sorted(taken[first:last], key=tie_of)
+
+    @staticmethod
+    def _order_run(taken: list[Record], start: int, end: int) -> None:
+        """Put ``taken[start:end]``, records of one record time, in the tie order."""
+        run = taken[start:end]
+        seqs = [_tie_seq(m) for m in run]
+        order = sorted(range(len(run)), key=seqs.__getitem__)  # (stable: offset order kept)
+        run = list(map(run.__getitem__, order))
+        seqs = list(map(seqs.__getitem__, order))
+        for first, last in _equal_spans(seqs):  # (one es-seq: their origins decide)
+            run[first:last] = sorted(run[first:last], key=tie_of)
+        taken[start:end] = run
 
     def _merged(self, bound: int, limit: int | None) -> list[int]:
         """The indices of the records before ``bound`` in the merge's order (the first
