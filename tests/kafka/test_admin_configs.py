@@ -119,3 +119,72 @@ def _spec() -> Any:
     from eventscript.topology.config import TopicSpec
 
     return TopicSpec(partitions=1)
+
+
+class TwoBrokers:
+    """A cluster of two brokers that list topics apart: librdkafka sends each metadata request to
+    either, and the second learns of a topic only once asked ``lag`` times after its creation.
+    Creating a topic that exists answers TOPIC_ALREADY_EXISTS; every changelog is compacted."""
+
+    def __init__(self, existing: dict[str, int], lag: int = 10**9, appears: dict[str, int] | None = None) -> None:
+        self.topics = dict(existing)
+        self.learnt = dict.fromkeys(existing, lag)  # topic -> the request from which the lagging broker lists it
+        self.lag = lag
+        #: topics created by another worker: listed (by both brokers) from their request on
+        self.appears = appears or {}
+        self.listed = 0
+
+    def list_topics(self, timeout: float) -> Any:
+        from types import SimpleNamespace
+
+        self.listed += 1
+        for name, at in list(self.appears.items()):
+            if self.listed >= at:
+                self.topics[name] = 3
+                self.learnt[name] = 0
+                del self.appears[name]
+        lagging = self.listed % 2 == 0
+        shown = {n: p for n, p in self.topics.items() if not lagging or self.listed >= self.learnt[n]}
+        return SimpleNamespace(
+            topics={n: SimpleNamespace(error=None, partitions=dict.fromkeys(range(p))) for n, p in shown.items()}
+        )
+
+    def create_topics(self, topics: list[Any], **_: Any) -> dict[str, Future[Any]]:
+        out: dict[str, Future[Any]] = {}
+        for t in topics:
+            fut: Future[Any] = Future()
+            if t.topic in self.topics:
+                fut.set_exception(KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS)))
+            else:
+                self.topics[t.topic] = t.num_partitions
+                self.learnt[t.topic] = self.listed + self.lag
+                fut.set_result(None)
+            out[t.topic] = fut
+        return out
+
+    def describe_configs(self, resources: list[Any], request_timeout: float) -> dict[Any, Future[Any]]:
+        out: dict[Any, Future[Any]] = {}
+        for res in resources:
+            fut: Future[Any] = Future()
+            fut.set_result({"cleanup.policy": Entry("compact")})
+            out[res] = fut
+        return out
+
+
+def prepared(topology: dict[str, Any], client: TwoBrokers) -> dict[str, int]:
+    topo = parse_topology(topology, env={})
+    admin = Admin(topo)
+    admin.client = client  # type: ignore[assignment]
+    return admin.prepare(topo.programs)
+
+
+def test_a_topic_one_broker_listed_is_not_missing_when_the_next_answer_leaves_it_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """test_chaos's "input topic ... does not exist" on three brokers under load (it passed
+    alone): ``create`` saw the declared input topic on one broker, ``prepare``'s next metadata
+    request went to a broker that did not list it yet."""
+    monkeypatch.setattr(admin_module.time, "sleep", lambda s: None)
+    declared = {**TOPOLOGY, "topics": {"in": {"partitions": 3}}}
+    client = TwoBrokers({"in": 3})  # (the second broker never lists it)
+    assert prepared(declared, client) == {"p": 3}

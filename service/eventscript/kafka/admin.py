@@ -64,13 +64,22 @@ class Admin:
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self.client = AdminClient(clients.admin_config(topo.kafka))
+        #: Every topic a metadata answer listed so far, with its partition count.
+        self.listed: dict[str, int] = {}
 
     def partition_counts(self, timeout: float | None = None) -> dict[str, int]:
+        """The topics and their partition counts: those of the latest metadata answer, and those
+        an earlier answer listed. Each broker learns of a new topic from the controller on its
+        own, and librdkafka sends each metadata request to any broker: right after one broker
+        listed a topic just created, the next answer, from another broker, may still leave it out
+        (test_chaos on three brokers under load: "input topic ... does not exist" from ``prepare``
+        just after ``create`` had seen the topic)."""
         try:
             md = self.client.list_topics(timeout=METADATA_TIMEOUT if timeout is None else timeout)
         except KafkaException as exc:
             raise KafkaUnavailable.of(self.topo, "reading the topics", exc.args[0]) from None
-        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+        self.listed.update({name: len(t.partitions) for name, t in md.topics.items() if t.error is None})
+        return dict(self.listed)
 
     def create(self, topics: dict[str, TopicSpec]) -> None:
         existing = self.partition_counts()
