@@ -171,11 +171,11 @@ class TwoBrokers:
         return out
 
 
-def prepared(topology: dict[str, Any], client: TwoBrokers) -> dict[str, int]:
+def prepared(topology: dict[str, Any], client: TwoBrokers, wait_for_inputs: bool = False) -> dict[str, int]:
     topo = parse_topology(topology, env={})
     admin = Admin(topo)
     admin.client = client  # type: ignore[assignment]
-    return admin.prepare(topo.programs)
+    return admin.prepare(topo.programs, wait_for_inputs=wait_for_inputs)
 
 
 def test_a_topic_one_broker_listed_is_not_missing_when_the_next_answer_leaves_it_out(
@@ -188,3 +188,36 @@ def test_a_topic_one_broker_listed_is_not_missing_when_the_next_answer_leaves_it
     declared = {**TOPOLOGY, "topics": {"in": {"partitions": 3}}}
     client = TwoBrokers({"in": 3})  # (the second broker never lists it)
     assert prepared(declared, client) == {"p": 3}
+
+
+def test_a_worker_waits_for_an_input_topic_that_does_not_exist_yet_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker started before the writer of its (undeclared) input topic created it waits for
+    it, saying which and what to do, instead of exiting; a tool (no wait) says it is missing."""
+    monkeypatch.setattr(admin_module.time, "sleep", lambda s: None)
+    clock = iter(range(10**6))
+    monkeypatch.setattr(admin_module.time, "monotonic", lambda: next(clock) * 1.0)
+    with pytest.raises(TopologyError, match=r"input topic in \(programs\[p\]\.inputs\[0\]\) does not exist"):
+        prepared(TOPOLOGY, TwoBrokers({}, lag=0))
+    client = TwoBrokers({}, lag=0, appears={"in": 100})
+    with caplog.at_level("WARNING", logger="eventscript.kafka.admin"):
+        assert prepared(TOPOLOGY, client, wait_for_inputs=True) == {"p": 3}
+    assert client.listed >= 100
+    said = [r.getMessage() for r in caplog.records]
+    assert said and "input topic(s) in (programs[p].inputs[0]) do not exist yet: waiting for them" in said[0]
+    assert 1 < len(said) < 10  # (again now and then, not at every request)
+
+
+def test_an_input_topic_a_program_of_the_worker_writes_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waiting for it would wait for ever: the worker itself would create it after the wait."""
+    monkeypatch.setattr(admin_module.time, "sleep", lambda s: None)
+    chained = {
+        **TOPOLOGY,
+        "programs": [
+            {"name": "p", "source": "p.es", "inputs": [{"topic": "in", "event": "A"}], "outputs": {"default": "mid"}},
+            {"name": "q", "source": "q.es", "inputs": [{"topic": "mid", "event": "A"}]},
+        ],
+    }
+    with pytest.raises(TopologyError, match=r"input topic mid \(programs\[q\]\.inputs\[0\]\) does not exist"):
+        prepared(chained, TwoBrokers({"in": 3}, lag=0), wait_for_inputs=True)

@@ -151,7 +151,7 @@ class TopologyRunner:
 
     def prepare(self) -> None:
         compiled = compile_programs(self.topo, self.cfgs)
-        counts = Admin(self.topo).prepare(self.cfgs)
+        counts = Admin(self.topo).prepare(self.cfgs, wait_for_inputs=True)
         ident = instance_id(self.topo)
         programs = {name: c.program for name, c in {**compiled_writers(self.topo, self.cfgs), **compiled}.items()}
         self.workers = [
