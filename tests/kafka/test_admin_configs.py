@@ -221,3 +221,15 @@ def test_an_input_topic_a_program_of_the_worker_writes_is_not_waited_for(monkeyp
     }
     with pytest.raises(TopologyError, match=r"input topic mid \(programs\[q\]\.inputs\[0\]\) does not exist"):
         prepared(chained, TwoBrokers({"in": 3}, lag=0), wait_for_inputs=True)
+
+
+def test_the_wait_for_an_input_topic_ends_when_the_worker_is_asked_to_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    from eventscript.kafka.admin import StoppedWaiting
+
+    monkeypatch.setattr(admin_module.time, "sleep", lambda s: None)
+    asked = iter([False, False, True])
+    with pytest.raises(StoppedWaiting, match=r"waiting for input topic\(s\) in \(programs\[p\]\.inputs\[0\]\)"):
+        topo = parse_topology(TOPOLOGY, env={})
+        admin = Admin(topo)
+        admin.client = TwoBrokers({}, lag=0)  # type: ignore[assignment]
+        admin.prepare(topo.programs, wait_for_inputs=True, stopping=lambda: next(asked))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -63,6 +64,10 @@ class KafkaUnavailable(TopologyError):
     def of(cls, topo: Topology, doing: str, err: KafkaError) -> KafkaUnavailable:
         """The error for ``topo``'s brokers, placing its bootstrap_servers setting (file:line:col)."""
         return cls(topo.kafka.bootstrap_servers, doing, err, topo.where("kafka", "bootstrap_servers"))
+
+
+class StoppedWaiting(Exception):
+    """Asked to stop (SIGTERM) while waiting for an input topic that does not exist yet."""
 
 
 class Admin:
@@ -140,17 +145,20 @@ class Admin:
                 )
             time.sleep(0.1)
 
-    def prepare(self, programs: list[ProgramConfig], wait_for_inputs: bool = False) -> dict[str, int]:
+    def prepare(
+        self, programs: list[ProgramConfig], wait_for_inputs: bool = False, stopping: Callable[[], bool] = lambda: False
+    ) -> dict[str, int]:
         """Create declared and internal topics; return each program's partition count.
 
         ``wait_for_inputs`` (a worker starting): an input topic that does not exist, and that no
         program of ``programs`` writes, is waited for, saying so every ``INPUT_WAIT_LOG_S``: in a
         pipeline whose workers start together, the writer of a topic not declared under
-        ``topics:`` creates it only when it starts. Without it (the tools), it is an error."""
+        ``topics:`` creates it only when it starts. Without it (the tools), it is an error. The
+        wait ends with :class:`StoppedWaiting` once ``stopping()`` is true (SIGTERM)."""
         self.create(self.topo.topics)
         counts = self.partition_counts()
         if wait_for_inputs:
-            counts = self.await_inputs(programs, counts)
+            counts = self.await_inputs(programs, counts, stopping)
         result: dict[str, int] = {}
         needed: dict[str, TopicSpec] = {}
         for cfg in programs:
@@ -176,9 +184,12 @@ class Admin:
         self.warn_repartition_retention([self.topo.repartition_topic(cfg) for cfg in programs])
         return result
 
-    def await_inputs(self, programs: list[ProgramConfig], counts: dict[str, int]) -> dict[str, int]:
+    def await_inputs(
+        self, programs: list[ProgramConfig], counts: dict[str, int], stopping: Callable[[], bool] = lambda: False
+    ) -> dict[str, int]:
         """The topics' partition counts once every input topic of ``programs`` exists, but for
-        those one of ``programs`` writes (``prepare`` says what is wrong with them)."""
+        those one of ``programs`` writes (``prepare`` says what is wrong with them); raises
+        :class:`StoppedWaiting` once ``stopping()`` is true."""
         written = {t for cfg in programs for t in (*cfg.outputs.values(), cfg.error_topic)}
         said: float | None = None  # (when the log last said so)
         started = time.monotonic()
@@ -191,6 +202,8 @@ class Admin:
             ]
             if not missing:
                 return counts
+            if stopping():
+                raise StoppedWaiting(f"stopped while waiting for input topic(s) {', '.join(missing)}")
             waited = time.monotonic() - started
             if said is None or waited - said >= INPUT_WAIT_LOG_S:
                 log.warning(
