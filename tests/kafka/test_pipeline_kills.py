@@ -16,8 +16,8 @@ Slow (a minute or two a run): ``make chaos`` runs it, or ``PIPELINE_KILLS=1``; `
 leaves it out (test_event_time_kafka.py kills one worker once per shipped topology there).
 ``PIPELINE_KILLS_SEED`` picks the kills' moments and the copies' offsets (several, space
 separated, run one after the other: ``PIPELINE_KILLS_SEED="21 22"``). Two variants:
-``PIPELINE_KILLS_EARLY=1`` kills about half its victims without waiting for them to be ready (while
-they join, restore or take tasks on after a rebalance), and ``PIPELINE_KILLS_WORKERS=3`` runs three
+``PIPELINE_KILLS_EARLY=1`` kills about half its victims again right after their restart (while
+they join, restore or take tasks on), and ``PIPELINE_KILLS_WORKERS=3`` runs three
 workers (a kill's tasks spread over the others).
 """
 
@@ -67,8 +67,9 @@ SLICES, PACE_S, KILL_EVERY = 24, 0.5, 4
 #: Every other killed worker is started again only after its session timed out: the other worker
 #: takes its tasks (restored from their changelogs), and gives them back when it rejoins.
 SESSION_S = FAST_GROUP["session.timeout.ms"] / 1000
-#: ``PIPELINE_KILLS_EARLY=1``: about half the kills land whatever the worker is doing, ready or not
-#: (joining its group, restoring its tasks from their changelogs, taking them on after a rebalance).
+#: ``PIPELINE_KILLS_EARLY=1``: about half the victims are killed again right after their restart,
+#: within ``3 * PACE_S``: while they join their group, restore their tasks from the changelogs, take
+#: them on (a worker is ready a second or two after its start, before the next kill otherwise).
 EARLY = bool(os.environ.get("PIPELINE_KILLS_EARLY"))
 #: How many workers run the topology (``PIPELINE_KILLS_WORKERS``): with more, a kill's tasks
 #: spread over several others, and come back from several.
@@ -164,7 +165,7 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
         )
     workers: dict[str, subprocess.Popen[bytes]] = {}
     rng = random.Random(seed)
-    kills = 0
+    kills = early_kills = 0  # (early: kills before the victim said it was ready)
     ready_before = dict.fromkeys(topologies, 0)  # (each worker's ready lines when it was last started)
     started = time.monotonic()
     try:
@@ -176,16 +177,11 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
             if i % KILL_EVERY == KILL_EVERY - 1:
                 victim = rng.choice(sorted(workers))
                 log = tmp_path / f"worker-{victim}.log"
-                if EARLY and rng.random() < 0.5:
-                    time.sleep(rng.uniform(0, 4 * PACE_S))  # (ready or not)
-                else:
-                    # (once it holds its tasks, restored: a worker killed while it starts loses no work)
-                    wait_for(
-                        lambda n=ready_before[victim], log=log: ready_lines(log) > n,
-                        timeout=120,
-                        what=f"{victim} ready",
-                    )
-                    time.sleep(rng.uniform(0, 2 * PACE_S))
+                # (once it holds its tasks, restored: a worker killed while it starts loses no work)
+                wait_for(
+                    lambda n=ready_before[victim], log=log: ready_lines(log) > n, timeout=120, what=f"{victim} ready"
+                )
+                time.sleep(rng.uniform(0, 2 * PACE_S))
                 workers[victim].send_signal(signal.SIGKILL)
                 workers[victim].wait(30)
                 kills += 1
@@ -193,6 +189,14 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
                     time.sleep(SESSION_S + 1)
                 ready_before[victim] = ready_lines(log)
                 workers[victim] = start_worker(topologies[victim], log=log)
+                if EARLY and rng.random() < 0.5:  # (again, while it starts)
+                    time.sleep(rng.uniform(0, 3 * PACE_S))
+                    workers[victim].send_signal(signal.SIGKILL)
+                    workers[victim].wait(30)
+                    kills += 1
+                    early_kills += ready_lines(log) == ready_before[victim]
+                    ready_before[victim] = ready_lines(log)
+                    workers[victim] = start_worker(topologies[victim], log=log)
         # The sources go idle IDLE_AFTER_MS after their last record: then the readers take the rest.
         wait_for(lambda: all_idle(broker, a), timeout=300, what="every task of the first program idle")
         want = None
@@ -216,8 +220,8 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
     assert kills >= 5
     got = results(broker, a, path)
     print(
-        f"\n{original.parent.name} {guarantee} seed {seed}: {kills} kills, {sum(map(len, got.values()))} outputs"
-        f" on {len(got)} keys, {time.monotonic() - started:.0f} s"
+        f"\n{original.parent.name} {guarantee} seed {seed}: {kills} kills ({early_kills} before ready), "
+        f"{sum(map(len, got.values()))} outputs on {len(got)} keys, {time.monotonic() - started:.0f} s"
     )
     assert_simulated_with_memory_ids(broker, a, path, tmp_path)
     if guarantee == "exactly_once":
