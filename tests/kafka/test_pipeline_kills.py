@@ -15,7 +15,10 @@ with keys of their own, in rounds shifted in time past each other's timers.
 Slow (a minute or two a run): ``make chaos`` runs it, or ``PIPELINE_KILLS=1``; ``make test``
 leaves it out (test_event_time_kafka.py kills one worker once per shipped topology there).
 ``PIPELINE_KILLS_SEED`` picks the kills' moments and the copies' offsets (several, space
-separated, run one after the other: ``PIPELINE_KILLS_SEED="21 22"``).
+separated, run one after the other: ``PIPELINE_KILLS_SEED="21 22"``). Two variants:
+``PIPELINE_KILLS_EARLY=1`` kills about half its victims again right after their restart (while
+they join, restore or take tasks on), and ``PIPELINE_KILLS_WORKERS=3`` runs three
+workers (a kill's tasks spread over the others).
 """
 
 from __future__ import annotations
@@ -64,6 +67,13 @@ SLICES, PACE_S, KILL_EVERY = 24, 0.5, 4
 #: Every other killed worker is started again only after its session timed out: the other worker
 #: takes its tasks (restored from their changelogs), and gives them back when it rejoins.
 SESSION_S = FAST_GROUP["session.timeout.ms"] / 1000
+#: ``PIPELINE_KILLS_EARLY=1``: about half the victims are killed again right after their restart,
+#: within ``3 * PACE_S``: while they join their group, restore their tasks from the changelogs, take
+#: them on (a worker is ready a second or two after its start, before the next kill otherwise).
+EARLY = bool(os.environ.get("PIPELINE_KILLS_EARLY"))
+#: How many workers run the topology (``PIPELINE_KILLS_WORKERS``): with more, a kill's tasks
+#: spread over several others, and come back from several.
+WORKERS = int(os.environ.get("PIPELINE_KILLS_WORKERS", "2"))
 
 
 def with_a_longer_trace(original: Path, folder: Path, seed: int) -> Path:
@@ -148,12 +158,15 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
     # (sources idle only well after their last record: a worker restarted after a kill takes
     # longer than the pace of the slices to fetch again; docs/topologies.md, "Sources")
     a = on_broker(path, broker, tmp_path, guarantee, worker="a", idle_timeout_ms=IDLE_AFTER_MS)
-    b = on_broker(path, broker, tmp_path, guarantee, worker="b", like=a, idle_timeout_ms=IDLE_AFTER_MS)
-    topologies = {"a": a, "b": b}
+    topologies = {"a": a}
+    for name in "bcdefgh"[: WORKERS - 1]:
+        topologies[name] = on_broker(
+            path, broker, tmp_path, guarantee, worker=name, like=a, idle_timeout_ms=IDLE_AFTER_MS
+        )
     workers: dict[str, subprocess.Popen[bytes]] = {}
     rng = random.Random(seed)
-    kills = 0
-    starts = dict.fromkeys(topologies, 1)
+    kills = early_kills = 0  # (early: kills before the victim said it was ready)
+    ready_before = dict.fromkeys(topologies, 0)  # (each worker's ready lines when it was last started)
     started = time.monotonic()
     try:
         for name, topology in topologies.items():
@@ -163,17 +176,27 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
             time.sleep(PACE_S)
             if i % KILL_EVERY == KILL_EVERY - 1:
                 victim = rng.choice(sorted(workers))
-                # (once it holds its tasks, restored: a worker killed while it starts loses no work)
                 log = tmp_path / f"worker-{victim}.log"
-                wait_for(lambda n=starts[victim], log=log: ready_lines(log) >= n, timeout=120, what=f"{victim} ready")
+                # (once it holds its tasks, restored: a worker killed while it starts loses no work)
+                wait_for(
+                    lambda n=ready_before[victim], log=log: ready_lines(log) > n, timeout=120, what=f"{victim} ready"
+                )
                 time.sleep(rng.uniform(0, 2 * PACE_S))
                 workers[victim].send_signal(signal.SIGKILL)
                 workers[victim].wait(30)
                 kills += 1
                 if kills % 2 == 0:  # (past the session timeout: its tasks move to the other, and back)
                     time.sleep(SESSION_S + 1)
+                ready_before[victim] = ready_lines(log)
                 workers[victim] = start_worker(topologies[victim], log=log)
-                starts[victim] += 1
+                if EARLY and rng.random() < 0.5:  # (again, while it starts)
+                    time.sleep(rng.uniform(0, 3 * PACE_S))
+                    workers[victim].send_signal(signal.SIGKILL)
+                    workers[victim].wait(30)
+                    kills += 1
+                    early_kills += ready_lines(log) == ready_before[victim]
+                    ready_before[victim] = ready_lines(log)
+                    workers[victim] = start_worker(topologies[victim], log=log)
         # The sources go idle IDLE_AFTER_MS after their last record: then the readers take the rest.
         wait_for(lambda: all_idle(broker, a), timeout=300, what="every task of the first program idle")
         want = None
@@ -197,8 +220,8 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
     assert kills >= 5
     got = results(broker, a, path)
     print(
-        f"\n{original.parent.name} {guarantee} seed {seed}: {kills} kills, {sum(map(len, got.values()))} outputs"
-        f" on {len(got)} keys, {time.monotonic() - started:.0f} s"
+        f"\n{original.parent.name} {guarantee} seed {seed}: {kills} kills ({early_kills} before ready), "
+        f"{sum(map(len, got.values()))} outputs on {len(got)} keys, {time.monotonic() - started:.0f} s"
     )
     assert_simulated_with_memory_ids(broker, a, path, tmp_path)
     if guarantee == "exactly_once":

@@ -146,6 +146,7 @@ def test_created_topics_get_min_insync_replicas_with_their_replication(
     admin = Admin.__new__(Admin)
     admin.topo = load_topology(tmp_path / "t.yaml")
     admin.client = _RecordingAdminClient()
+    admin.listed = {}
     admin.create(
         {
             "x": admin_module.TopicSpec(partitions=2),

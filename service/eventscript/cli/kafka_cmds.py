@@ -77,6 +77,7 @@ def run_run(args: argparse.Namespace) -> int:
         ):
             return 2
         runner = TopologyRunner(topo, args.program, args.health_port, args.health_host)
+        runner.stop_on_sigterm()  # (an input topic may be waited for: a SIGTERM then is an orderly stop)
         runner.prepare()
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)

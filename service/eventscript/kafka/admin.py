@@ -1,7 +1,8 @@
 """Topics: create what the topology needs, and check that each program's inputs are co-partitioned.
 
-Every program needs its input topics (they must exist or be listed under ``topics:``), its output
-and error topics, and two internal topics with its inputs' partition count: the repartition
+Every program needs its input topics (they must exist or be listed under ``topics:``; a worker
+waits for one that another worker's program writes and has not created yet), its output and
+error topics, and two internal topics with its inputs' partition count: the repartition
 topic (deleted records: a retention, and consumed records are purged after commits) and the
 compacted changelog topic.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
@@ -32,6 +34,10 @@ log = logging.getLogger("eventscript.kafka.admin")
 #: Seconds to wait for the cluster's metadata, and for the answer to a topic creation.
 METADATA_TIMEOUT = 10.0
 CREATE_TIMEOUT = 30.0
+#: A worker waiting for an input topic that does not exist yet asks every this many seconds, and
+#: says so in its log every ``INPUT_WAIT_LOG_S``.
+INPUT_WAIT_POLL_S = 1.0
+INPUT_WAIT_LOG_S = 30.0
 #: librdkafka's errors meaning the broker did not answer (as opposed to answering "no").
 UNANSWERED = {
     KafkaError._TRANSPORT,
@@ -60,17 +66,30 @@ class KafkaUnavailable(TopologyError):
         return cls(topo.kafka.bootstrap_servers, doing, err, topo.where("kafka", "bootstrap_servers"))
 
 
+class StoppedWaiting(Exception):
+    """Asked to stop (SIGTERM) while waiting for an input topic that does not exist yet."""
+
+
 class Admin:
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self.client = AdminClient(clients.admin_config(topo.kafka))
+        #: Every topic a metadata answer listed so far, with its partition count.
+        self.listed: dict[str, int] = {}
 
     def partition_counts(self, timeout: float | None = None) -> dict[str, int]:
+        """The topics and their partition counts: those of the latest metadata answer, and those
+        an earlier answer listed. Each broker learns of a new topic from the controller on its
+        own, and librdkafka sends each metadata request to any broker: right after one broker
+        listed a topic just created, the next answer, from another broker, may still leave it out
+        (test_chaos on three brokers under load: "input topic ... does not exist" from ``prepare``
+        just after ``create`` had seen the topic)."""
         try:
             md = self.client.list_topics(timeout=METADATA_TIMEOUT if timeout is None else timeout)
         except KafkaException as exc:
             raise KafkaUnavailable.of(self.topo, "reading the topics", exc.args[0]) from None
-        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+        self.listed.update({name: len(t.partitions) for name, t in md.topics.items() if t.error is None})
+        return dict(self.listed)
 
     def create(self, topics: dict[str, TopicSpec]) -> None:
         existing = self.partition_counts()
@@ -126,10 +145,20 @@ class Admin:
                 )
             time.sleep(0.1)
 
-    def prepare(self, programs: list[ProgramConfig]) -> dict[str, int]:
-        """Create declared and internal topics; return each program's partition count."""
+    def prepare(
+        self, programs: list[ProgramConfig], wait_for_inputs: bool = False, stopping: Callable[[], bool] = lambda: False
+    ) -> dict[str, int]:
+        """Create declared and internal topics; return each program's partition count.
+
+        ``wait_for_inputs`` (a worker starting): an input topic that does not exist, and that no
+        program of ``programs`` writes, is waited for, saying so every ``INPUT_WAIT_LOG_S``: in a
+        pipeline whose workers start together, the writer of a topic not declared under
+        ``topics:`` creates it only when it starts. Without it (the tools), it is an error. The
+        wait ends with :class:`StoppedWaiting` once ``stopping()`` is true (SIGTERM)."""
         self.create(self.topo.topics)
         counts = self.partition_counts()
+        if wait_for_inputs:
+            counts = self.await_inputs(programs, counts, stopping)
         result: dict[str, int] = {}
         needed: dict[str, TopicSpec] = {}
         for cfg in programs:
@@ -154,6 +183,39 @@ class Admin:
         self.check_changelogs([self.topo.changelog_topic(cfg) for cfg in programs])
         self.warn_repartition_retention([self.topo.repartition_topic(cfg) for cfg in programs])
         return result
+
+    def await_inputs(
+        self, programs: list[ProgramConfig], counts: dict[str, int], stopping: Callable[[], bool] = lambda: False
+    ) -> dict[str, int]:
+        """The topics' partition counts once every input topic of ``programs`` exists, but for
+        those one of ``programs`` writes (``prepare`` says what is wrong with them); raises
+        :class:`StoppedWaiting` once ``stopping()`` is true."""
+        written = {t for cfg in programs for t in (*cfg.outputs.values(), cfg.error_topic)}
+        said: float | None = None  # (when the log last said so)
+        started = time.monotonic()
+        while True:
+            missing = [
+                f"{inp.topic} (programs[{cfg.name}].inputs[{i}])"
+                for cfg in programs
+                for i, inp in enumerate(cfg.inputs)
+                if inp.topic not in counts and inp.topic not in written
+            ]
+            if not missing:
+                return counts
+            if stopping():
+                raise StoppedWaiting(f"stopped while waiting for input topic(s) {', '.join(missing)}")
+            waited = time.monotonic() - started
+            if said is None or waited - said >= INPUT_WAIT_LOG_S:
+                log.warning(
+                    "input topic(s) %s do not exist%s: waiting for them (the program that writes a topic "
+                    "creates it when its worker starts; else create it, or list it under 'topics:' with its "
+                    "partitions so that this worker creates it)",
+                    ", ".join(missing),
+                    " yet" if said is None else f" after {waited:.0f} s",
+                )
+                said = waited
+            time.sleep(INPUT_WAIT_POLL_S)
+            counts = self.partition_counts()
 
     def warn_repartition_retention(self, topics: list[str]) -> None:
         """Warn of a repartition topic with a finite retention (made by an earlier version, or

@@ -23,7 +23,7 @@ from ..automata.compiled import CompiledProgram
 from ..engine.tuning import configure_gc
 from ..task.keys import scheme_for
 from ..topology.config import ProgramConfig, Topology, TopologyError
-from .admin import Admin
+from .admin import Admin, StoppedWaiting
 from .clients import LIBRDKAFKA_LOG, ClientSupplier
 from .health import HealthServer
 from .metrics import Metrics
@@ -151,7 +151,13 @@ class TopologyRunner:
 
     def prepare(self) -> None:
         compiled = compile_programs(self.topo, self.cfgs)
-        counts = Admin(self.topo).prepare(self.cfgs)
+        try:
+            counts = Admin(self.topo).prepare(
+                self.cfgs, wait_for_inputs=True, stopping=lambda: self._first_signal is not None
+            )
+        except StoppedWaiting as stopped:
+            log.info("%s: no worker started", stopped)
+            return
         ident = instance_id(self.topo)
         programs = {name: c.program for name, c in {**compiled_writers(self.topo, self.cfgs), **compiled}.items()}
         self.workers = [
@@ -189,6 +195,12 @@ class TopologyRunner:
         Kubernetes and process supervisors expect of a clean stop."""
         return self._first_signal == signal.SIGINT
 
+    def stop_on_sigterm(self) -> None:
+        """From now on SIGTERM is an orderly stop (``_on_signal``), also while the topics are
+        checked or an input topic is waited for, before ``run`` (which catches Ctrl-C too)."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._on_signal)
+
     def _on_signal(self, signum: int, frame: object) -> None:
         self._signals += 1
         if self._first_signal is None:
@@ -205,7 +217,7 @@ class TopologyRunner:
             # orchestrator's orderly stop too, not a kill (exit 0, not -15).
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGINT, self._on_signal)
-        if not self.workers:
+        if not self.workers and self._first_signal is None:
             self.prepare()
         if self._first_signal is not None:
             log.info("stopped while starting: no record was processed")
