@@ -91,6 +91,12 @@ class ParseError(Exception):
         self.hint = hint
 
 
+def _stored(marker: ast.Regex, store: ast.RActions | None) -> ast.Regex:
+    """The marker, followed by the assignment of its subscripted or field target if it has one
+    (``Parser.parse_marker_target``)."""
+    return marker if store is None else ast.RSeq(marker.pos, [marker, store])
+
+
 def _describe(tok: Token) -> str:
     if tok.kind == "EOF":
         return "the end of the file"
@@ -105,9 +111,6 @@ class Parser:
         self.i = 0
         self.diagnostics = diagnostics
         self.depth = 0
-        #: The assignment of the marker just parsed to its subscripted or field target
-        #: (``parse_marker_target``), taken by ``_stored``.
-        self._pending_store: ast.RActions | None = None
         #: Binary operators enclosing the current point (see MAX_EXPRESSION_DEPTH).
         self.operators = 0
         #: For loops enclosing the current point (see MAX_FOR_NESTING).
@@ -456,17 +459,17 @@ class Parser:
                     "use day(s), hour(s), minute(s), second(s)/sec, millisecond(s)/msec or microsecond(s)/usec",
                 )
             self.expect("]")
-            target, tpos = self.parse_marker_target(self._written_since(t))
-            return self._stored(
-                ast.RElapse(t.pos, amount, TIME_UNITS[unit.text], unit.pos, target, tpos, order=t.index)
+            target, tpos, store = self.parse_marker_target(self._written_since(t))
+            return _stored(
+                ast.RElapse(t.pos, amount, TIME_UNITS[unit.text], unit.pos, target, tpos, order=t.index), store
             )
         if t.kind == "arrive":
             self.advance()
             self.expect("[", hint="write arrive[9:00]() or arrive[(deadline)]()")
             pattern = self.parse_arrive_pattern()
             self.expect("]")
-            target, tpos = self.parse_marker_target(self._written_since(t))
-            return self._stored(ast.RArrive(t.pos, pattern, target, tpos, order=t.index))
+            target, tpos, store = self.parse_marker_target(self._written_since(t))
+            return _stored(ast.RArrive(t.pos, pattern, target, tpos, order=t.index), store)
         if t.kind == "IDENT":
             self.advance()
             if not self.at("("):
@@ -475,8 +478,8 @@ class Parser:
                     f"expected '(' after event name {t.text}",
                     f"write {t.text}() to match the event, or {t.text}(x) to keep its value in x",
                 )
-            target, tpos = self.parse_marker_target(t.text)
-            return self._stored(ast.RMarker(t.pos, t.text, target, tpos, order=t.index))
+            target, tpos, store = self.parse_marker_target(t.text)
+            return _stored(ast.RMarker(t.pos, t.text, target, tpos, order=t.index), store)
         raise ParseError(t.pos, f"expected an event marker, found {_describe(t)}")
 
     def _written_since(self, t: Token) -> str:
@@ -485,12 +488,13 @@ class Parser:
         text = t.pos.source.text[t.pos.offset : self.tok.pos.offset]
         return " ".join(text.split()) if self.tok.pos.source is t.pos.source else t.text
 
-    def parse_marker_target(self, what: str) -> tuple[str | None, Pos | None]:
+    def parse_marker_target(self, what: str) -> tuple[str | None, Pos | None, ast.RActions | None]:
         """The marker's target variable: a name, or ``a[e]`` / ``s.f`` (language document 2.3 and
         2.5: a marker stores the event's value "in a variable", and a variable may be
         subscripted or a structure field). Such a target is stored in a hidden variable named
-        after it, and assigned from it by an action right after the marker (``_stored``), at the
-        target's place in the program text: what an action block written there would do."""
+        after it, and assigned from it by the action returned third, placed right after the
+        marker (``_stored``) at the target's place in the program text: what an action block
+        written there would do."""
         self.expect("(", hint=f"write {what}() or {what}(variable)")
         if self.at("IDENT") and self.peek().kind in ("[", "."):
             first = self.tok
@@ -500,26 +504,18 @@ class Parser:
             if not isinstance(target, (ast.Index, ast.FieldAccess)):  # (a call's result, as f(x).y)
                 raise ParseError(target.pos, "an event marker stores its value in a variable: x, a[i] or s.f")
             hidden = MARKER_STORE_PREFIX + written
-            self._pending_store = ast.RActions(
+            store = ast.RActions(
                 first.pos,
                 ast.Block(first.pos, [ast.Assign(first.pos, target, ast.Name(first.pos, hidden))]),
                 order=first.index,
             )
-            return hidden, first.pos
+            return hidden, first.pos, store
         if self.at("IDENT"):
             v = self.advance()
             self.expect(")", hint="an event marker holds one variable: x, a[i] or s.f")
-            return v.text, v.pos
+            return v.text, v.pos, None
         self.expect(")", "')' or a variable name")
-        return None, None
-
-    def _stored(self, marker: ast.Regex) -> ast.Regex:
-        """The marker, followed by the assignment of its subscripted or field target if it has
-        one (``parse_marker_target``)."""
-        store, self._pending_store = self._pending_store, None
-        if store is None:
-            return marker
-        return ast.RSeq(marker.pos, [marker, store])
+        return None, None, None
 
     def parse_arrive_pattern(self) -> ast.ArrivePattern:
         start = self.tok.pos

@@ -110,6 +110,9 @@ _SEQ_BITS = 40
 _SEQ_HALF = 1 << (_SEQ_BITS - 1)
 
 
+_NAME, _VALUE = operator.itemgetter(0), operator.itemgetter(1)
+
+
 def _tie_seqs(msgs: list[Record]) -> list[int]:
     """``_tie_seq`` of each of ``msgs``: read in C (no call per record) where each carries its
     ``es-seq`` last and as a number, as a program's outputs do."""
@@ -120,9 +123,6 @@ def _tie_seqs(msgs: list[Record]) -> list[int]:
     except (TypeError, IndexError, ValueError):
         pass
     return list(map(_tie_seq, msgs))
-
-
-_NAME, _VALUE = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def _equal_spans(values: list[Any]) -> list[tuple[int, int]]:

@@ -482,7 +482,7 @@ class Task:
         next_id = ids.next_bytes
         id_header, time_header = codec.HEADER_ID, codec.HEADER_TIME
 
-        keyless = self._keyless_partitions
+        keyless = self._keyless_partition
 
         def handler(ctx: Any, value: Any) -> None:
             t = now()
@@ -500,10 +500,7 @@ class Task:
             except TypeError:  # a lone surrogate in an object value (from an external function)
                 data = json_line(encode_value(value)).encode()
             key = key_of(ctx)
-            partition = -1
-            if key is None and topic in keyless:  # (ids are unique: no cache to fill)
-                partition = murmur2_partition(rid, keyless[topic])
-            self.send(topic, partition, key, data, headers, t // 1000, False)
+            self.send(topic, -1 if key is not None else keyless(topic, rid), key, data, headers, t // 1000, False)
 
         return handler
 
@@ -593,14 +590,20 @@ class Task:
             headers.append((codec.HEADER_ARMED, armed))
         return headers
 
+    def _keyless_partition(self, topic: str, rid: bytes) -> int:
+        """The partition of a record with no key and id ``rid``: on a topic another program reads,
+        where its ``es-id`` hashes to (``_keyless_partitions``: a copy written again after a
+        restart lands beside its original; ids are unique, so no cache); else -1, the producer's
+        partitioner."""
+        n = self._keyless_partitions.get(topic)
+        return -1 if n is None else murmur2_partition(rid, n)
+
     def _error_partition(self, key: bytes | None, headers: codec.Headers) -> int:
-        """An ``$error`` record with no key, to an error topic another program reads, goes where
-        its ``es-id`` hashes to, as a keyless output does (``_output_handler``): a copy written
-        again after a restart lands beside its original. Else -1: the producer's partitioner."""
-        topic = self.cfg.error_topic
-        if key is not None or topic not in self._keyless_partitions:
+        """An ``$error`` record's partition: placed by its key, or, with none, as a keyless
+        output is (``_keyless_partition``)."""
+        if key is not None:
             return -1
-        return murmur2_partition(codec.header(headers, codec.HEADER_ID) or b"", self._keyless_partitions[topic])
+        return self._keyless_partition(self.cfg.error_topic, codec.header(headers, codec.HEADER_ID) or b"")
 
     def _error_record(self, code: int, message: str) -> None:
         """An $error record about the input record being processed (it could not be used)."""
