@@ -677,6 +677,19 @@ def test_structure_builders_new_arrays_and_calls() -> None:
     ]
 
 
+def test_keywords_are_field_names() -> None:
+    # The language document reserves no words; a field called type, in or new is natural, and a
+    # field name's place (after its type, before a builder's ':', after '.') leaves no doubt.
+    src = (
+        "type Msg = {string type; long in;}\nin Msg R group(R.type) case { R.in > 0 ? Pos : Neg }\n"
+        "out {string type; long new;} O\n"
+        "( Pos(p) { !>O({type: p.type, new: p.in}); } | Neg(n) { n.in = 0; !>O({new: n.in, type: n.type}); } )*"
+    )
+    assert values(src, f'{T0} R("a", 1) R({{type: "b", in: -4}})') == [{"type": "a", "new": 1}, {"type": "b", "new": 0}]
+    errs = check_source("in {string in; long out} R\nout long O\n( R(r) { !>O(r.out); } )*").diagnostics.errors
+    assert errs == []
+
+
 def test_empty_structure_builder_and_empty_argument_list() -> None:
     src = "in {} A\nout {} Z, time T\n( A() { !>Z({}); !>T(now()); } )*"
     assert values(src, f"{T0} A()") == [{}, "2026-01-01T00:00:00.000000Z"]

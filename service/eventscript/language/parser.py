@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from . import ast
 from .diagnostics import Diagnostics
-from .lexer import Token, tokenize
+from .lexer import KEYWORDS, Token, tokenize
 from .source import Pos, SourceFile
 
 #: How deeply constructs may nest: parentheses, blocks, unary operators, subscripts, type
@@ -97,6 +97,10 @@ def _stored(marker: ast.Regex, store: ast.RActions | None) -> ast.Regex:
     return marker if store is None else ast.RSeq(marker.pos, [marker, store])
 
 
+def _names_a_field(tok: Token) -> bool:
+    return tok.kind == "IDENT" or tok.kind in KEYWORDS
+
+
 def _describe(tok: Token) -> str:
     if tok.kind == "EOF":
         return "the end of the file"
@@ -145,6 +149,15 @@ class Parser:
             return self.advance()
         wanted = what or (f"'{kind}'" if kind not in ("IDENT", "INT", "STRING") else kind.lower())
         raise ParseError(self.tok.pos, f"expected {wanted}, found {_describe(self.tok)}", hint)
+
+    def expect_field_name(self) -> Token:
+        """A field name: an identifier, or a keyword, which cannot mean anything else where a
+        field name is expected (after a field's type, before a builder's ':', after '.'). The
+        language document reserves no words, and natural field names such as ``type``, ``in``
+        or ``new`` are keywords here."""
+        if _names_a_field(self.tok):
+            return self.advance()
+        return self.expect("IDENT", "a field name")
 
     def _enter(self, pos: Pos) -> None:
         self.depth += 1
@@ -329,7 +342,7 @@ class Parser:
             fields: list[ast.StructField] = []
             while not self.at("}"):
                 fty = self.parse_type()
-                fname = self.expect("IDENT", "a field name")
+                fname = self.expect_field_name()
                 fields.append(ast.StructField(fty, fname.text, fname.pos))
                 if not self.accept(";") and not self.at("}"):
                     raise ParseError(
@@ -756,7 +769,7 @@ class Parser:
                     idx = self.parse_expr()
                     self.expect("]")
                     e = ast.Index(b.pos, e, idx)
-                elif self.at(".") and self.peek().kind == "IDENT":
+                elif self.at(".") and _names_a_field(self.peek()):
                     self._enter(self.advance().pos)
                     name = self.advance()
                     e = ast.FieldAccess(name.pos, e, name.text, name.pos)
@@ -828,7 +841,7 @@ class Parser:
         raise ParseError(t.pos, f"expected an expression, found {_describe(t)}")
 
     def parse_field_init(self) -> ast.FieldInit:
-        name = self.expect("IDENT", "a field name")
+        name = self.expect_field_name()
         self.expect(":", hint="a structure is written {name: value, ...}")
         return ast.FieldInit(name.text, self.parse_expr(), name.pos)
 
