@@ -7,16 +7,22 @@ encoding, the 12 semantic choices) and the language document, sections 2, 3 and 
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, ClassVar
 
 import pytest
 
 from conftest import check_source, run_program
+from eventscript.automata.compile import compile_source
+from eventscript.automata.compiled import CompiledProgram
 from eventscript.engine.engine import Engine
 from eventscript.engine.events import Emitted
 from eventscript.engine.time_provider import SimulatedTimeProvider
 from eventscript.engine.timeutil import format_time, parse_time
+from eventscript.language.source import SourceFile
+from eventscript.tester.pipeline import run_trace
+from eventscript.tester.trace import parse_trace
 
 T0 = "2026-01-01T00:00:00.000000Z"
 GO = "[2026-01-01 00:00:00] Go()"
@@ -216,6 +222,19 @@ class TestStructuresAndArrays:
         )
         assert [line["value"] for line in lines] == [{"x": 1, "s": "a"}, {"x": 2, "s": "b"}, {"x": 3, "s": "c"}]
         assert [list(line["value"]) for line in lines] == [["x", "s"]] * 3
+
+    def test_builder_fields_are_evaluated_in_the_order_written(self) -> None:
+        # Document 2.5, "Java-like" expressions: left to right as written, so y's division by
+        # zero (4) comes before x's unset variable (3); also after a round trip through the
+        # compiled JSON form, which keeps the written order.
+        src = f"{POINT}\nin long Go\nout P O\n( Go(z) {{ !>O({{s: string(10 / z), x: u}}); }} )*"
+        trace = "[2026-01-01 00:00:00] Go(0)"
+        want = ["$error 4", "$error 3", {"x": 0, "s": "0"}]
+        assert values(run_program(src, trace)) == want
+        compiled = CompiledProgram.from_json(json.loads(json.dumps(compile_source(src, name="p").require().to_json())))
+        lines: list[dict[str, Any]] = []
+        run_trace([compiled], parse_trace(SourceFile("<trace>", trace)), lambda line: lines.append(line.to_json()))
+        assert values(lines) == want
 
     def test_variable_holding_a_builder_in_another_field_order(self) -> None:
         comp = check_source(f'{POINT}\nin {{}} Go\nout P O\nGo() {{ p = {{s: "a", x: 1}}; !>O(p); }}')

@@ -156,7 +156,10 @@ def evaluate(e: ast.Expr, s: Scope) -> Any:
             return []
         return [default(e.ty.element) for _ in range(n)]
     if isinstance(e, ast.StructBuild):
-        return {f.name: evaluate(f.value, s) for f in e.fields}
+        # Evaluated in the order written (left to right, as in Java); the structure keeps the
+        # declared order of its type's fields (the README's output format).
+        written = {f.name: evaluate(f.value, s) for f in e.fields}
+        return {n: written[n] for n in e.ty.names} if isinstance(e.ty, StructType) else written
     if isinstance(e, ast.FieldAccess):
         return evaluate(e.obj, s)[e.name]
     raise NotImplementedError(f"the reference does not evaluate {type(e).__name__}")

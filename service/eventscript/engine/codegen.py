@@ -195,7 +195,12 @@ class CodeGen:
         if isinstance(e, ir.Field):
             return f"{self.expr(e.obj)}[{e.k}]"
         if isinstance(e, ir.Build):
-            return "[" + ", ".join(self.expr(x) for x in e.values) + "]"
+            if e.order is None:
+                return "[" + ", ".join(self.expr(x) for x in e.values) + "]"
+            # Evaluated in the order written, then put in the declared order.
+            written = "".join(self.expr(e.values[k]) + ", " for k in e.order)
+            places = "".join(f"{e.order.index(k)}, " for k in range(len(e.values)))
+            return f"[*map(({written}).__getitem__, ({places}))]"
         if isinstance(e, ir.New):
             assert isinstance(e.ty, ArrayType)
             return f"_new(ctx, {self.expr(e.size)}, lambda: {default_expr(e.ty.element)})"

@@ -31,6 +31,9 @@ from .types import Type, type_from_json
 @dataclass
 class Node:
     TAG: ClassVar[str] = ""
+    #: Last fields left out of the JSON form while they are None (read back as their default), so
+    #: that adding one changes neither the compiled form nor the fingerprint of programs without it.
+    OPTIONAL_TAIL: ClassVar[tuple[str, ...]] = ()
 
 
 @dataclass
@@ -151,11 +154,16 @@ class Field(Node):
 
 @dataclass
 class Build(Node):
-    """A structure builder; ``values`` are in the structure type's field order."""
+    """A structure builder; ``values`` are in the structure type's field order. ``order``, when
+    the builder wrote its fields in another order, lists the values' indices in the order written:
+    they are evaluated in that order (language document 2.5, "Java-like" expressions: left to
+    right as written), which shows in the order of the ``$error`` events they may raise."""
 
     TAG = "build"
+    OPTIONAL_TAIL = ("order",)
     ty: Type
     values: list[Node]
+    order: list[int] | None = None
 
 
 @dataclass
@@ -444,10 +452,10 @@ _CLASSES: dict[str, type[Node]] = {c.TAG: c for c in Node.__subclasses__() if c.
 
 def to_json(x: Any) -> Any:
     if isinstance(x, Node):
-        out: list[Any] = [x.TAG]
-        for f in dataclasses.fields(x):
-            out.append(to_json(getattr(x, f.name)))
-        return out
+        fields = [f.name for f in dataclasses.fields(x)]
+        while fields and fields[-1] in x.OPTIONAL_TAIL and getattr(x, fields[-1]) is None:
+            fields.pop()
+        return [x.TAG, *(to_json(getattr(x, name)) for name in fields)]
     if isinstance(x, Type):
         return {"type": x.to_json()}
     if isinstance(x, list):

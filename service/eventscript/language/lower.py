@@ -333,7 +333,9 @@ class Lowerer:
         if isinstance(e, ast.StructBuild):
             assert isinstance(t, StructType)
             by_name = {f.name: f.value for f in e.fields}
-            return ir.Build(t, [self.expr(by_name[n]) for n in t.names])
+            written = [t.names.index(f.name) for f in e.fields]
+            order = written if written != sorted(written) else None
+            return ir.Build(t, [self.expr(by_name[n]) for n in t.names], order)
         if isinstance(e, ast.NewArray):
             return ir.New(t, self.expr(e.size))
         raise AssertionError(f"unknown expression {e!r}")
