@@ -1,0 +1,4 @@
+in long A, {} B
+out long O
+
+( A(x)* & ( A() A() )* ) B() { !>O(x); }
