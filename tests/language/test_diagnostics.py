@@ -721,6 +721,11 @@ class TestAutomatonDiagnostics:
         errs = errors("in {} A, {} B\nout {} Z\n" + body)
         assert errs and errs[0][2].startswith("this action is on a cyclic path with no event marker")
 
+    @pytest.mark.parametrize("body", ["A() ( {} )* B()", "( {} A()* )* B()", "( A() | {} )+"])
+    def test_an_empty_action_block_on_a_loop_is_no_action(self, body: str) -> None:
+        # Footnote 8 forbids a cyclic path that has actions; `{}` has none.
+        assert check_source("in {} A, {} B\nout {} Z\n" + body).ok
+
     def test_guarded_loop_is_fine(self) -> None:
         assert check_source("in {} A\nout {} Z\n(A()+ { !>Z({}); })*").ok
         assert check_source("in {} A\nout {} Z\n(A() { !>Z({}); })*").ok

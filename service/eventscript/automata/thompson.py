@@ -54,7 +54,10 @@ class Builder:
             return a, b
         if isinstance(r, ir.RUnit):
             a, b = nfa.node(), nfa.node()
-            nfa.epsilon(a, b, (self._occurrence(r.unit),))
+            # An empty action block (`{}`) does nothing: it takes no occurrence, so a loop of
+            # it alone is no "cyclic path that has actions" (document footnote 8).
+            empty = not self.program.units[r.unit].actions
+            nfa.epsilon(a, b, () if empty else (self._occurrence(r.unit),))
             return a, b
         if isinstance(r, ir.RSeq):
             a = cur = nfa.node()

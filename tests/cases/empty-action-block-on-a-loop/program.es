@@ -1,0 +1,3 @@
+in long A, long B, {} C
+out long O
+( A(a) ( {} )* ( C() | {} ) B() { !>O(a); } )*
