@@ -29,7 +29,8 @@ work that made the first output (after the last half second under 10% of a core)
 the time from the release is printed beside it, and CPU-seconds run from the release.
 After the end the output must hold exactly one record per input. Printed per run: records/s,
 records per CPU-second of the contender, the broker's CPU over the window from the release, the
-time to the first output, the peak RSS (VmHWM).
+time to the first output, the peak RSS (VmHWM), and the RSS at the release (set up: imports, clients,
+program, stores; before the first record) and at the first output.
 
 Rounds interleave the contenders (in an order that rotates) over the same backlog, each with its
 own consumer group and output topic.
@@ -356,9 +357,10 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return by_kind
 
 
-def peak_rss_mib(pid: int) -> float:
+def peak_rss_mib(pid: int, field: str = "VmHWM") -> float:
+    """The process's peak RSS in MiB (``VmHWM``), or its RSS now with ``field="VmRSS"``."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -540,6 +542,8 @@ def race(
     counter = OutputCounter(broker.bootstrap, out, partitions)
     try:
         cpu0, broker0, threads0 = proc_cpu(proc.pid), broker.cpu(), thread_cpu(proc.pid)
+        rss_release = peak_rss_mib(proc.pid, "VmRSS")  # set up: imports, clients, program, stores
+        rss_first = float("nan")
         t0 = time.perf_counter()
         assert proc.stdin is not None
         proc.stdin.write("go\n")
@@ -562,6 +566,7 @@ def race(
             last_cpu = cpu
             if first_out is None and seen > 0:
                 first_out = now - t0
+                rss_first = peak_rss_mib(proc.pid, "VmRSS")
             if last_out is None and seen >= n:
                 last_out = now
             if last_out is not None and now - last_busy >= FLAT_SECONDS:
@@ -587,6 +592,8 @@ def race(
             "broker": broker_used,
             "first": first_out,
             "rss": rss,
+            "rss_release": rss_release,
+            "rss_first": rss_first,
             "threads": threads,
         }
     finally:
@@ -700,7 +707,8 @@ def main() -> None:
                             f"librdkafka {threads.get('librdkafka', 0.0):.2f}, "
                             f"rocksdb {threads.get('rocksdb', 0.0):.2f}; "
                             f"{got['setup_cpu']:.2f} before its work)  broker cpu {got['broker']:5.1f} s  "
-                            f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB",
+                            f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB "
+                            f"(at release {got['rss_release']:.0f}, at first output {got['rss_first']:.0f})",
                             flush=True,
                         )
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
