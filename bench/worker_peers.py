@@ -550,6 +550,7 @@ def race(
         proc.stdin.flush()
         last_cpu, last_busy, first_out, last_out = cpu0, t0, None, None
         samples: list[tuple[float, float, int]] = []  # (s from release, CPU seconds used in it, outputs seen)
+        rss_samples: list[float] = []  # (with ``timeline``: the RSS at each sample, MiB)
         window: collections.deque[tuple[float, float]] = collections.deque([(t0, cpu0)], maxlen=BUSY_WINDOW + 1)
         while True:
             time.sleep(SAMPLE_SECONDS)
@@ -563,6 +564,8 @@ def race(
                 last_busy = now
             seen = counter.poll()
             samples.append((now - t0, cpu - last_cpu, seen))
+            if timeline:
+                rss_samples.append(peak_rss_mib(proc.pid, "VmRSS"))
             last_cpu = cpu
             if first_out is None and seen > 0:
                 first_out = now - t0
@@ -583,7 +586,7 @@ def race(
         if counter.poll() != n:
             raise SystemExit(f"{who}: {counter.count:,} output records for {n:,} inputs")
         if timeline:
-            print_timeline(who, samples)
+            print_timeline(who, samples, rss_samples)
         return {
             "wall": wall,
             "steady": wall - start,
@@ -627,14 +630,16 @@ def work_start(samples: list[tuple[float, float, int]], first_out: float) -> flo
     return start
 
 
-def print_timeline(who: str, samples: list[tuple[float, float, int]]) -> None:
-    """The contender's CPU (cores) and its outputs so far, per 0.2 s from the release."""
-    print(f"  {who} timeline (s from release: cores busy, outputs seen):")
+def print_timeline(who: str, samples: list[tuple[float, float, int]], rss: list[float] | None = None) -> None:
+    """The contender's CPU (cores) and its outputs so far, per 0.2 s from the release, and its RSS
+    (MiB) at the end of each 0.2 s where ``rss`` has one per sample."""
+    print(f"  {who} timeline (s from release: cores busy, outputs seen{', RSS MiB' if rss else ''}):")
     line = []
     for i in range(0, len(samples), 4):
         chunk = samples[i : i + 4]
         cores = sum(c for _, c, _ in chunk) / (len(chunk) * SAMPLE_SECONDS)
-        line.append(f"{chunk[0][0]:5.1f}: {cores:3.1f} {chunk[-1][2]:>7,d}")
+        mib = f" {rss[i + len(chunk) - 1]:4.0f}" if rss else ""
+        line.append(f"{chunk[0][0]:5.1f}: {cores:3.1f} {chunk[-1][2]:>7,d}{mib}")
         if len(line) == 6:
             print("    " + " | ".join(line))
             line = []
@@ -650,7 +655,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
-    ap.add_argument("--timeline", action="store_true", help="print each run's CPU and outputs per 0.2 s")
+    ap.add_argument("--timeline", action="store_true", help="print each run's CPU, outputs and RSS per 0.2 s")
     ap.add_argument(
         "--against",
         default="",
