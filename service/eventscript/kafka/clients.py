@@ -118,13 +118,14 @@ def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict
 #: ~230 bytes besides its decompressed batch, and a fetch brings up to ``max.partition.fetch.bytes``
 #: a partition whatever the count: on a backlog of small compressed records the member held the
 #: whole backlog, ~30 MiB at 100,000 records, about a fifth of the worker's peak memory (bench/SPEED.md,
-#: "The worker's memory"). The worker takes at most ``worker.BATCH`` records a turn, so a few
-#: thousand a partition keep it fed, as Kafka Streams buffers 1,000 (``buffered.records.per.partition``).
+#: "The worker's memory"). The worker takes at most ``worker.BATCH`` records a turn; 10,000 a
+#: partition keep it fed (measured: 5,000 cost it 5-10% more CPU a record at 200,000 records,
+#: 10,000 nothing), where Kafka Streams buffers 1,000 (``buffered.records.per.partition``).
 #: A partition over its count waits ``fetch.queue.backoff.ms`` before its next fetch (librdkafka's
 #: default, 1 s, starved the loop with a count this low). A record larger than the fetch size is
 #: still fetched whole (the broker returns a partition's first batch at any size).
 MEMBER_PREFETCH: dict[str, int] = {
-    "queued.min.messages": 5_000,
+    "queued.min.messages": 10_000,
     "max.partition.fetch.bytes": 131_072,
     "fetch.queue.backoff.ms": 10,
 }
