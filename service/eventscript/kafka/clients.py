@@ -122,7 +122,7 @@ def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict
 #: partition keep it fed (measured: 5,000 cost it 5-10% more CPU a record at 200,000 records,
 #: 10,000 nothing), where Kafka Streams buffers 1,000 (``buffered.records.per.partition``).
 #: A partition over its count waits ``fetch.queue.backoff.ms`` before its next fetch (librdkafka's
-#: default, 1 s, starved the loop with a count this low). A record larger than the fetch size is
+#: default, 1 s, starved the worker with a count this low). A record larger than the fetch size is
 #: still fetched whole (the broker returns a partition's first batch at any size).
 MEMBER_PREFETCH: dict[str, int] = {
     "queued.min.messages": 10_000,
