@@ -29,7 +29,8 @@ work that made the first output (after the last half second under 10% of a core)
 the time from the release is printed beside it, and CPU-seconds run from the release.
 After the end the output must hold exactly one record per input. Printed per run: records/s,
 records per CPU-second of the contender, the broker's CPU over the window from the release, the
-time to the first output, the peak RSS (VmHWM).
+time to the first output, the peak RSS (VmHWM), and the RSS at the release (set up: imports, clients,
+program, stores; before the first record) and at the first output.
 
 Rounds interleave the contenders (in an order that rotates) over the same backlog, each with its
 own consumer group and output topic.
@@ -356,9 +357,10 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return by_kind
 
 
-def peak_rss_mib(pid: int) -> float:
+def peak_rss_mib(pid: int, field: str = "VmHWM") -> float:
+    """The process's peak RSS in MiB (``VmHWM``), or its RSS now with ``field="VmRSS"``."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -540,12 +542,15 @@ def race(
     counter = OutputCounter(broker.bootstrap, out, partitions)
     try:
         cpu0, broker0, threads0 = proc_cpu(proc.pid), broker.cpu(), thread_cpu(proc.pid)
+        rss_release = peak_rss_mib(proc.pid, "VmRSS")  # set up: imports, clients, program, stores
+        rss_first = float("nan")
         t0 = time.perf_counter()
         assert proc.stdin is not None
         proc.stdin.write("go\n")
         proc.stdin.flush()
         last_cpu, last_busy, first_out, last_out = cpu0, t0, None, None
         samples: list[tuple[float, float, int]] = []  # (s from release, CPU seconds used in it, outputs seen)
+        rss_samples: list[float] = []  # (with ``timeline``: the RSS at each sample, MiB)
         window: collections.deque[tuple[float, float]] = collections.deque([(t0, cpu0)], maxlen=BUSY_WINDOW + 1)
         while True:
             time.sleep(SAMPLE_SECONDS)
@@ -559,9 +564,12 @@ def race(
                 last_busy = now
             seen = counter.poll()
             samples.append((now - t0, cpu - last_cpu, seen))
+            if timeline:
+                rss_samples.append(peak_rss_mib(proc.pid, "VmRSS"))
             last_cpu = cpu
             if first_out is None and seen > 0:
                 first_out = now - t0
+                rss_first = peak_rss_mib(proc.pid, "VmRSS")
             if last_out is None and seen >= n:
                 last_out = now
             if last_out is not None and now - last_busy >= FLAT_SECONDS:
@@ -578,7 +586,7 @@ def race(
         if counter.poll() != n:
             raise SystemExit(f"{who}: {counter.count:,} output records for {n:,} inputs")
         if timeline:
-            print_timeline(who, samples)
+            print_timeline(who, samples, rss_samples)
         return {
             "wall": wall,
             "steady": wall - start,
@@ -587,6 +595,8 @@ def race(
             "broker": broker_used,
             "first": first_out,
             "rss": rss,
+            "rss_release": rss_release,
+            "rss_first": rss_first,
             "threads": threads,
         }
     finally:
@@ -620,14 +630,16 @@ def work_start(samples: list[tuple[float, float, int]], first_out: float) -> flo
     return start
 
 
-def print_timeline(who: str, samples: list[tuple[float, float, int]]) -> None:
-    """The contender's CPU (cores) and its outputs so far, per 0.2 s from the release."""
-    print(f"  {who} timeline (s from release: cores busy, outputs seen):")
+def print_timeline(who: str, samples: list[tuple[float, float, int]], rss: list[float] | None = None) -> None:
+    """The contender's CPU (cores) and its outputs so far, per 0.2 s from the release, and its RSS
+    (MiB) at the end of each 0.2 s where ``rss`` has one per sample."""
+    print(f"  {who} timeline (s from release: cores busy, outputs seen{', RSS MiB' if rss else ''}):")
     line = []
     for i in range(0, len(samples), 4):
         chunk = samples[i : i + 4]
         cores = sum(c for _, c, _ in chunk) / (len(chunk) * SAMPLE_SECONDS)
-        line.append(f"{chunk[0][0]:5.1f}: {cores:3.1f} {chunk[-1][2]:>7,d}")
+        mib = f" {rss[i + len(chunk) - 1]:4.0f}" if rss else ""
+        line.append(f"{chunk[0][0]:5.1f}: {cores:3.1f} {chunk[-1][2]:>7,d}{mib}")
         if len(line) == 6:
             print("    " + " | ".join(line))
             line = []
@@ -643,7 +655,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
-    ap.add_argument("--timeline", action="store_true", help="print each run's CPU and outputs per 0.2 s")
+    ap.add_argument("--timeline", action="store_true", help="print each run's CPU, outputs and RSS per 0.2 s")
     ap.add_argument(
         "--against",
         default="",
@@ -700,7 +712,8 @@ def main() -> None:
                             f"librdkafka {threads.get('librdkafka', 0.0):.2f}, "
                             f"rocksdb {threads.get('rocksdb', 0.0):.2f}; "
                             f"{got['setup_cpu']:.2f} before its work)  broker cpu {got['broker']:5.1f} s  "
-                            f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB",
+                            f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB "
+                            f"(at release {got['rss_release']:.0f}, at first output {got['rss_first']:.0f})",
                             flush=True,
                         )
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

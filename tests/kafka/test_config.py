@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,16 +120,12 @@ def test_relative_paths_are_relative_to_the_file(tmp_path: Path) -> None:
     assert topo.state_path(topo.programs[0]) == tmp_path / "sub" / "state" / "p"
 
 
-def test_static_membership_uses_the_worker_instance_id(tmp_path: Path) -> None:
-    """A restarted worker rejoins as the same static member (group.instance.id), so a restart
-    within the session timeout moves no task; it can be switched off."""
+def recording_supplier(seen: list[dict[str, object]]) -> Any:
+    """A client supplier whose clients only record their settings in ``seen``, in order of making."""
     from eventscript.kafka.clients import ClientSupplier
-    from eventscript.kafka.worker import ProgramWorker
-
-    seen: list[dict[str, object]] = []
 
     class Recorder:
-        def __init__(self, conf: dict[str, object], **kwargs: object) -> None:
+        def __init__(self, conf: dict[str, object]) -> None:
             seen.append(conf)
 
         def init_transactions(self, *args: object) -> None:
@@ -140,6 +137,16 @@ def test_static_membership_uses_the_worker_instance_id(tmp_path: Path) -> None:
 
         def producer(self, conf: dict[str, object]) -> Recorder:  # type: ignore[override]
             return Recorder(conf)
+
+    return RecordingSupplier()
+
+
+def test_static_membership_uses_the_worker_instance_id(tmp_path: Path) -> None:
+    """A restarted worker rejoins as the same static member (group.instance.id), so a restart
+    within the session timeout moves no task; it can be switched off."""
+    from eventscript.kafka.worker import ProgramWorker
+
+    seen: list[dict[str, object]] = []
 
     for static in (True, False):
         path = tmp_path / f"t{static}.yaml"
@@ -160,10 +167,46 @@ programs:
             None,
             1,
             "pod-7",  # type: ignore[arg-type]
-            supplier=RecordingSupplier(),
+            supplier=recording_supplier(seen),
         )._open()
         group_consumer = seen[0]
         assert group_consumer.get("group.instance.id") == ("pod-7" if static else None)
+
+
+def test_the_group_member_prefetches_a_bounded_number_of_records(tmp_path: Path) -> None:
+    """The worker's group member stops prefetching at a few thousand records a partition (librdkafka's
+    default of 100,000 held a whole backlog, ~30 MiB at 100,000 small records: bench/SPEED.md, "The
+    worker's memory"); its restore reader keeps the large fetches; a topology's ``kafka.consumer``
+    setting replaces the bound; librdkafka accepts the settings."""
+    from confluent_kafka import Consumer
+
+    from eventscript.kafka.clients import MEMBER_PREFETCH
+    from eventscript.kafka.worker import ProgramWorker
+
+    seen: list[dict[str, object]] = []
+
+    (tmp_path / "p.es").write_text("in {} A out {} B ( A() { !>B({}); } )*")
+    for consumer in ("{}", "{queued.min.messages: 50000}"):
+        path = tmp_path / "t.yaml"
+        path.write_text(f"""
+application: app
+kafka: {{bootstrap_servers: "127.0.0.1:1", consumer: {consumer}}}
+programs:
+  - name: p
+    source: p.es
+    inputs: [{{topic: in, event: A}}]
+""")
+        topo = load_topology(path)
+        seen.clear()
+        ProgramWorker(topo, topo.programs[0], None, 1, "pod-7", supplier=recording_supplier(seen))._open()  # type: ignore[arg-type]
+        member, restorer = seen[0], seen[2]  # (the producer is made between them)
+        assert member["group.id"] == "app.p" and str(restorer["group.id"]).startswith("app.p.restore.")
+        expected = dict(MEMBER_PREFETCH, **({"queued.min.messages": 50000} if consumer != "{}" else {}))
+        assert {k: member[k] for k in MEMBER_PREFETCH} == expected
+        assert restorer["max.partition.fetch.bytes"] == 10_000_000
+        assert restorer.get("queued.min.messages") == (None if consumer == "{}" else 50000)
+        real = {k: v for k, v in member.items() if k not in ("logger", "on_commit", "stats_cb")}
+        Consumer(real).close()  # librdkafka knows every setting
 
 
 def test_program_names_differing_only_in_dot_and_underscore_are_refused() -> None:

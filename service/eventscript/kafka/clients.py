@@ -112,6 +112,37 @@ def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict
     return conf
 
 
+#: The group member's prefetch, the defaults of the consumer that feeds the program (a setting in
+#: the topology's ``kafka.consumer`` replaces one of them). Why: librdkafka prefetches up to
+#: ``queued.min.messages`` records a partition (100,000 by default), each held as a message of
+#: ~230 bytes besides its decompressed batch, and a fetch brings up to ``max.partition.fetch.bytes``
+#: a partition whatever the count: on a backlog of small compressed records the member held the
+#: whole backlog, ~30 MiB at 100,000 records, about a fifth of the worker's peak memory (bench/SPEED.md,
+#: "The worker's memory"). The worker takes at most ``worker.BATCH`` records a turn; 10,000 a
+#: partition keep it fed (measured: 5,000 cost it 5-10% more CPU a record at 200,000 records,
+#: 10,000 nothing), where Kafka Streams buffers 1,000 (``buffered.records.per.partition``).
+#: A partition over its count waits ``fetch.queue.backoff.ms`` before its next fetch (librdkafka's
+#: default, 1 s, starved the worker with a count this low). A record larger than the fetch size is
+#: still fetched whole (the broker returns a partition's first batch at any size).
+MEMBER_PREFETCH: dict[str, int] = {
+    "queued.min.messages": 10_000,
+    "max.partition.fetch.bytes": 131_072,
+    "fetch.queue.backoff.ms": 10,
+}
+
+
+def member_consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict[str, Any]:
+    """The settings of a worker's group member, the consumer of its program's records:
+    :func:`consumer_config` with the member's bounded prefetch (:data:`MEMBER_PREFETCH`) where the
+    topology's ``kafka.extra`` and ``kafka.consumer`` and ``overrides`` say nothing of it."""
+    conf = consumer_config(kafka, group_id, **overrides)
+    given = {**kafka.extra, **kafka.consumer, **overrides}
+    for key, value in MEMBER_PREFETCH.items():
+        if key not in given:
+            conf[key] = value
+    return conf
+
+
 def producer_config(kafka: KafkaConfig, transactional_id: str | None = None, **overrides: Any) -> dict[str, Any]:
     conf = common(kafka)
     conf.update(

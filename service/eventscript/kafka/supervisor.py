@@ -28,7 +28,6 @@ from .clients import LIBRDKAFKA_LOG, ClientSupplier
 from .health import HealthServer
 from .metrics import Metrics
 from .readiness import idle_partitions, readiness_lines
-from .state_endpoint import StateEndpoint
 from .worker import ProgramWorker
 
 log = logging.getLogger("eventscript.kafka")
@@ -228,6 +227,11 @@ class TopologyRunner:
         if LIBRDKAFKA_LOG.getEffectiveLevel() > logging.WARNING:
             LIBRDKAFKA_LOG.setLevel(logging.WARNING)
         if self.health_port:
+            # Imported here: a worker without a health port never needs the state endpoint's
+            # query and explanation modules (~0.8 MiB less: bench/SPEED.md, "The worker's
+            # memory"; tests/kafka/test_worker_imports.py).
+            from .state_endpoint import StateEndpoint
+
             state = StateEndpoint(self.topo, self.workers, lambda: self.health.port if self.health else 0)
             self.health = HealthServer(
                 self.health_host,

@@ -305,7 +305,7 @@ class ProgramWorker:
         # Static membership: a worker restarted within the session timeout (a rolling deploy, a
         # rescheduled pod) gets its tasks back without a rebalance moving them elsewhere.
         static = {"group.instance.id": f"{self.instance_id}"} if kafka.static_membership else {}
-        conf = clients.consumer_config(kafka, self.group_id, on_commit=self.checkpoint.on_commit, **static)
+        conf = clients.member_consumer_config(kafka, self.group_id, on_commit=self.checkpoint.on_commit, **static)
         return self.supplier.consumer({**conf, **stats_config(self.metrics, self.cfg.name, "consumer", conf)})
 
     def _member(self) -> Consumer:
