@@ -33,6 +33,11 @@ beside a whole record's today.
 
 Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS] [--rate R]
        [--inputs 1,4] [--order random,zipf] [--landing ordered|batches] [--merge-only LAG_MS] [--per-ms N]
+       [--placed]
+
+With ``--placed`` the partition is one upstream task's own (``ProgressPlan.placed``: each task of
+the writing program writes only its own partition), read in offset order with no merge between
+writers; the other two tasks still mark their progress there.
 """
 
 from __future__ import annotations
@@ -71,6 +76,9 @@ out {string k; long n;} Count
 T0 = 1_767_225_600_000
 FETCH = 2_000
 WRITERS = 3
+#: ``--placed``: the partition holds writer 0's records only (each upstream task writes its own
+#: partition: ``ProgressPlan.placed``), the other two mark their progress there all the same.
+PLACED = False
 
 
 def topic(i: int, inputs: int) -> str:
@@ -131,8 +139,9 @@ def records(
 
 
 def writer_of(key: str) -> int:
-    """The upstream task that writes ``key`` ("k<number>"): its number mod ``WRITERS``."""
-    return int(key[1:]) % WRITERS
+    """The upstream task that writes ``key`` ("k<number>"): its number mod ``WRITERS`` (0 with
+    ``PLACED``: the partition is task 0's)."""
+    return 0 if PLACED else int(key[1:]) % WRITERS
 
 
 def landing(drawn: list[str], batch_ms: int) -> list[int | tuple[int, int]]:
@@ -149,7 +158,7 @@ def landing(drawn: list[str], batch_ms: int) -> list[int | tuple[int, int]]:
     out: list[int | tuple[int, int]] = []
     for end, w in sorted(batches):
         out.extend(batches[(end, w)])
-        out.append((w, end))
+        out.extend([(v, end) for v in range(WRITERS)] if PLACED else [(w, end)])  # (placed: all mark as 0 commits)
     last = len(drawn) + batch_ms
     out.extend((w, last) for w in range(WRITERS))
     return out
@@ -172,7 +181,10 @@ def make_task(store: Path, gated: bool, inputs: int = 1) -> Task:
     task.attach(lambda *a: None)
     if gated:
         writers = frozenset(f"up/{w}" for w in range(WRITERS))
-        task.set_progress(ProgressPlan("down", 1, writers=dict.fromkeys(topics, writers), marked=frozenset(topics)))
+        placed = frozenset(topics) if PLACED else frozenset()
+        task.set_progress(
+            ProgressPlan("down", 1, writers=dict.fromkeys(topics, writers), marked=frozenset(topics), placed=placed)
+        )
     return task
 
 
@@ -403,6 +415,11 @@ def main() -> None:
         help="records in time order (the default), or as the writers' batches of --commit-ms of record time land",
     )
     ap.add_argument(
+        "--placed",
+        action="store_true",
+        help="the partition holds one upstream task's records (each writes its own partition), the others marking",
+    )
+    ap.add_argument(
         "--gc",
         choices=("worker", "default"),
         default="worker",
@@ -414,6 +431,8 @@ def main() -> None:
         help="instead: what naming the timers costs a stage that re-arms one per record (es-armed)",
     )
     args = ap.parse_args()
+    global PLACED
+    PLACED = args.placed
     counts = [int(n) for n in args.inputs.split(",")]
     if args.gc == "worker":
         # The worker's process (kafka/supervisor.py) collects young objects every 50,000
@@ -450,7 +469,8 @@ def main() -> None:
                 latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
             n = fed(recs, True)[2]
             landed = "" if batch_ms is None else f", their batches of {batch_ms} ms landing"
-            print(f"{order} keys, {inputs} input topic(s), each written by {WRITERS} tasks{landed}:")
+            written = "one of 3 tasks' own (placed)" if PLACED else f"written by {WRITERS} tasks"
+            print(f"{order} keys, {inputs} input topic(s), each {written}{landed}:")
             for name, (cpu, wall) in best.items():
                 print(f"  {name:8s} {n / cpu:12,.0f} records per CPU second ({cpu:.3f} CPU s, {wall:.3f} s wall)")
             print(f"  markers cost {100 * (1 - best['today'][0] / best['markers'][0]):.1f}% of throughput (CPU)")

@@ -295,12 +295,14 @@ class PartitionGroup:
                 ip.guard.memory = memory
 
     def gate(self) -> None:
-        """Take note of which inputs are gated (after their ``progress`` is set). A gated topic
-        that several upstream tasks write is read per record key (``WriterStreams``): their
-        records interleave as their commits landed, not in record-time order."""
+        """Take note of which inputs are gated (after their ``progress`` is set). A gated
+        partition that several upstream tasks write is read per record key (``WriterStreams``):
+        their records interleave as their commits landed, not in record-time order. One that only
+        one task writes (``InputProgress.own``) is read in offset order, which is its writer's
+        record-time order (its clock never goes back), with no merge between writers."""
         self.gated = [ip for ip in self.inputs if ip.progress is not None]
         for ip in self.gated:
-            if ip.config is not None and ip.streams is None and len(ip.progress.writers) > 1:  # type: ignore[union-attr]
+            if ip.config is not None and ip.streams is None and len(ip.progress.holders) > 1:  # type: ignore[union-attr]
                 ip.streams = WriterStreams()
             if ip.config is not None:
                 by_id = not isinstance(ip.streams, WriterStreams)
@@ -381,7 +383,9 @@ class PartitionGroup:
                     if ip.progress is not None:
                         ip.progress.hear(*marker, read_reached(headers))
                         if ip.guard is not None:
-                            self.repeats += len(ip.guard.heard(ip.held(), restarted(headers), msg.offset()))
+                            # (a restart of a writer whose records go elsewhere: none to drop here)
+                            restart = restarted(headers) and ip.progress.holds(marker[0])
+                            self.repeats += len(ip.guard.heard(ip.held(), restart, msg.offset()))
                     if not ip.pending():  # everything before it is processed: the position passes it
                         self.position[ip.name] = msg.offset() + 1
                     return False
@@ -467,7 +471,7 @@ class PartitionGroup:
             ip.idled = False
             ip.looked_to = None
             if ip.progress is not None:
-                ip.progress = InputProgress(ip.progress.writers)
+                ip.progress = InputProgress(ip.progress.writers, own=ip.progress.own)
         self.gate()
 
     def process(

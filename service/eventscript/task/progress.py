@@ -88,6 +88,23 @@ class InputProgress:
     #: far the reader's clock may move on its own. It never goes back either.
     reached_by: dict[str, int] = field(default_factory=dict)
     reached: int | None = None
+    #: The writers whose records the partition holds, where not all of them (None: all): the
+    #: others' records go to other partitions (``ProgressPlan.placed``). While those are not idle,
+    #: their progress alone moves the watermark; the others' markers still count for idleness, so
+    #: that the partition holds nothing back (``IDLE``) only when every writer is idle, as where all
+    #: write it: a reader idle on its writer's account alone would let the readers after it (and
+    #: its program's other tasks, through its repartition markers) move past the records that
+    #: writer has when it wakes (tests/task/test_idle_pause.py, sector-divergence).
+    own: frozenset[str] | None = None
+
+    @property
+    def holders(self) -> frozenset[str]:
+        """The writers whose records the partition holds."""
+        return self.writers if self.own is None else self.own
+
+    def holds(self, writer: str) -> bool:
+        """Whether ``writer``'s records may be on the partition."""
+        return self.own is None or writer in self.own
 
     def hear(self, writer: str, progress_ms: int, reached_ms: int | None = None) -> None:
         """A marker. A writer's progress never goes back (a marker read again after a rewind is
@@ -107,12 +124,25 @@ class InputProgress:
         self.reached_by[writer] = reached_ms if reached_ms is not None else progress_ms
         if len(self.heard) == len(self.writers):
             least = min(self.heard.values())
+            own = self._own_least(self.heard)
+            if own is not None:
+                least = own
             if least < IDLE:
                 if self.floor is None or least > self.floor:
                     self.floor = least
                 self.watermark = self.floor
             else:
                 self.watermark = IDLE
-            reached = min(self.reached_by.values())
-            if self.reached is None or reached > self.reached:
+            reached = min(self.reached_by.values()) if own is None else self._own_least(self.reached_by)
+            if reached is not None and (self.reached is None or reached > self.reached):
                 self.reached = reached
+
+    def _own_least(self, times: dict[str, int]) -> int | None:
+        """The least of ``times`` over ``own`` while none of them is idle (None: no ``own``, or
+        one is idle: then every writer's time counts)."""
+        if self.own is None:
+            return None
+        least = min(self.heard[w] for w in self.own)
+        if least >= IDLE:
+            return None
+        return min(times[w] for w in self.own)

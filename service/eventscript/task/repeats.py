@@ -83,7 +83,11 @@ class RepeatGuard:
         heard = progress.heard.values()
         # (an idle writer promises nothing of its next records' times: ``IDLE`` holds nothing
         # back, and its clock may move on, firing timers, before it writes a marker again)
-        self.floor = min(heard) if len(heard) == len(progress.writers) and max(heard) < IDLE else None
+        if progress.own is not None:  # (only its own writers' records are on the partition)
+            own = [progress.heard[w] for w in progress.own if w in progress.heard]
+            self.floor = min(own) if len(own) == len(progress.own) and max(own) < IDLE else None
+        else:
+            self.floor = min(heard) if len(heard) == len(progress.writers) and max(heard) < IDLE else None
         memory = self.memory
         watch = memory.watched.get(self.name)
         if watch is not None and watch.ended_at is not None:
