@@ -208,11 +208,16 @@ class InputPartition:
             return self._before_head(self.progress.reached)
         if self.buffer:
             return self.buffer[0].timestamp()[1]
-        if self.config is None:
-            # An ungated repartition partition: no task writes it (a program on one task, or
-            # whose every record is on its key's task already: ``topology/keyed.py``).
+        if self.unwritten_repartition:
             return MAX_FRONTIER
         return self.seen_ms
+
+    @property
+    def unwritten_repartition(self) -> bool:
+        """The program's repartition partition where no task writes it: ungated (a program on
+        one task, or whose every record is on its key's task already: ``topology/keyed.py``).
+        Read to its end it holds nothing back; a gated one goes by its writers' progress."""
+        return self.config is None and self.progress is None
 
     def _before_head(self, bound: int | None) -> int | None:
         """A gated partition's ``bound`` (its writers' watermark or reached time), no later than
