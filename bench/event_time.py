@@ -51,6 +51,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -144,23 +145,26 @@ def writer_of(key: str) -> int:
     return 0 if PLACED else int(key[1:]) % WRITERS
 
 
-def landing(drawn: list[str], batch_ms: int) -> list[int | tuple[int, int]]:
+def landing(drawn: list[str], batch_ms: int, writer: Callable[[str], int] | None = None) -> list[int | tuple[int, int]]:
     """The order the records (their indices; record i's time is ``T0 + i``) land in when each
-    key's writer commits every ``batch_ms`` of record time, writer w's batches shifted by
-    w/``WRITERS`` of one: batch by batch as each one's time passes, each batch's records in time
-    order followed by (writer, progress ms), its marker; last, every writer's marker past all."""
-    shift = [w * batch_ms // WRITERS for w in range(WRITERS)]
+    key's writer (``writer``, default ``writer_of``) commits every ``batch_ms`` of record time,
+    writer w's batches shifted by w/``WRITERS`` of one: batch by batch as each one's time passes,
+    each batch's records in time order followed by (writer, progress ms), its marker; last, every
+    writer's marker past all."""
+    writers = WRITERS if writer is None else max(WRITERS, *map(writer, drawn)) + 1
+    writer = writer or writer_of
+    shift = [w * batch_ms // writers for w in range(writers)]
     batches: dict[tuple[int, int], list[int]] = collections.defaultdict(list)  # (end ms, writer) → records
     for i, k in enumerate(drawn):
-        w = writer_of(k)
+        w = writer(k)
         end = ((i - shift[w]) // batch_ms + 1) * batch_ms + shift[w]
         batches[(end, w)].append(i)
     out: list[int | tuple[int, int]] = []
     for end, w in sorted(batches):
         out.extend(batches[(end, w)])
-        out.extend([(v, end) for v in range(WRITERS)] if PLACED else [(w, end)])  # (placed: all mark as 0 commits)
+        out.extend([(v, end) for v in range(writers)] if PLACED else [(w, end)])  # (placed: all mark as 0 commits)
     last = len(drawn) + batch_ms
-    out.extend((w, last) for w in range(WRITERS))
+    out.extend((w, last) for w in range(writers))
     return out
 
 
