@@ -33,11 +33,12 @@ beside a whole record's today.
 
 Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS] [--rate R]
        [--inputs 1,4] [--order random,zipf] [--landing ordered|batches] [--merge-only LAG_MS] [--per-ms N]
-       [--placed]
+       [--placed | --one-writer]
 
 With ``--placed`` the partition is one upstream task's own (``ProgressPlan.placed``: each task of
 the writing program writes only its own partition), read in offset order with no merge between
-writers; the other two tasks still mark their progress there.
+writers; the other two tasks still mark their progress there. ``--one-writer``: the same records
+and markers, the task not told (merged across its three writers, as before the cut).
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ WRITERS = 3
 #: ``--placed``: the partition holds writer 0's records only (each upstream task writes its own
 #: partition: ``ProgressPlan.placed``), the other two mark their progress there all the same.
 PLACED = False
+#: ``--one-writer``: that landing (writer 0's records only, every writer marking), the task not told
+#: (``placed`` unset: it merges the partition across its three writers, as before the cut).
+TOLD = True
 
 
 def topic(i: int, inputs: int) -> str:
@@ -185,7 +189,7 @@ def make_task(store: Path, gated: bool, inputs: int = 1) -> Task:
     task.attach(lambda *a: None)
     if gated:
         writers = frozenset(f"up/{w}" for w in range(WRITERS))
-        placed = frozenset(topics) if PLACED else frozenset()
+        placed = frozenset(topics) if PLACED and TOLD else frozenset()
         task.set_progress(
             ProgressPlan("down", 1, writers=dict.fromkeys(topics, writers), marked=frozenset(topics), placed=placed)
         )
@@ -424,6 +428,11 @@ def main() -> None:
         help="the partition holds one upstream task's records (each writes its own partition), the others marking",
     )
     ap.add_argument(
+        "--one-writer",
+        action="store_true",
+        help="--placed's landing, the task not told (merged across the writers): the cut's own share",
+    )
+    ap.add_argument(
         "--gc",
         choices=("worker", "default"),
         default="worker",
@@ -435,8 +444,9 @@ def main() -> None:
         help="instead: what naming the timers costs a stage that re-arms one per record (es-armed)",
     )
     args = ap.parse_args()
-    global PLACED
-    PLACED = args.placed
+    global PLACED, TOLD
+    PLACED = args.placed or args.one_writer
+    TOLD = not args.one_writer
     counts = [int(n) for n in args.inputs.split(",")]
     if args.gc == "worker":
         # The worker's process (kafka/supervisor.py) collects young objects every 50,000
@@ -473,7 +483,9 @@ def main() -> None:
                 latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
             n = fed(recs, True)[2]
             landed = "" if batch_ms is None else f", their batches of {batch_ms} ms landing"
-            written = "one of 3 tasks' own (placed)" if PLACED else f"written by {WRITERS} tasks"
+            written = f"written by {WRITERS} tasks"
+            if PLACED:
+                written = "one of 3 tasks' own (placed)" if TOLD else "one of 3 tasks' own, merged across all 3"
             print(f"{order} keys, {inputs} input topic(s), each {written}{landed}:")
             for name, (cpu, wall) in best.items():
                 print(f"  {name:8s} {n / cpu:12,.0f} records per CPU second ({cpu:.3f} CPU s, {wall:.3f} s wall)")

@@ -12,7 +12,9 @@ were processed are processed as they come.
 
 Inputs written by other tasks on record time carry progress markers (``progress.py``): such a
 *gated* partition holds its records back until every task writing there has marked progress up to
-their timestamps, so the merge releases records in record-time order across every upstream task.
+their timestamps, so the merge releases records in record-time order across every upstream task
+(where one upstream task writes the partition, ``InputProgress.own``, its records come in that
+order already and wait only for its progress).
 Markers never reach the program: ``add`` takes them out as they arrive (a marker speaks of the
 records before it, which are buffered by then).
 

@@ -8,7 +8,9 @@ the writer wrote before it on that partition.
 
 A reading task knows from the topology how many tasks write each of its input partitions
 (``topology/progress.py``); the partition's *watermark* is the least progress among them (None
-while one has not been heard from). The task's merge releases a record only when its timestamp is
+while one has not been heard from), or, on a partition only some of them write (each upstream task
+t writing partition t only: ``ProgressPlan.placed``), the least among those while none of them is
+idle (``InputProgress.own``). The task's merge releases a record only when its timestamp is
 before the least watermark of its gated partitions, so records come out in record-time order
 across every upstream task, as Flink carries a watermark per source partition (and Apache Paimon
 across tables). Why "before" and not "at most": a writer's later records have timestamps at least
