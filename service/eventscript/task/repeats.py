@@ -84,8 +84,7 @@ class RepeatGuard:
         # (an idle writer promises nothing of its next records' times: ``IDLE`` holds nothing
         # back, and its clock may move on, firing timers, before it writes a marker again)
         if progress.own is not None:  # (only its own writers' records are on the partition)
-            own = [progress.heard[w] for w in progress.own if w in progress.heard]
-            self.floor = min(own) if len(own) == len(progress.own) and max(own) < IDLE else None
+            self.floor = progress.own_least()
         else:
             self.floor = min(heard) if len(heard) == len(progress.writers) and max(heard) < IDLE else None
         memory = self.memory
