@@ -33,6 +33,12 @@ beside a whole record's today.
 
 Usage: python bench/event_time.py [--records N] [--keys K] [--repeat R] [--commit-ms MS] [--rate R]
        [--inputs 1,4] [--order random,zipf] [--landing ordered|batches] [--merge-only LAG_MS] [--per-ms N]
+       [--placed | --one-writer]
+
+With ``--placed`` the partition is one upstream task's own (``ProgressPlan.placed``: each task of
+the writing program writes only its own partition), read in offset order with no merge between
+writers; the other two tasks still mark their progress there. ``--one-writer``: the same records
+and markers, the task not told (merged across its three writers, as before the cut).
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -71,6 +78,12 @@ out {string k; long n;} Count
 T0 = 1_767_225_600_000
 FETCH = 2_000
 WRITERS = 3
+#: ``--placed``: the partition holds writer 0's records only (each upstream task writes its own
+#: partition: ``ProgressPlan.placed``), the other two mark their progress there all the same.
+PLACED = False
+#: ``--one-writer``: that landing (writer 0's records only, every writer marking), the task not told
+#: (``placed`` unset: it merges the partition across its three writers, as before the cut).
+TOLD = True
 
 
 def topic(i: int, inputs: int) -> str:
@@ -131,27 +144,31 @@ def records(
 
 
 def writer_of(key: str) -> int:
-    """The upstream task that writes ``key`` ("k<number>"): its number mod ``WRITERS``."""
-    return int(key[1:]) % WRITERS
+    """The upstream task that writes ``key`` ("k<number>"): its number mod ``WRITERS`` (0 with
+    ``PLACED``: the partition is task 0's)."""
+    return 0 if PLACED else int(key[1:]) % WRITERS
 
 
-def landing(drawn: list[str], batch_ms: int) -> list[int | tuple[int, int]]:
+def landing(drawn: list[str], batch_ms: int, writer: Callable[[str], int] | None = None) -> list[int | tuple[int, int]]:
     """The order the records (their indices; record i's time is ``T0 + i``) land in when each
-    key's writer commits every ``batch_ms`` of record time, writer w's batches shifted by
-    w/``WRITERS`` of one: batch by batch as each one's time passes, each batch's records in time
-    order followed by (writer, progress ms), its marker; last, every writer's marker past all."""
-    shift = [w * batch_ms // WRITERS for w in range(WRITERS)]
+    key's writer (``writer``, default ``writer_of``) commits every ``batch_ms`` of record time,
+    writer w's batches shifted by w/``WRITERS`` of one: batch by batch as each one's time passes,
+    each batch's records in time order followed by (writer, progress ms), its marker; last, every
+    writer's marker past all."""
+    writers = WRITERS if writer is None else max(WRITERS, *map(writer, drawn)) + 1
+    writer = writer or writer_of
+    shift = [w * batch_ms // writers for w in range(writers)]
     batches: dict[tuple[int, int], list[int]] = collections.defaultdict(list)  # (end ms, writer) → records
     for i, k in enumerate(drawn):
-        w = writer_of(k)
+        w = writer(k)
         end = ((i - shift[w]) // batch_ms + 1) * batch_ms + shift[w]
         batches[(end, w)].append(i)
     out: list[int | tuple[int, int]] = []
     for end, w in sorted(batches):
         out.extend(batches[(end, w)])
-        out.append((w, end))
+        out.extend([(v, end) for v in range(writers)] if PLACED else [(w, end)])  # (placed: all mark as 0 commits)
     last = len(drawn) + batch_ms
-    out.extend((w, last) for w in range(WRITERS))
+    out.extend((w, last) for w in range(writers))
     return out
 
 
@@ -172,7 +189,10 @@ def make_task(store: Path, gated: bool, inputs: int = 1) -> Task:
     task.attach(lambda *a: None)
     if gated:
         writers = frozenset(f"up/{w}" for w in range(WRITERS))
-        task.set_progress(ProgressPlan("down", 1, writers=dict.fromkeys(topics, writers), marked=frozenset(topics)))
+        placed = frozenset(topics) if PLACED and TOLD else frozenset()
+        task.set_progress(
+            ProgressPlan("down", 1, writers=dict.fromkeys(topics, writers), marked=frozenset(topics), placed=placed)
+        )
     return task
 
 
@@ -403,6 +423,16 @@ def main() -> None:
         help="records in time order (the default), or as the writers' batches of --commit-ms of record time land",
     )
     ap.add_argument(
+        "--placed",
+        action="store_true",
+        help="the partition holds one upstream task's records (each writes its own partition), the others marking",
+    )
+    ap.add_argument(
+        "--one-writer",
+        action="store_true",
+        help="--placed's landing, the task not told (merged across the writers): the cut's own share",
+    )
+    ap.add_argument(
         "--gc",
         choices=("worker", "default"),
         default="worker",
@@ -414,6 +444,9 @@ def main() -> None:
         help="instead: what naming the timers costs a stage that re-arms one per record (es-armed)",
     )
     args = ap.parse_args()
+    global PLACED, TOLD
+    PLACED = args.placed or args.one_writer
+    TOLD = not args.one_writer
     counts = [int(n) for n in args.inputs.split(",")]
     if args.gc == "worker":
         # The worker's process (kafka/supervisor.py) collects young objects every 50,000
@@ -450,7 +483,10 @@ def main() -> None:
                 latency[name] = (statistics.median(waits), waits[int(len(waits) * 0.99)])
             n = fed(recs, True)[2]
             landed = "" if batch_ms is None else f", their batches of {batch_ms} ms landing"
-            print(f"{order} keys, {inputs} input topic(s), each written by {WRITERS} tasks{landed}:")
+            written = f"written by {WRITERS} tasks"
+            if PLACED:
+                written = "one of 3 tasks' own (placed)" if TOLD else "one of 3 tasks' own, merged across all 3"
+            print(f"{order} keys, {inputs} input topic(s), each {written}{landed}:")
             for name, (cpu, wall) in best.items():
                 print(f"  {name:8s} {n / cpu:12,.0f} records per CPU second ({cpu:.3f} CPU s, {wall:.3f} s wall)")
             print(f"  markers cost {100 * (1 - best['today'][0] / best['markers'][0]):.1f}% of throughput (CPU)")

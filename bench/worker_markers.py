@@ -12,7 +12,8 @@ The topic ``mid`` (``--partitions``, default 3) holds what the program ``up`` (n
 it names the writers, ``up/0`` .. ``up/2``) would have written: ``--records`` records of the
 event ``Hit {k}``, ``--per-ms`` a ms of record time (default 1), keys drawn uniformly or by a Zipf law among
 ``--keys``, each on its key's partition, with the headers a program's outputs carry. They land as
-the writers' commits land them (``event_time.landing``): each key is written by one writer, each
+the writers' commits land them (``event_time.landing``): each key is written by the writer of its
+partition (a grouped ``up`` on as many tasks as partitions writes its task's partition only), each
 writer commits every ``--commit-ms`` of record time, the three out of phase, and each batch lands
 whole followed by its writer's markers on every partition. Two copies of that topic are loaded:
 with the markers, and without (what the writers write with ``event_time_markers: false``).
@@ -51,7 +52,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 import worker_peers as peers  # noqa: E402
-from event_time import WRITERS, landing  # noqa: E402
+from event_time import landing  # noqa: E402
 from key_draw import drawn_keys  # noqa: E402
 
 #: The first record's time (ms): an hour ago, so that a broker's retention keeps the records.
@@ -275,7 +276,12 @@ def preload(
             except BufferError:
                 p.poll(0.05)
 
-    for i in landing(drawn, commit_ms * per_ms):  # (in records: record i's time is i // per_ms)
+    # Each key's writer is the upstream task of its partition: ``up`` is grouped, on as many tasks
+    # as ``mid`` has partitions, and its outputs carry its instance's key, so task t writes partition
+    # t only (``topology/keyed.writes_own_partition``; before 2026-11-27's sixth session the bench
+    # spread each writer's keys over every partition, which no grouped ``up`` does).
+    writer_of = parts.__getitem__
+    for i in landing(drawn, commit_ms * per_ms, writer_of):  # (in records: record i's time is i // per_ms)
         if isinstance(i, tuple):  # a writer's marker, after its batch: (writer, progress ms)
             if markers:
                 w, progress = i[0], i[1] // per_ms  # (every later record of w's is at least this)
@@ -284,7 +290,7 @@ def preload(
                     written += 1
             continue
         name = drawn[i]
-        writer = int(name[1:]) % WRITERS
+        writer = writer_of(name)
         send(
             key=name.encode(),
             value=orjson.dumps({"k": name}),
@@ -383,7 +389,8 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="es-markers-")
     with peers.Broker() as broker:
         print(
-            f"a counter per key downstream of {WRITERS} writers, each run its own process on "
+            f"a counter per key downstream of {args.partitions} writers (each its partition's), each run its own "
+            "process on "
             f"{'Tansu' if broker.embedded else broker.bootstrap}, {args.partitions} partitions, {args.records:,} "
             f"records ({args.per_ms} a ms of record time), writers' batches of {args.commit_ms} ms of record time, "
             f"up groups by {EMITS[args.emit][0]} and emits k: {EMITS[args.emit][1]}; "

@@ -12,7 +12,9 @@ were processed are processed as they come.
 
 Inputs written by other tasks on record time carry progress markers (``progress.py``): such a
 *gated* partition holds its records back until every task writing there has marked progress up to
-their timestamps, so the merge releases records in record-time order across every upstream task.
+their timestamps, so the merge releases records in record-time order across every upstream task
+(where one upstream task writes the partition, ``InputProgress.own``, its records come in that
+order already and wait only for its progress).
 Markers never reach the program: ``add`` takes them out as they arrive (a marker speaks of the
 records before it, which are buffered by then).
 
@@ -208,11 +210,16 @@ class InputPartition:
             return self._before_head(self.progress.reached)
         if self.buffer:
             return self.buffer[0].timestamp()[1]
-        if self.config is None:
-            # An ungated repartition partition: no task writes it (a program on one task, or
-            # whose every record is on its key's task already: ``topology/keyed.py``).
+        if self.unwritten_repartition:
             return MAX_FRONTIER
         return self.seen_ms
+
+    @property
+    def unwritten_repartition(self) -> bool:
+        """The program's repartition partition where no task writes it: ungated (a program on
+        one task, or whose every record is on its key's task already: ``topology/keyed.py``).
+        Read to its end it holds nothing back; a gated one goes by its writers' progress."""
+        return self.config is None and self.progress is None
 
     def _before_head(self, bound: int | None) -> int | None:
         """A gated partition's ``bound`` (its writers' watermark or reached time), no later than
@@ -295,12 +302,14 @@ class PartitionGroup:
                 ip.guard.memory = memory
 
     def gate(self) -> None:
-        """Take note of which inputs are gated (after their ``progress`` is set). A gated topic
-        that several upstream tasks write is read per record key (``WriterStreams``): their
-        records interleave as their commits landed, not in record-time order."""
+        """Take note of which inputs are gated (after their ``progress`` is set). A gated
+        partition that several upstream tasks write is read per record key (``WriterStreams``):
+        their records interleave as their commits landed, not in record-time order. One that only
+        one task writes (``InputProgress.own``) is read in offset order, which is its writer's
+        record-time order (its clock never goes back), with no merge between writers."""
         self.gated = [ip for ip in self.inputs if ip.progress is not None]
         for ip in self.gated:
-            if ip.config is not None and ip.streams is None and len(ip.progress.writers) > 1:  # type: ignore[union-attr]
+            if ip.config is not None and ip.streams is None and len(ip.progress.holders) > 1:  # type: ignore[union-attr]
                 ip.streams = WriterStreams()
             if ip.config is not None:
                 by_id = not isinstance(ip.streams, WriterStreams)
@@ -381,7 +390,9 @@ class PartitionGroup:
                     if ip.progress is not None:
                         ip.progress.hear(*marker, read_reached(headers))
                         if ip.guard is not None:
-                            self.repeats += len(ip.guard.heard(ip.held(), restarted(headers), msg.offset()))
+                            # (a restart of a writer whose records go elsewhere: none to drop here)
+                            restart = restarted(headers) and ip.progress.holds(marker[0])
+                            self.repeats += len(ip.guard.heard(ip.held(), restart, msg.offset()))
                     if not ip.pending():  # everything before it is processed: the position passes it
                         self.position[ip.name] = msg.offset() + 1
                     return False
@@ -467,7 +478,7 @@ class PartitionGroup:
             ip.idled = False
             ip.looked_to = None
             if ip.progress is not None:
-                ip.progress = InputProgress(ip.progress.writers)
+                ip.progress = InputProgress(ip.progress.writers, own=ip.progress.own)
         self.gate()
 
     def process(

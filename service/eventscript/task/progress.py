@@ -8,7 +8,9 @@ the writer wrote before it on that partition.
 
 A reading task knows from the topology how many tasks write each of its input partitions
 (``topology/progress.py``); the partition's *watermark* is the least progress among them (None
-while one has not been heard from). The task's merge releases a record only when its timestamp is
+while one has not been heard from), or, on a partition only some of them write (each upstream task
+t writing partition t only: ``ProgressPlan.placed``), the least among those while none of them is
+idle (``InputProgress.own``). The task's merge releases a record only when its timestamp is
 before the least watermark of its gated partitions, so records come out in record-time order
 across every upstream task, as Flink carries a watermark per source partition (and Apache Paimon
 across tables). Why "before" and not "at most": a writer's later records have timestamps at least
@@ -88,6 +90,23 @@ class InputProgress:
     #: far the reader's clock may move on its own. It never goes back either.
     reached_by: dict[str, int] = field(default_factory=dict)
     reached: int | None = None
+    #: The writers whose records the partition holds, where not all of them (None: all): the
+    #: others' records go to other partitions (``ProgressPlan.placed``). While those are not idle,
+    #: their progress alone moves the watermark; the others' markers still count for idleness, so
+    #: that the partition holds nothing back (``IDLE``) only when every writer is idle, as where all
+    #: write it: a reader idle on its writer's account alone would let the readers after it (and
+    #: its program's other tasks, through its repartition markers) move past the records that
+    #: writer has when it wakes (tests/task/test_idle_pause.py, sector-divergence).
+    own: frozenset[str] | None = None
+
+    @property
+    def holders(self) -> frozenset[str]:
+        """The writers whose records the partition holds."""
+        return self.writers if self.own is None else self.own
+
+    def holds(self, writer: str) -> bool:
+        """Whether ``writer``'s records may be on the partition."""
+        return self.own is None or writer in self.own
 
     def hear(self, writer: str, progress_ms: int, reached_ms: int | None = None) -> None:
         """A marker. A writer's progress never goes back (a marker read again after a rewind is
@@ -105,14 +124,36 @@ class InputProgress:
             return
         self.heard[writer] = progress_ms
         self.reached_by[writer] = reached_ms if reached_ms is not None else progress_ms
-        if len(self.heard) == len(self.writers):
-            least = min(self.heard.values())
+        heard = self.heard
+        if len(heard) == len(self.writers):
+            own = self.own_least()
+            if own is not None:  # (a tuple's min, not a generator's: a marker costs ~1 µs less)
+                least, reached = own, min(map(self.reached_by.__getitem__, self._own))
+            else:
+                least, reached = min(heard.values()), min(self.reached_by.values())
             if least < IDLE:
                 if self.floor is None or least > self.floor:
                     self.floor = least
                 self.watermark = self.floor
             else:
                 self.watermark = IDLE
-            reached = min(self.reached_by.values())
             if self.reached is None or reached > self.reached:
                 self.reached = reached
+
+    def own_least(self) -> int | None:
+        """The least progress of the ``own`` writers, once each is heard from and none is idle
+        (None: no ``own``, one not heard from, or one idle: then every writer's counts)."""
+        own = self._own
+        if not own:
+            return None
+        heard = self.heard
+        if len(own) == 1:
+            least = heard.get(own[0])
+        else:
+            times = list(map(heard.get, own))
+            least = None if None in times else min(times)  # type: ignore[type-var]
+        return None if least is None or least >= IDLE else least
+
+    def __post_init__(self) -> None:
+        #: ``own`` as a tuple (none: empty), for ``own_least``'s look-ups in C.
+        self._own: tuple[str, ...] = tuple(sorted(self.own)) if self.own is not None else ()

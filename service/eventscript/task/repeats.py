@@ -83,7 +83,10 @@ class RepeatGuard:
         heard = progress.heard.values()
         # (an idle writer promises nothing of its next records' times: ``IDLE`` holds nothing
         # back, and its clock may move on, firing timers, before it writes a marker again)
-        self.floor = min(heard) if len(heard) == len(progress.writers) and max(heard) < IDLE else None
+        if progress.own is not None:  # (only its own writers' records are on the partition)
+            self.floor = progress.own_least()
+        else:
+            self.floor = min(heard) if len(heard) == len(progress.writers) and max(heard) < IDLE else None
         memory = self.memory
         watch = memory.watched.get(self.name)
         if watch is not None and watch.ended_at is not None:

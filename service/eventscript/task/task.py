@@ -1147,7 +1147,7 @@ class Task:
                 ip.markers = True
                 writers = plan.writers.get(ip.topic)
                 if writers:
-                    ip.progress = InputProgress(writers)
+                    ip.progress = InputProgress(writers, own=plan.owners_of(ip.topic, ip.partition))
         self.group.gate()
         self._ahead = (
             plan.repartition and bool(self.group.gated) and self.partitions > 1 and self.routing.key_filter is None

@@ -131,6 +131,31 @@ class _Writer:
         return True
 
 
+def writes_own_partition(
+    cfg: ProgramConfig, program: ir.ProgramIR | None, topic: str, partitions_of: Callable[[str], int]
+) -> bool:
+    """Whether task ``t`` of the writer ``cfg`` (compiled: ``program``; None proves nothing)
+    writes its records on ``topic`` to partition ``t`` only, so that a reader's partition ``t``
+    waits on that one writer task, not on all of them (``ProgressPlan.placed``).
+
+    A grouped program's outputs carry its instance's key in its home key format
+    (``Routing.out_key``), which its producer places by murmur2 (``kafka/clients.py``); its
+    task ``t`` runs only the keys that its home partitioner places on ``t`` among its task count
+    (the others are re-published to their task: ``Routing.place``). When that partitioner is
+    murmur2 too and ``topic`` has as many partitions as the program has tasks, each output lands
+    on its task's partition, whatever the event holds (no emit analysis needed: the record key is
+    the instance's). Not the program's error topic (an ``$error`` about a record that reached no
+    instance is keyed as that record: anywhere), nor a format without keys (keyless outputs are
+    placed by their ids)."""
+    if program is None or program.key_types is None or not cfg.inputs or topic == cfg.error_topic:
+        return False
+    home = cfg.inputs[0]
+    if home.partitioner != "murmur2" or input_format(home, list(program.key_types)) == "none":
+        return False
+    tasks = max(partitions_of(i.topic) for i in cfg.inputs)
+    return partitions_of(topic) == tasks
+
+
 def _emits_keep_key(writer_program: _Writer, writer: ProgramConfig, inp: InputConfig, down: ir.ProgramIR) -> bool:
     """Whether every event the writer emits to ``inp``'s topic carries its group key where
     ``down`` reads its group key from that event."""
