@@ -220,11 +220,12 @@ def run_dev(args: argparse.Namespace) -> int:
             n = produce_trace(topo.kafka, traced, worker.program, items, worker.partitions)
             print(f"published {n} events from {args.trace} to program {traced.name}", file=sys.stderr)
         topics = output_topics(topo)
+        where = "on the embedded broker" if args.broker == "embedded" else f"on Apache Kafka ({bootstrap})"
         if args.follow:
             with Follower(topo.kafka, topics):
-                status = _run_and_report(runner, args.until_idle, "on the embedded broker")
+                status = _run_and_report(runner, args.until_idle, where)
         else:
-            status = _run_and_report(runner, args.until_idle, "on the embedded broker")
+            status = _run_and_report(runner, args.until_idle, where)
         # A second Ctrl-C from here on ends the command (through KeyboardInterrupt: the broker
         # is still stopped), not os._exit in the runner's handler.
         if threading.current_thread() is threading.main_thread():
