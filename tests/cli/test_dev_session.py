@@ -243,3 +243,53 @@ def test_run_says_when_it_is_ready_and_what_it_did(echo: Path) -> None:
     summary = run.stderr.split("stopped:\n", 1)[1]
     # Two events and the trace's two timestamps, published as tick records (kafka/tools.py).
     assert re.match(r"  echo: 4 records in, 4 events processed, [1-9]\d* records written", summary), summary
+
+
+DOORS = """\
+in {string door;} Opened group(Opened.door), {string door;} Closed group(Closed.door)
+out {string door;} LeftOpen
+( Opened() ( Closed() | elapse[5 minutes]() { !>LeftOpen({door: group[0]}); } Closed() ) )*
+"""
+DOORS_TRACE = """\
+[2026-01-01 08:00:00] Opened("front") Opened("back") [08:01:00] Closed("back")
+[08:10:00] Closed("front")
+"""
+DOORS_TOPOLOGY = """\
+application: doors
+programs:
+  - name: left-open
+    source: doors.es
+    inputs:
+      - topic: door-events
+        event_from: {header: es-event}
+    outputs:
+      default: alerts
+topics:
+  door-events: {external: true, events: [Opened, Closed]}
+"""
+
+
+@pytest.mark.parametrize("clock", ["wall", "record"])
+def test_dev_says_when_a_programs_timers_run_on_the_wall_clock(tmp_path: Path, clock: str) -> None:
+    """A newcomer's first topology for the README's doors program: `eventscript test` prints
+    LeftOpen, `dev --trace` on the default wall clock printed nothing and said nothing (the timer
+    fires five real minutes later). dev now says so, where, and what to write; with that setting
+    the output is the tester's."""
+    (tmp_path / "doors.es").write_text(DOORS)
+    (tmp_path / "doors.trace").write_text(DOORS_TRACE)
+    setting = "" if clock == "wall" else "    clock: record\n"
+    (tmp_path / "topology.yaml").write_text(DOORS_TOPOLOGY.replace("topics:\n", setting + "topics:\n"))
+    run = eventscript("dev", "topology.yaml", "--trace", "doors.trace", "--until-idle", "1", "--show", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    left_open = run.stdout.split("== alerts\n", 1)[1].split("==", 1)[0]
+    if clock == "wall":
+        assert (
+            "note: left-open (topology.yaml:3:5) runs on the wall clock (clock: wall, the default): its timers "
+            "fire in real time from now, not at the trace's times, so the output can differ from 'eventscript "
+            "test'; to replay the trace's time as the tester does, add 'clock: record' to the program in the "
+            "topology\n"
+        ) in run.stderr
+        assert left_open == ""
+    else:
+        assert "note:" not in run.stderr
+        assert left_open.count('"event":"LeftOpen"') == 1 and '"door":"front"' in left_open

@@ -184,7 +184,7 @@ def run_dev(args: argparse.Namespace) -> int:
     items = read_trace_or_report(args.trace) if args.trace else None
     if args.trace and items is None:
         return 2
-    from .progress import Follower, output_topics, remove_state_dir, use_state_dir
+    from .progress import Follower, output_topics, remove_state_dir, use_state_dir, wall_clock_notice
 
     state, temporary = use_state_dir(topo, args.state_dir)
     print(
@@ -216,6 +216,9 @@ def run_dev(args: argparse.Namespace) -> int:
             print("interrupted while contacting Kafka", file=sys.stderr)
             return 130
         if items is not None:
+            notice = wall_clock_notice(topo, runner)
+            if notice:
+                print(notice, file=sys.stderr)
             worker = next(w for w in runner.workers if w.cfg.name == traced.name)
             n = produce_trace(topo.kafka, traced, worker.program, items, worker.partitions)
             print(f"published {n} events from {args.trace} to program {traced.name}", file=sys.stderr)
