@@ -293,3 +293,57 @@ def test_dev_says_when_a_programs_timers_run_on_the_wall_clock(tmp_path: Path, c
     else:
         assert "note:" not in run.stderr
         assert left_open.count('"event":"LeftOpen"') == 1 and '"door":"front"' in left_open
+
+
+def _second_while_first_is_ready(first: list[str], second: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Start ``first`` (a command that runs until stopped), wait until it is ready, run ``second``
+    to its end, then stop the first with Ctrl-C; returns the second's result."""
+    proc = subprocess.Popen(
+        [*CLI, *first], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        _read_until(proc.stderr, "ready:", time.monotonic() + TIMEOUT)
+        return eventscript(*second, cwd=cwd)
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_dev_twice_on_one_state_dir_says_it_is_in_use(echo: Path) -> None:
+    """The second dev on the first's --state-dir died on RocksDB's lock of task-0 with a Python
+    traceback (and said it was ready after that)."""
+    dev = ["dev", "topology.yaml", "--trace", "echo.trace", "--state-dir", "kept"]
+    second = _second_while_first_is_ready(dev, dev, echo)
+    assert second.returncode == 2, second.stderr
+    assert "Traceback" not in second.stderr
+    assert re.fullmatch(
+        rf"error: the state folder of program echo, {re.escape(str(echo / 'kept' / 'echo'))}, is in use by process "
+        r"\d+: another worker on this machine runs it \(two workers cannot share a program's state folder\); "
+        r"stop that dev, or choose another --state-dir \(without it, dev takes a fresh one\)\n",
+        second.stderr,
+    ), second.stderr
+
+
+def test_run_twice_on_one_topology_says_the_state_folder_is_in_use(echo: Path) -> None:
+    """A newcomer trying a second worker: both read the topology's state_dir, shared the stores and
+    the instance id kept there, and fenced each other or died on RocksDB's lock."""
+    from eventscript.kafka.broker import EmbeddedBroker
+
+    (echo / "topology.yaml").write_text(TOPOLOGY + "state_dir: here\n")
+    with EmbeddedBroker() as broker:
+        run = ["run", "topology.yaml", "--bootstrap-servers", broker.bootstrap]
+        second = _second_while_first_is_ready(run, run, echo)
+    assert second.returncode == 2, second.stderr
+    assert "Traceback" not in second.stderr
+    assert second.stderr.startswith(
+        f"error: the state folder of program echo, {echo / 'here' / 'echo'}, is in use by process "
+    ), second.stderr
+    assert second.stderr.endswith(
+        "stop that worker, or give this one a state folder of its own: state_dir (topology.yaml:12:12), which may "
+        "read the environment, e.g. 'state_dir: ${EVENTSCRIPT_STATE_DIR:-state}' and EVENTSCRIPT_STATE_DIR=state-2 "
+        "for a second worker\n"
+    ), second.stderr

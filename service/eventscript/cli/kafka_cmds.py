@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING
 
 from .arguments import port, seconds
 from .health_port import health_port_problem
+from .state_lock import StateFolderInUse, lock_state_folders
 from .topology_args import load_with_address, program_or_first, report_unreadable_programs, report_wiring_errors
 
 if TYPE_CHECKING:
-    from ..topology.config import Topology
+    from ..tester.trace import TraceItem
+    from ..topology.config import ProgramConfig, Topology
 
 
 def _logging(verbose: bool) -> None:
@@ -76,16 +78,28 @@ def run_run(args: argparse.Namespace) -> int:
             topo, args.topology, args.health_port, args.health_host
         ):
             return 2
-        runner = TopologyRunner(topo, args.program, args.health_port, args.health_host)
-        runner.stop_on_sigterm()  # (an input topic may be waited for: a SIGTERM then is an orderly stop)
-        runner.prepare()
-    except TopologyError as exc:
+        held = lock_state_folders(
+            topo,
+            args.program,
+            "stop that worker, or give this one a state folder of its own: state_dir "
+            f"({topo.where('state_dir')}), which may read the environment, e.g. "
+            "'state_dir: ${EVENTSCRIPT_STATE_DIR:-state}' and EVENTSCRIPT_STATE_DIR=state-2 for a second worker",
+        )
+    except (TopologyError, StateFolderInUse) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C while waiting for the broker: one line, not a traceback
-        print("interrupted while contacting Kafka", file=sys.stderr)
-        return 130
-    return _run_and_report(runner, args.until_idle, f"on {topo.kafka.bootstrap_servers}")
+    with held:
+        try:
+            runner = TopologyRunner(topo, args.program, args.health_port, args.health_host)
+            runner.stop_on_sigterm()  # (an input topic may be waited for: a SIGTERM then is an orderly stop)
+            runner.prepare()
+        except TopologyError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:  # Ctrl-C while waiting for the broker: one line, not a traceback
+            print("interrupted while contacting Kafka", file=sys.stderr)
+            return 130
+        return _run_and_report(runner, args.until_idle, f"on {topo.kafka.bootstrap_servers}")
 
 
 def _health_port_taken(topo: Topology, path: str, option_port: int | None, option_host: str | None) -> bool:
@@ -165,10 +179,6 @@ def _dev_broker(kind: str) -> tuple[str, Callable[[], None]]:
 
 
 def run_dev(args: argparse.Namespace) -> int:
-    from ..brokers.apache import KafkaNotFetched, KafkaStartError
-    from ..kafka.broker import BrokerError
-    from ..kafka.supervisor import TopologyRunner
-    from ..kafka.tools import produce_trace, tail
     from ..topology.config import TopologyError
     from .trace_file import read_trace_or_report
 
@@ -184,9 +194,37 @@ def run_dev(args: argparse.Namespace) -> int:
     items = read_trace_or_report(args.trace) if args.trace else None
     if args.trace and items is None:
         return 2
-    from .progress import Follower, output_topics, remove_state_dir, use_state_dir, wall_clock_notice
+    from .progress import use_state_dir
 
     state, temporary = use_state_dir(topo, args.state_dir)
+    try:
+        held = lock_state_folders(
+            topo, None, "stop that dev, or choose another --state-dir (without it, dev takes a fresh one)"
+        )
+    except StateFolderInUse as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with held:
+        return _dev_on_broker(args, topo, traced, items, state, temporary)
+
+
+def _dev_on_broker(
+    args: argparse.Namespace,
+    topo: Topology,
+    traced: ProgramConfig,
+    items: list[TraceItem] | None,
+    state: Path,
+    temporary: bool,
+) -> int:
+    """``dev`` once its state folder is chosen and held: start the broker, the workers, publish the
+    trace, run, show."""
+    from ..brokers.apache import KafkaNotFetched, KafkaStartError
+    from ..kafka.broker import BrokerError
+    from ..kafka.supervisor import TopologyRunner
+    from ..kafka.tools import produce_trace, tail
+    from ..topology.config import TopologyError
+    from .progress import Follower, output_topics, remove_state_dir, wall_clock_notice
+
     print(
         f"state in {state}" + (" (fresh, removed at the end; --state-dir DIR to choose)" if temporary else ""),
         file=sys.stderr,
