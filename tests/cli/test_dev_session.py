@@ -242,7 +242,9 @@ def test_run_says_when_it_is_ready_and_what_it_did(echo: Path) -> None:
     assert f"ready: echo on {broker.bootstrap}; stops after 1 s without input\n" in run.stderr
     summary = run.stderr.split("stopped:\n", 1)[1]
     # Two events and the trace's two timestamps, published as tick records (kafka/tools.py).
-    assert re.match(r"  echo: 4 records in, 4 events processed, [1-9]\d* records written", summary), summary
+    assert re.match(
+        r"  echo: 4 records in \(events, ticks and progress markers\), 4 processed, [1-9]\d* records written", summary
+    ), summary
 
 
 DOORS = """\

@@ -83,7 +83,9 @@ def wall_clock_notice(topo: Any, runner: Any) -> str | None:
 
 
 def summary(runner: Any) -> str:
-    """Records in and out of each program, from the worker's own counters."""
+    """Records in and out of each program, from the worker's own counters. Records in (and
+    processed) count a trace's ticks and the progress markers of record-time stages with the
+    events: they once read "68 events processed" after "published 17 events"."""
     registry = runner.metrics.registry
     parts = []
     for w in runner.workers:
@@ -93,7 +95,8 @@ def summary(runner: Any) -> str:
             return int(value or 0)
 
         parts.append(
-            f"  {w.cfg.name}: {count('consumed')} records in, {count('processed')} events processed, "
+            f"  {w.cfg.name}: {count('consumed')} records in (events, ticks and progress markers), "
+            f"{count('processed')} processed, "
             f"{count('produced')} records written (outputs, $error, changelog, repartition), "
             f"{count('errors')} $error"
         )
