@@ -20,6 +20,7 @@ by id; needed on brokers that expose aborted transactions).
 
 from __future__ import annotations
 
+import difflib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -207,7 +208,7 @@ def read_topic(
         md = consumer.list_topics(topic, timeout=10)
         t = md.topics.get(topic)
         if t is None or t.error is not None:
-            raise ProduceError(f"topic {topic} does not exist")
+            raise ProduceError(_no_such_topic(topic, set(consumer.list_topics(timeout=10).topics)))
         parts = sorted(t.partitions)
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
         at_end: set[int] = set()
@@ -251,6 +252,19 @@ def progress_json(writer: str, progress_ms: int, headers: Any) -> dict[str, Any]
         return {"writer": writer, "time": format_time(progress_ms * 1000)}
     reached = read_reached(headers)
     return {"writer": writer, "idle": True, **({"time": format_time(reached * 1000)} if reached is not None else {})}
+
+
+def _no_such_topic(topic: str, existing: set[str]) -> str:
+    """The message for a topic the broker does not have: the names closest to it (a misspelt
+    ``alerts``), else the topics there are, so the user need not guess."""
+    shown = sorted(t for t in existing if not t.startswith("__"))
+    close = difflib.get_close_matches(topic, shown, n=3, cutoff=0.6)
+    if close:
+        return f"topic {topic} does not exist; did you mean {' or '.join(close)}?"
+    if not shown:
+        return f"topic {topic} does not exist: the broker has no topics yet"
+    listed = ", ".join(shown[:20]) + (f" and {len(shown) - 20} more" if len(shown) > 20 else "")
+    return f"topic {topic} does not exist; the broker has: {listed}"
 
 
 def tail(kafka: KafkaConfig, topic: str, out: TextIO, **kwargs: Any) -> int:
