@@ -245,6 +245,9 @@ class TraceParser:
                     items.append(self.value())
             self.expect("]", "']'")
             return items
+        if t.kind == "IDENT":  # a newcomer's S(front): text is quoted, in traces as in programs
+            quoted = f'"{t.text}"'
+            raise TraceError(t.pos, f"expected a value, found {t.text!r}; text is written in double quotes: {quoted}")
         raise TraceError(t.pos, f"expected a value, found {t.text or 'the end of the trace'!r}")
 
 
