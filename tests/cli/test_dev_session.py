@@ -349,3 +349,15 @@ def test_run_twice_on_one_topology_says_the_state_folder_is_in_use(echo: Path) -
         "read the environment, e.g. 'state_dir: ${EVENTSCRIPT_STATE_DIR:-state}' and EVENTSCRIPT_STATE_DIR=state-2 "
         "for a second worker\n"
     ), second.stderr
+
+
+def test_dev_warns_of_trace_events_the_program_does_not_declare(echo: Path) -> None:
+    """`test` warned of a misspelt event name at its place in the trace; dev published it without a
+    word, and the user found only an $error 1 on the error topic."""
+    (echo / "echo.trace").write_text(TRACE + 'Z("c")\n')
+    run = eventscript("dev", "topology.yaml", "--trace", "echo.trace", "--until-idle", "1", cwd=echo)
+    assert run.returncode == 0, run.stderr
+    assert (
+        "echo.trace:5:1: warning: program echo declares no input event 'Z'; the events read are: S "
+        "(each such event is an $error 1 in the output)\n"
+    ) in run.stderr

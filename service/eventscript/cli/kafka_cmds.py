@@ -16,6 +16,7 @@ from .arguments import port, seconds
 from .health_port import health_port_problem
 from .state_lock import StateFolderInUse, lock_state_folders
 from .topology_args import load_with_address, program_or_first, report_unreadable_programs, report_wiring_errors
+from .trace_names import warn_unread_events
 
 if TYPE_CHECKING:
     from ..tester.trace import TraceItem
@@ -258,6 +259,8 @@ def _dev_on_broker(
             if notice:
                 print(notice, file=sys.stderr)
             worker = next(w for w in runner.workers if w.cfg.name == traced.name)
+            inputs = [i.name for i in worker.program.program.inputs]
+            warn_unread_events(items, inputs, f"program {traced.name} declares no input event {{name}}", sys.stderr)
             n = produce_trace(topo.kafka, traced, worker.program, items, worker.partitions)
             print(f"published {n} events from {args.trace} to program {traced.name}", file=sys.stderr)
         topics = output_topics(topo)
