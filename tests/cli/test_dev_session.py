@@ -361,3 +361,18 @@ def test_dev_warns_of_trace_events_the_program_does_not_declare(echo: Path) -> N
         "echo.trace:5:1: warning: program echo declares no input event 'Z'; the events read are: S "
         "(each such event is an $error 1 in the output)\n"
     ) in run.stderr
+
+
+def test_produce_warns_of_trace_events_the_program_does_not_declare(echo: Path) -> None:
+    from eventscript.kafka.broker import EmbeddedBroker
+
+    (echo / "echo.trace").write_text(TRACE + 'Z("c")\n')
+    with EmbeddedBroker() as broker:
+        run = eventscript(
+            "produce", "topology.yaml", "--trace", "echo.trace", "--bootstrap-servers", broker.bootstrap, cwd=echo
+        )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith(
+        "echo.trace:5:1: warning: program echo declares no input event 'Z'; the events read are: S "
+        "(each such event is an $error 1 in the output)\n"
+    ), run.stderr

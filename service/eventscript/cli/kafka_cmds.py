@@ -19,6 +19,7 @@ from .topology_args import load_with_address, program_or_first, report_unreadabl
 from .trace_names import warn_unread_events
 
 if TYPE_CHECKING:
+    from ..automata.compiled import CompiledProgram
     from ..tester.trace import TraceItem
     from ..topology.config import ProgramConfig, Topology
 
@@ -259,8 +260,7 @@ def _dev_on_broker(
             if notice:
                 print(notice, file=sys.stderr)
             worker = next(w for w in runner.workers if w.cfg.name == traced.name)
-            inputs = [i.name for i in worker.program.program.inputs]
-            warn_unread_events(items, inputs, f"program {traced.name} declares no input event {{name}}", sys.stderr)
+            _warn_undeclared(items, traced.name, worker.program)
             n = produce_trace(topo.kafka, traced, worker.program, items, worker.partitions)
             print(f"published {n} events from {args.trace} to program {traced.name}", file=sys.stderr)
         topics = output_topics(topo)
@@ -283,6 +283,13 @@ def _dev_on_broker(
         stop_broker()
         if temporary:
             remove_state_dir(state)
+
+
+def _warn_undeclared(items: list[TraceItem], name: str, program: CompiledProgram) -> None:
+    """Before a trace is published (``dev``, ``produce``): its events the program does not declare,
+    each at its place, as ``test`` says them (they would reach the error topic as $error 1)."""
+    inputs = [i.name for i in program.program.inputs]
+    warn_unread_events(items, inputs, f"program {name} declares no input event {{name}}", sys.stderr)
 
 
 def setup_produce(p: argparse.ArgumentParser) -> None:
@@ -308,6 +315,7 @@ def run_produce(args: argparse.Namespace) -> int:
             return 2
         cfg = program_or_first(topo, args.program)
         program = compile_programs(topo, [cfg])[cfg.name]
+        _warn_undeclared(items, cfg.name, program)
         partitions = Admin(topo).prepare([cfg])[cfg.name]
         n = produce_trace(topo.kafka, cfg, program, items, partitions)
     except (TopologyError, ProduceError) as exc:
