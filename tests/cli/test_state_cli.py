@@ -42,7 +42,11 @@ def test_dump_and_reset_say_cannot_reach_kafka_once(topo: Path) -> None:
 
 def test_asking_without_an_address_or_a_worker(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["state", str(topo), "--key", "a"]) == 2  # health.port is 0: nothing to ask
-    assert "give a worker's address with --url" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "error: the topology serves no HTTP port (health.port is 0): give a worker's address with --url, e.g. "
+        "--url http://127.0.0.1:8080 for a run or dev started with --health-port 8080 (the topology also needs "
+        "state_query: {enabled: true})\n"
+    )
     assert main(["state", str(topo), "--key", "a", "--url", "http://127.0.0.1:1"]) == 2
     assert "cannot reach http://127.0.0.1:1" in capsys.readouterr().err
     assert main(["state", "dump", str(topo), str(topo)]) == 2

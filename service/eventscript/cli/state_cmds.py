@@ -154,7 +154,9 @@ def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
     url = args.url or (f"http://{topo.health.host}:{topo.health.port}" if topo.health.port else None)
     if url is None:
         print(
-            "error: the topology serves no HTTP port (health.port is 0): give a worker's address with --url",
+            "error: the topology serves no HTTP port (health.port is 0): give a worker's address with --url, "
+            "e.g. --url http://127.0.0.1:8080 for a run or dev started with --health-port 8080"
+            + ("" if topo.state_query.enabled else " (the topology also needs state_query: {enabled: true})"),
             file=sys.stderr,
         )
         return 2
