@@ -358,10 +358,30 @@ def run_tail(args: argparse.Namespace) -> int:
 
     _logging(args.verbose)
     try:
-        kafka = load_topology(args.topology).kafka if args.topology else KafkaConfig()
+        topo = load_topology(args.topology) if args.topology else None
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    kafka = topo.kafka if topo is not None else KafkaConfig()
+    # Records from outside the topology may carry their event name elsewhere than es-event: where
+    # the first program reading the topic finds it.
+    reader = next((i for cfg in topo.programs for i in cfg.inputs if i.topic == args.topic), None) if topo else None
+    hinted: list[bool] = []
+
+    def unnamed() -> None:
+        if not hinted:
+            hinted.append(True)
+            print(
+                f"note: records of {args.topic} carry no event name in an es-event header (records written "
+                "outside the topology): "
+                + (
+                    "give --topology FILE to name them as the programs reading the topic do"
+                    if topo is None
+                    else f"no input of {args.topology} says where their name is"
+                ),
+                file=sys.stderr,
+            )
+
     bootstrap = args.bootstrap_servers or (None if args.topology else os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
     if bootstrap:
         kafka.bootstrap_servers = bootstrap
@@ -374,6 +394,8 @@ def run_tail(args: argparse.Namespace) -> int:
             dedupe=args.dedupe,
             timeout=float("inf") if args.follow else 3600,
             markers=args.markers,
+            reader=reader,
+            unnamed=unnamed,
         )
     except ProduceError as exc:
         print(f"error: {exc}", file=sys.stderr)
