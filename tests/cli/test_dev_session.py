@@ -5,6 +5,7 @@ the command in a subprocess, as a user does; the embedded broker is the command'
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -376,3 +377,34 @@ def test_produce_warns_of_trace_events_the_program_does_not_declare(echo: Path) 
         "echo.trace:5:1: warning: program echo declares no input event 'Z'; the events read are: S "
         "(each such event is an $error 1 in the output)\n"
     ), run.stderr
+
+
+def test_tail_of_a_traced_input_leaves_ticks_out_and_names_events_as_the_topology_reads_them(echo: Path) -> None:
+    """`tail` of the topic `produce` wrote printed the trace's ticks as events named null, and every
+    event as null (its name is the input's `event: S`, not a header): `test --trace` refused the
+    lines that the README says it takes."""
+    from eventscript.kafka.broker import EmbeddedBroker
+
+    with EmbeddedBroker() as broker:
+        address = ["--bootstrap-servers", broker.bootstrap]
+        produced = eventscript("produce", "topology.yaml", "--trace", "echo.trace", *address, cwd=echo)
+        assert produced.returncode == 0, produced.stderr
+        bare = eventscript("tail", "words", *address, cwd=echo)
+        named = eventscript("tail", "words", "--topology", "topology.yaml", *address, cwd=echo)
+        ticks = eventscript("tail", "words", "--markers", *address, cwd=echo)
+    assert bare.returncode == named.returncode == ticks.returncode == 0
+    assert bare.stdout.splitlines() == [
+        '{"time":"2026-01-01T00:00:00.000000Z","event":null,"value":"a"}',
+        '{"time":"2026-01-01T00:01:00.000000Z","event":null,"value":"b"}',
+    ]
+    assert bare.stderr == (
+        "note: records of words carry no event name in an es-event header (records written outside the "
+        "topology): give --topology FILE to name them as the programs reading the topic do\n"
+    )
+    assert named.stdout == bare.stdout.replace('"event":null', '"event":"S"') and named.stderr == ""
+    tick_lines = [line for line in ticks.stdout.splitlines() if line.startswith('{"tick":')]
+    assert len(tick_lines) >= 2 and '"2026-01-01T00:01:00.000000Z"' in tick_lines[-1]  # one a time and partition
+    (echo / "t.jsonl").write_text(named.stdout)
+    replay = eventscript("test", "--trace", "t.jsonl", "echo.es", cwd=echo)
+    assert replay.returncode == 0, replay.stderr
+    assert [json.loads(line)["value"] for line in replay.stdout.splitlines()] == ["a", "b"]
