@@ -171,28 +171,32 @@ def _read_until(stream, prefix: str, deadline: float) -> list[str]:  # type: ign
     pytest.fail(f"no line starting with {prefix!r}: {''.join(lines)}")
 
 
-def test_ctrl_c_on_dev_show_prints_what_was_collected_and_exits_130(echo: Path) -> None:
-    """SIGINT to the whole process group, as a terminal's Ctrl-C: the broker used to die first, and
-    --show then failed with a traceback and printed nothing."""
+def _interrupted(cwd: Path, args: list[str], interrupts: int = 1) -> tuple[int, str, str]:
+    """Run ``eventscript ARGS`` until it is ready, then Ctrl-C it (SIGINT to its whole process
+    group, as a terminal does) ``interrupts`` times; its exit status, stdout and stderr."""
     proc = subprocess.Popen(
-        [*CLI, "dev", "topology.yaml", "--trace", "echo.trace", "--show"],
-        cwd=echo,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+        [*CLI, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
         err = _read_until(proc.stderr, "ready:", time.monotonic() + TIMEOUT)
-        port = int(re.search(r"on 127\.0\.0\.1:(\d+)", "".join(err)).group(1))  # type: ignore[union-attr]
-        os.killpg(proc.pid, signal.SIGINT)
+        for i in range(interrupts):
+            if i:
+                time.sleep(0.3)  # (two signals sent at once arrive as one)
+            os.killpg(proc.pid, signal.SIGINT)
         out, rest = proc.communicate(timeout=TIMEOUT)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    stderr = "".join(err) + rest
-    assert proc.returncode == 130, stderr
+    return proc.returncode, out, "".join(err) + rest
+
+
+def test_ctrl_c_on_dev_show_prints_what_was_collected_and_exits_130(echo: Path) -> None:
+    """SIGINT to the whole process group, as a terminal's Ctrl-C: the broker used to die first, and
+    --show then failed with a traceback and printed nothing."""
+    status, out, stderr = _interrupted(echo, ["dev", "topology.yaml", "--trace", "echo.trace", "--show"])
+    port = int(re.search(r"on 127\.0\.0\.1:(\d+)", stderr).group(1))  # type: ignore[union-attr]
+    assert status == 130, stderr
     assert "Traceback" not in stderr
     assert "stopped:\n  echo: " in stderr
     assert out.startswith("== echoed\n") and "== echo-errors\n" in out
@@ -408,3 +412,12 @@ def test_tail_of_a_traced_input_leaves_ticks_out_and_names_events_as_the_topolog
     replay = eventscript("test", "--trace", "t.jsonl", "echo.es", cwd=echo)
     assert replay.returncode == 0, replay.stderr
     assert [json.loads(line)["value"] for line in replay.stdout.splitlines()] == ["a", "b"]
+
+
+def test_a_second_ctrl_c_still_removes_devs_temporary_state(echo: Path) -> None:
+    """An impatient second Ctrl-C, once the workers had stopped, interrupted the broker's stop and
+    skipped the removal of dev's fresh state folder (and one while they stopped exited at once,
+    past every finally): one folder left in /tmp each time."""
+    status, _, stderr = _interrupted(echo, ["dev", "topology.yaml", "--trace", "echo.trace"], interrupts=2)
+    assert status == 130, stderr
+    assert not _state_folder(stderr).exists(), stderr

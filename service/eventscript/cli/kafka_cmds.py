@@ -248,6 +248,8 @@ def _dev_on_broker(
             topo.kafka.static_membership = False
         try:
             runner = TopologyRunner(topo, None, args.health_port)
+            if temporary:  # (a second Ctrl-C while the workers stop exits at once, past every finally)
+                runner.before_exit_now = lambda: remove_state_dir(state)
             runner.prepare()
         except TopologyError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -280,9 +282,11 @@ def _dev_on_broker(
                 tail(topo.kafka, t, sys.stdout, idle=0.5, dedupe=True)
         return status
     finally:
-        stop_broker()
-        if temporary:
-            remove_state_dir(state)
+        try:
+            stop_broker()
+        finally:  # (a second Ctrl-C while the broker stops must not leave the folder in /tmp)
+            if temporary:
+                remove_state_dir(state)
 
 
 def _warn_undeclared(items: list[TraceItem], name: str, program: CompiledProgram) -> None:
