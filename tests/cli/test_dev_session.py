@@ -5,6 +5,7 @@ the command in a subprocess, as a user does; the embedded broker is the command'
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -170,28 +171,32 @@ def _read_until(stream, prefix: str, deadline: float) -> list[str]:  # type: ign
     pytest.fail(f"no line starting with {prefix!r}: {''.join(lines)}")
 
 
-def test_ctrl_c_on_dev_show_prints_what_was_collected_and_exits_130(echo: Path) -> None:
-    """SIGINT to the whole process group, as a terminal's Ctrl-C: the broker used to die first, and
-    --show then failed with a traceback and printed nothing."""
+def _interrupted(cwd: Path, args: list[str], interrupts: int = 1) -> tuple[int, str, str]:
+    """Run ``eventscript ARGS`` until it is ready, then Ctrl-C it (SIGINT to its whole process
+    group, as a terminal does) ``interrupts`` times; its exit status, stdout and stderr."""
     proc = subprocess.Popen(
-        [*CLI, "dev", "topology.yaml", "--trace", "echo.trace", "--show"],
-        cwd=echo,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+        [*CLI, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
         err = _read_until(proc.stderr, "ready:", time.monotonic() + TIMEOUT)
-        port = int(re.search(r"on 127\.0\.0\.1:(\d+)", "".join(err)).group(1))  # type: ignore[union-attr]
-        os.killpg(proc.pid, signal.SIGINT)
+        for i in range(interrupts):
+            if i:
+                time.sleep(0.3)  # (two signals sent at once arrive as one)
+            os.killpg(proc.pid, signal.SIGINT)
         out, rest = proc.communicate(timeout=TIMEOUT)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    stderr = "".join(err) + rest
-    assert proc.returncode == 130, stderr
+    return proc.returncode, out, "".join(err) + rest
+
+
+def test_ctrl_c_on_dev_show_prints_what_was_collected_and_exits_130(echo: Path) -> None:
+    """SIGINT to the whole process group, as a terminal's Ctrl-C: the broker used to die first, and
+    --show then failed with a traceback and printed nothing."""
+    status, out, stderr = _interrupted(echo, ["dev", "topology.yaml", "--trace", "echo.trace", "--show"])
+    port = int(re.search(r"on 127\.0\.0\.1:(\d+)", stderr).group(1))  # type: ignore[union-attr]
+    assert status == 130, stderr
     assert "Traceback" not in stderr
     assert "stopped:\n  echo: " in stderr
     assert out.startswith("== echoed\n") and "== echo-errors\n" in out
@@ -242,4 +247,177 @@ def test_run_says_when_it_is_ready_and_what_it_did(echo: Path) -> None:
     assert f"ready: echo on {broker.bootstrap}; stops after 1 s without input\n" in run.stderr
     summary = run.stderr.split("stopped:\n", 1)[1]
     # Two events and the trace's two timestamps, published as tick records (kafka/tools.py).
-    assert re.match(r"  echo: 4 records in, 4 events processed, [1-9]\d* records written", summary), summary
+    assert re.match(
+        r"  echo: 4 records in \(events, ticks and progress markers\), 4 processed, [1-9]\d* records written", summary
+    ), summary
+
+
+DOORS = """\
+in {string door;} Opened group(Opened.door), {string door;} Closed group(Closed.door)
+out {string door;} LeftOpen
+( Opened() ( Closed() | elapse[5 minutes]() { !>LeftOpen({door: group[0]}); } Closed() ) )*
+"""
+DOORS_TRACE = """\
+[2026-01-01 08:00:00] Opened("front") Opened("back") [08:01:00] Closed("back")
+[08:10:00] Closed("front")
+"""
+DOORS_TOPOLOGY = """\
+application: doors
+programs:
+  - name: left-open
+    source: doors.es
+    inputs:
+      - topic: door-events
+        event_from: {header: es-event}
+    outputs:
+      default: alerts
+topics:
+  door-events: {external: true, events: [Opened, Closed]}
+"""
+
+
+@pytest.mark.parametrize("clock", ["wall", "record"])
+def test_dev_says_when_a_programs_timers_run_on_the_wall_clock(tmp_path: Path, clock: str) -> None:
+    """A newcomer's first topology for the README's doors program: `eventscript test` prints
+    LeftOpen, `dev --trace` on the default wall clock printed nothing and said nothing (the timer
+    fires five real minutes later). dev now says so, where, and what to write; with that setting
+    the output is the tester's."""
+    (tmp_path / "doors.es").write_text(DOORS)
+    (tmp_path / "doors.trace").write_text(DOORS_TRACE)
+    setting = "" if clock == "wall" else "    clock: record\n"
+    (tmp_path / "topology.yaml").write_text(DOORS_TOPOLOGY.replace("topics:\n", setting + "topics:\n"))
+    run = eventscript("dev", "topology.yaml", "--trace", "doors.trace", "--until-idle", "1", "--show", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    left_open = run.stdout.split("== alerts\n", 1)[1].split("==", 1)[0]
+    if clock == "wall":
+        assert (
+            "note: left-open (topology.yaml:3:5) runs on the wall clock (clock: wall, the default): its timers "
+            "fire in real time from now, not at the trace's times, so the output can differ from 'eventscript "
+            "test'; to replay the trace's time as the tester does, add 'clock: record' to the program in the "
+            "topology\n"
+        ) in run.stderr
+        assert left_open == ""
+    else:
+        assert "note:" not in run.stderr
+        assert left_open.count('"event":"LeftOpen"') == 1 and '"door":"front"' in left_open
+
+
+def _second_while_first_is_ready(first: list[str], second: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Start ``first`` (a command that runs until stopped), wait until it is ready, run ``second``
+    to its end, then stop the first with Ctrl-C; returns the second's result."""
+    proc = subprocess.Popen(
+        [*CLI, *first], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        _read_until(proc.stderr, "ready:", time.monotonic() + TIMEOUT)
+        return eventscript(*second, cwd=cwd)
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_dev_twice_on_one_state_dir_says_it_is_in_use(echo: Path) -> None:
+    """The second dev on the first's --state-dir died on RocksDB's lock of task-0 with a Python
+    traceback (and said it was ready after that)."""
+    dev = ["dev", "topology.yaml", "--trace", "echo.trace", "--state-dir", "kept"]
+    second = _second_while_first_is_ready(dev, dev, echo)
+    assert second.returncode == 2, second.stderr
+    assert "Traceback" not in second.stderr
+    assert re.fullmatch(
+        rf"error: the state folder of program echo, {re.escape(str(echo / 'kept' / 'echo'))}, is in use by process "
+        r"\d+: another worker on this machine runs it \(two workers cannot share a program's state folder\); "
+        r"stop that dev, or choose another --state-dir \(without it, dev takes a fresh one\)\n",
+        second.stderr,
+    ), second.stderr
+
+
+def test_run_twice_on_one_topology_says_the_state_folder_is_in_use(echo: Path) -> None:
+    """A newcomer trying a second worker: both read the topology's state_dir, shared the stores and
+    the instance id kept there, and fenced each other or died on RocksDB's lock."""
+    from eventscript.kafka.broker import EmbeddedBroker
+
+    (echo / "topology.yaml").write_text(TOPOLOGY + "state_dir: here\n")
+    with EmbeddedBroker() as broker:
+        run = ["run", "topology.yaml", "--bootstrap-servers", broker.bootstrap]
+        second = _second_while_first_is_ready(run, run, echo)
+    assert second.returncode == 2, second.stderr
+    assert "Traceback" not in second.stderr
+    assert second.stderr.startswith(
+        f"error: the state folder of program echo, {echo / 'here' / 'echo'}, is in use by process "
+    ), second.stderr
+    assert second.stderr.endswith(
+        "stop that worker, or give this one a state folder of its own: state_dir (topology.yaml:12:12), which may "
+        "read the environment, e.g. 'state_dir: ${EVENTSCRIPT_STATE_DIR:-state}' and EVENTSCRIPT_STATE_DIR=state-2 "
+        "for a second worker\n"
+    ), second.stderr
+
+
+def test_dev_warns_of_trace_events_the_program_does_not_declare(echo: Path) -> None:
+    """`test` warned of a misspelt event name at its place in the trace; dev published it without a
+    word, and the user found only an $error 1 on the error topic."""
+    (echo / "echo.trace").write_text(TRACE + 'Z("c")\n')
+    run = eventscript("dev", "topology.yaml", "--trace", "echo.trace", "--until-idle", "1", cwd=echo)
+    assert run.returncode == 0, run.stderr
+    assert (
+        "echo.trace:5:1: warning: program echo declares no input event 'Z'; the events read are: S "
+        "(each such event is an $error 1 in the output)\n"
+    ) in run.stderr
+
+
+def test_produce_warns_of_trace_events_the_program_does_not_declare(echo: Path) -> None:
+    from eventscript.kafka.broker import EmbeddedBroker
+
+    (echo / "echo.trace").write_text(TRACE + 'Z("c")\n')
+    with EmbeddedBroker() as broker:
+        run = eventscript(
+            "produce", "topology.yaml", "--trace", "echo.trace", "--bootstrap-servers", broker.bootstrap, cwd=echo
+        )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.startswith(
+        "echo.trace:5:1: warning: program echo declares no input event 'Z'; the events read are: S "
+        "(each such event is an $error 1 in the output)\n"
+    ), run.stderr
+
+
+def test_tail_of_a_traced_input_leaves_ticks_out_and_names_events_as_the_topology_reads_them(echo: Path) -> None:
+    """`tail` of the topic `produce` wrote printed the trace's ticks as events named null, and every
+    event as null (its name is the input's `event: S`, not a header): `test --trace` refused the
+    lines that the README says it takes."""
+    from eventscript.kafka.broker import EmbeddedBroker
+
+    with EmbeddedBroker() as broker:
+        address = ["--bootstrap-servers", broker.bootstrap]
+        produced = eventscript("produce", "topology.yaml", "--trace", "echo.trace", *address, cwd=echo)
+        assert produced.returncode == 0, produced.stderr
+        bare = eventscript("tail", "words", *address, cwd=echo)
+        named = eventscript("tail", "words", "--topology", "topology.yaml", *address, cwd=echo)
+        ticks = eventscript("tail", "words", "--markers", *address, cwd=echo)
+    assert bare.returncode == named.returncode == ticks.returncode == 0
+    assert bare.stdout.splitlines() == [
+        '{"time":"2026-01-01T00:00:00.000000Z","event":null,"value":"a"}',
+        '{"time":"2026-01-01T00:01:00.000000Z","event":null,"value":"b"}',
+    ]
+    assert bare.stderr == (
+        "note: records of words carry no event name in an es-event header (records written outside the "
+        "topology): give --topology FILE to name them as the programs reading the topic do\n"
+    )
+    assert named.stdout == bare.stdout.replace('"event":null', '"event":"S"') and named.stderr == ""
+    tick_lines = [line for line in ticks.stdout.splitlines() if line.startswith('{"tick":')]
+    assert len(tick_lines) >= 2 and '"2026-01-01T00:01:00.000000Z"' in tick_lines[-1]  # one a time and partition
+    (echo / "t.jsonl").write_text(named.stdout)
+    replay = eventscript("test", "--trace", "t.jsonl", "echo.es", cwd=echo)
+    assert replay.returncode == 0, replay.stderr
+    assert [json.loads(line)["value"] for line in replay.stdout.splitlines()] == ["a", "b"]
+
+
+def test_a_second_ctrl_c_still_removes_devs_temporary_state(echo: Path) -> None:
+    """An impatient second Ctrl-C, once the workers had stopped, interrupted the broker's stop and
+    skipped the removal of dev's fresh state folder (and one while they stopped exited at once,
+    past every finally): one folder left in /tmp each time."""
+    status, _, stderr = _interrupted(echo, ["dev", "topology.yaml", "--trace", "echo.trace"], interrupts=2)
+    assert status == 130, stderr
+    assert not _state_folder(stderr).exists(), stderr

@@ -65,6 +65,30 @@ def test_the_door_example_prints_what_the_readme_says(tmp_path: Path) -> None:
     assert done.stdout.strip() == shown
 
 
+def test_the_door_topology_checks_and_tests_as_the_readme_says(tmp_path: Path) -> None:
+    """The README's topology for the first program (``dev`` on it, and its wall-clock note without
+    ``clock: record``, are tests/cli/test_dev_session.py's)."""
+    text = README.read_text(encoding="utf-8")
+    first = text[text.index("## What it is") : text.index("This repository has:")]
+    own = text[text.index("Your own program gets a topology") : text.index("## Documentation")]
+    (tmp_path / "doors.es").write_text(_blocks(first)[0][1])
+    trace = re.search(r"Over the trace `([^`]*)`", first.replace("\n", " "), re.S).group(1)  # type: ignore[union-attr]
+    (tmp_path / "doors.trace").write_text(trace)
+    [(lang, topology)] = _blocks(own)
+    assert lang == "yaml"
+    (tmp_path / "topology.yaml").write_text(topology)
+    checked = subprocess.run([*CLI, "topology", "check", "topology.yaml"], cwd=tmp_path, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = subprocess.run(
+        [*CLI, "test", "--trace", "doors.trace", "topology.yaml"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert tested.returncode == 0, tested.stderr
+    assert tested.stdout == (
+        '{"time": "2026-01-01T08:05:00.000000Z", "event": "LeftOpen", "value": {"door": "front"}, '
+        '"key": ["front"], "program": "left-open", "topic": "alerts"}\n'
+    )
+
+
 def _walkthrough() -> tuple[str, list[str]]:
     """The folder the walk-through cds into and its eventscript commands, comments removed."""
     text = README.read_text(encoding="utf-8")

@@ -42,7 +42,11 @@ def test_dump_and_reset_say_cannot_reach_kafka_once(topo: Path) -> None:
 
 def test_asking_without_an_address_or_a_worker(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["state", str(topo), "--key", "a"]) == 2  # health.port is 0: nothing to ask
-    assert "give a worker's address with --url" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "error: the topology serves no HTTP port (health.port is 0): give a worker's address with --url, e.g. "
+        "--url http://127.0.0.1:8080 for a run or dev started with --health-port 8080 (the topology also needs "
+        "state_query: {enabled: true})\n"
+    )
     assert main(["state", str(topo), "--key", "a", "--url", "http://127.0.0.1:1"]) == 2
     assert "cannot reach http://127.0.0.1:1" in capsys.readouterr().err
     assert main(["state", "dump", str(topo), str(topo)]) == 2
@@ -168,3 +172,57 @@ def test_an_ended_key_is_printed_with_when_and_why_and_its_last_record() -> None
     assert "ended at 2026-01-01T08:10:00.000000Z (terminated: the program reached its end" in text
     assert "remembered until 2026-01-02T08:10:01.000000Z" in text
     assert "last record taken: closed:2:41 at 2026-01-01T08:10:00.000000Z" in text
+
+
+def test_the_owner_is_said_in_words_and_only_when_another_worker_owns_the_key() -> None:
+    """The owner's own answer printed "owner: worker w1, this_worker True" under "answered by
+    worker w1 from its owner store" (docs/operations.md shows no such line); a standby's printed
+    the raw fields; an absent key printed a "last record taken: not kept: ..." of no instance."""
+    from eventscript.cli.state_cmds import answer_text
+
+    base = {
+        "program": "doors",
+        "key": ["front"],
+        "task": 0,
+        "instance": None,
+        "committed": {"position": {"opened:0": 5}, "changelog_offset": 2, "record_clock": None},
+        "last_record": {"known": False, "why": "not kept: the instance was last written without it"},
+    }
+    by_owner = answer_text(
+        {
+            **base,
+            "status": "absent",
+            "served_by": {"worker": "w1", "role": "owner"},
+            "owner": {"worker": "w1", "this_worker": True},
+        }
+    )
+    assert by_owner == [
+        'doors key ["front"] (task 0): absent',
+        "  answered by worker w1 from its owner store",
+        "  as of the commit at opened:0=5",
+    ]
+    by_standby = answer_text(
+        {
+            **base,
+            "status": "present",
+            "instance": {"state": 1, "ended": False, "waiting": [], "variables": [], "timer": None, "origin": "x"},
+            "served_by": {"worker": "w2", "role": "standby", "freshness": "applied to changelog offset 2"},
+            "owner": {
+                "known": True,
+                "member": "m-1",
+                "client_id": "eventscript",
+                "host": "10.0.0.7",
+                "url": "http://10.0.0.7:8080",
+                "url_assumes": "every worker serves its HTTP port on the same number",
+            },
+        }
+    )
+    assert (
+        "  owner: m-1 (client eventscript) on 10.0.0.7, http://10.0.0.7:8080 "
+        "(assuming every worker serves its HTTP port on the same number)"
+    ) in by_standby
+    assert "  last record taken: not kept: the instance was last written without it" in by_standby
+    unknown = answer_text(
+        {**base, "status": "present", "served_by": {}, "owner": {"known": False, "why": "a rebalance"}}
+    )
+    assert "  owner: not known (a rebalance)" in unknown

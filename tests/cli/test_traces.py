@@ -202,3 +202,33 @@ def test_a_topologys_trace_event_no_program_reads_is_warned_about(tmp_path: Path
         "t.trace:2:1: warning: no program of topology.yaml reads event 'DoorOpend' from a source topic; "
         "did you mean 'DoorOpened'? (each such event is an $error 1 in the output)\n"
     )
+
+
+def test_json_lines_out_of_time_order_say_how_to_sort_tails_output(tmp_path: Path) -> None:
+    """Lines from `tail` of a topic of several partitions come a partition at a time; the error
+    said only that time went back."""
+    (tmp_path / "p.es").write_text(PROGRAM)
+    (tmp_path / "t.jsonl").write_text(
+        '{"time": "2026-01-01T00:00:01Z", "event": "N", "value": 1}\n'
+        '{"time": "2026-01-01T00:00:00Z", "event": "N", "value": 2}\n'
+    )
+    result = eventscript("test", "--trace", "t.jsonl", "p.es", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.endswith(
+        "(line 1); 'eventscript tail' prints a topic of several partitions one partition after the other: "
+        "sort its lines by time first, e.g. jq -c -s 'sort_by(.time)[]' FILE\n"
+    ), result.stderr
+
+
+def test_a_run_that_emits_nothing_says_so_and_where_to_look(tmp_path: Path) -> None:
+    """A program that never emitted printed nothing at all: no sign of a run, of a mistake or of a
+    timer the trace ended before."""
+    (tmp_path / "p.es").write_text(PROGRAM)
+    (tmp_path / "t.trace").write_text("[2026-01-01 00:00:00]\n")
+    result = eventscript("test", "--trace", "t.trace", "p.es", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == ""
+    assert result.stderr == (
+        "note: no output: nothing was emitted over this trace (no output event, no $error); 'eventscript test "
+        "--explain --trace t.trace p.es' shows, event by event, the state each key is in and what it waits for "
+        "(a timer fires only if the trace reaches its time: end the trace with a later [timestamp])\n"
+    )

@@ -4,6 +4,7 @@ stops) and prints what the embedded broker's run prints."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SENSORS = ROOT / "topologies" / "sensors"
 
 
-def _dev(broker: str, tmp: Path) -> list[str]:
-    """The --show output of a dev run, each topic's lines sorted (order across keys may differ)."""
+def _dev(broker: str, tmp: Path) -> tuple[list[str], str]:
+    """The --show output of a dev run, each topic's lines sorted (order across keys may differ),
+    and what it printed on stderr."""
     env = {**os.environ, "EVENTSCRIPT_STATE_DIR": str(tmp / broker)}
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)
     done = subprocess.run(
@@ -52,7 +54,7 @@ def _dev(broker: str, tmp: Path) -> list[str]:
             sections.append(line)
         else:
             lines.append(line)
-    return sections + sorted(lines)
+    return sections + sorted(lines), done.stderr
 
 
 @pytest.mark.kafka
@@ -62,9 +64,13 @@ def test_dev_on_apache_kafka_prints_what_the_embedded_broker_prints(tmp_path: Pa
         kafka_jars()
     except KafkaNotFetched as exc:
         pytest.skip(f"Apache Kafka is not available: {exc}")
-    on_kafka = _dev("kafka", tmp_path)
+    on_kafka, said_on_kafka = _dev("kafka", tmp_path)
     assert any(not line.startswith("== ") for line in on_kafka), "the run printed no records"
-    assert on_kafka == _dev("embedded", tmp_path)
+    on_embedded, said_on_embedded = _dev("embedded", tmp_path)
+    assert on_kafka == on_embedded
+    # Each says which broker it ran on (the Apache Kafka run said "on the embedded broker").
+    assert re.search(r"^ready: overheat, site-alarm on Apache Kafka \(127\.0\.0\.1:\d+\);", said_on_kafka, re.M)
+    assert "ready: overheat, site-alarm on the embedded broker;" in said_on_embedded
 
 
 def test_dev_says_what_to_do_when_kafka_is_not_fetched(tmp_path: Path) -> None:

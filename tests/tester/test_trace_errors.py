@@ -101,3 +101,11 @@ def test_a_trace_that_is_not_utf8_names_the_byte(tmp_path: Path) -> None:
     assert "not UTF-8" in err.message and "0xE9" in err.message and "byte offset 28" in err.message
     assert (err.pos.line, err.pos.col) == (2, 7)
     assert str(err).startswith(f"{path}:2:7:")
+
+
+def test_unquoted_text_says_to_quote_it() -> None:
+    """S(front) said only "expected a value, found 'front'"."""
+    err = error_of("[2026-01-01 00:00:00]\nS(front)\nS({door: back})")
+    assert str(err) == (
+        "t.trace:2:3: error: expected a value, found 'front'; text is written in double quotes: \"front\""
+    )

@@ -175,3 +175,14 @@ def test_the_simulation_feeds_a_source_only_the_events_it_declares(
     lines = capsys.readouterr().out.splitlines()
     assert any('"event": "Alarm"' in x and '"peak": 1.5' in x for x in lines), lines
     assert any("no program reads Reset from a source topic" in x for x in lines), lines
+
+
+def test_a_misspelt_source_names_the_declared_one(write_topology: Callable[..., Path]) -> None:
+    """'readings' declared external, 'reading' read: the hint said only "check its spelling"."""
+    topo = with_source(events=["Reading"])
+    topo["programs"][0]["inputs"][0]["topic"] = "reading"
+    f = only(findings(write_topology, topo), "unwritten-topic")
+    assert f.hint is not None and f.hint.endswith(
+        "topology.yaml:20:5?)"  # topics.readings
+    ), f.hint
+    assert "otherwise check its spelling (did you mean readings, declared external at " in f.hint

@@ -14,10 +14,14 @@ from typing import TYPE_CHECKING
 
 from .arguments import port, seconds
 from .health_port import health_port_problem
+from .state_lock import StateFolderInUse, lock_state_folders
 from .topology_args import load_with_address, program_or_first, report_unreadable_programs, report_wiring_errors
+from .trace_names import warn_unread_events
 
 if TYPE_CHECKING:
-    from ..topology.config import Topology
+    from ..automata.compiled import CompiledProgram
+    from ..tester.trace import TraceItem
+    from ..topology.config import ProgramConfig, Topology
 
 
 def _logging(verbose: bool) -> None:
@@ -76,16 +80,28 @@ def run_run(args: argparse.Namespace) -> int:
             topo, args.topology, args.health_port, args.health_host
         ):
             return 2
-        runner = TopologyRunner(topo, args.program, args.health_port, args.health_host)
-        runner.stop_on_sigterm()  # (an input topic may be waited for: a SIGTERM then is an orderly stop)
-        runner.prepare()
-    except TopologyError as exc:
+        held = lock_state_folders(
+            topo,
+            args.program,
+            "stop that worker, or give this one a state folder of its own: state_dir "
+            f"({topo.where('state_dir')}), which may read the environment, e.g. "
+            "'state_dir: ${EVENTSCRIPT_STATE_DIR:-state}' and EVENTSCRIPT_STATE_DIR=state-2 for a second worker",
+        )
+    except (TopologyError, StateFolderInUse) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C while waiting for the broker: one line, not a traceback
-        print("interrupted while contacting Kafka", file=sys.stderr)
-        return 130
-    return _run_and_report(runner, args.until_idle, f"on {topo.kafka.bootstrap_servers}")
+    with held:
+        try:
+            runner = TopologyRunner(topo, args.program, args.health_port, args.health_host)
+            runner.stop_on_sigterm()  # (an input topic may be waited for: a SIGTERM then is an orderly stop)
+            runner.prepare()
+        except TopologyError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:  # Ctrl-C while waiting for the broker: one line, not a traceback
+            print("interrupted while contacting Kafka", file=sys.stderr)
+            return 130
+        return _run_and_report(runner, args.until_idle, f"on {topo.kafka.bootstrap_servers}")
 
 
 def _health_port_taken(topo: Topology, path: str, option_port: int | None, option_host: str | None) -> bool:
@@ -165,10 +181,6 @@ def _dev_broker(kind: str) -> tuple[str, Callable[[], None]]:
 
 
 def run_dev(args: argparse.Namespace) -> int:
-    from ..brokers.apache import KafkaNotFetched, KafkaStartError
-    from ..kafka.broker import BrokerError
-    from ..kafka.supervisor import TopologyRunner
-    from ..kafka.tools import produce_trace, tail
     from ..topology.config import TopologyError
     from .trace_file import read_trace_or_report
 
@@ -184,9 +196,37 @@ def run_dev(args: argparse.Namespace) -> int:
     items = read_trace_or_report(args.trace) if args.trace else None
     if args.trace and items is None:
         return 2
-    from .progress import Follower, output_topics, remove_state_dir, use_state_dir
+    from .progress import use_state_dir
 
     state, temporary = use_state_dir(topo, args.state_dir)
+    try:
+        held = lock_state_folders(
+            topo, None, "stop that dev, or choose another --state-dir (without it, dev takes a fresh one)"
+        )
+    except StateFolderInUse as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    with held:
+        return _dev_on_broker(args, topo, traced, items, state, temporary)
+
+
+def _dev_on_broker(
+    args: argparse.Namespace,
+    topo: Topology,
+    traced: ProgramConfig,
+    items: list[TraceItem] | None,
+    state: Path,
+    temporary: bool,
+) -> int:
+    """``dev`` once its state folder is chosen and held: start the broker, the workers, publish the
+    trace, run, show."""
+    from ..brokers.apache import KafkaNotFetched, KafkaStartError
+    from ..kafka.broker import BrokerError
+    from ..kafka.supervisor import TopologyRunner
+    from ..kafka.tools import produce_trace, tail
+    from ..topology.config import TopologyError
+    from .progress import Follower, output_topics, remove_state_dir, wall_clock_notice
+
     print(
         f"state in {state}" + (" (fresh, removed at the end; --state-dir DIR to choose)" if temporary else ""),
         file=sys.stderr,
@@ -208,6 +248,8 @@ def run_dev(args: argparse.Namespace) -> int:
             topo.kafka.static_membership = False
         try:
             runner = TopologyRunner(topo, None, args.health_port)
+            if temporary:  # (a second Ctrl-C while the workers stop exits at once, past every finally)
+                runner.before_exit_now = lambda: remove_state_dir(state)
             runner.prepare()
         except TopologyError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -216,15 +258,20 @@ def run_dev(args: argparse.Namespace) -> int:
             print("interrupted while contacting Kafka", file=sys.stderr)
             return 130
         if items is not None:
+            notice = wall_clock_notice(topo, runner)
+            if notice:
+                print(notice, file=sys.stderr)
             worker = next(w for w in runner.workers if w.cfg.name == traced.name)
+            _warn_undeclared(items, traced.name, worker.program)
             n = produce_trace(topo.kafka, traced, worker.program, items, worker.partitions)
             print(f"published {n} events from {args.trace} to program {traced.name}", file=sys.stderr)
         topics = output_topics(topo)
+        where = "on the embedded broker" if args.broker == "embedded" else f"on Apache Kafka ({bootstrap})"
         if args.follow:
             with Follower(topo.kafka, topics):
-                status = _run_and_report(runner, args.until_idle, "on the embedded broker")
+                status = _run_and_report(runner, args.until_idle, where)
         else:
-            status = _run_and_report(runner, args.until_idle, "on the embedded broker")
+            status = _run_and_report(runner, args.until_idle, where)
         # A second Ctrl-C from here on ends the command (through KeyboardInterrupt: the broker
         # is still stopped), not os._exit in the runner's handler.
         if threading.current_thread() is threading.main_thread():
@@ -235,9 +282,18 @@ def run_dev(args: argparse.Namespace) -> int:
                 tail(topo.kafka, t, sys.stdout, idle=0.5, dedupe=True)
         return status
     finally:
-        stop_broker()
-        if temporary:
-            remove_state_dir(state)
+        try:
+            stop_broker()
+        finally:  # (a second Ctrl-C while the broker stops must not leave the folder in /tmp)
+            if temporary:
+                remove_state_dir(state)
+
+
+def _warn_undeclared(items: list[TraceItem], name: str, program: CompiledProgram) -> None:
+    """Before a trace is published (``dev``, ``produce``): its events the program does not declare,
+    each at its place, as ``test`` says them (they would reach the error topic as $error 1)."""
+    inputs = [i.name for i in program.program.inputs]
+    warn_unread_events(items, inputs, f"program {name} declares no input event {{name}}", sys.stderr)
 
 
 def setup_produce(p: argparse.ArgumentParser) -> None:
@@ -263,6 +319,7 @@ def run_produce(args: argparse.Namespace) -> int:
             return 2
         cfg = program_or_first(topo, args.program)
         program = compile_programs(topo, [cfg])[cfg.name]
+        _warn_undeclared(items, cfg.name, program)
         partitions = Admin(topo).prepare([cfg])[cfg.name]
         n = produce_trace(topo.kafka, cfg, program, items, partitions)
     except (TopologyError, ProduceError) as exc:
@@ -305,10 +362,30 @@ def run_tail(args: argparse.Namespace) -> int:
 
     _logging(args.verbose)
     try:
-        kafka = load_topology(args.topology).kafka if args.topology else KafkaConfig()
+        topo = load_topology(args.topology) if args.topology else None
     except TopologyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    kafka = topo.kafka if topo is not None else KafkaConfig()
+    # Records from outside the topology may carry their event name elsewhere than es-event: where
+    # the first program reading the topic finds it.
+    reader = next((i for cfg in topo.programs for i in cfg.inputs if i.topic == args.topic), None) if topo else None
+    hinted: list[bool] = []
+
+    def unnamed() -> None:
+        if not hinted:
+            hinted.append(True)
+            print(
+                f"note: records of {args.topic} carry no event name in an es-event header (records written "
+                "outside the topology): "
+                + (
+                    "give --topology FILE to name them as the programs reading the topic do"
+                    if topo is None
+                    else f"no input of {args.topology} says where their name is"
+                ),
+                file=sys.stderr,
+            )
+
     bootstrap = args.bootstrap_servers or (None if args.topology else os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
     if bootstrap:
         kafka.bootstrap_servers = bootstrap
@@ -321,6 +398,8 @@ def run_tail(args: argparse.Namespace) -> int:
             dedupe=args.dedupe,
             timeout=float("inf") if args.follow else 3600,
             markers=args.markers,
+            reader=reader,
+            unnamed=unnamed,
         )
     except ProduceError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -154,7 +154,9 @@ def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
     url = args.url or (f"http://{topo.health.host}:{topo.health.port}" if topo.health.port else None)
     if url is None:
         print(
-            "error: the topology serves no HTTP port (health.port is 0): give a worker's address with --url",
+            "error: the topology serves no HTTP port (health.port is 0): give a worker's address with --url, "
+            "e.g. --url http://127.0.0.1:8080 for a run or dev started with --health-port 8080"
+            + ("" if topo.state_query.enabled else " (the topology also needs state_query: {enabled: true})"),
             file=sys.stderr,
         )
         return 2
@@ -190,6 +192,29 @@ def _get(url: str, token: str | None) -> tuple[int, Any]:
         }
 
 
+def _owner_text(owner: dict[str, Any] | None, served: dict[str, Any]) -> str | None:
+    """The owner of the key's task, in words; None when the answer came from the owner itself (the
+    line "answered by worker W from its owner store" says it). The line printed the fields as
+    they came: "owner: worker w1, this_worker True"."""
+    if (
+        not owner
+        or owner.get("this_worker")
+        or (served.get("role") == "owner" and owner.get("worker") == served.get("worker"))
+    ):
+        return None
+    if owner.get("known") is False:
+        return f"  owner: not known ({owner.get('why', 'no reason given')})"
+    who = owner.get("worker") or owner.get("member") or "a member of the group"
+    line = f"  owner: {who}"
+    if owner.get("client_id"):
+        line += f" (client {owner['client_id']})"
+    if owner.get("host"):
+        line += f" on {owner['host']}"
+    if owner.get("url"):
+        line += f", {owner['url']}" + (f" (assuming {owner['url_assumes']})" if owner.get("url_assumes") else "")
+    return line
+
+
 def answer_text(a: dict[str, Any]) -> list[str]:
     """A key's answer for a person: status, who answered and how fresh, the state in program terms."""
     key = orjson.dumps(a.get("key")).decode() if a.get("key") is not None else "(ungrouped: its one instance)"
@@ -209,8 +234,9 @@ def answer_text(a: dict[str, Any]) -> list[str]:
             f"  as of the commit at {shown}"
             + (f", record clock {committed['record_clock']}" if committed.get("record_clock") else "")
         )
-    if owner:
-        lines.append("  owner: " + ", ".join(f"{k} {v}" for k, v in owner.items() if v is not None))
+    owner_line = _owner_text(owner, served)
+    if owner_line:
+        lines.append(owner_line)
     ended = a.get("ended")
     if ended:
         lines.append(f"  ended at {ended['at']} ({ended['why']}: {ended['explained']})")
@@ -242,7 +268,7 @@ def answer_text(a: dict[str, Any]) -> list[str]:
     last = a.get("last_record") or {}
     if last.get("known"):
         lines.append(f"  last record taken: {last['record']} at {last['time']}")
-    elif last:
+    elif last and a.get("status") != "absent":  # (no instance: nothing to have taken a record)
         lines.append(f"  last record taken: {last.get('why')}")
     return lines
 

@@ -7,6 +7,7 @@ simulated time, each program's outputs routed by the topology's topic map (``tes
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -94,13 +95,16 @@ def _simulate(
     lines: list[dict] = []
     out = sys.stdout
     expecting = args.expect is not None
+    printed = 0
 
     def sink(line: Any) -> None:
+        nonlocal printed
         obj = line.to_json()
         if expecting:
             lines.append(obj)
         else:
             out.write(json_line(obj) + "\n")
+            printed += 1
 
     try:
         run_host(sink)
@@ -108,7 +112,20 @@ def _simulate(
         out.flush()
         print(str(exc), file=sys.stderr)
         return 2
-    return _finish(args, lines) if expecting else 0
+    if expecting:
+        return _finish(args, lines)
+    if not printed:
+        # A program that never emits printed nothing at all, and a newcomer could not tell a run
+        # from a hang or a mistake: say so, and where to look.
+        out.flush()
+        print(
+            "note: no output: nothing was emitted over this trace (no output event, no $error); "
+            f"'{shlex.join(['eventscript', 'test', '--explain', '--trace', args.trace, *args.programs])}' shows, "
+            "event by event, the state each key is in and what it waits for (a timer fires only if the trace "
+            "reaches its time: end the trace with a later [timestamp])",
+            file=sys.stderr,
+        )
+    return 0
 
 
 def run_topology(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -147,6 +148,9 @@ class TopologyRunner:
         self.health: HealthServer | None = None
         self._signals = 0
         self._first_signal: int | None = None
+        #: Called before a second signal exits at once (``os._exit`` runs no ``finally``): what
+        #: must not outlive the process, e.g. ``dev``'s temporary state folder.
+        self.before_exit_now: Callable[[], None] | None = None
 
     def prepare(self) -> None:
         compiled = compile_programs(self.topo, self.cfgs)
@@ -206,6 +210,8 @@ class TopologyRunner:
             self._first_signal = signum
         if self._signals > 1:
             log.warning("second signal: exiting now")
+            if self.before_exit_now is not None:
+                self.before_exit_now()
             os._exit(130)
         log.info("signal %d: finishing the batch and stopping", signum)
         self.stop()

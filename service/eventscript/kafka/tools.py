@@ -13,13 +13,14 @@ the trace's order, as the tester takes them (task/streams.py).
 
 ``tail`` prints records in the conformance JSON-lines encoding (``time``, ``event``, ``value``,
 ``key``), using the headers the worker writes; ``$error`` records are printed with their code
-and message; progress markers only with ``--markers`` (as JSON lines of their own). ``--dedupe`` drops records whose
-``es-id`` was already seen (outputs are idempotent
+and message; progress markers and a trace's ticks only with ``--markers`` (as JSON lines of
+their own). ``--dedupe`` drops records whose ``es-id`` was already seen (outputs are idempotent
 by id; needed on brokers that expose aborted transactions).
 """
 
 from __future__ import annotations
 
+import difflib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -207,7 +208,7 @@ def read_topic(
         md = consumer.list_topics(topic, timeout=10)
         t = md.topics.get(topic)
         if t is None or t.error is not None:
-            raise ProduceError(f"topic {topic} does not exist")
+            raise ProduceError(_no_such_topic(topic, set(consumer.list_topics(timeout=10).topics)))
         parts = sorted(t.partitions)
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
         at_end: set[int] = set()
@@ -253,16 +254,64 @@ def progress_json(writer: str, progress_ms: int, headers: Any) -> dict[str, Any]
     return {"writer": writer, "idle": True, **({"time": format_time(reached * 1000)} if reached is not None else {})}
 
 
-def tail(kafka: KafkaConfig, topic: str, out: TextIO, **kwargs: Any) -> int:
+def _no_such_topic(topic: str, existing: set[str]) -> str:
+    """The message for a topic the broker does not have: the names closest to it (a misspelt
+    ``alerts``), else the topics there are, so the user need not guess."""
+    shown = sorted(t for t in existing if not t.startswith("__"))
+    close = difflib.get_close_matches(topic, shown, n=3, cutoff=0.6)
+    if close:
+        return f"topic {topic} does not exist; did you mean {' or '.join(close)}?"
+    if not shown:
+        return f"topic {topic} does not exist: the broker has no topics yet"
+    listed = ", ".join(shown[:20]) + (f" and {len(shown) - 20} more" if len(shown) > 20 else "")
+    return f"topic {topic} does not exist; the broker has: {listed}"
+
+
+def tail(
+    kafka: KafkaConfig,
+    topic: str,
+    out: TextIO,
+    *,
+    reader: InputConfig | None = None,
+    unnamed: Callable[[], None] | None = None,
+    **kwargs: Any,
+) -> int:
+    """Print ``topic``'s records as JSON lines; returns how many. A trace's ticks (``produce``'s
+    time records, ``es-tick``) are left out with the progress markers unless ``markers``: they
+    printed as events named null, which ``test --trace`` then refused. ``reader``: the input
+    setting of a program that reads the topic, which says where a record's event name is when
+    no ``es-event`` header carries it (records written by producers outside the topology);
+    ``unnamed`` is called for each record printed with no event name all the same."""
     n = 0
     for m in read_topic(kafka, topic, **kwargs):
         marker = read_marker(m.headers())
-        line = (
-            record_to_json(m)
-            if marker is None
-            else {"progress": progress_json(*marker, m.headers()), "partition": m.partition()}
-        )
+        if marker is not None:
+            line = {"progress": progress_json(*marker, m.headers()), "partition": m.partition()}
+        elif codec.header(m.headers(), codec.HEADER_TICK) is not None:
+            if not kwargs.get("markers"):
+                continue
+            line = {"tick": format_time(m.timestamp()[1] * 1000), "partition": m.partition()}
+        else:
+            line = record_to_json(m)
+            if line["event"] is None and reader is not None:
+                line["event"] = _event_name(m, line["value"], reader)
+            if line["event"] is None and unnamed is not None:
+                unnamed()
         out.write(orjson.dumps(line).decode() + "\n")
         out.flush()
         n += 1
     return n
+
+
+def _event_name(msg: Any, value: Any, reader: InputConfig) -> str | None:
+    """The event name of a record as ``reader`` (a program's input setting) takes it."""
+    if reader.event is not None:
+        return reader.event
+    source = reader.event_from
+    if source is not None and source.header is not None:
+        raw = codec.header(msg.headers(), source.header)
+        return raw.decode("utf-8", "replace") if raw is not None else None
+    if source is not None and source.field is not None and isinstance(value, dict):
+        name = value.get(source.field)
+        return name if isinstance(name, str) else None
+    return None

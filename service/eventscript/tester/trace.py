@@ -245,6 +245,9 @@ class TraceParser:
                     items.append(self.value())
             self.expect("]", "']'")
             return items
+        if t.kind == "IDENT":  # a newcomer's S(front): text is quoted, in traces as in programs
+            quoted = f'"{t.text}"'
+            raise TraceError(t.pos, f"expected a value, found {t.text!r}; text is written in double quotes: {quoted}")
         raise TraceError(t.pos, f"expected a value, found {t.text or 'the end of the trace'!r}")
 
 
@@ -261,10 +264,18 @@ def parse_trace(source: SourceFile) -> list[TraceItem]:
     return items
 
 
-def _check_order(items: list[TraceItem]) -> None:
+#: JSON lines out of time order are most often ``eventscript tail`` of a topic of several
+#: partitions, which prints one partition after the other: what to do about it.
+TAIL_ORDER_HINT = (
+    "; 'eventscript tail' prints a topic of several partitions one partition after the other: "
+    "sort its lines by time first, e.g. jq -c -s 'sort_by(.time)[]' FILE"
+)
+
+
+def _check_order(items: list[TraceItem], hint: str = "") -> None:
     """Timestamps never go backwards (the clock's rule, ``check_clock_time``): checked here, where
     every command reads traces (``test``, ``dev``, ``produce``), so that they all accept the same
-    files and a bad one is refused before anything runs."""
+    files and a bad one is refused before anything runs. ``hint`` ends the message."""
     last: Timestamp | None = None
     for item in items:
         if isinstance(item, Timestamp):
@@ -273,7 +284,8 @@ def _check_order(items: list[TraceItem]) -> None:
                     check_clock_time(item.time, last.time)
                 except ValueError as exc:
                     raise TraceError(
-                        item.pos, f"{exc}; a timestamp may not be earlier than the one before it (line {last.pos.line})"
+                        item.pos,
+                        f"{exc}; a timestamp may not be earlier than the one before it (line {last.pos.line}){hint}",
                     ) from None
             last = item
 
@@ -337,7 +349,7 @@ def parse_json_lines(source: SourceFile) -> list[TraceItem]:
             items.append(Timestamp(when, pos))
             last_time = when
         items.append(TraceEvent(obj["event"], [] if "value" not in obj else [obj["value"]], pos))
-    _check_order(items)
+    _check_order(items, TAIL_ORDER_HINT)
     return items
 
 

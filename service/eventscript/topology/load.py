@@ -168,7 +168,8 @@ def read_topology_file(path: str | Path) -> tuple[Any, YamlPositions]:
                 f"{p}: not valid YAML: character {exc.character!r} at character offset "
                 f"{exc.position} cannot appear in a YAML file"
             ) from None
-        raise TopologyError(f"{_where(p, mark)}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        problem = str(getattr(exc, "problem", None) or exc)
+        raise TopologyError(f"{_where(p, mark)}: not valid YAML: {problem}{_yaml_hint(problem)}") from None
     finally:
         loader.dispose()
     if not isinstance(document, dict):
@@ -176,3 +177,18 @@ def read_topology_file(path: str | Path) -> tuple[Any, YamlPositions]:
         if hint:
             raise TopologyError(hint)
     return document, YamlPositions(p, root)
+
+
+#: PyYAML's words for a line indented out of step with its neighbours (a newcomer's first YAML
+#: mistake), which say nothing of indentation themselves.
+_INDENTATION_PROBLEMS = ("expected <block end>", "bad indentation", "did not find expected key")
+
+
+def _yaml_hint(problem: str) -> str:
+    """What to do about a YAML problem whose words do not say it, or nothing."""
+    if any(words in problem for words in _INDENTATION_PROBLEMS):
+        return (
+            "; check the indentation of this line and the one above it: YAML nests by indentation, and "
+            "every key of one mapping starts in the same column (spaces only, no tabs)"
+        )
+    return ""

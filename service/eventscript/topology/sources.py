@@ -70,7 +70,17 @@ def _undeclared_sources(graph: TopologyGraph) -> list[Finding]:
             continue
         rd = graph.reads[topic][0]
         near = difflib.get_close_matches(topic, written, n=1, cutoff=0.85)
-        spelling = f" (did you mean {near[0]}, written by program {_writer_of(graph, near[0])}?)" if near else ""
+        # ... or a source declared under a close name ('door-event' read, 'door-events' declared).
+        sources = [t for t, s in graph.topology.topics.items() if s.external]
+        near_source = difflib.get_close_matches(topic, sources, n=1, cutoff=0.85)
+        spelling = (
+            f" (did you mean {near[0]}, written by program {_writer_of(graph, near[0])}?)"
+            if near
+            else f" (did you mean {near_source[0]}, declared external at "
+            f"{graph.positions.where('topics', near_source[0])}?)"
+            if near_source
+            else ""
+        )
         out.append(
             Finding(
                 Severity.ERROR,
