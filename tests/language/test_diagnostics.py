@@ -747,7 +747,11 @@ class TestAutomatonDiagnostics:
         assert ws[0][2].startswith("ambiguous regular expression: an event can match this marker and the marker at 3:2")
 
     def test_unambiguous_expressions_get_no_warning(self) -> None:
-        for body in ("(A() B() | B() A())*", "A() (B() { !>Z({}); })* C() { !>Z({}); }", "(A() | B())* C()"):
+        for body in (
+            "(A() B() | B() A() { !>Z({}); })*",
+            "A() (B() { !>Z({}); })* C() { !>Z({}); }",
+            "(A() | B())* C() { !>Z({}); }",
+        ):
             assert warnings("in {} A, {} B, {} C\nout {} Z\n" + body) == [], body
 
     def test_possibly_read_before_set(self) -> None:
@@ -813,8 +817,14 @@ class TestAutomatonDiagnostics:
     def test_one_time_marker_at_a_time_gets_no_warning(self) -> None:
         assert warnings("in {} A\nout {} Z\n( A() elapse[1 sec]() { !>Z({}); } arrive[9:00]() )*") == []
 
+    def test_an_output_never_emitted(self) -> None:
+        ws = warnings("in {} A\nout long O, long P\nA() { !>O(1); }")
+        assert ws == [(2, 18, "output event 'P' is declared but never emitted")]
+        # Every declared output emitted somewhere: no warning.
+        assert warnings("in {} A\nout long O\n( A() { !>O(1); } )*") == []
+
     def test_expression_that_matches_nothing(self) -> None:
-        comp = check_source("in {} A\nout {} Z\nA() & A() A()")
+        comp = check_source("in {} A\nout {} Z\nA() & A() A() { !>Z({}); }")
         (w,) = comp.diagnostics.warnings
         assert (at(w), w.message) == ((3, 5), "the regular expression matches no sequence of events")
 

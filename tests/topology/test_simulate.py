@@ -140,3 +140,4 @@ def test_the_test_command_refuses_a_miswired_topology(
     assert main(["test", "--trace", str(trace), str(path)]) == 2
     err = capsys.readouterr().err
     assert "declares no input Readng" in err and "wiring errors" in err
+    assert "'eventscript topology check " in err  # names the file to check

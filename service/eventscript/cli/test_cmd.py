@@ -146,7 +146,11 @@ def run_topology(args: argparse.Namespace) -> int:
     if problems:
         for f in problems:
             print(f.render(), file=sys.stderr)
-        print(f"{graph.file}: the topology has wiring errors; see 'eventscript topology check'", file=sys.stderr)
+        print(
+            f"{graph.file}: the topology has wiring errors (above); fix them, then run the test again "
+            f"('eventscript topology check {graph.file}' checks the wiring alone)",
+            file=sys.stderr,
+        )
         return 2
     items = read_trace_or_report(args.trace)
     if items is None:

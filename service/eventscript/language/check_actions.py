@@ -45,6 +45,7 @@ class ActionSites(CheckerState):
 
     def _collect_emit(self, a: ast.Emit, scope: dict[str, LoopIndex]) -> None:
         out = self.outputs.get(a.name)
+        self.emitted.add(a.name)
         if a.value is not None:
             self._collect_expr(a.value, scope)
         if out is None:

@@ -77,6 +77,7 @@ class Checker(DeclarationChecks, RegexSites, ActionSites, TypeInference, TypeSyn
             self._collect_regex(program.regex)
         self._infer()
         self._final_variable_checks()
+        self._unemitted_outputs()
         if program.regex is not None:
             time_checks.check_zero_elapse_loops(program.regex, self.d)
             time_checks.check_ambiguous_patterns(program.regex, self.d)
@@ -84,6 +85,18 @@ class Checker(DeclarationChecks, RegexSites, ActionSites, TypeInference, TypeSyn
         return CheckedProgram(
             program, self.inputs, self.outputs, self.classes, variables, self.externals, self.key_types, self.loop_slots
         )
+
+    def _unemitted_outputs(self) -> None:
+        """A declared output event no action emits: a newcomer's program that prints nothing
+        often emits under a misspelt name or not at all (a warning: a pipeline may declare an
+        output for later)."""
+        for out in self.outputs.values():
+            if out.name not in self.emitted:
+                self.d.warning(
+                    out.pos,
+                    f"output event {out.name!r} is declared but never emitted",
+                    f"emit it in an action, e.g. {{ !>{out.name}(...); }}, or remove its declaration",
+                )
 
 
 def check(program: ast.Program, diagnostics: Diagnostics, *, resolve_externals: bool = True) -> CheckedProgram:

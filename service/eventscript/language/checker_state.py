@@ -48,6 +48,8 @@ class CheckerState:
         self.key_types: list[Type] | None = None
         #: Events declared with a type that has errors (reported there, not again at each use).
         self.broken_events: set[str] = set()
+        #: The output events some emit action names (the others are reported: never emitted).
+        self.emitted: set[str] = set()
         #: The typing sites, run for their effect at each pass (what one returns is dropped).
         self.sites: list[Callable[[], object]] = []
         self.loop_slots = 0
