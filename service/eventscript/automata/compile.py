@@ -29,7 +29,7 @@ from .machine import DFAMachine, LazyDFA
 from .nfa import AutomatonTooLarge
 from .simulate import Positions
 from .subset import StateLimitExceeded, determinize
-from .thompson import Builder
+from .thompson import build_nfa
 
 DEFAULT_STATE_LIMIT = 40_000
 #: How many lazy-DFA states the compile-time analyses look at when the DFA is too large.
@@ -112,10 +112,9 @@ def _compile(
     comp = Compilation(d, checked=checked)
 
     occ = OccurrenceTable()
-    builder = Builder(program_ir, occ, state_limit)
     assert positions.regex is not None
     try:
-        nfa = builder.build(program_ir.regex)
+        builder, nfa = build_nfa(program_ir, occ, state_limit)
         if builder.cyclic:
             for unit in sorted({occ.items[o].unit for o in builder.cyclic}):
                 d.error(

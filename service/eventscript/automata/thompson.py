@@ -22,10 +22,14 @@ from .product import embed_product
 class Builder:
     """Builds ENFAs for the regex of a program, sharing one occurrence table."""
 
-    def __init__(self, program: ir.ProgramIR, occurrences: OccurrenceTable, state_limit: int) -> None:
+    def __init__(
+        self, program: ir.ProgramIR, occurrences: OccurrenceTable, state_limit: int, *, skip_empty: bool = False
+    ) -> None:
         self.program = program
         self.occ = occurrences
         self.state_limit = state_limit
+        #: Give empty action blocks (``{}``) no occurrence (``build_nfa``).
+        self.skip_empty = skip_empty
         #: Occurrences of each unit, for the analyses that map results back to units.
         self.unit_occurrences: dict[int, list[int]] = {}
         #: Occurrences found on epsilon cycles (actions on a cyclic path without an event marker).
@@ -54,9 +58,7 @@ class Builder:
             return a, b
         if isinstance(r, ir.RUnit):
             a, b = nfa.node(), nfa.node()
-            # An empty action block (`{}`) does nothing: it takes no occurrence, so a loop of
-            # it alone is no "cyclic path that has actions" (document footnote 8).
-            empty = not self.program.units[r.unit].actions
+            empty = self.skip_empty and not self.program.units[r.unit].actions
             nfa.epsilon(a, b, () if empty else (self._occurrence(r.unit),))
             return a, b
         if isinstance(r, ir.RSeq):
@@ -105,3 +107,21 @@ class Builder:
             cur = e
         nfa.epsilon(cur, end)
         return a, end
+
+
+def build_nfa(program: ir.ProgramIR, occurrences: OccurrenceTable, state_limit: int) -> tuple[Builder, ENFA]:
+    """The program's NFA, by the one rule every compilation of it follows (the compiler's and the
+    upgrade planner's rebuild, ``upgrade/automaton.py``, must agree).
+
+    An empty action block (``{}``) does nothing, so a loop through it alone is no "cyclic path
+    that has actions" (document footnote 8). It keeps its occurrence wherever that is allowed,
+    so that a program compiled before such loops were accepted compiles to the same machine and
+    keeps its fingerprint (its state stays readable: ``upgrade/fingerprint.py``); only where the
+    actions on cycles are all empty blocks is the NFA built again without them."""
+    builder = Builder(program, occurrences, state_limit)
+    nfa = builder.build(program.regex)
+    if builder.cyclic and all(not program.units[occurrences.items[o].unit].actions for o in builder.cyclic):
+        occurrences.load([])
+        builder = Builder(program, occurrences, state_limit, skip_empty=True)
+        nfa = builder.build(program.regex)
+    return builder, nfa

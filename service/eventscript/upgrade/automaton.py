@@ -25,7 +25,7 @@ from ..automata.compiled import CompiledProgram
 from ..automata.epsilon import EFA, eliminate
 from ..automata.machine import DFAMachine
 from ..automata.subset import determinize
-from ..automata.thompson import Builder
+from ..automata.thompson import build_nfa
 from ..language import ir
 
 
@@ -102,7 +102,7 @@ def shape_of(compiled: CompiledProgram) -> Shape:
     p = compiled.program
     occ = OccurrenceTable()
     limit = max(DEFAULT_STATE_LIMIT, machine.size + 1)  # (bounds the products' automata too)
-    nfa = Builder(p, occ, limit).build(p.regex)
+    _, nfa = build_nfa(p, occ, limit)
     efa = eliminate(nfa)
     dfa = determinize(efa, occ, limit)
     if len(dfa.states) != machine.size or any(

@@ -42,7 +42,21 @@ def canonical(compiled: CompiledProgram) -> dict[str, Any]:
     machine = compiled.machine.to_json()
     if "occurrences" in machine:  # a lazy DFA's occurrence table repeats the units' orders
         machine["occurrences"] = [[unit, ranks[unit], copy] for unit, _, copy in machine["occurrences"]]
-    return {"program": ir.to_json(program), "machine": machine}
+    return {"program": _without_written_orders(ir.to_json(program)), "machine": machine}
+
+
+def _without_written_orders(x: Any) -> Any:
+    """The JSON form with each structure builder's written order (``ir.Build.order``) left out:
+    it decides only which of the fields' ``$error`` events comes first, never what an instance
+    holds, so a program compiled before builders kept it has the same fingerprint (its state is
+    read as its own after an upgrade of EventScript, not refused)."""
+    if isinstance(x, list):
+        if len(x) == 4 and x[0] == ir.Build.TAG and isinstance(x[3], list):
+            return [x[0], x[1], _without_written_orders(x[2])]
+        return [_without_written_orders(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _without_written_orders(v) for k, v in x.items()}
+    return x
 
 
 def _unit_ranks(p: ir.ProgramIR) -> dict[int, int]:
