@@ -86,6 +86,14 @@ def test_a_missing_environment_variable_is_placed_at_its_line_and_column(
             r"program names must be unique; repeated: p",
         ),
         (lambda d: d["kafka"].update(security={"protocol": "SASL_SSL"}), r"kafka.security: .*needs a 'sasl' section"),
+        (
+            lambda d: d["kafka"].update(producer={"partitioner": "consistent_random"}),
+            r"kafka.producer.partitioner: 'consistent_random' is not allowed: .*murmur2",
+        ),
+        (
+            lambda d: d["kafka"].update(extra={"partitioner": "random"}),
+            r"kafka.extra.partitioner: 'random' is not allowed",
+        ),
     ],
 )
 def test_errors_name_the_path(change, message) -> None:  # type: ignore[no-untyped-def]
@@ -139,6 +147,15 @@ def recording_supplier(seen: list[dict[str, object]]) -> Any:
             return Recorder(conf)
 
     return RecordingSupplier()
+
+
+def test_the_producers_murmur2_partitioner_may_be_named() -> None:
+    import copy
+
+    for value in ("murmur2_random", "murmur2"):
+        data = copy.deepcopy(GOOD)
+        data["kafka"]["producer"] = {"partitioner": value}
+        assert parse_topology(data, "topo.yaml").kafka.producer == {"partitioner": value}
 
 
 def test_static_membership_uses_the_worker_instance_id(tmp_path: Path) -> None:

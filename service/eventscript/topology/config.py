@@ -99,6 +99,10 @@ class SecurityConfig(_Model):
         return self
 
 
+#: librdkafka's partitioners that place a keyed record as the Java client does.
+MURMUR2_PARTITIONERS = ("murmur2_random", "murmur2")
+
+
 class KafkaConfig(_Model):
     bootstrap_servers: str = "localhost:9092"
     client_id: str = "eventscript"
@@ -112,6 +116,23 @@ class KafkaConfig(_Model):
     #: within the session timeout keeps its tasks, with no rebalance. Turn off where instance ids
     #: are not stable (then every restart rebalances).
     static_membership: bool = True
+
+    @model_validator(mode="after")
+    def _murmur2_producers(self) -> KafkaConfig:
+        # The worker's routing, the keys a downstream program finds on its task's partition and
+        # the proofs of topology/keyed.py all assume its producers place keys by murmur2
+        # (docs/worker.md, "Keys and partitioners"): another partitioner would put records where
+        # no reader looks for them, silently.
+        for where, settings in (("producer", self.producer), ("extra", self.extra)):
+            value = settings.get("partitioner")
+            if value is not None and value not in MURMUR2_PARTITIONERS:
+                raise ValueError(
+                    f"kafka.{where}.partitioner: {value!r} is not allowed: the worker's producers place "
+                    f"keys by murmur2 (murmur2_random, the Java client's partitioner), which its routing "
+                    f"and every program downstream rely on; remove the setting (an input's own "
+                    f"'partitioner:' says how an outside producer placed its records)"
+                )
+        return self
 
 
 class NameFrom(_Model):
