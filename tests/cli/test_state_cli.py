@@ -226,3 +226,32 @@ def test_the_owner_is_said_in_words_and_only_when_another_worker_owns_the_key() 
         {**base, "status": "present", "served_by": {}, "owner": {"known": False, "why": "a rebalance"}}
     )
     assert "  owner: not known (a rebalance)" in unknown
+
+
+def test_reset_refuses_a_state_folder_a_running_worker_holds(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A worker of this machine holds its program's state folder (``cli/state_lock.py``): reset
+    deleted its stores under it where the group's members were not seen (it ran without them)."""
+    from eventscript.cli.state_lock import lock_state_folders
+    from eventscript.topology.config import load_topology
+
+    t = load_topology(topo)
+    folder = t.state_path(t.programs[0])
+    (folder / "task-0").mkdir(parents=True)
+    with lock_state_folders(t, None, "stop it"):  # (as `run` holds it)
+        assert main(["reset", str(topo), "--local-only"]) == 2
+        err = capsys.readouterr().err
+        assert "is in use" in err and "stop the worker running it on this machine, then reset" in err, err
+        assert (folder / "task-0").is_dir()
+    assert main(["reset", str(topo), "--local-only"]) == 0
+    assert not folder.exists()
+
+
+def test_a_state_folder_that_cannot_be_made_is_one_line_not_a_traceback(
+    topo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = topo.read_text()
+    (topo.parent / "taken").write_text("a file where the state folder should be")
+    topo.write_text(text + "\nstate_dir: taken\n")
+    assert main(["run", str(topo)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot use the state folder of program") and "state_dir" in err, err

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .arguments import port, seconds
 from .health_port import health_port_problem
-from .state_lock import StateFolderInUse, lock_state_folders
+from .state_lock import StateFolderError, lock_state_folders
 from .topology_args import load_with_address, program_or_first, report_unreadable_programs, report_wiring_errors
 from .trace_names import warn_unread_events
 
@@ -87,7 +87,7 @@ def run_run(args: argparse.Namespace) -> int:
             f"({topo.where('state_dir')}), which may read the environment, e.g. "
             "'state_dir: ${EVENTSCRIPT_STATE_DIR:-state}' and EVENTSCRIPT_STATE_DIR=state-2 for a second worker",
         )
-    except (TopologyError, StateFolderInUse) as exc:
+    except (TopologyError, StateFolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     with held:
@@ -203,7 +203,7 @@ def run_dev(args: argparse.Namespace) -> int:
         held = lock_state_folders(
             topo, None, "stop that dev, or choose another --state-dir (without it, dev takes a fresh one)"
         )
-    except StateFolderInUse as exc:
+    except StateFolderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     with held:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import urllib.error
@@ -320,6 +321,7 @@ def run_reset(args: argparse.Namespace) -> int:
     from ..kafka.reset import apply_reset, parse_offsets, plan_reset
     from ..topology.config import TopologyError
     from .kafka_cmds import _logging
+    from .state_lock import StateFolderError, lock_state_folders
 
     _logging(args.verbose)
     try:
@@ -331,10 +333,18 @@ def run_reset(args: argparse.Namespace) -> int:
         if args.dry_run:
             print("(dry run: nothing changed)")
             return 0
-        for line in apply_reset(topo, cfg, plan, wait=args.wait):
-            print(f"done: {line}")
+        # A worker of this machine running the program holds its state folder: refuse rather than
+        # delete its stores under it (``cli/state_lock.py``; the group's members are checked too).
+        held = (
+            lock_state_folders(topo, [cfg.name], "stop the worker running it on this machine, then reset")
+            if topo.state_path(cfg).exists()
+            else contextlib.ExitStack()
+        )
+        with held:
+            for line in apply_reset(topo, cfg, plan, wait=args.wait):
+                print(f"done: {line}")
         return 0
-    except TopologyError as exc:
+    except (TopologyError, StateFolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

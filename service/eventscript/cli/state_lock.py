@@ -25,14 +25,19 @@ if TYPE_CHECKING:
 LOCK_NAME = ".worker.lock"
 
 
-class StateFolderInUse(Exception):
+class StateFolderError(Exception):
+    """A program's state folder cannot be taken; the message says which and what to do."""
+
+
+class StateFolderInUse(StateFolderError):
     """Another process holds a program's state folder; the message says which and what to do."""
 
 
 def lock_state_folders(topo: Topology, names: list[str] | None, remedy: str) -> contextlib.ExitStack:
     """Lock the state folder of each program of ``topo`` named in ``names`` (every program when
     None); the locks are held until the returned stack is closed or the process ends. Raises
-    StateFolderInUse, holding none of them, when another process holds one; ``remedy`` ends its
+    StateFolderInUse, holding none of them, when another process holds one (StateFolderError when
+    a folder cannot be made or opened); ``remedy`` ends its
     message (what this command's user can change)."""
     held = contextlib.ExitStack()
     try:
@@ -47,8 +52,14 @@ def lock_state_folders(topo: Topology, names: list[str] | None, remedy: str) -> 
 
 @contextlib.contextmanager
 def _lock(folder: Path, program: str, remedy: str) -> Iterator[None]:
-    folder.mkdir(parents=True, exist_ok=True)
-    f: IO[str] = open(folder / LOCK_NAME, "a+")  # noqa: SIM115 (held open while the lock is)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        f: IO[str] = open(folder / LOCK_NAME, "a+")  # noqa: SIM115 (held open while the lock is)
+    except OSError as exc:
+        raise StateFolderError(
+            f"cannot use the state folder of program {program}, {folder}: {exc.strerror or exc}; "
+            f"give it a folder this user may write (state_dir in the topology)"
+        ) from None
     try:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
