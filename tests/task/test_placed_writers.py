@@ -86,3 +86,25 @@ def test_an_idle_own_writer_holds_time_back_while_another_writer_is_not_idle() -
     assert progress.watermark == 50  # (not IDLE: up/1 is not idle)
     progress.hear("up/1", IDLE)
     assert progress.watermark == IDLE
+
+
+def test_what_keeps_a_writer_off_its_own_partition() -> None:
+    """``keyed.writes_own_partition``'s refusals, each alone on fridge-alerts' debounce (which
+    writes fridge-states to its own partitions as shipped)."""
+    from eventscript.topology.keyed import writes_own_partition
+
+    topo = load_topology(TOPOLOGIES / "fridge-alerts" / "topology.yaml")
+    debounce = next(c for c in topo.programs if c.name == "debounce")
+    program = compile_programs(topo, [debounce])["debounce"].program
+    counts = topology_partitions(topo)
+    assert writes_own_partition(debounce, program, "fridge-states", counts)
+    # Another partition count than its tasks: task t's keys land on other partitions.
+    six = lambda t: 6 if t == "fridge-states" else counts(t)  # noqa: E731
+    assert not writes_own_partition(debounce, program, "fridge-states", six)
+    # Its error topic: an $error about a record that reached no instance is keyed as that record.
+    assert debounce.error_topic is not None
+    assert not writes_own_partition(debounce, program, debounce.error_topic, counts)
+    # Records without keys (placed by their ids), and a writer not compiled (nothing proved).
+    keyless = debounce.model_copy(update={"inputs": [debounce.inputs[0].model_copy(update={"key": "none"})]})
+    assert not writes_own_partition(keyless, program, "fridge-states", counts)
+    assert not writes_own_partition(debounce, None, "fridge-states", counts)
