@@ -154,6 +154,17 @@ class InputProgress:
             least = None if None in times else min(times)  # type: ignore[type-var]
         return None if least is None or least >= IDLE else least
 
+    def promised(self) -> int | None:
+        """The least time the partition's writers promise for their next records (ms): the
+        least progress of the writers whose records are here (``holders``) once each is heard
+        from and none is idle (None otherwise: an idle writer promises nothing of its next
+        records' times, and its clock may move on before it writes a marker again). Below it a
+        record is a late write (``repeats.RepeatGuard``)."""
+        if self.own is not None:
+            return self.own_least()
+        heard = self.heard.values()
+        return min(heard) if len(heard) == len(self.writers) and max(heard) < IDLE else None
+
     def __post_init__(self) -> None:
         #: ``own`` as a tuple (none: empty), for ``own_least``'s look-ups in C.
         self._own: tuple[str, ...] = tuple(sorted(self.own)) if self.own is not None else ()

@@ -41,7 +41,7 @@ import collections
 from ..topology.headers import HEADER_EVENT, HEADER_ID, HEADER_RESTARTED
 from .codec import Headers, header
 from .copies import CopiesSeen, Watch
-from .progress import IDLE, InputProgress
+from .progress import InputProgress
 from .record import Record
 
 #: The header a task's first markers after it starts from a commit carry (``Task.write_progress``).
@@ -79,14 +79,7 @@ class RepeatGuard:
         """A marker was taken in (``InputProgress.hear``), at ``offset``; ``restart``: it says its
         writer restarted. Returns the held records that are repeats, taken out of ``held`` (a
         deque in offset order: the partition's buffer or inbox)."""
-        progress = self.progress
-        heard = progress.heard.values()
-        # (an idle writer promises nothing of its next records' times: ``IDLE`` holds nothing
-        # back, and its clock may move on, firing timers, before it writes a marker again)
-        if progress.own is not None:  # (only its own writers' records are on the partition)
-            self.floor = progress.own_least()
-        else:
-            self.floor = min(heard) if len(heard) == len(progress.writers) and max(heard) < IDLE else None
+        self.floor = self.progress.promised()
         memory = self.memory
         watch = memory.watched.get(self.name)
         if watch is not None and watch.ended_at is not None:
