@@ -27,6 +27,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..topology.config import ProgramConfig, TopicSpec, Topology, TopologyError
+from ..topology.progress import counts_awaited
 from . import clients
 
 log = logging.getLogger("eventscript.kafka.admin")
@@ -157,6 +158,17 @@ class Admin:
         wait ends with :class:`StoppedWaiting` once ``stopping()`` is true (SIGTERM)."""
         self.create(self.topo.topics)
         counts = self.partition_counts()
+        for name, spec in sorted(self.topo.topics.items()):
+            have = counts.get(name)
+            if have is not None and have != spec.partitions:
+                log.warning(
+                    "topic %s has %d partitions on the brokers, but the topology's topics: gives it %d: the "
+                    "brokers' count is the one used; write %d there to say what runs",
+                    name,
+                    have,
+                    spec.partitions,
+                    have,
+                )
         if wait_for_inputs:
             counts = self.await_inputs(programs, counts, stopping)
         result: dict[str, int] = {}
@@ -188,9 +200,12 @@ class Admin:
         self, programs: list[ProgramConfig], counts: dict[str, int], stopping: Callable[[], bool] = lambda: False
     ) -> dict[str, int]:
         """The topics' partition counts once every input topic of ``programs`` exists, but for
-        those one of ``programs`` writes (``prepare`` says what is wrong with them); raises
+        those one of ``programs`` writes (``prepare`` says what is wrong with them), and every
+        topic upstream whose count their progress plans need (``counts_awaited``); raises
         :class:`StoppedWaiting` once ``stopping()`` is true."""
         written = {t for cfg in programs for t in (*cfg.outputs.values(), cfg.error_topic)}
+        #: Topics upstream of a gated input whose partition count the reader's plan needs.
+        awaited = {t: why for cfg in programs for t, why in counts_awaited(self.topo, cfg).items()}
         said: float | None = None  # (when the log last said so)
         started = time.monotonic()
         while True:
@@ -200,6 +215,7 @@ class Admin:
                 for i, inp in enumerate(cfg.inputs)
                 if inp.topic not in counts and inp.topic not in written
             ]
+            missing += [f"{t} ({why})" for t, why in awaited.items() if t not in counts and t not in written]
             if not missing:
                 return counts
             if stopping():

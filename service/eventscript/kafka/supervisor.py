@@ -154,10 +154,9 @@ class TopologyRunner:
 
     def prepare(self) -> None:
         compiled = compile_programs(self.topo, self.cfgs)
+        admin = Admin(self.topo)
         try:
-            counts = Admin(self.topo).prepare(
-                self.cfgs, wait_for_inputs=True, stopping=lambda: self._first_signal is not None
-            )
+            counts = admin.prepare(self.cfgs, wait_for_inputs=True, stopping=lambda: self._first_signal is not None)
         except StoppedWaiting as stopped:
             log.info("%s: no worker started", stopped)
             return
@@ -165,7 +164,15 @@ class TopologyRunner:
         programs = {name: c.program for name, c in {**compiled_writers(self.topo, self.cfgs), **compiled}.items()}
         self.workers = [
             ProgramWorker(
-                self.topo, cfg, compiled[cfg.name], counts[cfg.name], ident, self.metrics, self.supplier, programs
+                self.topo,
+                cfg,
+                compiled[cfg.name],
+                counts[cfg.name],
+                ident,
+                self.metrics,
+                self.supplier,
+                programs,
+                topic_partitions=admin.listed,
             )
             for cfg in self.cfgs
         ]

@@ -110,10 +110,16 @@ class ProgramWorker:
         metrics: Any = None,
         supplier: clients.ClientSupplier | None = None,
         programs: Mapping[str, ProgramIR] | None = None,
+        topic_partitions: Mapping[str, int] | None = None,
     ) -> None:
         """``programs``: the topology's compiled programs by name, the writers of this one's inputs
         among them, which may show that its tasks need not re-publish each other's records
-        (``topology/keyed.py``; ``TopologyRunner.prepare`` gives every worker the same)."""
+        (``topology/keyed.py``; ``TopologyRunner.prepare`` gives every worker the same).
+        ``topic_partitions``: every topic's partition count on the broker when the worker was
+        prepared. The progress plan counts the tasks of the programs writing its inputs from them:
+        from ``topics:`` alone, a topic there that exists with another count (made before, or
+        given partitions since) made it wait on too few writers (records of the others released
+        without waiting on their progress) or on writers that never write (a stall)."""
         self.topo = topo
         #: Makes the worker's Kafka clients (tests pass one that wraps them).
         self.supplier = supplier or clients.ClientSupplier()
@@ -140,7 +146,12 @@ class ProgramWorker:
             self.rep_topic,
             self.changelog_topic,
             self.state_root,
-            progress_plan(topo, cfg, topology_partitions(topo, {i.topic: partitions for i in cfg.inputs}), programs),
+            progress_plan(
+                topo,
+                cfg,
+                topology_partitions(topo, {**(topic_partitions or {}), **{i.topic: partitions for i in cfg.inputs}}),
+                programs,
+            ),
             metrics,
             self._changelog_id,
             owner_epochs(cfg.name, clients.consumer_config(topo.kafka, self.group_id)),

@@ -102,6 +102,42 @@ def progress_plan(
     )
 
 
+def counts_awaited(topo: Topology, cfg: ProgramConfig) -> dict[str, str]:
+    """The topics written by no program whose partition count program ``cfg``'s plan needs and
+    the topology does not declare, each with why: the inputs of the writers of the topics it is
+    gated on, through every chain of writers (a writer's task count is its inputs' partition
+    count, and a reader gated on a topic waits on a marker from each task). A worker started
+    before such a topic exists would take its count as 1 (``topology_partitions``) and wait on
+    too few writers, releasing a later writer's records without waiting on its progress; it
+    waits for them instead, as for its own inputs (``Admin.await_inputs``)."""
+    if not (cfg.clock == "record" and topo.event_time_markers):
+        return {}
+    needed: dict[str, str] = {}
+
+    def writers_of(topic: str) -> list[ProgramConfig]:
+        return [p for p in topo.programs if topic in _writes(p)]
+
+    def walk(topic: str, gated: str, seen: frozenset[str]) -> None:
+        for writer in writers_of(topic):
+            for inp in writer.inputs:
+                if inp.topic in seen or inp.topic in topo.topics:
+                    continue
+                if writers_of(inp.topic):
+                    walk(inp.topic, gated, seen | {inp.topic})
+                else:
+                    needed.setdefault(
+                        inp.topic,
+                        f"an input of program {writer.name}: its partitions are the task count of a writer "
+                        f"whose markers program {cfg.name} waits on in reading {gated}",
+                    )
+
+    for inp in cfg.inputs:
+        upstream = writers_of(inp.topic)
+        if upstream and all(p.clock == "record" for p in upstream):
+            walk(inp.topic, inp.topic, frozenset({inp.topic}))
+    return needed
+
+
 def topology_partitions(topo: Topology, counts: dict[str, int] | None = None) -> Callable[[str], int]:
     """A topic's partition count: the broker's (``counts``) where known, else the topology's
     ``topics:``, else its writer's task count (the worker creates undeclared outputs so), else 1."""

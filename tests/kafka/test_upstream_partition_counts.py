@@ -1,0 +1,124 @@
+"""A reader gated on a topic waits on a marker from each task of the programs writing it, and a
+writer's task count is its inputs' partition count. The worker counted those tasks from the
+topology's ``topics:`` (or 1 for a topic it does not declare), not from the brokers: a writer's
+input made before with more partitions than declared, or not there yet when the reader started,
+made the reader wait on too few writers, and release the others' records without waiting on
+their progress (ignoring their markers), silently out of record-time order."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import NewTopic
+from kafka_helpers import Broker, create_topics, topology, unique
+
+from eventscript.automata.compile import compile_source
+from eventscript.kafka.admin import Admin, StoppedWaiting
+from eventscript.kafka.config import load_topology, parse_topology
+from eventscript.kafka.worker import ProgramWorker
+from eventscript.topology.progress import counts_awaited
+
+WRITER = "in {string k;} Hit group(Hit.k)\nout long N\n( Hit() { !>N(1); } )*"
+READER = "in long N\nout long M\n( N(n) { !>M(n); } )*"
+
+
+def _programs(name: str, **writer: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "w",
+            "source": "w.es",
+            "clock": "record",
+            **writer,
+            "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
+            "outputs": {"default": f"{name}-mid"},
+            "errors": f"{name}-err",
+        },
+        {
+            "name": "r",
+            "source": "r.es",
+            "clock": "record",
+            "inputs": [{"topic": f"{name}-mid", "event": "N"}],
+            "outputs": {"default": f"{name}-out"},
+            "errors": f"{name}-err",
+        },
+    ]
+
+
+def _doc(programs: list[dict[str, Any]], topics: dict[str, Any], tmp: Path) -> Any:
+    (tmp / "w.es").write_text(WRITER)
+    (tmp / "r.es").write_text(READER)
+    return parse_topology(
+        {
+            "application": "a",
+            "kafka": {"bootstrap_servers": "localhost:1"},
+            "programs": programs,
+            "topics": topics,
+            "state_dir": str(tmp / "state"),
+        }
+    )
+
+
+def test_the_inputs_of_a_gated_inputs_writers_are_awaited_where_not_declared(tmp_path: Path) -> None:
+    topo = _doc(_programs("x"), {"x-mid": {"partitions": 3}}, tmp_path)
+    reader, writer = topo.program("r"), topo.program("w")
+    assert list(counts_awaited(topo, reader)) == ["x-in"]
+    assert "program w" in counts_awaited(topo, reader)["x-in"]
+    assert counts_awaited(topo, writer) == {}  # its own input is awaited as an input
+    declared = _doc(_programs("x"), {"x-in": {"partitions": 2}}, tmp_path)
+    assert counts_awaited(declared, declared.program("r")) == {}  # created by every worker's prepare
+    wall = _doc(_programs("x", clock="wall"), {}, tmp_path)
+    assert counts_awaited(wall, wall.program("r")) == {}  # not gated: no markers to wait on
+
+
+def test_a_reader_waits_for_its_writers_input_before_it_plans(tmp_path: Path) -> None:
+    topo = _doc(_programs("x"), {"x-mid": {"partitions": 3}}, tmp_path)
+    with pytest.raises(StoppedWaiting) as stopped:
+        Admin(topo).await_inputs([topo.program("r")], {"x-mid": 3}, stopping=lambda: True)
+    assert "x-in (an input of program w" in str(stopped.value)
+    assert Admin(topo).await_inputs([topo.program("r")], {"x-mid": 3, "x-in": 3}) == {"x-mid": 3, "x-in": 3}
+
+
+def _plan_writers(topo: Any, counts: dict[str, int] | None) -> list[str]:
+    program = compile_source(READER, name="r").require()
+    worker = ProgramWorker(topo, topo.program("r"), program, 3, "me", topic_partitions=counts)
+    return sorted(worker.task_manager.progress_plan.writers[f"{topo.program('r').inputs[0].topic}"])
+
+
+def test_the_readers_plan_counts_the_writers_tasks_from_the_brokers(tmp_path: Path) -> None:
+    topo = _doc(_programs("x"), {"x-in": {"partitions": 2}, "x-mid": {"partitions": 3}}, tmp_path)
+    assert _plan_writers(topo, None) == ["w/0", "w/1"]  # from topics: alone (what it did)
+    assert _plan_writers(topo, {"x-in": 3, "x-mid": 3}) == ["w/0", "w/1", "w/2"]
+
+
+@pytest.mark.kafka
+def test_a_reader_started_on_the_brokers_counts_waits_on_every_writer_task(
+    broker: Broker, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """End to end through the runner's prepare: the writer's input exists with 3 partitions, the
+    topology declares 2; the reader's worker waits on the writer's 3 tasks, and says the count
+    differs."""
+    from eventscript.kafka.supervisor import TopologyRunner
+
+    name = unique("upstream")
+    (tmp_path / "w.es").write_text(WRITER)
+    (tmp_path / "r.es").write_text(READER)
+    path = topology(
+        broker, tmp_path, _programs(name), {f"{name}-in": {"partitions": 2}, f"{name}-mid": {"partitions": 3}}
+    )
+    create_topics(broker, [NewTopic(f"{name}-in", 3, 1)])
+    topo = load_topology(path)
+    runner = TopologyRunner(topo, ["r"], health_port=0)
+    with caplog.at_level(logging.WARNING, logger="eventscript.kafka.admin"):
+        runner.prepare()
+    assert (
+        f"topic {name}-in has 3 partitions on the brokers, but the topology's topics: gives it 2: the brokers' count "
+        f"is the one used; write 3 there to say what runs"
+    ) in caplog.messages
+    try:
+        [worker] = runner.workers
+        assert sorted(worker.task_manager.progress_plan.writers[f"{name}-mid"]) == ["w/0", "w/1", "w/2"]
+    finally:
+        runner.stop()
