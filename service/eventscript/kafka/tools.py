@@ -304,14 +304,9 @@ def tail(
 
 
 def _event_name(msg: Any, value: Any, reader: InputConfig) -> str | None:
-    """The event name of a record as ``reader`` (a program's input setting) takes it."""
-    if reader.event is not None:
-        return reader.event
-    source = reader.event_from
-    if source is not None and source.header is not None:
-        raw = codec.header(msg.headers(), source.header)
-        return raw.decode("utf-8", "replace") if raw is not None else None
-    if source is not None and source.field is not None and isinstance(value, dict):
-        name = value.get(source.field)
-        return name if isinstance(name, str) else None
-    return None
+    """The event name of a record as ``reader`` (a program's input setting) takes it (None where
+    the record names none)."""
+    try:
+        return codec.split_event(reader, value, msg.headers())[0]
+    except codec.BadRecord:
+        return None

@@ -123,6 +123,34 @@ def input_record(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, Head
     return orjson.dumps(payload), headers
 
 
+def split_event(cfg: InputConfig, obj: Any, headers: Headers | None) -> tuple[str, Any]:
+    """(event name, payload) of a record's JSON value ``obj`` as input ``cfg`` names its events,
+    or BadRecord(code, message). Where a field of the value names the event, the payload is the
+    whole value (``decode_record`` takes its ``value`` field where the event is not a structure).
+    One reading of the name for the worker and the tools (``tail --topology``)."""
+    if cfg.format == "cloudevents":
+        ce_type = header(headers, "ce_type")
+        if ce_type is not None:
+            return ce_type.decode("utf-8", "replace"), obj
+        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+            raise BadRecord(ErrorCode.BAD_INPUT_VALUE, "not a CloudEvent: no string 'type' attribute")
+        return obj["type"], obj.get("data")
+    if cfg.event is not None:
+        return cfg.event, obj
+    assert cfg.event_from is not None
+    if cfg.event_from.header is not None:
+        raw = header(headers, cfg.event_from.header)
+        if raw is None:
+            raise BadRecord(
+                ErrorCode.BAD_INPUT_VALUE, f"the record has no {cfg.event_from.header!r} header naming its event"
+            )
+        return raw.decode("utf-8", "replace"), obj
+    f = cfg.event_from.field
+    if not isinstance(obj, dict) or not isinstance(obj.get(f), str):
+        raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value has no string field {f!r} naming its event")
+    return obj[f], obj
+
+
 def decode_record(
     cfg: InputConfig,
     value: bytes | None,
@@ -137,31 +165,10 @@ def decode_record(
         obj = orjson.loads(value)
     except orjson.JSONDecodeError as exc:
         raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value is not JSON: {exc}") from None
-    if cfg.format == "cloudevents":
-        ce_type = header(headers, "ce_type")
-        if ce_type is not None:
-            name, payload = ce_type.decode("utf-8", "replace"), obj
-        else:
-            if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-                raise BadRecord(ErrorCode.BAD_INPUT_VALUE, "not a CloudEvent: no string 'type' attribute")
-            name, payload = obj["type"], obj.get("data")
-    elif cfg.event is not None:
-        name, payload = cfg.event, obj
-    else:
-        assert cfg.event_from is not None
-        if cfg.event_from.header is not None:
-            raw = header(headers, cfg.event_from.header)
-            if raw is None:
-                raise BadRecord(
-                    ErrorCode.BAD_INPUT_VALUE, f"the record has no {cfg.event_from.header!r} header naming its event"
-                )
-            name, payload = raw.decode("utf-8", "replace"), obj
-        else:
-            f = cfg.event_from.field
-            if not isinstance(obj, dict) or not isinstance(obj.get(f), str):
-                raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value has no string field {f!r} naming its event")
-            name = obj[f]
-            payload = obj if name in input_types and isinstance(input_types[name], StructType) else obj.get("value")
+    name, payload = split_event(cfg, obj, headers)
+    named_by_field = cfg.event_from is not None and cfg.event_from.field is not None and cfg.format != "cloudevents"
+    if named_by_field and not (name in input_types and isinstance(input_types[name], StructType)):
+        payload = obj.get("value")
     if cfg.extra_fields == "error" and name in input_types:
         naming = cfg.event_from.field if cfg.event_from is not None and payload is obj else None
         extra = undeclared_field(payload, input_types[name], skip=naming)
