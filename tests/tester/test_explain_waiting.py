@@ -1,0 +1,51 @@
+"""What `explain` says an instance waits for. Where two markers read one symbol (`Closed()` in two
+places), the state after `Opened()` was said to wait for both: the DFA state was read by its
+symbols. It waits only for the copies its NFA states stand before (``ProgramTerms.waiting``)."""
+
+from __future__ import annotations
+
+from eventscript.automata.compile import compile_source
+from eventscript.explain.terms import ProgramTerms
+
+DOOR = """in {string d;} Opened group(Opened.d), {string d;} Closed group(Closed.d)
+out {string d;} Left
+
+Opened() ( Closed() | elapse[5 minutes]() { !>Left({d: group[0]}); } Closed() )
+"""
+
+
+def _after(terms: ProgramTerms, *names: str) -> object:
+    """The state (snapshot form) after events of these names, from the start."""
+    symbols = {terms.symbol(s): s for s in range(len(terms.program.symbols))}
+    state, _ = terms.start()
+    for name in names:
+        sym = symbols[name]
+        target, _ = terms.transitions(state)[sym]
+        state = terms.machine.state_to_json(target)
+    return state
+
+
+def _waits(terms: ProgramTerms, state: object) -> list[str]:
+    return [str(m) for m in terms.waiting(state)]
+
+
+def test_the_state_after_opened_waits_for_the_first_closed_and_the_timer_only() -> None:
+    terms = ProgramTerms(compile_source(DOOR, name="door").require())
+    assert _waits(terms, _after(terms, "Opened")) == ["Closed()@4:12", "elapse[5 minutes]@4:23"]
+    timed = [s for s in range(len(terms.program.symbols)) if s in terms.program.time_symbols]
+    state = _after(terms, "Opened")
+    target, _ = terms.transitions(state)[timed[0]]
+    assert _waits(terms, terms.machine.state_to_json(target)) == ["Closed()@4:70"]
+
+
+def test_a_lazy_dfa_reads_its_states_by_their_symbols() -> None:
+    """A lazy DFA's state is its NFA states already, but the copies are not rebuilt for it: the
+    reading by symbol stays (both markers of the symbol)."""
+    terms = ProgramTerms(compile_source(DOOR, name="door", force_lazy=True).require())
+    assert _waits(terms, _after(terms, "Opened")) == ["Closed()@4:12", "elapse[5 minutes]@4:23", "Closed()@4:70"]
+
+
+def test_a_products_states_keep_the_reading_by_symbol() -> None:
+    product = "in {} A, {} B\n( A() B() | A() A() ) & ( A() B() )\n"
+    terms = ProgramTerms(compile_source(product, name="p").require())
+    assert _waits(terms, _after(terms, "A")) == ["B()@2:7", "B()@2:31"]
