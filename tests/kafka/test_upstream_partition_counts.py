@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from confluent_kafka.admin import NewTopic
 from kafka_helpers import Broker, create_topics, topology, unique
 
 from eventscript.automata.compile import compile_source
+from eventscript.kafka import input_partitions
 from eventscript.kafka.admin import Admin, StoppedWaiting
 from eventscript.kafka.config import load_topology, parse_topology
 from eventscript.kafka.worker import ProgramWorker
@@ -122,3 +124,36 @@ def test_a_reader_started_on_the_brokers_counts_waits_on_every_writer_task(
         assert sorted(worker.task_manager.progress_plan.writers[f"{name}-mid"]) == ["w/0", "w/1", "w/2"]
     finally:
         runner.stop()
+
+
+class _Listing:
+    """What ``list_topics`` answers: each topic with its partitions."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        parts = {p: object() for p in range(self.counts[topic])}
+        return SimpleNamespace(topics={topic: SimpleNamespace(error=None, partitions=parts)})
+
+
+def test_a_reader_stops_when_its_writers_input_changes_its_partition_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer stops on its own input's new count (and is started over on it); the reader,
+    waiting on the tasks it counted, would release a new task's records without waiting on it."""
+    monkeypatch.setattr(input_partitions, "CHECK_INTERVAL", 0.0)
+    topo = _doc(_programs("x"), {"x-in": {"partitions": 2}, "x-mid": {"partitions": 3}}, tmp_path)
+    program = compile_source(READER, name="r").require()
+    worker = ProgramWorker(topo, topo.program("r"), program, 3, "me", topic_partitions={"x-in": 2, "x-mid": 3})
+    watch = worker._input_watch
+    assert watch.upstream == {"x-in": (2, "w", "x-mid")}
+    watch.check(_Listing({"x-mid": 3, "x-in": 2}))  # unchanged: goes on
+    with pytest.raises(input_partitions.InputPartitionsChanged) as changed:
+        watch.check(_Listing({"x-mid": 3, "x-in": 4}))
+    assert str(changed.value).startswith(
+        "program r: topic x-in, an input of program w, now has 4 partitions, but this program reads x-mid, "
+        "which w writes, waiting on the progress of w's 2 tasks"
+    )
+    wall = _doc(_programs("x", clock="wall"), {"x-in": {"partitions": 2}}, tmp_path)
+    assert ProgramWorker(wall, wall.program("r"), program, 3, "me")._input_watch.upstream == {}

@@ -61,7 +61,7 @@ from ..automata.compiled import CompiledProgram
 from ..language.ir import ProgramIR
 from ..task.task import Task
 from ..topology.config import ProgramConfig, Topology
-from ..topology.progress import progress_plan, topology_partitions
+from ..topology.progress import progress_plan, topology_partitions, upstream_inputs
 from . import clients, waiting
 from .checkpoint import MIGRATED, Checkpoint
 from .generation import owner_epochs
@@ -138,6 +138,10 @@ class ProgramWorker:
         #: The stop asked for, the loop's heartbeat, and the waits for the broker (waiting.py).
         self.waits = Waiting(cfg.name, self._fault)
         self.stopping = self.waits.stopping
+        partitions_of = topology_partitions(
+            topo, {**(topic_partitions or {}), **{i.topic: partitions for i in cfg.inputs}}
+        )
+        plan = progress_plan(topo, cfg, partitions_of, programs)
         #: The tasks and standbys (task_manager.py).
         self.task_manager = TaskManager(
             cfg,
@@ -146,12 +150,7 @@ class ProgramWorker:
             self.rep_topic,
             self.changelog_topic,
             self.state_root,
-            progress_plan(
-                topo,
-                cfg,
-                topology_partitions(topo, {**(topic_partitions or {}), **{i.topic: partitions for i in cfg.inputs}}),
-                programs,
-            ),
+            plan,
             metrics,
             self._changelog_id,
             owner_epochs(cfg.name, clients.consumer_config(topo.kafka, self.group_id)),
@@ -170,7 +169,11 @@ class ProgramWorker:
         )
         #: Stops the worker when an input gets partitions its tasks do not cover (input_partitions.py).
         self._input_watch = InputPartitionWatch(
-            cfg.name, [i.topic for i in cfg.inputs], partitions, [self.changelog_topic, self.rep_topic]
+            cfg.name,
+            [i.topic for i in cfg.inputs],
+            partitions,
+            [self.changelog_topic, self.rep_topic],
+            upstream_inputs(topo, plan, partitions_of),
         )
         self.assigned_once = False
         #: The group took the assignment away (session timeout, broker gone) and has not given

@@ -138,6 +138,21 @@ def counts_awaited(topo: Topology, cfg: ProgramConfig) -> dict[str, str]:
     return needed
 
 
+def upstream_inputs(
+    topo: Topology, plan: ProgressPlan, partitions_of: Callable[[str], int]
+) -> dict[str, tuple[int, str, str]]:
+    """The inputs of the programs writing the topics ``plan`` is gated on, each with its partition
+    count (the writer's task count, which the reader waits on), the writer and the gated topic:
+    what a reader watches while it runs (``kafka/input_partitions.py``)."""
+    out: dict[str, tuple[int, str, str]] = {}
+    for gated in sorted(plan.writers):
+        for p in topo.programs:
+            if gated in _writes(p):
+                for inp in p.inputs:
+                    out.setdefault(inp.topic, (partitions_of(inp.topic), p.name, gated))
+    return out
+
+
 def topology_partitions(topo: Topology, counts: dict[str, int] | None = None) -> Callable[[str], int]:
     """A topic's partition count: the broker's (``counts``) where known, else the topology's
     ``topics:``, else its writer's task count (the worker creates undeclared outputs so), else 1."""
