@@ -126,6 +126,23 @@ def test_limits_stop_a_run_with_a_message(limits: Limits, words: str) -> None:
     assert words in result["error"]
 
 
+TIMER_EVERY_MILLISECOND = """in {} Start
+out {} Tick
+Start() ( elapse[1 millisecond]() { !>Tick({}); } )*
+"""
+
+
+def test_a_stopped_run_says_where_in_the_trace_it_stopped() -> None:
+    """A program whose timer fires every millisecond, over a day of trace, never gets to the
+    trace's end in the playground; the page shows nothing of a stopped run, so the message says
+    how far in the trace's time it got, and that timers firing often are a cause."""
+    trace = "[2026-01-01 00:00:00] Start()\n[2026-01-02 00:00:00]\n"
+    result = service.run({"programs": [{"name": "p.es", "text": TIMER_EVERY_MILLISECOND}], "trace": trace}, Limits())
+    assert "more than 20000 events" in result["error"]
+    assert "stopped at 2026-01-01T00:00:20.001000Z, after 20003 steps and 20001 outputs" in result["error"]
+    assert "if timers fire often" in result["error"]
+
+
 def test_program_size_and_count_limits() -> None:
     with pytest.raises(LimitExceeded, match="over the playground's limit of 10"):
         service.check({"programs": [{"name": "p.es", "text": COUNTER}]}, Limits(program_bytes=10))
