@@ -312,10 +312,60 @@ function decodeState(text) {
   return { programs: obj.p, trace: obj.t, topology: obj.y ?? null };
 }
 
+// Chromium does not load an address over 2 MB: past this many characters the address carries
+// nothing, and reloading the tab takes its work from the tab's session storage instead (which
+// also holds the last edit when the tab is reloaded before the address caught up with it).
+const ADDRESS_LIMIT = 1500000;
+const KEPT = "eventscript-playground"; // the session storage item: this tab's programs and trace
+
 let addressTimer = null;
 function saveAddress() {
   clearTimeout(addressTimer);
-  addressTimer = setTimeout(() => history.replaceState(null, "", "#s=" + encodeState()), 300);
+  addressTimer = setTimeout(saveNow, 300);
+}
+
+function saveNow() {
+  clearTimeout(addressTimer);
+  addressTimer = null;
+  const encoded = encodeState();
+  const inAddress = encoded.length + 3 <= ADDRESS_LIMIT;
+  history.replaceState(null, "", inAddress ? "#s=" + encoded : location.pathname + location.search);
+  let kept = true;
+  try { sessionStorage.setItem(KEPT, encoded); } catch { kept = false; }
+  try { if (!kept) sessionStorage.removeItem(KEPT); } catch { /* storage refused altogether */ }
+  $("#keeping").textContent = inAddress ? (kept ? "" : "this tab's storage is refused: reloading keeps what the address holds")
+    : kept ? `the programs and trace are too long for the page address (${Math.round(encoded.length / 1e6 * 10) / 10} MB encoded, `
+      + `over ${ADDRESS_LIMIT / 1e6} MB): reloading this tab keeps them, a link to the page does not; "Save as test case" writes them to a folder`
+    : `the programs and trace are too long to keep (${Math.round(encoded.length / 1e6 * 10) / 10} MB encoded): `
+      + `a reload loses them; "Save as test case" writes them to a folder`;
+}
+
+// What the tab opens with: on a reload, what the tab held (its storage has the last edit, which
+// the address may not: it is written 300 ms after typing, and not at all past ADDRESS_LIMIT);
+// else a link's content; else nothing (the server's initial files, or the doors example).
+function addressed() {
+  const reloaded = performance.getEntriesByType("navigation")[0]?.type === "reload";
+  let kept = null;
+  try { kept = reloaded ? sessionStorage.getItem(KEPT) : null; } catch { /* storage refused */ }
+  if (kept) {
+    try { return decodeState(kept); } catch { /* written by another version of the page */ }
+  }
+  return linked();
+}
+
+function linked() {
+  const hash = location.hash.startsWith("#s=") ? location.hash.slice(3) : "";
+  if (!hash) return null;
+  try { return decodeState(hash); } catch (err) {
+    $("#run-error").textContent = "the page address holds no readable program: " + err;
+    return null;
+  }
+}
+
+// A link pasted into this tab's address bar changes only the hash (no reload): open it.
+function onHashChange() {
+  const content = linked();
+  if (content && location.hash !== "#s=" + encodeState()) open(content);
 }
 
 function open(content) {
@@ -331,7 +381,7 @@ function open(content) {
   state.editVersion++;
   document.body.dataset.edited = String(state.editVersion);
   check();
-  saveAddress();
+  saveNow(); // at once: the note on what a reload keeps is shown with what it is about
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -716,12 +766,10 @@ async function start() {
     else if (e.key === "Home") moveTo(0);
     else if (e.key === "End") moveTo(state.tops.length);
   });
+  window.addEventListener("pagehide", () => { if (addressTimer !== null) saveNow(); });
+  window.addEventListener("hashchange", onHashChange);
   await loadExamples();
-  const hash = location.hash.startsWith("#s=") ? location.hash.slice(3) : "";
-  let content = null;
-  if (hash) {
-    try { content = decodeState(hash); } catch (err) { $("#run-error").textContent = "the page address holds no readable program: " + err; }
-  }
+  let content = addressed();
   if (!content) {
     const initial = await (await fetch("/api/initial")).json();
     if (initial.programs) content = initial;
