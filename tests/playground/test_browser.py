@@ -297,6 +297,22 @@ def test_a_reload_keeps_the_last_edit_and_a_trace_too_long_for_the_address(page:
     assert "reloading this tab keeps them" in page.inner_text("#keeping")
 
 
+def _width(page: Any, selector: str) -> float:
+    return float(page.evaluate(f"document.querySelector({selector!r}).getBoundingClientRect().width"))
+
+
+def test_a_narrow_window_shows_the_run_below_the_editors_and_each_output_s_value(page: Any) -> None:
+    """Two columns in a phone's width left the run's column a few pixels wide (the page scrolled
+    sideways to 950 px); below about 1100 px the outputs' value column had no width left."""
+    run(page)
+    page.set_viewport_size({"width": 420, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 420
+    assert _width(page, "#automaton") > 350
+    assert _width(page, "#outputs tr[data-n] td:nth-child(5)") > 150  # the value (its box scrolls across)
+    page.set_viewport_size({"width": 1000, "height": 800})
+    assert _width(page, "#outputs tr[data-n] td:nth-child(5)") > 150
+
+
 def test_ten_thousand_outputs_are_all_in_the_table_but_only_those_in_view_are_drawn(page: Any) -> None:
     set_text(page, PROGRAM, COUNTER)
     pings = "\n".join(f'Ping("k{i % 100}")' for i in range(10_000))
