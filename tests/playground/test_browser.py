@@ -85,6 +85,49 @@ def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
     ]
 
 
+def _focused(page: Any) -> str:
+    """What has the keyboard: the textarea's label, a key row's key, or the element's text."""
+    js = "(e => e.getAttribute('aria-label') || e.dataset.key || e.textContent)(document.activeElement)"
+    return str(page.evaluate(js))
+
+
+def _tab_to(page: Any, wanted: str) -> None:
+    for _ in range(30):
+        if _focused(page) == wanted:
+            return
+        if page.evaluate("document.activeElement.tagName") == "TEXTAREA":
+            page.keyboard.press("Escape")  # then Tab leaves the editor
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {wanted!r}; it stopped at {_focused(page)!r}")
+
+
+def test_keyboard_only_leaves_the_editors_goes_to_a_mistake_and_follows_a_key(page: Any) -> None:
+    """Tab indented in the editors and nothing let a keyboard out of them; the diagnostics and the
+    keys took only clicks; clicking a diagnostic scrolled to its line, but the caret stayed
+    where it was, so the message of the mistake did not show."""
+    set_text(page, PROGRAM, COUNTER.replace("n: n}", 'n: "n"}'))
+    checked(page)
+    page.focus(PROGRAM)
+    page.keyboard.press("Control+End")
+    page.keyboard.press("Tab")
+    assert _focused(page) == "program" and page.input_value(PROGRAM).endswith("\n    ")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")
+    assert _focused(page).startswith("left_open.es:5:31: error: Count carries")  # the diagnostic below
+    page.keyboard.press("Enter")
+    assert _focused(page) == "program"
+    at = page.evaluate("document.querySelector('#program-editor textarea').selectionStart")
+    assert at == COUNTER.index("{who:")  # 5:31, where the mistake underlined starts
+    assert "Count carries" in page.inner_text("#left .caret-message")
+    set_text(page, PROGRAM, COUNTER)
+    set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann") Ping("bob")\n')
+    page.keyboard.press("Control+Enter")
+    page.wait_for_function("document.body.dataset.ran !== undefined")
+    _tab_to(page, '["bob"]')
+    page.keyboard.press("Enter")
+    assert page.inner_text("#timeline-key") == 'of key ["bob"]' and _focused(page) == '["bob"]'
+
+
 def _selected_node(page: Any) -> str | None:
     return page.evaluate("document.querySelector('#automaton g.node.selected title')?.textContent ?? null")
 
@@ -124,6 +167,7 @@ def test_a_shipped_topology_opens_runs_and_filters(page: Any) -> None:
     tabs = [b.inner_text() for b in page.query_selector_all("#program-tabs button")]
     assert tabs == ["filter.es", "three_big_trades.es", "topology.yaml"]
     run(page)
+    assert page.inner_text("#timeline-key") == "of the instance"  # filter is not grouped (was "of key null")
     assert page.is_visible("#pipeline svg")
     assert [b.inner_text() for b in page.query_selector_all("#stage-tabs button")] == ["filter", "three-big-trades"]
     assert len(page.query_selector_all("#outputs tbody tr[data-n]")) == 5

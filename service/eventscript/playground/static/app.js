@@ -129,12 +129,17 @@ class Editor {
     const caret = () => this.showCaretMessage();
     this.textarea.addEventListener("click", caret);
     this.textarea.addEventListener("keyup", caret);
+    // Tab indents; Esc then Tab leaves the editor (else a keyboard could never leave it).
+    this.tabLeaves = false;
     this.textarea.addEventListener("keydown", (e) => {
-      if (e.key === "Tab") {
+      if (e.key === "Escape") { this.tabLeaves = true; return; }
+      if (e.key === "Tab" && !this.tabLeaves && !e.ctrlKey && !e.altKey && !e.metaKey) {
         e.preventDefault();
-        document.execCommand("insertText", false, "    ");
+        if (!e.shiftKey) document.execCommand("insertText", false, "    ");
       }
+      if (!["Shift", "Tab"].includes(e.key)) this.tabLeaves = false;
     });
+    this.textarea.addEventListener("blur", () => { this.tabLeaves = false; });
   }
   get value() { return this.textarea.value; }
   set value(text) { this.textarea.value = text; this.render(); }
@@ -156,6 +161,15 @@ class Editor {
   reveal(line) {
     const lh = parseFloat(getComputedStyle(this.textarea).lineHeight) || 19;
     this.textarea.scrollTop = Math.max(0, (line - 3) * lh);
+  }
+  // The caret to line:col, so that the message of the mistake there shows below the editor and
+  // typing mends it.
+  goTo(line, col) {
+    const at = offsetOf(this.value, line, col);
+    this.textarea.focus({ preventScroll: true });
+    this.textarea.setSelectionRange(at, at);
+    this.reveal(line);
+    this.showCaretMessage();
   }
 }
 
@@ -237,6 +251,8 @@ function decorateProgram() {
 
 function renderDiagnostics() {
   const ul = $("#diagnostics");
+  // (rebuilt at each check and step: a keyboard on the n-th message stays on the n-th)
+  const focused = [...ul.children].indexOf(document.activeElement);
   ul.innerHTML = "";
   let count = 0;
   const files = state.programs.map((p) => p.name).concat(state.topology !== null ? [TOPOLOGY] : []);
@@ -246,7 +262,8 @@ function renderDiagnostics() {
       const li = document.createElement("li");
       li.className = `diag-${d.severity}`;
       li.textContent = `${name}:${d.line}:${d.col}: ${d.severity}: ${d.message}${d.hint ? " (hint: " + d.hint + ")" : ""}`;
-      li.addEventListener("click", () => { state.tab = i; loadEditor(); programEditor.reveal(d.line); });
+      li.tabIndex = 0;
+      li.addEventListener("click", () => { state.tab = i; loadEditor(); programEditor.goTo(d.line, d.col); });
       ul.appendChild(li);
     }
   });
@@ -256,6 +273,7 @@ function renderDiagnostics() {
     li.textContent = "no errors or warnings";
     ul.appendChild(li);
   }
+  if (focused >= 0) (ul.children[focused] || ul.lastElementChild)?.focus({ preventScroll: true });
 }
 
 let checkTimer = null;
@@ -538,12 +556,16 @@ function renderAt() {
   for (const [key, view] of instances) {
     if (++listed > KEY_ROWS && key !== state.selectedKey) continue;
     const cls = [key === state.selectedKey ? "selected" : "", view.ended ? "ended" : ""].join(" ");
-    rows.push(`<tr class="${cls}" data-key="${esc(key)}"><td>${esc(view.key === null ? "(the instance)" : show(view.key))}</td>`
+    rows.push(`<tr class="${cls}" data-key="${esc(key)}" tabindex="0"><td>${esc(view.key === null ? "(the instance)" : show(view.key))}</td>`
       + `<td class="state">${esc(stateText(stage, view))}</td><td>${esc(waitingText(stage, view))}</td>`
       + `<td>${esc(varsText(stage, view))}</td><td>${esc(timerText(stage, view))}</td></tr>`);
   }
   if (listed > KEY_ROWS) rows.push(`<tr><td colspan="5">… ${listed - KEY_ROWS} more keys (follow one from the outputs or the timeline)</td></tr>`);
+  const focusedKey = document.activeElement?.closest?.("#keys tr[data-key]")?.dataset.key;
   $("#keys tbody").innerHTML = rows.join("");
+  if (focusedKey !== undefined) { // (the rows are built anew: keep a keyboard's place in them)
+    [...$("#keys tbody").querySelectorAll("tr[data-key]")].find((tr) => tr.dataset.key === focusedKey)?.focus();
+  }
   // the automaton: the states keys are in
   const svg = $("#automaton svg");
   if (svg) {
@@ -578,7 +600,9 @@ function describe(step) {
 
 function renderTimeline(stage, end) {
   const res = state.result;
-  $("#timeline-key").textContent = state.selectedKey ? `of key ${state.selectedKey}` : "";
+  // (an ungrouped program's one instance has the key null: the keys table calls it "the instance")
+  $("#timeline-key").textContent = state.selectedKey === "null" ? "of the instance"
+    : state.selectedKey ? `of key ${state.selectedKey}` : "";
   const rows = [];
   let shown = 0;
   for (const s of res.steps) {
@@ -653,7 +677,7 @@ function outputRow(n, end) {
   const cls = [o.event === "$error" ? "error" : "", o.step !== undefined && o.step >= end ? "future" : ""].join(" ");
   const cells = [String(n), o.time, o.event, o.key ? JSON.stringify(o.key) : "", JSON.stringify(o.value),
     (o.program ?? "") + (o.topic ? " → " + o.topic : "")];
-  return `<tr class="${cls}" data-n="${n}">${cells.map((c) => `<td title="${esc(c)}">${esc(c)}</td>`).join("")}</tr>`;
+  return `<tr class="${cls}" data-n="${n}" tabindex="0">${cells.map((c) => `<td title="${esc(c)}">${esc(c)}</td>`).join("")}</tr>`;
 }
 
 function drawOutputRows() {
@@ -667,7 +691,9 @@ function drawOutputRows() {
   for (let i = first; i < last; i++) html.push(outputRow(rows[i], outputsView.end));
   html.push(spacer(rows.length - last));
   const body = $("#outputs tbody");
+  const focused = document.activeElement?.closest?.("#outputs tr[data-n]")?.dataset.n;
   body.innerHTML = html.join("");
+  if (focused !== undefined) body.querySelector(`tr[data-n="${focused}"]`)?.focus({ preventScroll: true });
   const drawn = body.querySelector("tr[data-n]");
   const measured = drawn ? drawn.getBoundingClientRect().height : h;
   if (measured > 0 && Math.abs(measured - h) > 0.5) { // the font gave rows another height: draw again
@@ -761,6 +787,12 @@ async function start() {
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(); return; }
     if (e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLInputElement) return;
+    // a diagnostic, a key or an output reached by Tab: Enter or Space does what a click does
+    if ((e.key === "Enter" || e.key === " ") && e.target.matches?.("li[tabindex], tr[tabindex]")) {
+      e.preventDefault();
+      e.target.click();
+      return;
+    }
     if (e.key === "ArrowRight") moveTo(state.position + 1);
     else if (e.key === "ArrowLeft") moveTo(state.position - 1);
     else if (e.key === "Home") moveTo(0);
