@@ -161,6 +161,30 @@ def test_stepping_moves_the_highlighted_state(page: Any) -> None:
     assert _selected_node(page) == "s1"
 
 
+def _inside(page: Any, inner: str, outer: str) -> bool:
+    js = """([inner, outer]) => {
+      const i = document.querySelector(inner).getBoundingClientRect();
+      const o = document.querySelector(outer).getBoundingClientRect();
+      return i.left >= o.left && i.right <= o.right && i.top >= o.top && i.bottom <= o.bottom;
+    }"""
+    return bool(page.evaluate(js, [inner, outer]))
+
+
+def test_a_large_automaton_is_drawn_at_full_size_scrolled_to_the_followed_state(page: Any) -> None:
+    """Shrunk to its box, dfa-blowup-k20's drawing (18,000 points wide) was a grey line of
+    unreadable nodes."""
+    page.select_option("#examples", "document/dfa-blowup-k20")
+    page.wait_for_function("document.querySelector('#program-editor textarea').value.includes('.{20}')")
+    run(page)
+    page.fill("#slider", "3")  # A B B: a state among the 200 drawn (the lazy DFA's first ones)
+    assert _width(page, "#automaton svg") > 5 * _width(page, "#automaton")
+    assert _inside(page, "#automaton g.node.selected", "#automaton")
+    page.fill("#slider", "6")
+    assert _inside(page, "#automaton g.node.selected", "#automaton")
+    page.click("#stage-tabs button.drawing-size")  # fit it to the box, as before
+    assert _width(page, "#automaton svg") <= _width(page, "#automaton")
+
+
 def test_a_shipped_topology_opens_runs_and_filters(page: Any) -> None:
     page.select_option("#examples", "topologies/big-trades")
     page.wait_for_selector("#program-tabs button:text('topology.yaml')")

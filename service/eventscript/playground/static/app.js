@@ -470,10 +470,45 @@ function renderStageTabs() {
   drawAutomaton();
 }
 
+// Shrunk to the box, a large automaton (dfa-blowup-k20: 18,000 points wide) is a grey line;
+// past this shrinking it is drawn at READ_SCALE (labels of about 11 px) in its scrolling box, the
+// followed key's state scrolled into view, and a button switches between the two.
+const FIT_SCALE = 0.5;
+const READ_SCALE = 0.6;
+
 function drawAutomaton() {
   const st = state.result.stages[state.stage];
   const a = st.automaton;
-  $("#automaton").innerHTML = a.svg || `<pre>${esc(a.dot)}</pre>`;
+  const box = $("#automaton");
+  box.innerHTML = a.svg || `<pre>${esc(a.dot)}</pre>`;
+  const svg = box.querySelector("svg");
+  const width = svg ? svg.viewBox.baseVal.width * 4 / 3 : 0; // points to CSS pixels
+  const large = width * FIT_SCALE > box.clientWidth;
+  box.classList.toggle("full", large);
+  const nav = $("#stage-tabs");
+  if (!large) return;
+  svg.style.width = `${Math.round(width * READ_SCALE)}px`; // (fitted, max-width shrinks it to the box)
+  const toggle = document.createElement("button");
+  toggle.className = "drawing-size";
+  toggle.textContent = "fit the drawing to the box";
+  toggle.title = "The automaton is large: it is drawn large enough to read, scrolled to the followed key's state";
+  toggle.addEventListener("click", () => {
+    const full = box.classList.toggle("full");
+    toggle.textContent = full ? "fit the drawing to the box" : "draw it large";
+    if (full) scrollToFollowed();
+  });
+  nav.appendChild(toggle);
+}
+
+function scrollToFollowed() {
+  const box = $("#automaton");
+  // (else the drawing's label: a lazy DFA's says that the states drawn are only the first ones)
+  const node = box.querySelector("g.node.selected") || box.querySelector("g.node.current")
+    || box.querySelector("svg g.graph > text");
+  if (!box.classList.contains("full") || !node) return;
+  const r = node.getBoundingClientRect(), b = box.getBoundingClientRect();
+  box.scrollLeft += r.left - b.left - Math.max(0, (b.width - r.width) / 2); // (a label wider than the box: its start)
+  box.scrollTop += r.top - b.top - (b.height - r.height) / 2;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -585,6 +620,7 @@ function renderAt() {
       if (tip && current.has(title)) tip.textContent = title; // keep Graphviz's title for lookups
     }
   }
+  scrollToFollowed();
   renderTimeline(stage, end);
   renderOutputs(end);
   renderFlows(end);
