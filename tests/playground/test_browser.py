@@ -60,6 +60,8 @@ out {string who; long n;} Count
 
 
 def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
+    # (the run's half of the page was blank until a run, and kept an old run after an edit, unsaid)
+    assert "Run (Ctrl-Enter) runs the trace" in page.inner_text("#position")
     page.click(PROGRAM)
     page.keyboard.press("Control+A")
     page.keyboard.press("Delete")
@@ -83,6 +85,11 @@ def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
         '{"who":"bob","n":1}',
         '{"who":"ann","n":2}',
     ]
+    assert not page.is_visible("#stale")
+    set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann")\n')
+    assert "has changed since this run" in page.inner_text("#stale")
+    run(page)
+    assert not page.is_visible("#stale")
 
 
 def _focused(page: Any) -> str:

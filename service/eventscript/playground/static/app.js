@@ -297,6 +297,13 @@ async function check() {
   document.body.dataset.checked = String(version);
 }
 
+// What is shown is the run of the text as it was: say so once the text differs.
+function markStale() {
+  const ran = state.result && state.ran;
+  $("#stale").hidden = !ran || (ran.trace === state.trace && ran.topology === state.topology
+    && ran.programs === JSON.stringify(state.programs));
+}
+
 function onProgramInput(text) {
   if (editingTopology()) state.topology = text;
   else state.programs[state.tab].text = text;
@@ -304,12 +311,14 @@ function onProgramInput(text) {
   document.body.dataset.edited = String(state.editVersion);
   scheduleCheck();
   saveAddress();
+  markStale();
 }
 
 function onTraceInput(text) {
   state.trace = text;
   traceEditor.decorate([]);
   saveAddress();
+  markStale();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,7 +423,9 @@ function clearRun() {
   $("#flows-box").hidden = true;
   $("#automaton").innerHTML = "";
   $("#stage-tabs").innerHTML = "";
-  $("#position").textContent = "";
+  $("#position").textContent = "Run (Ctrl-Enter) runs the trace through the program: its outputs, "
+    + "each key's state and every step show here.";
+  $("#stale").hidden = true;
   $("#pipeline-box").hidden = true;
   $("#run-error").textContent = "";
   $("#slider").max = "0";
@@ -443,6 +454,7 @@ async function run() {
   for (const s of answer.steps) s.keyId = s.after ? JSON.stringify(s.after.key) : null;
   state.result = answer;
   state.ranPrograms = JSON.stringify(state.programs);
+  state.ran = { programs: state.ranPrograms, trace: state.trace, topology: state.topology };
   state.folded = null;
   state.tops = answer.steps.filter((s) => s.parent === null).map((s) => s.i);
   state.stage = 0;
