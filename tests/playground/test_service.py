@@ -175,6 +175,18 @@ def _conformance(*folders: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.parametrize(("example", "outputs"), [("topologies/doors", 1), ("document/three-big-trades-pipeline", 5)])
+def test_a_saved_case_s_command_replays_it_from_its_folder(tmp_path: Path, example: str, outputs: int) -> None:
+    """The page told to run a saved case with ``../shared/conformance/run FOLDER``: a path valid only
+    from the project's folder, and not beside an installed package."""
+    ex = examples.load(example)
+    saved = cases.save_case({**ex, "name": "saved"}, Limits(), tmp_path / "cases")
+    folder = Path(saved["path"])
+    assert saved["kind"] == "conformance" and saved["command"] in (folder / "README.md").read_text()
+    done = _replay(folder, saved["command"])
+    assert done.returncode == 0 and f"ok: {outputs} events as expected" in done.stdout, done.stdout + done.stderr
+
+
 def test_save_case_of_a_pipeline_writes_stages(tmp_path: Path) -> None:
     ex = examples.load("document/three-big-trades-pipeline")
     saved = cases.save_case({**ex, "name": "trades"}, Limits(), tmp_path)
@@ -208,9 +220,9 @@ def test_save_case_of_a_topology_writes_a_topology_test_that_passes(tmp_path: Pa
     assert _replay(folder).returncode == 1
 
 
-def _replay(folder: Path) -> subprocess.CompletedProcess[str]:
+def _replay(folder: Path, command: str = cases.TOPOLOGY_COMMAND) -> subprocess.CompletedProcess[str]:
     """The saved README's command, run in the saved folder."""
-    args = cases.TOPOLOGY_COMMAND.split()[1:]
+    args = command.split()[1:]
     return subprocess.run(
         [sys.executable, "-m", "eventscript.cli.main", *args],
         cwd=folder,

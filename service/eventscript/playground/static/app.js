@@ -798,7 +798,7 @@ async function saveCase() {
     told = `saved ${answer.path}: ${answer.files.join(", ")}`;
     // a conformance case holds one program or a chain: a topology is saved as topologies/ are
     if (answer.kind === "topology") told += ` (a topology test, not a conformance case; run it in that folder: ${answer.command})`;
-    else told += ` (run it: ${answer.command})`;
+    else told += ` (a conformance case; run it in that folder: ${answer.command})`;
   }
   $("#case-result").textContent = told;
   $("#case-result").dataset.path = answer.path || "";
