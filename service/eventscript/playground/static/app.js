@@ -466,7 +466,28 @@ async function run() {
     $("#pipeline").innerHTML = answer.pipeline.svg || `<pre>${esc(answer.pipeline.dot)}</pre>`;
   }
   moveTo(state.tops.length);
+  traceEditor.decorate(refusedInTrace(answer.outputs));
   document.body.dataset.ran = String(Math.round(performance.now() - started));
+}
+
+// Trace events the run refused with an $error that places them ("trace:2:12: Opened: door:
+// expected a string ...": a value not of the declared type) are underlined where they are, as a
+// mistake in the program is; else only a row of the outputs said so.
+const REFUSED_MARKS = 1000;
+function refusedInTrace(outputs) {
+  const marks = [];
+  let starts = null;
+  for (const o of outputs) {
+    const m = o.event === "$error" && /^trace:(\d+):(\d+): ([\s\S]*)$/.exec(o.value?.message ?? "");
+    if (!m) continue;
+    starts = starts || lineStarts(state.trace);
+    const at = Math.min(state.trace.length, (starts[Number(m[1]) - 1] ?? state.trace.length) + Number(m[2]) - 1);
+    const name = extentAt(state.trace, at); // the event's name, and its value in parentheses
+    const end = state.trace[name] === "(" ? extentAt(state.trace, name) : name;
+    marks.push([at, end, "diag-error", `$error ${o.value.code}: ${m[3]}`]);
+    if (marks.length >= REFUSED_MARKS) break;
+  }
+  return marks;
 }
 
 function renderStageTabs() {
