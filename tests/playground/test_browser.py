@@ -17,6 +17,7 @@ import pytest
 
 from eventscript.cli.playground_cmd import initial
 from eventscript.playground import service
+from eventscript.playground.limits import Limits
 
 from .browser import CHROMIUM, checked, launch, open_page, run, set_text
 from .conftest import NESTED_SOURCES
@@ -352,6 +353,19 @@ def test_the_page_address_reproduces_program_and_trace(page: Any, browser: Any) 
         assert len(other.query_selector_all("#outputs tbody tr[data-n]")) == 1
     finally:
         other.close()
+
+
+def test_a_run_stopped_by_a_limit_shows_what_it_did_and_why_it_stopped(page: Any, playground: tuple[str, Any]) -> None:
+    """A timer firing every millisecond over a day of trace, past the outputs' limit (here 50):
+    the page showed the message alone."""
+    playground[1].limits = Limits(outputs=50)
+    set_text(page, PROGRAM, "in {} Start\nout {} Tick\nStart() ( elapse[1 millisecond]() { !>Tick({}); } )*\n")
+    set_text(page, TRACE, "[2026-01-01 00:00:00] Start()\n[2026-01-02 00:00:00]\n")
+    run(page)
+    assert "more than 50 events" in page.inner_text("#run-error")
+    assert "stopped at 2026-01-01T00:00:00.051000Z" in page.inner_text("#run-error")
+    assert page.inner_text("#outputs-count") == "51 of 51 events"
+    assert "after step 53 of 53" in page.inner_text("#position")
 
 
 def _reload(page: Any) -> None:

@@ -132,15 +132,31 @@ Start() ( elapse[1 millisecond]() { !>Tick({}); } )*
 """
 
 
-def test_a_stopped_run_says_where_in_the_trace_it_stopped() -> None:
+def test_a_stopped_run_says_where_in_the_trace_it_stopped_and_shows_what_it_did() -> None:
     """A program whose timer fires every millisecond, over a day of trace, never gets to the
-    trace's end in the playground; the page shows nothing of a stopped run, so the message says
-    how far in the trace's time it got, and that timers firing often are a cause."""
+    trace's end in the playground: the page showed only that a limit stopped it. The message says
+    how far in the trace's time it got, and that timers firing often are a cause; the steps and
+    outputs up to there are shown."""
     trace = "[2026-01-01 00:00:00] Start()\n[2026-01-02 00:00:00]\n"
     result = service.run({"programs": [{"name": "p.es", "text": TIMER_EVERY_MILLISECOND}], "trace": trace}, Limits())
     assert "more than 20000 events" in result["error"]
     assert "stopped at 2026-01-01T00:00:20.001000Z, after 20003 steps and 20001 outputs" in result["error"]
     assert "if timers fire often" in result["error"]
+    assert len(result["steps"]) == 20003 and len(result["outputs"]) == 20001
+    assert [s["kind"] for s in result["steps"][:3]] == ["start", "event", "timer"]
+    assert result["outputs"][0] == {"time": "2026-01-01T00:00:00.001000Z", "event": "Tick", "value": {}, "step": 2}
+    assert result["stages"][0]["name"] == "p"
+
+
+def test_a_stopped_topology_run_shows_what_it_did_and_its_pipeline() -> None:
+    ex = examples.load("topologies/big-trades")
+    assert ex is not None
+    result = service.run(ex, Limits(steps=6))
+    assert "more than 6 steps" in result["error"] and len(result["steps"]) == 6
+    assert "<svg" in result["pipeline"]["svg"] and [s["name"] for s in result["stages"]] == [
+        "filter",
+        "three-big-trades",
+    ]
 
 
 def test_program_size_and_count_limits() -> None:

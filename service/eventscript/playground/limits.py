@@ -54,13 +54,18 @@ _WHAT_TO_DO = "shorten the trace (or the time it spans, if timers fire often), o
 
 class RunGuard:
     """Called with the recorder before each step of a run: stops it past the time, output or
-    step limit (a single step's actions are not interrupted)."""
+    step limit (a single step's actions are not interrupted). Keeps the recorder, so that what a
+    stopped run did can be shown."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.deadline = time.monotonic() + limits.run_seconds
+        self.deadline = 0.0  # set at the run's first step: reading the trace is not its time
+        self.recorder: Any = None
 
     def __call__(self, recorder: Any) -> None:
+        if self.recorder is None:
+            self.deadline = time.monotonic() + self.limits.run_seconds
+        self.recorder = recorder
         lim = self.limits
         if len(recorder.outputs) > lim.outputs:
             raise LimitExceeded(
@@ -80,12 +85,11 @@ class RunGuard:
 
 def _where(recorder: Any) -> str:
     """Where a stopped run had got to, in the trace's time: a timer that fires every millisecond
-    stops within the first seconds of the trace, a long trace near its end; the page shows
-    nothing of a stopped run, so this is all the user learns of it."""
+    stops within the first seconds of the trace, a long trace near its end."""
     steps = recorder.steps
     if not steps:
         return ""
     return (
         f" (stopped at {format_time(steps[-1].time)}, after {len(steps)} steps and "
-        f"{len(recorder.outputs)} outputs; nothing of the run is shown)"
+        f"{len(recorder.outputs)} outputs: the run up to there is shown)"
     )

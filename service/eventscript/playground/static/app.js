@@ -442,7 +442,7 @@ async function run() {
     for (const p of answer.programs) state.diagnostics[p.name] = p.diagnostics;
     decorateProgram();
   }
-  if (answer.error) {
+  if (answer.error && !answer.steps) {
     $("#run-error").textContent = answer.error;
     if (answer.trace_error) {
       const at = offsetOf(state.trace, answer.trace_error.line, answer.trace_error.col);
@@ -467,6 +467,8 @@ async function run() {
   }
   moveTo(state.tops.length);
   traceEditor.decorate(refusedInTrace(answer.outputs));
+  // a run stopped by a limit: what it did up to there is shown, and why it stopped
+  if (answer.error) $("#run-error").textContent = answer.error;
   document.body.dataset.ran = String(Math.round(performance.now() - started));
 }
 
