@@ -368,6 +368,18 @@ def test_a_run_stopped_by_a_limit_shows_what_it_did_and_why_it_stopped(page: Any
     assert "after step 53 of 53" in page.inner_text("#position")
 
 
+def test_the_server_unreachable_is_said_and_unsaid_when_it_answers_again(page: Any) -> None:
+    """The message that the server did not answer stayed once it answered again (a restarted
+    'eventscript playground'), over diagnostics that were fresh."""
+    page.route("**/api/check", lambda route: route.abort())
+    set_text(page, PROGRAM, COUNTER)
+    page.wait_for_function("document.querySelector('#run-error').textContent.includes('did not answer')")
+    page.unroute("**/api/check")
+    set_text(page, PROGRAM, COUNTER + "\n")
+    checked(page)
+    assert page.inner_text("#run-error") == ""
+
+
 def _reload(page: Any) -> None:
     page.reload()
     page.wait_for_selector("body[data-ready='1']")

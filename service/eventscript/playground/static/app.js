@@ -183,7 +183,7 @@ async function post(path, body) {
     const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
     return await response.json();
   } catch (err) {
-    return { error: `the playground server did not answer (${err}); is 'eventscript playground' still running?` };
+    return { error: `the playground server did not answer (${err}); is 'eventscript playground' still running?`, unreachable: true };
   }
 }
 
@@ -289,7 +289,13 @@ async function check() {
   const version = state.editVersion;
   const answer = await post("/api/check", { programs: state.programs, topology: state.topology });
   if (seq !== checkSeq) return; // a later check was sent: its answer counts
-  if (answer.error) { $("#run-error").textContent = answer.error; return; }
+  const told = $("#run-error");
+  if (answer.error) {
+    told.textContent = answer.error;
+    told.dataset.unreachable = answer.unreachable ? "1" : "";
+    return;
+  }
+  if (told.dataset.unreachable) { told.textContent = ""; told.dataset.unreachable = ""; } // it answers again
   state.diagnostics = {};
   for (const p of answer.programs) state.diagnostics[p.name] = p.diagnostics;
   if (answer.topology) state.diagnostics[TOPOLOGY] = answer.topology.diagnostics;
