@@ -380,6 +380,28 @@ def test_the_server_unreachable_is_said_and_unsaid_when_it_answers_again(page: A
     assert page.inner_text("#run-error") == ""
 
 
+def test_a_new_program_then_a_second_stage_makes_a_pipeline_that_runs(page: Any) -> None:
+    """A newcomer had to empty an example to start a program, and could not add a program to
+    make a pipeline (only the command line's files or an example had several)."""
+    page.select_option("#examples", "new", timeout=3000)
+    page.wait_for_function("document.querySelector('#program-editor textarea').value.includes('Count')")
+    run(page)
+    assert page.inner_text("#outputs-count") == "3 of 3 events" and page.inner_text("#run-error") == ""
+    page.click("#program-tabs button:text('+ stage')")
+    assert [b.inner_text() for b in page.query_selector_all("#program-tabs button[data-tab]")] == [
+        "program.es",
+        "stage2.es",
+    ]
+    busy = "in {string who; long n;} Count\nout {string who;} Busy\n"
+    busy += "( Count(c) { c.n >= 2 ? !>Busy({who: c.who}); } )*\n"
+    set_text(page, PROGRAM, busy)
+    run(page)
+    rows = page.query_selector_all("#outputs tbody tr[data-n]")
+    assert [r.query_selector_all("td")[4].inner_text() for r in rows] == ['{"who":"ann"}']
+    page.click("#program-tabs button:text('remove stage2.es')")
+    assert [b.inner_text() for b in page.query_selector_all("#program-tabs button[data-tab]")] == ["program.es"]
+
+
 def _reload(page: Any) -> None:
     page.reload()
     page.wait_for_selector("body[data-ready='1']")

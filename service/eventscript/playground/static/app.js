@@ -208,7 +208,59 @@ function renderTabs() {
     b.addEventListener("click", () => { state.tab = i; loadEditor(); });
     nav.appendChild(b);
   });
+  if (state.topology !== null) return; // (a topology's programs are those its YAML names)
+  // A pipeline is built here too: each program reads what the one before it emits.
+  const add = document.createElement("button");
+  add.textContent = "+ stage";
+  add.className = "tab-action";
+  add.title = "Add a program after the last one: a pipeline, each stage reading the events the one before emits";
+  add.addEventListener("click", addStage);
+  nav.appendChild(add);
+  if (state.programs.length > 1) {
+    const remove = document.createElement("button");
+    remove.textContent = `− remove ${state.programs[state.tab].name}`;
+    remove.className = "tab-action";
+    remove.addEventListener("click", removeStage);
+    nav.appendChild(remove);
+  }
 }
+
+function addStage() {
+  const taken = new Set(state.programs.map((p) => p.name));
+  let n = state.programs.length + 1;
+  while (taken.has(`stage${n}.es`)) n++;
+  state.programs.push({ name: `stage${n}.es`, text: NEW_STAGE });
+  state.tab = state.programs.length - 1;
+  loadEditor();
+  onProgramInput(state.programs[state.tab].text);
+  programEditor.textarea.focus();
+}
+
+function removeStage() {
+  const name = state.programs[state.tab].name;
+  state.programs.splice(state.tab, 1);
+  delete state.diagnostics[name];
+  state.tab = Math.min(state.tab, state.programs.length - 1);
+  loadEditor();
+  onProgramInput(state.programs[state.tab].text);
+}
+
+// What "a new program" and "+ stage" start from: a program that runs, saying what its parts are.
+const NEW_PROGRAM = `// A program: the events it reads (in) and emits (out), each with its type; then a regular
+// expression over events, with actions in { }. group(...) gives each key an instance of its own.
+in {string who;} Ping group(Ping.who)
+out {string who; long n;} Count
+
+{ n = 0; }
+( Ping() { n = n + 1; !>Count({who: group[0], n: n}); } )*
+`;
+const NEW_TRACE = `// A trace: a [date time], then the events at that time; [hh:mm:ss] moves the clock on.
+[2026-01-01 09:00:00] Ping("ann") Ping("bob")
+[09:00:05] Ping("ann")
+`;
+const NEW_STAGE = `// A stage of the pipeline: it reads what the stage before it emits (declare those events
+// with in), and what it emits goes to the next stage, or to the outputs if it is the last.
+`;
 
 function loadEditor() {
   renderTabs();
@@ -813,6 +865,11 @@ async function loadExamples() {
 
 async function openExample(id) {
   if (!id) return;
+  if (id === "new") {
+    open({ programs: [{ name: "program.es", text: NEW_PROGRAM }], trace: NEW_TRACE });
+    $("#examples").value = id;
+    return;
+  }
   const ex = await (await fetch("/api/examples/" + encodeURIComponent(id).replace(/%2F/g, "/"))).json();
   if (ex.error) { $("#run-error").textContent = ex.error; return; }
   open(ex);
