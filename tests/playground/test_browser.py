@@ -86,12 +86,15 @@ def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
         '{"who":"bob","n":1}',
         '{"who":"ann","n":2}',
     ]
+    # under the trace, in view: the outputs table may be out of it, below the drawing
+    assert page.inner_text("#run-summary") == "Ran 3 steps: 3 outputs, no $error."
     assert not page.is_visible("#stale")
     set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann")\n[09:00:01] Ping(5)\n')
     assert "has changed since this run" in page.inner_text("#stale")
     run(page)
     assert not page.is_visible("#stale")
     # a trace value of the wrong type: an $error output, and underlined where it is in the trace
+    assert page.inner_text("#run-summary") == "Ran 1 step: 1 output and 1 $error event."
     refused = page.query_selector_all("#trace-editor pre .diag-error")
     assert "".join(e.inner_text() for e in refused) == "Ping(5)"
     assert "expected a string" in (refused[0].get_attribute("title") or "")

@@ -484,6 +484,7 @@ function clearRun() {
   $("#position").textContent = "Run (Ctrl-Enter) runs the trace through the program: its outputs, "
     + "each key's state and every step show here.";
   $("#stale").hidden = true;
+  $("#run-summary").hidden = true;
   $("#pipeline-box").hidden = true;
   $("#run-error").textContent = "";
   $("#slider").max = "0";
@@ -527,7 +528,20 @@ async function run() {
   traceEditor.decorate(refusedInTrace(answer.outputs));
   // a run stopped by a limit: what it did up to there is shown, and why it stopped
   if (answer.error) $("#run-error").textContent = answer.error;
+  summarize(answer);
   document.body.dataset.ran = String(Math.round(performance.now() - started));
+}
+
+// Under the trace, where the eye is after Run: what the run did, and a link to its outputs
+// (on a laptop's screen the Outputs table is below the drawing, out of view).
+function summarize(answer) {
+  const errors = answer.outputs.filter((o) => o.event === "$error").length;
+  const outputs = answer.outputs.length - errors;
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  const box = $("#run-summary");
+  box.innerHTML = `${answer.error ? "Stopped" : "Ran"} ${plural(state.tops.length, "step")}: `
+    + `<a href="#outputs-title">${plural(outputs, "output")}${errors ? ` and ${plural(errors, "$error event")}` : ", no $error"}</a>.`;
+  box.hidden = false;
 }
 
 // Trace events the run refused with an $error that places them ("trace:2:12: Opened: door:
