@@ -425,6 +425,7 @@ def test_a_reload_keeps_the_last_edit_and_a_trace_too_long_for_the_address(page:
     _reload(page)
     assert page.input_value(TRACE) == long_trace and page.input_value(PROGRAM) == COUNTER
     assert "reloading this tab keeps them" in page.inner_text("#keeping")
+    assert page.input_value("#examples") == "topologies/doors"  # what the work began from (was blank)
 
 
 def _width(page: Any, selector: str) -> float:

@@ -20,6 +20,7 @@ const state = {
   position: 0, // how many top-level steps have happened
   stage: 0,
   selectedKey: null, // JSON of the key followed
+  example: "", // the id of the example the work began from ("" for none)
   editVersion: 0,
 };
 
@@ -383,7 +384,8 @@ function onTraceInput(text) {
 // The page address: program, trace and topology, so that a link reproduces a run
 
 function encodeState() {
-  const json = JSON.stringify({ p: state.programs, t: state.trace, y: state.topology });
+  // (e: the example the work began from, so that the menu names it again after a reload)
+  const json = JSON.stringify({ p: state.programs, t: state.trace, y: state.topology, e: state.example || undefined });
   const bytes = new TextEncoder().encode(json);
   let bin = "";
   for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
@@ -394,7 +396,7 @@ function decodeState(text) {
   const bin = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
   const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
   const obj = JSON.parse(new TextDecoder().decode(bytes));
-  return { programs: obj.p, trace: obj.t, topology: obj.y ?? null };
+  return { programs: obj.p, trace: obj.t, topology: obj.y ?? null, id: obj.e };
 }
 
 // Chromium does not load an address over 2 MB: past this many characters the address carries
@@ -457,6 +459,8 @@ function open(content) {
   state.programs = content.programs && content.programs.length ? content.programs : [{ name: "program.es", text: "" }];
   state.topology = content.topology ?? null;
   state.trace = content.trace ?? "";
+  state.example = content.id ?? "";
+  $("#examples").value = state.example;
   state.tab = 0;
   state.diagnostics = {};
   state.result = null;
@@ -880,14 +884,12 @@ async function loadExamples() {
 async function openExample(id) {
   if (!id) return;
   if (id === "new") {
-    open({ programs: [{ name: "program.es", text: NEW_PROGRAM }], trace: NEW_TRACE });
-    $("#examples").value = id;
+    open({ programs: [{ name: "program.es", text: NEW_PROGRAM }], trace: NEW_TRACE, id });
     return;
   }
   const ex = await (await fetch("/api/examples/" + encodeURIComponent(id).replace(/%2F/g, "/"))).json();
   if (ex.error) { $("#run-error").textContent = ex.error; return; }
   open(ex);
-  $("#examples").value = id;
 }
 
 async function saveCase() {
