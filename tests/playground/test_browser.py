@@ -88,6 +88,8 @@ def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
     ]
     # under the trace, in view: the outputs table may be out of it, below the drawing
     assert page.inner_text("#run-summary") == "Ran 3 steps: 3 outputs, no $error."
+    page.click("#run-summary a")
+    assert page.evaluate("location.hash.startsWith('#s=')")  # (the link scrolls; the address keeps the work)
     assert not page.is_visible("#stale")
     set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann")\n[09:00:01] Ping(5)\n')
     assert "has changed since this run" in page.inner_text("#stale")

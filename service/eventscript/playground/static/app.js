@@ -552,6 +552,10 @@ function summarize(answer) {
   const box = $("#run-summary");
   box.innerHTML = `${answer.error ? "Stopped" : "Ran"} ${plural(state.tops.length, "step")}: `
     + `<a href="#outputs-title">${plural(outputs, "output")}${errors ? ` and ${plural(errors, "$error event")}` : ", no $error"}</a>.`;
+  box.querySelector("a").addEventListener("click", (e) => { // (the address keeps the work, not "#outputs-title")
+    e.preventDefault();
+    $("#outputs-title").scrollIntoView({ block: "start" });
+  });
   box.hidden = false;
 }
 
