@@ -17,6 +17,7 @@ import pytest
 
 from eventscript.cli.playground_cmd import initial
 from eventscript.playground import service
+from eventscript.playground.limits import Limits
 
 from .browser import CHROMIUM, checked, launch, open_page, run, set_text
 from .conftest import NESTED_SOURCES
@@ -60,6 +61,8 @@ out {string who; long n;} Count
 
 
 def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
+    # (the run's half of the page was blank until a run, and kept an old run after an edit, unsaid)
+    assert "Run (Ctrl-Enter) runs the trace" in page.inner_text("#position")
     page.click(PROGRAM)
     page.keyboard.press("Control+A")
     page.keyboard.press("Delete")
@@ -83,6 +86,63 @@ def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
         '{"who":"bob","n":1}',
         '{"who":"ann","n":2}',
     ]
+    # under the trace, in view: the outputs table may be out of it, below the drawing
+    assert page.inner_text("#run-summary") == "Ran 3 steps: 3 outputs, no $error."
+    page.click("#run-summary a")
+    assert page.evaluate("location.hash.startsWith('#s=')")  # (the link scrolls; the address keeps the work)
+    assert not page.is_visible("#stale")
+    set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann")\n[09:00:01] Ping(5)\n')
+    assert "has changed since this run" in page.inner_text("#stale")
+    run(page)
+    assert not page.is_visible("#stale")
+    # a trace value of the wrong type: an $error output, and underlined where it is in the trace
+    assert page.inner_text("#run-summary") == "Ran 1 step: 1 output and 1 $error event."
+    refused = page.query_selector_all("#trace-editor pre .diag-error")
+    assert "".join(e.inner_text() for e in refused) == "Ping(5)"
+    assert "expected a string" in (refused[0].get_attribute("title") or "")
+
+
+def _focused(page: Any) -> str:
+    """What has the keyboard: the textarea's label, a key row's key, or the element's text."""
+    js = "(e => e.getAttribute('aria-label') || e.dataset.key || e.textContent)(document.activeElement)"
+    return str(page.evaluate(js))
+
+
+def _tab_to(page: Any, wanted: str) -> None:
+    for _ in range(30):
+        if _focused(page) == wanted:
+            return
+        if page.evaluate("document.activeElement.tagName") == "TEXTAREA":
+            page.keyboard.press("Escape")  # then Tab leaves the editor
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {wanted!r}; it stopped at {_focused(page)!r}")
+
+
+def test_keyboard_only_leaves_the_editors_goes_to_a_mistake_and_follows_a_key(page: Any) -> None:
+    """Tab indented in the editors and nothing let a keyboard out of them; the diagnostics and the
+    keys took only clicks; clicking a diagnostic scrolled to its line, but the caret stayed
+    where it was, so the message of the mistake did not show."""
+    set_text(page, PROGRAM, COUNTER.replace("n: n}", 'n: "n"}'))
+    checked(page)
+    page.focus(PROGRAM)
+    page.keyboard.press("Control+End")
+    page.keyboard.press("Tab")
+    assert _focused(page) == "program" and page.input_value(PROGRAM).endswith("\n    ")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")
+    assert _focused(page).startswith("left_open.es:5:31: error: Count carries")  # the diagnostic below
+    page.keyboard.press("Enter")
+    assert _focused(page) == "program"
+    at = page.evaluate("document.querySelector('#program-editor textarea').selectionStart")
+    assert at == COUNTER.index("{who:")  # 5:31, where the mistake underlined starts
+    assert "Count carries" in page.inner_text("#left .caret-message")
+    set_text(page, PROGRAM, COUNTER)
+    set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann") Ping("bob")\n')
+    page.keyboard.press("Control+Enter")
+    page.wait_for_function("document.body.dataset.ran !== undefined")
+    _tab_to(page, '["bob"]')
+    page.keyboard.press("Enter")
+    assert page.inner_text("#timeline-key") == 'of key ["bob"]' and _focused(page) == '["bob"]'
 
 
 def _selected_node(page: Any) -> str | None:
@@ -118,12 +178,41 @@ def test_stepping_moves_the_highlighted_state(page: Any) -> None:
     assert _selected_node(page) == "s1"
 
 
+def _inside(page: Any, inner: str, outer: str) -> bool:
+    js = """([inner, outer]) => {
+      const i = document.querySelector(inner).getBoundingClientRect();
+      const o = document.querySelector(outer).getBoundingClientRect();
+      return i.left >= o.left && i.right <= o.right && i.top >= o.top && i.bottom <= o.bottom;
+    }"""
+    return bool(page.evaluate(js, [inner, outer]))
+
+
+def test_a_large_automaton_is_drawn_at_full_size_scrolled_to_the_followed_state(page: Any) -> None:
+    """Shrunk to its box, dfa-blowup-k20's drawing (18,000 points wide) was a grey line of
+    unreadable nodes."""
+    page.select_option("#examples", "document/dfa-blowup-k20")
+    page.wait_for_function("document.querySelector('#program-editor textarea').value.includes('.{20}')")
+    run(page)
+    page.fill("#slider", "3")  # A B B: a state among the 200 drawn (the lazy DFA's first ones)
+    assert _width(page, "#automaton svg") > 5 * _width(page, "#automaton")
+    assert _inside(page, "#automaton g.node.selected", "#automaton")
+    page.fill("#slider", "6")
+    assert _inside(page, "#automaton g.node.selected", "#automaton")
+    page.click("#stage-tabs button.drawing-size")  # fit it to the box, as before
+    assert _width(page, "#automaton svg") <= _width(page, "#automaton")
+
+
 def test_a_shipped_topology_opens_runs_and_filters(page: Any) -> None:
     page.select_option("#examples", "topologies/big-trades")
     page.wait_for_selector("#program-tabs button:text('topology.yaml')")
     tabs = [b.inner_text() for b in page.query_selector_all("#program-tabs button")]
     assert tabs == ["filter.es", "three_big_trades.es", "topology.yaml"]
+    page.evaluate("document.querySelector('#trace-editor pre').firstChild.kept = true")
     run(page)
+    # the trace's highlighting is not drawn again by a run that underlines nothing in it (for a
+    # 10,000-event trace that took a quarter of a second after each run)
+    assert page.evaluate("document.querySelector('#trace-editor pre').firstChild.kept === true")
+    assert page.inner_text("#timeline-key") == "of the instance"  # filter is not grouped (was "of key null")
     assert page.is_visible("#pipeline svg")
     assert [b.inner_text() for b in page.query_selector_all("#stage-tabs button")] == ["filter", "three-big-trades"]
     assert len(page.query_selector_all("#outputs tbody tr[data-n]")) == 5
@@ -273,6 +362,92 @@ def test_the_page_address_reproduces_program_and_trace(page: Any, browser: Any) 
         assert len(other.query_selector_all("#outputs tbody tr[data-n]")) == 1
     finally:
         other.close()
+
+
+def test_a_run_stopped_by_a_limit_shows_what_it_did_and_why_it_stopped(page: Any, playground: tuple[str, Any]) -> None:
+    """A timer firing every millisecond over a day of trace, past the outputs' limit (here 50):
+    the page showed the message alone."""
+    playground[1].limits = Limits(outputs=50)
+    set_text(page, PROGRAM, "in {} Start\nout {} Tick\nStart() ( elapse[1 millisecond]() { !>Tick({}); } )*\n")
+    set_text(page, TRACE, "[2026-01-01 00:00:00] Start()\n[2026-01-02 00:00:00]\n")
+    run(page)
+    assert "more than 50 events" in page.inner_text("#run-error")
+    assert "stopped at 2026-01-01T00:00:00.051000Z" in page.inner_text("#run-error")
+    assert page.inner_text("#outputs-count") == "51 of 51 events"
+    assert "after step 53 of 53" in page.inner_text("#position")
+
+
+def test_the_server_unreachable_is_said_and_unsaid_when_it_answers_again(page: Any) -> None:
+    """The message that the server did not answer stayed once it answered again (a restarted
+    'eventscript playground'), over diagnostics that were fresh."""
+    page.route("**/api/check", lambda route: route.abort())
+    set_text(page, PROGRAM, COUNTER)
+    page.wait_for_function("document.querySelector('#run-error').textContent.includes('did not answer')")
+    page.unroute("**/api/check")
+    set_text(page, PROGRAM, COUNTER + "\n")
+    checked(page)
+    assert page.inner_text("#run-error") == ""
+
+
+def test_a_new_program_then_a_second_stage_makes_a_pipeline_that_runs(page: Any) -> None:
+    """A newcomer had to empty an example to start a program, and could not add a program to
+    make a pipeline (only the command line's files or an example had several)."""
+    page.select_option("#examples", "new", timeout=3000)
+    page.wait_for_function("document.querySelector('#program-editor textarea').value.includes('Count')")
+    run(page)
+    assert page.inner_text("#outputs-count") == "3 of 3 events" and page.inner_text("#run-error") == ""
+    page.click("#program-tabs button:text('+ stage')")
+    assert [b.inner_text() for b in page.query_selector_all("#program-tabs button[data-tab]")] == [
+        "program.es",
+        "stage2.es",
+    ]
+    busy = "in {string who; long n;} Count\nout {string who;} Busy\n"
+    busy += "( Count(c) { c.n >= 2 ? !>Busy({who: c.who}); } )*\n"
+    set_text(page, PROGRAM, busy)
+    run(page)
+    rows = page.query_selector_all("#outputs tbody tr[data-n]")
+    assert [r.query_selector_all("td")[4].inner_text() for r in rows] == ['{"who":"ann"}']
+    page.click("#program-tabs button:text('remove stage2.es')")
+    assert [b.inner_text() for b in page.query_selector_all("#program-tabs button[data-tab]")] == ["program.es"]
+
+
+def _reload(page: Any) -> None:
+    page.reload()
+    page.wait_for_selector("body[data-ready='1']")
+
+
+def test_a_reload_keeps_the_last_edit_and_a_trace_too_long_for_the_address(page: Any) -> None:
+    """The address is written 300 ms after typing, and Chromium loads no address over 2 MB: a
+    reload right after an edit, or of a long trace, took the tab back to older work unsaid."""
+    set_text(page, PROGRAM, COUNTER)
+    _reload(page)  # at once: the address does not hold the edit yet
+    assert page.input_value(PROGRAM) == COUNTER
+    # 1.2 MB in long lines (a textarea takes a long time over many short ones)
+    long_trace = "[2026-01-01 09:00:00]\n" + "".join(f"// {i}: {'x' * 1000}\n" for i in range(1200)) + 'Ping("ann")\n'
+    set_text(page, TRACE, long_trace)
+    page.wait_for_function("document.querySelector('#keeping')?.textContent", timeout=5000)
+    assert "too long for the page address" in page.inner_text("#keeping")
+    assert "#s=" not in page.url  # (the address holds no older work that a link would give)
+    _reload(page)
+    assert page.input_value(TRACE) == long_trace and page.input_value(PROGRAM) == COUNTER
+    assert "reloading this tab keeps them" in page.inner_text("#keeping")
+    assert page.input_value("#examples") == "topologies/doors"  # what the work began from (was blank)
+
+
+def _width(page: Any, selector: str) -> float:
+    return float(page.evaluate(f"document.querySelector({selector!r}).getBoundingClientRect().width"))
+
+
+def test_a_narrow_window_shows_the_run_below_the_editors_and_each_output_s_value(page: Any) -> None:
+    """Two columns in a phone's width left the run's column a few pixels wide (the page scrolled
+    sideways to 950 px); below about 1100 px the outputs' value column had no width left."""
+    run(page)
+    page.set_viewport_size({"width": 420, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 420
+    assert _width(page, "#automaton") > 350
+    assert _width(page, "#outputs tr[data-n] td:nth-child(5)") > 150  # the value (its box scrolls across)
+    page.set_viewport_size({"width": 1000, "height": 800})
+    assert _width(page, "#outputs tr[data-n] td:nth-child(5)") > 150
 
 
 def test_ten_thousand_outputs_are_all_in_the_table_but_only_those_in_view_are_drawn(page: Any) -> None:

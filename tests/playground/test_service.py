@@ -126,6 +126,39 @@ def test_limits_stop_a_run_with_a_message(limits: Limits, words: str) -> None:
     assert words in result["error"]
 
 
+TIMER_EVERY_MILLISECOND = """in {} Start
+out {} Tick
+Start() ( elapse[1 millisecond]() { !>Tick({}); } )*
+"""
+
+
+def test_a_stopped_run_says_where_in_the_trace_it_stopped_and_shows_what_it_did() -> None:
+    """A program whose timer fires every millisecond, over a day of trace, never gets to the
+    trace's end in the playground: the page showed only that a limit stopped it. The message says
+    how far in the trace's time it got, and that timers firing often are a cause; the steps and
+    outputs up to there are shown."""
+    trace = "[2026-01-01 00:00:00] Start()\n[2026-01-02 00:00:00]\n"
+    result = service.run({"programs": [{"name": "p.es", "text": TIMER_EVERY_MILLISECOND}], "trace": trace}, Limits())
+    assert "more than 20000 events" in result["error"]
+    assert "stopped at 2026-01-01T00:00:20.001000Z, after 20003 steps and 20001 outputs" in result["error"]
+    assert "if timers fire often" in result["error"]
+    assert len(result["steps"]) == 20003 and len(result["outputs"]) == 20001
+    assert [s["kind"] for s in result["steps"][:3]] == ["start", "event", "timer"]
+    assert result["outputs"][0] == {"time": "2026-01-01T00:00:00.001000Z", "event": "Tick", "value": {}, "step": 2}
+    assert result["stages"][0]["name"] == "p"
+
+
+def test_a_stopped_topology_run_shows_what_it_did_and_its_pipeline() -> None:
+    ex = examples.load("topologies/big-trades")
+    assert ex is not None
+    result = service.run(ex, Limits(steps=6))
+    assert "more than 6 steps" in result["error"] and len(result["steps"]) == 6
+    assert "<svg" in result["pipeline"]["svg"] and [s["name"] for s in result["stages"]] == [
+        "filter",
+        "three-big-trades",
+    ]
+
+
 def test_program_size_and_count_limits() -> None:
     with pytest.raises(LimitExceeded, match="over the playground's limit of 10"):
         service.check({"programs": [{"name": "p.es", "text": COUNTER}]}, Limits(program_bytes=10))
@@ -156,6 +189,18 @@ def _conformance(*folders: Path) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+@pytest.mark.parametrize(("example", "outputs"), [("topologies/doors", 1), ("document/three-big-trades-pipeline", 5)])
+def test_a_saved_case_s_command_replays_it_from_its_folder(tmp_path: Path, example: str, outputs: int) -> None:
+    """The page told to run a saved case with ``../shared/conformance/run FOLDER``: a path valid only
+    from the project's folder, and not beside an installed package."""
+    ex = examples.load(example)
+    saved = cases.save_case({**ex, "name": "saved"}, Limits(), tmp_path / "cases")
+    folder = Path(saved["path"])
+    assert saved["kind"] == "conformance" and saved["command"] in (folder / "README.md").read_text()
+    done = _replay(folder, saved["command"])
+    assert done.returncode == 0 and f"ok: {outputs} events as expected" in done.stdout, done.stdout + done.stderr
 
 
 def test_save_case_of_a_pipeline_writes_stages(tmp_path: Path) -> None:
@@ -191,9 +236,9 @@ def test_save_case_of_a_topology_writes_a_topology_test_that_passes(tmp_path: Pa
     assert _replay(folder).returncode == 1
 
 
-def _replay(folder: Path) -> subprocess.CompletedProcess[str]:
+def _replay(folder: Path, command: str = cases.TOPOLOGY_COMMAND) -> subprocess.CompletedProcess[str]:
     """The saved README's command, run in the saved folder."""
-    args = cases.TOPOLOGY_COMMAND.split()[1:]
+    args = command.split()[1:]
     return subprocess.run(
         [sys.executable, "-m", "eventscript.cli.main", *args],
         cwd=folder,

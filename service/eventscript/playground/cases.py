@@ -1,7 +1,8 @@
 """ "Save as test case": what the page runs now, written as a folder that a test runner replays.
 
 A program or a pipeline becomes a conformance case (``program.es`` or ``stage1.es``...,
-``input.trace``, ``expected.jsonl``: ``../shared/conformance/run FOLDER`` runs it). The
+``input.trace``, ``expected.jsonl``), which ``eventscript test`` replays from its folder
+(``case_command``), as the project's conformance runner does. The
 conformance format holds one program or a chain, so a topology (several programs wired by topics,
 fan-out included) is saved in the layout of the shipped ``topologies/`` folders instead:
 ``topology.yaml``, its programs, ``sample.trace`` and ``expected.jsonl``, which
@@ -42,8 +43,8 @@ def save_case(body: Any, limits: Limits, cases_dir: Path) -> dict[str, Any]:
     if body.get("topology") is not None:
         files, kind, command = _topology_files(name, sources, body["topology"], trace), "topology", TOPOLOGY_COMMAND
     else:
-        files, kind = _conformance_files(name, sources, trace), "conformance"
-        command = f"../shared/conformance/run {folder}"
+        command = case_command(len(sources))
+        files, kind = _conformance_files(name, sources, trace, command), "conformance"
     files["expected.jsonl"] = expected
     folder.mkdir(parents=True)
     for fname, text in files.items():  # a topology's programs may sit in folders below it
@@ -55,15 +56,24 @@ def save_case(body: Any, limits: Limits, cases_dir: Path) -> dict[str, Any]:
 _CHECK_IT = "the expected output is what `eventscript test` emitted when it was saved; check it before relying on it."
 
 
-def _conformance_files(name: str, sources: list[Source], trace: str) -> dict[str, str]:
-    files: dict[str, str] = {}
-    if len(sources) == 1:
-        files["program.es"] = sources[0].text
-    else:
-        for i, s in enumerate(sources, 1):
-            files[f"stage{i}.es"] = s.text
+def _program_files(count: int) -> list[str]:
+    return ["program.es"] if count == 1 else [f"stage{i}.es" for i in range(1, count + 1)]
+
+
+def case_command(programs: int) -> str:
+    """The command that replays a saved conformance case, run from its folder: wherever the
+    playground was started (the conformance runner, ``../shared/conformance/run`` from the
+    project's folder, is not beside an installed package)."""
+    return f"eventscript test --trace input.trace {' '.join(_program_files(programs))} --expect expected.jsonl"
+
+
+def _conformance_files(name: str, sources: list[Source], trace: str, command: str) -> dict[str, str]:
+    files = {fname: s.text for fname, s in zip(_program_files(len(sources)), sources)}
     files["input.trace"] = trace
-    files["README.md"] = f"# {name}\n\nSaved from the EventScript playground: {_CHECK_IT}\n"
+    files["README.md"] = (
+        f"# {name}\n\nA conformance case saved from the EventScript playground. Run it from this folder:\n\n"
+        f"```\n{command}\n```\n\nThe {_CHECK_IT}\n"
+    )
     return files
 
 

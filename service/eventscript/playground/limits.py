@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine.timeutil import format_time
+
 
 class LimitExceeded(Exception):
     """A request went past a limit; the message says which, and what to do."""
@@ -46,28 +48,48 @@ class Limits:
         return RunGuard(self)
 
 
+#: A run's limit is met by a long trace, or by timers firing often over a long span of time.
+_WHAT_TO_DO = "shorten the trace (or the time it spans, if timers fire often), or run it with 'eventscript test'"
+
+
 class RunGuard:
     """Called with the recorder before each step of a run: stops it past the time, output or
-    step limit (a single step's actions are not interrupted)."""
+    step limit (a single step's actions are not interrupted). Keeps the recorder, so that what a
+    stopped run did can be shown."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.deadline = time.monotonic() + limits.run_seconds
+        self.deadline = 0.0  # set at the run's first step: reading the trace is not its time
+        self.recorder: Any = None
 
     def __call__(self, recorder: Any) -> None:
+        if self.recorder is None:
+            self.deadline = time.monotonic() + self.limits.run_seconds
+        self.recorder = recorder
         lim = self.limits
         if len(recorder.outputs) > lim.outputs:
             raise LimitExceeded(
-                f"the run emitted more than {lim.outputs} events, the playground's limit; "
-                f"shorten the trace, or run it with 'eventscript test'"
+                f"the run emitted more than {lim.outputs} events, the playground's limit{_where(recorder)}; "
+                f"{_WHAT_TO_DO}"
             )
         if len(recorder.steps) >= lim.steps:
             raise LimitExceeded(
-                f"the run took more than {lim.steps} steps, the playground's limit; "
-                f"shorten the trace, or run it with 'eventscript test'"
+                f"the run took more than {lim.steps} steps, the playground's limit{_where(recorder)}; {_WHAT_TO_DO}"
             )
         if time.monotonic() > self.deadline:
             raise LimitExceeded(
-                f"the run took longer than {lim.run_seconds:g} s, the playground's limit; "
-                f"shorten the trace, or run it with 'eventscript test'"
+                f"the run took longer than {lim.run_seconds:g} s, the playground's limit{_where(recorder)}; "
+                f"{_WHAT_TO_DO}"
             )
+
+
+def _where(recorder: Any) -> str:
+    """Where a stopped run had got to, in the trace's time: a timer that fires every millisecond
+    stops within the first seconds of the trace, a long trace near its end."""
+    steps = recorder.steps
+    if not steps:
+        return ""
+    return (
+        f" (stopped at {format_time(steps[-1].time)}, after {len(steps)} steps and "
+        f"{len(recorder.outputs)} outputs: the run up to there is shown)"
+    )

@@ -4,6 +4,7 @@ HTTP layer (``server``) only moves JSON; these functions are tested without it."
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ from ..language.source import SourceFile
 from ..tester.recording import record_pipeline, record_topology
 from ..tester.trace import TraceError, parse_trace
 from . import drawing, topology_check
-from .limits import LimitExceeded, Limits
+from .limits import LimitExceeded, Limits, RunGuard
 from .source import Source, name_problem
 
 if TYPE_CHECKING:  # for the annotation only: _run_topology imports the topology package when it runs
@@ -122,20 +123,18 @@ def run(body: Any, limits: Limits) -> dict[str, Any]:
     refused = next((r for s, c in zip(sources, comps) if (r := _externals_refused(s, c, limits))), None)
     if refused:
         return {**result, "error": refused}
+    guard = limits.run_guard()
+    stages = _Stages()
     try:
         limits.check_trace(trace)
         items = _trace_items(trace)
         if topology is not None:
-            recording, graph = _run_topology(sources, topology, items, limits)
-            result["pipeline"] = drawing.pipeline(graph)
-            # every stage compiled (_run_topology refuses a topology with one that did not)
-            compiled = [st.compilation.require() for st in graph.stages if st.compilation is not None]
-            files = [str(PurePosixPath(st.config.source)) for st in graph.stages]
+            recording = _run_topology(sources, topology, items, guard, stages)
         else:
-            compiled = [c.require() for c in comps]
-            names = [s.stem for s in sources]
-            recording = record_pipeline(compiled, items, names, limits.run_guard())
-            files = [s.name for s in sources]
+            stages.compiled = [c.require() for c in comps]
+            stages.names = [s.stem for s in sources]
+            stages.files = [s.name for s in sources]
+            recording = record_pipeline(stages.compiled, items, stages.names, guard)
     except TraceError as exc:
         return {
             **result,
@@ -143,12 +142,31 @@ def run(body: Any, limits: Limits) -> dict[str, Any]:
             "trace_error": {"line": exc.pos.line, "col": exc.pos.col, "message": exc.message},
         }
     except LimitExceeded as exc:
-        return {**result, "error": str(exc)}
+        if guard.recorder is None:  # (stopped before the run: the trace's size)
+            return {**result, "error": str(exc)}
+        # what ran up to the limit: a program that never ends shows its first steps
+        recording = Recording(guard.recorder, stages.names)
+        return {**result, **stages.pictures(), **_shown(recording, stages.compiled, stages.files), "error": str(exc)}
     except _TopologyProblem as exc:
         return {**result, "error": str(exc)}
     except EngineError as exc:  # e.g. an allowed external function that cannot be loaded
         return {**result, "error": f"the program cannot run: {exc}"}
-    return {**result, **_shown(recording, compiled, files)}
+    return {**result, **stages.pictures(), **_shown(recording, stages.compiled, stages.files)}
+
+
+@dataclass
+class _Stages:
+    """What a run's answer says of its stages, known before it runs (so that a run stopped by a
+    limit still shows what it did): each stage's compiled program, name and file (by the name the
+    page's tab has: a topology's ``source:``), and a topology's graph."""
+
+    compiled: list[Any] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    graph: TopologyGraph | None = None
+
+    def pictures(self) -> dict[str, Any]:
+        return {} if self.graph is None else {"pipeline": drawing.pipeline(self.graph)}
 
 
 class _TopologyProblem(Exception):
@@ -156,8 +174,8 @@ class _TopologyProblem(Exception):
 
 
 def _run_topology(
-    sources: list[Source], yaml_text: str, items: list[Any], limits: Limits
-) -> tuple[Recording, TopologyGraph]:
+    sources: list[Source], yaml_text: str, items: list[Any], guard: RunGuard, stages: _Stages
+) -> Recording:
     """A topology runs from files: the YAML and the programs in a temporary folder."""
     from ..topology.check import check as check_topology
     from ..topology.check import errors as check_errors
@@ -165,7 +183,7 @@ def _run_topology(
 
     with topology_check.topology_folder(sources, yaml_text) as folder:
         try:
-            graph = topology_check.load(folder, limits.allow_externals)
+            graph = topology_check.load(folder, guard.limits.allow_externals)
         except TopologyError as exc:
             raise _TopologyProblem(topology_check.without_folder(str(exc), folder)) from None
         problems = check_errors(check_topology(graph))
@@ -174,7 +192,12 @@ def _run_topology(
         bad = [st.name for st in graph.stages if not st.ok]
         if bad:
             raise _TopologyProblem(f"programs that do not compile: {', '.join(bad)}")
-        return record_topology(graph, items, limits.run_guard()), graph
+        # every stage compiled (refused above otherwise)
+        stages.compiled = [st.compilation.require() for st in graph.stages if st.compilation is not None]
+        stages.names = [st.name for st in graph.stages]
+        stages.files = [str(PurePosixPath(st.config.source)) for st in graph.stages]
+        stages.graph = graph
+        return record_topology(graph, items, guard)
 
 
 def _shown(recording: Recording, compiled: list[Any], files: list[str]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ const state = {
   position: 0, // how many top-level steps have happened
   stage: 0,
   selectedKey: null, // JSON of the key followed
+  example: "", // the id of the example the work began from ("" for none)
   editVersion: 0,
 };
 
@@ -129,16 +130,28 @@ class Editor {
     const caret = () => this.showCaretMessage();
     this.textarea.addEventListener("click", caret);
     this.textarea.addEventListener("keyup", caret);
+    // Tab indents; Esc then Tab leaves the editor (else a keyboard could never leave it).
+    this.tabLeaves = false;
     this.textarea.addEventListener("keydown", (e) => {
-      if (e.key === "Tab") {
+      if (e.key === "Escape") { this.tabLeaves = true; return; }
+      if (e.key === "Tab" && !this.tabLeaves && !e.ctrlKey && !e.altKey && !e.metaKey) {
         e.preventDefault();
-        document.execCommand("insertText", false, "    ");
+        if (!e.shiftKey) document.execCommand("insertText", false, "    ");
       }
+      if (!["Shift", "Tab"].includes(e.key)) this.tabLeaves = false;
     });
+    this.textarea.addEventListener("blur", () => { this.tabLeaves = false; });
   }
   get value() { return this.textarea.value; }
   set value(text) { this.textarea.value = text; this.render(); }
-  decorate(decorations) { this.decorations = decorations; this.render(); this.showCaretMessage(); }
+  decorate(decorations) {
+    // (none before and none now: the text as drawn is right; drawing a 10,000-event trace's
+    // highlighting again took a quarter of a second after each run)
+    const unchanged = !decorations.length && !this.decorations.length;
+    this.decorations = decorations;
+    if (!unchanged) this.render();
+    this.showCaretMessage();
+  }
   // The message of the underline under the caret, below the editor (the textarea covers the
   // underlines, so they cannot show a tooltip of their own).
   showCaretMessage() {
@@ -157,6 +170,15 @@ class Editor {
     const lh = parseFloat(getComputedStyle(this.textarea).lineHeight) || 19;
     this.textarea.scrollTop = Math.max(0, (line - 3) * lh);
   }
+  // The caret to line:col, so that the message of the mistake there shows below the editor and
+  // typing mends it.
+  goTo(line, col) {
+    const at = offsetOf(this.value, line, col);
+    this.textarea.focus({ preventScroll: true });
+    this.textarea.setSelectionRange(at, at);
+    this.reveal(line);
+    this.showCaretMessage();
+  }
 }
 
 let programEditor, traceEditor;
@@ -169,7 +191,7 @@ async function post(path, body) {
     const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
     return await response.json();
   } catch (err) {
-    return { error: `the playground server did not answer (${err}); is 'eventscript playground' still running?` };
+    return { error: `the playground server did not answer (${err}); is 'eventscript playground' still running?`, unreachable: true };
   }
 }
 
@@ -194,7 +216,59 @@ function renderTabs() {
     b.addEventListener("click", () => { state.tab = i; loadEditor(); });
     nav.appendChild(b);
   });
+  if (state.topology !== null) return; // (a topology's programs are those its YAML names)
+  // A pipeline is built here too: each program reads what the one before it emits.
+  const add = document.createElement("button");
+  add.textContent = "+ stage";
+  add.className = "tab-action";
+  add.title = "Add a program after the last one: a pipeline, each stage reading the events the one before emits";
+  add.addEventListener("click", addStage);
+  nav.appendChild(add);
+  if (state.programs.length > 1) {
+    const remove = document.createElement("button");
+    remove.textContent = `− remove ${state.programs[state.tab].name}`;
+    remove.className = "tab-action";
+    remove.addEventListener("click", removeStage);
+    nav.appendChild(remove);
+  }
 }
+
+function addStage() {
+  const taken = new Set(state.programs.map((p) => p.name));
+  let n = state.programs.length + 1;
+  while (taken.has(`stage${n}.es`)) n++;
+  state.programs.push({ name: `stage${n}.es`, text: NEW_STAGE });
+  state.tab = state.programs.length - 1;
+  loadEditor();
+  onProgramInput(state.programs[state.tab].text);
+  programEditor.textarea.focus();
+}
+
+function removeStage() {
+  const name = state.programs[state.tab].name;
+  state.programs.splice(state.tab, 1);
+  delete state.diagnostics[name];
+  state.tab = Math.min(state.tab, state.programs.length - 1);
+  loadEditor();
+  onProgramInput(state.programs[state.tab].text);
+}
+
+// What "a new program" and "+ stage" start from: a program that runs, saying what its parts are.
+const NEW_PROGRAM = `// A program: the events it reads (in) and emits (out), each with its type; then a regular
+// expression over events, with actions in { }. group(...) gives each key an instance of its own.
+in {string who;} Ping group(Ping.who)
+out {string who; long n;} Count
+
+{ n = 0; }
+( Ping() { n = n + 1; !>Count({who: group[0], n: n}); } )*
+`;
+const NEW_TRACE = `// A trace: a [date time], then the events at that time; [hh:mm:ss] moves the clock on.
+[2026-01-01 09:00:00] Ping("ann") Ping("bob")
+[09:00:05] Ping("ann")
+`;
+const NEW_STAGE = `// A stage of the pipeline: it reads what the stage before it emits (declare those events
+// with in), and what it emits goes to the next stage, or to the outputs if it is the last.
+`;
 
 function loadEditor() {
   renderTabs();
@@ -237,6 +311,8 @@ function decorateProgram() {
 
 function renderDiagnostics() {
   const ul = $("#diagnostics");
+  // (rebuilt at each check and step: a keyboard on the n-th message stays on the n-th)
+  const focused = [...ul.children].indexOf(document.activeElement);
   ul.innerHTML = "";
   let count = 0;
   const files = state.programs.map((p) => p.name).concat(state.topology !== null ? [TOPOLOGY] : []);
@@ -246,7 +322,8 @@ function renderDiagnostics() {
       const li = document.createElement("li");
       li.className = `diag-${d.severity}`;
       li.textContent = `${name}:${d.line}:${d.col}: ${d.severity}: ${d.message}${d.hint ? " (hint: " + d.hint + ")" : ""}`;
-      li.addEventListener("click", () => { state.tab = i; loadEditor(); programEditor.reveal(d.line); });
+      li.tabIndex = 0;
+      li.addEventListener("click", () => { state.tab = i; loadEditor(); programEditor.goTo(d.line, d.col); });
       ul.appendChild(li);
     }
   });
@@ -256,6 +333,7 @@ function renderDiagnostics() {
     li.textContent = "no errors or warnings";
     ul.appendChild(li);
   }
+  if (focused >= 0) (ul.children[focused] || ul.lastElementChild)?.focus({ preventScroll: true });
 }
 
 let checkTimer = null;
@@ -271,12 +349,25 @@ async function check() {
   const version = state.editVersion;
   const answer = await post("/api/check", { programs: state.programs, topology: state.topology });
   if (seq !== checkSeq) return; // a later check was sent: its answer counts
-  if (answer.error) { $("#run-error").textContent = answer.error; return; }
+  const told = $("#run-error");
+  if (answer.error) {
+    told.textContent = answer.error;
+    told.dataset.unreachable = answer.unreachable ? "1" : "";
+    return;
+  }
+  if (told.dataset.unreachable) { told.textContent = ""; told.dataset.unreachable = ""; } // it answers again
   state.diagnostics = {};
   for (const p of answer.programs) state.diagnostics[p.name] = p.diagnostics;
   if (answer.topology) state.diagnostics[TOPOLOGY] = answer.topology.diagnostics;
   decorateProgram();
   document.body.dataset.checked = String(version);
+}
+
+// What is shown is the run of the text as it was: say so once the text differs.
+function markStale() {
+  const ran = state.result && state.ran;
+  $("#stale").hidden = !ran || (ran.trace === state.trace && ran.topology === state.topology
+    && ran.programs === JSON.stringify(state.programs));
 }
 
 function onProgramInput(text) {
@@ -286,19 +377,22 @@ function onProgramInput(text) {
   document.body.dataset.edited = String(state.editVersion);
   scheduleCheck();
   saveAddress();
+  markStale();
 }
 
 function onTraceInput(text) {
   state.trace = text;
   traceEditor.decorate([]);
   saveAddress();
+  markStale();
 }
 
 // ---------------------------------------------------------------------------------------------
 // The page address: program, trace and topology, so that a link reproduces a run
 
 function encodeState() {
-  const json = JSON.stringify({ p: state.programs, t: state.trace, y: state.topology });
+  // (e: the example the work began from, so that the menu names it again after a reload)
+  const json = JSON.stringify({ p: state.programs, t: state.trace, y: state.topology, e: state.example || undefined });
   const bytes = new TextEncoder().encode(json);
   let bin = "";
   for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
@@ -309,19 +403,71 @@ function decodeState(text) {
   const bin = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
   const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
   const obj = JSON.parse(new TextDecoder().decode(bytes));
-  return { programs: obj.p, trace: obj.t, topology: obj.y ?? null };
+  return { programs: obj.p, trace: obj.t, topology: obj.y ?? null, id: obj.e };
 }
+
+// Chromium does not load an address over 2 MB: past this many characters the address carries
+// nothing, and reloading the tab takes its work from the tab's session storage instead (which
+// also holds the last edit when the tab is reloaded before the address caught up with it).
+const ADDRESS_LIMIT = 1500000;
+const KEPT = "eventscript-playground"; // the session storage item: this tab's programs and trace
 
 let addressTimer = null;
 function saveAddress() {
   clearTimeout(addressTimer);
-  addressTimer = setTimeout(() => history.replaceState(null, "", "#s=" + encodeState()), 300);
+  addressTimer = setTimeout(saveNow, 300);
+}
+
+function saveNow() {
+  clearTimeout(addressTimer);
+  addressTimer = null;
+  const encoded = encodeState();
+  const inAddress = encoded.length + 3 <= ADDRESS_LIMIT;
+  history.replaceState(null, "", inAddress ? "#s=" + encoded : location.pathname + location.search);
+  let kept = true;
+  try { sessionStorage.setItem(KEPT, encoded); } catch { kept = false; }
+  try { if (!kept) sessionStorage.removeItem(KEPT); } catch { /* storage refused altogether */ }
+  $("#keeping").textContent = inAddress ? (kept ? "" : "this tab's storage is refused: reloading keeps what the address holds")
+    : kept ? `the programs and trace are too long for the page address (${Math.round(encoded.length / 1e6 * 10) / 10} MB encoded, `
+      + `over ${ADDRESS_LIMIT / 1e6} MB): reloading this tab keeps them, a link to the page does not; "Save as test case" writes them to a folder`
+    : `the programs and trace are too long to keep (${Math.round(encoded.length / 1e6 * 10) / 10} MB encoded): `
+      + `a reload loses them; "Save as test case" writes them to a folder`;
+}
+
+// What the tab opens with: on a reload, what the tab held (its storage has the last edit, which
+// the address may not: it is written 300 ms after typing, and not at all past ADDRESS_LIMIT);
+// else a link's content; else nothing (the server's initial files, or the doors example).
+function addressed() {
+  const reloaded = performance.getEntriesByType("navigation")[0]?.type === "reload";
+  let kept = null;
+  try { kept = reloaded ? sessionStorage.getItem(KEPT) : null; } catch { /* storage refused */ }
+  if (kept) {
+    try { return decodeState(kept); } catch { /* written by another version of the page */ }
+  }
+  return linked();
+}
+
+function linked() {
+  const hash = location.hash.startsWith("#s=") ? location.hash.slice(3) : "";
+  if (!hash) return null;
+  try { return decodeState(hash); } catch (err) {
+    $("#run-error").textContent = "the page address holds no readable program: " + err;
+    return null;
+  }
+}
+
+// A link pasted into this tab's address bar changes only the hash (no reload): open it.
+function onHashChange() {
+  const content = linked();
+  if (content && location.hash !== "#s=" + encodeState()) open(content);
 }
 
 function open(content) {
   state.programs = content.programs && content.programs.length ? content.programs : [{ name: "program.es", text: "" }];
   state.topology = content.topology ?? null;
   state.trace = content.trace ?? "";
+  state.example = content.id ?? "";
+  $("#examples").value = state.example;
   state.tab = 0;
   state.diagnostics = {};
   state.result = null;
@@ -331,7 +477,7 @@ function open(content) {
   state.editVersion++;
   document.body.dataset.edited = String(state.editVersion);
   check();
-  saveAddress();
+  saveNow(); // at once: the note on what a reload keeps is shown with what it is about
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -346,7 +492,10 @@ function clearRun() {
   $("#flows-box").hidden = true;
   $("#automaton").innerHTML = "";
   $("#stage-tabs").innerHTML = "";
-  $("#position").textContent = "";
+  $("#position").textContent = "Run (Ctrl-Enter) runs the trace through the program: its outputs, "
+    + "each key's state and every step show here.";
+  $("#stale").hidden = true;
+  $("#run-summary").hidden = true;
   $("#pipeline-box").hidden = true;
   $("#run-error").textContent = "";
   $("#slider").max = "0";
@@ -363,7 +512,7 @@ async function run() {
     for (const p of answer.programs) state.diagnostics[p.name] = p.diagnostics;
     decorateProgram();
   }
-  if (answer.error) {
+  if (answer.error && !answer.steps) {
     $("#run-error").textContent = answer.error;
     if (answer.trace_error) {
       const at = offsetOf(state.trace, answer.trace_error.line, answer.trace_error.col);
@@ -375,6 +524,7 @@ async function run() {
   for (const s of answer.steps) s.keyId = s.after ? JSON.stringify(s.after.key) : null;
   state.result = answer;
   state.ranPrograms = JSON.stringify(state.programs);
+  state.ran = { programs: state.ranPrograms, trace: state.trace, topology: state.topology };
   state.folded = null;
   state.tops = answer.steps.filter((s) => s.parent === null).map((s) => s.i);
   state.stage = 0;
@@ -386,7 +536,47 @@ async function run() {
     $("#pipeline").innerHTML = answer.pipeline.svg || `<pre>${esc(answer.pipeline.dot)}</pre>`;
   }
   moveTo(state.tops.length);
+  traceEditor.decorate(refusedInTrace(answer.outputs));
+  // a run stopped by a limit: what it did up to there is shown, and why it stopped
+  if (answer.error) $("#run-error").textContent = answer.error;
+  summarize(answer);
   document.body.dataset.ran = String(Math.round(performance.now() - started));
+}
+
+// Under the trace, where the eye is after Run: what the run did, and a link to its outputs
+// (on a laptop's screen the Outputs table is below the drawing, out of view).
+function summarize(answer) {
+  const errors = answer.outputs.filter((o) => o.event === "$error").length;
+  const outputs = answer.outputs.length - errors;
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  const box = $("#run-summary");
+  box.innerHTML = `${answer.error ? "Stopped" : "Ran"} ${plural(state.tops.length, "step")}: `
+    + `<a href="#outputs-title">${plural(outputs, "output")}${errors ? ` and ${plural(errors, "$error event")}` : ", no $error"}</a>.`;
+  box.querySelector("a").addEventListener("click", (e) => { // (the address keeps the work, not "#outputs-title")
+    e.preventDefault();
+    $("#outputs-title").scrollIntoView({ block: "start" });
+  });
+  box.hidden = false;
+}
+
+// Trace events the run refused with an $error that places them ("trace:2:12: Opened: door:
+// expected a string ...": a value not of the declared type) are underlined where they are, as a
+// mistake in the program is; else only a row of the outputs said so.
+const REFUSED_MARKS = 1000;
+function refusedInTrace(outputs) {
+  const marks = [];
+  let starts = null;
+  for (const o of outputs) {
+    const m = o.event === "$error" && /^trace:(\d+):(\d+): ([\s\S]*)$/.exec(o.value?.message ?? "");
+    if (!m) continue;
+    starts = starts || lineStarts(state.trace);
+    const at = Math.min(state.trace.length, (starts[Number(m[1]) - 1] ?? state.trace.length) + Number(m[2]) - 1);
+    const name = extentAt(state.trace, at); // the event's name, and its value in parentheses
+    const end = state.trace[name] === "(" ? extentAt(state.trace, name) : name;
+    marks.push([at, end, "diag-error", `$error ${o.value.code}: ${m[3]}`]);
+    if (marks.length >= REFUSED_MARKS) break;
+  }
+  return marks;
 }
 
 function renderStageTabs() {
@@ -402,10 +592,45 @@ function renderStageTabs() {
   drawAutomaton();
 }
 
+// Shrunk to the box, a large automaton (dfa-blowup-k20: 18,000 points wide) is a grey line;
+// past this shrinking it is drawn at READ_SCALE (labels of about 11 px) in its scrolling box, the
+// followed key's state scrolled into view, and a button switches between the two.
+const FIT_SCALE = 0.5;
+const READ_SCALE = 0.6;
+
 function drawAutomaton() {
   const st = state.result.stages[state.stage];
   const a = st.automaton;
-  $("#automaton").innerHTML = a.svg || `<pre>${esc(a.dot)}</pre>`;
+  const box = $("#automaton");
+  box.innerHTML = a.svg || `<pre>${esc(a.dot)}</pre>`;
+  const svg = box.querySelector("svg");
+  const width = svg ? svg.viewBox.baseVal.width * 4 / 3 : 0; // points to CSS pixels
+  const large = width * FIT_SCALE > box.clientWidth;
+  box.classList.toggle("full", large);
+  const nav = $("#stage-tabs");
+  if (!large) return;
+  svg.style.width = `${Math.round(width * READ_SCALE)}px`; // (fitted, max-width shrinks it to the box)
+  const toggle = document.createElement("button");
+  toggle.className = "drawing-size";
+  toggle.textContent = "fit the drawing to the box";
+  toggle.title = "The automaton is large: it is drawn large enough to read, scrolled to the followed key's state";
+  toggle.addEventListener("click", () => {
+    const full = box.classList.toggle("full");
+    toggle.textContent = full ? "fit the drawing to the box" : "draw it large";
+    if (full) scrollToFollowed();
+  });
+  nav.appendChild(toggle);
+}
+
+function scrollToFollowed() {
+  const box = $("#automaton");
+  // (else the drawing's label: a lazy DFA's says that the states drawn are only the first ones)
+  const node = box.querySelector("g.node.selected") || box.querySelector("g.node.current")
+    || box.querySelector("svg g.graph > text");
+  if (!box.classList.contains("full") || !node) return;
+  const r = node.getBoundingClientRect(), b = box.getBoundingClientRect();
+  box.scrollLeft += r.left - b.left - Math.max(0, (b.width - r.width) / 2); // (a label wider than the box: its start)
+  box.scrollTop += r.top - b.top - (b.height - r.height) / 2;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,12 +713,16 @@ function renderAt() {
   for (const [key, view] of instances) {
     if (++listed > KEY_ROWS && key !== state.selectedKey) continue;
     const cls = [key === state.selectedKey ? "selected" : "", view.ended ? "ended" : ""].join(" ");
-    rows.push(`<tr class="${cls}" data-key="${esc(key)}"><td>${esc(view.key === null ? "(the instance)" : show(view.key))}</td>`
+    rows.push(`<tr class="${cls}" data-key="${esc(key)}" tabindex="0"><td>${esc(view.key === null ? "(the instance)" : show(view.key))}</td>`
       + `<td class="state">${esc(stateText(stage, view))}</td><td>${esc(waitingText(stage, view))}</td>`
       + `<td>${esc(varsText(stage, view))}</td><td>${esc(timerText(stage, view))}</td></tr>`);
   }
   if (listed > KEY_ROWS) rows.push(`<tr><td colspan="5">… ${listed - KEY_ROWS} more keys (follow one from the outputs or the timeline)</td></tr>`);
+  const focusedKey = document.activeElement?.closest?.("#keys tr[data-key]")?.dataset.key;
   $("#keys tbody").innerHTML = rows.join("");
+  if (focusedKey !== undefined) { // (the rows are built anew: keep a keyboard's place in them)
+    [...$("#keys tbody").querySelectorAll("tr[data-key]")].find((tr) => tr.dataset.key === focusedKey)?.focus();
+  }
   // the automaton: the states keys are in
   const svg = $("#automaton svg");
   if (svg) {
@@ -513,6 +742,7 @@ function renderAt() {
       if (tip && current.has(title)) tip.textContent = title; // keep Graphviz's title for lookups
     }
   }
+  scrollToFollowed();
   renderTimeline(stage, end);
   renderOutputs(end);
   renderFlows(end);
@@ -528,7 +758,9 @@ function describe(step) {
 
 function renderTimeline(stage, end) {
   const res = state.result;
-  $("#timeline-key").textContent = state.selectedKey ? `of key ${state.selectedKey}` : "";
+  // (an ungrouped program's one instance has the key null: the keys table calls it "the instance")
+  $("#timeline-key").textContent = state.selectedKey === "null" ? "of the instance"
+    : state.selectedKey ? `of key ${state.selectedKey}` : "";
   const rows = [];
   let shown = 0;
   for (const s of res.steps) {
@@ -603,7 +835,7 @@ function outputRow(n, end) {
   const cls = [o.event === "$error" ? "error" : "", o.step !== undefined && o.step >= end ? "future" : ""].join(" ");
   const cells = [String(n), o.time, o.event, o.key ? JSON.stringify(o.key) : "", JSON.stringify(o.value),
     (o.program ?? "") + (o.topic ? " → " + o.topic : "")];
-  return `<tr class="${cls}" data-n="${n}">${cells.map((c) => `<td title="${esc(c)}">${esc(c)}</td>`).join("")}</tr>`;
+  return `<tr class="${cls}" data-n="${n}" tabindex="0">${cells.map((c) => `<td title="${esc(c)}">${esc(c)}</td>`).join("")}</tr>`;
 }
 
 function drawOutputRows() {
@@ -617,7 +849,9 @@ function drawOutputRows() {
   for (let i = first; i < last; i++) html.push(outputRow(rows[i], outputsView.end));
   html.push(spacer(rows.length - last));
   const body = $("#outputs tbody");
+  const focused = document.activeElement?.closest?.("#outputs tr[data-n]")?.dataset.n;
   body.innerHTML = html.join("");
+  if (focused !== undefined) body.querySelector(`tr[data-n="${focused}"]`)?.focus({ preventScroll: true });
   const drawn = body.querySelector("tr[data-n]");
   const measured = drawn ? drawn.getBoundingClientRect().height : h;
   if (measured > 0 && Math.abs(measured - h) > 0.5) { // the font gave rows another height: draw again
@@ -660,10 +894,13 @@ async function loadExamples() {
 
 async function openExample(id) {
   if (!id) return;
+  if (id === "new") {
+    open({ programs: [{ name: "program.es", text: NEW_PROGRAM }], trace: NEW_TRACE, id });
+    return;
+  }
   const ex = await (await fetch("/api/examples/" + encodeURIComponent(id).replace(/%2F/g, "/"))).json();
   if (ex.error) { $("#run-error").textContent = ex.error; return; }
   open(ex);
-  $("#examples").value = id;
 }
 
 async function saveCase() {
@@ -674,7 +911,7 @@ async function saveCase() {
     told = `saved ${answer.path}: ${answer.files.join(", ")}`;
     // a conformance case holds one program or a chain: a topology is saved as topologies/ are
     if (answer.kind === "topology") told += ` (a topology test, not a conformance case; run it in that folder: ${answer.command})`;
-    else told += ` (run it: ${answer.command})`;
+    else told += ` (a conformance case; run it in that folder: ${answer.command})`;
   }
   $("#case-result").textContent = told;
   $("#case-result").dataset.path = answer.path || "";
@@ -711,17 +948,21 @@ async function start() {
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(); return; }
     if (e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLInputElement) return;
+    // a diagnostic, a key or an output reached by Tab: Enter or Space does what a click does
+    if ((e.key === "Enter" || e.key === " ") && e.target.matches?.("li[tabindex], tr[tabindex]")) {
+      e.preventDefault();
+      e.target.click();
+      return;
+    }
     if (e.key === "ArrowRight") moveTo(state.position + 1);
     else if (e.key === "ArrowLeft") moveTo(state.position - 1);
     else if (e.key === "Home") moveTo(0);
     else if (e.key === "End") moveTo(state.tops.length);
   });
+  window.addEventListener("pagehide", () => { if (addressTimer !== null) saveNow(); });
+  window.addEventListener("hashchange", onHashChange);
   await loadExamples();
-  const hash = location.hash.startsWith("#s=") ? location.hash.slice(3) : "";
-  let content = null;
-  if (hash) {
-    try { content = decodeState(hash); } catch (err) { $("#run-error").textContent = "the page address holds no readable program: " + err; }
-  }
+  let content = addressed();
   if (!content) {
     const initial = await (await fetch("/api/initial")).json();
     if (initial.programs) content = initial;
