@@ -54,6 +54,13 @@ class TestSyntaxErrors:
     @pytest.mark.parametrize(
         ("text", "line", "col", "message", "hint"),
         [
+            (  # the playground walk: the error is where '|' was found, the hint says which '(' is open
+                "in {} A, {} B\n( A()\n  ( B(\n  | A() )\n)*",
+                4,
+                3,
+                "expected ')' or a variable name, found '|'",
+                "the '(' of B at 3:6 is not closed: write B() or B(x)",
+            ),
             (
                 "in long A\nout long B\n( A(x) { !>B(x) } )*",
                 3,

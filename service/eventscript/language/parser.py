@@ -508,7 +508,8 @@ class Parser:
         after it, and assigned from it by the action returned third, placed right after the
         marker (``_stored``) at the target's place in the program text: what an action block
         written there would do."""
-        self.expect("(", hint=f"write {what}() or {what}(variable)")
+        opened = self.expect("(", hint=f"write {what}() or {what}(variable)")
+        unclosed = f"the '(' of {what} at {opened.pos.line}:{opened.pos.col} is not closed: write {what}() or {what}(x)"
         if self.at("IDENT") and self.peek().kind in ("[", "."):
             first = self.tok
             target = self.parse_postfix_expr()
@@ -527,7 +528,7 @@ class Parser:
             v = self.advance()
             self.expect(")", hint="an event marker holds one variable: x, a[i] or s.f")
             return v.text, v.pos, None
-        self.expect(")", "')' or a variable name")
+        self.expect(")", "')' or a variable name", hint=unclosed)
         return None, None, None
 
     def parse_arrive_pattern(self) -> ast.ArrivePattern:
