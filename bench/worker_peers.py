@@ -42,11 +42,12 @@ Usage:
   python bench/worker_peers.py --setup-quix                        # once: bench/.cache/quix-venv
   python bench/worker_peers.py [--records N] [--keys 1000,100000] [--orders random,zipf]
                                [--partitions P] [--rounds R] [--contenders loop,loop-durable,es-alo,...]
-                               [--timeline] [--threads]
+                               [--timeline] [--threads] [--idle SECONDS]
                                [--contenders es-alo,es-alo+producer.compression.type=none,...]
                                [--against OTHER/service --contenders loop,es-alo,es-alo@before,...]
 The issue's sizes: --records 200000 --partitions 3. The broker: $KAFKA_BOOTSTRAP_SERVERS, or the
-embedded Tansu broker, started and stopped by the bench.
+embedded Tansu broker, started and stopped by the bench; $BENCH_BROKER_PID, the process whose CPU
+is printed as the broker's (with the embedded broker, its own).
 """
 
 from __future__ import annotations
@@ -446,12 +447,14 @@ def peak_rss_mib(pid: int, field: str = "VmHWM") -> float:
 
 
 class Broker:
-    """$KAFKA_BOOTSTRAP_SERVERS, or an embedded Tansu broker this bench starts and stops."""
+    """$KAFKA_BOOTSTRAP_SERVERS, or an embedded Tansu broker this bench starts and stops. The
+    broker's CPU is read from its process: the embedded one's, or $BENCH_BROKER_PID's (a broker of
+    one's own on this machine: fewer, larger requests show there too)."""
 
     def __init__(self) -> None:
         self.embedded = None
         self.bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
-        self.pid: int | None = None
+        self.pid: int | None = int(os.environ["BENCH_BROKER_PID"]) if os.environ.get("BENCH_BROKER_PID") else None
 
     def __enter__(self) -> Broker:
         if not self.bootstrap:
@@ -600,10 +603,13 @@ def race(
     timeline: bool = False,
     against: str = "",
     starter: Callable[..., subprocess.Popen] | None = None,
+    idle: float = 0.0,
 ) -> dict:
     """Release one contender on the backlog; its wall, CPU, broker CPU, first output, peak RSS.
     ``starter``: what starts it, called as ``spawn`` is (default: ``spawn``; other benches race
-    contenders of their own so, bench/worker_markers.py)."""
+    contenders of their own so, bench/worker_markers.py). ``idle``: seconds to watch it after its
+    work, its CPU by thread then ("idle_split", "idle_cpu"): what an idle worker costs (its
+    consumers' fetches, the restore reader, heartbeats, the commit loop)."""
     group = f"{group_name(who)}-{time.time_ns() % 10**9}"
     out = f"{group}-out"
     create_topics(broker.bootstrap, [out], partitions)
@@ -657,6 +663,11 @@ def race(
         time.sleep(1.0)
         if counter.poll() != n:
             raise SystemExit(f"{who}: {counter.count:,} output records for {n:,} inputs")
+        idle_split, idle_cpu = {}, 0.0
+        if idle > 0:
+            before, cpu_before = threads_of(proc.pid), proc_cpu(proc.pid)
+            time.sleep(idle)
+            idle_split, idle_cpu = thread_split(before, threads_of(proc.pid)), proc_cpu(proc.pid) - cpu_before
         if timeline:
             print_timeline(who, samples, rss_samples)
         return {
@@ -671,6 +682,8 @@ def race(
             "rss_first": rss_first,
             "threads": threads,
             "split": thread_split(each0, each),
+            "idle_split": idle_split,
+            "idle_cpu": idle_cpu,
         }
     finally:
         counter.close()
@@ -737,6 +750,13 @@ def main() -> None:
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
     ap.add_argument("--timeline", action="store_true", help="print each run's CPU, outputs and RSS per 0.2 s")
     ap.add_argument(
+        "--idle",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="after each run, watch the contender idle this long and print its CPU by thread (% of a core)",
+    )
+    ap.add_argument(
         "--threads",
         action="store_true",
         help="print each run's CPU by thread: the busiest Python thread, the other Python threads, "
@@ -791,7 +811,17 @@ def main() -> None:
                 loop_rate = loop_cpu_rate = None
                 for r in range(args.rounds):
                     for who in whos[r % len(whos) :] + whos[: r % len(whos)]:
-                        got = race(who, broker, topic, args.records, args.partitions, tmp, args.timeline, args.against)
+                        got = race(
+                            who,
+                            broker,
+                            topic,
+                            args.records,
+                            args.partitions,
+                            tmp,
+                            args.timeline,
+                            args.against,
+                            idle=args.idle,
+                        )
                         rate, cpu_rate = args.records / got["steady"], args.records / got["cpu"]
                         if who == "loop":
                             loop_rate, loop_cpu_rate = rate, cpu_rate
@@ -805,13 +835,20 @@ def main() -> None:
                             f"cpu {got['cpu']:5.2f} s (python {threads.get('python', 0.0):.2f}, "
                             f"librdkafka {threads.get('librdkafka', 0.0):.2f}, "
                             f"rocksdb {threads.get('rocksdb', 0.0):.2f}; "
-                            f"{got['setup_cpu']:.2f} before its work)  broker cpu {got['broker']:5.1f} s  "
+                            f"{got['setup_cpu']:.2f} before its work)  broker cpu {got['broker']:5.2f} s  "
                             f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB "
                             f"(at release {got['rss_release']:.0f}, at first output {got['rss_first']:.0f})",
                             flush=True,
                         )
                         if args.threads:
                             print_split(got["split"], args.records)
+                        if args.idle:
+                            cores = {k: v / args.idle for k, v in got["idle_split"].items()}
+                            print(
+                                f"      idle {args.idle:.0f} s: {got['idle_cpu'] / args.idle * 100:.1f}% of a core; "
+                                + ", ".join(f"{k} {v * 100:.1f}%" for k, v in cores.items()),
+                                flush=True,
+                            )
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
