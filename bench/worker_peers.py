@@ -103,6 +103,8 @@ CONSUMER = {
     "session.timeout.ms": 10_000,
     "heartbeat.interval.ms": 2_000,
 }
+#: The loops' and Quix's producer: librdkafka's own linger (5 ms), what a plain service gets; the
+#: worker's is longer (kafka/clients.py ``LINGER_MS``): race ``loop+producer.linger.ms=20`` to compare.
 PRODUCER = {"linger.ms": 5, "enable.idempotence": True, "acks": "all"}
 
 #: The EventScript contender's program: one counter per key, emitting the key and its count.
