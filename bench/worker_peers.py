@@ -32,6 +32,9 @@ records per CPU-second of the contender, the broker's CPU over the window from t
 time to the first output, the peak RSS (VmHWM), and the RSS at the release (set up: imports, clients,
 program, stores; before the first record) and at the first output.
 
+With ``--threads``, each run's CPU by thread as well: the busiest Python thread (the program's),
+the other Python threads, librdkafka's ``rdk:main`` and broker threads, RocksDB's.
+
 Rounds interleave the contenders (in an order that rotates) over the same backlog, each with its
 own consumer group and output topic.
 
@@ -39,10 +42,12 @@ Usage:
   python bench/worker_peers.py --setup-quix                        # once: bench/.cache/quix-venv
   python bench/worker_peers.py [--records N] [--keys 1000,100000] [--orders random,zipf]
                                [--partitions P] [--rounds R] [--contenders loop,loop-durable,es-alo,...]
-                               [--timeline]
+                               [--timeline] [--threads] [--idle SECONDS]
+                               [--contenders es-alo,es-alo+producer.compression.type=none,...]
                                [--against OTHER/service --contenders loop,es-alo,es-alo@before,...]
 The issue's sizes: --records 200000 --partitions 3. The broker: $KAFKA_BOOTSTRAP_SERVERS, or the
-embedded Tansu broker, started and stopped by the bench.
+embedded Tansu broker, started and stopped by the bench; $BENCH_BROKER_PID, the process whose CPU
+is printed as the broker's (with the embedded broker, its own).
 """
 
 from __future__ import annotations
@@ -51,11 +56,13 @@ import argparse
 import collections
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,6 +75,12 @@ CONTENDERS = ("loop", "loop-durable", "loop-durable-bare", "es-alo", "es-eos", "
 #: With ``--against DIR`` (another checkout's ``service`` folder: the tree before a change), the
 #: EventScript contenders from there too, named with this suffix: before and after race in one run.
 AGAINST = "@before"
+#: A contender's client settings ride on its name, each after a ``+``: ``producer.NAME=VALUE`` and
+#: ``consumer.NAME=VALUE`` (librdkafka settings: the worker's through its topology's
+#: ``kafka.producer`` / ``kafka.consumer``, the loops' and Quix's over their own), and
+#: ``commit_interval_ms=N`` (the worker's program setting; the durable loop's commit interval).
+#: So ``es-alo,es-alo+producer.compression.type=none`` races today's worker against one setting.
+SETTING = "+"
 sys.path.insert(0, str(BENCH))
 from key_draw import drawn_keys  # noqa: E402
 
@@ -90,6 +103,8 @@ CONSUMER = {
     "session.timeout.ms": 10_000,
     "heartbeat.interval.ms": 2_000,
 }
+#: The loops' and Quix's producer: librdkafka's own linger (5 ms), what a plain service gets; the
+#: worker's is longer (kafka/clients.py ``LINGER_MS``): race ``loop+producer.linger.ms=20`` to compare.
 PRODUCER = {"linger.ms": 5, "enable.idempotence": True, "acks": "all"}
 
 #: The EventScript contender's program: one counter per key, emitting the key and its count.
@@ -99,6 +114,26 @@ out {string k; long n;} Count
 { n = 0; }
 ( Reading(r) { n = n + 1; !>Count({k: r.k, n: n}); } )*
 """
+
+
+def contender_settings(who: str) -> tuple[str, dict]:
+    """A contender's kind (``es-alo``, ``loop``, ...) and the settings its name carries (see
+    :data:`SETTING`): ``{"producer": {...}, "consumer": {...}}`` and ``commit_interval_ms`` when
+    given. A value of digits is an int. Raises ValueError naming what is wrong."""
+    kind, *given = who.split(SETTING)
+    settings: dict = {"producer": {}, "consumer": {}}
+    for item in given:
+        key, eq, value = item.partition("=")
+        client, dot, name = key.partition(".")
+        if not eq or not value:
+            raise ValueError(f"{who}: {item!r} is not NAME=VALUE")
+        if key == "commit_interval_ms" and value.isdigit():
+            settings["commit_interval_ms"] = int(value)
+        elif client in ("producer", "consumer") and dot and name:
+            settings[client][name] = int(value) if value.isdigit() else value
+        else:
+            raise ValueError(f"{who}: {key!r} is not producer.NAME, consumer.NAME or commit_interval_ms=N")
+    return kind, settings
 
 
 def setup_quix() -> None:
@@ -125,15 +160,23 @@ def wait_for_release() -> None:
     sys.stdin.readline()
 
 
-def child_loop(bootstrap: str, topic: str, out: str, group: str) -> None:
-    """The plain loop: consume, parse, count in a dict, serialize, produce; commit after each poll."""
+def consumer_settings(bootstrap: str, group: str, given: dict) -> dict:
+    """A loop's consumer: the bench's settings, then the contender's own."""
+    own = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+    return {**own, **CONSUMER, **given["consumer"]}
+
+
+def child_loop(bootstrap: str, topic: str, out: str, group: str, settings: str = "{}") -> None:
+    """The plain loop: consume, parse, count in a dict, serialize, produce; commit after each poll.
+    ``settings``: the contender's (JSON, :func:`contender_settings`) over the bench's clients'."""
     import orjson
     from confluent_kafka import Consumer, KafkaException, Producer
 
+    given = json.loads(settings)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **CONSUMER})
-    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
+    c = Consumer(consumer_settings(bootstrap, group, given))
+    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER, **given["producer"]})
     counts: dict[bytes, int] = {}
     wait_for_release()
     c.subscribe([topic])
@@ -168,7 +211,9 @@ DURABLE_INTERVAL_S = 1.0
 DURABLE_MAX_PRODUCED = 20_000
 
 
-def child_loop_durable(bootstrap: str, topic: str, out: str, group: str, state: str, headers: str) -> None:
+def child_loop_durable(
+    bootstrap: str, topic: str, out: str, group: str, state: str, headers: str, settings: str = "{}"
+) -> None:
     """The plain loop doing by hand, at its simplest, the durable work the worker does at least
     once: the counts in a dict, and at each commit (every second, or every 20,000 records
     produced) every count changed since the last written once to a changelog topic (on its
@@ -180,17 +225,20 @@ def child_loop_durable(bootstrap: str, topic: str, out: str, group: str, state: 
     value ahead of the count, as ``state.keyinfo.framed_value`` writes it), with "none" none. Why:
     the loop keeps nothing, so its ratio to the worker mixes what the worker's durability costs
     with what its Python costs; this contender tells them apart (what any Python service with
-    the same guarantees pays, before EventScript's own work)."""
+    the same guarantees pays, before EventScript's own work). ``settings``: the contender's (JSON,
+    :func:`contender_settings`): client settings over the bench's, and the commit interval."""
     import msgpack
     import orjson
     from confluent_kafka import Consumer, KafkaException, Producer
     from rocksdict import Options, Rdict, WriteBatch
 
+    given = json.loads(settings)
+    interval = given.get("commit_interval_ms", DURABLE_INTERVAL_S * 1000) / 1000
     changelog = f"{group}-changelog"
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **CONSUMER})
+    consumer = Consumer(consumer_settings(bootstrap, group, given))
     partitions = len(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
     create_topics(bootstrap, [changelog], partitions)
-    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER})
+    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER, **given["producer"]})
     Path(state).mkdir(parents=True, exist_ok=True)
     db = Rdict(str(Path(state) / "counts"), options=Options(raw_mode=True))
     stop = []
@@ -247,7 +295,7 @@ def child_loop_durable(bootstrap: str, topic: str, out: str, group: str, state: 
             send(out, dumps({"k": rec["k"], "n": n}), key, -1, None, None, 0, h)
         produced += len(msgs)
         p.poll(0)
-        if changed and (time.monotonic() - last_commit >= DURABLE_INTERVAL_S or produced >= DURABLE_MAX_PRODUCED):
+        if changed and (time.monotonic() - last_commit >= interval or produced >= DURABLE_MAX_PRODUCED):
             commit()
             last_commit, produced = time.monotonic(), 0
     if changed:
@@ -258,16 +306,26 @@ def child_loop_durable(bootstrap: str, topic: str, out: str, group: str, state: 
 
 
 def child_eventscript(
-    bootstrap: str, topic: str, out: str, group: str, guarantee: str, state: str, service: str = ""
+    bootstrap: str,
+    topic: str,
+    out: str,
+    group: str,
+    guarantee: str,
+    state: str,
+    service: str = "",
+    settings: str = "{}",
 ) -> None:
     """``eventscript run`` in this process: the TopologyRunner on COUNTER, from this checkout's
-    ``service`` folder or the one given (``--against``)."""
+    ``service`` folder or the one given (``--against``). ``settings``: the contender's (JSON,
+    :func:`contender_settings`), through the topology's ``kafka.producer`` / ``kafka.consumer`` and
+    the program's ``commit_interval_ms``."""
     import threading
 
     sys.path.insert(0, service or str(ROOT / "service"))
     from eventscript.kafka.config import parse_topology
     from eventscript.kafka.supervisor import TopologyRunner
 
+    given = json.loads(settings)
     source = Path(state) / "counter.es"
     source.parent.mkdir(parents=True, exist_ok=True)
     source.write_text(COUNTER)
@@ -276,7 +334,8 @@ def child_eventscript(
             "application": group,
             "kafka": {
                 "bootstrap_servers": bootstrap,
-                "consumer": {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500},
+                "consumer": {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500, **given["consumer"]},
+                "producer": given["producer"],
             },
             "programs": [
                 {
@@ -286,6 +345,7 @@ def child_eventscript(
                     "clock": "wall",
                     "inputs": [{"topic": topic, "event": "Reading"}],
                     "outputs": {"default": out},
+                    **({"commit_interval_ms": given["commit_interval_ms"]} if "commit_interval_ms" in given else {}),
                 }
             ],
             "state_dir": str(Path(state) / "state"),
@@ -340,21 +400,44 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def thread_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds of the process's live threads, summed by kind: its Python threads, librdkafka's
-    (named ``rdk:...``) and RocksDB's background ones (``rocksdb:...``: flushes, compactions), so
-    that the contender's CPU can be told apart into what its Python does and what its Kafka
-    clients (fetching, batching, compressing, sending) and its store do on their own threads."""
-    by_kind: dict[str, float] = collections.defaultdict(float)
+def threads_of(pid: int) -> dict[tuple[int, str], float]:
+    """CPU seconds of each live thread of the process, by (thread id, name). Python 3.11 names
+    none of its threads (each is ``python``, or the script's name); librdkafka names its own
+    ``rdk:main`` (a client's main thread: its queues, timers, the transaction coordinator's state
+    machine), ``rdk:broker<id>`` (one per broker a client talks to, ``-1`` for the bootstrap
+    connection: fetching, batching, compressing, sending) and ``rdk:bg`` (background events)."""
+    got: dict[tuple[int, str], float] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             name = (task / "comm").read_text().strip()
             fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:  # the thread ended meanwhile
             continue
-        kind = "librdkafka" if name.startswith("rdk:") else "rocksdb" if name.startswith("rocksdb:") else "python"
-        by_kind[kind] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return by_kind
+        got[(int(task.name), name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return got
+
+
+def thread_kind(name: str) -> str:
+    """A thread's kind by its name: librdkafka's, RocksDB's (flushes, compactions), or Python's."""
+    return "librdkafka" if name.startswith("rdk:") else "rocksdb" if name.startswith("rocksdb:") else "python"
+
+
+def thread_split(before: dict[tuple[int, str], float], after: dict[tuple[int, str], float]) -> dict[str, float]:
+    """The CPU a run used (``after`` less ``before``) split as ``--threads`` prints it: the busiest
+    Python thread (the program's: the worker runs each program on a thread of its own, the loops on
+    the main thread), the other Python threads, librdkafka's by role (``rdk:main``, the broker
+    threads, the rest) and RocksDB's. A thread that ended before ``after`` is not counted (the
+    whole-process figure still has it)."""
+    used = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    python = sorted((v for (_tid, name), v in used.items() if thread_kind(name) == "python"), reverse=True)
+    split = {"python-top": python[0] if python else 0.0, "python-rest": sum(python[1:])}
+    for (_tid, name), v in used.items():
+        if thread_kind(name) == "librdkafka":
+            role = "rdk:main" if name == "rdk:main" else "rdk:broker" if name.startswith("rdk:broker") else "rdk:other"
+            split[role] = split.get(role, 0.0) + v
+        elif thread_kind(name) == "rocksdb":
+            split["rocksdb"] = split.get("rocksdb", 0.0) + v
+    return split
 
 
 def peak_rss_mib(pid: int, field: str = "VmHWM") -> float:
@@ -366,12 +449,14 @@ def peak_rss_mib(pid: int, field: str = "VmHWM") -> float:
 
 
 class Broker:
-    """$KAFKA_BOOTSTRAP_SERVERS, or an embedded Tansu broker this bench starts and stops."""
+    """$KAFKA_BOOTSTRAP_SERVERS, or an embedded Tansu broker this bench starts and stops. The
+    broker's CPU is read from its process: the embedded one's, or $BENCH_BROKER_PID's (a broker of
+    one's own on this machine: fewer, larger requests show there too)."""
 
     def __init__(self) -> None:
         self.embedded = None
         self.bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
-        self.pid: int | None = None
+        self.pid: int | None = int(os.environ["BENCH_BROKER_PID"]) if os.environ.get("BENCH_BROKER_PID") else None
 
     def __enter__(self) -> Broker:
         if not self.bootstrap:
@@ -460,39 +545,21 @@ class OutputCounter:
 
 def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str, against: str = "") -> subprocess.Popen:
     state = str(Path(tmp) / group)
-    if who == "loop":
-        args = [sys.executable, __file__, "--child", "loop", broker.bootstrap, topic, out, group]
-    elif who.startswith("loop-durable"):
-        headers = "none" if who.endswith("-bare") else "worker"
-        args = [
-            sys.executable,
-            __file__,
-            "--child",
-            "loop-durable",
-            broker.bootstrap,
-            topic,
-            out,
-            group,
-            state,
-            headers,
-        ]
-    elif who.startswith("es-"):
-        guarantee = "at_least_once" if who.startswith("es-alo") else "exactly_once"
-        args = [
-            sys.executable,
-            __file__,
-            "--child",
-            "eventscript",
-            broker.bootstrap,
-            topic,
-            out,
-            group,
-            guarantee,
-            state,
-            against if who.endswith(AGAINST) else "",
-        ]
+    kind, given = contender_settings(who)
+    settings = json.dumps(given)
+    child = [sys.executable, __file__, "--child"]
+    if kind == "loop":
+        args = [*child, "loop", broker.bootstrap, topic, out, group, settings]
+    elif kind.startswith("loop-durable"):
+        headers = "none" if kind.endswith("-bare") else "worker"
+        args = [*child, "loop-durable", broker.bootstrap, topic, out, group, state, headers, settings]
+    elif kind.startswith("es-"):
+        guarantee = "at_least_once" if kind.startswith("es-alo") else "exactly_once"
+        service = against if kind.endswith(AGAINST) else ""
+        args = [*child, "eventscript", broker.bootstrap, topic, out, group, guarantee, state, service, settings]
     else:
-        guarantee = "at-least-once" if who == "quix-alo" else "exactly-once"
+        guarantee = "at-least-once" if kind == "quix-alo" else "exactly-once"
+        consumer = {k: v for k, v in CONSUMER.items() if k != "auto.offset.reset"}
         args = [
             str(QUIX_PYTHON),
             "-c",
@@ -503,8 +570,8 @@ def spawn(who: str, broker: Broker, topic: str, out: str, group: str, tmp: str, 
             group,
             guarantee,
             state,
-            json.dumps({k: v for k, v in CONSUMER.items() if k != "auto.offset.reset"}),
-            json.dumps(PRODUCER),
+            json.dumps({**consumer, **given["consumer"]}),
+            json.dumps({**PRODUCER, **given["producer"]}),
         ]
     return start_child(who, args, group, tmp)
 
@@ -521,6 +588,13 @@ def start_child(who: str, args: list[str], group: str, tmp: str) -> subprocess.P
     return proc
 
 
+def group_name(who: str) -> str:
+    """A contender's name as a group and topic name (Kafka's: letters, digits, ``._-``), short: one
+    with settings is cut and told apart by a hash of the whole."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", who)
+    return name if len(name) <= 48 else f"{name[:36]}-{zlib.crc32(who.encode()):08x}"
+
+
 def race(
     who: str,
     broker: Broker,
@@ -531,17 +605,20 @@ def race(
     timeline: bool = False,
     against: str = "",
     starter: Callable[..., subprocess.Popen] | None = None,
+    idle: float = 0.0,
 ) -> dict:
     """Release one contender on the backlog; its wall, CPU, broker CPU, first output, peak RSS.
     ``starter``: what starts it, called as ``spawn`` is (default: ``spawn``; other benches race
-    contenders of their own so, bench/worker_markers.py)."""
-    group = f"{who.replace('@', '-')}-{time.time_ns() % 10**9}"
+    contenders of their own so, bench/worker_markers.py). ``idle``: seconds to watch it after its
+    work, its CPU by thread then ("idle_split", "idle_cpu"): what an idle worker costs (its
+    consumers' fetches, the restore reader, heartbeats, the commit loop)."""
+    group = f"{group_name(who)}-{time.time_ns() % 10**9}"
     out = f"{group}-out"
     create_topics(broker.bootstrap, [out], partitions)
     proc = (starter or spawn)(who, broker, topic, out, group, tmp, against)
     counter = OutputCounter(broker.bootstrap, out, partitions)
     try:
-        cpu0, broker0, threads0 = proc_cpu(proc.pid), broker.cpu(), thread_cpu(proc.pid)
+        cpu0, broker0, each0 = proc_cpu(proc.pid), broker.cpu(), threads_of(proc.pid)
         rss_release = peak_rss_mib(proc.pid, "VmRSS")  # set up: imports, clients, program, stores
         rss_first = float("nan")
         t0 = time.perf_counter()
@@ -580,11 +657,19 @@ def race(
         assert first_out is not None
         start = work_start(samples, first_out)
         used, broker_used = proc_cpu(proc.pid) - cpu0, broker.cpu() - broker0
-        threads = {k: v - threads0.get(k, 0.0) for k, v in thread_cpu(proc.pid).items()}
+        each = threads_of(proc.pid)
+        threads: dict[str, float] = collections.defaultdict(float)
+        for k, v in each.items():
+            threads[thread_kind(k[1])] += v - each0.get(k, 0.0)
         rss = peak_rss_mib(proc.pid)
         time.sleep(1.0)
         if counter.poll() != n:
             raise SystemExit(f"{who}: {counter.count:,} output records for {n:,} inputs")
+        idle_split, idle_cpu = {}, 0.0
+        if idle > 0:
+            before, cpu_before = threads_of(proc.pid), proc_cpu(proc.pid)
+            time.sleep(idle)
+            idle_split, idle_cpu = thread_split(before, threads_of(proc.pid)), proc_cpu(proc.pid) - cpu_before
         if timeline:
             print_timeline(who, samples, rss_samples)
         return {
@@ -598,6 +683,9 @@ def race(
             "rss_release": rss_release,
             "rss_first": rss_first,
             "threads": threads,
+            "split": thread_split(each0, each),
+            "idle_split": idle_split,
+            "idle_cpu": idle_cpu,
         }
     finally:
         counter.close()
@@ -630,6 +718,13 @@ def work_start(samples: list[tuple[float, float, int]], first_out: float) -> flo
     return start
 
 
+def print_split(split: dict[str, float], records: int) -> None:
+    """One run's CPU by thread (``thread_split``): seconds, and µs a record."""
+    order = ("python-top", "python-rest", "rdk:main", "rdk:broker", "rdk:other", "rocksdb")
+    parts = [f"{k} {split[k]:.2f} s {split[k] * 1e6 / records:.1f} µs" for k in order if k in split]
+    print("      threads: " + ", ".join(parts), flush=True)
+
+
 def print_timeline(who: str, samples: list[tuple[float, float, int]], rss: list[float] | None = None) -> None:
     """The contender's CPU (cores) and its outputs so far, per 0.2 s from the release, and its RSS
     (MiB) at the end of each 0.2 s where ``rss`` has one per sample."""
@@ -657,6 +752,19 @@ def main() -> None:
     ap.add_argument("--contenders", default=",".join(CONTENDERS))
     ap.add_argument("--timeline", action="store_true", help="print each run's CPU, outputs and RSS per 0.2 s")
     ap.add_argument(
+        "--idle",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="after each run, watch the contender idle this long and print its CPU by thread (% of a core)",
+    )
+    ap.add_argument(
+        "--threads",
+        action="store_true",
+        help="print each run's CPU by thread: the busiest Python thread, the other Python threads, "
+        "librdkafka's rdk:main, broker and other threads, RocksDB's (seconds, and µs a record)",
+    )
+    ap.add_argument(
         "--against",
         default="",
         help=f"another tree's service folder: contenders es-alo{AGAINST}, es-eos{AGAINST} run it (before a change)",
@@ -674,8 +782,16 @@ def main() -> None:
     whos = [w for w in args.contenders.split(",") if w]
     known = CONTENDERS + ((f"es-alo{AGAINST}", f"es-eos{AGAINST}") if args.against else ())
     for w in whos:
-        if w not in known:
-            ap.error(f"--contenders {w}: not one of {', '.join(known)} (the {AGAINST} ones with --against)")
+        try:
+            kind, _ = contender_settings(w)
+        except ValueError as exc:
+            ap.error(f"--contenders {exc}")
+        if kind not in known:
+            ap.error(
+                f"--contenders {w}: {kind} is not one of {', '.join(known)} (the {AGAINST} ones with --against),"
+                f" each followed by settings if any ({SETTING}producer.NAME=VALUE, {SETTING}consumer.NAME=VALUE,"
+                f" {SETTING}commit_interval_ms=N)"
+            )
     if args.against and not (Path(args.against) / "eventscript").is_dir():
         ap.error(f"--against {args.against}: no eventscript package there (give a checkout's service folder)")
     if any(w.startswith("quix") for w in whos) and not QUIX_PYTHON.exists():
@@ -697,7 +813,17 @@ def main() -> None:
                 loop_rate = loop_cpu_rate = None
                 for r in range(args.rounds):
                     for who in whos[r % len(whos) :] + whos[: r % len(whos)]:
-                        got = race(who, broker, topic, args.records, args.partitions, tmp, args.timeline, args.against)
+                        got = race(
+                            who,
+                            broker,
+                            topic,
+                            args.records,
+                            args.partitions,
+                            tmp,
+                            args.timeline,
+                            args.against,
+                            idle=args.idle,
+                        )
                         rate, cpu_rate = args.records / got["steady"], args.records / got["cpu"]
                         if who == "loop":
                             loop_rate, loop_cpu_rate = rate, cpu_rate
@@ -711,11 +837,20 @@ def main() -> None:
                             f"cpu {got['cpu']:5.2f} s (python {threads.get('python', 0.0):.2f}, "
                             f"librdkafka {threads.get('librdkafka', 0.0):.2f}, "
                             f"rocksdb {threads.get('rocksdb', 0.0):.2f}; "
-                            f"{got['setup_cpu']:.2f} before its work)  broker cpu {got['broker']:5.1f} s  "
+                            f"{got['setup_cpu']:.2f} before its work)  broker cpu {got['broker']:5.2f} s  "
                             f"first output {got['first']:5.2f} s  peak RSS {got['rss']:5.0f} MiB "
                             f"(at release {got['rss_release']:.0f}, at first output {got['rss_first']:.0f})",
                             flush=True,
                         )
+                        if args.threads:
+                            print_split(got["split"], args.records)
+                        if args.idle:
+                            cores = {k: v / args.idle for k, v in got["idle_split"].items()}
+                            print(
+                                f"      idle {args.idle:.0f} s: {got['idle_cpu'] / args.idle * 100:.1f}% of a core; "
+                                + ", ".join(f"{k} {v * 100:.1f}%" for k, v in cores.items()),
+                                flush=True,
+                            )
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

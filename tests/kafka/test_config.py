@@ -190,6 +190,29 @@ programs:
         assert group_consumer.get("group.instance.id") == ("pod-7" if static else None)
 
 
+def clients_made(tmp_path: Path, kafka: str, guarantee: str = "at_least_once") -> list[dict[str, object]]:
+    """The settings of the clients a worker makes at start (the group member, the producer, the
+    restore reader, in that order), for a one-program topology with ``kafka`` (YAML flow mapping
+    entries after the bootstrap servers) and ``guarantee``."""
+    from eventscript.kafka.worker import ProgramWorker
+
+    (tmp_path / "p.es").write_text("in {} A out {} B ( A() { !>B({}); } )*")
+    path = tmp_path / "t.yaml"
+    path.write_text(f"""
+application: app
+kafka: {{bootstrap_servers: "127.0.0.1:1", {kafka}}}
+programs:
+  - name: p
+    source: p.es
+    guarantee: {guarantee}
+    inputs: [{{topic: in, event: A}}]
+""")
+    topo = load_topology(path)
+    seen: list[dict[str, object]] = []
+    ProgramWorker(topo, topo.programs[0], None, 1, "pod-7", supplier=recording_supplier(seen))._open()  # type: ignore[arg-type]
+    return seen
+
+
 def test_the_group_member_prefetches_a_bounded_number_of_records(tmp_path: Path) -> None:
     """The worker's group member stops prefetching at a few thousand records a partition (librdkafka's
     default of 100,000 held a whole backlog, ~30 MiB at 100,000 small records: bench/SPEED.md, "The
@@ -198,24 +221,9 @@ def test_the_group_member_prefetches_a_bounded_number_of_records(tmp_path: Path)
     from confluent_kafka import Consumer
 
     from eventscript.kafka.clients import MEMBER_PREFETCH
-    from eventscript.kafka.worker import ProgramWorker
 
-    seen: list[dict[str, object]] = []
-
-    (tmp_path / "p.es").write_text("in {} A out {} B ( A() { !>B({}); } )*")
     for consumer in ("{}", "{queued.min.messages: 50000}"):
-        path = tmp_path / "t.yaml"
-        path.write_text(f"""
-application: app
-kafka: {{bootstrap_servers: "127.0.0.1:1", consumer: {consumer}}}
-programs:
-  - name: p
-    source: p.es
-    inputs: [{{topic: in, event: A}}]
-""")
-        topo = load_topology(path)
-        seen.clear()
-        ProgramWorker(topo, topo.programs[0], None, 1, "pod-7", supplier=recording_supplier(seen))._open()  # type: ignore[arg-type]
+        seen = clients_made(tmp_path, f"consumer: {consumer}")
         member, restorer = seen[0], seen[2]  # (the producer is made between them)
         assert member["group.id"] == "app.p" and str(restorer["group.id"]).startswith("app.p.restore.")
         expected = dict(MEMBER_PREFETCH, **({"queued.min.messages": 50000} if consumer != "{}" else {}))
@@ -296,3 +304,27 @@ def test_the_upgrade_policy_is_one_of_three_and_refuse_by_default(tmp_path: Path
     )
     f.write_text(f.read_text().replace("migrate", "carry"))
     assert load_topology(f).programs[0].upgrade == "carry"
+
+
+def test_the_worker_producer_lingers_longer_and_a_topology_setting_replaces_it(tmp_path: Path) -> None:
+    """The worker's producer waits 20 ms to fill a batch at least once and 100 ms exactly once
+    (librdkafka's 5 ms made batches of a few dozen records, a microsecond a record in its broker
+    threads: bench/SPEED.md, "librdkafka's threads and the client settings"); a topology's
+    ``kafka.producer`` ``linger.ms`` replaces either; librdkafka accepts the settings."""
+    from confluent_kafka import Producer
+
+    from eventscript.kafka.clients import LINGER_MS, TRANSACTIONAL_LINGER_MS
+
+    assert (LINGER_MS, TRANSACTIONAL_LINGER_MS) == (20, 100)
+    for guarantee, producer, expected in (
+        ("at_least_once", "{}", 20),
+        ("exactly_once", "{}", 100),
+        ("at_least_once", "{linger.ms: 2}", 2),
+        ("exactly_once", "{linger.ms: 7}", 7),
+    ):
+        made = clients_made(tmp_path, f"producer: {producer}", guarantee)[1]  # (after the group member)
+        assert ("transactional.id" in made) == (guarantee == "exactly_once")
+        assert made["linger.ms"] == expected, (guarantee, producer)
+        assert made["compression.type"] == "lz4"  # (kept: the changelog on disk is 5x smaller with it)
+        real = {k: v for k, v in made.items() if k not in ("logger", "error_cb", "stats_cb")}
+        Producer(real).flush(0)  # librdkafka knows every setting
