@@ -116,8 +116,8 @@ def test_the_task_path_bench_keeps_its_tasks_records_and_sends_what_the_worker_s
 
 
 def test_the_race_tells_librdkafka_and_rocksdb_threads_from_python_ones() -> None:
-    """``thread_cpu`` sums a process's CPU by thread name (librdkafka's ``rdk:...``, RocksDB's
-    ``rocksdb:...``, the rest Python's): two threads named as theirs burn 0.3 s each."""
+    """``thread_split`` sums a process's CPU by thread name (librdkafka's ``rdk:...`` by role,
+    RocksDB's ``rocksdb:...``, the rest Python's): two threads named as theirs burn 0.3 s each."""
     import ctypes
     import os
     import threading
@@ -139,14 +139,14 @@ def test_the_race_tells_librdkafka_and_rocksdb_threads_from_python_ones() -> Non
         t.start()
     burnt.wait()
     try:
-        split = worker_peers.thread_cpu(os.getpid())
+        split = worker_peers.thread_split({}, worker_peers.threads_of(os.getpid()))
         whole = worker_peers.proc_cpu(os.getpid())
     finally:
         finish.set()
         for t in threads:
             t.join()
-    assert split["librdkafka"] >= 0.25 and split["rocksdb"] >= 0.25
-    assert split["python"] > 0  # (this test's own thread: imports, the bench modules)
+    assert split["rdk:broker"] >= 0.25 and split["rocksdb"] >= 0.25
+    assert split["python-top"] > 0  # (this test's own thread: imports, the bench modules)
     assert sum(split.values()) <= whole + 0.05
 
 
