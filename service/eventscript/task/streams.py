@@ -385,6 +385,10 @@ class WriterStreams:
         self.top_ms = -1
         #: The keys whose records waiting are not in the merge's order.
         self.disordered: set[bytes | None] = set()
+        #: While not ``indexed``: a key with several records of one ms waiting (its last one's) →
+        #: (that last record, the ``es-id``s of its records of that ms), to tell a repeat among them
+        #: (``_same_ms``); stale once the key's last is another record.
+        self.same: dict[bytes | None, tuple[Record, set[bytes]]] = {}
         #: The offset after the highest one taken or dropped (None: none yet).
         self.taken_to: int | None = None
         #: The highest offset kept while records wait, and whether one came below it: records
@@ -454,11 +458,14 @@ class WriterStreams:
         last = self.last.setdefault(key, msg)
         if last is not msg:
             if not self.indexed:
-                if ts > last.timestamp()[1]:
+                before = last.timestamp()[1]
+                if ts > before:
                     self.last[key] = msg
                     self.tail.append(msg)
                     self.tail_times.append(ts)
                     return True
+                if ts == before and (kept := self._same_ms(key, last, msg, ts)) is not None:
+                    return kept
                 self._note_keys(index=True)  # (a repeat or out of order: its key's records needed)
             entry = self.several.get(key)
             if entry is None:
@@ -488,6 +495,40 @@ class WriterStreams:
             self.unnoted = 0
             self.last.update({m.key(): m for m in new})
 
+    def _same_ms(self, key: bytes | None, last: Record, msg: Record, ts: int) -> bool | None:
+        """``msg``, of the record time ``ts`` of its key's ``last`` record, while no key's records
+        are indexed: False when it repeats one of the key's records of that ms waiting (dropped, as
+        ``_another`` drops it), True when it comes after ``last`` in the tie order (queued: the
+        key's new last), None when it comes before (the key's records out of the merge's order:
+        the caller indexes them). At ten records a ms a hot key has several of one ms waiting at
+        every fetch; indexing every key's records for them (``_note_keys``) cost each record of
+        the fetch more than the comparison costs the few (bench/event_time.py --per-ms 10, Zipf
+        keys). A key's records of one ms are all taken at once or all wait (a release cuts by
+        time; ``pop`` takes one and forgets its id), so the ids kept are those waiting."""
+        entry = self.same.get(key)
+        if entry is None or entry[0] is not last:
+            entry = (last, {_id_of(last)})
+        ids = entry[1]
+        rid = _id_of(msg)
+        if rid and rid in ids:
+            self._dropped(msg)
+            return False
+        if _tie_before(msg, last):
+            return None
+        ids.add(rid)
+        self.same[key] = (msg, ids)
+        self.last[key] = msg
+        self.tail.append(msg)
+        self.tail_times.append(ts)
+        return True
+
+    def _dropped(self, msg: Record) -> None:
+        """``msg`` is a repeat of a record waiting: noted, and the position may pass it."""
+        offset = msg.offset()
+        self.repeats.append(offset)
+        if self.taken_to is None or offset >= self.taken_to:
+            self.taken_to = offset + 1  # (the position may pass it: it is done with)
+
     def _another(self, key: bytes | None, last: Record, msg: Record) -> bool:
         """``msg``, no later than ``last`` under ``key`` (or some key's records are out of order):
         False when it is a repeat of a record waiting under ``key``; else noted."""
@@ -496,10 +537,7 @@ class WriterStreams:
             return True
         rid = _id_of(msg)
         if rid and self._waits(key, ts, rid):
-            offset = msg.offset()
-            self.repeats.append(offset)
-            if self.taken_to is None or offset >= self.taken_to:
-                self.taken_to = offset + 1  # (the position may pass it: it is done with)
+            self._dropped(msg)
             return False
         if ts < before or (ts == before and _tie_before(msg, last)):
             self.disordered.add(key)  # (past ``before``: only where the key is so already)
@@ -558,7 +596,11 @@ class WriterStreams:
         waiting.remove(first)
         if not waiting:
             self.runs.clear()
-        return self._taken([first])[0]
+        msg = self._taken([first])[0]
+        entry = self.same.get(msg.key()) if self.same else None
+        if entry is not None:  # (its key's records of its ms may wait on: it no longer does)
+            entry[1].discard(_id_of(msg))
+        return msg
 
     def release(self, bound: int) -> collections.deque[Record]:
         """Move the records before record time ``bound`` to ``ready``, in the merge's order (a
@@ -656,7 +698,16 @@ class WriterStreams:
         self.runs = [run for run in self.runs if run]
         if not parts:
             return []
-        order = parts[0] if len(parts) == 1 else sorted(itertools.chain.from_iterable(parts), key=key)
+        if len(parts) > 1:
+            order = list(itertools.chain.from_iterable(parts))  # (each in time order; equal times in arrival order)
+            taken_times = list(map(times.__getitem__, order))
+            if len(set(taken_times)) * 2 <= len(order):  # (mostly ties: one sort by time and es-seq)
+                taken = self._taken(order)
+                self._sort_ties(taken, taken_times)
+                return taken
+            order.sort(key=key)
+        else:
+            order = parts[0]
         taken = self._taken(order)
         taken_times = list(map(times.__getitem__, order))
         if any(map(operator.eq, taken_times, itertools.islice(taken_times, 1, None))):
@@ -709,6 +760,7 @@ class WriterStreams:
             last.clear()
             self.several.clear()
             self.disordered.clear()
+            self.same.clear()
             self.indexed = False
             return
         if len(taken) > self.count + len(self.tail):  # (fewer wait on: noted again, from scratch)
@@ -722,6 +774,8 @@ class WriterStreams:
             for key, msg in dict(zip(keys, taken)).items():  # (each key's last taken)
                 if last[key] is msg:
                     del last[key]
+            if self.same:
+                self._prune_same()
             return
         several = self.several
         for msg in taken:  # (a key's records are taken in their order: its first each time)
@@ -748,7 +802,9 @@ class WriterStreams:
         if not index:
             self.several = {}
             self.disordered.clear()
+            self._prune_same()
             return
+        self.same = {}  # (indexed: ``several`` holds every key's records)
         several: dict[bytes | None, collections.deque[Record]] = {
             key: collections.deque() for key, n in collections.Counter(keys).items() if n > 1
         }
@@ -759,6 +815,11 @@ class WriterStreams:
                     entry.append(msg)
         self.several = several
         self.disordered &= several.keys()
+
+    def _prune_same(self) -> None:
+        """Drop the entries of ``same`` whose key's last record is another now (taken)."""
+        last = self.last
+        self.same = {key: entry for key, entry in self.same.items() if last.get(key) is entry[0]}
 
     @staticmethod
     def _order_ties(taken: list[Record], times: list[int]) -> None:
@@ -776,6 +837,15 @@ class WriterStreams:
             for start, end in _equal_spans(times):
                 WriterStreams._order_run(taken, start, end)
             return
+        WriterStreams._sort_ties(taken, times)
+
+    @staticmethod
+    def _sort_ties(taken: list[Record], times: list[int]) -> None:
+        """Sort ``taken`` (``times``, their times; equal times in arrival order, not necessarily
+        sorted by time) into the merge's order: by time, then ``es-seq``, then only the records of
+        one time and ``es-seq`` by their origin, equal ones in the order given. A release of
+        several runs (writers) where most records share their ms is sorted so once, not by time
+        and then again by ``es-seq`` (bench/event_time.py --per-ms 10)."""
         seqs = _tie_seqs(taken)
         if min(seqs) >= -_SEQ_HALF and max(seqs) < _SEQ_HALF:  # (one int: compared faster than a pair)
             base = times[0]
@@ -865,6 +935,7 @@ class WriterStreams:
         self.indexed = False
         self.top_ms = -1
         self.disordered.clear()
+        self.same.clear()
         self.repeats.clear()
         self.top_offset, self.out_of_offset_order = -1, False
         self.offset_heap, self.gone = [], set()
