@@ -66,20 +66,40 @@ def _doc(programs: list[dict[str, Any]], topics: dict[str, Any], tmp: Path) -> A
 def test_the_inputs_of_a_gated_inputs_writers_are_awaited_where_not_declared(tmp_path: Path) -> None:
     topo = _doc(_programs("x"), {"x-mid": {"partitions": 3}}, tmp_path)
     reader, writer = topo.program("r"), topo.program("w")
-    assert list(counts_awaited(topo, reader)) == ["x-in"]
-    assert "program w" in counts_awaited(topo, reader)["x-in"]
-    assert counts_awaited(topo, writer) == {}  # its own input is awaited as an input
+    assert list(counts_awaited(topo, reader, {})) == ["x-in"]
+    assert "the programs writing x-mid program r waits on" in counts_awaited(topo, reader, {})["x-in"]
+    assert counts_awaited(topo, reader, {"x-in": 2}) == {}  # on the brokers: known
+    assert counts_awaited(topo, writer, {}) == {}  # its own input is awaited as an input
     declared = _doc(_programs("x"), {"x-in": {"partitions": 2}}, tmp_path)
-    assert counts_awaited(declared, declared.program("r")) == {}  # created by every worker's prepare
+    assert counts_awaited(declared, declared.program("r"), {}) == {}  # created by every worker's prepare
     wall = _doc(_programs("x", clock="wall"), {}, tmp_path)
-    assert counts_awaited(wall, wall.program("r")) == {}  # not gated: no markers to wait on
+    assert counts_awaited(wall, wall.program("r"), {}) == {}  # not gated: no markers to wait on
+
+
+def test_a_chain_is_followed_only_as_far_as_a_count_is_unknown(tmp_path: Path) -> None:
+    """x -> v (wall clock) -> y -> w -> g -> r: w's task count is y's partition count; only
+    where y is not on the brokers is it v's task count, x's (the review's staged rollout: v not
+    deployed, y made by hand, r must start)."""
+    (tmp_path / "v.es").write_text(WRITER.replace("Hit", "Pass").replace("out long N", "out {string k;} Hit"))
+    programs = [
+        {"name": "v", "source": "v.es", "clock": "wall", "inputs": [{"topic": "x", "event": "Pass"}],
+         "outputs": {"default": "y"}, "errors": "err"},
+        {"name": "w", "source": "w.es", "clock": "record", "inputs": [{"topic": "y", "event": "Hit"}],
+         "outputs": {"default": "g"}, "errors": "err"},
+        {"name": "r", "source": "r.es", "clock": "record", "inputs": [{"topic": "g", "event": "N"}],
+         "outputs": {"default": "out"}, "errors": "err"},
+    ]  # fmt: skip
+    topo = _doc(programs, {}, tmp_path)
+    reader = topo.program("r")
+    assert counts_awaited(topo, reader, {"y": 2, "g": 2, "err": 2}) == {}
+    assert list(counts_awaited(topo, reader, {"g": 2, "err": 2})) == ["x"]
 
 
 def test_a_reader_waits_for_its_writers_input_before_it_plans(tmp_path: Path) -> None:
     topo = _doc(_programs("x"), {"x-mid": {"partitions": 3}}, tmp_path)
     with pytest.raises(StoppedWaiting) as stopped:
         Admin(topo).await_inputs([topo.program("r")], {"x-mid": 3}, stopping=lambda: True)
-    assert "x-in (an input of program w" in str(stopped.value)
+    assert "x-in (its partition count sets how many tasks of the programs writing x-mid" in str(stopped.value)
     assert Admin(topo).await_inputs([topo.program("r")], {"x-mid": 3, "x-in": 3}) == {"x-mid": 3, "x-in": 3}
 
 

@@ -160,7 +160,7 @@ class Admin:
         counts = self.partition_counts()
         for name, spec in sorted(self.topo.topics.items()):
             have = counts.get(name)
-            if have is not None and have != spec.partitions:
+            if have is not None and have != spec.partitions and "partitions" in spec.model_fields_set:
                 log.warning(
                     "topic %s has %d partitions on the brokers, but the topology's topics: gives it %d: the "
                     "brokers' count is the one used; write %d there to say what runs",
@@ -204,8 +204,6 @@ class Admin:
         topic upstream whose count their progress plans need (``counts_awaited``); raises
         :class:`StoppedWaiting` once ``stopping()`` is true."""
         written = {t for cfg in programs for t in (*cfg.outputs.values(), cfg.error_topic)}
-        #: Topics upstream of a gated input whose partition count the reader's plan needs.
-        awaited = {t: why for cfg in programs for t, why in counts_awaited(self.topo, cfg).items()}
         said: float | None = None  # (when the log last said so)
         started = time.monotonic()
         while True:
@@ -215,7 +213,9 @@ class Admin:
                 for i, inp in enumerate(cfg.inputs)
                 if inp.topic not in counts and inp.topic not in written
             ]
-            missing += [f"{t} ({why})" for t, why in awaited.items() if t not in counts and t not in written]
+            # (topics upstream of a gated input whose partition count the reader's plan needs)
+            awaited = {t: why for cfg in programs for t, why in counts_awaited(self.topo, cfg, counts).items()}
+            missing += [f"{t} ({why})" for t, why in awaited.items() if t not in written]
             if not missing:
                 return counts
             if stopping():

@@ -35,7 +35,8 @@ class InputPartitionsChanged(Exception):
 
 
 class InputPartitionWatch:
-    """Checks a program's input topics against the partition count its tasks were made for."""
+    """Checks a program's input topics against the partition count its tasks were made for, and
+    the inputs of the programs writing a topic it is gated on against the counts it started with."""
 
     def __init__(
         self,

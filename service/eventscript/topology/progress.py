@@ -102,39 +102,44 @@ def progress_plan(
     )
 
 
-def counts_awaited(topo: Topology, cfg: ProgramConfig) -> dict[str, str]:
-    """The topics written by no program whose partition count program ``cfg``'s plan needs and
-    the topology does not declare, each with why: the inputs of the writers of the topics it is
-    gated on, through every chain of writers (a writer's task count is its inputs' partition
-    count, and a reader gated on a topic waits on a marker from each task). A worker started
-    before such a topic exists would take its count as 1 (``topology_partitions``) and wait on
-    too few writers, releasing a later writer's records without waiting on its progress; it
-    waits for them instead, as for its own inputs (``Admin.await_inputs``)."""
+def counts_awaited(topo: Topology, cfg: ProgramConfig, counts: Mapping[str, int]) -> dict[str, str]:
+    """The topics whose partition count program ``cfg``'s plan needs and nothing gives yet
+    (``counts``: the brokers' partition counts), each with why. A reader gated on a topic waits on
+    a marker from each task of its writers, whose task count is their inputs' partition count:
+    the brokers', or the topology's ``topics:``, or for a topic not there yet that a program
+    writes, that program's task count in turn (``topology_partitions``). Only where that chain
+    ends at a topic written by no program, neither on the brokers nor declared, is the count
+    unknown: a worker started then took it as 1 and waited on too few writers, releasing a later
+    writer's records without waiting on its progress; it waits for such topics instead, as for
+    its own inputs (``Admin.await_inputs``)."""
     if not (cfg.clock == "record" and topo.event_time_markers):
         return {}
     needed: dict[str, str] = {}
+    seen: set[str] = set()
 
     def writers_of(topic: str) -> list[ProgramConfig]:
         return [p for p in topo.programs if topic in _writes(p)]
 
-    def walk(topic: str, gated: str, seen: frozenset[str]) -> None:
-        for writer in writers_of(topic):
+    def need(topic: str, gated: str) -> None:
+        """The count of ``topic``, an input of a writer whose task count the plan needs."""
+        if topic in seen or topic in counts or topic in topo.topics:
+            return
+        seen.add(topic)
+        upstream = writers_of(topic)
+        if not upstream:
+            needed[topic] = (
+                f"its partition count sets how many tasks of the programs writing {gated} program {cfg.name} waits on"
+            )
+        for writer in upstream:
             for inp in writer.inputs:
-                if inp.topic in seen or inp.topic in topo.topics:
-                    continue
-                if writers_of(inp.topic):
-                    walk(inp.topic, gated, seen | {inp.topic})
-                else:
-                    needed.setdefault(
-                        inp.topic,
-                        f"an input of program {writer.name}: its partitions are the task count of a writer "
-                        f"whose markers program {cfg.name} waits on in reading {gated}",
-                    )
+                need(inp.topic, gated)
 
     for inp in cfg.inputs:
         upstream = writers_of(inp.topic)
         if upstream and all(p.clock == "record" for p in upstream):
-            walk(inp.topic, inp.topic, frozenset({inp.topic}))
+            for writer in upstream:
+                for w_inp in writer.inputs:
+                    need(w_inp.topic, inp.topic)
     return needed
 
 
