@@ -4,6 +4,8 @@ symbols. It waits only for the copies its NFA states stand before (``ProgramTerm
 
 from __future__ import annotations
 
+import pytest
+
 from eventscript.automata.compile import compile_source
 from eventscript.explain.terms import ProgramTerms
 
@@ -49,3 +51,24 @@ def test_a_products_states_keep_the_reading_by_symbol() -> None:
     product = "in {} A, {} B\n( A() B() | A() A() ) & ( A() B() )\n"
     terms = ProgramTerms(compile_source(product, name="p").require())
     assert _waits(terms, _after(terms, "A")) == ["B()@2:7", "B()@2:31"]
+
+
+def test_a_rebuild_that_fails_reads_states_by_symbol_and_is_not_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A product whose operands pass the rebuild's limits (the review's `X - X` compiled with a
+    larger state limit) raised AutomatonTooLarge from `waiting`: the Kafka state endpoint answered
+    503 to every request, rebuilding for seconds each time."""
+    from eventscript.automata.nfa import AutomatonTooLarge
+    from eventscript.upgrade import automaton
+
+    calls: list[int] = []
+
+    def too_large(compiled: object) -> None:
+        calls.append(1)
+        raise AutomatonTooLarge("the automaton would need more than 400000 NFA states")
+
+    monkeypatch.setattr(automaton, "shape_of", too_large)
+    terms = ProgramTerms(compile_source(DOOR, name="door").require())
+    opened = _after(terms, "Opened")
+    assert _waits(terms, opened) == ["Closed()@4:12", "elapse[5 minutes]@4:23", "Closed()@4:70"]
+    assert _waits(terms, terms.start()[0]) == ["Opened()@4:1"]
+    assert calls == [1]

@@ -113,11 +113,14 @@ class ProgramTerms:
     def _shape(self) -> Any:
         """The eager DFA's states as marker copies (None on a lazy DFA, or a machine this version
         does not rebuild the same: then states are read by their symbols)."""
-        from ..upgrade.automaton import NotPlannable, shape_of  # (only where a state is explained)
+        from ..upgrade.automaton import shape_of  # (only where a state is explained)
 
+        # Any failure (NotPlannable; a product's operands past the limits the rebuild uses:
+        # AutomatonTooLarge, StateLimitExceeded) leaves states read by their symbols, and is kept:
+        # a state endpoint would otherwise rebuild at every request, failing each time.
         try:
             return shape_of(self.compiled)
-        except NotPlannable:
+        except Exception:
             return None
 
     @cached_property
