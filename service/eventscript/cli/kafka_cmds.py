@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .arguments import port, seconds
 from .health_port import health_port_problem
@@ -357,6 +357,7 @@ def setup_tail(p: argparse.ArgumentParser) -> None:
 def run_tail(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
 
+    from ..kafka.supervisor import compile_programs
     from ..kafka.tools import ProduceError, tail
     from ..topology.config import KafkaConfig, TopologyError, load_topology
 
@@ -369,7 +370,17 @@ def run_tail(args: argparse.Namespace) -> int:
     kafka = topo.kafka if topo is not None else KafkaConfig()
     # Records from outside the topology may carry their event name elsewhere than es-event: where
     # the first program reading the topic finds it.
-    reader = next((i for cfg in topo.programs for i in cfg.inputs if i.topic == args.topic), None) if topo else None
+    found = (
+        next(((cfg, i) for cfg in topo.programs for i in cfg.inputs if i.topic == args.topic), None) if topo else None
+    )
+    reader = found[1] if found else None
+    input_types: dict[str, Any] = {}
+    if topo is not None and found is not None and reader is not None and reader.event is None:
+        try:  # (what of a record's value is the event's: a structure, or a wrapper's 'value')
+            program = compile_programs(topo, [found[0]])[found[0].name]
+            input_types = {i.name: i.ty for i in program.program.inputs}
+        except TopologyError:
+            pass  # (the program does not compile: values are printed as they are)
     hinted: list[bool] = []
 
     def unnamed() -> None:
@@ -399,6 +410,7 @@ def run_tail(args: argparse.Namespace) -> int:
             timeout=float("inf") if args.follow else 3600,
             markers=args.markers,
             reader=reader,
+            input_types=input_types,
             unnamed=unnamed,
         )
     except ProduceError as exc:

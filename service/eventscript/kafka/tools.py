@@ -273,6 +273,7 @@ def tail(
     out: TextIO,
     *,
     reader: InputConfig | None = None,
+    input_types: dict[str, Any] | None = None,
     unnamed: Callable[[], None] | None = None,
     **kwargs: Any,
 ) -> int:
@@ -280,7 +281,8 @@ def tail(
     time records, ``es-tick``) are left out with the progress markers unless ``markers``: they
     printed as events named null, which ``test --trace`` then refused. ``reader``: the input
     setting of a program that reads the topic, which says where a record's event name is when
-    no ``es-event`` header carries it (records written by producers outside the topology);
+    no ``es-event`` header carries it (records written by producers outside the topology), and
+    what of the record's value is the event's (``input_types``: its program's input types);
     ``unnamed`` is called for each record printed with no event name all the same."""
     n = 0
     for m in read_topic(kafka, topic, **kwargs):
@@ -294,7 +296,7 @@ def tail(
         else:
             line = record_to_json(m)
             if line["event"] is None and reader is not None:
-                line["event"] = _event_name(m, line["value"], reader)
+                line["event"], line["value"] = _as_read(m, line["value"], reader, input_types or {})
             if line["event"] is None and unnamed is not None:
                 unnamed()
         out.write(orjson.dumps(line).decode() + "\n")
@@ -303,10 +305,17 @@ def tail(
     return n
 
 
-def _event_name(msg: Any, value: Any, reader: InputConfig) -> str | None:
-    """The event name of a record as ``reader`` (a program's input setting) takes it (None where
-    the record names none)."""
+def _as_read(msg: Any, value: Any, reader: InputConfig, input_types: dict[str, Any]) -> tuple[str | None, Any]:
+    """The event name and value of a record as ``reader`` (a program's input setting) reads them
+    (``codec.named_payload``: a structured CloudEvent's ``data``, a named wrapper's ``value``),
+    so that ``test --trace`` takes the line; a structure named by one of its fields is printed
+    without that field (the event's type does not declare it). (None, the value as it is) where
+    the record names no event."""
     try:
-        return codec.split_event(reader, value, msg.headers())[0]
+        name, payload = codec.named_payload(reader, value, msg.headers(), input_types)
     except codec.BadRecord:
-        return None
+        return None, value
+    field = reader.event_from.field if reader.event_from is not None and reader.format != "cloudevents" else None
+    if field is not None and payload is value and isinstance(value, dict):
+        payload = {k: v for k, v in value.items() if k != field}
+    return name, payload

@@ -151,6 +151,17 @@ def split_event(cfg: InputConfig, obj: Any, headers: Headers | None) -> tuple[st
     return obj[f], obj
 
 
+def named_payload(cfg: InputConfig, obj: Any, headers: Headers | None, input_types: dict[str, Type]) -> tuple[str, Any]:
+    """(event name, the value to decode as that event) of a record's JSON value ``obj``, or
+    BadRecord: where a field of the value names the event, the value is the whole object for a
+    structure type (the naming field among its fields) and its ``value`` field otherwise."""
+    name, payload = split_event(cfg, obj, headers)
+    named_by_field = cfg.event_from is not None and cfg.event_from.field is not None and cfg.format != "cloudevents"
+    if named_by_field and not (name in input_types and isinstance(input_types[name], StructType)):
+        payload = obj.get("value")
+    return name, payload
+
+
 def decode_record(
     cfg: InputConfig,
     value: bytes | None,
@@ -165,10 +176,7 @@ def decode_record(
         obj = orjson.loads(value)
     except orjson.JSONDecodeError as exc:
         raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value is not JSON: {exc}") from None
-    name, payload = split_event(cfg, obj, headers)
-    named_by_field = cfg.event_from is not None and cfg.event_from.field is not None and cfg.format != "cloudevents"
-    if named_by_field and not (name in input_types and isinstance(input_types[name], StructType)):
-        payload = obj.get("value")
+    name, payload = named_payload(cfg, obj, headers, input_types)
     if cfg.extra_fields == "error" and name in input_types:
         naming = cfg.event_from.field if cfg.event_from is not None and payload is obj else None
         extra = undeclared_field(payload, input_types[name], skip=naming)
