@@ -159,6 +159,24 @@ def test_a_stopped_topology_run_shows_what_it_did_and_its_pipeline() -> None:
     ]
 
 
+def test_a_run_stopped_inside_a_step_shows_whole_steps_only() -> None:
+    """The step limit met by stage two's step, fed from inside stage one's: stage one's step was
+    shown as one no instance took (its `after` unset), its outputs half there (review)."""
+    one = "in {long x;} A\nout long B\n( A(a) { !>B(a.x); !>B(a.x + 1); } )*\n"
+    two = "in long B\nout long C\n( B(b) { !>C(b); } )*\n"
+    trace = "[2026-01-01 00:00:00]\n" + "\n".join(f"A({{x: {i}}})" for i in range(1, 6))
+    body = {"programs": [{"name": "one.es", "text": one}, {"name": "two.es", "text": two}], "trace": trace}
+    for steps in (4, 5, 7):
+        result = service.run(body, Limits(steps=steps))
+        shown = result["steps"]
+        assert "steps, the playground's limit" in result["error"]
+        assert f"after {len(shown)} steps and {len(result['outputs'])} outputs" in result["error"]
+        assert all(s["after"] is not None for s in shown), steps
+        indices = {s["i"] for s in shown}
+        assert all(s["parent"] is None or s["parent"] in indices for s in shown)
+        assert all(o.get("step", -1) in indices for o in result["outputs"])
+
+
 def test_program_size_and_count_limits() -> None:
     with pytest.raises(LimitExceeded, match="over the playground's limit of 10"):
         service.check({"programs": [{"name": "p.es", "text": COUNTER}]}, Limits(program_bytes=10))

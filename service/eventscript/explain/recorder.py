@@ -133,6 +133,17 @@ class StepRecorder:
             return engine.single
         return None if key is None else engine.contexts.get(key)
 
+    def drop_unfinished(self) -> None:
+        """Forget the steps still open and what they led to (their outputs, and the steps of later
+        stages they fed): a run stopped inside a step (a playground limit met by a later stage's
+        step) would show its first stage's step as one no instance took, its effects half there."""
+        if not self._open:
+            return
+        first = self._open[0].index
+        del self.steps[first:]
+        cut = next((i for i, o in enumerate(self.outputs) if o.get("step", -1) >= first), len(self.outputs))
+        del self.outputs[cut:]
+
     def _begin(self, step: Step) -> Step:
         self._before_step(self)
         self.steps.append(step)

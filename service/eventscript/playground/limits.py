@@ -68,19 +68,15 @@ class RunGuard:
         self.recorder = recorder
         lim = self.limits
         if len(recorder.outputs) > lim.outputs:
-            raise LimitExceeded(
-                f"the run emitted more than {lim.outputs} events, the playground's limit{_where(recorder)}; "
-                f"{_WHAT_TO_DO}"
-            )
-        if len(recorder.steps) >= lim.steps:
-            raise LimitExceeded(
-                f"the run took more than {lim.steps} steps, the playground's limit{_where(recorder)}; {_WHAT_TO_DO}"
-            )
-        if time.monotonic() > self.deadline:
-            raise LimitExceeded(
-                f"the run took longer than {lim.run_seconds:g} s, the playground's limit{_where(recorder)}; "
-                f"{_WHAT_TO_DO}"
-            )
+            met = f"the run emitted more than {lim.outputs} events"
+        elif len(recorder.steps) >= lim.steps:
+            met = f"the run took more than {lim.steps} steps"
+        elif time.monotonic() > self.deadline:
+            met = f"the run took longer than {lim.run_seconds:g} s"
+        else:
+            return
+        recorder.drop_unfinished()  # (what is shown are whole steps: this one may be a later stage's)
+        raise LimitExceeded(f"{met}, the playground's limit{_where(recorder)}; {_WHAT_TO_DO}")
 
 
 def _where(recorder: Any) -> str:
