@@ -300,15 +300,16 @@ class Checkpoint:
 
     def _checkpoint_stores(self, owned: dict[int, Any], output: BatchProducer) -> None:
         """After a commit: write the batch's changelog records to the stores of the tasks still
-        owned, with the changelog offset each reached and its input positions, and move on the
+        owned, with the changelog offset each reached, its input positions and its owner epoch
+        (kept from its first commit on, not from its restore: kafka/restore.py), and move on the
         committed offsets the next commit starts from."""
         for p, changes in self._pending_store.items():
             if (held := owned.get(p)) is not None:
-                held.store.write(changes, output.changelog_end.get(p), dict(held.position))
+                held.store.write(changes, output.changelog_end.get(p), dict(held.position), None, held.owner_epoch)
         self._pending_store.clear()
         for p, task in owned.items():
             if p not in output.changelog_end and task.position:
-                task.store.write({}, None, dict(task.position))
+                task.store.write({}, None, dict(task.position), None, task.owner_epoch)
         output.changelog_end.clear()
         for p, task in owned.items():
             self.tasks.committed_offsets.setdefault(p, {}).update(task.position)

@@ -1,0 +1,63 @@
+"""A restore whose task is dropped before its first commit (issue: a duplicate under exactly-once
+after a zombie worker), through the real ``Task`` and the real restore over an in-memory changelog.
+
+A worker frozen past its session (SIGSTOP) resumes, its commit is refused, and it joins again:
+until the group takes them away, it restores the tasks it had into its local stores, while their
+new owner goes on committing. Nothing of such a restore is ever committed, and the store it leaves
+behind must still equal a replay of the changelog up to its checkpoint, or the worker's next
+restore from it (when the group gives it the task back) starts from a state the changelog never
+had: seen as a key's instance of long ago coming back with the clock of the last commit, and its
+timer firing a second time, at that clock ("Quiet" twice with the same ``es-id``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eventscript.kafka.restore import Restoration
+
+from .test_uncommitted_batches import CHANGELOG, ChangelogPartition
+from .test_zombie_changelog import commit, counts, make_task, take_over, tick
+
+
+def test_records_committed_while_a_restore_reads_are_not_passed_over_by_its_store(tmp_path: Path) -> None:
+    """The restore reads the committed offsets, then the changelog: what the owner commits in
+    between is not covered by those offsets, and is skipped. The store's checkpoint must stay
+    before it, so that the next restore from the store applies it (the committed offsets then
+    cover it)."""
+    log = ChangelogPartition()
+    owner = take_over(tmp_path / "owner", log, {}, None)
+    assert counts(owner, tick(0)) == [1]
+    committed = commit(owner, log)
+    zombie = make_task(tmp_path / "zombie")
+    restoration = Restoration("p", log, CHANGELOG, {0: zombie}, {0: committed})
+    restoration.begin()
+    assert counts(owner, tick(1)) == [2]  # the owner commits while the zombie's restore reads
+    committed = commit(owner, log)
+    while not restoration.done:
+        restoration.step(1.0)
+    restoration.finish(None)
+    assert restoration.skipped[0] > 0
+    zombie.close()  # its first commit is refused: dropped
+    owner.close()
+    again = take_over(tmp_path / "zombie", log, committed, None)  # the task is given back
+    assert counts(again, tick(2)) == [3]  # the owner's count (2), not the one the zombie read (1)
+    again.close()
+
+
+def test_a_restore_dropped_before_its_first_commit_does_not_keep_its_own_epoch(tmp_path: Path) -> None:
+    """A zombie's consumer still has the generation it had before it froze, below the new
+    owner's: its epoch is raised above the highest applied (``state.changelog.owner_epoch``), and
+    written in its store it fenced every record the new owner committed after the restore."""
+    log = ChangelogPartition()
+    owner = take_over(tmp_path / "owner", log, {}, 5)
+    assert counts(owner, tick(0)) == [1]
+    committed = commit(owner, log)
+    zombie = take_over(tmp_path / "zombie", log, committed, 3)  # its generation from before it froze
+    assert zombie.owner_epoch is not None and zombie.owner_epoch > 5
+    zombie.close()  # its first commit is refused: dropped
+    assert counts(owner, tick(1)) == [2]
+    committed = commit(owner, log)
+    owner.close()
+    again = take_over(tmp_path / "zombie", log, committed, 9)  # the task is given back
+    assert counts(again, tick(2)) == [3]  # the owner's count (2), not the one the zombie read (1)
+    again.close()
