@@ -12,11 +12,16 @@ timer firing a second time, at that clock ("Quiet" twice with the same ``es-id``
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+from eventscript.kafka.checkpoint import Checkpoint
 from eventscript.kafka.restore import Restoration
+from eventscript.kafka.waiting import Waiting
+from eventscript.task.task import Task
 
 from .test_uncommitted_batches import CHANGELOG, ChangelogPartition
-from .test_zombie_changelog import commit, counts, make_task, take_over, tick
+from .test_zombie_changelog import commit, counts, make_task, produced, send, take_over, tick
 
 
 def test_records_committed_while_a_restore_reads_are_not_passed_over_by_its_store(tmp_path: Path) -> None:
@@ -60,4 +65,49 @@ def test_a_restore_dropped_before_its_first_commit_does_not_keep_its_own_epoch(t
     owner.close()
     again = take_over(tmp_path / "zombie", log, committed, 9)  # the task is given back
     assert counts(again, tick(2)) == [3]  # the owner's count (2), not the one the zombie read (1)
+    again.close()
+
+
+def commit_through_the_checkpoint(task: Task, log: ChangelogPartition) -> None:
+    """The worker's at-least-once commit of ``task`` (kafka/checkpoint.py, as in a revocation: the
+    offsets committed synchronously): its changelog records reach the log, then its store takes
+    them, with the checkpoint the producer reported."""
+    output = SimpleNamespace(changelog_end={}, txn_open=False, produced=0, delivery_error=None)
+
+    def send(topic: str, partition: int, key: Any, value: Any, headers: Any, ts: int, changelog: bool) -> None:
+        if topic == CHANGELOG:
+            log.append(key, value, headers)
+            output.changelog_end[task.partition] = len(log.records)
+
+    output.senders = lambda: (send, None)
+    consumer = SimpleNamespace(commit=lambda offsets, asynchronous: None)
+    producer = SimpleNamespace(flush=lambda timeout: 0)
+    host = SimpleNamespace(consumer=consumer, producer=producer, output=output, poll_while_committing=None)
+    tasks = SimpleNamespace(tasks={task.partition: task}, committed_offsets={}, rep_topic="p-repartition")
+    cfg = task.cfg.model_copy(update={"guarantee": "at_least_once"})
+    checkpoint = Checkpoint(cfg, host, tasks, Waiting("p", lambda kind: None), lambda: None, lambda *_: None, print)  # type: ignore[arg-type]
+    checkpoint.commit(in_rebalance=True)
+    assert not checkpoint.failed
+
+
+def test_the_store_takes_the_tasks_epoch_at_its_first_commit(tmp_path: Path) -> None:
+    """The new owner's store, continuing from its checkpoint after its commits, still fences the
+    records a zombie of the earlier owner sends late (at the earlier owner's epoch)."""
+    log = ChangelogPartition()
+    owner = take_over(tmp_path / "owner", log, {}, 5)
+    assert counts(owner, tick(0)) == [1]
+    committed = commit(owner, log)
+    assert counts(owner, tick(1)) == [2]
+    queued = produced(owner)  # the owner freezes with these queued
+    owner.close()
+    new = take_over(tmp_path / "new", log, committed, 7)
+    assert new.store.epoch == 5  # (not its own before it commits)
+    assert counts(new, tick(1), tick(2)) == [2, 3]
+    commit_through_the_checkpoint(new, log)
+    assert new.store.epoch == 7
+    committed = dict(new.position)
+    new.close()
+    send(log, queued)  # the zombie's records land after the new owner's commit, which covers them
+    again = take_over(tmp_path / "new", log, committed, 9)
+    assert counts(again, tick(3)) == [4]  # the new owner's count (3), not the zombie's (2)
     again.close()
