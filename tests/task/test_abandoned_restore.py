@@ -85,7 +85,8 @@ def commit_through_the_checkpoint(task: Task, log: ChangelogPartition) -> None:
     host = SimpleNamespace(consumer=consumer, producer=producer, output=output, poll_while_committing=None)
     tasks = SimpleNamespace(tasks={task.partition: task}, committed_offsets={}, rep_topic="p-repartition")
     cfg = task.cfg.model_copy(update={"guarantee": "at_least_once"})
-    checkpoint = Checkpoint(cfg, host, tasks, Waiting("p", lambda kind: None), lambda: None, lambda *_: None, print)  # type: ignore[arg-type]
+    waits = Waiting("p", lambda kind: None)
+    checkpoint = Checkpoint(cfg, host, tasks, waits, lambda: None, lambda *_: None, lambda _: None)  # type: ignore[arg-type]
     checkpoint.commit(in_rebalance=True)
     assert not checkpoint.failed
 
