@@ -83,7 +83,9 @@ def commit_through_the_checkpoint(task: Task, log: ChangelogPartition) -> None:
     consumer = SimpleNamespace(commit=lambda offsets, asynchronous: None)
     producer = SimpleNamespace(flush=lambda timeout: 0)
     host = SimpleNamespace(consumer=consumer, producer=producer, output=output, poll_while_committing=None)
-    tasks = SimpleNamespace(tasks={task.partition: task}, committed_offsets={}, rep_topic="p-repartition")
+    tasks = SimpleNamespace(
+        tasks={task.partition: task}, committed_offsets={}, rep_topic="p-repartition", member_replaced=lambda c: False
+    )
     cfg = task.cfg.model_copy(update={"guarantee": "at_least_once"})
     waits = Waiting("p", lambda kind: None)
     checkpoint = Checkpoint(cfg, host, tasks, waits, lambda: None, lambda *_: None, lambda _: None)  # type: ignore[arg-type]

@@ -45,6 +45,11 @@ PURGE_INTERVAL = 30.0
 #: Commit errors that mean the group gave this member's tasks to another (Kafka Streams'
 #: TaskMigratedException): every task is lost, and the member rejoins.
 MIGRATED = (KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.FENCED_INSTANCE_ID)
+#: Why a commit is refused before it is sent (``TaskManager.member_replaced``).
+NOT_THE_MEMBER = (
+    "the consumer is no longer the group member its tasks were assigned under (its session ended): "
+    "the broker would not fence this commit"
+)
 
 
 class CommitHost(Protocol):
@@ -221,6 +226,8 @@ class Checkpoint:
         started = time.monotonic()
         committing = dict(tasks)
         try:
+            if self.tasks.member_replaced(consumer):  # (a commit the broker would not fence)
+                raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID, NOT_THE_MEMBER))
             if self.eos:
                 output.begin()
                 # Delivery errors show before the offsets are sent; what is still queued when the
