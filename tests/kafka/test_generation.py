@@ -61,3 +61,44 @@ def test_only_the_classic_group_protocol_fences(caplog: pytest.LogCaptureFixture
     with caplog.at_level(logging.WARNING, logger="eventscript.kafka.worker"):
         assert not owner_epochs("p", clients.consumer_config(kafka, "g", **{"group.protocol": "consumer"}))
     assert "group.protocol is 'consumer'" in caplog.text
+
+
+def test_the_member_id_is_read_beside_the_generation() -> None:
+    from eventscript.kafka.generation import group_member, member_of
+
+    assert group_member(metadata(3, b"worker-0")) == (3, b"member-1")
+    assert group_member(metadata(1).replace(b"member-1", b"")) == (1, b"")  # its member id dropped
+    assert group_member(b"CGMDv3:" + struct.pack("=i", 3)) is None
+    assert group_member(METADATA_MAGIC + struct.pack("=i", 3) + b"group-without-end") is None
+    consumer = Consumer(clients.consumer_config(KafkaConfig(bootstrap_servers="127.0.0.1:1"), "never-joins"))
+    try:
+        generation, member = member_of(consumer) or (0, b"?")
+        assert generation < 0 and member == b""  # no member: nothing it commits is fenced
+    finally:
+        consumer.close()
+
+
+class _Member:
+    """A consumer whose group metadata says it is ``member`` of generation ``generation``."""
+
+    def __init__(self, generation: int, member: bytes) -> None:
+        self.meta = metadata(generation).replace(b"member-1", member)
+
+    def consumer_group_metadata(self) -> bytes:
+        return self.meta
+
+
+def test_a_task_assigned_to_another_member_id_is_not_the_consumers_to_commit() -> None:
+    from types import SimpleNamespace
+
+    from eventscript.kafka.task_manager import TaskManager
+
+    manager = SimpleNamespace(tasks={0: object()}, assigned_under={0: b"member-a"})
+    replaced = TaskManager.member_replaced
+    assert not replaced(manager, _Member(4, b"member-a"))  # type: ignore[arg-type]
+    assert not replaced(manager, _Member(5, b"member-a"))  # type: ignore[arg-type]  # (a rebalance: the same member)
+    assert replaced(manager, _Member(5, b"member-b"))  # type: ignore[arg-type]  # joined again: another member
+    assert replaced(manager, _Member(-1, b""))  # type: ignore[arg-type]  # no member now
+    assert not replaced(manager, SimpleNamespace())  # type: ignore[arg-type]  # (no metadata to tell: as before)
+    manager.assigned_under = {0: None}  # (assigned when the layout was not known)
+    assert not replaced(manager, _Member(5, b"member-b"))  # type: ignore[arg-type]

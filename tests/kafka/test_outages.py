@@ -5,11 +5,13 @@ runs (readiness, metrics and logs during the outage)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -213,14 +215,32 @@ def test_zombie_worker_stopped_past_its_session_timeout(broker: Broker, tmp_path
                 except Exception:
                     w.kill()
     raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)
-    assert raw[f"{name}-err"] == []
-    # The zombie's repeats under at-least-once may differ in bytes (issue 20, fault 11: its tasks
-    # merge the input with the repartition partition, with max_task_idle_ms 0): same key and event.
-    got, repeats = outputs_by_key(raw[f"{name}-out"], identical=guarantee == "exactly_once")
-    print(f"outputs={sum(map(len, got.values()))} repeats={repeats}")
-    assert set(got) == set(oracle.outputs)
-    for key, lines in oracle.outputs.items():
-        assert got[key] == lines, f"key {key}: outputs differ from the uninterrupted run"
+    with _telling_the_workers_story(log_a, log_b):
+        assert raw[f"{name}-err"] == []
+        # The zombie's repeats under at-least-once may differ in bytes (issue 20, fault 11: its tasks
+        # merge the input with the repartition partition, with max_task_idle_ms 0): same key and event.
+        got, repeats = outputs_by_key(raw[f"{name}-out"], identical=guarantee == "exactly_once")
+        print(f"outputs={sum(map(len, got.values()))} repeats={repeats}")
+        assert set(got) == set(oracle.outputs)
+        for key, lines in oracle.outputs.items():
+            assert got[key] == lines, f"key {key}: outputs differ from the uninterrupted run"
+
+
+#: The lines of a worker's log that tell who owned, restored and committed which task when.
+_STORY = ("assigned tasks", "revoked tasks", "assignment lost", "changelog", "commit failed", "joining the group")
+
+
+@contextlib.contextmanager
+def _telling_the_workers_story(*logs: Path) -> Iterator[None]:
+    """On a failed check, print each worker's lines about its tasks (the logs stay under the
+    test's tmp_path: run with --basetemp to keep them): a rare failure then tells its story."""
+    try:
+        yield
+    except AssertionError:
+        for log in logs:
+            lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+            print(f"--- {log.name}: its tasks", *[ln[:400] for ln in lines if any(s in ln for s in _STORY)], sep="\n")
+        raise
 
 
 def _sample(runner: Any, name: str, **labels: str) -> float:

@@ -49,6 +49,7 @@ def worker(tmp_path: Path, guarantee: str, answer: KafkaError | None) -> tuple[C
         committed_offsets={},
         rep_topic="p-rep",
         rewind=lambda c: (happened.append("rewind"), task.rewind()),
+        member_replaced=lambda c: False,
     )
     output = SimpleNamespace(changelog_end={}, txn_open=False, produced=0, delivery_error=None, begin=lambda: None)
     producer = SimpleNamespace(

@@ -45,6 +45,11 @@ PURGE_INTERVAL = 30.0
 #: Commit errors that mean the group gave this member's tasks to another (Kafka Streams'
 #: TaskMigratedException): every task is lost, and the member rejoins.
 MIGRATED = (KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.FENCED_INSTANCE_ID)
+#: Why a commit is refused before it is sent (``TaskManager.member_replaced``).
+NOT_THE_MEMBER = (
+    "the consumer is no longer the group member its tasks were assigned under (its session ended): "
+    "the broker would not fence this commit"
+)
 
 
 class CommitHost(Protocol):
@@ -221,6 +226,8 @@ class Checkpoint:
         started = time.monotonic()
         committing = dict(tasks)
         try:
+            if self.tasks.member_replaced(consumer):  # (a commit the broker would not fence)
+                raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID, NOT_THE_MEMBER))
             if self.eos:
                 output.begin()
                 # Delivery errors show before the offsets are sent; what is still queued when the
@@ -300,15 +307,16 @@ class Checkpoint:
 
     def _checkpoint_stores(self, owned: dict[int, Any], output: BatchProducer) -> None:
         """After a commit: write the batch's changelog records to the stores of the tasks still
-        owned, with the changelog offset each reached and its input positions, and move on the
+        owned, with the changelog offset each reached, its input positions and its owner epoch
+        (kept from its first commit on, not from its restore: kafka/restore.py), and move on the
         committed offsets the next commit starts from."""
         for p, changes in self._pending_store.items():
             if (held := owned.get(p)) is not None:
-                held.store.write(changes, output.changelog_end.get(p), dict(held.position))
+                held.store.write(changes, output.changelog_end.get(p), dict(held.position), None, held.owner_epoch)
         self._pending_store.clear()
         for p, task in owned.items():
             if p not in output.changelog_end and task.position:
-                task.store.write({}, None, dict(task.position))
+                task.store.write({}, None, dict(task.position), None, task.owner_epoch)
         output.changelog_end.clear()
         for p, task in owned.items():
             self.tasks.committed_offsets.setdefault(p, {}).update(task.position)

@@ -36,6 +36,32 @@ def parse_generation(meta: bytes) -> int | None:
     return generation if generation >= 0 else None
 
 
+def group_member(meta: Any) -> tuple[int, bytes] | None:
+    """(generation, member id) in librdkafka's serialised group metadata
+    (``consumer_group_metadata()``), or None for a layout this module does not know. Generation -1
+    or an empty member id: the consumer is no member of its group now (its session ended, or the
+    coordinator called it unknown, and it has not joined again)."""
+    if not isinstance(meta, bytes) or not meta.startswith(METADATA_MAGIC):
+        return None
+    start = len(METADATA_MAGIC)
+    if len(meta) < start + _GENERATION.size:
+        return None
+    (generation,) = _GENERATION.unpack_from(meta, start)
+    _group, found, rest = meta[start + _GENERATION.size :].partition(b"\0")
+    member, found_member, _ = rest.partition(b"\0")
+    if not found or not found_member:
+        return None
+    return int(generation), member
+
+
+def member_of(consumer: Any) -> tuple[int, bytes] | None:
+    """The consumer's ``group_member`` now (None: not known)."""
+    try:
+        return group_member(consumer.consumer_group_metadata())
+    except (KafkaException, RuntimeError, AttributeError):
+        return None
+
+
 def owner_epochs(program: str, consumer_conf: dict[str, Any]) -> bool:
     """Whether the worker's consumer group has a generation that fences zombies: only under the
     classic group protocol (said at start when another is configured)."""

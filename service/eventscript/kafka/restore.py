@@ -24,7 +24,19 @@ Records that the committed offsets cover are also checked against their owner ep
 producer sent its queued records late) after a newer owner's is skipped, and its key is written
 again at the task's next commit, as the keys of uncommitted records are (a compaction could
 otherwise leave the zombie's record as the key's only one). The restored task then takes its own
-epoch, above every one applied (``Task.take_epoch``), and the store keeps it with its checkpoint.
+epoch, above every one applied (``Task.take_epoch``); the store keeps it from the task's first
+commit on (kafka/checkpoint.py), not before.
+
+A restore's store must equal a replay of the changelog up to its checkpoint, also when its task
+never commits: a worker frozen past its session (a zombie) that resumes and joins again restores
+the tasks it had while their new owner goes on committing, and is dropped before its first commit.
+So the checkpoint it writes stops at the first record the committed offsets it read did not cover
+(what the owner committed after they were read is one: the next restore, reading newer offsets,
+applies it), and the store does not take the zombie's own epoch, which comes from the generation it
+had before it froze and can be above the new owner's (a later restore from the store then skipped
+every record the owner committed after it). Both were seen as a duplicate timer output under
+exactly-once: an instance of long ago back with the clock of the owner's last commit, its timer
+firing again at that clock.
 """
 
 from __future__ import annotations
@@ -254,6 +266,9 @@ class Restoration:
     fences: dict[int, EpochFence] = field(default_factory=dict)
     #: Where each partition last reported its end (the last stable offset).
     ends: dict[int, int] = field(default_factory=dict)
+    #: Per partition, the first record skipped as not covered by the committed offsets, and the
+    #: highest epoch applied before it: the store's checkpoint stops there (``_checkpoint``).
+    gaps: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: Since when a partition's end has been held back by an open transaction (see the module),
     #: and when the restore last said so.
     held_since: dict[int, float] = field(default_factory=dict)
@@ -298,6 +313,8 @@ class Restoration:
                 if not rules[p].covers(es_pos):
                     self.skipped[p] += 1
                     self.uncommitted[p].add(key)
+                    if p not in self.gaps:
+                        self.gaps[p] = (offset, self.fences[p].highest)
                 elif self.fences[p].admits(gen):
                     self.pending[p][key] = value
                     keep_info(self.infos[p], key, value, info)
@@ -306,9 +323,8 @@ class Restoration:
                     log_zombie_record(self.program, p, offset, gen, self.fences[p])
                     self.uncommitted[p].add(key)
                 if len(self.pending[p]) >= WRITE_BATCH:
-                    self.tasks[p].store.write(
-                        self.pending[p], self.last[p], None, self.infos[p], self.fences[p].highest
-                    )
+                    checkpoint, epoch = self._checkpoint(p, self.fences[p])
+                    self.tasks[p].store.write(self.pending[p], checkpoint, None, self.infos[p], epoch)
                     self.pending[p] = {}
                     self.infos[p] = {}
             self.ends.update(at_end)
@@ -357,6 +373,17 @@ class Restoration:
                     now - self.held_since[p],
                 )
 
+    def _checkpoint(self, p: int, fence: EpochFence) -> tuple[int | None, int]:
+        """The changelog offset and the highest epoch a store write of partition ``p`` may keep:
+        where the replay is, or the first record it skipped as not covered and the highest epoch
+        before it (see the module). A record skipped there may be one committed after the
+        committed offsets were read: a store whose checkpoint passed it would never apply it, yet
+        its task may never commit to write the key again."""
+        gap = self.gaps.get(p)
+        if gap is not None:
+            return gap
+        return self.last.get(p), fence.highest
+
     def drop(self, p: int) -> None:
         """A task given away while it restores: forget it (its partition still reports its end)."""
         self.tasks.pop(p, None)
@@ -367,16 +394,15 @@ class Restoration:
     def finish(self, generation: int | None = None) -> list[Task]:
         """Write what is left, move each store to the committed position, load the tasks, and
         give each the owner epoch of a member of group ``generation`` (None: not known, the
-        task writes none), which its store keeps as the highest epoch from now on."""
+        task writes none), which its store keeps as the highest epoch from its first commit on."""
         for p, task in self.tasks.items():
             fence = self.fences.get(p) or EpochFence(task.store.epoch)
-            task.store.write(
-                self.pending.get(p, {}), self.last.get(p), self.committed[p], self.infos.get(p, {}), fence.highest
-            )
+            checkpoint, highest = self._checkpoint(p, fence)
+            task.store.write(self.pending.get(p, {}), checkpoint, self.committed[p], self.infos.get(p, {}), highest)
             held = self.held_since.get(p)
             log.info(
                 "%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted), %d skipped (an "
-                "earlier owner's, written after a later owner's)%s",
+                "earlier owner's, written after a later owner's)%s%s",
                 self.program,
                 p,
                 self.starts.get(p, 0),
@@ -384,11 +410,11 @@ class Restoration:
                 self.skipped.get(p, 0),
                 fence.skipped,
                 "" if held is None else f"; waited {time.monotonic() - held:.1f} s for an open transaction to end",
+                "" if p not in self.gaps else f"; the store's checkpoint stays at offset {checkpoint} until a commit",
             )
             task.load_from_store()
-            epoch = task.take_epoch(generation, fence.highest)
-            if epoch is not None and epoch > fence.highest:
-                task.store.write({}, None, None, {}, epoch)
+            # (the store keeps the epoch from the task's first commit on: see the module)
+            task.take_epoch(generation, fence.highest)
             # A later commit may cover the skipped records' input position: then a replay applies
             # them, unless the task writes those keys again (Task.rewrite_at_next_commit).
             task.rewrite_at_next_commit(self.uncommitted.get(p, ()))

@@ -31,7 +31,7 @@ from ..automata.compiled import CompiledProgram
 from ..task.task import Task
 from ..topology.config import ProgramConfig
 from . import waiting
-from .generation import group_generation
+from .generation import group_generation, member_of
 from .metrics import restore_to_go
 from .restore import Restoration, RestoreError
 from .standby import Standbys, StandbyTask, standby_tasks
@@ -107,6 +107,9 @@ class TaskManager:
         self._restorer: Consumer | None = None
         #: Warm copies of other workers' tasks (num_standby > 0).
         self._standbys: Standbys | None = None
+        #: The group member id each task was assigned under (``generation.member_of``; None: not
+        #: known): see ``member_replaced``.
+        self.assigned_under: dict[int, bytes | None] = {}
 
     # -- read-only views -------------------------------------------------------------------------
 
@@ -168,10 +171,12 @@ class TaskManager:
         them until they are restored."""
         new: list[TopicPartition] = []
         extra: list[TopicPartition] = []
+        member = member_of(consumer)
         for tp in partitions:
             if tp.topic != self.rep_topic or tp.partition in self.tasks:
                 continue
             p = tp.partition
+            self.assigned_under[p] = None if member is None else member[1]
             if self._standbys is not None:
                 self._standbys.release(p)  # its warm store becomes the task's
             task = self.tasks[p] = Task(
@@ -195,6 +200,22 @@ class TaskManager:
         log.info("%s: assigned tasks %s", self.name, sorted(tp.partition for tp in new))
         self._retarget_standbys()
         self._rebalanced("assigned")
+
+    def member_replaced(self, consumer: Consumer) -> bool:
+        """Whether the consumer is no longer the group member some task was assigned under: it
+        left the group (its session ended), or librdkafka joined it again on its own, with a new
+        member id, before the worker heard of the loss (a worker frozen past its session and
+        resumed). Such a task is another member's now; a commit would carry the old member's
+        batch under the new member's generation, which the broker accepts (it checks the
+        generation, not who owns the partitions): a zombie's offsets and changelog records over
+        the new owner's (kafka/checkpoint.py refuses it)."""
+        now = member_of(consumer)
+        if now is None:
+            return False  # (a layout generation.py does not know: as before)
+        generation, member = now
+        if generation < 0 or not member:
+            return True
+        return any(self.assigned_under.get(p) not in (None, member) for p in self.tasks)
 
     def owned_among(self, partitions: list[TopicPartition]) -> list[int]:
         """The tasks this worker owns among ``partitions``."""

@@ -391,8 +391,12 @@ class ProgramWorker:
             self._new_producer()
         if not exc.consumer_failed:
             consumer = self._member()
+            under = {p: self.task_manager.assigned_under.get(p) for p in owned}
             consumer.incremental_unassign([tp for p in owned for tp in self.task_manager.task_partitions(p)])
             self._on_assign(consumer, [TopicPartition(self.rep_topic, p) for p in owned])
+            # Still the member's they were assigned to: if librdkafka joined again meanwhile, the
+            # group takes them away, and nothing of them is committed until then (member_replaced).
+            self.task_manager.assigned_under.update(under)
             return
         old, self.consumer = self.consumer, None
         # Not ready until the new member has its assignment: with no task left, ``ready`` would
