@@ -30,6 +30,9 @@ start, and so is another worker at that kill: each dies in the middle of its nex
 victim's of its tasks given back, the other's of the victim's tasks). A worker dead of its kill
 point is started again, as an orchestrator would. ``PIPELINE_KILLS_STANDBY=N`` gives every program
 ``num_standby: N``: a rebalance then moves tasks to workers that stood by for them.
+``PIPELINE_KILLS_PARTITIONS="sensor-events=5 site-alarms=2"`` puts those topics (the shipped names)
+on those partition counts in the topologies that have them, stages of other counts than shipped
+(sensors' are on 3 and 4 as shipped, every other topology's on 3).
 """
 
 from __future__ import annotations
@@ -94,6 +97,22 @@ STANDBY = int(os.environ.get("PIPELINE_KILLS_STANDBY", "0"))
 #: Seconds an armed worker has to reach its kill point before it is killed from outside.
 ARMED_WAIT_S = 15.0
 KILL_POINT_WORKER = Path(__file__).with_name("kill_point_worker.py")
+
+
+def partition_counts(spec: str) -> dict[str, int]:
+    """``PIPELINE_KILLS_PARTITIONS``: "topic=n" pairs, space separated."""
+    counts = {}
+    for pair in spec.split():
+        topic, _, n = pair.partition("=")
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"PIPELINE_KILLS_PARTITIONS: {pair!r}: expected topic=partitions, e.g. sensor-events=5")
+        counts[topic] = int(n)
+    return counts
+
+
+#: ``PIPELINE_KILLS_PARTITIONS``: partition counts of some topics (shipped names), in place of the
+#: shipped ones.
+COUNTS = partition_counts(os.environ.get("PIPELINE_KILLS_PARTITIONS", ""))
 
 
 def with_a_longer_trace(original: Path, folder: Path, seed: int) -> Path:
@@ -212,11 +231,14 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
     path = with_a_longer_trace(original, tmp_path / original.parent.name, seed)
     # (sources idle only well after their last record: a worker restarted after a kill takes
     # longer than the pace of the slices to fetch again; docs/topologies.md, "Sources")
-    a = on_broker(path, broker, tmp_path, guarantee, worker="a", idle_timeout_ms=IDLE_AFTER_MS)
+    from eventscript.topology.model import load_graph
+
+    counts = {t: n for t, n in COUNTS.items() if t in load_graph(path).all_topics()} or None
+    a = on_broker(path, broker, tmp_path, guarantee, worker="a", idle_timeout_ms=IDLE_AFTER_MS, counts=counts)
     topologies = {"a": a}
     for name in "bcdefgh"[: WORKERS - 1]:
         topologies[name] = on_broker(
-            path, broker, tmp_path, guarantee, worker=name, like=a, idle_timeout_ms=IDLE_AFTER_MS
+            path, broker, tmp_path, guarantee, worker=name, like=a, idle_timeout_ms=IDLE_AFTER_MS, counts=counts
         )
     if STANDBY:
         topologies = {name: with_standbys(t, STANDBY) for name, t in topologies.items()}
@@ -308,10 +330,11 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
     at_points = sum(kill_point_lines(log) for log in logs.values())
     print(
         f"\n{original.parent.name} {guarantee} seed {seed}: {kills} kills ({early_kills} before ready), "
+        + (f"partitions {counts}, " if counts else "")
         + (f"{at_points} at kill point {KILL_AT!r} ({revived} revived), " if KILL_AT else "")
         + f"{sum(map(len, got.values()))} outputs on {len(got)} keys, {time.monotonic() - started:.0f} s"
     )
-    assert_simulated_with_memory_ids(broker, a, path, tmp_path)
+    assert_simulated_with_memory_ids(broker, a, path, tmp_path, counts)
     if guarantee == "exactly_once":
         assert no_repeats(broker, a, path) == []
     if KILL_AT:
