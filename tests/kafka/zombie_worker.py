@@ -20,8 +20,9 @@ import threading
 import time
 from typing import Any
 
+from wrapped_clients import wrap_clients
+
 from eventscript.cli.main import main
-from eventscript.kafka import clients
 
 HOLD = threading.Event()
 #: The worker's thread has made a held ``consume`` call: a real one begun before the hold (which
@@ -76,19 +77,7 @@ class ReleasingProducer:
 
 
 def _install() -> None:
-    make_consumer, make_producer = clients.ClientSupplier.consumer, clients.ClientSupplier.producer
-
-    def consumer(self: clients.ClientSupplier, conf: dict[str, Any]) -> Any:
-        client = make_consumer(self, conf)
-        if ".restore." in conf["group.id"] or ".standby." in conf["group.id"]:
-            return client  # the readers of restores and standbys
-        return HeldConsumer(client)
-
-    def producer(self: clients.ClientSupplier, conf: dict[str, Any]) -> Any:
-        return ReleasingProducer(make_producer(self, conf))
-
-    clients.ClientSupplier.consumer = consumer  # type: ignore[method-assign]
-    clients.ClientSupplier.producer = producer  # type: ignore[method-assign]
+    wrap_clients(member=HeldConsumer, producer=ReleasingProducer)
 
     def arm(*_: Any) -> None:
         HOLD.set()
