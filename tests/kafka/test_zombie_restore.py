@@ -34,16 +34,19 @@ from kafka_helpers import (
 
 ZOMBIE_WORKER = Path(__file__).with_name("zombie_restore_worker.py")
 
-#: Key t's Quiet comes 4 s of wall time after its Stop (due while A is frozen: A's commit after
-#: it resumes is the one refused); key k only counts.
-PROGRAM = """
-in {string k; long n;} Tick group(Tick.k)
-in {string k;} Stop group(Stop.k)
-out {string k; long count; long last;} Count, {string k; long count;} Quiet
+#: Key t's Quiet comes 10 s of wall time after A took its Stop (said by Stopped): due while A
+#: is frozen, so that A's commit after it resumes is the one refused. A Quiet fired before A is
+#: frozen leaves A nothing to commit (CI, 2026-11-28, with 4 s: A's restore never began). Key k
+#: only counts.
+QUIET_AFTER_S = 10
+PROGRAM = f"""
+in {{string k; long n;}} Tick group(Tick.k)
+in {{string k;}} Stop group(Stop.k)
+out {{string k; long count; long last;}} Count, {{string k; long count;}} Quiet, {{string k;}} Stopped
 
-{ count = 0; }
-( Tick(t) { count = count + 1; !>Count({k: t.k, count: count, last: t.n}); } )*
-Stop() elapse[4 seconds]() { !>Quiet({k: group[0], count: count}); }
+{{ count = 0; }}
+( Tick(t) {{ count = count + 1; !>Count({{k: t.k, count: count, last: t.n}}); }} )*
+Stop(s) {{ !>Stopped({{k: s.k}}); }} elapse[{QUIET_AFTER_S} seconds]() {{ !>Quiet({{k: group[0], count: count}}); }}
 """
 
 
@@ -115,9 +118,13 @@ def test_a_zombies_restore_while_the_owner_commits_leaves_a_store_that_restores_
         stops.send("t", {"k": "t"}, t0 + 2)
         stops.producer.flush(30)
         wait_for(lambda: counted(0) and counted(1), 60, what="A's committed Counts")
+        wait_for(lambda: any(e == "Stopped" for e, _ in _outputs(broker, out)), 60, what="A's Stop")
         a.send_signal(signal.SIGUSR1)
         wait_for(lambda: "zombie hold in effect" in log_a.read_text(), 30, what="A's consumer to be held")
         a.send_signal(signal.SIGSTOP)  # t's Quiet comes due while A is frozen
+        assert not any(e == "Quiet" for e, _ in _outputs(broker, out)), (
+            f"A fired t's Quiet before it was frozen: the test needs more than {QUIET_AFTER_S} s here"
+        )
         b = start_worker(topos[1], "-v", log=log_b)
         wait_for(lambda: any(e == "Quiet" for e, _ in _outputs(broker, out)), 90, what="B to own the task")
         a.send_signal(signal.SIGCONT)  # A fires t's Quiet too; its commit is refused; it restores
@@ -142,6 +149,11 @@ def test_a_zombies_restore_while_the_owner_commits_leaves_a_store_that_restores_
         )
         tick("k", 4)
         wait_for(lambda: counted(4), 60, what="A's Count of k's next record")
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}\n--- A's log:\n{log_a.read_text()[-6000:]}\n--- B's log:\n"
+            f"{log_b.read_text()[-3000:] if log_b.exists() else '(not started)'}"
+        ) from exc
     finally:
         for w in (a, b):
             if w is not None and w.poll() is None:
