@@ -102,3 +102,18 @@ def test_a_task_assigned_to_another_member_id_is_not_the_consumers_to_commit() -
     assert not replaced(manager, SimpleNamespace())  # type: ignore[arg-type]  # (no metadata to tell: as before)
     manager.assigned_under = {0: None}  # (assigned when the layout was not known)
     assert not replaced(manager, _Member(5, b"member-b"))  # type: ignore[arg-type]
+
+
+def test_the_generation_and_the_member_come_from_one_reading() -> None:
+    from eventscript.kafka.generation import group_member, member_of, read_metadata
+
+    cut_before_member = METADATA_MAGIC + struct.pack("=i", 7) + b"group-without-end"
+    assert read_metadata(cut_before_member) == (7, None)
+    assert parse_generation(cut_before_member) == 7  # the generation alone is still known
+    assert group_member(cut_before_member) is None
+    assert read_metadata(metadata(-1)) == (-1, b"member-1")
+    assert read_metadata("CGMDv2:text") is None
+    consumer = Consumer(clients.consumer_config(KafkaConfig(bootstrap_servers="127.0.0.1:1"), "closed"))
+    consumer.close()  # its group metadata now raises: neither reading does
+    assert group_generation(consumer, "closed") is None
+    assert member_of(consumer) is None

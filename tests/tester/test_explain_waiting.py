@@ -57,18 +57,40 @@ def test_a_rebuild_that_fails_reads_states_by_symbol_and_is_not_tried_again(monk
     """A product whose operands pass the rebuild's limits (the review's `X - X` compiled with a
     larger state limit) raised AutomatonTooLarge from `waiting`: the Kafka state endpoint answered
     503 to every request, rebuilding for seconds each time."""
+    from eventscript.automata import marker_copies
     from eventscript.automata.nfa import AutomatonTooLarge
-    from eventscript.upgrade import automaton
 
     calls: list[int] = []
 
-    def too_large(compiled: object) -> None:
+    def too_large(compiled: object, machine: object) -> None:
         calls.append(1)
         raise AutomatonTooLarge("the automaton would need more than 400000 NFA states")
 
-    monkeypatch.setattr(automaton, "shape_of", too_large)
-    terms = ProgramTerms(compile_source(DOOR, name="door").require())
+    monkeypatch.setattr(marker_copies, "rebuild", too_large)
+    compiled = compile_source(DOOR, name="door").require()
+    terms = ProgramTerms(compiled)
     opened = _after(terms, "Opened")
     assert _waits(terms, opened) == ["Closed()@4:12", "elapse[5 minutes]@4:23", "Closed()@4:70"]
     assert _waits(terms, terms.start()[0]) == ["Opened()@4:1"]
+    assert _waits(ProgramTerms(compiled), opened)  # (another reader of the same program: kept there)
+    assert calls == [1]
+
+
+def test_the_copies_are_rebuilt_once_per_program_and_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiling builds no second automaton; the first state explained does, once for the program
+    (the state endpoint and the recorder each make their own ``ProgramTerms``)."""
+    from eventscript.automata import marker_copies
+
+    calls: list[int] = []
+    rebuild = marker_copies.rebuild
+
+    def counted(compiled: object, machine: object) -> object:
+        calls.append(1)
+        return rebuild(compiled, machine)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(marker_copies, "rebuild", counted)
+    compiled = compile_source(DOOR, name="door").require()
+    assert calls == []
+    first, second = ProgramTerms(compiled), ProgramTerms(compiled)
+    assert _waits(first, _after(first, "Opened")) == _waits(second, _after(second, "Opened"))
     assert calls == [1]

@@ -12,11 +12,15 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..language import ir
 from .machine import Machine, machine_from_json
+
+if TYPE_CHECKING:
+    from .marker_copies import StateCopies
 
 FORMAT = "eventscript-compiled"
 #: 2: the lazy DFA's NFA shares follow sets between edges; a textual action runs once per transition.
@@ -37,6 +41,16 @@ class CompiledProgram:
     @property
     def grouped(self) -> bool:
         return self.program.grouped
+
+    @cached_property
+    def marker_copies(self) -> StateCopies | None:
+        """The marker copies its DFA states wait before (``automata/marker_copies.py``), rebuilt
+        the first time they are asked for (what ``explain`` says a state waits for), then kept.
+        None where they cannot be told (a lazy DFA, or a failed rebuild), kept too: a state
+        endpoint would otherwise rebuild at every request, failing each time."""
+        from .marker_copies import marker_copies  # (the compiler's stages: only where asked)
+
+        return marker_copies(self)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -111,7 +111,7 @@ class Builder:
 
 def build_nfa(program: ir.ProgramIR, occurrences: OccurrenceTable, state_limit: int) -> tuple[Builder, ENFA]:
     """The program's NFA, by the one rule every compilation of it follows (the compiler's and the
-    upgrade planner's rebuild, ``upgrade/automaton.py``, must agree).
+    rebuild that tells DFA states' marker copies apart, ``automata/marker_copies.py``, must agree).
 
     An empty action block (``{}``) does nothing, so a loop through it alone is no "cyclic path
     that has actions" (document footnote 8). It keeps its occurrence wherever that is allowed,

@@ -61,11 +61,11 @@ class ProgramTerms:
     States are given in their snapshot form (``machine.state_to_json``): a DFA state's number,
     or a lazy DFA's sorted NFA states, as the engine's snapshots and the state stores hold them.
     Where two markers read the same symbol (``Closed()`` in two places), a state with a
-    transition on it is not told apart by the symbol: an eager DFA's states are rebuilt as sets of
-    marker copies (``upgrade.automaton.shape_of``, the compiler's own deterministic stages), and a
-    state waits for the markers of its copies only. A lazy DFA's states, and the copies inside a
-    ``&`` or ``-`` product (which stand for no one marker), keep the reading by symbol: every
-    marker of a symbol the state has a transition on.
+    transition on it is not told apart by the symbol: an eager DFA's states are sets of marker
+    copies (``CompiledProgram.marker_copies``, rebuilt once per program by the compiler's own
+    deterministic stages), and a state waits for the markers of its copies only. A lazy DFA's
+    states, and the copies inside a ``&`` or ``-`` product (which stand for no one marker), keep
+    the reading by symbol: every marker of a symbol the state has a transition on.
     """
 
     def __init__(self, compiled: CompiledProgram) -> None:
@@ -110,30 +110,16 @@ class ProgramTerms:
         return found
 
     @cached_property
-    def _shape(self) -> Any:
-        """The eager DFA's states as marker copies (None on a lazy DFA, or a machine this version
-        does not rebuild the same: then states are read by their symbols)."""
-        from ..upgrade.automaton import shape_of  # (only where a state is explained)
-
-        # Any failure (NotPlannable; a product's operands past the limits the rebuild uses:
-        # AutomatonTooLarge, StateLimitExceeded) leaves states read by their symbols, and is kept:
-        # a state endpoint would otherwise rebuild at every request, failing each time.
-        try:
-            return shape_of(self.compiled)
-        except Exception:
-            return None
-
-    @cached_property
     def _by_index(self) -> dict[int, MarkerRef]:
         return {r.index: r for r in self.markers}
 
     def _copies_waited(self, key: Hashable) -> set[int] | None:
         """The markers whose copies DFA state ``key`` waits before, or None where that cannot be
         told (a lazy DFA; a product's copies, marker -1)."""
-        shape = self._shape
-        if shape is None or not isinstance(key, int) or not 0 <= key < len(shape.masks):
+        copies = self.compiled.marker_copies  # (None on any failure to rebuild them: kept)
+        if copies is None or not isinstance(key, int) or not 0 <= key < len(copies.masks):
             return None
-        waited = [c for c in shape.waits(key) if c is not None]
+        waited = [c for c in copies.waits(key) if c is not None]
         if any(c.marker < 0 or c.marker not in self._by_index for c in waited):
             return None
         return {c.marker for c in waited}

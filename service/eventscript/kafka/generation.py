@@ -27,13 +27,25 @@ _GENERATION = struct.Struct("=i")  # librdkafka memcpy()s the int32: native byte
 _warned: set[str] = set()
 
 
+def read_metadata(meta: Any) -> tuple[int, bytes | None] | None:
+    """(generation, member id) in librdkafka's serialised group metadata, the one reader of its
+    layout; None when ``meta`` is not of the layout this module knows (a later librdkafka). The
+    member id is None when the bytes end before it (the generation alone is known); the
+    generation is -1 when the consumer is no member of its group."""
+    start = len(METADATA_MAGIC)
+    if not isinstance(meta, bytes) or not meta.startswith(METADATA_MAGIC) or len(meta) < start + _GENERATION.size:
+        return None
+    (generation,) = _GENERATION.unpack_from(meta, start)
+    _group, found, rest = meta[start + _GENERATION.size :].partition(b"\0")
+    member, found_member, _ = rest.partition(b"\0")
+    return int(generation), member if found and found_member else None
+
+
 def parse_generation(meta: bytes) -> int | None:
     """The generation in librdkafka's serialised group metadata; None when the bytes are not of
     the layout this module knows (a later librdkafka) or the member has none (-1: not joined)."""
-    if not meta.startswith(METADATA_MAGIC) or len(meta) < len(METADATA_MAGIC) + _GENERATION.size:
-        return None
-    (generation,) = _GENERATION.unpack_from(meta, len(METADATA_MAGIC))
-    return generation if generation >= 0 else None
+    read = read_metadata(meta)
+    return read[0] if read is not None and read[0] >= 0 else None
 
 
 def group_member(meta: Any) -> tuple[int, bytes] | None:
@@ -41,25 +53,24 @@ def group_member(meta: Any) -> tuple[int, bytes] | None:
     (``consumer_group_metadata()``), or None for a layout this module does not know. Generation -1
     or an empty member id: the consumer is no member of its group now (its session ended, or the
     coordinator called it unknown, and it has not joined again)."""
-    if not isinstance(meta, bytes) or not meta.startswith(METADATA_MAGIC):
+    read = read_metadata(meta)
+    if read is None or read[1] is None:
         return None
-    start = len(METADATA_MAGIC)
-    if len(meta) < start + _GENERATION.size:
+    return read[0], read[1]
+
+
+def consumer_metadata(consumer: Any) -> Any:
+    """The consumer's serialised group metadata now, or None when it cannot give it (closed, or
+    no such call)."""
+    try:
+        return consumer.consumer_group_metadata()
+    except (KafkaException, RuntimeError, AttributeError):
         return None
-    (generation,) = _GENERATION.unpack_from(meta, start)
-    _group, found, rest = meta[start + _GENERATION.size :].partition(b"\0")
-    member, found_member, _ = rest.partition(b"\0")
-    if not found or not found_member:
-        return None
-    return int(generation), member
 
 
 def member_of(consumer: Any) -> tuple[int, bytes] | None:
     """The consumer's ``group_member`` now (None: not known)."""
-    try:
-        return group_member(consumer.consumer_group_metadata())
-    except (KafkaException, RuntimeError, AttributeError):
-        return None
+    return group_member(consumer_metadata(consumer))
 
 
 def owner_epochs(program: str, consumer_conf: dict[str, Any]) -> bool:
@@ -82,14 +93,10 @@ def owner_epochs(program: str, consumer_conf: dict[str, Any]) -> bool:
 def group_generation(consumer: Any, program: str) -> int | None:
     """The consumer's group generation now, or None (not known: no epoch is written). A layout
     this module does not know is said once per program, with what it means."""
-    try:
-        meta = consumer.consumer_group_metadata()
-    except (KafkaException, RuntimeError, AttributeError):
-        return None
+    meta = consumer_metadata(consumer)
     if not isinstance(meta, bytes):
         return None
-    generation = parse_generation(meta)
-    if generation is None and not meta.startswith(METADATA_MAGIC) and program not in _warned:
+    if not meta.startswith(METADATA_MAGIC) and program not in _warned:
         _warned.add(program)
         log.warning(
             "%s: this librdkafka's group metadata starts %r, not %r: the group generation cannot be read, so "
@@ -99,4 +106,4 @@ def group_generation(consumer: Any, program: str) -> int | None:
             meta[: len(METADATA_MAGIC)],
             METADATA_MAGIC,
         )
-    return generation
+    return parse_generation(meta)

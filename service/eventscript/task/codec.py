@@ -123,11 +123,13 @@ def input_record(inp: InputConfig, name: str, payload: Any) -> tuple[bytes, Head
     return orjson.dumps(payload), headers
 
 
-def split_event(cfg: InputConfig, obj: Any, headers: Headers | None) -> tuple[str, Any]:
-    """(event name, payload) of a record's JSON value ``obj`` as input ``cfg`` names its events,
-    or BadRecord(code, message). Where a field of the value names the event, the payload is the
-    whole value (``decode_record`` takes its ``value`` field where the event is not a structure).
-    One reading of the name for the worker and the tools (``tail --topology``)."""
+def named_payload(cfg: InputConfig, obj: Any, headers: Headers | None, input_types: dict[str, Type]) -> tuple[str, Any]:
+    """(event name, the value to decode as that event) of a record's JSON value ``obj`` as input
+    ``cfg`` names its events, or BadRecord(code, message): a structured CloudEvent's ``data``;
+    where a field of the value names the event, the whole object for a structure type (the naming
+    field among its fields) and its ``value`` field otherwise. One reading of the name for the
+    worker and the tools (``tail --topology``), in one call: ``decode_record`` runs it for every
+    record (the one-by-one path), where a second call cost 3-15% of its time."""
     if cfg.format == "cloudevents":
         ce_type = header(headers, "ce_type")
         if ce_type is not None:
@@ -148,18 +150,8 @@ def split_event(cfg: InputConfig, obj: Any, headers: Headers | None) -> tuple[st
     f = cfg.event_from.field
     if not isinstance(obj, dict) or not isinstance(obj.get(f), str):
         raise BadRecord(ErrorCode.BAD_INPUT_VALUE, f"the value has no string field {f!r} naming its event")
-    return obj[f], obj
-
-
-def named_payload(cfg: InputConfig, obj: Any, headers: Headers | None, input_types: dict[str, Type]) -> tuple[str, Any]:
-    """(event name, the value to decode as that event) of a record's JSON value ``obj``, or
-    BadRecord: where a field of the value names the event, the value is the whole object for a
-    structure type (the naming field among its fields) and its ``value`` field otherwise."""
-    name, payload = split_event(cfg, obj, headers)
-    named_by_field = cfg.event_from is not None and cfg.event_from.field is not None and cfg.format != "cloudevents"
-    if named_by_field and not (name in input_types and isinstance(input_types[name], StructType)):
-        payload = obj.get("value")
-    return name, payload
+    name = obj[f]
+    return name, obj if isinstance(input_types.get(name), StructType) else obj.get("value")
 
 
 def decode_record(

@@ -105,9 +105,9 @@ def progress_plan(
 def counts_awaited(topo: Topology, cfg: ProgramConfig, counts: Mapping[str, int]) -> dict[str, str]:
     """The topics whose partition count program ``cfg``'s plan needs and nothing gives yet
     (``counts``: the brokers' partition counts), each with why. A reader gated on a topic waits on
-    a marker from each task of its writers, whose task count is their inputs' partition count:
-    the brokers', or the topology's ``topics:``, or for a topic not there yet that a program
-    writes, that program's task count in turn (``topology_partitions``). Only where that chain
+    a marker from each task of its writers, whose task count is their inputs' partition count
+    (``topology_partitions``: the brokers', or the topology's ``topics:``, or for a topic not
+    there yet that a program writes, that program's task count in turn). Only where that chain
     ends at a topic written by no program, neither on the brokers nor declared, is the count
     unknown: a worker started then took it as 1 and waited on too few writers, releasing a later
     writer's records without waiting on its progress; it waits for such topics instead, as for
@@ -115,31 +115,18 @@ def counts_awaited(topo: Topology, cfg: ProgramConfig, counts: Mapping[str, int]
     if not (cfg.clock == "record" and topo.event_time_markers):
         return {}
     needed: dict[str, str] = {}
-    seen: set[str] = set()
-
-    def writers_of(topic: str) -> list[ProgramConfig]:
-        return [p for p in topo.programs if topic in _writes(p)]
-
-    def need(topic: str, gated: str) -> None:
-        """The count of ``topic``, an input of a writer whose task count the plan needs."""
-        if topic in seen or topic in counts or topic in topo.topics:
-            return
-        seen.add(topic)
-        upstream = writers_of(topic)
-        if not upstream:
-            needed[topic] = (
-                f"its partition count sets how many tasks of the programs writing {gated} program {cfg.name} waits on"
-            )
-        for writer in upstream:
-            for inp in writer.inputs:
-                need(inp.topic, gated)
-
     for inp in cfg.inputs:
-        upstream = writers_of(inp.topic)
-        if upstream and all(p.clock == "record" for p in upstream):
-            for writer in upstream:
-                for w_inp in writer.inputs:
-                    need(w_inp.topic, inp.topic)
+        upstream = [p for p in topo.programs if inp.topic in _writes(p)]
+        if not upstream or not all(p.clock == "record" for p in upstream):
+            continue
+        unknown: list[str] = []
+        partitions_of = topology_partitions(topo, counts, unknown=unknown)
+        for writer in upstream:
+            for w_inp in writer.inputs:
+                partitions_of(w_inp.topic)  # (the writer's task count, as progress_plan reads it)
+        why = f"its partition count sets how many tasks of the programs writing {inp.topic} program {cfg.name} waits on"
+        for topic in unknown:
+            needed.setdefault(topic, why)
     return needed
 
 
@@ -158,9 +145,13 @@ def upstream_inputs(
     return out
 
 
-def topology_partitions(topo: Topology, counts: dict[str, int] | None = None) -> Callable[[str], int]:
+def topology_partitions(
+    topo: Topology, counts: Mapping[str, int] | None = None, unknown: list[str] | None = None
+) -> Callable[[str], int]:
     """A topic's partition count: the broker's (``counts``) where known, else the topology's
-    ``topics:``, else its writer's task count (the worker creates undeclared outputs so), else 1."""
+    ``topics:``, else its writer's task count (the worker creates undeclared outputs so), else 1.
+    ``unknown``, where given, is told each topic taken as 1 for want of any of these (no program
+    writes it): what a worker waits for before it plans (``counts_awaited``)."""
     counts = counts or {}
 
     def partitions_of(topic: str, seen: frozenset[str] = frozenset()) -> int:
@@ -169,9 +160,14 @@ def topology_partitions(topo: Topology, counts: dict[str, int] | None = None) ->
         spec = topo.topics.get(topic)
         if spec is not None:
             return spec.partitions
+        written = False
         for p in topo.programs:
-            if topic in _writes(p) and p.inputs and topic not in seen:
-                return max(partitions_of(i.topic, seen | {topic}) for i in p.inputs)
+            if topic in _writes(p):
+                written = True
+                if p.inputs and topic not in seen:
+                    return max(partitions_of(i.topic, seen | {topic}) for i in p.inputs)
+        if unknown is not None and not written:
+            unknown.append(topic)
         return 1
 
     return partitions_of
