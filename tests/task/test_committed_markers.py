@@ -19,6 +19,7 @@ from count_programs import COUNT_QUIET
 from eventscript.automata.compile import compile_source
 from eventscript.kafka.checkpoint import Checkpoint
 from eventscript.kafka.waiting import Waiting
+from eventscript.kafka.worker_errors import MemberEnded
 from eventscript.task.progress import read_marker
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig
@@ -27,9 +28,12 @@ from eventscript.topology.progress import ProgressPlan
 from .task_helpers import T0, build_task, program_config, tick
 
 
-def worker(tmp_path: Path, guarantee: str, answer: KafkaError | None) -> tuple[Checkpoint, Task, list[str]]:
+def worker(
+    tmp_path: Path, guarantee: str, answer: KafkaError | None, replaced: bool = False
+) -> tuple[Checkpoint, Task, list[str]]:
     """A worker's checkpoint over one task that marks its progress on "out", whose offset
-    commits the group answers with ``answer`` (None: committed); and what happened, in order:
+    commits the group answers with ``answer`` (None: committed), its consumer another group member
+    than the task was assigned under if ``replaced``; and what happened, in order:
     "output", "changelog", "marker" (records sent, one entry for several in a row), "offsets"
     (the offset commit), "rewind"."""
     happened: list[str] = []
@@ -49,7 +53,7 @@ def worker(tmp_path: Path, guarantee: str, answer: KafkaError | None) -> tuple[C
         committed_offsets={},
         rep_topic="p-rep",
         rewind=lambda c: (happened.append("rewind"), task.rewind()),
-        member_replaced=lambda c: False,
+        member_replaced=lambda c: replaced,
     )
     output = SimpleNamespace(changelog_end={}, txn_open=False, produced=0, delivery_error=None, begin=lambda: None)
     producer = SimpleNamespace(
@@ -99,3 +103,16 @@ def test_exactly_once_markers_stay_in_the_batchs_transaction(tmp_path: Path) -> 
     checkpoint, task, happened = worker(tmp_path, "exactly_once", None)
     a_due_commit_after_a_record(checkpoint, task)
     assert happened == ["output", "marker", "changelog", "offsets"]
+
+
+@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+def test_a_member_replaced_sends_none_of_its_batchs_changelog_records(tmp_path: Path, guarantee: str) -> None:
+    """A zombie whose consumer joined the group again as another member (kafka/task_manager.py,
+    ``member_replaced``) commits nothing, and at least once its changelog records must not reach
+    the log either: they carry the epoch its restore took after it joined again, which can be
+    above the new owner's (the consumer's newer generation, or raised above the records it read),
+    and a later replay would skip every record the new owner writes after them."""
+    checkpoint, task, happened = worker(tmp_path, guarantee, None, replaced=True)
+    with pytest.raises(MemberEnded):
+        a_due_commit_after_a_record(checkpoint, task)
+    assert "changelog" not in happened and "offsets" not in happened

@@ -214,6 +214,14 @@ class Checkpoint:
         if self._stalled():
             return
         tasks = self.tasks.tasks
+        if tasks and self.tasks.member_replaced(consumer):
+            # Before the batch's changelog records are sent (Task.changelog_records sends them):
+            # at least once, a refused commit still left them in the changelog, under the epoch
+            # the task took from the consumer's newer generation (ProgramWorker._rejoin's
+            # restore), and that epoch fenced the new owner's later records on every restore.
+            self._rewind_deferred = False
+            self._commit_failed(KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID, NOT_THE_MEMBER)))
+            return
         for p, task in tasks.items():
             changes = task.changelog_records()
             if changes:
@@ -226,8 +234,6 @@ class Checkpoint:
         started = time.monotonic()
         committing = dict(tasks)
         try:
-            if self.tasks.member_replaced(consumer):  # (a commit the broker would not fence)
-                raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID, NOT_THE_MEMBER))
             if self.eos:
                 output.begin()
                 # Delivery errors show before the offsets are sent; what is still queued when the

@@ -27,6 +27,15 @@ otherwise leave the zombie's record as the key's only one). The restored task th
 epoch, above every one applied (``Task.take_epoch``); the store keeps it from the task's first
 commit on (kafka/checkpoint.py), not before.
 
+That epoch is also above the epochs of the records skipped as not covered: the task's next commit
+covers their input position (it processes the same inputs again), and from then on every replay
+applies them. Their epoch can be above the one the task would take otherwise: a worker restarted
+at once keeps its static member's generation, so its epoch is raised above its old store's
+(``state.changelog.owner_epoch``), and when its first commit is refused (after its changelog records
+were sent, at least once) the raised base is in those records only. An owner below them had every
+record it wrote skipped by later replays as an earlier owner's (the fault harness's
+at_least_once-record failure: a task's counts back from 22 to 10, its timers firing again).
+
 A restore's store must equal a replay of the changelog up to its checkpoint, also when its task
 never commits: a worker frozen past its session (a zombie) that resumes and joins again restores
 the tasks it had while their new owner goes on committing, and is dropped before its first commit.
@@ -48,7 +57,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
-from ..state.changelog import HEADER_EPOCH, EpochFence
+from ..state.changelog import HEADER_EPOCH, EpochFence, decode_int
 from ..state.keyinfo import HEADER_KEY_INFO, stored_value
 from ..task.task import Task
 from .state import HEADER_POSITION, Position, TaskStore, committed_covers, decode_position
@@ -264,6 +273,9 @@ class Restoration:
     uncommitted: dict[int, set[bytes]] = field(default_factory=dict)
     #: Each partition's owner-epoch rule, from the highest epoch its store had applied.
     fences: dict[int, EpochFence] = field(default_factory=dict)
+    #: Per partition, the highest epoch of the records skipped as not covered: a later replay may
+    #: apply them, so the task's own epoch goes above it too (see the module).
+    passed_epochs: dict[int, int] = field(default_factory=dict)
     #: Where each partition last reported its end (the last stable offset).
     ends: dict[int, int] = field(default_factory=dict)
     #: Per partition, the first record skipped as not covered by the committed offsets, and the
@@ -315,6 +327,8 @@ class Restoration:
                     self.uncommitted[p].add(key)
                     if p not in self.gaps:
                         self.gaps[p] = (offset, self.fences[p].highest)
+                    if gen is not None:
+                        self.passed_epochs[p] = max(self.passed_epochs.get(p, 0), decode_int(gen))
                 elif self.fences[p].admits(gen):
                     self.pending[p][key] = value
                     keep_info(self.infos[p], key, value, info)
@@ -390,6 +404,7 @@ class Restoration:
         self.pending.pop(p, None)
         self.infos.pop(p, None)
         self.uncommitted.pop(p, None)
+        self.passed_epochs.pop(p, None)
 
     def finish(self, generation: int | None = None) -> list[Task]:
         """Write what is left, move each store to the committed position, load the tasks, and
@@ -399,10 +414,14 @@ class Restoration:
             fence = self.fences.get(p) or EpochFence(task.store.epoch)
             checkpoint, highest = self._checkpoint(p, fence)
             task.store.write(self.pending.get(p, {}), checkpoint, self.committed[p], self.infos.get(p, {}), highest)
+            task.load_from_store()
+            # (the store keeps the epoch from the task's first commit on: see the module)
+            read = max(fence.highest, self.passed_epochs.get(p, 0))
+            epoch = task.take_epoch(generation, read)
             held = self.held_since.get(p)
             log.info(
                 "%s task %d: changelog from offset %d: %d applied, %d skipped (uncommitted), %d skipped (an "
-                "earlier owner's, written after a later owner's)%s%s",
+                "earlier owner's, written after a later owner's)%s%s%s",
                 self.program,
                 p,
                 self.starts.get(p, 0),
@@ -411,10 +430,8 @@ class Restoration:
                 fence.skipped,
                 "" if held is None else f"; waited {time.monotonic() - held:.1f} s for an open transaction to end",
                 "" if p not in self.gaps else f"; the store's checkpoint stays at offset {checkpoint} until a commit",
+                "" if epoch is None else f"; owner epoch {epoch} (generation {generation}, highest epoch read {read})",
             )
-            task.load_from_store()
-            # (the store keeps the epoch from the task's first commit on: see the module)
-            task.take_epoch(generation, fence.highest)
             # A later commit may cover the skipped records' input position: then a replay applies
             # them, unless the task writes those keys again (Task.rewrite_at_next_commit).
             task.rewrite_at_next_commit(self.uncommitted.get(p, ()))
