@@ -84,9 +84,9 @@ def test_the_copies_are_rebuilt_once_per_program_and_only_when_asked(monkeypatch
     calls: list[int] = []
     rebuild = marker_copies.rebuild
 
-    def counted(compiled: object, machine: object) -> object:
+    def counted(program: object, machine: object) -> object:
         calls.append(1)
-        return rebuild(compiled, machine)  # type: ignore[arg-type]
+        return rebuild(program, machine)  # type: ignore[arg-type]
 
     monkeypatch.setattr(marker_copies, "rebuild", counted)
     compiled = compile_source(DOOR, name="door").require()

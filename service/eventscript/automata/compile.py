@@ -28,10 +28,9 @@ from .graphs import can_reach
 from .machine import DFAMachine, LazyDFA
 from .nfa import AutomatonTooLarge
 from .simulate import Positions
-from .subset import StateLimitExceeded, determinize
+from .subset import DEFAULT_STATE_LIMIT, StateLimitExceeded, determinize
 from .thompson import build_nfa
 
-DEFAULT_STATE_LIMIT = 40_000
 #: How many lazy-DFA states the compile-time analyses look at when the DFA is too large.
 ANALYSIS_BUDGET = 2_000
 

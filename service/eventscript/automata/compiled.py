@@ -50,7 +50,7 @@ class CompiledProgram:
         endpoint would otherwise rebuild at every request, failing each time."""
         from .marker_copies import marker_copies  # (the compiler's stages: only where asked)
 
-        return marker_copies(self)
+        return marker_copies(self.program, self.machine)
 
     def to_json(self) -> dict[str, Any]:
         return {

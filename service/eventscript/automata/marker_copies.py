@@ -17,19 +17,21 @@ more in memory, where no state is explained.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .actions import OccurrenceTable
-from .compile import DEFAULT_STATE_LIMIT
 from .epsilon import EFA, EFAEdge, eliminate
 from .machine import DFAMachine
-from .nfa import ENFA
-from .subset import DFA, determinize
+from .nfa import ENFA, AutomatonTooLarge
+from .subset import DEFAULT_STATE_LIMIT, DFA, StateLimitExceeded, determinize
 from .thompson import build_nfa
 
 if TYPE_CHECKING:
-    from .compiled import CompiledProgram
+    from ..language.ir import ProgramIR
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, order=True)
@@ -62,13 +64,13 @@ class StateCopies:
         return sorted(out, key=lambda c: (c is None, c or START))
 
 
-def rebuild(compiled: CompiledProgram, machine: DFAMachine) -> tuple[ENFA, EFA, DFA] | None:
-    """The automaton of ``compiled`` (whose machine is ``machine``) rebuilt from its intermediate
+def rebuild(program: ProgramIR, machine: DFAMachine) -> tuple[ENFA, EFA, DFA] | None:
+    """The automaton of ``program`` (compiled to ``machine``) rebuilt from its intermediate
     form, as the compiler built it; None where it differs from the machine (compiled by another
     version of EventScript). Raises what the compiler's stages raise past their limits."""
     occ = OccurrenceTable()
     limit = max(DEFAULT_STATE_LIMIT, machine.size + 1)  # (bounds the products' automata too)
-    _, nfa = build_nfa(compiled.program, occ, limit)
+    _, nfa = build_nfa(program, occ, limit)
     efa = eliminate(nfa)
     dfa = determinize(efa, occ, limit)
     if len(dfa.states) != machine.size or any(
@@ -114,18 +116,25 @@ def state_copies(efa: EFA, dfa: DFA, copies: dict[int, Copy]) -> StateCopies:
     return StateCopies([st.nfa for st in dfa.states], waits_before)
 
 
-def marker_copies(compiled: CompiledProgram) -> StateCopies | None:
-    """The marker copies of ``compiled``'s DFA states; None where they cannot be told: a lazy DFA
-    (its states are sets of NFA states already, but not rebuilt here), or a machine this version
-    does not rebuild the same, or any failure of the rebuild (a product's operands past the
-    limits it uses: AutomatonTooLarge, StateLimitExceeded); the caller reads states by their
-    symbols then."""
-    machine = compiled.machine
+def marker_copies(program: ProgramIR, machine: object) -> StateCopies | None:
+    """The marker copies of the DFA states of ``program``, compiled to ``machine`` (the compiled
+    program passes both: this module does not import it, which imports this one). None where
+    they cannot be told: a lazy DFA (its states are sets of NFA states already, but not rebuilt
+    here), a machine this version does not rebuild the same, or any failure of the rebuild (a
+    product's operands past the limits it uses: AutomatonTooLarge, StateLimitExceeded; any other
+    is logged); the caller reads states by their symbols then."""
     if not isinstance(machine, DFAMachine):
         return None
     try:
-        built = rebuild(compiled, machine)
-    except Exception:
+        built = rebuild(program, machine)
+    except (AutomatonTooLarge, StateLimitExceeded):
+        return None
+    except Exception:  # a fault of the rebuild: explain reads symbols, but says so (once per program)
+        log.warning(
+            "%s: the DFA's marker copies could not be rebuilt; explain reads states by their symbols",
+            program.name,
+            exc_info=True,
+        )
         return None
     if built is None:
         return None

@@ -78,7 +78,7 @@ def shape_of(compiled: CompiledProgram) -> Shape:
             f"program {compiled.name!r} runs on the lazy DFA (its DFA is too large to build "
             f"whole), so its states cannot be listed and mapped"
         )
-    built = rebuild(compiled, machine)
+    built = rebuild(compiled.program, machine)
     if built is None:
         raise NotPlannable(
             f"program {compiled.name!r}: its automaton, rebuilt from the intermediate form, differs "
