@@ -122,12 +122,13 @@ def test_the_store_takes_the_tasks_epoch_at_its_first_commit(tmp_path: Path) -> 
 def test_an_owner_takes_an_epoch_above_the_uncommitted_records_its_restore_passed(tmp_path: Path, where: str) -> None:
     """The fault harness's at_least_once-record failure (seed 2026, whole run of session 29): a
     worker killed and restarted at once (static membership) has the generation it had, 3, so its
-    epoch is raised above its old store's (3 + 3). The group rebalances and the broker refuses its
-    first commit, after its changelog records (epoch 6) were sent; it joins again and restores,
-    skipping them as not covered. Its epoch came from the stored base (0) and the generation now:
-    4, below them. Its next commit covers their input position: every later replay applied them and
-    then skipped the owner's records (epoch 4) as an earlier owner's (task 1's counts back from 22
-    to 10). The owner's epoch must be above every epoch its restore read, committed or not."""
+    epoch is raised above its old store's (then 3 + 3; now 3 + 1). The group rebalances and the
+    broker refuses its first commit, after its changelog records were sent; it joins again and
+    restores, skipping them as not covered. Its epoch came from the stored base (0) and the
+    generation now: 4, below them (then 6; now a tie). Its next commit covers their input
+    position: every later replay applied them and then skipped the owner's records (epoch 4) as an
+    earlier owner's (task 1's counts back from 22 to 10). The owner's epoch must be above every
+    epoch its restore read, committed or not."""
     log = ChangelogPartition()
     first = take_over(tmp_path / "w0", log, {}, 3)
     assert counts(first, tick(0)) == [1]
@@ -135,17 +136,46 @@ def test_an_owner_takes_an_epoch_above_the_uncommitted_records_its_restore_passe
     committed = dict(first.position)
     first.close()  # killed
     restarted = take_over(tmp_path / "w0", log, committed, 3)  # the same generation: a static member
-    assert restarted.owner_epoch == 6
+    assert restarted.owner_epoch == 4  # one above its old store's highest epoch (3), no more
     assert counts(restarted, tick(1)) == [2]
     send(log, produced(restarted))  # its changelog records land; the offset commit is refused
     restarted.close()  # dropped: the member rejoins
     store = tmp_path / ("w0" if where == "same worker" else "w1")
     owner = take_over(store, log, committed, 4)
-    assert owner.owner_epoch is not None and owner.owner_epoch > 6
+    assert owner.owner_epoch is not None and owner.owner_epoch > restarted.owner_epoch
     assert counts(owner, tick(1), tick(2)) == [2, 3]
     commit_through_the_checkpoint(owner, log)
     committed = dict(owner.position)
     owner.close()
     after = take_over(tmp_path / "w2", log, committed, 5)
     assert counts(after, tick(3)) == [4]  # the owner's count (3), not the refused batch's (2)
+    after.close()
+
+
+def test_an_owner_restored_before_a_raised_batch_lands_is_not_fenced_by_it(tmp_path: Path) -> None:
+    """The same restarted static member, but another worker restores the task (generation 4)
+    before the refused batch lands, so its restore cannot see the raised epoch: its own epoch
+    (stored base 0 + 4) must not be below that batch's, or every later replay applies the late
+    batch and skips all the owner wrote (the review of 2026-11-28: with the base raised to the
+    highest epoch, 3 + 3 = 6 against 4, the next owner counted 3 where 4 is due)."""
+    log = ChangelogPartition()
+    first = take_over(tmp_path / "w0", log, {}, 3)
+    assert counts(first, tick(0)) == [1]
+    commit_through_the_checkpoint(first, log)
+    committed = dict(first.position)
+    first.close()  # killed
+    restarted = take_over(tmp_path / "w0", log, committed, 3)  # the same generation: a static member
+    assert counts(restarted, tick(1)) == [2]
+    late = produced(restarted)  # sent, not landed yet; the offset commit will be refused
+    restarted.close()
+    owner = take_over(tmp_path / "w1", log, committed, 4)  # restored before the late batch lands
+    assert owner.owner_epoch is not None and restarted.owner_epoch is not None
+    assert owner.owner_epoch >= restarted.owner_epoch
+    send(log, late)
+    assert counts(owner, tick(1), tick(2)) == [2, 3]
+    commit_through_the_checkpoint(owner, log)
+    committed = dict(owner.position)
+    owner.close()
+    after = take_over(tmp_path / "w2", log, committed, 5)
+    assert counts(after, tick(3)) == [4]  # the owner's count (3), not the late batch's (2)
     after.close()

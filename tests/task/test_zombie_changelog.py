@@ -283,7 +283,9 @@ def test_the_epoch_rule() -> None:
     assert owner_epoch(7, 0, 5) == (7, 0)
     assert owner_epoch(1, 0, 40) == (41, 40)  # a group made again
     assert owner_epoch(2, 40, 41) == (42, 40)
-    assert owner_epoch(5, 0, 5) == (10, 5)  # the same generation (a static member's replacement)
+    assert owner_epoch(5, 0, 5) == (6, 1)  # the same generation (a static member's replacement)
+    assert owner_epoch(6, 0, 5) == (6, 0)  # the next generation's owner, the raise not seen: a tie
+    assert owner_epoch(3, 2, 9) == (10, 7)  # one above the highest, however far below it
 
 
 def test_the_spark_state_dump_folds_with_the_fence(tmp_path: Path) -> None:

@@ -214,11 +214,17 @@ class Checkpoint:
         if self._stalled():
             return
         tasks = self.tasks.tasks
-        if tasks and self.tasks.member_replaced(consumer):
+        if (tasks or output.txn_open) and self.tasks.member_replaced(consumer):
             # Before the batch's changelog records are sent (Task.changelog_records sends them):
             # at least once, a refused commit still left them in the changelog, under the epoch
             # the task took from the consumer's newer generation (ProgramWorker._rejoin's
             # restore), and that epoch fenced the new owner's later records on every restore.
+            # (Only what the worker knows: a refusal the broker gives later, as
+            # ILLEGAL_GENERATION, comes after they were sent; a restore takes its epoch above
+            # such records too, kafka/restore.py.) Checked whenever a commit would send anything:
+            # with tasks it sends their input positions, processed or not -- a member's batch
+            # that moved no input is refused too, or a consumer that is no member (generation -1,
+            # which the broker does not check) would commit a zombie's old offsets.
             self._rewind_deferred = False
             self._commit_failed(KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID, NOT_THE_MEMBER)))
             return

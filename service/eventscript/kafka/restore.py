@@ -30,8 +30,8 @@ commit on (kafka/checkpoint.py), not before.
 That epoch is also above the epochs of the records skipped as not covered: the task's next commit
 covers their input position (it processes the same inputs again), and from then on every replay
 applies them. Their epoch can be above the one the task would take otherwise: a worker restarted
-at once keeps its static member's generation, so its epoch is raised above its old store's
-(``state.changelog.owner_epoch``), and when its first commit is refused (after its changelog records
+at once keeps its static member's generation, so its epoch is raised one above its old store's
+highest (``state.changelog.owner_epoch``), and when its first commit is refused (after its changelog records
 were sent, at least once) the raised base is in those records only. An owner below them had every
 record it wrote skipped by later replays as an earlier owner's (the fault harness's
 at_least_once-record failure: a task's counts back from 22 to 10, its timers firing again).

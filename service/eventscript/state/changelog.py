@@ -19,8 +19,8 @@ position rule applies them, and a replay would give the keys the zombie's older 
 record whose epoch is lower than the highest one applied before it in its partition is skipped
 (:class:`EpochFence`). A group deleted and made again starts its generations at 1: an owner whose
 generation is not above the highest epoch of its changelog raises the task's epoch base
-(``EPOCH_BASE_KEY``, task state in the changelog) to that epoch, and writes base + generation
-(:func:`owner_epoch`).
+(``EPOCH_BASE_KEY``, task state in the changelog) so that base + generation, which it writes, is
+one above that epoch (:func:`owner_epoch`).
 """
 
 from __future__ import annotations
@@ -125,11 +125,16 @@ def owner_epoch(generation: int, base: int, highest: int) -> tuple[int, int]:
     epoch ``base`` and the ``highest`` epoch applied from its changelog. Within one group the
     generation grows at every rebalance, so a new owner's is above every earlier owner's; a
     generation not above ``highest`` means the group was deleted and made again (or a static
-    member took its place with the same generation): the base is raised to ``highest``, so that
-    the owner's epoch is above every record of the changelog, and a zombie of the earlier owner
-    is fenced however far the generations start again."""
+    member took its place with the same generation): the base is raised so that the owner's epoch
+    is ``highest`` + 1, above every record of the changelog (a zombie of the earlier owner is
+    fenced however far the generations start again) and no further: an owner of the next
+    generation, whose restore did not see the raised base (the records carrying it may land after
+    it read the changelog: a static member's first commit refused after they were sent), takes
+    the stored base and its generation, and ties with it, where a raise of a whole ``highest``
+    put the raised owner's late records above it and every replay skipped all it wrote (the
+    review of 2026-11-28)."""
     if base + generation <= highest:
-        base = highest
+        base = highest - generation + 1
     return base + generation, base
 
 
