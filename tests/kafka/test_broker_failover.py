@@ -26,6 +26,7 @@ from kafka_helpers import (
     read_many,
     start_worker,
     tear_down,
+    told,
     topology,
     unique,
     wait_for,
@@ -159,6 +160,8 @@ def test_changelog_leader_killed_and_restarted_loses_and_duplicates_nothing(
         wait_for(lambda: watcher.distinct() >= total, 180, what="all outputs")
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(60) == 0, log.read_text()[-3000:]
+    except AssertionError as exc:
+        raise told(exc, log) from exc
     finally:
         tear_down(worker, watcher, producer, writing)
         if victim > 0 and not cluster.node(victim).running:

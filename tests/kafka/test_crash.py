@@ -35,6 +35,7 @@ from kafka_helpers import (
     start_worker,
     stop_when_all_out,
     tear_down,
+    told,
     topology,
     uninterrupted,
     unique,
@@ -117,6 +118,8 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
         want = uninterrupted(PROGRAM, "Tick", in_records)
         total = sum(len(v) for v in want.values())
         stop_when_all_out(worker, watcher, total, 180, log)
+    except AssertionError as exc:
+        raise told(exc, log) from exc
     finally:
         tear_down(worker, watcher, producer, writing)
 
@@ -190,6 +193,8 @@ def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: P
         stop_when_all_out(workers[0], watcher, total, 180, logs[0])
         workers[1].send_signal(signal.SIGTERM)
         assert workers[1].wait(60) == 0, logs[1].read_text()[-3000:]
+    except AssertionError as exc:
+        raise told(exc, *logs) from exc
     finally:
         tear_down(workers[0], watcher, producer, writing)
         if workers[1].poll() is None:
