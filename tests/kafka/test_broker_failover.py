@@ -23,6 +23,7 @@ from kafka_helpers import (
     Oracle,
     TopicWatcher,
     outputs_by_key,
+    program_entry,
     read_many,
     start_worker,
     tear_down,
@@ -96,18 +97,7 @@ def test_changelog_leader_killed_and_restarted_loses_and_duplicates_nothing(
     topo = topology(
         broker,
         tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "clock": "record",
-                "guarantee": guarantee,
-                "commit_interval_ms": 100,
-                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
+        [program_entry(name, "Tick", clock="record", guarantee=guarantee, commit_interval_ms=100)],
         {f"{name}-in": {"partitions": PARTITIONS}},
     )
     # A session timeout as deployed (not the tests' 3 s): the killed broker may be the group's

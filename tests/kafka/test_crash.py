@@ -31,6 +31,7 @@ from kafka_helpers import (
     committed_states,
     outputs_by_key,
     outputs_by_partition,
+    program_entry,
     read_many,
     start_worker,
     stop_when_all_out,
@@ -75,17 +76,7 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
     topo = topology(
         broker,
         tmp_path,
-        [
-            {
-                "name": name,
-                "source": "crash.es",
-                "clock": "record",
-                "commit_interval_ms": 50,
-                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
+        [program_entry(name, "Tick", "crash.es", clock="record", commit_interval_ms=50)],
         {f"{name}-in": {"partitions": PARTITIONS}},
     )
     from eventscript.kafka.admin import Admin
@@ -150,15 +141,7 @@ def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: P
     name = unique("crash2")
     (tmp_path / "crash.es").write_text(PROGRAM)
     app = unique("app")
-    program = {
-        "name": name,
-        "source": "crash.es",
-        "clock": "record",
-        "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"},
-        "errors": f"{name}-err",
-    }
+    program = program_entry(name, "Tick", "crash.es", clock="record", commit_interval_ms=50)
     topics = {f"{name}-in": {"partitions": PARTITIONS}}
     topos = [
         topology(broker, tmp_path, [program], topics, file=f"{w}.yaml", application=app, state=f"state-{w}")

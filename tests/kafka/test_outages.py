@@ -25,6 +25,7 @@ from kafka_helpers import (
     TopicWatcher,
     free_port,
     outputs_by_key,
+    program_entry,
     program_topology,
     read_many,
     ready,
@@ -164,16 +165,7 @@ def test_zombie_worker_stopped_past_its_session_timeout(broker: Broker, tmp_path
     name = unique("zombie")
     (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)
     app = unique("app")
-    program = {
-        "name": name,
-        "source": "p.es",
-        "clock": "record",
-        "guarantee": guarantee,
-        "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"},
-        "errors": f"{name}-err",
-    }
+    program = program_entry(name, "Tick", clock="record", guarantee=guarantee, commit_interval_ms=50)
     topics = {f"{name}-in": {"partitions": 3}}
     topo_a = topology(broker, tmp_path, [program], topics, file="a.yaml", application=app, state="state-a")
     topo_b = topology(broker, tmp_path, [program], topics, file="b.yaml", application=app, state="state-b")
