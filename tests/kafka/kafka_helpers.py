@@ -466,6 +466,31 @@ def wait_for(predicate: Any, timeout: float = 60.0, interval: float = 0.2, what:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def tasks_held(log: Path) -> set[int]:
+    """The tasks a worker holds by its log (``-v``): its "assigned tasks [...]" lines add tasks,
+    "revoked tasks [...]" and "assignment lost: [...]" take them away. Empty while it has no log."""
+    import re
+
+    held: set[int] = set()
+    text = log.read_text(errors="replace") if log.exists() else ""
+    for kind, parts in re.findall(r": (assigned tasks|revoked tasks|assignment lost:) \[([\d, ]*)\]", text):
+        tasks = {int(p) for p in parts.split(",") if p.strip()}
+        held = held | tasks if kind == "assigned tasks" else held - tasks
+    return held
+
+
+def told(exc: AssertionError, *logs: Path, tail: int = 4000) -> AssertionError:
+    """``exc`` with the last ``tail`` characters of each worker's log after its message: a test
+    whose workers run in subprocesses raises this on a failed check or wait (``except
+    AssertionError as exc: raise told(exc, log) from exc``), so that a failure seen once in a
+    whole run tells what the workers were doing (a timed-out wait alone says nothing of them)."""
+    parts = [str(exc)]
+    for log in logs:
+        text = log.read_text(errors="replace")[-tail:] if log.exists() else "(no log: the worker never started)"
+        parts.append(f"--- the end of {log.name}:\n{text}")
+    return AssertionError("\n".join(parts))
+
+
 def uninterrupted(program_text: str, event: str, records: list[Any]) -> dict[int, list[tuple[str, Any, Any]]]:
     """What an uninterrupted task emits for each partition's records (record clock): the oracle
     of the crash and rebalance tests. Lines are (event, JSON value, key)."""

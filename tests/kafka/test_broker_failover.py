@@ -23,9 +23,11 @@ from kafka_helpers import (
     Oracle,
     TopicWatcher,
     outputs_by_key,
+    program_entry,
     read_many,
     start_worker,
     tear_down,
+    told,
     topology,
     unique,
     wait_for,
@@ -95,18 +97,7 @@ def test_changelog_leader_killed_and_restarted_loses_and_duplicates_nothing(
     topo = topology(
         broker,
         tmp_path,
-        [
-            {
-                "name": name,
-                "source": "p.es",
-                "clock": "record",
-                "guarantee": guarantee,
-                "commit_interval_ms": 100,
-                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
+        [program_entry(name, "Tick", clock="record", guarantee=guarantee, commit_interval_ms=100)],
         {f"{name}-in": {"partitions": PARTITIONS}},
     )
     # A session timeout as deployed (not the tests' 3 s): the killed broker may be the group's
@@ -159,6 +150,8 @@ def test_changelog_leader_killed_and_restarted_loses_and_duplicates_nothing(
         wait_for(lambda: watcher.distinct() >= total, 180, what="all outputs")
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(60) == 0, log.read_text()[-3000:]
+    except AssertionError as exc:
+        raise told(exc, log) from exc
     finally:
         tear_down(worker, watcher, producer, writing)
         if victim > 0 and not cluster.node(victim).running:

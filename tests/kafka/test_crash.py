@@ -31,10 +31,12 @@ from kafka_helpers import (
     committed_states,
     outputs_by_key,
     outputs_by_partition,
+    program_entry,
     read_many,
     start_worker,
     stop_when_all_out,
     tear_down,
+    told,
     topology,
     uninterrupted,
     unique,
@@ -74,17 +76,7 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
     topo = topology(
         broker,
         tmp_path,
-        [
-            {
-                "name": name,
-                "source": "crash.es",
-                "clock": "record",
-                "commit_interval_ms": 50,
-                "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-                "outputs": {"default": f"{name}-out"},
-                "errors": f"{name}-err",
-            }
-        ],
+        [program_entry(name, "Tick", "crash.es", clock="record", commit_interval_ms=50)],
         {f"{name}-in": {"partitions": PARTITIONS}},
     )
     from eventscript.kafka.admin import Admin
@@ -117,6 +109,8 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path
         want = uninterrupted(PROGRAM, "Tick", in_records)
         total = sum(len(v) for v in want.values())
         stop_when_all_out(worker, watcher, total, 180, log)
+    except AssertionError as exc:
+        raise told(exc, log) from exc
     finally:
         tear_down(worker, watcher, producer, writing)
 
@@ -147,15 +141,7 @@ def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: P
     name = unique("crash2")
     (tmp_path / "crash.es").write_text(PROGRAM)
     app = unique("app")
-    program = {
-        "name": name,
-        "source": "crash.es",
-        "clock": "record",
-        "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"},
-        "errors": f"{name}-err",
-    }
+    program = program_entry(name, "Tick", "crash.es", clock="record", commit_interval_ms=50)
     topics = {f"{name}-in": {"partitions": PARTITIONS}}
     topos = [
         topology(broker, tmp_path, [program], topics, file=f"{w}.yaml", application=app, state=f"state-{w}")
@@ -190,6 +176,8 @@ def test_sigkill_of_either_of_two_workers_under_load(broker: Broker, tmp_path: P
         stop_when_all_out(workers[0], watcher, total, 180, logs[0])
         workers[1].send_signal(signal.SIGTERM)
         assert workers[1].wait(60) == 0, logs[1].read_text()[-3000:]
+    except AssertionError as exc:
+        raise told(exc, *logs) from exc
     finally:
         tear_down(workers[0], watcher, producer, writing)
         if workers[1].poll() is None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_helpers import TopicWatcher, start_worker, topology, unique, wait_for
+from kafka_helpers import TopicWatcher, start_worker, told, topology, unique, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -108,6 +108,8 @@ def test_outputs_keep_up_with_continuous_input_through_the_repartition_topic(bro
         )
         wait_for(lambda: not writer.is_alive(), 120, what="the producer")
         wait_for(lambda: watcher.distinct() >= COUNT, 120, what="every output")
+    except AssertionError as exc:
+        raise told(exc, log) from exc
     finally:
         stop.set()
         worker.send_signal(signal.SIGTERM)

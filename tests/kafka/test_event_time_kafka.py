@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kafka_helpers import FAST_GROUP, RunnerThread, read_many, run_in_thread, start_worker, unique, wait_for
+from kafka_helpers import FAST_GROUP, RunnerThread, read_many, run_in_thread, start_worker, told, unique, wait_for
 
 from eventscript.task.codec import HEADER_ID, header, record_to_json
 from eventscript.task.progress import IDLE, read_marker, read_reached
@@ -237,7 +238,9 @@ def killed_midway(
     names = yaml.safe_load(a.with_suffix(".names").read_text())
     written = [names[t] for t in first_program_writes(path)]
     produce_items(a, first)
-    worker = start_worker(a, log=tmp_path / "worker-a.log")
+    first_written = time.monotonic()
+    log_a = tmp_path / "worker-a.log"
+    worker = start_worker(a, log=log_a)
     try:
         wait_for(
             lambda: any(read_many(broker, written, snapshot=True).values()),
@@ -247,19 +250,29 @@ def killed_midway(
         # B joins: it holds its tasks (restored) when start returns, and runs until it holds
         # every task (A's come to it a session timeout after A's death) and is idle.
         joined = RunnerThread(b, until_idle=None).start(timeout=120)
+        pause = time.monotonic() - first_written
         produce_items(a, second)
         wait_for(
             lambda: all_resumed(broker, a, second),
             timeout=120,
             what="every task of the first program marking that it has records again",
         )
+    except AssertionError as exc:
+        raise told(exc, log_a) from exc
     finally:
         worker.send_signal(signal.SIGKILL)
         worker.wait(30)
     # The sources go idle IDLE_AFTER_MS after their last record: then the readers take the rest.
     wait_for(lambda: all_idle(broker, a), timeout=240, what="every task of the first program idle")
     assert joined.stop_when_idle(3.0, timeout=240) == 0
-    assert_simulated_with_memory_ids(broker, a, path, tmp_path, counts)
+    try:
+        assert_simulated_with_memory_ids(broker, a, path, tmp_path, counts)
+    except AssertionError as exc:
+        # The sources' idle timeout must outlast the pause between the halves (IDLE_AFTER_MS):
+        # after a longer pause (a busy machine) a failure may be that premise broken, not the worker.
+        raise AssertionError(
+            f"{exc}\n(the pause between the halves took {pause:.1f} s; IDLE_AFTER_MS is {IDLE_AFTER_MS / 1000:g} s)"
+        ) from exc
 
 
 #: The killed-midway runs' sources count as idle this long after their last record (ms), longer

@@ -25,10 +25,13 @@ from kafka_helpers import (
     TopicWatcher,
     free_port,
     outputs_by_key,
+    program_entry,
     program_topology,
     read_many,
     ready,
     start_worker,
+    tasks_held,
+    told,
     topology,
     unique,
     wait_for,
@@ -119,6 +122,8 @@ def test_killed_right_after_wall_clock_timers_fire(broker: Broker, tmp_path: Pat
         wait_for(lambda: ready(port), 90, what="the restarted worker to be ready")
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(60) == 0, log.read_text()[-3000:]
+    except AssertionError as exc:
+        raise told(exc, log) from exc
     finally:
         watcher.close()
         if worker.poll() is None:
@@ -160,16 +165,7 @@ def test_zombie_worker_stopped_past_its_session_timeout(broker: Broker, tmp_path
     name = unique("zombie")
     (tmp_path / "p.es").write_text(ZOMBIE_PROGRAM)
     app = unique("app")
-    program = {
-        "name": name,
-        "source": "p.es",
-        "clock": "record",
-        "guarantee": guarantee,
-        "commit_interval_ms": 50,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"},
-        "errors": f"{name}-err",
-    }
+    program = program_entry(name, "Tick", clock="record", guarantee=guarantee, commit_interval_ms=50)
     topics = {f"{name}-in": {"partitions": 3}}
     topo_a = topology(broker, tmp_path, [program], topics, file="a.yaml", application=app, state="state-a")
     topo_b = topology(broker, tmp_path, [program], topics, file="b.yaml", application=app, state="state-b")
@@ -194,7 +190,10 @@ def test_zombie_worker_stopped_past_its_session_timeout(broker: Broker, tmp_path
         )
         watcher.wait_for_more(50, 60)
         a.send_signal(signal.SIGSTOP)
-        time.sleep(8)  # past A's 3 s session timeout: B takes over A's tasks
+        # A stays frozen until B holds every task: past A's 3 s session timeout, however long B's
+        # takeover takes on a busy machine (a fixed 8 s could end before it, and A resumed as no
+        # zombie at all: the test then passed without testing anything).
+        wait_for(lambda: tasks_held(log_b) == {0, 1, 2}, 60, what="B to take A's tasks while A is frozen")
         a.send_signal(signal.SIGCONT)
         writing.join(60)
         in_records = read_many(broker, [f"{name}-in"], dedupe=False)[f"{name}-in"]
@@ -202,6 +201,8 @@ def test_zombie_worker_stopped_past_its_session_timeout(broker: Broker, tmp_path
         total = sum(len(v) for v in oracle.outputs.values())
         wait_for(lambda: watcher.distinct() >= total, 180, interval=0.5, what="all outputs")
         time.sleep(1)
+    except AssertionError as exc:
+        raise told(exc, log_a, log_b) from exc
     finally:
         watcher.close()
         producer.stop.set()
@@ -290,6 +291,9 @@ def test_broker_outage_drops_readiness_and_is_counted(
 ) -> None:
     if broker.pid is None:
         pytest.skip("needs a broker process this test can stop (one the tests started)")
+    # The worker's INFO lines too (assignments, restores) in the report of a failure: it runs in
+    # this process, and a failure seen once in a whole run must tell what the worker did.
+    caplog.set_level(logging.INFO, logger="eventscript.kafka")
     _, runner, producer, t = _runner_in_a_thread(broker, tmp_path, "outage")
     t.start()
     stopped = False

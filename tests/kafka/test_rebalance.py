@@ -16,6 +16,7 @@ from kafka_helpers import (
     program_entry,
     read_many,
     start_worker,
+    told,
     uninterrupted,
     unique,
     wait_for,
@@ -74,6 +75,8 @@ def test_workers_join_and_leave(broker: Broker, tmp_path: Path) -> None:
         wait_for(lambda: watcher.distinct() >= total, 180, interval=0.2, what="all outputs")
         workers[2].send_signal(signal.SIGTERM)
         assert workers[2].wait(60) == 0, (tmp_path / "w2.log").read_text()[-2000:]
+    except AssertionError as exc:
+        raise told(exc, *(tmp_path / f"w{i}.log" for i in range(3))) from exc
     finally:
         watcher.close()
         producer.stop.set()

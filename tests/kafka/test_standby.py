@@ -21,6 +21,7 @@ from kafka_helpers import (
     outputs_by_key,
     read_many,
     start_worker,
+    told,
     topology,
     unique,
     wait_for,
@@ -214,6 +215,8 @@ def test_a_standby_takes_over_a_killed_workers_task_from_the_changelog_tail(brok
         )
         b.send_signal(signal.SIGTERM)
         assert b.wait(60) == 0, log_b.read_text()[-3000:]
+    except AssertionError as exc:
+        raise told(exc, log_a, log_b) from exc
     finally:
         watcher.close()
         for w in (a, b):

@@ -31,6 +31,7 @@ from kafka_helpers import (
     start_worker,
     stop_when_all_out,
     tear_down,
+    told,
     topology,
     uninterrupted,
     unique,
@@ -284,6 +285,8 @@ def test_a_worker_with_a_small_cache_killed_and_restarted_is_exact(broker: Broke
         want = uninterrupted(PROGRAM, "Tick", in_records)
         total = sum(len(v) for v in want.values())
         stop_when_all_out(worker, watcher, total, 120, log)
+    except AssertionError as exc:
+        raise told(exc, log) from exc
     finally:
         tear_down(worker, watcher, producer, writing)
     raw = read_many(broker, [f"{name}-out", f"{name}-err"], dedupe=False)

@@ -27,6 +27,8 @@ from kafka_helpers import (
     read_many,
     start_worker,
     stop_workers,
+    tasks_held,
+    told,
     unique,
     wait_for,
     worker_topologies,
@@ -60,13 +62,6 @@ def _two_workers(broker: Broker, tmp: Path, prefix: str, consumer: dict[str, Any
     return name, worker_topologies(broker, tmp, [program], topics, ["a", "b"], consumer=consumer)
 
 
-def _held(log: Path) -> set[int]:
-    held: set[int] = set()
-    for kind, parts in _assignments(log):
-        held = held | set(parts) if kind == "assigned" else held - set(parts)
-    return held
-
-
 #: How long the restarted worker stays away: a pod rescheduled and started again (the image
 #: pulled, the store opened) takes longer than librdkafka's old 10 s session timeout.
 POD_RESTART_S = 15
@@ -93,14 +88,15 @@ def test_the_default_session_timeout_outlasts_a_pod_restart_and_outputs_stay_exa
     writing = producer.start(40_000, 40, rate=60)
     watcher = TopicWatcher(broker, f"{name}-out")
     workers = [start_worker(files[0], "-v", log=logs[0]), start_worker(files[1], "-v", log=logs[1])]
+
+    def split_between_both() -> bool:
+        a, b = tasks_held(logs[0]), tasks_held(logs[1])
+        return bool(a and b) and a | b == set(range(PARTITIONS)) and not a & b
+
     try:
-        wait_for(
-            lambda: _held(logs[0]) | _held(logs[1]) == set(range(PARTITIONS)) and _held(logs[0]) and _held(logs[1]),
-            180,
-            what="both workers holding tasks",
-        )
+        wait_for(split_between_both, 180, what="both workers holding tasks")
         watcher.wait_for_more(20)
-        a_tasks, b_before = _held(logs[0]), _assignments(logs[1])
+        a_tasks, b_before = tasks_held(logs[0]), _assignments(logs[1])
 
         workers[0].send_signal(signal.SIGTERM)  # a rolling restart of worker a
         assert workers[0].wait(60) == 0, logs[0].read_text()[-3000:]
@@ -117,6 +113,8 @@ def test_the_default_session_timeout_outlasts_a_pod_restart_and_outputs_stay_exa
         total = sum(len(v) for v in oracle.outputs.values())
         wait_for(lambda: watcher.distinct() >= total, 180, what="all outputs")
         b_after = _assignments(logs[1])  # before the workers stop (stopping revokes their tasks)
+    except AssertionError as exc:
+        raise told(exc, *logs) from exc
     finally:
         watcher.close()
         producer.stop.set()

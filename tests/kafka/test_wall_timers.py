@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from kafka_helpers import Broker, KeyedProducer, read_many, start_worker, topology, unique, wait_for
+from kafka_helpers import Broker, KeyedProducer, read_many, start_worker, told, topology, unique, wait_for
 
 PROGRAM = """
 in {string k;} Arm group(Arm.k)
@@ -96,6 +96,8 @@ def test_wall_clock_timers(broker: Broker, tmp_path: Path) -> None:
         ]
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(60) == 0
+    except AssertionError as exc:
+        raise told(exc, log) from exc
     finally:
         if worker.poll() is None:
             worker.kill()

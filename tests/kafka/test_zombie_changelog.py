@@ -30,6 +30,7 @@ from kafka_helpers import (
     read_records,
     run_in_thread,
     start_worker,
+    told,
     topology,
     unique,
     wait_for,
@@ -217,6 +218,8 @@ def test_a_worker_frozen_mid_commit_sends_its_changelog_records_late(broker: Bro
         b.send_signal(signal.SIGTERM)
         assert b.wait(60) in (0, 130), logs["b"].read_text()[-3000:]
         assert _epochs_of(broker, changelog, kb)[-1] == first, "the late record is not the key's last one"
+    except AssertionError as exc:
+        raise told(exc, *logs.values()) from exc
     finally:
         for w in (a, b):
             if w is not None and w.poll() is None:

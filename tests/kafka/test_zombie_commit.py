@@ -26,7 +26,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from kafka_helpers import ROOT, Broker, KeyedProducer, read_many, start_worker, topology, unique, wait_for
+from kafka_helpers import ROOT, Broker, KeyedProducer, read_many, start_worker, told, topology, unique, wait_for
 
 ZOMBIE_WORKER = Path(__file__).with_name("zombie_worker.py")
 
@@ -122,6 +122,8 @@ def test_zombie_commit_after_timer_is_fenced(broker: Broker, tmp_path: Path) -> 
         # (0, or 130 since `run` says a signal stopped it: kafka_cmds._run_and_report)
         assert a.wait(60) in (0, 130), logs[0].read_text()[-3000:]
         assert b.wait(60) in (0, 130), logs[1].read_text()[-3000:]
+    except AssertionError as exc:
+        raise told(exc, *logs) from exc
     finally:
         for w in (a, b):
             if w is not None and w.poll() is None:
