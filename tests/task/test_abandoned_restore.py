@@ -118,6 +118,31 @@ def test_the_store_takes_the_tasks_epoch_at_its_first_commit(tmp_path: Path) -> 
     again.close()
 
 
+def restarted_static_member(tmp_path: Path, log: ChangelogPartition) -> tuple[Task, dict[str, int]]:
+    """A first owner (generation 3) commits key k's first count and is killed; it is restarted at
+    once as a static member (the same generation) and counts k's next record, not committed yet.
+    Returns the restarted task and the committed offsets."""
+    first = take_over(tmp_path / "w0", log, {}, 3)
+    assert counts(first, tick(0)) == [1]
+    commit_through_the_checkpoint(first, log)
+    committed = dict(first.position)
+    first.close()  # killed
+    restarted = take_over(tmp_path / "w0", log, committed, 3)  # the same generation: a static member
+    assert counts(restarted, tick(1)) == [2]
+    return restarted, committed
+
+
+def owner_goes_on_and_the_next_restores_it(tmp_path: Path, log: ChangelogPartition, owner: Task) -> None:
+    """The owner counts k's records again and commits; the next owner's restore has its count."""
+    assert counts(owner, tick(1), tick(2)) == [2, 3]
+    commit_through_the_checkpoint(owner, log)
+    committed = dict(owner.position)
+    owner.close()
+    after = take_over(tmp_path / "w2", log, committed, 5)
+    assert counts(after, tick(3)) == [4]  # the owner's count (3), not the refused (late) batch's (2)
+    after.close()
+
+
 @pytest.mark.parametrize("where", ["same worker", "another worker"])
 def test_an_owner_takes_an_epoch_above_the_uncommitted_records_its_restore_passed(tmp_path: Path, where: str) -> None:
     """The fault harness's at_least_once-record failure (seed 2026, whole run of session 29): a
@@ -130,26 +155,14 @@ def test_an_owner_takes_an_epoch_above_the_uncommitted_records_its_restore_passe
     earlier owner's (task 1's counts back from 22 to 10). The owner's epoch must be above every
     epoch its restore read, committed or not."""
     log = ChangelogPartition()
-    first = take_over(tmp_path / "w0", log, {}, 3)
-    assert counts(first, tick(0)) == [1]
-    commit_through_the_checkpoint(first, log)
-    committed = dict(first.position)
-    first.close()  # killed
-    restarted = take_over(tmp_path / "w0", log, committed, 3)  # the same generation: a static member
+    restarted, committed = restarted_static_member(tmp_path, log)
     assert restarted.owner_epoch == 4  # one above its old store's highest epoch (3), no more
-    assert counts(restarted, tick(1)) == [2]
     send(log, produced(restarted))  # its changelog records land; the offset commit is refused
     restarted.close()  # dropped: the member rejoins
     store = tmp_path / ("w0" if where == "same worker" else "w1")
     owner = take_over(store, log, committed, 4)
     assert owner.owner_epoch is not None and owner.owner_epoch > restarted.owner_epoch
-    assert counts(owner, tick(1), tick(2)) == [2, 3]
-    commit_through_the_checkpoint(owner, log)
-    committed = dict(owner.position)
-    owner.close()
-    after = take_over(tmp_path / "w2", log, committed, 5)
-    assert counts(after, tick(3)) == [4]  # the owner's count (3), not the refused batch's (2)
-    after.close()
+    owner_goes_on_and_the_next_restores_it(tmp_path, log, owner)
 
 
 def test_an_owner_restored_before_a_raised_batch_lands_is_not_fenced_by_it(tmp_path: Path) -> None:
@@ -159,23 +172,11 @@ def test_an_owner_restored_before_a_raised_batch_lands_is_not_fenced_by_it(tmp_p
     batch and skips all the owner wrote (the review of 2026-11-28: with the base raised to the
     highest epoch, 3 + 3 = 6 against 4, the next owner counted 3 where 4 is due)."""
     log = ChangelogPartition()
-    first = take_over(tmp_path / "w0", log, {}, 3)
-    assert counts(first, tick(0)) == [1]
-    commit_through_the_checkpoint(first, log)
-    committed = dict(first.position)
-    first.close()  # killed
-    restarted = take_over(tmp_path / "w0", log, committed, 3)  # the same generation: a static member
-    assert counts(restarted, tick(1)) == [2]
+    restarted, committed = restarted_static_member(tmp_path, log)
     late = produced(restarted)  # sent, not landed yet; the offset commit will be refused
     restarted.close()
     owner = take_over(tmp_path / "w1", log, committed, 4)  # restored before the late batch lands
     assert owner.owner_epoch is not None and restarted.owner_epoch is not None
     assert owner.owner_epoch >= restarted.owner_epoch
     send(log, late)
-    assert counts(owner, tick(1), tick(2)) == [2, 3]
-    commit_through_the_checkpoint(owner, log)
-    committed = dict(owner.position)
-    owner.close()
-    after = take_over(tmp_path / "w2", log, committed, 5)
-    assert counts(after, tick(3)) == [4]  # the owner's count (3), not the late batch's (2)
-    after.close()
+    owner_goes_on_and_the_next_restores_it(tmp_path, log, owner)
