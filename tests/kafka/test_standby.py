@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from confluent_kafka import OFFSET_BEGINNING
 from kafka_helpers import (
@@ -18,7 +20,9 @@ from kafka_helpers import (
     KeyedProducer,
     Oracle,
     TopicWatcher,
+    free_port,
     outputs_by_key,
+    program_entry,
     read_many,
     start_worker,
     told,
@@ -160,23 +164,53 @@ def _owned(log: str) -> set[int]:
     return owned
 
 
+def _state(port: int, program: str, key: str) -> tuple[int, dict[str, Any]]:
+    """A worker's answer to ``GET /state/<program>?key=<key>`` (kafka/state_endpoint.py): its
+    status and body; (0, {}) while the worker does not listen yet."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/state/{program}?key={key}", timeout=10) as r:
+            return r.status, orjson.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, orjson.loads(exc.read())
+    except OSError:
+        return 0, {}
+
+
+def _applied_offsets(owner: int, standby: int, program: str, key: str) -> tuple[int | None, int | None]:
+    """The changelog offset of ``key``'s task that its owner's store has committed and the one
+    the standby on the other worker has applied (None: that worker does not answer as such)."""
+    offsets: list[int | None] = []
+    for port, role in ((owner, "owner"), (standby, "standby")):
+        status, body = _state(port, program, key)
+        offsets.append(
+            body["committed"]["changelog_offset"] if status == 200 and body["served_by"]["role"] == role else None
+        )
+    return offsets[0], offsets[1]
+
+
 @pytest.mark.kafka
 def test_a_standby_takes_over_a_killed_workers_task_from_the_changelog_tail(broker: Broker, tmp_path: Path) -> None:
     name = unique("standby")
     app = unique("sb")
     (tmp_path / "p.es").write_text(PROGRAM)
-    program = {
-        "name": name,
-        "source": "p.es",
-        "clock": "record",
-        "commit_interval_ms": 50,
-        "num_standby": 1,
-        "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-        "outputs": {"default": f"{name}-out"},
-    }
+    program = program_entry(name, "Hit", clock="record", commit_interval_ms=50, num_standby=1)
     topics = {f"{name}-in": {"partitions": PARTITIONS}}
-    topo_a = topology(broker, tmp_path, [program], topics, file="a.yaml", application=app, state="state-a")
-    topo_b = topology(broker, tmp_path, [program], topics, file="b.yaml", application=app, state="state-b")
+    # The state endpoint tells how far each worker's store of a task has come (owner or standby).
+    port_a, port_b = free_port(), free_port()
+    topo_a, topo_b = (
+        topology(
+            broker,
+            tmp_path,
+            [program],
+            topics,
+            file=f"{w}.yaml",
+            application=app,
+            state=f"state-{w}",
+            health={"port": port},
+            state_query={"enabled": True},
+        )
+        for w, port in (("a", port_a), ("b", port_b))
+    )
     from eventscript.kafka.admin import Admin
     from eventscript.kafka.config import load_topology
 
@@ -203,8 +237,23 @@ def test_a_standby_takes_over_a_killed_workers_task_from_the_changelog_tail(brok
         producer = KeyedProducer(broker, f"{name}-in", PARTITIONS)
         producer.run(FIRST, KEYS, rate=5000)
         wait_for(lambda: _running({log_a: a, log_b: b}) and watcher.distinct() >= FIRST, 60, what="the first outputs")
-        time.sleep(2.5)  # the standbys see the last commit (they read the committed offsets every second)
         (taken,) = _owned(log_a.read_text())
+        # A key of A's task, and B's standby of that task caught up with A's last commit (it
+        # reads the committed offsets every second): B's store has applied the changelog up to
+        # the offset A's store committed.
+        key = next((k for k in (f"k{i}" for i in range(KEYS)) if _state(port_a, name, k)[1].get("task") == taken), "")
+        assert key, f"worker A's state endpoint names no key of its task {taken}"
+        offsets: list[tuple[int | None, int | None]] = []
+
+        def standby_caught_up() -> bool:
+            offsets.append(_applied_offsets(port_a, port_b, name, key))
+            owner, standby = offsets[-1]
+            return _running({log_a: a, log_b: b}) and owner is not None and owner == standby
+
+        try:
+            wait_for(standby_caught_up, 60, what=f"B's standby of task {taken} to apply what A committed")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: (A's, B's) changelog offsets last {offsets[-1:]}") from exc
         a.send_signal(signal.SIGKILL)
         a.wait()
         producer.run(SECOND, KEYS, rate=5000, t0=T0 + FIRST * 250, seed=43)
