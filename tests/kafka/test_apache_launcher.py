@@ -1,6 +1,7 @@
-"""The Apache Kafka launcher (eventscript.brokers): one KRaft node up in well under 15 s and
-stopped by its PID, its log kept only when asked; three nodes that survive the kill -9 of a
-partition's leader with nothing lost, and take it back on restart."""
+"""The Apache Kafka launcher (eventscript.brokers): one KRaft node up quickly with the
+test-friendly JVM options and settings, stopped by its PID, its log kept only when asked; three
+nodes that survive the kill -9 of a partition's leader with nothing lost, and take it back on
+restart."""
 
 from __future__ import annotations
 
@@ -11,12 +12,20 @@ from pathlib import Path
 import pytest
 
 from eventscript.brokers import KafkaCluster, KafkaNotFetched, kafka_jars
+from eventscript.brokers.apache import JVM_OPTIONS
 
 try:
     kafka_jars()
     NO_KAFKA = ""
 except KafkaNotFetched as exc:
     NO_KAFKA = str(exc)
+
+#: Seconds a one-node start may take. It takes about 3 s on an idle two-core machine and was seen
+#: at 4.7-10.6 s with a load of 8-14 there: a bound near those failed on a busy machine. This one is
+#: four times the worst seen and below ``KafkaCluster.start``'s own 60 s: it still catches a start
+#: that waits out a timeout or a delay, while what makes a start quick (the JVM options, the
+#: settings) is checked as such, not through the clock.
+START_BOUND = 45.0
 
 pytestmark = [
     pytest.mark.kafka,
@@ -81,8 +90,15 @@ def test_one_node_starts_quickly_with_test_friendly_settings_serves_and_stops_by
     cluster = KafkaCluster(1, directory=tmp_path / "k").start()
     try:
         took = time.monotonic() - started
-        assert took < 15, f"the node took {took:.1f} s to start"
-        pid = cluster.nodes[0].pid
+        node = cluster.nodes[0]
+        assert node.proc is not None and set(JVM_OPTIONS) <= set(node.proc.args), (
+            f"the node's JVM runs without the options that make it start quickly {JVM_OPTIONS}: {node.proc.args}"
+        )
+        assert took < START_BOUND, (
+            f"the node took {took:.1f} s to start (about 3 s on an idle machine; load average now "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores): {node.log} tells what it waited on"
+        )
+        pid = node.pid
         assert pid is not None and _pid_alive(pid)
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         resource = ConfigResource(ConfigResource.Type.BROKER, "1")
