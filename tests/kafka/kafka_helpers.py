@@ -182,18 +182,27 @@ def create_topics(broker: Broker, topics: list[Any]) -> None:
     wait_for(listed, 60, what=f"the topics {[t.topic for t in topics]} in the broker's metadata")
 
 
+def stage_entry(
+    name: str, reads: str, event: str, writes: str, errors: str = "errors", source: str | None = None, **settings: Any
+) -> dict[str, Any]:
+    """A topology's ``programs`` entry for one stage of a pipeline: program ``name`` (``source``,
+    by default ``{name}.es``) reads ``event`` from topic ``reads``, writes ``writes`` and its errors
+    to ``errors``. ``settings`` adds the program's other keys (``clock``, ``guarantee``...)."""
+    return {
+        "name": name,
+        "source": source or f"{name}.es",
+        **settings,
+        "inputs": [{"topic": reads, "event": event}],
+        "outputs": {"default": writes},
+        "errors": errors,
+    }
+
+
 def program_entry(name: str, event: str, source: str = "p.es", **settings: Any) -> dict[str, Any]:
     """The program most Kafka tests run, as a topology's ``programs`` entry: ``source`` reads
     ``{name}-in`` as ``event``, writes ``{name}-out`` and its errors to ``{name}-err``. ``settings``
     adds the program's other keys (``clock``, ``guarantee``, ``commit_interval_ms``...)."""
-    return {
-        "name": name,
-        "source": source,
-        **settings,
-        "inputs": [{"topic": f"{name}-in", "event": event}],
-        "outputs": {"default": f"{name}-out"},
-        "errors": f"{name}-err",
-    }
+    return stage_entry(name, f"{name}-in", event, f"{name}-out", f"{name}-err", source, **settings)
 
 
 def program_topology(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import NewTopic
-from kafka_helpers import Broker, create_topics, topology, unique
+from kafka_helpers import Broker, create_topics, stage_entry, topology, unique
 
 from eventscript.automata.compile import compile_source
 from eventscript.kafka import input_partitions
@@ -27,25 +27,12 @@ WRITER = "in {string k;} Hit group(Hit.k)\nout long N\n( Hit() { !>N(1); } )*"
 READER = "in long N\nout long M\n( N(n) { !>M(n); } )*"
 
 
-def _programs(name: str, **writer: Any) -> list[dict[str, Any]]:
+def _programs(name: str, writer_clock: str = "record") -> list[dict[str, Any]]:
+    """The writer w ({name}-in to {name}-mid, on ``writer_clock``) and the reader r of its output
+    ({name}-mid to {name}-out, on record time: gated on the writer's progress when it is too)."""
     return [
-        {
-            "name": "w",
-            "source": "w.es",
-            "clock": "record",
-            **writer,
-            "inputs": [{"topic": f"{name}-in", "event": "Hit"}],
-            "outputs": {"default": f"{name}-mid"},
-            "errors": f"{name}-err",
-        },
-        {
-            "name": "r",
-            "source": "r.es",
-            "clock": "record",
-            "inputs": [{"topic": f"{name}-mid", "event": "N"}],
-            "outputs": {"default": f"{name}-out"},
-            "errors": f"{name}-err",
-        },
+        stage_entry("w", f"{name}-in", "Hit", f"{name}-mid", f"{name}-err", clock=writer_clock),
+        stage_entry("r", f"{name}-mid", "N", f"{name}-out", f"{name}-err", clock="record"),
     ]
 
 
@@ -72,7 +59,7 @@ def test_the_inputs_of_a_gated_inputs_writers_are_awaited_where_not_declared(tmp
     assert counts_awaited(topo, writer, {}) == {}  # its own input is awaited as an input
     declared = _doc(_programs("x"), {"x-in": {"partitions": 2}}, tmp_path)
     assert counts_awaited(declared, declared.program("r"), {}) == {}  # created by every worker's prepare
-    wall = _doc(_programs("x", clock="wall"), {}, tmp_path)
+    wall = _doc(_programs("x", writer_clock="wall"), {}, tmp_path)
     assert counts_awaited(wall, wall.program("r"), {}) == {}  # not gated: no markers to wait on
 
 
@@ -82,13 +69,10 @@ def test_a_chain_is_followed_only_as_far_as_a_count_is_unknown(tmp_path: Path) -
     deployed, y made by hand, r must start)."""
     (tmp_path / "v.es").write_text(WRITER.replace("Hit", "Pass").replace("out long N", "out {string k;} Hit"))
     programs = [
-        {"name": "v", "source": "v.es", "clock": "wall", "inputs": [{"topic": "x", "event": "Pass"}],
-         "outputs": {"default": "y"}, "errors": "err"},
-        {"name": "w", "source": "w.es", "clock": "record", "inputs": [{"topic": "y", "event": "Hit"}],
-         "outputs": {"default": "g"}, "errors": "err"},
-        {"name": "r", "source": "r.es", "clock": "record", "inputs": [{"topic": "g", "event": "N"}],
-         "outputs": {"default": "out"}, "errors": "err"},
-    ]  # fmt: skip
+        stage_entry("v", "x", "Pass", "y", "err", clock="wall"),
+        stage_entry("w", "y", "Hit", "g", "err", clock="record"),
+        stage_entry("r", "g", "N", "out", "err", clock="record"),
+    ]
     topo = _doc(programs, {}, tmp_path)
     reader = topo.program("r")
     assert counts_awaited(topo, reader, {"y": 2, "g": 2, "err": 2}) == {}
@@ -175,5 +159,5 @@ def test_a_reader_stops_when_its_writers_input_changes_its_partition_count(
         "program r: topic x-in, an input of program w, now has 4 partitions, but this program reads x-mid, "
         "which w writes, waiting on the progress of w's 2 tasks"
     )
-    wall = _doc(_programs("x", clock="wall"), {"x-in": {"partitions": 2}}, tmp_path)
+    wall = _doc(_programs("x", writer_clock="wall"), {"x-in": {"partitions": 2}}, tmp_path)
     assert ProgramWorker(wall, wall.program("r"), program, 3, "me")._input_watch.upstream == {}

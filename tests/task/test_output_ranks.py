@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 import yaml
+from kafka_helpers import stage_entry
 
 from eventscript.backfill.markers import reading_order
 from eventscript.task.codec import HEADER_ID, HEADER_SEQ
@@ -56,22 +57,12 @@ def fan_out_topology(tmp: Path) -> Path:
     for name, text in (("fan", FAN), ("relay", RELAY), ("pairs", PAIRS)):
         (tmp / f"{name}.es").write_text(text)
 
-    def stage(name: str, reads: str, event: str, writes: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "source": f"{name}.es",
-            "clock": "record",
-            "inputs": [{"topic": reads, "event": event}],
-            "outputs": {"default": writes},
-            "errors": "errors",
-        }
-
     doc = {
         "application": "ranks",
         "programs": [
-            stage("fan", "ticks", "Tick", "parts"),
-            stage("relay", "parts", "Part", "seen"),
-            stage("pairs", "seen", "Seen", "pairs"),
+            stage_entry("fan", "ticks", "Tick", "parts", clock="record"),
+            stage_entry("relay", "parts", "Part", "seen", clock="record"),
+            stage_entry("pairs", "seen", "Seen", "pairs", clock="record"),
         ],
         "topics": {"ticks": {"partitions": 2}, "parts": {"partitions": 2}, "seen": {"partitions": 1}},
     }
