@@ -25,11 +25,12 @@ from kafka_helpers import (
     Broker,
     KeyedProducer,
     outputs_by_key,
+    program_entry,
     read_many,
     start_worker,
-    topology,
     unique,
     wait_for,
+    worker_topologies,
 )
 
 ZOMBIE_WORKER = Path(__file__).with_name("zombie_restore_worker.py")
@@ -71,26 +72,10 @@ def test_a_zombies_restore_while_the_owner_commits_leaves_a_store_that_restores_
     broker.require_real("a zombie fenced by the group generation")
     name = unique("zrestore")
     (tmp_path / "p.es").write_text(PROGRAM)
-    app = unique("app")
-    program = {
-        "name": name,
-        "source": "p.es",
-        "clock": "wall",
-        "guarantee": "exactly_once",
-        "commit_interval_ms": 1,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}, {"topic": f"{name}-stop", "event": "Stop"}],
-        "outputs": {"default": f"{name}-out"},
-        "errors": f"{name}-err",
-    }
+    program = program_entry(name, "Tick", clock="wall", guarantee="exactly_once", commit_interval_ms=1)
+    program["inputs"].append({"topic": f"{name}-stop", "event": "Stop"})
     topics = {f"{name}-in": {"partitions": 1}, f"{name}-stop": {"partitions": 1}}
-    topos = [
-        topology(broker, tmp_path, [program], topics, file=f"{w}.yaml", application=app, state=f"state-{w}")
-        for w in ("a", "b")
-    ]
-    from eventscript.kafka.admin import Admin
-    from eventscript.kafka.config import load_topology
-
-    Admin(load_topology(topos[0])).prepare(load_topology(topos[0]).programs)
+    topos = worker_topologies(broker, tmp_path, [program], topics, ["a", "b"])
     log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
     out = f"{name}-out"
     ticks, stops = KeyedProducer(broker, f"{name}-in", 1), KeyedProducer(broker, f"{name}-stop", 1)
