@@ -149,3 +149,21 @@ def test_a_record_through_the_repartition_topic_is_named_by_the_input_record_it_
         "time": format_time((T0 + 9) * 1000),
     }
     owner.close()
+
+
+def test_the_last_record_an_instance_took_is_let_go_at_each_commit(tmp_path: Path) -> None:
+    """Each instance notes the record it took last (``InstanceContext.note``) until the commit
+    reads it into the key information: no instance holds a record past the commit that wrote
+    it, nor past a batch whose changes were discarded."""
+    owner, log = new_owner(tmp_path / "owner")
+    process(owner, tick(0, "k"), tick(1, "j"), tick(2, "m"))
+    live = list(owner.engine.contexts.values())
+    assert live and all(ctx.note is not None for ctx in live)
+    commit(owner, log, succeeds=True)
+    assert [ctx.note for ctx in owner.engine.contexts.values()] == [None] * len(live)
+    process(owner, tick(3, "n"))  # (a second record of k, j or m would end its instance: the pair)
+    (n,) = [ctx for ctx in owner.engine.contexts.values() if ctx.note is not None]
+    assert n.key == ("n",) and n.note.offset() == 3
+    owner.discard_changes()
+    assert all(ctx.note is None for ctx in owner.engine.contexts.values())
+    owner.close()

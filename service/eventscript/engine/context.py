@@ -95,10 +95,16 @@ class InstanceContext:
     form, a tuple (None for an ungrouped program).
     """
 
-    __slots__ = ("_rare", "gk", "state", "terminated", "timer", "tsym", "vars")
+    __slots__ = ("_rare", "gk", "note", "state", "terminated", "timer", "tsym", "vars")
 
     def __init__(self, gk: Any, state: Any, variables: list[Any]) -> None:
         self.gk = gk
+        #: The host's, never read nor kept by the engine: what the host notes of the instance
+        #: between two reads of its changes (the Kafka worker and the backfill: the last input
+        #: record it took since the last commit). On the instance, not in a table of the host's
+        #: by key: the instance is at hand, and in cache, when the record is fed and when the
+        #: commit reads it, where a table of a few thousand keys is not.
+        self.note: Any = None
         self.state = state
         #: Variable slots (NO_VARIABLES, shared, for a program without variables).
         self.vars = variables

@@ -108,13 +108,6 @@ class _KeyNote:
         """The program's initial actions do not run."""
 
 
-class _NoteNothing(dict[Any, Record]):
-    """A dry run's ``Task._last_msg``: it keeps nothing (no instance, no commit to write it in)."""
-
-    def __setitem__(self, key: Any, value: Record) -> None:
-        return None
-
-
 class Task:
     def __init__(
         self,
@@ -254,12 +247,11 @@ class Task:
         self._fresh: dict[int, Any] = {}
         self._creating = False
         #: What the changelog records of the next commit say about their keys (``state.keyinfo``):
-        #: the last record each key's instance took (``_last_single`` for an ungrouped program),
-        #: and when and why instances ended; both by the engine's table key (``ctx.gk``: the bare
-        #: value of a one-value group key, which the commit reads from each instance without
-        #: building its key tuple, and hashes faster; else the key tuple).
-        self._one_key = self.engine.one_key
-        self._last_msg: dict[Any, Record] = {}
+        #: the last record each key's instance took, as the instance's ``note`` (``InstanceContext``;
+        #: set as the record is fed, read and reset by the commit; ``_last_single`` for an
+        #: ungrouped program), and when and why instances ended, by the engine's table key
+        #: (``ctx.gk``: the bare value of a one-value group key, which the commit reads from each
+        #: instance without building its key tuple, and hashes faster; else the key tuple).
         self._last_single: Record | None = None
         self._ended: dict[Any, tuple[int, str]] = {}
         self._terminal = self.engine.executor.terminal
@@ -390,8 +382,7 @@ class Task:
         no timer, no output, no ``$error`` record)."""
         self.observer = observer
         if dry_run:
-            self._feeds = _KeyNote(self)
-            self._last_msg = _NoteNothing()  # nothing is committed: nothing to say about keys
+            self._feeds = _KeyNote(self)  # (no instance fed: none notes a record)
             self.send = drop
             self.send_changelog = changelog_through(drop)
 
@@ -418,7 +409,6 @@ class Task:
         self.engine.clear()
         self._fresh.clear()
         self._creating = False
-        self._last_msg.clear()
         self._last_single = None
         self._ended.clear()
         self.store.pending_infos.clear()
@@ -870,7 +860,7 @@ class Task:
         max_ms, to_record, fire_due = clock.max_record_ms, clock.to_record, clock.fire_due
         needs_key, check_place, partition = ip.needs_key, self._check_place, self.partition
         route, route_key, placed, place = self._route, self.routing.route_key, self._placed, self.routing.place
-        last_msg, fresh, feed_keyed, one_key = self._last_msg, self._fresh, self.engine.feed_keyed, self._one_key
+        fresh, feed_keyed = self._fresh, self.engine.feed_keyed
         cause_headers = codec.cause_headers
         try:
             for _ in range(n):
@@ -925,11 +915,12 @@ class Task:
                 if to_record(ts):
                     ids.again(msg)  # timers fired first, each its own cause
                 self.record_key = key
-                last_msg[key[0] if one_key else key] = msg
                 ctx = None
                 try:
                     ctx = feed_keyed(name, ev, key)
                 finally:  # (as in _process_one)
+                    if ctx is not None:
+                        ctx.note = msg
                     if self._creating:
                         self._creating = False
                         if ctx is not None and not ctx.terminated:
@@ -1001,11 +992,12 @@ class Task:
             if clock.to_record(ts):
                 ids.again(msg)  # timers fired first, each its own cause
             self.record_key = key
-            self._last_msg[key[0] if self._one_key else key] = msg
             ctx = None
             try:
                 ctx = feeds.feed_keyed(name, value, key)
             finally:  # (also when it raised: a later ending must not pass for this creation's)
+                if ctx is not None:
+                    ctx.note = msg  # (the last record the instance took: its key information)
                 if self._creating:  # this record created the key's instance (_on_create)
                     self._creating = False
                     if ctx is not None and not ctx.terminated:
@@ -1284,7 +1276,6 @@ class Task:
         frame = b"".join
         frame_head, info_end = INFO_FRAME, INFO_END  # (keyinfo.framed_value, inline)
         key_info = self._key_info
-        last_msg = self._last_msg.get
         heads = self._info_heads.get
         ended = self._ended.get
         info_header = HEADER_KEY_INFO
@@ -1301,7 +1292,8 @@ class Task:
             # A changed instance is either in memory or ended (and released): then a tombstone. An
             # instance that ended and started again in one batch is drained twice, in that order.
             gk = ctx.gk
-            msg = last_msg(gk)
+            msg: Record | None = ctx.note  # (the last record it took since the last commit)
+            ctx.note = None  # (not held past the commit)
             if ctx.terminated:
                 changes[kb] = None
                 info = infos[kb] = key_info(kb, msg, ended(gk))
@@ -1329,7 +1321,6 @@ class Task:
             save(kb)
             if touch is not None:
                 touch(id(ctx))
-        self._last_msg.clear()
         self._last_single = None
         self._ended.clear()
         for name in self._time_ordered:
@@ -1382,9 +1373,9 @@ class Task:
     def discard_changes(self) -> None:
         """Forget the changes since the last commit without writing them (a host that keeps no
         state: a backfill without hand-over), letting go of terminated instances."""
-        self.engine.drain_dirty()
+        for ctx in self.engine.drain_dirty():
+            ctx.note = None  # (the record it took: nothing to say of it, and not to be held)
         self._fresh.clear()
-        self._last_msg.clear()
         self._last_single = None
         self._ended.clear()
 
