@@ -26,7 +26,18 @@ from pathlib import Path
 
 import orjson
 import pytest
-from kafka_helpers import ROOT, Broker, KeyedProducer, read_many, start_worker, told, topology, unique, wait_for
+from kafka_helpers import (
+    ROOT,
+    Broker,
+    KeyedProducer,
+    program_entry,
+    read_many,
+    start_worker,
+    told,
+    topology,
+    unique,
+    wait_for,
+)
 
 ZOMBIE_WORKER = Path(__file__).with_name("zombie_worker.py")
 
@@ -67,16 +78,7 @@ def test_zombie_commit_after_timer_is_fenced(broker: Broker, tmp_path: Path) -> 
     name = unique("zombie")
     (tmp_path / "p.es").write_text(PROGRAM)
     app = unique("app")
-    program = {
-        "name": name,
-        "source": "p.es",
-        "clock": "wall",
-        "guarantee": "exactly_once",
-        "commit_interval_ms": 1,
-        "inputs": [{"topic": f"{name}-in", "event": "Tick"}],
-        "outputs": {"default": f"{name}-out"},
-        "errors": f"{name}-err",
-    }
+    program = program_entry(name, "Tick", clock="wall", guarantee="exactly_once", commit_interval_ms=1)
     topics = {f"{name}-in": {"partitions": 1}}
     topos = [
         topology(broker, tmp_path, [program], topics, file=f"{w}.yaml", application=app, state=f"state-{w}")
