@@ -466,6 +466,25 @@ def ready(port: int) -> bool:
         return False  # not ready (503), or not listening yet
 
 
+def endpoint_json(port: int, path: str, token: str | None = None, timeout: float = 10.0) -> tuple[int, Any]:
+    """A worker's health-port endpoint ``path`` (``/state/<program>?key=...``): the status and the
+    JSON body, an error's too (a bearer ``token`` when given). Raises OSError when nothing
+    answers (the worker not listening yet)."""
+    import urllib.error
+    import urllib.request
+
+    import orjson
+
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"} if token else {}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, orjson.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, orjson.loads(exc.read())
+
+
 def wait_for(predicate: Any, timeout: float = 60.0, interval: float = 0.2, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -7,12 +7,9 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from confluent_kafka import OFFSET_BEGINNING
 from kafka_helpers import (
@@ -20,6 +17,7 @@ from kafka_helpers import (
     KeyedProducer,
     Oracle,
     TopicWatcher,
+    endpoint_json,
     free_port,
     outputs_by_key,
     program_entry,
@@ -168,10 +166,7 @@ def _state(port: int, program: str, key: str) -> tuple[int, dict[str, Any]]:
     """A worker's answer to ``GET /state/<program>?key=<key>`` (kafka/state_endpoint.py): its
     status and body; (0, {}) while the worker does not listen yet."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/state/{program}?key={key}", timeout=10) as r:
-            return r.status, orjson.loads(r.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, orjson.loads(exc.read())
+        return endpoint_json(port, f"/state/{program}?key={key}")
     except OSError:
         return 0, {}
 

@@ -17,7 +17,7 @@ import orjson
 import pytest
 import yaml
 from confluent_kafka import Producer
-from kafka_helpers import Broker, free_port, topology, unique, wait_for
+from kafka_helpers import Broker, endpoint_json, free_port, topology, unique, wait_for
 
 from eventscript.cli.main import main
 from eventscript.kafka import clients
@@ -114,14 +114,7 @@ class Running:
 
 def _get(runner: TopologyRunner, path: str, token: str | None = TOKEN) -> tuple[int, Any]:
     assert runner.health is not None
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{runner.health.port}{path}", headers={"Authorization": f"Bearer {token}"} if token else {}
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, orjson.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, orjson.loads(exc.read())
+    return endpoint_json(runner.health.port, path, token, timeout=30)
 
 
 @pytest.mark.kafka
