@@ -157,6 +157,24 @@ def test_kafka_commands_say_cannot_reach_kafka_once(files: Path) -> None:
     assert "'eventscript dev' starts a broker of its own" in said["run"], said["run"]
 
 
+def test_an_unset_bootstrap_servers_is_not_placed_in_the_file(files: Path) -> None:
+    """A topology without a ``kafka:`` section uses the default address: the message says the file
+    does not set it, where it pointed at the file's first line (a new user's walk)."""
+    from confluent_kafka import KafkaError
+
+    from eventscript.kafka.admin import KafkaUnavailable
+    from eventscript.topology.config import load_topology
+
+    err = KafkaError(KafkaError._TRANSPORT)
+    (files / "topology.yaml").write_text("programs:" + TOPOLOGY.split("programs:", 1)[1])
+    said = str(KafkaUnavailable.of(load_topology(files / "topology.yaml"), "listing topics", err))
+    assert "check bootstrap_servers (not set in " in said and "topology.yaml, which uses the default; set it" in said
+    assert "topology.yaml:1:1" not in said
+    (files / "topology.yaml").write_text(TOPOLOGY.format(broker=NO_BROKER))
+    said = str(KafkaUnavailable.of(load_topology(files / "topology.yaml"), "listing topics", err))
+    assert f"check bootstrap_servers ({files / 'topology.yaml'}:2:22)" in said
+
+
 def test_produce_reads_the_trace_before_contacting_kafka(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (files / "topology.yaml").write_text(TOPOLOGY.format(broker=NO_BROKER))
     (files / "deep.trace").write_text("[2026-01-01 00:00:00]\nS(" + "[" * 500 + ")\n")

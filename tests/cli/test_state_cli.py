@@ -55,6 +55,16 @@ def test_asking_without_an_address_or_a_worker(topo: Path, capsys: pytest.Captur
     assert "no program named 'nope'" in capsys.readouterr().err
 
 
+def test_asking_a_grouped_program_without_a_key(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A grouped program's key is needed: said before any worker is asked (a new user's walk got "cannot
+    reach http://...?" instead); an ungrouped program is asked without one, and no empty query."""
+    assert main(["state", str(topo), "--url", "http://127.0.0.1:1"]) == 2  # echo: ungrouped
+    assert "cannot reach http://127.0.0.1:1/state/echo: " in capsys.readouterr().err
+    (topo.parent / "echo.es").write_text(ECHO.replace("in string S", "in string S group(S)"))
+    assert main(["state", str(topo), "--url", "http://127.0.0.1:1"]) == 2
+    assert capsys.readouterr().err.startswith("error: program echo is grouped: name the key to ask about with --key K")
+
+
 def test_reset_options(capsys: pytest.CaptureFixture[str]) -> None:
     args = build_parser().parse_args(["reset", "t.yaml", "--to-datetime", "2026-01-01T08:00:00"])
     assert args.to_datetime.isoformat() == "2026-01-01T08:00:00+00:00"  # UTC unless it says otherwise

@@ -791,7 +791,8 @@ class TestAutomatonDiagnostics:
         (w,) = comp.diagnostics.warnings
         assert at(w) == (3, 3)  # where the regular expression starts
         assert w.message.startswith(
-            "this grouped program never ends an instance: every group key ever seen keeps its instance in memory"
+            "this grouped program never ends an instance: a key's instance stays in memory unless it comes back to "
+            "its start with nothing to remember"
         )
 
     def test_grouped_program_that_may_not_end_some_instances(self) -> None:

@@ -323,8 +323,12 @@ def warn_nontermination(can_end: bool, all_can_end: bool, pos: Positions, d: Dia
         msg = "this grouped program may never end some instances"
     else:
         return
+    # (Not "every key keeps its instance": the engine releases an instance back at its start with
+    # nothing to remember, as a fresh one would behave the same (engine/liveness.py), which this
+    # layer cannot tell; a door program's closed doors go, those left open stay.)
     d.warning(
         pos.regex,
-        msg + ": every group key ever seen keeps its instance in memory (a resource leak when keys are open-ended)",
+        msg + ": a key's instance stays in memory unless it comes back to its start with nothing to remember "
+        "(a resource leak when keys are open-ended)",
         "if keys are open-ended, let the expression terminate, e.g. end it with elapse[...]()",
     )

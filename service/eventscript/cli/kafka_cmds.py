@@ -45,17 +45,24 @@ def _load(args: argparse.Namespace):
     return load_with_address(args.topology, getattr(args, "bootstrap_servers", None))
 
 
+#: ``--health-port`` of ``run`` and ``dev``.
+HEALTH_PORT_HELP = (
+    "serve /healthz, /readyz and /metrics on this port, and /state/<program>?key=K where the topology "
+    "enables state_query ('eventscript state' asks it)"
+)
+
+
 def _common(p: argparse.ArgumentParser, topology: bool = True) -> None:
     if topology:
         p.add_argument("topology", metavar="TOPOLOGY.yaml")
     p.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="override the topology's Kafka address")
-    p.add_argument("-v", "--verbose", action="store_true", help="log what the worker does, and librdkafka's own lines")
+    p.add_argument("-v", "--verbose", action="store_true", help="log what is done, and librdkafka's own lines")
 
 
 def setup_run(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--program", action="append", metavar="NAME", help="run only this program (repeatable)")
-    p.add_argument("--health-port", type=port, metavar="PORT", help="serve /healthz, /readyz and /metrics")
+    p.add_argument("--health-port", type=port, metavar="PORT", help=HEALTH_PORT_HELP)
     p.add_argument(
         "--health-host",
         metavar="ADDRESS",
@@ -158,8 +165,8 @@ def setup_dev(p: argparse.ArgumentParser) -> None:
         help="keep the programs' state in DIR (default: a fresh temporary folder, removed at the end, "
         "since the embedded broker starts empty each run)",
     )
-    p.add_argument("--health-port", type=port, metavar="PORT")
-    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--health-port", type=port, metavar="PORT", help=HEALTH_PORT_HELP)
+    p.add_argument("-v", "--verbose", action="store_true", help="log what the workers do, and librdkafka's own lines")
 
 
 def _dev_broker(kind: str) -> tuple[str, Callable[[], None]]:
@@ -298,7 +305,9 @@ def _warn_undeclared(items: list[TraceItem], name: str, program: CompiledProgram
 
 def setup_produce(p: argparse.ArgumentParser) -> None:
     _common(p)
-    p.add_argument("--trace", required=True, metavar="FILE")
+    p.add_argument(
+        "--trace", required=True, metavar="FILE", help="the timed trace to publish (as 'eventscript test' reads it)"
+    )
     p.add_argument("--program", metavar="NAME", help="the program whose inputs receive the trace (default: the first)")
 
 

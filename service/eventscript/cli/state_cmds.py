@@ -161,12 +161,19 @@ def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.key is None and _grouped(topo, cfg):
+        print(
+            f"error: program {cfg.name} is grouped: name the key to ask about with --key K (its value, or a JSON "
+            'array of its components, e.g. --key \'["T1", "IBM"]\')',
+            file=sys.stderr,
+        )
+        return 2
     token = args.token or os.environ.get(TOKEN_ENV) or topo.state_query.token
-    query = urllib.parse.urlencode({"key": args.key} if args.key is not None else {})
-    status, body = _get(f"{url.rstrip('/')}/state/{urllib.parse.quote(cfg.name)}?{query}", token)
+    query = "?" + urllib.parse.urlencode({"key": args.key}) if args.key is not None else ""
+    status, body = _get(f"{url.rstrip('/')}/state/{urllib.parse.quote(cfg.name)}{query}", token)
     if status == 421 and isinstance(body, dict) and (body.get("owner") or {}).get("url"):
         # The worker asked does not hold the key's task nor a standby of it: ask the owner once.
-        status, body = _get(f"{body['owner']['url']}/state/{urllib.parse.quote(cfg.name)}?{query}", token)
+        status, body = _get(f"{body['owner']['url']}/state/{urllib.parse.quote(cfg.name)}{query}", token)
     if args.json:
         print(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode())
     elif isinstance(body, dict) and "status" in body:
@@ -174,6 +181,14 @@ def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
     else:
         print(f"error: {body.get('error') if isinstance(body, dict) else body}", file=sys.stderr)
     return 0 if status == 200 else 1 if status in (404, 421) else 2
+
+
+def _grouped(topo: Any, cfg: Any) -> bool:
+    """Whether the program is grouped (its key is needed to ask about an instance); a program that
+    does not compile says so (``compile_programs`` prints its errors and raises)."""
+    from ..kafka.supervisor import compile_programs
+
+    return compile_programs(topo, [cfg])[cfg.name].grouped
 
 
 def _get(url: str, token: str | None) -> tuple[int, Any]:

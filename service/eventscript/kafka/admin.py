@@ -63,8 +63,14 @@ class KafkaUnavailable(TopologyError):
 
     @classmethod
     def of(cls, topo: Topology, doing: str, err: KafkaError) -> KafkaUnavailable:
-        """The error for ``topo``'s brokers, placing its bootstrap_servers setting (file:line:col)."""
-        return cls(topo.kafka.bootstrap_servers, doing, err, topo.where("kafka", "bootstrap_servers"))
+        """The error for ``topo``'s brokers, placing its bootstrap_servers setting (file:line:col);
+        where the file does not set it, saying so (a new user's topology without a ``kafka:``
+        section was pointed at its first line)."""
+        if "kafka" in topo.model_fields_set and "bootstrap_servers" in topo.kafka.model_fields_set:
+            where = topo.where("kafka", "bootstrap_servers")
+        else:
+            where = f"not set in {topo.source}, which uses the default; set it under kafka:"
+        return cls(topo.kafka.bootstrap_servers, doing, err, where)
 
 
 class StoppedWaiting(Exception):

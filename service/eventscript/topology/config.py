@@ -356,6 +356,11 @@ class Topology(_Model):
     _where: Callable[..., str] | None = PrivateAttr(default=None)
     _source: str = PrivateAttr(default="<topology>")
 
+    @property
+    def source(self) -> str:
+        """The file the topology was read from, as messages name it ("<topology>": not a file)."""
+        return self._source
+
     def where(self, *path: str | int) -> str:
         """``file:line:col`` of the setting at ``path`` (e.g. ``"programs", 0, "inputs", 1``), for
         messages about the wiring found after the file was read; the file's name when not known."""
