@@ -215,3 +215,23 @@ def test_the_markers_bench_gives_the_same_outputs_however_the_records_land(tmp_p
     ordered = counts(event_time.records(5_000, 300, 1, "zipf"))
     landed = counts(event_time.records(5_000, 300, 1, "zipf", batch_ms=100))
     assert ordered == landed and sum(map(len, ordered.values())) == 5_000
+
+
+def test_the_emission_bench_times_what_the_generated_code_does() -> None:
+    """bench/emit_cost.py's ``emitted`` copies the generated emission (``CodeGen.emit_by_key``):
+    ``object.__new__`` of ``Emitted``, the six slots in place, ``now()``, the consumer. If the
+    generated line changes, the bench must follow it."""
+    from eventscript.automata.compile import compile_source
+    from eventscript.engine.engine import Engine
+    from eventscript.engine.time_provider import SimulatedTimeProvider
+
+    emit_cost = bench_module("emit_cost")
+    program = compile_source(bench_engine.REALISTIC["full"], name="realistic").require()
+    generated = Engine(program, lambda e: None, SimulatedTimeProvider(0))._feed_source
+    assert (
+        "_m = _NEWE(_EM); _m.program = _PN; _m.name = 'Match'; _m.value = [v[0][0], v[0][2], v[1][1]]; "
+        "_m.ty = _OT0; _m.time = _now(); _m.key = (gk,); _C(_m)" in generated
+    )
+    got: list[Any] = []
+    emit_cost.variants(3, got.append)["emitted"]()
+    assert [(e.program, e.name, e.value, e.time, e.key) for e in got] == [("p", "Match", ["k", 3, 1.5], 0, ("k",))] * 3
