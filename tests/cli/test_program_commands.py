@@ -29,6 +29,17 @@ def test_check_says_ok_for_each_program_that_compiles(tmp_path: Path) -> None:
     assert "bad.es: ok" not in result.stdout and "bad.es:3:" in result.stdout
 
 
+def test_counts_agree_with_their_nouns(tmp_path: Path) -> None:
+    """A count agrees with its noun: "ok, 1 warning", "ok: 1 event as expected" (not "1 events")."""
+    (tmp_path / "echo.es").write_text(ECHO)
+    (tmp_path / "unread.es").write_text("in string S\nout string O\n( S(x) { y = x; !>O(x); } )*\n")
+    assert eventscript("check", "unread.es", cwd=tmp_path).stdout.endswith("unread.es: ok, 1 warning\n")
+    (tmp_path / "t.trace").write_text(TRACE)
+    (tmp_path / "e.jsonl").write_text('{"time": "2026-01-01T00:00:00Z", "event": "O", "value": "a"}\n')
+    tested = eventscript("test", "--trace", "t.trace", "echo.es", "--expect", "e.jsonl", cwd=tmp_path)
+    assert tested.stdout == "ok: 1 event as expected\n", tested
+
+
 def test_check_on_a_topology_names_the_topology_command(tmp_path: Path) -> None:
     (tmp_path / "topology.yaml").write_text("programs: []\n")
     result = eventscript("check", "topology.yaml", cwd=tmp_path)

@@ -119,4 +119,4 @@ def test_the_same_topology_without_the_change_is_accepted(tmp_path: Path) -> Non
     (tmp_path / "t.yaml").write_text(TOPOLOGY.format(application="demo", clock="record", partitions="1"))
     result = eventscript("topology", "check", "t.yaml", cwd=tmp_path)
     assert result.returncode == 0, result
-    assert "t.yaml: ok: 1 programs" in result.stdout
+    assert "t.yaml: ok: 1 program, " in result.stdout

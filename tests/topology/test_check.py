@@ -193,7 +193,7 @@ def test_the_command_fails_on_errors_and_prints_where(
     assert main(["topology", "check", str(path)]) == 1
     out = capsys.readouterr()
     assert f"{path}:7:12: error: program first reads topic readings as event Readng" in out.out
-    assert "1 error(s)" in out.err
+    assert f"{path}: 1 error, " in out.err
 
 
 def test_the_command_passes_and_strict_fails_on_warnings(

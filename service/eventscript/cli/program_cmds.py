@@ -11,6 +11,7 @@ from ..automata.compile import DEFAULT_STATE_LIMIT, Compilation, compile_file
 from ..automata.compiled import CompiledProgram
 from ..language.diagnostics import Severity
 from .arguments import positive_int
+from .wording import counted
 
 
 def add_state_limit(p: argparse.ArgumentParser) -> None:
@@ -100,7 +101,7 @@ def run_check(args: argparse.Namespace) -> int:
             status = 1
         elif not args.quiet:
             warned = sum(1 for d in comp.diagnostics.sorted() if d.severity is not Severity.ERROR)
-            print(f"{f}: ok" + (f", {warned} warning(s)" if warned else ""))
+            print(f"{f}: ok" + (f", {counted(warned, 'warning')}" if warned else ""))
     return status
 
 

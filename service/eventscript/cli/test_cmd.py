@@ -20,6 +20,7 @@ from ..tester.trace import TraceError
 from .program_cmds import add_state_limit, load_or_report
 from .trace_file import read_trace_or_report
 from .trace_names import warn_unread_events
+from .wording import counted
 
 
 def setup(p: argparse.ArgumentParser) -> None:
@@ -32,7 +33,13 @@ def setup(p: argparse.ArgumentParser) -> None:
         "'eventscript compile' writes; or one topology file (TOPOLOGY.yaml) to run whole",
     )
     p.add_argument("--expect", metavar="FILE", help="expected JSON lines: compare and show differences")
-    p.add_argument("-W", "--warnings", action="store_true", help="also print compiler warnings")
+    p.add_argument(
+        "-W",
+        "--warnings",
+        action="store_true",
+        help="also print compiler warnings (for a topology: its programs' and its wiring's, as "
+        "'eventscript topology check' prints them)",
+    )
     p.add_argument(
         "--explain",
         action="store_true",
@@ -61,7 +68,7 @@ def _finish(args: argparse.Namespace, lines: list[dict]) -> int:
         for p in problems:
             print(p)
         return 1
-    print(f"ok: {len(lines)} events as expected")
+    print(f"ok: {counted(len(lines), 'event')} as expected")
     return 0
 
 
@@ -142,10 +149,11 @@ def run_topology(args: argparse.Namespace) -> int:
         return 2
     from ..topology.check import check
 
-    problems = check_errors(check(graph))
-    if problems:
-        for f in problems:
-            print(f.render(), file=sys.stderr)
+    findings = check(graph)
+    wiring = check_errors(findings)
+    for f in findings if args.warnings else wiring:  # -W: warnings too, as 'topology check' prints them
+        print(f.render(), file=sys.stderr)
+    if wiring:
         print(
             f"{graph.file}: the topology has wiring errors (above); fix them, then run the test again "
             f"('eventscript topology check {graph.file}' checks the wiring alone)",

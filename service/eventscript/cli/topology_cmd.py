@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..automata.compile import DEFAULT_STATE_LIMIT
 from ..topology.config import TopologyError
+from .wording import counted
 
 
 def setup(p: argparse.ArgumentParser) -> None:
@@ -70,11 +71,15 @@ def _check(graph, args: argparse.Namespace) -> int:
         if f.severity is Severity.ERROR or not args.quiet:
             print(f.render())
     if errors or (args.strict and warnings):
-        print(f"{graph.file}: {len(errors)} error(s), {len(warnings)} warning(s)", file=sys.stderr)
+        strict = "" if errors else " (--strict fails on warnings)"
+        print(
+            f"{graph.file}: {counted(len(errors), 'error')}, {counted(len(warnings), 'warning')}{strict}",
+            file=sys.stderr,
+        )
         return 1
     print(
-        f"{graph.file}: ok: {len(graph.stages)} programs, {len(graph.all_topics())} topics"
-        + (f", {len(warnings)} warning(s)" if warnings else "")
+        f"{graph.file}: ok: {counted(len(graph.stages), 'program')}, {counted(len(graph.all_topics()), 'topic')}"
+        + (f", {counted(len(warnings), 'warning')}" if warnings else "")
     )
     return 0
 
@@ -103,7 +108,7 @@ def _plan(graph, args: argparse.Namespace) -> int:
     except TopologyError as exc:
         print(f"{graph.file}: error: {exc}", file=sys.stderr)
         return 2
-    print(f"created {len(created)} topic(s)" + (": " + ", ".join(t.name for t in created) if created else ""))
+    print(f"created {counted(len(created), 'topic')}" + (": " + ", ".join(t.name for t in created) if created else ""))
     return 0
 
 

@@ -2,7 +2,9 @@
 
 The rules are the conformance suite's: ``time``, ``event`` and ``value`` must match, and ``key``
 where the expected line has one; doubles within 1e-9 relative and never confused with longs; for
-``$error`` only the code is compared.
+``$error`` only the code is compared. ``time`` is compared as an instant, not as text: expected
+files are written by hand, and ``2026-01-01T08:05:00Z`` is the instant the tester prints as
+``2026-01-01T08:05:00.000000Z`` (both read by the parser the trace reader uses).
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ import math
 from typing import Any
 
 from ..engine.encoding import json_line
+from ..engine.timeutil import parse_time
+
+#: What an expected line's ``time`` should look like, for the messages that refuse one.
+TIME_EXAMPLE = "2026-01-01T08:05:00Z"
 
 
 def same_value(want: Any, got: Any) -> bool:
@@ -31,10 +37,32 @@ def same_value(want: Any, got: Any) -> bool:
     return type(want) is type(got) and want == got
 
 
+def instant(text: Any) -> int | None:
+    """``text`` as microseconds since the epoch, or None when it is not an ISO-8601 time string."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:  # (TimeRangeError, a day out of range for its month: ValueErrors too)
+        return None
+
+
+def time_difference(want: Any, got: Any) -> str | None:
+    """How two ``time`` fields differ as instants (None when they are one instant)."""
+    if want == got:
+        return None
+    expected = instant(want)
+    if expected is None:
+        return f"time: expected {want!r}, which is not an ISO-8601 time such as {TIME_EXAMPLE!r}; got {got!r}"
+    return None if expected == instant(got) else f"time: expected {want!r}, got {got!r}"
+
+
 def line_difference(want: dict[str, Any], got: dict[str, Any]) -> str | None:
-    for f in ("time", "event"):
-        if want.get(f) != got.get(f):
-            return f"{f}: expected {want.get(f)!r}, got {got.get(f)!r}"
+    timing = time_difference(want.get("time"), got.get("time"))
+    if timing:
+        return timing
+    if want.get("event") != got.get("event"):
+        return f"event: expected {want.get('event')!r}, got {got.get('event')!r}"
     if want.get("event") == "$error":
         wv = want.get("value")
         wc = wv.get("code") if isinstance(wv, dict) else None
@@ -69,7 +97,8 @@ def compare(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> lis
 
 
 def read_expected(text: str) -> list[dict[str, Any]]:
-    """The expected lines; ValueError naming the line when one is not a JSON object."""
+    """The expected lines; ValueError naming the line when one is not a JSON object, or when its
+    ``time`` is not an ISO-8601 time (it could never match: said here, where the line is known)."""
     lines: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -80,5 +109,10 @@ def read_expected(text: str) -> list[dict[str, Any]]:
             raise ValueError(f"line {number}: not JSON: {exc}") from None
         if not isinstance(obj, dict):
             raise ValueError(f'line {number}: expected a JSON object like {{"time": ..., "event": ...}}')
+        if "time" in obj and instant(obj["time"]) is None:
+            raise ValueError(
+                f"line {number}: time {obj['time']!r} is not an ISO-8601 time; write it as {TIME_EXAMPLE!r} "
+                "(fractional seconds and an offset are optional; UTC when none is given)"
+            )
         lines.append(obj)
     return lines

@@ -10,7 +10,7 @@ and what to do.
 
 from __future__ import annotations
 
-from .findings import Finding, Severity, type_difference
+from .findings import Finding, Severity, program_diagnostic, type_difference
 from .headers import HEADER_EVENT
 from .model import Read, Stage, TopologyGraph, Write
 from .sources import external_sources
@@ -69,7 +69,17 @@ def _compile_problems(graph: TopologyGraph) -> list[Finding]:
                     "compile",
                 )
             )
+        if st.compilation is not None:
+            out += _program_warnings(st)
     return out
+
+
+def _program_warnings(st: Stage) -> list[Finding]:
+    """The compiler's warnings of a program, as ``eventscript check`` shows them: a topology that
+    passes ``topology check --strict`` must not hide a misspelt variable in one of its programs."""
+    assert st.compilation is not None
+    shown = st.compilation.diagnostics.sorted()
+    return [program_diagnostic(st.name, d, "program-warning") for d in shown if d.severity is Severity.WARNING]
 
 
 def _declared_names(graph: TopologyGraph, st: Stage) -> list[Finding]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..language.diagnostics import Severity
+from ..language.diagnostics import Diagnostic, Omitted, Severity
 from ..language.types import StructType, Type
 
-__all__ = ["Finding", "Severity", "type_difference"]
+__all__ = ["Finding", "Severity", "program_diagnostic", "type_difference"]
 
 
 @dataclass(frozen=True)
@@ -23,12 +23,30 @@ class Finding:
     where: str
     message: str
     hint: str | None = None
-    #: A short stable name for the kind of problem (tests and tooling match on it).
+    #: A short stable name for the kind of problem (tests and tooling match on it; printed after
+    #: the first line of the message, as ``[code]``, so that a user can look it up in the docs).
     code: str = ""
+    #: Lines quoting the place under the message (a program's source line and a caret).
+    quote: tuple[str, ...] = ()
 
     def render(self) -> str:
-        text = f"{self.where}: {self.severity.value}: {self.message}"
-        return text + (f"\n    hint: {self.hint}" if self.hint else "")
+        first, newline, rest = self.message.partition("\n")
+        tag = f" [{self.code}]" if self.code else ""
+        lines = [f"{self.where}: {self.severity.value}: {first}{tag}{newline}{rest}", *self.quote]
+        if self.hint:
+            lines.append(f"    hint: {self.hint}")
+        return "\n".join(lines)
+
+
+def program_diagnostic(program: str, d: Diagnostic | Omitted, code: str) -> Finding:
+    """A program's compiler diagnostic as a finding of the topology: at its ``file:line:col`` in
+    the program, with the source line, caret and hint ``eventscript check`` shows, and the name of
+    the program in the topology (several programs may share one file)."""
+    message = f"program {program}: {d.message}"
+    if isinstance(d, Omitted):
+        return Finding(d.severity, d.source_name, message, code=code)
+    quote = Diagnostic(d.severity, d.pos, d.message).render().split("\n")[1:]  # the compiler's own quoting
+    return Finding(d.severity, str(d.pos), message, d.hint, code, tuple(quote))
 
 
 def type_difference(a: Type, b: Type) -> str | None:
