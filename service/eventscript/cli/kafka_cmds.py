@@ -17,6 +17,7 @@ from .health_port import health_port_problem
 from .state_lock import StateFolderError, lock_state_folders
 from .topology_args import load_with_address, program_or_first, report_unreadable_programs, report_wiring_errors
 from .trace_names import warn_unread_events
+from .wording import counted
 
 if TYPE_CHECKING:
     from ..automata.compiled import CompiledProgram
@@ -271,7 +272,7 @@ def _dev_on_broker(
             worker = next(w for w in runner.workers if w.cfg.name == traced.name)
             _warn_undeclared(items, traced.name, worker.program)
             n = produce_trace(topo.kafka, traced, worker.program, items, worker.partitions)
-            print(f"published {n} events from {args.trace} to program {traced.name}", file=sys.stderr)
+            print(f"published {counted(n, 'event')} from {args.trace} to program {traced.name}", file=sys.stderr)
         topics = output_topics(topo)
         where = "on the embedded broker" if args.broker == "embedded" else f"on Apache Kafka ({bootstrap})"
         if args.follow:
@@ -334,7 +335,7 @@ def run_produce(args: argparse.Namespace) -> int:
     except (TopologyError, ProduceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"published {n} events to program {cfg.name}'s inputs", file=sys.stderr)
+    print(f"published {counted(n, 'event')} to program {cfg.name}'s inputs", file=sys.stderr)
     return 0
 
 
