@@ -492,3 +492,15 @@ def test_a_topologys_check_does_not_import_external_functions_unless_allowed() -
     assert service.check(body, Limits())["topology"] == {"diagnostics": []}
     allowed = service.check(body, Limits(allow_externals=True))["topology"]["diagnostics"]
     assert any("program filter does not compile" in d["message"] for d in allowed), allowed
+
+
+def test_a_program_warning_stays_in_its_program_panel_not_the_topology_s() -> None:
+    """``topology check`` reports the programs' warnings too (code ``program-warning``); the page
+    shows them in each program's editor, so the topology's panel, whose lines they are not on,
+    leaves them out."""
+    ex = examples.load("topologies/windows-alarm")
+    assert ex is not None and ex["topology"] is not None
+    answer = service.check({"programs": ex["programs"], "topology": ex["topology"]}, Limits())
+    warned = [d for p in answer["programs"] for d in p["diagnostics"] if d["severity"] == "warning"]
+    assert warned, "the windows-alarm programs have warnings"
+    assert not [d for d in answer["topology"]["diagnostics"] if "program " in d["message"] and d["line"] == 1]

@@ -62,7 +62,9 @@ def diagnostics(sources: list[Source], yaml_text: str, resolve_externals: bool) 
             graph = load(folder, resolve_externals)
         except TopologyError as exc:
             return error_diagnostics(without_folder(str(exc), folder))
-        found = check(graph)
+        # (Not the programs' own warnings, ``program-warning``: each program's panel shows them in
+        # its editor; here, placed in no line of the topology file, they would stand at 1:1.)
+        found = [f for f in check(graph) if f.code != "program-warning"]
         return [
             _diagnostic(f.severity.value, without_folder(f.where, folder), without_folder(f.message, folder), f.hint)
             for f in found
