@@ -249,4 +249,5 @@ def test_every_command_taking_a_trace_says_why_it_cannot_read_it(
     assert capsys.readouterr().err == f"{missing}: error: cannot read the trace: No such file or directory\n"
     assert main([*args, str(files / "bad.trace")]) == 2
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"{files / 'bad.trace'}:2:"), lines
+    assert lines[0].startswith(f"{files / 'bad.trace'}:2:"), lines
+    assert lines[1:] == ["    S(]", "      ^"], lines  # the line and a caret, as a program's errors

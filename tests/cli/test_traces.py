@@ -71,8 +71,8 @@ def test_a_number_beyond_a_double_is_a_trace_error(tmp_path: Path, number: str) 
     result, lines = run_trace(tmp_path, f"D({number})")
     assert result.returncode == 2 and lines == []
     assert (
-        result.stderr.strip() == f"t.trace:2:{3 if number[0] == '1' else 4}: error: 1e400 is beyond the range "
-        f"of a double (at most about 1.8e308)"
+        result.stderr.splitlines()[0] == f"t.trace:2:{3 if number[0] == '1' else 4}: error: 1e400 is beyond the "
+        f"range of a double (at most about 1.8e308)"
     )
 
 
@@ -105,11 +105,13 @@ def test_every_command_refuses_a_timestamp_going_back(tmp_path: Path, command: l
     result = eventscript(*command, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stdout == ""  # refused before anything ran
-    assert result.stderr.strip() == (
+    assert result.stderr.splitlines() == [
         "t.trace:3:1: error: time 2026-01-01T00:00:30.000000Z goes back in time: the "
         "clock is already at 2026-01-01T00:01:00.000000Z; a timestamp may not be earlier "
-        "than the one before it (line 1)"
-    )
+        "than the one before it (line 1)",
+        "    [00:00:30]",
+        "    ^",
+    ]
 
 
 def test_json_lines_as_printed_replay_like_the_trace_they_came_from(tmp_path: Path) -> None:
@@ -152,7 +154,9 @@ def test_bad_json_lines_traces_are_one_message(tmp_path: Path, lines: str, says:
     result = eventscript("test", "--trace", "t.jsonl", "p.es", cwd=tmp_path)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith(says), result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    message, line, caret, *hint = result.stderr.splitlines()  # one message: the line quoted, a caret
+    assert all(h.startswith("    hint: ") for h in hint)
+    assert line == "    " + lines.splitlines()[message.count("t.jsonl:2:")] and caret == "    ^"
 
 
 def test_json_lines_values_are_checked_as_strictly_as_a_trace(tmp_path: Path) -> None:
@@ -215,7 +219,10 @@ def test_json_lines_out_of_time_order_say_how_to_sort_tails_output(tmp_path: Pat
     result = eventscript("test", "--trace", "t.jsonl", "p.es", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.endswith(
-        "(line 1); 'eventscript tail' prints a topic of several partitions one partition after the other: "
+        "(line 1)\n"
+        '    {"time": "2026-01-01T00:00:00Z", "event": "N", "value": 2}\n'
+        "    ^\n"
+        "    hint: 'eventscript tail' prints a topic of several partitions one partition after the other: "
         "sort its lines by time first, e.g. jq -c -s 'sort_by(.time)[]' FILE\n"
     ), result.stderr
 

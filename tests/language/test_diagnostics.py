@@ -259,7 +259,7 @@ class TestSyntaxErrors:
                 1,
                 12,
                 "expected ';' after field a",
-                "structure fields are written { string name; double value; }",
+                "structure fields are separated by ';': { string name; double value; }",
             ),
             ("in A\nout {} B\nA()", 2, 1, "expected an input event name, found 'out'", None),
             ("in long\nout {} B\nA()", 2, 1, "expected an input event name, found 'out'", None),

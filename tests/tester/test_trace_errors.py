@@ -107,5 +107,50 @@ def test_unquoted_text_says_to_quote_it() -> None:
     """S(front) said only "expected a value, found 'front'"."""
     err = error_of("[2026-01-01 00:00:00]\nS(front)\nS({door: back})")
     assert str(err) == (
-        "t.trace:2:3: error: expected a value, found 'front'; text is written in double quotes: \"front\""
+        "t.trace:2:3: error: expected a value, found 'front'\n"
+        "    S(front)\n"
+        "      ^\n"
+        '    hint: text is written in double quotes: "front"'
     )
+
+
+@pytest.mark.parametrize(
+    ("stamp", "time"),
+    [
+        ("[2026-01-01T10:00:00Z]", "2026-01-01T10:00:00.000000Z"),
+        ("[2026-01-01T10:00:00.250000Z]", "2026-01-01T10:00:00.250000Z"),  # as an output's "time"
+        ("[2026-01-01T9:30Z]", "2026-01-01T09:30:00.000000Z"),
+        ("[2026-01-01 10:00:00Z]", "2026-01-01T10:00:00.000000Z"),
+        ("[2026-01-01T10:00:00]", "2026-01-01T10:00:00.000000Z"),
+    ],
+)
+def test_iso_timestamps_as_outputs_print_them_are_read(stamp: str, time: str) -> None:
+    """[2026-01-01T10:00:00Z], copied from an output line, said "expected an hour, found 'T10'"."""
+    assert run(f'{stamp}\nS("a")')[0]["time"] == time
+
+
+@pytest.mark.parametrize(
+    ("stamp", "col"),
+    [("[2026-01-01T10:00:00+01:00]", 21), ("[2026-01-01X10:00]", 12), ("[2026-01-01 10]", 15)],
+)
+def test_a_timestamp_of_no_accepted_form_names_the_forms(stamp: str, col: int) -> None:
+    err = error_of(f'{stamp}\nS("a")')
+    assert err.pos.col == col
+    assert err.hint is not None and "[2026-01-01 09:30:00]" in err.hint and "[2026-01-01T09:30:00Z]" in err.hint
+
+
+def test_single_quoted_strings_get_the_programs_hint() -> None:
+    """Failed('ann','x') said only: unexpected character "'"."""
+    err = error_of("[2026-01-01 00:00:00]\nS('ann')")
+    assert (err.message, err.hint) == ('unexpected character "\'"', 'strings are written in double quotes: "text"')
+
+
+def test_trace_errors_are_rendered_as_program_diagnostics_are() -> None:
+    """A trace error was one line, with neither the trace's line nor a caret."""
+    err = error_of('[2026-01-01 00:00:00]\nS("a") S("b" "c")')
+    lines = [
+        f"t.trace:2:14: error: expected ')', found {chr(39)}\"c\"{chr(39)}",
+        '    S("a") S("b" "c")',
+        " " * 17 + "^",
+    ]
+    assert str(err) == err.diagnostic().render() == "\n".join(lines)

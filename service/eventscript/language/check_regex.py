@@ -61,12 +61,10 @@ class RegexSites(CheckerState):
     def _collect_marker(self, r: ast.RMarker) -> None:
         t = self.event_type(r.name)
         if t is None:
+            self._untyped_target(r)
             if r.name in self.broken_events:
-                if r.target is not None and r.target_pos is not None:
-                    v = self.variable(r.target, r.target_pos)
-                    v.assigned_at = v.assigned_at or r.target_pos
-                    v.broken = True
-            elif r.name in self.outputs:
+                return  # reported at its declaration
+            if r.name in self.outputs:
                 self.err(
                     r.pos,
                     f"{r.name!r} is an output event; event markers match input events",
@@ -81,6 +79,15 @@ class RegexSites(CheckerState):
                 self.err(r.pos, f"undeclared input event {r.name!r}", hint)
             return
         self._marker_target(r.target, r.target_pos, t)
+
+    def _untyped_target(self, r: ast.RMarker) -> None:
+        """The target of a marker whose event has no type (undeclared, an output event, or declared
+        with a type that has errors): it is set there, with no type to give. The marker's error
+        says what is wrong; "'f' is never given a value" would only repeat it, misleadingly."""
+        if r.target is not None and r.target_pos is not None:
+            v = self.variable(r.target, r.target_pos)
+            v.assigned_at = v.assigned_at or r.target_pos
+            v.broken = True
 
     def _marker_target(self, target: str | None, pos: Pos | None, t: Type) -> None:
         if target is None or pos is None:

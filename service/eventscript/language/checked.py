@@ -33,8 +33,8 @@ class Variable:
     #: Loose variables copied to or from this one (``q = p``): they share the builder's order, so
     #: settling one settles them all, whichever comes first in the text.
     copies: list[Variable] = field(default_factory=list)
-    #: Set by a marker of an event whose declaration has errors: its type is unknown for a reason
-    #: already reported.
+    #: Set by a marker of an event that has no type (undeclared, an output event, or declared with
+    #: a type that has errors): its type is unknown for a reason already reported.
     broken: bool = False
 
 

@@ -47,6 +47,9 @@ EXPRESSION_DEPTH_HINT = (
     "s = a + b + ...; s = s + ...;"
 )
 
+FIELDS_HINT = "structure fields are separated by ';': { string name; double value; }"
+COMMA_FIELDS_HINT = "structure fields are separated by ';', not ',': { string name; double value; }"
+
 TIME_UNITS: dict[str, str] = {
     "day": "day",
     "days": "day",
@@ -99,6 +102,16 @@ def _stored(marker: ast.Regex, store: ast.RActions | None) -> ast.Regex:
 
 def _names_a_field(tok: Token) -> bool:
     return tok.kind == "IDENT" or tok.kind in KEYWORDS
+
+
+def _as_comparison(first: Token, eq: Token, question: Token) -> str:
+    """The condition as written from token ``first`` to the '?' ``question``, with '==' for the
+    '=' ``eq`` (``n = 3`` gives ``n == 3``), on one line: what the user should have typed."""
+    if not first.pos.source is eq.pos.source is question.pos.source:
+        return "x == 3"
+    text = first.pos.source.text
+    written = text[first.pos.offset : eq.pos.offset] + "==" + text[eq.pos.offset + 1 : question.pos.offset]
+    return " ".join(written.split())
 
 
 def _describe(tok: Token) -> str:
@@ -187,15 +200,22 @@ class Parser:
             return ast.Program(decls, None, start)
 
     def _parse_program(self, start: Pos, decls: list[ast.Decl]) -> ast.Program:
+        failed = False
         while self.at(*DECL_KEYWORDS):
             self.depth = self.operators = 0
             first = self.i
             try:
                 decls.append(self.parse_decl())
+                self._declaration_semicolon()
             except ParseError as e:
                 self.diagnostics.error(e.pos, e.message, e.hint)
                 self._skip_to_decl(first)
+                failed = True
         regex: ast.Regex | None = None
+        if self.at("EOF") and failed:
+            # The failed declaration's recovery skipped to the end: the regular expression is
+            # most likely in what was skipped, and "no regular expression" would be bogus.
+            return ast.Program(decls, None, start)
         if self.at("EOF"):
             self.diagnostics.error(
                 self.tok.pos,
@@ -227,6 +247,18 @@ class Parser:
         if t.kind == "}":
             return "this brace has no matching '{'"
         return None
+
+    def _declaration_semicolon(self) -> None:
+        """A ';' after a declaration (``in long A;``, as C ends one) is reported where it is, and
+        skipped: without this it would be read as the start of the regular expression, with a
+        hint about event markers."""
+        while self.at(";"):
+            self.diagnostics.error(
+                self.tok.pos,
+                "a declaration ends without ';': remove it",
+                "declarations are not terminated: in long A, out double B, then the regular expression",
+            )
+            self.advance()
 
     def _skip_to_decl(self, start: int) -> None:
         if self.i == start:
@@ -340,16 +372,23 @@ class Parser:
             self.advance()
             self._enter(t.pos)
             fields: list[ast.StructField] = []
+            comma_reported = False
             while not self.at("}"):
                 fty = self.parse_type()
                 fname = self.expect_field_name()
                 fields.append(ast.StructField(fty, fname.text, fname.pos))
-                if not self.accept(";") and not self.at("}"):
-                    raise ParseError(
-                        self.tok.pos,
-                        f"expected ';' after field {fname.text}",
-                        "structure fields are written { string name; double value; }",
-                    )
+                if self.at(",") and self.peek().kind != "}":
+                    # { string a, string b }: the separator of builders and lists. Report the
+                    # first and read on, so that the declaration and the program after it are
+                    # still parsed (and not reported as missing).
+                    if not comma_reported:
+                        self.diagnostics.error(
+                            self.tok.pos, f"expected ';' after field {fname.text}", COMMA_FIELDS_HINT
+                        )
+                        comma_reported = True
+                    self.advance()
+                elif not self.accept(";") and not self.at("}"):
+                    raise ParseError(self.tok.pos, f"expected ';' after field {fname.text}", FIELDS_HINT)
             self.expect("}")
             self._leave()
             return ast.StructTypeExpr(fields, t.pos)
@@ -675,16 +714,9 @@ class Parser:
                         "cannot assign to this expression",
                         "the left side of '=' must be a variable, a[i] or s.f",
                     )
-                value = self.parse_expr()
-                self.expect(";", hint="every assignment ends with ';'")
-                return ast.Assign(eq.pos, e, value)
+                return self._assignment_or_slip(t, e, eq)
             if self.at("?"):
-                q = self.advance()
-                then = self.parse_action() or ast.Block(q.pos, [])
-                otherwise = None
-                if self.accept(":"):
-                    otherwise = self.parse_action() or ast.Block(q.pos, [])
-                return ast.IfAction(e.pos, e, then, otherwise)
+                return self._conditional_action(e)
             if self.at("=="):
                 raise ParseError(self.tok.pos, "expected '=' or '?' after the expression")
             raise ParseError(
@@ -694,6 +726,61 @@ class Parser:
             )
         finally:
             self._leave()
+
+    def _assignment_or_slip(self, first: Token, target: ast.Expr, eq: Token) -> ast.Action:
+        """The rest of ``target = value;``; or, when that fails to parse but the text after the
+        '=' reads as a conditional action (``n = 3 ? { !>L(n); }``), the conditional action the
+        user meant, reported as "did you mean '=='?" and kept (with '==') so that the rest of the
+        block is still parsed and checked. Only a value that is not an expression is taken
+        for a slip: ``n = 3 ? 1 : 2;`` stays an assignment."""
+        after_eq = self.i
+        try:
+            value = self.parse_expr()
+            self.expect(";", hint="every assignment ends with ';'")
+            return ast.Assign(eq.pos, target, value)
+        except ParseError as error:
+            failed_at = self.i
+            slip = self._comparison_slip(after_eq, target, eq)
+            if slip is None:
+                self.i = failed_at
+                raise error from None
+        meant, question = slip
+        self.diagnostics.error(
+            eq.pos,
+            "'=' assigns a value, but a conditional action follows: did you mean '=='?",
+            f"a condition compares with '==': write {_as_comparison(first, eq, question)} ? ...",
+        )
+        return meant
+
+    def _comparison_slip(self, start: int, left: ast.Expr, eq: Token) -> tuple[ast.IfAction, Token] | None:
+        """``left == right ? action (: action)?``, read from token ``start`` (just after the '='),
+        and its '?'; None, with nothing reported, if the text does not read so. Used only after a
+        parse has failed, to tell this slip from other errors."""
+        self.i = start
+        reported = self.diagnostics
+        self.diagnostics = Diagnostics()  # errors of this attempt only tell that it failed
+        depth, operators, loops = self.depth, self.operators, self.loops
+        try:
+            right = self.parse_or()
+            question = self.tok
+            if question.kind != "?":
+                return None
+            meant = self._conditional_action(ast.Binary(eq.pos, "==", left, right))
+            return None if self.diagnostics.has_errors else (meant, question)
+        except (ParseError, RecursionError):
+            return None
+        finally:
+            self.diagnostics = reported
+            self.depth, self.operators, self.loops = depth, operators, loops
+
+    def _conditional_action(self, cond: ast.Expr) -> ast.IfAction:
+        """The rest of ``cond ? action (: action)?``, from the '?'."""
+        q = self.expect("?")
+        then = self.parse_action() or ast.Block(q.pos, [])
+        otherwise = None
+        if self.accept(":"):
+            otherwise = self.parse_action() or ast.Block(q.pos, [])
+        return ast.IfAction(cond.pos, cond, then, otherwise)
 
     # -- expressions ------------------------------------------------------------------
 

@@ -1,15 +1,17 @@
 """Timed event traces (language document §6.5; format in the conformance README).
 
 A trace is a sequence of timestamps ``[2026-01-01 09:00:00]`` (the date may be left out to keep
-the previous one; milliseconds may follow a dot or a colon) and events ``Name(value)``, several
+the previous one; milliseconds may follow a dot or a colon; ``[2026-01-01T09:00:00Z]``, the form
+outputs print, is read too) and events ``Name(value)``, several
 per line allowed, ``//`` comments. Values are EventScript literals: numbers, strings, booleans,
 structure builders ``{f: v}``, arrays ``[v, ...]``, or several positional arguments for a
 structure type. Values stay untyped here; the runner converts them to the declared types.
 
 Whatever a trace file holds, reading it either succeeds or raises :class:`TraceError` with a
-position: timestamps are checked with the clock's own rule (``check_clock_time``), values may
-nest at most as deeply as program constructs, strings may not hold lone UTF-16 surrogates
-(no output encoding could carry them), and a file that is not UTF-8 names the bad byte.
+position (rendered as a program's diagnostics are): timestamps are checked with the clock's own
+rule (``check_clock_time``), values may nest at most as deeply as program constructs, strings
+may not hold lone UTF-16 surrogates (no output encoding could carry them), and a file that is
+not UTF-8 names the bad byte.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from ..engine.encoding import DecodeError, lone_surrogate_at
 from ..engine.timeutil import check_clock_time, check_components, from_datetime
-from ..language.diagnostics import Diagnostics
+from ..language.diagnostics import Diagnostic, Diagnostics, Severity
 from ..language.lexer import Token, tokenize
 from ..language.parser import MAX_NESTING
 from ..language.source import Pos, SourceFile
@@ -31,10 +33,20 @@ from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayT
 
 
 class TraceError(Exception):
-    def __init__(self, pos: Pos, message: str) -> None:
+    """A mistake in a trace, at ``pos``. It reads as a program's diagnostic does (``str``): the
+    ``file:line:col: error: message`` line, the trace's line with a caret, and the hint if any."""
+
+    def __init__(self, pos: Pos, message: str, hint: str | None = None) -> None:
         super().__init__(f"{pos}: error: {message}")
         self.pos = pos
         self.message = message
+        self.hint = hint
+
+    def diagnostic(self) -> Diagnostic:
+        return Diagnostic(Severity.ERROR, self.pos, self.message, self.hint)
+
+    def __str__(self) -> str:
+        return self.diagnostic().render()
 
 
 @dataclass
@@ -56,6 +68,14 @@ TraceItem = Timestamp | TraceEvent
 class _Positional(list):
     """Several arguments: a structure written positionally."""
 
+
+#: The hour of an ISO-8601 time after its date, as the lexer reads it: ``T09`` in ``2026-01-01T09:00``.
+_ISO_HOUR = re.compile(r"T[0-9]+")
+#: The forms a timestamp may take (the hint of a timestamp that is none of them).
+TIMESTAMP_HINT = (
+    "write [2026-01-01 09:30:00] (or [2026-01-01T09:30:00Z], as outputs print it; times are UTC), "
+    "a later time of the same date as [09:30:05.250]"
+)
 
 #: Seconds written with a fraction: digits, a dot, digits (not ``1e3``, which the lexer also
 #: reads as a number).
@@ -79,9 +99,9 @@ class TraceParser:
             self.i += 1
         return t
 
-    def expect(self, kind: str, what: str) -> Token:
+    def expect(self, kind: str, what: str, hint: str | None = None) -> Token:
         if self.tok.kind != kind:
-            raise TraceError(self.tok.pos, f"expected {what}, found {self.tok.text or 'the end of the trace'!r}")
+            raise TraceError(self.tok.pos, f"expected {what}, found {self.tok.text or 'the end of the trace'!r}", hint)
         return self.advance()
 
     def parse(self) -> list[TraceItem]:
@@ -98,7 +118,17 @@ class TraceParser:
         return items
 
     def _int(self, what: str) -> int:
-        return self.expect("INT", what).int_value()
+        """A number of a timestamp."""
+        return self.expect("INT", what, TIMESTAMP_HINT).int_value()
+
+    def _hour_after_date(self) -> int:
+        """The hour after a date: ``09`` in ``[2026-01-01 09:00]``, or in the ISO-8601 form the
+        output prints, ``[2026-01-01T09:00:00Z]``, where the lexer reads ``T09`` as one name."""
+        t = self.tok
+        if t.kind == "IDENT" and _ISO_HOUR.fullmatch(t.text):
+            self.advance()
+            return int(t.text[1:])
+        return self._int("an hour")
 
     def timestamp(self) -> Timestamp:
         open_ = self.advance()
@@ -106,18 +136,18 @@ class TraceParser:
         if self.tok.kind == "-":
             self.advance()
             month = self._int("a month")
-            self.expect("-", "'-'")
+            self.expect("-", "'-'", TIMESTAMP_HINT)
             day = self._int("a day")
             self.date = (first, month, day)
             if self.tok.kind == "]":
                 self.advance()
                 return Timestamp(self._make(open_.pos, 0, 0, 0, 0), open_.pos)
-            hour = self._int("an hour")
+            hour = self._hour_after_date()
         else:
             hour = first
         if self.date is None:
             raise TraceError(open_.pos, "the first timestamp needs a date, e.g. [2026-01-01 09:00:00]")
-        self.expect(":", "':'")
+        self.expect(":", "':'", TIMESTAMP_HINT)
         minute = self._int("minutes")
         second, micro = 0, 0
         if self.tok.kind == ":":
@@ -141,7 +171,9 @@ class TraceParser:
                     if ms.int_value() > 999:
                         raise TraceError(ms.pos, "milliseconds after a colon must be 0 to 999")
                     micro = ms.int_value() * 1000
-        self.expect("]", "']'")
+        if self.tok.kind == "IDENT" and self.tok.text == "Z":  # ISO-8601's UTC, as the output writes it
+            self.advance()
+        self.expect("]", "']'", TIMESTAMP_HINT)
         return Timestamp(self._make(open_.pos, hour, minute, second, micro), open_.pos)
 
     def _make(self, pos: Pos, hour: int, minute: int, second: int, micro: int) -> int:
@@ -246,8 +278,9 @@ class TraceParser:
             self.expect("]", "']'")
             return items
         if t.kind == "IDENT":  # a newcomer's S(front): text is quoted, in traces as in programs
-            quoted = f'"{t.text}"'
-            raise TraceError(t.pos, f"expected a value, found {t.text!r}; text is written in double quotes: {quoted}")
+            raise TraceError(
+                t.pos, f"expected a value, found {t.text!r}", f'text is written in double quotes: "{t.text}"'
+            )
         raise TraceError(t.pos, f"expected a value, found {t.text or 'the end of the trace'!r}")
 
 
@@ -256,7 +289,7 @@ def parse_trace(source: SourceFile) -> list[TraceItem]:
     tokens = tokenize(source, d, allow_include=False)
     if d.has_errors:
         first = d.errors[0]
-        raise TraceError(first.pos, first.message)
+        raise TraceError(first.pos, first.message, first.hint)
     items = TraceParser(tokens).parse()
     if items and not isinstance(items[0], Timestamp):
         raise TraceError(items[0].pos, "a trace must start with a [timestamp]")
@@ -267,15 +300,15 @@ def parse_trace(source: SourceFile) -> list[TraceItem]:
 #: JSON lines out of time order are most often ``eventscript tail`` of a topic of several
 #: partitions, which prints one partition after the other: what to do about it.
 TAIL_ORDER_HINT = (
-    "; 'eventscript tail' prints a topic of several partitions one partition after the other: "
+    "'eventscript tail' prints a topic of several partitions one partition after the other: "
     "sort its lines by time first, e.g. jq -c -s 'sort_by(.time)[]' FILE"
 )
 
 
-def _check_order(items: list[TraceItem], hint: str = "") -> None:
+def _check_order(items: list[TraceItem], hint: str | None = None) -> None:
     """Timestamps never go backwards (the clock's rule, ``check_clock_time``): checked here, where
     every command reads traces (``test``, ``dev``, ``produce``), so that they all accept the same
-    files and a bad one is refused before anything runs. ``hint`` ends the message."""
+    files and a bad one is refused before anything runs. ``hint`` is the error's hint."""
     last: Timestamp | None = None
     for item in items:
         if isinstance(item, Timestamp):
@@ -285,7 +318,8 @@ def _check_order(items: list[TraceItem], hint: str = "") -> None:
                 except ValueError as exc:
                     raise TraceError(
                         item.pos,
-                        f"{exc}; a timestamp may not be earlier than the one before it (line {last.pos.line}){hint}",
+                        f"{exc}; a timestamp may not be earlier than the one before it (line {last.pos.line})",
+                        hint,
                     ) from None
             last = item
 
