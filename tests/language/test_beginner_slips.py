@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from test_issue_diagnostics import errors, only_error
 
-from conftest import run_program
+from conftest import check_source, run_program
 
 HEAD = (
     "in {string user; string ip;} Failed, {string user;} Login\nout {string user; string lastIp; long count;} Locked\n"
@@ -96,3 +96,18 @@ def test_the_variable_of_a_marker_already_reported_is_not_reported_again(marker:
 def test_a_variable_never_set_is_still_reported() -> None:
     err = only_error(HEAD + "( Failed() { !>Locked({user: g.user, lastIp: g.ip, count: 1}); } | Login() )*")
     assert err.message == "'g' is never given a value, and nothing gives it a type"
+
+
+def test_a_variable_never_set_is_offered_the_close_name_of_one_that_is() -> None:
+    """A misspelt variable ('ipp' read where 'ip' is set) is only a warning (a read of a variable
+    never set is $error 3 at run time); its hint names the variable meant."""
+    text = (
+        "in {string user; string ip;} Failed group(Failed.user)\nout {string user; string lastIp;} Locked\n"
+        "( Failed(f) { ip = f.ip; } Failed() { !>Locked({user: group[0], lastIp: ipp}); } )*"
+    )
+    (w,) = [w for w in check_source(text).diagnostics.warnings if "'ipp' is never given a value" in w.message]
+    assert w.hint is not None and w.hint.startswith("did you mean 'ip'?")
+    (w,) = [
+        w for w in check_source(text.replace("ip = f.ip", "zz = f.ip")).diagnostics.warnings if "'ipp'" in w.message
+    ]
+    assert w.hint == "set it in an action (x = ...;) or with an event marker (Event(x))"  # nothing close: as before

@@ -5,7 +5,7 @@ reporting pass over every site (see ``checker``'s docstring for the rules).
 from __future__ import annotations
 
 from . import ast
-from .check_hints import choose_guess
+from .check_hints import choose_guess, suggest
 from .checked import Variable
 from .checker_state import MAX_INFERENCE_PASSES, CheckerState
 from .source import Pos
@@ -71,7 +71,9 @@ class TypeInference(CheckerState):
     def _unset_hint(self, name: str) -> str:
         if name in self.inputs or name in self.classes:
             return f"in actions an event's value is reached through its marker's variable, e.g. {name}(x) then x"
-        return "set it in an action (x = ...;) or with an event marker (Event(x))"
+        # A variable never set is most often a misspelt one that is (a new user's 'ipp' for 'ip').
+        given = (v.name for v in self.variables.values() if v.assigned_at is not None and v.name != name)
+        return suggest(name, given, "set it in an action (x = ...;) or with an event marker (Event(x))")
 
     def _final_variable_checks(self) -> None:
         for v in sorted(self.variables.values(), key=lambda v: v.index):
