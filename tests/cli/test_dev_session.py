@@ -421,3 +421,22 @@ def test_a_second_ctrl_c_still_removes_devs_temporary_state(echo: Path) -> None:
     status, _, stderr = _interrupted(echo, ["dev", "topology.yaml", "--trace", "echo.trace"], interrupts=2)
     assert status == 130, stderr
     assert not _state_folder(stderr).exists(), stderr
+
+
+def test_show_prints_a_topic_in_time_order_across_its_partitions() -> None:
+    """``tail`` reads a topic partition by partition; ``dev --show`` sorts each topic's lines by
+    time (stable: one time's lines, and a line without one, keep their order)."""
+    from eventscript.cli.kafka_cmds import in_time_order
+
+    def line(t: str, k: str) -> str:
+        return f'{{"time":"2026-03-01T08:{t}:00.000000Z","event":"E","value":{{}},"key":["{k}"]}}\n'
+
+    read = [line("03", "a"), line("20", "a"), line("11", "b"), line("20", "b"), line("03", "c"), "not json\n"]
+    assert in_time_order(read) == [
+        "not json\n",
+        line("03", "a"),
+        line("03", "c"),
+        line("11", "b"),
+        line("20", "a"),
+        line("20", "b"),
+    ]
