@@ -50,7 +50,7 @@ def test_a_program_warning_is_a_warning_of_the_topology_at_its_place_in_the_prog
     rendered = misspelt.render()
     assert rendered.startswith(
         f"{misspelt.where}: warning: program seen: {WARNING}: each read is $error 3 and gives the default value "
-        "[program-warning]\n" + QUOTE + "    hint: set it in an action"
+        "[program-warning]\n" + QUOTE + "    hint: did you mean 'ip'? Otherwise, set it in an action"
     )
 
 
