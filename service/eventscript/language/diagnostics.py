@@ -33,15 +33,20 @@ class Diagnostic:
         A long line is shown as a window around the caret, so that a generated one-line program
         with thousands of errors does not print its whole text thousands of times.
         """
-        lines = [f"{self.pos}: {self.severity.value}: {self.message}"]
-        text = self.pos.source.line_text(self.pos.line)
-        if text:
-            shown, caret = quote_window(text, self.pos.col - 1)
-            lines.append("    " + shown)
-            lines.append("    " + " " * caret + "^")
+        lines = [f"{self.pos}: {self.severity.value}: {self.message}", *self.quote()]
         if self.hint:
             lines.append(f"    hint: {self.hint}")
         return "\n".join(lines)
+
+    def quote(self) -> list[str]:
+        """The lines under the message: the source line (a window of it) and a caret under the
+        column; none when the line has no text. (Also under a topology's finding that carries a
+        program's warning: ``topology.findings.program_diagnostic``.)"""
+        text = self.pos.source.line_text(self.pos.line)
+        if not text:
+            return []
+        shown, caret = quote_window(text, self.pos.col - 1)
+        return ["    " + shown, "    " + " " * caret + "^"]
 
     def __str__(self) -> str:
         return f"{self.pos}: {self.severity.value}: {self.message}"

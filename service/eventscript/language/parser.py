@@ -107,7 +107,7 @@ def _names_a_field(tok: Token) -> bool:
 def _as_comparison(first: Token, eq: Token, question: Token) -> str:
     """The condition as written from token ``first`` to the '?' ``question``, with '==' for the
     '=' ``eq`` (``n = 3`` gives ``n == 3``), on one line: what the user should have typed."""
-    if not first.pos.source is eq.pos.source is question.pos.source:
+    if not (first.pos.source is eq.pos.source is question.pos.source):  # (across an include: no one text)
         return "x == 3"
     text = first.pos.source.text
     written = text[first.pos.offset : eq.pos.offset] + "==" + text[eq.pos.offset + 1 : question.pos.offset]

@@ -45,8 +45,7 @@ def program_diagnostic(program: str, d: Diagnostic | Omitted, code: str) -> Find
     message = f"program {program}: {d.message}"
     if isinstance(d, Omitted):
         return Finding(d.severity, d.source_name, message, code=code)
-    quote = Diagnostic(d.severity, d.pos, d.message).render().split("\n")[1:]  # the compiler's own quoting
-    return Finding(d.severity, str(d.pos), message, d.hint, code, tuple(quote))
+    return Finding(d.severity, str(d.pos), message, d.hint, code, tuple(d.quote()))
 
 
 def type_difference(a: Type, b: Type) -> str | None:
