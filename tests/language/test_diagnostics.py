@@ -1029,7 +1029,7 @@ class TestCheckCommand:
         lines = [line for line in capsys.readouterr().out.split("\n") if ": error: " in line or ": warning: " in line]
         assert lines == [
             f"{bad}:3:14: error: unknown function 'q'",
-            f"{bad}:3:20: warning: variable 'y' is set but never read",
+            f"{bad}:3:20: warning: variable 'y' is set but never read [never-read]",
             f"{bad}:3:29: error: undeclared output event 'C'",
         ]
 

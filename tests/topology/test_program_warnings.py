@@ -50,7 +50,7 @@ def test_a_program_warning_is_a_warning_of_the_topology_at_its_place_in_the_prog
     rendered = misspelt.render()
     assert rendered.startswith(
         f"{misspelt.where}: warning: program seen: {WARNING}: each read is $error 3 and gives the default value "
-        "[program-warning]\n" + QUOTE + "    hint: did you mean 'ip'? Otherwise, set it in an action"
+        "[program-warning: never-set]\n" + QUOTE + "    hint: did you mean 'ip'? Otherwise, set it in an action"
     )
 
 
@@ -90,3 +90,15 @@ def test_a_finding_shows_its_code_as_the_docs_list_it(
     assert "warning: program seen declares output Seen (" in capsys.readouterr().out
     (found,) = check(load_graph(path))
     assert found.render().splitlines()[0].endswith("its events are dropped [unrouted-output]")
+
+
+def test_an_allow_comment_in_the_program_lets_strict_pass(
+    write_topology: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The warnings a program means (here: 'ip' set but not read, 'ipp' never set) are accepted
+    by allow comments in the program, and ``--strict`` passes; without them it fails."""
+    allowed = MISSPELT.replace(")*\n", ")* // meant: eventscript: allow never-read, never-set\n")
+    assert main(["topology", "check", "--strict", str(write_topology(TOPOLOGY, {"seen.es": allowed}))]) == 0
+    out = capsys.readouterr().out
+    assert "warning" not in out and ": ok: 1 program, 3 topics\n" in out
+    assert main(["topology", "check", "--strict", str(write_topology(TOPOLOGY, {"seen.es": MISSPELT}))]) == 1

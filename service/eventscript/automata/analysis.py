@@ -236,6 +236,7 @@ def warn_reads(program: ir.ProgramIR, maybe_unset: set[int], pos: Positions, d: 
                 pos.reads[id(v)],
                 f"{v.name!r} may be read before it is set",
                 "on some path to this point no action or event marker has set it; reading it then gives $error 3",
+                "maybe-unset",
             )
 
 
@@ -283,6 +284,7 @@ def warn_ambiguity(pairs: set[tuple[int, int]], program: ir.ProgramIR, pos: Posi
                 "ambiguous regular expression: an event can match two copies of this marker made by a multiplier",
                 "the copies' actions are one action and run once per transition; if the nested "
                 "repetition is not meant, write a single one (e.g. R* instead of (R+)*)",
+                "ambiguous",
             )
             continue
         ma = program.markers[a] if a >= 0 else None
@@ -292,6 +294,7 @@ def warn_ambiguity(pairs: set[tuple[int, int]], program: ir.ProgramIR, pos: Posi
             f"ambiguous regular expression: an event can match this marker and {where}",
             "all feasible paths are followed and their actions run in program-text order; "
             "make sure that is what you mean",
+            "ambiguous",
         )
 
 
@@ -312,6 +315,7 @@ def warn_simultaneous_timers(
                 pos.markers[markers[i]],
                 f"this time marker and the one at {first.line}:{first.col} ({first.text}) may fire at the same instant",
                 "when they do, only the one written first fires",
+                "same-instant",
             )
 
 
@@ -331,4 +335,5 @@ def warn_nontermination(can_end: bool, all_can_end: bool, pos: Positions, d: Dia
         msg + ": a key's instance stays in memory unless it comes back to its start with nothing to remember "
         "(a resource leak when keys are open-ended)",
         "if keys are open-ended, let the expression terminate, e.g. end it with elapse[...]()",
+        "never-ends",
     )

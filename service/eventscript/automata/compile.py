@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..language import ir
+from ..language.allow import Acceptance
 from ..language.checker import CheckedProgram, check
 from ..language.diagnostics import CompileError, Diagnostics
 from ..language.lower import lower
@@ -43,6 +44,8 @@ class Compilation:
     #: Number of DFA states, or None when the program runs on the lazy DFA.
     dfa_states: int | None = None
     notes: list[str] = field(default_factory=list)
+    #: How many warnings allow comments accepted (left out of ``diagnostics``).
+    accepted: int = 0
 
     @property
     def ok(self) -> bool:
@@ -66,10 +69,11 @@ def compile_source(
         source = SourceFile(name=name or "<program>", text=source)
     if name is None:
         name = Path(source.name).stem if source.name and not source.name.startswith("<") else "program"
-    d = Diagnostics()
+    acceptance = Acceptance(source)
+    d = Diagnostics(accept=acceptance.accepts)
     try:
         with _collector_paused():
-            return _compile(source, name, d, state_limit, resolve_externals, force_lazy)
+            comp = _compile(source, name, d, state_limit, resolve_externals, force_lazy)
     except RecursionError:
         # The parser bounds nesting, so this is a last resort: report, never raise.
         d.error(
@@ -77,7 +81,11 @@ def compile_source(
             "the program is nested too deeply to compile",
             "split deeply nested expressions or regular expressions into smaller parts",
         )
-        return Compilation(d)
+        comp = Compilation(d)
+    # Whether an allow accepted nothing is known only when every analysis ran to its end.
+    acceptance.report(d, complete=comp.ok and comp.dfa_states is not None)
+    comp.accepted = acceptance.accepted
+    return comp
 
 
 @contextmanager
@@ -156,6 +164,7 @@ def _compile(
             positions.regex,
             "the regular expression matches no sequence of events",
             "every event will be reported as unexpected ($error 2)",
+            "matches-nothing",
         )
     elif program_ir.grouped and complete:
         can_end = can_reach(succ, terminal)

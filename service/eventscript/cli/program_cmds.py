@@ -100,9 +100,16 @@ def run_check(args: argparse.Namespace) -> int:
         if comp is None:
             status = 1
         elif not args.quiet:
-            warned = sum(1 for d in comp.diagnostics.sorted() if d.severity is not Severity.ERROR)
-            print(f"{f}: ok" + (f", {counted(warned, 'warning')}" if warned else ""))
+            print(f"{f}: ok{_warning_counts(comp)}")
     return status
+
+
+def _warning_counts(comp: Compilation) -> str:
+    """``, 2 warnings, 1 warning accepted`` after ``ok``: the warnings shown, and those an allow
+    comment accepted (not shown, but not silently gone either)."""
+    warned = sum(1 for d in comp.diagnostics.sorted() if d.severity is not Severity.ERROR)
+    shown = f", {counted(warned, 'warning')}" if warned else ""
+    return shown + (f", {counted(comp.accepted, 'warning')} accepted" if comp.accepted else "")
 
 
 def setup_compile(p: argparse.ArgumentParser) -> None:

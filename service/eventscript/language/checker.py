@@ -96,6 +96,7 @@ class Checker(DeclarationChecks, RegexSites, ActionSites, TypeInference, TypeSyn
                     out.pos,
                     f"output event {out.name!r} is declared but never emitted",
                     f"emit it in an action, e.g. {{ !>{out.name}(...); }}, or remove its declaration",
+                    "never-emitted",
                 )
 
 

@@ -7,7 +7,7 @@ raising, so one run reports every problem it can find. Rendering follows the fam
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -33,7 +33,7 @@ class Diagnostic:
         A long line is shown as a window around the caret, so that a generated one-line program
         with thousands of errors does not print its whole text thousands of times.
         """
-        lines = [f"{self.pos}: {self.severity.value}: {self.message}", *self.quote()]
+        lines = [str(self), *self.quote()]
         if self.hint:
             lines.append(f"    hint: {self.hint}")
         return "\n".join(lines)
@@ -49,7 +49,10 @@ class Diagnostic:
         return ["    " + shown, "    " + " " * caret + "^"]
 
     def __str__(self) -> str:
-        return f"{self.pos}: {self.severity.value}: {self.message}"
+        """``file:line:col: severity: message [code]`` (the code, when there is one, is what an
+        ``// eventscript: allow CODE`` comment names: language.allow)."""
+        tag = f" [{self.code}]" if self.code else ""
+        return f"{self.pos}: {self.severity.value}: {self.message}{tag}"
 
 
 #: At most this many characters of a source line are quoted under a message.
@@ -103,7 +106,10 @@ class Diagnostics:
     that had more.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, accept: Callable[[Diagnostic], bool] | None = None) -> None:
+        #: Says whether a warning is accepted where it is (an allow comment, language.allow):
+        #: accepted ones are left out as they come, before the limit of MAX_MESSAGES counts them.
+        self._accept = accept
         self._items: list[Diagnostic] = []
         self._seen: set[tuple[str, int, str]] = set()
         self._kept: dict[Severity, int] = {Severity.ERROR: 0, Severity.WARNING: 0}
@@ -120,6 +126,8 @@ class Diagnostics:
         if key in self._seen:
             return
         self._seen.add(key)
+        if self._accept is not None and self._accept(d):
+            return
         if self._kept[d.severity] >= MAX_MESSAGES:
             before = self._omitted.get(d.severity)
             self._omitted[d.severity] = Omitted(d.severity, (before.count if before else 0) + 1, d.pos.source.name)

@@ -184,4 +184,5 @@ def check_ambiguous_patterns(regex: ast.Regex, d: Diagnostics) -> None:
             r.pattern.pos,
             f"arrive[{written}] is read as hours:minutes, so it fires {reading}, not {other}",
             f"write {as_hours} for this reading, or {as_minutes} for {other}",
+            "hours-minutes",
         )

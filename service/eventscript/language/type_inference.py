@@ -84,6 +84,7 @@ class TypeInference(CheckerState):
                     v.first_pos,
                     f"{v.name!r} is never given a value: each read is $error 3 and gives the default value",
                     self._unset_hint(v.name),
+                    "never-set",
                 )
             elif v.assigned_at is None:
                 self.d.error(
@@ -104,4 +105,5 @@ class TypeInference(CheckerState):
                     v.assigned_at,
                     f"variable {v.name!r} is set but never read",
                     "remove it, or check the spelling of its uses",
+                    "never-read",
                 )

@@ -62,6 +62,7 @@ def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
         "message": d.message,
         "hint": d.hint,
         "where": str(d.pos),
+        "code": d.code,
     }
 
 

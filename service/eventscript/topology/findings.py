@@ -28,10 +28,14 @@ class Finding:
     code: str = ""
     #: Lines quoting the place under the message (a program's source line and a caret).
     quote: tuple[str, ...] = ()
+    #: A program's warning's own code (``never-ends``: what an allow comment in the program names),
+    #: printed after the finding's: ``[program-warning: never-ends]``.
+    program_code: str = ""
 
     def render(self) -> str:
         first, newline, rest = self.message.partition("\n")
-        tag = f" [{self.code}]" if self.code else ""
+        codes = ": ".join(c for c in (self.code, self.program_code) if c)
+        tag = f" [{codes}]" if codes else ""
         lines = [f"{self.where}: {self.severity.value}: {first}{tag}{newline}{rest}", *self.quote]
         if self.hint:
             lines.append(f"    hint: {self.hint}")
@@ -45,7 +49,7 @@ def program_diagnostic(program: str, d: Diagnostic | Omitted, code: str) -> Find
     message = f"program {program}: {d.message}"
     if isinstance(d, Omitted):
         return Finding(d.severity, d.source_name, message, code=code)
-    return Finding(d.severity, str(d.pos), message, d.hint, code, tuple(d.quote()))
+    return Finding(d.severity, str(d.pos), message, d.hint, code, tuple(d.quote()), d.code)
 
 
 def type_difference(a: Type, b: Type) -> str | None:

@@ -321,7 +321,8 @@ function renderDiagnostics() {
       count++;
       const li = document.createElement("li");
       li.className = `diag-${d.severity}`;
-      li.textContent = `${name}:${d.line}:${d.col}: ${d.severity}: ${d.message}${d.hint ? " (hint: " + d.hint + ")" : ""}`;
+      const code = d.code ? ` [${d.code}]` : "";
+      li.textContent = `${name}:${d.line}:${d.col}: ${d.severity}: ${d.message}${code}${d.hint ? " (hint: " + d.hint + ")" : ""}`;
       li.tabIndex = 0;
       li.addEventListener("click", () => { state.tab = i; loadEditor(); programEditor.goTo(d.line, d.col); });
       ul.appendChild(li);
