@@ -500,7 +500,21 @@ def test_a_program_warning_stays_in_its_program_panel_not_the_topology_s() -> No
     leaves them out."""
     ex = examples.load("topologies/windows-alarm")
     assert ex is not None and ex["topology"] is not None
-    answer = service.check({"programs": ex["programs"], "topology": ex["topology"]}, Limits())
+    programs = [{**p, "text": p["text"].replace("eventscript: allow", "")} for p in ex["programs"]]
+    answer = service.check({"programs": programs, "topology": ex["topology"]}, Limits())
     warned = [d for p in answer["programs"] for d in p["diagnostics"] if d["severity"] == "warning"]
-    assert warned, "the windows-alarm programs have warnings"
+    assert warned, "the windows-alarm programs have warnings without their allow comments"
     assert not [d for d in answer["topology"]["diagnostics"] if "program " in d["message"] and d["line"] == 1]
+
+
+def test_a_program_panel_gives_each_warning_s_code_and_leaves_out_the_accepted() -> None:
+    """The page shows the code an allow comment names; an accepted warning is not shown."""
+    ex = examples.load("topologies/windows-alarm")
+    assert ex is not None
+    (alarm,) = [p for p in ex["programs"] if p["name"] == "alarm.es"]
+    assert "eventscript: allow ambiguous" in alarm["text"]
+    (shipped,) = service.check({"programs": [alarm]}, Limits())["programs"]
+    assert shipped["diagnostics"] == []
+    bare = {**alarm, "text": alarm["text"].replace("eventscript: allow ambiguous", "")}
+    (warned,) = service.check({"programs": [bare]}, Limits())["programs"]
+    assert [(d["code"], d["line"]) for d in warned["diagnostics"]] == [("ambiguous", 8)]

@@ -9,6 +9,7 @@ out {string fridge; time since;} TooWarm,
     {string fridge;} Recovered
 
 (
+  // a fixed set of fridges, each watched for good: eventscript: allow never-ends
   Cold()*
   Warm() { since = now(); }
   ( Cold()

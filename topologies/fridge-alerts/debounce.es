@@ -14,6 +14,7 @@ in {string fridge; double fahrenheit;} Temperature
 
 out {string fridge;} Warm, {string fridge;} Cold
 
+// a fixed set of fridges, each watched for good: eventscript: allow never-ends
 { !>Warm({fridge: group[0]}); } // initial report
 ( // Warm state
   ( . - DefinitelyCold() )* DefinitelyCold()

@@ -8,6 +8,7 @@ in {string site; string sensor; double average;} Average
 out {string site; time lastAverage;} SiteSilent,
     {string site; string sensor;} SiteBack
 
+// a fixed set of sites, each watched for good: eventscript: allow never-ends
 { last = now(); }
 (
   ( Average() { last = now(); } )*
