@@ -50,8 +50,9 @@ def test_a_semicolon_between_the_events_of_a_declaration_asks_for_a_comma(
     declarations: str, line: int, col: int, written: str
 ) -> None:
     """C separates declarations with ';': the event after it is read as the declaration's next
-    one, not as a marker missing its '(' (the follow-on error this used to give)."""
-    err = only_error(f"{declarations}\nA(x) {{ !>L(x); }}")
+    one, not as a marker missing its '(' (the follow-on error this used to give), also when a
+    '(' starting the regular expression follows it."""
+    err = only_error(f"{declarations}\n(A(x) {{ !>L(x); }})*")
     assert (err.pos.line, err.pos.col) == (line, col)
     assert err.message == "a declaration ends without ';': write ',' between its events"
     assert err.hint == f"write {written}"

@@ -366,14 +366,16 @@ class Parser:
 
     def _entry_after_semicolon(self, parse_entry: Callable[[], object]) -> Token | None:
         """The last token of the event declared after the ';' at the current token, if the text
-        after it reads as one (a type, a name and clauses, then no '(': ``{} B()`` starts the
-        regular expression with an empty action block); None otherwise. The position is kept:
-        used only at a ';', which no valid declaration has."""
+        after it reads as one (a type, a name and clauses; but ``{} B()``, an empty action block
+        and a marker, starts the regular expression, which may start with '(' after any other
+        event); None otherwise. The position is kept: used only at a ';', which no valid
+        declaration has."""
         semicolon = self.i
         last = None
         with self._trial(semicolon + 1) as trial:
             parse_entry()
-            if not (trial.has_errors or self.at("(")):
+            marker = self.toks[semicolon + 1].kind == "{" and self.at("(")
+            if not (trial.has_errors or marker):
                 last = self.toks[self.i - 1]
         self.i = semicolon
         return last
