@@ -1,6 +1,7 @@
 """A beginner's typical slips in a program get one error that says what to do, not a misleading
-message or follow-on errors: a ';' after a declaration, '=' written for '==' before a
-conditional action, ',' between structure fields, a misspelt event bound to a variable.
+message or follow-on errors: a ';' after a declaration or between its events, '=' written for
+'==' before a conditional action or inside parentheses, an assignment as a branch of a
+conditional expression, ',' between structure fields, a misspelt event bound to a variable.
 
 Each test here failed before its fix.
 """
@@ -25,12 +26,147 @@ def test_a_semicolon_after_a_declaration_says_to_remove_it(declaration: str) -> 
     err = only_error(text)
     assert err.message == "a declaration ends without ';': remove it"
     assert err.pos.source.text[err.pos.offset] == ";"  # the caret is on the ';'
-    assert err.hint is not None and "in long A, out double B" in err.hint
+    assert err.hint == (
+        "declarations are not terminated: in long A, long B on one line, out double C on the next, "
+        "then the regular expression"
+    )
 
 
 def test_a_semicolon_after_each_declaration_is_reported_each_time() -> None:
     errs = errors("in long A;\nout long L;\nA(x) { !>L(x); }")
     assert [(e.pos.line, e.pos.col) for e in errs] == [(1, 10), (2, 11)]
+
+
+@pytest.mark.parametrize(
+    ("declarations", "line", "col", "written"),
+    [
+        ("in long A; long B\nout long L", 1, 10, "in long A, long B"),
+        ("in long A;\n  {string s;} B\nout long L", 1, 10, "in long A, {string s;} B"),
+        ("in long A\nout long L; double D", 2, 11, "out long L, double D"),
+        ("in long A, long B; long C\nout long L", 1, 18, "in long A, long B, long C"),
+    ],
+)
+def test_a_semicolon_between_the_events_of_a_declaration_asks_for_a_comma(
+    declarations: str, line: int, col: int, written: str
+) -> None:
+    """C separates declarations with ';': the event after it is read as the declaration's next
+    one, not as a marker missing its '(' (the follow-on error this used to give), also when a
+    '(' starting the regular expression follows it."""
+    err = only_error(f"{declarations}\n(A(x) {{ !>L(x); }})*")
+    assert (err.pos.line, err.pos.col) == (line, col)
+    assert err.message == "a declaration ends without ';': write ',' between its events"
+    assert err.hint == f"write {written}"
+
+
+def test_a_semicolon_before_an_empty_action_block_is_not_read_as_a_comma() -> None:
+    """``{} A(x)`` after the ';' reads as a type and a name, but the '(' makes it the regular
+    expression: an empty action block, then a marker."""
+    err = only_error("out long L\nin long A;\n{} A(x) { !>L(x); }")
+    assert (err.pos.line, err.pos.col, err.message) == (2, 10, "a declaration ends without ';': remove it")
+
+
+@pytest.mark.parametrize(
+    ("action", "col", "hint"),
+    [
+        (
+            "n = 3 ? m = 1 : m = 2;",
+            13,
+            "a conditional expression chooses a value: write m = n == 3 ? 1 : 2; (a condition compares with '==')",
+        ),
+        (
+            "n = 3 ? m[0] = 1 + 2 : m[0] = n;",
+            16,
+            "a conditional expression chooses a value: write m[0] = n == 3 ? 1 + 2 : n; "
+            "(a condition compares with '==')",
+        ),
+        (
+            "n = 3 ? m = 1 : k = 2;",
+            13,
+            "to choose between assignments, use a conditional action (its actions end with ';'): "
+            "n == 3 ? m = 1; : k = 2; (a condition compares with '==')",
+        ),
+        (
+            "x = n > 3 ? m = 1 : m = 2;",
+            17,
+            "a conditional expression chooses a value: write m = n > 3 ? 1 : 2;",
+        ),
+        (
+            "!>L(n > 3 ? m = 1 : 2);",
+            17,
+            "a conditional expression chooses between values, not actions: assign the value chosen, "
+            "m = n > 3 ? 1 : 2;, or write a conditional action, n > 3 ? m = 1; : k = 2;",
+        ),
+        (
+            "x = n > 3 ? 1 : m = 2;",
+            21,
+            "a conditional expression chooses between values, not actions: assign the value chosen, "
+            "m = n > 3 ? 1 : 2;, or write a conditional action, n > 3 ? m = 1; : k = 2;",
+        ),
+    ],
+)
+def test_an_assignment_in_a_branch_of_a_conditional_expression_says_what_to_write(
+    action: str, col: int, hint: str
+) -> None:
+    """The branches of ``c ? a : b`` are values; the error is on the branch's '=' (no longer
+    "expected ':'"), its hint the assignment or conditional action meant; the block's other
+    actions are still read, with no error."""
+    err = only_error(f"in long N\nout long L\n( N(n) {{ m = new long[1]; k = 0;\n  {action} !>L(n); }} )*")
+    assert (err.pos.line, err.pos.col) == (4, col)
+    assert err.message == "an assignment cannot be a branch of a conditional expression"
+    assert err.hint == hint
+
+
+@pytest.mark.parametrize(
+    ("action", "col", "written"),
+    [
+        ("(n = 3) ? !>L(n);", 6, "(n == 3)"),
+        ("((n = 3) && n > 1) ? !>L(n);", 7, "(n == 3)"),
+        ("(n > 1 && (n = 3)) ? { !>L(n); }", 16, "(n == 3)"),
+        ("(n = 3 || n = 4) ? !>L(n);", 6, "(n == 3 || n == 4)"),
+        ("m = (n = 3) ? 1 : 2;", 10, "(n == 3)"),
+        ("!>L((n = 3) ? 1 : 2);", 10, "(n == 3)"),
+    ],
+)
+def test_equals_for_equals_equals_inside_parentheses_asks_for_equals_equals(
+    action: str, col: int, written: str
+) -> None:
+    """Inside parentheses '=' can assign nothing: one error on the (first) '=', with the
+    parentheses as they should be written, and the rest of the block read as meant."""
+    err = only_error(f"in long N\nout long L\n( N(n) {{ m = 0;\n  {action} !>L(m); }} )*")
+    assert (err.pos.line, err.pos.col) == (4, col)
+    assert err.message == "'=' assigns a value, but this is inside an expression's parentheses: did you mean '=='?"
+    assert err.hint == f"a condition compares with '==': write {written}"
+
+
+def test_parsing_goes_on_after_the_parenthesised_slip() -> None:
+    errs = errors("in long N\nout long L\n( N(n) { (n = 3) ? !>L(n); x = ; } )*")
+    assert [(e.pos.col, e.message) for e in errs] == [
+        (13, "'=' assigns a value, but this is inside an expression's parentheses: did you mean '=='?"),
+        (32, "expected an expression, found ';'"),
+    ]
+
+
+def test_a_parenthesis_that_does_not_read_with_equals_equals_keeps_its_error() -> None:
+    err = only_error("in long N\nout long L\n( N(n) { (n = 3 ? !>L(n); } )*")
+    assert (err.pos.col, err.message) == (13, "expected ')', found '='")
+
+
+def test_slips_are_looked_for_only_after_a_parse_has_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A valid program with every construct near the slips never calls their readers."""
+    from eventscript.language.parser import Parser
+
+    def must_not_run(*args: object) -> None:
+        raise AssertionError("a slip was looked for in a valid program")
+
+    readers = ("_entry_after_semicolon", "_comparison_in_parentheses", "_no_assignment_after", "_trial")
+    for reader in readers:
+        monkeypatch.setattr(Parser, reader, must_not_run)
+    text = (
+        "in long N, long K\nout long L, {long v;} S\n"
+        "( N(n) { m = (n == 3) ? 1 : 2; n == 3 ? m = 1; : m = 2; (n > 1 && (n == 3)) ? !>L(m);"
+        " !>S({v: (n == 3) ? m : 0}); } | K() )*"
+    )
+    assert not check_source(text).diagnostics.errors
 
 
 @pytest.mark.parametrize(
@@ -63,6 +199,10 @@ def test_parsing_goes_on_after_the_slip_as_after_the_action_meant() -> None:
         ("m = n == 3 ? 1 : 2; !>L(m);", "N(3) N(4)", [1, 2]),  # a conditional expression assigned
         ("m = n > 3 ? n : 0; !>L(m);", "N(3) N(5)", [0, 5]),
         ("m = 0; n == 3 ? m = 1; !>L(m);", "N(3) N(4)", [1, 0]),
+        ("m = (n == 3) ? 1 : 2; !>L(m);", "N(3) N(4)", [1, 2]),  # near the slips: all valid
+        ("n == 3 ? m = 1; : m = 2; !>L(m);", "N(3) N(4)", [1, 2]),
+        ("((n == 3) || (n > 4)) ? !>L(n);", "N(3) N(4) N(5)", [3, 5]),
+        ("s = {v: (n == 3) ? 1 : 2}; !>L(s.v);", "N(3) N(4)", [1, 2]),
     ],
 )
 def test_valid_assignments_of_conditional_expressions_still_run(action: str, trace: str, values: list[int]) -> None:

@@ -24,7 +24,8 @@ A ``{`` after a regular-expression element starts a multiplier when an integer a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from . import ast
 from .diagnostics import Diagnostics
@@ -94,6 +95,29 @@ class ParseError(Exception):
         self.hint = hint
 
 
+class AssignmentInBranch(ParseError):
+    """``c ? m = 1 : m = 2`` read as an expression: an assignment where a branch's value is
+    expected. Carries where the conditional expression is, so that an enclosing assignment
+    (``n = 3 ? m = 1 : m = 2;``, with '=' for '==') can say what the whole action should be."""
+
+    def __init__(self, pos: Pos, hint: str, cond: ast.Expr, cond_start: int, question: int) -> None:
+        super().__init__(pos, "an assignment cannot be a branch of a conditional expression", hint)
+        self.cond = cond
+        self.cond_start = cond_start
+        self.question = question
+
+
+#: Operators whose result is a boolean: a condition written with one of them (``x = a > 3 ? ...``)
+#: is not read as the slip ``x == ...``.
+_BOOLEAN_OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "&&", "||", "!")
+
+
+def _reads_as_condition(e: ast.Expr) -> bool:
+    """Whether ``e`` looks like a condition as written: a comparison, a logical operation or a
+    boolean literal (the parser knows no types)."""
+    return isinstance(e, ast.BoolLit) or (isinstance(e, (ast.Binary, ast.Unary)) and e.op in _BOOLEAN_OPERATORS)
+
+
 def _stored(marker: ast.Regex, store: ast.RActions | None) -> ast.Regex:
     """The marker, followed by the assignment of its subscripted or field target if it has one
     (``Parser.parse_marker_target``)."""
@@ -104,14 +128,26 @@ def _names_a_field(tok: Token) -> bool:
     return tok.kind == "IDENT" or tok.kind in KEYWORDS
 
 
-def _as_comparison(first: Token, eq: Token, question: Token) -> str:
-    """The condition as written from token ``first`` to the '?' ``question``, with '==' for the
-    '=' ``eq`` (``n = 3`` gives ``n == 3``), on one line: what the user should have typed."""
-    if not (first.pos.source is eq.pos.source is question.pos.source):  # (across an include: no one text)
-        return "x == 3"
-    text = first.pos.source.text
-    written = text[first.pos.offset : eq.pos.offset] + "==" + text[eq.pos.offset + 1 : question.pos.offset]
-    return " ".join(written.split())
+def _written_as(first: Token, last: Token, edits: Sequence[tuple[Token, str]]) -> str | None:
+    """The text from token ``first`` through token ``last``, on one line, with each token of
+    ``edits`` written as its replacement (``n = 3`` with '==' for the '=' gives ``n == 3``): what
+    the user should have typed, quoted in a hint. None across an include (no one text)."""
+    source = first.pos.source
+    if any(t.pos.source is not source for t in (last, *(tok for tok, _ in edits))):
+        return None
+    pieces: list[str] = []
+    at = first.pos.offset
+    for tok, replacement in sorted(edits, key=lambda edit: edit[0].pos.offset):
+        pieces += [source.text[at : tok.pos.offset], replacement]
+        at = tok.pos.offset + len(tok.text)
+    pieces.append(source.text[at : last.pos.offset + len(last.text)])
+    return " ".join("".join(pieces).split())
+
+
+def _as_comparison(first: Token, eq: Token, last: Token) -> str:
+    """The condition as written from token ``first`` through token ``last``, with '==' for the
+    '=' ``eq`` (``n = 3`` gives ``n == 3``)."""
+    return _written_as(first, last, [(eq, "==")]) or "x == 3"
 
 
 def _describe(tok: Token) -> str:
@@ -132,6 +168,9 @@ class Parser:
         self.operators = 0
         #: For loops enclosing the current point (see MAX_FOR_NESTING).
         self.loops = 0
+        #: How equality operators are read: parse_eq, or while a parenthesis that failed at '='
+        #: is read again, a reading that takes '=' for '==' (``_comparison_in_parentheses``).
+        self.equality: Callable[[], ast.Expr] = self.parse_eq
 
     # -- token helpers ----------------------------------------------------------------
 
@@ -256,7 +295,8 @@ class Parser:
             self.diagnostics.error(
                 self.tok.pos,
                 "a declaration ends without ';': remove it",
-                "declarations are not terminated: in long A, out double B, then the regular expression",
+                "declarations are not terminated: in long A, long B on one line, out double C on the next, "
+                "then the regular expression",
             )
             self.advance()
 
@@ -273,12 +313,12 @@ class Parser:
         t = self.advance()
         if t.kind == "in":
             entries = [self.parse_input_entry()]
-            while self.accept(","):
+            while self._another_entry(t, self.parse_input_entry):
                 entries.append(self.parse_input_entry())
             return ast.InputDecl(entries, t.pos)
         if t.kind == "out":
             entries_out = [self.parse_output_entry()]
-            while self.accept(","):
+            while self._another_entry(t, self.parse_output_entry):
                 entries_out.append(self.parse_output_entry())
             return ast.OutputDecl(entries_out, t.pos)
         if t.kind == "type":
@@ -301,6 +341,44 @@ class Parser:
             "STRING", "a string naming the implementation", 'write the Python callable as "package.module:attribute"'
         )
         return ast.FunctionDecl(result, name.text, params, str(impl.value), impl.pos, name.pos)
+
+    def _another_entry(self, keyword: Token, parse_entry: Callable[[], object]) -> bool:
+        """Whether another event of the declaration follows: after ',', or after a ';' written
+        for it (``in long A; long B``, as C separates declarations), which is reported with the
+        declaration as it should be written and skipped, so that ``long B`` is read as the next
+        event rather than as a marker ``long`` missing its '('."""
+        if self.accept(","):
+            return True
+        if not self.at(";"):
+            return False
+        semicolon = self.tok
+        last = self._entry_after_semicolon(parse_entry)
+        if last is None:
+            return False
+        written = _written_as(keyword, last, [(semicolon, ",")])
+        self.diagnostics.error(
+            semicolon.pos,
+            "a declaration ends without ';': write ',' between its events",
+            f"write {written}" if written else "write in long A, long B",
+        )
+        self.advance()
+        return True
+
+    def _entry_after_semicolon(self, parse_entry: Callable[[], object]) -> Token | None:
+        """The last token of the event declared after the ';' at the current token, if the text
+        after it reads as one (a type, a name and clauses; but ``{} B()``, an empty action block
+        and a marker, starts the regular expression, which may start with '(' after any other
+        event); None otherwise. The position is kept: used only at a ';', which no valid
+        declaration has."""
+        semicolon = self.i
+        last = None
+        with self._trial(semicolon + 1) as trial:
+            parse_entry()
+            marker = self.toks[semicolon + 1].kind == "{" and self.at("(")
+            if not (trial.has_errors or marker):
+                last = self.toks[self.i - 1]
+        self.i = semicolon
+        return last
 
     def parse_param(self) -> ast.TypeExpr:
         ty = self.parse_type()
@@ -743,35 +821,62 @@ class Parser:
             slip = self._comparison_slip(after_eq, target, eq)
             if slip is None:
                 self.i = failed_at
-                raise error from None
-        meant, question = slip
+                raise self._with_condition_meant(error, first, eq, after_eq) from None
+        meant, last = slip
         self.diagnostics.error(
             eq.pos,
             "'=' assigns a value, but a conditional action follows: did you mean '=='?",
-            f"a condition compares with '==': write {_as_comparison(first, eq, question)} ? ...",
+            f"a condition compares with '==': write {_as_comparison(first, eq, last)} ? ...",
         )
         return meant
 
+    def _with_condition_meant(self, error: ParseError, first: Token, eq: Token, after_eq: int) -> ParseError:
+        """``error``, or for ``n = 3 ? m = 1 : m = 2;`` (an assignment in a branch of the
+        conditional expression just after the '=' ``eq``, whose condition is no comparison) the
+        same error with a hint that reads ``n = 3`` as the condition ``n == 3`` it must have
+        been."""
+        if not (
+            isinstance(error, AssignmentInBranch)
+            and error.cond_start == after_eq
+            and not _reads_as_condition(error.cond)
+        ):
+            return error
+        condition = _as_comparison(first, eq, self.toks[error.question - 1])
+        hint = self._branch_assignment_hint(condition, error.question) + " (a condition compares with '==')"
+        return AssignmentInBranch(error.pos, hint, error.cond, error.cond_start, error.question)
+
     def _comparison_slip(self, start: int, left: ast.Expr, eq: Token) -> tuple[ast.IfAction, Token] | None:
         """``left == right ? action (: action)?``, read from token ``start`` (just after the '='),
-        and its '?'; None, with nothing reported, if the text does not read so. Used only after a
-        parse has failed, to tell this slip from other errors."""
+        and the last token before its '?'; None, with nothing reported, if the text does not
+        read so. Used only after a parse has failed, to tell this slip from other errors."""
+        with self._trial(start) as trial:
+            right = self.parse_or()
+            if not self.at("?"):
+                return None
+            last = self.toks[self.i - 1]
+            meant = self._conditional_action(ast.Binary(eq.pos, "==", left, right))
+            return None if trial.has_errors else (meant, last)
+        return None  # the attempt raised a syntax error
+
+    @contextmanager
+    def _trial(self, start: int) -> Iterator[Diagnostics]:
+        """Read from token ``start`` as something a slip would have meant, after a parse has
+        failed: the errors of the attempt go to the diagnostics yielded, which only tell that it
+        failed, and a syntax error it raises ends the ``with`` block (the statement after it
+        runs). The nesting counters are restored; the position is the caller's to set."""
         self.i = start
         reported = self.diagnostics
-        self.diagnostics = Diagnostics()  # errors of this attempt only tell that it failed
+        self.diagnostics = Diagnostics()
         depth, operators, loops = self.depth, self.operators, self.loops
+        equality = self.equality
         try:
-            right = self.parse_or()
-            question = self.tok
-            if question.kind != "?":
-                return None
-            meant = self._conditional_action(ast.Binary(eq.pos, "==", left, right))
-            return None if self.diagnostics.has_errors else (meant, question)
+            yield self.diagnostics
         except (ParseError, RecursionError):
-            return None
+            pass
         finally:
             self.diagnostics = reported
             self.depth, self.operators, self.loops = depth, operators, loops
+            self.equality = equality
 
     def _conditional_action(self, cond: ast.Expr) -> ast.IfAction:
         """The rest of ``cond ? action (: action)?``, from the '?'."""
@@ -787,16 +892,78 @@ class Parser:
     def parse_expr(self) -> ast.Expr:
         self._enter(self.tok.pos)
         try:
+            cond_start = self.i
             cond = self.parse_or()
             if self.at("?"):
+                question = self.i
                 self.advance()
                 then = self.parse_expr()
+                if self.at("="):  # a syntax error: ':' is expected
+                    self._no_assignment_after(then, cond, cond_start, question)
                 self.expect(":", hint="a conditional expression is written c ? a : b")
                 otherwise = self.parse_expr()
+                if self.at("="):  # a syntax error wherever the expression is
+                    self._no_assignment_after(otherwise, cond, cond_start, question)
                 return ast.CondExpr(cond.pos, cond, then, otherwise)
             return cond
         finally:
             self._leave()
+
+    def _no_assignment_after(self, branch: ast.Expr, cond: ast.Expr, cond_start: int, question: int) -> None:
+        """Raise AssignmentInBranch if the branch ``branch`` of a conditional expression, followed
+        by a '=', could be assigned to (``c ? m = 1 : m = 2``). Called only at that '=', which
+        never follows an expression read by parse_expr in a valid program."""
+        if isinstance(branch, (ast.Name, ast.Index, ast.FieldAccess)):
+            condition = _written_as(self.toks[cond_start], self.toks[question - 1], []) or "c"
+            hint = self._branch_assignment_hint(condition, question)
+            raise AssignmentInBranch(self.tok.pos, hint, cond, cond_start, question)
+
+    def _branch_assignment_hint(self, condition: str, question: int) -> str:
+        """What to write instead of ``condition ? m = 1 : m = 2``: ``m = condition ? 1 : 2;``
+        when both branches assign the same variable, else the conditional action that does
+        what the text says (each of its actions ends with ';')."""
+        branches = self._assigning_branches(question)
+        if branches is None:
+            return (
+                "a conditional expression chooses between values, not actions: assign the value chosen, "
+                f"m = {condition} ? 1 : 2;, or write a conditional action, {condition} ? m = 1; : k = 2;"
+            )
+        (then_target, then_value), (else_target, else_value) = branches
+        if then_target == else_target:
+            chosen = f"{condition} ? {then_value} : {else_value}"
+            return f"a conditional expression chooses a value: write {then_target} = {chosen};"
+        return (
+            "to choose between assignments, use a conditional action (its actions end with ';'): "
+            f"{condition} ? {then_target} = {then_value}; : {else_target} = {else_value};"
+        )
+
+    def _assigning_branches(self, question: int) -> tuple[tuple[str, str], tuple[str, str]] | None:
+        """The targets and values, as written, of ``? m = 1 : k = 2`` from the '?' at token
+        ``question``; None if the text does not read so. The position is kept."""
+        resume = self.i
+        branches = None
+        with self._trial(question + 1) as trial:
+            then = self._assignment_as_written()
+            self.expect(":")
+            otherwise = self._assignment_as_written()
+            if not trial.has_errors:
+                branches = (then, otherwise)
+        self.i = resume
+        return branches
+
+    def _assignment_as_written(self) -> tuple[str, str]:
+        """``target = value`` read from the current token: the texts of both sides."""
+        start = self.i
+        self.parse_or()
+        target_end = self.i - 1
+        eq = self.expect("=")
+        value_start = self.i
+        self.parse_expr()
+        target = _written_as(self.toks[start], self.toks[target_end], [])
+        value = _written_as(self.toks[value_start], self.toks[self.i - 1], [])
+        if target is None or value is None:
+            raise ParseError(eq.pos, "no one text")  # across an include: only a generic hint
+        return target, value
 
     def _binary(self, ops: tuple[str, ...], sub: Callable[[], ast.Expr]) -> ast.Expr:
         left = sub()
@@ -815,7 +982,7 @@ class Parser:
         return self._binary(("||",), self.parse_and)
 
     def parse_and(self) -> ast.Expr:
-        return self._binary(("&&",), self.parse_eq)
+        return self._binary(("&&",), self.equality)
 
     def parse_eq(self) -> ast.Expr:
         return self._binary(("==", "!="), self.parse_rel)
@@ -901,7 +1068,12 @@ class Parser:
             return ast.GroupRef(t.pos, idx)
         if k == "(":
             self.advance()
+            inside = self.i
             e = self.parse_expr()
+            if self.at("="):  # a syntax error: ')' is expected
+                meant = self._comparison_in_parentheses(t, inside)
+                if meant is not None:
+                    return meant
             self.expect(")", hint=f"the '(' at {t.pos.line}:{t.pos.col} is not closed")
             return e
         if k == "{":
@@ -927,6 +1099,47 @@ class Parser:
         if k == "!>":
             raise ParseError(t.pos, "an emit action cannot be used as a value")
         raise ParseError(t.pos, f"expected an expression, found {_describe(t)}")
+
+    def _comparison_in_parentheses(self, open_: Token, inside: int) -> ast.Expr | None:
+        """The parenthesised expression opened by ``open_`` read again from token ``inside``
+        with '=' for '==' (``(a = 3) ? ...``: inside parentheses '=' can assign nothing), if it
+        then reads to its ')': reported as "did you mean '=='?" with the parentheses as they
+        should be written, and kept with '==' so that the rest of the program is still parsed.
+        None, with nothing reported and the position kept, if it does not read so."""
+        failed_at = self.i
+        equals: list[Token] = []
+        meant = None
+        with self._trial(inside) as trial:
+            self.equality = lambda: self._equality_reading_equals(equals)
+            e = self.parse_expr()
+            close = self.expect(")")
+            if not trial.has_errors:
+                meant = e
+        if meant is None:
+            self.i = failed_at
+            return None
+        written = _written_as(open_, close, [(eq, "==") for eq in equals]) or "(x == 3)"
+        self.diagnostics.error(
+            equals[0].pos,
+            "'=' assigns a value, but this is inside an expression's parentheses: did you mean '=='?",
+            f"a condition compares with '==': write {written}",
+        )
+        return meant
+
+    def _equality_reading_equals(self, equals: list[Token]) -> ast.Expr:
+        """parse_eq, but taking '=' for '==' and adding each such '=' to ``equals``."""
+        left = self.parse_rel()
+        operators = self.operators
+        try:
+            while self.at("==", "!=", "="):
+                op = self.advance()
+                if op.kind == "=":
+                    equals.append(op)
+                self._operator(op.pos)
+                left = ast.Binary(op.pos, "!=" if op.kind == "!=" else "==", left, self.parse_rel())
+            return left
+        finally:
+            self.operators = operators
 
     def parse_field_init(self) -> ast.FieldInit:
         name = self.expect_field_name()
