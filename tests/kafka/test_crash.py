@@ -67,10 +67,20 @@ RECORDS_MAX = 40_000  # a bound, never reached
 @pytest.mark.kafka
 @pytest.mark.slow
 @pytest.mark.parametrize("local_state", [True, False], ids=["with-local-store", "without-local-store"])
-def test_sigkill_and_restart_lose_and_duplicate_nothing(broker: Broker, tmp_path: Path, local_state: bool) -> None:
+def test_sigkill_and_restart_lose_and_duplicate_nothing(
+    broker: Broker, tmp_path: Path, local_state: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without the local store (a pod rescheduled onto a new node) the restarted worker
-    restores every task from the changelog alone."""
+    restores every task from the changelog alone.
+
+    That pod keeps its identity: the Helm chart sets ``EVENTSCRIPT_INSTANCE_ID`` to the pod name,
+    as done here. Without it the state folder's ``instance-id`` went with the store, each restart
+    had a new transactional id that could not fence the killed worker's open transaction, and its
+    restore waited for the broker to abort it (``transaction.timeout.ms``, 60 s; 139 s for this
+    test instead of 27 in a whole run). That wait is tests/kafka/test_restore_open_transaction.py's."""
     broker.require_real("exactly-once with no deduplication after kill -9")
+    if not local_state:
+        monkeypatch.setenv("EVENTSCRIPT_INSTANCE_ID", unique("pod"))
     name = unique("crash")
     (tmp_path / "crash.es").write_text(PROGRAM)
     topo = topology(
