@@ -42,6 +42,11 @@ topics:
 """
 
 
+#: For ``run`` on the embedded broker: Tansu makes a group's first join wait half the session
+#: timeout (22.5 s at the worker's 45 s: most of such a test's time); ``dev`` sets 6 s itself.
+SHORT_SESSION = "kafka:\n  consumer: {session.timeout.ms: 6000}\n"
+
+
 @pytest.fixture
 def echo(tmp_path: Path) -> Path:
     (tmp_path / "echo.es").write_text(ECHO)
@@ -238,6 +243,7 @@ def test_dev_follow_prints_outputs_while_running(echo: Path) -> None:
 def test_run_says_when_it_is_ready_and_what_it_did(echo: Path) -> None:
     from eventscript.kafka.broker import EmbeddedBroker
 
+    (echo / "topology.yaml").write_text(TOPOLOGY + SHORT_SESSION)
     with EmbeddedBroker() as broker:
         bootstrap = ["--bootstrap-servers", broker.bootstrap]
         produced = eventscript("produce", "topology.yaml", "--trace", "echo.trace", *bootstrap, cwd=echo)
@@ -340,7 +346,7 @@ def test_run_twice_on_one_topology_says_the_state_folder_is_in_use(echo: Path) -
     the instance id kept there, and fenced each other or died on RocksDB's lock."""
     from eventscript.kafka.broker import EmbeddedBroker
 
-    (echo / "topology.yaml").write_text(TOPOLOGY + "state_dir: here\n")
+    (echo / "topology.yaml").write_text(TOPOLOGY + "state_dir: here\n" + SHORT_SESSION)
     with EmbeddedBroker() as broker:
         run = ["run", "topology.yaml", "--bootstrap-servers", broker.bootstrap]
         second = _second_while_first_is_ready(run, run, echo)
