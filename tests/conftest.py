@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,30 @@ def broker(request: pytest.FixtureRequest):
     from kafka_helpers import start_broker
 
     yield from start_broker(keep_logs=lambda: request.session.testsfailed > 0)
+
+
+@pytest.fixture(scope="session")
+def three_brokers(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Three Apache Kafka KRaft nodes (replication 3, min ISR 2) shared by the tests with a cluster
+    of their own (the fault harness, the broker failover tests), which run one after the other in
+    one process (tests/parallel_groups.py, "kafka-own"): a start and a stop took about 20 s per
+    module. Each test leaves every node running or heals the cluster first. The nodes' logs are
+    kept when a test failed."""
+    from eventscript.brokers import KafkaCluster, KafkaNotFetched, kafka_jars
+
+    try:
+        jars = kafka_jars(fetch=True)
+    except KafkaNotFetched as exc:
+        pytest.skip(f"three brokers need Apache Kafka: {exc}")
+    failed_before = request.session.testsfailed
+    cluster = KafkaCluster(3, jars=jars).start(timeout=120)
+    try:
+        yield cluster
+    finally:
+        keep = request.session.testsfailed > failed_before
+        cluster.close(keep=keep)
+        if keep:
+            print(f"\nthe three brokers' logs are kept in {cluster.directory}")
 
 
 #: Kafka tests that ran (were not skipped), by the kind of broker they ran on.

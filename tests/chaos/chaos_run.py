@@ -166,9 +166,9 @@ def run_chaos(cluster: Any, tmp: Path, plan: ChaosPlan) -> ChaosRun:
                         progress()  # the workers go on with two brokers
                     finally:
                         timeline.append(timeline_entry(started, f"broker {leader} restarting", producer.sent))
-                        # Also when the wait timed out: the module's later variants share the cluster
-                        # (left at two brokers, they failed at their start: "Timed out waiting for
-                        # controller", seen on a machine at load 150).
+                        # Also when the wait timed out: the later variants and the broker failover
+                        # tests share the cluster (left at two brokers, the variants failed at their
+                        # start: "Timed out waiting for controller", seen on a machine at load 150).
                         cluster.restart(leader, timeout=PROGRESS_TIMEOUT)
                 else:
                     raise ValueError(f"unknown chaos step {step!r}")

@@ -12,7 +12,6 @@ either way, past pytest's capture. tests/chaos/README.md has the figures and wha
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,25 +43,11 @@ VARIANTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """Three KRaft nodes (replication 3, min ISR 2) for the module; their logs are kept when a
-    test failed."""
-    from eventscript.brokers import KafkaCluster, KafkaNotFetched, kafka_jars
-
-    try:
-        jars = kafka_jars(fetch=True)
-    except KafkaNotFetched as exc:
-        pytest.skip(f"the fault harness needs Apache Kafka's three brokers: {exc}")
-    failed_before = request.session.testsfailed
-    cluster = KafkaCluster(3, jars=jars).start(timeout=120)
-    try:
-        yield cluster
-    finally:
-        keep = request.session.testsfailed > failed_before
-        cluster.close(keep=keep)
-        if keep:
-            print(f"\nthe three brokers' logs are kept in {cluster.directory}")
+@pytest.fixture
+def cluster(three_brokers: Any) -> Any:
+    """The session's three brokers (tests/conftest.py), shared with the broker failover tests;
+    ``run_chaos`` heals them first."""
+    return three_brokers
 
 
 @pytest.mark.kafka

@@ -13,7 +13,6 @@ producer."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,7 +33,7 @@ from kafka_helpers import (
     write_then_stop,
 )
 
-from eventscript.brokers import KafkaCluster, KafkaNotFetched, kafka_jars
+from eventscript.brokers import KafkaCluster
 
 PROGRAM = """
 in {string k; long n;} Tick group(Tick.k)
@@ -48,21 +47,15 @@ RECORDS = 1200  # at least
 SESSION_TIMEOUT_MS = 20_000
 
 
-@pytest.fixture(scope="module")
-def cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
-    try:
-        jars = kafka_jars(fetch=True)
-    except KafkaNotFetched as exc:
-        pytest.skip(f"three brokers need Apache Kafka: {exc}")
-    c = KafkaCluster(3, jars=jars).start()
-    failed_before = request.session.testsfailed
-    try:
-        yield c
-    finally:
-        keep = request.session.testsfailed > failed_before
-        c.close(keep=keep)
-        if keep:
-            print(f"\nthe three brokers' logs are kept in {c.directory}")
+@pytest.fixture
+def cluster(three_brokers: KafkaCluster) -> KafkaCluster:
+    """The session's three brokers (tests/conftest.py), shared with the fault harness: every node
+    running and listed, as the test before may have left one down."""
+    for node in three_brokers.nodes:
+        if not node.running:
+            three_brokers.restart(node.node_id, timeout=120)
+    three_brokers.wait_ready(timeout=120, brokers=len(three_brokers.nodes))
+    return three_brokers
 
 
 def _group_coordinator(cluster: KafkaCluster, group: str) -> int | None:
