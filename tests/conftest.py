@@ -91,12 +91,11 @@ def broker(request: pytest.FixtureRequest):
 
 
 @pytest.fixture(scope="session")
-def three_brokers(request: pytest.FixtureRequest) -> Iterator[Any]:
+def three_brokers_started(request: pytest.FixtureRequest) -> Iterator[Any]:
     """Three Apache Kafka KRaft nodes (replication 3, min ISR 2) shared by the tests with a cluster
     of their own (the fault harness, the broker failover tests), which run one after the other in
     one process (tests/parallel_groups.py, "kafka-own"): a start and a stop took about 20 s per
-    module. Each test leaves every node running or heals the cluster first. The nodes' logs are
-    kept when a test failed."""
+    module. The nodes' logs are kept when a test failed."""
     from eventscript.brokers import KafkaCluster, KafkaNotFetched, kafka_jars
 
     try:
@@ -112,6 +111,18 @@ def three_brokers(request: pytest.FixtureRequest) -> Iterator[Any]:
         cluster.close(keep=keep)
         if keep:
             print(f"\nthe three brokers' logs are kept in {cluster.directory}")
+
+
+@pytest.fixture
+def three_brokers(three_brokers_started: Any) -> Any:
+    """The session's three brokers, every node running and listed: the test before may have
+    killed or stopped one and not restarted it (or failed before it could)."""
+    cluster = three_brokers_started
+    for node in cluster.nodes:
+        if not node.running:
+            cluster.restart(node.node_id, timeout=120)
+    cluster.wait_ready(timeout=120, brokers=len(cluster.nodes))
+    return cluster
 
 
 #: Kafka tests that ran (were not skipped), by the kind of broker they ran on.

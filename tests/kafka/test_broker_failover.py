@@ -49,12 +49,7 @@ SESSION_TIMEOUT_MS = 20_000
 
 @pytest.fixture
 def cluster(three_brokers: KafkaCluster) -> KafkaCluster:
-    """The session's three brokers (tests/conftest.py), shared with the fault harness: every node
-    running and listed, as the test before may have left one down."""
-    for node in three_brokers.nodes:
-        if not node.running:
-            three_brokers.restart(node.node_id, timeout=120)
-    three_brokers.wait_ready(timeout=120, brokers=len(three_brokers.nodes))
+    """The session's three brokers (tests/conftest.py), shared with the fault harness."""
     return three_brokers
 
 
