@@ -1,0 +1,32 @@
+"""What an operator meets after the quick start (the deploy-and-operate walk): the numbers the
+guides quote are the ones the commands print, and the errors of the commands say what to do."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+CLI = [sys.executable, "-m", "eventscript.cli.main"]
+
+
+def test_backfill_quick_start_quotes_the_records_its_export_writes(tmp_path: Path) -> None:
+    guide = (ROOT / "docs" / "backfill.md").read_text(encoding="utf-8")
+    quoted = re.search(r"would publish\s+\((\d+):\s+(\d+)\s+events\s+and\s+(\d+)\s+ticks", guide)
+    assert quoted, "docs/backfill.md's quick start no longer says how many records the export writes"
+    shutil.copytree(ROOT / "topologies" / "big-trades", tmp_path / "big-trades")
+    done = subprocess.run(
+        [*CLI, "export", "topology.yaml", "--trace", "sample.trace", "-o", "trades.jsonl"],
+        cwd=tmp_path / "big-trades",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    written = re.search(r"wrote (\d+) records to trades.jsonl \((\d+) events, (\d+) ticks", done.stderr + done.stdout)
+    assert written, done.stderr
+    assert quoted.groups() == written.groups()
