@@ -30,3 +30,16 @@ def test_backfill_quick_start_quotes_the_records_its_export_writes(tmp_path: Pat
     written = re.search(r"wrote (\d+) records to trades.jsonl \((\d+) events, (\d+) ticks", done.stderr + done.stdout)
     assert written, done.stderr
     assert quoted.groups() == written.groups()
+
+
+def test_the_operators_guide_quotes_the_workers_session_timeout() -> None:
+    """How long a stopped static member stays in its group decides when a reset may run; the
+    guide said 10 s (the old default) in one place and 45 s in another."""
+    from eventscript.kafka.clients import consumer_config
+    from eventscript.topology.config import KafkaConfig
+
+    default_s = int(consumer_config(KafkaConfig(), "-")["session.timeout.ms"]) // 1000
+    guide = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    quoted = re.findall(r"`session\.timeout\.ms`,\s+(\d+) s|session timeout\s+\((\d+) s by default\)", guide)
+    assert len(quoted) >= 2, quoted
+    assert {int(a or b) for a, b in quoted} == {default_s}
