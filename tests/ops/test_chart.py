@@ -559,6 +559,24 @@ def test_a_topology_state_dir_off_the_volume_is_pointed_at_it(tmp_path: Path) ->
     assert "WARNING: the topology's" not in notes()
 
 
+@pytest.mark.parametrize("kafka", [None, {"client_id": "me"}])
+def test_a_topology_without_a_kafka_address_gets_the_charts(tmp_path: Path, kafka: dict[str, str] | None) -> None:
+    """The README's doors topology, deployed as it is, has no kafka section: its workers tried
+    localhost:9092 in the pod, whatever kafka.bootstrapServers said. An address given is kept."""
+    topology = yaml.safe_load(yaml.safe_load((CHART / "values.yaml").read_text())["topology"])
+    del topology["kafka"]
+    if kafka is not None:
+        topology["kafka"] = kafka
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology)}))
+    written = yaml.safe_load(one(render(values), "ConfigMap")["data"]["topology.yaml"])
+    assert written["kafka"] == {**(kafka or {}), "bootstrap_servers": "${KAFKA_BOOTSTRAP_SERVERS}"}
+    topology["kafka"] = {"bootstrap_servers": "${KAFKA_HOSTS}"}
+    values.write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology)}))
+    written = yaml.safe_load(one(render(values), "ConfigMap")["data"]["topology.yaml"])
+    assert written["kafka"] == {"bootstrap_servers": "${KAFKA_HOSTS}"}
+
+
 def test_keda_reads_the_broker_from_the_existing_secret_and_keeps_the_behavior() -> None:
     """Issue 25, item 4: with kafka.existingSecret KEDA got "kafka:9092" (the unused default), and
     it dropped autoscaling.behavior, so replicas flapped (cooldownPeriod only slows scaling to zero)."""

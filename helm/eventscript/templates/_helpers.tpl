@@ -106,6 +106,13 @@ reachable by the kubelet (host 0.0.0.0 unless the topology names one) on the cha
 {{- $_ := set $health "host" "0.0.0.0" }}
 {{- end }}
 {{- $_ := set $topology "health" $health }}
+{{- /* Without kafka.bootstrap_servers the worker would use its default, localhost:9092, and never
+       reach the broker that kafka.bootstrapServers (or kafka.existingSecret) names. */}}
+{{- $kafka := get $topology "kafka" | default dict }}
+{{- if not (get $kafka "bootstrap_servers") }}
+{{- $_ := set $kafka "bootstrap_servers" "${KAFKA_BOOTSTRAP_SERVERS}" }}
+{{- $_ := set $topology "kafka" $kafka }}
+{{- end }}
 {{- /* State outside the volume would be lost with the pod (and written to a read-only root): a
        missing or literal state_dir is pointed at the volume; NOTES.txt warns (eventscript.strayStateDirs). */}}
 {{- $volume := printf "${EVENTSCRIPT_STATE_DIR:-%s}" .Values.stateDir }}
