@@ -7,7 +7,10 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
+
+import yaml
 
 from conftest import ROOT
 
@@ -43,3 +46,21 @@ def test_the_operators_guide_quotes_the_workers_session_timeout() -> None:
     quoted = re.findall(r"`session\.timeout\.ms`,\s+(\d+) s|session timeout\s+\((\d+) s by default\)", guide)
     assert len(quoted) >= 2, quoted
     assert {int(a or b) for a, b in quoted} == {default_s}
+
+
+#: The guides whose YAML an operator copies into topologies, values and rules.
+YAML_GUIDES = ("README.md", "docs/worker.md", "docs/operations.md", "docs/topologies.md", "observability/README.md")
+
+
+def test_every_yaml_block_of_the_guides_is_valid_yaml() -> None:
+    """docs/worker.md's reference topology had ``{..., password: ${KAFKA_PASSWORD}}``: a '{' in a
+    flow mapping's plain value, so the file a user copied from it was not YAML at all."""
+    broken = []
+    for guide in YAML_GUIDES:
+        text = (ROOT / guide).read_text(encoding="utf-8")
+        for block in re.finditer(r"^( *)```ya?ml\n(.*?)^\1```", text, re.S | re.M):
+            try:
+                yaml.safe_load(textwrap.dedent(block.group(2)))
+            except yaml.YAMLError as exc:
+                broken.append(f"{guide}:{text.count(chr(10), 0, block.start()) + 1}: {str(exc).splitlines()[0]}")
+    assert broken == []
