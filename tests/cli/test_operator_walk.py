@@ -64,3 +64,40 @@ def test_every_yaml_block_of_the_guides_is_valid_yaml() -> None:
             except yaml.YAMLError as exc:
                 broken.append(f"{guide}:{text.count(chr(10), 0, block.start()) + 1}: {str(exc).splitlines()[0]}")
     assert broken == []
+
+
+class _Record:
+    """A consumed record as confluent-kafka gives it, as far as ``dev --follow`` reads one."""
+
+    def __init__(self, headers: list[tuple[str, bytes]], value: bytes | None = None) -> None:
+        self._headers, self._value = headers, value
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        return self._headers
+
+    def topic(self) -> str:
+        return "strikes"
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def key(self) -> bytes | None:
+        return None
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1_772_355_660_000)
+
+
+def test_dev_follow_leaves_progress_markers_and_ticks_out() -> None:
+    """On a two-stage topology ``dev --follow`` printed a line of event null for every progress
+    marker the first stage wrote on the link topic, dozens of them around the two events."""
+    from eventscript.cli.progress import followed_line
+
+    marker = _Record([("es-progress", b"strikes/0/1772355660000")])
+    tick = _Record([("es-tick", b"1")])
+    strike = _Record([("es-event", b"Strike")], b'{"user": "ann", "ip": "10.0.0.1"}')
+    assert followed_line(marker) is None and followed_line(tick) is None
+    assert followed_line(strike) == (
+        '{"topic":"strikes","time":"2026-03-01T09:01:00.000000Z","event":"Strike",'
+        '"value":{"user":"ann","ip":"10.0.0.1"}}\n'
+    )
