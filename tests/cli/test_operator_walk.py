@@ -101,3 +101,18 @@ def test_dev_follow_leaves_progress_markers_and_ticks_out() -> None:
         '{"topic":"strikes","time":"2026-03-01T09:01:00.000000Z","event":"Strike",'
         '"value":{"user":"ann","ip":"10.0.0.1"}}\n'
     )
+
+
+def test_a_worker_with_its_state_endpoint_off_says_to_enable_it_and_restart() -> None:
+    """Asked beside a running ``dev`` whose topology had no ``state_query``, the answer said to set
+    it "(and a token)": the token is optional, and the worker reads the setting only at start."""
+    from eventscript.kafka.state_endpoint import StateEndpoint
+    from eventscript.topology.config import parse_topology
+
+    topo = parse_topology({"programs": [{"name": "p", "source": "p.es", "inputs": [{"topic": "t", "event": "E"}]}]})
+    status, body, _ = StateEndpoint(topo, [], lambda: 8080).answer("/state/p", "key=a", None)
+    assert status == 403
+    assert yaml.safe_load(body)["error"] == (
+        "the state endpoint of this worker is off: set state_query: {enabled: true} in the topology it runs "
+        "(a token is optional) and restart it to ask it about keys"
+    )
