@@ -151,7 +151,11 @@ def test_kafka_commands_say_cannot_reach_kafka_once(files: Path) -> None:
     # tail after 'dev' has ended is a new user's likely case: where the address came from, and
     # that dev's broker is gone
     assert "check the address (from --bootstrap-servers)" in said["tail"], said["tail"]
-    assert "'eventscript dev' starts is stopped when dev ends" in said["tail"], said["tail"]
+    assert "it is stopped when dev ends" in said["tail"], said["tail"]
+    # ... and so is tail beside a running dev without its address: dev's broker is not on 9092
+    assert (
+        "while dev runs, pass the address its 'embedded Kafka-compatible broker (Tansu) on HOST:PORT'" in (said["tail"])
+    ), said["tail"]
     # run names the setting's place in the topology file, and how to get a broker to try things
     assert f"check bootstrap_servers ({files / 'topology.yaml'}:2:22)" in said["run"], said["run"]
     assert "'eventscript dev' starts a broker of its own" in said["run"], said["run"]

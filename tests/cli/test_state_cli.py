@@ -265,3 +265,27 @@ def test_a_state_folder_that_cannot_be_made_is_one_line_not_a_traceback(
     assert main(["run", str(topo)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: cannot use the state folder of program") and "state_dir" in err, err
+
+
+@pytest.mark.parametrize(
+    ("state", "members", "refused"), [("STABLE", ["eventscript@/10.0.0.7"], True), ("EMPTY", [], False)]
+)
+def test_a_dry_run_says_when_the_reset_would_be_refused_now(
+    topo: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    state: str,
+    members: list[str],
+    refused: bool,
+) -> None:
+    """A dry run beside running workers printed its plan and 'nothing changed' only; the reset
+    itself was then refused for the group's members (an operator's walk)."""
+    from eventscript.kafka import reset
+
+    monkeypatch.setattr(reset, "plan_reset", lambda topo, cfg, **_: reset.ResetPlan(cfg.name, topo.group_id(cfg)))
+    monkeypatch.setattr(reset, "group_members", lambda topo, cfg: (state, members))
+    assert main(["reset", str(topo), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    said = "note: run now, the reset would be refused: group eventscript.echo is stable with members eventscript@/"
+    assert (said in out) is refused, out
+    assert out.endswith("(dry run: nothing changed)\n")

@@ -8,16 +8,18 @@ by scripts/install-helm."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from tools import CHART, need
+from tools import CHART, ROOT, need
 
-from eventscript.cli.main import build_parser
+from eventscript.cli.main import build_parser, main
 from eventscript.kafka.config import parse_topology
 
 VALUES = sorted((Path(__file__).parent / "values").glob("*.yaml"))
@@ -557,6 +559,59 @@ def test_a_topology_state_dir_off_the_volume_is_pointed_at_it(tmp_path: Path) ->
     said = notes(values=values)
     assert "WARNING: the topology's state_dir: ./state, programs[overheat].state_dir: /data/overheat" in said
     assert "WARNING: the topology's" not in notes()
+
+
+@pytest.mark.parametrize("kafka", [None, {"client_id": "me"}])
+def test_a_topology_without_a_kafka_address_gets_the_charts(tmp_path: Path, kafka: dict[str, str] | None) -> None:
+    """The README's doors topology, deployed as it is, has no kafka section: its workers tried
+    localhost:9092 in the pod, whatever kafka.bootstrapServers said. An address given is kept."""
+    topology = yaml.safe_load(yaml.safe_load((CHART / "values.yaml").read_text())["topology"])
+    del topology["kafka"]
+    if kafka is not None:
+        topology["kafka"] = kafka
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology)}))
+    written = yaml.safe_load(one(render(values), "ConfigMap")["data"]["topology.yaml"])
+    assert written["kafka"] == {**(kafka or {}), "bootstrap_servers": "${KAFKA_BOOTSTRAP_SERVERS}"}
+    topology["kafka"] = {"bootstrap_servers": "${KAFKA_HOSTS}"}
+    values.write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology)}))
+    written = yaml.safe_load(one(render(values), "ConfigMap")["data"]["topology.yaml"])
+    assert written["kafka"] == {"bootstrap_servers": "${KAFKA_HOSTS}"}
+
+
+def test_a_relative_source_missing_from_sources_fails_the_install(tmp_path: Path) -> None:
+    """A topology pasted with its relative ``source: doors.es`` rendered, and its workers then
+    crash-looped on a file the ConfigMap does not hold: helm says so, and what to do."""
+    topology = yaml.safe_load(yaml.safe_load((CHART / "values.yaml").read_text())["topology"])
+    topology["programs"][1]["source"] = "site_alarm.es"
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology), "sources": {"other.es": "x"}}))
+    proc = helm("template", "demo", str(CHART), "-f", str(values), check=False)
+    assert proc.returncode != 0
+    assert (
+        "topology: program site-alarm has source: site_alarm.es, read from /etc/eventscript, where only the "
+        "files under 'sources' are (other.es): add it there (sources: {site_alarm.es: <the program's text>}), "
+        "or give the absolute path of a file in the image"
+    ) in proc.stderr
+    values.write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology), "sources": {"site_alarm.es": "x"}}))
+    assert "site_alarm.es" in one(render(values), "ConfigMap")["data"]
+
+
+def test_the_guides_values_with_sources_deploy_a_topology_that_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/operations.md's my-values.yaml (a topology and its program under ``sources``) renders,
+    and the files the ConfigMap holds pass ``topology check`` where the pod reads them."""
+    guide = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    block = re.search(r"^  ```yaml\n(  # my-values.yaml\n.*?)^  ```$", guide, re.S | re.M)
+    assert block, "docs/operations.md has no my-values.yaml example"
+    values = tmp_path / "my-values.yaml"
+    values.write_text(textwrap.dedent(block.group(1)))
+    for name, text in one(render(values), "ConfigMap")["data"].items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "k:9092")
+    monkeypatch.setenv("EVENTSCRIPT_STATE_DIR", str(tmp_path / "state"))
+    assert main(["topology", "check", "-q", str(tmp_path / "topology.yaml")]) == 0
 
 
 def test_keda_reads_the_broker_from_the_existing_secret_and_keeps_the_behavior() -> None:

@@ -28,3 +28,40 @@ def test_other_yaml_mistakes_keep_pyyamls_words_alone(tmp_path: Path) -> None:
     with pytest.raises(TopologyError) as info:
         load_topology(f)
     assert "not valid YAML" in str(info.value) and "indentation" not in str(info.value)
+
+
+#: A topology of one program, to which each case adds its mistake.
+ONE_PROGRAM = "programs:\n  - name: a\n    source: a.es\n    inputs: [{topic: t, event: E}]\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (  # a program's setting, pointed at where its name is written
+            ONE_PROGRAM + "    ouputs:\n      E: u\n",
+            "5:5: programs[0].ouputs: unknown setting: did you mean outputs?",
+        ),
+        (  # one in a map of topics, in flow style
+            ONE_PROGRAM + "topics:\n  t: {partiton: 2}\n",
+            "6:7: topics.t.partiton: unknown setting: did you mean partitions?",
+        ),
+        (  # one under an optional setting's mapping
+            "kafka: {security: {sasl: {usrname: u}}}\n" + ONE_PROGRAM,
+            "1:27: kafka.security.sasl.usrname: unknown setting: did you mean username?",
+        ),
+    ],
+)
+def test_a_misspelt_setting_names_the_setting_meant_where_it_is_written(tmp_path: Path, text: str, said: str) -> None:
+    f = tmp_path / "topology.yaml"
+    f.write_text(text)
+    with pytest.raises(TopologyError) as info:
+        load_topology(f)
+    assert f"{f}:{said} (check its spelling and indentation)" in str(info.value)
+
+
+def test_a_setting_close_to_none_keeps_the_plain_message(tmp_path: Path) -> None:
+    f = tmp_path / "topology.yaml"
+    f.write_text(ONE_PROGRAM + "    colour: red\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(f)
+    assert f"{f}:5:5: programs[0].colour: unknown setting (check its spelling and indentation)" in str(info.value)

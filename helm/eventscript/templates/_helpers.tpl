@@ -97,6 +97,14 @@ reachable by the kubelet (host 0.0.0.0 unless the topology names one) on the cha
 {{- if not (get $topology "programs") }}
 {{- fail "topology: give at least one program under 'programs'" }}
 {{- end }}
+{{- /* A relative source is read from the ConfigMap's folder, which holds only `sources`: without
+       this check a pasted topology rendered and its workers crash-looped on a missing file. */}}
+{{- range (get $topology "programs") }}
+{{- $src := get . "source" | default "" | toString }}
+{{- if and $src (not (hasPrefix "/" $src)) (not (hasKey $.Values.sources $src)) }}
+{{- fail (printf "topology: program %s has source: %s, read from /etc/eventscript, where only the files under 'sources' are (%s): add it there (sources: {%s: <the program's text>}), or give the absolute path of a file in the image" (toString (get . "name")) $src (keys $.Values.sources | sortAlpha | join ", " | default "none") $src) }}
+{{- end }}
+{{- end }}
 {{- if get $topology "instance_id" }}
 {{- fail "topology: remove 'instance_id': each replica's instance id is its pod name (EVENTSCRIPT_INSTANCE_ID)" }}
 {{- end }}
@@ -106,6 +114,13 @@ reachable by the kubelet (host 0.0.0.0 unless the topology names one) on the cha
 {{- $_ := set $health "host" "0.0.0.0" }}
 {{- end }}
 {{- $_ := set $topology "health" $health }}
+{{- /* Without kafka.bootstrap_servers the worker would use its default, localhost:9092, and never
+       reach the broker that kafka.bootstrapServers (or kafka.existingSecret) names. */}}
+{{- $kafka := get $topology "kafka" | default dict }}
+{{- if not (get $kafka "bootstrap_servers") }}
+{{- $_ := set $kafka "bootstrap_servers" "${KAFKA_BOOTSTRAP_SERVERS}" }}
+{{- $_ := set $topology "kafka" $kafka }}
+{{- end }}
 {{- /* State outside the volume would be lost with the pod (and written to a read-only root): a
        missing or literal state_dir is pointed at the volume; NOTES.txt warns (eventscript.strayStateDirs). */}}
 {{- $volume := printf "${EVENTSCRIPT_STATE_DIR:-%s}" .Values.stateDir }}

@@ -452,7 +452,9 @@ def run_tail(args: argparse.Namespace) -> int:
         print(
             f"error: cannot reach Kafka at {kafka.bootstrap_servers} ({_reason(exc)}); check the address "
             f"({_tail_address_origin(args)}) and that the broker is running (the broker 'eventscript dev' "
-            "starts is stopped when dev ends: see its topics with dev's --show or --follow)",
+            "starts listens on a free port: while dev runs, pass the address its 'embedded Kafka-compatible "
+            "broker (Tansu) on HOST:PORT' line shows as --bootstrap-servers; it is stopped when dev ends: "
+            "see its topics with dev's --show or --follow)",
             file=sys.stderr,
         )
         return 2

@@ -113,6 +113,21 @@ def output_topics(topo: Any) -> list[str]:
     return topics
 
 
+def followed_line(m: Any) -> str | None:
+    """The JSON line ``dev --follow`` prints for record ``m``; None for a progress marker or a
+    trace's tick, which are no program's events (they printed as events named null on every
+    topic a later stage reads; ``eventscript tail`` leaves them out too)."""
+    import orjson
+
+    from ..task import codec
+    from ..topology.headers import HEADER_PROGRESS, HEADER_TICK
+
+    headers = m.headers()
+    if codec.header(headers, HEADER_PROGRESS) is not None or codec.header(headers, HEADER_TICK) is not None:
+        return None
+    return orjson.dumps({"topic": m.topic(), **codec.record_to_json(m)}).decode() + "\n"
+
+
 class Follower:
     """Prints the records of ``topics`` as JSON lines while they are written (``dev --follow``):
     committed records only (read_committed), each once, with the topic it is in."""
@@ -134,11 +149,9 @@ class Follower:
         self._thread.join()
 
     def _run(self) -> None:
-        import orjson
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
         from ..kafka import clients, codec
-        from ..kafka.tools import record_to_json
 
         consumer = Consumer(clients.consumer_config(self._kafka, f"eventscript-follow-{time.time_ns()}"))
         try:
@@ -169,12 +182,15 @@ class Follower:
                             at_end.add((str(m.topic()), int(m.partition() or 0)))
                         continue
                     at_end.discard((str(m.topic()), int(m.partition() or 0)))
+                    line = followed_line(m)
+                    if line is None:
+                        continue
                     rid = codec.header(m.headers(), codec.HEADER_ID)
                     if rid is not None:
                         if rid in seen:
                             continue
                         seen.add(rid)
-                    self._out.write(orjson.dumps({"topic": m.topic(), **record_to_json(m)}).decode() + "\n")
+                    self._out.write(line)
                     self._out.flush()
                     self.printed += 1
                 if deadline is not None and (len(at_end) == len(parts) or time.monotonic() > deadline):

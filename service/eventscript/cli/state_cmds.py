@@ -333,7 +333,7 @@ def _datetime(text: str) -> datetime:
 
 
 def run_reset(args: argparse.Namespace) -> int:
-    from ..kafka.reset import apply_reset, parse_offsets, plan_reset
+    from ..kafka.reset import apply_reset, parse_offsets, plan_reset, refusal_now
     from ..topology.config import TopologyError
     from .kafka_cmds import _logging
     from .state_lock import StateFolderError, lock_state_folders
@@ -346,6 +346,9 @@ def run_reset(args: argparse.Namespace) -> int:
         plan = plan_reset(topo, cfg, to_datetime=args.to_datetime, to_offsets=offsets, local_only=args.local_only)
         print("\n".join(plan.lines()))
         if args.dry_run:
+            refused = refusal_now(topo, cfg, plan)
+            if refused:
+                print(f"note: run now, the reset would be refused: {refused}")
             print("(dry run: nothing changed)")
             return 0
         # A worker of this machine running the program holds its state folder: refuse rather than

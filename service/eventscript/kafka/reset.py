@@ -142,6 +142,33 @@ def wait_for_empty_group(topo: Topology, cfg: ProgramConfig, timeout: float) -> 
     return state, members
 
 
+def _members_refusal(topo: Topology, group: str, state: str, members: list[str]) -> str:
+    """Why a reset is refused while the group has ``members``, and how to wait for them to go."""
+    static = any("(static:" in m for m in members)
+    timeout = session_timeout_s(topo)
+    return (
+        f"group {group} is {state.lower()}"
+        + (f" with members {', '.join(members)}" if members else "")
+        + ": stop every worker of the program first, then reset. "
+        + (
+            f"Stopped workers with static membership stay members until their session times out "
+            f"(session.timeout.ms: {timeout:g} s after they stopped)"
+            if static
+            else f"A worker that crashed leaves when its session times out ({timeout:g} s)"
+        )
+        + f"; give --wait {max(2 * timeout, 30):g} to wait for the group to empty"
+    )
+
+
+def refusal_now(topo: Topology, cfg: ProgramConfig, plan: ResetPlan) -> str | None:
+    """What the reset would be refused for if it ran now (its group has members), for a dry run:
+    a plan that reads as fine, then a refusal, sent the user back to find the workers."""
+    if plan.local_only:
+        return None
+    state, members = group_members(topo, cfg)
+    return _members_refusal(topo, plan.group, state, members) if _has_members(state, members) else None
+
+
 def plan_reset(
     topo: Topology,
     cfg: ProgramConfig,
@@ -233,20 +260,7 @@ def apply_reset(topo: Topology, cfg: ProgramConfig, plan: ResetPlan, wait: float
     if not plan.local_only:
         state, members = wait_for_empty_group(topo, cfg, wait)
         if _has_members(state, members):
-            static = any("(static:" in m for m in members)
-            timeout = session_timeout_s(topo)
-            raise ResetRefused(
-                f"group {plan.group} is {state.lower()}"
-                + (f" with members {', '.join(members)}" if members else "")
-                + ": stop every worker of the program first, then reset. "
-                + (
-                    f"Stopped workers with static membership stay members until their session times out "
-                    f"(session.timeout.ms: {timeout:g} s after they stopped)"
-                    if static
-                    else f"A worker that crashed leaves when its session times out ({timeout:g} s)"
-                )
-                + f"; give --wait {max(2 * timeout, 30):g} to wait for the group to empty"
-            )
+            raise ResetRefused(_members_refusal(topo, plan.group, state, members))
         admin = _admin(topo)
         if plan.delete_topics:
             for t, fut in admin.delete_topics(plan.delete_topics, request_timeout=30).items():

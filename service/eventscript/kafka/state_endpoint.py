@@ -70,8 +70,8 @@ class StateEndpoint:
             return _reply(
                 403,
                 {
-                    "error": "the state endpoint is off: set state_query: {enabled: true} in the "
-                    "topology (and a token) to ask workers about keys"
+                    "error": "the state endpoint of this worker is off: set state_query: {enabled: true} "
+                    "in the topology it runs (a token is optional) and restart it to ask it about keys"
                 },
             )
         if cfg.token and not hmac.compare_digest((authorization or "").encode(), f"Bearer {cfg.token}".encode()):

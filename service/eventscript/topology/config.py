@@ -23,8 +23,11 @@ keeps one instance per group key, and writes outputs and ``$error`` events to to
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
+import types
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -457,6 +460,37 @@ def _loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
+def _unknown_setting(loc: tuple[Any, ...]) -> str:
+    """The message for a setting no model declares, naming the setting meant when its name is
+    close to one accepted at that place (``ouputs``: ``outputs``), since a typo is the usual cause."""
+    near = difflib.get_close_matches(str(loc[-1]), _settings_at(loc[:-1]), n=1, cutoff=0.75)
+    meant = f": did you mean {near[0]}?" if near else ""
+    return f"unknown setting{meant} (check its spelling and indentation)"
+
+
+def _settings_at(path: tuple[Any, ...]) -> list[str]:
+    """The settings the topology file accepts in the mapping at ``path`` (``("programs", 0)``:
+    a program's), followed through the models' fields, lists and maps; [] where none is known."""
+    node: Any = Topology
+    for part in path:
+        node = _without_none(node)
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            field = node.model_fields.get(part) if isinstance(part, str) else None
+            node = field.annotation if field else None
+        elif typing.get_origin(node) in (list, dict):
+            node = typing.get_args(node)[-1]
+        else:
+            return []
+    node = _without_none(node)
+    return list(node.model_fields) if isinstance(node, type) and issubclass(node, BaseModel) else []
+
+
+def _without_none(node: Any) -> Any:
+    """``X`` for an optional setting's ``X | None``, so its settings can be followed."""
+    args = [a for a in typing.get_args(node) if a is not type(None)]
+    return args[0] if typing.get_origin(node) in (typing.Union, types.UnionType) and len(args) == 1 else node
+
+
 def parse_topology(
     data: Any,
     source: str = "<topology>",
@@ -480,11 +514,12 @@ def parse_topology(
         lines = [f"{source}: invalid topology:"]
         for err in exc.errors():
             msg = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                msg = "unknown setting (check its spelling and indentation)"
+            unknown = err["type"] == "extra_forbidden"
+            if unknown:
+                msg = _unknown_setting(err["loc"])
             elif err["type"] == "missing":
                 msg = "required setting is missing"
-            at = f"{where(*err['loc'])}: " if where else ""
+            at = f"{where(*err['loc'], key=unknown)}: " if where else ""
             lines.append(f"  {at}{_loc(err['loc'])}: {msg}")
         raise TopologyError("\n".join(lines)) from None
     topo.base_dir = base_dir or Path(".")

@@ -51,9 +51,19 @@ class YamlPositions:
                 found = node
         return found
 
-    def where(self, *path: str | int) -> str:
-        """``file:line:col`` of the value at ``path`` (or of its nearest existing ancestor)."""
-        found = self._found(path)
+    def _key(self, path: Path_) -> yaml.Node | None:
+        """The key node of the setting at ``path`` (None unless its parent is a mapping holding it)."""
+        node: Any = self.root
+        for step in path[:-1]:
+            node = None if node is None else self._child(node, step)
+        if not path or not isinstance(node, yaml.MappingNode):
+            return None
+        return next((k for k, _ in node.value if isinstance(k, yaml.ScalarNode) and k.value == path[-1]), None)
+
+    def where(self, *path: str | int, key: bool = False) -> str:
+        """``file:line:col`` of the value at ``path`` (or of its nearest existing ancestor); with
+        ``key``, of the setting's name, which is what an unknown setting's message points at."""
+        found = (self._key(path) if key else None) or self._found(path)
         if found is None:
             return str(self.file)
         mark = found.start_mark
