@@ -200,7 +200,7 @@ def test_a_variable_whose_type_changed_cannot_be_applied() -> None:
     new_src = DOORS.replace("( Opened()", '{ n = ""; }\n( Opened() { n = n + "o"; }')
     plan = make_plan(compiled(old_src), compiled(new_src))
     assert plan.exit_code == 2
-    assert any("variable n: long in the old program, string in the new one" in p for p in plan.problems)
+    assert any("variable n: long in the old program, string in the new one" in p.message for p in plan.problems)
     long_to_double = make_plan(
         compiled(old_src), compiled(old_src.replace("n = 0;", "n = 0.0;").replace("n + 1", "n + 1.0"))
     )
@@ -222,7 +222,7 @@ def test_a_group_key_changed_cannot_be_applied(edit: tuple[str, str]) -> None:
     old = compiled(DOORS)
     plan = make_plan(old, compiled(new_src))
     assert plan.exit_code == 2
-    assert any("group" in p for p in plan.problems), plan.problems
+    assert any("group" in p.message for p in plan.problems), plan.problems
     snapshot = context.encode(1, [], ("front",), None)
     with pytest.raises(UpgradeRefused):
         convert(plan, snapshot, 0)

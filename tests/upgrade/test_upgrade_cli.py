@@ -98,3 +98,33 @@ def test_a_program_on_the_lazy_dfa_cannot_be_planned(tmp_path: Path, capsys: pyt
     old = write(tmp_path, "old.es", DOORS)
     assert main(["upgrade", "plan", old, old, "--state-limit", "1"]) == 2
     assert "runs on the lazy DFA" in capsys.readouterr().out
+
+
+def test_a_variable_whose_type_changed_is_shown_where_the_new_program_sets_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = write(tmp_path, "old.es", DOORS.replace("( Opened()", "{ n = 0; }\n( Opened() { n = n + 1; }"))
+    new = write(tmp_path, "new.es", DOORS.replace("( Opened()", '{ n = ""; }\n( Opened() { n = n + "o"; }'))
+    assert main(["upgrade", "plan", old, new]) == 2
+    out = capsys.readouterr().out
+    assert f"  {new}:4:3: error: variable n: long in the old program, string in the new one" in out
+    assert '      { n = ""; }\n        ^\n' in out  # the source line and a caret under n
+    assert main(["upgrade", "plan", old, new, "--json"]) == 2
+    (problem,) = json.loads(capsys.readouterr().out)["programs"]["program"]["problems"]
+    assert problem.startswith(f"{new}:4:3: variable n:")
+
+
+def test_a_changed_group_clause_and_a_new_variable_say_where_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = write(tmp_path, "old.es", DOORS)
+    new = write(
+        tmp_path,
+        "new.es",
+        DOORS.replace("group(Opened.door)", 'group(Opened.door + "!")').replace("( Opened()", "( Opened() { k = 1; }"),
+    )
+    assert main(["upgrade", "plan", old, new]) == 2
+    out = capsys.readouterr().out
+    assert f"{new}:1:" in out and "error: input Opened: its group clause changed" in out
+    assert f"  variable k at {new}:4:14 (long): new, unset until an action sets it" in out
+    assert f"timer elapse[5 minutes]() at {new}:6:5 (pending: elapse[5 minutes]() at {old}:6:5)" in out

@@ -12,8 +12,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .program_cmds import add_state_limit, load_or_report
+from ..api import looks_compiled
+from .program_cmds import add_state_limit, compile_or_report, load_or_report
+
+if TYPE_CHECKING:
+    from ..automata.compiled import CompiledProgram
+    from ..upgrade.places import SourcePlaces
 
 
 def setup(p: argparse.ArgumentParser) -> None:
@@ -50,6 +56,24 @@ def _programs(path: str, state_limit: int) -> dict[str, str] | None:
     return {cfg.name: str(topology.source_path(cfg)) for cfg in topology.programs}
 
 
+def _load(path: str, state_limit: int) -> tuple[CompiledProgram, SourcePlaces] | None:
+    """A program and the places of its source's names (none for a compiled ``.json`` program),
+    so that the plan's problems can point at the line to edit; None (reported) on failure."""
+    from ..upgrade.places import SourcePlaces
+
+    try:
+        compiled = looks_compiled(path, Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        compiled = False  # compile_or_report says what is wrong
+    if compiled:
+        program = load_or_report(path, state_limit)
+        return None if program is None else (program, SourcePlaces())
+    comp = compile_or_report(path, state_limit)
+    if comp is None or comp.program is None:
+        return None
+    return comp.program, SourcePlaces(comp.checked)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..upgrade.plan import make_plan
     from ..upgrade.report import as_json, render
@@ -71,10 +95,10 @@ def run(args: argparse.Namespace) -> int:
         if name not in olds:
             missing[name] = "added: no state to carry"
             continue
-        old, new = load_or_report(olds[name], args.state_limit), load_or_report(news[name], args.state_limit)
+        old, new = load_or_report(olds[name], args.state_limit), _load(news[name], args.state_limit)
         if old is None or new is None:
             return 2
-        plans[name] = make_plan(old, new)
+        plans[name] = make_plan(old, new[0], places=new[1])
     result = as_json(plans, missing)
     if args.json:
         print(json.dumps(result, indent=1))

@@ -43,7 +43,7 @@ def convert(plan: Plan, data: bytes, now: int) -> Conversion:
     """``data`` (a snapshot of ``plan.old``) for ``plan.new``; ValueError for a snapshot that is
     not one of the old program's, UpgradeRefused for a plan with problems."""
     if plan.problems:
-        raise UpgradeRefused("; ".join(plan.problems))
+        raise UpgradeRefused("; ".join(map(str, plan.problems)))
     _, state, variables, key, timer, terminated, origin, fires, _ = context.decode_payload(data)
     if type(state) is not int or not 0 <= state < len(plan.states):
         raise ValueError(f"snapshot state {state!r} is not a state of the old program ({len(plan.states)} states)")

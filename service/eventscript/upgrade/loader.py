@@ -59,7 +59,7 @@ class UpgradeLoader:
             )
         if plan.problems:
             raise UpgradeRefused(
-                f"program {self.name}: the upgrade cannot be applied: {'; '.join(plan.problems)}; "
+                f"program {self.name}: the upgrade cannot be applied: {'; '.join(map(str, plan.problems))}; "
                 f"set 'upgrade: restart' to start every instance afresh, or reprocess the history "
                 f"with the backfill"
             )

@@ -31,13 +31,27 @@ from typing import Any
 
 from ..automata.compiled import CompiledProgram
 from ..language import ir
+from ..language.source import Pos
 from ..language.types import BOOLEAN, DOUBLE, LONG, STRING, Type
 from .automaton import START, Copy, History, NotPlannable, Shape, shape_of
 from .diff import match_programs
 from .fingerprint import fingerprint
+from .places import SourcePlaces
 from .timers import Rearm, rearm_rules
 
 CARRIED, RESTARTED, ENDED = "carried", "restarted", "ended"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why no instance can be carried, and where in the new program's source when that is known
+    (``SourcePlaces``): a user told that a variable changed type is shown the line to edit."""
+
+    message: str
+    pos: Pos | None = None
+
+    def __str__(self) -> str:
+        return f"{self.pos}: {self.message}" if self.pos else self.message
 
 
 @dataclass
@@ -81,11 +95,15 @@ class VariablePlan:
     how: str  # "carried", "promoted" (long → double), "initial" (a constant), "unset"
     old_slot: int | None = None
     value: Any = None
+    #: Where the new program first sets it (None for a compiled program: no source).
+    pos: Pos | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {"name": self.name, "type": str(self.type), "how": self.how}
         if self.how == "initial":
             out["value"] = self.value
+        if self.pos is not None:
+            out["at"] = str(self.pos)
         return out
 
 
@@ -96,7 +114,7 @@ class Plan:
     old_fingerprint: str
     new_fingerprint: str
     #: Why no instance can be carried (exit 2); empty when the plan can be applied.
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     states: list[StatePlan] = field(default_factory=list)
     variables: list[VariablePlan] = field(default_factory=list)
     dropped_variables: list[str] = field(default_factory=list)
@@ -122,7 +140,7 @@ class Plan:
             "old": {"name": self.old.name, "fingerprint": self.old_fingerprint},
             "new": {"name": self.new.name, "fingerprint": self.new_fingerprint},
             "exit": self.exit_code,
-            "problems": self.problems,
+            "problems": [str(p) for p in self.problems],
             "counts": self.counts(),
             "variables": [v.to_json() for v in self.variables],
             "dropped_variables": self.dropped_variables,
@@ -131,17 +149,25 @@ class Plan:
         }
 
 
-def make_plan(old: CompiledProgram, new: CompiledProgram, *, trust_fingerprint: bool = True) -> Plan:
+def make_plan(
+    old: CompiledProgram,
+    new: CompiledProgram,
+    *,
+    trust_fingerprint: bool = True,
+    places: SourcePlaces | None = None,
+) -> Plan:
     """The plan from ``old`` to ``new``. Two programs of one fingerprint have one machine, so each
     state carries to itself; ``trust_fingerprint=False`` maps them through the diff all the same
-    (tests check that the diff then finds the identity)."""
+    (tests check that the diff then finds the identity). ``places``: positions in the new
+    program's source, for its problems and variables (none without it)."""
+    places = places or SourcePlaces()
     plan = Plan(old, new, fingerprint(old), fingerprint(new))
-    plan.problems.extend(_key_problems(old.program, new.program))
-    _plan_variables(plan)
+    plan.problems.extend(_key_problems(old.program, new.program, places))
+    _plan_variables(plan, places)
     try:
         old_shape, new_shape = shape_of(old), shape_of(new)
     except NotPlannable as exc:
-        plan.problems.append(f"{exc}; reprocess its history with the new version (the backfill) instead")
+        plan.problems.append(Problem(f"{exc}; reprocess its history with the new version (the backfill) instead"))
         return plan
     identical = trust_fingerprint and plan.old_fingerprint == plan.new_fingerprint
     if identical:
@@ -165,49 +191,53 @@ def make_plan(old: CompiledProgram, new: CompiledProgram, *, trust_fingerprint: 
 # -- group keys and variables -------------------------------------------------------------------
 
 
-def _key_problems(old: ir.ProgramIR, new: ir.ProgramIR) -> list[str]:
+def _key_problems(old: ir.ProgramIR, new: ir.ProgramIR, places: SourcePlaces) -> list[Problem]:
     if old.grouped != new.grouped:
         which = "grouped" if old.grouped else "ungrouped"
-        return [f"the old program is {which} and the new one is not: instances cannot be carried across"]
+        message = f"the old program is {which} and the new one is not: instances cannot be carried across"
+        return [Problem(message, places.group())]
     if not old.grouped:
         return []
     if [str(t) for t in old.key_types or []] != [str(t) for t in new.key_types or []]:
-        return [
+        message = (
             f"the group key changed from ({', '.join(map(str, old.key_types or []))}) to "
             f"({', '.join(map(str, new.key_types or []))}): instances are stored by key"
-        ]
+        )
+        return [Problem(message, places.group())]
     problems = []
     new_inputs = {i.name: i for i in new.inputs}
     for inp in old.inputs:
         other = new_inputs.get(inp.name)
         if other is not None and ir.to_json(inp.group) != ir.to_json(other.group):
-            problems.append(
+            message = (
                 f"input {inp.name}: its group clause changed, so its events would reach other "
                 f"instances than the ones stored under their keys"
             )
+            problems.append(Problem(message, places.group(inp.name)))
     return problems
 
 
-def _plan_variables(plan: Plan) -> None:
+def _plan_variables(plan: Plan, places: SourcePlaces) -> None:
     old_vars = {v.name: v for v in plan.old.program.variables}
     initial = _initial_constants(plan.new)
     for v in plan.new.program.variables:
-        before = old_vars.get(v.name)
+        before, pos = old_vars.get(v.name), places.variable(v.name)
         if before is None:
             if v.slot in initial:
-                plan.variables.append(VariablePlan(v.name, v.ty, v.slot, "initial", value=initial[v.slot]))
+                plan.variables.append(VariablePlan(v.name, v.ty, v.slot, "initial", value=initial[v.slot], pos=pos))
             else:
-                plan.variables.append(VariablePlan(v.name, v.ty, v.slot, "unset"))
+                plan.variables.append(VariablePlan(v.name, v.ty, v.slot, "unset", pos=pos))
         elif before.ty == v.ty:
-            plan.variables.append(VariablePlan(v.name, v.ty, v.slot, "carried", before.slot))
+            plan.variables.append(VariablePlan(v.name, v.ty, v.slot, "carried", before.slot, pos=pos))
         elif before.ty == LONG and v.ty == DOUBLE:
-            plan.variables.append(VariablePlan(v.name, v.ty, v.slot, "promoted", before.slot))
+            plan.variables.append(VariablePlan(v.name, v.ty, v.slot, "promoted", before.slot, pos=pos))
         else:
-            plan.problems.append(
+            message = (
                 f"variable {v.name}: {before.ty} in the old program, {v.ty} in the new one; "
                 f"its value cannot be carried (give the new variable another name to start it "
                 f"afresh)"
             )
+            plan.problems.append(Problem(message, pos))
     new_names = {v.name for v in plan.new.program.variables}
     plan.dropped_variables = [v.name for v in plan.old.program.variables if v.name not in new_names]
 

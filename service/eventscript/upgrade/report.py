@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..language import ir
-from .plan import CARRIED, Plan, StatePlan
+from ..language.diagnostics import Diagnostic, Severity
+from .plan import CARRIED, Plan, Problem, StatePlan
 
 
 def render(plan: Plan, label: str) -> str:
@@ -14,7 +15,8 @@ def render(plan: Plan, label: str) -> str:
         f"{label}: {plan.old_fingerprint} -> {plan.new_fingerprint}"
         + (" (the same machine)" if plan.old_fingerprint == plan.new_fingerprint else "")
     ]
-    lines.extend(f"  error: {p}" for p in plan.problems)
+    for problem in plan.problems:
+        lines.extend(_problem_lines(problem))
     for v in plan.variables:
         if v.how == "carried":
             continue
@@ -23,7 +25,8 @@ def render(plan: Plan, label: str) -> str:
             "initial": f"new, initial value {v.value!r}",
             "unset": "new, unset until an action sets it",
         }[v.how]
-        lines.append(f"  variable {v.name} ({v.type}): {what}")
+        at = "" if v.pos is None else f" at {v.pos}"
+        lines.append(f"  variable {v.name}{at} ({v.type}): {what}")
     lines.extend(f"  variable {name}: dropped (not in the new program)" for name in plan.dropped_variables)
     for m in plan.markers:
         if m["change"] == "removed":
@@ -40,6 +43,14 @@ def render(plan: Plan, label: str) -> str:
         f"{counts['ended']} ended (exit {plan.exit_code})"
     )
     return "\n".join(lines)
+
+
+def _problem_lines(problem: Problem) -> list[str]:
+    """``file:line:col: error: ...`` with the source line and a caret, as the compiler's errors
+    are shown, when the new program's source says where; the message alone otherwise."""
+    if problem.pos is None:
+        return [f"  error: {problem.message}"]
+    return ["  " + line for line in Diagnostic(Severity.ERROR, problem.pos, problem.message).render().split("\n")]
 
 
 def _state_lines(plan: Plan, sp: StatePlan) -> list[str]:
@@ -71,7 +82,7 @@ def _time_marker(p: ir.ProgramIR, symbol: int) -> str:
     if marker is None:
         return p.symbols[symbol].name
     m = p.markers[marker]
-    return f"{m.text} at {m.line}:{m.col}"
+    return f"{m.text} at {m.file}:{m.line}:{m.col}"
 
 
 def _duration(us: int) -> str:
