@@ -47,7 +47,7 @@ def test_asking_without_an_address_or_a_worker(topo: Path, capsys: pytest.Captur
         "--url http://127.0.0.1:8080 for a run or dev started with --health-port 8080 (the topology also needs "
         "state_query: {enabled: true})\n"
     )
-    assert main(["state", str(topo), "--key", "a", "--url", "http://127.0.0.1:1"]) == 2
+    assert main(["state", str(topo), "--url", "http://127.0.0.1:1"]) == 2  # (echo is ungrouped: no key)
     assert "cannot reach http://127.0.0.1:1" in capsys.readouterr().err
     assert main(["state", "dump", str(topo), str(topo)]) == 2
     assert "give one topology" in capsys.readouterr().err
@@ -63,6 +63,38 @@ def test_asking_a_grouped_program_without_a_key(topo: Path, capsys: pytest.Captu
     (topo.parent / "echo.es").write_text(ECHO.replace("in string S", "in string S group(S)"))
     assert main(["state", str(topo), "--url", "http://127.0.0.1:1"]) == 2
     assert capsys.readouterr().err.startswith("error: program echo is grouped: name the key to ask about with --key K")
+
+
+def test_a_key_that_does_not_fit_the_group_is_refused_before_asking(
+    topo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JSON array of two values for a program grouped by one string was sent as the string
+    '["front", 2]' (answer: absent); it is refused, saying what the program groups by and how to
+    write its key, before any worker is asked (none listens at the URL: no "cannot reach")."""
+    url = ["--url", "http://127.0.0.1:1"]
+    assert main(["state", str(topo), "--key", "a", *url]) == 2  # echo is ungrouped: no key
+    assert capsys.readouterr().err == "error: program echo is not grouped (it has one instance): ask without a key\n"
+    (topo.parent / "echo.es").write_text(ECHO.replace("in string S", "in string S group(S)"))
+    assert main(["state", str(topo), "--key", '["front", 2]', *url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "error: program echo is grouped by one string, and --key '[\"front\", 2]' is a JSON array of 2"
+    )
+    assert "one-element array" in err and "cannot reach" not in err
+    for fits in ("front", '["front"]', "42", '["[1, 2]"]'):  # a string key written as documented
+        assert main(["state", str(topo), "--key", fits, *url]) == 2
+        assert "cannot reach http://127.0.0.1:1/state/echo?key=" in capsys.readouterr().err, fits
+
+
+def test_a_key_of_several_components_must_be_an_array_of_as_many(
+    topo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    two = "in {string site; long n;} S group(S.site, S.n)\nout string O\n( S(x) { !>O(x.site); } )*\n"
+    (topo.parent / "echo.es").write_text(two)
+    assert main(["state", str(topo), "--key", "front", "--url", "http://127.0.0.1:1"]) == 2
+    assert "program echo is grouped by 2 components (string, long)" in capsys.readouterr().err
+    assert main(["state", str(topo), "--key", '["lab", 3]', "--url", "http://127.0.0.1:1"]) == 2
+    assert "cannot reach http://127.0.0.1:1/state/echo?key=" in capsys.readouterr().err
 
 
 def test_reset_options(capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,6 +156,7 @@ def test_state_asks_the_owner_a_worker_points_to(topo: Path, capsys: pytest.Capt
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         return srv
 
+    (topo.parent / "echo.es").write_text(ECHO.replace("in string S", "in string S group(S)"))
     owner = server(lambda: (200, answer))
     owner.name = "owner"  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{owner.server_address[1]}"

@@ -13,15 +13,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from ..automata.compiled import CompiledProgram
 
 #: The environment variable holding the bearer token of the state endpoint (else --token, else
 #: the topology's state_query.token).
@@ -46,7 +50,13 @@ def setup_state(p: argparse.ArgumentParser) -> None:
         help="the topology; 'dump TOPOLOGY.yaml' writes every instance from the changelog",
     )
     _common(p)
-    p.add_argument("--key", metavar="K", help="the group key: its value, or a JSON array of its components")
+    p.add_argument(
+        "--key",
+        metavar="K",
+        help="the group key: its value (front, 42), or a JSON array of its components in the group's "
+        "order ('[\"lab\", 3]'); a key that does not fit the program's group is refused. A one-string key "
+        "that itself looks like a JSON array is written as a one-element array ('[\"[1, 2]\"]')",
+    )
     p.add_argument("--json", action="store_true", help="print the answer as JSON (for tools)")
     p.add_argument(
         "--url", metavar="URL", help="a worker's HTTP address (default: the topology's health host and port)"
@@ -161,12 +171,9 @@ def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.key is None and _grouped(topo, cfg):
-        print(
-            f"error: program {cfg.name} is grouped: name the key to ask about with --key K (its value, or a JSON "
-            'array of its components, e.g. --key \'["T1", "IBM"]\')',
-            file=sys.stderr,
-        )
+    refused = _key_refusal(_compiled(topo, cfg), cfg.name, args.key)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     token = args.token or os.environ.get(TOKEN_ENV) or topo.state_query.token
     query = "?" + urllib.parse.urlencode({"key": args.key}) if args.key is not None else ""
@@ -183,12 +190,51 @@ def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
     return 0 if status == 200 else 1 if status in (404, 421) else 2
 
 
-def _grouped(topo: Any, cfg: Any) -> bool:
-    """Whether the program is grouped (its key is needed to ask about an instance); a program that
-    does not compile says so (``compile_programs`` prints its errors and raises)."""
+def _compiled(topo: Any, cfg: Any) -> CompiledProgram:
+    """The program, for its group key (what --key must look like); a program that does not
+    compile says so (``compile_programs`` prints its errors and raises)."""
     from ..kafka.supervisor import compile_programs
 
-    return compile_programs(topo, [cfg])[cfg.name].grouped
+    return compile_programs(topo, [cfg])[cfg.name]
+
+
+def _key_refusal(program: CompiledProgram, name: str, key: str | None) -> str | None:
+    """Why ``--key`` does not fit the program's group key, said before any worker is asked (a
+    worker would answer ``absent`` for a key it can never hold), or None when it fits.
+
+    The rule is the worker's (``state.query.parse_key``), with one more refusal: for a key of one
+    component, a JSON array must have one element. Without it, ``--key '["front", 2]'`` asked a
+    program grouped by one string about the string ``["front", 2]``; a string that itself looks
+    like a JSON array is written as a one-element array: ``--key '["[\\"front\\", 2]"]'``."""
+    from ..state.query import BadKey, parse_key
+
+    types = program.program.key_types
+    if key is None and types is not None:
+        return (
+            f"program {name} is grouped: name the key to ask about with --key K (its value, or a JSON "
+            'array of its components, e.g. --key \'["T1", "IBM"]\')'
+        )
+    if types is not None and len(types) == 1 and _array_length(key) not in (None, 1):
+        return (
+            f"program {name} is grouped by one {types[0]}, and --key {shlex.quote(key or '')} is a JSON array of "
+            f"{_array_length(key)} values: give the key's value (--key front), or a one-element array "
+            f"(--key '[\"front\"]'); a string that itself looks like a JSON array goes inside one "
+            f"(--key '[\"[1, 2]\"]' is the string [1, 2])"
+        )
+    try:
+        parse_key(program, key, name)
+    except BadKey as exc:
+        return str(exc)
+    return None
+
+
+def _array_length(text: str | None) -> int | None:
+    """The number of elements of ``text`` read as a JSON array; None when it is not one."""
+    try:
+        value = orjson.loads(text or "")
+    except orjson.JSONDecodeError:
+        return None
+    return len(value) if isinstance(value, list) else None
 
 
 def _get(url: str, token: str | None) -> tuple[int, Any]:
