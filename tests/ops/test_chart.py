@@ -561,6 +561,23 @@ def test_a_topology_state_dir_off_the_volume_is_pointed_at_it(tmp_path: Path) ->
     assert "WARNING: the topology's" not in notes()
 
 
+def test_a_topology_without_a_state_dir_gets_the_volume_without_a_warning(tmp_path: Path) -> None:
+    """A missing state_dir is the usual case (nothing to correct): the chart sets it to the volume
+    and the notes stay quiet; docs/operations.md said they warned, so the guide is held to this."""
+    topology = yaml.safe_load(yaml.safe_load((CHART / "values.yaml").read_text())["topology"])
+    del topology["state_dir"]
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"topology": yaml.safe_dump(topology)}))
+    written = yaml.safe_load(one(render(values), "ConfigMap")["data"]["topology.yaml"])
+    assert written["state_dir"] == "${EVENTSCRIPT_STATE_DIR:-/var/lib/eventscript}"
+    assert "WARNING" not in notes(values=values)
+    guide = " ".join((CHART.parents[1] / "docs" / "operations.md").read_text().split())
+    assert (
+        "A missing one is the usual case (the volume is where the chart keeps state): it is set without a warning"
+        in guide
+    )
+
+
 @pytest.mark.parametrize("kafka", [None, {"client_id": "me"}])
 def test_a_topology_without_a_kafka_address_gets_the_charts(tmp_path: Path, kafka: dict[str, str] | None) -> None:
     """The README's doors topology, deployed as it is, has no kafka section: its workers tried

@@ -122,7 +122,8 @@ reachable by the kubelet (host 0.0.0.0 unless the topology names one) on the cha
 {{- $_ := set $topology "kafka" $kafka }}
 {{- end }}
 {{- /* State outside the volume would be lost with the pod (and written to a read-only root): a
-       missing or literal state_dir is pointed at the volume; NOTES.txt warns (eventscript.strayStateDirs). */}}
+       missing or literal state_dir is pointed at the volume; NOTES.txt warns of a literal one only
+       (eventscript.strayStateDirs): a missing one is the usual case, nothing to correct. */}}
 {{- $volume := printf "${EVENTSCRIPT_STATE_DIR:-%s}" .Values.stateDir }}
 {{- if not (include "eventscript.onStateVolume" (list (get $topology "state_dir") .Values.stateDir)) }}
 {{- $_ := set $topology "state_dir" $volume }}
