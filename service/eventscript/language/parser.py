@@ -150,6 +150,11 @@ def _as_comparison(first: Token, eq: Token, last: Token) -> str:
     return _written_as(first, last, [(eq, "==")]) or "x == 3"
 
 
+def _kind(tok: Token) -> str:
+    """An operator token as the tree names it: its kind."""
+    return tok.kind
+
+
 def _describe(tok: Token) -> str:
     if tok.kind == "EOF":
         return "the end of the file"
@@ -965,7 +970,12 @@ class Parser:
             raise ParseError(eq.pos, "no one text")  # across an include: only a generic hint
         return target, value
 
-    def _binary(self, ops: tuple[str, ...], sub: Callable[[], ast.Expr]) -> ast.Expr:
+    def _binary(
+        self, ops: tuple[str, ...], sub: Callable[[], ast.Expr], read: Callable[[Token], str] = _kind
+    ) -> ast.Expr:
+        """A left-associated chain of ``sub``s joined by the operators ``ops``, each read as
+        ``read`` says (its own kind; '==' for '=' while a slip is read again:
+        ``_equality_reading_equals``)."""
         left = sub()
         operators = self.operators
         try:
@@ -973,7 +983,7 @@ class Parser:
                 op = self.advance()
                 self._operator(op.pos)  # a+b+c is a tree of depth two, at one level of nesting
                 right = sub()
-                left = ast.Binary(op.pos, op.kind, left, right)
+                left = ast.Binary(op.pos, read(op), left, right)
             return left
         finally:
             self.operators = operators
@@ -1128,18 +1138,14 @@ class Parser:
 
     def _equality_reading_equals(self, equals: list[Token]) -> ast.Expr:
         """parse_eq, but taking '=' for '==' and adding each such '=' to ``equals``."""
-        left = self.parse_rel()
-        operators = self.operators
-        try:
-            while self.at("==", "!=", "="):
-                op = self.advance()
-                if op.kind == "=":
-                    equals.append(op)
-                self._operator(op.pos)
-                left = ast.Binary(op.pos, "!=" if op.kind == "!=" else "==", left, self.parse_rel())
-            return left
-        finally:
-            self.operators = operators
+
+        def read(op: Token) -> str:
+            if op.kind == "=":
+                equals.append(op)
+                return "=="
+            return op.kind
+
+        return self._binary(("==", "!=", "="), self.parse_rel, read)
 
     def parse_field_init(self) -> ast.FieldInit:
         name = self.expect_field_name()

@@ -23,7 +23,6 @@ keeps one instance per group key, and writes outputs and ``$error`` events to to
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import types
@@ -44,6 +43,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..language.hints import closest
 from .errors import TopologyError
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -463,8 +463,8 @@ def _loc(loc: tuple[Any, ...]) -> str:
 def _unknown_setting(loc: tuple[Any, ...]) -> str:
     """The message for a setting no model declares, naming the setting meant when its name is
     close to one accepted at that place (``ouputs``: ``outputs``), since a typo is the usual cause."""
-    near = difflib.get_close_matches(str(loc[-1]), _settings_at(loc[:-1]), n=1, cutoff=0.75)
-    meant = f": did you mean {near[0]}?" if near else ""
+    near = closest(str(loc[-1]), _settings_at(loc[:-1]))  # (the compiler's did-you-mean for names)
+    meant = f": did you mean {near}?" if near else ""
     return f"unknown setting{meant} (check its spelling and indentation)"
 
 
