@@ -1,0 +1,4 @@
+in string A group(A)
+out string Started
+
+{ !>Started(group[0]); }
