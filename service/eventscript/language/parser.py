@@ -1153,7 +1153,10 @@ class Parser:
         return ast.FieldInit(name.text, self.parse_expr(), name.pos)
 
 
-def parse(source: SourceFile, diagnostics: Diagnostics) -> ast.Program:
-    """Parse a program (resolving includes); syntax errors go to ``diagnostics``."""
-    tokens = tokenize(source, diagnostics)
+def parse(
+    source: SourceFile, diagnostics: Diagnostics, *, on_line_comment: Callable[[Pos, str], None] | None = None
+) -> ast.Program:
+    """Parse a program (resolving includes); syntax errors go to ``diagnostics``, and each line
+    comment to ``on_line_comment`` (the lexer's: allow comments, language/allow.py)."""
+    tokens = tokenize(source, diagnostics, on_line_comment=on_line_comment)
     return Parser(tokens, diagnostics).parse_program()
