@@ -322,3 +322,24 @@ def test_a_dry_run_says_when_the_reset_would_be_refused_now(
     said = "note: run now, the reset would be refused: group eventscript.echo is stable with members eventscript@/"
     assert (said in out) is refused, out
     assert out.endswith("(dry run: nothing changed)\n")
+
+
+@pytest.mark.parametrize(
+    ("consumer", "said"),
+    [
+        ("", "session.timeout.ms: 45 s by default, 6 s for the workers of 'eventscript dev', after they stopped"),
+        ("  consumer: {session.timeout.ms: 10000}\n", "session.timeout.ms: 10 s, after they stopped"),
+    ],
+)
+def test_a_refusal_quotes_the_session_timeout_that_applies(
+    topo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, consumer: str, said: str
+) -> None:
+    """A reset aimed at 'eventscript dev''s broker quoted 45 s where dev's workers leave after 6 s:
+    without a timeout in the topology, both are said; a timeout it sets applies to every worker."""
+    from eventscript.kafka import reset
+
+    topo.write_text(topo.read_text().replace("programs:\n", consumer + "programs:\n", 1))
+    monkeypatch.setattr(reset, "plan_reset", lambda topo, cfg, **_: reset.ResetPlan(cfg.name, topo.group_id(cfg)))
+    monkeypatch.setattr(reset, "group_members", lambda topo, cfg: ("STABLE", ["eventscript@/10.0.0.7 (static: w-0)"]))
+    assert main(["reset", str(topo), "--dry-run"]) == 0
+    assert f"stay members until their session times out ({said})" in capsys.readouterr().out

@@ -129,3 +129,32 @@ def test_test_w_leaves_out_the_accepted(tmp_path: Path, capsys: pytest.CaptureFi
     program.write_text(_allowed(FOREVER, 3, "// eventscript: allow never-ends"), encoding="utf-8")
     assert cli_main(["test", "-W", "--trace", str(trace), str(program)]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_an_allow_written_in_a_string_literal_is_text_not_a_comment() -> None:
+    """Only what the lexer reads as a comment can accept a warning: an emitted message that
+    quotes an allow comment accepts nothing."""
+    text = FOREVER.replace("out long L", "out long L, string S").replace(
+        "!>L(x);", '!>L(x); !>S("// eventscript: allow never-ends");'
+    )
+    assert _codes(text) == ["never-ends"]
+    assert allows_in(SourceFile("p.es", text)) == []
+
+
+def test_allows_in_an_included_file_work_there_and_are_warned_of_at_their_own_place(tmp_path: Path) -> None:
+    """An included file's allows accept its warnings, and one naming an unknown code (or
+    accepting nothing) is warned of at the included file's file:line:col, even when no other
+    warning points into that file."""
+    (tmp_path / "decls.es").write_text(
+        "in long A group(A) // eventscript: allow never-endz\nout long L // eventscript: allow ambiguous\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "body.es").write_text("( A(x) { !>L(x); } )* // eventscript: allow never-ends\n", encoding="utf-8")
+    (tmp_path / "p.es").write_text('#include "decls.es"\n#include "body.es"\n', encoding="utf-8")
+    comp = compile_source(SourceFile.read(tmp_path / "p.es"))
+    assert comp.accepted == 1
+    found = sorted((d.code, str(d.pos)) for d in comp.diagnostics.warnings)
+    assert found == [
+        ("unknown-allow", f"{tmp_path / 'decls.es'}:1:42"),
+        ("unused-allow", f"{tmp_path / 'decls.es'}:2:34"),
+    ]

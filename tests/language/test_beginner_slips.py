@@ -251,3 +251,46 @@ def test_a_variable_never_set_is_offered_the_close_name_of_one_that_is() -> None
         w for w in check_source(text.replace("ip = f.ip", "zz = f.ip")).diagnostics.warnings if "'ipp'" in w.message
     ]
     assert w.hint == "set it in an action (x = ...;) or with an event marker (Event(x))"  # nothing close: as before
+
+
+TEMP_CASE = "case { Temp < 0.0 ? Freezing : Warm }"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            f"in double Temp\nout long L\n( Temp(t) {{ {TEMP_CASE}; !>L(1); }} )*",
+            "a case clause cannot stand in an action or an expression",
+        ),
+        (
+            "in double Temp\nout long L\n( Temp(t) { !>L(case { Temp < 0.0 ? 1 : 2 }); } )*",
+            "a case clause cannot stand in an action or an expression",
+        ),
+        (
+            f"in double Temp\nout long L\n( Temp(t) {TEMP_CASE} {{ !>L(1); }} )*",
+            "cannot stand in the regular expression",
+        ),
+        (
+            f"in double Temp\nout long L\n( Temp(t) {{ !>L(1); }} )* {TEMP_CASE}",
+            "cannot stand in the regular expression",
+        ),
+        (
+            f"in double Temp\nout long L\n( Temp(t) {{ !>L(1); }} | {TEMP_CASE} )*",
+            "cannot stand in the regular expression",
+        ),
+        (f"in double Temp\nout long L\n{TEMP_CASE}\n( Temp(t) )*", "cannot stand on its own, after the declarations"),
+        (f"in double Temp\nout long L {TEMP_CASE}\n( Temp(t) )*", "an output event has no case clause"),
+        (f"in double {TEMP_CASE} Temp\nout long L\n( Temp(t) )*", "comes after the input's name, not before it"),
+        (f"in {TEMP_CASE} double Temp\nout long L\n( Temp(t) )*", "comes after the input's type and name"),
+        (f"in double Temp, {TEMP_CASE}\nout long L\n( Temp(t) )*", "follows its input's name without a ','"),
+    ],
+)
+def test_a_case_clause_in_the_wrong_place_says_where_it_belongs(text: str, message: str) -> None:
+    """A case clause written in an action, after a marker or an output, or in the wrong place of an
+    input's declaration was 'expected an expression', "expected ')'", 'expected a type' (with the
+    list of types) or 'expected an event marker': none said that it belongs after an input's name."""
+    err = only_error(text)
+    assert message in err.message
+    assert err.pos.source.text.startswith("case", err.pos.offset)  # the caret is on 'case'
+    assert err.hint is not None and "in double Temp case { Temp < 0.0 ? Freezing : Warm }" in err.hint

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from eventscript.automata.compile import compile_source
+from eventscript.automata.compile import compile_file, compile_source
 from eventscript.engine import context
 from eventscript.kafka.restore import Restoration
 from eventscript.state.changelog import SINGLE_KEY, TIMERS_KEY, UNTAGGED_KEY, Position
@@ -21,6 +21,7 @@ from eventscript.task.task import Task
 from eventscript.task.versions import fingerprint_of, read_version_record, version_key
 from eventscript.topology.config import InputConfig, ProgramConfig
 from eventscript.upgrade.convert import UpgradeRefused
+from eventscript.upgrade.places import source_places
 
 from .test_task_parts import PlainRecord
 from .test_uncommitted_batches import CHANGELOG, ChangelogPartition, commit
@@ -43,7 +44,8 @@ T0 = 1_767_225_600_000  # ms
 MINUTE = 60_000
 
 
-def make_task(store: Path, src: str, policy: str = "refuse") -> Task:
+def make_task(store: Path, src: str | Path, policy: str = "refuse") -> Task:
+    """A task of program ``src``: its text, or its file (a refusal can point into that file)."""
     cfg = ProgramConfig(
         name="p",
         source="p.es",
@@ -53,7 +55,8 @@ def make_task(store: Path, src: str, policy: str = "refuse") -> Task:
         errors="err",
         upgrade=policy,  # type: ignore[arg-type]
     )
-    return Task(0, compile_source(src, name="p").require(), cfg, cfg.inputs, "p-rep", CHANGELOG, 1, store)
+    compiled = compile_file(src) if isinstance(src, Path) else compile_source(src, name="p")
+    return Task(0, compiled.require(), cfg, cfg.inputs, "p-rep", CHANGELOG, 1, store)
 
 
 def tick(offset: int, key: str, at_ms: int) -> PlainRecord:
@@ -67,7 +70,7 @@ def process(task: Task, *records: PlainRecord) -> list[dict[str, Any]]:
     return [orjson.loads(r.value) for r in task.take_outputs() if r.topic == "out"]
 
 
-def restore(store: Path, log: ChangelogPartition, committed: Position, src: str, policy: str = "refuse") -> Task:
+def restore(store: Path, log: ChangelogPartition, committed: Position, src: str | Path, policy: str = "refuse") -> Task:
     task = make_task(store, src, policy)
     restoration = Restoration("p", log, CHANGELOG, {0: task}, {0: committed})
     restoration.begin()
@@ -158,6 +161,23 @@ def test_restart_drops_the_old_instances_even_when_the_plan_cannot_be_applied(tm
     commit(v2, log, succeeds=True)
     assert written(log, start)[orjson.dumps(["a"])] is None  # a tombstone for the dropped instance
     v2.close()
+
+
+def test_a_refusal_for_the_plan_s_problems_points_at_the_new_program_s_source(tmp_path: Path) -> None:
+    """The worker's refusal says file:line:col in the new program's source, as 'eventscript
+    upgrade plan' does for the same problem (the places are the plan's: upgrade/places.py)."""
+    log, committed = run_v1(tmp_path)
+    program = tmp_path / "p.es"
+    program.write_text(REKEYED, encoding="utf-8")
+    with pytest.raises(UpgradeRefused) as caught:
+        restore(tmp_path / "carry", log, committed, program, "carry")
+    col = REKEYED.split("\n")[1].index("group(") + 1
+    assert f"cannot be applied: {program}:2:{col}: input Tick: its group clause changed" in str(caught.value)
+    # a source changed since it was compiled would give wrong lines: none are given then
+    compiled = compile_file(program).require()
+    assert source_places(compiled).group() is not None
+    program.write_text("// edited\n" + REKEYED, encoding="utf-8")
+    assert source_places(compiled).group() is None
 
 
 def test_an_ungrouped_instance_carries_too(tmp_path: Path) -> None:

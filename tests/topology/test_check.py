@@ -212,3 +212,23 @@ def test_a_bad_topology_file_is_a_usage_error(tmp_path: Path, capsys: pytest.Cap
     path.write_text("programs: []\n", encoding="utf-8")
     assert main(["topology", "check", str(path)]) == 2
     assert "invalid topology" in capsys.readouterr().err
+
+
+def test_a_variable_not_set_here_is_a_warning_of_the_check_and_an_error_of_a_run(
+    write_topology: Callable[..., Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A topology for the chart reads its Kafka address as ${KAFKA_BOOTSTRAP_SERVERS}: checking
+    its links needs no deployment environment, so the check warns (file:line:col, how to give a
+    default) rather than failing; a command that runs it still stops."""
+    monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
+    path = write_topology({"kafka": {"bootstrap_servers": "${KAFKA_BOOTSTRAP_SERVERS}"}, **two_stage()}, OK)
+    assert main(["topology", "check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"{path}:2:22: warning: kafka.bootstrap_servers: environment variable KAFKA_BOOTSTRAP_SERVERS is not "
+        f"set: checked with '${{KAFKA_BOOTSTRAP_SERVERS}}' as written [unset-variable]"
+    ) in out
+    assert "give a default (${KAFKA_BOOTSTRAP_SERVERS:-default})" in out
+    assert main(["topology", "check", "--strict", str(path)]) == 1
+    assert main(["run", str(path)]) == 2
+    assert "environment variable KAFKA_BOOTSTRAP_SERVERS is not set" in capsys.readouterr().err

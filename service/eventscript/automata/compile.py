@@ -69,11 +69,11 @@ def compile_source(
         source = SourceFile(name=name or "<program>", text=source)
     if name is None:
         name = Path(source.name).stem if source.name and not source.name.startswith("<") else "program"
-    acceptance = Acceptance(source)
+    acceptance = Acceptance()
     d = Diagnostics(accept=acceptance.accepts)
     try:
         with _collector_paused():
-            comp = _compile(source, name, d, state_limit, resolve_externals, force_lazy)
+            comp = _compile(source, name, d, acceptance, state_limit, resolve_externals, force_lazy)
     except RecursionError:
         # The parser bounds nesting, so this is a last resort: report, never raise.
         d.error(
@@ -107,9 +107,15 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _compile(
-    source: SourceFile, name: str, d: Diagnostics, state_limit: int, resolve_externals: bool, force_lazy: bool
+    source: SourceFile,
+    name: str,
+    d: Diagnostics,
+    acceptance: Acceptance,
+    state_limit: int,
+    resolve_externals: bool,
+    force_lazy: bool,
 ) -> Compilation:
-    tree = parse(source, d)
+    tree = parse(source, d, on_line_comment=acceptance.read_comment)
     if d.has_errors:
         return Compilation(d)
     checked = check(tree, d, resolve_externals=resolve_externals)

@@ -250,6 +250,7 @@ def _dev_on_broker(
     trace, run, show."""
     from ..brokers.apache import KafkaNotFetched, KafkaStartError
     from ..kafka.broker import BrokerError
+    from ..kafka.clients import DEV_SESSION_TIMEOUT_MS
     from ..kafka.supervisor import TopologyRunner
     from ..kafka.tools import produce_trace, tail
     from ..topology.config import TopologyError
@@ -269,7 +270,7 @@ def _dev_on_broker(
     try:
         topo.kafka.bootstrap_servers = bootstrap
         # Tansu makes a group's first join wait half the session timeout: keep it short here.
-        topo.kafka.consumer.setdefault("session.timeout.ms", 6000)
+        topo.kafka.consumer.setdefault("session.timeout.ms", DEV_SESSION_TIMEOUT_MS)
         topo.kafka.consumer.setdefault("heartbeat.interval.ms", 1000)
         if args.broker == "embedded":
             # Tansu 0.6 mishandles static group members (a joining member gets no tasks).

@@ -44,18 +44,21 @@ def setup(p: argparse.ArgumentParser) -> None:
     g.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, FILE.png or FILE.dot")
 
 
-def _load(path: str):
+def _load(path: str, structure_only: bool):
     from ..topology.model import load_graph
 
     try:
-        return load_graph(path, DEFAULT_STATE_LIMIT)
+        return load_graph(path, DEFAULT_STATE_LIMIT, structure_only=structure_only)
     except TopologyError as exc:
         print(str(exc), file=sys.stderr)
         return None
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = _load(args.topology)
+    # Only 'plan' with a broker needs the deployment's environment (the Kafka address): the
+    # others read the topology's structure, and 'check' warns of each variable not set here.
+    to_broker = args.topology_command == "plan" and (args.bootstrap_servers or args.apply)
+    graph = _load(args.topology, structure_only=not to_broker)
     if graph is None:
         return 2
     return {"check": _check, "plan": _plan, "graph": _graph}[args.topology_command](graph, args)

@@ -72,6 +72,12 @@ def common(kafka: KafkaConfig) -> dict[str, Any]:
     return conf
 
 
+#: The session timeout of the workers ``eventscript dev`` runs when the topology's ``kafka.consumer``
+#: sets none: short, since its broker (Tansu) makes a group's first join wait half of it. A reset
+#: against dev's broker quotes it (kafka/reset.py).
+DEV_SESSION_TIMEOUT_MS = 6_000
+
+
 def consumer_config(kafka: KafkaConfig, group_id: str, **overrides: Any) -> dict[str, Any]:
     conf = common(kafka)
     conf.update(

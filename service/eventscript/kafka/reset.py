@@ -126,6 +126,17 @@ def session_timeout_s(topo: Topology) -> float:
     return int(clients.consumer_config(topo.kafka, "-")["session.timeout.ms"]) / 1000
 
 
+def _session_timeout_words(topo: Topology) -> str:
+    """The workers' session timeout as a refusal quotes it. A timeout the topology sets applies to
+    every worker; without one, the workers of ``eventscript dev`` (the reset may be aimed at its
+    broker) use a shorter one than deployed workers, and the refusal cannot tell which ran."""
+    timeout = session_timeout_s(topo)
+    if "session.timeout.ms" in topo.kafka.consumer:
+        return f"session.timeout.ms: {timeout:g} s"
+    dev = clients.DEV_SESSION_TIMEOUT_MS / 1000
+    return f"session.timeout.ms: {timeout:g} s by default, {dev:g} s for the workers of 'eventscript dev'"
+
+
 def _has_members(state: str, members: list[str]) -> bool:
     return bool(members) or state not in ("EMPTY", "DEAD", "UNKNOWN")
 
@@ -152,9 +163,9 @@ def _members_refusal(topo: Topology, group: str, state: str, members: list[str])
         + ": stop every worker of the program first, then reset. "
         + (
             f"Stopped workers with static membership stay members until their session times out "
-            f"(session.timeout.ms: {timeout:g} s after they stopped)"
+            f"({_session_timeout_words(topo)}, after they stopped)"
             if static
-            else f"A worker that crashed leaves when its session times out ({timeout:g} s)"
+            else f"A worker that crashed leaves when its session times out ({_session_timeout_words(topo)})"
         )
         + f"; give --wait {max(2 * timeout, 30):g} to wait for the group to empty"
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .check_hints import suggest
 from .diagnostics import Diagnostic, Diagnostics, Severity
+from .lexer import tokenize
 from .source import Pos, SourceFile
 
 #: Each compiler warning's code and what it means (docs/language.md, 9.2, has the same table).
@@ -48,37 +49,58 @@ class Allowed:
     line: int
 
 
-#: ``eventscript: allow`` in a line comment, and the comma-separated codes after it.
+#: ``eventscript: allow`` in a line comment (from its ``//``), and the comma-separated codes after it.
 _ALLOW = re.compile(r"//.*?\beventscript:\s*allow\b(?P<codes>[ \t]*[\w-]+(?:[ \t]*,[ \t]*[\w-]+)*)?")
 _CODE = re.compile(r"[\w-]+")
-_COMMENT_ONLY = re.compile(r"[ \t]*//")
+
+
+class FileComments:
+    """The line comments the lexer read in one file (the program or a file it includes), and the
+    allows among them. Only the lexer knows what is a comment: ``"// eventscript: allow ..."``
+    in a string literal is text."""
+
+    def __init__(self, source: SourceFile) -> None:
+        self.source = source
+        #: The lines holding nothing but a comment (an allow there covers the next other line).
+        self._alone: set[int] = set()
+        self._allow_comments: list[tuple[Pos, str]] = []
+        self._allows: list[Allowed] | None = None
+
+    def add(self, pos: Pos, text: str) -> None:
+        """One line comment, at ``pos``, its text from ``//`` (the lexer's ``on_line_comment``)."""
+        if not self.source.line_text(pos.line)[: pos.col - 1].strip():
+            self._alone.add(pos.line)
+        if "eventscript:" in text:
+            self._allow_comments.append((pos, text))
+            self._allows = None
+
+    def allows(self) -> list[Allowed]:
+        """The codes the allow comments name, each with the line it covers: its own line, or, for a
+        comment alone on its line, the next line that is not a comment alone."""
+        if self._allows is None:
+            self._allows = []
+            for pos, text in self._allow_comments:
+                m = _ALLOW.match(text)
+                if m is not None:
+                    covered = self._covered_line(pos.line) if pos.line in self._alone else pos.line
+                    codes_at = m.start("codes") if m["codes"] else m.end()
+                    self._allows += _codes(self.source, pos.offset + codes_at, m["codes"] or "", covered)
+        return self._allows
+
+    def _covered_line(self, line: int) -> int:
+        """The line a comment alone on ``line`` covers: the next that is not a comment alone (so
+        that a reason and an allow can stand on lines of their own above the code)."""
+        following = line + 1
+        while following in self._alone:
+            following += 1
+        return following
 
 
 def allows_in(source: SourceFile) -> list[Allowed]:
-    """The codes the allow comments of ``source`` name, each with the line it covers: its own
-    line, or, for a comment alone on its line, the next line that is not a comment alone."""
-    found: list[Allowed] = []
-    if "eventscript:" not in source.text:  # most programs: no line to look at
-        return found
-    lines = source.text.split("\n")
-    start = 0
-    for number, text in enumerate(lines, 1):
-        m = _ALLOW.search(text)
-        if m is not None:
-            covered = _covered_line(lines, number) if _COMMENT_ONLY.match(text) else number
-            codes_at = m.start("codes") if m["codes"] else m.end()
-            found += _codes(source, start + codes_at, m["codes"] or "", covered)
-        start += len(text) + 1
-    return found
-
-
-def _covered_line(lines: list[str], number: int) -> int:
-    """The line a comment alone on line ``number`` covers: the next that is not a comment alone
-    (so that a reason and an allow can stand on lines of their own above the code)."""
-    following = number + 1
-    while following <= len(lines) and _COMMENT_ONLY.match(lines[following - 1]):
-        following += 1
-    return following
+    """The codes the allow comments of ``source`` itself name (not of the files it includes)."""
+    comments = FileComments(source)
+    tokenize(source, Diagnostics(), allow_include=False, on_line_comment=comments.add)
+    return comments.allows()
 
 
 def _codes(source: SourceFile, offset: int, text: str, covered: int) -> list[Allowed]:
@@ -88,29 +110,30 @@ def _codes(source: SourceFile, offset: int, text: str, covered: int) -> list[All
 
 
 class Acceptance:
-    """The allow comments of one compilation: which warnings they accept, and what is wrong with
-    them (a code that is no warning's; an allow that accepted nothing)."""
+    """The allow comments of one compilation (the program's and its included files', as the lexer
+    reads them: ``parse(..., on_line_comment=acceptance.read_comment)``): which warnings they
+    accept, and what is wrong with them (a code that is no warning's; an allow that accepted
+    nothing)."""
 
-    def __init__(self, main: SourceFile) -> None:
-        self._files: dict[int, list[Allowed]] = {}
+    def __init__(self) -> None:
+        self._files: dict[int, FileComments] = {}
         self._used: set[int] = set()
         #: How many warnings were accepted (``check`` says so).
         self.accepted = 0
-        self._scan(main)
 
-    def _scan(self, source: SourceFile) -> list[Allowed]:
-        """The allows of ``source``, read once (an included file's, when a warning first points
-        into it)."""
-        allows = self._files.get(id(source))
-        if allows is None:
-            allows = self._files[id(source)] = allows_in(source)
-        return allows
+    def read_comment(self, pos: Pos, text: str) -> None:
+        """One line comment of the program or of a file it includes, as the lexer reads it."""
+        comments = self._files.get(id(pos.source))
+        if comments is None:
+            comments = self._files[id(pos.source)] = FileComments(pos.source)
+        comments.add(pos, text)
 
     def accepts(self, d: Diagnostic) -> bool:
         """Whether an allow comment accepts ``d`` (a warning with a code, on the allow's line)."""
         if d.severity is not Severity.WARNING or not d.code:
             return False
-        for a in self._scan(d.pos.source):
+        comments = self._files.get(id(d.pos.source))
+        for a in comments.allows() if comments else []:
             if a.code == d.code and a.line == d.pos.line:
                 self._used.add(id(a))
                 self.accepted += 1
@@ -121,8 +144,8 @@ class Acceptance:
         """Warn about allows naming unknown codes, and, when ``complete`` (the program compiled
         without errors and every analysis ran to the end), about allows that accepted nothing: an
         allow left behind after a fix would hide a later warning of its kind on that line."""
-        for allows in self._files.values():
-            for a in allows:
+        for comments in self._files.values():
+            for a in comments.allows():
                 if a.code not in WARNING_CODES:
                     d.warning(a.pos, _unknown_message(a.code), _unknown_hint(a.code), "unknown-allow")
                 elif complete and id(a) not in self._used:

@@ -8,6 +8,7 @@ Tokens from an included file keep positions in that file.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -168,9 +169,19 @@ class Token:
 class Lexer:
     """Turns one source file (and what it includes) into a token list."""
 
-    def __init__(self, diagnostics: Diagnostics, *, allow_include: bool = True) -> None:
+    def __init__(
+        self,
+        diagnostics: Diagnostics,
+        *,
+        allow_include: bool = True,
+        on_line_comment: Callable[[Pos, str], None] | None = None,
+    ) -> None:
         self.diagnostics = diagnostics
         self.allow_include = allow_include
+        #: Told of each line comment (where it starts, its text from ``//``), of the program and
+        #: of what it includes: allow comments (language/allow.py) are comments only where the
+        #: lexer reads one, not inside a string literal.
+        self.on_line_comment = on_line_comment
         self._stack: list[Path] = []
 
     def tokenize(self, source: SourceFile) -> list[Token]:
@@ -255,6 +266,8 @@ class Lexer:
                     line_start = last_newline + 1
                 i = close + 2
                 continue
+            elif kind == "line_comment" and self.on_line_comment is not None:
+                self.on_line_comment(Pos(src, i, line, i - line_start + 1), m["line_comment"])
             # else: blanks, or a line comment (which ends before its newline)
             i = m.end()
 
@@ -428,5 +441,11 @@ class Lexer:
         return end
 
 
-def tokenize(source: SourceFile, diagnostics: Diagnostics, *, allow_include: bool = True) -> list[Token]:
-    return Lexer(diagnostics, allow_include=allow_include).tokenize(source)
+def tokenize(
+    source: SourceFile,
+    diagnostics: Diagnostics,
+    *,
+    allow_include: bool = True,
+    on_line_comment: Callable[[Pos, str], None] | None = None,
+) -> list[Token]:
+    return Lexer(diagnostics, allow_include=allow_include, on_line_comment=on_line_comment).tokenize(source)

@@ -48,6 +48,14 @@ EXPRESSION_DEPTH_HINT = (
     "s = a + b + ...; s = s + ...;"
 )
 
+#: Where a ``case { ... }`` clause belongs, for one written anywhere else (in an action, after a
+#: marker, after an output): a user who meant to classify events is shown the declaration form.
+CASE_HINT = (
+    "a case clause classifies an input's events where the input is declared, after its name: "
+    "in double Temp case { Temp < 0.0 ? Freezing : Warm }; the regular expression then matches "
+    "the classes as markers: Freezing(t)"
+)
+
 FIELDS_HINT = "structure fields are separated by ';': { string name; double value; }"
 COMMA_FIELDS_HINT = "structure fields are separated by ';', not ',': { string name; double value; }"
 
@@ -153,6 +161,11 @@ def _as_comparison(first: Token, eq: Token, last: Token) -> str:
 def _kind(tok: Token) -> str:
     """An operator token as the tree names it: its kind."""
     return tok.kind
+
+
+def _misplaced_case(tok: Token, where: str) -> ParseError:
+    """A ``case`` clause written ``where`` it cannot stand (only an input's declaration has one)."""
+    return ParseError(tok.pos, f"a case clause cannot stand {where}: it belongs to an input's declaration", CASE_HINT)
 
 
 def _describe(tok: Token) -> str:
@@ -269,6 +282,8 @@ class Parser:
             return ast.Program(decls, None, start)
         try:
             self.depth = self.operators = 0
+            if self.at("case"):
+                raise self._case_after_declarations(decls)
             regex = self.parse_regex()
             if self.at(*DECL_KEYWORDS):
                 raise ParseError(
@@ -283,6 +298,17 @@ class Parser:
         except ParseError as e:
             self.diagnostics.error(e.pos, e.message, e.hint)
         return ast.Program(decls, regex, start)
+
+    def _case_after_declarations(self, decls: list[ast.Decl]) -> ParseError:
+        """``case`` where the regular expression starts: after an output's name (outputs are not
+        classified), or on a line of its own."""
+        if decls and isinstance(decls[-1], ast.OutputDecl) and self.tok.pos.line == self.toks[self.i - 1].pos.line:
+            return ParseError(
+                self.tok.pos,
+                "an output event has no case clause: a case clause classifies an input's events",
+                CASE_HINT,
+            )
+        return _misplaced_case(self.tok, "on its own, after the declarations")
 
     def _regex_hint(self) -> str | None:
         t = self.tok
@@ -392,7 +418,11 @@ class Parser:
         return ty
 
     def parse_input_entry(self) -> ast.InputEntry:
+        if self.at("case"):
+            raise self._case_before_input()
         ty = self.parse_type()
+        if self.at("case"):
+            raise ParseError(self.tok.pos, "a case clause comes after the input's name, not before it", CASE_HINT)
         name = self.expect("IDENT", "an input event name")
         entry = ast.InputEntry(ty, name.text, name.pos)
         while self.at("group", "case"):
@@ -414,6 +444,15 @@ class Parser:
                 self.expect("}")
                 entry.case, entry.case_pos = self._case_node(e), t.pos
         return entry
+
+    def _case_before_input(self) -> ParseError:
+        """``case`` where an input's type is expected: after ``in``, or after a ',' that ends the
+        input it was meant for (``in double Temp, case { ... }``)."""
+        if self.toks[self.i - 1].kind == ",":
+            message = "a case clause follows its input's name without a ',' (a ',' starts the next input)"
+        else:
+            message = "a case clause comes after the input's type and name, not before them"
+        return ParseError(self.tok.pos, message, CASE_HINT)
 
     def _case_node(self, e: ast.Expr) -> ast.CaseNode:
         if isinstance(e, ast.Name):
@@ -501,6 +540,8 @@ class Parser:
         return left
 
     def parse_seq(self) -> ast.Regex:
+        if self.at("case"):
+            raise _misplaced_case(self.tok, "in the regular expression")
         if not self.at(*_ATOM_START):
             raise ParseError(
                 self.tok.pos,
@@ -510,6 +551,8 @@ class Parser:
         items = [self.parse_postfix()]
         while self.at(*_ATOM_START):
             items.append(self.parse_postfix())
+        if self.at("case"):  # (nothing else in the language follows a marker with 'case')
+            raise _misplaced_case(self.tok, "in the regular expression")
         return items[0] if len(items) == 1 else ast.RSeq(items[0].pos, items)
 
     def _at_multiplier(self) -> bool:
@@ -1108,6 +1151,8 @@ class Parser:
             return ast.NewArray(t.pos, elem, size)
         if k == "!>":
             raise ParseError(t.pos, "an emit action cannot be used as a value")
+        if k == "case":
+            raise _misplaced_case(t, "in an action or an expression")
         raise ParseError(t.pos, f"expected an expression, found {_describe(t)}")
 
     def _comparison_in_parentheses(self, open_: Token, inside: int) -> ast.Expr | None:
@@ -1153,7 +1198,10 @@ class Parser:
         return ast.FieldInit(name.text, self.parse_expr(), name.pos)
 
 
-def parse(source: SourceFile, diagnostics: Diagnostics) -> ast.Program:
-    """Parse a program (resolving includes); syntax errors go to ``diagnostics``."""
-    tokens = tokenize(source, diagnostics)
+def parse(
+    source: SourceFile, diagnostics: Diagnostics, *, on_line_comment: Callable[[Pos, str], None] | None = None
+) -> ast.Program:
+    """Parse a program (resolving includes); syntax errors go to ``diagnostics``, and each line
+    comment to ``on_line_comment`` (the lexer's: allow comments, language/allow.py)."""
+    tokens = tokenize(source, diagnostics, on_line_comment=on_line_comment)
     return Parser(tokens, diagnostics).parse_program()

@@ -44,11 +44,12 @@ def without_folder(text: str, folder: Path) -> str:
     return text.replace(str(folder) + "/", "")
 
 
-def load(folder: Path, resolve_externals: bool) -> TopologyGraph:
-    """The topology in ``folder``, its programs compiled (``TopologyError`` for a bad file)."""
+def load(folder: Path, resolve_externals: bool, *, structure_only: bool = False) -> TopologyGraph:
+    """The topology in ``folder``, its programs compiled (``TopologyError`` for a bad file);
+    ``structure_only`` for the live check, as ``topology check`` reads it (``load_graph``)."""
     from ..topology.model import load_graph
 
-    return load_graph(folder / TOPOLOGY_FILE, resolve_externals=resolve_externals)
+    return load_graph(folder / TOPOLOGY_FILE, resolve_externals=resolve_externals, structure_only=structure_only)
 
 
 def diagnostics(sources: list[Source], yaml_text: str, resolve_externals: bool) -> list[dict[str, Any]]:
@@ -59,7 +60,7 @@ def diagnostics(sources: list[Source], yaml_text: str, resolve_externals: bool) 
 
     with topology_folder(sources, yaml_text) as folder:
         try:
-            graph = load(folder, resolve_externals)
+            graph = load(folder, resolve_externals, structure_only=True)
         except TopologyError as exc:
             return error_diagnostics(without_folder(str(exc), folder))
         # (Not the programs' own warnings, ``program-warning``: each program's panel shows them in

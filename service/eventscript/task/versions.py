@@ -39,6 +39,7 @@ from ..state.store import TaskStore, parse_index_key, snapshot_fields
 from ..upgrade.convert import Conversion, UpgradeRefused
 from ..upgrade.fingerprint import fingerprint
 from ..upgrade.loader import UpgradeLoader
+from ..upgrade.places import source_places
 from ..upgrade.plan import CARRIED, ENDED, RESTARTED
 
 log = logging.getLogger("eventscript.task")
@@ -202,7 +203,8 @@ class ProgramVersions:
                 "%s task %d: stored instances of version %s restart (upgrade: restart)", self.name, self.partition, fp
             )
             return None
-        loader = UpgradeLoader(old, self.compiled, self.policy, self.name)
+        # (the places of this program's source: a refusal points at the lines to edit)
+        loader = UpgradeLoader(old, self.compiled, self.policy, self.name, source_places(self.compiled))
         try:
             loader.admit()
         except UpgradeRefused as exc:

@@ -34,6 +34,7 @@ def check(graph: TopologyGraph) -> list[Finding]:
     out += _unread_outputs(graph)
     out += _unfed_inputs(graph)
     out += external_sources(graph)
+    out += _unset_variables(graph)
     return sorted(out, key=lambda f: f.severity is not Severity.ERROR)
 
 
@@ -42,6 +43,23 @@ def errors(findings: list[Finding]) -> list[Finding]:
 
 
 # ---------------------------------------------------------------------------------------
+
+
+def _unset_variables(graph: TopologyGraph) -> list[Finding]:
+    """A warning per ``${VAR}`` whose variable is not set here: the links were checked without it
+    (the deployment's environment gives it), but a worker reading the topology where it is not
+    set stops, so it is said, with how to give it a default."""
+    return [
+        Finding(
+            Severity.WARNING,
+            u.where or str(graph.file),
+            f"{u.setting}: environment variable {u.name} is not set: checked with '${{{u.name}}}' as written",
+            f"a worker stops where it is not set: set {u.name} where the workers run, or give a default "
+            f"(${{{u.name}:-default}})",
+            "unset-variable",
+        )
+        for u in graph.unset_variables
+    ]
 
 
 def _compile_problems(graph: TopologyGraph) -> list[Finding]:

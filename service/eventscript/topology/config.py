@@ -28,6 +28,7 @@ import re
 import types
 import typing
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -417,18 +418,33 @@ class Topology(_Model):
         return f"{self.application}.{program.name}-changelog"
 
 
+@dataclass(frozen=True)
+class UnsetVariable:
+    """A ``${VAR}`` without a default whose variable is not set, in a topology read for its
+    structure only (``topology check``): left as written, and reported as a warning there."""
+
+    name: str
+    #: ``file:line:col`` of the ``${`` ("" when the caller knows no file).
+    where: str
+    #: The setting it is in, e.g. ``kafka.bootstrap_servers``.
+    setting: str
+
+
 def substitute_env(
     value: Any,
     env: dict[str, str] | None = None,
     place: Callable[[tuple[Any, ...], int], str] | None = None,
     loc: tuple[Any, ...] = (),
+    unset: list[UnsetVariable] | None = None,
 ) -> Any:
     """Replace ``${VAR}`` and ``${VAR:-default}`` in every string of a parsed YAML document.
 
-    A variable that is not set and has no default is an error wherever a topology is read
-    (``run``, ``topology check``, ``test``, the playground): :class:`TopologyError` naming the
-    setting, the variable and the fix, placed by ``place(path, offset)`` (the file's line and
-    column of character ``offset`` of the string at ``path``) when the caller knows the file."""
+    A variable that is not set and has no default is an error wherever a topology is read to run
+    (``run``, ``dev``, ``test``, the playground): :class:`TopologyError` naming the setting, the
+    variable and the fix, placed by ``place(path, offset)`` (the file's line and column of
+    character ``offset`` of the string at ``path``) when the caller knows the file. A caller that
+    reads only the structure (``topology check``: the deployment's environment is not needed to
+    check links) passes ``unset``: each such variable is added to it and left as written."""
     env = os.environ if env is None else env  # type: ignore[assignment]
     if isinstance(value, str):
 
@@ -438,6 +454,9 @@ def substitute_env(
                 return env[name]  # type: ignore[index]
             if default is not None:
                 return default
+            if unset is not None:
+                unset.append(UnsetVariable(name, place(loc, m.start()) if place else "", _loc(loc)))
+                return m.group(0)
             at = f"{place(loc, m.start())}: " if place else ""
             raise TopologyError(
                 f"{at}{_loc(loc) if loc else 'value'}: environment variable {name} is not set\n"
@@ -447,9 +466,9 @@ def substitute_env(
 
         return _ENV.sub(repl, value)
     if isinstance(value, dict):
-        return {k: substitute_env(v, env, place, (*loc, k)) for k, v in value.items()}
+        return {k: substitute_env(v, env, place, (*loc, k), unset) for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute_env(v, env, place, (*loc, i)) for i, v in enumerate(value)]
+        return [substitute_env(v, env, place, (*loc, i), unset) for i, v in enumerate(value)]
     return value
 
 
@@ -498,14 +517,16 @@ def parse_topology(
     env: dict[str, str] | None = None,
     where: Callable[..., str] | None = None,
     place: Callable[[tuple[Any, ...], int], str] | None = None,
+    unset: list[UnsetVariable] | None = None,
 ) -> Topology:
     """A topology from its parsed YAML ``data``. ``where(*path)`` and ``place(path, offset)``
     give ``file:line:col`` for a setting and for a character of its string (``YamlPositions``):
-    errors name them when given, else the ``source`` and the setting's path."""
+    errors name them when given, else the ``source`` and the setting's path. ``unset``: see
+    :func:`substitute_env`."""
     if not isinstance(data, dict):
         raise TopologyError(f"{source}: a topology is a mapping with 'kafka', 'programs' and 'topics'")
     try:
-        data = substitute_env(data, env, place)
+        data = substitute_env(data, env, place, unset=unset)
     except TopologyError as exc:
         raise TopologyError(str(exc) if place else f"{source}: {exc}") from None
     try:
@@ -527,10 +548,13 @@ def parse_topology(
     return topo
 
 
-def load_topology(path: str | Path, env: dict[str, str] | None = None) -> Topology:
-    """A topology file, read with limits (topology/load.py); schema errors name file:line:col."""
+def load_topology(
+    path: str | Path, env: dict[str, str] | None = None, unset: list[UnsetVariable] | None = None
+) -> Topology:
+    """A topology file, read with limits (topology/load.py); schema errors name file:line:col.
+    ``unset``: see :func:`substitute_env`."""
     from .load import read_topology_file
 
     p = Path(path)
     data, positions = read_topology_file(p)
-    return parse_topology(data, str(p), p.parent, env, where=positions.where, place=positions.where_in)
+    return parse_topology(data, str(p), p.parent, env, where=positions.where, place=positions.where_in, unset=unset)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..automata.compile import DEFAULT_STATE_LIMIT, Compilation, compile_file
 from ..language.checker import InputEvent, OutputEvent
-from .config import InputConfig, ProgramConfig, Topology, load_topology
+from .config import InputConfig, ProgramConfig, Topology, UnsetVariable, load_topology
 from .headers import HEADER_EVENT
 from .positions import YamlPositions
 
@@ -96,6 +96,9 @@ class TopologyGraph:
     reads: dict[str, list[Read]] = field(default_factory=dict)
     #: $error topics, with the programs writing to each.
     error_writers: dict[str, list[Stage]] = field(default_factory=dict)
+    #: ``${VAR}``s without a default whose variable is not set, left as written (read for the
+    #: structure only: ``load_graph(..., structure_only=True)``).
+    unset_variables: list[UnsetVariable] = field(default_factory=list)
 
     def where_program(self, stage: Stage, *path: str | int) -> str:
         return self.positions.where("programs", stage.index, *path)
@@ -154,8 +157,18 @@ def build_graph(
 
 
 def load_graph(
-    path: str | Path, state_limit: int = DEFAULT_STATE_LIMIT, resolve_externals: bool = True
+    path: str | Path,
+    state_limit: int = DEFAULT_STATE_LIMIT,
+    resolve_externals: bool = True,
+    *,
+    structure_only: bool = False,
 ) -> TopologyGraph:
-    """Read a topology file and compile its programs (raises ``TopologyError`` for a bad file)."""
+    """Read a topology file and compile its programs (raises ``TopologyError`` for a bad file).
+    ``structure_only``: the caller checks the wiring and contacts nothing (``topology check``),
+    so a ``${VAR}`` whose variable is not set (the deployment's environment: the Kafka address, a
+    password) is left as written and listed in ``unset_variables`` rather than an error."""
     p = Path(path)
-    return build_graph(load_topology(p), p, state_limit, resolve_externals)
+    unset: list[UnsetVariable] | None = [] if structure_only else None
+    graph = build_graph(load_topology(p, unset=unset), p, state_limit, resolve_externals)
+    graph.unset_variables = unset or []
+    return graph

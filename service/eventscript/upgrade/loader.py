@@ -24,6 +24,7 @@ from collections import Counter
 
 from ..automata.compiled import CompiledProgram
 from .convert import RESTARTED, Conversion, UpgradeRefused, convert
+from .places import SourcePlaces
 from .plan import CARRIED, ENDED, Plan, make_plan
 
 POLICIES = ("carry", "restart", "refuse")
@@ -36,12 +37,19 @@ class UpgradeLoader:
     """Converts the old version's instances for the new one under a policy, and counts them."""
 
     def __init__(
-        self, old: CompiledProgram, new: CompiledProgram, policy: str = DEFAULT_POLICY, program_name: str = ""
+        self,
+        old: CompiledProgram,
+        new: CompiledProgram,
+        policy: str = DEFAULT_POLICY,
+        program_name: str = "",
+        places: SourcePlaces | None = None,
     ) -> None:
+        """``places``: positions in the new program's source, so that a refusal for the plan's
+        problems says file:line:col as ``eventscript upgrade plan`` does."""
         if policy not in POLICIES:
             raise ValueError(f"upgrade policy {policy!r}: use one of {', '.join(POLICIES)}")
         self.policy = policy
-        self.plan: Plan = make_plan(old, new)
+        self.plan: Plan = make_plan(old, new, places=places)
         self.name = program_name or new.name
         self.counts: Counter[str] = Counter({CARRIED: 0, RESTARTED: 0, ENDED: 0})
 
