@@ -221,8 +221,9 @@ def child_loop_durable(
     last record in front of it, as the worker keeps it), then the producer flushed and the offsets
     committed.
     With ``headers`` "worker" its records carry what the worker's carry (outputs: ``es-event``,
-    ``es-program``, ``es-id``; changelog records: ``es-pos``, and the key's information in the
-    value ahead of the count, as ``state.keyinfo.framed_value`` writes it), with "none" none. Why:
+    ``es-program``, ``es-id``; changelog records: the batch's ``es-pos`` and the key's information
+    in the value ahead of the count, as ``state.changelog.batch_frame`` and
+    ``state.keyinfo.framed_value`` write them), with "none" none. Why:
     the loop keeps nothing, so its ratio to the worker mixes what the worker's durability costs
     with what its Python costs; this contender tells them apart (what any Python service with
     the same guarantees pays, before EventScript's own work). ``settings``: the contender's (JSON,
@@ -267,8 +268,8 @@ def child_loop_durable(
         for key, (q, offset, ts) in changed.items():
             value = packb(counts[key])
             framed = b"\xc1" + info_head + b"%d,%d,%d]}\x00" % (q, offset, ts) + value
-            if with_headers:  # (the worker's form: the information inside the value, one header)
-                send(changelog, framed, key, q, None, None, 0, [("es-pos", pos)])
+            if with_headers:  # (the worker's form: the position and the information in the value)
+                send(changelog, b"\xc2" + pos + b"\x00\x00" + framed, key, q, None, None, 0, None)
             else:
                 send(changelog, value, key, q, None, None, 0, None)
             wb.put(key, framed)  # (the worker's store: one entry, the changelog's value)

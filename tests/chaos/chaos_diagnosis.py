@@ -21,6 +21,7 @@ import orjson
 from kafka_helpers import decode_key
 
 from eventscript.kafka import codec
+from eventscript.state.changelog import split_batch_frame
 
 #: Problem keys described, outputs shown either side of the first difference, log lines per key.
 KEYS = 2
@@ -105,7 +106,10 @@ def diagnose(
         lines.append(f"   changelog records of the key ({len(records)}; from the one before input {last}):")
         for m, variables in shown[max(0, first - 1) : first + 4 * AROUND + 8]:
             heads = {k: (v or b"").decode(errors="replace") for k, v in m.headers() or ()}
-            pos = heads.pop("es-pos", "?")
+            _, framed_pos, framed_gen = split_batch_frame(m.value(), None, None)  # (before the value)
+            pos = heads.pop("es-pos", None) or (framed_pos or b"?").decode(errors="replace")
+            if framed_gen is not None:
+                heads["es-gen"] = framed_gen.decode(errors="replace")
             heads.pop("es-key", None)
             extra = f" {heads}" if heads else ""
             lines.append(f"    cl {m.offset()} at {_utc(m.timestamp()[1])} es-pos {pos}{extra}: {variables}")

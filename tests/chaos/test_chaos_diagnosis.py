@@ -1,5 +1,6 @@
 """The diagnosis a failed chaos run prints (no broker): the harness's steps, the key's output
-copies near its first difference, its changelog records with their ``es-pos`` and the variables
+copies near its first difference, its changelog records with their ``es-pos`` (a header, or in the
+value's batch frame) and the variables
 their snapshots hold, and the workers' log lines about its task."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from chaos_plan import ChaosPlan
 from test_chaos_verdict import Msg
 
 from eventscript.kafka import codec
+from eventscript.state.changelog import batch_frame
 
 
 def _snapshot(program_text: str, count: int) -> bytes:
@@ -45,6 +47,7 @@ def test_a_failed_run_is_described_from_its_records_and_logs(tmp_path: Path) -> 
     changelog = [
         Msg("cl", 2, 7, b'["k0"]', _snapshot(program, 2), [("es-pos", b'{"in:2":2}')], 1_795_721_394_000),
         Msg("cl", 2, 8, b'["k0"]', _snapshot(program, 1), [("es-pos", b'{"in:2":1}'), ("es-gen", b"4")]),
+        Msg("cl", 2, 10, b'["k0"]', batch_frame(b'{"in:2":3}', b"5") + _snapshot(program, 3), []),  # (a frame)
         Msg("cl", 3, 9, b'["k9"]', None),
     ]
     log = tmp_path / "w1.log"
@@ -61,7 +64,8 @@ def test_a_failed_run_is_described_from_its_records_and_logs(tmp_path: Path) -> 
     # both changelog records of the key, in log order, with their positions and variables; the
     # other key's and the other partition's are not shown
     cl = [line for line in text.splitlines() if line.startswith("    cl ")]
-    assert [line.split()[1] for line in cl] == ["7", "8"]
+    assert [line.split()[1] for line in cl] == ["7", "8", "10"]
     assert '{"in:2":2}' in cl[0] and " count=2 " in cl[0] and "\"es-gen\": '4'" not in cl[0]
     assert '{"in:2":1}' in cl[1] and " count=1 " in cl[1] and "es-gen" in cl[1]
+    assert '{"in:2":3}' in cl[2] and " count=3 " in cl[2] and "'es-gen': '5'" in cl[2]
     assert "assigned tasks [0, 2]" in text and "changelog from offset 0" in text and "nothing to see" not in text

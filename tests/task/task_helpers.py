@@ -12,11 +12,12 @@ import orjson
 from count_programs import COUNT_QUIET
 from eventscript.automata.compile import compile_source
 from eventscript.automata.compiled import CompiledProgram
+from eventscript.state.changelog import HEADER_EPOCH, HEADER_POSITION, split_batch_frame
 from eventscript.task.record import PlainRecord
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig, ProgramConfig
 
-__all__ = ["T0", "PlainRecord", "build_task", "make_task", "program_config", "tick"]
+__all__ = ["T0", "PlainRecord", "build_task", "changelog_fields", "make_task", "program_config", "tick", "unframed"]
 
 T0 = 1_767_225_600_000  # ms: 2026-01-01T00:00:00Z
 
@@ -61,3 +62,15 @@ def make_task(store: Path, clock: str = "record") -> Task:
 def tick(offset: int, ts: int, key: str, cls: Any = PlainRecord) -> Any:
     """A Tick of ``key`` on partition 0 of "in", as ``cls`` builds a record from its fields."""
     return cls("in", 0, offset, ts, orjson.dumps([key]), orjson.dumps({"k": key, "n": offset}), None)
+
+
+def changelog_fields(msg: Any) -> tuple[bytes | None, bytes | None, bytes | None]:
+    """(stored value, position, epoch) of a changelog record, as a ``confluent_kafka.Message``
+    (the restore's reading: the batch frame in front of its value, or its headers)."""
+    h = dict(msg.headers() or ())
+    return split_batch_frame(msg.value(), h.get(HEADER_POSITION), h.get(HEADER_EPOCH))
+
+
+def unframed(value: bytes | None) -> bytes | None:
+    """A changelog record's value as the store keeps it (without its batch frame)."""
+    return split_batch_frame(value, None, None)[0]

@@ -12,7 +12,7 @@ import pytest
 
 from eventscript.state.keyinfo import split_value
 
-from .task_helpers import T0, make_task, tick
+from .task_helpers import T0, make_task, tick, unframed
 
 CHANGELOG = "p-changelog"
 
@@ -21,7 +21,7 @@ def commit(task: Any, snapshots: Counter[bytes]) -> dict[bytes, bytes | None]:
     """The snapshots of the task's changelog records of one commit, after checking what it sent
     are exactly the values it returned (for the store: the same bytes)."""
     changes: dict[bytes, bytes | None] = task.changelog_records()
-    sent = [(r.key, r.value) for r in task.take_outputs() if r.topic == CHANGELOG]
+    sent = [(r.key, unframed(r.value)) for r in task.take_outputs() if r.topic == CHANGELOG]
     assert sent == list(changes.items())
     return {k: split_value(v, None)[0] for k, v in changes.items()}
 

@@ -17,22 +17,31 @@ import pytest
 from eventscript.automata.compile import compile_source
 from eventscript.explain.terms import ProgramTerms
 from eventscript.state import keyinfo
-from eventscript.state.changelog import HEADER_POSITION, Position
+from eventscript.state.changelog import BATCH_FRAME, HEADER_EPOCH, HEADER_POSITION, Position
 from eventscript.state.keyinfo import INFO_FRAME, decode_info, info_key, split_value
 from eventscript.state.query import explain_snapshot
 
+from .task_helpers import changelog_fields, unframed
 from .test_uncommitted_batches import ChangelogPartition
 from .test_zombie_changelog import COUNT, K, commit, counts, standby_of, take_over, tick
 
 
-def old_form(records: list[confluent_kafka.Message]) -> list[tuple[bytes | None, bytes | None, list]]:
-    """``records`` as a build before the information moved into the value wrote them: the value
-    the snapshot alone, the information in an ``es-key`` header after the others."""
+def old_form(
+    records: list[confluent_kafka.Message], info_in_value: bool = False
+) -> list[tuple[bytes | None, bytes | None, list]]:
+    """``records`` as a build before the batch frame wrote them (``es-pos`` and ``es-gen``
+    headers), and, unless ``info_in_value``, before the information moved into the value too:
+    the value the snapshot alone, the information in an ``es-key`` header after the others."""
     out = []
     for m in records:
-        value, info = split_value(m.value(), None)
-        headers = [h for h in m.headers() if h[0] != keyinfo.HEADER_KEY_INFO]
-        header_info = dict(m.headers()).get(keyinfo.HEADER_KEY_INFO)
+        framed, pos, gen = changelog_fields(m)
+        headers = [h for h in m.headers() or () if h[0] not in (keyinfo.HEADER_KEY_INFO, HEADER_POSITION, HEADER_EPOCH)]
+        headers[:0] = [(HEADER_POSITION, pos)] + ([(HEADER_EPOCH, gen)] if gen is not None else [])
+        if info_in_value:
+            out.append((m.key(), framed, headers))
+            continue
+        value, info = split_value(framed, None)
+        header_info = dict(m.headers() or ()).get(keyinfo.HEADER_KEY_INFO)
         info = info if info is not None else header_info
         if info is not None:
             headers.append((keyinfo.HEADER_KEY_INFO, info))
@@ -54,14 +63,15 @@ def written(tmp_path: Path) -> tuple[ChangelogPartition, Position]:
 
 
 def rewritten(log: ChangelogPartition, form: str) -> ChangelogPartition:
-    """The same records in ``form``: "new" as written, "old" every one, "upgraded" the first
-    commit's (offsets below 3: k, j and the task state) only."""
+    """The same records in ``form``: "new" as written, "old" every one as a build before the
+    information moved into the value wrote it, "headers" as one before the batch frame, and
+    "upgraded" the first commit's (offsets below 3: k, j and the task state) in the old form only."""
     if form == "new":
         return log
     out = ChangelogPartition()
-    old = old_form(log.records)
+    old = old_form(log.records, info_in_value=form == "headers")
     for m, (key, value, headers) in zip(log.records, old, strict=True):
-        if form == "old" or m.offset() < 3:
+        if form in ("old", "headers") or m.offset() < 3:
             out.append(key, value, headers)
         else:
             out.append(m.key(), m.value(), m.headers())
@@ -71,8 +81,9 @@ def rewritten(log: ChangelogPartition, form: str) -> ChangelogPartition:
 def test_a_live_instances_record_carries_its_information_in_its_value(tmp_path: Path) -> None:
     log, _ = written(tmp_path)
     (k_last,) = [m for m in log.records if m.key() == K][-1:]
-    assert [name for name, _ in k_last.headers()] == [HEADER_POSITION, "es-gen"]  # no es-key
-    value = k_last.value()
+    assert not k_last.headers()  # no es-key (nor es-pos, es-gen: in the batch frame)
+    value, pos, gen = changelog_fields(k_last)
+    assert (pos, gen) == (b'{"in:0":4}', b"3")
     assert value is not None and value.startswith(INFO_FRAME)
     snapshot, info = split_value(value, None)
     assert snapshot is not None and not snapshot.startswith(INFO_FRAME)
@@ -83,12 +94,14 @@ def test_a_live_instances_record_carries_its_information_in_its_value(tmp_path: 
     assert split_value(None, b"{}") == (None, b"{}")
 
 
-@pytest.mark.parametrize("form", ["new", "old", "upgraded"])
+@pytest.mark.parametrize("form", ["new", "headers", "old", "upgraded"])
 def test_a_task_restores_from_either_form(tmp_path: Path, form: str) -> None:
     log, committed = written(tmp_path)
     log = rewritten(log, form)
     if form != "new":
-        assert any(keyinfo.HEADER_KEY_INFO in dict(m.headers()) for m in log.records)
+        assert any(HEADER_POSITION in dict(m.headers()) for m in log.records if m.value() is not None)
+    if form in ("old", "upgraded"):
+        assert any(keyinfo.HEADER_KEY_INFO in dict(m.headers()) for m in log.records if m.value() is not None)
     restored = take_over(tmp_path / "restored", log, committed, 5)
     info = decode_info(restored.store.key_info(K))
     assert info is not None and info.last == ("in", 0, 3, 1_767_225_600_003)
@@ -96,13 +109,15 @@ def test_a_task_restores_from_either_form(tmp_path: Path, form: str) -> None:
     assert j is not None and j.last == ("in", 0, 2, 1_767_225_600_002)
     # One entry per live key, whichever form the log had: the record's value, framed (an old
     # record's header information framed into it), and nothing under \x05.
-    assert restored.store.get(K) == [m for m in written(tmp_path / "again")[0].records if m.key() == K][-1].value()
+    assert restored.store.get(K) == unframed(
+        [m for m in written(tmp_path / "again")[0].records if m.key() == K][-1].value()
+    )
     assert restored.store.get(info_key(K)) is None and restored.store.get(info_key(orjson.dumps(["j"]))) is None
     assert counts(restored, tick(4), tick(5, "j")) == [4, 2]
     restored.close()
 
 
-@pytest.mark.parametrize("form", ["new", "old", "upgraded"])
+@pytest.mark.parametrize("form", ["new", "headers", "old", "upgraded"])
 def test_a_standby_follows_either_form(tmp_path: Path, form: str) -> None:
     log, committed = written(tmp_path)
     log = rewritten(log, form)
@@ -110,7 +125,7 @@ def test_a_standby_follows_either_form(tmp_path: Path, form: str) -> None:
     standbys.step()
     store = standbys.tasks[0].store
     assert store.checkpoint == len(log.records)
-    k_value = [m for m in written(tmp_path / "again")[0].records if m.key() == K][-1].value()
+    k_value = unframed([m for m in written(tmp_path / "again")[0].records if m.key() == K][-1].value())
     assert store.get(K) == k_value and k_value.startswith(INFO_FRAME)  # type: ignore[union-attr]
     assert store.get(info_key(K)) is None  # (one entry: the information is in the value)
     info = decode_info(store.key_info(K))
@@ -126,9 +141,12 @@ def test_a_raw_changelog_value_is_explained_as_its_snapshot(tmp_path: Path) -> N
     """What a reader of raw changelog records shows (``explain_snapshot``, the chaos harness's
     diagnosis): the framed value's instance, as its bare snapshot's."""
     log, _ = written(tmp_path)
-    framed = [m for m in log.records if m.key() == K][-1].value()
+    raw = [m for m in log.records if m.key() == K][-1].value()
+    framed = unframed(raw)
+    assert raw is not None and raw.startswith(BATCH_FRAME)
     assert framed is not None and framed.startswith(INFO_FRAME)
     terms = ProgramTerms(compile_source(COUNT, name="p").require())
-    shown = explain_snapshot(terms, framed)
+    shown = explain_snapshot(terms, raw)
+    assert shown == explain_snapshot(terms, framed)
     assert shown == explain_snapshot(terms, split_value(framed, None)[0])  # type: ignore[arg-type]
     assert [v["value"] for v in shown["variables"] if v["name"] == "count"] == [3]

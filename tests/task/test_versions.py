@@ -23,6 +23,7 @@ from eventscript.topology.config import InputConfig, ProgramConfig
 from eventscript.upgrade.convert import UpgradeRefused
 from eventscript.upgrade.places import source_places
 
+from .task_helpers import unframed
 from .test_task_parts import PlainRecord
 from .test_uncommitted_batches import CHANGELOG, ChangelogPartition, commit
 
@@ -93,7 +94,7 @@ def run_v1(tmp_path: Path) -> tuple[ChangelogPartition, Position]:
 
 
 def written(log: ChangelogPartition, start: int = 0) -> dict[bytes, bytes | None]:
-    return {r.key(): split_value(r.value(), None)[0] for r in log.records[start:]}  # (the snapshot)
+    return {r.key(): split_value(unframed(r.value()), None)[0] for r in log.records[start:]}  # (the snapshot)
 
 
 def test_snapshots_name_their_version_and_the_task_state_keeps_its_program(tmp_path: Path) -> None:
@@ -137,7 +138,7 @@ def test_carry_converts_lazily_and_fires_re_armed_timers_of_keys_seen_no_more(tm
     assert version_key(tag2) in new
     assert new[TIMERS_KEY] == b"%08x" % tag2  # the eager pass is done: later loads skip it
     # a, converted by the eager pass (no record of it since), keeps its last record in its value
-    a_value = [r.value() for r in log.records[start:] if r.key() == orjson.dumps(["a"])][-1]
+    a_value = [unframed(r.value()) for r in log.records[start:] if r.key() == orjson.dumps(["a"])][-1]
     a_info = decode_info(split_value(a_value, None)[1])
     assert a_info is not None and a_info.last == ("in", 0, 1, T0)
     v2.close()
@@ -192,7 +193,7 @@ def test_an_ungrouped_instance_carries_too(tmp_path: Path) -> None:
     # Converted at load and committed before any record: written with its key's information
     start = len(log.records)
     commit(v2, log, succeeds=True)
-    (converted,) = [r.value() for r in log.records[start:] if r.key() == SINGLE_KEY]
+    (converted,) = [unframed(r.value()) for r in log.records[start:] if r.key() == SINGLE_KEY]
     info = decode_info(split_value(converted, None)[1])
     assert info is not None and info.last == ("in", 0, 5, T0 + 1)
     assert v2.store.get(SINGLE_KEY) == converted  # (the store keeps the same value)

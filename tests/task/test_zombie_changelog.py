@@ -21,12 +21,12 @@ from eventscript.automata.compile import compile_source
 from eventscript.kafka.changelog_dump import FoldedTask, fold_records
 from eventscript.kafka.restore import Coverage, Restoration
 from eventscript.kafka.standby import Standbys
-from eventscript.state.changelog import HEADER_EPOCH, EpochFence, Position, owner_epoch
+from eventscript.state.changelog import EpochFence, Position, owner_epoch
 from eventscript.state.keyinfo import stored_value
 from eventscript.task.task import Task
 from eventscript.topology.config import InputConfig
 
-from .task_helpers import T0, PlainRecord, build_task, program_config
+from .task_helpers import T0, PlainRecord, build_task, changelog_fields, program_config, unframed
 from .test_uncommitted_batches import CHANGELOG, ChangelogPartition
 
 COUNT = """
@@ -103,7 +103,7 @@ def zombie_after_new_owner(tmp_path: Path, log: ChangelogPartition) -> tuple[Pos
     assert counts(a, tick(1), tick(2, "j")) == [2, 1]
     queued = produced(a)
     assert {m.key() for m in queued} >= {K, orjson.dumps(["j"])}
-    assert all((HEADER_EPOCH, b"3") in m.headers() for m in queued)
+    assert all(changelog_fields(m)[2] == b"3" for m in queued)
     a.close()
     b = take_over(tmp_path / "b", log, {"in:0": 1}, 5)
     assert counts(b, tick(1), tick(2, "j"), tick(3)) == [2, 1, 3]
@@ -125,7 +125,7 @@ def test_a_zombies_records_sent_after_the_new_owners_are_not_restored(tmp_path: 
     c.outbox.clear()
     commit(c, log)
     written = {m.key(): m for m in log.records[start:]}
-    assert orjson.dumps(["j"]) in written and (HEADER_EPOCH, b"7") in written[orjson.dumps(["j"])].headers()
+    assert orjson.dumps(["j"]) in written and changelog_fields(written[orjson.dumps(["j"])])[2] == b"7"
     c.close()
 
 
@@ -182,7 +182,7 @@ def standby_of(tmp_path: Path, log: ChangelogPartition, committed: Position) -> 
 def test_a_standby_passes_over_a_zombies_records(tmp_path: Path) -> None:
     log = ChangelogPartition()
     committed, queued = zombie_after_new_owner(tmp_path, log)
-    b_k = [m for m in log.records if m.key() == K][-1].value()  # (kept as it is: its information inside)
+    b_k = unframed([m for m in log.records if m.key() == K][-1].value())  # (its information inside)
     send(log, queued)
     standbys = standby_of(tmp_path, log, committed)
     standbys.step()
@@ -242,7 +242,7 @@ def test_records_without_an_epoch_are_applied_as_before(tmp_path: Path) -> None:
     a = take_over(tmp_path / "a", log, {}, None)
     assert counts(a, tick(0), tick(1)) == [1, 2]
     committed = commit(a, log)
-    assert all(h[0] != HEADER_EPOCH for m in log.records for h in m.headers())
+    assert all(changelog_fields(m)[2] is None for m in log.records)
     a.close()
     b = take_over(tmp_path / "b", log, committed, 4)
     assert counts(b, tick(2)) == [3]
@@ -252,14 +252,14 @@ def test_records_without_an_epoch_are_applied_as_before(tmp_path: Path) -> None:
 def test_the_state_dump_folds_with_the_fence(tmp_path: Path) -> None:
     log = ChangelogPartition()
     committed, queued = zombie_after_new_owner(tmp_path, log)
-    b_k = [m for m in log.records if m.key() == K][-1].value()  # (kept as it is: its information inside)
+    b_k = unframed([m for m in log.records if m.key() == K][-1].value())  # (its information inside)
     send(log, queued)
     folded = FoldedTask(0, committed)
     records = []
     for m in log.records:
-        h = dict(m.headers())
-        value, info = stored_value(m.value(), h.get("es-key"))  # (as read_changelog reads it)
-        records.append((0, m.offset(), m.key(), value, h.get("es-pos"), info, h.get(HEADER_EPOCH)))
+        value, pos, gen = changelog_fields(m)  # (as read_changelog reads it)
+        value, info = stored_value(value, dict(m.headers() or ()).get("es-key"))
+        records.append((0, m.offset(), m.key(), value, pos, info, gen))
     fold_records({0: folded}, {0: Coverage(committed)}, records)
     assert folded.records[K][0] == b_k
     assert folded.fence.skipped == len(queued)
@@ -301,7 +301,7 @@ def test_the_spark_state_dump_folds_with_the_fence(tmp_path: Path) -> None:
             "offset": m.offset(),
             "key": m.key(),
             "value": m.value(),
-            "headers": [{"key": k, "value": v} for k, v in m.headers()],
+            "headers": [{"key": k, "value": v} for k, v in m.headers() or ()],
         }
         for m in log.records
     ]

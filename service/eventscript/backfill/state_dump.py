@@ -28,7 +28,7 @@ from ..topology.config import ProgramConfig, Topology, TopologyError
 
 def _changelog_record(row: Any) -> ChangelogRecord:
     """A data source row (``backfill.records.INPUT_SCHEMA``) as the restore reads a changelog record."""
-    from ..state.changelog import HEADER_EPOCH, HEADER_POSITION
+    from ..state.changelog import HEADER_EPOCH, HEADER_POSITION, split_batch_frame
     from ..state.keyinfo import HEADER_KEY_INFO, stored_value
 
     es_pos = info = gen = None
@@ -39,18 +39,13 @@ def _changelog_record(row: Any) -> ChangelogRecord:
             info = h["value"]
         elif h["key"] == HEADER_EPOCH:
             gen = h["value"]
-    value, info = stored_value(
-        bytes(row["value"]) if row["value"] is not None else None, bytes(info) if info is not None else None
-    )
-    return (
-        row["partition"],
-        row["offset"],
-        bytes(row["key"]),
-        value,
+    value, pos, epoch = split_batch_frame(
+        bytes(row["value"]) if row["value"] is not None else None,
         bytes(es_pos) if es_pos is not None else None,
-        info,
         bytes(gen) if gen is not None else None,
     )
+    value, info = stored_value(value, bytes(info) if info is not None else None)
+    return (row["partition"], row["offset"], bytes(row["key"]), value, pos, info, epoch)
 
 
 def _rows_of_partition(

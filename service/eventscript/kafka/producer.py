@@ -125,14 +125,15 @@ class BatchProducer:
             topic: str,
             partition: int,
             records: dict[bytes, bytes | None],
-            headers: Any,
+            frame: bytes,
             ts: int,
             key_headers: dict[bytes, Any] | None = None,
             /,
         ) -> None:
-            """A task's changelog records of one commit (``Task.send_changelog``): one loop here
-            rather than a call of ``send`` each; only the last asks for its delivery report. A
-            key with headers of its own (``key_headers``) has them instead of the shared ones."""
+            """A task's changelog records of one commit (``Task.send_changelog``, the collector's
+            ``SendChangelog``): one loop here rather than a call of ``send`` each; only the last
+            asks for its delivery report. A key with headers of its own (``key_headers``: a
+            tombstone) is sent with them; any other has none, its value after ``frame``."""
             if not records:
                 return
             if eos and not self.txn_open:
@@ -141,7 +142,9 @@ class BatchProducer:
             items = iter(records.items())
             for _ in range(len(records) - 1):
                 k, v = next(items)
-                h = own.get(k, headers)
+                h = own.get(k)
+                if h is None and v is not None:
+                    v = frame + v
                 try:
                     produce(topic, v, k, partition, None, None, ts, h)
                 except BufferError:  # the producer's queue is full: let it deliver
@@ -151,7 +154,8 @@ class BatchProducer:
                     self.refused(exc)
                     return
             k, v = next(items)
-            send(topic, partition, k, v, own.get(k, headers), ts, True)
+            h = own.get(k)
+            send(topic, partition, k, frame + v if h is None and v is not None else v, h, ts, True)
             self.produced += len(records) - 1
 
         return send, send_changelog

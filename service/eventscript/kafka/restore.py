@@ -57,7 +57,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
-from ..state.changelog import HEADER_EPOCH, EpochFence, decode_int
+from ..state.changelog import HEADER_EPOCH, EpochFence, decode_int, split_batch_frame
 from ..state.keyinfo import HEADER_KEY_INFO, stored_value
 from ..task.task import Task
 from .state import HEADER_POSITION, Position, TaskStore, committed_covers, decode_position
@@ -74,9 +74,10 @@ HELD_WARNING_INTERVAL = 60.0
 
 #: A changelog record as the restore reads it: partition, offset, key, value (as the store keeps
 #: it: a snapshot with its key's information in front, ``state.keyinfo.stored_value``; None: a
-#: tombstone), its ``es-pos`` header (the input position of the batch that wrote it), a
+#: tombstone), its ``es-pos`` (the input position of the batch that wrote it: in its value's batch
+#: frame, ``state.changelog.split_batch_frame``, or a header), a
 #: tombstone's key information (its ended marker, from its ``es-key`` header; None: none, and for
-#: every snapshot, whose information is in its value) and its ``es-gen`` header (its owner's epoch:
+#: every snapshot, whose information is in its value) and its ``es-gen`` (its owner's epoch, as its ``es-pos``:
 #: ``state.changelog.EpochFence``; None: none).
 ChangelogRecord = tuple[int, int, bytes, "bytes | None", "bytes | None", "bytes | None", "bytes | None"]
 
@@ -123,7 +124,8 @@ def read_changelog(
                 info = v
             elif k == HEADER_EPOCH:
                 gen = v
-        value, info = stored_value(m.value(), info)  # (the information in the value; a tombstone's beside it)
+        value, hdr, gen = split_batch_frame(m.value(), hdr, gen)  # (the position and epoch before the value)
+        value, info = stored_value(value, info)  # (the information in the value; a tombstone's beside it)
         records.append((m.partition(), m.offset(), m.key(), value, hdr, info, gen))
     return records, at_end
 

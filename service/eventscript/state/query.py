@@ -39,7 +39,7 @@ from ..engine.timeutil import format_time
 from ..explain.instance import explain_instance, view_of_snapshot
 from ..explain.terms import ProgramTerms
 from ..language.types import STRING
-from .changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, decode_position
+from .changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, decode_position, split_batch_frame
 from .keyinfo import ENDED_RETENTION_MS, WHY, KeyInfo, decode_info, info_key, split_value, stored_info
 
 # The store's own metadata keys (one home: state/store.py), read here in the same snapshot as the key.
@@ -207,8 +207,10 @@ class KeyAnswer:
 def explain_snapshot(terms: ProgramTerms, raw: bytes) -> dict[str, Any]:
     """An instance snapshot in program terms (``explain.explain_instance``), with its origin
     (the record that created it, ``topic:partition:offset``) and the timer events it took.
-    ``raw`` may also be a changelog record's value as it is (the key's information in front:
-    ``keyinfo.split_value``), which a reader of the changelog's raw records has."""
+    ``raw`` may also be a changelog record's value as it is (its batch's position in front,
+    ``changelog.split_batch_frame``, then the key's information, ``keyinfo.split_value``), which a
+    reader of the changelog's raw records has."""
+    raw = split_batch_frame(raw, None, None)[0] or raw
     snap = decode_snapshot(split_value(raw, None)[0] or raw)
     out = explain_instance(terms, view_of_snapshot(terms, snap))
     timed = bool(terms.program.timers)

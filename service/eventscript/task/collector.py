@@ -21,17 +21,18 @@ Send = Callable[[str, int, bytes | None, bytes | None, Headers, int, bool], None
 
 
 class SendChangelog(Protocol):
-    """send_changelog(topic, partition, {key: value or None}, headers, timestamp ms, key_headers):
-    ``headers`` go on every record but those ``key_headers`` (by key, optional) gives their own
-    (the commit's ``es-pos`` and a tombstone's ``es-key``, ``state.keyinfo``: a snapshot's record
-    carries its key's information inside its value)."""
+    """send_changelog(topic, partition, {key: value or None}, frame, timestamp ms, key_headers):
+    a record ``key_headers`` (by key, optional) gives headers of its own is sent as it is, with them
+    (a tombstone: the commit's ``es-pos`` and ``es-gen``, and its ``es-key``, ``state.keyinfo``);
+    every other one without headers, its value after ``frame`` (the commit's position and epoch,
+    ``state.changelog.batch_frame``: a header costs the producer more than the bytes)."""
 
     def __call__(
         self,
         topic: str,
         partition: int,
         records: dict[bytes, bytes | None],
-        headers: Headers,
+        frame: bytes,
         ts: int,
         key_headers: dict[bytes, Headers] | None = None,
         /,
@@ -87,7 +88,7 @@ def changelog_through(send: Send) -> SendChangelog:
         topic: str,
         partition: int,
         records: dict[bytes, bytes | None],
-        headers: Headers,
+        frame: bytes,
         ts: int,
         key_headers: dict[bytes, Headers] | None = None,
         /,
@@ -95,6 +96,10 @@ def changelog_through(send: Send) -> SendChangelog:
         last = len(records) - 1
         own = key_headers or {}
         for i, (k, v) in enumerate(records.items()):
-            send(topic, partition, k, v, own.get(k, headers), ts, i == last)
+            h = own.get(k)
+            if h is None and v is not None:
+                send(topic, partition, k, frame + v, [], ts, i == last)
+            else:
+                send(topic, partition, k, v, h or [], ts, i == last)
 
     return send_each

@@ -36,6 +36,7 @@ from ..state.changelog import (
     SEQ_KEY,
     SINGLE_KEY,
     Position,
+    batch_frame,
     decode_int,
     owner_epoch,
     position_header,
@@ -1269,9 +1270,11 @@ class Task:
         # after the commit's (its value stays null, for compaction), a list made here for each,
         # and for the store's ended marker (``infos``).
         infos = self.store.pending_infos
-        pos_header = (HEADER_POSITION, position_header(self.position))
+        pos_raw = position_header(self.position)
+        pos_header = (HEADER_POSITION, pos_raw)
         gen_header = self._epoch_header
-        lead = (pos_header,) if gen_header is None else (pos_header, gen_header)  # every record's first headers
+        # A tombstone's headers (the others carry the two in their value's batch frame).
+        lead = (pos_header,) if gen_header is None else (pos_header, gen_header)
         key_headers: dict[bytes, codec.Headers] = {}
         frame = b"".join
         frame_head, info_end = INFO_FRAME, INFO_END  # (keyinfo.framed_value, inline)
@@ -1297,7 +1300,9 @@ class Task:
             if ctx.terminated:
                 changes[kb] = None
                 info = infos[kb] = key_info(kb, msg, ended(gk))
-                if info is not None:  # (a list display: cheaper than [*lead, ...] per record)
+                if info is None:
+                    key_headers[kb] = [*lead]
+                else:  # (a list display: cheaper than [*lead, ...] per record)
                     key_headers[kb] = (
                         [pos_header, (info_header, info)]
                         if gen_header is None
@@ -1347,16 +1352,15 @@ class Task:
                     continue
                 if (changes.setdefault(kb, get(kb))) is None:  # (a tombstone: its ended marker as kept)
                     info = infos[kb] = get(info_key(kb))
-                    if info is not None:
-                        key_headers[kb] = [*lead, (HEADER_KEY_INFO, info)]
+                    key_headers[kb] = [*lead] if info is None else [*lead, (HEADER_KEY_INFO, info)]
             self._rewrite = set()
         self.versions.changelog_records(changes, self.store.key_info)
         self.versions.log_summary()
         self._last_sent = changes
         if changes:
-            headers: codec.Headers = list(lead)  # one list for the records without their own
+            head = batch_frame(pos_raw, None if gen_header is None else gen_header[1])
             self.send_changelog(
-                self.changelog_topic, self.partition, changes, headers, self.clock.now() // 1000, key_headers
+                self.changelog_topic, self.partition, changes, head, self.clock.now() // 1000, key_headers
             )
         return changes
 
