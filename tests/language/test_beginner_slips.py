@@ -294,3 +294,35 @@ def test_a_case_clause_in_the_wrong_place_says_where_it_belongs(text: str, messa
     assert message in err.message
     assert err.pos.source.text.startswith("case", err.pos.offset)  # the caret is on 'case'
     assert err.hint is not None and "in double Temp case { Temp < 0.0 ? Freezing : Warm }" in err.hint
+
+
+@pytest.mark.parametrize(
+    ("expression", "col", "written"),
+    [
+        ("x * .5", 16, "0.5"),
+        (".25 + x", 12, "0.25"),
+        ("-.5 * x", 13, "0.5"),
+        ("(.5)", 13, "0.5"),
+        ("x * 1.", 16, "1.0"),
+        ("2. + x", 12, "2.0"),
+    ],
+)
+def test_a_number_with_a_bare_point_asks_for_digits_on_both_sides(expression: str, col: int, written: str) -> None:
+    """``.5`` and ``1.`` (Java and Python take them; the language's literals want digits on both
+    sides of the point, docs/language.md 2) say so, with the caret on the number, not "expected an
+    expression" or "expected ')'" at the point."""
+    err = only_error(f"in double A\nout double B\nA(x) {{ !>B({expression}); }}")
+    assert (err.pos.line, err.pos.col) == (3, col)
+    assert err.message == "a double literal needs digits on both sides of the point"
+    assert err.hint == f"write {written}"
+
+
+@pytest.mark.parametrize("action", ["!>B(x.5);", "!>B((x).5);", "!>B(1 . 5);"])
+def test_a_point_after_a_value_or_apart_from_its_number_is_not_taken_for_a_bare_point(action: str) -> None:
+    errs = errors(f"in double A\nout double B\nA(x) {{ {action} }}")
+    assert errs and all("digits on both sides" not in e.message for e in errs)
+
+
+def test_a_case_condition_with_a_bare_point_says_so_too() -> None:
+    err = only_error("in double A case { A > .5 ? Hi : Lo }\nout double B\n( Hi(x) { !>B(x); } | Lo() )*")
+    assert (err.pos.line, err.pos.col, err.hint) == (1, 24, "write 0.5")

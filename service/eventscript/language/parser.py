@@ -176,6 +176,15 @@ def _describe(tok: Token) -> str:
     return f"'{tok.text}'"
 
 
+#: Tokens a value ends with: a '.' right after one is not the start of a number.
+_VALUE_ENDS = frozenset(("IDENT", "INT", "FLOAT", "STRING", ")", "]", "}"))
+
+
+def _glued(first: Token, second: Token) -> bool:
+    """Whether ``second`` follows ``first`` in the same file with nothing between them."""
+    return first.pos.source is second.pos.source and first.pos.offset + len(first.text) == second.pos.offset
+
+
 class Parser:
     def __init__(self, tokens: list[Token], diagnostics: Diagnostics) -> None:
         self.toks = tokens
@@ -265,7 +274,7 @@ class Parser:
                 decls.append(self.parse_decl())
                 self._declaration_semicolon()
             except ParseError as e:
-                self.diagnostics.error(e.pos, e.message, e.hint)
+                self._report(e)
                 self._skip_to_decl(first)
                 failed = True
         regex: ast.Regex | None = None
@@ -298,6 +307,35 @@ class Parser:
         except ParseError as e:
             self.diagnostics.error(e.pos, e.message, e.hint)
         return ast.Program(decls, regex, start)
+
+    def _report(self, e: ParseError) -> None:
+        """Report a parse error, or, where it is at a number written with a bare point (``.5``,
+        ``1.``: the language wants digits on both sides), say that instead."""
+        bare = self._bare_point(e)
+        self.diagnostics.error(*((e.pos, e.message, e.hint) if bare is None else bare))
+
+    def _bare_point(self, e: ParseError) -> tuple[Pos, str, str] | None:
+        """(where, what, hint) when the error's token is a '.' glued to a number on one side only:
+        ``.5`` (an INT right after it, and no value right before: ``x.5`` is another slip) or ``1.``
+        (an INT right before it, no digit after)."""
+        i = self.i
+        dot = self.toks[i]
+        if dot.kind != "." or dot.pos != e.pos:
+            return None
+        after = self.toks[i + 1] if i + 1 < len(self.toks) else None
+        before = self.toks[i - 1] if i > 0 else None
+        ends_value = before is not None and before.kind in _VALUE_ENDS and _glued(before, dot)
+        if after is not None and after.kind == "INT" and _glued(dot, after) and not ends_value:
+            number = f"0.{after.text}"
+        elif before is not None and before.kind == "INT" and _glued(before, dot):
+            number, dot = f"{before.text}.0", before
+        else:
+            return None
+        return (
+            dot.pos,
+            "a double literal needs digits on both sides of the point",
+            f"write {number}",
+        )
 
     def _case_after_declarations(self, decls: list[ast.Decl]) -> ParseError:
         """``case`` where the regular expression starts: after an output's name (outputs are not
@@ -765,7 +803,7 @@ class Parser:
                         actions.append(a)
                 except ParseError as e:
                     self.depth = depth + 1  # what the failed action entered is left
-                    self.diagnostics.error(e.pos, e.message, e.hint)
+                    self._report(e)
                     self._recover_in_block()
             self.expect("}")
         finally:
