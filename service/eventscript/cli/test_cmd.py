@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.encoding import json_line
-from ..tester.expect import compare, read_expected
+from ..tester.expect import ExpectedError, compare, read_expected_numbered
 from ..tester.pipeline import Pipeline
 from ..tester.trace import TraceError
 from .program_cmds import add_state_limit, load_or_report
@@ -54,16 +54,21 @@ def _is_topology(paths: list[str]) -> bool:
 
 
 def _finish(args: argparse.Namespace, lines: list[dict]) -> int:
-    """Compare the collected output with --expect."""
+    """Compare the collected output with --expect: each difference named by the expected file's
+    ``file:line``, then a diff."""
     try:
-        expected = read_expected(Path(args.expect).read_text(encoding="utf-8"))
+        numbered = read_expected_numbered(Path(args.expect).read_text(encoding="utf-8"))
     except OSError as exc:  # the reason, not Python's "[Errno 2] ...: 'path'"
         print(f"{args.expect}: error: cannot read the expected output: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+    except ExpectedError as exc:
+        print(exc.render(args.expect), file=sys.stderr)
+        return 2
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         print(f"{args.expect}: error: cannot read expected output: {exc}", file=sys.stderr)
         return 2
-    problems = compare(expected, lines)
+    expected = [obj for _, obj in numbered]
+    problems = compare(expected, lines, [f"{args.expect}:{number}" for number, _ in numbered])
     if problems:
         for p in problems:
             print(p)
