@@ -1,0 +1,37 @@
+"""``eventscript test --help`` shows the two files a newcomer writes, by example, and the exit
+statuses (its options said only "the timed event trace" and "expected JSON lines"). The examples
+are real: the trace runs the shipped doors program and prints the expected line shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from eventscript.cli.main import build_parser, main
+from eventscript.cli.test_cmd import EPILOG
+
+DOORS = ROOT / "topologies" / "doors" / "left_open.es"
+
+
+def _example(header: str) -> str:
+    """The indented lines under the epilog's paragraph that starts with ``header``."""
+    paragraph = next(p for p in EPILOG.split("\n\n") if p.startswith(header))
+    return "\n".join(line.strip() for line in paragraph.splitlines() if line.startswith("  ")) + "\n"
+
+
+def test_the_help_shows_both_formats_and_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["test", "--help"])
+    out = capsys.readouterr().out
+    assert "[2026-01-01 08:00:00]                  // the run starts (UTC)" in out  # kept as written
+    assert "exit status: 0 ran (and matched --expect), 1 the output differs" in out
+
+
+def test_the_helps_trace_gives_the_helps_expected_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "t.trace").write_text(_example("a trace"), encoding="utf-8")
+    (tmp_path / "e.jsonl").write_text(_example("expected output"), encoding="utf-8")
+    args = ["test", "--trace", str(tmp_path / "t.trace"), str(DOORS), "--expect", str(tmp_path / "e.jsonl")]
+    assert main(args) == 0, capsys.readouterr()
+    assert "ok: 1 event as expected" in capsys.readouterr().out
