@@ -102,6 +102,21 @@ def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
     assert "expected a string" in (refused[0].get_attribute("title") or "")
 
 
+def test_a_run_that_fails_leaves_no_caption_of_the_run_before(page: Any) -> None:
+    """A trace error after a good run emptied the tables but kept "of key [...]" over the
+    timeline and "1 of 1 events" over the outputs: a newcomer read them as this run's."""
+    set_text(page, PROGRAM, COUNTER)
+    set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann")\n')
+    checked(page)
+    run(page)
+    assert page.inner_text("#outputs-count") == "1 of 1 events"
+    set_text(page, TRACE, 'Ping("ann")\n')  # no timestamp first
+    run(page)
+    assert "a trace must start with a [timestamp]" in page.inner_text("#run-error")
+    assert page.inner_text("#outputs-count") == ""
+    assert page.inner_text("#timeline-key") == ""
+
+
 def _focused(page: Any) -> str:
     """What has the keyboard: the textarea's label, a key row's key, or the element's text."""
     js = "(e => e.getAttribute('aria-label') || e.dataset.key || e.textContent)(document.activeElement)"

@@ -489,6 +489,8 @@ function clearRun() {
   state.tops = [];
   state.position = 0;
   for (const sel of ["#keys tbody", "#timeline tbody", "#outputs tbody", "#flows tbody"]) $(sel).innerHTML = "";
+  // the tables' captions too: a run that failed showed "of key [...]" and "1 of 1 events" over empty tables
+  for (const sel of ["#timeline-key", "#outputs-count"]) $(sel).textContent = "";
   $("#outputs").closest(".table-box").scrollTop = 0;
   $("#flows-box").hidden = true;
   $("#automaton").innerHTML = "";
