@@ -410,6 +410,8 @@ def test_a_new_program_then_a_second_stage_makes_a_pipeline_that_runs(page: Any)
     make a pipeline (only the command line's files or an example had several)."""
     page.select_option("#examples", "new", timeout=3000)
     page.wait_for_function("document.querySelector('#program-editor textarea').value.includes('Count')")
+    checked(page)
+    assert page.inner_text("#diagnostics") == "no errors or warnings"  # no warning to puzzle over first
     run(page)
     assert page.inner_text("#outputs-count") == "3 of 3 events" and page.inner_text("#run-error") == ""
     page.click("#program-tabs button:text('+ stage')")

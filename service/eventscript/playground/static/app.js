@@ -253,7 +253,8 @@ function removeStage() {
   onProgramInput(state.programs[state.tab].text);
 }
 
-// What "a new program" and "+ stage" start from: a program that runs, saying what its parts are.
+// What "a new program" and "+ stage" start from: a program that runs, saying what its parts are
+// (and draws no warning: one that never ended its instances met a newcomer with never-ends).
 const NEW_PROGRAM = `// A program: the events it reads (in) and emits (out), each with its type; then a regular
 // expression over events, with actions in { }. group(...) gives each key an instance of its own.
 in {string who;} Ping group(Ping.who)
@@ -261,6 +262,7 @@ out {string who; long n;} Count
 
 { n = 0; }
 ( Ping() { n = n + 1; !>Count({who: group[0], n: n}); } )*
+elapse[1 minute]()   // a minute without a Ping ends the key's instance (its next Ping starts over)
 `;
 const NEW_TRACE = `// A trace: a [date time], then the events at that time; [hh:mm:ss] moves the clock on.
 [2026-01-01 09:00:00] Ping("ann") Ping("bob")
