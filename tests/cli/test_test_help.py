@@ -35,3 +35,21 @@ def test_the_helps_trace_gives_the_helps_expected_line(tmp_path: Path, capsys: p
     args = ["test", "--trace", str(tmp_path / "t.trace"), str(DOORS), "--expect", str(tmp_path / "e.jsonl")]
     assert main(args) == 0, capsys.readouterr()
     assert "ok: 1 event as expected" in capsys.readouterr().out
+
+
+def test_check_help_shows_how_to_accept_a_warning_and_it_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The never-ends warning's hint says only to end the expression; the way to keep a warning
+    that is meant was in the language guide alone. The help's comment, put on the line the
+    warning points at, accepts it."""
+    from eventscript.cli.program_cmds import CHECK_EPILOG
+
+    [comment] = [line.strip() for line in CHECK_EPILOG.splitlines() if "eventscript: allow" in line]
+    source = DOORS.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(source) if line.startswith("( Opened()"))  # where never-ends points
+    source[at] += "   " + comment
+    (tmp_path / "doors.es").write_text("\n".join(source) + "\n", encoding="utf-8")
+    assert main(["check", str(tmp_path / "doors.es")]) == 0
+    assert capsys.readouterr().out.endswith("doors.es: ok, 1 warning accepted\n")
+    assert "exit status: 0 every program compiles" in CHECK_EPILOG
