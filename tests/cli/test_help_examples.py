@@ -1,6 +1,8 @@
-"""``eventscript test --help`` shows the two files a newcomer writes, by example, and the exit
-statuses (its options said only "the timed event trace" and "expected JSON lines"). The examples
-are real: the trace runs the shipped doors program and prints the expected line shown."""
+"""What a newcomer reads in ``--help``: ``eventscript --help`` ends with first steps,
+``eventscript test --help`` with the two files a newcomer writes, by example, and the exit statuses
+(its options said only "the timed event trace" and "expected JSON lines"), ``eventscript check
+--help`` with how to accept a warning that is meant. The examples are real: the trace runs the
+shipped doors program and prints the expected line shown; the allow comment accepts the warning."""
 
 from __future__ import annotations
 
@@ -53,3 +55,16 @@ def test_check_help_shows_how_to_accept_a_warning_and_it_works(
     assert main(["check", str(tmp_path / "doors.es")]) == 0
     assert capsys.readouterr().out.endswith("doors.es: ok, 1 warning accepted\n")
     assert "exit status: 0 every program compiles" in CHECK_EPILOG
+
+
+def test_the_main_help_ends_with_first_steps_that_parse(capsys: pytest.CaptureFixture[str]) -> None:
+    """``eventscript --help`` listed fifteen commands, most for Kafka, with no word on where to start."""
+    from eventscript.cli.main import FIRST_STEPS
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    assert "first steps, for a program P.es:" in capsys.readouterr().out
+    steps = [line.split("  ", 2)[1].split() for line in FIRST_STEPS.splitlines() if line.startswith("  eventscript ")]
+    assert [s[1] for s in steps] == ["check", "test", "playground"]
+    for step in steps:
+        build_parser().parse_args(step[1:])  # each is a command line the parser takes
