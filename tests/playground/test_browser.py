@@ -117,6 +117,21 @@ def test_a_run_that_fails_leaves_no_caption_of_the_run_before(page: Any) -> None
     assert page.inner_text("#timeline-key") == ""
 
 
+def test_a_trace_event_no_program_reads_is_underlined_with_the_name_meant(page: Any) -> None:
+    """Its $error 1 output said neither where it stood nor what was meant (the command line warns)."""
+    set_text(page, PROGRAM, COUNTER)
+    set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann")\nPign("bob")\n')
+    checked(page)
+    run(page)
+    marks = page.query_selector_all("#trace-editor pre .diag-warning")
+    assert "".join(m.inner_text() for m in marks) == 'Pign("bob")'
+    page.eval_on_selector(
+        TRACE, "t => { t.focus(); t.setSelectionRange(36, 36); t.dispatchEvent(new Event('keyup')); }"
+    )
+    page.wait_for_function("document.querySelector('#trace-editor + .caret-message').textContent.includes('Pign')")
+    assert "did you mean 'Ping'?" in page.inner_text("#trace-editor + .caret-message")
+
+
 def _focused(page: Any) -> str:
     """What has the keyboard: the textarea's label, a key row's key, or the element's text."""
     js = "(e => e.getAttribute('aria-label') || e.dataset.key || e.textContent)(document.activeElement)"

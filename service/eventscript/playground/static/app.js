@@ -541,7 +541,7 @@ async function run() {
     $("#pipeline").innerHTML = answer.pipeline.svg || `<pre>${esc(answer.pipeline.dot)}</pre>`;
   }
   moveTo(state.tops.length);
-  traceEditor.decorate(refusedInTrace(answer.outputs));
+  traceEditor.decorate(refusedInTrace(answer.outputs).concat(unreadInTrace(answer.trace_warnings || [])));
   // a run stopped by a limit: what it did up to there is shown, and why it stopped
   if (answer.error) $("#run-error").textContent = answer.error;
   summarize(answer);
@@ -567,6 +567,16 @@ function summarize(answer) {
 // Trace events the run refused with an $error that places them ("trace:2:12: Opened: door:
 // expected a string ...": a value not of the declared type) are underlined where they are, as a
 // mistake in the program is; else only a row of the outputs said so.
+// The trace's events no program reads (a misspelt name: its $error 1 says neither where nor what
+// was meant), underlined as warnings with the name probably meant, as 'eventscript test' warns.
+function unreadInTrace(warnings) {
+  return warnings.map((w) => {
+    const at = offsetOf(state.trace, w.line, w.col);
+    const name = extentAt(state.trace, at);
+    return [at, state.trace[name] === "(" ? extentAt(state.trace, name) : name, "diag-warning", `warning: ${w.message}`];
+  });
+}
+
 const REFUSED_MARKS = 1000;
 function refusedInTrace(outputs) {
   const marks = [];
