@@ -230,6 +230,15 @@ def test_save_case_writes_a_conformance_case_that_passes(tmp_path: Path) -> None
         assert done.returncode == 0 and "1 passed, 0 failed" in done.stdout, done.stdout + done.stderr
 
 
+def test_a_saved_case_s_readme_reads_as_written(tmp_path: Path) -> None:
+    """It said "The the expected output is what ..." (a sentence pasted after its own article)."""
+    ex = examples.load("topologies/doors")
+    cases.save_case({**ex, "name": "doors-readme"}, Limits(), tmp_path)
+    text = (tmp_path / "doors-readme" / "README.md").read_text()
+    assert "The the" not in text
+    assert "\n\nThe expected output is what `eventscript test` emitted when it was saved" in text
+
+
 def _conformance(*folders: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ES_TEST_CMD": f"{sys.executable} -m eventscript.cli.main test"}
     return subprocess.run(
