@@ -84,3 +84,19 @@ def test_a_long_written_as_a_double_says_why_it_differs() -> None:
 def test_a_count_of_one_reads_as_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _expect(tmp_path, '{"time": "2026-01-01T00:00:00Z", "event": "O", "value": 1}\n') == 1
     assert "1 event expected, 3 emitted" in capsys.readouterr().out
+
+
+def test_a_structure_in_another_field_order_says_the_order_is_declared() -> None:
+    want = [{"time": "2026-01-01T00:00:00Z", "event": "O", "value": {"b": 2, "a": 1}}]
+    got = [{"time": "2026-01-01T00:00:00.000000Z", "event": "O", "value": {"a": 1, "b": 2}}]
+    assert compare(want, got)[0].endswith(
+        "(the same fields in another order: write a structure's fields in their declared order)"
+    )
+
+
+def test_a_key_written_as_its_component_says_a_key_is_a_list() -> None:
+    want = [{"time": "2026-01-01T00:00:00Z", "event": "O", "value": 1, "key": "ann"}]
+    got = [{"time": "2026-01-01T00:00:00.000000Z", "event": "O", "value": 1, "key": ["ann"]}]
+    assert compare(want, got)[0] == (
+        'line 1: key: expected "ann", got ["ann"] (a key is the list of its components: write ["ann"])'
+    )

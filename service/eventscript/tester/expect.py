@@ -75,15 +75,33 @@ def line_difference(want: dict[str, Any], got: dict[str, Any]) -> str | None:
         wv, gv = want.get("value"), got.get("value")
         return f"value: expected {json.dumps(wv)}, got {json.dumps(gv)}{_value_hint(wv, gv)}"
     if "key" in want and not same_value(want["key"], got.get("key")):
-        return f"key: expected {json.dumps(want['key'])}, got {json.dumps(got.get('key'))}"
+        wk, gk = want["key"], got.get("key")
+        return f"key: expected {json.dumps(wk)}, got {json.dumps(gk)}{_key_hint(wk, gk)}"
     return None
 
 
 def _value_hint(want: Any, got: Any) -> str:
-    """Why two values that print alike differ: a long is not a double (``5`` is not ``5.0``)."""
+    """Why two values that read alike differ: a long is not a double (``5`` is not ``5.0``), and a
+    structure's fields come in declared order."""
     numbers = (int, float)
     if isinstance(want, numbers) and isinstance(got, numbers) and not isinstance(want, bool) and want == got:
         return " (a long is written without a fraction, a double with one: write it as the output does)"
+    if _reordered(want, got):
+        return " (the same fields in another order: write a structure's fields in their declared order)"
+    return ""
+
+
+def _reordered(want: Any, got: Any) -> bool:
+    """Whether two structures hold the same fields and values, in another order."""
+    if not (isinstance(want, dict) and isinstance(got, dict)) or list(want) == list(got) or set(want) != set(got):
+        return False
+    return all(same_value(want[k], got[k]) for k in want)
+
+
+def _key_hint(want: Any, got: Any) -> str:
+    """A key written as its one component: a key is the list of its components."""
+    if not isinstance(want, list) and isinstance(got, list) and len(got) == 1 and same_value(want, got[0]):
+        return f" (a key is the list of its components: write {json.dumps(got)})"
     return ""
 
 
