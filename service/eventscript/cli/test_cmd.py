@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.encoding import json_line
+from ..engine.timeutil import format_time
 from ..tester.expect import ExpectedError, compare, read_expected_numbered
+from ..tester.host import SimulatedHost
 from ..tester.pipeline import Pipeline
 from ..tester.trace import TraceError
 from .program_cmds import add_state_limit, load_or_report
@@ -119,11 +121,24 @@ def _explained(args: argparse.Namespace, record) -> int:
     return _finish(args, [{k: v for k, v in o.items() if k != "step"} for o in recording.outputs])
 
 
+def _pending_timer_note(host: SimulatedHost) -> str | None:
+    """A note when a timer is still pending after the trace's last timestamp: it never fires, and
+    a newcomer whose trace ends before a deadline sees no output for it and no reason why."""
+    deadline = host.clock.next_deadline()
+    if deadline is None:
+        return None
+    return (
+        f"note: a timer was still pending when the trace ended (the first due {format_time(deadline)}); "
+        "a timer fires only when the trace reaches its time: end the trace with a later [timestamp] to see it"
+    )
+
+
 def _simulate(
-    args: argparse.Namespace, run_host: Callable[[Callable[[Any], None]], None], record: Callable[[], Any]
+    args: argparse.Namespace, run_host: Callable[[Callable[[Any], None]], SimulatedHost], record: Callable[[], Any]
 ) -> int:
-    """Run the trace through a simulated host (``run_host(sink)``: the pipeline or the topology):
-    print each output line as JSON, or with ``--expect`` compare them; ``--explain``: ``record``."""
+    """Run the trace through a simulated host (``run_host(sink)``, the pipeline or the topology, run
+    and returned): print each output line as JSON, or with ``--expect`` compare them;
+    ``--explain``: ``record``."""
     from ..engine.tuning import configure_gc
 
     configure_gc()
@@ -144,13 +159,17 @@ def _simulate(
             printed += 1
 
     try:
-        run_host(sink)
+        host = run_host(sink)
     except TraceError as exc:
         out.flush()
         print(str(exc), file=sys.stderr)
         return 2
     if expecting:
         return _finish(args, lines)
+    pending = _pending_timer_note(host)
+    if pending and printed:  # (with no output at all, the note below says this too)
+        out.flush()
+        print(pending, file=sys.stderr)
     if not printed:
         # A program that never emits printed nothing at all, and a newcomer could not tell a run
         # from a hang or a mistake: say so, and where to look.
@@ -202,7 +221,7 @@ def run_topology(args: argparse.Namespace) -> int:
 
         return record_topology(graph, items)
 
-    return _simulate(args, lambda sink: TopologySimulation(graph, sink).run(items), record)
+    return _simulate(args, lambda sink: _ran(TopologySimulation(graph, sink), items), record)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -226,4 +245,10 @@ def run(args: argparse.Namespace) -> int:
 
         return record_pipeline(compiled, items, names)
 
-    return _simulate(args, lambda sink: Pipeline(compiled, sink, names).run(items), record)
+    return _simulate(args, lambda sink: _ran(Pipeline(compiled, sink, names), items), record)
+
+
+def _ran(host: SimulatedHost, items: list[Any]) -> SimulatedHost:
+    """``host`` after running ``items`` (what is left pending in it is told after the output)."""
+    host.run(items)
+    return host
