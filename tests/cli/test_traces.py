@@ -239,3 +239,24 @@ def test_a_run_that_emits_nothing_says_so_and_where_to_look(tmp_path: Path) -> N
         "--explain --trace t.trace p.es' shows, event by event, the state each key is in and what it waits for "
         "(a timer fires only if the trace reaches its time: end the trace with a later [timestamp])\n"
     )
+
+
+DOORS = """in {string door;} Opened group(Opened.door), {string door;} Closed group(Closed.door)
+out {string door;} LeftOpen
+( Opened() ( Closed() | elapse[5 minutes]() { !>LeftOpen({door: group[0]}); } Closed() ) )*
+"""
+
+
+def test_a_timer_left_pending_by_the_trace_s_end_is_noted_after_the_output(tmp_path: Path) -> None:
+    """The back door left open at 08:03 when the trace ends: its LeftOpen due 08:08 never came, and
+    nothing said why (the note of an empty run said it, a run with some output did not)."""
+    (tmp_path / "doors.es").write_text(DOORS)
+    (tmp_path / "t.trace").write_text('[2026-01-01 08:00:00] Opened("front")\n[08:03:00] Opened("back")\n[08:06:00]\n')
+    result = eventscript("test", "--trace", "t.trace", "doors.es", cwd=tmp_path)
+    assert result.returncode == 0 and '"door": "front"' in result.stdout
+    assert result.stderr == (
+        "note: a timer was still pending when the trace ended (the first due 2026-01-01T08:08:00.000000Z); "
+        "a timer fires only when the trace reaches its time: end the trace with a later [timestamp] to see it\n"
+    )
+    (tmp_path / "t.trace").write_text('[2026-01-01 08:00:00] Opened("front")\n[08:06:00] Closed("front")\n')
+    assert eventscript("test", "--trace", "t.trace", "doors.es", cwd=tmp_path).stderr == ""  # nothing pending

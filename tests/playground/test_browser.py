@@ -102,6 +102,36 @@ def test_a_mistake_is_underlined_then_fixed_and_run(page: Any) -> None:
     assert "expected a string" in (refused[0].get_attribute("title") or "")
 
 
+def test_a_run_that_fails_leaves_no_caption_of_the_run_before(page: Any) -> None:
+    """A trace error after a good run emptied the tables but kept "of key [...]" over the
+    timeline and "1 of 1 events" over the outputs: a newcomer read them as this run's."""
+    set_text(page, PROGRAM, COUNTER)
+    set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann")\n')
+    checked(page)
+    run(page)
+    assert page.inner_text("#outputs-count") == "1 of 1 events"
+    set_text(page, TRACE, 'Ping("ann")\n')  # no timestamp first
+    run(page)
+    assert "a trace must start with a [timestamp]" in page.inner_text("#run-error")
+    assert page.inner_text("#outputs-count") == ""
+    assert page.inner_text("#timeline-key") == ""
+
+
+def test_a_trace_event_no_program_reads_is_underlined_with_the_name_meant(page: Any) -> None:
+    """Its $error 1 output said neither where it stood nor what was meant (the command line warns)."""
+    set_text(page, PROGRAM, COUNTER)
+    set_text(page, TRACE, '[2026-01-01 09:00:00] Ping("ann")\nPign("bob")\n')
+    checked(page)
+    run(page)
+    marks = page.query_selector_all("#trace-editor pre .diag-warning")
+    assert "".join(m.inner_text() for m in marks) == 'Pign("bob")'
+    page.eval_on_selector(
+        TRACE, "t => { t.focus(); t.setSelectionRange(36, 36); t.dispatchEvent(new Event('keyup')); }"
+    )
+    page.wait_for_function("document.querySelector('#trace-editor + .caret-message').textContent.includes('Pign')")
+    assert "did you mean 'Ping'?" in page.inner_text("#trace-editor + .caret-message")
+
+
 def _focused(page: Any) -> str:
     """What has the keyboard: the textarea's label, a key row's key, or the element's text."""
     js = "(e => e.getAttribute('aria-label') || e.dataset.key || e.textContent)(document.activeElement)"
@@ -395,6 +425,8 @@ def test_a_new_program_then_a_second_stage_makes_a_pipeline_that_runs(page: Any)
     make a pipeline (only the command line's files or an example had several)."""
     page.select_option("#examples", "new", timeout=3000)
     page.wait_for_function("document.querySelector('#program-editor textarea').value.includes('Count')")
+    checked(page)
+    assert page.inner_text("#diagnostics") == "no errors or warnings"  # no warning to puzzle over first
     run(page)
     assert page.inner_text("#outputs-count") == "3 of 3 events" and page.inner_text("#run-error") == ""
     page.click("#program-tabs button:text('+ stage')")

@@ -89,6 +89,39 @@ def test_a_trace_error_says_where() -> None:
     assert where["line"] in (2, 3) and f"trace:{where['line']}:{where['col']}:" in result["error"]
 
 
+def test_a_trace_event_no_program_reads_is_a_placed_warning_naming_the_meant_one() -> None:
+    """A misspelt name in the trace was an $error 1 output saying neither where it stood nor the
+    name meant; ``eventscript test`` warned so on stderr, the page said nothing."""
+    text = "in string Start, string Stop\nout string O\n( Start(x) { !>O(x); } | Stop() )*\n"
+    trace = '[2026-01-01 00:00:00] Start("a")\nStrat("b") Strat("c") U("d")\n'
+    result = service.run({"programs": [{"name": "p.es", "text": text}], "trace": trace}, Limits())
+    consequence = "(each such event is an $error 1 in the output)"
+    assert result["trace_warnings"] == [
+        {"line": 2, "col": 1, "message": f"p.es declares no input event 'Strat'; did you mean 'Start'? {consequence}"},
+        {
+            "line": 2,
+            "col": 23,
+            "message": f"p.es declares no input event 'U'; the events read are: Start, Stop {consequence}",
+        },
+    ]
+    fine = service.run({"programs": [{"name": "p.es", "text": text}], "trace": trace.split("\n")[0]}, Limits())
+    assert "trace_warnings" not in fine
+
+
+def test_a_topology_trace_event_no_program_reads_is_a_placed_warning() -> None:
+    folder = TOPOLOGIES / "big-trades"
+    body = {
+        "programs": [{"name": p.name, "text": p.read_text()} for p in sorted(folder.glob("*.es"))],
+        "topology": (folder / "topology.yaml").read_text(),
+        "trace": '[2026-01-01 00:00:00]\nTrad({traderID: "T1"})\n',
+    }
+    (warning,) = service.run(body, Limits())["trace_warnings"]
+    assert (warning["line"], warning["col"]) == (2, 1)
+    assert warning["message"].startswith(
+        "no program of the topology reads event 'Trad' from a source topic; did you mean 'Trade'?"
+    )
+
+
 def test_programs_with_errors_do_not_run() -> None:
     result = service.run({"programs": [{"name": "p.es", "text": "in {} A\nA( {"}], "trace": ""}, Limits())
     assert "fix the errors" in result["error"] and result["programs"][0]["diagnostics"]
@@ -195,6 +228,15 @@ def test_save_case_writes_a_conformance_case_that_passes(tmp_path: Path) -> None
     if RUNNER.exists():
         done = _conformance(folder)
         assert done.returncode == 0 and "1 passed, 0 failed" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_saved_case_s_readme_reads_as_written(tmp_path: Path) -> None:
+    """It said "The the expected output is what ..." (a sentence pasted after its own article)."""
+    ex = examples.load("topologies/doors")
+    cases.save_case({**ex, "name": "doors-readme"}, Limits(), tmp_path)
+    text = (tmp_path / "doors-readme" / "README.md").read_text()
+    assert "The the" not in text
+    assert "\n\nThe expected output is what `eventscript test` emitted when it was saved" in text
 
 
 def _conformance(*folders: Path) -> subprocess.CompletedProcess[str]:

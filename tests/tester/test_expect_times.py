@@ -54,7 +54,8 @@ def test_other_forms_of_the_same_instant_match(
 
 def test_another_instant_is_a_mismatch_naming_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _test_with_expected(tmp_path, "2026-01-01T00:02:00Z") == 1
-    assert "line 2: time: expected '2026-01-01T00:02:00Z', got '2026-01-01T00:01:00.000000Z'" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "e.jsonl:2: time: expected '2026-01-01T00:02:00Z', got '2026-01-01T00:01:00.000000Z'" in out
 
 
 def test_a_time_that_is_not_a_time_is_refused_naming_the_line(
@@ -62,7 +63,7 @@ def test_a_time_that_is_not_a_time_is_refused_naming_the_line(
 ) -> None:
     assert _test_with_expected(tmp_path, "yesterday") == 2
     err = capsys.readouterr().err
-    assert "e.jsonl: error: cannot read expected output: line 2: time 'yesterday' is not an ISO-8601 time" in err
+    assert "e.jsonl:2:2: error: time 'yesterday' is not an ISO-8601 time" in err
     assert "write it as '2026-01-01T08:05:00Z'" in err
 
 
@@ -75,5 +76,8 @@ def test_compare_alone_says_an_unreadable_expected_time_is_not_a_time() -> None:
 
 
 def test_read_expected_keeps_the_time_as_written() -> None:
-    """The diff shows the expected file as the user wrote it."""
-    assert read_expected('{"time": "2026-01-01T00:01:00Z", "event": "O"}\n')[0]["time"] == "2026-01-01T00:01:00Z"
+    """An expected line is kept as written: a line that differs is shown so in the diff."""
+    assert (
+        read_expected('{"time": "2026-01-01T00:01:00Z", "event": "O", "value": 1}\n')[0]["time"]
+        == "2026-01-01T00:01:00Z"
+    )

@@ -154,3 +154,22 @@ def test_trace_errors_are_rendered_as_program_diagnostics_are() -> None:
         " " * 17 + "^",
     ]
     assert str(err) == err.diagnostic().render() == "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("trace", "where", "hint"),
+    [
+        ('S("a")', (1, 1), "begin with the time the run starts, e.g. [2026-01-01 09:00:00]"),
+        ('2026-01-01 00:00:00\nS("a")', (1, 1), "a timestamp is written in square brackets"),
+        ('[2026-01-01 00:00:00] S("a"); S("b")', (1, 29), "nothing separates events: remove the ';'"),
+        ('[2026-01-01 00:00:00] S("a"), S("b")', (1, 29), "nothing separates events: remove the ','"),
+        ('[2026-01-01 00:00:00] S(door: "a")', (1, 25), "a structure's fields are written in braces: {door: ...}"),
+        ("[2026-01-01 00:00:00] S", (1, 24), "every event has parentheses: S() for a pure signal, S(value)"),
+    ],
+)
+def test_a_newcomers_trace_slips_get_a_hint(trace: str, where: tuple[int, int], hint: str) -> None:
+    """A first trace written like a program (';' after events), a date without brackets, a field
+    name outside braces: each said only what it found, not what to write."""
+    err = error_of(trace)
+    assert (err.pos.line, err.pos.col) == where
+    assert err.hint is not None and hint in err.hint

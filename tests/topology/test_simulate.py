@@ -126,7 +126,7 @@ def test_the_test_command_takes_a_topology(
     expect = tmp_path / "expected.jsonl"
     expect.write_text(json.dumps(lines[0]) + "\n", encoding="utf-8")
     assert main(["test", "--trace", str(trace), str(path), "--expect", str(expect)]) == 1
-    assert "1 events expected, 2 emitted" in capsys.readouterr().out
+    assert "1 event expected, 2 emitted" in capsys.readouterr().out
 
 
 def test_the_test_command_refuses_a_miswired_topology(

@@ -9,10 +9,23 @@ from collections.abc import Callable, Sequence
 from ..logging_setup import FORMATS, LEVELS, LoggingConfigError, configure, resolve
 from . import commands
 
+#: What ``eventscript --help`` ends with: where a newcomer starts, among fifteen commands most of
+#: which are for Kafka and operations.
+FIRST_STEPS = """\
+first steps, for a program P.es:
+  eventscript check P.es                      errors and warnings, each at file:line:col
+  eventscript test --trace T.trace P.es       run it over a timed trace (test --help shows one)
+  eventscript playground P.es                 the same in a browser, stepping through time
+'eventscript COMMAND --help' tells more of each; the language: docs/language.md.
+"""
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="eventscript", description="EventScript: regular expressions with actions, run as event processors."
+        prog="eventscript",
+        description="EventScript: regular expressions with actions, run as event processors.",
+        epilog=FIRST_STEPS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version="eventscript 0.1.0")
     p.add_argument(

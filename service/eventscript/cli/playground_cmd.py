@@ -86,6 +86,19 @@ def _page_name(topology: Path, source: str) -> str:
     return name
 
 
+def _not_a_source(paths: list[Path]) -> str:
+    """Why files that are no program sources are refused, and what to give instead: a trace given
+    where the programs go (``playground p.trace``) is what --trace takes."""
+    traces = [p for p in paths if p.suffix.lower() == ".trace"]
+    programs = [str(p) for p in paths if p.suffix == ".es"] or ["PROGRAM.es"]
+    if traces:
+        return f"a trace goes after --trace: eventscript playground {' '.join(programs)} --trace {traces[0]}"
+    return (
+        "the playground opens program sources (.es) or one topology file (.yaml); "
+        "compiled programs have no text to show"
+    )
+
+
 def initial(files: list[str], trace: str | None) -> dict[str, Any]:
     """The page's opening content from the command line's files; OSError/ValueError if unreadable."""
     out: dict[str, Any] = {}
@@ -106,10 +119,7 @@ def initial(files: list[str], trace: str | None) -> dict[str, Any]:
     elif paths:
         odd = [str(p) for p in paths if p.suffix != ".es"]
         if odd:
-            raise ValueError(
-                f"{', '.join(odd)}: the playground opens program sources (.es) or one topology "
-                f"file (.yaml); compiled programs have no text to show"
-            )
+            raise ValueError(f"{', '.join(odd)}: {_not_a_source(paths)}")
         out["programs"] = [{"name": p.name, "text": _read(p)} for p in paths]
     trace_path = Path(trace) if trace else (paths[0].parent / "sample.trace" if paths else None)
     if trace_path is not None and (trace or trace_path.exists()):

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.encoding import json_line
-from ..tester.expect import compare, read_expected
+from ..engine.timeutil import format_time
+from ..tester.expect import ExpectedError, compare, read_expected_numbered
+from ..tester.host import SimulatedHost
 from ..tester.pipeline import Pipeline
 from ..tester.trace import TraceError
 from .program_cmds import add_state_limit, load_or_report
@@ -22,9 +24,30 @@ from .trace_file import read_trace_or_report
 from .trace_names import warn_unread_events
 from .wording import counted
 
+#: What ``eventscript test --help`` ends with: the two files a newcomer writes, by example (the
+#: options alone said "the timed event trace" and "expected JSON lines"), and the exit statuses.
+EPILOG = """\
+a trace (--trace): a [timestamp] first, then events Name(value), side by side or one a line:
+  [2026-01-01 08:00:00]                  // the run starts (UTC)
+  Opened("front") Opened({door: "back"}) // a structure's fields in order, or by name in braces
+  [08:01:00] Closed("back")              // later that day: the timers due by then fire first
+  [08:10:00]                             // a timer fires only if the trace reaches its time
+
+expected output (--expect): the lines a run prints, one JSON object a line (write them by
+running without --expect, and check them):
+  {"time": "2026-01-01T08:05:00Z", "event": "LeftOpen", "value": {"door": "front"}}
+
+exit status: 0 ran (and matched --expect), 1 the output differs from --expect, 2 a program,
+trace or expected file has errors. The formats: docs/language.md, section 10.
+"""
+
 
 def setup(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trace", required=True, metavar="FILE", help="the timed event trace")
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument(
+        "--trace", required=True, metavar="FILE", help="the timed event trace (its form: below), or JSON lines"
+    )
     p.add_argument(
         "programs",
         nargs="+",
@@ -32,7 +55,11 @@ def setup(p: argparse.ArgumentParser) -> None:
         help="one program, or the stages of a pipeline in order: source files, or the JSON files "
         "'eventscript compile' writes; or one topology file (TOPOLOGY.yaml) to run whole",
     )
-    p.add_argument("--expect", metavar="FILE", help="expected JSON lines: compare and show differences")
+    p.add_argument(
+        "--expect",
+        metavar="FILE",
+        help="expected JSON lines (below): compare, print each difference with its line, and exit 1",
+    )
     p.add_argument(
         "-W",
         "--warnings",
@@ -54,16 +81,21 @@ def _is_topology(paths: list[str]) -> bool:
 
 
 def _finish(args: argparse.Namespace, lines: list[dict]) -> int:
-    """Compare the collected output with --expect."""
+    """Compare the collected output with --expect: each difference named by the expected file's
+    ``file:line``, then a diff."""
     try:
-        expected = read_expected(Path(args.expect).read_text(encoding="utf-8"))
+        numbered = read_expected_numbered(Path(args.expect).read_text(encoding="utf-8"))
     except OSError as exc:  # the reason, not Python's "[Errno 2] ...: 'path'"
         print(f"{args.expect}: error: cannot read the expected output: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+    except ExpectedError as exc:
+        print(exc.render(args.expect), file=sys.stderr)
+        return 2
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         print(f"{args.expect}: error: cannot read expected output: {exc}", file=sys.stderr)
         return 2
-    problems = compare(expected, lines)
+    expected = [obj for _, obj in numbered]
+    problems = compare(expected, lines, [f"{args.expect}:{number}" for number, _ in numbered])
     if problems:
         for p in problems:
             print(p)
@@ -89,11 +121,24 @@ def _explained(args: argparse.Namespace, record) -> int:
     return _finish(args, [{k: v for k, v in o.items() if k != "step"} for o in recording.outputs])
 
 
+def _pending_timer_note(host: SimulatedHost) -> str | None:
+    """A note when a timer is still pending after the trace's last timestamp: it never fires, and
+    a newcomer whose trace ends before a deadline sees no output for it and no reason why."""
+    deadline = host.clock.next_deadline()
+    if deadline is None:
+        return None
+    return (
+        f"note: a timer was still pending when the trace ended (the first due {format_time(deadline)}); "
+        "a timer fires only when the trace reaches its time: end the trace with a later [timestamp] to see it"
+    )
+
+
 def _simulate(
-    args: argparse.Namespace, run_host: Callable[[Callable[[Any], None]], None], record: Callable[[], Any]
+    args: argparse.Namespace, run_host: Callable[[Callable[[Any], None]], SimulatedHost], record: Callable[[], Any]
 ) -> int:
-    """Run the trace through a simulated host (``run_host(sink)``: the pipeline or the topology):
-    print each output line as JSON, or with ``--expect`` compare them; ``--explain``: ``record``."""
+    """Run the trace through a simulated host (``run_host(sink)``, the pipeline or the topology, run
+    and returned): print each output line as JSON, or with ``--expect`` compare them;
+    ``--explain``: ``record``."""
     from ..engine.tuning import configure_gc
 
     configure_gc()
@@ -114,13 +159,17 @@ def _simulate(
             printed += 1
 
     try:
-        run_host(sink)
+        host = run_host(sink)
     except TraceError as exc:
         out.flush()
         print(str(exc), file=sys.stderr)
         return 2
     if expecting:
         return _finish(args, lines)
+    pending = _pending_timer_note(host)
+    if pending and printed:  # (with no output at all, the note below says this too)
+        out.flush()
+        print(pending, file=sys.stderr)
     if not printed:
         # A program that never emits printed nothing at all, and a newcomer could not tell a run
         # from a hang or a mistake: say so, and where to look.
@@ -172,7 +221,7 @@ def run_topology(args: argparse.Namespace) -> int:
 
         return record_topology(graph, items)
 
-    return _simulate(args, lambda sink: TopologySimulation(graph, sink).run(items), record)
+    return _simulate(args, lambda sink: _ran(TopologySimulation(graph, sink), items), record)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,4 +245,10 @@ def run(args: argparse.Namespace) -> int:
 
         return record_pipeline(compiled, items, names)
 
-    return _simulate(args, lambda sink: Pipeline(compiled, sink, names).run(items), record)
+    return _simulate(args, lambda sink: _ran(Pipeline(compiled, sink, names), items), record)
+
+
+def _ran(host: SimulatedHost, items: list[Any]) -> SimulatedHost:
+    """``host`` after running ``items`` (what is left pending in it is told after the output)."""
+    host.run(items)
+    return host

@@ -53,7 +53,7 @@ def save_case(body: Any, limits: Limits, cases_dir: Path) -> dict[str, Any]:
     return {"path": str(folder), "files": sorted(files), "kind": kind, "command": command}
 
 
-_CHECK_IT = "the expected output is what `eventscript test` emitted when it was saved; check it before relying on it."
+_CHECK_IT = "The expected output is what `eventscript test` emitted when it was saved; check it before relying on it."
 
 
 def _program_files(count: int) -> list[str]:
@@ -72,7 +72,7 @@ def _conformance_files(name: str, sources: list[Source], trace: str, command: st
     files["input.trace"] = trace
     files["README.md"] = (
         f"# {name}\n\nA conformance case saved from the EventScript playground. Run it from this folder:\n\n"
-        f"```\n{command}\n```\n\nThe {_CHECK_IT}\n"
+        f"```\n{command}\n```\n\n{_CHECK_IT}\n"
     )
     return files
 
@@ -84,6 +84,6 @@ def _topology_files(name: str, sources: list[Source], yaml_text: str, trace: str
     files["README.md"] = (
         f"# {name}\n\nA topology saved from the EventScript playground, in the layout of the shipped "
         f"`topologies/` folders (a conformance case holds one program or a chain, not a topology). "
-        f"Run it from this folder:\n\n```\n{TOPOLOGY_COMMAND}\n```\n\nThe {_CHECK_IT}\n"
+        f"Run it from this folder:\n\n```\n{TOPOLOGY_COMMAND}\n```\n\n{_CHECK_IT}\n"
     )
     return files

@@ -15,7 +15,8 @@ from ..explain.recorder import Recording
 from ..language.diagnostics import Diagnostic
 from ..language.source import SourceFile
 from ..tester.recording import record_pipeline, record_topology
-from ..tester.trace import TraceError, parse_trace
+from ..tester.trace import TraceError, TraceItem, parse_trace
+from ..tester.unread import unread_events
 from . import drawing, topology_check
 from .limits import LimitExceeded, Limits, RunGuard
 from .source import Source, name_problem
@@ -147,12 +148,34 @@ def run(body: Any, limits: Limits) -> dict[str, Any]:
             return {**result, "error": str(exc)}
         # what ran up to the limit: a program that never ends shows its first steps
         recording = Recording(guard.recorder, stages.names)
-        return {**result, **stages.pictures(), **_shown(recording, stages.compiled, stages.files), "error": str(exc)}
+        shown = _shown(recording, stages.compiled, stages.files)
+        return {**result, **stages.pictures(), **shown, **_unread(items, stages), "error": str(exc)}
     except _TopologyProblem as exc:
         return {**result, "error": str(exc)}
     except EngineError as exc:  # e.g. an allowed external function that cannot be loaded
         return {**result, "error": f"the program cannot run: {exc}"}
-    return {**result, **stages.pictures(), **_shown(recording, stages.compiled, stages.files)}
+    return {**result, **stages.pictures(), **_shown(recording, stages.compiled, stages.files), **_unread(items, stages)}
+
+
+def _unread(items: list[TraceItem], stages: _Stages) -> dict[str, Any]:
+    """``trace_warnings``: the trace's events no program reads, each name at its first place with
+    the name probably meant, as ``eventscript test`` warns on stderr (the page underlines them:
+    their ``$error`` 1 outputs say neither the place nor the name meant)."""
+    if stages.graph is not None:
+        from ..tester.topology import source_reads
+
+        readable: set[str] = set(source_reads(stages.graph))
+        unread = "no program of the topology reads event {name} from a source topic"
+    elif stages.compiled:
+        readable = {i.name for i in stages.compiled[0].program.inputs}
+        unread = f"{stages.files[0]} declares no input event {{name}}"
+    else:
+        return {}
+    warnings = [
+        {"line": u.event.pos.line, "col": u.event.pos.col, "message": u.warning(unread)}
+        for u in unread_events(items, readable)
+    ]
+    return {"trace_warnings": warnings} if warnings else {}
 
 
 @dataclass

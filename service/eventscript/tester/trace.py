@@ -113,9 +113,24 @@ class TraceParser:
                 items.append(self.event())
             else:
                 raise TraceError(
-                    self.tok.pos, f"expected a [timestamp] or an event Name(value), found {self.tok.text!r}"
+                    self.tok.pos,
+                    f"expected a [timestamp] or an event Name(value), found {self.tok.text!r}",
+                    self._item_hint(),
                 )
         return items
+
+    def _item_hint(self) -> str | None:
+        """What a newcomer most likely meant by a token that starts no item: a separator between
+        events (as in a program), or a date without its brackets."""
+        t = self.tok
+        if t.kind in (";", ","):
+            return (
+                f"nothing separates events: remove the '{t.text}' and write them side by side or one a line, "
+                "e.g. A(1) B(2)"
+            )
+        if t.kind == "INT":
+            return "a timestamp is written in square brackets: [2026-01-01 09:30:00], or [09:30:05] later that day"
+        return None
 
     def _int(self, what: str) -> int:
         """A number of a timestamp."""
@@ -189,7 +204,11 @@ class TraceParser:
 
     def event(self) -> TraceEvent:
         name = self.advance()
-        self.expect("(", f"'(' after the event name {name.text}")
+        self.expect(
+            "(",
+            f"'(' after the event name {name.text}",
+            f"every event has parentheses: {name.text}() for a pure signal, {name.text}(value) otherwise",
+        )
         args: list[Any] = []
         if self.tok.kind != ")":
             args.append(self.value())
@@ -278,10 +297,19 @@ class TraceParser:
             self.expect("]", "']'")
             return items
         if t.kind == "IDENT":  # a newcomer's S(front): text is quoted, in traces as in programs
-            raise TraceError(
-                t.pos, f"expected a value, found {t.text!r}", f'text is written in double quotes: "{t.text}"'
-            )
+            raise TraceError(t.pos, f"expected a value, found {t.text!r}", self._name_hint(t))
         raise TraceError(t.pos, f"expected a value, found {t.text or 'the end of the trace'!r}")
+
+    def _name_hint(self, name: Token) -> str:
+        """A bare name where a value stands: a field name outside braces (``S(door: "a")``, a
+        structure's fields are in a builder) or text without its quotes (``S(front)``)."""
+        following = self.toks[self.i + 1] if self.i + 1 < len(self.toks) else None
+        if following is not None and following.kind == ":":
+            return (
+                f"a structure's fields are written in braces: {{{name.text}: ...}}, "
+                "or its values in declared order without names"
+            )
+        return f'text is written in double quotes: "{name.text}"'
 
 
 def parse_trace(source: SourceFile) -> list[TraceItem]:
@@ -292,7 +320,11 @@ def parse_trace(source: SourceFile) -> list[TraceItem]:
         raise TraceError(first.pos, first.message, first.hint)
     items = TraceParser(tokens).parse()
     if items and not isinstance(items[0], Timestamp):
-        raise TraceError(items[0].pos, "a trace must start with a [timestamp]")
+        raise TraceError(
+            items[0].pos,
+            "a trace must start with a [timestamp]",
+            "begin with the time the run starts, e.g. [2026-01-01 09:00:00] on the first line",
+        )
     _check_order(items)
     return items
 

@@ -253,7 +253,8 @@ function removeStage() {
   onProgramInput(state.programs[state.tab].text);
 }
 
-// What "a new program" and "+ stage" start from: a program that runs, saying what its parts are.
+// What "a new program" and "+ stage" start from: a program that runs, saying what its parts are
+// (and draws no warning: one that never ended its instances met a newcomer with never-ends).
 const NEW_PROGRAM = `// A program: the events it reads (in) and emits (out), each with its type; then a regular
 // expression over events, with actions in { }. group(...) gives each key an instance of its own.
 in {string who;} Ping group(Ping.who)
@@ -261,6 +262,7 @@ out {string who; long n;} Count
 
 { n = 0; }
 ( Ping() { n = n + 1; !>Count({who: group[0], n: n}); } )*
+elapse[1 minute]()   // a minute without a Ping ends the key's instance (its next Ping starts over)
 `;
 const NEW_TRACE = `// A trace: a [date time], then the events at that time; [hh:mm:ss] moves the clock on.
 [2026-01-01 09:00:00] Ping("ann") Ping("bob")
@@ -489,6 +491,8 @@ function clearRun() {
   state.tops = [];
   state.position = 0;
   for (const sel of ["#keys tbody", "#timeline tbody", "#outputs tbody", "#flows tbody"]) $(sel).innerHTML = "";
+  // the tables' captions too: a run that failed showed "of key [...]" and "1 of 1 events" over empty tables
+  for (const sel of ["#timeline-key", "#outputs-count"]) $(sel).textContent = "";
   $("#outputs").closest(".table-box").scrollTop = 0;
   $("#flows-box").hidden = true;
   $("#automaton").innerHTML = "";
@@ -537,7 +541,7 @@ async function run() {
     $("#pipeline").innerHTML = answer.pipeline.svg || `<pre>${esc(answer.pipeline.dot)}</pre>`;
   }
   moveTo(state.tops.length);
-  traceEditor.decorate(refusedInTrace(answer.outputs));
+  traceEditor.decorate(refusedInTrace(answer.outputs).concat(unreadInTrace(answer.trace_warnings || [])));
   // a run stopped by a limit: what it did up to there is shown, and why it stopped
   if (answer.error) $("#run-error").textContent = answer.error;
   summarize(answer);
@@ -563,6 +567,16 @@ function summarize(answer) {
 // Trace events the run refused with an $error that places them ("trace:2:12: Opened: door:
 // expected a string ...": a value not of the declared type) are underlined where they are, as a
 // mistake in the program is; else only a row of the outputs said so.
+// The trace's events no program reads (a misspelt name: its $error 1 says neither where nor what
+// was meant), underlined as warnings with the name probably meant, as 'eventscript test' warns.
+function unreadInTrace(warnings) {
+  return warnings.map((w) => {
+    const at = offsetOf(state.trace, w.line, w.col);
+    const name = extentAt(state.trace, at);
+    return [at, state.trace[name] === "(" ? extentAt(state.trace, name) : name, "diag-warning", `warning: ${w.message}`];
+  });
+}
+
 const REFUSED_MARKS = 1000;
 function refusedInTrace(outputs) {
   const marks = [];
