@@ -173,3 +173,15 @@ def test_a_newcomers_trace_slips_get_a_hint(trace: str, where: tuple[int, int], 
     err = error_of(trace)
     assert (err.pos.line, err.pos.col) == where
     assert err.hint is not None and hint in err.hint
+
+
+@pytest.mark.parametrize(
+    ("value", "col", "written"),
+    [(".5", 3, "0.5"), ("-.25", 4, "0.25"), ("1.", 3, "1.0"), ("-12.", 4, "12.0"), ("[2.5, .5]", 9, "0.5")],
+)
+def test_a_number_with_a_bare_point_says_what_to_write(value: str, col: int, written: str) -> None:
+    """As in a program (the parser's bare-point slip): not "expected a value" or "expected ')'"."""
+    err = error_of(f"[2026-01-01 00:00:00]\nS({value})")
+    assert (err.pos.line, err.pos.col) == (2, col)
+    assert err.message == "a double literal needs digits on both sides of the point"
+    assert err.hint == f"write {written}"

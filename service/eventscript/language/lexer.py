@@ -166,6 +166,15 @@ class Token:
         return self.value
 
 
+def touching(first: Token, second: Token) -> bool:
+    """Whether ``second`` follows ``first`` in the same file with nothing between them (``.5``,
+    ``1.``: a number written with a bare point, which the parser and the trace reader point out)."""
+    return first.pos.source is second.pos.source and first.pos.offset + len(first.text) == second.pos.offset
+
+
+BARE_POINT = "a double literal needs digits on both sides of the point"
+
+
 class Lexer:
     """Turns one source file (and what it includes) into a token list."""
 

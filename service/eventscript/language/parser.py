@@ -29,7 +29,7 @@ from contextlib import contextmanager
 
 from . import ast
 from .diagnostics import Diagnostics
-from .lexer import KEYWORDS, Token, tokenize
+from .lexer import BARE_POINT, KEYWORDS, Token, tokenize, touching
 from .source import Pos, SourceFile
 
 #: How deeply constructs may nest: parentheses, blocks, unary operators, subscripts, type
@@ -180,11 +180,6 @@ def _describe(tok: Token) -> str:
 _VALUE_ENDS = frozenset(("IDENT", "INT", "FLOAT", "STRING", ")", "]", "}"))
 
 
-def _glued(first: Token, second: Token) -> bool:
-    """Whether ``second`` follows ``first`` in the same file with nothing between them."""
-    return first.pos.source is second.pos.source and first.pos.offset + len(first.text) == second.pos.offset
-
-
 class Parser:
     def __init__(self, tokens: list[Token], diagnostics: Diagnostics) -> None:
         self.toks = tokens
@@ -324,18 +319,14 @@ class Parser:
             return None
         after = self.toks[i + 1] if i + 1 < len(self.toks) else None
         before = self.toks[i - 1] if i > 0 else None
-        ends_value = before is not None and before.kind in _VALUE_ENDS and _glued(before, dot)
-        if after is not None and after.kind == "INT" and _glued(dot, after) and not ends_value:
+        ends_value = before is not None and before.kind in _VALUE_ENDS and touching(before, dot)
+        if after is not None and after.kind == "INT" and touching(dot, after) and not ends_value:
             number = f"0.{after.text}"
-        elif before is not None and before.kind == "INT" and _glued(before, dot):
+        elif before is not None and before.kind == "INT" and touching(before, dot):
             number, dot = f"{before.text}.0", before
         else:
             return None
-        return (
-            dot.pos,
-            "a double literal needs digits on both sides of the point",
-            f"write {number}",
-        )
+        return dot.pos, BARE_POINT, f"write {number}"
 
     def _case_after_declarations(self, decls: list[ast.Decl]) -> ParseError:
         """``case`` where the regular expression starts: after an output's name (outputs are not

@@ -26,7 +26,7 @@ from typing import Any
 from ..engine.encoding import DecodeError, lone_surrogate_at
 from ..engine.timeutil import check_clock_time, check_components, from_datetime
 from ..language.diagnostics import Diagnostic, Diagnostics, Severity
-from ..language.lexer import Token, tokenize
+from ..language.lexer import BARE_POINT, Token, tokenize, touching
 from ..language.parser import MAX_NESTING
 from ..language.source import Pos, SourceFile
 from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType
@@ -252,13 +252,28 @@ class TraceParser:
             raise TraceError(t.pos, f"lone surrogate \\u{ord(text[at]):04X} in a string: it is not a character")
         return text
 
+    def _refuse_bare_point(self, number: Token | None = None) -> None:
+        """A number written with a bare point, as the program's parser says it: ``.5`` (at the
+        current token) or ``1.`` (``number``, just read, and the current token)."""
+        t = self.tok
+        if number is not None:
+            if number.kind == "INT" and t.kind == "." and touching(number, t):
+                raise TraceError(number.pos, BARE_POINT, f"write {number.text}.0")
+        elif t.kind == "." and self.i + 1 < len(self.toks):
+            after = self.toks[self.i + 1]
+            if after.kind == "INT" and touching(t, after):
+                raise TraceError(t.pos, BARE_POINT, f"write 0.{after.text}")
+
     def _value(self) -> Any:
+        self._refuse_bare_point()
         t = self.tok
         if t.kind == "-":
             self.advance()
+            self._refuse_bare_point()
             n = self.tok
             if n.kind in ("INT", "FLOAT"):
                 self.advance()
+                self._refuse_bare_point(n)
                 return -self._finite(n)
             raise TraceError(n.pos, "expected a number after '-'")
         if t.kind == "STRING":
@@ -266,6 +281,7 @@ class TraceParser:
             return self._string(t)
         if t.kind in ("INT", "FLOAT"):
             self.advance()
+            self._refuse_bare_point(t)
             return self._finite(t)
         if t.kind in ("true", "false"):
             self.advance()
