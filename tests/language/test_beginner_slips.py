@@ -326,3 +326,26 @@ def test_a_point_after_a_value_or_apart_from_its_number_is_not_taken_for_a_bare_
 def test_a_case_condition_with_a_bare_point_says_so_too() -> None:
     err = only_error("in double A case { A > .5 ? Hi : Lo }\nout double B\n( Hi(x) { !>B(x); } | Lo() )*")
     assert (err.pos.line, err.pos.col, err.hint) == (1, 24, "write 0.5")
+
+
+SLIPS_HEAD = "in long A\nout long B\n"
+
+
+@pytest.mark.parametrize(
+    ("action", "col", "word", "symbol"),
+    [
+        ("x > 1 and x < 5 ? !>B(x);", 16, "and", "&&"),
+        ("x < 1 or x > 5 ? !>B(x);", 16, "or", "||"),
+        ("y = x > 1 and x < 3;", 20, "and", "&&"),
+        ("d = false; not d ? !>B(x);", 21, "not", "!"),
+    ],
+)
+def test_a_word_written_for_a_logical_operator_names_the_operator(
+    action: str, col: int, word: str, symbol: str
+) -> None:
+    """``and``, ``or`` and ``not`` read as names, and failed at the next token with "expected '='
+    or '?'": the caret is now on the word, and the message names the operator to write."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {{ {action} }} )*")
+    assert (err.pos.line, err.pos.col) == (3, col)
+    assert err.message == f"'{word}' is not an operator: write {symbol}"
+    assert err.hint == "conditions are combined with && (and), || (or) and ! (not): x > 1 && !done"

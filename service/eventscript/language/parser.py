@@ -91,6 +91,10 @@ MAX_FOR_NESTING = 20
 #: edit elsewhere in the program, so that an upgrade sees the same variable).
 MARKER_STORE_PREFIX = "$marker:"
 
+#: Words some languages use for the logical operators, and the operators EventScript writes.
+WORD_OPERATORS = {"and": "&&", "or": "||", "not": "!"}
+WORD_OPERATORS_HINT = "conditions are combined with && (and), || (or) and ! (not): x > 1 && !done"
+
 DECL_KEYWORDS = ("in", "out", "type", "function")
 _ATOM_START = ("(", "{", "IDENT", ".", "arrive", "elapse", "elapsed")
 
@@ -305,9 +309,24 @@ class Parser:
 
     def _report(self, e: ParseError) -> None:
         """Report a parse error, or, where it is at a number written with a bare point (``.5``,
-        ``1.``: the language wants digits on both sides), say that instead."""
-        bare = self._bare_point(e)
-        self.diagnostics.error(*((e.pos, e.message, e.hint) if bare is None else bare))
+        ``1.``: the language wants digits on both sides) or at a word written for an operator
+        (``a and b``), say that instead."""
+        slip = self._bare_point(e) or self._word_operator(e)
+        self.diagnostics.error(*((e.pos, e.message, e.hint) if slip is None else slip))
+
+    def _word_operator(self, e: ParseError) -> tuple[Pos, str, str] | None:
+        """(where, what, hint) when the error is at ``and`` or ``or`` written for '&&' or '||'
+        (``x > 1 and x < 5``), or just after ``not`` written for '!' (``not done``): the parser
+        reads such a word as a name, and fails at the next token."""
+        word = self.toks[self.i]
+        if word.pos != e.pos:
+            return None
+        if word.kind != "IDENT" or word.text not in WORD_OPERATORS:
+            word = self.toks[self.i - 1] if self.i > 0 else word
+            if word.kind != "IDENT" or word.text != "not":
+                return None
+        symbol = WORD_OPERATORS[word.text]
+        return word.pos, f"'{word.text}' is not an operator: write {symbol}", WORD_OPERATORS_HINT
 
     def _bare_point(self, e: ParseError) -> tuple[Pos, str, str] | None:
         """(where, what, hint) when the error's token is a '.' glued to a number on one side only:
