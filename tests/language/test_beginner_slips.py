@@ -349,3 +349,25 @@ def test_a_word_written_for_a_logical_operator_names_the_operator(
     assert (err.pos.line, err.pos.col) == (3, col)
     assert err.message == f"'{word}' is not an operator: write {symbol}"
     assert err.hint == "conditions are combined with && (and), || (or) and ! (not): x > 1 && !done"
+
+
+@pytest.mark.parametrize(
+    ("action", "hint"),
+    [
+        ("if (x > 1) !>B(x);", "write x > 1 ? !>B(x);"),
+        ("if (x > 1 && x < 5) { !>B(x); }", "write x > 1 && x < 5 ? { !>B(x); }"),
+        ("if x > 1 ? !>B(x);", "write the condition, then '?' and the action: x > 1 ? !>B(x);"),
+    ],
+)
+def test_an_if_statement_says_how_a_conditional_action_is_written(action: str, hint: str) -> None:
+    """``if (c) action`` read as a call of ``if``, and failed at the action with "expected '='
+    or '?'": the caret is now on the 'if', and the hint is the user's condition and action so
+    written."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {{ {action} }} )*")
+    assert (err.pos.line, err.pos.col) == (3, 10)
+    assert err.message == "there is no 'if' statement: a conditional action is written `condition ? action`"
+    assert err.hint == hint
+
+
+def test_the_hint_for_an_if_statement_compiles() -> None:
+    assert errors(f"{SLIPS_HEAD}( A(x) {{ x > 1 ? !>B(x); }} )*") == []

@@ -95,6 +95,9 @@ MARKER_STORE_PREFIX = "$marker:"
 WORD_OPERATORS = {"and": "&&", "or": "||", "not": "!"}
 WORD_OPERATORS_HINT = "conditions are combined with && (and), || (or) and ! (not): x > 1 && !done"
 
+#: For ``if (c) action``, which the language writes ``c ? action``.
+IF_MESSAGE = "there is no 'if' statement: a conditional action is written `condition ? action`"
+
 DECL_KEYWORDS = ("in", "out", "type", "function")
 _ATOM_START = ("(", "{", "IDENT", ".", "arrive", "elapse", "elapsed")
 
@@ -838,6 +841,7 @@ class Parser:
             self.advance()
 
     def parse_action(self) -> ast.Action | None:
+        start = self.i
         t = self.tok
         if t.kind == ";":
             self.advance()
@@ -893,13 +897,38 @@ class Parser:
                 return self._conditional_action(e)
             if self.at("=="):
                 raise ParseError(self.tok.pos, "expected '=' or '?' after the expression")
-            raise ParseError(
+            raise self._action_slip(start, e) or ParseError(
                 self.tok.pos,
                 f"expected '=' or '?' after the expression, found {_describe(self.tok)}",
                 "an action is an assignment x = e;, an emit !>Name(e);, a conditional c ? action or a for loop",
             )
         finally:
             self._leave()
+
+    def _action_slip(self, start: int, e: ast.Expr) -> ParseError | None:
+        """The error for an action that read as the expression ``e`` (from token ``start``) and
+        then failed, when it is a slip from another language: ``if (c) action`` (read as a call
+        of ``if``). None otherwise."""
+        first = self.toks[start]
+        if isinstance(e, ast.Call) and e.name == "if" and len(e.args) == 1 and not self.at(";"):
+            return self._if_statement(start)
+        if isinstance(e, ast.Name) and e.name == "if":
+            return ParseError(first.pos, IF_MESSAGE, "write the condition, then '?' and the action: x > 1 ? !>B(x);")
+        return None
+
+    def _if_statement(self, start: int) -> ParseError:
+        """``if (c) action``: the conditional action it means, ``c ? action``, with the user's own
+        condition and action in the hint. The position is kept (at the action after the ')')."""
+        condition = _written_as(self.toks[start + 2], self.toks[self.i - 2], [])
+        action = None
+        resume = self.i
+        with self._trial(resume) as trial:
+            self.parse_action()
+            if not trial.has_errors:
+                action = _written_as(self.toks[resume], self.toks[self.i - 1], [])
+        self.i = resume
+        meant = f"{condition} ? {action}" if condition and action else "x > 1 ? !>B(x);"
+        return ParseError(self.toks[start].pos, IF_MESSAGE, f"write {meant}")
 
     def _assignment_or_slip(self, first: Token, target: ast.Expr, eq: Token) -> ast.Action:
         """The rest of ``target = value;``; or, when that fails to parse but the text after the
