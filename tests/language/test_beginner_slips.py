@@ -371,3 +371,18 @@ def test_an_if_statement_says_how_a_conditional_action_is_written(action: str, h
 
 def test_the_hint_for_an_if_statement_compiles() -> None:
     assert errors(f"{SLIPS_HEAD}( A(x) {{ x > 1 ? !>B(x); }} )*") == []
+
+
+@pytest.mark.parametrize(("action", "hint"), [("B(x);", "write !>B(x);"), ("B(x + 1);", "write !>B(x + 1);")])
+def test_an_output_called_as_a_function_says_to_emit_it(action: str, hint: str) -> None:
+    """``B(x);`` for a declared output B failed at the ';' with "expected '=' or '?'": it is an
+    emit without its '!>'; the caret is on the output's name."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {{ {action} }} )*")
+    assert (err.pos.line, err.pos.col) == (3, 10)
+    assert err.message == "B is an output event: emit it with !>"
+    assert err.hint == hint
+
+
+def test_a_call_of_what_is_not_an_output_keeps_the_general_message() -> None:
+    err = only_error(f"{SLIPS_HEAD}( A(x) {{ f(x); }} )*")
+    assert err.message == "expected '=' or '?' after the expression, found ';'"

@@ -197,6 +197,8 @@ class Parser:
         self.operators = 0
         #: For loops enclosing the current point (see MAX_FOR_NESTING).
         self.loops = 0
+        #: The output events declared so far: ``B(x);`` with B one of them is an emit without '!>'.
+        self.outputs: set[str] = set()
         #: How equality operators are read: parse_eq, or while a parenthesis that failed at '='
         #: is read again, a reading that takes '=' for '==' (``_comparison_in_parentheses``).
         self.equality: Callable[[], ast.Expr] = self.parse_eq
@@ -402,6 +404,7 @@ class Parser:
             entries_out = [self.parse_output_entry()]
             while self._another_entry(t, self.parse_output_entry):
                 entries_out.append(self.parse_output_entry())
+            self.outputs.update(entry.name for entry in entries_out)
             return ast.OutputDecl(entries_out, t.pos)
         if t.kind == "type":
             name = self.expect("IDENT", "a type name")
@@ -908,12 +911,15 @@ class Parser:
     def _action_slip(self, start: int, e: ast.Expr) -> ParseError | None:
         """The error for an action that read as the expression ``e`` (from token ``start``) and
         then failed, when it is a slip from another language: ``if (c) action`` (read as a call
-        of ``if``). None otherwise."""
+        of ``if``), or ``B(x);`` for an output B (an emit without its '!>'). None otherwise."""
         first = self.toks[start]
         if isinstance(e, ast.Call) and e.name == "if" and len(e.args) == 1 and not self.at(";"):
             return self._if_statement(start)
         if isinstance(e, ast.Name) and e.name == "if":
             return ParseError(first.pos, IF_MESSAGE, "write the condition, then '?' and the action: x > 1 ? !>B(x);")
+        if isinstance(e, ast.Call) and e.name in self.outputs and self.at(";"):
+            written = _written_as(first, self.tok, []) or f"{e.name}(x);"
+            return ParseError(first.pos, f"{e.name} is an output event: emit it with !>", f"write !>{written}")
         return None
 
     def _if_statement(self, start: int) -> ParseError:
