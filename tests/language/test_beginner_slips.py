@@ -386,3 +386,23 @@ def test_an_output_called_as_a_function_says_to_emit_it(action: str, hint: str) 
 def test_a_call_of_what_is_not_an_output_keeps_the_general_message() -> None:
     err = only_error(f"{SLIPS_HEAD}( A(x) {{ f(x); }} )*")
     assert err.message == "expected '=' or '?' after the expression, found ';'"
+
+
+@pytest.mark.parametrize(
+    ("declaration", "value", "hint"),
+    [
+        ("long[] A", "x.length", "the number of elements is length(x)"),
+        ("long[] A", "x.size", "the number of elements is length(x)"),
+        ("{long[] v;} A", "x.v.count", "the number of elements is length(x.v)"),
+        ("string[] A", "x[0].length", "the number of characters is length(x[0])"),
+    ],
+)
+def test_the_length_field_of_an_array_or_a_string_points_to_the_length_function(
+    declaration: str, value: str, hint: str
+) -> None:
+    """Arrays and strings have no fields; ``a.length`` had no hint. The one suggested compiles."""
+    err = only_error(f"in {declaration}\nout long B\n( A(x) {{ !>B({value}); }} )*")
+    assert err.message.startswith(f"field '{value.rsplit('.', 1)[1]}' of ")
+    assert err.hint == hint
+    meant = hint.rsplit(" ", 1)[1]
+    assert errors(f"in {declaration}\nout long B\n( A(x) {{ !>B({meant}); }} )*") == []
