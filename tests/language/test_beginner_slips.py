@@ -406,3 +406,21 @@ def test_the_length_field_of_an_array_or_a_string_points_to_the_length_function(
     assert err.hint == hint
     meant = hint.rsplit(" ", 1)[1]
     assert errors(f"in {declaration}\nout long B\n( A(x) {{ !>B({meant}); }} )*") == []
+
+
+@pytest.mark.parametrize(
+    ("declaration", "action", "col", "method", "value"),
+    [
+        ("long[] A", "!>B(x.length());", 16, "length", "x"),
+        ("{long[] v;} A", "n = x.v.size(); !>B(n);", 18, "size", "x.v"),
+    ],
+)
+def test_a_length_method_call_points_to_the_length_function(
+    declaration: str, action: str, col: int, method: str, value: str
+) -> None:
+    """``a.length()`` failed at its '(' with "expected ')'" and no hint; the caret is now on the
+    method's name."""
+    err = only_error(f"in {declaration}\nout long B\n( A(x) {{ {action} }} )*")
+    assert (err.pos.line, err.pos.col) == (3, col)
+    assert err.message == f"'.{method}()' calls a method, and EventScript has none"
+    assert err.hint == f"the number of elements (of a string, characters) is length({value})"

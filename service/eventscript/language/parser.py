@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from . import ast
+from .check_hints import SIZE_FIELDS
 from .diagnostics import Diagnostics
 from .lexer import BARE_POINT, KEYWORDS, Token, tokenize, touching
 from .source import Pos, SourceFile
@@ -316,7 +317,7 @@ class Parser:
         """Report a parse error, or, where it is at a number written with a bare point (``.5``,
         ``1.``: the language wants digits on both sides) or at a word written for an operator
         (``a and b``), say that instead."""
-        slip = self._bare_point(e) or self._word_operator(e)
+        slip = self._bare_point(e) or self._word_operator(e) or self._size_method(e)
         self.diagnostics.error(*((e.pos, e.message, e.hint) if slip is None else slip))
 
     def _word_operator(self, e: ParseError) -> tuple[Pos, str, str] | None:
@@ -332,6 +333,33 @@ class Parser:
                 return None
         symbol = WORD_OPERATORS[word.text]
         return word.pos, f"'{word.text}' is not an operator: write {symbol}", WORD_OPERATORS_HINT
+
+    def _size_method(self, e: ParseError) -> tuple[Pos, str, str] | None:
+        """(where, what, hint) when the error is at the '(' of ``a.length()`` (or ``.size()``,
+        ``.count()``, ``.len()``): a method call, which the language does not have; the size is
+        the library function ``length``."""
+        i = self.i
+        if i < 3 or self.toks[i].kind != "(" or self.toks[i].pos != e.pos:
+            return None
+        name, dot = self.toks[i - 1], self.toks[i - 2]
+        if name.kind != "IDENT" or name.text not in SIZE_FIELDS or dot.kind != ".":
+            return None
+        return (
+            name.pos,
+            f"'.{name.text}()' calls a method, and EventScript has none",
+            f"the number of elements (of a string, characters) is length({self._names_before(i - 3)})",
+        )
+
+    def _names_before(self, last: int) -> str:
+        """The value ending at token ``last`` when it is a name or a chain of fields (``x``,
+        ``x.v``), as written; ``a`` otherwise (it ends with a subscript or a call)."""
+        first = last
+        while first >= 2 and self.toks[first - 1].kind == "." and self.toks[first - 2].kind == "IDENT":
+            first -= 2
+        written = None
+        if self.toks[last].kind == "IDENT" and (first == 0 or self.toks[first - 1].kind not in (".", "]", ")")):
+            written = _written_as(self.toks[first], self.toks[last], [])
+        return written or "a"
 
     def _bare_point(self, e: ParseError) -> tuple[Pos, str, str] | None:
         """(where, what, hint) when the error's token is a '.' glued to a number on one side only:
