@@ -424,3 +424,23 @@ def test_a_length_method_call_points_to_the_length_function(
     assert (err.pos.line, err.pos.col) == (3, col)
     assert err.message == f"'.{method}()' calls a method, and EventScript has none"
     assert err.hint == f"the number of elements (of a string, characters) is length({value})"
+
+
+@pytest.mark.parametrize(
+    ("marker", "hint"),
+    [
+        ("after[5 minutes]()", "write elapse[5 minutes]()"),
+        ("timeout[10 sec](t)", "write elapse[10 sec](t)"),
+        ("at[9:00]()", "write elapse[5 minutes]() or arrive[9:00]()"),
+    ],
+)
+def test_a_name_with_brackets_says_which_the_time_markers_are(marker: str, hint: str) -> None:
+    """``after[5 minutes]()`` was "expected '(' after event name after", with a hint about
+    matching an event; the elapse marker the hint shows compiles."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {marker} {{ !>B(x); }} )*")
+    assert (err.pos.line, err.pos.col) == (3, 8)
+    name = marker.split("[")[0]
+    assert err.message == f"'{name}' is not a time marker: the time markers are elapse[...] and arrive[...]"
+    assert err.hint == hint
+    meant = hint.split(" or ")[0].removeprefix("write ")
+    assert errors(f"{SLIPS_HEAD}( A(x) {meant} {{ !>B(x); }} )*") == []

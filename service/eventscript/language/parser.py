@@ -732,6 +732,8 @@ class Parser:
             return _stored(ast.RArrive(t.pos, pattern, target, tpos, order=t.index), store)
         if t.kind == "IDENT":
             self.advance()
+            if self.at("["):
+                raise self._not_a_time_marker(t)
             if not self.at("("):
                 raise ParseError(
                     self.tok.pos,
@@ -741,6 +743,21 @@ class Parser:
             target, tpos, store = self.parse_marker_target(t.text)
             return _stored(ast.RMarker(t.pos, t.text, target, tpos, order=t.index), store)
         raise ParseError(t.pos, f"expected an event marker, found {_describe(t)}")
+
+    def _not_a_time_marker(self, name: Token) -> ParseError:
+        """``after[5 minutes]()``: a name followed by '[', as only the time markers are written.
+        The hint is the elapse marker when the brackets hold an amount and a time unit, with the
+        marker's target as written, else both time markers' forms. The position is kept."""
+        message = f"{name.text!r} is not a time marker: the time markers are elapse[...] and arrive[...]"
+        i = self.i
+        amount, unit, close = (self.toks[min(i + k, len(self.toks) - 1)] for k in (1, 2, 3))
+        duration = amount.kind in ("INT", "FLOAT") and unit.text in TIME_UNITS and close.kind == "]"
+        if not duration:
+            return ParseError(name.pos, message, "write elapse[5 minutes]() or arrive[9:00]()")
+        target = "()"
+        if self.peek(4).kind == "(" and self.peek(5).kind == "IDENT" and self.peek(6).kind == ")":
+            target = f"({self.peek(5).text})"
+        return ParseError(name.pos, message, f"write elapse[{amount.text} {unit.text}]{target}")
 
     def _written_since(self, t: Token) -> str:
         """The source text from token ``t`` to the current token, on one line (``elapse[1 hour]``),
