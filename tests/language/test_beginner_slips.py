@@ -444,3 +444,27 @@ def test_a_name_with_brackets_says_which_the_time_markers_are(marker: str, hint:
     assert err.hint == hint
     meant = hint.split(" or ")[0].removeprefix("write ")
     assert errors(f"{SLIPS_HEAD}( A(x) {meant} {{ !>B(x); }} )*") == []
+
+
+ERROR_EVENTS_HINT = (
+    "to react to another program's errors, declare an input of your own, in {long code; string message;} "
+    "Failure, and read that program's error topic as it (event: Failure in the worker's inputs: docs/worker.md)"
+)
+
+
+def test_an_error_marker_says_error_events_cannot_be_matched_nor_declared() -> None:
+    """``$error(e)`` was "undeclared input event" with the hint to declare it, which is refused:
+    names starting with '$' are reserved."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {{ !>B(x); }} | $error(e) )*")
+    assert (err.pos.line, err.pos.col) == (3, 22)
+    assert err.message.startswith("'$error' cannot be matched: names starting with '$' are the engine's")
+    assert err.hint == ERROR_EVENTS_HINT
+
+
+def test_a_declared_error_input_is_reported_once_with_what_to_do() -> None:
+    """``in long $error`` then ``$error(x)``: the declaration's error, no follow-on error at the
+    marker; the hint's input can be declared and matched."""
+    err = only_error("in long $error\nout long B\n( $error(x) { !>B(x); } )*")
+    assert (err.pos.line, err.message) == (1, "'$error': names starting with '$' are reserved")
+    assert err.hint == ERROR_EVENTS_HINT
+    assert errors("in {long code; string message;} Failure\nout long B\n( Failure(f) { !>B(f.code); } )*") == []

@@ -22,6 +22,14 @@ def suggest(name: str, candidates: Iterable[str], otherwise: str) -> str:
     return f"did you mean {best!r}? Otherwise, {otherwise}"
 
 
+#: For a marker or an input named ``$error``: such names are the engine's, and a program that
+#: means to react to errors reads another program's error topic under a name of its own.
+ERROR_EVENTS_HINT = (
+    "to react to another program's errors, declare an input of your own, "
+    "in {long code; string message;} Failure, and read that program's error topic as it "
+    "(event: Failure in the worker's inputs: docs/worker.md)"
+)
+
 #: Field names other languages give the size of an array or a string (``a.length``, ``s.size``).
 SIZE_FIELDS = frozenset(("length", "size", "count", "len"))
 
