@@ -468,3 +468,32 @@ def test_a_declared_error_input_is_reported_once_with_what_to_do() -> None:
     assert (err.pos.line, err.message) == (1, "'$error': names starting with '$' are reserved")
     assert err.hint == ERROR_EVENTS_HINT
     assert errors("in {long code; string message;} Failure\nout long B\n( Failure(f) { !>B(f.code); } )*") == []
+
+
+@pytest.mark.parametrize(
+    ("marker", "col", "message", "hint"),
+    [
+        ("elapse[minutes 5]()", 15, "an elapse marker gives the amount before the unit", "write elapse[5 minutes]()"),
+        (
+            "arrive[06:00 UTC]()",
+            21,
+            "an arrive pattern names no time zone: remove 'UTC'",
+            "patterns are matched in UTC (a host may configure another zone): write arrive[06:00]()",
+        ),
+        (
+            "arrive[2026-01-02 6:00:30 Z]()",
+            34,
+            "an arrive pattern names no time zone: remove 'Z'",
+            "patterns are matched in UTC (a host may configure another zone): write arrive[2026-01-02 6:00:30]()",
+        ),
+    ],
+)
+def test_a_time_marker_written_in_another_order_or_with_a_zone_says_the_right_form(
+    marker: str, col: int, message: str, hint: str
+) -> None:
+    """``elapse[minutes 5]`` was "expected a time unit, found '5'" and ``arrive[06:00 UTC]``
+    "unexpected 'UTC' in the arrive pattern", neither with a hint; the form shown compiles."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {marker} {{ !>B(x); }} )*")
+    assert (err.pos.line, err.pos.col, err.message, err.hint) == (3, col, message, hint)
+    meant = hint.rsplit("write ", 1)[1]
+    assert errors(f"{SLIPS_HEAD}( A(x) {meant} {{ !>B(x); }} )*") == []

@@ -96,6 +96,9 @@ MARKER_STORE_PREFIX = "$marker:"
 WORD_OPERATORS = {"and": "&&", "or": "||", "not": "!"}
 WORD_OPERATORS_HINT = "conditions are combined with && (and), || (or) and ! (not): x > 1 && !done"
 
+#: Time zones written after an arrive pattern's time (``arrive[06:00 UTC]``), which is in UTC.
+TIME_ZONES = frozenset(("UTC", "GMT", "Z", "UT"))
+
 #: For ``if (c) action``, which the language writes ``c ? action``.
 IF_MESSAGE = "there is no 'if' statement: a conditional action is written `condition ? action`"
 
@@ -711,6 +714,12 @@ class Parser:
             self.advance()
             self.expect("[", hint="write elapse[10 seconds]()")
             amount = self.parse_expr()
+            if isinstance(amount, ast.Name) and amount.name in TIME_UNITS and self.at("INT", "FLOAT"):
+                raise ParseError(
+                    amount.pos,
+                    "an elapse marker gives the amount before the unit",
+                    f"write {t.text}[{self.tok.text} {amount.name}]()",
+                )
             unit = self.expect("IDENT", "a time unit (days, hours, minutes, seconds, msec, usec)")
             if unit.text not in TIME_UNITS:
                 raise ParseError(
@@ -823,9 +832,24 @@ class Parser:
                 "a time pattern has two (H:MM) or three (H:MM:SS) components",
                 "write arrive[9:00](), arrive[.:00:00]() or arrive[(someTime)]()",
             )
+        if self.at("IDENT") and self.tok.text.upper() in TIME_ZONES:
+            raise ParseError(
+                self.tok.pos,
+                f"an arrive pattern names no time zone: remove {self.tok.text!r}",
+                "patterns are matched in UTC (a host may configure another zone): "
+                f"write arrive[{self._pattern_as_written(start)}]()",
+            )
         if not self.at("]"):
             raise ParseError(self.tok.pos, f"unexpected {_describe(self.tok)} in the arrive pattern")
         return ast.ArrivePattern(start, date=date, time=times)
+
+    def _pattern_as_written(self, start: Pos) -> str:
+        """The arrive pattern from ``start`` to the token before the current one, as written on
+        one line (``06:00``); ``9:00`` across an include."""
+        last = self.toks[self.i - 1]
+        if last.pos.source is not start.source:
+            return "9:00"
+        return " ".join(start.source.text[start.offset : last.pos.offset + len(last.text)].split())
 
     def parse_pattern_component(self) -> ast.PatternComponent:
         t = self.tok
