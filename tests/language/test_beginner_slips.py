@@ -326,3 +326,174 @@ def test_a_point_after_a_value_or_apart_from_its_number_is_not_taken_for_a_bare_
 def test_a_case_condition_with_a_bare_point_says_so_too() -> None:
     err = only_error("in double A case { A > .5 ? Hi : Lo }\nout double B\n( Hi(x) { !>B(x); } | Lo() )*")
     assert (err.pos.line, err.pos.col, err.hint) == (1, 24, "write 0.5")
+
+
+SLIPS_HEAD = "in long A\nout long B\n"
+
+
+@pytest.mark.parametrize(
+    ("action", "col", "word", "symbol"),
+    [
+        ("x > 1 and x < 5 ? !>B(x);", 16, "and", "&&"),
+        ("x < 1 or x > 5 ? !>B(x);", 16, "or", "||"),
+        ("y = x > 1 and x < 3;", 20, "and", "&&"),
+        ("d = false; not d ? !>B(x);", 21, "not", "!"),
+    ],
+)
+def test_a_word_written_for_a_logical_operator_names_the_operator(
+    action: str, col: int, word: str, symbol: str
+) -> None:
+    """``and``, ``or`` and ``not`` read as names, and failed at the next token with "expected '='
+    or '?'": the caret is now on the word, and the message names the operator to write."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {{ {action} }} )*")
+    assert (err.pos.line, err.pos.col) == (3, col)
+    assert err.message == f"'{word}' is not an operator: write {symbol}"
+    assert err.hint == "conditions are combined with && (and), || (or) and ! (not): x > 1 && !done"
+
+
+@pytest.mark.parametrize(
+    ("action", "hint"),
+    [
+        ("if (x > 1) !>B(x);", "write x > 1 ? !>B(x);"),
+        ("if (x > 1 && x < 5) { !>B(x); }", "write x > 1 && x < 5 ? { !>B(x); }"),
+        ("if x > 1 ? !>B(x);", "write the condition, then '?' and the action: x > 1 ? !>B(x);"),
+    ],
+)
+def test_an_if_statement_says_how_a_conditional_action_is_written(action: str, hint: str) -> None:
+    """``if (c) action`` read as a call of ``if``, and failed at the action with "expected '='
+    or '?'": the caret is now on the 'if', and the hint is the user's condition and action so
+    written."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {{ {action} }} )*")
+    assert (err.pos.line, err.pos.col) == (3, 10)
+    assert err.message == "there is no 'if' statement: a conditional action is written `condition ? action`"
+    assert err.hint == hint
+
+
+def test_the_hint_for_an_if_statement_compiles() -> None:
+    assert errors(f"{SLIPS_HEAD}( A(x) {{ x > 1 ? !>B(x); }} )*") == []
+
+
+@pytest.mark.parametrize(("action", "hint"), [("B(x);", "write !>B(x);"), ("B(x + 1);", "write !>B(x + 1);")])
+def test_an_output_called_as_a_function_says_to_emit_it(action: str, hint: str) -> None:
+    """``B(x);`` for a declared output B failed at the ';' with "expected '=' or '?'": it is an
+    emit without its '!>'; the caret is on the output's name."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {{ {action} }} )*")
+    assert (err.pos.line, err.pos.col) == (3, 10)
+    assert err.message == "B is an output event: emit it with !>"
+    assert err.hint == hint
+
+
+def test_a_call_of_what_is_not_an_output_keeps_the_general_message() -> None:
+    err = only_error(f"{SLIPS_HEAD}( A(x) {{ f(x); }} )*")
+    assert err.message == "expected '=' or '?' after the expression, found ';'"
+
+
+@pytest.mark.parametrize(
+    ("declaration", "value", "hint"),
+    [
+        ("long[] A", "x.length", "the number of elements is length(x)"),
+        ("long[] A", "x.size", "the number of elements is length(x)"),
+        ("{long[] v;} A", "x.v.count", "the number of elements is length(x.v)"),
+        ("string[] A", "x[0].length", "the number of characters is length(x[0])"),
+    ],
+)
+def test_the_length_field_of_an_array_or_a_string_points_to_the_length_function(
+    declaration: str, value: str, hint: str
+) -> None:
+    """Arrays and strings have no fields; ``a.length`` had no hint. The one suggested compiles."""
+    err = only_error(f"in {declaration}\nout long B\n( A(x) {{ !>B({value}); }} )*")
+    assert err.message.startswith(f"field '{value.rsplit('.', 1)[1]}' of ")
+    assert err.hint == hint
+    meant = hint.rsplit(" ", 1)[1]
+    assert errors(f"in {declaration}\nout long B\n( A(x) {{ !>B({meant}); }} )*") == []
+
+
+@pytest.mark.parametrize(
+    ("declaration", "action", "col", "method", "value"),
+    [
+        ("long[] A", "!>B(x.length());", 16, "length", "x"),
+        ("{long[] v;} A", "n = x.v.size(); !>B(n);", 18, "size", "x.v"),
+    ],
+)
+def test_a_length_method_call_points_to_the_length_function(
+    declaration: str, action: str, col: int, method: str, value: str
+) -> None:
+    """``a.length()`` failed at its '(' with "expected ')'" and no hint; the caret is now on the
+    method's name."""
+    err = only_error(f"in {declaration}\nout long B\n( A(x) {{ {action} }} )*")
+    assert (err.pos.line, err.pos.col) == (3, col)
+    assert err.message == f"'.{method}()' calls a method, and EventScript has none"
+    assert err.hint == f"the number of elements (of a string, characters) is length({value})"
+
+
+@pytest.mark.parametrize(
+    ("marker", "hint"),
+    [
+        ("after[5 minutes]()", "write elapse[5 minutes]()"),
+        ("timeout[10 sec](t)", "write elapse[10 sec](t)"),
+        ("at[9:00]()", "write elapse[5 minutes]() or arrive[9:00]()"),
+    ],
+)
+def test_a_name_with_brackets_says_which_the_time_markers_are(marker: str, hint: str) -> None:
+    """``after[5 minutes]()`` was "expected '(' after event name after", with a hint about
+    matching an event; the elapse marker the hint shows compiles."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {marker} {{ !>B(x); }} )*")
+    assert (err.pos.line, err.pos.col) == (3, 8)
+    name = marker.split("[")[0]
+    assert err.message == f"'{name}' is not a time marker: the time markers are elapse[...] and arrive[...]"
+    assert err.hint == hint
+    meant = hint.split(" or ")[0].removeprefix("write ")
+    assert errors(f"{SLIPS_HEAD}( A(x) {meant} {{ !>B(x); }} )*") == []
+
+
+ERROR_EVENTS_HINT = (
+    "to react to another program's errors, declare an input of your own, in {long code; string message;} "
+    "Failure, and read that program's error topic as it (event: Failure in the worker's inputs: docs/worker.md)"
+)
+
+
+def test_an_error_marker_says_error_events_cannot_be_matched_nor_declared() -> None:
+    """``$error(e)`` was "undeclared input event" with the hint to declare it, which is refused:
+    names starting with '$' are reserved."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {{ !>B(x); }} | $error(e) )*")
+    assert (err.pos.line, err.pos.col) == (3, 22)
+    assert err.message.startswith("'$error' cannot be matched: names starting with '$' are the engine's")
+    assert err.hint == ERROR_EVENTS_HINT
+
+
+def test_a_declared_error_input_is_reported_once_with_what_to_do() -> None:
+    """``in long $error`` then ``$error(x)``: the declaration's error, no follow-on error at the
+    marker; the hint's input can be declared and matched."""
+    err = only_error("in long $error\nout long B\n( $error(x) { !>B(x); } )*")
+    assert (err.pos.line, err.message) == (1, "'$error': names starting with '$' are reserved")
+    assert err.hint == ERROR_EVENTS_HINT
+    assert errors("in {long code; string message;} Failure\nout long B\n( Failure(f) { !>B(f.code); } )*") == []
+
+
+@pytest.mark.parametrize(
+    ("marker", "col", "message", "hint"),
+    [
+        ("elapse[minutes 5]()", 15, "an elapse marker gives the amount before the unit", "write elapse[5 minutes]()"),
+        (
+            "arrive[06:00 UTC]()",
+            21,
+            "an arrive pattern names no time zone: remove 'UTC'",
+            "patterns are matched in UTC (a host may configure another zone): write arrive[06:00]()",
+        ),
+        (
+            "arrive[2026-01-02 6:00:30 Z]()",
+            34,
+            "an arrive pattern names no time zone: remove 'Z'",
+            "patterns are matched in UTC (a host may configure another zone): write arrive[2026-01-02 6:00:30]()",
+        ),
+    ],
+)
+def test_a_time_marker_written_in_another_order_or_with_a_zone_says_the_right_form(
+    marker: str, col: int, message: str, hint: str
+) -> None:
+    """``elapse[minutes 5]`` was "expected a time unit, found '5'" and ``arrive[06:00 UTC]``
+    "unexpected 'UTC' in the arrive pattern", neither with a hint; the form shown compiles."""
+    err = only_error(f"{SLIPS_HEAD}( A(x) {marker} {{ !>B(x); }} )*")
+    assert (err.pos.line, err.pos.col, err.message, err.hint) == (3, col, message, hint)
+    meant = hint.rsplit("write ", 1)[1]
+    assert errors(f"{SLIPS_HEAD}( A(x) {meant} {{ !>B(x); }} )*") == []

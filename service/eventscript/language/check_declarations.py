@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import ast, stdlib
-from .check_hints import subexpressions, suggest
+from .check_hints import ERROR_EVENTS_HINT, subexpressions, suggest
 from .checked import EventClass, EventValue, ExternalFunction, InputEvent, OutputEvent
 from .checker_state import RESERVED_PREFIX, CheckerState
 from .external_functions import resolve_external
@@ -97,9 +97,12 @@ class DeclarationChecks(CheckerState):
                 )
         self.externals[decl.name] = fn
 
-    def _check_name(self, name: str, pos: Pos) -> bool:
+    def _check_name(self, name: str, pos: Pos, hint: str | None = None) -> bool:
+        """Whether ``name`` may be declared; if not (``$error``), that is reported, and the event
+        counted as broken so that its markers and emits are not reported again as undeclared."""
         if name.startswith(RESERVED_PREFIX):
-            self.err(pos, f"{name!r}: names starting with '$' are reserved")
+            self.err(pos, f"{name!r}: names starting with '$' are reserved", hint)
+            self.broken_events.add(name)
             return False
         return True
 
@@ -117,7 +120,7 @@ class DeclarationChecks(CheckerState):
 
     def _input(self, entry: ast.InputEntry) -> None:
         t = self.resolve_type(entry.type)
-        if not self._check_name(entry.name, entry.pos):
+        if not self._check_name(entry.name, entry.pos, ERROR_EVENTS_HINT):
             return
         if entry.name in self.inputs:
             self.err(entry.pos, f"input event {entry.name!r} is declared twice")

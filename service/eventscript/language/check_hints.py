@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from . import ast
 from .hints import closest
 from .source import Pos
-from .types import DOUBLE, LONG, STRING, StructType, Type, describe
+from .types import DOUBLE, LONG, STRING, ArrayType, StructType, Type, describe
 
 
 def field_name(f: tuple[str, Type]) -> str:
@@ -20,6 +20,40 @@ def suggest(name: str, candidates: Iterable[str], otherwise: str) -> str:
     if best is None:
         return otherwise
     return f"did you mean {best!r}? Otherwise, {otherwise}"
+
+
+#: For a marker or an input named ``$error``: such names are the engine's, and a program that
+#: means to react to errors reads another program's error topic under a name of its own.
+ERROR_EVENTS_HINT = (
+    "to react to another program's errors, declare an input of your own, "
+    "in {long code; string message;} Failure, and read that program's error topic as it "
+    "(event: Failure in the worker's inputs: docs/worker.md)"
+)
+
+#: Field names other languages give the size of an array or a string (``a.length``, ``s.size``).
+SIZE_FIELDS = frozenset(("length", "size", "count", "len"))
+
+
+def size_hint(e: ast.FieldAccess, of: Type) -> str | None:
+    """For ``a.length`` (or ``.size``, ``.count``, ``.len``) on an array or a string, which have
+    no fields: the library function that gives the size, with the value as written."""
+    if e.name not in SIZE_FIELDS or not (isinstance(of, ArrayType) or of == STRING):
+        return None
+    what = "elements" if isinstance(of, ArrayType) else "characters"
+    return f"the number of {what} is length({_object_as_written(e)})"
+
+
+def _object_as_written(e: ast.FieldAccess) -> str:
+    """The text of ``e``'s object (``x``, ``a[i]``, ``s.items``), or ``x`` when its start is not
+    known (it starts with a parenthesis) or it spans lines."""
+    start = e.obj
+    while isinstance(start, (ast.Index, ast.FieldAccess)):
+        start = start.obj
+    source = e.name_pos.source
+    if not isinstance(start, (ast.Name, ast.Call)) or start.pos.source is not source:
+        return "x"
+    text = source.text[start.pos.offset : e.name_pos.offset].rstrip()
+    return text[:-1].rstrip() if text.endswith(".") and "\n" not in text else "x"
 
 
 def condition_hint(got: Type) -> str | None:

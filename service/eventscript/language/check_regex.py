@@ -11,9 +11,9 @@ import functools
 from collections.abc import Callable
 
 from . import ast
-from .check_hints import suggest
+from .check_hints import ERROR_EVENTS_HINT, suggest
 from .checked import Variable
-from .checker_state import PATTERN_RANGE_HINT, CheckerState
+from .checker_state import PATTERN_RANGE_HINT, RESERVED_PREFIX, CheckerState
 from .hints import listing
 from .source import Pos
 from .types import LONG, TIME, Type, describe
@@ -64,7 +64,14 @@ class RegexSites(CheckerState):
             self._untyped_target(r)
             if r.name in self.broken_events:
                 return  # reported at its declaration
-            if r.name in self.outputs:
+            if r.name.startswith(RESERVED_PREFIX):
+                self.err(
+                    r.pos,
+                    f"{r.name!r} cannot be matched: names starting with '$' are the engine's "
+                    "(a program's own errors go to its error topic)",
+                    ERROR_EVENTS_HINT,
+                )
+            elif r.name in self.outputs:
                 self.err(
                     r.pos,
                     f"{r.name!r} is an output event; event markers match input events",

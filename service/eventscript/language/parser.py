@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from . import ast
+from .check_hints import SIZE_FIELDS
 from .diagnostics import Diagnostics
 from .lexer import BARE_POINT, KEYWORDS, Token, tokenize, touching
 from .source import Pos, SourceFile
@@ -90,6 +91,16 @@ MAX_FOR_NESTING = 20
 #: then the target as written without spaces (not a name a program can write; the same after an
 #: edit elsewhere in the program, so that an upgrade sees the same variable).
 MARKER_STORE_PREFIX = "$marker:"
+
+#: Words some languages use for the logical operators, and the operators EventScript writes.
+WORD_OPERATORS = {"and": "&&", "or": "||", "not": "!"}
+WORD_OPERATORS_HINT = "conditions are combined with && (and), || (or) and ! (not): x > 1 && !done"
+
+#: Time zones written after an arrive pattern's time (``arrive[06:00 UTC]``), which is in UTC.
+TIME_ZONES = frozenset(("UTC", "GMT", "Z", "UT"))
+
+#: For ``if (c) action``, which the language writes ``c ? action``.
+IF_MESSAGE = "there is no 'if' statement: a conditional action is written `condition ? action`"
 
 DECL_KEYWORDS = ("in", "out", "type", "function")
 _ATOM_START = ("(", "{", "IDENT", ".", "arrive", "elapse", "elapsed")
@@ -190,6 +201,8 @@ class Parser:
         self.operators = 0
         #: For loops enclosing the current point (see MAX_FOR_NESTING).
         self.loops = 0
+        #: The output events declared so far: ``B(x);`` with B one of them is an emit without '!>'.
+        self.outputs: set[str] = set()
         #: How equality operators are read: parse_eq, or while a parenthesis that failed at '='
         #: is read again, a reading that takes '=' for '==' (``_comparison_in_parentheses``).
         self.equality: Callable[[], ast.Expr] = self.parse_eq
@@ -305,9 +318,51 @@ class Parser:
 
     def _report(self, e: ParseError) -> None:
         """Report a parse error, or, where it is at a number written with a bare point (``.5``,
-        ``1.``: the language wants digits on both sides), say that instead."""
-        bare = self._bare_point(e)
-        self.diagnostics.error(*((e.pos, e.message, e.hint) if bare is None else bare))
+        ``1.``: the language wants digits on both sides) or at a word written for an operator
+        (``a and b``), say that instead."""
+        slip = self._bare_point(e) or self._word_operator(e) or self._size_method(e)
+        self.diagnostics.error(*((e.pos, e.message, e.hint) if slip is None else slip))
+
+    def _word_operator(self, e: ParseError) -> tuple[Pos, str, str] | None:
+        """(where, what, hint) when the error is at ``and`` or ``or`` written for '&&' or '||'
+        (``x > 1 and x < 5``), or just after ``not`` written for '!' (``not done``): the parser
+        reads such a word as a name, and fails at the next token."""
+        word = self.toks[self.i]
+        if word.pos != e.pos:
+            return None
+        if word.kind != "IDENT" or word.text not in WORD_OPERATORS:
+            word = self.toks[self.i - 1] if self.i > 0 else word
+            if word.kind != "IDENT" or word.text != "not":
+                return None
+        symbol = WORD_OPERATORS[word.text]
+        return word.pos, f"'{word.text}' is not an operator: write {symbol}", WORD_OPERATORS_HINT
+
+    def _size_method(self, e: ParseError) -> tuple[Pos, str, str] | None:
+        """(where, what, hint) when the error is at the '(' of ``a.length()`` (or ``.size()``,
+        ``.count()``, ``.len()``): a method call, which the language does not have; the size is
+        the library function ``length``."""
+        i = self.i
+        if i < 3 or self.toks[i].kind != "(" or self.toks[i].pos != e.pos:
+            return None
+        name, dot = self.toks[i - 1], self.toks[i - 2]
+        if name.kind != "IDENT" or name.text not in SIZE_FIELDS or dot.kind != ".":
+            return None
+        return (
+            name.pos,
+            f"'.{name.text}()' calls a method, and EventScript has none",
+            f"the number of elements (of a string, characters) is length({self._names_before(i - 3)})",
+        )
+
+    def _names_before(self, last: int) -> str:
+        """The value ending at token ``last`` when it is a name or a chain of fields (``x``,
+        ``x.v``), as written; ``a`` otherwise (it ends with a subscript or a call)."""
+        first = last
+        while first >= 2 and self.toks[first - 1].kind == "." and self.toks[first - 2].kind == "IDENT":
+            first -= 2
+        written = None
+        if self.toks[last].kind == "IDENT" and (first == 0 or self.toks[first - 1].kind not in (".", "]", ")")):
+            written = _written_as(self.toks[first], self.toks[last], [])
+        return written or "a"
 
     def _bare_point(self, e: ParseError) -> tuple[Pos, str, str] | None:
         """(where, what, hint) when the error's token is a '.' glued to a number on one side only:
@@ -380,6 +435,7 @@ class Parser:
             entries_out = [self.parse_output_entry()]
             while self._another_entry(t, self.parse_output_entry):
                 entries_out.append(self.parse_output_entry())
+            self.outputs.update(entry.name for entry in entries_out)
             return ast.OutputDecl(entries_out, t.pos)
         if t.kind == "type":
             name = self.expect("IDENT", "a type name")
@@ -658,6 +714,12 @@ class Parser:
             self.advance()
             self.expect("[", hint="write elapse[10 seconds]()")
             amount = self.parse_expr()
+            if isinstance(amount, ast.Name) and amount.name in TIME_UNITS and self.at("INT", "FLOAT"):
+                raise ParseError(
+                    amount.pos,
+                    "an elapse marker gives the amount before the unit",
+                    f"write {t.text}[{self.tok.text} {amount.name}]()",
+                )
             unit = self.expect("IDENT", "a time unit (days, hours, minutes, seconds, msec, usec)")
             if unit.text not in TIME_UNITS:
                 raise ParseError(
@@ -679,6 +741,8 @@ class Parser:
             return _stored(ast.RArrive(t.pos, pattern, target, tpos, order=t.index), store)
         if t.kind == "IDENT":
             self.advance()
+            if self.at("["):
+                raise self._not_a_time_marker(t)
             if not self.at("("):
                 raise ParseError(
                     self.tok.pos,
@@ -688,6 +752,21 @@ class Parser:
             target, tpos, store = self.parse_marker_target(t.text)
             return _stored(ast.RMarker(t.pos, t.text, target, tpos, order=t.index), store)
         raise ParseError(t.pos, f"expected an event marker, found {_describe(t)}")
+
+    def _not_a_time_marker(self, name: Token) -> ParseError:
+        """``after[5 minutes]()``: a name followed by '[', as only the time markers are written.
+        The hint is the elapse marker when the brackets hold an amount and a time unit, with the
+        marker's target as written, else both time markers' forms. The position is kept."""
+        message = f"{name.text!r} is not a time marker: the time markers are elapse[...] and arrive[...]"
+        i = self.i
+        amount, unit, close = (self.toks[min(i + k, len(self.toks) - 1)] for k in (1, 2, 3))
+        duration = amount.kind in ("INT", "FLOAT") and unit.text in TIME_UNITS and close.kind == "]"
+        if not duration:
+            return ParseError(name.pos, message, "write elapse[5 minutes]() or arrive[9:00]()")
+        target = "()"
+        if self.peek(4).kind == "(" and self.peek(5).kind == "IDENT" and self.peek(6).kind == ")":
+            target = f"({self.peek(5).text})"
+        return ParseError(name.pos, message, f"write elapse[{amount.text} {unit.text}]{target}")
 
     def _written_since(self, t: Token) -> str:
         """The source text from token ``t`` to the current token, on one line (``elapse[1 hour]``),
@@ -753,9 +832,24 @@ class Parser:
                 "a time pattern has two (H:MM) or three (H:MM:SS) components",
                 "write arrive[9:00](), arrive[.:00:00]() or arrive[(someTime)]()",
             )
+        if self.at("IDENT") and self.tok.text.upper() in TIME_ZONES:
+            raise ParseError(
+                self.tok.pos,
+                f"an arrive pattern names no time zone: remove {self.tok.text!r}",
+                "patterns are matched in UTC (a host may configure another zone): "
+                f"write arrive[{self._pattern_as_written(start)}]()",
+            )
         if not self.at("]"):
             raise ParseError(self.tok.pos, f"unexpected {_describe(self.tok)} in the arrive pattern")
         return ast.ArrivePattern(start, date=date, time=times)
+
+    def _pattern_as_written(self, start: Pos) -> str:
+        """The arrive pattern from ``start`` to the token before the current one, as written on
+        one line (``06:00``); ``9:00`` across an include."""
+        last = self.toks[self.i - 1]
+        if last.pos.source is not start.source:
+            return "9:00"
+        return " ".join(start.source.text[start.offset : last.pos.offset + len(last.text)].split())
 
     def parse_pattern_component(self) -> ast.PatternComponent:
         t = self.tok
@@ -819,6 +913,7 @@ class Parser:
             self.advance()
 
     def parse_action(self) -> ast.Action | None:
+        start = self.i
         t = self.tok
         if t.kind == ";":
             self.advance()
@@ -874,13 +969,41 @@ class Parser:
                 return self._conditional_action(e)
             if self.at("=="):
                 raise ParseError(self.tok.pos, "expected '=' or '?' after the expression")
-            raise ParseError(
+            raise self._action_slip(start, e) or ParseError(
                 self.tok.pos,
                 f"expected '=' or '?' after the expression, found {_describe(self.tok)}",
                 "an action is an assignment x = e;, an emit !>Name(e);, a conditional c ? action or a for loop",
             )
         finally:
             self._leave()
+
+    def _action_slip(self, start: int, e: ast.Expr) -> ParseError | None:
+        """The error for an action that read as the expression ``e`` (from token ``start``) and
+        then failed, when it is a slip from another language: ``if (c) action`` (read as a call
+        of ``if``), or ``B(x);`` for an output B (an emit without its '!>'). None otherwise."""
+        first = self.toks[start]
+        if isinstance(e, ast.Call) and e.name == "if" and len(e.args) == 1 and not self.at(";"):
+            return self._if_statement(start)
+        if isinstance(e, ast.Name) and e.name == "if":
+            return ParseError(first.pos, IF_MESSAGE, "write the condition, then '?' and the action: x > 1 ? !>B(x);")
+        if isinstance(e, ast.Call) and e.name in self.outputs and self.at(";"):
+            written = _written_as(first, self.tok, []) or f"{e.name}(x);"
+            return ParseError(first.pos, f"{e.name} is an output event: emit it with !>", f"write !>{written}")
+        return None
+
+    def _if_statement(self, start: int) -> ParseError:
+        """``if (c) action``: the conditional action it means, ``c ? action``, with the user's own
+        condition and action in the hint. The position is kept (at the action after the ')')."""
+        condition = _written_as(self.toks[start + 2], self.toks[self.i - 2], [])
+        action = None
+        resume = self.i
+        with self._trial(resume) as trial:
+            self.parse_action()
+            if not trial.has_errors:
+                action = _written_as(self.toks[resume], self.toks[self.i - 1], [])
+        self.i = resume
+        meant = f"{condition} ? {action}" if condition and action else "x > 1 ? !>B(x);"
+        return ParseError(self.toks[start].pos, IF_MESSAGE, f"write {meant}")
 
     def _assignment_or_slip(self, first: Token, target: ast.Expr, eq: Token) -> ast.Action:
         """The rest of ``target = value;``; or, when that fails to parse but the text after the

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from . import ast, stdlib
-from .check_hints import condition_hint, field_name
+from .check_hints import condition_hint, field_name, size_hint
 from .checked import EventValue, LoopIndex, Variable
 from .checker_state import CheckerState
 from .lexer import LONG_RANGE_HINT
@@ -138,7 +138,7 @@ class TypeSynthesis(CheckerState):
                     self.err(e.name_pos, f"{describe(ot)} has no field {e.name!r}", f"its fields: {have}")
                     return None
                 return ot.fields[k][1]
-            self.err(e.name_pos, f"field {e.name!r} of {describe(ot)}, which is not a structure")
+            self.err(e.name_pos, f"field {e.name!r} of {describe(ot)}, which is not a structure", size_hint(e, ot))
             return None
         if isinstance(e, ast.StructBuild):
             return self._synth_struct(e)
