@@ -314,17 +314,20 @@ class Reference:
                 if self._done(inst):  # a start state with no way out: the new instance ends at once
                     inst.timer = None
                     del self.instances[key]
-                return
-            self._take(inst, paths, strands, value)
+            else:
+                self._take(inst, paths, strands, value)
         else:
             inst = self.single
             assert inst is not None
             paths, strands = self._advance(inst, ("ev", name, self._classify(entry, value)))
             if not paths:
                 self._error(UNEXPECTED, f"{name} is not expected")
-                return
-            self._take(inst, paths, strands, value)
-        if not typed:  # timers due fire after the trace event, not inside a stage's action
+            else:
+                self._take(inst, paths, strands, value)
+        # Timers due fire after the trace event, not inside a stage's action; also after an event
+        # discarded as unexpected: the instance it created may have a timer due at once (an
+        # elapse of zero or less, an arrive at a time past: conformance README 2, "at once").
+        if not typed:
             self._fire_due(self.now)
 
     def _take(self, inst: Instance, paths: frozenset[Term], strands: list[tuple[int, ...]], value: Any) -> None:

@@ -93,6 +93,17 @@ def test_a_new_grouped_instance_evaluates_its_start_states_time_markers() -> Non
     assert run_tester(src, render(items, T0), lazy=False) == want
 
 
+def test_a_timer_due_at_once_fires_after_the_event_its_instance_discarded() -> None:
+    # The key's first event creates its instance, whose start state waits for the elapse: the
+    # event is discarded ($error 2; README 12: the pending timer stays as it was), and the timer,
+    # due at the start itself, fires at once, before the next event of the instant (README 2).
+    # The reference held it back until the next trace item (fuzz seed 3401).
+    src = "in long A group(A)\nout long O\n( elapse[0 sec]() { !>O(1); } A(x) { !>O(x); } )*"
+    items = [("time", T0), ("event", "A", 5), ("event", "A", 5), ("time", T0 + 1_000_000)]
+    assert [line["value"] for line in run_reference(src, Trace(items))] == [2, 1, 5, 1]
+    assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))
+
+
 RETIRING = "in long A group(A % 2), long B group(B % 2)\nout long O\n( A(v) B() { !>O(v); } )*"
 #: B(1) has no instance; A(1) B(1) match (back at the start, nothing live); then a second B(1).
 RETIRING_EVENTS = [("B", 1), ("A", 1), ("B", 1), ("B", 1)]
