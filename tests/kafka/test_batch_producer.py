@@ -11,6 +11,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from eventscript.kafka.producer import BatchProducer
+from eventscript.state.changelog import batch_frame
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "task"))
 from task_helpers import T0, make_task, tick
@@ -66,7 +67,7 @@ def test_a_record_refused_by_an_abortable_transaction_fails_the_batch_instead_of
     for n in range(5):
         task.add(tick(n, T0 + n, "a"))
     task.process(0)
-    task.send_changelog("p-changelog", 0, task.changelog_records(), None, T0)
+    task.send_changelog("p-changelog", 0, task.changelog_records(), batch_frame(b"{}", None), T0)
     assert len(producer.queued) == 2
     assert output.delivery_error is not None and output.delivery_error.code() == KafkaError._STATE, (
         "the commit must see the failure, abort and rewind"
@@ -82,7 +83,7 @@ def test_records_purged_by_an_abort_do_not_fail_the_next_batch(tmp_path: Path) -
     for n in range(3):
         task.add(tick(n, T0 + n, "a"))
     task.process(0)
-    task.send_changelog("p-changelog", 0, task.changelog_records(), None, T0)
+    task.send_changelog("p-changelog", 0, task.changelog_records(), batch_frame(b"{}", None), T0)
     assert producer.queued, "the batch produced nothing to purge"
     output.delivery_error = None  # the worker's _commit_failed, before it aborts
     producer.abort_transaction(output.on_delivery)
