@@ -42,7 +42,9 @@ from eventscript.kafka.changelog_dump import fold_changelog
 from eventscript.kafka.config import KafkaConfig, load_topology
 from eventscript.kafka.partitioner import key_bytes, partition_of
 from eventscript.language.types import STRING
-from eventscript.state.changelog import HEADER_EPOCH, HEADER_POSITION, split_batch_frame
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "task"))
+from task_helpers import changelog_fields
 
 PROGRAM = """
 in {string k;} Hit group(Hit.k)
@@ -66,14 +68,8 @@ def _last_record_of(broker: Broker, changelog: str, key: bytes) -> Any:
     return [m for m in read_records(broker, changelog) if m.key() == key][-1]
 
 
-def _fields(record: Any) -> tuple[bytes | None, bytes | None, bytes | None]:
-    """(stored value, es-pos, es-gen) of a changelog record: its headers, or its batch frame."""
-    h = dict(record.headers() or ())
-    return split_batch_frame(record.value(), h.get(HEADER_POSITION), h.get(HEADER_EPOCH))
-
-
 def _epoch(record: Any) -> int:
-    return int(_fields(record)[2] or b"")
+    return int(changelog_fields(record)[2] or b"")
 
 
 @pytest.mark.kafka
@@ -117,7 +113,8 @@ def test_a_zombies_changelog_record_sent_after_the_new_owners_is_not_restored(br
     assert producer.flush(30) == 0
 
     (task,) = [t for t in fold_changelog(topo, topo.programs[0]) if kb in t.records]
-    assert task.records[kb][0] == _fields(newer)[0]  # the state dump keeps the newer owner's (as a store keeps it)
+    # The state dump keeps the newer owner's (as a store keeps it).
+    assert task.records[kb][0] == changelog_fields(newer)[0]
     assert task.fence.skipped == 1
 
     shutil.rmtree(tmp_path / "state" / name)  # the next owner restores from the changelog
@@ -143,7 +140,7 @@ def _epochs_of(broker: Broker, changelog: str, key: bytes) -> list[int]:
 def _owners_and_positions(broker: Broker, changelog: str, key: bytes, input_partition: str) -> list[tuple[int, int]]:
     """(owner epoch, position in ``input_partition``) of the key's changelog records, in log order."""
     return [
-        (_epoch(m), orjson.loads(_fields(m)[1] or b"")[input_partition])
+        (_epoch(m), orjson.loads(changelog_fields(m)[1] or b"")[input_partition])
         for m in read_records(broker, changelog, idle=0.5)
         if m.key() == key
     ]

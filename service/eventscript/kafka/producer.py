@@ -15,6 +15,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
+from ..state.changelog import framed_batch
+
 log = logging.getLogger("eventscript.kafka.worker")
 
 #: Delivery errors of records purged from the queue by an abort (``abort_transaction`` purges
@@ -131,20 +133,15 @@ class BatchProducer:
             /,
         ) -> None:
             """A task's changelog records of one commit (``Task.send_changelog``, the collector's
-            ``SendChangelog``): one loop here rather than a call of ``send`` each; only the last
-            asks for its delivery report. A key with headers of its own (``key_headers``: a
-            tombstone) is sent with them; any other has none, its value after ``frame``."""
+            ``SendChangelog``), as ``framed_batch`` gives them: one loop here rather than a call of
+            ``send`` each; only the last asks for its delivery report."""
             if not records:
                 return
             if eos and not self.txn_open:
                 self.begin()
-            own = key_headers or {}
-            items = iter(records.items())
-            for _ in range(len(records) - 1):
-                k, v = next(items)
-                h = own.get(k)
-                if h is None and v is not None:
-                    v = frame + v
+            batch = framed_batch(records, frame, key_headers)
+            for i in range(len(batch) - 1):
+                k, v, h = batch[i]
                 try:
                     produce(topic, v, k, partition, None, None, ts, h)
                 except BufferError:  # the producer's queue is full: let it deliver
@@ -153,9 +150,8 @@ class BatchProducer:
                 except KafkaException as exc:  # the transaction is abortable: the batch fails
                     self.refused(exc)
                     return
-            k, v = next(items)
-            h = own.get(k)
-            send(topic, partition, k, frame + v if h is None and v is not None else v, h, ts, True)
-            self.produced += len(records) - 1
+            k, v, h = batch[-1]
+            send(topic, partition, k, v, h, ts, True)
+            self.produced += len(batch) - 1
 
         return send, send_changelog

@@ -103,6 +103,21 @@ def batch_frame(position: bytes, epoch: bytes | None) -> bytes:
     return b"".join((BATCH_FRAME, position, _NUL, epoch or b"", _NUL))
 
 
+def framed_batch(
+    records: dict[bytes, bytes | None], frame: bytes, key_headers: dict[bytes, Any] | None
+) -> list[tuple[bytes, bytes | None, Any]]:
+    """A commit's changelog records as sent: (key, value, headers). A key with headers of its own
+    (``key_headers``: a tombstone, whose value must stay null for compaction) is sent with them and
+    its value as it is; any other live key with none, its value after the batch's ``frame``
+    (``batch_frame``). The one place that rule is written: every ``SendChangelog`` sends this."""
+    if not key_headers:
+        return [(k, v, None) if v is None else (k, frame + v, None) for k, v in records.items()]
+    own = key_headers
+    return [
+        (k, v, h) if (h := own.get(k)) is not None or v is None else (k, frame + v, None) for k, v in records.items()
+    ]
+
+
 def split_batch_frame(
     value: bytes | None, position: bytes | None, epoch: bytes | None
 ) -> tuple[bytes | None, bytes | None, bytes | None]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..state.changelog import framed_batch
 from .codec import Headers
 
 #: send(topic, partition or -1, key, value, headers, timestamp ms, is_changelog).
@@ -93,13 +94,9 @@ def changelog_through(send: Send) -> SendChangelog:
         key_headers: dict[bytes, Headers] | None = None,
         /,
     ) -> None:
-        last = len(records) - 1
-        own = key_headers or {}
-        for i, (k, v) in enumerate(records.items()):
-            h = own.get(k)
-            if h is None and v is not None:
-                send(topic, partition, k, frame + v, [], ts, i == last)
-            else:
-                send(topic, partition, k, v, h or [], ts, i == last)
+        batch = framed_batch(records, frame, key_headers)
+        last = len(batch) - 1
+        for i, (k, v, h) in enumerate(batch):
+            send(topic, partition, k, v, h or [], ts, i == last)
 
     return send_each
