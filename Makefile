@@ -52,8 +52,8 @@ typecheck: $(STAMP)
 # The tests run in PYTEST_WORKERS processes (pytest-xdist; --dist loadgroup as tests/parallel_groups.py
 # defines it: every test on the session's Kafka broker in one process, one after the other, handed
 # out first; every test with its own brokers (fault harness, three-broker failover, dev) in one, one
-# after the other, handed out last; every Spark test in one; the other tests a whole file at a time
-# beside them). Two by default: the Kafka tests mostly wait, and the CPU-bound tests fill that time.
+# after the other, handed out first to the other process; every Spark test in one; the other tests a
+# whole file at a time, to whichever process is free). Two by default: the Kafka tests mostly wait, and the CPU-bound tests fill that time.
 # PYTEST_WORKERS= (empty) runs everything in one process. See README.md, "Running the tests in parallel".
 PYTEST_WORKERS ?= 2
 unit: $(STAMP)

@@ -10,11 +10,13 @@ by side, as whole files in two processes, six failed on timing under load), and 
 never run at once.
 
 The order the groups are handed out in: the tests on the session's broker first (the longest
-group: it decides the end), then Spark's, then the files, the largest first, and the tests with
-their own brokers last, to whichever process is free first. Those are about a quarter of the
-Kafka tests' time (the harness alone a fifth): in the session broker's process they made that
-process the whole run's end while the other sat idle for its last third or more; handed out
-last, they run beside the session broker's tests in the process that finishes its files first.
+group), to one process; the tests with their own brokers next, to the other; then Spark's, then
+the files, the largest first, each to whichever process is free. Why the files last: they are many
+small units, so they even out the two processes' ends whatever the Kafka groups took. The tests
+with their own brokers vary the most from run to run (a failover variant took 25 s in one whole run
+and 122 s in the next, the harness's variants 40 to 121 s): handed out last, as they were until
+2026-11-28, nothing was left to balance them, and that run's other process ended 6 minutes after
+the session broker's (33:42 in all, against 27:18 for the same tests an hour before).
 xdist's own order (the groups with the most tests first, ``--loadscope-reorder``) would hand out
 a parametrized file before the Kafka tests.
 A file's other tests stay in one process so its module fixtures start once (the Kafka tests'
@@ -45,10 +47,10 @@ FOLDER_KEY = "eventscript_groups_folder"
 _FOLDER = pytest.StashKey[Path]()
 
 
-#: The groups handed out first, in this order; the files follow, largest first, then ``OWN``.
-FIRST = ("kafka", "spark")
-#: The group of the tests with their own brokers, handed out last.
+#: The group of the tests with their own brokers.
 OWN = "kafka-own"
+#: The groups handed out first, in this order; the files follow, largest first.
+FIRST = ("kafka", OWN, "spark")
 
 
 def needs(item: pytest.Item, what: str) -> bool:
@@ -106,7 +108,8 @@ def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
 class KafkaApartScheduling(LoadScopeScheduling):
     """xdist's scheduling by scope, with the scopes above: the groups of ``FIRST`` are handed out
     first, in that order, then the files, the largest first (``--loadscope-reorder``, the
-    default), then the tests with their own brokers."""
+    default). (A process is given its next group when it has two tests or fewer left: the
+    session broker's process takes a file only at the end of its group.)"""
 
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
@@ -120,8 +123,6 @@ class KafkaApartScheduling(LoadScopeScheduling):
             for scope in reversed(FIRST):
                 if scope in self.workqueue:
                     self.workqueue.move_to_end(scope, last=False)
-            if OWN in self.workqueue:
-                self.workqueue.move_to_end(OWN)
         super()._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:

@@ -1,8 +1,8 @@
 """``make unit PYTEST_WORKERS=2`` (tests/parallel_groups.py): in two processes, every test on the
 session's Kafka broker runs in one process, every test with its own brokers in one, and the other
-tests of a file all run in one process; the session broker's tests start first and those with their
-own brokers run last. Checked on a small suite of its own, run by pytest-xdist in two worker
-processes."""
+tests of a file all run in one process; the session broker's tests start first in one process and
+those with their own brokers in the other, the files after them. Checked on a small suite of its
+own, run by pytest-xdist in two worker processes."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def _file(body: str, tests: int = TESTS) -> str:
 def test_kafka_tests_share_one_process_and_other_files_stay_whole(pytester: pytest.Pytester) -> None:
     """Also: the session broker's tests start first, though a plain file has more tests (xdist's
     own order), and the tests marked ``kafka`` without the session's broker (they start their own,
-    as the fault harness) are the last to run, in one process."""
+    as the fault harness) start first in the other process, before Spark's and the files."""
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(
         test_uses_broker=_file("def test_kafka_b{i}(broker): pass\ndef test_pure{i}(): pass"),
@@ -78,5 +78,6 @@ def test_kafka_tests_share_one_process_and_other_files_stay_whole(pytester: pyte
     (kafka_process,) = workers["kafka"]
     assert order[kafka_process][0].startswith("test_kafka_b"), f"the Kafka tests did not start first: {dict(order)}"
     (own_process,) = workers["own"]
-    own_last = order[own_process][-TESTS * 2 :]
-    assert all(n.startswith(("test_kafka_k", "test_kafka_h")) for n in own_last), f"not run last: {dict(order)}"
+    assert own_process != kafka_process, f"the two Kafka groups in one process: {dict(order)}"
+    own_first = order[own_process][: TESTS * 2]
+    assert all(n.startswith(("test_kafka_k", "test_kafka_h")) for n in own_first), f"not run first: {dict(order)}"
