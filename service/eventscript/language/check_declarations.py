@@ -10,7 +10,7 @@ from . import ast, stdlib
 from .check_hints import ERROR_EVENTS_HINT, subexpressions, suggest
 from .checked import EventClass, EventValue, ExternalFunction, InputEvent, OutputEvent
 from .checker_state import RESERVED_PREFIX, CheckerState
-from .external_functions import resolve_external
+from .external_functions import FORMS, implementation_readings, resolve_external
 from .source import Pos
 from .types import BOOLEAN, OBJECT, PRIMITIVES, ArrayType, PrimitiveType, StructType, Type, describe
 
@@ -81,11 +81,9 @@ class DeclarationChecks(CheckerState):
         if result is None or len(resolved) != len(params):
             return
         fn = ExternalFunction(decl.name, resolved, result, decl.impl, decl.pos, len(self.externals))
-        if ":" not in decl.impl:
+        if not implementation_readings(decl.impl):
             self.err(
-                decl.impl_pos,
-                f"{decl.impl!r} does not name a Python callable",
-                'write the implementation as "package.module:attribute"',
+                decl.impl_pos, f"{decl.impl!r} does not name a Python callable", f"write the implementation as {FORMS}"
             )
         elif self.resolve_externals:
             fn.function, problem = resolve_external(decl.impl, search)
