@@ -29,6 +29,7 @@ WARNED: dict[str, tuple[str, int]] = {
     "never-ends": (FOREVER, 3),
     "matches-nothing": ("in {} A, {} B\nout long L\nA() & B()\n", 3),
     "hours-minutes": ("in {} A\nout long L\n( A() | arrive[.:00]() { !>L(1); } )*\n", 3),
+    "out-of-range": ("in {} A\nout long L\n( A() | arrive[(24):00]() { !>L(1); } )*\n", 3),
 }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import check_source
+from conftest import check_source, run_program
 from eventscript.automata.compile import compile_file, compile_source
 from eventscript.cli.main import main as cli_main
 from eventscript.language.diagnostics import Diagnostic, Severity
@@ -481,6 +481,44 @@ class TestTypeErrors:
     )
     def test_time_marker_errors(self, marker: str, col: int, message: str) -> None:
         assert (3, col, message) in errors(f"in long A\nout long B\nA(x) {marker} {{ !>B(x); }}")
+
+    @pytest.mark.parametrize(
+        ("marker", "col", "problem", "at_run_time"),
+        [
+            ("arrive[(25):00]()", 28, "hour 25 is out of range 0..23", "hour 25 is out of range 0..23"),
+            ("arrive[(-1):00]()", 28, "hour -1 is out of range 0..23", "hour -1 is out of range 0..23"),
+            ("arrive[10:(60)]()", 31, "minute 60 is out of range 0..59", "minute 60 is out of range 0..59"),
+            ("arrive[2026-(13)-01 0:00]()", 33, "month 13 is out of range 1..12", "month 13 is out of range 1..12"),
+        ],
+    )
+    def test_a_constant_in_parentheses_is_an_expression_evaluated_when_the_timer_is_set(
+        self, marker: str, col: int, problem: str, at_run_time: str
+    ) -> None:
+        # A parenthesized component is an expression (conformance README choice 1), evaluated when
+        # its timer is set, as arrive[(20+5):00] and 10 / 0 are: $error 8 then, only warned of here.
+        text = f"in long A\nout long B\n( A(x) {{ !>B(x); }} {marker} {{ !>B(0); }} )*"
+        assert errors(text) == []
+        (w,) = diags(text, Severity.WARNING)
+        assert (at(w), w.code) == ((3, col), "out-of-range")
+        assert w.message == f"{problem}; each time this timer is set it gives $error 8 and does not fire"
+        out = run_program(text, "[2026-01-01 00:00:00] A(1)\n[2026-01-03 00:00:00]")
+        assert [(o["event"], o["value"]) for o in out] == [
+            ("B", 1),
+            ("$error", {"code": 8, "message": f"arrive pattern: {at_run_time}"}),
+        ]
+
+    def test_a_date_of_constants_in_parentheses_that_never_comes_is_warned_of(self) -> None:
+        text = "in long A\nout long B\n( A(x) { !>B(x); } arrive[2026-02-(30) 10:00]() { !>B(0); } )*"
+        assert errors(text) == []
+        (w,) = diags(text, Severity.WARNING)
+        assert (at(w), w.code, w.message) == (
+            (3, 36),
+            "out-of-range",
+            "day 30 never comes: 2026-02 has 28 days; this timer never fires",
+        )
+        assert run_program(text, "[2026-01-01 00:00:00] A(1)\n[2027-01-01 00:00:00]") == [
+            {"time": "2026-01-01T00:00:00.000000Z", "event": "B", "value": 1}
+        ]
 
     def test_constant_dates_that_exist_are_accepted(self) -> None:
         for pattern in ("2028-02-29 0:00", ".-02-29 12:00", "2038-01-19 03:14:08", ".:.:59.999", "23:59"):

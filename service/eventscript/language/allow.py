@@ -33,6 +33,7 @@ WARNING_CODES: dict[str, str] = {
     "never-ends": "a grouped program never ends (some of) its instances",
     "matches-nothing": "the regular expression matches no sequence of events",
     "hours-minutes": "a two-component arrive[...] pattern whose hour is '.' is read as hours:minutes",
+    "out-of-range": "an arrive[...] component in parentheses is a constant out of range ($error 8 when set)",
     "unknown-allow": "an allow comment names a code that is not a warning's",
     "unused-allow": "an allow comment accepts no warning on its line",
 }

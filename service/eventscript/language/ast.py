@@ -60,11 +60,16 @@ class IntLit(Expr):
     value: int
     #: The literal is the negation of a written one (-5): a second minus (- -5) is an operator.
     negated: bool = field(default=False, init=False, repr=False, compare=False)
+    #: An arrive pattern's component written in parentheses, ``arrive[(25):00]``: an expression,
+    #: evaluated when its timer is set (as ``10 / 0`` is), not a number of the pattern.
+    parenthesized: bool = field(default=False, init=False, repr=False, compare=False)
 
 
 @dataclass
 class FloatLit(Expr):
     value: float
+    #: As ``IntLit.parenthesized``.
+    parenthesized: bool = field(default=False, init=False, repr=False, compare=False)
 
 
 @dataclass

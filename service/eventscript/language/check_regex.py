@@ -117,7 +117,10 @@ class RegexSites(CheckerState):
         self.sites.append(site)
 
     def _check_constant_components(self, p: ast.ArrivePattern) -> None:
-        """Constant pattern components out of range can never match: say so now, not at run time."""
+        """Pattern numbers out of range can never match: say so now, not at run time. A constant
+        written in parentheses is an expression, evaluated when the timer is set, as every other
+        expression is (``arrive[(20+5):00]``, and ``10 / 0`` in an action): out of range, it gives
+        ``$error`` 8 then, and is only warned of here."""
         named: list[tuple[ast.PatternComponent, str, int, int]] = []
         if p.date is not None:
             named += zip(p.date, ("year", "month", "day"), (1, 1, 1), (9999, 12, 31))
@@ -126,13 +129,17 @@ class RegexSites(CheckerState):
         ok = True
         for c, what, lo, hi in named:
             if isinstance(c, ast.IntLit) and not lo <= c.value <= hi:
-                self.err(c.pos, f"{what} {c.value} is out of range {lo}..{hi}", PATTERN_RANGE_HINT)
-                ok = False
+                problem = f"{what} {c.value} is out of range {lo}..{hi}"
             elif isinstance(c, ast.FloatLit) and what == "second" and not 0 <= c.value < 60:
-                self.err(
-                    c.pos, f"second {c.value} is out of range: seconds are from 0 to less than 60", PATTERN_RANGE_HINT
-                )
-        if ok and p.date is not None:
+                problem = f"second {c.value} is out of range: seconds are from 0 to less than 60"
+            else:
+                continue
+            ok = False
+            if c.parenthesized:
+                self._always_fails(c.pos, problem)
+            else:
+                self.err(c.pos, problem, PATTERN_RANGE_HINT)
+        if ok and p.date is not None:  # (every component in range)
             year, month, day = p.date
             if not (isinstance(month, ast.IntLit) and isinstance(day, ast.IntLit)):
                 return
@@ -140,7 +147,25 @@ class RegexSites(CheckerState):
             days = calendar.monthrange(y, month.value)[1]
             if day.value > days:
                 which = f"{y:04d}-{month.value:02d}" if isinstance(year, ast.IntLit) else f"month {month.value}"
-                self.err(day.pos, f"day {day.value} never comes: {which} has {days} days")
+                problem = f"day {day.value} never comes: {which} has {days} days"
+                if any(isinstance(c, ast.IntLit) and c.parenthesized for c in p.date):
+                    self._never_fires(day.pos, problem)
+                else:
+                    self.err(day.pos, problem)
+
+    def _always_fails(self, pos: Pos, problem: str) -> None:
+        """A parenthesized pattern constant out of range: a warning (in the reporting pass)."""
+        self._pattern_warning(pos, f"{problem}; each time this timer is set it gives $error 8 and does not fire")
+
+    def _never_fires(self, pos: Pos, problem: str) -> None:
+        """A date of parenthesized constants that never comes: its timer is set and never fires."""
+        self._pattern_warning(pos, f"{problem}; this timer never fires")
+
+    def _pattern_warning(self, pos: Pos, message: str) -> None:
+        if self.reporting:
+            self.d.warning(
+                pos, message, "write a value in range; without the parentheses it is refused at once", "out-of-range"
+            )
 
     def _collect_arrive(self, r: ast.RArrive) -> None:
         p = r.pattern

@@ -866,6 +866,8 @@ class Parser:
             self.advance()
             e = self.parse_expr()
             self.expect(")")
+            if isinstance(e, ast.IntLit | ast.FloatLit):
+                e.parenthesized = True
             return e
         raise ParseError(
             t.pos, f"expected a number, '.' or a parenthesized expression in the arrive pattern, found {_describe(t)}"
