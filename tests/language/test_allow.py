@@ -159,3 +159,12 @@ def test_allows_in_an_included_file_work_there_and_are_warned_of_at_their_own_pl
         ("unknown-allow", f"{tmp_path / 'decls.es'}:1:42"),
         ("unused-allow", f"{tmp_path / 'decls.es'}:2:34"),
     ]
+
+
+def test_the_never_ends_hint_gives_the_allow_comment_that_accepts_it() -> None:
+    comp = compile_source(FOREVER, name="p")
+    (w,) = comp.diagnostics.warnings
+    assert w.hint is not None
+    comment = w.hint[w.hint.index("// eventscript:") :].removesuffix(" on this line")
+    assert comment == "// eventscript: allow never-ends"
+    assert _codes(_allowed(FOREVER, w.pos.line, comment)) == []

@@ -608,14 +608,38 @@ class TestUndeclaredNames:
                 "B carries 'long' but this value is 'double'",
                 "EventScript never converts on assignment: write long(...) to truncate",
             ),
-            ('"7"', 13, "B carries 'long' but this value is 'string'", None),
-            ("{}", 13, "B carries 'long' but this value is '{}'", None),
+            (
+                '"7"',
+                13,
+                "B carries 'long' but this value is 'string'",
+                "emit 'long', or declare the event as 'out string B' if it is to carry this",
+            ),
+            (
+                '"n=" + 7',  # (the caret where the value begins, not on its operator)
+                13,
+                "B carries 'long' but this value is 'string'",
+                "emit 'long', or declare the event as 'out string B' if it is to carry this",
+            ),
+            (
+                "{}",
+                13,
+                "B carries 'long' but this value is '{}'",
+                "emit 'long', or declare the event as 'out {} B' if it is to carry this",
+            ),
             ("", 9, "!>B() has no value but B carries 'long'", None),
         ],
     )
     def test_emit_of_a_wrongly_typed_value(self, value: str, col: int, message: str, hint: str | None) -> None:
         e = only_error(f"in long A\nout long B\n( A() {{ !>B({value}); }} )*")
         assert (at(e), e.message, e.hint) == ((3, col), message, hint)
+
+    def test_not_written_as_a_function(self) -> None:
+        e = only_error("in long A\nout long B\n( A(x) { not (x > 1) ? !>B(x); } )*")
+        assert (at(e), e.message, e.hint) == (
+            (3, 10),
+            "'not' is not an operator of EventScript",
+            "negation is written '!': !(...)",
+        )
 
     def test_emit_of_a_long_literal_as_double_hints(self) -> None:
         e = only_error("in long A\nout double B\n( A() { !>B(5); } )*")

@@ -334,6 +334,7 @@ def warn_nontermination(can_end: bool, all_can_end: bool, pos: Positions, d: Dia
         pos.regex,
         msg + ": a key's instance stays in memory unless it comes back to its start with nothing to remember "
         "(a resource leak when keys are open-ended)",
-        "if keys are open-ended, let the expression terminate, e.g. end it with elapse[...]()",
+        "if keys are open-ended, let the expression terminate, e.g. end it with elapse[...]();"
+        " for a fixed set of keys, accept it with // eventscript: allow never-ends on this line",
         "never-ends",
     )

@@ -5,7 +5,7 @@ calls and group references), kept for inference (``type_inference``).
 from __future__ import annotations
 
 from . import ast, stdlib
-from .check_hints import condition_hint, conversion_hint, subexpressions, suggest
+from .check_hints import condition_hint, conversion_hint, expression_start, subexpressions, suggest
 from .checked import LoopIndex, Variable
 from .checker_state import RESERVED_PREFIX, CheckerState
 from .hints import listing
@@ -75,9 +75,10 @@ class ActionSites(CheckerState):
             got = self.synth(value)
             if got is not None and got != out.ty:
                 self.err(
-                    value.pos,
+                    expression_start(value),
                     f"{a.name} carries {describe(out.ty)} but this value is {describe(got)}",
-                    conversion_hint(value, got, out.ty),
+                    conversion_hint(value, got, out.ty)
+                    or f"emit {describe(out.ty)}, or declare the event as 'out {got} {a.name}' if it is to carry this",
                 )
 
         self.sites.append(site)
@@ -173,6 +174,9 @@ class ActionSites(CheckerState):
         self.sites.append(lambda: self.synth(e))
 
     def _unknown_function(self, e: ast.Call) -> None:
+        if e.name == "not":  # (``not x`` is caught by the parser; ``not (x > 1)`` reads as a call)
+            self.err(e.pos, "'not' is not an operator of EventScript", "negation is written '!': !(...)")
+            return
         self.err(
             e.pos,
             f"unknown function {e.name!r}",

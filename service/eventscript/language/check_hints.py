@@ -102,6 +102,20 @@ def struct_hint(got: StructType, want: StructType) -> str:
     return "the fields are the same but in a different order"
 
 
+def expression_start(e: ast.Expr) -> Pos:
+    """Where ``e``'s text begins (its leftmost operand's position; a binary or conditional
+    expression's own is its operator's): the caret for an error about the whole value."""
+    while True:
+        if isinstance(e, ast.Binary):
+            e = e.left
+        elif isinstance(e, ast.CondExpr):
+            e = e.cond
+        elif isinstance(e, (ast.Index, ast.FieldAccess)):
+            e = e.obj
+        else:
+            return e.pos
+
+
 def subexpressions(e: ast.Expr) -> list[ast.Expr]:
     if isinstance(e, ast.Unary):
         return [e.operand]
