@@ -529,6 +529,26 @@ class TestTypeErrors:
 # Names
 
 
+class TestGroupKeyOfUnknownType:
+    def test_a_misspelt_group_field_is_one_error_not_one_more_at_each_use(self) -> None:
+        e = only_error(
+            "in {string sensor; double t;} Temp group(Temp.sensr)\nout {string s; double t;} Hot\n"
+            '( Temp(x) { x.t > 30.0 ? !>Hot({s: group[0], t: x.t}); !>Hot({s: group[0] + "!", t: 0.0}); } )*'
+        )
+        assert (at(e), e.message, e.hint) == (
+            (1, 47),
+            "'{string sensor; double t;}' has no field 'sensr'",
+            "its fields: sensor, t",
+        )
+
+    def test_a_group_key_of_the_wrong_type_is_one_error_too(self) -> None:
+        e = only_error("in long[] A group(A)\nout long B\n( A(x) { !>B(group[0]); } )*")
+        assert (at(e), e.message) == (
+            (1, 19),
+            "a group key component must be boolean, long, double, string or time, not 'long[]'",
+        )
+
+
 class TestUndeclaredNames:
     def test_variable_that_is_never_set_is_a_warning(self) -> None:
         """Document 2.5: a variable read without having been set is warned about; at run time

@@ -190,6 +190,8 @@ class DeclarationChecks(CheckerState):
                 types.append(t)
             if key_types is None:
                 key_types = [t if t is not None else OBJECT for t in types]
+                # (a component whose type is not known, its error reported: its uses give no more)
+                self.unknown_key_components = {k for k, t in enumerate(types) if t is None}
                 continue
             if len(types) != len(key_types):
                 self.err(

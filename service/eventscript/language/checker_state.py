@@ -46,6 +46,9 @@ class CheckerState:
         self.externals: dict[str, ExternalFunction] = {}
         self.variables: dict[str, Variable] = {}
         self.key_types: list[Type] | None = None
+        #: The key components whose group expression has no type (reported there): ``group[k]``
+        #: of one has no type either, rather than ``key_types``' stand-in, so no error follows on.
+        self.unknown_key_components: set[int] = set()
         #: Events declared with a type that has errors (reported there, not again at each use).
         self.broken_events: set[str] = set()
         #: The output events some emit action names (the others are reported: never emitted).

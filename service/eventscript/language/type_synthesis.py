@@ -107,6 +107,8 @@ class TypeSynthesis(CheckerState):
             if self.key_types is None or not isinstance(e.index, ast.IntLit):
                 return None
             n = e.index.value
+            if n in self.unknown_key_components:
+                return None
             return self.key_types[n] if 0 <= n < len(self.key_types) else None
         if isinstance(e, ast.Unary):
             return self._synth_unary(e)
