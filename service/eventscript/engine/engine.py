@@ -230,6 +230,8 @@ class Engine:
         self._code = CodeSpace(self.program, self.name, self._namespace(search_dirs))
         self._bind_emitters()
         self._inputs: dict[str, InputRT] = {}
+        #: ``_waits_for``'s answers by machine state (asked only as events are discarded).
+        self._waits_cache: dict[Any, str] = {}
         for inp in self.program.inputs:
             self._inputs[inp.name] = self._input_rt(inp)
         self._key_functions = MappingProxyType({n: i.key for n, i in self._inputs.items() if i.key is not None})
@@ -674,12 +676,15 @@ class Engine:
 
     def _unexpected(self, ctx: InstanceContext | None, name: str, sym: int) -> InstanceContext | None:
         inp = self._inputs[name]
-        self._error(
-            ctx,
-            ErrorCode.UNEXPECTED_EVENT,
+        what = (
             f"unexpected event {name}"
             if inp.classify is None
-            else f"unexpected event {name} ({self.program.symbols[sym].name})",
+            else f"unexpected event {name} ({self.program.symbols[sym].name})"
+        )
+        # (a stand-in with no state is a key without an instance: a new one would be at the start)
+        waits = None if ctx is None else self._waits_for(self.executor.start if ctx.state is None else ctx.state)
+        self._error(
+            ctx, ErrorCode.UNEXPECTED_EVENT, what if waits is None else f"{what}: the instance waits for {waits}"
         )
         if ctx is None or ctx.state is None:  # (a ``_keyed`` stand-in: no instance)
             return None
@@ -688,6 +693,26 @@ class Engine:
         else:
             self._touch(ctx)
         return ctx
+
+    def _waits_for(self, state: Any) -> str | None:
+        """What an instance in ``state`` takes next, in program terms (``Big``, ``elapse[5
+        minutes]``), for a discarded event's ``$error`` 2; None where it cannot be told. Worked
+        out on the error path only, once per state."""
+        try:
+            key = self.machine.state_from_json(self.executor.state_json(state))
+            cache = self._waits_cache
+            if key not in cache:
+                symbols, markers = self.program.symbols, self.program.markers
+                names = []
+                for s in sorted(self.machine.transitions(key)):
+                    sy = symbols[s]
+                    text = markers[sy.marker].text if sy.kind == "time" and sy.marker is not None else sy.name
+                    if text not in names:
+                        names.append(text)
+                cache[key] = " or ".join(names) if names else "nothing more"
+            return cache[key]
+        except Exception:  # (a state no machine form reads back: the message goes without)
+            return None
 
     def _keyer(self) -> Callable[[Any], InstanceContext]:
         """``_keyed(gk)`` for the generated feed: a stand-in context of the table key ``gk`` with
