@@ -87,12 +87,19 @@ def _check(graph, args: argparse.Namespace) -> int:
     return 0
 
 
+#: What a plan printed with wiring errors is worth: the topics of a misspelt link are not those meant.
+AS_WRITTEN = "the plan above is of the topology as written; fix them before creating its topics"
+
+
 def _plan(graph, args: argparse.Namespace) -> int:
     from ..topology.plan import PlanRefused, apply, plan, render
 
+    wiring = _wiring_errors(graph)
     if not args.bootstrap_servers and not args.apply:
         print(render(plan(graph), with_broker=False))
-        return 0
+        return _say_wiring_errors(graph, wiring, AS_WRITTEN)
+    if args.apply and wiring:
+        return _say_wiring_errors(graph, wiring, "--apply created nothing; fix them, then apply again")
     if args.bootstrap_servers:
         graph.topology.kafka.bootstrap_servers = args.bootstrap_servers
     from ..kafka.admin import Admin
@@ -103,7 +110,8 @@ def _plan(graph, args: argparse.Namespace) -> int:
         topics = plan(graph, existing)
         print(render(topics, with_broker=True))
         if not args.apply:
-            return 1 if any(t.conflict for t in topics) else 0
+            conflict = 1 if any(t.conflict for t in topics) else 0
+            return max(conflict, _say_wiring_errors(graph, wiring, AS_WRITTEN))
         created = apply(graph, admin)
     except PlanRefused as exc:
         print(f"{graph.file}: error: {exc}", file=sys.stderr)
@@ -113,6 +121,27 @@ def _plan(graph, args: argparse.Namespace) -> int:
         return 2
     print(f"created {counted(len(created), 'topic')}" + (": " + ", ".join(t.name for t in created) if created else ""))
     return 0
+
+
+def _wiring_errors(graph) -> list:
+    """The errors ``topology check`` finds: a plan for a topology with a misspelt link or a program
+    that does not compile lists topics that no deployment of it should create."""
+    from ..topology.check import check, errors
+
+    return errors(check(graph))
+
+
+def _say_wiring_errors(graph, wiring: list, consequence: str) -> int:
+    """Print the wiring errors (each at its file:line:col, with its hint) and what they mean for
+    the plan; the exit status: 1 with errors, else 0."""
+    if not wiring:
+        return 0
+    summary = (
+        f"{graph.file}: {counted(len(wiring), 'error')} in the wiring (above): {consequence} "
+        f"('eventscript topology check {graph.file}' shows them with the warnings)"
+    )
+    print("\n".join([*(finding.render() for finding in wiring), summary]), file=sys.stderr)
+    return 1
 
 
 def _graph(graph, args: argparse.Namespace) -> int:
