@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..automata.compile import DEFAULT_STATE_LIMIT
 from ..topology.config import TopologyError
+from . import help_examples
 from .wording import counted
 
 
@@ -42,6 +43,8 @@ def setup(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("topology", metavar="TOPOLOGY.yaml")
     g.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, FILE.png or FILE.dot")
+    for action, parser in (("check", c), ("plan", pl), ("graph", g)):
+        help_examples.attach(parser, f"topology {action}")
 
 
 def _load(path: str, structure_only: bool):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..api import looks_compiled
+from . import help_examples
 from .program_cmds import add_state_limit, compile_or_report, load_or_report
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ def setup(p: argparse.ArgumentParser) -> None:
     pl.add_argument("new", metavar="NEW", help="the version to deploy (the same kind of file)")
     pl.add_argument("--json", action="store_true", help="print the plan as one JSON object (for CI)")
     add_state_limit(pl)
+    help_examples.attach(pl, "upgrade plan")
 
 
 def _is_topology(path: str) -> bool:
