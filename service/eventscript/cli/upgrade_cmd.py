@@ -49,11 +49,14 @@ def _programs(path: str, state_limit: int) -> dict[str, str] | None:
     if not _is_topology(path):
         return {Path(path).stem: path}
     from ..topology.config import TopologyError, load_topology
+    from .topology_args import report_unreadable_programs
 
     try:
         topology = load_topology(path)
     except TopologyError as exc:
         print(str(exc), file=sys.stderr)
+        return None
+    if report_unreadable_programs(topology, path, sys.stderr):  # at the topology's 'source:', as topology check does
         return None
     return {cfg.name: str(topology.source_path(cfg)) for cfg in topology.programs}
 
