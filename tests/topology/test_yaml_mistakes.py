@@ -65,3 +65,38 @@ def test_a_setting_close_to_none_keeps_the_plain_message(tmp_path: Path) -> None
     with pytest.raises(TopologyError) as info:
         load_topology(f)
     assert f"{f}:5:5: programs[0].colour: unknown setting (check its spelling and indentation)" in str(info.value)
+
+
+def test_a_setting_given_twice_is_refused_at_the_second(tmp_path: Path) -> None:
+    """YAML keeps the last of two equal keys without a word: a program's ``errors:`` written again
+    lower down silently replaced the first."""
+    f = tmp_path / "topology.yaml"
+    f.write_text(ONE_PROGRAM + "    errors: e1\n    clock: record\n    errors: e2\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(f)
+    assert str(info.value) == (
+        f"{f}:7:5: errors: given twice in this mapping (first on line 5); YAML would keep only this one: "
+        "remove one of them, or check the indentation"
+    )
+
+
+def test_equal_keys_in_different_mappings_and_merge_keys_are_fine(tmp_path: Path) -> None:
+    f = tmp_path / "topology.yaml"
+    f.write_text(
+        "x-input: &input {topic: t, event: E}\nprograms:\n"
+        "  - {name: a, source: a.es, inputs: [{<<: *input, keyed: false}]}\n"
+        "  - {name: b, source: a.es, inputs: [*input]}\n"
+    )
+    with pytest.raises(TopologyError, match="x-input: unknown setting"):  # read past the keys, to the schema
+        load_topology(f)
+
+
+def test_a_tab_says_to_indent_with_spaces(tmp_path: Path) -> None:
+    f = tmp_path / "topology.yaml"
+    f.write_text(ONE_PROGRAM + "\tclock: record\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(f)
+    assert str(info.value).endswith(
+        "found character '\\t' that cannot start any token; it is a tab: YAML indents with spaces only, "
+        "so replace the tab with spaces"
+    )
