@@ -104,9 +104,9 @@ examples:
   eventscript upgrade plan deployed/topology.yaml topology.yaml
   eventscript upgrade plan old.es new.es
   eventscript upgrade plan --json deployed/topology.yaml topology.yaml
-exit 0: every state carries: set 'upgrade: carry' for a changed program in the new topology;
-1: read the reasons, then 'upgrade: restart' or reprocess; 2: deploy as a new application, or
-reprocess.
+each program's plan ends with what to do: exit 0, every state carries ('upgrade: carry' for a
+changed program); 1, read the reasons, then 'upgrade: carry' or 'restart', or reprocess; 2, deploy
+as a new application, or reprocess.
 """,
     "backfill": """\
 examples (docs/backfill.md, "Quick start"):

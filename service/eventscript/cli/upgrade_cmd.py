@@ -21,6 +21,7 @@ from .program_cmds import add_state_limit, compile_or_report, load_or_report
 if TYPE_CHECKING:
     from ..automata.compiled import CompiledProgram
     from ..upgrade.places import SourcePlaces
+    from ..upgrade.plan import Plan
 
 
 def setup(p: argparse.ArgumentParser) -> None:
@@ -79,6 +80,24 @@ def _load(path: str, state_limit: int) -> tuple[CompiledProgram, SourcePlaces] |
     return comp.program, SourcePlaces(comp.checked)
 
 
+#: The ``upgrade:`` setting each exit status of a program's plan calls for (docs/operations.md,
+#: "Apply it"): the plan printed only its exit status, and the guide said to set the policy "as it says".
+_POLICY = {
+    0: "set 'upgrade: carry' for {program} in the new topology: every instance goes on",
+    1: "'upgrade: carry' for {program} applies the plan above (restarted instances start afresh at their "
+    "key's next event); 'upgrade: restart' drops them all; or reprocess",
+    2: "the plan cannot be applied to {program}: deploy it as a new application, or reprocess "
+    "(docs/operations.md, 'Which way')",
+}
+
+
+def _policy_advice(plan: Plan, name: str | None) -> str:
+    """The ``upgrade:`` setting the plan calls for, for program ``name`` (None: two program files)."""
+    if plan.old_fingerprint == plan.new_fingerprint:
+        return "nothing: the stored state is the new program's own (no 'upgrade:' setting needed)"
+    return _POLICY[plan.exit_code].format(program=f"program {name}" if name else "the program")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..upgrade.plan import make_plan
     from ..upgrade.report import as_json, render
@@ -111,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         for name, plan in plans.items():
             label = f"{olds[name]} -> {news[name]}" + (f" (program {name})" if _is_topology(args.old) else "")
             print(render(plan, label))
+            print(f"  what to do: {_policy_advice(plan, name if _is_topology(args.old) else None)}")
         for name, what in missing.items():
             print(f"program {name}: {what}")
     return int(result["exit"])
