@@ -152,3 +152,17 @@ def test_the_graph_command_writes_dot(write_topology: Callable[..., Path], tmp_p
     assert main(["topology", "graph", str(write_topology(two_stage(), PROGRAMS)), "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8").startswith('digraph "t"')
     assert main(["topology", "graph", str(write_topology(two_stage(), PROGRAMS)), "-o", str(tmp_path / "g.txt")]) == 2
+
+
+def test_the_graph_of_a_topology_with_wiring_errors_says_so(
+    write_topology: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The picture of a misspelt link (drawn as a source) came with exit 0 and no word of it."""
+    misspelt = two_stage()
+    misspelt["programs"][1]["inputs"][0]["topic"] = "hott"
+    path = write_topology(misspelt, PROGRAMS)
+    assert main(["topology", "graph", str(path), "-o", str(tmp_path / "g.dot")]) == 0
+    assert (tmp_path / "g.dot").exists()
+    err = capsys.readouterr().err
+    assert f"note: {path} has 1 wiring error (the first: {path}:" in err
+    assert "the picture shows it as written ('eventscript topology check" in err

@@ -148,6 +148,16 @@ def _say_wiring_errors(graph, wiring: list, consequence: str) -> int:
 
 
 def _graph(graph, args: argparse.Namespace) -> int:
+    """Draw the topology as written, wiring errors and all (the picture helps find a misspelt
+    link: it shows as a source), saying so when ``topology check`` would refuse it."""
     from ..topology.graph import render
 
-    return render(graph, Path(args.output))
+    status = render(graph, Path(args.output))
+    wiring = _wiring_errors(graph)
+    if wiring:
+        print(
+            f"note: {graph.file} has {counted(len(wiring), 'wiring error')} (the first: {wiring[0].where}); "
+            f"the picture shows it as written ('eventscript topology check {graph.file}' lists them)",
+            file=sys.stderr,
+        )
+    return status
