@@ -32,3 +32,11 @@ def test_a_large_job_shows_its_rate_and_eta() -> None:
     lines = _lines(RATE_FROM)
     assert "records/s" in lines[0] and "ETA" in lines[0]  # one task of two done
     assert "records/s" in lines[-1] and "ETA" not in lines[-1]
+
+
+def test_one_key_and_one_record_are_singular() -> None:
+    """An ungrouped program (one key) printed "1 keys live"."""
+    out = io.StringIO()
+    progress = Progress(1, 1, out)
+    progress.task_done(TaskSummary(task=0, records=1, sent=1, keys=1))
+    assert "1/1 partitions done, 1 record read, 1 key live, 1 record out" in out.getvalue()

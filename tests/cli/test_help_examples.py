@@ -6,6 +6,7 @@ shipped doors program and prints the expected line shown; the allow comment acce
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,37 @@ def test_the_main_help_ends_with_first_steps_that_parse(capsys: pytest.CaptureFi
     assert [s[1] for s in steps] == ["check", "test", "playground"]
     for step in steps:
         build_parser().parse_args(step[1:])  # each is a command line the parser takes
+
+
+#: The commands a first deployment and its operation use, whose help listed options only.
+OPERATOR_COMMANDS = [
+    "topology",
+    "topology check",
+    "topology plan",
+    "topology graph",
+    "dev",
+    "run",
+    "tail",
+    "state",
+    "reset",
+    "upgrade",
+    "upgrade plan",
+    "backfill",
+]
+
+
+@pytest.mark.parametrize("command", OPERATOR_COMMANDS)
+def test_an_operators_command_ends_its_help_with_examples_that_parse(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new user's walk to a pipeline found these helps with no command line to copy; each now
+    shows some, of the command itself, and every one is a command line the parser takes."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*command.split(), "--help"])
+    out = capsys.readouterr().out
+    examples = [
+        line.strip() for line in out.split("\nexample", 1)[-1].splitlines() if line.startswith("  eventscript ")
+    ]
+    assert any(line.startswith(f"eventscript {command} ") for line in examples), out
+    for line in examples:
+        build_parser().parse_args(shlex.split(line)[1:])

@@ -120,3 +120,20 @@ def test_the_same_topology_without_the_change_is_accepted(tmp_path: Path) -> Non
     result = eventscript("topology", "check", "t.yaml", cwd=tmp_path)
     assert result.returncode == 0, result
     assert "t.yaml: ok: 1 program, " in result.stdout
+
+
+def test_upgrade_plan_places_a_missing_program_at_its_source_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``upgrade plan`` of a topology whose ``source:`` names no file said only ``notfy.es: error:
+    cannot read the program``: not which topology, which line, nor what to fix."""
+    from eventscript.cli.main import main
+
+    (tmp_path / "p.es").write_text(PROGRAM, encoding="utf-8")
+    good = "programs:\n  - name: p\n    source: p.es\n    inputs: [{topic: s, event: S}]\n"
+    (tmp_path / "old.yaml").write_text(good, encoding="utf-8")
+    (tmp_path / "new.yaml").write_text(good.replace("source: p.es", "source: pp.es"), encoding="utf-8")
+    assert main(["upgrade", "plan", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'new.yaml'}:3:13: error: program p: " in err and "cannot read the program" in err
+    assert "hint: fix 'source:' (it is relative to the topology file)" in err

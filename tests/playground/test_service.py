@@ -476,7 +476,7 @@ def _topology_check_output(ex: dict[str, Any], yaml_text: str, folder: Path, cap
 @pytest.mark.parametrize(
     ("change", "where"),
     [
-        (("event: FilteredTrade", "event: FilteredTrades"), ["topology.yaml:27:16", "topology.yaml:27:16"]),
+        (("event: FilteredTrade", "event: FilteredTrades"), ["topology.yaml:27:16"]),
         (("partitions: 3}", "partitions: 3x}"), ["topology.yaml:35:28", "topology.yaml:36:34", "topology.yaml:37:31"]),
         (("source: filter.es", "source: filtr.es"), ["topology.yaml:14:13"]),  # the missing program only
         (("programs:", "programs: ["), ["topology.yaml:13:3"]),

@@ -232,3 +232,13 @@ def test_a_variable_not_set_here_is_a_warning_of_the_check_and_an_error_of_a_run
     assert main(["topology", "check", "--strict", str(path)]) == 1
     assert main(["run", str(path)]) == 2
     assert "environment variable KAFKA_BOOTSTRAP_SERVERS is not set" in capsys.readouterr().err
+
+
+def test_a_misspelt_event_name_is_one_error_naming_what_the_topic_carries(write_topology: Callable[..., Path]) -> None:
+    """``event: Hott`` gave two errors for one slip: unknown-input, and not-written, whose hint
+    ("route Hott to hot in the writer's 'outputs:'") sent the user to change the wrong program."""
+    topo = two_stage()
+    topo["programs"][1]["inputs"][0] = {"topic": "hot", "event": "Hott"}
+    found = findings(write_topology, topo)
+    assert [f.code for f in found if f.severity is Severity.ERROR] == ["unknown-input"]
+    assert "declares no input Hott (its inputs: Hot; topic hot carries Hot (first))" in found[0].message

@@ -108,8 +108,33 @@ def test_the_plan_command_without_a_broker(
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["topic", "role", "partitions", "replication", "cleanup"]
     assert "t.first-changelog" in out and "? (from the broker)" not in out
-    assert main(["topology", "plan", str(write_topology(two_stage(topics={}), PROGRAMS))]) == 0
-    assert "? (from the broker)" in capsys.readouterr().out  # 'readings' is not declared
+
+    undeclared_source = write_topology(two_stage(topics={}), PROGRAMS)
+    assert main(["topology", "plan", str(undeclared_source)]) == 1  # 'readings' is not declared
+    out, err = capsys.readouterr()
+    assert "? (from the broker)" in out  # the plan is still shown, then what is wrong with it
+    assert "topology.yaml:6:12: error: topic readings is read by program first but written by no program" in err
+    assert "1 error in the wiring (above): the plan above is of the topology as written" in err
+
+
+def test_the_plan_says_the_wiring_errors_and_apply_creates_nothing(
+    write_topology: Callable[..., Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A misspelt link made ``plan`` list the misspelling as a source and exit 0, and ``--apply``
+    would have created topics for a topology that ``topology check`` refuses."""
+    import eventscript.kafka.admin
+
+    def no_broker(*_: object) -> None:
+        raise AssertionError("the broker was contacted")
+
+    monkeypatch.setattr(eventscript.kafka.admin, "Admin", no_broker)
+    misspelt = two_stage()
+    misspelt["programs"][1]["inputs"][0]["topic"] = "hott"
+    path = str(write_topology(misspelt, PROGRAMS))
+    assert main(["topology", "plan", path, "--apply", "--bootstrap-servers", "127.0.0.1:9"]) == 1
+    err = capsys.readouterr().err
+    assert "[unwritten-topic]" in err and "did you mean hot, written by program first?" in err
+    assert "--apply created nothing; fix them, then apply again" in err
 
 
 def test_the_graph_shows_topics_programs_keys_and_dashed_errors(write_topology: Callable[..., Path]) -> None:
@@ -127,3 +152,17 @@ def test_the_graph_command_writes_dot(write_topology: Callable[..., Path], tmp_p
     assert main(["topology", "graph", str(write_topology(two_stage(), PROGRAMS)), "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8").startswith('digraph "t"')
     assert main(["topology", "graph", str(write_topology(two_stage(), PROGRAMS)), "-o", str(tmp_path / "g.txt")]) == 2
+
+
+def test_the_graph_of_a_topology_with_wiring_errors_says_so(
+    write_topology: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The picture of a misspelt link (drawn as a source) came with exit 0 and no word of it."""
+    misspelt = two_stage()
+    misspelt["programs"][1]["inputs"][0]["topic"] = "hott"
+    path = write_topology(misspelt, PROGRAMS)
+    assert main(["topology", "graph", str(path), "-o", str(tmp_path / "g.dot")]) == 0
+    assert (tmp_path / "g.dot").exists()
+    err = capsys.readouterr().err
+    assert f"note: {path} has 1 wiring error (the first: {path}:" in err
+    assert "the picture shows it as written ('eventscript topology check" in err

@@ -127,6 +127,8 @@ def export_plan(
     lo, hi = cut.Bound.parse(start, "--from"), cut.Bound.parse(stop, "--to")
     by_time = any(b is not None and b.time_ms is not None for b in (lo, hi))
     found = export.extents(paths, set(topics), with_times=by_time)
+    if not found:
+        raise BackfillError(_nothing_to_read(topo, cfg, paths))
     n = partitions or _declared_partitions(topo, cfg) or (max((p for _, p in found), default=0) + 1)
     beyond = sorted(f"{t}:{p}" for t, p in found if p >= n)
     if beyond:
@@ -144,6 +146,24 @@ def export_plan(
         slices=cut.slices(topics, n, ranges),
         until_us=until_us,
         batch_size=batch_size,
+    )
+
+
+def _nothing_to_read(topo: Topology, cfg: ProgramConfig, paths: list[str]) -> str:
+    """Why an export gives the program no record: the usual slip is the export of another stage's
+    input (the first stage's, for the second), which ran to "wrote 0 records" and exit 0."""
+    held = sorted({row[0] for row in export.rows(paths)})
+    files = ", ".join(paths)
+    reads = ", ".join(i.topic for i in cfg.inputs)
+    if not held:
+        return f"{files}: the export holds no records; program {cfg.name} reads {reads}: export those topics"
+    readers = [c.name for c in topo.programs if any(i.topic in held for i in c.inputs)]
+    other = f", or backfill the program that reads it: --program {' or '.join(readers)}" if readers else ""
+    return (
+        f"{files}: the export holds records of topic {', '.join(held)} only, and program {cfg.name} reads "
+        f"{reads}: nothing to backfill; export the program's inputs "
+        f"('eventscript export TOPOLOGY.yaml --topic {cfg.inputs[0].topic} -o FILE', or from a trace: "
+        f"'--trace T --program {cfg.name}'){other}"
     )
 
 

@@ -19,6 +19,11 @@ from .task_stage import TaskSummary
 RATE_FROM = 10_000
 
 
+def _counted(n: int, noun: str) -> str:
+    """``1 key``, ``2 keys``: "1 keys live" read as a slip (an ungrouped program has one key)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 class Progress:
     def __init__(self, tasks: int, planned_records: int, out: TextIO = sys.stderr, unit: str = "partitions") -> None:
         self.tasks = tasks
@@ -49,8 +54,8 @@ class Progress:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.records / elapsed
         text = (
-            f"backfill: {self.done}/{self.tasks} {self.unit} done, {self.records} records read, "
-            f"{self.keys} keys live, {self.sent} records out, "
+            f"backfill: {self.done}/{self.tasks} {self.unit} done, {_counted(self.records, 'record')} read, "
+            f"{_counted(self.keys, 'key')} live, {_counted(self.sent, 'record')} out, "
         )
         if self.records >= RATE_FROM:
             text += f"{rate:,.0f} records/s, "

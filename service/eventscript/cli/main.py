@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ..logging_setup import FORMATS, LEVELS, LoggingConfigError, configure, resolve
-from . import commands
+from . import commands, help_examples
 
 #: What ``eventscript --help`` ends with: where a newcomer starts, among fifteen commands most of
 #: which are for Kafka and operations.
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (help_, setup, _) in commands.COMMANDS.items():
         sp = sub.add_parser(name, help=help_, description=help_)
         setup(sp)
+        help_examples.attach(sp, name)
     return p
 
 

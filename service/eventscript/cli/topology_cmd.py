@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..automata.compile import DEFAULT_STATE_LIMIT
 from ..topology.config import TopologyError
+from . import help_examples
 from .wording import counted
 
 
@@ -42,6 +43,8 @@ def setup(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("topology", metavar="TOPOLOGY.yaml")
     g.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, FILE.png or FILE.dot")
+    for action, parser in (("check", c), ("plan", pl), ("graph", g)):
+        help_examples.attach(parser, f"topology {action}")
 
 
 def _load(path: str, structure_only: bool):
@@ -87,12 +90,19 @@ def _check(graph, args: argparse.Namespace) -> int:
     return 0
 
 
+#: What a plan printed with wiring errors is worth: the topics of a misspelt link are not those meant.
+AS_WRITTEN = "the plan above is of the topology as written; fix them before creating its topics"
+
+
 def _plan(graph, args: argparse.Namespace) -> int:
     from ..topology.plan import PlanRefused, apply, plan, render
 
+    wiring = _wiring_errors(graph)
     if not args.bootstrap_servers and not args.apply:
         print(render(plan(graph), with_broker=False))
-        return 0
+        return _say_wiring_errors(graph, wiring, AS_WRITTEN)
+    if args.apply and wiring:
+        return _say_wiring_errors(graph, wiring, "--apply created nothing; fix them, then apply again")
     if args.bootstrap_servers:
         graph.topology.kafka.bootstrap_servers = args.bootstrap_servers
     from ..kafka.admin import Admin
@@ -103,7 +113,8 @@ def _plan(graph, args: argparse.Namespace) -> int:
         topics = plan(graph, existing)
         print(render(topics, with_broker=True))
         if not args.apply:
-            return 1 if any(t.conflict for t in topics) else 0
+            conflict = 1 if any(t.conflict for t in topics) else 0
+            return max(conflict, _say_wiring_errors(graph, wiring, AS_WRITTEN))
         created = apply(graph, admin)
     except PlanRefused as exc:
         print(f"{graph.file}: error: {exc}", file=sys.stderr)
@@ -115,7 +126,38 @@ def _plan(graph, args: argparse.Namespace) -> int:
     return 0
 
 
+def _wiring_errors(graph) -> list:
+    """The errors ``topology check`` finds: a plan for a topology with a misspelt link or a program
+    that does not compile lists topics that no deployment of it should create."""
+    from ..topology.check import check, errors
+
+    return errors(check(graph))
+
+
+def _say_wiring_errors(graph, wiring: list, consequence: str) -> int:
+    """Print the wiring errors (each at its file:line:col, with its hint) and what they mean for
+    the plan; the exit status: 1 with errors, else 0."""
+    if not wiring:
+        return 0
+    summary = (
+        f"{graph.file}: {counted(len(wiring), 'error')} in the wiring (above): {consequence} "
+        f"('eventscript topology check {graph.file}' shows them with the warnings)"
+    )
+    print("\n".join([*(finding.render() for finding in wiring), summary]), file=sys.stderr)
+    return 1
+
+
 def _graph(graph, args: argparse.Namespace) -> int:
+    """Draw the topology as written, wiring errors and all (the picture helps find a misspelt
+    link: it shows as a source), saying so when ``topology check`` would refuse it."""
     from ..topology.graph import render
 
-    return render(graph, Path(args.output))
+    status = render(graph, Path(args.output))
+    wiring = _wiring_errors(graph)
+    if wiring:
+        print(
+            f"note: {graph.file} has {counted(len(wiring), 'wiring error')} (the first: {wiring[0].where}); "
+            f"the picture shows it as written ('eventscript topology check {graph.file}' lists them)",
+            file=sys.stderr,
+        )
+    return status

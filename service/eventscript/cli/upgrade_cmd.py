@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..api import looks_compiled
+from . import help_examples
 from .program_cmds import add_state_limit, compile_or_report, load_or_report
 
 if TYPE_CHECKING:
     from ..automata.compiled import CompiledProgram
     from ..upgrade.places import SourcePlaces
+    from ..upgrade.plan import Plan
 
 
 def setup(p: argparse.ArgumentParser) -> None:
@@ -36,6 +38,7 @@ def setup(p: argparse.ArgumentParser) -> None:
     pl.add_argument("new", metavar="NEW", help="the version to deploy (the same kind of file)")
     pl.add_argument("--json", action="store_true", help="print the plan as one JSON object (for CI)")
     add_state_limit(pl)
+    help_examples.attach(pl, "upgrade plan")
 
 
 def _is_topology(path: str) -> bool:
@@ -47,11 +50,14 @@ def _programs(path: str, state_limit: int) -> dict[str, str] | None:
     if not _is_topology(path):
         return {Path(path).stem: path}
     from ..topology.config import TopologyError, load_topology
+    from .topology_args import report_unreadable_programs
 
     try:
         topology = load_topology(path)
     except TopologyError as exc:
         print(str(exc), file=sys.stderr)
+        return None
+    if report_unreadable_programs(topology, path, sys.stderr):  # at the topology's 'source:', as topology check does
         return None
     return {cfg.name: str(topology.source_path(cfg)) for cfg in topology.programs}
 
@@ -72,6 +78,24 @@ def _load(path: str, state_limit: int) -> tuple[CompiledProgram, SourcePlaces] |
     if comp is None or comp.program is None:
         return None
     return comp.program, SourcePlaces(comp.checked)
+
+
+#: The ``upgrade:`` setting each exit status of a program's plan calls for (docs/operations.md,
+#: "Apply it"): the plan printed only its exit status, and the guide said to set the policy "as it says".
+_POLICY = {
+    0: "set 'upgrade: carry' for {program} in the new topology: every instance goes on",
+    1: "'upgrade: carry' for {program} applies the plan above (restarted instances start afresh at their "
+    "key's next event); 'upgrade: restart' drops them all; or reprocess",
+    2: "the plan cannot be applied to {program}: deploy it as a new application, or reprocess "
+    "(docs/operations.md, 'Which way')",
+}
+
+
+def _policy_advice(plan: Plan, name: str | None) -> str:
+    """The ``upgrade:`` setting the plan calls for, for program ``name`` (None: two program files)."""
+    if plan.old_fingerprint == plan.new_fingerprint:
+        return "nothing: the stored state is the new program's own (no 'upgrade:' setting needed)"
+    return _POLICY[plan.exit_code].format(program=f"program {name}" if name else "the program")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         for name, plan in plans.items():
             label = f"{olds[name]} -> {news[name]}" + (f" (program {name})" if _is_topology(args.old) else "")
             print(render(plan, label))
+            print(f"  what to do: {_policy_advice(plan, name if _is_topology(args.old) else None)}")
         for name, what in missing.items():
             print(f"program {name}: {what}")
     return int(result["exit"])

@@ -110,7 +110,7 @@ def _declared_names(graph: TopologyGraph, st: Stage) -> list[Finding]:
                     Severity.ERROR,
                     graph.where_program(st, "inputs", j, "event"),
                     f"program {st.name} reads topic {inp.topic} as event {inp.event}, but {st.path.name} declares no "
-                    f"input {inp.event} (its inputs: {', '.join(st.inputs) or 'none'})",
+                    f"input {inp.event} (its inputs: {', '.join(st.inputs) or 'none'}{_carried(graph, inp.topic)})",
                     "name one of the program's input events, or declare it in the program's 'in' clause",
                     "unknown-input",
                 )
@@ -128,6 +128,12 @@ def _declared_names(graph: TopologyGraph, st: Stage) -> list[Finding]:
                 )
             )
     return out
+
+
+def _carried(graph: TopologyGraph, topic: str) -> str:
+    """``; topic t carries E (writer)``: the names a misspelt ``event:`` was likely meant to be."""
+    written = sorted({f"{w.event} ({w.stage.name})" for w in graph.writes.get(topic, []) if w.stage.ok})
+    return f"; topic {topic} carries {', '.join(written)}" if written else ""
 
 
 def _link(graph: TopologyGraph, topic: str, rd: Read) -> list[Finding]:
@@ -156,7 +162,8 @@ def _link(graph: TopologyGraph, topic: str, rd: Read) -> list[Finding]:
             )
         ]
     out: list[Finding] = []
-    if c.event is not None and all(w.event != c.event for w in writes):
+    # (an event the reader does not declare is its unknown-input error alone: a misspelt name)
+    if c.event is not None and c.event in rd.stage.inputs and all(w.event != c.event for w in writes):
         written = ", ".join(sorted({f"{w.event} ({w.stage.name})" for w in writes}))
         out.append(
             Finding(

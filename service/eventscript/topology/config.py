@@ -186,7 +186,12 @@ class InputConfig(_Model):
                     "a CloudEvents input takes the event name from the 'type' attribute; "
                     "remove 'event' and 'event_from'"
                 )
-        elif (self.event is None) == (self.event_from is None):
+        elif self.event is not None and self.event_from is not None:
+            raise ValueError(
+                "give either 'event: Name' (every record is that event) or 'event_from: ...' (the name is in "
+                "each record), not both"
+            )
+        elif self.event is None and self.event_from is None:
             raise ValueError(
                 "give the event name of the topic's records ('event: Name') or where to find "
                 "it ('event_from: {header: ...}' or '{field: ...}')"
@@ -487,6 +492,21 @@ def _unknown_setting(loc: tuple[Any, ...]) -> str:
     return f"unknown setting{meant} (check its spelling and indentation)"
 
 
+#: Pydantic's words for a value of the wrong shape, which name a Python type and no way to write
+#: it in YAML (an input list written as a mapping: "Input should be a valid list").
+_SHAPES = {
+    "list_type": "should be a list: one item per line, each starting with '- ', or [a, b] on one line",
+    "dict_type": "should be a mapping: one 'name: value' per line, indented under it, or {name: value}",
+    "model_type": "should be a mapping of settings: one 'name: value' per line, indented under it",
+    "missing": "required setting is missing",
+}
+
+
+def _schema_message(err: Any) -> str:
+    """What a schema error says: in YAML's words for a value of the wrong shape, else pydantic's."""
+    return _SHAPES.get(err["type"]) or err["msg"].removeprefix("Value error, ")
+
+
 def _settings_at(path: tuple[Any, ...]) -> list[str]:
     """The settings the topology file accepts in the mapping at ``path`` (``("programs", 0)``:
     a program's), followed through the models' fields, lists and maps; [] where none is known."""
@@ -534,12 +554,8 @@ def parse_topology(
     except ValidationError as exc:
         lines = [f"{source}: invalid topology:"]
         for err in exc.errors():
-            msg = err["msg"].removeprefix("Value error, ")
             unknown = err["type"] == "extra_forbidden"
-            if unknown:
-                msg = _unknown_setting(err["loc"])
-            elif err["type"] == "missing":
-                msg = "required setting is missing"
+            msg = _unknown_setting(err["loc"]) if unknown else _schema_message(err)
             at = f"{where(*err['loc'], key=unknown)}: " if where else ""
             lines.append(f"  {at}{_loc(err['loc'])}: {msg}")
         raise TopologyError("\n".join(lines)) from None

@@ -93,6 +93,33 @@ def _expanded_size(root: yaml.Node) -> int:
     return size(root)
 
 
+def _refuse_duplicate_keys(root: yaml.Node) -> None:
+    """A key given twice in one mapping (``errors:`` written again lower down a program): YAML
+    keeps the last one without a word, so the first setting would be ignored silently."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:  # an alias: its node was looked at where it was defined
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, yaml.Node] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    if key.value in first:
+                        line = first[key.value].start_mark.line + 1
+                        raise _Refused(
+                            key.start_mark,
+                            f"{key.value}: given twice in this mapping (first on line {line}); YAML would "
+                            f"keep only this one: remove one of them, or check the indentation",
+                        )
+                    first[key.value] = key
+                stack.extend((key, value))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
 def _where(path: Path, mark: Any) -> str:
     return f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
 
@@ -153,6 +180,7 @@ def read_topology_file(path: str | Path) -> tuple[Any, YamlPositions]:
                     f"values; a topology needs far fewer: write the values out or use "
                     f"fewer nested aliases",
                 )
+            _refuse_duplicate_keys(root)
             document = loader.construct_document(root)
         else:
             document = None
@@ -186,6 +214,8 @@ _INDENTATION_PROBLEMS = ("expected <block end>", "bad indentation", "did not fin
 
 def _yaml_hint(problem: str) -> str:
     """What to do about a YAML problem whose words do not say it, or nothing."""
+    if "'\\t'" in problem:
+        return "; it is a tab: YAML indents with spaces only, so replace the tab with spaces"
     if any(words in problem for words in _INDENTATION_PROBLEMS):
         return (
             "; check the indentation of this line and the one above it: YAML nests by indentation, and "
