@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_helpers import FAST_GROUP, read_many, start_worker, wait_for
+from kafka_helpers import FAST_GROUP, read_many, start_worker, told, wait_for
 from test_event_time_kafka import (
     GUARANTEES,
     IDLE_AFTER_MS,
@@ -260,6 +260,12 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
                 workers[name] = launch(topologies[name], logs[name])
                 revived += 1
 
+    def ready_revived(log: Path, n: int) -> bool:
+        """Whether ``log``'s worker said it was ready since it had ``n`` ready lines (the dead
+        started again first: a victim armed at its start dies restoring, before it is ready)."""
+        revive_the_dead()
+        return ready_lines(log) > n
+
     def all_idle_revived() -> bool:
         revive_the_dead()
         return all_idle(broker, a)
@@ -281,10 +287,16 @@ def test_a_pipeline_whose_workers_are_killed_again_and_again(
                 since_kill = 0
                 victim = rng.choice(sorted(workers))
                 log = logs[victim]
-                # (once it holds its tasks, restored: a worker killed while it starts loses no work)
-                wait_for(
-                    lambda n=ready_before[victim], log=log: ready_lines(log) > n, timeout=120, what=f"{victim} ready"
-                )
+                # (once it holds its tasks, restored: a worker killed while it starts loses no work;
+                # one that dies at its kill point meanwhile, armed at its start, is started again)
+                try:
+                    wait_for(
+                        lambda n=ready_before[victim], log=log: ready_revived(log, n),
+                        timeout=120,
+                        what=f"{victim} ready",
+                    )
+                except AssertionError as exc:
+                    raise told(exc, *logs.values()) from exc
                 time.sleep(rng.uniform(0, 2 * PACE_S))
                 if KILL_AT == "commit":  # (armed: it kills itself at its next commit of changelog records)
                     workers[victim].send_signal(signal.SIGUSR1)
