@@ -255,3 +255,19 @@ def test_every_command_taking_a_trace_says_why_it_cannot_read_it(
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith(f"{files / 'bad.trace'}:2:"), lines
     assert lines[1:] == ["    S(]", "      ^"], lines  # the line and a caret, as a program's errors
+
+
+def test_an_address_given_on_the_command_line_is_the_one_the_message_names(files: Path) -> None:
+    """With ``--bootstrap-servers``, the file's address is not used: the message does not point at
+    its setting (a new user's walk: ``produce`` and ``state dump`` did)."""
+    from confluent_kafka import KafkaError
+
+    from eventscript.cli.topology_args import load_with_address
+    from eventscript.kafka.admin import KafkaUnavailable
+
+    (files / "topology.yaml").write_text(TOPOLOGY.format(broker=NO_BROKER))
+    topo = load_with_address(str(files / "topology.yaml"), "127.0.0.1:1")
+    said = str(KafkaUnavailable.of(topo, "listing topics", KafkaError(KafkaError._TRANSPORT)))
+    assert said.startswith("cannot reach Kafka at 127.0.0.1:1 (listing topics: "), said
+    assert "check the address --bootstrap-servers gave, that the brokers are up" in said, said
+    assert "topology.yaml:2:22" not in said, said

@@ -5,6 +5,7 @@ that never did is given up on after three (the embedded broker has no DeleteReco
 
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 from typing import Any
 
@@ -52,13 +53,34 @@ def test_a_broker_that_deleted_records_is_purged_again_after_failures(monkeypatc
     assert cp._purge_supported and cp._purged == {0: 30}
 
 
-def test_a_broker_that_never_deleted_records_is_given_up_after_three(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broker_that_never_deleted_records_is_given_up_after_three(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     made: list[object] = []
     cp, _ = _checkpoint(made)
     calls = _purges(monkeypatch, [["rep:0: not supported here"]] * 3)
-    for _ in range(5):
-        cp._purge_repartition()
+    with caplog.at_level(logging.INFO, logger="eventscript"):
+        for _ in range(5):
+            cp._purge_repartition()
     assert len(calls) == 3 and not cp._purge_supported
+    # One warning, when it is given up; the failures before it (not yet known to be for good) are
+    # information only.
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "the broker does not delete records" in warnings[0], warnings
+    assert sum("purging the repartition topic" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_a_broker_that_deleted_records_warns_of_each_failure(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    cp, task = _checkpoint([])
+    _purges(monkeypatch, [[], ["rep:0: KafkaError{code=_TIMED_OUT}"]])
+    with caplog.at_level(logging.INFO, logger="eventscript"):
+        cp._purge_repartition()
+        task.position = {"rep:0": 20}
+        cp._purge_repartition()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == ["p: purging the repartition topic: rep:0: KafkaError{code=_TIMED_OUT}"]
 
 
 def test_an_unsupported_answer_gives_up_at_once(monkeypatch: pytest.MonkeyPatch) -> None:

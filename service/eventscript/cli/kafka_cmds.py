@@ -268,7 +268,7 @@ def _dev_on_broker(
             remove_state_dir(state)
         return 2
     try:
-        topo.kafka.bootstrap_servers = bootstrap
+        topo.use_address(bootstrap, "the broker dev started")
         # Tansu makes a group's first join wait half the session timeout: keep it short here.
         topo.kafka.consumer.setdefault("session.timeout.ms", DEV_SESSION_TIMEOUT_MS)
         topo.kafka.consumer.setdefault("heartbeat.interval.ms", 1000)

@@ -80,12 +80,9 @@ def setup_state(p: argparse.ArgumentParser) -> None:
 
 
 def _load(path: str, bootstrap: str | None) -> Any:
-    from ..topology.config import load_topology
+    from .topology_args import load_with_address
 
-    topo = load_topology(path)
-    if bootstrap:
-        topo.kafka.bootstrap_servers = bootstrap
-    return topo
+    return load_with_address(path, bootstrap)
 
 
 def _program(topo: Any, name: str | None) -> Any:

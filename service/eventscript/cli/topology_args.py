@@ -22,7 +22,7 @@ def load_with_address(path: str, bootstrap_servers: str | None) -> Topology:
 
     topo = load_topology(path)
     if bootstrap_servers:
-        topo.kafka.bootstrap_servers = bootstrap_servers
+        topo.use_address(bootstrap_servers, "--bootstrap-servers")
     return topo
 
 

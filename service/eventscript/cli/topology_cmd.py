@@ -104,7 +104,7 @@ def _plan(graph, args: argparse.Namespace) -> int:
     if args.apply and wiring:
         return _say_wiring_errors(graph, wiring, "--apply created nothing; fix them, then apply again")
     if args.bootstrap_servers:
-        graph.topology.kafka.bootstrap_servers = args.bootstrap_servers
+        graph.topology.use_address(args.bootstrap_servers, "--bootstrap-servers")
     from ..kafka.admin import Admin
 
     try:

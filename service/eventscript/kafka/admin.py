@@ -52,11 +52,16 @@ UNANSWERED = {
 class KafkaUnavailable(TopologyError):
     """Kafka at the bootstrap servers did not answer."""
 
-    def __init__(self, servers: str, doing: str, err: KafkaError, where: str | None = None) -> None:
-        setting = f"bootstrap_servers ({where})" if where else "bootstrap_servers"
+    def __init__(
+        self, servers: str, doing: str, err: KafkaError, where: str | None = None, given_by: str | None = None
+    ) -> None:
+        if given_by is not None:  # (the file's address was not used: no use pointing at it)
+            check = f"check the address {given_by} gave"
+        else:
+            setting = f"bootstrap_servers ({where})" if where else "bootstrap_servers"
+            check = f"check {setting} (or --bootstrap-servers, or ${{KAFKA_BOOTSTRAP_SERVERS}} where the file names it)"
         super().__init__(
-            f"cannot reach Kafka at {servers} ({doing}: {err.str()}); check {setting} "
-            f"(or --bootstrap-servers, or ${{KAFKA_BOOTSTRAP_SERVERS}} where the file names it), that the "
+            f"cannot reach Kafka at {servers} ({doing}: {err.str()}); {check}, that the "
             f"brokers are up and reachable from here, and the security settings. To try a topology "
             f"on this machine, 'eventscript dev' starts a broker of its own"
         )
@@ -66,6 +71,8 @@ class KafkaUnavailable(TopologyError):
         """The error for ``topo``'s brokers, placing its bootstrap_servers setting (file:line:col);
         where the file does not set it, saying so (a new user's topology without a ``kafka:``
         section was pointed at its first line)."""
+        if topo.address_from is not None:
+            return cls(topo.kafka.bootstrap_servers, doing, err, given_by=topo.address_from)
         if "kafka" in topo.model_fields_set and "bootstrap_servers" in topo.kafka.model_fields_set:
             where = topo.where("kafka", "bootstrap_servers")
         else:

@@ -526,8 +526,11 @@ class Checkpoint:
                     self.name,
                     problems[0],
                 )
-            else:
+            elif self._purged:  # (a broker that deleted records before: an outage or a move, said)
                 log.warning("%s: purging the repartition topic: %s", self.name, "; ".join(problems))
+            else:  # (whether it deletes at all is not known yet: said once, above, if it never does;
+                # the embedded broker of ``dev`` warned a newcomer twice of a transport failure)
+                log.info("%s: purging the repartition topic: %s", self.name, "; ".join(problems))
             return
         self._purge_failures = 0
         for (_, p), off in offsets.items():

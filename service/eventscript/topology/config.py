@@ -364,11 +364,24 @@ class Topology(_Model):
     #: ``file:line:col`` of a setting by its path (``YamlPositions.where``), when read from a file.
     _where: Callable[..., str] | None = PrivateAttr(default=None)
     _source: str = PrivateAttr(default="<topology>")
+    #: What gave the Kafka address in place of the file's (``use_address``; None: the file's).
+    _address_from: str | None = PrivateAttr(default=None)
 
     @property
     def source(self) -> str:
         """The file the topology was read from, as messages name it ("<topology>": not a file)."""
         return self._source
+
+    @property
+    def address_from(self) -> str | None:
+        """What gave the Kafka address in place of the file's (``--bootstrap-servers``), else None."""
+        return self._address_from
+
+    def use_address(self, bootstrap_servers: str, given_by: str) -> None:
+        """Talk to Kafka at ``bootstrap_servers`` instead of the file's address, as ``given_by``
+        says (``--bootstrap-servers``): a broker that does not answer is then said to be that one."""
+        self.kafka.bootstrap_servers = bootstrap_servers
+        self._address_from = given_by
 
     def where(self, *path: str | int) -> str:
         """``file:line:col`` of the setting at ``path`` (e.g. ``"programs", 0, "inputs", 1``), for
