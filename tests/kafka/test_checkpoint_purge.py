@@ -39,6 +39,14 @@ def _purges(monkeypatch: pytest.MonkeyPatch, answers: list[list[str]]) -> list[t
     return calls
 
 
+@pytest.fixture
+def unlimited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's logger without the rate limit a worker run earlier in this process installed
+    (``kafka/logs.py``: a warning like one of the last 10 s is held back, as the test before
+    this one's are)."""
+    monkeypatch.setattr(logging.getLogger("eventscript.kafka.worker"), "filters", [])
+
+
 def test_a_broker_that_deleted_records_is_purged_again_after_failures(monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[object] = []
     cp, task = _checkpoint(made)
@@ -54,7 +62,7 @@ def test_a_broker_that_deleted_records_is_purged_again_after_failures(monkeypatc
 
 
 def test_a_broker_that_never_deleted_records_is_given_up_after_three(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, unlimited: None
 ) -> None:
     made: list[object] = []
     cp, _ = _checkpoint(made)
@@ -71,7 +79,7 @@ def test_a_broker_that_never_deleted_records_is_given_up_after_three(
 
 
 def test_a_broker_that_deleted_records_warns_of_each_failure(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, unlimited: None
 ) -> None:
     cp, task = _checkpoint([])
     _purges(monkeypatch, [[], ["rep:0: KafkaError{code=_TIMED_OUT}"]])
