@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import ROOT
@@ -116,3 +117,30 @@ def test_a_worker_with_its_state_endpoint_off_says_to_enable_it_and_restart() ->
         "the state endpoint of this worker is off: set state_query: {enabled: true} in the topology it runs "
         "(a token is optional) and restart it to ask it about keys"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "command", "hint"),
+    [
+        (["reset", "t.yaml", "--dryrun"], "eventscript reset", "(did you mean --dry-run?)"),
+        (["dev", "t.yaml", "--until-idel", "2"], "eventscript dev", "(did you mean --until-idle?)"),
+        (["run", "t.yaml", "--health_port=8080"], "eventscript run", "(did you mean --health-port?)"),
+        (["topology", "plan", "t.yaml", "--boostrap-servers", "k:9092"], "eventscript topology plan", "--bootstrap"),
+        (["state", "t.yaml", "--keys", "front"], "eventscript state", "(did you mean --key?)"),
+    ],
+)
+def test_a_misspelt_option_is_refused_by_its_command_with_the_option_meant(
+    argv: list[str], command: str, hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse refused a misspelt option of a command with the top-level usage ("usage:
+    eventscript [-h] ... COMMAND ...") and no hint: the operator had to find the command's options."""
+    from eventscript.cli.main import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert f"usage: {command} " in err or f"usage: {command}\n" in err
+    assert f"{command}: error: unrecognized arguments: " in err
+    assert hint in err
+    assert f"'{command} --help' lists its options" in err

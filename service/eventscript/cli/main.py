@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -20,8 +21,42 @@ first steps, for a program P.es:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+class CommandParser(argparse.ArgumentParser):
+    """The parser of ``eventscript`` and of each of its commands (``add_subparsers`` makes its
+    subparsers of its own class), which knows which command a parse chose and how to refuse
+    arguments that command does not take."""
+
+    def chosen(self, args: argparse.Namespace) -> CommandParser:
+        """The parser of the command ``args`` chose (``eventscript topology plan``'s for
+        ``topology plan``): the one whose usage and options an error about its arguments shows."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                sub = action.choices.get(str(getattr(args, action.dest, "")))
+                if isinstance(sub, CommandParser):
+                    return sub.chosen(args)
+        return self
+
+    def unrecognized(self, extras: list[str]) -> str:
+        """The usage error for arguments this command does not take, with the option each
+        misspelt one is closest to. argparse's own error named none and showed the top-level
+        usage, not the command's: ``eventscript reset t.yaml --dryrun`` said nothing of ``--dry-run``."""
+        options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        hints = {}
+        for extra in extras:
+            name = extra.split("=", 1)[0]
+            close = difflib.get_close_matches(name, options, n=1, cutoff=0.6) if name.startswith("-") else []
+            if close:
+                hints[name] = f"did you mean {close[0]}?"
+        said = [hint if len(hints) == 1 else f"{name}: {hint}" for name, hint in hints.items()]
+        return (
+            f"unrecognized arguments: {' '.join(extras)}"
+            + (f" ({'; '.join(said)})" if said else "")
+            + f"; '{self.prog} --help' lists its options"
+        )
+
+
+def build_parser() -> CommandParser:
+    p = CommandParser(
         prog="eventscript",
         description="EventScript: regular expressions with actions, run as event processors.",
         epilog=FIRST_STEPS,
@@ -53,7 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = parser.chosen(args)
+        command.error(command.unrecognized(extras))
     run: Callable[[argparse.Namespace], int] = commands.COMMANDS[args.command][2]
     try:
         chosen = resolve(args.log_format, args.log_level)
