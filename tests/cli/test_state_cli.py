@@ -22,6 +22,32 @@ def topo(tmp_path: Path) -> Path:
     return path
 
 
+def json_server(reply: Any, asked: list[tuple[str, str, str | None]]) -> Any:
+    """A stand-in worker on a free port answering every GET with ``reply()`` (status, JSON body),
+    noting in ``asked`` who was asked (its ``name``), the path and the Authorization header."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import orjson
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append((self.server.name, self.path, self.headers.get("Authorization")))  # type: ignore[attr-defined]
+            status, body = reply()
+            raw = orjson.dumps(body)
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
 def test_dump_and_reset_say_cannot_reach_kafka_once(topo: Path) -> None:
     cli = [sys.executable, "-m", "eventscript.cli.main"]
     commands = {"dump": [*cli, "state", "dump", str(topo)], "reset": [*cli, "reset", str(topo), "--dry-run"]}
@@ -110,11 +136,6 @@ def test_reset_options(capsys: pytest.CaptureFixture[str]) -> None:
 def test_state_asks_the_owner_a_worker_points_to(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A worker that neither owns the key's task nor stands by for it answers 421 naming the owner's
     URL (on Apache Kafka, which lists the group's members); ``eventscript state`` asks it once."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    import orjson
-
     answer = {
         "program": "echo",
         "key": ["a"],
@@ -136,31 +157,14 @@ def test_state_asks_the_owner_a_worker_points_to(topo: Path, capsys: pytest.Capt
         "served_by": {"worker": "w2", "role": "owner"},
         "owner": {"worker": "w2"},
     }
-    asked: list[tuple[str, str, str | None]] = []
-
-    def server(reply: Any) -> ThreadingHTTPServer:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                asked.append((self.server.name, self.path, self.headers.get("Authorization")))  # type: ignore[attr-defined]
-                status, body = reply()
-                raw = orjson.dumps(body)
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        return srv
-
     (topo.parent / "echo.es").write_text(ECHO.replace("in string S", "in string S group(S)"))
-    owner = server(lambda: (200, answer))
+    asked: list[tuple[str, str, str | None]] = []
+    owner = json_server(lambda: (200, answer), asked)
     owner.name = "owner"  # type: ignore[attr-defined]
     url = f"http://127.0.0.1:{owner.server_address[1]}"
-    other = server(lambda: (421, {"error": "ask its owner", "task": 1, "owner": {"known": True, "url": url}}))
+    other = json_server(
+        lambda: (421, {"error": "ask its owner", "task": 1, "owner": {"known": True, "url": url}}), asked
+    )
     other.name = "other"  # type: ignore[attr-defined]
     try:
         assert (
@@ -186,6 +190,28 @@ def test_state_asks_the_owner_a_worker_points_to(topo: Path, capsys: pytest.Capt
     text = capsys.readouterr().out
     assert 'echo key ["a"] (task 1): present' in text and "waits for S(x)@3:3" in text
     assert "as of the commit at strings:1=7" in text and 'x (string) = "a"' in text
+
+
+def test_a_worker_that_names_no_owner_is_not_an_absent_key(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Asked while it was still joining its group, a worker answered 421 with no owner known; the
+    command printed "ask its owner" naming none, with exit status 1, the status of ``absent``. And
+    ``--url 127.0.0.1:8080`` (no scheme) was refused as "unknown url type: 127.0.0.1"."""
+    (topo.parent / "echo.es").write_text(ECHO.replace("in string S", "in string S group(S)"))
+    asked: list[tuple[str, str, str | None]] = []
+    why = "no member of group echo.echo lists task 1 (a rebalance, or a broker that does not list members)"
+    refusal = {"error": "this worker neither owns task 1 (the key's) nor stands by for it: ask its owner"}
+    worker = json_server(lambda: (421, {**refusal, "task": 1, "owner": {"known": False, "why": why}}), asked)
+    worker.name = "worker"
+    try:
+        status = main(["state", str(topo), "--key", "a", "--url", f"127.0.0.1:{worker.server_address[1]}"])
+    finally:
+        worker.shutdown()
+    assert status == 2
+    assert [(who, path) for who, path, _ in asked] == [("worker", "/state/echo?key=a")]
+    assert capsys.readouterr().err == (
+        f"error: {refusal['error']}; the owner is not known ({why}): ask again once the workers are ready "
+        "(/readyz), or ask each worker with --url\n"
+    )
 
 
 def test_an_ended_key_is_printed_with_when_and_why_and_its_last_record() -> None:

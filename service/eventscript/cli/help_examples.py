@@ -84,7 +84,8 @@ examples:
 the workers serve the query only with state_query: {enabled: true} in the topology and a health
 port (run or dev --health-port). docs/operations.md, "A key did not alert", reads an answer.
 
-exit status: 0 the key's instance is present or ended, 1 absent, 2 the question cannot be asked.
+exit status: 0 the key's instance is present or ended, 1 absent, 2 the question cannot be asked
+or no worker asked could answer it (the key's task restoring, or its owner not known).
 """,
     "reset": """\
 examples (stop the program's workers first):

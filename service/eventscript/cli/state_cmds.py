@@ -159,7 +159,7 @@ def _dump(topo: Any, cfg: Any, output: Path | None, spark_master: str | None) ->
 
 
 def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
-    url = args.url or (f"http://{topo.health.host}:{topo.health.port}" if topo.health.port else None)
+    url = worker_url(args.url) or (f"http://{topo.health.host}:{topo.health.port}" if topo.health.port else None)
     if url is None:
         print(
             "error: the topology serves no HTTP port (health.port is 0): give a worker's address with --url, "
@@ -183,8 +183,32 @@ def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
     elif isinstance(body, dict) and "status" in body:
         print("\n".join(answer_text(body)))
     else:
-        print(f"error: {body.get('error') if isinstance(body, dict) else body}", file=sys.stderr)
-    return 0 if status == 200 else 1 if status in (404, 421) else 2
+        print(f"error: {refusal_text(body)}", file=sys.stderr)
+    return 0 if status == 200 else 1 if status == 404 else 2
+
+
+def worker_url(url: str | None) -> str | None:
+    """``--url`` as a URL: ``127.0.0.1:8080`` (how ``--health-port`` and port-forward name it) is
+    taken as ``http://127.0.0.1:8080``; urllib refused it as "unknown url type: 127.0.0.1"."""
+    if url is None or "://" in url:
+        return url
+    return f"http://{url}"
+
+
+def refusal_text(body: Any) -> str:
+    """A worker's refusal in words. For a 421 whose owner the worker could not name (the group lists
+    no member with the task: a rebalance, a worker still joining, a broker that lists no members),
+    why, and what to do: the bare "ask its owner" named none. (Not an ``absent``: exit status 2.)"""
+    if not isinstance(body, dict):
+        return str(body)
+    owner = body.get("owner")
+    text = str(body.get("error"))
+    if isinstance(owner, dict) and owner.get("known") is False:
+        text += (
+            f"; the owner is not known ({owner.get('why', 'no reason given')}): ask again once the workers "
+            f"are ready (/readyz), or ask each worker with --url"
+        )
+    return text
 
 
 def _compiled(topo: Any, cfg: Any) -> CompiledProgram:
