@@ -144,3 +144,37 @@ def test_a_misspelt_option_is_refused_by_its_command_with_the_option_meant(
     assert f"{command}: error: unrecognized arguments: " in err
     assert hint in err
     assert f"'{command} --help' lists its options" in err
+
+
+def test_a_worker_still_joining_its_group_says_so_when_asked_about_a_key() -> None:
+    """Asked before the group had assigned it anything, a worker said "neither owns task 0 nor
+    stands by for it: ask its owner", and no owner existed yet to ask (the walk's first query
+    beside a starting ``run``)."""
+    from types import SimpleNamespace
+
+    from eventscript.api import compile_program
+    from eventscript.kafka.state_endpoint import StateEndpoint
+    from eventscript.topology.config import parse_topology
+
+    topo = parse_topology(
+        {
+            "programs": [{"name": "p", "source": "p.es", "inputs": [{"topic": "t", "event": "E"}]}],
+            "state_query": {"enabled": True},
+        }
+    )
+    joining = SimpleNamespace(
+        cfg=topo.programs[0],
+        program=compile_program("in string E group(E)\nE()*\n"),
+        partitions=1,
+        tasks={},
+        task_manager=SimpleNamespace(standby=lambda p: None),
+        instance_id="w0",
+        assigned_once=False,
+        assignment_lost=False,
+    )
+    status, body, _ = StateEndpoint(topo, [joining], lambda: 8080).answer("/state/p", "key=a", None)
+    assert status == 503
+    assert yaml.safe_load(body)["error"] == (
+        "this worker holds no tasks of p yet: it is joining its consumer group (or rejoining after losing its "
+        "assignment), and /readyz says not ready: ask again shortly"
+    )

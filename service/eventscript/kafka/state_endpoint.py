@@ -19,7 +19,8 @@ request must carry ``Authorization: Bearer <token>``. Answers (JSON):
   that just started on a worker that joined): the body names the owner as the
   consumer group describes it (member, client id, host, and a URL assuming every worker serves the
   same port), when the broker lists members;
-- 503: the key's task is restoring, or moved while it was read: ask again.
+- 503: the key's task is restoring, or moved while it was read, or this worker holds no assignment
+  yet (joining its group): ask again.
 
 Consistency: an answer is read from one RocksDB snapshot of a store the worker writes only after
 a commit (instances and input position in one batch), so it is the state of exactly one commit,
@@ -167,6 +168,8 @@ class StateEndpoint:
                     f"{len(standby.pending)} record(s) read wait for the owner's next commit",
                 }
                 answer.owner = self._owner(worker, p)
+            elif not worker.assigned_once or worker.assignment_lost:
+                return _reply(503, {"error": _not_assigned_yet(worker), "task": p})
             else:
                 body = {
                     "error": f"this worker neither owns task {p} (the key's) nor stands by for it: ask its owner",
@@ -208,6 +211,16 @@ class StateEndpoint:
             "why": f"no member of group {desc.group_id} lists task {p} (a rebalance, or a broker "
             f"that does not list members)",
         }
+
+
+def _not_assigned_yet(worker: Any) -> str:
+    """Why a worker that holds no assignment (still joining its group, or after losing one) cannot
+    answer: it said "neither owns task N nor stands by for it: ask its owner" and named none, as
+    the group had no owner to list either, sending the operator looking for another worker."""
+    return (
+        f"this worker holds no tasks of {worker.cfg.name} yet: it is joining its consumer group (or "
+        f"rejoining after losing its assignment), and /readyz says not ready: ask again shortly"
+    )
 
 
 def standby_of(worker: Any, p: int) -> Any:
