@@ -72,3 +72,19 @@ def test_carry_refuses_a_plan_that_cannot_be_applied_and_restart_drops_everythin
 def test_an_unknown_policy_is_named() -> None:
     with pytest.raises(ValueError, match="use one of carry, restart, refuse"):
         UpgradeLoader(compiled(DOORS), compiled(DOORS), "migrate")
+
+
+def test_a_worker_refused_by_its_upgrade_policy_logs_one_line_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The walk's refused upgrade logged "worker failed" and thirty lines of frames before the line
+    that says what to do; a fault of the worker itself keeps its traceback."""
+    from eventscript.kafka.worker import log_failure
+
+    refusal = UpgradeRefused("task 0: the stored state was written by version es1-a, this is es1-b; ...")
+    with caplog.at_level(logging.ERROR, logger="eventscript.kafka.worker"):
+        log_failure("doors", refusal)
+        log_failure("doors", KeyError("bug"))
+    refused, crashed = caplog.records
+    assert refused.getMessage() == f"doors: worker stopped: {refusal}" and refused.exc_info is None
+    assert crashed.getMessage() == "doors: worker failed" and crashed.exc_info is not None

@@ -62,6 +62,7 @@ from ..language.ir import ProgramIR
 from ..task.task import Task
 from ..topology.config import ProgramConfig, Topology
 from ..topology.progress import progress_plan, topology_partitions, upstream_inputs
+from ..upgrade.convert import UpgradeRefused
 from . import clients, waiting
 from .checkpoint import MIGRATED, Checkpoint
 from .generation import owner_epochs
@@ -78,6 +79,17 @@ from .worker_errors import MemberEnded, StoppedWaiting, WorkerError
 __all__ = ["BATCH", "MAX_REJOINS", "MIGRATED", "MemberEnded", "ProgramWorker", "StoppedWaiting", "WorkerError"]
 
 log = logging.getLogger("eventscript.kafka.worker")
+
+
+def log_failure(name: str, exc: BaseException) -> None:
+    """Log why program ``name``'s worker stopped. A refusal of the topology's ``upgrade:`` policy
+    is the operator's to act on and says how, in one line; it came after thirty lines of a
+    crash's traceback ("worker failed"), which only a fault of the worker itself needs."""
+    if isinstance(exc, UpgradeRefused):
+        log.error("%s: worker stopped: %s", name, exc)
+    else:
+        log.error("%s: worker failed", name, exc_info=exc)
+
 
 #: Records consumed per turn of the loop.
 BATCH = 2_000
@@ -269,7 +281,7 @@ class ProgramWorker:
             log.warning("%s: %s", self.cfg.name, exc)
         except BaseException as exc:
             self.failure = exc
-            log.exception("%s: worker failed", self.cfg.name)
+            log_failure(self.cfg.name, exc)
             raise
         finally:
             self._close()
