@@ -369,3 +369,17 @@ def test_a_refusal_quotes_the_session_timeout_that_applies(
     monkeypatch.setattr(reset, "group_members", lambda topo, cfg: ("STABLE", ["eventscript@/10.0.0.7 (static: w-0)"]))
     assert main(["reset", str(topo), "--dry-run"]) == 0
     assert f"stay members until their session times out ({said})" in capsys.readouterr().out
+
+
+def test_a_reset_refused_on_a_broker_that_lists_no_members_does_not_blame_a_crash(topo: Path) -> None:
+    """On dev's broker (Tansu lists no members) a reset after 'eventscript run' was stopped cleanly
+    said "A worker that crashed leaves when its session times out": a stopped static member stays
+    too. A broker that lists its members still tells the two apart."""
+    from eventscript.kafka.reset import _members_refusal
+    from eventscript.topology.config import load_topology
+
+    unlisted = _members_refusal(load_topology(topo), "g", "STABLE", [])
+    assert "crashed leaves" not in unlisted
+    assert "The broker lists no members: workers stopped with static membership (as 'eventscript run'" in unlisted
+    listed = _members_refusal(load_topology(topo), "g", "STABLE", ["eventscript@/10.0.0.1"])
+    assert "with members eventscript@/10.0.0.1" in listed and "A worker that crashed leaves" in listed

@@ -161,13 +161,26 @@ def _members_refusal(topo: Topology, group: str, state: str, members: list[str])
         f"group {group} is {state.lower()}"
         + (f" with members {', '.join(members)}" if members else "")
         + ": stop every worker of the program first, then reset. "
-        + (
-            f"Stopped workers with static membership stay members until their session times out "
-            f"({_session_timeout_words(topo)}, after they stopped)"
-            if static
-            else f"A worker that crashed leaves when its session times out ({_session_timeout_words(topo)})"
-        )
+        + _who_stays(topo, members, static)
         + f"; give --wait {max(2 * timeout, 30):g} to wait for the group to empty"
+    )
+
+
+def _who_stays(topo: Topology, members: list[str], static: bool) -> str:
+    """Which stopped workers stay in the group, and for how long. A broker that lists no members
+    (Tansu) cannot tell a crashed worker from one ``run`` stopped cleanly, which as a static member
+    stays too: the refusal spoke only of "a worker that crashed", after a clean stop."""
+    timeout = _session_timeout_words(topo)
+    if static:
+        return (
+            f"Stopped workers with static membership stay members until their session times out "
+            f"({timeout}, after they stopped)"
+        )
+    if members:
+        return f"A worker that crashed leaves when its session times out ({timeout})"
+    return (
+        f"The broker lists no members: workers stopped with static membership (as 'eventscript run' and the chart "
+        f"run them) stay members until their session times out, as crashed ones do ({timeout}, after they stopped)"
     )
 
 
