@@ -271,3 +271,24 @@ def test_an_address_given_on_the_command_line_is_the_one_the_message_names(files
     assert said.startswith("cannot reach Kafka at 127.0.0.1:1 (listing topics: "), said
     assert "check the address --bootstrap-servers gave, that the brokers are up" in said, said
     assert "topology.yaml:2:22" not in said, said
+
+
+def test_a_topology_that_names_no_address_says_the_variable_set_beside_it_is_not_read(
+    files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With $KAFKA_BOOTSTRAP_SERVERS set (as 'eventscript tail' reads it, and README's "on your
+    Kafka (KAFKA_BOOTSTRAP_SERVERS)"), 'eventscript run' on README's doors topology, which has no
+    kafka: section, tried localhost:9092 and said nothing of the variable."""
+    from confluent_kafka import KafkaError
+
+    from eventscript.kafka.admin import KafkaUnavailable
+    from eventscript.topology.config import load_topology
+
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "kafka.example:9092")
+    (files / "topology.yaml").write_text("programs:" + TOPOLOGY.split("programs:", 1)[1])
+    said = str(KafkaUnavailable.of(load_topology(files / "topology.yaml"), "listing topics", KafkaError(-195)))
+    assert said.startswith("cannot reach Kafka at localhost:9092 (")
+    assert (
+        "which uses the default; set it under kafka:, e.g. bootstrap_servers: ${KAFKA_BOOTSTRAP_SERVERS} for the "
+        "variable set here (kafka.example:9092), which a topology reads only where it names it)"
+    ) in said

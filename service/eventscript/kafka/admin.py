@@ -19,6 +19,7 @@ bootstrap servers and what to check, never a hang or a traceback (docs/worker.md
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +50,19 @@ UNANSWERED = {
 }
 
 
+def _unread_variable() -> str:
+    """For a topology that names no Kafka address, the ``$KAFKA_BOOTSTRAP_SERVERS`` an operator set
+    in vain, and how to read it: ``tail`` and the chart use the variable, a topology only where it
+    names it, and the message said nothing of the address set beside the one tried."""
+    value = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if not value:
+        return ""
+    return (
+        f", e.g. bootstrap_servers: ${{KAFKA_BOOTSTRAP_SERVERS}} for the variable set here ({value}), which a "
+        f"topology reads only where it names it"
+    )
+
+
 class KafkaUnavailable(TopologyError):
     """Kafka at the bootstrap servers did not answer."""
 
@@ -76,7 +90,7 @@ class KafkaUnavailable(TopologyError):
         if "kafka" in topo.model_fields_set and "bootstrap_servers" in topo.kafka.model_fields_set:
             where = topo.where("kafka", "bootstrap_servers")
         else:
-            where = f"not set in {topo.source}, which uses the default; set it under kafka:"
+            where = f"not set in {topo.source}, which uses the default; set it under kafka:{_unread_variable()}"
         return cls(topo.kafka.bootstrap_servers, doing, err, where)
 
 
