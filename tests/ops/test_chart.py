@@ -505,6 +505,16 @@ def test_schema_refuses_unsafe_kubernetes_values(typo: str, where: str) -> None:
     assert proc.returncode != 0 and where in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("tool", HELMS)
+def test_a_program_source_that_is_no_text_is_refused_at_its_value(tool: str) -> None:
+    """A ``sources`` entry that YAML read as a number (or a mapping) failed deep in the templates
+    ("configmap.yaml:12:24: wrong type for value; expected string; got float64"), naming no value."""
+    proc = helm("template", "demo", str(CHART), "--set", "sources.doors\\.es=42", check=False, tool=tool)
+    assert proc.returncode != 0, proc.stdout
+    assert "/sources/doors.es" in proc.stderr or "sources.doors.es" in proc.stderr, proc.stderr
+    assert "configmap.yaml" not in proc.stderr, proc.stderr
+
+
 def test_the_grace_period_covers_the_workers_stop() -> None:
     import json as json_module
 
