@@ -41,3 +41,24 @@ def test_tail_of_a_misspelt_topic_names_the_close_ones_and_otherwise_lists_them(
     assert misspelt.stderr == "error: topic alert does not exist; did you mean alerts?\n"
     assert unrelated.returncode == 2
     assert unrelated.stderr == "error: topic zzz does not exist; the broker has: alerts, door-events\n"
+
+
+def test_tail_on_a_changelog_says_what_reads_it(tmp_path: Path) -> None:
+    """``eventscript tail doors.left-open-changelog`` printed the snapshots' compressed bytes as
+    JSON strings of mojibake; the runbooks name the changelog topic, so an operator tails it."""
+    from eventscript.cli.kafka_cmds import changelog_note
+    from eventscript.topology.config import parse_topology
+
+    topo = parse_topology(
+        {
+            "application": "doors",
+            "programs": [{"name": "left-open", "source": "d.es", "inputs": [{"topic": "t", "event": "E"}]}],
+        }
+    )
+    assert changelog_note("doors.left-open-changelog", topo, "topology.yaml") == (
+        "doors.left-open-changelog is the changelog of program left-open: its values are binary instance "
+        "snapshots; 'eventscript state dump topology.yaml --program left-open' reads them as JSON"
+    )
+    assert "named as a program's changelog" in (changelog_note("doors.left-open-changelog", None, None) or "")
+    assert changelog_note("alerts", topo, "topology.yaml") is None
+    assert changelog_note("door-events-changelog", None, None) is None

@@ -6,6 +6,7 @@ import argparse
 import io
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -414,7 +415,10 @@ def run_tail(args: argparse.Namespace) -> int:
             input_types = {i.name: i.ty for i in program.program.inputs}
         except TopologyError:
             pass  # (the program does not compile: values are printed as they are)
-    hinted: list[bool] = []
+    note = changelog_note(args.topic, topo, args.topology)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    hinted: list[bool] = [True] if note else []  # (a changelog's records have no event names to find)
 
     def unnamed() -> None:
         if not hinted:
@@ -460,6 +464,24 @@ def run_tail(args: argparse.Namespace) -> int:
         )
         return 2
     return 0
+
+
+def changelog_note(topic: str, topo: Topology | None, path: str | None) -> str | None:
+    """What to read instead when ``topic`` is a program's changelog (``<application>.<program>-changelog``,
+    the topology's or, without one, by its name): its values are compressed instance snapshots,
+    which ``tail`` printed as lines of mojibake. None for any other topic."""
+    owners = [cfg.name for cfg in topo.programs if topo.changelog_topic(cfg) == topic] if topo is not None else []
+    if owners:
+        return (
+            f"{topic} is the changelog of program {owners[0]}: its values are binary instance snapshots; "
+            f"'eventscript state dump {path} --program {owners[0]}' reads them as JSON"
+        )
+    if topo is None and re.fullmatch(r"[^.]+\.[^.]+-changelog", topic):
+        return (
+            f"{topic} is named as a program's changelog (<application>.<program>-changelog): its values are "
+            f"binary instance snapshots; 'eventscript state dump TOPOLOGY.yaml --program PROGRAM' reads them as JSON"
+        )
+    return None
 
 
 def _tail_address_origin(args: argparse.Namespace) -> str:
