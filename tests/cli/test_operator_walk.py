@@ -178,3 +178,17 @@ def test_a_worker_still_joining_its_group_says_so_when_asked_about_a_key() -> No
         "this worker holds no tasks of p yet: it is joining its consumer group (or rejoining after losing its "
         "assignment), and /readyz says not ready: ask again shortly"
     )
+
+
+def test_the_guide_quotes_the_refused_upgrade_as_the_worker_prints_it() -> None:
+    """The runner prints ``program NAME: `` before the refusal, which starts ``task N: ``
+    (task/versions.py); the guide had them the other way round."""
+    import inspect
+
+    from eventscript.kafka import supervisor
+    from eventscript.task import versions
+
+    assert 'print(f"program {w.cfg.name}: {w.failure}"' in inspect.getsource(supervisor)
+    assert 'UpgradeRefused(f"task {self.partition}: ' in inspect.getsource(versions)
+    guide = " ".join((ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split())
+    assert "stops (exit 1) with `program doors: task N: the stored state was written by version" in guide
