@@ -317,6 +317,20 @@ def test_dashboard_has_the_panels_operators_need(dashboard: dict[str, Any]) -> N
     assert some(r"eventscript_restore_remaining_records\{"), "restore: records to go"
 
 
+def test_the_guides_name_the_dashboards_rows_and_panels(dashboard: dict[str, Any]) -> None:
+    """observability/README.md listed seven of the nine rows, and the runbooks sent the operator to
+    panels by titles the dashboard does not have (`Event time lag`, `Timer lateness p99`)."""
+    titles = {p["title"] for p in _panels(dashboard)}
+    rows = [p["title"] for p in dashboard["panels"] if p.get("type") == "row"]
+    readme = (ROOT / "observability" / "README.md").read_text(encoding="utf-8")
+    assert [r for r in rows if f"- **{r}**:" not in readme] == []
+    guide = " ".join((ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split())
+    quoted = re.findall(r"the `([^`]+)` panel", guide) + re.findall(r"`([^`]+)` and `[^`]+` panels", guide)
+    quoted += re.findall(r"`[^`]+` and `([^`]+)` panels", guide)
+    assert len(quoted) >= 4, quoted
+    assert [q for q in quoted if q not in titles] == []
+
+
 def test_dashboard_layout(dashboard: dict[str, Any]) -> None:
     panels = _panels(dashboard)
     ids = [p["id"] for p in panels]
