@@ -192,3 +192,13 @@ def test_the_guide_quotes_the_refused_upgrade_as_the_worker_prints_it() -> None:
     assert 'UpgradeRefused(f"task {self.partition}: ' in inspect.getsource(versions)
     guide = " ".join((ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split())
     assert "stops (exit 1) with `program doors: task N: the stored state was written by version" in guide
+
+
+def test_the_upgrade_guides_reset_is_the_reset_command() -> None:
+    """ "Reset a program" under "Upgrade with state" had the operator delete the consumer group and
+    the changelog and repartition topics by hand, beside the 'eventscript reset' that does it (and
+    refuses while workers run) in "A key did not alert"."""
+    guide = " ".join((ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split())
+    reset = guide.split("**Reset a program**", 1)[1].split("###", 1)[0]
+    assert "`eventscript reset topology.yaml --program P --dry-run`" in reset
+    assert "delete its consumer group" not in reset
