@@ -85,6 +85,8 @@ OPERATOR_COMMANDS = [
     "upgrade",
     "upgrade plan",
     "backfill",
+    "produce",
+    "export",
 ]
 
 

@@ -109,6 +109,19 @@ each program's plan ends with what to do: exit 0, every state carries ('upgrade:
 changed program); 1, read the reasons, then 'upgrade: carry' or 'restart', or reprocess; 2, deploy
 as a new application, or reprocess.
 """,
+    "produce": """\
+examples:
+  eventscript produce topology.yaml --trace sample.trace
+  eventscript produce topology.yaml --trace open.trace --program left-open --bootstrap-servers 127.0.0.1:40123
+each event is stamped with its time in the trace; on dev's broker, --bootstrap-servers takes the
+address dev prints. 'eventscript tail TOPIC' shows what was published.
+""",
+    "export": """\
+examples (docs/backfill.md):
+  eventscript export topology.yaml --trace sample.trace -o trades.jsonl
+  eventscript export topology.yaml --topic trades -o trades.jsonl --bootstrap-servers kafka:9092
+then 'eventscript backfill topology.yaml --input trades.jsonl --output out.jsonl' runs a program over it.
+""",
     "backfill": """\
 examples (docs/backfill.md, "Quick start"):
   eventscript export topology.yaml --trace sample.trace -o trades.jsonl
