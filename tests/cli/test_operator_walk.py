@@ -202,3 +202,19 @@ def test_the_upgrade_guides_reset_is_the_reset_command() -> None:
     reset = guide.split("**Reset a program**", 1)[1].split("###", 1)[0]
     assert "`eventscript reset topology.yaml --program P --dry-run`" in reset
     assert "delete its consumer group" not in reset
+
+
+def test_the_backfill_by_hand_names_the_kafka_it_reads() -> None:
+    """The guide's 'kubectl run ... backfill' on the image's sensors topology gave no Kafka address:
+    the topology's ${KAFKA_BOOTSTRAP_SERVERS:-localhost:9092} sent the pod to localhost."""
+    import shlex
+
+    from eventscript.cli.main import build_parser
+
+    guide = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    block = guide.split("By hand, without the chart:", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    words = shlex.split(block.replace("\\\n", " "))
+    args = build_parser().parse_args(words[words.index("--") + 1 :])
+    topology = (ROOT / "topologies" / "sensors" / "topology.yaml").read_text(encoding="utf-8")
+    assert "${KAFKA_BOOTSTRAP_SERVERS:-localhost:9092}" in topology
+    assert args.bootstrap_servers == "kafka.kafka:9092"
