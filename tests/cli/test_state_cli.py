@@ -383,3 +383,26 @@ def test_a_reset_refused_on_a_broker_that_lists_no_members_does_not_blame_a_cras
     assert "The broker lists no members: workers stopped with static membership (as 'eventscript run'" in unlisted
     listed = _members_refusal(load_topology(topo), "g", "STABLE", ["eventscript@/10.0.0.1"])
     assert "with members eventscript@/10.0.0.1" in listed and "A worker that crashed leaves" in listed
+
+
+def test_a_refused_token_says_where_the_command_takes_it(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A worker with state_query.token refused the request with "send Authorization: Bearer
+    <state_query.token>": the HTTP header, not the command's --token or $EVENTSCRIPT_STATE_TOKEN."""
+    (topo.parent / "echo.es").write_text(ECHO.replace("in string S", "in string S group(S)"))
+    asked: list[tuple[str, str, str | None]] = []
+    refusal = {"error": "missing or wrong bearer token: send Authorization: Bearer <state_query.token>"}
+    worker = json_server(lambda: (401, refusal), asked)
+    worker.name = "worker"
+    url = f"http://127.0.0.1:{worker.server_address[1]}"
+    try:
+        assert main(["state", str(topo), "--key", "a", "--url", url]) == 2
+        unsent = capsys.readouterr().err
+        assert main(["state", str(topo), "--key", "a", "--url", url, "--token", "wrong"]) == 2
+        wrong = capsys.readouterr().err
+    finally:
+        worker.shutdown()
+    assert unsent == (
+        f"error: {refusal['error']}; no token was sent: give the worker's state_query.token with --token or "
+        "$EVENTSCRIPT_STATE_TOKEN (else the topology's is sent)\n"
+    )
+    assert "; the token sent is not the one the worker expects: give the worker's state_query.token" in wrong

@@ -183,7 +183,7 @@ def _ask(topo: Any, cfg: Any, args: argparse.Namespace) -> int:
     elif isinstance(body, dict) and "status" in body:
         print("\n".join(answer_text(body)))
     else:
-        print(f"error: {refusal_text(body)}", file=sys.stderr)
+        print(f"error: {refusal_text(body, status, sent_token=token is not None)}", file=sys.stderr)
     return 0 if status == 200 else 1 if status == 404 else 2
 
 
@@ -195,10 +195,11 @@ def worker_url(url: str | None) -> str | None:
     return f"http://{url}"
 
 
-def refusal_text(body: Any) -> str:
+def refusal_text(body: Any, status: int = 0, sent_token: bool = False) -> str:
     """A worker's refusal in words. For a 421 whose owner the worker could not name (the group lists
     no member with the task: a rebalance, a worker still joining, a broker that lists no members),
-    why, and what to do: the bare "ask its owner" named none. (Not an ``absent``: exit status 2.)"""
+    why, and what to do: the bare "ask its owner" named none. (Not an ``absent``: exit status 2.)
+    For a 401, where this command takes the token: the worker's words name the HTTP header."""
     if not isinstance(body, dict):
         return str(body)
     owner = body.get("owner")
@@ -207,6 +208,11 @@ def refusal_text(body: Any) -> str:
         text += (
             f"; the owner is not known ({owner.get('why', 'no reason given')}): ask again once the workers "
             f"are ready (/readyz), or ask each worker with --url"
+        )
+    if status == 401:
+        text += (
+            f"; {'the token sent is not the one the worker expects' if sent_token else 'no token was sent'}: give the "
+            f"worker's state_query.token with --token or ${TOKEN_ENV} (else the topology's is sent)"
         )
     return text
 
