@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 CLI = [sys.executable, "-m", "eventscript.cli.main"]
-PROGRAM = """in long N, time T, {string a;} P, double D
+PROGRAM = """in long N, time T, {string a;} P, double D, {string a; long[] xs;} Q
 out string O
-( N(n) { !>O("n"); } | T(t) { !>O("t"); } | P(p) { !>O(p.a); } | D(d) { !>O("d"); } )*
+( N(n) { !>O("n"); } | T(t) { !>O("t"); } | P(p) { !>O(p.a); } | D(d) { !>O("d"); } | Q(q) { !>O(q.a); } )*
 """
 
 
@@ -33,25 +33,34 @@ def run_trace(tmp_path: Path, events: str) -> tuple[subprocess.CompletedProcess[
 @pytest.mark.parametrize(
     ("event", "says"),
     [
-        ("N(3.0)", "t.trace:2:1: N: expected a long (an integer such as 3), got the number 3.0"),
+        ("N(3.0)", "t.trace:2:3: N: expected a long (an integer such as 3), got the number 3.0"),
         (
             "T(1767225600000)",
-            't.trace:2:1: T: expected a time as ISO-8601 text, e.g. "2026-01-01T09:00:00Z", '
+            't.trace:2:3: T: expected a time as ISO-8601 text, e.g. "2026-01-01T09:00:00Z", '
             "got the number 1767225600000",
         ),
-        ('P({a: "x", b: 1})', "t.trace:2:1: P: unknown field 'b': the structure {string a;} has a"),
+        ('P({a: "x", b: 1})', "t.trace:2:12: P: unknown field 'b': the structure {string a;} has a"),
         (
             "D(true)",
-            't.trace:2:1: D: expected a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity"), got true',
+            't.trace:2:3: D: expected a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity"), got true',
         ),
         (
             'D("nan")',
-            't.trace:2:1: D: expected a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity"), '
+            't.trace:2:3: D: expected a double (a number such as 1.5, or "NaN", "Infinity", "-Infinity"), '
             "got the string 'nan'",
         ),
+        # inside an array of a structure, and a structure written positionally
+        (
+            'Q({a: "x", xs: [1, 2, "3"]})',
+            "t.trace:2:23: Q: xs[2]: expected a long (an integer such as 3), got the string '3'",
+        ),
+        ('Q("x", 5)', "t.trace:2:8: Q: xs: expected an array long[], got the number 5"),
+        ("  P(7)", "t.trace:2:5: P: a: expected a string in double quotes, got the number 7"),
     ],
 )
-def test_a_value_that_does_not_conform_is_error_6_naming_the_trace_line(tmp_path: Path, event: str, says: str) -> None:
+def test_a_value_that_does_not_conform_is_error_6_at_its_place_in_the_trace(
+    tmp_path: Path, event: str, says: str
+) -> None:
     result, lines = run_trace(tmp_path, event)
     assert result.returncode == 0, result.stderr
     assert [(line["event"], line["value"]["code"]) for line in lines] == [("$error", 6)]

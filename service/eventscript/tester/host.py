@@ -47,7 +47,16 @@ from ..task.keys import KeyScheme, scheme_for
 from ..task.record import PlainRecord
 from ..task.task import Task
 from ..topology.config import InputConfig, ProgramConfig
-from .trace import Timestamp, TraceError, TraceEvent, TraceItem, event_argument, typed_argument
+from .trace import (
+    Timestamp,
+    TraceError,
+    TraceEvent,
+    TraceItem,
+    TraceValueError,
+    event_argument,
+    typed_argument,
+    value_place,
+)
 
 
 def timed_events(
@@ -285,23 +294,28 @@ class SimulatedHost:
             scheme = self._input_schemes[(stage, id(inp))] = scheme_for(task.cfg, task.key_types, inp)
         return scheme
 
-    def _trace_value(self, stage: int, name: str, raw: Any, where: object) -> tuple[Any, Any] | None:
+    def _trace_value(
+        self, stage: int, name: str, raw: Any, where: object, event: TraceEvent | None
+    ) -> tuple[Any, Any] | None:
         """A trace event's value for program ``stage``: its declared type's JSON encoding and
         its run-time value (the raw value and None for a name the program does not declare: the
         task reports it); None, after the host's ``$error`` 6, when it does not fit its declared
-        type by the trace's rules (stricter than a record's: ``tester.trace.check_trace_value``)."""
+        type by the trace's rules (stricter than a record's: ``tester.trace.check_trace_value``),
+        its message at the value that does not fit where the trace ``event`` tells where it is."""
         ty = self.tasks[stage].input_types.get(name)
         if ty is None:
             return raw, None
         try:
             value = decode(typed_argument(raw, ty), ty)
         except DecodeError as exc:
+            if isinstance(exc, TraceValueError) and event is not None:
+                where = value_place(event, exc.at)
             at = f"{where}: " if where else ""
             self._host_error(stage, ErrorCode.BAD_INPUT_VALUE, f"{at}{name}: {exc}")
             return None
         return encode(value, ty), value
 
-    def feed_trace_event(self, name: str, raw: Any, where: object = None) -> None:
+    def feed_trace_event(self, name: str, raw: Any, where: object = None, event: TraceEvent | None = None) -> None:
         """One trace event, to every program that reads it, as the record a producer writes on
         the topic each reads it from (as ``eventscript produce`` writes it: the value in its
         declared type's JSON encoding, keyed by the group key in the topic's key format; one
@@ -313,7 +327,7 @@ class SimulatedHost:
             return
         offsets: dict[str, int] = {}
         for stage, inp in targets:
-            fitted = self._trace_value(stage, name, raw, where)
+            fitted = self._trace_value(stage, name, raw, where, event)
             if fitted is None:
                 continue
             payload, value = fitted
@@ -336,7 +350,7 @@ class SimulatedHost:
     def run(self, items: Iterable[TraceItem]) -> None:
         """Run the trace ``items``; raises ``TraceError`` for a timestamp going back."""
         for item in timed_events(items, self._start, self.clock.now, self._advance):
-            self.feed_trace_event(item.name, event_argument(item), item.pos)
+            self.feed_trace_event(item.name, event_argument(item), item.pos, item)
 
     def close(self) -> None:
         """Let the tasks go (their engines, caches and stores: nothing was written)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,11 +55,21 @@ class Timestamp:
     pos: Pos
 
 
+#: Where a value sits inside an event's arguments: the argument's index, then a structure's
+#: field names and arrays' indices as written (``(0, "readings", 2)``).
+ValuePath = tuple[int | str, ...]
+#: The last step of the path of a field's *name* (``(0, "speed", FIELD_NAME)``), beside its value's.
+FIELD_NAME = "\x00name"
+
+
 @dataclass
 class TraceEvent:
     name: str
     args: list[Any]  # parsed literal arguments (0, 1 or several)
     pos: Pos
+    #: Where each value inside ``args`` was written (a trace file's events; none from JSON lines),
+    #: so that a value of the wrong type is pointed at, not its event.
+    places: dict[ValuePath, Pos] = field(default_factory=dict)
 
 
 TraceItem = Timestamp | TraceEvent
@@ -88,6 +98,7 @@ class TraceParser:
         self.i = 0
         self.date: tuple[int, int, int] | None = None
         self.depth = 0
+        self.places: dict[ValuePath, Pos] = {}  # the current event's (``TraceEvent.places``)
 
     @property
     def tok(self) -> Token:
@@ -210,18 +221,20 @@ class TraceParser:
             f"every event has parentheses: {name.text}() for a pure signal, {name.text}(value) otherwise",
         )
         args: list[Any] = []
+        self.places = {}
         if self.tok.kind != ")":
-            args.append(self.value())
+            args.append(self.value((0,)))
             while self.tok.kind == ",":
                 self.advance()
-                args.append(self.value())
+                args.append(self.value((len(args),)))
         self.expect(")", "')'")
-        return TraceEvent(name.text, args, name.pos)
+        return TraceEvent(name.text, args, name.pos, self.places)
 
-    def value(self) -> Any:
+    def value(self, at: ValuePath) -> Any:
         """One literal; arrays and structure builders may nest MAX_NESTING levels, as in programs
         (deeper input would exhaust Python's stack here and in every stage after the reader)."""
         t = self.tok
+        self.places[at] = t.pos
         if t.kind in ("[", "{"):
             self.depth += 1
             if self.depth > MAX_NESTING:
@@ -230,10 +243,10 @@ class TraceParser:
                     f"the value nests too deeply: at most {MAX_NESTING} levels of arrays and structures are allowed",
                 )
             try:
-                return self._value()
+                return self._value(at)
             finally:
                 self.depth -= 1
-        return self._value()
+        return self._value(at)
 
     @staticmethod
     def _finite(t: Token) -> Any:
@@ -264,7 +277,7 @@ class TraceParser:
             if after.kind == "INT" and touching(t, after):
                 raise TraceError(t.pos, BARE_POINT, f"write 0.{after.text}")
 
-    def _value(self) -> Any:
+    def _value(self, at: ValuePath) -> Any:
         self._refuse_bare_point()
         t = self.tok
         if t.kind == "-":
@@ -296,7 +309,9 @@ class TraceParser:
                         raise TraceError(key.pos, "expected a field name")
                     self.advance()
                     self.expect(":", "':' after the field name")
-                    obj[self._string(key) if key.kind == "STRING" else key.text] = self.value()
+                    name = self._string(key) if key.kind == "STRING" else key.text
+                    self.places[(*at, name, FIELD_NAME)] = key.pos
+                    obj[name] = self.value((*at, name))
                     if self.tok.kind != ",":
                         break
                     self.advance()
@@ -306,10 +321,10 @@ class TraceParser:
             self.advance()
             items: list[Any] = []
             if self.tok.kind != "]":
-                items.append(self.value())
+                items.append(self.value((*at, 0)))
                 while self.tok.kind == ",":
                     self.advance()
-                    items.append(self.value())
+                    items.append(self.value((*at, len(items))))
             self.expect("]", "']'")
             return items
         if t.kind == "IDENT":  # a newcomer's S(front): text is quoted, in traces as in programs
@@ -460,12 +475,21 @@ def _not_utf8(path: str | Path, exc: UnicodeDecodeError) -> TraceError:
     )
 
 
+class TraceValueError(DecodeError):
+    """A trace value that does not conform to its declared type (the runner's ``$error`` 6), with
+    where it sits in the event's value as written (``at``: see ``ValuePath``)."""
+
+    def __init__(self, path: str, message: str, at: ValuePath) -> None:
+        super().__init__(path, message)
+        self.at = at
+
+
 def typed_argument(raw: Any, ty: Any) -> Any:
     """A trace value shaped for its declared type, and checked against it with the trace format's
     strict rule (conformance README, "The trace format"): a structure with one field may be written
     positionally, ``A("b")`` for ``{string k;} A`` (a mapping of its field names is taken as is).
 
-    :class:`DecodeError` (the runner's ``$error`` 6) for a value that does not conform; see
+    :class:`TraceValueError` (the runner's ``$error`` 6) for a value that does not conform; see
     :func:`check_trace_value`."""
     one_field = isinstance(ty, StructType) and len(ty.fields) == 1
     # A mapping for a one-field structure is a builder unless that field could itself hold a
@@ -474,24 +498,28 @@ def typed_argument(raw: Any, ty: Any) -> Any:
     as_written = isinstance(raw, list) or (
         isinstance(raw, dict) and one_field and (set(raw) == set(ty.names) or not holds_mapping)
     )
-    shaped = [raw] if one_field and not as_written else raw
-    check_trace_value(shaped, ty)
-    return shaped
+    if one_field and not as_written:  # (the value as written is the field's)
+        field_name, field_type = ty.fields[0]
+        check_trace_value(raw, field_type, field_name)
+        return [raw]
+    check_trace_value(raw, ty)
+    return raw
 
 
-def check_trace_value(obj: Any, ty: Any, path: str = "") -> None:
-    """Raise :class:`DecodeError` unless ``obj`` conforms to ``ty`` as a trace writes it.
+def check_trace_value(obj: Any, ty: Any, path: str = "", at: ValuePath = ()) -> None:
+    """Raise :class:`TraceValueError` unless ``obj`` conforms to ``ty`` as a trace writes it.
 
     Traces are written by people, so they are read strictly, more so than Kafka records (whose
     producers add fields over time; ``engine.encoding.decode`` converts what it can): an integer
     is promoted where a ``double`` is declared and nothing else is converted — no ``3.0`` for a
     ``long``, a ``time`` only as ISO-8601 text, no field a structure does not declare. A double
     may also be ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``, as the output writes them (no
-    literal can: a trace or a captured output must be able to carry them).
+    literal can: a trace or a captured output must be able to carry them). ``path`` names the
+    value in the declared type's terms (``readings[2].v``), ``at`` where it was written.
     """
 
     def fail(expected: str) -> None:
-        raise DecodeError(path, f"expected {expected}, got {_written(obj)}")
+        raise TraceValueError(path, f"expected {expected}, got {_written(obj)}", at)
 
     if ty == LONG:
         if type(obj) is not int:
@@ -512,22 +540,31 @@ def check_trace_value(obj: Any, ty: Any, path: str = "") -> None:
         if type(obj) is not list:
             fail(f"an array {ty}")
         for i, v in enumerate(obj):
-            check_trace_value(v, ty.element, f"{path}[{i}]")
+            check_trace_value(v, ty.element, f"{path}[{i}]", (*at, i))
     elif isinstance(ty, StructType):
         if type(obj) is dict:
             extra = [k for k in obj if k not in ty.names]
             if extra:
-                raise DecodeError(
-                    path, f"unknown field {extra[0]!r}: the structure {ty} has {', '.join(ty.names) or 'no fields'}"
+                raise TraceValueError(
+                    path,
+                    f"unknown field {extra[0]!r}: the structure {ty} has {', '.join(ty.names) or 'no fields'}",
+                    (*at, extra[0], FIELD_NAME),
                 )
             for name, ft in ty.fields:
                 if name in obj:  # a missing field: decode says so
-                    check_trace_value(obj[name], ft, f"{path}.{name}" if path else name)
+                    check_trace_value(obj[name], ft, f"{path}.{name}" if path else name, (*at, name))
         elif type(obj) is list and len(obj) == len(ty.fields):
-            for v, (name, ft) in zip(obj, ty.fields, strict=True):
-                check_trace_value(v, ft, f"{path}.{name}" if path else name)
+            for i, (v, (name, ft)) in enumerate(zip(obj, ty.fields, strict=True)):
+                check_trace_value(v, ft, f"{path}.{name}" if path else name, (*at, i))
         else:
             fail(f"a structure {ty}")
+
+
+def value_place(event: TraceEvent, at: ValuePath) -> Pos:
+    """Where the value at ``at`` of ``event_argument(event)`` was written, or the event's own
+    place where that is not known (a JSON-lines trace, a missing field)."""
+    full = (0, *at) if len(event.args) == 1 else at
+    return event.places.get(full, event.pos)
 
 
 #: How the output writes the doubles no number literal can (conformance README, output format).

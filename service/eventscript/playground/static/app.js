@@ -564,9 +564,10 @@ function summarize(answer) {
   box.hidden = false;
 }
 
-// Trace events the run refused with an $error that places them ("trace:2:12: Opened: door:
-// expected a string ...": a value not of the declared type) are underlined where they are, as a
-// mistake in the program is; else only a row of the outputs said so.
+// Trace values the run refused with an $error that places them ("trace:2:12: Opened: door:
+// expected a string ...": a value not of the declared type, or a field the type does not declare)
+// are underlined where they are, as a mistake in the program is; else only a row of the outputs
+// said so. (Where the message places an event, its name and parentheses are underlined.)
 // The trace's events no program reads (a misspelt name: its $error 1 says neither where nor what
 // was meant), underlined as warnings with the name probably meant, as 'eventscript test' warns.
 function unreadInTrace(warnings) {
@@ -586,7 +587,7 @@ function refusedInTrace(outputs) {
     if (!m) continue;
     starts = starts || lineStarts(state.trace);
     const at = Math.min(state.trace.length, (starts[Number(m[1]) - 1] ?? state.trace.length) + Number(m[2]) - 1);
-    const name = extentAt(state.trace, at); // the event's name, and its value in parentheses
+    const name = extentAt(state.trace, at); // the value (or an event's name, and its parentheses)
     const end = state.trace[name] === "(" ? extentAt(state.trace, name) : name;
     marks.push([at, end, "diag-error", `$error ${o.value.code}: ${m[3]}`]);
     if (marks.length >= REFUSED_MARKS) break;
