@@ -296,7 +296,9 @@ class Reference:
             return
         if self.grouped:
             assert entry.group is not None
-            key = tuple(evaluate(g, Scope({}, self.now, self._error, event_value=value)) for g in entry.group)
+            key = tuple(
+                _one_key_form(evaluate(g, Scope({}, self.now, self._error, event_value=value))) for g in entry.group
+            )
             inst = self.instances.get(key)
             if inst is None:
                 # The key's first event creates its instance and runs the initial actions in it
@@ -471,3 +473,14 @@ def run_reference(source: str | list[str], trace: Trace, *, error_keys: bool = F
     if error_keys:
         return ref.out
     return [{k: v for k, v in line.items() if k != "key" or line["event"] != "$error"} for line in ref.out]
+
+
+def _one_key_form(component: Any) -> Any:
+    """docs/language.md, grouping: double key components compare as ``==`` does, and every NaN
+    is one key (-0.0 and 0.0 are one instance, keyed 0.0)."""
+    if isinstance(component, float):
+        if math.isnan(component):
+            return math.nan
+        if component == 0.0:
+            return 0.0
+    return component

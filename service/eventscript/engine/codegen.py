@@ -423,8 +423,13 @@ class CodeGen:
         return f"def {name}(ctx, ev):\n    return {self._classify(node)}", None
 
     def group_key(self, name: str, exprs: list[ir.Node]) -> str:
-        parts = ", ".join(self.expr(e) for e in exprs)
+        parts = ", ".join(self.key_expr(e) for e in exprs)
         return f"def {name}(ctx, ev):\n    return ({parts},)"
+
+    def key_expr(self, e: ir.Node) -> str:
+        """A group key component: a ``double`` one in its one form per key (``values.key_double``:
+        ``-0.0`` is ``0.0``, every NaN one NaN), as the key's bytes route and store it."""
+        return f"_kd({self.expr(e)})" if ir.type_of(e) == DOUBLE else self.expr(e)
 
     def feed(
         self,
@@ -480,12 +485,12 @@ class CodeGen:
                 if keyed:
                     out.append(f"{ind}gk = key[0]" if one else f"{ind}gk = key")
                 else:
-                    gk = self.expr(inp.group[0]) if one else f"({', '.join(self.expr(e) for e in inp.group)},)"
+                    gk = self.key_expr(inp.group[0]) if one else f"({', '.join(self.key_expr(e) for e in inp.group)},)"
                     if "ctx" in gk:  # an error while computing the key belongs to no instance
                         out.append(f"{ind}ctx = None")
                     if gk != "ev":  # grouped by the event value itself: no copy
                         out.append(f"{ind}gk = {gk}")
-                gk = "ev" if not keyed and one and self.expr(inp.group[0]) == "ev" else "gk"
+                gk = "ev" if not keyed and one and self.key_expr(inp.group[0]) == "ev" else "gk"
                 out.append(f"{ind}ctx = _cget({gk})")
             else:
                 out += [
@@ -587,7 +592,7 @@ class CodeGen:
             if keyed:
                 gk = "key[0]" if one else "key"
             else:
-                gk = self.expr(inp.group[0]) if one else f"({', '.join(self.expr(e) for e in inp.group)},)"
+                gk = self.key_expr(inp.group[0]) if one else f"({', '.join(self.key_expr(e) for e in inp.group)},)"
                 if "ctx" in gk:  # an error while computing the key belongs to no instance
                     out.append(f"{ind}ctx = None")
             if gk != "ev" and not self._key_in_place(gk, inp.classify, plans, record):

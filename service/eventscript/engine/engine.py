@@ -62,7 +62,7 @@ from .lazy import LAZY_MODES, LazyExecutor
 from .runtime_errors import MAX_ARRAY, RuntimeChecks
 from .time_provider import ARMED, DEADLINE, SEQ, TARGET, SimulatedTimeProvider, TimeProvider
 from .timeutil import format_time
-from .values import UNSET, deep_copy, double_div, double_rem, wrap
+from .values import UNSET, deep_copy, double_div, double_rem, key_double, wrap
 
 #: Consecutive timer events of one instance at one instant before its timer is stopped.
 MAX_FIRES_AT_ONE_INSTANT = 1000
@@ -459,6 +459,7 @@ class Engine:
             N.WRAP: wrap,
             N.FORMAT_DOUBLE: builtins.format_double,
             N.FORMAT_TIME: format_time,
+            N.KEY_DOUBLE: key_double,
         }
         ns.update(RuntimeChecks(self._error, self.tz).namespace())
         for fid, fn in builtins.IMPLEMENTATIONS.items():

@@ -41,6 +41,7 @@ ELAPSE_DEADLINE = "_elapse_d"
 ARRIVE_PATTERN = "_pattern"
 FORMAT_DOUBLE = "_fmtd"
 FORMAT_TIME = "_fmtt"
+KEY_DOUBLE = "_kd"  #: values.key_double: a double group key component in its one form
 
 # -- instances (Engine._namespace, Engine.__init__) --------------------------------------------
 TABLE_GET = "_cget"  #: the instance table's ``get`` (by table key ``gk``)

@@ -36,9 +36,10 @@ from ..automata.compiled import CompiledProgram
 from ..engine.context import decode as decode_snapshot
 from ..engine.encoding import DecodeError, decode, encode
 from ..engine.timeutil import format_time
+from ..engine.values import key_double
 from ..explain.instance import explain_instance, view_of_snapshot
 from ..explain.terms import ProgramTerms
-from ..language.types import STRING
+from ..language.types import DOUBLE, STRING
 from .changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, decode_position, split_batch_frame
 from .keyinfo import ENDED_RETENTION_MS, WHY, KeyInfo, decode_info, info_key, split_value, stored_info
 
@@ -98,9 +99,11 @@ def parse_key(program: CompiledProgram, text: str | None, name: str | None = Non
             )
         parts = obj
     try:
-        return tuple(decode(p, t, f"key[{i}]") for i, (p, t) in enumerate(zip(parts, types)))
+        key = tuple(decode(p, t, f"key[{i}]") for i, (p, t) in enumerate(zip(parts, types)))
     except DecodeError as exc:
         raise BadKey(f"program {name}: key {text!r} does not fit the group key: {exc}") from None
+    # (in the form the engine gives its keys: -0.0 is the key 0.0, every NaN the one NaN key)
+    return tuple(key_double(k) if t == DOUBLE else k for k, t in zip(key, types))
 
 
 def store_key(program: CompiledProgram, key: tuple[Any, ...] | None) -> bytes:
