@@ -941,3 +941,15 @@ class TestInputValues:
 
 def test_format_of_emitted_times_uses_six_digits() -> None:
     assert format_time(parse_time("2026-01-01T00:00:00.5Z")) == "2026-01-01T00:00:00.500000Z"
+
+
+def test_min_and_max_of_signed_zeros_are_java_s_whichever_comes_first() -> None:
+    """Java's ``Math.min``/``max``: -0.0 is below 0.0, so the answer does not depend on the order
+    of the arguments (it did: ``min(0.0, -0.0)`` was 0.0 and ``min(-0.0, 0.0)`` -0.0)."""
+    src = (
+        "in double A\nout string O\n"
+        '( A(x) { z = x * 0.0; n = -z; !>O(string(min(z, n)) + " " + string(min(n, z)) + " " '
+        '+ string(max(n, z)) + " " + string(max(z, n)) + " " + string(min(n, n)) + " " + string(max(z, z))); } )*'
+    )
+    out = run_program(src, "[2026-01-01 00:00:00] A(1.0)")
+    assert [o["value"] for o in out] == ["-0.0 -0.0 0.0 0.0 -0.0 0.0"]

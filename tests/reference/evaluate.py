@@ -238,6 +238,9 @@ def _call(e: ast.Call, args: list[Any], s: Scope) -> Any:
             a, b = float(args[0]), float(args[1])
             if a != a or b != b:
                 return math.nan
+            if a == b == 0.0:  # Java: -0.0 is below 0.0
+                signs = {math.copysign(1.0, a), math.copysign(1.0, b)}
+                return (min if name == "min" else max)(signs) * 0.0
         return min(args) if name == "min" else max(args)
     return builtins.call(name, args, s.error)
 

@@ -221,3 +221,33 @@ def test_a_version_too_large_to_keep_can_be_restarted_not_carried(
 
 def v1_tag() -> int:
     return context.program_tag(fingerprint_of(compile_source(QUIET, name="p").require()))
+
+
+def test_the_state_query_reads_another_version_s_snapshot_in_its_writer_s_terms(tmp_path: Path) -> None:
+    """Until the new version's first commit writes the converted instances back, the store holds
+    them as v1 wrote them: the state query explained them in v2's terms (v2's "elapse[2 minutes]"
+    beside v1's deadline, T0 + 5 minutes). It reads them in v1's terms and says so."""
+    from eventscript.explain.terms import ProgramTerms
+    from eventscript.state.query import answer_from_store
+
+    log, committed = run_v1(tmp_path)
+    v2 = restore(tmp_path / "v2", log, committed, SHORTER, "carry")
+
+    def asked(key: str) -> dict[str, Any]:
+        return answer_from_store(ProgramTerms(v2.program), v2.store, (key,), 0).to_json()
+
+    before = asked("a")["instance"]
+    assert before["timer"]["marker"]["text"] == "elapse[5 minutes]"  # v1's marker, v1's deadline
+    assert before["timer"]["deadline"].startswith("2026-01-01T00:05:00")
+    assert before["version"]["own"] is False and before["version"]["tag"] == f"{v1_tag():08x}"
+    assert before["version"]["fingerprint"] == fingerprint_of(compile_source(QUIET, name="p").require())
+    from eventscript.cli.state_cmds import answer_text
+
+    said = answer_text(answer_from_store(ProgramTerms(v2.program), v2.store, ("a",), 0).to_json())
+    assert any(line.startswith(f"  version {v1_tag():08x}: written by another version") for line in said), said
+    commit(v2, log, succeeds=True)  # a converted at load (its timer), written back in v2
+    after = asked("a")["instance"]
+    assert "version" not in after
+    assert after["timer"]["marker"]["text"] == "elapse[2 minutes]"
+    assert after["timer"]["deadline"].startswith("2026-01-01T00:02:00")
+    v2.close()

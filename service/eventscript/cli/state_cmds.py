@@ -336,6 +336,9 @@ def answer_text(a: dict[str, Any]) -> list[str]:
     inst = a.get("instance")
     if inst:
         waiting = ", ".join(f"{m['text']}@{m['line']}:{m['col']}" for m in inst["waiting"]) or "nothing"
+        version = inst.get("version")
+        if version:  # (a snapshot of another program version: see state.program_versions)
+            lines.append(f"  version {version['tag']}: {version['note']}; explained in {version['explained_in']}")
         lines.append(
             f"  state {inst['state']}: "
             + ("ended" if inst["ended"] else f"waits for {waiting}")

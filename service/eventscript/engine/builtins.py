@@ -202,14 +202,20 @@ def _ceil(x: float) -> float:
 
 
 def _min_double(a: float, b: float) -> float:
+    """Java's ``Math.min``: NaN if either is, and -0.0 below 0.0 (whichever comes first)."""
     if math.isnan(a) or math.isnan(b):
         return math.nan
+    if a == 0.0 and b == 0.0:
+        return -0.0 if math.copysign(1.0, a) < 0 or math.copysign(1.0, b) < 0 else 0.0
     return min(a, b)
 
 
 def _max_double(a: float, b: float) -> float:
+    """Java's ``Math.max``: NaN if either is, and 0.0 above -0.0 (whichever comes first)."""
     if math.isnan(a) or math.isnan(b):
         return math.nan
+    if a == 0.0 and b == 0.0:
+        return 0.0 if math.copysign(1.0, a) > 0 or math.copysign(1.0, b) > 0 else -0.0
     return max(a, b)
 
 

@@ -27,6 +27,7 @@ from ..engine.timeutil import format_time
 from ..explain.terms import ProgramTerms
 from ..state.changelog import CLOCK_KEY, SINGLE_KEY, EpochFence, Position, decode_clock, is_instance_key, tp_name
 from ..state.keyinfo import decode_info, split_value
+from ..state.program_versions import WrittenBy
 from ..state.query import ended_fields, explain_snapshot, last_record_fields
 from ..topology.config import KafkaConfig, ProgramConfig, Topology, TopologyError
 from . import clients
@@ -55,6 +56,10 @@ class FoldedTask:
     applied: int = 0
     skipped: int = 0
     fence: EpochFence = field(default_factory=EpochFence)
+
+    def lookup(self, key: bytes) -> bytes | None:
+        """A task-state record's value (the program versions: ``state.program_versions``)."""
+        return self.records.get(key, (None, 0))[0]
 
 
 def committed_positions(topo: Topology, cfg: ProgramConfig, partitions: int) -> dict[int, Position]:
@@ -192,7 +197,7 @@ def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | Non
                 }
                 continue
             info = decode_info(split_value(value, None)[1])
-            instance = explain_snapshot(terms, value)
+            instance = explain_snapshot(terms, value, WrittenBy(terms, task.lookup))
             yield {
                 "program": name,
                 "task": task.partition,

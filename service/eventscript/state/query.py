@@ -42,6 +42,7 @@ from ..explain.terms import ProgramTerms
 from ..language.types import DOUBLE, STRING
 from .changelog import CLOCK_KEY, SINGLE_KEY, Position, decode_clock, decode_position, split_batch_frame
 from .keyinfo import ENDED_RETENTION_MS, WHY, KeyInfo, decode_info, info_key, split_value, stored_info
+from .program_versions import WrittenBy
 
 # The store's own metadata keys (one home: state/store.py), read here in the same snapshot as the key.
 from .store import _META_CHECKPOINT, _META_POSITION, TaskStore
@@ -207,15 +208,22 @@ class KeyAnswer:
         }
 
 
-def explain_snapshot(terms: ProgramTerms, raw: bytes) -> dict[str, Any]:
+def explain_snapshot(terms: ProgramTerms, raw: bytes, written_by: WrittenBy | None = None) -> dict[str, Any]:
     """An instance snapshot in program terms (``explain.explain_instance``), with its origin
     (the record that created it, ``topic:partition:offset``) and the timer events it took.
     ``raw`` may also be a changelog record's value as it is (its batch's position in front,
     ``changelog.split_batch_frame``, then the key's information, ``keyinfo.split_value``), which a
-    reader of the changelog's raw records has."""
+    reader of the changelog's raw records has. ``written_by``: the task state's versions, so that
+    a snapshot of another version is read in its writer's terms and says so (``version``)."""
     raw = split_batch_frame(raw, None, None)[0] or raw
-    snap = decode_snapshot(split_value(raw, None)[0] or raw)
+    data = split_value(raw, None)[0] or raw
+    version = None
+    if written_by is not None:
+        terms, version = written_by.terms_for(data)
+    snap = decode_snapshot(data)
     out = explain_instance(terms, view_of_snapshot(terms, snap))
+    if version is not None:
+        out["version"] = version
     timed = bool(terms.program.timers)
     out["origin"] = snap.origin if snap.origin is not None or timed else None
     if snap.origin is None and not timed:
@@ -253,8 +261,15 @@ def committed_fields(read: CommittedRead) -> dict[str, Any]:
     }
 
 
-def answer_key(terms: ProgramTerms, key: tuple[Any, ...] | None, read: CommittedRead, task: int | None) -> KeyAnswer:
-    """The answer about ``key`` from one consistent read of its task's store."""
+def answer_key(
+    terms: ProgramTerms,
+    key: tuple[Any, ...] | None,
+    read: CommittedRead,
+    task: int | None,
+    written_by: WrittenBy | None = None,
+) -> KeyAnswer:
+    """The answer about ``key`` from one consistent read of its task's store (``written_by``: see
+    ``explain_snapshot``)."""
     program = terms.compiled
     shown_key = None
     if key is not None and program.program.key_types is not None:
@@ -269,7 +284,7 @@ def answer_key(terms: ProgramTerms, key: tuple[Any, ...] | None, read: Committed
         return KeyAnswer(
             program.name, shown_key, task, "absent", None, committed_fields(read), note=ENDED_UNKNOWN, last_record=last
         )
-    instance = explain_snapshot(terms, read.snapshot)
+    instance = explain_snapshot(terms, read.snapshot, written_by)
     status = "ended" if instance["ended"] else "present"
     return KeyAnswer(program.name, shown_key, task, status, instance, committed_fields(read), last_record=last)
 
@@ -277,5 +292,7 @@ def answer_key(terms: ProgramTerms, key: tuple[Any, ...] | None, read: Committed
 def answer_from_store(
     terms: ProgramTerms, store: TaskStore, key: tuple[Any, ...] | None, task: int | None, other_thread: bool = False
 ) -> KeyAnswer:
-    """``answer_key`` over a consistent read of ``store`` (see ``read_committed``)."""
-    return answer_key(terms, key, read_committed(store, store_key(terms.compiled, key), other_thread), task)
+    """``answer_key`` over a consistent read of ``store`` (see ``read_committed``), a snapshot of
+    another program version read in its writer's terms (the versions the store keeps)."""
+    read = read_committed(store, store_key(terms.compiled, key), other_thread)
+    return answer_key(terms, key, read, task, WrittenBy(terms, store.get))

@@ -22,7 +22,6 @@ those instances stay in memory until the next commit has written them.
 from __future__ import annotations
 
 import logging
-import weakref
 import zlib
 from collections import Counter
 from collections.abc import Callable
@@ -35,9 +34,10 @@ from ..engine import context
 from ..engine.engine import Engine
 from ..state.changelog import TIMERS_KEY, UNTAGGED_KEY, VERSION_PREFIX, is_instance_key
 from ..state.keyinfo import framed_value, snapshot_of
+from ..state.program_versions import read_version_record, version_key
 from ..state.store import TaskStore, parse_index_key, snapshot_fields
 from ..upgrade.convert import Conversion, UpgradeRefused
-from ..upgrade.fingerprint import fingerprint
+from ..upgrade.fingerprint import fingerprint_of
 from ..upgrade.loader import UpgradeLoader
 from ..upgrade.places import source_places
 from ..upgrade.plan import CARRIED, ENDED, RESTARTED
@@ -50,26 +50,6 @@ REFUSED = "refused"
 OUTCOMES = (CARRIED, RESTARTED, ENDED, REFUSED)
 #: What the host's counts name them: ``upgraded_carried``, ...
 COUNT_PREFIX = "upgraded_"
-
-#: id of a compiled program → (a weak reference to it, its fingerprint). By id: a compiled program
-#: is a dataclass compared by value, so it cannot be a key itself.
-_FINGERPRINTS: dict[int, tuple[weakref.ref[CompiledProgram], str]] = {}
-
-
-def fingerprint_of(compiled: CompiledProgram) -> str:
-    """The program's fingerprint, computed once per compiled program (a worker's tasks share one)."""
-    known = _FINGERPRINTS.get(id(compiled))
-    if known is not None and known[0]() is compiled:
-        return known[1]
-    fp = fingerprint(compiled)
-    key = id(compiled)
-    _FINGERPRINTS[key] = (weakref.ref(compiled, lambda _: _FINGERPRINTS.pop(key, None)), fp)
-    return fp
-
-
-def version_key(tag: int) -> bytes:
-    return VERSION_PREFIX + b"%08x" % tag
-
 
 #: The largest version record kept with its compiled program (compressed bytes): a changelog
 #: record must stay under the brokers' message size (1 MiB by default). A larger program's record
@@ -92,17 +72,6 @@ def version_record(compiled: CompiledProgram) -> bytes:
         )
         raw = zlib.compress(orjson.dumps({"fingerprint": fp, "compiled": None}))
     return raw
-
-
-def read_version_record(raw: bytes) -> tuple[str, CompiledProgram | None]:
-    """(fingerprint, compiled program: None when it was too large to keep) of a version record;
-    ValueError if it cannot be read."""
-    try:
-        doc: Any = orjson.loads(zlib.decompress(raw))
-        compiled = doc["compiled"]
-        return str(doc["fingerprint"]), None if compiled is None else CompiledProgram.from_json(compiled)
-    except (zlib.error, orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"unreadable program version record: {exc}") from None
 
 
 class ProgramVersions:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import weakref
 from typing import Any
 
 from ..automata.compiled import CompiledProgram
@@ -29,6 +30,22 @@ def fingerprint(compiled: CompiledProgram) -> str:
     """``es1-`` and the first 32 hex digits of the SHA-256 of the program's canonical form."""
     text = json.dumps(canonical(compiled), separators=(",", ":"), sort_keys=True, default=str)
     return f"es{SCHEME}-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+#: id of a compiled program → (a weak reference to it, its fingerprint). By id: a compiled program
+#: is a dataclass compared by value, so it cannot be a key itself.
+_FINGERPRINTS: dict[int, tuple[weakref.ref[CompiledProgram], str]] = {}
+
+
+def fingerprint_of(compiled: CompiledProgram) -> str:
+    """The program's fingerprint, computed once per compiled program (a worker's tasks share one)."""
+    known = _FINGERPRINTS.get(id(compiled))
+    if known is not None and known[0]() is compiled:
+        return known[1]
+    fp = fingerprint(compiled)
+    key = id(compiled)
+    _FINGERPRINTS[key] = (weakref.ref(compiled, lambda _: _FINGERPRINTS.pop(key, None)), fp)
+    return fp
 
 
 def canonical(compiled: CompiledProgram) -> dict[str, Any]:
