@@ -190,7 +190,8 @@ def _binary(e: ast.Binary, s: Scope) -> Any:
         if e.op == "/" and b == 0.0:
             return math.copysign(math.inf, a) * math.copysign(1.0, b) if a == a and a != 0.0 else math.nan
         if e.op == "%":
-            return math.fmod(a, b) if b != 0.0 else math.nan
+            # Java: NaN for an infinite dividend or a zero divisor (math.fmod raises on the first)
+            return math.fmod(a, b) if b != 0.0 and not math.isinf(a) else math.nan
         return {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else 0.0}[e.op]
     if e.op in ("/", "%") and b == 0:
         s.error(LONG_DIVISION_BY_ZERO, f"long division by zero ({a} {e.op} 0)")

@@ -20,7 +20,7 @@ from eventscript.language.checker import CheckedProgram, check
 from eventscript.language.diagnostics import Diagnostics
 from eventscript.language.parser import parse
 from eventscript.language.source import SourceFile
-from eventscript.language.types import DOUBLE, LONG, STRING, TIME, ArrayType, StructType
+from eventscript.language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, ArrayType, StructType
 
 from . import builtins
 from .evaluate import INVALID_OPERATION, Scope, evaluate, execute, json_double
@@ -400,7 +400,9 @@ def _fits(value: Any, ty: Any) -> bool:
     # Traces are strict (conformance README, the trace format; docs/language.md 10.1): an integer
     # is promoted where a double is declared and nothing else is converted.
     if ty == LONG:
-        return type(value) is int
+        return type(value) is int and -(2**63) <= value < 2**63
+    if ty == BOOLEAN:
+        return type(value) is bool
     if ty == DOUBLE:  # also the output's spelling of the doubles no literal can write
         return type(value) in (int, float) or value in ("NaN", "Infinity", "-Infinity")
     if ty == STRING:
