@@ -144,7 +144,7 @@ class Reference:
         line: dict[str, Any] = {
             "time": format_time(self.now),
             "event": name,
-            "value": json_double(value) if ty == DOUBLE else format_time(value) if ty == TIME else value,
+            "value": _output_value(value, ty),
         }
         if key is not None:
             line["key"] = list(key)
@@ -386,6 +386,20 @@ class Reference:
         while isinstance(node, ast.CaseArm):
             node = node.then if evaluate(node.cond, scope) else node.otherwise
         return node.name
+
+
+def _output_value(value: Any, ty: Any) -> Any:
+    """A value as an output line writes it (conformance README, the output format), also inside
+    structures and arrays: doubles as JSON numbers or "NaN"/"Infinity", times as ISO-8601 text."""
+    if ty == DOUBLE:
+        return json_double(value)
+    if ty == TIME:
+        return format_time(value)
+    if isinstance(ty, StructType):
+        return {n: _output_value(value[n], t) for n, t in ty.fields}
+    if isinstance(ty, ArrayType):
+        return [_output_value(v, ty.element) for v in value]
+    return value
 
 
 def _case_names(node: ast.CaseNode | None) -> set[str]:

@@ -314,3 +314,17 @@ def test_a_trace_value_that_does_not_fit_is_error_6(declared: str, value: int) -
     items = _items([("A", value)])
     assert [line["value"] for line in run_reference(src, Trace(items))] == [6]
     assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))
+
+
+def test_times_and_doubles_inside_structures_and_arrays_are_written_as_the_output_writes_them() -> None:
+    # Conformance README, output format: a time as ISO-8601 text and a NaN as "NaN" wherever they
+    # stand (the toll-booth case emits a structure with a time); the reference wrote them so only
+    # at the top of a value.
+    src = (
+        "in double D\nout {time at; double[] ds;} S\n"
+        "( D(d) { a = new double[3]; a[0] = d / 0.0; a[1] = 0.0 / 0.0; a[2] = d;\n"
+        "         !>S({at: secondsAfter(1, now()), ds: a}); } )*"
+    )
+    items = _items([("D", 1.5)])
+    assert _values(src, [("D", 1.5)]) == [{"at": "2026-01-01T00:00:01.000000Z", "ds": ["Infinity", "NaN", 1.5]}]
+    assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))
