@@ -133,8 +133,14 @@ class Reference:
         key), None outside any (an undeclared name, a bad value, a key that failed)."""
         line: dict[str, Any] = {"time": format_time(self.now), "event": "$error", "value": code}
         if key is not None:
-            line["key"] = list(key)
+            line["key"] = self._key_line(key)
         self.out.append(line)
+
+    def _key_line(self, key: tuple[Any, ...]) -> list[Any]:
+        """A key as an output line writes it: its components in the value encoding (a time as
+        ISO-8601 text, a NaN as "NaN"), typed by the group clauses (all alike: 2.7)."""
+        entry = next(e for e in self.inputs.values() if e.group is not None)
+        return [_output_value(v, g.ty) for v, g in zip(key, entry.group)]
 
     def _emit(self, name: str, value: Any, key: tuple[Any, ...] | None) -> None:
         ty = self.outputs[name].ty
@@ -147,7 +153,7 @@ class Reference:
             "value": _output_value(value, ty),
         }
         if key is not None:
-            line["key"] = list(key)
+            line["key"] = self._key_line(key)
         self.out.append(line)
 
     def _scope(self, inst: Instance) -> Scope:

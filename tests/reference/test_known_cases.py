@@ -328,3 +328,16 @@ def test_times_and_doubles_inside_structures_and_arrays_are_written_as_the_outpu
     items = _items([("D", 1.5)])
     assert _values(src, [("D", 1.5)]) == [{"at": "2026-01-01T00:00:01.000000Z", "ds": ["Infinity", "NaN", 1.5]}]
     assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))
+
+
+def test_a_time_key_component_is_written_as_iso_text() -> None:
+    # docs/language.md 10.2: the key's components in the value encoding; the reference wrote a
+    # time component as its count of microseconds (tests/cases/group-key-single-time differed).
+    src = "in time A group(A, 1.5)\nout long O\n{ n = 0; }\n( A() { n = n + 1; !>O(n); } )*"
+    items = _items([("A", "2026-01-01T09:00:00Z"), ("A", "2026-01-01T09:00:00Z")])
+    want = [
+        {"time": "2026-01-01T00:00:00.000000Z", "event": "O", "value": v, "key": ["2026-01-01T09:00:00.000000Z", 1.5]}
+        for v in (1, 2)
+    ]
+    assert run_reference(src, Trace(items)) == want
+    assert run_tester(src, render(items, T0), lazy=False) == want
