@@ -493,6 +493,13 @@ class TestMultiplierOrActionBlock:
             ("in {3,1} the upper bound is below the lower bound", "write the smaller bound first: {1,3}")
         ]
 
+    def test_a_multiplier_without_its_lower_bound_is_told_to_write_zero(self) -> None:
+        d = Diagnostics()
+        parse(SourceFile("t.es", "in {} A\nout long O\nA(){,3}"), d)
+        assert [(e.pos.col, e.message, e.hint) for e in d.errors] == [
+            (5, "a multiplier needs its lower bound before ','", "write {0,3} for at most 3 repetitions")
+        ]
+
     def test_a_block_not_after_an_element_keeps_the_action_hint(self) -> None:
         d = Diagnostics()
         parse(SourceFile("t.es", "in {} A\nout long O\n{ x } A()"), d)

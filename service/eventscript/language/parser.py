@@ -676,6 +676,13 @@ class Parser:
                 self._enter(op.pos)
                 low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[op.kind]
                 item = ast.RRepeat(item.pos, item, low, high, op.pos)
+            elif self.at("{") and self.peek().kind == "," and self.peek(2).kind == "INT":
+                high_text = self.peek(2).text
+                raise ParseError(
+                    self.peek().pos,
+                    "a multiplier needs its lower bound before ','",
+                    f"write {{0,{high_text}}} for at most {high_text} repetitions",
+                )
             elif self._at_unclosed_multiplier():
                 raise ParseError(
                     self.tok.pos, "this multiplier is not closed", "multipliers are written {i}, {i,j} or {i,}"
