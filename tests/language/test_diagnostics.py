@@ -684,7 +684,18 @@ class TestGroupingAndClassification:
     def test_group_clause_missing_on_some_inputs(self) -> None:
         e = only_error("in long A group(A)\nin long C\nout long B\n( A(x) { !>B(x); } | C() )*")
         assert (at(e), e.message) == ((2, 9), "input event C has no group clause, but other input events do")
-        assert e.hint is not None and "group(C.someField)" in e.hint
+        assert (
+            e.hint
+            == "in a grouped program every input event needs group(...) with 1 component(s), as A's has; e.g. group(C)"
+        )
+
+    def test_a_missing_group_clause_is_shown_with_the_inputs_own_fields(self) -> None:
+        # Document 2.7: the key is computed from the arriving event's value, e.g. its fields.
+        src = "in {string t; string c; double p;} T group(T.t, T.c)\nin {string id;} U\nout long B\n( T() | U() )*"
+        assert only_error(src).hint == (
+            "in a grouped program every input event needs group(...) with 2 component(s), as T's has; "
+            "e.g. group(U.id, ...)"
+        )
 
     def test_group_clauses_of_different_arity(self) -> None:
         e = only_error("in long A group(A)\nin long C group(C, C)\nout long B\n( A(x) { !>B(x); } | C() )*")

@@ -166,12 +166,14 @@ class DeclarationChecks(CheckerState):
         grouped = [e for e in self.inputs.values() if e.entry.group is not None]
         if not grouped:
             return
+        arity = len(grouped[0].entry.group or [])
         for ev in self.inputs.values():
             if ev.entry.group is None:
                 self.err(
                     ev.pos,
                     f"input event {ev.name} has no group clause, but other input events do",
-                    f"in a grouped program every input event needs group(...); e.g. group({ev.name}.someField)",
+                    f"in a grouped program every input event needs group(...) with {arity} component(s), as "
+                    f"{grouped[0].name}'s has; e.g. {_group_example(ev, arity)}",
                 )
         first = grouped[0]
         key_types: list[Type] | None = None
@@ -262,3 +264,12 @@ class DeclarationChecks(CheckerState):
         self.expect(e, t)
         self.reporting = was
         return self.synth(e)
+
+
+def _group_example(ev: InputEvent, arity: int) -> str:
+    """A group clause of ``arity`` components for an input, from its own value: the value itself,
+    or its first fields (document 2.7: group(Trade.traderID, Trade.company))."""
+    fields = [f"{ev.name}.{name}" for name, _ in ev.ty.fields] if isinstance(ev.ty, StructType) else []
+    parts = (fields or [ev.name])[:arity]
+    parts += ["..."] * (arity - len(parts))
+    return f"group({', '.join(parts)})"
