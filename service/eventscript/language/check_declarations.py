@@ -26,14 +26,18 @@ class DeclarationChecks(CheckerState):
                 return PRIMITIVES[t.name]
             if t.name in self.typedefs:
                 return self.typedefs[t.name]
+            known = (
+                "types are boolean, double, long, string, time, object, arrays, structures, "
+                "or names defined earlier with 'type Name = ...'"
+            )
+            other = OTHER_LANGUAGES_TYPES.get(t.name.lower())
             self.err(
                 t.pos,
                 f"unknown type {t.name!r}",
-                lambda: suggest(
-                    t.name,
-                    [*PRIMITIVES, *self.typedefs],
-                    "types are boolean, double, long, string, time, object, arrays, structures, "
-                    "or names defined earlier with 'type Name = ...'",
+                lambda: (
+                    f"EventScript's {other}; {known}"
+                    if other and t.name not in self.typedefs
+                    else suggest(t.name, [*PRIMITIVES, *self.typedefs], known)
                 ),
             )
             return None
@@ -264,6 +268,20 @@ class DeclarationChecks(CheckerState):
         self.expect(e, t)
         self.reporting = was
         return self.synth(e)
+
+
+#: Type names of other languages (and the language document's own slip, "number exposure" in
+#: section 2.5) and what EventScript calls the type.
+OTHER_LANGUAGES_TYPES = {
+    "number": "numbers are long (64-bit integers) and double (IEEE 754)",
+    "int": "integer type is long (64 bits)",
+    "integer": "integer type is long (64 bits)",
+    "float": "floating-point type is double",
+    "bool": "truth values are boolean",
+    "str": "text type is string",
+    "datetime": "timestamp type is time",
+    "timestamp": "timestamp type is time",
+}
 
 
 def _group_example(ev: InputEvent, arity: int) -> str:
