@@ -114,6 +114,20 @@ def test_java_double_text() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("x", "text"),
+    [(5e-324, "4.9E-324"), (1e-323, "9.9E-324"), (5e-323, "4.9E-323"), (1.5e-323, "1.5E-323"), (2e-323, "2.0E-323")],
+)
+def test_a_tiny_subnormals_text_is_javas_two_digits_closest_to_it(x: float, text: str) -> None:
+    """Double.toString (since JDK 19, which specifies it): when one digit reads back as the double,
+    the decimal of one or two digits closest to it is written, so Double.MIN_VALUE is 4.9E-324,
+    not 5.0E-324; the reference interpreter writes the same (string(x), docs/language.md 8)."""
+    from eventscript.engine.builtins import format_double
+    from reference.evaluate import java_double_text
+
+    assert format_double(x) == format_double(-x)[1:] == java_double_text(x) == text
+
+
 def test_a_timer_firing_forever_at_one_instant_is_stopped() -> None:
     from conftest import run_program
 

@@ -331,6 +331,23 @@ class TestDeclarationErrors:
         assert (at(e), e.message) == ((1, 12), "unknown type 'Number'")
         assert e.hint is not None and "names defined earlier with 'type Name = ...'" in e.hint
 
+    @pytest.mark.parametrize(
+        ("name", "says"),
+        [
+            ("number", "numbers are long (64-bit integers) and double"),
+            ("int", "integer type is long"),
+            ("bool", "truth values are boolean"),
+        ],
+    )
+    def test_another_languages_type_name_is_told_eventscripts(self, name: str, says: str) -> None:
+        # The language document's own 2.5 declares {string employeeID; number exposure;}.
+        e = only_error(f"in {{string employeeID; {name} exposure;}} E\nout long O\n( E() )*")
+        assert e.message == f"unknown type '{name}'"
+        assert e.hint is not None and e.hint.startswith(f"EventScript's {says}")
+
+    def test_a_type_defined_with_such_a_name_is_a_type(self) -> None:
+        assert not errors("type number = double\nin number A\nout double O\n( A(x) { !>O(x); } )*")
+
     def test_type_used_before_its_definition(self) -> None:
         e = diags("type B = A[]\ntype A = long\nin B X\nout long O\n( X(x) { !>O(x[0]); } )*", Severity.ERROR)[0]
         assert (at(e), e.message) == ((1, 10), "unknown type 'A'")
@@ -684,7 +701,18 @@ class TestGroupingAndClassification:
     def test_group_clause_missing_on_some_inputs(self) -> None:
         e = only_error("in long A group(A)\nin long C\nout long B\n( A(x) { !>B(x); } | C() )*")
         assert (at(e), e.message) == ((2, 9), "input event C has no group clause, but other input events do")
-        assert e.hint is not None and "group(C.someField)" in e.hint
+        assert (
+            e.hint
+            == "in a grouped program every input event needs group(...) with 1 component(s), as A's has; e.g. group(C)"
+        )
+
+    def test_a_missing_group_clause_is_shown_with_the_inputs_own_fields(self) -> None:
+        # Document 2.7: the key is computed from the arriving event's value, e.g. its fields.
+        src = "in {string t; string c; double p;} T group(T.t, T.c)\nin {string id;} U\nout long B\n( T() | U() )*"
+        assert only_error(src).hint == (
+            "in a grouped program every input event needs group(...) with 2 component(s), as T's has; "
+            "e.g. group(U.id, ...)"
+        )
 
     def test_group_clauses_of_different_arity(self) -> None:
         e = only_error("in long A group(A)\nin long C group(C, C)\nout long B\n( A(x) { !>B(x); } | C() )*")

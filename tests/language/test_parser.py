@@ -475,6 +475,38 @@ class TestMultiplierOrActionBlock:
         assert errs and errs[0][:2] == (3, col)
         assert errs[0][2].startswith("expected '=' or '?' after the expression") and errs[0][2].endswith(found)
 
+    @pytest.mark.parametrize("text", ["Reading(x){n}", "A() {n, 3}", "A(){-1}", "A(){1.5}", "(A()) {N}", "A(){2,n}"])
+    def test_a_multiplier_with_a_computed_count_gets_the_documents_rule_as_its_hint(self, text: str) -> None:
+        # Language document 4.2: "the number n in an EventScript regular expression of the form
+        # R{n} must be a constant"; the hint says so and how to count instead.
+        d = Diagnostics()
+        parse(SourceFile("t.es", "in {} A, long Reading\nout long O\n" + text), d)
+        assert len(d.errors) == 1
+        hint = d.errors[0].hint or ""
+        assert hint.startswith("a multiplier's bounds are integer constants, 0 or more: {3}, {2,5} or {2,}")
+        assert "count in a variable: ( R { k = k + 1; k == n ? ... } )*" in hint
+
+    def test_bounds_in_the_wrong_order_get_them_the_right_way_round(self) -> None:
+        d = Diagnostics()
+        parse(SourceFile("t.es", "in {} A\nout long O\nA(){3,1}"), d)
+        assert [(e.message, e.hint) for e in d.errors] == [
+            ("in {3,1} the upper bound is below the lower bound", "write the smaller bound first: {1,3}")
+        ]
+
+    def test_a_multiplier_without_its_lower_bound_is_told_to_write_zero(self) -> None:
+        d = Diagnostics()
+        parse(SourceFile("t.es", "in {} A\nout long O\nA(){,3}"), d)
+        assert [(e.pos.col, e.message, e.hint) for e in d.errors] == [
+            (5, "a multiplier needs its lower bound before ','", "write {0,3} for at most 3 repetitions")
+        ]
+
+    def test_a_block_not_after_an_element_keeps_the_action_hint(self) -> None:
+        d = Diagnostics()
+        parse(SourceFile("t.es", "in {} A\nout long O\n{ x } A()"), d)
+        assert [e.hint for e in d.errors] == [
+            "an action is an assignment x = e;, an emit !>Name(e);, a conditional c ? action or a for loop"
+        ]
+
     def test_multiplier_and_action_block_together(self) -> None:
         src = "in {} A\nout long O\n{ n = 0; } ( A(){2} { n = n + 1; !>O(n); } )*"
         r = regex("( A(){2} { !>O(1); } )*")

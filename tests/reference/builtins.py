@@ -61,11 +61,13 @@ def _pow(x: float, y: float) -> float:
 
 
 def _floor(x: float) -> float:
-    return x if x != x or math.isinf(x) else float(math.floor(x))
+    # Java keeps the sign of a zero result: floor(-0.0) is -0.0
+    return x if x != x or math.isinf(x) else math.copysign(float(math.floor(x)), x)
 
 
 def _ceil(x: float) -> float:
-    return x if x != x or math.isinf(x) else float(math.ceil(x))
+    # Java keeps the sign of a zero result: ceil(-0.5) and ceil(-0.0) are -0.0
+    return x if x != x or math.isinf(x) else math.copysign(float(math.ceil(x)), x)
 
 
 def to_long(x: float, rounding: Callable[[float], int]) -> int:

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from eventscript.language import ast
@@ -78,6 +79,8 @@ def java_double_text(x: float) -> str:
     digits = "".join(map(str, digit_tuple))
     point = len(digits) + exponent  # the value is 0.<digits> * 10^point
     digits = digits.rstrip("0")
+    if len(digits) == 1:
+        digits, point = _two_digit_text(abs(x), digits, point)
     sign = "-" if x < 0 else ""
     if 1e-3 <= abs(x) < 1e7:
         if point <= 0:
@@ -86,6 +89,19 @@ def java_double_text(x: float) -> str:
             return f"{sign}{digits}{'0' * (point - len(digits))}.0"
         return f"{sign}{digits[:point]}.{digits[point:]}"
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
+
+
+def _two_digit_text(x: float, digit: str, point: int) -> tuple[str, int]:
+    """Java (Double.toString since JDK 19): when one digit is enough to read back as ``x``, the
+    decimal of one or two digits nearest to ``x`` among those that read back as it (4.9E-324)."""
+    best = (abs(Fraction(int(digit) * 10) * Fraction(10) ** (point - 2) - Fraction(x)), digit, point)
+    for p in (point, point - 1):
+        for n in range(10, 100):
+            value = Fraction(n) * Fraction(10) ** (p - 2)
+            if float(value) == x:
+                text = str(n).rstrip("0")
+                best = min(best, (abs(value - Fraction(x)), text, p), key=lambda b: (b[0], int(b[1][-1]) % 2))
+    return best[1], best[2]
 
 
 def json_double(x: float) -> float | str:
@@ -190,7 +206,8 @@ def _binary(e: ast.Binary, s: Scope) -> Any:
         if e.op == "/" and b == 0.0:
             return math.copysign(math.inf, a) * math.copysign(1.0, b) if a == a and a != 0.0 else math.nan
         if e.op == "%":
-            return math.fmod(a, b) if b != 0.0 else math.nan
+            # Java: NaN for an infinite dividend or a zero divisor (math.fmod raises on the first)
+            return math.fmod(a, b) if b != 0.0 and not math.isinf(a) else math.nan
         return {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else 0.0}[e.op]
     if e.op in ("/", "%") and b == 0:
         s.error(LONG_DIVISION_BY_ZERO, f"long division by zero ({a} {e.op} 0)")

@@ -20,7 +20,7 @@ from eventscript.language.checker import CheckedProgram, check
 from eventscript.language.diagnostics import Diagnostics
 from eventscript.language.parser import parse
 from eventscript.language.source import SourceFile
-from eventscript.language.types import DOUBLE, LONG, STRING, TIME, ArrayType, StructType
+from eventscript.language.types import BOOLEAN, DOUBLE, LONG, STRING, TIME, ArrayType, StructType
 
 from . import builtins
 from .evaluate import INVALID_OPERATION, Scope, evaluate, execute, json_double
@@ -133,8 +133,14 @@ class Reference:
         key), None outside any (an undeclared name, a bad value, a key that failed)."""
         line: dict[str, Any] = {"time": format_time(self.now), "event": "$error", "value": code}
         if key is not None:
-            line["key"] = list(key)
+            line["key"] = self._key_line(key)
         self.out.append(line)
+
+    def _key_line(self, key: tuple[Any, ...]) -> list[Any]:
+        """A key as an output line writes it: its components in the value encoding (a time as
+        ISO-8601 text, a NaN as "NaN"), typed by the group clauses (all alike: 2.7)."""
+        entry = next(e for e in self.inputs.values() if e.group is not None)
+        return [_output_value(v, g.ty) for v, g in zip(key, entry.group)]
 
     def _emit(self, name: str, value: Any, key: tuple[Any, ...] | None) -> None:
         ty = self.outputs[name].ty
@@ -144,10 +150,10 @@ class Reference:
         line: dict[str, Any] = {
             "time": format_time(self.now),
             "event": name,
-            "value": json_double(value) if ty == DOUBLE else format_time(value) if ty == TIME else value,
+            "value": _output_value(value, ty),
         }
         if key is not None:
-            line["key"] = list(key)
+            line["key"] = self._key_line(key)
         self.out.append(line)
 
     def _scope(self, inst: Instance) -> Scope:
@@ -390,6 +396,20 @@ class Reference:
         return node.name
 
 
+def _output_value(value: Any, ty: Any) -> Any:
+    """A value as an output line writes it (conformance README, the output format), also inside
+    structures and arrays: doubles as JSON numbers or "NaN"/"Infinity", times as ISO-8601 text."""
+    if ty == DOUBLE:
+        return json_double(value)
+    if ty == TIME:
+        return format_time(value)
+    if isinstance(ty, StructType):
+        return {n: _output_value(value[n], t) for n, t in ty.fields}
+    if isinstance(ty, ArrayType):
+        return [_output_value(v, ty.element) for v in value]
+    return value
+
+
 def _case_names(node: ast.CaseNode | None) -> set[str]:
     if node is None:
         return set()
@@ -402,7 +422,9 @@ def _fits(value: Any, ty: Any) -> bool:
     # Traces are strict (conformance README, the trace format; docs/language.md 10.1): an integer
     # is promoted where a double is declared and nothing else is converted.
     if ty == LONG:
-        return type(value) is int
+        return type(value) is int and -(2**63) <= value < 2**63
+    if ty == BOOLEAN:
+        return type(value) is bool
     if ty == DOUBLE:  # also the output's spelling of the doubles no literal can write
         return type(value) in (int, float) or value in ("NaN", "Infinity", "-Infinity")
     if ty == STRING:

@@ -124,6 +124,12 @@ class Matcher:
     def __init__(self, root: Term, markers: dict[int, Marker], alphabet: Iterable[Symbol]) -> None:
         self.root = root
         self.markers = markers
+        #: The classes of each input with a case clause: its name in a marker stands for all of
+        #: them (document footnote 9), also for another input's events of a class they share.
+        self.classes: dict[str, set[str]] = {}
+        for symbol in alphabet:
+            if symbol[2] is not None:
+                self.classes.setdefault(symbol[1], set()).add(symbol[2])
         self.alphabet = list(alphabet) + [
             ("time", m.offset) for m in markers.values() if m.kind in ("elapse", "arrive")
         ]
@@ -199,7 +205,11 @@ class Matcher:
             return marker.offset == symbol[1]
         if marker.kind == "wild":
             return True
-        return marker.kind == "name" and marker.name in (symbol[1], symbol[2])
+        if marker.kind != "name":
+            return False
+        if symbol[2] is None:  # an input without a case clause
+            return marker.name == symbol[1]
+        return marker.name == symbol[2] or symbol[2] in self.classes.get(marker.name, ())
 
     def step(self, ready: Term, symbol: Symbol) -> list[tuple[Acts, Term]]:
         key = (ready, symbol)

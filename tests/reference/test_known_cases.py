@@ -274,3 +274,70 @@ def test_a_time_before_year_1000_is_written_with_four_digits() -> None:
     # docs/language.md 10.2: times in ISO-8601; the year has four digits (0930, not 930).
     src = "in long A\nout time M\n( A(v) { !>M(daysAfter(v, now())); } )*"
     _agree(src, _items([("A", -400_000)]), ["0930-11-03T00:00:00.000000Z"])
+
+
+def test_an_inputs_name_matches_every_event_of_its_classes_also_a_shared_classs() -> None:
+    # Document footnote 9: Purchase(p) is (CompPurchase(p) | OtherPurchase(p)); the input alphabet
+    # has one symbol per class name (footnote 17). A class both inputs share is one symbol, so
+    # A() also takes B(5), a Pos event (docs/language.md 3.2). The reference took only A's events.
+    src = (
+        "in long A case { A > 0 ? Pos : Neg }, long B case { B > 0 ? Pos : Zero }\nout long O\n"
+        "( A(x) { !>O(x); } | Zero() | Pos(y) { !>O(y + 1000); } )*"
+    )
+    items = _items([("B", 5), ("B", 0), ("A", -1)])
+    assert [line["value"] for line in run_reference(src, Trace(items))] == [5, 1005, -1]
+    assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))
+
+
+def test_a_zero_result_of_floor_and_ceil_keeps_its_sign_as_in_java() -> None:
+    src = 'in double D\nout string S\n( D(d) { !>S(floor(d) + " " + ceil(d) + " " + ceil(d - 0.75)); } )*'
+    items = _items([("D", -0.0), ("D", 0.25)])
+    assert [line["value"] for line in run_reference(src, Trace(items))] == ["-0.0 -0.0 -0.0", "0.0 1.0 -0.0"]
+    assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))
+
+
+def test_the_remainder_of_an_infinite_dividend_is_nan() -> None:
+    # Java (and IEEE 754): Infinity % x is NaN, x % Infinity is x; the reference's math.fmod raised.
+    src = "in double D\nout double P\n( D(d) { !>P(d / 0.0 % 2.5); !>P(2.5 % (d / 0.0)); } )*"
+    items = _items([("D", 1.0), ("D", -1.0)])
+    assert [line["value"] for line in run_reference(src, Trace(items))] == ["NaN", 2.5, "NaN", 2.5]
+    assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))
+
+
+@pytest.mark.parametrize(
+    ("declared", "value"), [("boolean", 1), ("boolean", 0), ("long", 2**63), ("long", -(2**63) - 1)]
+)
+def test_a_trace_value_that_does_not_fit_is_error_6(declared: str, value: int) -> None:
+    # docs/language.md 10.1: traces are read strictly; a long is a 64-bit integer, a boolean is
+    # true or false (the reference took 1 for true and any integer for a long).
+    src = f"in {declared} A\nout {declared} O\n( A(x) {{ !>O(x); }} )*"
+    items = _items([("A", value)])
+    assert [line["value"] for line in run_reference(src, Trace(items))] == [6]
+    assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))
+
+
+def test_times_and_doubles_inside_structures_and_arrays_are_written_as_the_output_writes_them() -> None:
+    # Conformance README, output format: a time as ISO-8601 text and a NaN as "NaN" wherever they
+    # stand (the toll-booth case emits a structure with a time); the reference wrote them so only
+    # at the top of a value.
+    src = (
+        "in double D\nout {time at; double[] ds;} S\n"
+        "( D(d) { a = new double[3]; a[0] = d / 0.0; a[1] = 0.0 / 0.0; a[2] = d;\n"
+        "         !>S({at: secondsAfter(1, now()), ds: a}); } )*"
+    )
+    items = _items([("D", 1.5)])
+    assert _values(src, [("D", 1.5)]) == [{"at": "2026-01-01T00:00:01.000000Z", "ds": ["Infinity", "NaN", 1.5]}]
+    assert run_tester(src, render(items, T0), lazy=False) == run_reference(src, Trace(items))
+
+
+def test_a_time_key_component_is_written_as_iso_text() -> None:
+    # docs/language.md 10.2: the key's components in the value encoding; the reference wrote a
+    # time component as its count of microseconds (tests/cases/group-key-single-time differed).
+    src = "in time A group(A, 1.5)\nout long O\n{ n = 0; }\n( A() { n = n + 1; !>O(n); } )*"
+    items = _items([("A", "2026-01-01T09:00:00Z"), ("A", "2026-01-01T09:00:00Z")])
+    want = [
+        {"time": "2026-01-01T00:00:00.000000Z", "event": "O", "value": v, "key": ["2026-01-01T09:00:00.000000Z", 1.5]}
+        for v in (1, 2)
+    ]
+    assert run_reference(src, Trace(items)) == want
+    assert run_tester(src, render(items, T0), lazy=False) == want

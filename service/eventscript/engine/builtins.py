@@ -66,7 +66,7 @@ def _field(attr: str) -> Callable[[Report, Any, int], int]:
 def format_double(x: float) -> str:
     """Doubles as text, as Java's Double.toString: plain decimal with at least one fractional
     digit for 10^-3 <= |x| < 10^7, else computerized scientific notation (1.0E7, 1.5E-4); the
-    digits are the shortest that read back as the same double."""
+    digits are the shortest that read back as the same double (two where that is closer: 4.9E-324)."""
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):
@@ -77,19 +77,28 @@ def format_double(x: float) -> str:
     if 1e-3 <= a < 1e7:
         return repr(x)  # Python's repr is plain decimal in this range, with a fraction
     sign = "-" if x < 0 else ""
-    digits, _, exp = f"{a!r}".partition("e")
-    if exp:  # repr already scientific: 1.5e-05
-        mantissa, exponent = digits, int(exp)
-    else:  # plain: 12345678.0 or 0.0001
-        d = Decimal(repr(a)).normalize()
-        t = d.as_tuple()
-        ds = "".join(map(str, t.digits))
-        # operator: the exponent is a str ('n', 'N', 'F') only for NaN and infinity, returned above
-        exponent = len(ds) - 1 + t.exponent  # type: ignore[operator]
-        mantissa = ds[0] + ("." + ds[1:] if len(ds) > 1 else "")
-    if "." not in mantissa:
-        mantissa += ".0"
+    d = Decimal(repr(a)).normalize()
+    t = d.as_tuple()
+    ds = "".join(map(str, t.digits))
+    # operator: the exponent is a str ('n', 'N', 'F') only for NaN and infinity, returned above
+    exponent = len(ds) - 1 + t.exponent  # type: ignore[operator]
+    if len(ds) == 1:
+        ds, exponent = _closest_two_digits(a, int(ds), exponent)
+    mantissa = ds[0] + "." + (ds[1:] or "0")
     return f"{sign}{mantissa}E{exponent}"
+
+
+def _closest_two_digits(a: float, digit: int, exponent: int) -> tuple[str, int]:
+    """Java's digits for a double whose shortest decimal has one digit: of the decimals of one or
+    two digits that read back as ``a``, the closest to it (even last digit on a tie). Only a tiny
+    subnormal has another than ``digit`` itself: Double.MIN_VALUE is 4.9E-324, not 5.0E-324."""
+    exact = Decimal(a)
+    scaled = [(k, exponent - 1) for k in range(max(10, 10 * digit - 9), min(99, 10 * digit + 9) + 1)]
+    if digit == 1:  # 1E-323 may be closer to 9.9E-324
+        scaled += [(k, exponent - 2) for k in range(90, 100)]
+    fits = [(k, e) for k, e in scaled if float(Decimal(k).scaleb(e)) == a]
+    k, e = min(fits, key=lambda c: (abs(Decimal(c[0]).scaleb(c[1]) - exact), c[0] % 2))
+    return str(k).rstrip("0"), e + 1
 
 
 def to_string(x: Any) -> str:

@@ -26,14 +26,18 @@ class DeclarationChecks(CheckerState):
                 return PRIMITIVES[t.name]
             if t.name in self.typedefs:
                 return self.typedefs[t.name]
+            known = (
+                "types are boolean, double, long, string, time, object, arrays, structures, "
+                "or names defined earlier with 'type Name = ...'"
+            )
+            other = OTHER_LANGUAGES_TYPES.get(t.name.lower())
             self.err(
                 t.pos,
                 f"unknown type {t.name!r}",
-                lambda: suggest(
-                    t.name,
-                    [*PRIMITIVES, *self.typedefs],
-                    "types are boolean, double, long, string, time, object, arrays, structures, "
-                    "or names defined earlier with 'type Name = ...'",
+                lambda: (
+                    f"EventScript's {other}; {known}"
+                    if other and t.name not in self.typedefs
+                    else suggest(t.name, [*PRIMITIVES, *self.typedefs], known)
                 ),
             )
             return None
@@ -166,12 +170,14 @@ class DeclarationChecks(CheckerState):
         grouped = [e for e in self.inputs.values() if e.entry.group is not None]
         if not grouped:
             return
+        arity = len(grouped[0].entry.group or [])
         for ev in self.inputs.values():
             if ev.entry.group is None:
                 self.err(
                     ev.pos,
                     f"input event {ev.name} has no group clause, but other input events do",
-                    f"in a grouped program every input event needs group(...); e.g. group({ev.name}.someField)",
+                    f"in a grouped program every input event needs group(...) with {arity} component(s), as "
+                    f"{grouped[0].name}'s has; e.g. {_group_example(ev, arity)}",
                 )
         first = grouped[0]
         key_types: list[Type] | None = None
@@ -262,3 +268,26 @@ class DeclarationChecks(CheckerState):
         self.expect(e, t)
         self.reporting = was
         return self.synth(e)
+
+
+#: Type names of other languages (and the language document's own slip, "number exposure" in
+#: section 2.5) and what EventScript calls the type.
+OTHER_LANGUAGES_TYPES = {
+    "number": "numbers are long (64-bit integers) and double (IEEE 754)",
+    "int": "integer type is long (64 bits)",
+    "integer": "integer type is long (64 bits)",
+    "float": "floating-point type is double",
+    "bool": "truth values are boolean",
+    "str": "text type is string",
+    "datetime": "timestamp type is time",
+    "timestamp": "timestamp type is time",
+}
+
+
+def _group_example(ev: InputEvent, arity: int) -> str:
+    """A group clause of ``arity`` components for an input, from its own value: the value itself,
+    or its first fields (document 2.7: group(Trade.traderID, Trade.company))."""
+    fields = [f"{ev.name}.{name}" for name, _ in ev.ty.fields] if isinstance(ev.ty, StructType) else []
+    parts = (fields or [ev.name])[:arity]
+    parts += ["..."] * (arity - len(parts))
+    return f"group({', '.join(parts)})"

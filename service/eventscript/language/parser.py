@@ -100,6 +100,15 @@ WORD_OPERATORS_HINT = "conditions are combined with && (and), || (or) and ! (not
 TIME_ZONES = frozenset(("UTC", "GMT", "Z", "UT"))
 
 #: For ``if (c) action``, which the language writes ``c ? action``.
+#: The language document, 4.2: "the number n in ... R{n} must be a constant". Given where a
+#: multiplier with a computed count ({n}, {n,5}, {2,n}) or a bad one ({-1}, {1.5}) was meant.
+MULTIPLIER_HINT = (
+    "a multiplier's bounds are integer constants, 0 or more: {3}, {2,5} or {2,}; to repeat a number "
+    "of times known only when the program runs, count in a variable: ( R { k = k + 1; k == n ? ... } )*"
+)
+#: The tokens that end a regular-expression element, so that a '{' after one of them could have
+#: been meant as its multiplier.
+_ELEMENT_ENDS = (")", ".", "*", "+", "?")
 IF_MESSAGE = "there is no 'if' statement: a conditional action is written `condition ? action`"
 
 DECL_KEYWORDS = ("in", "out", "type", "function")
@@ -667,6 +676,13 @@ class Parser:
                 self._enter(op.pos)
                 low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[op.kind]
                 item = ast.RRepeat(item.pos, item, low, high, op.pos)
+            elif self.at("{") and self.peek().kind == "," and self.peek(2).kind == "INT":
+                high_text = self.peek(2).text
+                raise ParseError(
+                    self.peek().pos,
+                    "a multiplier needs its lower bound before ','",
+                    f"write {{0,{high_text}}} for at most {high_text} repetitions",
+                )
             elif self._at_unclosed_multiplier():
                 raise ParseError(
                     self.tok.pos, "this multiplier is not closed", "multipliers are written {i}, {i,j} or {i,}"
@@ -680,9 +696,13 @@ class Parser:
                     high = None
                     if self.at("INT"):
                         high = self.advance().int_value()
-                self.expect("}", hint="multipliers are written {i}, {i,j} or {i,}")
+                self.expect("}", hint=MULTIPLIER_HINT)
                 if high is not None and high < low:
-                    raise ParseError(op.pos, f"in {{{low},{high}}} the upper bound is below the lower bound")
+                    raise ParseError(
+                        op.pos,
+                        f"in {{{low},{high}}} the upper bound is below the lower bound",
+                        f"write the smaller bound first: {{{high},{low}}}",
+                    )
                 item = ast.RRepeat(item.pos, item, low, high, op.pos)
             else:
                 return item
@@ -991,7 +1011,18 @@ class Parser:
         if isinstance(e, ast.Call) and e.name in self.outputs and self.at(";"):
             written = _written_as(first, self.tok, []) or f"{e.name}(x);"
             return ParseError(first.pos, f"{e.name} is an output event: emit it with !>", f"write !>{written}")
+        if self.at("}", ",") and self._block_follows_an_element(start):
+            return ParseError(
+                self.tok.pos,
+                f"expected '=' or '?' after the expression, found {_describe(self.tok)}",
+                f"{MULTIPLIER_HINT}; an action block holds actions such as x = e; or !>Name(e);",
+            )
         return None
+
+    def _block_follows_an_element(self, start: int) -> bool:
+        """Whether token ``start`` opens an action block right after a regular-expression element,
+        where ``A() {n}`` or ``A() {n, 3}`` was a multiplier with a computed count."""
+        return start >= 2 and self.toks[start - 1].kind == "{" and self.toks[start - 2].kind in _ELEMENT_ENDS
 
     def _if_statement(self, start: int) -> ParseError:
         """``if (c) action``: the conditional action it means, ``c ? action``, with the user's own
