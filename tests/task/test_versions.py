@@ -251,3 +251,19 @@ def test_the_state_query_reads_another_version_s_snapshot_in_its_writer_s_terms(
     assert after["timer"]["marker"]["text"] == "elapse[2 minutes]"
     assert after["timer"]["deadline"].startswith("2026-01-01T00:02:00")
     v2.close()
+
+
+def test_state_dump_reads_another_version_s_rows_in_their_writer_s_terms(tmp_path: Path) -> None:
+    """``state dump`` with the new version's topology over a changelog v1 wrote: each row says its
+    version and is explained in v1's terms (the version record folded from the same changelog)."""
+    from eventscript.kafka.changelog_dump import FoldedTask, dump_rows
+
+    log, committed = run_v1(tmp_path)
+    folded = FoldedTask(0, committed)
+    for offset, r in enumerate(log.records):
+        folded.records[r.key()] = (unframed(r.value()), offset)
+    rows = {tuple(row["key"]): row for row in dump_rows(compile_source(SHORTER, name="p").require(), [folded])}
+    a = rows[("a",)]["instance"]
+    assert a["version"]["tag"] == f"{v1_tag():08x}" and a["timer"]["marker"]["text"] == "elapse[5 minutes]"
+    own = {tuple(row["key"]): row for row in dump_rows(compile_source(QUIET, name="p").require(), [folded])}
+    assert "version" not in own[("a",)]["instance"]
