@@ -97,7 +97,7 @@ def test_dev_keeps_the_state_where_it_is_told(echo: Path) -> None:
 def test_dev_with_an_unknown_program_is_one_line_before_any_broker(echo: Path) -> None:
     run = eventscript("dev", "topology.yaml", "--trace", "echo.trace", "--program", "nosuch", cwd=echo)
     assert run.returncode == 2
-    assert run.stderr.strip() == "error: no program named 'nosuch' (programs: echo)"
+    assert run.stderr.strip() == "error: no program named 'nosuch' in topology.yaml (programs: echo)"
 
 
 def test_dev_with_a_missing_program_says_where_before_any_broker(echo: Path) -> None:

@@ -78,7 +78,7 @@ def test_asking_without_an_address_or_a_worker(topo: Path, capsys: pytest.Captur
     assert main(["state", "dump", str(topo), str(topo)]) == 2
     assert "give one topology" in capsys.readouterr().err
     assert main(["state", str(topo), "--program", "nope", "--key", "a"]) == 2
-    assert "no program named 'nope'" in capsys.readouterr().err
+    assert f"no program named 'nope' in {topo}" in capsys.readouterr().err
 
 
 def test_asking_a_grouped_program_without_a_key(topo: Path, capsys: pytest.CaptureFixture[str]) -> None:

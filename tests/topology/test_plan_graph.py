@@ -166,3 +166,11 @@ def test_the_graph_of_a_topology_with_wiring_errors_says_so(
     err = capsys.readouterr().err
     assert f"note: {path} has 1 wiring error (the first: {path}:" in err
     assert "the picture shows it as written ('eventscript topology check" in err
+
+
+def test_one_partition_is_said_in_the_singular(write_topology: Callable[..., Path]) -> None:
+    graph = load_graph(
+        write_topology(two_stage(topics={"readings": {"partitions": 2}, "hot": {"partitions": 2}}), PROGRAMS)
+    )
+    text = render(plan(graph, {"readings": 1, "hot": 1}), with_broker=True)
+    assert "exists with 1 partition: CONFLICT (plan says 2)" in text and "1 partitions" not in text

@@ -32,6 +32,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicP
 from confluent_kafka.admin import AdminClient
 
 from ..topology.config import ProgramConfig, Topology, TopologyError
+from ..topology.errors import partitions_word
 from . import clients
 from .admin import Admin, KafkaUnavailable, await_result
 
@@ -218,7 +219,7 @@ def plan_reset(
     if unknown:
         raise ResetRefused(
             f"--to-offsets names {', '.join(unknown)}, which is not a partition of the program's "
-            f"inputs ({', '.join(f'{t} ({counts[t]} partitions)' for t in inputs)})"
+            f"inputs ({', '.join(f'{t} ({partitions_word(counts[t])})' for t in inputs)})"
         )
     from confluent_kafka import Consumer
 

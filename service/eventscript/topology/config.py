@@ -415,7 +415,9 @@ class Topology(_Model):
         for p in self.programs:
             if p.name == name:
                 return p
-        raise TopologyError(f"no program named {name!r} (programs: {', '.join(p.name for p in self.programs)})")
+        raise TopologyError(
+            f"no program named {name!r} in {self.source} (programs: {', '.join(p.name for p in self.programs)})"
+        )
 
     def source_path(self, program: ProgramConfig) -> Path:
         p = Path(program.source)

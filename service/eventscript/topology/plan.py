@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .config import TopicSpec
+from .errors import partitions_word
 from .model import TopologyGraph
 
 
@@ -140,9 +141,9 @@ def render(topics: list[PlannedTopic], with_broker: bool) -> str:
             if t.existing is None:
                 row.append("missing" if t.role != "source" else "missing (a source: create it or feed it)")
             elif t.conflict:
-                row.append(f"exists with {t.existing} partitions: CONFLICT (plan says {t.partitions})")
+                row.append(f"exists with {partitions_word(t.existing)}: CONFLICT (plan says {t.partitions})")
             else:
-                row.append(f"exists ({t.existing} partitions)")
+                row.append(f"exists ({partitions_word(t.existing)})")
         elif t.partitions is None:
             row[2] = "? (from the broker)"
         rows.append(row)
