@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..automata.compiled import CompiledProgram
 from ..engine.context import program_tag, snapshot_tag
-from ..explain.terms import ProgramTerms
 from ..upgrade.fingerprint import fingerprint_of
 from .changelog import UNTAGGED_KEY, VERSION_PREFIX
+
+if TYPE_CHECKING:  # (the worker loads this module for version records, never the explain package)
+    from ..explain.terms import ProgramTerms
 
 
 def version_key(tag: int) -> bytes:
@@ -92,4 +94,6 @@ class WrittenBy:
             about["explained_in"] = "the program asked with (the writer's program is not kept): states may not fit"
             return self.terms, about
         about["explained_in"] = "the program that wrote it, as the task state keeps it"
+        from ..explain.terms import ProgramTerms  # (a reader's: see the import above)
+
         return ProgramTerms(compiled), about
