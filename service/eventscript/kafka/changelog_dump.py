@@ -171,6 +171,7 @@ def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | Non
     terms = ProgramTerms(program)
     types = program.program.key_types
     for task in tasks:
+        written_by = WrittenBy(terms, task.lookup)  # (once per task: it keeps the versions it read)
         raw_clock = task.records.get(CLOCK_KEY, (None, 0))[0]
         committed = {
             "position": task.committed,
@@ -197,7 +198,7 @@ def dump_rows(program: CompiledProgram, tasks: list[FoldedTask], name: str | Non
                 }
                 continue
             info = decode_info(split_value(value, None)[1])
-            instance = explain_snapshot(terms, value, WrittenBy(terms, task.lookup))
+            instance = explain_snapshot(terms, value, written_by)
             yield {
                 "program": name,
                 "task": task.partition,

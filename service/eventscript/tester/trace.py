@@ -69,7 +69,7 @@ class TraceEvent:
     pos: Pos
     #: Where each value inside ``args`` was written (a trace file's events; none from JSON lines),
     #: so that a value of the wrong type is pointed at, not its event.
-    places: dict[ValuePath, Pos] = field(default_factory=dict)
+    places: dict[ValuePath, Pos] = field(default_factory=dict, compare=False, repr=False)
 
 
 TraceItem = Timestamp | TraceEvent
