@@ -75,6 +75,13 @@ test: lint kafka unit conformance
 chaos: $(STAMP) kafka
 	CHAOS_LONG=1 $(BIN)/pytest -q -s -p no:cacheprovider tests/chaos/test_chaos.py tests/kafka/test_pipeline_kills.py $(CHAOS_ARGS)
 
+# The per-topology runs on a broker that make test takes on a subset of the shipped topologies
+# (tests/long_runs.py: the embedded broker's, and the Apache Kafka runs with a worker killed), on
+# every one of them.
+.PHONY: test-all-topologies
+test-all-topologies: $(STAMP) kafka
+	ALL_TOPOLOGIES=1 $(BIN)/pytest -q -p no:cacheprovider tests/test_topologies.py tests/kafka/test_event_time_kafka.py
+
 # The operations checks alone (make unit runs them too): promtool rule tests, the chart with the real
 # helm (lint --strict, renders validated by kubernetes-validate), hadolint, the metrics a live worker
 # exports (embedded broker).

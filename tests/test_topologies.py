@@ -9,6 +9,7 @@ import pytest
 from eventscript.automata.compile import compile_file
 from eventscript.cli.main import main
 from eventscript.kafka.config import load_topology
+from long_runs import chosen
 
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
 PIPELINES = {"sensors": ["overheat.es", "site_alarm.es"], "doors": ["left_open.es"]}
@@ -101,9 +102,14 @@ def _show_sections(text: str) -> dict[str, list[dict[str, object]]]:
     return sections
 
 
+#: The topologies ``make test`` runs on the embedded broker (``long_runs``: every one with
+#: ``ALL_TOPOLOGIES=1``); every one runs on Apache Kafka in tests/kafka/test_event_time_kafka.py.
+ON_THE_EMBEDDED_BROKER = chosen(TOPOLOGY_FILES, ("sensors", "sector-divergence", "visitor-escort"))
+
+
 @pytest.mark.kafka
 @pytest.mark.slow
-@pytest.mark.parametrize("path", TOPOLOGY_FILES, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", ON_THE_EMBEDDED_BROKER, ids=lambda p: p.parent.name)
 def test_shipped_topologies_give_the_same_output_on_the_embedded_broker(path: Path, tmp_path: Path) -> None:
     """`eventscript dev` (embedded broker, clock: record) gives the simulated run's records; only
     their order across keys (partitions) may differ."""

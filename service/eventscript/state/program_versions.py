@@ -12,9 +12,10 @@ variable's slot means something else (a marker of the new text with the old dead
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -27,9 +28,25 @@ if TYPE_CHECKING:  # (the worker loads this module for version records, never th
     from ..explain.terms import ProgramTerms
 
 
+T = TypeVar("T", bound=int | None)
+
+
 def version_key(tag: int) -> bytes:
     """The task-state key of the version of program tag ``tag``."""
     return VERSION_PREFIX + b"%08x" % tag
+
+
+def untagged_tag(raw: bytes | None) -> int | None:
+    """The tag of the version that wrote the task state's snapshots without one, as recorded under
+    ``UNTAGGED_KEY`` (None: not recorded)."""
+    return int(raw, 16) if raw else None
+
+
+def writer_tag(snapshot: bytes, untagged: T) -> int | T:
+    """The tag of the version that wrote ``snapshot``: its own, or for a snapshot of a format
+    before tags, ``untagged`` (``untagged_tag``). ValueError if it is not a snapshot."""
+    tag = snapshot_tag(snapshot)
+    return untagged if tag is None else tag
 
 
 def read_version_record(raw: bytes) -> tuple[str, CompiledProgram | None]:
@@ -45,10 +62,10 @@ def read_version_record(raw: bytes) -> tuple[str, CompiledProgram | None]:
 
 #: What a reader says of a snapshot another version wrote.
 OTHER_VERSION = (
-    "written by another version of the program than the one asked with (an upgrade the worker has "
+    "written by another version of the program than the one reading it (an upgrade the worker has "
     "not yet written back: it converts the instance by the topology's upgrade policy when it next "
-    "needs it, and its next commit writes it in its own version; or an older or newer topology "
-    "given to this command)"
+    "needs it, and its next commit writes it in its own version; or a reader with an older or newer "
+    "topology than the one the workers run)"
 )
 
 
@@ -64,16 +81,18 @@ class WrittenBy:
         self._lookup = lookup
         self._others: dict[int, tuple[ProgramTerms, dict[str, Any]]] = {}
 
+    @functools.cached_property
+    def untagged(self) -> int | None:
+        """The tag the task state recorded for snapshots without one (read once)."""
+        return untagged_tag(self._lookup(UNTAGGED_KEY))
+
     def terms_for(self, snapshot: bytes) -> tuple[ProgramTerms, dict[str, Any] | None]:
         """The terms to explain ``snapshot`` (a snapshot's bytes) in, and what to say of its
         version (None: the program's own)."""
         try:
-            tag = snapshot_tag(snapshot)
+            tag = writer_tag(snapshot, self.untagged)
         except ValueError:
             return self.terms, None  # (the decoder says what is wrong with it)
-        if tag is None:  # (a format before tags: the version the task state recorded for them)
-            untagged = self._lookup(UNTAGGED_KEY)
-            tag = int(untagged, 16) if untagged else None
         if tag is None or tag == self.own_tag:
             return self.terms, None
         known = self._others.get(tag)

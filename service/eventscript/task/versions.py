@@ -34,7 +34,7 @@ from ..engine import context
 from ..engine.engine import Engine
 from ..state.changelog import TIMERS_KEY, UNTAGGED_KEY, VERSION_PREFIX, is_instance_key
 from ..state.keyinfo import framed_value, snapshot_of
-from ..state.program_versions import read_version_record, version_key
+from ..state.program_versions import read_version_record, untagged_tag, version_key, writer_tag
 from ..state.store import TaskStore, parse_index_key, snapshot_fields
 from ..upgrade.convert import Conversion, UpgradeRefused
 from ..upgrade.fingerprint import fingerprint_of
@@ -138,7 +138,8 @@ class ProgramVersions:
                     self.fingerprint,
                 )
         else:
-            self.untagged = int(raw_untagged, 16)
+            recorded = untagged_tag(raw_untagged)
+            self.untagged = self.tag if recorded is None else recorded
         for key, raw in store.with_prefix(VERSION_PREFIX):
             if key == UNTAGGED_KEY or key == version_key(self.tag):
                 continue
@@ -219,8 +220,7 @@ class ProgramVersions:
     # -- per instance -----------------------------------------------------------------------------
 
     def _tag_of(self, raw: bytes) -> int:
-        tag = context.snapshot_tag(raw)
-        return self.untagged if tag is None else tag
+        return writer_tag(raw, self.untagged)
 
     def translate(self, kb: bytes, raw: bytes) -> bytes | None:
         """``TaskStore.translate``: a stored snapshot for this version (None: dropped)."""
