@@ -273,9 +273,6 @@ def _dev_on_broker(
         # Tansu makes a group's first join wait half the session timeout: keep it short here.
         topo.kafka.consumer.setdefault("session.timeout.ms", DEV_SESSION_TIMEOUT_MS)
         topo.kafka.consumer.setdefault("heartbeat.interval.ms", 1000)
-        if args.broker == "embedded":
-            # Tansu 0.6 mishandles static group members (a joining member gets no tasks).
-            topo.kafka.static_membership = False
         try:
             runner = TopologyRunner(topo, None, args.health_port)
             if temporary:  # (a second Ctrl-C while the workers stop exits at once, past every finally)

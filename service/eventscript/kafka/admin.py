@@ -98,12 +98,18 @@ class StoppedWaiting(Exception):
     """Asked to stop (SIGTERM) while waiting for an input topic that does not exist yet."""
 
 
+#: The start of the cluster id the embedded Tansu broker answers with ("tansu_cluster").
+TANSU_CLUSTER_PREFIX = "tansu"
+
+
 class Admin:
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self.client = AdminClient(clients.admin_config(topo.kafka))
         #: Every topic a metadata answer listed so far, with its partition count.
         self.listed: dict[str, int] = {}
+        #: The cluster id of the latest metadata answer (None: none yet, or the brokers gave none).
+        self.cluster_id: str | None = None
 
     def partition_counts(self, timeout: float | None = None) -> dict[str, int]:
         """The topics and their partition counts: those of the latest metadata answer, and those
@@ -117,7 +123,15 @@ class Admin:
         except KafkaException as exc:
             raise KafkaUnavailable.of(self.topo, "reading the topics", exc.args[0]) from None
         self.listed.update({name: len(t.partitions) for name, t in md.topics.items() if t.error is None})
+        self.cluster_id = md.cluster_id
         return dict(self.listed)
+
+    @property
+    def is_embedded_broker(self) -> bool:
+        """Whether the brokers are the embedded Tansu broker (``eventscript dev``'s), by the cluster
+        id Tansu gives itself: it mishandles static group members (a member joining the group gets
+        no tasks), so workers on it join as dynamic members."""
+        return (self.cluster_id or "").startswith(TANSU_CLUSTER_PREFIX)
 
     def create(self, topics: dict[str, TopicSpec]) -> None:
         existing = self.partition_counts()

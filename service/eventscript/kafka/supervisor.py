@@ -160,6 +160,13 @@ class TopologyRunner:
         except StoppedWaiting as stopped:
             log.info("%s: no worker started", stopped)
             return
+        if admin.is_embedded_broker and self.topo.kafka.static_membership:
+            log.info(
+                "the brokers are the embedded Tansu broker (cluster id %s): the workers join their groups as dynamic "
+                "members (static_membership off: Tansu gives a static member joining a group no tasks)",
+                admin.cluster_id,
+            )
+            self.topo.kafka.static_membership = False
         ident = instance_id(self.topo)
         programs = {name: c.program for name, c in {**compiled_writers(self.topo, self.cfgs), **compiled}.items()}
         self.workers = [
