@@ -193,6 +193,36 @@ def test_notes_warn_when_replicas_exceed_partitions() -> None:
     assert "WARNING" in notes("autoscaling.enabled=true", "autoscaling.maxReplicas=4")
 
 
+def _topology_values(tmp_path: Path, topics: str) -> Path:
+    """A values file whose topology reads ``a`` (program one) and ``b`` (program two), ``topics``
+    its topics: section."""
+    topology = (
+        "application: t\n"
+        "programs:\n"
+        "  - {name: one, source: one.es, inputs: [{topic: a, event: A}], outputs: {X: b}}\n"
+        "  - {name: two, source: two.es, inputs: [{topic: b, event: X}], outputs: {Y: c}}\n"
+        f"topics:\n{topics}"
+    )
+    path = tmp_path / "values.yaml"
+    sources = {"one.es": "in string A\nout string X\n( A(a) { !>X(a); } )*\n", "two.es": "in string X\nout string Y\n"}
+    path.write_text(yaml.safe_dump({"topology": topology, "sources": sources}))
+    return path
+
+
+def test_notes_count_a_listed_topic_without_partitions_as_one(tmp_path: Path) -> None:
+    """A topic listed without partitions: is made with one (the walk: the chart skipped it and
+    warned of nothing while two of three replicas would sit idle); an external one's count is
+    its producers', unknown: no warning then, rather than a wrong one."""
+    listed = _topology_values(tmp_path, "  a: {}\n  b: {}\n")
+    assert "WARNING: 3 replicas but no program reads more than 1 input partition:" in notes(
+        "replicaCount=3", values=listed
+    )
+    external = _topology_values(tmp_path, "  a: {external: true}\n  b: {partitions: 1}\n")
+    assert "WARNING" not in notes("replicaCount=3", values=external)
+    unlisted = _topology_values(tmp_path, "  b: {partitions: 1}\n")
+    assert "WARNING" not in notes("replicaCount=3", values=unlisted)
+
+
 def test_autoscaling_leaves_replicas_to_the_autoscaler() -> None:
     docs = render(CHART.parents[1] / "tests" / "ops" / "values" / "autoscaling-monitoring.yaml")
     assert "replicas" not in one(docs, "StatefulSet")["spec"]

@@ -45,23 +45,28 @@ fullnameOverride; prometheusRule.jobSelector replaces it for other scrape set-up
 {{- end }}
 
 {{/*
-The most partitions of any program's input topics listed under the topology's topics: (0 when none
-are listed): more replicas than that leave some replicas without a task.
+The most partitions of any program's input topics (0 when one of them has a count the chart cannot
+know): more replicas than that leave some replicas without a task. A topic listed under the
+topology's topics: has its partitions:, or, without them, 1 (the worker makes it so) unless it is
+external (made by its producers: any count). A topic not listed is made by whoever writes it.
 */}}
 {{- define "eventscript.maxInputPartitions" -}}
 {{- $topology := fromYaml .Values.topology }}
 {{- $topics := get $topology "topics" | default dict }}
 {{- $max := 0 }}
+{{- $unknown := false }}
 {{- range (get $topology "programs" | default list) }}
 {{- range (get . "inputs" | default list) }}
 {{- $spec := get $topics (get . "topic" | toString) }}
-{{- if kindIs "map" $spec }}
-{{- $n := int (get $spec "partitions" | default 0) }}
+{{- if and (kindIs "map" $spec) (or (hasKey $spec "partitions") (not (get $spec "external"))) }}
+{{- $n := int (get $spec "partitions" | default 1) }}
 {{- if gt $n $max }}{{ $max = $n }}{{ end }}
+{{- else }}
+{{- $unknown = true }}
 {{- end }}
 {{- end }}
 {{- end }}
-{{- $max }}
+{{- ternary 0 $max $unknown }}
 {{- end }}
 
 {{- define "eventscript.chart" -}}
