@@ -26,8 +26,6 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
-from pythonjsonlogger.json import JsonFormatter
-
 from .kafka.logs import RepeatFilter
 
 FORMATS = ("json", "text")
@@ -76,6 +74,10 @@ class ContextFilter(logging.Filter):
 
 
 def json_formatter() -> logging.Formatter:
+    """One JSON object per line (python-json-logger, imported here: most commands log no JSON and
+    the command line's start should not pay for it)."""
+    from pythonjsonlogger.json import JsonFormatter
+
     return JsonFormatter(
         "%(asctime)s %(levelname)s %(name)s %(message)s",
         rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT
 from eventscript.cli.main import build_parser, main
-from eventscript.cli.test_cmd import EPILOG
+from eventscript.cli.test_options import EPILOG
 
 DOORS = ROOT / "topologies" / "doors" / "left_open.es"
 
@@ -46,7 +46,7 @@ def test_check_help_shows_how_to_accept_a_warning_and_it_works(
     """The never-ends warning's hint says only to end the expression; the way to keep a warning
     that is meant was in the language guide alone. The help's comment, put on the line the
     warning points at, accepts it."""
-    from eventscript.cli.program_cmds import CHECK_EPILOG
+    from eventscript.cli.program_options import CHECK_EPILOG
 
     [comment] = [line.strip() for line in CHECK_EPILOG.splitlines() if "eventscript: allow" in line]
     source = DOORS.read_text(encoding="utf-8").splitlines()

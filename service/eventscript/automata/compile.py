@@ -26,10 +26,11 @@ from .actions import OccurrenceTable
 from .compiled import CompiledProgram, sha256
 from .epsilon import EFA, eliminate
 from .graphs import can_reach
+from .limits import DEFAULT_STATE_LIMIT
 from .machine import DFAMachine, LazyDFA
 from .nfa import AutomatonTooLarge
 from .simulate import Positions
-from .subset import DEFAULT_STATE_LIMIT, StateLimitExceeded, determinize
+from .subset import StateLimitExceeded, determinize
 from .thompson import build_nfa
 
 #: How many lazy-DFA states the compile-time analyses look at when the DFA is too large.

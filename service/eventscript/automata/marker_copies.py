@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 
 from .actions import OccurrenceTable
 from .epsilon import EFA, EFAEdge, eliminate
+from .limits import DEFAULT_STATE_LIMIT
 from .machine import DFAMachine
 from .nfa import ENFA, AutomatonTooLarge
-from .subset import DEFAULT_STATE_LIMIT, DFA, StateLimitExceeded, determinize
+from .subset import DFA, StateLimitExceeded, determinize
 from .thompson import build_nfa
 
 if TYPE_CHECKING:

@@ -19,10 +19,6 @@ from .actions import OccurrenceTable, Path, merge
 from .epsilon import EFA
 from .simulate import Positions
 
-#: The DFA's state limit a compile uses unless told otherwise (past it: a lazy DFA). Here, not in
-#: compile.py, so that modules compile.py imports can read it without an import cycle.
-DEFAULT_STATE_LIMIT = 40_000
-
 
 class StateLimitExceeded(Exception):
     def __init__(self, limit: int, work: bool = False) -> None:

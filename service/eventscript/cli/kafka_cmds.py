@@ -1,4 +1,4 @@
-"""``run``, ``dev``, ``produce`` and ``tail``: the Kafka worker's commands."""
+"""``run``, ``dev``, ``produce`` and ``tail``: the Kafka worker's commands (their options: ``kafka_options``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .arguments import port, seconds
 from .health_port import health_port_problem
 from .state_lock import StateFolderError, lock_state_folders
 from .topology_args import load_with_address, program_or_first, report_unreadable_programs, report_wiring_errors
@@ -48,37 +47,6 @@ def _logging(verbose: bool) -> None:
 
 def _load(args: argparse.Namespace):
     return load_with_address(args.topology, getattr(args, "bootstrap_servers", None))
-
-
-#: ``--health-port`` of ``run`` and ``dev``.
-HEALTH_PORT_HELP = (
-    "serve /healthz, /readyz and /metrics on this port, and /state/<program>?key=K where the topology "
-    "enables state_query ('eventscript state' asks it)"
-)
-
-
-def _common(p: argparse.ArgumentParser, topology: bool = True) -> None:
-    if topology:
-        p.add_argument("topology", metavar="TOPOLOGY.yaml")
-    p.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="override the topology's Kafka address")
-    p.add_argument("-v", "--verbose", action="store_true", help="log what is done, and librdkafka's own lines")
-
-
-def setup_run(p: argparse.ArgumentParser) -> None:
-    _common(p)
-    p.add_argument("--program", action="append", metavar="NAME", help="run only this program (repeatable)")
-    p.add_argument("--health-port", type=port, metavar="PORT", help=HEALTH_PORT_HELP)
-    p.add_argument(
-        "--health-host",
-        metavar="ADDRESS",
-        help="address the health server listens on (default: the topology's, 127.0.0.1; 0.0.0.0 in containers)",
-    )
-    p.add_argument(
-        "--until-idle",
-        type=seconds,
-        metavar="SECONDS",
-        help="stop once all input has been processed and nothing new came for this long",
-    )
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -137,41 +105,6 @@ def _run_and_report(runner, until_idle: float | None, where: str) -> int:
         status = runner.run(until_idle=until_idle)
     print(summary(runner), file=sys.stderr)
     return 130 if status == 0 and runner.interrupted else status
-
-
-def setup_dev(p: argparse.ArgumentParser) -> None:
-    p.add_argument("topology", metavar="TOPOLOGY.yaml")
-    p.add_argument("--trace", metavar="FILE", help="publish this timed trace to the (first) program's inputs")
-    p.add_argument("--program", metavar="NAME", help="the program the trace is for (default: the first)")
-    p.add_argument(
-        "--until-idle",
-        type=seconds,
-        metavar="SECONDS",
-        help="stop once everything has been processed and nothing new came for this long",
-    )
-    p.add_argument(
-        "--show",
-        action="store_true",
-        help="at the end (also after Ctrl-C), print the records of the programs' output and error topics",
-    )
-    p.add_argument(
-        "--broker",
-        choices=["embedded", "kafka"],
-        default="embedded",
-        help="embedded: the Tansu broker (starts at once, no Java); kafka: Apache Kafka from the "
-        "jars scripts/get-kafka fetches (needs Java 17)",
-    )
-    p.add_argument(
-        "--follow", action="store_true", help="print the records of the output and error topics as they are written"
-    )
-    p.add_argument(
-        "--state-dir",
-        metavar="DIR",
-        help="keep the programs' state in DIR (default: a fresh temporary folder, removed at the end, "
-        "since the embedded broker starts empty each run)",
-    )
-    p.add_argument("--health-port", type=port, metavar="PORT", help=HEALTH_PORT_HELP)
-    p.add_argument("-v", "--verbose", action="store_true", help="log what the workers do, and librdkafka's own lines")
 
 
 def in_time_order(lines: list[str]) -> list[str]:
@@ -325,14 +258,6 @@ def _warn_undeclared(items: list[TraceItem], name: str, program: CompiledProgram
     warn_unread_events(items, inputs, f"program {name} declares no input event {{name}}", sys.stderr)
 
 
-def setup_produce(p: argparse.ArgumentParser) -> None:
-    _common(p)
-    p.add_argument(
-        "--trace", required=True, metavar="FILE", help="the timed trace to publish (as 'eventscript test' reads it)"
-    )
-    p.add_argument("--program", metavar="NAME", help="the program whose inputs receive the trace (default: the first)")
-
-
 def run_produce(args: argparse.Namespace) -> int:
     from ..kafka.admin import Admin
     from ..kafka.supervisor import compile_programs
@@ -358,31 +283,6 @@ def run_produce(args: argparse.Namespace) -> int:
         return 2
     print(f"published {counted(n, 'event')} to program {cfg.name}'s inputs", file=sys.stderr)
     return 0
-
-
-def setup_tail(p: argparse.ArgumentParser) -> None:
-    p.add_argument("topic", metavar="TOPIC")
-    p.add_argument(
-        "--bootstrap-servers",
-        metavar="HOST:PORT",
-        help="Kafka address (default: $KAFKA_BOOTSTRAP_SERVERS, or --topology's)",
-    )
-    p.add_argument("--topology", metavar="TOPOLOGY.yaml", help="take the Kafka settings from a topology")
-    p.add_argument(
-        "--idle",
-        type=seconds,
-        default=2.0,
-        metavar="SECONDS",
-        help="stop when every partition is at its end and nothing came for this long (default 2)",
-    )
-    p.add_argument("--follow", action="store_true", help="keep printing new records until interrupted")
-    p.add_argument("--dedupe", action="store_true", help="skip records whose es-id was already printed")
-    p.add_argument(
-        "--markers",
-        action="store_true",
-        help="also print the progress markers of the tasks writing the topic (hidden by default)",
-    )
-    p.add_argument("-v", "--verbose", action="store_true", help="also print librdkafka's own log lines")
 
 
 def run_tail(args: argparse.Namespace) -> int:

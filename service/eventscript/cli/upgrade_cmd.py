@@ -3,7 +3,7 @@
 OLD and NEW are two programs (sources or compiled JSON) or two topologies (``.yaml``), whose
 programs are paired by name. Exit 0 when every state carries, 1 when some instance would restart
 or end (or a program is added or removed), 2 when the upgrade cannot be applied or a file cannot
-be read.
+be read. Its options: ``upgrade_options``.
 """
 
 from __future__ import annotations
@@ -15,30 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..api import looks_compiled
-from . import help_examples
-from .program_cmds import add_state_limit, compile_or_report, load_or_report
+from .program_cmds import compile_or_report, load_or_report
 
 if TYPE_CHECKING:
     from ..automata.compiled import CompiledProgram
     from ..upgrade.places import SourcePlaces
     from ..upgrade.plan import Plan
-
-
-def setup(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="upgrade_command", metavar="ACTION")
-    sub.required = True
-    pl = sub.add_parser(
-        "plan",
-        help="map the old version's states to the new one's and say what happens to each",
-        description="map the old version's automaton states to the new one's and say, for each, "
-        "whether an instance found there is carried, restarted or ended, and why. "
-        "Exit 0: every state carries; 1: some restart or end; 2: cannot be applied",
-    )
-    pl.add_argument("old", metavar="OLD", help="the running version: a program, compiled program or topology.yaml")
-    pl.add_argument("new", metavar="NEW", help="the version to deploy (the same kind of file)")
-    pl.add_argument("--json", action="store_true", help="print the plan as one JSON object (for CI)")
-    add_state_limit(pl)
-    help_examples.attach(pl, "upgrade plan")
 
 
 def _is_topology(path: str) -> bool:
