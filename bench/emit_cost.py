@@ -96,7 +96,7 @@ def main() -> None:
         from eventscript.engine.engine import Engine
 
         eng = Engine(compile_source(REALISTIC["full"], name="realistic").require(), print, SimulatedTimeProvider(T0))
-        print(feed_many_source(eng._feed_source, eng._hoistable))
+        print(feed_many_source(eng._feed_source, eng._hoistable, not eng.time.moves_by_itself))
         return
     runs = variants(args.ops)
     cpu: dict[str, list[float]] = collections.defaultdict(list)

@@ -224,3 +224,47 @@ def test_the_batch_feed_is_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
         bound([("A", k)])
         engine.feed_many([("A", k + 10)])
     assert len(made) == 1 and engine.instance_count == 0
+
+
+class _CountingClock(SimulatedTimeProvider):
+    """Simulated time that counts its readings; ``ticks``: a clock that moves by itself, one µs a
+    reading (``moves_by_itself``), as a provider reading a real clock on each call would."""
+
+    def __init__(self, ticks: bool = False) -> None:
+        super().__init__(1_000)
+        self.moves_by_itself = ticks
+        self.readings = 0
+
+    def now(self) -> int:
+        self.readings += 1
+        if self.moves_by_itself:
+            self._now += 1
+        return self._now
+
+
+#: A grouped program whose compact feed emits inline (``CodeGen.emit_by_key``), one output a
+#: ``B`` after an ``A``, with a string constant that reads like the clock's call.
+_EMITS = 'in long A group(A % 2), long B group(B % 2)\nout string O\n( .* A() B() { !>O("_now()"); } )*\n'
+
+
+def test_a_batch_reads_a_clock_that_holds_still_once() -> None:
+    """On a clock only its host moves, a batch reads it once, not once per emission (issue 26:
+    a Python call fewer per match); every output carries that time, as feed per event gives it,
+    and the program's constant "_now()" is emitted as written."""
+    clock = _CountingClock()
+    out: list[Emitted] = []
+    engine = Engine(compile_source(_EMITS, name="p").require(), out.append, clock)
+    assert engine.compact
+    engine.feed_many([("A", 1), ("B", 3), ("A", 2), ("B", 4), ("A", 5), ("B", 7)])
+    assert clock.readings == 1
+    assert [(e.value, e.time, e.key) for e in out] == [("_now()", 1_000, (k,)) for k in (1, 0, 1)]
+
+
+def test_a_batch_reads_a_clock_that_moves_by_itself_per_emission() -> None:
+    """A provider whose time moves with no call of its host (``moves_by_itself``) is read at each
+    emission, as by ``feed`` per event: the outputs carry the times they were made at."""
+    clock = _CountingClock(ticks=True)
+    out: list[Emitted] = []
+    engine = Engine(compile_source(_EMITS, name="p").require(), out.append, clock)
+    engine.feed_many([("A", 1), ("B", 3), ("A", 2), ("B", 4)])
+    assert [e.time for e in out] == [1_001, 1_002] and clock.readings == 2

@@ -426,6 +426,15 @@ class CodeGen:
         parts = ", ".join(self.key_expr(e) for e in exprs)
         return f"def {name}(ctx, ev):\n    return ({parts},)"
 
+    def table_key(self, inp: ir.Input) -> str:
+        """The expression of input ``inp``'s key in the instance table, worked out once per
+        input by the feeds: the bare key value for a program grouped by one value (``ev`` itself
+        when grouped by the event's value), else the tuple of the key's values."""
+        assert inp.group is not None
+        if self.one_key:
+            return self.key_expr(inp.group[0])
+        return f"({', '.join(self.key_expr(e) for e in inp.group)},)"
+
     def key_expr(self, e: ir.Node) -> str:
         """A group key component: a ``double`` one in its one form per key (``values.key_double``:
         ``-0.0`` is ``0.0``, every NaN one NaN), as the key's bytes route and store it."""
@@ -484,13 +493,14 @@ class CodeGen:
                 assert inp.group is not None
                 if keyed:
                     out.append(f"{ind}gk = key[0]" if one else f"{ind}gk = key")
+                    gk = "gk"
                 else:
-                    gk = self.key_expr(inp.group[0]) if one else f"({', '.join(self.key_expr(e) for e in inp.group)},)"
+                    gk = self.table_key(inp)
                     if "ctx" in gk:  # an error while computing the key belongs to no instance
                         out.append(f"{ind}ctx = None")
                     if gk != "ev":  # grouped by the event value itself: no copy
                         out.append(f"{ind}gk = {gk}")
-                gk = "ev" if not keyed and one and self.key_expr(inp.group[0]) == "ev" else "gk"
+                        gk = "gk"
                 out.append(f"{ind}ctx = _cget({gk})")
             else:
                 out += [
@@ -592,7 +602,7 @@ class CodeGen:
             if keyed:
                 gk = "key[0]" if one else "key"
             else:
-                gk = self.key_expr(inp.group[0]) if one else f"({', '.join(self.key_expr(e) for e in inp.group)},)"
+                gk = self.table_key(inp)
                 if "ctx" in gk:  # an error while computing the key belongs to no instance
                     out.append(f"{ind}ctx = None")
             if gk != "ev" and not self._key_in_place(gk, inp.classify, plans, record):

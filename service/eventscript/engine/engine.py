@@ -628,8 +628,11 @@ class Engine:
         replaces this method with its feed's code in a loop (``batch.feed_many_source``).
 
         ``events`` is read lazily, one pair per event processed. Time does not move within a
-        batch: a host that fires due timers between events (``run_due`` after each) splits its
-        batches there, or passes a generator that fires them before yielding the next event. The
+        batch: a host that moves the clock between events (``advance_to``, ``set_now``, the wall
+        clock's ``refresh`` and ``run_due``) splits its batches there; one on simulated time may
+        pass a generator that fires the timers due (``run_due``) before yielding the next event.
+        On the engine's own time providers (``TimeProvider.moves_by_itself`` false) the batch
+        reads the clock once, when it starts: what its events emit carries that time. The
         consumer, output handlers and host hooks must not change
         while a batch runs (from a consumer, say): set them between batches.
 
@@ -638,7 +641,8 @@ class Engine:
         """
         made = self._feed_many
         if made is None:
-            made = self._feed_many = self._define("feed_many", feed_many_source(self._feed_source, self._hoistable))
+            source = feed_many_source(self._feed_source, self._hoistable, not self.time.moves_by_itself)
+            made = self._feed_many = self._define("feed_many", source)
             self.feed_many = made  # type: ignore[method-assign]  # a host that bound this method keeps calling it
         made(events)
 

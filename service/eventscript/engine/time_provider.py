@@ -200,6 +200,12 @@ def timer_info(ctx: Any) -> tuple[int, int] | None:
 class TimeProvider:
     """The interface the engine uses: the current time, and one timer per instance context."""
 
+    #: Can ``now()`` change while the host makes no call on this provider? True for a provider
+    #: that reads a clock on each call; the engine's own providers move only when their host moves
+    #: them (``set_now``, ``advance_to``, ``refresh``, ``run_due``), and then ``Engine.feed_many``
+    #: reads the time once per batch (time does not move within a batch).
+    moves_by_itself = True
+
     def __init__(self) -> None:
         self.timers = TimerQueue()
 
@@ -228,6 +234,8 @@ class TimeProvider:
 
 class SimulatedTimeProvider(TimeProvider):
     """Time moves only when the host says so (the tester, record-time replays, backfills)."""
+
+    moves_by_itself = False
 
     def __init__(self, start: int = 0) -> None:
         super().__init__()
@@ -276,6 +284,8 @@ class WallClockTimeProvider(TimeProvider):
     header, one header fewer on nearly every output). A timer still fires at its own deadline,
     whatever its resolution.
     """
+
+    moves_by_itself = False  # (it reads the clock in refresh and run_due, the host's calls)
 
     def __init__(self, clock: Any = None, resolution_us: int = 1) -> None:
         super().__init__()
