@@ -8,8 +8,9 @@ Tokens from an included file keep positions in that file.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import ClassVar
 
@@ -141,9 +142,13 @@ def _unexpected_hint(ch: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Token:
-    """A token. ``kind`` is the punctuation or keyword text itself, or IDENT/INT/FLOAT/STRING/EOF."""
+    """A token. ``kind`` is the punctuation or keyword text itself, or IDENT/INT/FLOAT/STRING/EOF.
+
+    Treated as immutable and hashable, but not a frozen dataclass: the lexer makes one per token,
+    and a frozen dataclass's ``__init__`` (``object.__setattr__`` per field) costs three times a
+    plain one's."""
 
     kind: str
     text: str
@@ -192,13 +197,11 @@ class Lexer:
         #: lexer reads one, not inside a string literal.
         self.on_line_comment = on_line_comment
         self._stack: list[Path] = []
+        self._scanned = 0  # the tokens the last scan made (the index of the EOF token after them)
 
     def tokenize(self, source: SourceFile) -> list[Token]:
         tokens: list[Token] = []
-        if source.path is not None:
-            # The including file itself is on the stack, so that a.es -> b.es -> a.es is a cycle
-            # reported in b.es rather than a.es being spliced in a second time.
-            self._stack.append(source.path.resolve())
+        self._enter(source)
         try:
             self._lex_into(source, tokens)
         finally:
@@ -206,10 +209,34 @@ class Lexer:
         tokens.append(Token("EOF", "", None, source.pos(len(source.text)), len(tokens)))
         return tokens
 
+    def tokens(self, source: SourceFile, start: int = 0) -> Iterator[Token]:
+        """The tokens of ``source`` from offset ``start`` on, one at a time, the same as
+        :meth:`tokenize`'s list (EOF last): a reader that consumes them as they come (the trace
+        reader) keeps none of those it has read alive."""
+        self._enter(source)
+        # (chained, not a generator around the scanner's: one step less for each token)
+        return chain(self._scan(source, 0, start), self._end(source))
+
+    def _end(self, source: SourceFile) -> Iterator[Token]:
+        """The EOF token after :meth:`_scan` has read ``source`` to its end."""
+        self._stack.clear()
+        yield Token("EOF", "", None, source.pos(len(source.text)), self._scanned)
+
+    def _enter(self, source: SourceFile) -> None:
+        if source.path is not None:
+            # The including file itself is on the stack, so that a.es -> b.es -> a.es is a cycle
+            # reported in b.es rather than a.es being spliced in a second time.
+            self._stack.append(source.path.resolve())
+
     # -- scanning -------------------------------------------------------------------------
 
     def _lex_into(self, src: SourceFile, out: list[Token]) -> None:
-        """Append the tokens of ``src`` (and of what it includes) to ``out``.
+        """Append the tokens of ``src`` (and of what it includes) to ``out``."""
+        out.extend(self._scan(src, len(out)))
+
+    def _scan(self, src: SourceFile, index: int, start: int = 0) -> Generator[Token, None, int]:
+        """The tokens of ``src`` (and of what it includes) from offset ``start``, numbered from
+        ``index`` on; returns the number after the last (and keeps it in ``_scanned``).
 
         The common tokens come from one match of :data:`_COMMON_TOKEN` at each position, and the
         position of a token from a line count kept while scanning: a bisect and two calls per
@@ -220,18 +247,24 @@ class Lexer:
         text = src.text
         n = len(text)
         match = _COMMON_TOKEN.match
-        i = 0
-        line = 1
-        line_start = 0
-        at_line_start = True
+        i = start
+        line, col = src.line_col(start)
+        line_start = start - col + 1
+        at_line_start = col == 1
+        pending: list[Token] = []  # the tokens of an irregular reader (or an included file)
         while i < n:
             m = match(text, i)
             if m is None:
                 if text[i] == "#" and at_line_start:
-                    i = self._directive(src, i, out)
+                    i = self._directive(src, i, pending)
                 else:
                     at_line_start = False
-                    i = self._irregular(src, i, out)
+                    i = self._irregular(src, i, pending)
+                for token in pending:
+                    token.index = index
+                    index += 1
+                    yield token
+                pending.clear()
                 # Strings may continue past a backslash-newline: find the line anew.
                 line, col = src.line_col(i)
                 line_start = i - col + 1
@@ -240,35 +273,38 @@ class Lexer:
             if kind == "word":
                 at_line_start = False
                 word = m["word"]
-                out.append(
-                    Token(
-                        word if word in KEYWORDS else "IDENT",
-                        word,
-                        word,
-                        Pos(src, i, line, i - line_start + 1),
-                        len(out),
-                    )
+                yield Token(
+                    word if word in KEYWORDS else "IDENT",
+                    word,
+                    word,
+                    Pos(src, i, line, i - line_start + 1),
+                    index,
                 )
+                index += 1
             elif kind == "punctuation":
                 at_line_start = False
                 p = m["punctuation"]
-                out.append(Token(p, p, None, Pos(src, i, line, i - line_start + 1), len(out)))
+                yield Token(p, p, None, Pos(src, i, line, i - line_start + 1), index)
+                index += 1
             elif kind == "newline":
                 at_line_start = True
                 line += 1
                 line_start = i + 1
             elif kind == "number":
                 at_line_start = False
-                out.append(self._number(m["number"], Pos(src, i, line, i - line_start + 1), len(out)))
+                yield self._number(m["number"], Pos(src, i, line, i - line_start + 1), index)
+                index += 1
             elif kind == "string":
                 at_line_start = False
                 quoted = m["string"]
-                out.append(Token("STRING", quoted, quoted[1:-1], Pos(src, i, line, i - line_start + 1), len(out)))
+                yield Token("STRING", quoted, quoted[1:-1], Pos(src, i, line, i - line_start + 1), index)
+                index += 1
             elif kind == "block_comment":
                 close = text.find("*/", i + 2)
                 if close < 0:
                     self.diagnostics.error(src.pos(i), "unterminated comment", "close it with */")
-                    return
+                    self._scanned = index
+                    return index
                 last_newline = text.rfind("\n", i, close)
                 if last_newline >= 0:
                     line += text.count("\n", i, close)
@@ -279,6 +315,8 @@ class Lexer:
                 self.on_line_comment(Pos(src, i, line, i - line_start + 1), m["line_comment"])
             # else: blanks, or a line comment (which ends before its newline)
             i = m.end()
+        self._scanned = index
+        return index
 
     def _irregular(self, src: SourceFile, i: int, out: list[Token]) -> int:
         """The token at ``i`` that :data:`_COMMON_TOKEN` does not match; returns where it ends."""

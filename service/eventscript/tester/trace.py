@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 import re
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any
 from ..engine.encoding import DecodeError, lone_surrogate_at
 from ..engine.timeutil import check_clock_time, check_components, from_datetime
 from ..language.diagnostics import Diagnostic, Diagnostics, Severity
-from ..language.lexer import BARE_POINT, Token, tokenize, touching
+from ..language.lexer import BARE_POINT, Lexer, Token, touching
 from ..language.parser import MAX_NESTING
 from ..language.source import Pos, SourceFile
 from ..language.types import BOOLEAN, DOUBLE, LONG, OBJECT, STRING, TIME, ArrayType, StructType
@@ -49,7 +51,7 @@ class TraceError(Exception):
         return self.diagnostic().render()
 
 
-@dataclass
+@dataclass(slots=True)
 class Timestamp:
     time: int  # microseconds since the epoch
     pos: Pos
@@ -62,14 +64,18 @@ ValuePath = tuple[int | str, ...]
 FIELD_NAME = "\x00name"
 
 
-@dataclass
+@dataclass(slots=True)
 class TraceEvent:
     name: str
     args: list[Any]  # parsed literal arguments (0, 1 or several)
     pos: Pos
-    #: Where each value inside ``args`` was written (a trace file's events; none from JSON lines),
-    #: so that a value of the wrong type is pointed at, not its event.
-    places: dict[ValuePath, Pos] = field(default_factory=dict, compare=False, repr=False)
+    #: Whether the event was read from a trace file's text at ``pos``, where :func:`event_places`
+    #: can read the places of its values again (not from JSON lines, nor made by a program).
+    written: bool = field(default=False, compare=False, repr=False)
+    #: Where each value inside ``args`` was written, once :func:`event_places` has read them: a
+    #: trace of many events keeps none (a dictionary and a position per value made up most of the
+    #: memory a read trace held), and a value of the wrong type is rare.
+    places: dict[ValuePath, Pos] | None = field(default=None, compare=False, repr=False)
 
 
 TraceItem = Timestamp | TraceEvent
@@ -93,26 +99,46 @@ _SECONDS_WITH_FRACTION = re.compile(r"[0-9]+\.[0-9]+")
 
 
 class TraceParser:
-    def __init__(self, tokens: list[Token]) -> None:
-        self.toks = tokens
-        self.i = 0
+    """Reads the tokens as they come (a list or the lexer's :meth:`~Lexer.tokens`), looking at
+    most one token ahead, so that the tokens of a big trace are not all alive at once."""
+
+    def __init__(self, tokens: Iterable[Token], *, record_places: bool = False) -> None:
+        self._rest = iter(tokens)
+        self._next = self._rest.__next__
+        self.tok: Token = self._next()
+        self._after: Token | None = None  # the token after ``tok``, once asked for
         self.date: tuple[int, int, int] | None = None
         self.depth = 0
-        self.places: dict[ValuePath, Pos] = {}  # the current event's (``TraceEvent.places``)
-
-    @property
-    def tok(self) -> Token:
-        return self.toks[self.i]
+        #: The current event's value places (``TraceEvent.places``), when recorded.
+        self.places: dict[ValuePath, Pos] | None = {} if record_places else None
 
     def advance(self) -> Token:
-        t = self.toks[self.i]
+        t = self.tok
         if t.kind != "EOF":
-            self.i += 1
+            after = self._after
+            if after is None:
+                self.tok = self._next()
+            else:
+                self.tok, self._after = after, None
         return t
 
+    def following(self) -> Token | None:
+        """The token after the current one (None after the end)."""
+        if self.tok.kind == "EOF":
+            return None
+        if self._after is None:
+            self._after = self._next()
+        return self._after
+
+    def read_to_end(self) -> None:
+        """Read the rest of the tokens (so that the lexer has seen the whole text)."""
+        for _ in self._rest:
+            pass
+
     def expect(self, kind: str, what: str, hint: str | None = None) -> Token:
-        if self.tok.kind != kind:
-            raise TraceError(self.tok.pos, f"expected {what}, found {self.tok.text or 'the end of the trace'!r}", hint)
+        t = self.tok
+        if t.kind != kind:
+            raise TraceError(t.pos, f"expected {what}, found {t.text or 'the end of the trace'!r}", hint)
         return self.advance()
 
     def parse(self) -> list[TraceItem]:
@@ -221,20 +247,22 @@ class TraceParser:
             f"every event has parentheses: {name.text}() for a pure signal, {name.text}(value) otherwise",
         )
         args: list[Any] = []
-        self.places = {}
+        if self.places is not None:
+            self.places = {}
         if self.tok.kind != ")":
             args.append(self.value((0,)))
             while self.tok.kind == ",":
                 self.advance()
                 args.append(self.value((len(args),)))
         self.expect(")", "')'")
-        return TraceEvent(name.text, args, name.pos, self.places)
+        return TraceEvent(name.text, args, name.pos, written=True)
 
     def value(self, at: ValuePath) -> Any:
         """One literal; arrays and structure builders may nest MAX_NESTING levels, as in programs
         (deeper input would exhaust Python's stack here and in every stage after the reader)."""
         t = self.tok
-        self.places[at] = t.pos
+        if self.places is not None:
+            self.places[at] = t.pos
         if t.kind in ("[", "{"):
             self.depth += 1
             if self.depth > MAX_NESTING:
@@ -267,26 +295,31 @@ class TraceParser:
 
     def _refuse_bare_point(self, number: Token | None = None) -> None:
         """A number written with a bare point, as the program's parser says it: ``.5`` (at the
-        current token) or ``1.`` (``number``, just read, and the current token)."""
+        current token) or ``1.`` (``number``, just read, and the current token). Only a current
+        token ``.`` can be one: callers ask only then (a call for each value cost a tenth of the
+        parse)."""
         t = self.tok
         if number is not None:
             if number.kind == "INT" and t.kind == "." and touching(number, t):
                 raise TraceError(number.pos, BARE_POINT, f"write {number.text}.0")
-        elif t.kind == "." and self.i + 1 < len(self.toks):
-            after = self.toks[self.i + 1]
-            if after.kind == "INT" and touching(t, after):
+        elif t.kind == ".":
+            after = self.following()
+            if after is not None and after.kind == "INT" and touching(t, after):
                 raise TraceError(t.pos, BARE_POINT, f"write 0.{after.text}")
 
     def _value(self, at: ValuePath) -> Any:
-        self._refuse_bare_point()
         t = self.tok
+        if t.kind == ".":
+            self._refuse_bare_point()
         if t.kind == "-":
             self.advance()
-            self._refuse_bare_point()
             n = self.tok
+            if n.kind == ".":
+                self._refuse_bare_point()
             if n.kind in ("INT", "FLOAT"):
                 self.advance()
-                self._refuse_bare_point(n)
+                if self.tok.kind == ".":
+                    self._refuse_bare_point(n)
                 return -self._finite(n)
             raise TraceError(n.pos, "expected a number after '-'")
         if t.kind == "STRING":
@@ -294,7 +327,8 @@ class TraceParser:
             return self._string(t)
         if t.kind in ("INT", "FLOAT"):
             self.advance()
-            self._refuse_bare_point(t)
+            if self.tok.kind == ".":
+                self._refuse_bare_point(t)
             return self._finite(t)
         if t.kind in ("true", "false"):
             self.advance()
@@ -309,8 +343,10 @@ class TraceParser:
                         raise TraceError(key.pos, "expected a field name")
                     self.advance()
                     self.expect(":", "':' after the field name")
-                    name = self._string(key) if key.kind == "STRING" else key.text
-                    self.places[(*at, name, FIELD_NAME)] = key.pos
+                    # (one string for a name however many events write it)
+                    name = sys.intern(self._string(key) if key.kind == "STRING" else key.text)
+                    if self.places is not None:
+                        self.places[(*at, name, FIELD_NAME)] = key.pos
                     obj[name] = self.value((*at, name))
                     if self.tok.kind != ",":
                         break
@@ -334,7 +370,7 @@ class TraceParser:
     def _name_hint(self, name: Token) -> str:
         """A bare name where a value stands: a field name outside braces (``S(door: "a")``, a
         structure's fields are in a builder) or text without its quotes (``S(front)``)."""
-        following = self.toks[self.i + 1] if self.i + 1 < len(self.toks) else None
+        following = self.following()
         if following is not None and following.kind == ":":
             return (
                 f"a structure's fields are written in braces: {{{name.text}: ...}}, "
@@ -344,12 +380,17 @@ class TraceParser:
 
 
 def parse_trace(source: SourceFile) -> list[TraceItem]:
+    """The items of a trace. The parser reads the tokens as the lexer makes them; a mistake the
+    lexer finds anywhere in the text is the one reported, before any the parser finds."""
     d = Diagnostics()
-    tokens = tokenize(source, d, allow_include=False)
-    if d.has_errors:
-        first = d.errors[0]
-        raise TraceError(first.pos, first.message, first.hint)
-    items = TraceParser(tokens).parse()
+    parser = TraceParser(Lexer(d, allow_include=False).tokens(source))
+    try:
+        items = parser.parse()
+    except TraceError:
+        parser.read_to_end()
+        _raise_first_error(d)
+        raise
+    _raise_first_error(d)
     if items and not isinstance(items[0], Timestamp):
         raise TraceError(
             items[0].pos,
@@ -358,6 +399,27 @@ def parse_trace(source: SourceFile) -> list[TraceItem]:
         )
     _check_order(items)
     return items
+
+
+def _raise_first_error(diagnostics: Diagnostics) -> None:
+    if diagnostics.has_errors:
+        first = diagnostics.errors[0]
+        raise TraceError(first.pos, first.message, first.hint)
+
+
+def event_places(event: TraceEvent) -> dict[ValuePath, Pos]:
+    """Where each value inside ``event.args`` was written (see ``ValuePath``): read again from the
+    trace's text at the event, the first time they are asked for, and kept with the event."""
+    if event.places is None:
+        event.places = {}
+        if event.written:
+            source = event.pos.source
+            parser = TraceParser(
+                Lexer(Diagnostics(), allow_include=False).tokens(source, event.pos.offset), record_places=True
+            )
+            parser.event()
+            event.places = parser.places or {}
+    return event.places
 
 
 #: JSON lines out of time order are most often ``eventscript tail`` of a topic of several
@@ -564,7 +626,7 @@ def value_place(event: TraceEvent, at: ValuePath) -> Pos:
     """Where the value at ``at`` of ``event_argument(event)`` was written, or the event's own
     place where that is not known (a JSON-lines trace, a missing field)."""
     full = (0, *at) if len(event.args) == 1 else at
-    return event.places.get(full, event.pos)
+    return event_places(event).get(full, event.pos)
 
 
 #: How the output writes the doubles no number literal can (conformance README, output format).
