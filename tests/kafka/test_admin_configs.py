@@ -88,7 +88,9 @@ class SlowLeaders:
 
         self.listed += 1
         listed = {n for n, at in self.created.items() if self.listed - at > self.leaderless_for}
-        return SimpleNamespace(topics={n: SimpleNamespace(error=None, partitions={0: None}) for n in listed})
+        return SimpleNamespace(
+            topics={n: SimpleNamespace(error=None, partitions={0: None}) for n in listed}, cluster_id="stand-in"
+        )
 
 
 def test_a_created_topic_without_leaders_for_a_while_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -146,7 +148,8 @@ class TwoBrokers:
         lagging = self.listed % 2 == 0
         shown = {n: p for n, p in self.topics.items() if not lagging or self.listed >= self.learnt[n]}
         return SimpleNamespace(
-            topics={n: SimpleNamespace(error=None, partitions=dict.fromkeys(range(p))) for n, p in shown.items()}
+            topics={n: SimpleNamespace(error=None, partitions=dict.fromkeys(range(p))) for n, p in shown.items()},
+            cluster_id="stand-in",
         )
 
     def create_topics(self, topics: list[Any], **_: Any) -> dict[str, Future[Any]]:

@@ -116,7 +116,7 @@ class _RecordingAdminClient:
 
     def list_topics(self, timeout: float) -> object:
         topic = SimpleNamespace(error=None, partitions={0: None, 1: None})
-        return SimpleNamespace(topics={t.topic: topic for t in self.created})
+        return SimpleNamespace(topics={t.topic: topic for t in self.created}, cluster_id="stand-in")
 
     def create_topics(self, topics: list[NewTopic], **_: object) -> dict[str, object]:
         self.created.extend(topics)
